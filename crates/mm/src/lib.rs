@@ -4,8 +4,18 @@
 //! function it follows and the section of `shared/reference/kernel-model.md` it implements.
 //! Pure and deterministic: no clock, no threads, no I/O.
 
+pub mod buddy;
+pub mod debug_vm;
 pub mod gfp;
+pub mod mmzone;
+pub mod node;
+pub mod page_alloc;
 pub mod trace;
 pub mod types;
 pub mod vmstat;
 mod vmstat_items;
+
+pub use gfp::{AllocFlags, Gfp};
+pub use mmzone::{MachineConfig, MachineError, ZoneConfig};
+pub use node::{Mm, Tunables, Wakeup};
+pub use types::{MigrateType, Pfn, ZoneType};

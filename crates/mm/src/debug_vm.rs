@@ -1,0 +1,199 @@
+//! The debug-vm invariant checker (architecture.md "Errors"): after any operation, the buddy
+//! state must be self-consistent. A violation is a bug in the model and fails loudly with the
+//! state that broke it.
+
+use crate::mmzone::*;
+use crate::node::Mm;
+use crate::types::*;
+use crate::vmstat::Stat;
+
+/// A broken invariant: what, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvariantViolation(pub String);
+
+impl std::fmt::Display for InvariantViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "debug-vm invariant violated: {}", self.0)
+    }
+}
+
+impl std::error::Error for InvariantViolation {}
+
+macro_rules! ensure {
+    ($cond:expr, $($arg:tt)*) => {
+        if !$cond {
+            return Err(InvariantViolation(format!($($arg)*)));
+        }
+    };
+}
+
+/// Page totals of the node, as the checker counted them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageCensus {
+    pub free: u64,
+    pub pcp: u64,
+    pub allocated: u64,
+    pub managed: u64,
+}
+
+impl Mm {
+    /// Checks every invariant; returns the page census on success.
+    ///
+    /// * Every free chunk is naturally aligned, inside its zone, on exactly the list of its
+    ///   order and of its block's migratetype; lists are well linked; per-(order, type) counts
+    ///   and `nr_free` equal the list contents.
+    /// * NR_FREE_PAGES = pages on non-Isolate lists; NR_FREE_PAGES_BLOCKS = pages in chunks of
+    ///   order ≥ 9 on non-Isolate lists; nr_free_highatomic = pages on HighAtomic lists.
+    /// * PCP counts equal their lists; PCP chunks are of cached orders.
+    /// * Chunks do not overlap; free + PCP + allocated = managed for every zone.
+    pub fn check_invariants(&self) -> Result<PageCensus, InvariantViolation> {
+        let mut census = PageCensus::default();
+        // Walk the memory map: every managed page belongs to exactly one chunk.
+        for (zi, z) in self.zones.iter().enumerate() {
+            if z.spanned == 0 {
+                continue;
+            }
+            let (mut free, mut pcp, mut alloc) = (0u64, 0u64, 0u64);
+            let (mut free_pages_nonisolate, mut blocks, mut highatomic) = (0i64, 0i64, 0u64);
+            let mut chunks_by = [[0u64; MIGRATE_TYPES]; NR_PAGE_ORDERS];
+            let mut pfn = z.start_pfn;
+            while pfn < z.end_pfn() {
+                let kind = self.pages.kind(pfn);
+                match kind {
+                    PageKind::Hole | PageKind::Reserved => {
+                        pfn += 1;
+                        continue;
+                    }
+                    PageKind::Tail => {
+                        return Err(InvariantViolation(format!(
+                            "zone {} pfn {pfn:#x}: managed page not covered by any chunk",
+                            z.zone_type.name()
+                        )));
+                    }
+                    _ => {}
+                }
+                let order = self.pages.order(pfn);
+                ensure!(order <= MAX_PAGE_ORDER, "pfn {pfn:#x}: order {order}");
+                ensure!(pfn & ((1 << order) - 1) == 0, "pfn {pfn:#x}: {kind:?} chunk of order {order} is not aligned");
+                let end = pfn + (1 << order);
+                ensure!(end <= z.end_pfn(), "pfn {pfn:#x}: {kind:?} chunk of order {order} crosses the end of zone {}", z.zone_type.name());
+                for p in pfn + 1..end {
+                    let k = self.pages.kind(p);
+                    ensure!(k == PageKind::Tail, "pfn {p:#x}: {k:?} inside the {kind:?} chunk at {pfn:#x} order {order}");
+                }
+                let nr = 1u64 << order;
+                match kind {
+                    PageKind::Buddy => {
+                        free += nr;
+                        let mt = self.block_mt(pfn);
+                        chunks_by[order as usize][mt.idx()] += 1;
+                        if mt != MigrateType::Isolate {
+                            free_pages_nonisolate += nr as i64;
+                            if order >= PAGEBLOCK_ORDER {
+                                blocks += nr as i64;
+                            }
+                        }
+                        if mt == MigrateType::HighAtomic {
+                            highatomic += nr;
+                        }
+                        if order >= PAGEBLOCK_ORDER {
+                            // A chunk covering several blocks: all of them of its type.
+                            for b in 0..(1u32 << (order - PAGEBLOCK_ORDER)) {
+                                let bmt = self.block_mt(pfn + b * PAGEBLOCK_NR_PAGES);
+                                ensure!(bmt == mt, "free chunk {pfn:#x} order {order} spans blocks of types {mt:?} and {bmt:?}");
+                            }
+                        }
+                    }
+                    PageKind::Pcp => {
+                        ensure!(pcp_allowed_order(order), "pfn {pfn:#x}: PCP chunk of order {order}");
+                        pcp += nr;
+                    }
+                    PageKind::Allocated => alloc += nr,
+                    _ => unreachable!(),
+                }
+                pfn = end;
+            }
+            ensure!(
+                free + pcp + alloc == z.managed,
+                "zone {}: free {free} + pcp {pcp} + allocated {alloc} != managed {}",
+                z.zone_type.name(),
+                z.managed
+            );
+            // Lists match the memory map.
+            for order in 0..NR_PAGE_ORDERS {
+                let mut total = 0;
+                for mt in 0..MIGRATE_TYPES {
+                    let l = z.area.lists[order][mt];
+                    let mut n = 0u64;
+                    let mut prev = NIL;
+                    let mut p = l.first;
+                    while p != NIL {
+                        ensure!(self.pages.is_buddy_of_order(p, order as u32), "free list [{order}][{mt}] of zone {} holds {p:#x} which is {:?} order {}", z.zone_type.name(), self.pages.kind(p), self.pages.order(p));
+                        ensure!(self.block_mt(p).idx() == mt, "free chunk {p:#x} order {order} on list {:?} but its block is {:?}", MigrateType::from_index(mt), self.block_mt(p));
+                        ensure!(self.zone_of(p) == zi, "free chunk {p:#x} on a list of zone {}", z.zone_type.name());
+                        ensure!(self.list_prev(p) == prev, "free list [{order}][{mt}]: broken back link at {p:#x}");
+                        prev = p;
+                        p = self.list_next(p);
+                        n += 1;
+                        ensure!(n <= z.managed, "free list [{order}][{mt}] of zone {} loops", z.zone_type.name());
+                    }
+                    ensure!(l.last == prev, "free list [{order}][{mt}]: last is {:#x}, walk ended at {prev:#x}", l.last);
+                    ensure!(n == z.area.nr_by_type[order][mt], "free list [{order}][{mt}] of zone {}: {n} chunks, count says {}", z.zone_type.name(), z.area.nr_by_type[order][mt]);
+                    ensure!(n == chunks_by[order][mt], "free list [{order}][{mt}] of zone {}: {n} chunks on the list, {} in the memory map", z.zone_type.name(), chunks_by[order][mt]);
+                    total += n;
+                }
+                ensure!(total == z.area.nr_free[order], "zone {} order {order}: nr_free {} != {total}", z.zone_type.name(), z.area.nr_free[order]);
+            }
+            ensure!(
+                z.stat(Stat::nr_free_pages) == free_pages_nonisolate,
+                "zone {}: NR_FREE_PAGES {} != {free_pages_nonisolate} pages on non-isolate lists",
+                z.zone_type.name(),
+                z.stat(Stat::nr_free_pages)
+            );
+            ensure!(
+                z.stat(Stat::nr_free_pages_blocks) == blocks,
+                "zone {}: NR_FREE_PAGES_BLOCKS {} != {blocks}",
+                z.zone_type.name(),
+                z.stat(Stat::nr_free_pages_blocks)
+            );
+            ensure!(z.nr_free_highatomic == highatomic, "zone {}: nr_free_highatomic {} != {highatomic}", z.zone_type.name(), z.nr_free_highatomic);
+            // PCP lists.
+            let mut pcp_listed = 0u64;
+            for (cpu, p) in z.pcp.iter().enumerate() {
+                let mut n = 0u64;
+                for (pindex, l) in p.lists.iter().enumerate() {
+                    let order = pindex_to_order(pindex);
+                    let mut prev = NIL;
+                    let mut q = l.first;
+                    while q != NIL {
+                        ensure!(self.pages.kind(q) == PageKind::Pcp && self.pages.order(q) == order, "pcp list {pindex} of cpu {cpu} holds {q:#x} ({:?} order {})", self.pages.kind(q), self.pages.order(q));
+                        ensure!(self.zone_of(q) == zi, "pcp chunk {q:#x} on a list of zone {}", z.zone_type.name());
+                        ensure!(self.list_prev(q) == prev, "pcp list {pindex}: broken back link at {q:#x}");
+                        prev = q;
+                        q = self.list_next(q);
+                        n += 1 << order;
+                        ensure!(n <= z.managed, "pcp list of zone {} loops", z.zone_type.name());
+                    }
+                    ensure!(l.last == prev, "pcp list {pindex} of cpu {cpu}: bad last");
+                }
+                ensure!(n == p.count, "zone {} cpu {cpu}: pcp count {} != {n} listed", z.zone_type.name(), p.count);
+                pcp_listed += n;
+            }
+            ensure!(pcp_listed == pcp, "zone {}: {pcp} PCP pages in the memory map, {pcp_listed} on lists", z.zone_type.name());
+            census.free += free;
+            census.pcp += pcp;
+            census.allocated += alloc;
+            census.managed += z.managed;
+        }
+        Ok(census)
+    }
+
+    /// Panics with the violation if debug-vm is on and an invariant is broken.
+    pub fn debug_check(&self) {
+        if self.debug_vm {
+            if let Err(e) = self.check_invariants() {
+                panic!("{e}");
+            }
+        }
+    }
+}

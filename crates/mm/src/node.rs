@@ -1,0 +1,489 @@
+//! The node (`pglist_data`) and the model's top-level state: zones, per-page state, pageblock
+//! bits, tunables, counters, trace buffer and the wake-ups handed to whoever owns the clock.
+//!
+//! Boot-time setup follows `kernel-model.md` §1.1–§1.2 (memory map), §2.2 (PCP sizes), §3.1–§3.2
+//! (watermarks, lowmem reserve).
+
+use crate::mmzone::*;
+use crate::trace::{TraceEvent, TraceRecord};
+use crate::types::*;
+use crate::vmstat::{calculate_normal_threshold, PagesetView, Stat, ZoneView, NR_STATS};
+
+/// `MIN_PERCPU_PAGELIST_HIGH_FRACTION`.
+pub const MIN_PERCPU_PAGELIST_HIGH_FRACTION: u32 = 8;
+/// `CONFIG_PCP_BATCH_SCALE_MAX` on S2.
+pub const PCP_BATCH_SCALE_MAX: u32 = 5;
+
+/// The kernel knobs the page allocator reads (§17), with the 6.18 defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tunables {
+    /// `vm.min_free_kbytes`; None = computed at boot as the kernel does (§3.1.1–2).
+    pub min_free_kbytes: Option<u64>,
+    pub watermark_scale_factor: u64,
+    pub watermark_boost_factor: u64,
+    pub lowmem_reserve_ratio: [u64; MAX_NR_ZONES],
+    pub defrag_mode: bool,
+    pub percpu_pagelist_high_fraction: u32,
+    /// THP enabled ≠ never at boot: khugepaged raises min_free_kbytes (§3.1.2).
+    pub thp_enabled: bool,
+}
+
+impl Default for Tunables {
+    fn default() -> Self {
+        Tunables {
+            min_free_kbytes: None,
+            watermark_scale_factor: 10,
+            watermark_boost_factor: 15000,
+            lowmem_reserve_ratio: [256, 256, 32, 0, 0],
+            defrag_mode: false,
+            percpu_pagelist_high_fraction: 0,
+            thp_enabled: true,
+        }
+    }
+}
+
+/// A wake-up of a kernel thread requested by the model; the engine that owns the clock
+/// schedules it (architecture.md: "mm returns the wake-up as data").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wakeup {
+    /// `wakeup_kswapd(zone, gfp, order, highest_zoneidx)`.
+    Kswapd { zone: ZoneType, order: u32, highest_zoneidx: ZoneType, gfp: u32 },
+}
+
+/// The model of one machine: a single node (§19.1 item 1).
+pub struct Mm {
+    pub zones: Vec<Zone>,
+    pub pages: PageArray,
+    pub blocks: Vec<u8>,
+    pub tun: Tunables,
+    /// The min_free_kbytes in force (computed or given).
+    pub min_free_kbytes: u64,
+    pub nr_cpus: u32,
+    /// Node items, globals and events of /proc/vmstat, indexed by `Stat` (zone items live in
+    /// the zones).
+    pub stats: [u64; NR_STATS],
+    /// Check every invariant after each operation (architecture.md "Errors", debug-vm).
+    pub debug_vm: bool,
+    /// Recorded trace events, if tracing is on.
+    pub trace_buf: Vec<TraceRecord>,
+    /// Which kmem events are recorded (bit per `TraceKind`).
+    pub trace_mask: u32,
+    /// Time stamp and task put on trace records (set by the engine; 0 without a clock).
+    pub now_ns: u64,
+    pub cur_pid: u32,
+    /// Wake-ups requested since the engine last took them.
+    pub wakeups: Vec<Wakeup>,
+    pub(crate) end_pfn: u32,
+}
+
+/// Bits of `Mm::trace_mask`.
+pub mod trace_kind {
+    pub const MM_PAGE_ALLOC: u32 = 1;
+    pub const MM_PAGE_FREE: u32 = 2;
+    pub const MM_PAGE_ALLOC_ZONE_LOCKED: u32 = 4;
+    pub const MM_PAGE_PCPU_DRAIN: u32 = 8;
+    pub const MM_PAGE_ALLOC_EXTFRAG: u32 = 16;
+    pub const ALL: u32 = 31;
+
+    /// Maps a tracepoint name (with or without the `kmem:` prefix) to its bit.
+    pub fn from_name(name: &str) -> Option<u32> {
+        let n = name.strip_prefix("kmem:").unwrap_or(name);
+        Some(match n {
+            "mm_page_alloc" => MM_PAGE_ALLOC,
+            "mm_page_free" => MM_PAGE_FREE,
+            "mm_page_alloc_zone_locked" => MM_PAGE_ALLOC_ZONE_LOCKED,
+            "mm_page_pcpu_drain" => MM_PAGE_PCPU_DRAIN,
+            "mm_page_alloc_extfrag" => MM_PAGE_ALLOC_EXTFRAG,
+            "*" => ALL,
+            _ => return None,
+        })
+    }
+}
+
+/// `int_sqrt`.
+fn int_sqrt(x: u64) -> u64 {
+    if x < 2 {
+        return x;
+    }
+    let mut r = (x as f64).sqrt() as u64;
+    while r * r > x {
+        r -= 1;
+    }
+    while (r + 1) * (r + 1) <= x {
+        r += 1;
+    }
+    r
+}
+
+fn rounddown_pow_of_two(x: u64) -> u64 {
+    if x == 0 {
+        0
+    } else {
+        1 << (63 - x.leading_zeros())
+    }
+}
+
+impl Mm {
+    /// Boots a machine: lays out the zones, marks every pageblock MOVABLE, hands the managed
+    /// pages to the buddy allocator in naturally aligned max-order chunks (memblock_free_all →
+    /// __free_pages_core, freed to the list tail), then sets up watermarks, lowmem reserves and
+    /// PCP sizes as the kernel does at boot (§1.2.3, §3.1, §3.2, §2.2).
+    pub fn new(machine: &MachineConfig, tun: Tunables) -> Result<Mm, MachineError> {
+        machine.validate()?;
+        let end_pfn = machine.end_pfn();
+        let nr_cpus = machine.nr_cpus;
+        let mut zones: Vec<Zone> = ZoneType::ALL.iter().map(|&t| Zone::new(t, nr_cpus as usize)).collect();
+        let nr_blocks = (end_pfn as usize).div_ceil(PAGEBLOCK_NR_PAGES as usize);
+        let mut mm = Mm {
+            zones: Vec::new(),
+            pages: PageArray::new(end_pfn as usize),
+            blocks: vec![MigrateType::Movable as u8; nr_blocks],
+            tun,
+            min_free_kbytes: 0,
+            nr_cpus,
+            stats: [0; NR_STATS],
+            debug_vm: false,
+            trace_buf: Vec::new(),
+            trace_mask: 0,
+            now_ns: 0,
+            cur_pid: 0,
+            wakeups: Vec::new(),
+            end_pfn,
+        };
+        for zc in &machine.zones {
+            let z = &mut zones[zc.zone_type.idx()];
+            z.start_pfn = zc.start_pfn;
+            z.spanned = zc.spanned;
+            z.present = zc.present;
+            z.managed = zc.managed as u64;
+            // Present pages: reserved first, then managed; the rest of the span is a hole.
+            let reserved = zc.present - zc.managed;
+            for pfn in zc.start_pfn..zc.start_pfn + reserved {
+                mm.pages.set(pfn, PageKind::Reserved, 0);
+            }
+            for pfn in zc.start_pfn + reserved..zc.start_pfn + zc.present {
+                mm.pages.set(pfn, PageKind::Tail, 0);
+            }
+        }
+        mm.zones = zones;
+        for zc in &machine.zones {
+            let zi = zc.zone_type.idx();
+            let reserved = zc.present - zc.managed;
+            let mut pfn = zc.start_pfn + reserved;
+            let end = zc.start_pfn + zc.present;
+            while pfn < end {
+                let mut order = MAX_PAGE_ORDER;
+                while order > 0 && (pfn & ((1 << order) - 1) != 0 || pfn + (1 << order) > end) {
+                    order -= 1;
+                }
+                mm.boot_free(zi, pfn, order);
+                pfn += 1 << order;
+            }
+        }
+        mm.setup_min_free_kbytes();
+        mm.setup_per_zone_wmarks();
+        mm.setup_per_zone_lowmem_reserve();
+        mm.setup_pcp();
+        Ok(mm)
+    }
+
+    /// Frees one boot chunk through the normal merge path (to the tail, FPI_TO_TAIL).
+    fn boot_free(&mut self, zi: usize, pfn: u32, order: u32) {
+        let mt = self.block_mt(pfn);
+        self.pages.set(pfn, PageKind::Tail, 0);
+        self.free_one_page_core(zi, pfn, order, mt, true);
+    }
+
+    /// The sum of managed pages of zones ≤ Normal (`nr_free_buffer_pages` at boot, when no page
+    /// is allocated and the high watermarks are still 0).
+    fn lowmem_managed(&self) -> u64 {
+        self.zones
+            .iter()
+            .filter(|z| z.zone_type <= ZoneType::Normal)
+            .map(|z| z.managed)
+            .sum()
+    }
+
+    /// `calculate_min_free_kbytes` and khugepaged's `set_recommended_min_free_kbytes` (§3.1.1–2).
+    fn setup_min_free_kbytes(&mut self) {
+        if let Some(v) = self.tun.min_free_kbytes {
+            self.min_free_kbytes = v;
+            return;
+        }
+        let lowmem_kbytes = self.lowmem_managed() * (PAGE_SIZE >> 10);
+        let mut v = int_sqrt(lowmem_kbytes * 16).clamp(128, 262144);
+        if self.tun.thp_enabled {
+            let nr_zones = self
+                .zones
+                .iter()
+                .filter(|z| z.populated() && z.zone_type <= ZoneType::Normal)
+                .count() as u64;
+            let pb = PAGEBLOCK_NR_PAGES as u64;
+            let mut rec = pb * nr_zones * 2 + pb * nr_zones * (MIGRATE_PCPTYPES as u64).pow(2);
+            rec = rec.min(self.lowmem_managed() / 20);
+            rec <<= PAGE_SHIFT - 10;
+            v = v.max(rec);
+        }
+        self.min_free_kbytes = v;
+    }
+
+    /// `__setup_per_zone_wmarks` (§3.1.3–4).
+    pub fn setup_per_zone_wmarks(&mut self) {
+        let pages_min = self.min_free_kbytes >> (PAGE_SHIFT - 10);
+        let lowmem: u64 = self
+            .zones
+            .iter()
+            .filter(|z| z.zone_type != ZoneType::Movable)
+            .map(|z| z.managed)
+            .sum();
+        let wsf = self.tun.watermark_scale_factor;
+        for z in &mut self.zones {
+            let mut tmp = if lowmem == 0 { 0 } else { pages_min * z.managed / lowmem };
+            if z.zone_type == ZoneType::Movable {
+                z.wmark[WMARK_MIN] = (z.managed / 1024).clamp(32, 128);
+            } else {
+                z.wmark[WMARK_MIN] = tmp;
+            }
+            tmp = (tmp >> 2).max(z.managed * wsf / 10000);
+            z.wmark[WMARK_LOW] = z.wmark[WMARK_MIN] + tmp;
+            z.wmark[WMARK_HIGH] = z.wmark[WMARK_LOW] + tmp;
+            z.wmark[WMARK_PROMO] = z.wmark[WMARK_HIGH] + tmp;
+            z.watermark_boost = 0;
+        }
+    }
+
+    /// `setup_per_zone_lowmem_reserve` (§3.2).
+    pub fn setup_per_zone_lowmem_reserve(&mut self) {
+        for i in 0..MAX_NR_ZONES {
+            let ratio = self.tun.lowmem_reserve_ratio[i];
+            let mut managed = 0u64;
+            for j in 0..MAX_NR_ZONES {
+                if j <= i {
+                    self.zones[i].lowmem_reserve[j] = 0;
+                    continue;
+                }
+                managed += self.zones[j].managed;
+                self.zones[i].lowmem_reserve[j] =
+                    if ratio == 0 || managed == 0 { 0 } else { managed / ratio };
+            }
+        }
+    }
+
+    /// `zone_batchsize`, `zone_highsize`, `zone_set_pageset_high_and_batch` (§2.2).
+    pub fn setup_pcp(&mut self) {
+        let cpus = self.nr_cpus as u64;
+        let frac = self.tun.percpu_pagelist_high_fraction as u64;
+        for z in &mut self.zones {
+            let mut batch = (z.managed >> 10).min(256) / 4;
+            if batch < 1 {
+                batch = 1;
+            }
+            batch = rounddown_pow_of_two(batch + batch / 2).saturating_sub(1).max(1);
+            let highsize = |fraction: u64| -> u64 {
+                let total = if fraction == 0 { z.wmark[WMARK_LOW] } else { z.managed / fraction };
+                (total / cpus).max(batch << 2)
+            };
+            let (hmin, hmax) = if frac != 0 {
+                let h = highsize(frac);
+                (h, h)
+            } else {
+                (highsize(0), highsize(MIN_PERCPU_PAGELIST_HIGH_FRACTION as u64))
+            };
+            for p in &mut z.pcp {
+                p.batch = batch;
+                p.high_min = hmin;
+                p.high_max = hmax;
+            }
+        }
+    }
+
+    // ---- lookups -------------------------------------------------------------------------
+
+    /// The zone index of a pfn (`page_zonenum`); None for pfns outside every zone.
+    #[inline]
+    pub fn pfn_zone(&self, pfn: u32) -> Option<usize> {
+        // At most five comparisons; zones are ordered by pfn.
+        self.zones.iter().position(|z| z.spanned > 0 && z.spans(pfn))
+    }
+
+    #[inline]
+    pub(crate) fn zone_of(&self, pfn: u32) -> usize {
+        match self.pfn_zone(pfn) {
+            Some(z) => z,
+            None => panic!("pfn {pfn:#x} is in no zone"),
+        }
+    }
+
+    /// One past the highest pfn.
+    pub fn end_pfn(&self) -> u32 {
+        self.end_pfn
+    }
+
+    /// `get_pfnblock_migratetype` (§1.2.2): Isolate if the isolate bit is set, else the type.
+    #[inline]
+    pub fn block_mt(&self, pfn: u32) -> MigrateType {
+        let b = self.blocks[(pfn >> PAGEBLOCK_ORDER) as usize];
+        if b & PB_MIGRATE_ISOLATE != 0 {
+            MigrateType::Isolate
+        } else {
+            MigrateType::from_index((b & PB_MIGRATE_MASK) as usize)
+        }
+    }
+
+    /// `set_pageblock_migratetype`: sets the 3-bit type (the isolate bit is separate).
+    #[inline]
+    pub fn set_block_mt(&mut self, pfn: u32, mt: MigrateType) {
+        debug_assert!(mt != MigrateType::Isolate, "isolation is a separate bit in 6.18");
+        let b = &mut self.blocks[(pfn >> PAGEBLOCK_ORDER) as usize];
+        *b = (*b & !PB_MIGRATE_MASK) | mt as u8;
+    }
+
+    /// Sets or clears PB_migrate_isolate (§1.2.1, §1.7.5).
+    pub fn set_block_isolate(&mut self, pfn: u32, on: bool) {
+        let b = &mut self.blocks[(pfn >> PAGEBLOCK_ORDER) as usize];
+        if on {
+            *b |= PB_MIGRATE_ISOLATE;
+        } else {
+            *b &= !PB_MIGRATE_ISOLATE;
+        }
+    }
+
+    /// PB_compact_skip.
+    #[inline]
+    pub fn block_skip(&self, pfn: u32) -> bool {
+        self.blocks[(pfn >> PAGEBLOCK_ORDER) as usize] & PB_COMPACT_SKIP != 0
+    }
+
+    #[inline]
+    pub fn set_block_skip(&mut self, pfn: u32, on: bool) {
+        let b = &mut self.blocks[(pfn >> PAGEBLOCK_ORDER) as usize];
+        if on {
+            *b |= PB_COMPACT_SKIP;
+        } else {
+            *b &= !PB_COMPACT_SKIP;
+        }
+    }
+
+    // ---- counters and trace -------------------------------------------------------------
+
+    #[inline]
+    pub fn count(&mut self, s: Stat, n: u64) {
+        self.stats[s as usize] += n;
+    }
+
+    #[inline]
+    pub fn stat(&self, s: Stat) -> u64 {
+        self.stats[s as usize]
+    }
+
+    #[inline]
+    pub(crate) fn mod_zone_stat(&mut self, zi: usize, s: Stat, delta: i64) {
+        self.zones[zi].stats[s as usize] += delta;
+    }
+
+    /// Sum of a zone item over all zones.
+    pub fn zone_stat_sum(&self, s: Stat) -> i64 {
+        self.zones.iter().map(|z| z.stats[s as usize]).sum()
+    }
+
+    #[inline]
+    pub(crate) fn trace_on(&self, kind: u32) -> bool {
+        self.trace_mask & kind != 0
+    }
+
+    pub(crate) fn emit(&mut self, cpu: u32, event: TraceEvent) {
+        self.trace_buf.push(TraceRecord { ts_ns: self.now_ns, cpu, pid: self.cur_pid, event });
+    }
+
+    /// Enables recording of the kmem events in `mask` (bits of [`trace_kind`]).
+    pub fn set_trace_mask(&mut self, mask: u32) {
+        self.trace_mask = mask;
+    }
+
+    /// Takes the recorded trace events.
+    pub fn take_trace(&mut self) -> Vec<TraceRecord> {
+        std::mem::take(&mut self.trace_buf)
+    }
+
+    /// Takes the wake-ups requested since the last call.
+    pub fn take_wakeups(&mut self) -> Vec<Wakeup> {
+        std::mem::take(&mut self.wakeups)
+    }
+
+    // ---- views for /proc -----------------------------------------------------------------
+
+    /// Pageblocks per migratetype of a zone: blocks whose start pfn lies in the zone, or the
+    /// first block of a zone that starts unaligned (pagetypeinfo_showblockcount walks from
+    /// zone_start_pfn rounded down to a block, §16.2.4).
+    pub fn blocks_by_type(&self, zi: usize) -> [u64; MIGRATE_TYPES] {
+        let z = &self.zones[zi];
+        let mut out = [0u64; MIGRATE_TYPES];
+        if z.present == 0 {
+            return out;
+        }
+        let first = z.start_pfn >> PAGEBLOCK_ORDER;
+        let last = (z.end_pfn() - 1) >> PAGEBLOCK_ORDER;
+        for b in first..=last {
+            let pfn = b << PAGEBLOCK_ORDER;
+            // Blocks entirely in a hole have no memmap; skip them.
+            let start = pfn.max(z.start_pfn);
+            let end = (pfn + PAGEBLOCK_NR_PAGES).min(z.end_pfn());
+            if (start..end).all(|p| self.pages.kind(p) == PageKind::Hole) {
+                continue;
+            }
+            out[self.block_mt(pfn).idx()] += 1;
+        }
+        out
+    }
+
+    /// Fills the plain views the /proc renderers take.
+    pub fn zone_views(&self) -> Vec<ZoneView> {
+        (0..self.zones.len())
+            .map(|zi| {
+                let z = &self.zones[zi];
+                let mut zone_stats = [0u64; crate::vmstat::NR_ZONE_STATS];
+                for (o, s) in zone_stats.iter_mut().zip(z.stats.iter()) {
+                    *o = (*s).max(0) as u64;
+                }
+                ZoneView {
+                    zone_type: z.zone_type,
+                    start_pfn: z.start_pfn as u64,
+                    spanned: z.spanned as u64,
+                    present: z.present as u64,
+                    managed: z.managed,
+                    cma: 0,
+                    free: z.nr_free_pages().max(0) as u64,
+                    boost: z.watermark_boost,
+                    wmark: z.wmark,
+                    protection: z.lowmem_reserve.map(|v| v as i64),
+                    zone_stats,
+                    numa_stats: z.numa,
+                    nr_free: z.area.nr_free,
+                    nr_free_by_type: {
+                        let mut t = [[0u64; NR_PAGE_ORDERS]; MIGRATE_TYPES];
+                        for (o, row) in z.area.nr_by_type.iter().enumerate() {
+                            for (mt, v) in row.iter().enumerate() {
+                                t[mt][o] = *v;
+                            }
+                        }
+                        t
+                    },
+                    blocks_by_type: self.blocks_by_type(zi),
+                    pagesets: z
+                        .pcp
+                        .iter()
+                        .map(|p| PagesetView {
+                            count: p.count,
+                            high: p.high,
+                            batch: p.batch,
+                            high_min: p.high_min,
+                            high_max: p.high_max,
+                        })
+                        .collect(),
+                    stat_threshold: calculate_normal_threshold(z.managed, self.nr_cpus),
+                    node_unreclaimable: 0,
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,813 @@
+//! The page allocator's policy: rmqueue and the 6.15+ fallback modes, claim and steal,
+//! watermark boosting, watermarks and lowmem reserves, PCP refill/free/drain, high-atomic
+//! reserves, `get_page_from_freelist` and the allocation entry point
+//! (`kernel-model.md` §2–§6, §8 rows D1–D4). Models mm/page_alloc.c of Linux 6.18.
+
+use crate::gfp::{AllocFlags, Gfp};
+use crate::mmzone::*;
+use crate::node::{trace_kind, Mm, Wakeup, PCP_BATCH_SCALE_MAX};
+use crate::trace::TraceEvent;
+use crate::types::*;
+use crate::vmstat::Stat;
+
+/// `enum rmqueue_mode` (§6.2), in escalating order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RmqueueMode {
+    Normal = 0,
+    Cma = 1,
+    Claim = 2,
+    Steal = 3,
+}
+
+/// `fallbacks[]` (§5.3).
+pub const FALLBACKS: [[MigrateType; 2]; MIGRATE_PCPTYPES] = [
+    [MigrateType::Reclaimable, MigrateType::Movable],
+    [MigrateType::Reclaimable, MigrateType::Unmovable],
+    [MigrateType::Unmovable, MigrateType::Movable],
+];
+
+/// What `find_suitable_fallback` answers (§6.3.2a).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallback {
+    /// A fallback type with a chunk at this order.
+    Found(MigrateType),
+    /// "-1": nothing at this order.
+    NoneHere,
+    /// "-2": claiming is not worth trying at this order or below.
+    StopClaim,
+}
+
+/// `struct alloc_context` for a single node.
+#[derive(Clone, Copy, Debug)]
+pub struct AllocContext {
+    pub highest_zoneidx: ZoneType,
+    pub migratetype: MigrateType,
+    /// Index of the preferred zone (first populated zone ≤ highest_zoneidx), None if none.
+    pub preferred_zone: Option<usize>,
+}
+
+/// `should_try_claim_block` (§6.3.2b).
+#[inline]
+pub fn should_try_claim_block(order: u32, start_mt: MigrateType) -> bool {
+    order >= PAGEBLOCK_ORDER
+        || order >= PAGEBLOCK_ORDER / 2
+        || matches!(start_mt, MigrateType::Reclaimable | MigrateType::Unmovable)
+}
+
+impl Mm {
+    // ---- __rmqueue and its modes (§5.2, §6) -------------------------------------------------
+
+    /// `__rmqueue_smallest` (§5.2): the smallest chunk on `mt`'s lists at or above `order`,
+    /// split down to `order`.
+    pub fn __rmqueue_smallest(&mut self, cpu: u32, zi: usize, order: u32, mt: MigrateType) -> Option<u32> {
+        for current in order..=MAX_PAGE_ORDER {
+            let Some(pfn) = self.zones[zi].free_list_first(current, mt) else { continue };
+            self.page_del_and_expand(zi, pfn, order, current, mt);
+            if self.trace_on(trace_kind::MM_PAGE_ALLOC_ZONE_LOCKED) {
+                let percpu_refill = pcp_allowed_order(order) && mt.idx() < MIGRATE_PCPTYPES;
+                self.emit(cpu, TraceEvent::MmPageAllocZoneLocked { pfn, order, migratetype: mt as i32, percpu_refill });
+            }
+            return Some(pfn);
+        }
+        None
+    }
+
+    /// `find_suitable_fallback` (§6.3.2a).
+    pub fn find_suitable_fallback(&self, zi: usize, order: u32, mt: MigrateType, claimable: bool) -> Fallback {
+        if claimable && !should_try_claim_block(order, mt) {
+            return Fallback::StopClaim;
+        }
+        let z = &self.zones[zi];
+        if z.area.nr_free[order as usize] == 0 {
+            return Fallback::NoneHere;
+        }
+        for fb in FALLBACKS[mt.idx()] {
+            if !z.free_list_empty(order, fb) {
+                return Fallback::Found(fb);
+            }
+        }
+        Fallback::NoneHere
+    }
+
+    /// `boost_watermark` (§3.4.2–3).
+    pub fn boost_watermark(&mut self, zi: usize) -> bool {
+        let factor = self.tun.watermark_boost_factor;
+        let z = &mut self.zones[zi];
+        if factor == 0 || (PAGEBLOCK_NR_PAGES as u64 * 4) > z.managed {
+            return false;
+        }
+        let max_boost = z.wmark[WMARK_HIGH] * factor / 10000;
+        if max_boost == 0 {
+            return false;
+        }
+        let max_boost = max_boost.max(PAGEBLOCK_NR_PAGES as u64);
+        z.watermark_boost = (z.watermark_boost + PAGEBLOCK_NR_PAGES as u64).min(max_boost);
+        true
+    }
+
+    /// `try_to_claim_block` (§6.3.2c): a whole-block claim for chunks ≥ pageblock_order;
+    /// otherwise boost the watermark, count the block's free and "alike" pages and claim the
+    /// block if they make half of it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn try_to_claim_block(
+        &mut self,
+        cpu: u32,
+        zi: usize,
+        pfn: u32,
+        current_order: u32,
+        order: u32,
+        start_mt: MigrateType,
+        block_mt: MigrateType,
+        alloc_flags: AllocFlags,
+    ) -> Option<u32> {
+        if current_order >= PAGEBLOCK_ORDER {
+            self.del_page_from_free_list(zi, pfn, current_order, block_mt);
+            self.change_pageblock_range(pfn, current_order, start_mt);
+            let added = self.expand(zi, pfn, order, current_order, start_mt);
+            self.account_freepages(zi, added as i64, start_mt);
+            return Some(pfn);
+        }
+        if self.boost_watermark(zi) && alloc_flags.has(AllocFlags::KSWAPD) {
+            self.zones[zi].flags.boosted_watermark = true;
+        }
+        let (start, free, movable) = self.prep_move_freepages_block(zi, pfn, true)?;
+        let alike = if start_mt == MigrateType::Movable {
+            movable
+        } else if block_mt == MigrateType::Movable {
+            PAGEBLOCK_NR_PAGES as u64 - (free + movable)
+        } else {
+            0
+        };
+        if free + alike >= (1 << (PAGEBLOCK_ORDER - 1)) {
+            self.move_freepages_block_from(zi, start, block_mt, start_mt);
+            self.set_block_mt(start, start_mt);
+            return self.__rmqueue_smallest(cpu, zi, order, start_mt);
+        }
+        None
+    }
+
+    fn trace_extfrag(&mut self, cpu: u32, pfn: u32, order: u32, fallback_order: u32, start_mt: MigrateType, fallback_mt: MigrateType) {
+        if self.trace_on(trace_kind::MM_PAGE_ALLOC_EXTFRAG) {
+            let change_ownership = self.block_mt(pfn) == start_mt;
+            self.emit(
+                cpu,
+                TraceEvent::MmPageAllocExtfrag {
+                    pfn,
+                    alloc_order: order as i32,
+                    fallback_order: fallback_order as i32,
+                    alloc_migratetype: start_mt as i32,
+                    fallback_migratetype: fallback_mt as i32,
+                    change_ownership,
+                },
+            );
+        }
+    }
+
+    /// `__rmqueue_claim` (§6.3): largest fallback chunk first; under ALLOC_NOFRAGMENT only
+    /// whole free pageblocks (min_order 9).
+    pub fn __rmqueue_claim(&mut self, cpu: u32, zi: usize, order: u32, start_mt: MigrateType, alloc_flags: AllocFlags) -> Option<u32> {
+        let mut min_order = order;
+        if order < PAGEBLOCK_ORDER && alloc_flags.has(AllocFlags::NOFRAGMENT) {
+            min_order = PAGEBLOCK_ORDER;
+        }
+        let mut current = MAX_PAGE_ORDER as i32;
+        while current >= min_order as i32 {
+            let co = current as u32;
+            current -= 1;
+            let fb = match self.find_suitable_fallback(zi, co, start_mt, true) {
+                Fallback::NoneHere => continue,
+                Fallback::StopClaim => break,
+                Fallback::Found(fb) => fb,
+            };
+            let pfn = self.zones[zi].free_list_first(co, fb).expect("fallback list is non-empty");
+            if let Some(page) = self.try_to_claim_block(cpu, zi, pfn, co, order, start_mt, fb, alloc_flags) {
+                self.trace_extfrag(cpu, page, order, co, start_mt, fb);
+                return Some(page);
+            }
+        }
+        None
+    }
+
+    /// `__rmqueue_steal` (§6.4): the smallest fallback chunk, split with the remainders kept
+    /// on the fallback type's lists; the block keeps its type.
+    pub fn __rmqueue_steal(&mut self, cpu: u32, zi: usize, order: u32, start_mt: MigrateType) -> Option<u32> {
+        for co in order..=MAX_PAGE_ORDER {
+            let Fallback::Found(fb) = self.find_suitable_fallback(zi, co, start_mt, false) else { continue };
+            let pfn = self.zones[zi].free_list_first(co, fb).expect("fallback list is non-empty");
+            self.page_del_and_expand(zi, pfn, order, co, fb);
+            self.trace_extfrag(cpu, pfn, order, co, start_mt, fb);
+            return Some(pfn);
+        }
+        None
+    }
+
+    /// `__rmqueue` (§6.2): NORMAL → (CMA: not configured, as on S2) → CLAIM → STEAL, starting
+    /// at `*mode`; a claim resets the mode to NORMAL, a steal leaves it at STEAL; STEAL is
+    /// forbidden under ALLOC_NOFRAGMENT.
+    pub fn __rmqueue(&mut self, cpu: u32, zi: usize, order: u32, mt: MigrateType, alloc_flags: AllocFlags, mode: &mut RmqueueMode) -> Option<u32> {
+        if *mode == RmqueueMode::Normal {
+            if let Some(p) = self.__rmqueue_smallest(cpu, zi, order, mt) {
+                return Some(p);
+            }
+        }
+        if *mode <= RmqueueMode::Claim {
+            if let Some(p) = self.__rmqueue_claim(cpu, zi, order, mt, alloc_flags) {
+                *mode = RmqueueMode::Normal;
+                return Some(p);
+            }
+        }
+        if !alloc_flags.has(AllocFlags::NOFRAGMENT) {
+            if let Some(p) = self.__rmqueue_steal(cpu, zi, order, mt) {
+                *mode = RmqueueMode::Steal;
+                return Some(p);
+            }
+        }
+        None
+    }
+
+    // ---- PCP (§2) ------------------------------------------------------------------------------
+
+    /// `nr_pcp_alloc` (§2.3.1): how many chunks a refill takes; grows `high` and `alloc_factor`.
+    fn nr_pcp_alloc(&mut self, zi: usize, cpu: usize, order: u32) -> u64 {
+        let below_high = self.zones[zi].flags.below_high;
+        let p = &mut self.zones[zi].pcp[cpu];
+        let base = p.batch;
+        p.high = p.high.clamp(p.high_min, p.high_max);
+        let mut high = p.high;
+        if high < base {
+            return 1;
+        }
+        let mut batch = if order > 0 { base } else { base << p.alloc_factor };
+        if p.high_min != p.high_max && !below_high {
+            p.high = (high + batch).min(p.high_max);
+            high = p.high;
+        }
+        if order == 0 {
+            let max_nr = (high as i64 - p.count as i64 - base as i64).max(base as i64) as u64;
+            if batch <= max_nr && p.alloc_factor < PCP_BATCH_SCALE_MAX {
+                p.alloc_factor += 1;
+            }
+            batch = batch.min(max_nr);
+        }
+        if batch > 1 {
+            batch = (batch >> order).max(2);
+        }
+        batch
+    }
+
+    /// `rmqueue_bulk` (§2.3): `count` chunks under one lock hold, keeping the fallback mode
+    /// across the loop, appended to the PCP list's tail in the order obtained.
+    fn rmqueue_bulk(&mut self, cpu: u32, zi: usize, order: u32, count: u64, mt: MigrateType, alloc_flags: AllocFlags, pindex: usize) -> u64 {
+        let mut mode = RmqueueMode::Normal;
+        let mut i = 0;
+        while i < count {
+            let Some(pfn) = self.__rmqueue(cpu, zi, order, mt, alloc_flags, &mut mode) else { break };
+            self.pcp_list_add(zi, cpu as usize, pindex, pfn, order, true);
+            i += 1;
+        }
+        i
+    }
+
+    /// `rmqueue_pcplist` / `__rmqueue_pcplist` (§2.3): take the head of the (order, mt) list,
+    /// refilling it from the buddy when empty.
+    fn rmqueue_pcplist(&mut self, cpu: u32, zi: usize, order: u32, mt: MigrateType, alloc_flags: AllocFlags) -> Option<u32> {
+        let c = cpu as usize;
+        self.zones[zi].pcp[c].free_count >>= 1;
+        let pindex = order_to_pindex(mt, order);
+        if self.zones[zi].pcp[c].lists[pindex].is_empty() {
+            let batch = self.nr_pcp_alloc(zi, c, order);
+            let got = self.rmqueue_bulk(cpu, zi, order, batch, mt, alloc_flags, pindex);
+            self.zones[zi].pcp[c].count += got << order;
+            if got == 0 {
+                return None;
+            }
+        }
+        let pfn = self.zones[zi].pcp[c].lists[pindex].first;
+        self.pcp_list_del(zi, c, pindex, pfn);
+        self.zones[zi].pcp[c].count -= 1 << order;
+        Some(pfn)
+    }
+
+    /// `rmqueue_buddy` (§5.1.2): HighAtomic first for ALLOC_HIGHATOMIC, then `__rmqueue` from
+    /// NORMAL, then HighAtomic as a last resort for ALLOC_OOM / ALLOC_NON_BLOCK.
+    fn rmqueue_buddy(&mut self, cpu: u32, zi: usize, order: u32, alloc_flags: AllocFlags, mt: MigrateType) -> Option<u32> {
+        let mut page = None;
+        if alloc_flags.has(AllocFlags::HIGHATOMIC) {
+            page = self.__rmqueue_smallest(cpu, zi, order, MigrateType::HighAtomic);
+        }
+        if page.is_none() {
+            let mut mode = RmqueueMode::Normal;
+            page = self.__rmqueue(cpu, zi, order, mt, alloc_flags, &mut mode);
+            if page.is_none() && alloc_flags.has(AllocFlags::OOM | AllocFlags::NON_BLOCK) {
+                page = self.__rmqueue_smallest(cpu, zi, order, MigrateType::HighAtomic);
+            }
+        }
+        page
+    }
+
+    /// `rmqueue` (§5.1): PCP for cached orders, else/then the buddy lists; counts pgalloc and
+    /// the NUMA hit; wakes kswapd if a claim attempt boosted the watermark (§3.4.4).
+    pub fn rmqueue(&mut self, cpu: u32, zi: usize, order: u32, alloc_flags: AllocFlags, mt: MigrateType) -> Option<u32> {
+        let mut page = None;
+        if pcp_allowed_order(order) {
+            page = self.rmqueue_pcplist(cpu, zi, order, mt, alloc_flags);
+        }
+        if page.is_none() {
+            page = self.rmqueue_buddy(cpu, zi, order, alloc_flags, mt);
+        }
+        if let Some(pfn) = page {
+            self.pages.set(pfn, PageKind::Allocated, order);
+            self.pages.a[pfn as usize] = NIL;
+            let pgalloc = [Stat::pgalloc_dma, Stat::pgalloc_dma32, Stat::pgalloc_normal, Stat::pgalloc_movable, Stat::pgalloc_device];
+            self.count(pgalloc[zi], 1 << order);
+            // zone_statistics on a single node: every allocation is a local hit.
+            self.zones[zi].numa[0] += 1;
+            self.zones[zi].numa[4] += 1;
+        }
+        if alloc_flags.has(AllocFlags::KSWAPD) && self.zones[zi].flags.boosted_watermark {
+            self.zones[zi].flags.boosted_watermark = false;
+            let zt = self.zones[zi].zone_type;
+            self.wakeup_kswapd(zi, Gfp(0), 0, zt);
+        }
+        page
+    }
+
+    /// `wakeup_kswapd` as a request to the engine (§10.1). Simplification until the reclaim
+    /// model lands: the request is recorded unconditionally; whether kswapd (or kcompactd) then
+    /// runs is decided by its owner.
+    pub fn wakeup_kswapd(&mut self, zi: usize, gfp: Gfp, order: u32, highest_zoneidx: ZoneType) {
+        if self.zones[zi].managed == 0 {
+            return;
+        }
+        self.wakeups.push(Wakeup::Kswapd { zone: self.zones[zi].zone_type, order, highest_zoneidx, gfp: gfp.0 });
+    }
+
+    /// `nr_pcp_high` (§2.2.3, §2.4): the effective high for a free, adjusting `pcp.high`.
+    fn nr_pcp_high(&mut self, zi: usize, cpu: usize, batch: u64, free_high: bool) -> u64 {
+        let flags = self.zones[zi].flags;
+        let p = &mut self.zones[zi].pcp[cpu];
+        p.high = p.high.clamp(p.high_min, p.high_max);
+        let mut high = p.high;
+        if high == 0 {
+            return 0;
+        }
+        if free_high {
+            p.high = high.saturating_sub(batch << PCP_BATCH_SCALE_MAX).max(p.high_min);
+            return 0;
+        }
+        if flags.reclaim_active {
+            let fc = p.free_count.max(batch);
+            p.high = high.saturating_sub(fc).max(p.high_min);
+            return (batch << 2).min(p.high);
+        }
+        if p.high_min == p.high_max {
+            return high;
+        }
+        if flags.below_high {
+            let fc = p.free_count.max(batch);
+            p.high = high.saturating_sub(fc).max(p.high_min);
+            high = p.count.max(p.high_min);
+        } else if p.count >= high {
+            let need = p.free_count + batch;
+            if p.high < need {
+                p.high = need.clamp(p.high_min, p.high_max);
+            }
+        }
+        high
+    }
+
+    /// `nr_pcp_free` (§2.4.3).
+    fn nr_pcp_free(&self, zi: usize, cpu: usize, batch: u64, high: u64, free_high: bool) -> u64 {
+        let p = &self.zones[zi].pcp[cpu];
+        if free_high {
+            return p.count.min(batch << PCP_BATCH_SCALE_MAX);
+        }
+        if high < batch {
+            return 1;
+        }
+        p.free_count.clamp(batch, high - batch)
+    }
+
+    /// `free_pcppages_bulk` (§2.1.4): drains `count` pages, one list at a time starting with
+    /// `pindex`, oldest (tail) first, each chunk freed with its block's type at drain time.
+    pub fn free_pcppages_bulk(&mut self, cpu: u32, zi: usize, count: u64, pindex: usize) {
+        let c = cpu as usize;
+        let mut count = count.min(self.zones[zi].pcp[c].count) as i64;
+        let mut pindex = pindex as isize - 1;
+        while count > 0 {
+            let mut idx;
+            loop {
+                pindex += 1;
+                if pindex > NR_PCP_LISTS as isize - 1 {
+                    pindex = 0;
+                }
+                idx = pindex as usize;
+                if !self.zones[zi].pcp[c].lists[idx].is_empty() {
+                    break;
+                }
+            }
+            let order = pindex_to_order(idx);
+            loop {
+                let pfn = self.zones[zi].pcp[c].lists[idx].last;
+                let mt = self.block_mt(pfn);
+                self.pcp_list_del(zi, c, idx, pfn);
+                count -= 1 << order;
+                self.zones[zi].pcp[c].count -= 1 << order;
+                self.free_one_page_core(zi, pfn, order, mt, false);
+                if self.trace_on(trace_kind::MM_PAGE_PCPU_DRAIN) {
+                    self.emit(cpu, TraceEvent::MmPagePcpuDrain { pfn, order, migratetype: mt as i32 });
+                }
+                if count <= 0 || self.zones[zi].pcp[c].lists[idx].is_empty() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// `free_frozen_page_commit` (§2.4).
+    fn free_frozen_page_commit(&mut self, cpu: u32, zi: usize, pfn: u32, mt: MigrateType, order: u32) {
+        let c = cpu as usize;
+        let pindex = order_to_pindex(mt, order);
+        self.pcp_list_add(zi, c, pindex, pfn, order, false);
+        let p = &mut self.zones[zi].pcp[c];
+        p.alloc_factor >>= 1;
+        p.count += 1 << order;
+        let batch = p.batch;
+        let mut free_high = false;
+        if order > 0 && order <= PAGE_ALLOC_COSTLY_ORDER {
+            free_high = p.free_count >= batch + p.high_min / 2
+                && p.flags & PCPF_PREV_FREE_HIGH_ORDER != 0
+                && (p.flags & PCPF_FREE_HIGH_BATCH == 0 || p.count >= batch);
+            p.flags |= PCPF_PREV_FREE_HIGH_ORDER;
+        } else if p.flags & PCPF_PREV_FREE_HIGH_ORDER != 0 {
+            p.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
+        }
+        if p.free_count < (batch << PCP_BATCH_SCALE_MAX) {
+            p.free_count += 1 << order;
+        }
+        let high = self.nr_pcp_high(zi, c, batch, free_high);
+        if self.zones[zi].pcp[c].count < high {
+            return;
+        }
+        let n = self.nr_pcp_free(zi, c, batch, high, free_high);
+        self.free_pcppages_bulk(cpu, zi, n, pindex);
+        if self.zones[zi].flags.below_high {
+            let mark = self.zones[zi].wmark_pages(WMARK_HIGH);
+            if self.zone_watermark_ok(zi, 0, mark, ZoneType::Movable, AllocFlags(0)) {
+                self.zones[zi].flags.below_high = false;
+            }
+        }
+    }
+
+    /// Frees a chunk allocated by [`Mm::alloc_pages`] (`__free_pages` → `__free_frozen_pages`,
+    /// §1.5, §2.4): orders the PCP caches go to the CPU's list (HighAtomic blocks to the
+    /// MOVABLE list, Isolate blocks straight to the buddy), others to the buddy lists, split
+    /// into pageblocks first. Counts pgfree and emits mm_page_free.
+    pub fn free_pages(&mut self, cpu: u32, pfn: u32, order: u32) {
+        assert!(
+            self.pages.kind(pfn) == PageKind::Allocated && self.pages.order(pfn) == order,
+            "free of pfn {pfn:#x} order {order}: not an allocated chunk of that order ({:?} order {})",
+            self.pages.kind(pfn),
+            self.pages.order(pfn)
+        );
+        assert!(cpu < self.nr_cpus, "cpu {cpu} out of range");
+        let zi = self.zone_of(pfn);
+        if self.trace_on(trace_kind::MM_PAGE_FREE) {
+            self.emit(cpu, TraceEvent::MmPageFree { pfn, order });
+        }
+        self.count(Stat::pgfree, 1 << order);
+        self.pages.set(pfn, PageKind::Tail, 0);
+        if !pcp_allowed_order(order) {
+            self.split_large_buddy(zi, pfn, order, false);
+            return;
+        }
+        let mut mt = self.block_mt(pfn);
+        if mt.idx() >= MIGRATE_PCPTYPES {
+            if mt == MigrateType::Isolate {
+                self.split_large_buddy(zi, pfn, order, false);
+                return;
+            }
+            mt = MigrateType::Movable;
+        }
+        self.free_frozen_page_commit(cpu, zi, pfn, mt, order);
+    }
+
+    /// `drain_pages_zone` (§2.5): everything on one CPU's lists of one zone back to the buddy.
+    pub fn drain_pages_zone(&mut self, cpu: u32, zi: usize) {
+        loop {
+            let p = &self.zones[zi].pcp[cpu as usize];
+            if p.count == 0 {
+                break;
+            }
+            let n = p.count.min(p.batch << PCP_BATCH_SCALE_MAX);
+            self.free_pcppages_bulk(cpu, zi, n, 0);
+        }
+    }
+
+    /// `drain_all_pages(NULL)`: every CPU, every populated zone. Returns the number of CPUs
+    /// that had pages (the IPIs the kernel would send).
+    pub fn drain_all_pages(&mut self) -> u32 {
+        let mut ipis = 0;
+        for cpu in 0..self.nr_cpus {
+            if self.zones.iter().any(|z| z.populated() && z.pcp[cpu as usize].count > 0) {
+                ipis += 1;
+                for zi in 0..self.zones.len() {
+                    if self.zones[zi].populated() {
+                        self.drain_pages_zone(cpu, zi);
+                    }
+                }
+            }
+        }
+        ipis
+    }
+
+    /// `decay_pcp_high` (§2.2.3): the vmstat-interval decay of `high` toward `high_min`,
+    /// draining the excess. Called by the engine every second.
+    pub fn decay_pcp_high(&mut self, cpu: u32, zi: usize) {
+        let p = &mut self.zones[zi].pcp[cpu as usize];
+        if p.high > p.high_min {
+            let a = p.count.saturating_sub(p.batch << PCP_BATCH_SCALE_MAX);
+            p.high = a.max(p.high - (p.high >> 3)).max(p.high_min);
+        }
+        let to_drain = p.count as i64 - p.high as i64;
+        if to_drain > 0 {
+            self.free_pcppages_bulk(cpu, zi, to_drain as u64, 0);
+        }
+    }
+
+    // ---- watermarks (§3.3) ----------------------------------------------------------------------
+
+    /// `__zone_watermark_unusable_free`.
+    fn zone_watermark_unusable_free(&self, zi: usize, order: u32, alloc_flags: AllocFlags) -> i64 {
+        let mut unusable = (1i64 << order) - 1;
+        if !alloc_flags.has(AllocFlags::RESERVES) {
+            unusable += self.zones[zi].nr_free_highatomic as i64;
+        }
+        unusable
+    }
+
+    /// `__zone_watermark_ok` (§3.3).
+    pub fn __zone_watermark_ok(&self, zi: usize, order: u32, mark: u64, highest: ZoneType, alloc_flags: AllocFlags, free: i64) -> bool {
+        let z = &self.zones[zi];
+        let mut min = mark as i64;
+        let free = free - self.zone_watermark_unusable_free(zi, order, alloc_flags);
+        if alloc_flags.has(AllocFlags::RESERVES) {
+            if alloc_flags.has(AllocFlags::MIN_RESERVE) {
+                min -= min / 2;
+                if alloc_flags.has(AllocFlags::NON_BLOCK) {
+                    min -= min / 4;
+                }
+            }
+            if alloc_flags.has(AllocFlags::OOM) {
+                min -= min / 2;
+            }
+        }
+        if free <= min + z.lowmem_reserve[highest.idx()] as i64 {
+            return false;
+        }
+        if order == 0 {
+            return true;
+        }
+        for o in order..=MAX_PAGE_ORDER {
+            if z.area.nr_free[o as usize] == 0 {
+                continue;
+            }
+            for mt in 0..MIGRATE_PCPTYPES {
+                if !z.free_list_empty(o, MigrateType::from_index(mt)) {
+                    return true;
+                }
+            }
+            if alloc_flags.has(AllocFlags::HIGHATOMIC | AllocFlags::OOM) && !z.free_list_empty(o, MigrateType::HighAtomic) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `zone_watermark_ok` with the zone's NR_FREE_PAGES.
+    pub fn zone_watermark_ok(&self, zi: usize, order: u32, mark: u64, highest: ZoneType, alloc_flags: AllocFlags) -> bool {
+        self.__zone_watermark_ok(zi, order, mark, highest, alloc_flags, self.zones[zi].nr_free_pages())
+    }
+
+    /// `zone_watermark_fast` (§3.3.5): an order-0 shortcut, and for __GFP_HIGH order-0 at the
+    /// min watermark a retry that ignores the boost.
+    pub fn zone_watermark_fast(&self, zi: usize, order: u32, mark: u64, highest: ZoneType, alloc_flags: AllocFlags) -> bool {
+        let z = &self.zones[zi];
+        let free = z.nr_free_pages();
+        if order == 0 {
+            let reserved = self.zone_watermark_unusable_free(zi, 0, alloc_flags);
+            let usable = free - free.min(reserved);
+            if usable > (mark + z.lowmem_reserve[highest.idx()]) as i64 {
+                return true;
+            }
+        }
+        if self.__zone_watermark_ok(zi, order, mark, highest, alloc_flags, free) {
+            return true;
+        }
+        if order == 0
+            && alloc_flags.has(AllocFlags::MIN_RESERVE)
+            && z.watermark_boost > 0
+            && alloc_flags.wmark() == AllocFlags::WMARK_MIN
+        {
+            return self.__zone_watermark_ok(zi, order, z.wmark[WMARK_MIN], highest, alloc_flags, free);
+        }
+        false
+    }
+
+    // ---- the allocation entry and get_page_from_freelist (§4) --------------------------------
+
+    /// `prepare_alloc_pages` for one node: highest zone from the gfp, migratetype, preferred
+    /// zone = the first populated zone at or below it (§1.1.4–5).
+    pub fn alloc_context(&self, gfp: Gfp) -> AllocContext {
+        let highest = gfp.zone();
+        let preferred = (0..=highest.idx()).rev().find(|&i| self.zones[i].populated());
+        AllocContext { highest_zoneidx: highest, migratetype: gfp.migratetype(), preferred_zone: preferred }
+    }
+
+    /// `alloc_flags_nofragment` (§4.2, §8 D1): ALLOC_KSWAPD from the gfp; NOFRAGMENT always
+    /// with defrag_mode, otherwise only when the preferred zone is Normal and DMA32 exists.
+    pub fn alloc_flags_nofragment(&self, preferred: Option<usize>, gfp: Gfp) -> AllocFlags {
+        let mut f = AllocFlags(gfp.0 & Gfp::KSWAPD_RECLAIM.0);
+        debug_assert_eq!(Gfp::KSWAPD_RECLAIM.0, AllocFlags::KSWAPD);
+        if self.tun.defrag_mode {
+            f.set(AllocFlags::NOFRAGMENT);
+            return f;
+        }
+        if preferred == Some(ZoneType::Normal.idx()) {
+            // Single node (UMA): "if Normal is populated then so is DMA32" is assumed by the
+            // kernel; CONFIG_ZONE_DMA32 is on for x86-64.
+            f.set(AllocFlags::NOFRAGMENT);
+        }
+        f
+    }
+
+    /// `get_page_from_freelist` (§4.3, §8 D2): zones from the preferred one downward; the
+    /// high-watermark test only maintains ZONE_BELOW_HIGH; the allocation's watermark decides;
+    /// a failed NOFRAGMENT pass is retried without it unless defrag_mode.
+    pub fn get_page_from_freelist(&mut self, cpu: u32, gfp: Gfp, order: u32, mut alloc_flags: AllocFlags, ac: &AllocContext) -> Option<u32> {
+        let Some(preferred) = ac.preferred_zone else { return None };
+        loop {
+            let no_fallback = alloc_flags.has(AllocFlags::NOFRAGMENT);
+            for zi in (0..=preferred).rev() {
+                if !self.zones[zi].populated() {
+                    continue;
+                }
+                let mut ok = false;
+                if !self.zones[zi].flags.below_high {
+                    let mark = self.zones[zi].wmark_pages(WMARK_HIGH);
+                    if self.zone_watermark_fast(zi, order, mark, ac.highest_zoneidx, alloc_flags) {
+                        ok = true;
+                    } else {
+                        self.zones[zi].flags.below_high = true;
+                    }
+                }
+                if !ok {
+                    let mark = self.zones[zi].wmark_pages(alloc_flags.wmark() as usize);
+                    if !self.zone_watermark_fast(zi, order, mark, ac.highest_zoneidx, alloc_flags)
+                        && !alloc_flags.has(AllocFlags::NO_WATERMARKS)
+                    {
+                        // node_reclaim is off (zone_reclaim_mode = 0).
+                        continue;
+                    }
+                }
+                if let Some(pfn) = self.rmqueue(cpu, zi, order, alloc_flags, ac.migratetype) {
+                    if alloc_flags.has(AllocFlags::HIGHATOMIC) {
+                        self.reserve_highatomic_pageblock(zi, pfn, order);
+                    }
+                    let _ = gfp;
+                    return Some(pfn);
+                }
+            }
+            if no_fallback && !self.tun.defrag_mode {
+                alloc_flags.clear(AllocFlags::NOFRAGMENT);
+                continue;
+            }
+            return None;
+        }
+    }
+
+    /// `reserve_highatomic_pageblock` (§5.5.1).
+    fn reserve_highatomic_pageblock(&mut self, zi: usize, pfn: u32, order: u32) {
+        let managed = self.zones[zi].managed;
+        let pb = PAGEBLOCK_NR_PAGES as u64;
+        if managed / 100 < pb {
+            return;
+        }
+        let max_managed = (managed / 100).div_ceil(pb) * pb;
+        if self.zones[zi].nr_reserved_highatomic >= max_managed {
+            return;
+        }
+        let mt = self.block_mt(pfn);
+        if !mt.is_mergeable() {
+            return;
+        }
+        if order < PAGEBLOCK_ORDER {
+            if self.move_freepages_block(zi, pfn, mt, MigrateType::HighAtomic).is_none() {
+                return;
+            }
+            self.zones[zi].nr_reserved_highatomic += pb;
+        } else {
+            self.change_pageblock_range(pfn, order, MigrateType::HighAtomic);
+            self.zones[zi].nr_reserved_highatomic += 1 << order;
+        }
+    }
+
+    /// `unreserve_highatomic_pageblock` (§5.5.3): gives one HighAtomic chunk's block(s) back to
+    /// `ac.migratetype`. Without `force`, keeps at least one block. Returns whether it moved any.
+    pub fn unreserve_highatomic_pageblock(&mut self, ac: &AllocContext, force: bool) -> bool {
+        let Some(preferred) = ac.preferred_zone else { return false };
+        for zi in (0..=preferred).rev() {
+            if !self.zones[zi].populated() {
+                continue;
+            }
+            if !force && self.zones[zi].nr_reserved_highatomic <= PAGEBLOCK_NR_PAGES as u64 {
+                continue;
+            }
+            for order in 0..=MAX_PAGE_ORDER {
+                let Some(pfn) = self.zones[zi].free_list_first(order, MigrateType::HighAtomic) else { continue };
+                let size = (PAGEBLOCK_NR_PAGES as u64).max(1 << order).min(self.zones[zi].nr_reserved_highatomic);
+                self.zones[zi].nr_reserved_highatomic -= size;
+                let moved = if order < PAGEBLOCK_ORDER {
+                    self.move_freepages_block(zi, pfn, MigrateType::HighAtomic, ac.migratetype).unwrap_or(0)
+                } else {
+                    self.move_to_free_list(zi, pfn, order, MigrateType::HighAtomic, ac.migratetype);
+                    self.change_pageblock_range(pfn, order, ac.migratetype);
+                    1
+                };
+                if moved > 0 {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// `gfp_to_alloc_flags` (§7.2): the slow path's flags; defrag_mode adds NOFRAGMENT (§8 D3).
+    pub fn gfp_to_alloc_flags(&self, gfp: Gfp, order: u32) -> AllocFlags {
+        let mut f = AllocFlags(AllocFlags::WMARK_MIN | AllocFlags::CPUSET);
+        f.set(gfp.0 & (Gfp::HIGH.0 | Gfp::KSWAPD_RECLAIM.0));
+        if !gfp.intersects(Gfp::DIRECT_RECLAIM) {
+            if !gfp.intersects(Gfp::NOMEMALLOC) {
+                f.set(AllocFlags::NON_BLOCK);
+                if order > 0 && f.has(AllocFlags::MIN_RESERVE) {
+                    f.set(AllocFlags::HIGHATOMIC);
+                }
+            }
+            if f.has(AllocFlags::MIN_RESERVE) {
+                f.clear(AllocFlags::CPUSET);
+            }
+        }
+        if self.tun.defrag_mode {
+            f.set(AllocFlags::NOFRAGMENT);
+        }
+        f
+    }
+
+    /// `wake_all_kswapds` (§7.3, §8 D6 when `pageblock_order_wake`).
+    fn wake_all_kswapds(&mut self, order: u32, gfp: Gfp, ac: &AllocContext) {
+        let Some(preferred) = ac.preferred_zone else { return };
+        let reclaim_order = if self.tun.defrag_mode { order.max(PAGEBLOCK_ORDER) } else { order };
+        // One wake per node: the first zone of the zonelist.
+        self.wakeup_kswapd(preferred, gfp, reclaim_order, ac.highest_zoneidx);
+    }
+
+    /// The allocation entry, `__alloc_pages` (§4.4): the fast path at the low watermark, then
+    /// the slow path. Emits mm_page_alloc for success and failure.
+    ///
+    /// Slow path scope in this model version: §7.4 steps 1–3, 5–7 and 14 (wake kswapd, retry at
+    /// the min watermark with the slow-path flags, non-blocking requests fail). Direct
+    /// compaction, direct reclaim, retries and the defrag_mode NOFRAGMENT drop (steps 4, 8–13)
+    /// are not modelled yet: a blocking request that fails at the min watermark fails.
+    pub fn alloc_pages(&mut self, cpu: u32, gfp: Gfp, order: u32) -> Option<u32> {
+        assert!(order <= MAX_PAGE_ORDER, "order {order} > MAX_PAGE_ORDER");
+        assert!(cpu < self.nr_cpus, "cpu {cpu} out of range");
+        let ac = self.alloc_context(gfp);
+        let mut alloc_flags = AllocFlags(AllocFlags::WMARK_LOW);
+        alloc_flags.set(self.alloc_flags_nofragment(ac.preferred_zone, gfp).0);
+        let mut page = self.get_page_from_freelist(cpu, gfp, order, alloc_flags, &ac);
+        if page.is_none() {
+            page = self.alloc_pages_slowpath(cpu, gfp, order, &ac);
+        }
+        if self.trace_on(trace_kind::MM_PAGE_ALLOC) {
+            self.emit(cpu, TraceEvent::MmPageAlloc { pfn: page, order, gfp, migratetype: ac.migratetype as i32 });
+        }
+        page
+    }
+
+    /// `__alloc_pages_slowpath`, the part modelled so far (see [`Mm::alloc_pages`]).
+    fn alloc_pages_slowpath(&mut self, cpu: u32, gfp: Gfp, order: u32, ac: &AllocContext) -> Option<u32> {
+        let alloc_flags = self.gfp_to_alloc_flags(gfp, order);
+        if alloc_flags.has(AllocFlags::KSWAPD) {
+            self.wake_all_kswapds(order, gfp, ac);
+        }
+        self.get_page_from_freelist(cpu, gfp, order, alloc_flags, ac)
+    }
+
+    /// Marks an allocated chunk as on (or off) the LRU, and records its owner id. LRU pages
+    /// count as "movable" in `try_to_claim_block` (§6.3c).
+    pub fn set_page_owner(&mut self, pfn: u32, owner: u32, lru: bool) {
+        assert_eq!(self.pages.kind(pfn), PageKind::Allocated, "pfn {pfn:#x} is not an allocated head");
+        self.pages.a[pfn as usize] = owner;
+        self.pages.set_flag(pfn, PG_LRU, lru);
+    }
+}
