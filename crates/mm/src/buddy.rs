@@ -97,9 +97,21 @@ impl Mm {
     /// `account_freepages`.
     #[inline]
     pub(crate) fn add_to_free_list(&mut self, zi: usize, pfn: u32, order: u32, mt: MigrateType, tail: bool) {
-        debug_assert_eq!(self.block_mt(pfn), mt, "free chunk {pfn:#x} put on a list unlike its block");
+        debug_assert_eq!(
+            self.block_mt(pfn),
+            mt,
+            "free chunk {pfn:#x} put on a list unlike its block"
+        );
         self.pages.set(pfn, PageKind::Buddy, order);
-        self.list_add(ListRef::Free { zone: zi, order: order as usize, mt: mt.idx() }, pfn, tail);
+        self.list_add(
+            ListRef::Free {
+                zone: zi,
+                order: order as usize,
+                mt: mt.idx(),
+            },
+            pfn,
+            tail,
+        );
         let area = &mut self.zones[zi].area;
         area.nr_free[order as usize] += 1;
         area.nr_by_type[order as usize][mt.idx()] += 1;
@@ -113,7 +125,14 @@ impl Mm {
     #[inline]
     pub(crate) fn del_from_free_list(&mut self, zi: usize, pfn: u32, order: u32, mt: MigrateType) {
         debug_assert!(self.pages.is_buddy_of_order(pfn, order));
-        self.list_del(ListRef::Free { zone: zi, order: order as usize, mt: mt.idx() }, pfn);
+        self.list_del(
+            ListRef::Free {
+                zone: zi,
+                order: order as usize,
+                mt: mt.idx(),
+            },
+            pfn,
+        );
         self.pages.set(pfn, PageKind::Tail, 0);
         let area = &mut self.zones[zi].area;
         area.nr_free[order as usize] -= 1;
@@ -131,10 +150,32 @@ impl Mm {
     }
 
     /// `move_to_free_list`: moves a free chunk to the tail of another type's list.
-    pub(crate) fn move_to_free_list(&mut self, zi: usize, pfn: u32, order: u32, old: MigrateType, new: MigrateType) {
+    pub(crate) fn move_to_free_list(
+        &mut self,
+        zi: usize,
+        pfn: u32,
+        order: u32,
+        old: MigrateType,
+        new: MigrateType,
+    ) {
         let o = order as usize;
-        self.list_del(ListRef::Free { zone: zi, order: o, mt: old.idx() }, pfn);
-        self.list_add(ListRef::Free { zone: zi, order: o, mt: new.idx() }, pfn, true);
+        self.list_del(
+            ListRef::Free {
+                zone: zi,
+                order: o,
+                mt: old.idx(),
+            },
+            pfn,
+        );
+        self.list_add(
+            ListRef::Free {
+                zone: zi,
+                order: o,
+                mt: new.idx(),
+            },
+            pfn,
+            true,
+        );
         let area = &mut self.zones[zi].area;
         area.nr_by_type[o][old.idx()] -= 1;
         area.nr_by_type[o][new.idx()] += 1;
@@ -191,15 +232,28 @@ impl Mm {
     ///
     /// Simplification: compaction capture (§1.5 step 2a) arrives with the compaction model;
     /// page shuffling is off (the 6.18 default) and page reporting is not modelled (§19.1.7).
-    pub(crate) fn free_one_page_core(&mut self, zi: usize, mut pfn: u32, mut order: u32, mt: MigrateType, to_tail: bool) {
-        debug_assert_eq!(pfn & ((1 << order) - 1), 0, "unaligned free of {pfn:#x} order {order}");
+    pub(crate) fn free_one_page_core(
+        &mut self,
+        zi: usize,
+        mut pfn: u32,
+        mut order: u32,
+        mt: MigrateType,
+        to_tail: bool,
+    ) {
+        debug_assert_eq!(
+            pfn & ((1 << order) - 1),
+            0,
+            "unaligned free of {pfn:#x} order {order}"
+        );
         self.pages.set(pfn, PageKind::Tail, 0);
         self.account_freepages(zi, 1i64 << order, mt);
         let mut last_buddy = None;
         while order < MAX_PAGE_ORDER {
             let buddy_pfn = pfn ^ (1 << order);
             last_buddy = Some(buddy_pfn);
-            let Some(buddy) = self.find_buddy(zi, pfn, order) else { break };
+            let Some(buddy) = self.find_buddy(zi, pfn, order) else {
+                break;
+            };
             let mut buddy_mt = mt;
             if order >= PAGEBLOCK_ORDER {
                 buddy_mt = self.block_mt(buddy);
@@ -249,7 +303,12 @@ impl Mm {
     /// `prep_move_freepages_block`: the block of `pfn`, if it lies wholly in the zone; with
     /// `count`, also the free pages (buddy chunks) and the "movable" pages (on the LRU; counted
     /// per 4 KiB page, tails reading their head's flag) in it (§6.3c).
-    pub(crate) fn prep_move_freepages_block(&self, zi: usize, pfn: u32, count: bool) -> Option<(u32, u64, u64)> {
+    pub(crate) fn prep_move_freepages_block(
+        &self,
+        zi: usize,
+        pfn: u32,
+        count: bool,
+    ) -> Option<(u32, u64, u64)> {
         let start = pfn & !(PAGEBLOCK_NR_PAGES - 1);
         let end = start + PAGEBLOCK_NR_PAGES;
         let z = &self.zones[zi];
@@ -311,7 +370,13 @@ impl Mm {
 
     /// `__move_freepages_block`: moves every free chunk of the block at `start` from `old`'s to
     /// `new`'s lists (to the tail). Returns the pages moved. The caller retypes the block.
-    pub(crate) fn move_freepages_block_from(&mut self, zi: usize, start: u32, old: MigrateType, new: MigrateType) -> u64 {
+    pub(crate) fn move_freepages_block_from(
+        &mut self,
+        zi: usize,
+        start: u32,
+        old: MigrateType,
+        new: MigrateType,
+    ) -> u64 {
         let end = start + PAGEBLOCK_NR_PAGES;
         let mut p = start;
         let mut moved = 0;
@@ -330,7 +395,13 @@ impl Mm {
 
     /// `move_freepages_block`: the whole block of `pfn` to `new`, and retype it. None if the
     /// block straddles the zone boundary.
-    pub(crate) fn move_freepages_block(&mut self, zi: usize, pfn: u32, old: MigrateType, new: MigrateType) -> Option<u64> {
+    pub(crate) fn move_freepages_block(
+        &mut self,
+        zi: usize,
+        pfn: u32,
+        old: MigrateType,
+        new: MigrateType,
+    ) -> Option<u64> {
         let (start, _, _) = self.prep_move_freepages_block(zi, pfn, false)?;
         let moved = self.move_freepages_block_from(zi, start, old, new);
         self.set_block_mt(start, new);
@@ -348,14 +419,37 @@ impl Mm {
     // ---- PCP lists --------------------------------------------------------------------------
 
     #[inline]
-    pub(crate) fn pcp_list_add(&mut self, zi: usize, cpu: usize, pindex: usize, pfn: u32, order: u32, tail: bool) {
+    pub(crate) fn pcp_list_add(
+        &mut self,
+        zi: usize,
+        cpu: usize,
+        pindex: usize,
+        pfn: u32,
+        order: u32,
+        tail: bool,
+    ) {
         self.pages.set(pfn, PageKind::Pcp, order);
-        self.list_add(ListRef::Pcp { zone: zi, cpu, pindex }, pfn, tail);
+        self.list_add(
+            ListRef::Pcp {
+                zone: zi,
+                cpu,
+                pindex,
+            },
+            pfn,
+            tail,
+        );
     }
 
     #[inline]
     pub(crate) fn pcp_list_del(&mut self, zi: usize, cpu: usize, pindex: usize, pfn: u32) {
-        self.list_del(ListRef::Pcp { zone: zi, cpu, pindex }, pfn);
+        self.list_del(
+            ListRef::Pcp {
+                zone: zi,
+                cpu,
+                pindex,
+            },
+            pfn,
+        );
         self.pages.set(pfn, PageKind::Tail, 0);
     }
 }

@@ -74,12 +74,22 @@ impl Mm {
                 }
                 let order = self.pages.order(pfn);
                 ensure!(order <= MAX_PAGE_ORDER, "pfn {pfn:#x}: order {order}");
-                ensure!(pfn & ((1 << order) - 1) == 0, "pfn {pfn:#x}: {kind:?} chunk of order {order} is not aligned");
+                ensure!(
+                    pfn & ((1 << order) - 1) == 0,
+                    "pfn {pfn:#x}: {kind:?} chunk of order {order} is not aligned"
+                );
                 let end = pfn + (1 << order);
-                ensure!(end <= z.end_pfn(), "pfn {pfn:#x}: {kind:?} chunk of order {order} crosses the end of zone {}", z.zone_type.name());
+                ensure!(
+                    end <= z.end_pfn(),
+                    "pfn {pfn:#x}: {kind:?} chunk of order {order} crosses the end of zone {}",
+                    z.zone_type.name()
+                );
                 for p in pfn + 1..end {
                     let k = self.pages.kind(p);
-                    ensure!(k == PageKind::Tail, "pfn {p:#x}: {k:?} inside the {kind:?} chunk at {pfn:#x} order {order}");
+                    ensure!(
+                        k == PageKind::Tail,
+                        "pfn {p:#x}: {k:?} inside the {kind:?} chunk at {pfn:#x} order {order}"
+                    );
                 }
                 let nr = 1u64 << order;
                 match kind {
@@ -105,7 +115,10 @@ impl Mm {
                         }
                     }
                     PageKind::Pcp => {
-                        ensure!(pcp_allowed_order(order), "pfn {pfn:#x}: PCP chunk of order {order}");
+                        ensure!(
+                            pcp_allowed_order(order),
+                            "pfn {pfn:#x}: PCP chunk of order {order}"
+                        );
                         pcp += nr;
                     }
                     PageKind::Allocated => alloc += nr,
@@ -128,21 +141,62 @@ impl Mm {
                     let mut prev = NIL;
                     let mut p = l.first;
                     while p != NIL {
-                        ensure!(self.pages.is_buddy_of_order(p, order as u32), "free list [{order}][{mt}] of zone {} holds {p:#x} which is {:?} order {}", z.zone_type.name(), self.pages.kind(p), self.pages.order(p));
-                        ensure!(self.block_mt(p).idx() == mt, "free chunk {p:#x} order {order} on list {:?} but its block is {:?}", MigrateType::from_index(mt), self.block_mt(p));
-                        ensure!(self.zone_of(p) == zi, "free chunk {p:#x} on a list of zone {}", z.zone_type.name());
-                        ensure!(self.list_prev(p) == prev, "free list [{order}][{mt}]: broken back link at {p:#x}");
+                        ensure!(
+                            self.pages.is_buddy_of_order(p, order as u32),
+                            "free list [{order}][{mt}] of zone {} holds {p:#x} which is {:?} order {}",
+                            z.zone_type.name(),
+                            self.pages.kind(p),
+                            self.pages.order(p)
+                        );
+                        ensure!(
+                            self.block_mt(p).idx() == mt,
+                            "free chunk {p:#x} order {order} on list {:?} but its block is {:?}",
+                            MigrateType::from_index(mt),
+                            self.block_mt(p)
+                        );
+                        ensure!(
+                            self.zone_of(p) == zi,
+                            "free chunk {p:#x} on a list of zone {}",
+                            z.zone_type.name()
+                        );
+                        ensure!(
+                            self.list_prev(p) == prev,
+                            "free list [{order}][{mt}]: broken back link at {p:#x}"
+                        );
                         prev = p;
                         p = self.list_next(p);
                         n += 1;
-                        ensure!(n <= z.managed, "free list [{order}][{mt}] of zone {} loops", z.zone_type.name());
+                        ensure!(
+                            n <= z.managed,
+                            "free list [{order}][{mt}] of zone {} loops",
+                            z.zone_type.name()
+                        );
                     }
-                    ensure!(l.last == prev, "free list [{order}][{mt}]: last is {:#x}, walk ended at {prev:#x}", l.last);
-                    ensure!(n == z.area.nr_by_type[order][mt], "free list [{order}][{mt}] of zone {}: {n} chunks, count says {}", z.zone_type.name(), z.area.nr_by_type[order][mt]);
-                    ensure!(n == chunks_by[order][mt], "free list [{order}][{mt}] of zone {}: {n} chunks on the list, {} in the memory map", z.zone_type.name(), chunks_by[order][mt]);
+                    ensure!(
+                        l.last == prev,
+                        "free list [{order}][{mt}]: last is {:#x}, walk ended at {prev:#x}",
+                        l.last
+                    );
+                    ensure!(
+                        n == z.area.nr_by_type[order][mt],
+                        "free list [{order}][{mt}] of zone {}: {n} chunks, count says {}",
+                        z.zone_type.name(),
+                        z.area.nr_by_type[order][mt]
+                    );
+                    ensure!(
+                        n == chunks_by[order][mt],
+                        "free list [{order}][{mt}] of zone {}: {n} chunks on the list, {} in the memory map",
+                        z.zone_type.name(),
+                        chunks_by[order][mt]
+                    );
                     total += n;
                 }
-                ensure!(total == z.area.nr_free[order], "zone {} order {order}: nr_free {} != {total}", z.zone_type.name(), z.area.nr_free[order]);
+                ensure!(
+                    total == z.area.nr_free[order],
+                    "zone {} order {order}: nr_free {} != {total}",
+                    z.zone_type.name(),
+                    z.area.nr_free[order]
+                );
             }
             ensure!(
                 z.stat(Stat::nr_free_pages) == free_pages_nonisolate,
@@ -156,7 +210,12 @@ impl Mm {
                 z.zone_type.name(),
                 z.stat(Stat::nr_free_pages_blocks)
             );
-            ensure!(z.nr_free_highatomic == highatomic, "zone {}: nr_free_highatomic {} != {highatomic}", z.zone_type.name(), z.nr_free_highatomic);
+            ensure!(
+                z.nr_free_highatomic == highatomic,
+                "zone {}: nr_free_highatomic {} != {highatomic}",
+                z.zone_type.name(),
+                z.nr_free_highatomic
+            );
             // PCP lists.
             let mut pcp_listed = 0u64;
             for (cpu, p) in z.pcp.iter().enumerate() {
@@ -166,9 +225,21 @@ impl Mm {
                     let mut prev = NIL;
                     let mut q = l.first;
                     while q != NIL {
-                        ensure!(self.pages.kind(q) == PageKind::Pcp && self.pages.order(q) == order, "pcp list {pindex} of cpu {cpu} holds {q:#x} ({:?} order {})", self.pages.kind(q), self.pages.order(q));
-                        ensure!(self.zone_of(q) == zi, "pcp chunk {q:#x} on a list of zone {}", z.zone_type.name());
-                        ensure!(self.list_prev(q) == prev, "pcp list {pindex}: broken back link at {q:#x}");
+                        ensure!(
+                            self.pages.kind(q) == PageKind::Pcp && self.pages.order(q) == order,
+                            "pcp list {pindex} of cpu {cpu} holds {q:#x} ({:?} order {})",
+                            self.pages.kind(q),
+                            self.pages.order(q)
+                        );
+                        ensure!(
+                            self.zone_of(q) == zi,
+                            "pcp chunk {q:#x} on a list of zone {}",
+                            z.zone_type.name()
+                        );
+                        ensure!(
+                            self.list_prev(q) == prev,
+                            "pcp list {pindex}: broken back link at {q:#x}"
+                        );
                         prev = q;
                         q = self.list_next(q);
                         n += 1 << order;
@@ -176,10 +247,19 @@ impl Mm {
                     }
                     ensure!(l.last == prev, "pcp list {pindex} of cpu {cpu}: bad last");
                 }
-                ensure!(n == p.count, "zone {} cpu {cpu}: pcp count {} != {n} listed", z.zone_type.name(), p.count);
+                ensure!(
+                    n == p.count,
+                    "zone {} cpu {cpu}: pcp count {} != {n} listed",
+                    z.zone_type.name(),
+                    p.count
+                );
                 pcp_listed += n;
             }
-            ensure!(pcp_listed == pcp, "zone {}: {pcp} PCP pages in the memory map, {pcp_listed} on lists", z.zone_type.name());
+            ensure!(
+                pcp_listed == pcp,
+                "zone {}: {pcp} PCP pages in the memory map, {pcp_listed} on lists",
+                z.zone_type.name()
+            );
             census.free += free;
             census.pcp += pcp;
             census.allocated += alloc;

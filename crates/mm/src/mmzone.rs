@@ -5,7 +5,7 @@
 //! simulated page costs 9 bytes of host memory plus 1/512 byte of pageblock bits.
 
 use crate::types::*;
-use crate::vmstat::{NR_NUMA_STATS, NR_ZONE_STATS, Stat};
+use crate::vmstat::{Stat, NR_NUMA_STATS, NR_ZONE_STATS};
 
 /// "No page": the end of an intrusive list.
 pub const NIL: u32 = u32::MAX;
@@ -122,7 +122,10 @@ pub struct ListHead {
 
 impl Default for ListHead {
     fn default() -> Self {
-        ListHead { first: NIL, last: NIL }
+        ListHead {
+            first: NIL,
+            last: NIL,
+        }
     }
 }
 
@@ -373,7 +376,11 @@ impl MachineConfig {
         }
         let dma32_present = left.min(PCI_HOLE_START - next);
         let has_normal = left > dma32_present;
-        let dma32_spanned = if has_normal { DMA32_END - next } else { dma32_present };
+        let dma32_spanned = if has_normal {
+            DMA32_END - next
+        } else {
+            dma32_present
+        };
         zones.push(ZoneConfig {
             zone_type: ZoneType::Dma32,
             start_pfn: next,
@@ -415,7 +422,10 @@ impl MachineConfig {
                 }
             }
             if (z.start_pfn as u64) < end {
-                return Err(MachineError(format!("zone {} overlaps the previous zone", z.zone_type.name())));
+                return Err(MachineError(format!(
+                    "zone {} overlaps the previous zone",
+                    z.zone_type.name()
+                )));
             }
             if z.present > z.spanned || z.managed > z.present {
                 return Err(MachineError(format!(
@@ -443,6 +453,10 @@ impl MachineConfig {
 
     /// One past the highest pfn of any zone.
     pub fn end_pfn(&self) -> u32 {
-        self.zones.iter().map(|z| z.start_pfn + z.spanned).max().unwrap_or(0)
+        self.zones
+            .iter()
+            .map(|z| z.start_pfn + z.spanned)
+            .max()
+            .unwrap_or(0)
     }
 }

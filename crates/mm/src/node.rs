@@ -47,7 +47,12 @@ impl Default for Tunables {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wakeup {
     /// `wakeup_kswapd(zone, gfp, order, highest_zoneidx)`.
-    Kswapd { zone: ZoneType, order: u32, highest_zoneidx: ZoneType, gfp: u32 },
+    Kswapd {
+        zone: ZoneType,
+        order: u32,
+        highest_zoneidx: ZoneType,
+        gfp: u32,
+    },
 }
 
 /// The model of one machine: a single node (§19.1 item 1).
@@ -132,7 +137,10 @@ impl Mm {
         machine.validate()?;
         let end_pfn = machine.end_pfn();
         let nr_cpus = machine.nr_cpus;
-        let mut zones: Vec<Zone> = ZoneType::ALL.iter().map(|&t| Zone::new(t, nr_cpus as usize)).collect();
+        let mut zones: Vec<Zone> = ZoneType::ALL
+            .iter()
+            .map(|&t| Zone::new(t, nr_cpus as usize))
+            .collect();
         let nr_blocks = (end_pfn as usize).div_ceil(PAGEBLOCK_NR_PAGES as usize);
         let mut mm = Mm {
             zones: Vec::new(),
@@ -238,7 +246,11 @@ impl Mm {
             .sum();
         let wsf = self.tun.watermark_scale_factor;
         for z in &mut self.zones {
-            let mut tmp = if lowmem == 0 { 0 } else { pages_min * z.managed / lowmem };
+            let mut tmp = if lowmem == 0 {
+                0
+            } else {
+                pages_min * z.managed / lowmem
+            };
             if z.zone_type == ZoneType::Movable {
                 z.wmark[WMARK_MIN] = (z.managed / 1024).clamp(32, 128);
             } else {
@@ -263,8 +275,11 @@ impl Mm {
                     continue;
                 }
                 managed += self.zones[j].managed;
-                self.zones[i].lowmem_reserve[j] =
-                    if ratio == 0 || managed == 0 { 0 } else { managed / ratio };
+                self.zones[i].lowmem_reserve[j] = if ratio == 0 || managed == 0 {
+                    0
+                } else {
+                    managed / ratio
+                };
             }
         }
     }
@@ -280,7 +295,11 @@ impl Mm {
             }
             batch = rounddown_pow_of_two(batch + batch / 2).saturating_sub(1).max(1);
             let highsize = |fraction: u64| -> u64 {
-                let total = if fraction == 0 { z.wmark[WMARK_LOW] } else { z.managed / fraction };
+                let total = if fraction == 0 {
+                    z.wmark[WMARK_LOW]
+                } else {
+                    z.managed / fraction
+                };
                 (total / cpus).max(batch << 2)
             };
             let (hmin, hmax) = if frac != 0 {
@@ -392,7 +411,12 @@ impl Mm {
     }
 
     pub(crate) fn emit(&mut self, cpu: u32, event: TraceEvent) {
-        self.trace_buf.push(TraceRecord { ts_ns: self.now_ns, cpu, pid: self.cur_pid, event });
+        self.trace_buf.push(TraceRecord {
+            ts_ns: self.now_ns,
+            cpu,
+            pid: self.cur_pid,
+            event,
+        });
     }
 
     /// Enables recording of the kmem events in `mask` (bits of [`trace_kind`]).

@@ -61,11 +61,21 @@ impl Mm {
     /// split down to `order`.
     pub fn __rmqueue_smallest(&mut self, cpu: u32, zi: usize, order: u32, mt: MigrateType) -> Option<u32> {
         for current in order..=MAX_PAGE_ORDER {
-            let Some(pfn) = self.zones[zi].free_list_first(current, mt) else { continue };
+            let Some(pfn) = self.zones[zi].free_list_first(current, mt) else {
+                continue;
+            };
             self.page_del_and_expand(zi, pfn, order, current, mt);
             if self.trace_on(trace_kind::MM_PAGE_ALLOC_ZONE_LOCKED) {
                 let percpu_refill = pcp_allowed_order(order) && mt.idx() < MIGRATE_PCPTYPES;
-                self.emit(cpu, TraceEvent::MmPageAllocZoneLocked { pfn, order, migratetype: mt as i32, percpu_refill });
+                self.emit(
+                    cpu,
+                    TraceEvent::MmPageAllocZoneLocked {
+                        pfn,
+                        order,
+                        migratetype: mt as i32,
+                        percpu_refill,
+                    },
+                );
             }
             return Some(pfn);
         }
@@ -73,7 +83,13 @@ impl Mm {
     }
 
     /// `find_suitable_fallback` (§6.3.2a).
-    pub fn find_suitable_fallback(&self, zi: usize, order: u32, mt: MigrateType, claimable: bool) -> Fallback {
+    pub fn find_suitable_fallback(
+        &self,
+        zi: usize,
+        order: u32,
+        mt: MigrateType,
+        claimable: bool,
+    ) -> Fallback {
         if claimable && !should_try_claim_block(order, mt) {
             return Fallback::StopClaim;
         }
@@ -146,7 +162,15 @@ impl Mm {
         None
     }
 
-    fn trace_extfrag(&mut self, cpu: u32, pfn: u32, order: u32, fallback_order: u32, start_mt: MigrateType, fallback_mt: MigrateType) {
+    fn trace_extfrag(
+        &mut self,
+        cpu: u32,
+        pfn: u32,
+        order: u32,
+        fallback_order: u32,
+        start_mt: MigrateType,
+        fallback_mt: MigrateType,
+    ) {
         if self.trace_on(trace_kind::MM_PAGE_ALLOC_EXTFRAG) {
             let change_ownership = self.block_mt(pfn) == start_mt;
             self.emit(
@@ -165,7 +189,14 @@ impl Mm {
 
     /// `__rmqueue_claim` (§6.3): largest fallback chunk first; under ALLOC_NOFRAGMENT only
     /// whole free pageblocks (min_order 9).
-    pub fn __rmqueue_claim(&mut self, cpu: u32, zi: usize, order: u32, start_mt: MigrateType, alloc_flags: AllocFlags) -> Option<u32> {
+    pub fn __rmqueue_claim(
+        &mut self,
+        cpu: u32,
+        zi: usize,
+        order: u32,
+        start_mt: MigrateType,
+        alloc_flags: AllocFlags,
+    ) -> Option<u32> {
         let mut min_order = order;
         if order < PAGEBLOCK_ORDER && alloc_flags.has(AllocFlags::NOFRAGMENT) {
             min_order = PAGEBLOCK_ORDER;
@@ -179,7 +210,9 @@ impl Mm {
                 Fallback::StopClaim => break,
                 Fallback::Found(fb) => fb,
             };
-            let pfn = self.zones[zi].free_list_first(co, fb).expect("fallback list is non-empty");
+            let pfn = self.zones[zi]
+                .free_list_first(co, fb)
+                .expect("fallback list is non-empty");
             if let Some(page) = self.try_to_claim_block(cpu, zi, pfn, co, order, start_mt, fb, alloc_flags) {
                 self.trace_extfrag(cpu, page, order, co, start_mt, fb);
                 return Some(page);
@@ -192,8 +225,12 @@ impl Mm {
     /// on the fallback type's lists; the block keeps its type.
     pub fn __rmqueue_steal(&mut self, cpu: u32, zi: usize, order: u32, start_mt: MigrateType) -> Option<u32> {
         for co in order..=MAX_PAGE_ORDER {
-            let Fallback::Found(fb) = self.find_suitable_fallback(zi, co, start_mt, false) else { continue };
-            let pfn = self.zones[zi].free_list_first(co, fb).expect("fallback list is non-empty");
+            let Fallback::Found(fb) = self.find_suitable_fallback(zi, co, start_mt, false) else {
+                continue;
+            };
+            let pfn = self.zones[zi]
+                .free_list_first(co, fb)
+                .expect("fallback list is non-empty");
             self.page_del_and_expand(zi, pfn, order, co, fb);
             self.trace_extfrag(cpu, pfn, order, co, start_mt, fb);
             return Some(pfn);
@@ -204,7 +241,15 @@ impl Mm {
     /// `__rmqueue` (§6.2): NORMAL → (CMA: not configured, as on S2) → CLAIM → STEAL, starting
     /// at `*mode`; a claim resets the mode to NORMAL, a steal leaves it at STEAL; STEAL is
     /// forbidden under ALLOC_NOFRAGMENT.
-    pub fn __rmqueue(&mut self, cpu: u32, zi: usize, order: u32, mt: MigrateType, alloc_flags: AllocFlags, mode: &mut RmqueueMode) -> Option<u32> {
+    pub fn __rmqueue(
+        &mut self,
+        cpu: u32,
+        zi: usize,
+        order: u32,
+        mt: MigrateType,
+        alloc_flags: AllocFlags,
+        mode: &mut RmqueueMode,
+    ) -> Option<u32> {
         if *mode == RmqueueMode::Normal {
             if let Some(p) = self.__rmqueue_smallest(cpu, zi, order, mt) {
                 return Some(p);
@@ -257,11 +302,22 @@ impl Mm {
 
     /// `rmqueue_bulk` (§2.3): `count` chunks under one lock hold, keeping the fallback mode
     /// across the loop, appended to the PCP list's tail in the order obtained.
-    fn rmqueue_bulk(&mut self, cpu: u32, zi: usize, order: u32, count: u64, mt: MigrateType, alloc_flags: AllocFlags, pindex: usize) -> u64 {
+    fn rmqueue_bulk(
+        &mut self,
+        cpu: u32,
+        zi: usize,
+        order: u32,
+        count: u64,
+        mt: MigrateType,
+        alloc_flags: AllocFlags,
+        pindex: usize,
+    ) -> u64 {
         let mut mode = RmqueueMode::Normal;
         let mut i = 0;
         while i < count {
-            let Some(pfn) = self.__rmqueue(cpu, zi, order, mt, alloc_flags, &mut mode) else { break };
+            let Some(pfn) = self.__rmqueue(cpu, zi, order, mt, alloc_flags, &mut mode) else {
+                break;
+            };
             self.pcp_list_add(zi, cpu as usize, pindex, pfn, order, true);
             i += 1;
         }
@@ -270,7 +326,14 @@ impl Mm {
 
     /// `rmqueue_pcplist` / `__rmqueue_pcplist` (§2.3): take the head of the (order, mt) list,
     /// refilling it from the buddy when empty.
-    fn rmqueue_pcplist(&mut self, cpu: u32, zi: usize, order: u32, mt: MigrateType, alloc_flags: AllocFlags) -> Option<u32> {
+    fn rmqueue_pcplist(
+        &mut self,
+        cpu: u32,
+        zi: usize,
+        order: u32,
+        mt: MigrateType,
+        alloc_flags: AllocFlags,
+    ) -> Option<u32> {
         let c = cpu as usize;
         self.zones[zi].pcp[c].free_count >>= 1;
         let pindex = order_to_pindex(mt, order);
@@ -290,7 +353,14 @@ impl Mm {
 
     /// `rmqueue_buddy` (§5.1.2): HighAtomic first for ALLOC_HIGHATOMIC, then `__rmqueue` from
     /// NORMAL, then HighAtomic as a last resort for ALLOC_OOM / ALLOC_NON_BLOCK.
-    fn rmqueue_buddy(&mut self, cpu: u32, zi: usize, order: u32, alloc_flags: AllocFlags, mt: MigrateType) -> Option<u32> {
+    fn rmqueue_buddy(
+        &mut self,
+        cpu: u32,
+        zi: usize,
+        order: u32,
+        alloc_flags: AllocFlags,
+        mt: MigrateType,
+    ) -> Option<u32> {
         let mut page = None;
         if alloc_flags.has(AllocFlags::HIGHATOMIC) {
             page = self.__rmqueue_smallest(cpu, zi, order, MigrateType::HighAtomic);
@@ -307,7 +377,14 @@ impl Mm {
 
     /// `rmqueue` (§5.1): PCP for cached orders, else/then the buddy lists; counts pgalloc and
     /// the NUMA hit; wakes kswapd if a claim attempt boosted the watermark (§3.4.4).
-    pub fn rmqueue(&mut self, cpu: u32, zi: usize, order: u32, alloc_flags: AllocFlags, mt: MigrateType) -> Option<u32> {
+    pub fn rmqueue(
+        &mut self,
+        cpu: u32,
+        zi: usize,
+        order: u32,
+        alloc_flags: AllocFlags,
+        mt: MigrateType,
+    ) -> Option<u32> {
         let mut page = None;
         if pcp_allowed_order(order) {
             page = self.rmqueue_pcplist(cpu, zi, order, mt, alloc_flags);
@@ -318,7 +395,13 @@ impl Mm {
         if let Some(pfn) = page {
             self.pages.set(pfn, PageKind::Allocated, order);
             self.pages.a[pfn as usize] = NIL;
-            let pgalloc = [Stat::pgalloc_dma, Stat::pgalloc_dma32, Stat::pgalloc_normal, Stat::pgalloc_movable, Stat::pgalloc_device];
+            let pgalloc = [
+                Stat::pgalloc_dma,
+                Stat::pgalloc_dma32,
+                Stat::pgalloc_normal,
+                Stat::pgalloc_movable,
+                Stat::pgalloc_device,
+            ];
             self.count(pgalloc[zi], 1 << order);
             // zone_statistics on a single node: every allocation is a local hit.
             self.zones[zi].numa[0] += 1;
@@ -339,7 +422,12 @@ impl Mm {
         if self.zones[zi].managed == 0 {
             return;
         }
-        self.wakeups.push(Wakeup::Kswapd { zone: self.zones[zi].zone_type, order, highest_zoneidx, gfp: gfp.0 });
+        self.wakeups.push(Wakeup::Kswapd {
+            zone: self.zones[zi].zone_type,
+            order,
+            highest_zoneidx,
+            gfp: gfp.0,
+        });
     }
 
     /// `nr_pcp_high` (§2.2.3, §2.4): the effective high for a free, adjusting `pcp.high`.
@@ -415,7 +503,14 @@ impl Mm {
                 self.zones[zi].pcp[c].count -= 1 << order;
                 self.free_one_page_core(zi, pfn, order, mt, false);
                 if self.trace_on(trace_kind::MM_PAGE_PCPU_DRAIN) {
-                    self.emit(cpu, TraceEvent::MmPagePcpuDrain { pfn, order, migratetype: mt as i32 });
+                    self.emit(
+                        cpu,
+                        TraceEvent::MmPagePcpuDrain {
+                            pfn,
+                            order,
+                            migratetype: mt as i32,
+                        },
+                    );
                 }
                 if count <= 0 || self.zones[zi].pcp[c].lists[idx].is_empty() {
                     break;
@@ -509,7 +604,11 @@ impl Mm {
     pub fn drain_all_pages(&mut self) -> u32 {
         let mut ipis = 0;
         for cpu in 0..self.nr_cpus {
-            if self.zones.iter().any(|z| z.populated() && z.pcp[cpu as usize].count > 0) {
+            if self
+                .zones
+                .iter()
+                .any(|z| z.populated() && z.pcp[cpu as usize].count > 0)
+            {
                 ipis += 1;
                 for zi in 0..self.zones.len() {
                     if self.zones[zi].populated() {
@@ -547,7 +646,15 @@ impl Mm {
     }
 
     /// `__zone_watermark_ok` (§3.3).
-    pub fn __zone_watermark_ok(&self, zi: usize, order: u32, mark: u64, highest: ZoneType, alloc_flags: AllocFlags, free: i64) -> bool {
+    pub fn __zone_watermark_ok(
+        &self,
+        zi: usize,
+        order: u32,
+        mark: u64,
+        highest: ZoneType,
+        alloc_flags: AllocFlags,
+        free: i64,
+    ) -> bool {
         let z = &self.zones[zi];
         let mut min = mark as i64;
         let free = free - self.zone_watermark_unusable_free(zi, order, alloc_flags);
@@ -577,7 +684,9 @@ impl Mm {
                     return true;
                 }
             }
-            if alloc_flags.has(AllocFlags::HIGHATOMIC | AllocFlags::OOM) && !z.free_list_empty(o, MigrateType::HighAtomic) {
+            if alloc_flags.has(AllocFlags::HIGHATOMIC | AllocFlags::OOM)
+                && !z.free_list_empty(o, MigrateType::HighAtomic)
+            {
                 return true;
             }
         }
@@ -585,13 +694,34 @@ impl Mm {
     }
 
     /// `zone_watermark_ok` with the zone's NR_FREE_PAGES.
-    pub fn zone_watermark_ok(&self, zi: usize, order: u32, mark: u64, highest: ZoneType, alloc_flags: AllocFlags) -> bool {
-        self.__zone_watermark_ok(zi, order, mark, highest, alloc_flags, self.zones[zi].nr_free_pages())
+    pub fn zone_watermark_ok(
+        &self,
+        zi: usize,
+        order: u32,
+        mark: u64,
+        highest: ZoneType,
+        alloc_flags: AllocFlags,
+    ) -> bool {
+        self.__zone_watermark_ok(
+            zi,
+            order,
+            mark,
+            highest,
+            alloc_flags,
+            self.zones[zi].nr_free_pages(),
+        )
     }
 
     /// `zone_watermark_fast` (§3.3.5): an order-0 shortcut, and for __GFP_HIGH order-0 at the
     /// min watermark a retry that ignores the boost.
-    pub fn zone_watermark_fast(&self, zi: usize, order: u32, mark: u64, highest: ZoneType, alloc_flags: AllocFlags) -> bool {
+    pub fn zone_watermark_fast(
+        &self,
+        zi: usize,
+        order: u32,
+        mark: u64,
+        highest: ZoneType,
+        alloc_flags: AllocFlags,
+    ) -> bool {
         let z = &self.zones[zi];
         let free = z.nr_free_pages();
         if order == 0 {
@@ -621,7 +751,11 @@ impl Mm {
     pub fn alloc_context(&self, gfp: Gfp) -> AllocContext {
         let highest = gfp.zone();
         let preferred = (0..=highest.idx()).rev().find(|&i| self.zones[i].populated());
-        AllocContext { highest_zoneidx: highest, migratetype: gfp.migratetype(), preferred_zone: preferred }
+        AllocContext {
+            highest_zoneidx: highest,
+            migratetype: gfp.migratetype(),
+            preferred_zone: preferred,
+        }
     }
 
     /// `alloc_flags_nofragment` (§4.2, §8 D1): ALLOC_KSWAPD from the gfp; NOFRAGMENT always
@@ -644,8 +778,17 @@ impl Mm {
     /// `get_page_from_freelist` (§4.3, §8 D2): zones from the preferred one downward; the
     /// high-watermark test only maintains ZONE_BELOW_HIGH; the allocation's watermark decides;
     /// a failed NOFRAGMENT pass is retried without it unless defrag_mode.
-    pub fn get_page_from_freelist(&mut self, cpu: u32, gfp: Gfp, order: u32, mut alloc_flags: AllocFlags, ac: &AllocContext) -> Option<u32> {
-        let Some(preferred) = ac.preferred_zone else { return None };
+    pub fn get_page_from_freelist(
+        &mut self,
+        cpu: u32,
+        gfp: Gfp,
+        order: u32,
+        mut alloc_flags: AllocFlags,
+        ac: &AllocContext,
+    ) -> Option<u32> {
+        let Some(preferred) = ac.preferred_zone else {
+            return None;
+        };
         loop {
             let no_fallback = alloc_flags.has(AllocFlags::NOFRAGMENT);
             for zi in (0..=preferred).rev() {
@@ -702,7 +845,10 @@ impl Mm {
             return;
         }
         if order < PAGEBLOCK_ORDER {
-            if self.move_freepages_block(zi, pfn, mt, MigrateType::HighAtomic).is_none() {
+            if self
+                .move_freepages_block(zi, pfn, mt, MigrateType::HighAtomic)
+                .is_none()
+            {
                 return;
             }
             self.zones[zi].nr_reserved_highatomic += pb;
@@ -715,7 +861,9 @@ impl Mm {
     /// `unreserve_highatomic_pageblock` (§5.5.3): gives one HighAtomic chunk's block(s) back to
     /// `ac.migratetype`. Without `force`, keeps at least one block. Returns whether it moved any.
     pub fn unreserve_highatomic_pageblock(&mut self, ac: &AllocContext, force: bool) -> bool {
-        let Some(preferred) = ac.preferred_zone else { return false };
+        let Some(preferred) = ac.preferred_zone else {
+            return false;
+        };
         for zi in (0..=preferred).rev() {
             if !self.zones[zi].populated() {
                 continue;
@@ -724,11 +872,16 @@ impl Mm {
                 continue;
             }
             for order in 0..=MAX_PAGE_ORDER {
-                let Some(pfn) = self.zones[zi].free_list_first(order, MigrateType::HighAtomic) else { continue };
-                let size = (PAGEBLOCK_NR_PAGES as u64).max(1 << order).min(self.zones[zi].nr_reserved_highatomic);
+                let Some(pfn) = self.zones[zi].free_list_first(order, MigrateType::HighAtomic) else {
+                    continue;
+                };
+                let size = (PAGEBLOCK_NR_PAGES as u64)
+                    .max(1 << order)
+                    .min(self.zones[zi].nr_reserved_highatomic);
                 self.zones[zi].nr_reserved_highatomic -= size;
                 let moved = if order < PAGEBLOCK_ORDER {
-                    self.move_freepages_block(zi, pfn, MigrateType::HighAtomic, ac.migratetype).unwrap_or(0)
+                    self.move_freepages_block(zi, pfn, MigrateType::HighAtomic, ac.migratetype)
+                        .unwrap_or(0)
                 } else {
                     self.move_to_free_list(zi, pfn, order, MigrateType::HighAtomic, ac.migratetype);
                     self.change_pageblock_range(pfn, order, ac.migratetype);
@@ -765,8 +918,14 @@ impl Mm {
 
     /// `wake_all_kswapds` (§7.3, §8 D6 when `pageblock_order_wake`).
     fn wake_all_kswapds(&mut self, order: u32, gfp: Gfp, ac: &AllocContext) {
-        let Some(preferred) = ac.preferred_zone else { return };
-        let reclaim_order = if self.tun.defrag_mode { order.max(PAGEBLOCK_ORDER) } else { order };
+        let Some(preferred) = ac.preferred_zone else {
+            return;
+        };
+        let reclaim_order = if self.tun.defrag_mode {
+            order.max(PAGEBLOCK_ORDER)
+        } else {
+            order
+        };
         // One wake per node: the first zone of the zonelist.
         self.wakeup_kswapd(preferred, gfp, reclaim_order, ac.highest_zoneidx);
     }
@@ -789,7 +948,15 @@ impl Mm {
             page = self.alloc_pages_slowpath(cpu, gfp, order, &ac);
         }
         if self.trace_on(trace_kind::MM_PAGE_ALLOC) {
-            self.emit(cpu, TraceEvent::MmPageAlloc { pfn: page, order, gfp, migratetype: ac.migratetype as i32 });
+            self.emit(
+                cpu,
+                TraceEvent::MmPageAlloc {
+                    pfn: page,
+                    order,
+                    gfp,
+                    migratetype: ac.migratetype as i32,
+                },
+            );
         }
         page
     }
@@ -806,7 +973,11 @@ impl Mm {
     /// Marks an allocated chunk as on (or off) the LRU, and records its owner id. LRU pages
     /// count as "movable" in `try_to_claim_block` (§6.3c).
     pub fn set_page_owner(&mut self, pfn: u32, owner: u32, lru: bool) {
-        assert_eq!(self.pages.kind(pfn), PageKind::Allocated, "pfn {pfn:#x} is not an allocated head");
+        assert_eq!(
+            self.pages.kind(pfn),
+            PageKind::Allocated,
+            "pfn {pfn:#x} is not an allocated head"
+        );
         self.pages.a[pfn as usize] = owner;
         self.pages.set_flag(pfn, PG_LRU, lru);
     }

@@ -6,11 +6,21 @@ use crate::gfp::Gfp;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceEvent {
     /// kmem:mm_page_alloc. `pfn` None = failed allocation (prints page=(null) pfn=0x0).
-    MmPageAlloc { pfn: Option<u32>, order: u32, gfp: Gfp, migratetype: i32 },
+    MmPageAlloc {
+        pfn: Option<u32>,
+        order: u32,
+        gfp: Gfp,
+        migratetype: i32,
+    },
     /// kmem:mm_page_free.
     MmPageFree { pfn: u32, order: u32 },
     /// kmem:mm_page_alloc_zone_locked.
-    MmPageAllocZoneLocked { pfn: u32, order: u32, migratetype: i32, percpu_refill: bool },
+    MmPageAllocZoneLocked {
+        pfn: u32,
+        order: u32,
+        migratetype: i32,
+        percpu_refill: bool,
+    },
     /// kmem:mm_page_pcpu_drain.
     MmPagePcpuDrain { pfn: u32, order: u32, migratetype: i32 },
     /// kmem:mm_page_alloc_extfrag.

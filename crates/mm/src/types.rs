@@ -118,7 +118,10 @@ impl ZoneType {
     }
 
     pub fn from_name(s: &str) -> Option<ZoneType> {
-        Self::ALL.iter().copied().find(|z| z.name().eq_ignore_ascii_case(s))
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|z| z.name().eq_ignore_ascii_case(s))
     }
 
     #[inline]

@@ -6,8 +6,7 @@
 //! samples without a model behind them.
 
 use crate::types::{
-    MigrateType, ZoneType, MAX_NR_ZONES, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_NR_PAGES,
-    PAGEBLOCK_ORDER,
+    MigrateType, ZoneType, MAX_NR_ZONES, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER,
 };
 pub use crate::vmstat_items::*;
 use std::fmt::Write;
@@ -288,10 +287,7 @@ pub fn render_vmstat(zones: &[ZoneView], stats: &[u64; NR_STATS]) -> String {
 mod tests {
     use super::*;
 
-    const SAMPLES: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/reference/samples/"
-    );
+    const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/reference/samples/");
 
     fn sample(name: &str) -> String {
         let path = format!("{SAMPLES}{name}");
@@ -420,10 +416,7 @@ mod tests {
                 let (zname, rest) = rest.split_once(", type ").unwrap();
                 let mut f = rest.split_whitespace();
                 let mt_name = f.next().unwrap();
-                let mt = MigrateType::ALL
-                    .iter()
-                    .find(|m| m.name() == mt_name)
-                    .unwrap();
+                let mt = MigrateType::ALL.iter().find(|m| m.name() == mt_name).unwrap();
                 let z = &mut zones[zone_index(zname.trim())];
                 for (o, n) in f.enumerate() {
                     z.nr_free_by_type[mt.idx()][o] = n.parse().unwrap();
@@ -474,10 +467,7 @@ mod tests {
         z.nr_free_by_type[MigrateType::Movable.idx()][1] = 99_999;
         z.nr_free_by_type[MigrateType::Movable.idx()][2] = 250_000;
         let text = render_pagetypeinfo(0, &[z]);
-        let line = text
-            .lines()
-            .find(|l| l.contains("type      Movable"))
-            .unwrap();
+        let line = text.lines().find(|l| l.contains("type      Movable")).unwrap();
         let want = format!(
             "Node    0, zone   Normal, type      Movable >100000  99999 >100000 {}",
             "     0 ".repeat(8)
@@ -504,9 +494,7 @@ mod tests {
         zones[0] = empty_zone(ZoneType::Dma);
         let text = render_zoneinfo(0, &zones, &stats);
         assert!(text.starts_with("Node 0, zone      DMA\n  pages free     0\n"));
-        assert!(
-            text.contains("Node 0, zone    DMA32\n  per-node stats\n      nr_inactive_anon 1180\n")
-        );
+        assert!(text.contains("Node 0, zone    DMA32\n  per-node stats\n      nr_inactive_anon 1180\n"));
         assert_eq!(text.matches("per-node stats").count(), 1);
     }
 
