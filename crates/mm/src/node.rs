@@ -55,6 +55,17 @@ pub enum Wakeup {
     },
 }
 
+/// Fallback allocations by Weiner's classes (§6.5), indexed [requested type][fallback type]:
+/// "claimer" = whole free block claimed (fallback order ≥ 9), "steal" = partially used block
+/// claimed (change_ownership), "pollute" = single chunk stolen, block keeps its type. Not a
+/// kernel counter: the kernel shows these only through mm_page_alloc_extfrag.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FallbackStats {
+    pub claim_whole: [[u64; MIGRATE_PCPTYPES]; MIGRATE_PCPTYPES],
+    pub claim_partial: [[u64; MIGRATE_PCPTYPES]; MIGRATE_PCPTYPES],
+    pub steal: [[u64; MIGRATE_PCPTYPES]; MIGRATE_PCPTYPES],
+}
+
 /// The model of one machine: a single node (§19.1 item 1).
 pub struct Mm {
     pub zones: Vec<Zone>,
@@ -78,6 +89,8 @@ pub struct Mm {
     pub cur_pid: u32,
     /// Wake-ups requested since the engine last took them.
     pub wakeups: Vec<Wakeup>,
+    /// Fallback events by class (§6.5), counted whether or not tracing is on.
+    pub fallbacks: FallbackStats,
     pub(crate) end_pfn: u32,
 }
 
@@ -156,6 +169,7 @@ impl Mm {
             now_ns: 0,
             cur_pid: 0,
             wakeups: Vec::new(),
+            fallbacks: FallbackStats::default(),
             end_pfn,
         };
         for zc in &machine.zones {
@@ -432,6 +446,15 @@ impl Mm {
     /// Takes the wake-ups requested since the last call.
     pub fn take_wakeups(&mut self) -> Vec<Wakeup> {
         std::mem::take(&mut self.wakeups)
+    }
+
+    /// Host memory held by the model's per-page and per-block state, in bytes (capacity of
+    /// the dense arrays; the per-zone structures are a few KiB and not counted).
+    pub fn host_bytes(&self) -> usize {
+        self.pages.state.capacity()
+            + 4 * self.pages.a.capacity()
+            + 4 * self.pages.b.capacity()
+            + self.blocks.capacity()
     }
 
     // ---- views for /proc -----------------------------------------------------------------

@@ -214,6 +214,11 @@ impl Mm {
                 .free_list_first(co, fb)
                 .expect("fallback list is non-empty");
             if let Some(page) = self.try_to_claim_block(cpu, zi, pfn, co, order, start_mt, fb, alloc_flags) {
+                if co >= PAGEBLOCK_ORDER {
+                    self.fallbacks.claim_whole[start_mt.idx()][fb.idx()] += 1;
+                } else {
+                    self.fallbacks.claim_partial[start_mt.idx()][fb.idx()] += 1;
+                }
                 self.trace_extfrag(cpu, page, order, co, start_mt, fb);
                 return Some(page);
             }
@@ -232,6 +237,7 @@ impl Mm {
                 .free_list_first(co, fb)
                 .expect("fallback list is non-empty");
             self.page_del_and_expand(zi, pfn, order, co, fb);
+            self.fallbacks.steal[start_mt.idx()][fb.idx()] += 1;
             self.trace_extfrag(cpu, pfn, order, co, start_mt, fb);
             return Some(pfn);
         }
@@ -353,7 +359,7 @@ impl Mm {
 
     /// `rmqueue_buddy` (§5.1.2): HighAtomic first for ALLOC_HIGHATOMIC, then `__rmqueue` from
     /// NORMAL, then HighAtomic as a last resort for ALLOC_OOM / ALLOC_NON_BLOCK.
-    fn rmqueue_buddy(
+    pub fn rmqueue_buddy(
         &mut self,
         cpu: u32,
         zi: usize,
@@ -395,6 +401,9 @@ impl Mm {
         if let Some(pfn) = page {
             self.pages.set(pfn, PageKind::Allocated, order);
             self.pages.a[pfn as usize] = NIL;
+            // `b` of an allocated head: the migratetype it was allocated for (for the block
+            // map's "mixed" census; the kernel keeps no such record outside page_owner).
+            self.pages.b[pfn as usize] = mt as u32;
             let pgalloc = [
                 Stat::pgalloc_dma,
                 Stat::pgalloc_dma32,
@@ -585,6 +594,14 @@ impl Mm {
             mt = MigrateType::Movable;
         }
         self.free_frozen_page_commit(cpu, zi, pfn, mt, order);
+    }
+
+    /// `free_one_page` (§1.5.4): frees a chunk straight to the buddy lists, bypassing the PCP
+    /// (split into pageblocks first). The chunk need not have been marked allocated: this is
+    /// the primitive under `free_pages` for non-cached orders and Isolate blocks.
+    pub fn free_one_page(&mut self, pfn: u32, order: u32) {
+        let zi = self.zone_of(pfn);
+        self.split_large_buddy(zi, pfn, order, false);
     }
 
     /// `drain_pages_zone` (§2.5): everything on one CPU's lists of one zone back to the buddy.

@@ -1,0 +1,355 @@
+//! The timeless engine: runs a spec's explicit operations (`[[op]]`) against the mm model in
+//! order, with no clock, and collects what its `print` operations print. For tests and for
+//! anyone checking a rule by hand.
+
+use std::fmt::Write as _;
+
+use fraglab_mm::mmzone::{MachineConfig, PageKind, ZoneConfig};
+use fraglab_mm::node::{trace_kind, Mm, Tunables};
+use fraglab_mm::trace::render_trace;
+use fraglab_mm::types::*;
+use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo};
+use fraglab_spec::{KnobValue, Op, PrintWhat, Spec};
+
+/// A run that could not complete: names the spec file, line and op.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunError(pub String);
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// The knobs the model reads in this version; the others are accepted and reported as unused.
+pub const MODELLED_KNOBS: &[&str] = &[
+    "vm.min_free_kbytes",
+    "vm.watermark_scale_factor",
+    "vm.watermark_boost_factor",
+    "vm.lowmem_reserve_ratio",
+    "vm.defrag_mode",
+    "vm.percpu_pagelist_high_fraction",
+    "transparent_hugepage/enabled",
+];
+
+/// The machine a spec describes.
+pub fn machine_config(spec: &Spec) -> Result<MachineConfig, RunError> {
+    let m = &spec.machine;
+    let err = |e: fraglab_mm::MachineError| RunError(format!("{}: machine: {e}", spec.file));
+    match &m.zones {
+        Some(zones) => {
+            let zones = zones
+                .iter()
+                .map(|z| {
+                    let fit = |v: u64| u32::try_from(v).map_err(|_| RunError(format!("{}: machine: zone {} beyond 16 TiB", spec.file, z.zone.name())));
+                    Ok(ZoneConfig {
+                        zone_type: z.zone,
+                        start_pfn: fit(z.start_pfn)?,
+                        spanned: fit(z.spanned)?,
+                        present: fit(z.present)?,
+                        managed: fit(z.managed)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, RunError>>()?;
+            let mc = MachineConfig { zones, nr_cpus: m.cpus };
+            mc.validate().map_err(err)?;
+            Ok(mc)
+        }
+        None => {
+            let bytes = m.memory_bytes.ok_or_else(|| RunError(format!("{}: machine: no memory size", spec.file)))?;
+            MachineConfig::x86_64(bytes, m.dma, m.cpus).map_err(err)
+        }
+    }
+}
+
+/// The allocator tunables a spec's knobs set (kernel defaults for the rest).
+pub fn tunables(spec: &Spec) -> Tunables {
+    let mut t = Tunables::default();
+    let int = |name: &str| match spec.knob(name) {
+        Some(KnobValue::Int(v)) => Some(v),
+        _ => None,
+    };
+    if let Some(KnobValue::Int(v)) = spec.knobs.get("vm.min_free_kbytes") {
+        t.min_free_kbytes = Some(*v as u64);
+    }
+    if let Some(v) = int("vm.watermark_scale_factor") {
+        t.watermark_scale_factor = v as u64;
+    }
+    if let Some(v) = int("vm.watermark_boost_factor") {
+        t.watermark_boost_factor = v as u64;
+    }
+    if let Some(KnobValue::List(l)) = spec.knob("vm.lowmem_reserve_ratio") {
+        for (i, v) in l.iter().take(MAX_NR_ZONES).enumerate() {
+            t.lowmem_reserve_ratio[i] = *v as u64;
+        }
+    }
+    if let Some(v) = int("vm.defrag_mode") {
+        t.defrag_mode = v != 0;
+    }
+    if let Some(v) = int("vm.percpu_pagelist_high_fraction") {
+        t.percpu_pagelist_high_fraction = v as u32;
+    }
+    if let Some(KnobValue::Str(s)) = spec.knob("transparent_hugepage/enabled") {
+        t.thp_enabled = s != "never";
+    }
+    t
+}
+
+/// Boots the machine of a spec with its knobs, debug-vm and tracing set.
+pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
+    let mut mm = Mm::new(&machine_config(spec)?, tunables(spec))
+        .map_err(|e| RunError(format!("{}: machine: {e}", spec.file)))?;
+    mm.debug_vm = spec.run.debug_vm;
+    let mut mask = 0;
+    for ev in &spec.run.trace {
+        mask |= trace_kind::from_name(ev).ok_or_else(|| RunError(format!("{}: run.trace: unknown event {ev}", spec.file)))?;
+    }
+    mm.set_trace_mask(mask);
+    Ok(mm)
+}
+
+/// A named set of allocated chunks.
+struct ChunkSet {
+    name: String,
+    chunks: Vec<(u32, u32)>,
+}
+
+/// Runs every op of `spec` in order and returns the text its `print` ops produced, with a
+/// `#`-prefixed log line per op. Deterministic: no randomness is involved.
+pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
+    let mut mm = boot(spec)?;
+    let mut out = String::new();
+    let unused: Vec<&str> = spec.knobs.keys().map(String::as_str).filter(|k| !MODELLED_KNOBS.contains(k)).collect();
+    if !unused.is_empty() {
+        let _ = writeln!(out, "# note: knobs not read by this model version: {}", unused.join(", "));
+    }
+    let mut sets: Vec<ChunkSet> = Vec::new();
+    let mut next_owner = 0u32;
+    mm.debug_check();
+    for (i, op) in spec.ops.iter().enumerate() {
+        match op {
+            Op::Alloc { set, count, order, gfp, cpu, must_succeed, .. } => {
+                let si = match sets.iter().position(|s| &s.name == set) {
+                    Some(si) => si,
+                    None => {
+                        sets.push(ChunkSet { name: set.clone(), chunks: Vec::new() });
+                        sets.len() - 1
+                    }
+                };
+                let lru = gfp.migratetype() == MigrateType::Movable;
+                let mut failed = 0u32;
+                for n in 0..*count {
+                    match mm.alloc_pages(*cpu, *gfp, *order) {
+                        Some(pfn) => {
+                            mm.set_page_owner(pfn, next_owner, lru);
+                            next_owner = next_owner.wrapping_add(1);
+                            sets[si].chunks.push((pfn, *order));
+                        }
+                        None if *must_succeed => {
+                            return Err(RunError(format!(
+                                "{}: alloc {set}: allocation {} of {count} (order {order}) failed and must_succeed is set",
+                                spec.op_where(i),
+                                n + 1
+                            )));
+                        }
+                        None => failed += 1,
+                    }
+                    mm.debug_check();
+                }
+                let _ = writeln!(
+                    out,
+                    "# op[{i}] alloc {set}: {count} x order {order} {}: {} allocated, {failed} failed",
+                    fraglab_mm::trace::show_gfp_flags(*gfp),
+                    count - failed
+                );
+            }
+            Op::Free { set, every, offset, cpu, .. } => {
+                let si = sets
+                    .iter()
+                    .position(|s| &s.name == set)
+                    .ok_or_else(|| RunError(format!("{}: free {set}: no such set", spec.op_where(i))))?;
+                let chunks = std::mem::take(&mut sets[si].chunks);
+                let mut kept = Vec::with_capacity(chunks.len());
+                let mut freed = 0;
+                for (n, (pfn, order)) in chunks.into_iter().enumerate() {
+                    if n as u32 % every == *offset {
+                        mm.free_pages(*cpu, pfn, order);
+                        mm.debug_check();
+                        freed += 1;
+                    } else {
+                        kept.push((pfn, order));
+                    }
+                }
+                let left = kept.len();
+                sets[si].chunks = kept;
+                let _ = writeln!(out, "# op[{i}] free {set} every {every} offset {offset}: {freed} freed, {left} left");
+            }
+            Op::DrainAllPages { .. } => {
+                let ipis = mm.drain_all_pages();
+                mm.debug_check();
+                let _ = writeln!(out, "# op[{i}] drain_all_pages: {ipis} CPUs drained");
+            }
+            Op::Print { what, zone, .. } => {
+                let _ = writeln!(out, "# op[{i}] print {}", what.name());
+                print(&mut mm, *what, *zone, &mut out);
+            }
+        }
+    }
+    if spec.run.debug_vm {
+        mm.check_invariants().map_err(|e| RunError(format!("{}: {e}", spec.file)))?;
+    }
+    Ok(out)
+}
+
+/// Appends one report to `out`.
+pub fn print(mm: &mut Mm, what: PrintWhat, zone: Option<ZoneType>, out: &mut String) {
+    match what {
+        PrintWhat::Buddyinfo => out.push_str(&render_buddyinfo(0, &mm.zone_views())),
+        PrintWhat::Pagetypeinfo => out.push_str(&render_pagetypeinfo(0, &mm.zone_views())),
+        PrintWhat::Zoneinfo => out.push_str(&render_zoneinfo(0, &mm.zone_views(), &stats_with_zone_items(mm))),
+        PrintWhat::Vmstat => out.push_str(&render_vmstat(&mm.zone_views(), &stats_with_zone_items(mm))),
+        PrintWhat::Pageblocks => out.push_str(&pageblock_map(mm, zone)),
+        PrintWhat::Trace => out.push_str(&render_trace(&mm.take_trace())),
+        PrintWhat::Summary => out.push_str(&summary(mm)),
+    }
+}
+
+fn stats_with_zone_items(mm: &Mm) -> [u64; fraglab_mm::vmstat::NR_STATS] {
+    mm.stats
+}
+
+/// How one pageblock looks in the map.
+fn block_char(mm: &Mm, start: u32, z_start: u32, z_end: u32) -> char {
+    let lo = start.max(z_start);
+    let hi = (start + PAGEBLOCK_NR_PAGES).min(z_end);
+    let mt = mm.block_mt(start);
+    let (mut free, mut used, mut mixed, mut present) = (0u32, 0u32, false, false);
+    let mut p = lo;
+    // A block may start inside a chunk larger than a block.
+    if mm.pages.kind(p) == PageKind::Tail {
+        if let Some((head, order)) = mm.enclosing_chunk(p) {
+            let end = (head + (1 << order)).min(hi);
+            present = true;
+            match mm.pages.kind(head) {
+                PageKind::Buddy => free += end - p,
+                PageKind::Allocated => {
+                    used += end - p;
+                    mixed |= mm.pages.b[head as usize] != mt as u32 && mt.is_mergeable();
+                }
+                _ => used += end - p,
+            }
+            p = end;
+        }
+    }
+    while p < hi {
+        let kind = mm.pages.kind(p);
+        let nr = match kind {
+            PageKind::Hole => {
+                p += 1;
+                continue;
+            }
+            PageKind::Reserved | PageKind::Tail => 1,
+            _ => 1u32 << mm.pages.order(p),
+        };
+        present = true;
+        match kind {
+            PageKind::Buddy => free += nr,
+            PageKind::Allocated => {
+                used += nr;
+                mixed |= mm.pages.b[p as usize] != mt as u32 && mt.is_mergeable();
+            }
+            _ => used += nr,
+        }
+        p += nr;
+    }
+    if !present {
+        return ' ';
+    }
+    if mixed {
+        return '!';
+    }
+    let c = match mt {
+        MigrateType::Unmovable => 'u',
+        MigrateType::Movable => 'm',
+        MigrateType::Reclaimable => 'r',
+        MigrateType::HighAtomic => 'h',
+        MigrateType::Isolate => 'i',
+    };
+    if used == 0 && free > 0 {
+        c.to_ascii_uppercase()
+    } else {
+        c
+    }
+}
+
+/// The pageblock map: one character per pageblock, 64 per row, each row prefixed with its first
+/// pfn. Upper case = the block is entirely free; lower case = in use (allocated, PCP-cached or
+/// reserved pages); `!` = the block holds allocations of another migratetype than its own
+/// ("mixed": polluted by a steal).
+pub fn pageblock_map(mm: &Mm, only: Option<ZoneType>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Pageblock map (one char per {PAGEBLOCK_NR_PAGES}-page block; U/M/R/H/I = free block of that type, u/m/r/h/i = in use, ! = mixed)"
+    );
+    for z in mm.zones.iter().filter(|z| z.populated()) {
+        if only.is_some_and(|o| o != z.zone_type) {
+            continue;
+        }
+        let _ = writeln!(out, "Node 0, zone {:>8}", z.zone_type.name());
+        let first = z.start_pfn & !(PAGEBLOCK_NR_PAGES - 1);
+        let mut b = first;
+        let mut row = String::new();
+        let mut row_start = b;
+        while b < z.end_pfn() {
+            row.push(block_char(mm, b, z.start_pfn, z.end_pfn()));
+            b += PAGEBLOCK_NR_PAGES;
+            if row.len() == 64 || b >= z.end_pfn() {
+                let trimmed = row.trim_end();
+                if !trimmed.is_empty() {
+                    let _ = writeln!(out, "  {row_start:#010x} {trimmed}");
+                }
+                row.clear();
+                row_start = b;
+            }
+        }
+    }
+    out
+}
+
+/// A short state summary: per zone free pages, free pageblocks, block census by type with the
+/// mixed count, and the fallback classes of §6.5.
+pub fn summary(mm: &Mm) -> String {
+    let mut out = String::new();
+    for (zi, z) in mm.zones.iter().enumerate().filter(|(_, z)| z.populated()) {
+        let blocks = mm.blocks_by_type(zi);
+        let _ = writeln!(
+            out,
+            "zone {:>8}: managed {} free {} free_blocks {} boost {} | blocks U {} M {} R {} H {} I {}",
+            z.zone_type.name(),
+            z.managed,
+            z.nr_free_pages(),
+            z.stat(fraglab_mm::vmstat::Stat::nr_free_pages_blocks),
+            z.watermark_boost,
+            blocks[0],
+            blocks[1],
+            blocks[2],
+            blocks[3],
+            blocks[4]
+        );
+    }
+    let names = ["Unmovable", "Movable", "Reclaimable"];
+    let f = &mm.fallbacks;
+    for (label, table) in [("claimer", &f.claim_whole), ("steal", &f.claim_partial), ("pollute", &f.steal)] {
+        for (a, row) in table.iter().enumerate() {
+            for (b, n) in row.iter().enumerate() {
+                if *n > 0 {
+                    let _ = writeln!(out, "fallback {label} {}-from-{}: {n}", names[a], names[b]);
+                }
+            }
+        }
+    }
+    out
+}
