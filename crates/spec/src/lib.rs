@@ -1,1 +1,280 @@
+//! fraglab-spec: the workload spec of a fraglab run — a TOML file describing the machine, kernel
+//! knobs, run options and a list of explicit operations — parsed and validated, with no
+//! behaviour of its own.
+//!
+//! Every problem is reported as one [`SpecError`] line naming the file, the 1-based line of the
+//! offending key or value, the key, and the expected form:
+//!
+//! ```text
+//! spec.toml:14: key op[2].order: 11 is out of range (expected 0..=10)
+//! ```
+//!
+//! # Format
+//!
+//! ```toml
+//! name = "claim-and-steal"        # optional
+//! description = "..."             # optional
+//!
+//! [machine]
+//! memory = "4GiB"      # bytes: an integer, or "<n>" + B/KiB/MiB/GiB/TiB (or K/M/G/T); 2 MiB..=1 TiB
+//! cpus = 2             # 1..=256, default 2
+//! dma = true           # ZONE_DMA in the default x86-64 layout, default true
+//!
+//! # Instead of `memory` (and `dma`): explicit zones, in kernel zone order and increasing pfn
+//! # order, without overlap. present defaults to spanned, managed to present.
+//! # [[machine.zone]]
+//! # name = "DMA32"     # DMA (below 16 MiB), DMA32 (below 4 GiB), Normal, Movable (empty only)
+//! # start_pfn = 4096
+//! # spanned = 1044480
+//! # present = 782336
+//! # managed = 772917
+//!
+//! [knobs]              # see KNOBS; `vm.x = 1`, `[knobs.vm] x = 1` and `"vm.x" = 1` are the same,
+//! "vm.min_free_kbytes" = 67584   # and `.` may stand for `/` as with sysctl
+//!
+//! [run]
+//! seed = 1             # default 1
+//! debug_vm = false     # default false
+//! trace = ["kmem:mm_page_alloc", "kmem:*"]   # see TRACE_EVENTS; default none
+//!
+//! [[op]]
+//! alloc = "a"          # set name; appends if it exists
+//! count = 100          # >= 1, default 1
+//! order = 0            # 0..=10, default 0
+//! gfp = "GFP_KERNEL"   # required: kernel gfp names joined by |
+//! cpu = 0              # < machine.cpus, default 0
+//! must_succeed = false # default false
+//!
+//! [[op]]
+//! free = "a"           # a set allocated by an earlier op
+//! every = 2            # free members i with i % every == offset; default 1
+//! offset = 0           # < every, default 0
+//! cpu = 0
+//!
+//! [[op]]
+//! print = "pageblocks" # buddyinfo, pagetypeinfo, zoneinfo, vmstat, pageblocks, trace, summary
+//! zone = "Normal"      # only with pageblocks
+//!
+//! [[op]]
+//! drain_all_pages = true
+//! ```
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub use fraglab_mm::gfp::Gfp;
+pub use fraglab_mm::types::ZoneType;
+
+mod error;
+mod knobs;
+mod parse;
+mod suggest;
+mod tree;
+
+pub use error::SpecError;
+pub use knobs::{find_knob, KnobDef, KnobKind, KnobValue, INT_MAX, KNOBS};
+pub use parse::{parse_size, MAX_MEMORY_BYTES, MIN_MEMORY_BYTES};
+
+/// The trace events a spec may ask for in `run.trace`, with their `group:` prefix, in the order
+/// `run.trace` lists them after expansion. `"kmem:*"` selects them all.
+pub const TRACE_EVENTS: &[&str] = &[
+    "kmem:mm_page_alloc",
+    "kmem:mm_page_free",
+    "kmem:mm_page_alloc_zone_locked",
+    "kmem:mm_page_pcpu_drain",
+    "kmem:mm_page_alloc_extfrag",
+];
+
+/// A parsed, validated spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    /// The file name the spec was parsed under (for runtime errors, see [`Spec::op_where`]).
+    pub file: String,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub machine: MachineSpec,
+    /// The knobs the spec sets (only those; defaults are in [`KNOBS`]), under their canonical
+    /// names from [`KNOBS`], values normalised to the knob's kind.
+    pub knobs: BTreeMap<String, KnobValue>,
+    pub run: RunSpec,
+    pub ops: Vec<Op>,
+}
+
+impl Spec {
+    /// `spec.toml:20: op[3]`, the prefix for a runtime error about op `index`.
+    pub fn op_where(&self, index: usize) -> String {
+        let line = self.ops.get(index).map_or(0, Op::line);
+        format!("{}:{}: op[{}]", self.file, line, index)
+    }
+
+    /// The value of knob `name` (canonical name): the spec's, else the kernel default; `None`
+    /// for an unknown knob or a computed default (vm.min_free_kbytes) the spec does not set.
+    pub fn knob(&self, name: &str) -> Option<KnobValue> {
+        self.knobs
+            .get(name)
+            .cloned()
+            .or_else(|| find_knob(name)?.default_value())
+    }
+}
+
+/// `[machine]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MachineSpec {
+    /// `memory` in bytes (2 MiB..=1 TiB); `None` when the zones are given explicitly.
+    pub memory_bytes: Option<u64>,
+    /// 1..=256, default 2.
+    pub cpus: u32,
+    /// Whether the default layout includes ZONE_DMA (default true). Always true, and meaningless,
+    /// with explicit zones.
+    pub dma: bool,
+    /// `[[machine.zone]]`, in increasing pfn order; `None` for the default x86-64 layout.
+    pub zones: Option<Vec<ZoneSpec>>,
+}
+
+/// One `[[machine.zone]]`, as /proc/zoneinfo describes a zone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZoneSpec {
+    /// DMA, DMA32, Normal or (empty) Movable.
+    pub zone: ZoneType,
+    pub start_pfn: u64,
+    pub spanned: u64,
+    /// <= spanned (default: spanned).
+    pub present: u64,
+    /// <= present (default: present).
+    pub managed: u64,
+}
+
+impl ZoneSpec {
+    /// One past the last pfn the zone spans.
+    pub fn end_pfn(&self) -> u64 {
+        self.start_pfn + self.spanned
+    }
+}
+
+/// `[run]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunSpec {
+    /// Default 1.
+    pub seed: u64,
+    /// Default false.
+    pub debug_vm: bool,
+    /// The events to record, without their group (`mm_page_alloc`), each once, in
+    /// [`TRACE_EVENTS`] order; `kmem:*` expanded. Empty by default.
+    pub trace: Vec<String>,
+}
+
+impl Default for RunSpec {
+    fn default() -> RunSpec {
+        RunSpec {
+            seed: 1,
+            debug_vm: false,
+            trace: Vec::new(),
+        }
+    }
+}
+
+/// One `[[op]]`. `line` is the 1-based line of the op (its `[[op]]` header), for runtime errors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Allocate `count` chunks of `order` with `gfp` on `cpu`, appending them to set `set`.
+    Alloc {
+        line: usize,
+        set: String,
+        count: u32,
+        order: u32,
+        gfp: Gfp,
+        cpu: u32,
+        must_succeed: bool,
+    },
+    /// Free the members of `set` whose index i has `i % every == offset`, on `cpu`.
+    Free {
+        line: usize,
+        set: String,
+        every: u32,
+        offset: u32,
+        cpu: u32,
+    },
+    /// Print a report; `zone` restricts `pageblocks` to one zone.
+    Print {
+        line: usize,
+        what: PrintWhat,
+        zone: Option<ZoneType>,
+    },
+    /// Drain every CPU's PCP lists.
+    DrainAllPages { line: usize },
+}
+
+impl Op {
+    pub fn line(&self) -> usize {
+        match *self {
+            Op::Alloc { line, .. }
+            | Op::Free { line, .. }
+            | Op::Print { line, .. }
+            | Op::DrainAllPages { line } => line,
+        }
+    }
+
+    /// The action key: `alloc`, `free`, `print` or `drain_all_pages`.
+    pub fn action(&self) -> &'static str {
+        match self {
+            Op::Alloc { .. } => "alloc",
+            Op::Free { .. } => "free",
+            Op::Print { .. } => "print",
+            Op::DrainAllPages { .. } => "drain_all_pages",
+        }
+    }
+}
+
+/// What a `print` op prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PrintWhat {
+    Buddyinfo,
+    Pagetypeinfo,
+    Zoneinfo,
+    Vmstat,
+    Pageblocks,
+    Trace,
+    Summary,
+}
+
+impl PrintWhat {
+    pub const ALL: [PrintWhat; 7] = [
+        PrintWhat::Buddyinfo,
+        PrintWhat::Pagetypeinfo,
+        PrintWhat::Zoneinfo,
+        PrintWhat::Vmstat,
+        PrintWhat::Pageblocks,
+        PrintWhat::Trace,
+        PrintWhat::Summary,
+    ];
+
+    /// The name used in the spec.
+    pub fn name(self) -> &'static str {
+        match self {
+            PrintWhat::Buddyinfo => "buddyinfo",
+            PrintWhat::Pagetypeinfo => "pagetypeinfo",
+            PrintWhat::Zoneinfo => "zoneinfo",
+            PrintWhat::Vmstat => "vmstat",
+            PrintWhat::Pageblocks => "pageblocks",
+            PrintWhat::Trace => "trace",
+            PrintWhat::Summary => "summary",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<PrintWhat> {
+        Self::ALL.into_iter().find(|w| w.name() == s)
+    }
+}
+
+/// Parses and validates the spec in `text`; `file_name` is what errors name as the file.
+pub fn parse_spec(text: &str, file_name: &str) -> Result<Spec, SpecError> {
+    parse::parse_spec(text, file_name)
+}
+
+/// Reads and parses the spec at `path`; errors name the file as `path` is written.
+pub fn load_spec(path: &Path) -> Result<Spec, SpecError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SpecError::new(file.clone(), 0, None, format!("cannot read the spec: {e}")))?;
+    parse_spec(&text, &file)
+}

@@ -1,0 +1,924 @@
+//! Validation of the spanned tree into a [`Spec`].
+
+use std::collections::BTreeMap;
+
+use fraglab_mm::gfp::Gfp;
+use fraglab_mm::types::{ZoneType, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGE_SIZE};
+
+use crate::knobs::{find_knob, KnobKind, KnobValue, KNOBS};
+use crate::suggest::{did_you_mean, hint};
+use crate::tree::{self, join, quote, Entry, Lines, Node, Val};
+use crate::{MachineSpec, Op, PrintWhat, RunSpec, Spec, SpecError, ZoneSpec, TRACE_EVENTS};
+
+/// The smallest machine: one pageblock (2 MiB).
+pub const MIN_MEMORY_BYTES: u64 = PAGEBLOCK_NR_PAGES as u64 * PAGE_SIZE;
+/// The largest machine: 1 TiB.
+pub const MAX_MEMORY_BYTES: u64 = 1 << 40;
+/// `MAX_DMA_PFN` on x86-64: ZONE_DMA lies below 16 MiB.
+const MAX_DMA_PFN: u64 = (16 << 20) / PAGE_SIZE;
+/// `MAX_DMA32_PFN` on x86-64: ZONE_DMA32 lies below 4 GiB.
+const MAX_DMA32_PFN: u64 = (4 << 30) / PAGE_SIZE;
+/// Pfns are 32-bit in fraglab (`fraglab_mm::types::Pfn`).
+const MAX_PFN: u64 = 1 << 32;
+
+const TOP_KEYS: &[&str] = &["name", "description", "machine", "knobs", "run", "op"];
+const MACHINE_KEYS: &[&str] = &["memory", "cpus", "dma", "zone"];
+const ZONE_KEYS: &[&str] = &["name", "start_pfn", "spanned", "present", "managed"];
+const ZONE_NAMES: &[&str] = &["DMA", "DMA32", "Normal", "Movable"];
+const RUN_KEYS: &[&str] = &["seed", "debug_vm", "trace"];
+const ACTIONS: &[&str] = &["alloc", "free", "print", "drain_all_pages"];
+const ALLOC_KEYS: &[&str] = &["alloc", "count", "order", "gfp", "cpu", "must_succeed"];
+const FREE_KEYS: &[&str] = &["free", "every", "offset", "cpu"];
+const PRINT_KEYS: &[&str] = &["print", "zone"];
+const DRAIN_KEYS: &[&str] = &["drain_all_pages"];
+const ALL_OP_KEYS: &[&str] = &[
+    "alloc",
+    "free",
+    "print",
+    "drain_all_pages",
+    "count",
+    "order",
+    "gfp",
+    "cpu",
+    "must_succeed",
+    "every",
+    "offset",
+    "zone",
+];
+const PRINT_NAMES: &[&str] = &[
+    "buddyinfo",
+    "pagetypeinfo",
+    "zoneinfo",
+    "vmstat",
+    "pageblocks",
+    "trace",
+    "summary",
+];
+const SIZE_FORM: &str =
+    "expected bytes as an integer or a string like \"4GiB\"; units B, KiB, MiB, GiB, TiB or K, M, G, T";
+
+type R<T> = Result<T, SpecError>;
+
+/// Parses a memory size: `"<n>"` or `"<n><unit>"` with unit B, KiB, MiB, GiB, TiB or K, M, G, T
+/// (case-insensitive; binary multiples; spaces allowed before the unit). The error is a message
+/// that quotes `s`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let unit = unit.trim_start();
+    if num.is_empty() {
+        return Err(format!("{} is not a size ({SIZE_FORM})", quote(s)));
+    }
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        "t" | "tib" => 40,
+        "kb" | "mb" | "gb" | "tb" => {
+            let fixed = format!("{num}{}iB", unit[..1].to_ascii_uppercase());
+            return Err(format!(
+                "{} is ambiguous (expected a binary unit: did you mean {}?)",
+                quote(s),
+                quote(&fixed)
+            ));
+        }
+        _ => return Err(format!("{} is not a size ({SIZE_FORM})", quote(s))),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| format!("{} is too large", quote(s)))
+}
+
+pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
+    let cx = Cx {
+        file,
+        lines: Lines::new(text),
+    };
+    let root = tree::parse(text).map_err(|(pos, msg)| {
+        SpecError::new(
+            file,
+            cx.lines.line(pos),
+            None,
+            format!("TOML syntax error (column {}): {msg}", cx.lines.column(pos)),
+        )
+    })?;
+    let Val::Table(entries) = &root.val else {
+        unreachable!("the root is a table")
+    };
+    let top = Tbl {
+        path: String::new(),
+        pos: 0,
+        entries,
+    };
+    cx.check_keys(&top, TOP_KEYS)?;
+
+    let name = cx.opt_str(&top, "name")?;
+    let description = cx.opt_str(&top, "description")?;
+    let machine = cx.machine(&top)?;
+    let knobs = match top.get("knobs") {
+        Some(e) => cx.knobs(cx.table(&e.node, "knobs")?)?,
+        None => BTreeMap::new(),
+    };
+    let run = match top.get("run") {
+        Some(e) => cx.run(&Tbl {
+            path: "run".into(),
+            pos: e.node.pos,
+            entries: cx.table(&e.node, "run")?,
+        })?,
+        None => RunSpec::default(),
+    };
+    let ops = match top.get("op") {
+        Some(e) => cx.ops(&e.node, &machine)?,
+        None => Vec::new(),
+    };
+    Ok(Spec {
+        file: file.to_string(),
+        name,
+        description,
+        machine,
+        knobs,
+        run,
+        ops,
+    })
+}
+
+struct Cx<'a> {
+    file: &'a str,
+    lines: Lines,
+}
+
+/// A table being validated: its key path for messages, position and entries.
+struct Tbl<'n> {
+    path: String,
+    pos: usize,
+    entries: &'n [Entry],
+}
+
+impl<'n> Tbl<'n> {
+    fn get(&self, key: &str) -> Option<&'n Entry> {
+        self.entries.iter().find(|e| e.key == key)
+    }
+
+    fn key(&self, key: &str) -> String {
+        join(&self.path, key)
+    }
+}
+
+impl Cx<'_> {
+    fn err(&self, pos: usize, key: &str, msg: impl Into<String>) -> SpecError {
+        SpecError::new(self.file, self.lines.line(pos), Some(key.to_string()), msg)
+    }
+
+    fn type_err(&self, node: &Node, key: &str, expected: &str) -> SpecError {
+        self.err(
+            node.pos,
+            key,
+            format!("expected {expected}, found {}", node.val.type_name()),
+        )
+    }
+
+    /// The first key of `t` not in `allowed` is an error with a did-you-mean.
+    fn check_keys(&self, t: &Tbl, allowed: &[&str]) -> R<()> {
+        match t.entries.iter().find(|e| !allowed.contains(&e.key.as_str())) {
+            Some(e) => Err(self.err(
+                e.key_pos,
+                &t.key(&e.key),
+                format!("unknown key{}", hint(&e.key, allowed)),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn table<'n>(&self, node: &'n Node, key: &str) -> R<&'n [Entry]> {
+        match &node.val {
+            Val::Table(e) => Ok(e),
+            _ => Err(self.type_err(node, key, "a table")),
+        }
+    }
+
+    fn int(&self, node: &Node, key: &str) -> R<i64> {
+        match node.val {
+            Val::Int(v) => Ok(v),
+            _ => Err(self.type_err(node, key, "an integer")),
+        }
+    }
+
+    /// An integer in `lo..=hi`; `range` describes the range in the error.
+    fn int_in(&self, node: &Node, key: &str, lo: i64, hi: i64, range: &str) -> R<i64> {
+        let v = self.int(node, key)?;
+        if (lo..=hi).contains(&v) {
+            Ok(v)
+        } else {
+            Err(self.err(node.pos, key, format!("{v} is out of range (expected {range})")))
+        }
+    }
+
+    /// Optional integer key of `t` in `lo..=hi`, else `default`.
+    fn opt_int(&self, t: &Tbl, k: &str, lo: i64, hi: i64, range: &str, default: i64) -> R<i64> {
+        match t.get(k) {
+            Some(e) => self.int_in(&e.node, &t.key(k), lo, hi, range),
+            None => Ok(default),
+        }
+    }
+
+    fn opt_bool(&self, t: &Tbl, k: &str, default: bool) -> R<bool> {
+        match t.get(k) {
+            Some(e) => match e.node.val {
+                Val::Bool(b) => Ok(b),
+                _ => Err(self.type_err(&e.node, &t.key(k), "a boolean")),
+            },
+            None => Ok(default),
+        }
+    }
+
+    fn str<'n>(&self, node: &'n Node, key: &str) -> R<&'n str> {
+        match &node.val {
+            Val::Str(s) => Ok(s),
+            _ => Err(self.type_err(node, key, "a string")),
+        }
+    }
+
+    fn opt_str(&self, t: &Tbl, k: &str) -> R<Option<String>> {
+        t.get(k)
+            .map(|e| self.str(&e.node, &t.key(k)).map(str::to_string))
+            .transpose()
+    }
+
+    /// Required entry `k` of `t`; `what` describes the expected value.
+    fn need<'n>(&self, t: &Tbl<'n>, k: &str, what: &str) -> R<&'n Entry> {
+        t.get(k)
+            .ok_or_else(|| self.err(t.pos, &t.key(k), format!("missing (expected {what})")))
+    }
+
+    /// Items of an array of tables (`[[x]]` or `x = [{...}, ...]`), each checked to be a table.
+    fn tables<'n>(&self, node: &'n Node, key: &str) -> R<Vec<(usize, &'n [Entry])>> {
+        let Val::Array { items, .. } = &node.val else {
+            let form = format!("an array of tables ([[{key}]])");
+            return Err(self.type_err(node, key, &form));
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Ok((n.pos, self.table(n, &format!("{key}[{i}]"))?)))
+            .collect()
+    }
+
+    fn machine(&self, top: &Tbl) -> R<MachineSpec> {
+        let Some(e) = top.get("machine") else {
+            return Err(self.err(
+                0,
+                "machine",
+                "missing table [machine] (expected memory = \"<size>\" or [[machine.zone]] tables)",
+            ));
+        };
+        let m = Tbl {
+            path: "machine".into(),
+            pos: e.node.pos,
+            entries: self.table(&e.node, "machine")?,
+        };
+        self.check_keys(&m, MACHINE_KEYS)?;
+        let cpus = self.opt_int(&m, "cpus", 1, 256, "1..=256", 2)? as u32;
+        let dma = self.opt_bool(&m, "dma", true)?;
+        match (m.get("memory"), m.get("zone")) {
+            (Some(mem), Some(z)) => Err(self.err(
+                z.key_pos,
+                "machine.zone",
+                format!(
+                    "give either machine.memory (line {}) or [[machine.zone]] tables, not both",
+                    self.lines.line(mem.key_pos)
+                ),
+            )),
+            (None, None) => Err(self.err(
+                m.pos,
+                "machine.memory",
+                "missing (expected a size such as \"4GiB\", or [[machine.zone]] tables)",
+            )),
+            (Some(mem), None) => {
+                let memory = self.memory(&mem.node)?;
+                Ok(MachineSpec {
+                    memory_bytes: Some(memory),
+                    cpus,
+                    dma,
+                    zones: None,
+                })
+            }
+            (None, Some(z)) => {
+                if let Some(d) = m.get("dma") {
+                    return Err(self.err(
+                        d.key_pos,
+                        "machine.dma",
+                        "only applies to the default layout (machine.memory); with \
+                         [[machine.zone]] list a DMA zone or leave it out",
+                    ));
+                }
+                let zones = self.zones(&z.node, z.key_pos)?;
+                Ok(MachineSpec {
+                    memory_bytes: None,
+                    cpus,
+                    dma: true,
+                    zones: Some(zones),
+                })
+            }
+        }
+    }
+
+    fn memory(&self, node: &Node) -> R<u64> {
+        let key = "machine.memory";
+        let (bytes, shown) = match &node.val {
+            Val::Int(v) => (u64::try_from(*v).ok(), v.to_string()),
+            Val::Str(s) => match parse_size(s) {
+                Ok(b) => (Some(b), s.trim().to_string()),
+                Err(msg) if msg.ends_with("too large") => (None, s.trim().to_string()),
+                Err(msg) => return Err(self.err(node.pos, key, msg)),
+            },
+            _ => return Err(self.type_err(node, key, "a size (an integer or a string like \"4GiB\")")),
+        };
+        match bytes {
+            Some(b) if b < MIN_MEMORY_BYTES => Err(self.err(
+                node.pos,
+                key,
+                format!("{shown} is smaller than one pageblock (2 MiB)"),
+            )),
+            None if shown.starts_with('-') => Err(self.err(
+                node.pos,
+                key,
+                format!("{shown} is smaller than one pageblock (2 MiB)"),
+            )),
+            Some(b) if b <= MAX_MEMORY_BYTES => Ok(b),
+            _ => Err(self.err(
+                node.pos,
+                key,
+                format!("{shown} is larger than the maximum (1 TiB)"),
+            )),
+        }
+    }
+
+    fn zones(&self, node: &Node, key_pos: usize) -> R<Vec<ZoneSpec>> {
+        let items = self.tables(node, "machine.zone")?;
+        if items.is_empty() {
+            return Err(self.err(
+                key_pos,
+                "machine.zone",
+                "no zones (expected at least one [[machine.zone]])",
+            ));
+        }
+        let mut zones: Vec<(ZoneSpec, Tbl)> = Vec::new();
+        for (i, (pos, entries)) in items.into_iter().enumerate() {
+            let t = Tbl {
+                path: format!("machine.zone[{i}]"),
+                pos,
+                entries,
+            };
+            self.check_keys(&t, ZONE_KEYS)?;
+            let name = self.need(&t, "name", "a zone name: DMA, DMA32, Normal or Movable")?;
+            let zname = self.str(&name.node, &t.key("name"))?;
+            let zone = match ZoneType::from_name(zname) {
+                Some(ZoneType::Device) => {
+                    return Err(self.err(
+                        name.node.pos,
+                        &t.key("name"),
+                        "ZONE_DEVICE cannot be configured (expected DMA, DMA32, Normal or Movable)",
+                    ));
+                }
+                Some(z) => z,
+                None => {
+                    return Err(self.err(
+                        name.node.pos,
+                        &t.key("name"),
+                        format!("unknown zone {}{}", quote(zname), hint(zname, ZONE_NAMES)),
+                    ))
+                }
+            };
+            let pfn_range = format!("0..={}", MAX_PFN - 1);
+            let pfn = |k: &str| -> R<u64> {
+                let e = self.need(&t, k, "a number of pages")?;
+                Ok(self.int_in(&e.node, &t.key(k), 0, (MAX_PFN - 1) as i64, &pfn_range)? as u64)
+            };
+            let start_pfn = pfn("start_pfn")?;
+            let spanned = pfn("spanned")?;
+            let present = match t.get("present") {
+                Some(_) => pfn("present")?,
+                None => spanned,
+            };
+            let managed = match t.get("managed") {
+                Some(_) => pfn("managed")?,
+                None => present,
+            };
+            let at = |k: &str| t.get(k).map_or(t.pos, |e| e.node.pos);
+            let z = ZoneSpec {
+                zone,
+                start_pfn,
+                spanned,
+                present,
+                managed,
+            };
+            if z.end_pfn() > MAX_PFN {
+                return Err(self.err(
+                    at("spanned"),
+                    &t.key("spanned"),
+                    format!(
+                        "the zone ends at pfn {:#x}, beyond the 32-bit pfn limit",
+                        z.end_pfn()
+                    ),
+                ));
+            }
+            if present > spanned {
+                return Err(self.err(
+                    at("present"),
+                    &t.key("present"),
+                    format!("{present} is larger than spanned ({spanned})"),
+                ));
+            }
+            if managed > present {
+                return Err(self.err(
+                    at("managed"),
+                    &t.key("managed"),
+                    format!("{managed} is larger than present ({present})"),
+                ));
+            }
+            let limit = match zone {
+                ZoneType::Dma => Some((MAX_DMA_PFN, "MAX_DMA_PFN, 16 MiB")),
+                ZoneType::Dma32 => Some((MAX_DMA32_PFN, "MAX_DMA32_PFN, 4 GiB")),
+                _ => None,
+            };
+            if let Some((max, what)) = limit {
+                if spanned > 0 && z.end_pfn() > max {
+                    return Err(self.err(
+                        at("spanned"),
+                        &t.key("spanned"),
+                        format!(
+                            "zone {} would end at pfn {:#x}, above pfn {max:#x} ({what})",
+                            zone.name(),
+                            z.end_pfn()
+                        ),
+                    ));
+                }
+            }
+            if zone == ZoneType::Movable && present > 0 {
+                return Err(self.err(at("present"), &t.key("present"), format!(
+                    "{present}: ZONE_MOVABLE must be empty (expected present = 0; fraglab models no movablecore)"
+                )));
+            }
+            for (prev, pt) in &zones {
+                if prev.zone == zone {
+                    return Err(self.err(
+                        name.node.pos,
+                        &t.key("name"),
+                        format!("zone {} is listed twice (first as {})", zone.name(), pt.path),
+                    ));
+                }
+                if prev.zone > zone {
+                    return Err(self.err(name.node.pos, &t.key("name"), format!(
+                        "zone {} is listed after {} (expected the kernel's order DMA, DMA32, Normal, Movable)",
+                        zone.name(), prev.zone.name()
+                    )));
+                }
+                if prev.spanned > 0 && spanned > 0 && start_pfn < prev.end_pfn() {
+                    return Err(self.err(at("start_pfn"), &t.key("start_pfn"), format!(
+                        "zone {} starts at pfn {start_pfn:#x}, below the end of zone {} (pfn {:#x}..{:#x}); zones go in increasing pfn order without overlap",
+                        zone.name(), prev.zone.name(), prev.start_pfn, prev.end_pfn()
+                    )));
+                }
+            }
+            zones.push((z, t));
+        }
+        let managed: u64 = zones.iter().map(|(z, _)| z.managed).sum();
+        if managed < PAGEBLOCK_NR_PAGES as u64 {
+            return Err(self.err(key_pos, "machine.zone", format!(
+                "the zones manage {managed} pages in total, less than one pageblock ({PAGEBLOCK_NR_PAGES} pages = 2 MiB)"
+            )));
+        }
+        let present: u64 = zones.iter().map(|(z, _)| z.present).sum();
+        if present * PAGE_SIZE > MAX_MEMORY_BYTES {
+            return Err(self.err(
+                key_pos,
+                "machine.zone",
+                format!("the zones have {present} present pages in total, more than the maximum (1 TiB)"),
+            ));
+        }
+        Ok(zones.into_iter().map(|(z, _)| z).collect())
+    }
+
+    fn knobs(&self, entries: &[Entry]) -> R<BTreeMap<String, KnobValue>> {
+        let mut flat = Vec::new();
+        flatten(entries, "", &mut flat);
+        let mut out = BTreeMap::new();
+        let mut first_line: BTreeMap<&str, usize> = BTreeMap::new();
+        for (name, key_pos, node) in flat {
+            let key = join("knobs", &name);
+            let Some(def) = find_knob(&name) else {
+                let msg = match did_you_mean(&name, KNOBS.iter().map(|k| k.name)) {
+                    Some(c) => format!("unknown knob (did you mean {}?)", quote(c)),
+                    None => "unknown knob (`fraglab knobs` lists them)".to_string(),
+                };
+                return Err(self.err(key_pos, &key, msg));
+            };
+            if let Some(line) = first_line.insert(def.name, self.lines.line(key_pos)) {
+                return Err(self.err(
+                    key_pos,
+                    &key,
+                    format!("knob {} is set twice (first at line {line})", def.name),
+                ));
+            }
+            let value = match def.kind {
+                KnobKind::Int { .. } | KnobKind::ZeroOrInt { .. } => {
+                    let v = self.int(node, &key)?;
+                    if !def.kind.int_ok(v) {
+                        return Err(self.err(
+                            node.pos,
+                            &key,
+                            format!("{v} is out of range (expected {})", def.kind.expected()),
+                        ));
+                    }
+                    KnobValue::Int(v)
+                }
+                KnobKind::Choice(words) => {
+                    let s = self.str(node, &key)?;
+                    if !words.contains(&s) {
+                        let dym = did_you_mean(s, words.iter().copied())
+                            .map(|c| format!(" (did you mean {}?)", quote(c)))
+                            .unwrap_or_default();
+                        return Err(self.err(
+                            node.pos,
+                            &key,
+                            format!("{} is not {}{dym}", quote(s), def.kind.expected()),
+                        ));
+                    }
+                    KnobValue::Str(s.to_string())
+                }
+                KnobKind::IntList { len, .. } => {
+                    let values: Vec<i64> = match &node.val {
+                        Val::Array { items, tables: false } => items
+                            .iter()
+                            .enumerate()
+                            .map(|(i, n)| {
+                                let k = format!("{key}[{i}]");
+                                let v = self.int(n, &k)?;
+                                if def.kind.int_ok(v) {
+                                    Ok(v)
+                                } else {
+                                    Err(self.err(
+                                        n.pos,
+                                        &k,
+                                        format!("{v} is out of range (expected {})", def.kind.expected()),
+                                    ))
+                                }
+                            })
+                            .collect::<R<_>>()?,
+                        Val::Str(s) => {
+                            let parsed: Option<Vec<i64>> =
+                                s.split_whitespace().map(|w| w.parse().ok()).collect();
+                            match parsed {
+                                Some(v) if v.iter().all(|&x| def.kind.int_ok(x)) => v,
+                                _ => {
+                                    return Err(self.err(
+                                        node.pos,
+                                        &key,
+                                        format!(
+                                            "{} is not a valid list (expected {}, e.g. {})",
+                                            quote(s),
+                                            def.kind.expected(),
+                                            quote(def.default)
+                                        ),
+                                    ))
+                                }
+                            }
+                        }
+                        _ => {
+                            return Err(self.type_err(node, &key, "an array of integers or a string of them"))
+                        }
+                    };
+                    if values.len() != len {
+                        return Err(self.err(
+                            node.pos,
+                            &key,
+                            format!("{} values given (expected {})", values.len(), def.kind.expected()),
+                        ));
+                    }
+                    KnobValue::List(values)
+                }
+            };
+            out.insert(def.name.to_string(), value);
+        }
+        Ok(out)
+    }
+
+    fn run(&self, t: &Tbl) -> R<RunSpec> {
+        self.check_keys(t, RUN_KEYS)?;
+        let seed = self.opt_int(t, "seed", 0, i64::MAX, ">= 0", 1)? as u64;
+        let debug_vm = self.opt_bool(t, "debug_vm", false)?;
+        let mut on = [false; TRACE_EVENTS.len()];
+        if let Some(e) = t.get("trace") {
+            let key = t.key("trace");
+            let Val::Array { items, tables: false } = &e.node.val else {
+                return Err(self.type_err(&e.node, &key, "an array of event names"));
+            };
+            let mut choices: Vec<&str> = TRACE_EVENTS.to_vec();
+            choices.push("kmem:*");
+            for (i, n) in items.iter().enumerate() {
+                let k = format!("{key}[{i}]");
+                let name = self.str(n, &k)?;
+                if name == "kmem:*" {
+                    on = [true; TRACE_EVENTS.len()];
+                } else if let Some(j) = TRACE_EVENTS.iter().position(|&ev| ev == name) {
+                    on[j] = true;
+                } else {
+                    return Err(self.err(
+                        n.pos,
+                        &k,
+                        format!("unknown trace event {}{}", quote(name), hint(name, &choices)),
+                    ));
+                }
+            }
+        }
+        let trace = TRACE_EVENTS
+            .iter()
+            .zip(on)
+            .filter(|(_, on)| *on)
+            .map(|(ev, _)| ev.trim_start_matches("kmem:").to_string())
+            .collect();
+        Ok(RunSpec {
+            seed,
+            debug_vm,
+            trace,
+        })
+    }
+
+    fn ops(&self, node: &Node, machine: &MachineSpec) -> R<Vec<Op>> {
+        let items = self.tables(node, "op")?;
+        let mut sets: Vec<String> = Vec::new();
+        let mut ops = Vec::with_capacity(items.len());
+        for (i, (pos, entries)) in items.into_iter().enumerate() {
+            let t = Tbl {
+                path: format!("op[{i}]"),
+                pos,
+                entries,
+            };
+            let line = self.lines.line(pos);
+            self.check_keys(&t, ALL_OP_KEYS)?;
+            let mut actions = entries.iter().filter(|e| ACTIONS.contains(&e.key.as_str()));
+            let Some(action) = actions.next() else {
+                return Err(self.err(
+                    pos,
+                    &t.path,
+                    format!("no action (expected one of the keys {})", ACTIONS.join(", ")),
+                ));
+            };
+            if let Some(second) = actions.next() {
+                return Err(self.err(
+                    second.key_pos,
+                    &t.key(&second.key),
+                    format!(
+                        "an op has exactly one action, and this one already has {} (line {})",
+                        action.key,
+                        self.lines.line(action.key_pos)
+                    ),
+                ));
+            }
+            let allowed = match action.key.as_str() {
+                "alloc" => ALLOC_KEYS,
+                "free" => FREE_KEYS,
+                "print" => PRINT_KEYS,
+                _ => DRAIN_KEYS,
+            };
+            if let Some(e) = entries.iter().find(|e| !allowed.contains(&e.key.as_str())) {
+                let others: Vec<&str> = allowed.iter().copied().filter(|k| *k != action.key).collect();
+                let msg = if others.is_empty() {
+                    format!("not allowed in a {} op (it takes no other keys)", action.key)
+                } else {
+                    format!(
+                        "not allowed in {} {} op (allowed: {})",
+                        article(&action.key),
+                        action.key,
+                        others.join(", ")
+                    )
+                };
+                return Err(self.err(e.key_pos, &t.key(&e.key), msg));
+            }
+            let cpu = || -> R<u32> {
+                let hi = machine.cpus as i64 - 1;
+                let range = format!("0..={hi}, machine.cpus = {}", machine.cpus);
+                Ok(self.opt_int(&t, "cpu", 0, hi, &range, 0)? as u32)
+            };
+            let op = match action.key.as_str() {
+                "alloc" => {
+                    let key = t.key("alloc");
+                    let set = self.str(&action.node, &key)?;
+                    if set.is_empty() {
+                        return Err(self.err(
+                            action.node.pos,
+                            &key,
+                            "empty set name (expected a name such as \"a\")",
+                        ));
+                    }
+                    let count = self.opt_int(&t, "count", 1, u32::MAX as i64, ">= 1", 1)? as u32;
+                    let max = MAX_PAGE_ORDER as i64;
+                    let order = self.opt_int(&t, "order", 0, max, &format!("0..={max}"), 0)? as u32;
+                    let g = self.need(&t, "gfp", "a gfp mask such as \"GFP_KERNEL\"")?;
+                    let gfp = self.gfp(&g.node, &t.key("gfp"))?;
+                    let must_succeed = self.opt_bool(&t, "must_succeed", false)?;
+                    let cpu = cpu()?;
+                    if !sets.iter().any(|s| s == set) {
+                        sets.push(set.to_string());
+                    }
+                    Op::Alloc {
+                        line,
+                        set: set.to_string(),
+                        count,
+                        order,
+                        gfp,
+                        cpu,
+                        must_succeed,
+                    }
+                }
+                "free" => {
+                    let key = t.key("free");
+                    let set = self.str(&action.node, &key)?;
+                    if !sets.iter().any(|s| s == set) {
+                        let dym = did_you_mean(set, sets.iter().map(String::as_str))
+                            .map(|c| format!("; did you mean {}?", quote(c)))
+                            .unwrap_or_default();
+                        return Err(self.err(action.node.pos, &key, format!(
+                            "set {} is not allocated by any earlier op (expected the name of an earlier alloc{dym})",
+                            quote(set)
+                        )));
+                    }
+                    let every = self.opt_int(&t, "every", 1, u32::MAX as i64, ">= 1", 1)?;
+                    let range = format!("0..={}, below every = {every}", every - 1);
+                    let offset = self.opt_int(&t, "offset", 0, every - 1, &range, 0)? as u32;
+                    Op::Free {
+                        line,
+                        set: set.to_string(),
+                        every: every as u32,
+                        offset,
+                        cpu: cpu()?,
+                    }
+                }
+                "print" => {
+                    let key = t.key("print");
+                    let s = self.str(&action.node, &key)?;
+                    let Some(what) = PrintWhat::from_name(s) else {
+                        return Err(self.err(
+                            action.node.pos,
+                            &key,
+                            format!("unknown report {}{}", quote(s), hint(s, PRINT_NAMES)),
+                        ));
+                    };
+                    let zone = match t.get("zone") {
+                        None => None,
+                        Some(e) if what != PrintWhat::Pageblocks => {
+                            return Err(self.err(
+                                e.key_pos,
+                                &t.key("zone"),
+                                format!("only allowed with print = \"pageblocks\", not {}", quote(s)),
+                            ));
+                        }
+                        Some(e) => Some(self.print_zone(&e.node, &t.key("zone"), machine)?),
+                    };
+                    Op::Print { line, what, zone }
+                }
+                _ => {
+                    match action.node.val {
+                        Val::Bool(true) => {}
+                        Val::Bool(false) => {
+                            return Err(self.err(
+                                action.node.pos,
+                                &t.key("drain_all_pages"),
+                                "false is not allowed (expected true; leave the op out instead)",
+                            ))
+                        }
+                        _ => return Err(self.type_err(&action.node, &t.key("drain_all_pages"), "true")),
+                    }
+                    Op::DrainAllPages { line }
+                }
+            };
+            ops.push(op);
+        }
+        Ok(ops)
+    }
+
+    fn gfp(&self, node: &Node, key: &str) -> R<Gfp> {
+        let s = self.str(node, key)?;
+        if s.split('|').any(|p| p.trim().is_empty()) {
+            return Err(self.err(node.pos, key, format!(
+                "{} is not a gfp mask (expected kernel gfp names joined by |, e.g. \"GFP_KERNEL|__GFP_NORETRY\")",
+                quote(s)
+            )));
+        }
+        let gfp = Gfp::parse(s).map_err(|bad| {
+            let names: Vec<&str> = Gfp::NAMES.iter().map(|(n, _)| *n).collect();
+            let dym = match did_you_mean(&bad, names.iter().copied()) {
+                Some(c) => format!(" (did you mean {}?)", quote(c)),
+                None => {
+                    " (expected kernel gfp names such as GFP_KERNEL, GFP_HIGHUSER_MOVABLE, __GFP_NORETRY)"
+                        .to_string()
+                }
+            };
+            self.err(node.pos, key, format!("unknown gfp flag {}{dym}", quote(&bad)))
+        })?;
+        let zone_bits = [Gfp::DMA, Gfp::DMA32, Gfp::HIGHMEM]
+            .iter()
+            .filter(|&&b| gfp.intersects(b))
+            .count();
+        if zone_bits > 1 {
+            return Err(self.err(node.pos, key, format!(
+                "{} combines zone modifiers (__GFP_DMA, __GFP_DMA32, __GFP_HIGHMEM), which selects no zone (GFP_ZONE_BAD)",
+                quote(s)
+            )));
+        }
+        if gfp.contains(Gfp(Gfp::MOVABLE.0 | Gfp::RECLAIMABLE.0)) {
+            return Err(self.err(
+                node.pos,
+                key,
+                format!(
+                "{} has both __GFP_MOVABLE and __GFP_RECLAIMABLE, which is no migratetype (the kernel warns)",
+                quote(s)
+            ),
+            ));
+        }
+        Ok(gfp)
+    }
+
+    fn print_zone(&self, node: &Node, key: &str, machine: &MachineSpec) -> R<ZoneType> {
+        let s = self.str(node, key)?;
+        let zone = match ZoneType::from_name(s) {
+            Some(z) if z != ZoneType::Device => z,
+            _ => {
+                return Err(self.err(
+                    node.pos,
+                    key,
+                    format!("unknown zone {}{}", quote(s), hint(s, ZONE_NAMES)),
+                ))
+            }
+        };
+        match &machine.zones {
+            Some(zones) if !zones.iter().any(|z| z.zone == zone) => {
+                let listed: Vec<&str> = zones.iter().map(|z| z.zone.name()).collect();
+                Err(self.err(
+                    node.pos,
+                    key,
+                    format!(
+                        "zone {} is not in [[machine.zone]] (expected one of: {})",
+                        zone.name(),
+                        listed.join(", ")
+                    ),
+                ))
+            }
+            None if zone == ZoneType::Dma && !machine.dma => {
+                Err(self.err(node.pos, key, "the machine has no DMA zone (machine.dma = false)"))
+            }
+            _ => Ok(zone),
+        }
+    }
+}
+
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+/// Knob names from nested tables: `vm = { swappiness = 1 }`, `vm.swappiness = 1` and
+/// `[knobs.vm]` all become `vm.swappiness`.
+fn flatten<'n>(entries: &'n [Entry], prefix: &str, out: &mut Vec<(String, usize, &'n Node)>) {
+    for e in entries {
+        let name = if prefix.is_empty() {
+            e.key.clone()
+        } else {
+            format!("{prefix}.{}", e.key)
+        };
+        match &e.node.val {
+            Val::Table(sub) => flatten(sub, &name, out),
+            _ => out.push((name, e.key_pos, &e.node)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4GiB"), Ok(4 << 30));
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("4 gib"), Ok(4 << 30));
+        assert_eq!(parse_size("512KiB"), Ok(512 << 10));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("3M"), Ok(3 << 20));
+        assert_eq!(parse_size("1TiB"), Ok(1 << 40));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        assert_eq!(parse_size("4096B"), Ok(4096));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("4GB").unwrap_err().contains("did you mean \"4GiB\""));
+        assert!(parse_size("GiB").unwrap_err().contains("not a size"));
+        assert!(parse_size("1.5GiB").unwrap_err().contains("not a size"));
+        assert!(parse_size("4 PiB").unwrap_err().contains("not a size"));
+        assert!(parse_size("99999999999T").unwrap_err().contains("too large"));
+    }
+}

@@ -1,0 +1,879 @@
+//! Every error is one line `file:line: key K: message`; these tests pin the exact text, so a wrong
+//! line number (or key) fails them.
+
+use fraglab_spec::{parse_spec, SpecError};
+
+/// The spec made of `lines`: line N of the file is `lines[N - 1]`.
+fn spec(lines: &[&str]) -> String {
+    lines.join("\n") + "\n"
+}
+
+fn err(lines: &[&str]) -> SpecError {
+    let text = spec(lines);
+    match parse_spec(&text, "spec.toml") {
+        Ok(s) => panic!("expected an error, parsed {s:#?}\n--- from ---\n{text}"),
+        Err(e) => e,
+    }
+}
+
+/// Asserts the one-line message exactly, and that its parts are exposed as fields.
+#[track_caller]
+fn check(lines: &[&str], line: usize, key: &str, message: &str) {
+    let e = err(lines);
+    assert_eq!(e.to_string(), format!("spec.toml:{line}: key {key}: {message}"));
+    assert_eq!(
+        (e.file.as_str(), e.line, e.key.as_deref()),
+        ("spec.toml", line, Some(key))
+    );
+    assert_eq!(e.message, message);
+    assert!(!e.to_string().contains('\n'));
+}
+
+const MACHINE: &[&str] = &["[machine]", "memory = \"1GiB\""];
+
+/// MACHINE followed by `rest` (which therefore starts at line 3).
+fn with_machine(rest: &[&str]) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = MACHINE.to_vec();
+    v.extend(rest.iter().map(|s| &*Box::leak(s.to_string().into_boxed_str())));
+    v
+}
+
+// ---- the cases from the brief ----
+
+#[test]
+fn op_order_out_of_range() {
+    check(
+        &with_machine(&[
+            "",
+            "[[op]]",
+            "alloc = \"a\"",
+            "gfp = \"GFP_KERNEL\"",
+            "",
+            "[[op]]",
+            "free = \"a\"",
+            "",
+            "[[op]]",
+            "alloc = \"b\"",
+            "gfp = \"GFP_KERNEL\"",
+            "order = 11",
+        ]),
+        14,
+        "op[2].order",
+        "11 is out of range (expected 0..=10)",
+    );
+}
+
+#[test]
+fn unknown_knob_with_suggestion() {
+    check(
+        &[
+            "[knobs]",
+            "\"vm.swappiness\" = 10",
+            "\"vm.defrag_mod\" = 1",
+            "[machine]",
+            "memory = \"1G\"",
+        ],
+        3,
+        "knobs.\"vm.defrag_mod\"",
+        "unknown knob (did you mean \"vm.defrag_mode\"?)",
+    );
+}
+
+#[test]
+fn unknown_knob_dotted_and_nested_forms_point_at_the_leaf_key() {
+    check(
+        &with_machine(&["[knobs]", "vm.swappiness = 10", "vm.defrag_mod = 1"]),
+        5,
+        "knobs.\"vm.defrag_mod\"",
+        "unknown knob (did you mean \"vm.defrag_mode\"?)",
+    );
+    check(
+        &with_machine(&["[knobs.vm]", "swappiness = 10", "", "defrag_mod = 1"]),
+        6,
+        "knobs.\"vm.defrag_mod\"",
+        "unknown knob (did you mean \"vm.defrag_mode\"?)",
+    );
+    check(
+        &with_machine(&["[knobs]", "min_free_kbytes = 1024"]),
+        4,
+        "knobs.min_free_kbytes",
+        "unknown knob (did you mean \"vm.min_free_kbytes\"?)",
+    );
+    check(
+        &with_machine(&["[knobs]", "\"vm.foobar_baz_qux\" = 1"]),
+        4,
+        "knobs.\"vm.foobar_baz_qux\"",
+        "unknown knob (`fraglab knobs` lists them)",
+    );
+}
+
+#[test]
+fn unknown_gfp_flag() {
+    check(
+        &with_machine(&[
+            "",
+            "[[op]]",
+            "alloc = \"a\"",
+            "count = 3",
+            "order = 2",
+            "",
+            "gfp = \"GFP_KERNAL\"",
+        ]),
+        9,
+        "op[0].gfp",
+        "unknown gfp flag \"GFP_KERNAL\" (did you mean \"GFP_KERNEL\"?)",
+    );
+    check(
+        &with_machine(&["[[op]]", "alloc = \"a\"", "gfp = \"GFP_KERNEL | __GFP_NORETYR\""]),
+        5,
+        "op[0].gfp",
+        "unknown gfp flag \"__GFP_NORETYR\" (did you mean \"__GFP_NORETRY\"?)",
+    );
+}
+
+#[test]
+fn memory_smaller_than_a_pageblock() {
+    check(
+        &["[machine]", "memory = \"1MiB\""],
+        2,
+        "machine.memory",
+        "1MiB is smaller than one pageblock (2 MiB)",
+    );
+    check(
+        &["[machine]", "cpus = 1", "memory = 2097151"],
+        3,
+        "machine.memory",
+        "2097151 is smaller than one pageblock (2 MiB)",
+    );
+}
+
+#[test]
+fn cpus_of_the_wrong_type() {
+    check(
+        &[
+            "name = \"x\"",
+            "",
+            "[machine]",
+            "memory = \"1GiB\"",
+            "cpus = \"2\"",
+        ],
+        5,
+        "machine.cpus",
+        "expected an integer, found a string",
+    );
+}
+
+// ---- machine ----
+
+#[test]
+fn memory_errors() {
+    check(
+        &["[machine]", "memory = \"2TiB\""],
+        2,
+        "machine.memory",
+        "2TiB is larger than the maximum (1 TiB)",
+    );
+    check(
+        &["[machine]", "memory = \"99999999999999T\""],
+        2,
+        "machine.memory",
+        "99999999999999T is larger than the maximum (1 TiB)",
+    );
+    check(
+        &["[machine]", "memory = \"4GB\""],
+        2,
+        "machine.memory",
+        "\"4GB\" is ambiguous (expected a binary unit: did you mean \"4GiB\"?)",
+    );
+    check(
+        &["[machine]", "memory = \"lots\""],
+        2,
+        "machine.memory",
+        "\"lots\" is not a size (expected bytes as an integer or a string like \"4GiB\"; \
+         units B, KiB, MiB, GiB, TiB or K, M, G, T)",
+    );
+    check(
+        &["[machine]", "memory = 4.5"],
+        2,
+        "machine.memory",
+        "expected a size (an integer or a string like \"4GiB\"), found a float",
+    );
+    check(
+        &["[machine]", "memory = -4096"],
+        2,
+        "machine.memory",
+        "-4096 is smaller than one pageblock (2 MiB)",
+    );
+}
+
+#[test]
+fn machine_missing_pieces() {
+    check(
+        &["name = \"x\"", "", "[machine]", "cpus = 2"],
+        3,
+        "machine.memory",
+        "missing (expected a size such as \"4GiB\", or [[machine.zone]] tables)",
+    );
+    check(
+        &["name = \"x\""],
+        1,
+        "machine",
+        "missing table [machine] (expected memory = \"<size>\" or [[machine.zone]] tables)",
+    );
+    check(
+        &["machine = \"big\""],
+        1,
+        "machine",
+        "expected a table, found a string",
+    );
+}
+
+#[test]
+fn cpus_range_and_unknown_machine_key() {
+    check(
+        &["[machine]", "memory = \"1G\"", "cpus = 0"],
+        3,
+        "machine.cpus",
+        "0 is out of range (expected 1..=256)",
+    );
+    check(
+        &["[machine]", "memory = \"1G\"", "cpus = 257"],
+        3,
+        "machine.cpus",
+        "257 is out of range (expected 1..=256)",
+    );
+    check(
+        &["[machine]", "memory = \"1G\"", "dma = 1"],
+        3,
+        "machine.dma",
+        "expected a boolean, found an integer",
+    );
+    check(
+        &["[machine]", "memory = \"1G\"", "cpu = 4"],
+        3,
+        "machine.cpu",
+        "unknown key (did you mean \"cpus\"?)",
+    );
+    check(
+        &["[machine]", "memory = \"1G\"", "numa_nodes = 2"],
+        3,
+        "machine.numa_nodes",
+        "unknown key (expected one of: memory, cpus, dma, zone)",
+    );
+}
+
+const DMA32: &[&str] = &[
+    "[[machine.zone]]",
+    "name = \"DMA32\"",
+    "start_pfn = 4096",
+    "spanned = 1044480",
+    "present = 782336",
+    "managed = 772917",
+];
+
+fn zones(extra: &[&str]) -> Vec<&'static str> {
+    let mut v = vec!["[machine]", "cpus = 2", ""];
+    v.extend_from_slice(DMA32);
+    v.extend(extra.iter().map(|s| &*Box::leak(s.to_string().into_boxed_str())));
+    v
+}
+
+#[test]
+fn zone_errors() {
+    // present > spanned
+    check(
+        &[
+            "[[machine.zone]]",
+            "name = \"DMA32\"",
+            "start_pfn = 4096",
+            "spanned = 100",
+            "present = 101",
+        ],
+        5,
+        "machine.zone[0].present",
+        "101 is larger than spanned (100)",
+    );
+    // managed > present
+    check(
+        &[
+            "[[machine.zone]]",
+            "name = \"DMA32\"",
+            "start_pfn = 4096",
+            "spanned = 1000",
+            "present = 900",
+            "managed = 901",
+        ],
+        6,
+        "machine.zone[0].managed",
+        "901 is larger than present (900)",
+    );
+    // overlap
+    check(
+        &zones(&[
+            "",
+            "[[machine.zone]]",
+            "name = \"Normal\"",
+            "start_pfn = 1000000",
+            "spanned = 1000",
+        ]),
+        13,
+        "machine.zone[1].start_pfn",
+        "zone Normal starts at pfn 0xf4240, below the end of zone DMA32 (pfn 0x1000..0x100000); \
+         zones go in increasing pfn order without overlap",
+    );
+    // zone type order
+    check(
+        &zones(&[
+            "[[machine.zone]]",
+            "name = \"DMA\"",
+            "start_pfn = 1",
+            "spanned = 4095",
+        ]),
+        11,
+        "machine.zone[1].name",
+        "zone DMA is listed after DMA32 (expected the kernel's order DMA, DMA32, Normal, Movable)",
+    );
+    // duplicate
+    check(
+        &zones(&[
+            "[[machine.zone]]",
+            "name = \"DMA32\"",
+            "start_pfn = 4096",
+            "spanned = 16",
+        ]),
+        11,
+        "machine.zone[1].name",
+        "zone DMA32 is listed twice (first as machine.zone[0])",
+    );
+    // unknown name
+    check(
+        &zones(&[
+            "[[machine.zone]]",
+            "name = \"Norml\"",
+            "start_pfn = 1048576",
+            "spanned = 16",
+        ]),
+        11,
+        "machine.zone[1].name",
+        "unknown zone \"Norml\" (did you mean \"Normal\"?)",
+    );
+    // Movable must be empty
+    check(
+        &zones(&[
+            "[[machine.zone]]",
+            "name = \"Movable\"",
+            "start_pfn = 1048576",
+            "spanned = 512",
+            "present = 512",
+        ]),
+        14,
+        "machine.zone[1].present",
+        "512: ZONE_MOVABLE must be empty (expected present = 0; fraglab models no movablecore)",
+    );
+    // DMA32 above 4 GiB
+    check(
+        &[
+            "[[machine.zone]]",
+            "name = \"DMA32\"",
+            "start_pfn = 4096",
+            "spanned = 2000000",
+        ],
+        4,
+        "machine.zone[0].spanned",
+        "zone DMA32 would end at pfn 0x1e9480, above pfn 0x100000 (MAX_DMA32_PFN, 4 GiB)",
+    );
+    // too few managed pages
+    check(
+        &[
+            "[machine]",
+            "[[machine.zone]]",
+            "name = \"Normal\"",
+            "start_pfn = 1048576",
+            "spanned = 1024",
+            "managed = 511",
+        ],
+        2,
+        "machine.zone",
+        "the zones manage 511 pages in total, less than one pageblock (512 pages = 2 MiB)",
+    );
+    // missing field
+    check(
+        &[
+            "[machine]",
+            "",
+            "[[machine.zone]]",
+            "name = \"Normal\"",
+            "spanned = 1024",
+        ],
+        3,
+        "machine.zone[0].start_pfn",
+        "missing (expected a number of pages)",
+    );
+    // unknown field
+    check(
+        &["[[machine.zone]]", "name = \"Normal\"", "start = 1048576"],
+        3,
+        "machine.zone[0].start",
+        "unknown key (did you mean \"start_pfn\"?)",
+    );
+    // memory and zones together
+    check(
+        &[
+            "[machine]",
+            "memory = \"1G\"",
+            "[[machine.zone]]",
+            "name = \"Normal\"",
+        ],
+        3,
+        "machine.zone",
+        "give either machine.memory (line 2) or [[machine.zone]] tables, not both",
+    );
+    // dma with zones
+    check(
+        &[&["[machine]", "cpus = 2", "dma = false"], DMA32].concat(),
+        3,
+        "machine.dma",
+        "only applies to the default layout (machine.memory); with [[machine.zone]] list a DMA \
+         zone or leave it out",
+    );
+}
+
+// ---- top level, run ----
+
+#[test]
+fn unknown_top_level_keys() {
+    check(
+        &with_machine(&["", "[[ops]]", "alloc = \"a\""]),
+        4,
+        "ops",
+        "unknown key (did you mean \"op\"?)",
+    );
+    check(
+        &["title = \"x\"", "[machine]", "memory = \"1G\""],
+        1,
+        "title",
+        "unknown key (expected one of: name, description, machine, knobs, run, op)",
+    );
+    check(
+        &["name = 3", "[machine]", "memory = \"1G\""],
+        1,
+        "name",
+        "expected a string, found an integer",
+    );
+    check(
+        &with_machine(&["[op]", "alloc = \"a\""]),
+        3,
+        "op",
+        "expected an array of tables ([[op]]), found a table",
+    );
+}
+
+#[test]
+fn run_errors() {
+    check(
+        &with_machine(&["[run]", "seed = -1"]),
+        4,
+        "run.seed",
+        "-1 is out of range (expected >= 0)",
+    );
+    check(
+        &with_machine(&["[run]", "debug-vm = true"]),
+        4,
+        "run.debug-vm",
+        "unknown key (did you mean \"debug_vm\"?)",
+    );
+    check(
+        &with_machine(&[
+            "[run]",
+            "trace = [",
+            "  \"kmem:mm_page_alloc\",",
+            "  \"kmem:mm_page_allocc\",",
+            "]",
+        ]),
+        6,
+        "run.trace[1]",
+        "unknown trace event \"kmem:mm_page_allocc\" (did you mean \"kmem:mm_page_alloc\"?)",
+    );
+    check(
+        &with_machine(&["[run]", "trace = \"kmem:*\""]),
+        4,
+        "run.trace",
+        "expected an array of event names, found a string",
+    );
+    check(
+        &with_machine(&["[run]", "trace = [\"sched:sched_switch\"]"]),
+        4,
+        "run.trace[0]",
+        "unknown trace event \"sched:sched_switch\" (expected one of: kmem:mm_page_alloc, \
+         kmem:mm_page_free, kmem:mm_page_alloc_zone_locked, kmem:mm_page_pcpu_drain, \
+         kmem:mm_page_alloc_extfrag, kmem:*)",
+    );
+}
+
+// ---- knobs ----
+
+#[test]
+fn knob_value_errors() {
+    check(
+        &with_machine(&["[knobs]", "\"vm.watermark_scale_factor\" = 3001"]),
+        4,
+        "knobs.\"vm.watermark_scale_factor\"",
+        "3001 is out of range (expected 1..=3000)",
+    );
+    check(
+        &with_machine(&["[knobs]", "\"vm.min_free_kbytes\" = 64"]),
+        4,
+        "knobs.\"vm.min_free_kbytes\"",
+        "64 is out of range (expected >= 128)",
+    );
+    check(
+        &with_machine(&["[knobs]", "\"vm.percpu_pagelist_high_fraction\" = 4"]),
+        4,
+        "knobs.\"vm.percpu_pagelist_high_fraction\"",
+        "4 is out of range (expected 0 or >= 8)",
+    );
+    check(
+        &with_machine(&["[knobs]", "vm.swappiness = \"60\""]),
+        4,
+        "knobs.\"vm.swappiness\"",
+        "expected an integer, found a string",
+    );
+    check(
+        &with_machine(&["[knobs]", "\"transparent_hugepage/enabled\" = \"madvice\""]),
+        4,
+        "knobs.\"transparent_hugepage/enabled\"",
+        "\"madvice\" is not one of always, madvise, never (did you mean \"madvise\"?)",
+    );
+    check(
+        &with_machine(&["[knobs]", "\"transparent_hugepage/hugepages-2048kB/enabled\" = 1"]),
+        4,
+        "knobs.\"transparent_hugepage/hugepages-2048kB/enabled\"",
+        "expected a string, found an integer",
+    );
+    check(
+        &with_machine(&["[knobs]", "\"vm.lowmem_reserve_ratio\" = [256, 256, 32, 0]"]),
+        4,
+        "knobs.\"vm.lowmem_reserve_ratio\"",
+        "4 values given (expected 5 integers, each >= 0)",
+    );
+    check(
+        &with_machine(&[
+            "[knobs]",
+            "\"vm.lowmem_reserve_ratio\" = [",
+            "  256,",
+            "  -1,",
+            "  32, 0, 0]",
+        ]),
+        6,
+        "knobs.\"vm.lowmem_reserve_ratio\"[1]",
+        "-1 is out of range (expected 5 integers, each >= 0)",
+    );
+    check(
+        &with_machine(&["[knobs]", "\"vm.lowmem_reserve_ratio\" = \"256 256 x 0 0\""]),
+        4,
+        "knobs.\"vm.lowmem_reserve_ratio\"",
+        "\"256 256 x 0 0\" is not a valid list (expected 5 integers, each >= 0, e.g. \"256 256 32 0 0\")",
+    );
+    check(
+        &with_machine(&["[knobs]", "\"vm.swappiness\" = 10", "vm.swappiness = 20"]),
+        5,
+        "knobs.\"vm.swappiness\"",
+        "knob vm.swappiness is set twice (first at line 4)",
+    );
+}
+
+// ---- ops ----
+
+fn alloc_a() -> Vec<&'static str> {
+    with_machine(&["[[op]]", "alloc = \"a\"", "gfp = \"GFP_KERNEL\""])
+}
+
+fn plus(mut base: Vec<&'static str>, rest: &[&'static str]) -> Vec<&'static str> {
+    base.extend_from_slice(rest);
+    base
+}
+
+#[test]
+fn op_structure_errors() {
+    check(
+        &with_machine(&["", "[[op]]", "count = 3"]),
+        4,
+        "op[0]",
+        "no action (expected one of the keys alloc, free, print, drain_all_pages)",
+    );
+    check(
+        &plus(alloc_a(), &["free = \"a\""]),
+        6,
+        "op[0].free",
+        "an op has exactly one action, and this one already has alloc (line 4)",
+    );
+    check(
+        &plus(alloc_a(), &["every = 2"]),
+        6,
+        "op[0].every",
+        "not allowed in an alloc op (allowed: count, order, gfp, cpu, must_succeed)",
+    );
+    check(
+        &plus(alloc_a(), &["ordr = 2"]),
+        6,
+        "op[0].ordr",
+        "unknown key (did you mean \"order\"?)",
+    );
+    check(
+        &plus(alloc_a(), &["[[op]]", "drain_all_pages = true", "cpu = 1"]),
+        8,
+        "op[1].cpu",
+        "not allowed in a drain_all_pages op (it takes no other keys)",
+    );
+    check(
+        &plus(alloc_a(), &["[[op]]", "drain_all_pages = false"]),
+        7,
+        "op[1].drain_all_pages",
+        "false is not allowed (expected true; leave the op out instead)",
+    );
+    check(
+        &[
+            "op = [",
+            "  { alloc = \"a\", gfp = \"GFP_KERNEL\" },",
+            "  \"free a\",",
+            "]",
+            "[machine]",
+            "memory = \"1G\"",
+        ],
+        3,
+        "op[1]",
+        "expected a table, found a string",
+    );
+}
+
+#[test]
+fn alloc_errors() {
+    check(
+        &with_machine(&["[[op]]", "alloc = \"a\"", "count = 1"]),
+        3,
+        "op[0].gfp",
+        "missing (expected a gfp mask such as \"GFP_KERNEL\")",
+    );
+    check(
+        &plus(alloc_a(), &["count = 0"]),
+        6,
+        "op[0].count",
+        "0 is out of range (expected >= 1)",
+    );
+    check(
+        &plus(alloc_a(), &["order = -1"]),
+        6,
+        "op[0].order",
+        "-1 is out of range (expected 0..=10)",
+    );
+    check(
+        &plus(alloc_a(), &["cpu = 2"]),
+        6,
+        "op[0].cpu",
+        "2 is out of range (expected 0..=1, machine.cpus = 2)",
+    );
+    check(
+        &plus(alloc_a(), &["must_succeed = \"yes\""]),
+        6,
+        "op[0].must_succeed",
+        "expected a boolean, found a string",
+    );
+    check(
+        &with_machine(&["[[op]]", "alloc = \"a\"", "gfp = \"GFP_KERNEL|\""]),
+        5,
+        "op[0].gfp",
+        "\"GFP_KERNEL|\" is not a gfp mask (expected kernel gfp names joined by |, e.g. \
+         \"GFP_KERNEL|__GFP_NORETRY\")",
+    );
+    check(
+        &with_machine(&["[[op]]", "alloc = \"a\"", "gfp = \"GFP_DMA|__GFP_DMA32\""]),
+        5,
+        "op[0].gfp",
+        "\"GFP_DMA|__GFP_DMA32\" combines zone modifiers (__GFP_DMA, __GFP_DMA32, \
+         __GFP_HIGHMEM), which selects no zone (GFP_ZONE_BAD)",
+    );
+    check(
+        &with_machine(&[
+            "[[op]]",
+            "alloc = \"a\"",
+            "gfp = \"GFP_KERNEL|__GFP_MOVABLE|__GFP_RECLAIMABLE\"",
+        ]),
+        5,
+        "op[0].gfp",
+        "\"GFP_KERNEL|__GFP_MOVABLE|__GFP_RECLAIMABLE\" has both __GFP_MOVABLE and \
+         __GFP_RECLAIMABLE, which is no migratetype (the kernel warns)",
+    );
+    check(
+        &with_machine(&["[[op]]", "alloc = \"\"", "gfp = \"GFP_KERNEL\""]),
+        4,
+        "op[0].alloc",
+        "empty set name (expected a name such as \"a\")",
+    );
+}
+
+#[test]
+fn free_errors() {
+    // A free before the alloc of its set.
+    check(
+        &with_machine(&[
+            "[[op]]",
+            "free = \"a\"",
+            "[[op]]",
+            "alloc = \"a\"",
+            "gfp = \"GFP_KERNEL\"",
+        ]),
+        4,
+        "op[0].free",
+        "set \"a\" is not allocated by any earlier op (expected the name of an earlier alloc)",
+    );
+    check(
+        &plus(alloc_a(), &["", "[[op]]", "free = \"b\""]),
+        8,
+        "op[1].free",
+        "set \"b\" is not allocated by any earlier op (expected the name of an earlier alloc)",
+    );
+    check(
+        &plus(alloc_a(), &["", "[[op]]", "free = \"A\""]),
+        8,
+        "op[1].free",
+        "set \"A\" is not allocated by any earlier op (expected the name of an earlier alloc; \
+         did you mean \"a\"?)",
+    );
+    check(
+        &plus(alloc_a(), &["[[op]]", "free = \"a\"", "every = 0"]),
+        8,
+        "op[1].every",
+        "0 is out of range (expected >= 1)",
+    );
+    check(
+        &plus(alloc_a(), &["[[op]]", "free = \"a\"", "every = 2", "offset = 2"]),
+        9,
+        "op[1].offset",
+        "2 is out of range (expected 0..=1, below every = 2)",
+    );
+    check(
+        &plus(alloc_a(), &["[[op]]", "free = \"a\"", "cpu = 5"]),
+        8,
+        "op[1].cpu",
+        "5 is out of range (expected 0..=1, machine.cpus = 2)",
+    );
+    check(
+        &plus(alloc_a(), &["[[op]]", "free = \"a\"", "count = 5"]),
+        8,
+        "op[1].count",
+        "not allowed in a free op (allowed: every, offset, cpu)",
+    );
+}
+
+#[test]
+fn print_errors() {
+    check(
+        &with_machine(&["[[op]]", "print = \"buddyinf\""]),
+        4,
+        "op[0].print",
+        "unknown report \"buddyinf\" (did you mean \"buddyinfo\"?)",
+    );
+    check(
+        &with_machine(&["[[op]]", "print = \"buddyinfo\"", "zone = \"Normal\""]),
+        5,
+        "op[0].zone",
+        "only allowed with print = \"pageblocks\", not \"buddyinfo\"",
+    );
+    check(
+        &with_machine(&["[[op]]", "print = \"pageblocks\"", "zone = \"Highmem\""]),
+        5,
+        "op[0].zone",
+        "unknown zone \"Highmem\" (expected one of: DMA, DMA32, Normal, Movable)",
+    );
+    check(
+        &[
+            "[machine]",
+            "memory = \"1G\"",
+            "dma = false",
+            "[[op]]",
+            "print = \"pageblocks\"",
+            "zone = \"DMA\"",
+        ],
+        6,
+        "op[0].zone",
+        "the machine has no DMA zone (machine.dma = false)",
+    );
+    let mut z = zones(&[]);
+    z.extend(["[[op]]", "print = \"pageblocks\"", "zone = \"Normal\""]);
+    check(
+        &z,
+        12,
+        "op[0].zone",
+        "zone Normal is not in [[machine.zone]] (expected one of: DMA32)",
+    );
+}
+
+// ---- syntax ----
+
+#[test]
+fn toml_syntax_errors_have_file_and_line() {
+    let e = err(&[
+        "[machine]",
+        "memory = \"1G\"",
+        "",
+        "[[op]]",
+        "alloc = \"a",
+        "gfp = \"GFP_KERNEL\"",
+    ]);
+    assert_eq!(e.line, 5);
+    assert_eq!(e.key, None);
+    assert_eq!(
+        e.to_string(),
+        "spec.toml:5: TOML syntax error (column 11): invalid basic string"
+    );
+
+    let e = err(&["[machine]", "memory = \"1G\"", "memory = \"2G\""]);
+    assert_eq!(
+        e.to_string(),
+        "spec.toml:3: TOML syntax error (column 1): duplicate key `memory` in table `machine`"
+    );
+
+    let e = err(&["[machine]", "memory = \"1G\"", "[run", "seed = 1"]);
+    assert_eq!(e.line, 3);
+    assert!(e.to_string().starts_with("spec.toml:3: TOML syntax error"), "{e}");
+    assert!(!e.to_string().contains('\n'));
+
+    let e = err(&["[machine]", "cpus = 99999999999999999999"]);
+    assert_eq!(e.line, 2);
+}
+
+#[test]
+fn error_is_a_std_error() {
+    let e: Box<dyn std::error::Error> = Box::new(err(&["[machine]", "memory = 1"]));
+    assert_eq!(
+        e.to_string(),
+        "spec.toml:2: key machine.memory: 1 is smaller than one pageblock (2 MiB)"
+    );
+}
+
+#[test]
+fn crlf_line_endings_count_lines_the_same() {
+    let text = "[machine]\r\nmemory = \"1G\"\r\n\r\n[[op]]\r\nalloc = \"a\"\r\ngfp = \"GFP_KERNEL\"\r\norder = 12\r\n";
+    let e = parse_spec(text, "crlf.toml").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "crlf.toml:7: key op[0].order: 12 is out of range (expected 0..=10)"
+    );
+}
+
+#[test]
+fn implicit_machine_table_from_zone_headers() {
+    check(
+        &[
+            "name = \"tiny\"",
+            "",
+            "[[machine.zone]]",
+            "name = \"Normal\"",
+            "start_pfn = 0",
+            "spanned = 100",
+        ],
+        3,
+        "machine.zone",
+        "the zones manage 100 pages in total, less than one pageblock (512 pages = 2 MiB)",
+    );
+}

@@ -1,0 +1,404 @@
+//! Parsing of valid specs into the expected structure.
+
+use std::collections::BTreeMap;
+
+use fraglab_spec::{
+    load_spec, parse_spec, Gfp, KnobValue, MachineSpec, Op, PrintWhat, RunSpec, Spec, ZoneSpec, ZoneType,
+};
+
+const FULL: &str = r#"# A full spec (line 1)
+name = "claim-and-steal"
+description = "fill, punch holes, ask for order-3"
+
+[machine]
+memory = "4GiB"
+cpus = 4
+dma = false
+
+[knobs]
+"vm.min_free_kbytes" = 67584
+"vm.lowmem_reserve_ratio" = [256, 256, 32, 0, 0]
+"transparent_hugepage/enabled" = "never"
+"vm.percpu_pagelist_high_fraction" = 8
+
+[run]
+seed = 42
+debug_vm = true
+trace = ["kmem:mm_page_alloc_extfrag", "kmem:mm_page_alloc"]
+
+[[op]]
+alloc = "a"
+count = 100
+order = 0
+gfp = "GFP_KERNEL"
+cpu = 3
+must_succeed = true
+
+[[op]]
+alloc = "b"
+gfp = "GFP_HIGHUSER_MOVABLE | __GFP_NORETRY"
+
+[[op]]
+free = "a"
+every = 2
+offset = 1
+cpu = 1
+
+[[op]]
+print = "pageblocks"
+zone = "Normal"
+
+[[op]]
+print = "buddyinfo"
+
+[[op]]
+drain_all_pages = true
+"#;
+
+#[test]
+fn full_spec_parses_to_the_expected_structure() {
+    let spec = parse_spec(FULL, "full.toml").unwrap();
+    let knobs: BTreeMap<String, KnobValue> = [
+        ("vm.min_free_kbytes", KnobValue::Int(67584)),
+        (
+            "vm.lowmem_reserve_ratio",
+            KnobValue::List(vec![256, 256, 32, 0, 0]),
+        ),
+        ("transparent_hugepage/enabled", KnobValue::Str("never".into())),
+        ("vm.percpu_pagelist_high_fraction", KnobValue::Int(8)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let expected = Spec {
+        file: "full.toml".into(),
+        name: Some("claim-and-steal".into()),
+        description: Some("fill, punch holes, ask for order-3".into()),
+        machine: MachineSpec {
+            memory_bytes: Some(4 << 30),
+            cpus: 4,
+            dma: false,
+            zones: None,
+        },
+        knobs,
+        run: RunSpec {
+            seed: 42,
+            debug_vm: true,
+            // In TRACE_EVENTS order, not the spec's.
+            trace: vec!["mm_page_alloc".into(), "mm_page_alloc_extfrag".into()],
+        },
+        ops: vec![
+            Op::Alloc {
+                line: 21,
+                set: "a".into(),
+                count: 100,
+                order: 0,
+                gfp: Gfp::GFP_KERNEL,
+                cpu: 3,
+                must_succeed: true,
+            },
+            Op::Alloc {
+                line: 29,
+                set: "b".into(),
+                count: 1,
+                order: 0,
+                gfp: Gfp::GFP_HIGHUSER_MOVABLE.union(Gfp::NORETRY),
+                cpu: 0,
+                must_succeed: false,
+            },
+            Op::Free {
+                line: 33,
+                set: "a".into(),
+                every: 2,
+                offset: 1,
+                cpu: 1,
+            },
+            Op::Print {
+                line: 39,
+                what: PrintWhat::Pageblocks,
+                zone: Some(ZoneType::Normal),
+            },
+            Op::Print {
+                line: 43,
+                what: PrintWhat::Buddyinfo,
+                zone: None,
+            },
+            Op::DrainAllPages { line: 46 },
+        ],
+    };
+    assert_eq!(spec, expected);
+    assert_eq!(spec.op_where(2), "full.toml:33: op[2]");
+    assert_eq!(spec.ops[5].action(), "drain_all_pages");
+    // Spec::knob falls back to the kernel default.
+    assert_eq!(spec.knob("vm.swappiness"), Some(KnobValue::Int(60)));
+    assert_eq!(spec.knob("vm.min_free_kbytes"), Some(KnobValue::Int(67584)));
+}
+
+#[test]
+fn minimal_spec_gets_the_defaults() {
+    let spec = parse_spec("[machine]\nmemory = \"64MiB\"\n", "m.toml").unwrap();
+    assert_eq!(spec.name, None);
+    assert_eq!(spec.description, None);
+    assert_eq!(
+        spec.machine,
+        MachineSpec {
+            memory_bytes: Some(64 << 20),
+            cpus: 2,
+            dma: true,
+            zones: None
+        }
+    );
+    assert!(spec.knobs.is_empty());
+    assert_eq!(
+        spec.run,
+        RunSpec {
+            seed: 1,
+            debug_vm: false,
+            trace: vec![]
+        }
+    );
+    assert!(spec.ops.is_empty());
+    assert_eq!(spec.knob("vm.min_free_kbytes"), None);
+}
+
+#[test]
+fn explicit_zones() {
+    let text = r#"
+[machine]
+cpus = 1
+
+[[machine.zone]]
+name = "DMA"
+start_pfn = 1
+spanned = 4095
+present = 3998
+managed = 3840
+
+[[machine.zone]]
+name = "DMA32"
+start_pfn = 4096
+spanned = 1044480
+present = 782336
+managed = 772917
+
+[[machine.zone]]
+name = "Normal"
+start_pfn = 1048576
+spanned = 262144
+
+[[machine.zone]]
+name = "Movable"
+start_pfn = 0
+spanned = 0
+present = 0
+managed = 0
+
+[[op]]
+print = "pageblocks"
+zone = "DMA32"
+"#;
+    let spec = parse_spec(text, "z.toml").unwrap();
+    let z = |zone, start_pfn, spanned, present, managed| ZoneSpec {
+        zone,
+        start_pfn,
+        spanned,
+        present,
+        managed,
+    };
+    assert_eq!(
+        spec.machine,
+        MachineSpec {
+            memory_bytes: None,
+            cpus: 1,
+            dma: true,
+            zones: Some(vec![
+                z(ZoneType::Dma, 1, 4095, 3998, 3840),
+                z(ZoneType::Dma32, 4096, 1044480, 782336, 772917),
+                // present and managed default to spanned.
+                z(ZoneType::Normal, 1048576, 262144, 262144, 262144),
+                z(ZoneType::Movable, 0, 0, 0, 0),
+            ]),
+        }
+    );
+    assert_eq!(
+        spec.ops,
+        vec![Op::Print {
+            line: 31,
+            what: PrintWhat::Pageblocks,
+            zone: Some(ZoneType::Dma32)
+        }]
+    );
+}
+
+fn knobs_of(text: &str) -> BTreeMap<String, KnobValue> {
+    match parse_spec(text, "k.toml") {
+        Ok(s) => s.knobs,
+        Err(e) => panic!("{e}\n--- in ---\n{text}"),
+    }
+}
+
+#[test]
+fn dotted_and_nested_knob_forms_are_equal() {
+    let quoted = knobs_of(
+        r#"
+[machine]
+memory = "1GiB"
+[knobs]
+"vm.min_free_kbytes" = 67584
+"vm.watermark_boost_factor" = 0
+"transparent_hugepage/enabled" = "always"
+"transparent_hugepage/khugepaged/defrag" = 0
+"transparent_hugepage/hugepages-64kB/enabled" = "inherit"
+"#,
+    );
+    let forms = [
+        // Unquoted dotted keys.
+        r#"
+[machine]
+memory = "1GiB"
+[knobs]
+vm.min_free_kbytes = 67584
+vm.watermark_boost_factor = 0
+"transparent_hugepage/enabled" = "always"
+"transparent_hugepage/khugepaged/defrag" = 0
+"transparent_hugepage/hugepages-64kB/enabled" = "inherit"
+"#,
+        // Nested tables; `.` stands for `/` as with sysctl.
+        r#"
+[machine]
+memory = "1GiB"
+[knobs.vm]
+min_free_kbytes = 67584
+watermark_boost_factor = 0
+[knobs.transparent_hugepage]
+enabled = "always"
+khugepaged.defrag = 0
+[knobs.transparent_hugepage.hugepages-64kB]
+enabled = "inherit"
+"#,
+        // Inline tables, and dotted keys at the top level.
+        r#"
+knobs.vm = { min_free_kbytes = 67584, watermark_boost_factor = 0 }
+knobs."transparent_hugepage/enabled" = "always"
+knobs.transparent_hugepage.khugepaged = { defrag = 0 }
+knobs."transparent_hugepage/hugepages-64kB/enabled" = "inherit"
+[machine]
+memory = "1GiB"
+"#,
+    ];
+    assert_eq!(quoted.len(), 5);
+    for f in forms {
+        assert_eq!(knobs_of(f), quoted, "{f}");
+    }
+}
+
+#[test]
+fn lowmem_reserve_ratio_string_form_is_a_list() {
+    let a =
+        knobs_of("[machine]\nmemory = \"1GiB\"\n[knobs]\n\"vm.lowmem_reserve_ratio\" = \"256 256 32 0 0\"\n");
+    let b = knobs_of(
+        "[machine]\nmemory = \"1GiB\"\n[knobs]\n\"vm.lowmem_reserve_ratio\" = [256, 256, 32, 0, 0]\n",
+    );
+    assert_eq!(a, b);
+    assert_eq!(
+        a["vm.lowmem_reserve_ratio"],
+        KnobValue::List(vec![256, 256, 32, 0, 0])
+    );
+}
+
+fn memory_of(value: &str) -> Option<u64> {
+    parse_spec(&format!("[machine]\nmemory = {value}\n"), "m.toml")
+        .unwrap()
+        .machine
+        .memory_bytes
+}
+
+#[test]
+fn memory_size_forms() {
+    let gib4 = Some(4u64 << 30);
+    for v in [
+        "\"4GiB\"",
+        "\"4G\"",
+        "\"4g\"",
+        "\"4 GiB\"",
+        "\"4096MiB\"",
+        "\"4096M\"",
+        "4294967296",
+    ] {
+        assert_eq!(memory_of(v), gib4, "{v}");
+    }
+    assert_eq!(memory_of("\"4194304KiB\""), gib4);
+    assert_eq!(memory_of("\"4194304K\""), gib4);
+    assert_eq!(memory_of("\"4294967296B\""), gib4);
+    assert_eq!(memory_of("\"2MiB\""), Some(2 << 20));
+    assert_eq!(memory_of("2097152"), Some(2 << 20));
+    assert_eq!(memory_of("\"1TiB\""), Some(1 << 40));
+    assert_eq!(memory_of("\"1T\""), Some(1 << 40));
+    assert_eq!(memory_of("\"1024GiB\""), Some(1 << 40));
+}
+
+#[test]
+fn kmem_star_expands_to_every_event() {
+    let spec = parse_spec(
+        "[machine]\nmemory = \"1GiB\"\n[run]\ntrace = [\"kmem:*\"]\n",
+        "t.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        spec.run.trace,
+        vec![
+            "mm_page_alloc",
+            "mm_page_free",
+            "mm_page_alloc_zone_locked",
+            "mm_page_pcpu_drain",
+            "mm_page_alloc_extfrag"
+        ]
+    );
+    // Duplicates collapse.
+    let spec = parse_spec(
+        "[machine]\nmemory = \"1GiB\"\n[run]\ntrace = [\"kmem:mm_page_free\", \"kmem:*\", \"kmem:mm_page_free\"]\n",
+        "t.toml",
+    )
+    .unwrap();
+    assert_eq!(spec.run.trace.len(), 5);
+}
+
+#[test]
+fn ops_may_be_inline_tables() {
+    let spec = parse_spec(
+        "op = [{ alloc = \"x\", gfp = \"GFP_ATOMIC\" },\n      { free = \"x\" }]\n[machine]\nmemory = \"8M\"\n",
+        "i.toml",
+    )
+    .unwrap();
+    assert_eq!(spec.ops.len(), 2);
+    assert_eq!(spec.ops[0].line(), 1);
+    assert_eq!(spec.ops[1].line(), 2);
+}
+
+#[test]
+fn load_spec_reads_a_file_and_names_it() {
+    let dir = std::env::temp_dir().join(format!("fraglab-spec-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ok.toml");
+    std::fs::write(&path, FULL).unwrap();
+    assert_eq!(load_spec(&path).unwrap().ops.len(), 6);
+
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[machine]\nmemory = \"1MiB\"\n").unwrap();
+    let e = load_spec(&bad).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}:2: key machine.memory: 1MiB is smaller than one pageblock (2 MiB)",
+            bad.display()
+        )
+    );
+
+    let missing = dir.join("missing.toml");
+    let e = load_spec(&missing).unwrap_err();
+    assert_eq!(e.line, 0);
+    assert!(e
+        .to_string()
+        .starts_with(&format!("{}: cannot read the spec: ", missing.display())));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
