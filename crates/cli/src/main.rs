@@ -7,11 +7,17 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// Built-in example specs, shipped in the binary (the files live in `examples/`).
-const EXAMPLES: &[(&str, &str)] =
-    &[("claim-steal-merge", include_str!("../../../examples/claim-steal-merge.toml"))];
+const EXAMPLES: &[(&str, &str)] = &[(
+    "claim-steal-merge",
+    include_str!("../../../examples/claim-steal-merge.toml"),
+)];
 
 #[derive(Parser)]
-#[command(name = "fraglab", version, about = "Simulate Linux 6.18 physical memory management: buddy allocator, migratetypes, fallbacks")]
+#[command(
+    name = "fraglab",
+    version,
+    about = "Simulate Linux 6.18 physical memory management: buddy allocator, migratetypes, fallbacks"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -49,15 +55,23 @@ fn main() -> ExitCode {
 }
 
 fn example(name: &str) -> Result<&'static str, String> {
-    EXAMPLES.iter().find(|(n, _)| *n == name).map(|(_, t)| *t).ok_or_else(|| {
-        let names: Vec<&str> = EXAMPLES.iter().map(|(n, _)| *n).collect();
-        format!("no built-in example {name:?} (there are: {})", names.join(", "))
-    })
+    EXAMPLES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            let names: Vec<&str> = EXAMPLES.iter().map(|(n, _)| *n).collect();
+            format!("no built-in example {name:?} (there are: {})", names.join(", "))
+        })
 }
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.cmd {
-        Cmd::Run { spec, example: ex, output } => {
+        Cmd::Run {
+            spec,
+            example: ex,
+            output,
+        } => {
             let spec = match (spec, ex) {
                 (Some(path), _) => fraglab_spec::load_spec(&path).map_err(|e| e.to_string())?,
                 (None, Some(name)) => {
@@ -101,8 +115,10 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Cmd::Knobs => {
+            println!("{:<52} {:<40} {:<16} description", "knob", "values", "default");
             for k in fraglab_spec::KNOBS {
-                println!("{}", k);
+                let used = if fraglab_sim::timeless::MODELLED_KNOBS.contains(&k.name) { "" } else { " [not read by the model yet]" };
+                println!("{:<52} {:<40} {:<16} {}{used}", k.name, k.kind.expected(), k.default, k.doc);
             }
             Ok(())
         }

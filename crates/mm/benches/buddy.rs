@@ -8,7 +8,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 fn machine(bytes: u64) -> Mm {
-    Mm::new(&MachineConfig::x86_64(bytes, true, 2).unwrap(), Tunables::default()).unwrap()
+    Mm::new(
+        &MachineConfig::x86_64(bytes, true, 2).unwrap(),
+        Tunables::default(),
+    )
+    .unwrap()
 }
 
 fn alloc_free(c: &mut Criterion) {
@@ -52,7 +56,11 @@ fn mixed_fallback(c: &mut Criterion) {
                 let mut rng = ChaCha8Rng::seed_from_u64(7);
                 let mut live = Vec::new();
                 // Pre-fragment: fill 90% with a mix, free half at random.
-                let gfps = [Gfp::GFP_KERNEL, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE), Gfp::GFP_HIGHUSER_MOVABLE];
+                let gfps = [
+                    Gfp::GFP_KERNEL,
+                    Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE),
+                    Gfp::GFP_HIGHUSER_MOVABLE,
+                ];
                 while let Some(p) = mm.alloc_pages(0, gfps[rng.gen_range(0..3)], 0) {
                     live.push((p, 0u32));
                     if live.len() > 235_000 {
@@ -68,7 +76,11 @@ fn mixed_fallback(c: &mut Criterion) {
                 (mm, live, rng)
             },
             |(mut mm, mut live, mut rng)| {
-                let gfps = [Gfp::GFP_KERNEL, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE), Gfp::GFP_HIGHUSER_MOVABLE];
+                let gfps = [
+                    Gfp::GFP_KERNEL,
+                    Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE),
+                    Gfp::GFP_HIGHUSER_MOVABLE,
+                ];
                 for _ in 0..10_000 {
                     let cpu = rng.gen_range(0..2);
                     if rng.gen_bool(0.5) || live.is_empty() {

@@ -43,7 +43,15 @@ pub fn machine_config(spec: &Spec) -> Result<MachineConfig, RunError> {
             let zones = zones
                 .iter()
                 .map(|z| {
-                    let fit = |v: u64| u32::try_from(v).map_err(|_| RunError(format!("{}: machine: zone {} beyond 16 TiB", spec.file, z.zone.name())));
+                    let fit = |v: u64| {
+                        u32::try_from(v).map_err(|_| {
+                            RunError(format!(
+                                "{}: machine: zone {} beyond 16 TiB",
+                                spec.file,
+                                z.zone.name()
+                            ))
+                        })
+                    };
                     Ok(ZoneConfig {
                         zone_type: z.zone,
                         start_pfn: fit(z.start_pfn)?,
@@ -53,12 +61,17 @@ pub fn machine_config(spec: &Spec) -> Result<MachineConfig, RunError> {
                     })
                 })
                 .collect::<Result<Vec<_>, RunError>>()?;
-            let mc = MachineConfig { zones, nr_cpus: m.cpus };
+            let mc = MachineConfig {
+                zones,
+                nr_cpus: m.cpus,
+            };
             mc.validate().map_err(err)?;
             Ok(mc)
         }
         None => {
-            let bytes = m.memory_bytes.ok_or_else(|| RunError(format!("{}: machine: no memory size", spec.file)))?;
+            let bytes = m
+                .memory_bytes
+                .ok_or_else(|| RunError(format!("{}: machine: no memory size", spec.file)))?;
             MachineConfig::x86_64(bytes, m.dma, m.cpus).map_err(err)
         }
     }
@@ -104,7 +117,8 @@ pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
     mm.debug_vm = spec.run.debug_vm;
     let mut mask = 0;
     for ev in &spec.run.trace {
-        mask |= trace_kind::from_name(ev).ok_or_else(|| RunError(format!("{}: run.trace: unknown event {ev}", spec.file)))?;
+        mask |= trace_kind::from_name(ev)
+            .ok_or_else(|| RunError(format!("{}: run.trace: unknown event {ev}", spec.file)))?;
     }
     mm.set_trace_mask(mask);
     Ok(mm)
@@ -121,20 +135,40 @@ struct ChunkSet {
 pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
     let mut mm = boot(spec)?;
     let mut out = String::new();
-    let unused: Vec<&str> = spec.knobs.keys().map(String::as_str).filter(|k| !MODELLED_KNOBS.contains(k)).collect();
+    let unused: Vec<&str> = spec
+        .knobs
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !MODELLED_KNOBS.contains(k))
+        .collect();
     if !unused.is_empty() {
-        let _ = writeln!(out, "# note: knobs not read by this model version: {}", unused.join(", "));
+        let _ = writeln!(
+            out,
+            "# note: knobs not read by this model version: {}",
+            unused.join(", ")
+        );
     }
     let mut sets: Vec<ChunkSet> = Vec::new();
     let mut next_owner = 0u32;
     mm.debug_check();
     for (i, op) in spec.ops.iter().enumerate() {
         match op {
-            Op::Alloc { set, count, order, gfp, cpu, must_succeed, .. } => {
+            Op::Alloc {
+                set,
+                count,
+                order,
+                gfp,
+                cpu,
+                must_succeed,
+                ..
+            } => {
                 let si = match sets.iter().position(|s| &s.name == set) {
                     Some(si) => si,
                     None => {
-                        sets.push(ChunkSet { name: set.clone(), chunks: Vec::new() });
+                        sets.push(ChunkSet {
+                            name: set.clone(),
+                            chunks: Vec::new(),
+                        });
                         sets.len() - 1
                     }
                 };
@@ -165,7 +199,13 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                     count - failed
                 );
             }
-            Op::Free { set, every, offset, cpu, .. } => {
+            Op::Free {
+                set,
+                every,
+                offset,
+                cpu,
+                ..
+            } => {
                 let si = sets
                     .iter()
                     .position(|s| &s.name == set)
@@ -184,7 +224,10 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                 }
                 let left = kept.len();
                 sets[si].chunks = kept;
-                let _ = writeln!(out, "# op[{i}] free {set} every {every} offset {offset}: {freed} freed, {left} left");
+                let _ = writeln!(
+                    out,
+                    "# op[{i}] free {set} every {every} offset {offset}: {freed} freed, {left} left"
+                );
             }
             Op::DrainAllPages { .. } => {
                 let ipis = mm.drain_all_pages();
@@ -198,7 +241,8 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
         }
     }
     if spec.run.debug_vm {
-        mm.check_invariants().map_err(|e| RunError(format!("{}: {e}", spec.file)))?;
+        mm.check_invariants()
+            .map_err(|e| RunError(format!("{}: {e}", spec.file)))?;
     }
     Ok(out)
 }
@@ -208,7 +252,9 @@ pub fn print(mm: &mut Mm, what: PrintWhat, zone: Option<ZoneType>, out: &mut Str
     match what {
         PrintWhat::Buddyinfo => out.push_str(&render_buddyinfo(0, &mm.zone_views())),
         PrintWhat::Pagetypeinfo => out.push_str(&render_pagetypeinfo(0, &mm.zone_views())),
-        PrintWhat::Zoneinfo => out.push_str(&render_zoneinfo(0, &mm.zone_views(), &stats_with_zone_items(mm))),
+        PrintWhat::Zoneinfo => {
+            out.push_str(&render_zoneinfo(0, &mm.zone_views(), &stats_with_zone_items(mm)))
+        }
         PrintWhat::Vmstat => out.push_str(&render_vmstat(&mm.zone_views(), &stats_with_zone_items(mm))),
         PrintWhat::Pageblocks => out.push_str(&pageblock_map(mm, zone)),
         PrintWhat::Trace => out.push_str(&render_trace(&mm.take_trace())),
@@ -342,7 +388,11 @@ pub fn summary(mm: &Mm) -> String {
     }
     let names = ["Unmovable", "Movable", "Reclaimable"];
     let f = &mm.fallbacks;
-    for (label, table) in [("claimer", &f.claim_whole), ("steal", &f.claim_partial), ("pollute", &f.steal)] {
+    for (label, table) in [
+        ("claimer", &f.claim_whole),
+        ("steal", &f.claim_partial),
+        ("pollute", &f.steal),
+    ] {
         for (a, row) in table.iter().enumerate() {
             for (b, n) in row.iter().enumerate() {
                 if *n > 0 {
