@@ -117,8 +117,18 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Knobs => {
             println!("{:<52} {:<40} {:<16} description", "knob", "values", "default");
             for k in fraglab_spec::KNOBS {
-                let used = if fraglab_sim::timeless::MODELLED_KNOBS.contains(&k.name) { "" } else { " [not read by the model yet]" };
-                println!("{:<52} {:<40} {:<16} {}{used}", k.name, k.kind.expected(), k.default, k.doc);
+                let used = if fraglab_sim::timeless::MODELLED_KNOBS.contains(&k.name) {
+                    ""
+                } else {
+                    " [not read by the model yet]"
+                };
+                println!(
+                    "{:<52} {:<40} {:<16} {}{used}",
+                    k.name,
+                    k.kind.expected(),
+                    k.default,
+                    k.doc
+                );
             }
             Ok(())
         }

@@ -87,6 +87,7 @@ pub struct Mm {
     /// Time stamp and task put on trace records (set by the engine; 0 without a clock).
     pub now_ns: u64,
     pub cur_pid: u32,
+    pub cur_comm: String,
     /// Wake-ups requested since the engine last took them.
     pub wakeups: Vec<Wakeup>,
     /// Fallback events by class (§6.5), counted whether or not tracing is on.
@@ -167,7 +168,8 @@ impl Mm {
             trace_buf: Vec::new(),
             trace_mask: 0,
             now_ns: 0,
-            cur_pid: 0,
+            cur_pid: 1,
+            cur_comm: "fraglab".to_string(),
             wakeups: Vec::new(),
             fallbacks: FallbackStats::default(),
             end_pfn,
@@ -425,12 +427,8 @@ impl Mm {
     }
 
     pub(crate) fn emit(&mut self, cpu: u32, event: TraceEvent) {
-        self.trace_buf.push(TraceRecord {
-            ts_ns: self.now_ns,
-            cpu,
-            pid: self.cur_pid,
-            event,
-        });
+        self.trace_buf
+            .push(TraceRecord::new(self.now_ns, cpu, self.cur_pid, event).with_comm(self.cur_comm.clone()));
     }
 
     /// Enables recording of the kmem events in `mask` (bits of [`trace_kind`]).
