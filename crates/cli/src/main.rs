@@ -41,6 +41,12 @@ enum Cmd {
     Examples { name: Option<String> },
     /// List the kernel knobs a spec may set, with their kinds and defaults.
     Knobs,
+    /// Boot a machine of the given size and report the model's host memory per simulated page.
+    Footprint {
+        /// RAM of the simulated machine, e.g. 24GiB or 1TiB.
+        #[arg(long, default_value = "1TiB")]
+        memory: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -114,6 +120,28 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             Ok(())
         }
+        Cmd::Footprint { memory } => {
+            let bytes = fraglab_spec::parse_size(&memory).map_err(|e| format!("--memory: {e}"))?;
+            let before = peak_rss_kib();
+            let machine = fraglab_mm::MachineConfig::x86_64(bytes, true, 2).map_err(|e| e.to_string())?;
+            let mm =
+                fraglab_mm::Mm::new(&machine, fraglab_mm::Tunables::default()).map_err(|e| e.to_string())?;
+            let pages = mm.end_pfn() as f64;
+            println!("simulated machine: {memory} ({} pfns spanned)", mm.end_pfn());
+            println!(
+                "model state (per-page arrays + pageblock bits): {} bytes = {:.2} bytes per page",
+                mm.host_bytes(),
+                mm.host_bytes() as f64 / pages
+            );
+            if let (Some(b), Some(a)) = (before, peak_rss_kib()) {
+                println!(
+                    "process peak RSS grew by {} KiB = {:.2} bytes per page (VmHWM)",
+                    a - b,
+                    (a - b) as f64 * 1024.0 / pages
+                );
+            }
+            Ok(())
+        }
         Cmd::Knobs => {
             println!("{:<52} {:<40} {:<16} description", "knob", "values", "default");
             for k in fraglab_spec::KNOBS {
@@ -133,4 +161,12 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// VmHWM of this process from /proc/self/status, in KiB (Linux only).
+fn peak_rss_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
