@@ -1,0 +1,99 @@
+//! The binary's behaviour on good and bad input (issue "physical memory model", Done when:
+//! bad input gets a one-line error naming file, line and key; nothing is half-written).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn fraglab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fraglab"))
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fraglab-cli-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const GOOD: &str = r#"[machine]
+memory = "64MiB"
+dma = false
+
+[[op]]
+alloc = "a"
+count = 10
+gfp = "GFP_KERNEL"
+
+[[op]]
+print = "buddyinfo"
+"#;
+
+/// Runs the binary on `text` with `-o`; returns (exit ok, stderr, whether the output exists).
+fn run_spec(name: &str, text: &str) -> (bool, String, bool) {
+    let d = temp_dir(name);
+    let spec = d.join("spec.toml");
+    let out = d.join("out.txt");
+    std::fs::write(&spec, text).unwrap();
+    let o = fraglab().arg("run").arg(&spec).arg("-o").arg(&out).output().unwrap();
+    let exists = out.exists();
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    std::fs::remove_dir_all(&d).unwrap();
+    (o.status.success(), stderr, exists)
+}
+
+fn assert_one_line_error(name: &str, text: &str, line: usize, key: &str) {
+    let (ok, stderr, exists) = run_spec(name, text);
+    assert!(!ok, "{name}: should fail");
+    assert!(!exists, "{name}: output must not be written");
+    assert_eq!(stderr.lines().count(), 1, "{name}: one line, got {stderr:?}");
+    assert!(stderr.contains(&format!("spec.toml:{line}: key {key}:")), "{name}: {stderr}");
+}
+
+#[test]
+fn good_spec_runs_and_writes_output() {
+    let (ok, stderr, exists) = run_spec("good", GOOD);
+    assert!(ok, "{stderr}");
+    assert!(exists);
+}
+
+#[test]
+fn unknown_key_is_named() {
+    assert_one_line_error("unknown", &GOOD.replace("dma = false", "dma = false\nnuma = 2"), 4, "machine.numa");
+}
+
+#[test]
+fn wrong_type_is_named() {
+    assert_one_line_error("type", &GOOD.replace("count = 10", "count = \"ten\""), 7, "op[0].count");
+}
+
+#[test]
+fn order_11_is_rejected() {
+    assert_one_line_error("order", &GOOD.replace("count = 10", "count = 10\norder = 11"), 8, "op[0].order");
+}
+
+#[test]
+fn unknown_gfp_flag_is_rejected() {
+    assert_one_line_error("gfp", &GOOD.replace("GFP_KERNEL", "GFP_KERNEL|__GFP_NORETRI"), 8, "op[0].gfp");
+}
+
+#[test]
+fn machine_smaller_than_a_pageblock_is_rejected() {
+    assert_one_line_error("small", &GOOD.replace("64MiB", "1MiB"), 2, "machine.memory");
+}
+
+#[test]
+fn runtime_failure_writes_nothing() {
+    // 64 MiB cannot hold 100000 pages; must_succeed turns the first failure into an error.
+    let text = GOOD.replace("count = 10", "count = 100000\nmust_succeed = true");
+    let (ok, stderr, exists) = run_spec("runtime", &text);
+    assert!(!ok);
+    assert!(!exists);
+    assert!(stderr.contains("spec.toml:5: op[0]"), "{stderr}");
+}
+
+#[test]
+fn builtin_example_runs() {
+    let o = fraglab().args(["run", "--example", "claim-steal-merge"]).output().unwrap();
+    assert!(o.status.success());
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.contains("Number of blocks type"));
+}
