@@ -33,7 +33,13 @@ fn run_spec(name: &str, text: &str) -> (bool, String, bool) {
     let spec = d.join("spec.toml");
     let out = d.join("out.txt");
     std::fs::write(&spec, text).unwrap();
-    let o = fraglab().arg("run").arg(&spec).arg("-o").arg(&out).output().unwrap();
+    let o = fraglab()
+        .arg("run")
+        .arg(&spec)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
     let exists = out.exists();
     let stderr = String::from_utf8(o.stderr).unwrap();
     std::fs::remove_dir_all(&d).unwrap();
@@ -45,7 +51,10 @@ fn assert_one_line_error(name: &str, text: &str, line: usize, key: &str) {
     assert!(!ok, "{name}: should fail");
     assert!(!exists, "{name}: output must not be written");
     assert_eq!(stderr.lines().count(), 1, "{name}: one line, got {stderr:?}");
-    assert!(stderr.contains(&format!("spec.toml:{line}: key {key}:")), "{name}: {stderr}");
+    assert!(
+        stderr.contains(&format!("spec.toml:{line}: key {key}:")),
+        "{name}: {stderr}"
+    );
 }
 
 #[test]
@@ -57,22 +66,42 @@ fn good_spec_runs_and_writes_output() {
 
 #[test]
 fn unknown_key_is_named() {
-    assert_one_line_error("unknown", &GOOD.replace("dma = false", "dma = false\nnuma = 2"), 4, "machine.numa");
+    assert_one_line_error(
+        "unknown",
+        &GOOD.replace("dma = false", "dma = false\nnuma = 2"),
+        4,
+        "machine.numa",
+    );
 }
 
 #[test]
 fn wrong_type_is_named() {
-    assert_one_line_error("type", &GOOD.replace("count = 10", "count = \"ten\""), 7, "op[0].count");
+    assert_one_line_error(
+        "type",
+        &GOOD.replace("count = 10", "count = \"ten\""),
+        7,
+        "op[0].count",
+    );
 }
 
 #[test]
 fn order_11_is_rejected() {
-    assert_one_line_error("order", &GOOD.replace("count = 10", "count = 10\norder = 11"), 8, "op[0].order");
+    assert_one_line_error(
+        "order",
+        &GOOD.replace("count = 10", "count = 10\norder = 11"),
+        8,
+        "op[0].order",
+    );
 }
 
 #[test]
 fn unknown_gfp_flag_is_rejected() {
-    assert_one_line_error("gfp", &GOOD.replace("GFP_KERNEL", "GFP_KERNEL|__GFP_NORETRI"), 8, "op[0].gfp");
+    assert_one_line_error(
+        "gfp",
+        &GOOD.replace("GFP_KERNEL", "GFP_KERNEL|__GFP_NORETRI"),
+        8,
+        "op[0].gfp",
+    );
 }
 
 #[test]
@@ -92,7 +121,10 @@ fn runtime_failure_writes_nothing() {
 
 #[test]
 fn builtin_example_runs() {
-    let o = fraglab().args(["run", "--example", "claim-steal-merge"]).output().unwrap();
+    let o = fraglab()
+        .args(["run", "--example", "claim-steal-merge"])
+        .output()
+        .unwrap();
     assert!(o.status.success());
     let out = String::from_utf8(o.stdout).unwrap();
     assert!(out.contains("Number of blocks type"));
