@@ -46,6 +46,7 @@ impl Mm {
     ///   order ≥ 9 on non-Isolate lists; nr_free_highatomic = pages on HighAtomic lists.
     /// * PCP counts equal their lists; PCP chunks are of cached orders.
     /// * Chunks do not overlap; free + PCP + allocated = managed for every zone.
+    #[allow(clippy::needless_range_loop)]
     pub fn check_invariants(&self) -> Result<PageCensus, InvariantViolation> {
         let mut census = PageCensus::default();
         // Walk the memory map: every managed page belongs to exactly one chunk.

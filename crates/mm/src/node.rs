@@ -262,11 +262,7 @@ impl Mm {
             .sum();
         let wsf = self.tun.watermark_scale_factor;
         for z in &mut self.zones {
-            let mut tmp = if lowmem == 0 {
-                0
-            } else {
-                pages_min * z.managed / lowmem
-            };
+            let mut tmp = (pages_min * z.managed).checked_div(lowmem).unwrap_or(0);
             if z.zone_type == ZoneType::Movable {
                 z.wmark[WMARK_MIN] = (z.managed / 1024).clamp(32, 128);
             } else {
@@ -291,7 +287,8 @@ impl Mm {
                     continue;
                 }
                 managed += self.zones[j].managed;
-                self.zones[i].lowmem_reserve[j] = if ratio == 0 || managed == 0 {
+                // A zone without managed pages gets no reserve (the kernel's `clear`).
+                self.zones[i].lowmem_reserve[j] = if ratio == 0 || self.zones[i].managed == 0 {
                     0
                 } else {
                     managed / ratio
@@ -311,11 +308,7 @@ impl Mm {
             }
             batch = rounddown_pow_of_two(batch + batch / 2).saturating_sub(1).max(1);
             let highsize = |fraction: u64| -> u64 {
-                let total = if fraction == 0 {
-                    z.wmark[WMARK_LOW]
-                } else {
-                    z.managed / fraction
-                };
+                let total = z.managed.checked_div(fraction).unwrap_or(z.wmark[WMARK_LOW]);
                 (total / cpus).max(batch << 2)
             };
             let (hmin, hmax) = if frac != 0 {

@@ -46,6 +46,21 @@ pub struct AllocContext {
     pub preferred_zone: Option<usize>,
 }
 
+/// The kernel's `clamp(v, lo, hi)` (include/linux/minmax.h): `v >= hi ? hi : v <= lo ? lo : v`.
+/// Unlike `Ord::clamp` it does not panic when lo > hi, which happens to the PCP `high_min` and
+/// `high_max` when the low watermark exceeds managed/8 (large min_free_kbytes or
+/// watermark_scale_factor on a small zone).
+#[inline]
+fn kclamp(v: u64, lo: u64, hi: u64) -> u64 {
+    if v >= hi {
+        hi
+    } else if v <= lo {
+        lo
+    } else {
+        v
+    }
+}
+
 /// `should_try_claim_block` (§6.3.2b).
 #[inline]
 pub fn should_try_claim_block(order: u32, start_mt: MigrateType) -> bool {
@@ -283,7 +298,7 @@ impl Mm {
         let below_high = self.zones[zi].flags.below_high;
         let p = &mut self.zones[zi].pcp[cpu];
         let base = p.batch;
-        p.high = p.high.clamp(p.high_min, p.high_max);
+        p.high = kclamp(p.high, p.high_min, p.high_max);
         let mut high = p.high;
         if high < base {
             return 1;
@@ -308,6 +323,7 @@ impl Mm {
 
     /// `rmqueue_bulk` (§2.3): `count` chunks under one lock hold, keeping the fallback mode
     /// across the loop, appended to the PCP list's tail in the order obtained.
+    #[allow(clippy::too_many_arguments)]
     fn rmqueue_bulk(
         &mut self,
         cpu: u32,
@@ -443,7 +459,7 @@ impl Mm {
     fn nr_pcp_high(&mut self, zi: usize, cpu: usize, batch: u64, free_high: bool) -> u64 {
         let flags = self.zones[zi].flags;
         let p = &mut self.zones[zi].pcp[cpu];
-        p.high = p.high.clamp(p.high_min, p.high_max);
+        p.high = kclamp(p.high, p.high_min, p.high_max);
         let mut high = p.high;
         if high == 0 {
             return 0;
@@ -467,7 +483,7 @@ impl Mm {
         } else if p.count >= high {
             let need = p.free_count + batch;
             if p.high < need {
-                p.high = need.clamp(p.high_min, p.high_max);
+                p.high = kclamp(need, p.high_min, p.high_max);
             }
         }
         high
@@ -482,7 +498,7 @@ impl Mm {
         if high < batch {
             return 1;
         }
-        p.free_count.clamp(batch, high - batch)
+        kclamp(p.free_count, batch, high - batch)
     }
 
     /// `free_pcppages_bulk` (§2.1.4): drains `count` pages, one list at a time starting with
@@ -803,9 +819,7 @@ impl Mm {
         mut alloc_flags: AllocFlags,
         ac: &AllocContext,
     ) -> Option<u32> {
-        let Some(preferred) = ac.preferred_zone else {
-            return None;
-        };
+        let preferred = ac.preferred_zone?;
         loop {
             let no_fallback = alloc_flags.has(AllocFlags::NOFRAGMENT);
             for zi in (0..=preferred).rev() {

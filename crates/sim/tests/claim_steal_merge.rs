@@ -50,7 +50,7 @@ fn example_shows_claim_steal_and_merge() {
     let after_slab = section(&out, 3);
     let b = blocks(after_slab, "Normal");
     assert!(
-        b[0] >= 196 && b[0] % 2 == 0,
+        b[0] >= 196 && b[0].is_multiple_of(2),
         "unmovable blocks after the claim: {b:?}"
     );
     assert_eq!(b[0] + b[1], 640);
