@@ -969,7 +969,10 @@ impl Mm {
     /// compaction, direct reclaim, retries and the defrag_mode NOFRAGMENT drop (steps 4, 8–13)
     /// are not modelled yet: a blocking request that fails at the min watermark fails.
     pub fn alloc_pages(&mut self, cpu: u32, gfp: Gfp, order: u32) -> Option<u32> {
-        assert!(order <= MAX_PAGE_ORDER, "order {order} > MAX_PAGE_ORDER");
+        if order > MAX_PAGE_ORDER {
+            // The kernel warns (unless __GFP_NOWARN) and returns NULL, without a trace event.
+            return None;
+        }
         assert!(cpu < self.nr_cpus, "cpu {cpu} out of range");
         let ac = self.alloc_context(gfp);
         let mut alloc_flags = AllocFlags(AllocFlags::WMARK_LOW);
