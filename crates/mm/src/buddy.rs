@@ -249,6 +249,28 @@ impl Mm {
         self.account_freepages(zi, 1i64 << order, mt);
         let mut last_buddy = None;
         while order < MAX_PAGE_ORDER {
+            if self.capc.is_some() && self.compaction_capture(zi, order, mt) {
+                // The direct compactor takes the page (§9.10).
+                self.account_freepages(zi, -(1i64 << order), mt);
+                self.pages.set(pfn, PageKind::Allocated, order);
+                self.pages.a[pfn as usize] = NIL;
+                let capc = self.capc.as_mut().expect("capture control");
+                capc.page = Some(pfn);
+                let want = capc.migratetype;
+                self.pages.b[pfn as usize] = want as u32;
+                if mt != want && self.trace_on(crate::node::trace_kind::MM_PAGE_ALLOC_EXTFRAG) {
+                    let ev = crate::trace::TraceEvent::MmPageAllocExtfrag {
+                        pfn,
+                        alloc_order: order as i32,
+                        fallback_order: order as i32,
+                        alloc_migratetype: want as i32,
+                        fallback_migratetype: mt as i32,
+                        change_ownership: self.block_mt(pfn) == want,
+                    };
+                    self.emit(0, ev);
+                }
+                return;
+            }
             let buddy_pfn = pfn ^ (1 << order);
             last_buddy = Some(buddy_pfn);
             let Some(buddy) = self.find_buddy(zi, pfn, order) else {
@@ -357,7 +379,7 @@ impl Mm {
         for order in 0..=MAX_PAGE_ORDER {
             let head = pfn & !((1u32 << order) - 1);
             match self.pages.kind(head) {
-                PageKind::Buddy | PageKind::Pcp | PageKind::Allocated => {
+                PageKind::Buddy | PageKind::Pcp | PageKind::Allocated | PageKind::Isolated => {
                     let o = self.pages.order(head);
                     return (head + (1 << o) > pfn).then_some((head, o));
                 }

@@ -33,6 +33,8 @@ pub struct PageCensus {
     pub free: u64,
     pub pcp: u64,
     pub allocated: u64,
+    /// Free chunks isolated by a running compaction (zero between operations).
+    pub isolated: u64,
     pub managed: u64,
 }
 
@@ -54,7 +56,7 @@ impl Mm {
             if z.spanned == 0 {
                 continue;
             }
-            let (mut free, mut pcp, mut alloc) = (0u64, 0u64, 0u64);
+            let (mut free, mut pcp, mut alloc, mut isolated) = (0u64, 0u64, 0u64, 0u64);
             let (mut free_pages_nonisolate, mut blocks, mut highatomic) = (0i64, 0i64, 0u64);
             let mut chunks_by = [[0u64; MIGRATE_TYPES]; NR_PAGE_ORDERS];
             let mut pfn = z.start_pfn;
@@ -122,14 +124,35 @@ impl Mm {
                         );
                         pcp += nr;
                     }
-                    PageKind::Allocated => alloc += nr,
+                    PageKind::Allocated => {
+                        alloc += nr;
+                        let id = self.pages.a[pfn as usize];
+                        if let Some(f) = self.folios.folios.get(id as usize) {
+                            if f.live && f.pfn == pfn {
+                                ensure!(
+                                    f.order as u32 == order,
+                                    "folio {id} at {pfn:#x}: order {} but the chunk has order {order}",
+                                    f.order
+                                );
+                                ensure!(
+                                    !f.isolated,
+                                    "folio {id} at {pfn:#x} is still isolated between operations"
+                                );
+                                ensure!(
+                                    self.pages.flag(pfn, PG_LRU) == f.kind.on_lru(),
+                                    "folio {id} at {pfn:#x}: LRU flag does not match its kind"
+                                );
+                            }
+                        }
+                    }
+                    PageKind::Isolated => isolated += nr,
                     _ => unreachable!(),
                 }
                 pfn = end;
             }
             ensure!(
-                free + pcp + alloc == z.managed,
-                "zone {}: free {free} + pcp {pcp} + allocated {alloc} != managed {}",
+                free + pcp + alloc + isolated == z.managed,
+                "zone {}: free {free} + pcp {pcp} + allocated {alloc} + isolated {isolated} != managed {}",
                 z.zone_type.name(),
                 z.managed
             );
@@ -264,7 +287,22 @@ impl Mm {
             census.free += free;
             census.pcp += pcp;
             census.allocated += alloc;
+            census.isolated += isolated;
             census.managed += z.managed;
+        }
+        // Every live folio sits at an allocated head of its order that names it.
+        for (id, f) in self.folios.live() {
+            ensure!(
+                self.pages.kind(f.pfn) == PageKind::Allocated
+                    && self.pages.order(f.pfn) == f.order as u32
+                    && self.pages.a[f.pfn as usize] == id,
+                "folio {id} (order {}) claims pfn {:#x}, which is {:?} order {} owned by {}",
+                f.order,
+                f.pfn,
+                self.pages.kind(f.pfn),
+                self.pages.order(f.pfn),
+                self.pages.a[f.pfn as usize]
+            );
         }
         Ok(census)
     }

@@ -5,8 +5,11 @@
 //! Pure and deterministic: no clock, no threads, no I/O.
 
 pub mod buddy;
+pub mod compaction;
 pub mod debug_vm;
+pub mod folio;
 pub mod gfp;
+pub mod migrate;
 pub mod mmzone;
 pub mod node;
 pub mod page_alloc;

@@ -30,6 +30,9 @@ pub enum PageKind {
     Pcp = 4,
     /// Head of an allocated chunk.
     Allocated = 5,
+    /// Head of a free chunk isolated by compaction's free scanner (on `cc.freepages`, off the
+    /// buddy lists and out of NR_FREE_PAGES, §9.8).
+    Isolated = 6,
 }
 
 const KIND_SHIFT: u8 = 4;
@@ -67,6 +70,7 @@ impl PageArray {
             3 => PageKind::Buddy,
             4 => PageKind::Pcp,
             5 => PageKind::Allocated,
+            6 => PageKind::Isolated,
             k => panic!("corrupt page state {k} at pfn {pfn:#x}"),
         }
     }
@@ -227,6 +231,22 @@ pub struct Zone {
     pub numa: [u64; NR_NUMA_STATS],
     pub flags: ZoneFlags,
     pub pcp: Vec<PerCpuPages>,
+    /// Compaction state that persists across runs (§9.1).
+    pub compact: ZoneCompact,
+}
+
+/// Per-zone compaction state (§9.1, §9.3): cached scanner positions and deferral.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ZoneCompact {
+    /// `compact_cached_migrate_pfn[0]` (async) and `[1]` (sync).
+    pub cached_migrate_pfn: [u32; 2],
+    pub cached_free_pfn: u32,
+    pub init_migrate_pfn: u32,
+    pub init_free_pfn: u32,
+    pub considered: u32,
+    pub defer_shift: u32,
+    pub order_failed: u32,
+    pub blockskip_flush: bool,
 }
 
 impl Zone {
@@ -247,6 +267,7 @@ impl Zone {
             numa: [0; NR_NUMA_STATS],
             flags: ZoneFlags::default(),
             pcp: vec![PerCpuPages::default(); nr_cpus],
+            compact: ZoneCompact::default(),
         }
     }
 

@@ -92,6 +92,17 @@ pub struct Mm {
     pub wakeups: Vec<Wakeup>,
     /// Fallback events by class (§6.5), counted whether or not tracing is on.
     pub fallbacks: FallbackStats,
+    /// The folio registry.
+    pub folios: crate::folio::FolioTable,
+    /// Model switches and compaction knobs.
+    pub compaction: crate::compaction::CompactionConfig,
+    /// A direct compactor's capture request (`task_capc`, §9.10), while one runs.
+    pub(crate) capc: Option<crate::compaction::CaptureControl>,
+    /// kcompactd's state (§9.11.1).
+    pub kcompactd: crate::compaction::KcompactdState,
+    /// What the last `migrate_pages` call did, and how many pages it was given.
+    pub last_migrate: crate::migrate::MigrateStats,
+    pub last_migrate_nr_pages: u64,
     pub(crate) end_pfn: u32,
 }
 
@@ -172,6 +183,12 @@ impl Mm {
             cur_comm: "fraglab".to_string(),
             wakeups: Vec::new(),
             fallbacks: FallbackStats::default(),
+            folios: Default::default(),
+            compaction: Default::default(),
+            capc: None,
+            kcompactd: Default::default(),
+            last_migrate: Default::default(),
+            last_migrate_nr_pages: 0,
             end_pfn,
         };
         for zc in &machine.zones {
@@ -208,6 +225,9 @@ impl Mm {
         mm.setup_per_zone_wmarks();
         mm.setup_per_zone_lowmem_reserve();
         mm.setup_pcp();
+        for zi in 0..mm.zones.len() {
+            mm.reset_cached_positions(zi);
+        }
         Ok(mm)
     }
 

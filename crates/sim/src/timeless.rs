@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use fraglab_mm::folio::{FolioId, FolioKind};
 use fraglab_mm::mmzone::{MachineConfig, PageKind, ZoneConfig};
 use fraglab_mm::node::{trace_kind, Mm, Tunables};
 use fraglab_mm::trace::render_trace;
@@ -127,7 +128,7 @@ pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
 /// A named set of allocated chunks.
 struct ChunkSet {
     name: String,
-    chunks: Vec<(u32, u32)>,
+    chunks: Vec<FolioId>,
 }
 
 /// Runs every op of `spec` in order and returns the text its `print` ops produced, with a
@@ -149,7 +150,6 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
         );
     }
     let mut sets: Vec<ChunkSet> = Vec::new();
-    let mut next_owner = 0u32;
     mm.debug_check();
     for (i, op) in spec.ops.iter().enumerate() {
         match op {
@@ -172,14 +172,12 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                         sets.len() - 1
                     }
                 };
-                let lru = gfp.migratetype() == MigrateType::Movable;
+                let kind = FolioKind::from_gfp(*gfp);
                 let mut failed = 0u32;
                 for n in 0..*count {
-                    match mm.alloc_pages(*cpu, *gfp, *order) {
-                        Some(pfn) => {
-                            mm.set_page_owner(pfn, next_owner, lru);
-                            next_owner = next_owner.wrapping_add(1);
-                            sets[si].chunks.push((pfn, *order));
+                    match mm.alloc_folio(*cpu, *gfp, *order, kind, false) {
+                        Some(id) => {
+                            sets[si].chunks.push(id);
                         }
                         None if *must_succeed => {
                             return Err(RunError(format!(
@@ -213,13 +211,13 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                 let chunks = std::mem::take(&mut sets[si].chunks);
                 let mut kept = Vec::with_capacity(chunks.len());
                 let mut freed = 0;
-                for (n, (pfn, order)) in chunks.into_iter().enumerate() {
+                for (n, id) in chunks.into_iter().enumerate() {
                     if n as u32 % every == *offset {
-                        mm.free_pages(*cpu, pfn, order);
+                        mm.free_folio(*cpu, id);
                         mm.debug_check();
                         freed += 1;
                     } else {
-                        kept.push((pfn, order));
+                        kept.push(id);
                     }
                 }
                 let left = kept.len();

@@ -1,0 +1,1421 @@
+//! Compaction (`kernel-model.md` §9): suitability, deferral, `compact_zone` with the migration
+//! and free scanners, skip bits and cached positions, `compaction_alloc`/`compaction_free` with
+//! per-order isolated free lists and free-page split (`compaction_free` is not needed: a
+//! migration never fails after its target is allocated, see migrate.rs), capture, `try_to_compact_pages`,
+//! kcompactd's work function, proactive compaction and /proc/sys/vm/compact_memory. Models
+//! mm/compaction.c of Linux 6.18; migration itself is in `migrate.rs`.
+//!
+//! Simplifications (§19.1 items 5 and 13), each named where it applies:
+//! * the fast searches (`fast_find_migrateblock`, `fast_isolate_freepages`) are not modelled:
+//!   both scanners search linearly from their cached positions, honouring skip bits;
+//! * no lock contention, `need_resched` or fatal signals (no CONTENDED from those; the −ENOMEM
+//!   CONTENDED is kept); `too_many_isolated` is not modelled (no LRU sizes yet);
+//! * no LRU-add batches (`lru_add_drain` is a no-op); the drain check drains this CPU's PCP
+//!   lists for the zone, as `lru_add_drain_cpu_zone` does;
+//! * no writeback/dirty state yet, so ISOLATE_ASYNC_MIGRATE skips nothing.
+
+use crate::folio::FolioId;
+use crate::gfp::{AllocFlags, Gfp};
+use crate::mmzone::*;
+use crate::node::Mm;
+use crate::page_alloc::Fallback;
+use crate::types::*;
+use crate::vmstat::Stat;
+
+/// `COMPACT_CLUSTER_MAX`.
+pub const COMPACT_CLUSTER_MAX: u64 = 32;
+/// `COMPACT_MAX_DEFER_SHIFT`.
+pub const COMPACT_MAX_DEFER_SHIFT: u32 = 6;
+
+/// `enum compact_result` (§7.1), in kernel order (the order matters: try_to_compact_pages takes
+/// the max over zones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CompactResult {
+    NotSuitableZone = 0,
+    Skipped = 1,
+    Deferred = 2,
+    NoSuitablePage = 3,
+    Continue = 4,
+    Complete = 5,
+    PartialSkipped = 6,
+    Contended = 7,
+    Success = 8,
+}
+
+impl CompactResult {
+    /// The name tracepoints print (`COMPACTION_STATUS`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactResult::NotSuitableZone => "not_suitable_zone",
+            CompactResult::Skipped => "skipped",
+            CompactResult::Deferred => "deferred",
+            CompactResult::NoSuitablePage => "no_suitable_page",
+            CompactResult::Continue => "continue",
+            CompactResult::Complete => "complete",
+            CompactResult::PartialSkipped => "partial_skipped",
+            CompactResult::Contended => "contended",
+            CompactResult::Success => "success",
+        }
+    }
+}
+
+/// `enum compact_priority` (§7.1): lower is harder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CompactPriority {
+    SyncFull = 0,
+    SyncLight = 1,
+    Async = 2,
+}
+
+/// `enum migrate_mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MigrateMode {
+    Async = 0,
+    SyncLight = 1,
+    Sync = 2,
+}
+
+/// The large-folio compaction behaviours of Zi Yan's series (seed 000), as a switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum FolioMode {
+    /// Before the series (≤ 6.8): large folios are not isolated; free chunks are handed out as
+    /// order-0 pages.
+    SkipLarge,
+    /// Patch 1: large folios below cc.order are isolated and split before migration; targets
+    /// are order-0 pages.
+    SplitLarge,
+    /// Patch 2: folios migrate whole; isolated free chunks are kept per order, and a folio only
+    /// gets a target of exactly its order (no free-page split).
+    MigrateNoFreeSplit,
+    /// Patch 3 = Linux 6.9+ and 6.18: free-page split in `compaction_alloc`.
+    #[default]
+    MigrateFreeSplit,
+}
+
+impl FolioMode {
+    pub const ALL: [FolioMode; 4] = [
+        FolioMode::SkipLarge,
+        FolioMode::SplitLarge,
+        FolioMode::MigrateNoFreeSplit,
+        FolioMode::MigrateFreeSplit,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FolioMode::SkipLarge => "skip_large",
+            FolioMode::SplitLarge => "split_large",
+            FolioMode::MigrateNoFreeSplit => "migrate_no_free_split",
+            FolioMode::MigrateFreeSplit => "migrate_free_split",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<FolioMode> {
+        Self::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
+/// Compaction knobs and model switches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactionConfig {
+    pub folio_mode: FolioMode,
+    /// `vm.extfrag_threshold` (§9.2.4).
+    pub extfrag_threshold: i32,
+    /// `vm.compaction_proactiveness` (§9.12).
+    pub proactiveness: u32,
+    /// `vm.compact_unevictable_allowed` (the model has no unevictable folios yet).
+    pub unevictable_allowed: bool,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        CompactionConfig {
+            folio_mode: FolioMode::MigrateFreeSplit,
+            extfrag_threshold: 500,
+            proactiveness: 20,
+            unevictable_allowed: true,
+        }
+    }
+}
+
+/// kcompactd's per-node state (§9.11.1).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KcompactdState {
+    pub max_order: u32,
+    pub highest_zoneidx: usize,
+}
+
+/// `struct capture_control` (§9.10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CaptureControl {
+    pub zone: usize,
+    pub order: u32,
+    pub migratetype: MigrateType,
+    pub page: Option<u32>,
+}
+
+/// `struct compact_control` (§9.1).
+#[derive(Clone, Debug)]
+pub struct CompactControl {
+    pub zi: usize,
+    /// −1 = whole zone (/proc, proactive).
+    pub order: i32,
+    pub gfp: Gfp,
+    pub migratetype: MigrateType,
+    pub mode: MigrateMode,
+    pub alloc_flags: AllocFlags,
+    pub highest_zoneidx: usize,
+    pub direct_compaction: bool,
+    pub proactive_compaction: bool,
+    pub whole_zone: bool,
+    pub ignore_skip_hint: bool,
+    pub ignore_block_suitable: bool,
+    pub finish_pageblock: bool,
+    pub migrate_pfn: u32,
+    pub free_pfn: u32,
+    /// Isolated free chunks kept at their buddy order (§9.1).
+    pub freepages: [Vec<u32>; NR_PAGE_ORDERS],
+    pub nr_freepages: u64,
+    pub migratepages: Vec<FolioId>,
+    pub nr_migratepages: u64,
+    pub total_migrate_scanned: u64,
+    pub total_free_scanned: u64,
+    /// The CPU the compactor runs on (its PCP receives migrated-away sources).
+    pub cpu: u32,
+}
+
+impl CompactControl {
+    fn new(zi: usize, order: i32, gfp: Gfp, mode: MigrateMode, cpu: u32) -> Self {
+        CompactControl {
+            zi,
+            order,
+            gfp,
+            migratetype: gfp.migratetype(),
+            mode,
+            alloc_flags: AllocFlags(0),
+            highest_zoneidx: zi,
+            direct_compaction: false,
+            proactive_compaction: false,
+            whole_zone: false,
+            ignore_skip_hint: false,
+            ignore_block_suitable: false,
+            finish_pageblock: false,
+            migrate_pfn: 0,
+            free_pfn: 0,
+            freepages: Default::default(),
+            nr_freepages: 0,
+            migratepages: Vec::new(),
+            nr_migratepages: 0,
+            total_migrate_scanned: 0,
+            total_free_scanned: 0,
+            cpu,
+        }
+    }
+}
+
+/// What one `compact_zone` run did, for whoever charges time for it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactRunStats {
+    pub migrate_scanned: u64,
+    pub free_scanned: u64,
+    pub isolated: u64,
+    pub migrated_pages: u64,
+    pub failed_pages: u64,
+    pub runs: u64,
+}
+
+impl CompactRunStats {
+    fn add(&mut self, o: &CompactRunStats) {
+        self.migrate_scanned += o.migrate_scanned;
+        self.free_scanned += o.free_scanned;
+        self.isolated += o.isolated;
+        self.migrated_pages += o.migrated_pages;
+        self.failed_pages += o.failed_pages;
+        self.runs += o.runs;
+    }
+}
+
+/// `pageblock_start_pfn`.
+#[inline]
+fn pb_start(pfn: u32) -> u32 {
+    pfn & !(PAGEBLOCK_NR_PAGES - 1)
+}
+
+/// `compact_gap(order)` = 2 << order (§9.2.3).
+#[inline]
+pub fn compact_gap(order: u32) -> u64 {
+    2u64 << order
+}
+
+impl Mm {
+    // ---- indices (§9.2) ---------------------------------------------------------------------
+
+    /// `fill_contig_page_info`: (free pages, free blocks, suitable blocks for `order`).
+    fn contig_page_info(&self, zi: usize, order: u32) -> (u64, u64, u64) {
+        let a = &self.zones[zi].area;
+        let (mut free_pages, mut blocks, mut suitable) = (0u64, 0u64, 0u64);
+        for o in 0..NR_PAGE_ORDERS {
+            let n = a.nr_free[o];
+            blocks += n;
+            free_pages += n << o;
+            if o as u32 >= order {
+                suitable += n << (o as u32 - order);
+            }
+        }
+        (free_pages, blocks, suitable)
+    }
+
+    /// `fragmentation_index` (§9.2): −1000 if a suitable chunk exists, 0 with no free blocks,
+    /// else 1000 − (1000 + free·1000/2^order) / blocks.
+    pub fn fragmentation_index(&self, zi: usize, order: u32) -> i32 {
+        let (free_pages, blocks, suitable) = self.contig_page_info(zi, order);
+        if blocks == 0 {
+            return 0;
+        }
+        if suitable > 0 {
+            return -1000;
+        }
+        1000 - ((1000 + free_pages * 1000 / (1u64 << order)) / blocks) as i32
+    }
+
+    /// `unusable_free_index` (debugfs unusable_index) ×1000.
+    pub fn unusable_free_index(&self, zi: usize, order: u32) -> u64 {
+        let (free_pages, _, suitable) = self.contig_page_info(zi, order);
+        if free_pages == 0 {
+            return 1000;
+        }
+        (free_pages - (suitable << order)) * 1000 / free_pages
+    }
+
+    /// `extfrag_for_order` (§9.2): percent of free memory in chunks below `order`.
+    pub fn extfrag_for_order(&self, zi: usize, order: u32) -> u64 {
+        let (free_pages, _, suitable) = self.contig_page_info(zi, order);
+        if free_pages == 0 {
+            return 0;
+        }
+        (free_pages - (suitable << order)) * 100 / free_pages
+    }
+
+    /// `fragmentation_score_zone` = extfrag_for_order(zone, 9) (§9.12.2).
+    pub fn fragmentation_score_zone(&self, zi: usize) -> u64 {
+        self.extfrag_for_order(zi, PAGEBLOCK_ORDER)
+    }
+
+    /// `fragmentation_score_node` (§9.12.2).
+    pub fn fragmentation_score_node(&self) -> u64 {
+        let node_present: u64 = self.zones.iter().map(|z| z.present as u64).sum();
+        (0..self.zones.len())
+            .filter(|&zi| self.zones[zi].populated())
+            .map(|zi| self.zones[zi].present as u64 * self.fragmentation_score_zone(zi) / (node_present + 1))
+            .sum()
+    }
+
+    /// `fragmentation_score_wmark` (§9.12.3).
+    pub fn fragmentation_score_wmark(&self, low: bool) -> u64 {
+        let wmark_low = 100u64.saturating_sub(self.compaction.proactiveness as u64);
+        let leeway = 10u64.min(wmark_low / 2);
+        if low {
+            wmark_low
+        } else {
+            (wmark_low + leeway).min(100)
+        }
+    }
+
+    /// `__compaction_suitable` (§9.2.3).
+    fn __compaction_suitable(
+        &self,
+        zi: usize,
+        order: u32,
+        watermark: u64,
+        highest: usize,
+        free: i64,
+    ) -> bool {
+        let z = &self.zones[zi];
+        let mut wm = watermark + compact_gap(order);
+        if order > PAGE_ALLOC_COSTLY_ORDER {
+            wm += z.wmark_pages(WMARK_LOW) - z.wmark_pages(WMARK_MIN);
+        }
+        self.__zone_watermark_ok(
+            zi,
+            0,
+            wm,
+            ZoneType::ALL[highest],
+            AllocFlags(AllocFlags::CMA),
+            free,
+        )
+    }
+
+    /// `compaction_suitable` (§9.2.3–4), with the fragmentation index for costly orders.
+    pub fn compaction_suitable(&mut self, zi: usize, order: u32, watermark: u64, highest: usize) -> bool {
+        let free = self.zones[zi].nr_free_pages();
+        let mut suitable = self.__compaction_suitable(zi, order, watermark, highest, free);
+        if suitable && order > PAGE_ALLOC_COSTLY_ORDER {
+            let fi = self.fragmentation_index(zi, order);
+            if fi >= 0 && fi <= self.compaction.extfrag_threshold {
+                suitable = false;
+            }
+        }
+        suitable
+    }
+
+    /// `compaction_suit_allocation_order` (§9.2.1–2, §8 D9).
+    pub fn compaction_suit_allocation_order(
+        &mut self,
+        zi: usize,
+        order: u32,
+        highest: usize,
+        alloc_flags: AllocFlags,
+        is_async: bool,
+        kcompactd: bool,
+    ) -> CompactResult {
+        let z = &self.zones[zi];
+        let free = if kcompactd && self.tun.defrag_mode {
+            z.stat(Stat::nr_free_pages_blocks)
+        } else {
+            z.nr_free_pages()
+        };
+        let watermark = z.wmark_pages(alloc_flags.wmark() as usize);
+        let hz = ZoneType::ALL[highest];
+        if self.__zone_watermark_ok(zi, order, watermark, hz, alloc_flags, free) {
+            return CompactResult::Success;
+        }
+        // ALLOC_CMA is 0 without CONFIG_CMA, so this test always applies to costly async runs.
+        if order > PAGE_ALLOC_COSTLY_ORDER
+            && is_async
+            && !self.__zone_watermark_ok(
+                zi,
+                0,
+                watermark + compact_gap(order),
+                hz,
+                AllocFlags(0),
+                z.nr_free_pages(),
+            )
+        {
+            return CompactResult::Skipped;
+        }
+        if !self.compaction_suitable(zi, order, watermark, highest) {
+            return CompactResult::Skipped;
+        }
+        CompactResult::Continue
+    }
+
+    // ---- deferral (§9.3) --------------------------------------------------------------------
+
+    /// `defer_compaction`.
+    pub fn defer_compaction(&mut self, zi: usize, order: u32) {
+        let c = &mut self.zones[zi].compact;
+        c.considered = 0;
+        c.defer_shift = (c.defer_shift + 1).min(COMPACT_MAX_DEFER_SHIFT);
+        if order < c.order_failed {
+            c.order_failed = order;
+        }
+    }
+
+    /// `compaction_deferred`.
+    pub fn compaction_deferred(&mut self, zi: usize, order: u32) -> bool {
+        let c = &mut self.zones[zi].compact;
+        if order < c.order_failed {
+            return false;
+        }
+        c.considered += 1;
+        let limit = 1u32 << c.defer_shift;
+        if c.considered >= limit {
+            c.considered = limit;
+            return false;
+        }
+        true
+    }
+
+    /// `compaction_defer_reset`.
+    pub fn compaction_defer_reset(&mut self, zi: usize, order: u32, alloc_success: bool) {
+        let c = &mut self.zones[zi].compact;
+        if alloc_success {
+            c.considered = 0;
+            c.defer_shift = 0;
+        }
+        if order >= c.order_failed {
+            c.order_failed = order + 1;
+        }
+    }
+
+    /// `compaction_restarting`.
+    pub fn compaction_restarting(&self, zi: usize, order: u32) -> bool {
+        let c = &self.zones[zi].compact;
+        order >= c.order_failed
+            && c.defer_shift == COMPACT_MAX_DEFER_SHIFT
+            && c.considered >= 1 << COMPACT_MAX_DEFER_SHIFT
+    }
+
+    // ---- skip bits and cached positions (§9.7) ----------------------------------------------
+
+    /// `reset_cached_positions`.
+    pub fn reset_cached_positions(&mut self, zi: usize) {
+        let z = &mut self.zones[zi];
+        if z.spanned == 0 {
+            return;
+        }
+        let start = z.start_pfn;
+        let free = pb_start(z.end_pfn() - 1);
+        z.compact.cached_migrate_pfn = [start, start];
+        z.compact.cached_free_pfn = free;
+    }
+
+    /// Whether a block lies wholly in the zone and has memory at both ends
+    /// (`pageblock_pfn_to_page` on a single node without offline sections).
+    fn block_in_zone(&self, zi: usize, start: u32, end: u32) -> bool {
+        let z = &self.zones[zi];
+        let start = start.max(z.start_pfn);
+        z.spans(start)
+            && z.spans(end - 1)
+            && self.pages.kind(start) != PageKind::Hole
+            && self.pages.kind(end - 1) != PageKind::Hole
+    }
+
+    /// `__reset_isolation_suitable` (§9.7): two cursors, one up from the zone start and one
+    /// down from the zone end, clear the skip bits of blocks where a sample (every 8th page)
+    /// finds an LRU page (lower cursor) or a free buddy page (upper cursor; only in MOVABLE
+    /// blocks until its restart point is set), and derive the restart positions. Does nothing
+    /// unless `compact_blockskip_flush` is set.
+    pub fn reset_isolation_suitable(&mut self, zi: usize) {
+        if !self.zones[zi].compact.blockskip_flush || !self.zones[zi].populated() {
+            return;
+        }
+        self.zones[zi].compact.blockskip_flush = false;
+        let z = &self.zones[zi];
+        let mut migrate_pfn = z.start_pfn;
+        let mut free_pfn = z.end_pfn() - 1;
+        let mut reset_migrate = free_pfn;
+        let mut reset_free = migrate_pfn;
+        let (mut source_set, mut free_set) = (false, false);
+        while migrate_pfn < free_pfn {
+            if self.reset_isolation_pfn(zi, migrate_pfn, true, source_set) && migrate_pfn < reset_migrate {
+                source_set = true;
+                reset_migrate = migrate_pfn;
+                let c = &mut self.zones[zi].compact;
+                c.init_migrate_pfn = reset_migrate;
+                c.cached_migrate_pfn = [reset_migrate, reset_migrate];
+            }
+            if self.reset_isolation_pfn(zi, free_pfn, free_set, true) && free_pfn > reset_free {
+                free_set = true;
+                reset_free = free_pfn;
+                let c = &mut self.zones[zi].compact;
+                c.init_free_pfn = reset_free;
+                c.cached_free_pfn = reset_free;
+            }
+            migrate_pfn += PAGEBLOCK_NR_PAGES;
+            free_pfn = free_pfn.saturating_sub(PAGEBLOCK_NR_PAGES);
+        }
+        if reset_migrate >= reset_free {
+            let c = &mut self.zones[zi].compact;
+            c.cached_migrate_pfn = [migrate_pfn, migrate_pfn];
+            c.cached_free_pfn = free_pfn;
+        }
+    }
+
+    /// PageLRU of any page (tails read their head) and PageBuddy (heads only).
+    fn page_lru_or_buddy(&self, pfn: u32) -> (bool, bool) {
+        match self.pages.kind(pfn) {
+            PageKind::Buddy => (false, true),
+            PageKind::Allocated => (self.pages.flag(pfn, PG_LRU), false),
+            PageKind::Tail => match self.enclosing_chunk(pfn) {
+                Some((h, _)) if self.pages.kind(h) == PageKind::Allocated => {
+                    (self.pages.flag(h, PG_LRU), false)
+                }
+                _ => (false, false),
+            },
+            _ => (false, false),
+        }
+    }
+
+    /// `pageblock_skip_persistent`: the page is part of a compound page of order ≥ 9.
+    fn pageblock_skip_persistent(&self, pfn: u32) -> bool {
+        matches!(self.enclosing_chunk(pfn), Some((h, o)) if o >= PAGEBLOCK_ORDER && self.pages.kind(h) == PageKind::Allocated)
+    }
+
+    /// `__reset_isolation_pfn` for the block of `pfn`.
+    fn reset_isolation_pfn(&mut self, zi: usize, pfn: u32, check_source: bool, check_target: bool) -> bool {
+        let z = &self.zones[zi];
+        if !z.spans(pfn) || matches!(self.pages.kind(pfn), PageKind::Hole) {
+            return false;
+        }
+        if self.pageblock_skip_persistent(pfn) {
+            return false;
+        }
+        if check_source && check_target && !self.block_skip(pfn) {
+            return true;
+        }
+        if !check_source && check_target && self.block_mt(pfn) != MigrateType::Movable {
+            return false;
+        }
+        let start = pb_start(pfn).max(z.start_pfn);
+        let end = (pb_start(pfn) + PAGEBLOCK_NR_PAGES - 1).min(z.end_pfn() - 1);
+        if self.pages.kind(end) == PageKind::Hole {
+            return false;
+        }
+        let mut p = start;
+        while p <= end {
+            let (lru, buddy) = self.page_lru_or_buddy(p);
+            if (check_source && lru) || (check_target && buddy) {
+                self.set_block_skip(p, false);
+                return true;
+            }
+            p += 1 << PAGE_ALLOC_COSTLY_ORDER;
+        }
+        false
+    }
+
+    fn update_cached_migrate(&mut self, cc: &CompactControl, pfn: u32) {
+        let pfn = pb_start(pfn)
+            + if pfn & (PAGEBLOCK_NR_PAGES - 1) == 0 {
+                0
+            } else {
+                PAGEBLOCK_NR_PAGES
+            };
+        let c = &mut self.zones[cc.zi].compact;
+        if pfn > c.cached_migrate_pfn[0] {
+            c.cached_migrate_pfn[0] = pfn;
+        }
+        if cc.mode != MigrateMode::Async && pfn > c.cached_migrate_pfn[1] {
+            c.cached_migrate_pfn[1] = pfn;
+        }
+    }
+
+    fn update_pageblock_skip(&mut self, cc: &CompactControl, block: u32, pfn: u32) {
+        self.set_block_skip(block, true);
+        let c = &mut self.zones[cc.zi].compact;
+        if pfn < c.cached_free_pfn {
+            c.cached_free_pfn = pfn;
+        }
+    }
+
+    // ---- the migration scanner (§9.6) -------------------------------------------------------
+
+    /// `suitable_migration_source` (§9.6.2c).
+    fn suitable_migration_source(&self, cc: &CompactControl, start: u32) -> bool {
+        if self.pageblock_skip_persistent(start) {
+            return false;
+        }
+        if cc.mode != MigrateMode::Async || !cc.direct_compaction {
+            return true;
+        }
+        let bmt = self.block_mt(start);
+        if cc.migratetype == MigrateType::Movable {
+            bmt == MigrateType::Movable
+        } else {
+            bmt == cc.migratetype
+        }
+    }
+
+    /// Whether the migration scanner may isolate the folio at `pfn` (§9.6.3): on the LRU, not
+    /// already isolated, below cc.order and pageblock_order (Zi Yan's rule), file folios only
+    /// with __GFP_FS, and with `folio_mode = skip_large` no large folio at all.
+    fn folio_isolatable(&self, cc: &CompactControl, id: FolioId) -> bool {
+        let f = &self.folios.folios[id as usize];
+        if f.isolated || !f.kind.on_lru() {
+            return false;
+        }
+        let order = f.order as u32;
+        if order > 0 && self.compaction.folio_mode == FolioMode::SkipLarge {
+            return false;
+        }
+        if skip_isolation_on_order(order, cc.order) {
+            return false;
+        }
+        if f.kind == crate::folio::FolioKind::File && !cc.gfp.intersects(Gfp::FS) {
+            return false;
+        }
+        true
+    }
+
+    /// `isolate_migratepages_block` (§9.6.3) over [low, end). Returns the pfn where it stopped.
+    fn isolate_migratepages_block(&mut self, cc: &mut CompactControl, mut low: u32, end: u32) -> u32 {
+        let start = low;
+        let (mut nr_scanned, mut nr_isolated) = (0u64, 0u64);
+        let skip_on_failure = cc.direct_compaction && cc.mode == MigrateMode::Async && cc.order > 0;
+        let order_block = |pfn: u32, order: i32| -> u32 {
+            let o = order.max(0) as u32;
+            (pfn | ((1u32 << o) - 1)) + 1
+        };
+        let mut next_skip = if skip_on_failure {
+            order_block(low, cc.order)
+        } else {
+            0
+        };
+        let mut sub_isolated: Vec<FolioId> = Vec::new();
+        let mut block_claimed = false;
+        let block_start = pb_start(start);
+        while low < end {
+            if skip_on_failure && low >= next_skip {
+                if nr_isolated > 0 && !sub_isolated.is_empty() {
+                    // A whole sub-block isolated: stop and migrate it.
+                    break;
+                }
+                sub_isolated.clear();
+                next_skip = order_block(low, cc.order);
+            }
+            nr_scanned += 1;
+            let kind = self.pages.kind(low);
+            let mut fail = false;
+            match kind {
+                PageKind::Buddy => {
+                    let o = self.pages.order(low);
+                    low += (1 << o) - 1;
+                    nr_scanned += (1u64 << o) - 1;
+                }
+                PageKind::Allocated => {
+                    let o = self.pages.order(low);
+                    match self.folio_at(low) {
+                        Some(id) if self.folio_isolatable(cc, id) => {
+                            if !block_claimed && !cc.ignore_skip_hint {
+                                block_claimed = true;
+                                let was = self.block_skip(block_start);
+                                self.set_block_skip(block_start, true);
+                                if was && !cc.finish_pageblock {
+                                    low = end;
+                                    break;
+                                }
+                            }
+                            let f = &mut self.folios.folios[id as usize];
+                            f.isolated = true;
+                            self.pages.set_flag(low, PG_LRU, false);
+                            cc.migratepages.push(id);
+                            sub_isolated.push(id);
+                            cc.nr_migratepages += 1 << o;
+                            nr_isolated += 1 << o;
+                            low += (1 << o) - 1;
+                            if cc.nr_migratepages >= COMPACT_CLUSTER_MAX && !cc.finish_pageblock {
+                                low += 1;
+                                break;
+                            }
+                        }
+                        _ => {
+                            // Skip over the whole compound page.
+                            low += (1 << o) - 1;
+                            nr_scanned += (1u64 << o) - 1;
+                            fail = true;
+                        }
+                    }
+                }
+                _ => fail = true,
+            }
+            if fail && skip_on_failure {
+                // Put back what this sub-block isolated and jump to the next sub-block.
+                for id in sub_isolated.drain(..) {
+                    let f = &mut self.folios.folios[id as usize];
+                    f.isolated = false;
+                    let (pfn, o) = (f.pfn, f.order as u64);
+                    self.pages.set_flag(pfn, PG_LRU, true);
+                    cc.migratepages.retain(|x| *x != id);
+                    cc.nr_migratepages -= 1 << o;
+                    nr_isolated -= 1 << o;
+                }
+                if low < next_skip {
+                    low = next_skip - 1;
+                    next_skip += 1 << cc.order.max(0);
+                }
+            }
+            low += 1;
+        }
+        if low > end {
+            low = end;
+        }
+        if low == end && (nr_isolated == 0 || cc.finish_pageblock) {
+            if !cc.ignore_skip_hint {
+                self.set_block_skip(block_start, true);
+            }
+            self.update_cached_migrate(cc, low);
+        }
+        cc.total_migrate_scanned += nr_scanned;
+        if nr_isolated > 0 {
+            self.count(Stat::compact_isolated, nr_isolated);
+        }
+        cc.migrate_pfn = low;
+        let _ = start;
+        low
+    }
+
+    /// `isolate_migratepages` (§9.6.2): the first suitable pageblock from cc.migrate_pfn.
+    /// Returns true if anything was isolated. (Fast search not modelled.)
+    fn isolate_migratepages(&mut self, cc: &mut CompactControl) -> bool {
+        let z = &self.zones[cc.zi];
+        let zstart = z.start_pfn;
+        let mut low = cc.migrate_pfn;
+        let mut block_start = pb_start(low).max(zstart);
+        let mut block_end = pb_start(low) + PAGEBLOCK_NR_PAGES;
+        while block_end <= cc.free_pfn {
+            if !self.block_in_zone(cc.zi, block_start, block_end) {
+                cc.migrate_pfn = block_end;
+                low = block_end;
+                block_start = block_end;
+                block_end += PAGEBLOCK_NR_PAGES;
+                continue;
+            }
+            let aligned = low & (PAGEBLOCK_NR_PAGES - 1) == 0 || low == zstart;
+            if aligned && !cc.ignore_skip_hint && self.block_skip(block_start) {
+                cc.migrate_pfn = block_end;
+                low = block_end;
+                block_start = block_end;
+                block_end += PAGEBLOCK_NR_PAGES;
+                continue;
+            }
+            if !self.suitable_migration_source(cc, pb_start(block_start)) {
+                self.update_cached_migrate(cc, block_end);
+                cc.migrate_pfn = block_end;
+                low = block_end;
+                block_start = block_end;
+                block_end += PAGEBLOCK_NR_PAGES;
+                continue;
+            }
+            self.isolate_migratepages_block(cc, low, block_end);
+            break;
+        }
+        if block_end > cc.free_pfn && cc.migrate_pfn < block_start {
+            cc.migrate_pfn = block_start;
+        }
+        cc.nr_migratepages > 0
+    }
+
+    // ---- the free scanner (§9.8) ------------------------------------------------------------
+
+    /// `__isolate_free_page` (§9.8.4, §1.7.3): takes a buddy chunk unless that would put the
+    /// zone below min + 2^order; chunks of order ≥ 8 turn their mergeable blocks MOVABLE.
+    pub(crate) fn isolate_free_page(&mut self, zi: usize, pfn: u32, order: u32) -> bool {
+        let mt = self.block_mt(pfn);
+        if mt != MigrateType::Isolate {
+            let wm = self.zones[zi].wmark[WMARK_MIN] + (1u64 << order);
+            if !self.zone_watermark_ok(zi, 0, wm, ZoneType::Dma, AllocFlags(AllocFlags::CMA)) {
+                return false;
+            }
+        }
+        self.del_page_from_free_list(zi, pfn, order, mt);
+        self.pages.set(pfn, PageKind::Isolated, order);
+        if order + 1 >= PAGEBLOCK_ORDER {
+            let mut p = pfn;
+            while p < pfn + (1 << order) {
+                let bmt = self.block_mt(p);
+                if bmt.is_mergeable() && bmt != MigrateType::Movable {
+                    // move_freepages_block: the isolated chunk is off the lists, so only the
+                    // block's other free chunks move; then the block is retyped.
+                    let _ = self.move_freepages_block(zi, p, bmt, MigrateType::Movable);
+                }
+                p += PAGEBLOCK_NR_PAGES;
+            }
+        }
+        true
+    }
+
+    /// `isolate_freepages_block` over [start, end) with `stride`; returns (stop pfn, isolated).
+    fn isolate_freepages_block(
+        &mut self,
+        cc: &mut CompactControl,
+        start: u32,
+        end: u32,
+        stride: u32,
+    ) -> (u32, u64) {
+        let mut pfn = start;
+        let (mut scanned, mut isolated) = (0u64, 0u64);
+        while pfn < end {
+            scanned += 1;
+            match self.pages.kind(pfn) {
+                PageKind::Allocated | PageKind::Pcp | PageKind::Isolated => {
+                    let o = self.pages.order(pfn);
+                    if o > 0 && pfn + (1 << o) <= end {
+                        pfn += (1 << o) - 1;
+                        scanned += (1u64 << o) - 1;
+                    }
+                }
+                PageKind::Buddy => {
+                    let o = self.pages.order(pfn);
+                    if !self.isolate_free_page(cc.zi, pfn, o) {
+                        break;
+                    }
+                    let n = 1u64 << o;
+                    scanned += n - 1;
+                    isolated += n;
+                    cc.nr_freepages += n;
+                    cc.freepages[o as usize].push(pfn);
+                    if cc.nr_migratepages <= cc.nr_freepages {
+                        pfn += n as u32;
+                        break;
+                    }
+                    pfn += n as u32 - 1;
+                    pfn += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            pfn += stride;
+        }
+        let pfn = pfn.min(end);
+        cc.total_free_scanned += scanned;
+        if isolated > 0 {
+            self.count(Stat::compact_isolated, isolated);
+        }
+        (pfn, isolated)
+    }
+
+    /// `suitable_migration_target` (§9.8.3).
+    fn suitable_migration_target(&self, cc: &CompactControl, start: u32) -> bool {
+        if self.pages.kind(start) == PageKind::Buddy {
+            let order = if cc.order > 0 {
+                cc.order as u32
+            } else {
+                PAGEBLOCK_ORDER
+            };
+            if self.pages.order(start) >= order {
+                return false;
+            }
+        }
+        cc.ignore_block_suitable || self.block_mt(start) == MigrateType::Movable
+    }
+
+    /// `isolate_freepages` (§9.8.1, §9.8.3): the linear free scanner, downward from
+    /// cc.free_pfn, until as many pages are isolated as there are to migrate. (Fast path not
+    /// modelled.)
+    fn isolate_freepages(&mut self, cc: &mut CompactControl) {
+        let z = &self.zones[cc.zi];
+        let zend = z.end_pfn();
+        let mut isolate_start = cc.free_pfn;
+        let mut block_start = pb_start(isolate_start);
+        let mut block_end = (block_start + PAGEBLOCK_NR_PAGES).min(zend);
+        let low = pb_start(cc.migrate_pfn) + PAGEBLOCK_NR_PAGES;
+        let mut stride: u32 = if cc.mode == MigrateMode::Async {
+            COMPACT_CLUSTER_MAX as u32
+        } else {
+            1
+        };
+        while block_start >= low {
+            let next = |bs: u32| bs.wrapping_sub(PAGEBLOCK_NR_PAGES);
+            if !self.block_in_zone(cc.zi, block_start, block_end)
+                || !self.suitable_migration_target(cc, block_start.max(z_start(self, cc.zi)))
+                || (!cc.ignore_skip_hint && self.block_skip(block_start))
+            {
+                block_end = block_start;
+                if block_start < PAGEBLOCK_NR_PAGES {
+                    break;
+                }
+                block_start = next(block_start);
+                isolate_start = block_start;
+                continue;
+            }
+            let (stop, nr) = self.isolate_freepages_block(cc, isolate_start, block_end, stride);
+            isolate_start = stop;
+            if isolate_start == block_end {
+                let below = block_start.wrapping_sub(PAGEBLOCK_NR_PAGES);
+                self.update_pageblock_skip(cc, block_start, below);
+            }
+            if cc.nr_freepages >= cc.nr_migratepages {
+                if isolate_start >= block_end {
+                    isolate_start = block_start.wrapping_sub(PAGEBLOCK_NR_PAGES);
+                }
+                break;
+            } else if isolate_start < block_end {
+                break;
+            }
+            stride = if nr > 0 {
+                1
+            } else {
+                (stride << 1).min(COMPACT_CLUSTER_MAX as u32)
+            };
+            block_end = block_start;
+            if block_start < PAGEBLOCK_NR_PAGES {
+                isolate_start = 0;
+                break;
+            }
+            block_start = next(block_start);
+            isolate_start = block_start;
+        }
+        if block_start < low && isolate_start > block_start {
+            isolate_start = block_start;
+        }
+        cc.free_pfn = isolate_start;
+    }
+
+    /// `compaction_alloc` (§9.8.5) per `folio_mode`: the smallest isolated chunk of at least the
+    /// folio's order, split down with the upper halves kept ("free page split"); with
+    /// `migrate_no_free_split` only a chunk of exactly the folio's order. Calls the free scanner
+    /// once if nothing fits. Returns the target pfn.
+    pub(crate) fn compaction_alloc(&mut self, cc: &mut CompactControl, order: u32) -> Option<u32> {
+        let exact = self.compaction.folio_mode == FolioMode::MigrateNoFreeSplit;
+        let find = |cc: &CompactControl| -> Option<u32> {
+            if exact {
+                (!cc.freepages[order as usize].is_empty()).then_some(order)
+            } else {
+                (order..=MAX_PAGE_ORDER).find(|&o| !cc.freepages[o as usize].is_empty())
+            }
+        };
+        let mut start = find(cc);
+        if start.is_none() {
+            self.isolate_freepages(cc);
+            start = find(cc);
+        }
+        let mut o = start?;
+        // list_first_entry: the chunk isolated first at this order.
+        let pfn = cc.freepages[o as usize].remove(0);
+        while o > order {
+            o -= 1;
+            let half = pfn + (1 << o);
+            self.pages.set(half, PageKind::Isolated, o);
+            // list_add: at the head.
+            cc.freepages[o as usize].insert(0, half);
+        }
+        self.pages.set(pfn, PageKind::Allocated, order);
+        cc.nr_freepages -= 1 << order;
+        cc.nr_migratepages -= 1 << order;
+        Some(pfn)
+    }
+
+    /// `release_free_list`: isolated chunks go back through the normal free path (§9.4.6).
+    /// Returns the highest pfn released.
+    fn release_free_list(&mut self, cc: &mut CompactControl) -> u32 {
+        let mut high = 0;
+        for o in 0..NR_PAGE_ORDERS {
+            for pfn in std::mem::take(&mut cc.freepages[o]) {
+                self.pages.set(pfn, PageKind::Allocated, o as u32);
+                self.pages.b[pfn as usize] = MigrateType::Movable as u32;
+                self.free_pages(cc.cpu, pfn, o as u32);
+                high = high.max(pfn);
+            }
+        }
+        cc.nr_freepages = 0;
+        high
+    }
+
+    // ---- compact_finished and compact_zone (§9.4, §9.5) -------------------------------------
+
+    /// `__compact_finished` (§9.5, §8 D10).
+    fn __compact_finished(&self, cc: &CompactControl) -> (CompactResult, bool) {
+        let z = &self.zones[cc.zi];
+        if (cc.free_pfn >> PAGEBLOCK_ORDER) <= (cc.migrate_pfn >> PAGEBLOCK_ORDER) {
+            let r = if cc.whole_zone {
+                CompactResult::Complete
+            } else {
+                CompactResult::PartialSkipped
+            };
+            return (r, true);
+        }
+        if cc.proactive_compaction {
+            // kswapd is not modelled yet, so it is never running.
+            let score = self.fragmentation_score_zone(cc.zi);
+            let r = if score > self.fragmentation_score_wmark(true) {
+                CompactResult::Continue
+            } else {
+                CompactResult::Success
+            };
+            return (r, false);
+        }
+        if cc.order < 0 {
+            return (CompactResult::Continue, false);
+        }
+        if cc.migrate_pfn & (PAGEBLOCK_NR_PAGES - 1) != 0 {
+            return (CompactResult::Continue, false);
+        }
+        let order = cc.order as u32;
+        if self.tun.defrag_mode && !cc.direct_compaction {
+            let ok = self.__zone_watermark_ok(
+                cc.zi,
+                order,
+                z.wmark_pages(WMARK_HIGH),
+                ZoneType::ALL[cc.highest_zoneidx],
+                cc.alloc_flags,
+                z.stat(Stat::nr_free_pages_blocks),
+            );
+            return (
+                if ok {
+                    CompactResult::Success
+                } else {
+                    CompactResult::Continue
+                },
+                false,
+            );
+        }
+        for o in order..=MAX_PAGE_ORDER {
+            if !z.free_list_empty(o, cc.migratetype) {
+                return (CompactResult::Success, false);
+            }
+            if let Fallback::Found(_) = self.find_suitable_fallback(cc.zi, o, cc.migratetype, true) {
+                return (CompactResult::Success, false);
+            }
+        }
+        (CompactResult::NoSuitablePage, false)
+    }
+
+    /// `compact_finished`: `__compact_finished`, resetting cached positions (and setting the
+    /// skip-flush flag for direct compaction) when the scanners meet; NO_SUITABLE_PAGE → CONTINUE.
+    fn compact_finished(&mut self, cc: &CompactControl) -> CompactResult {
+        let (r, met) = self.__compact_finished(cc);
+        if met {
+            self.reset_cached_positions(cc.zi);
+            if cc.direct_compaction {
+                self.zones[cc.zi].compact.blockskip_flush = true;
+            }
+        }
+        if r == CompactResult::NoSuitablePage {
+            CompactResult::Continue
+        } else {
+            r
+        }
+    }
+
+    /// `compact_zone` (§9.4). Returns the result and what the run did.
+    pub fn compact_zone(&mut self, cc: &mut CompactControl) -> (CompactResult, CompactRunStats) {
+        let zi = cc.zi;
+        let (zstart, zend) = (self.zones[zi].start_pfn, self.zones[zi].end_pfn());
+        let isolated_before = self.stat(Stat::compact_isolated);
+        let (mig_before, fail_before) = (
+            self.stat(Stat::pgmigrate_success),
+            self.stat(Stat::pgmigrate_fail),
+        );
+        cc.total_migrate_scanned = 0;
+        cc.total_free_scanned = 0;
+        cc.nr_migratepages = 0;
+        cc.nr_freepages = 0;
+        cc.migratetype = cc.gfp.migratetype();
+        if cc.order >= 0 {
+            let r = self.compaction_suit_allocation_order(
+                zi,
+                cc.order as u32,
+                cc.highest_zoneidx,
+                cc.alloc_flags,
+                cc.mode == MigrateMode::Async,
+                !cc.direct_compaction,
+            );
+            if r != CompactResult::Continue {
+                return (r, CompactRunStats::default());
+            }
+            if self.compaction_restarting(zi, cc.order as u32) {
+                self.reset_isolation_suitable(zi);
+            }
+        }
+        let sync = cc.mode != MigrateMode::Async;
+        if cc.whole_zone {
+            cc.migrate_pfn = zstart;
+            cc.free_pfn = pb_start(zend - 1);
+        } else {
+            let c = &mut self.zones[zi].compact;
+            cc.migrate_pfn = c.cached_migrate_pfn[sync as usize];
+            cc.free_pfn = c.cached_free_pfn;
+            if cc.free_pfn < zstart || cc.free_pfn >= zend {
+                cc.free_pfn = pb_start(zend - 1);
+                c.cached_free_pfn = cc.free_pfn;
+            }
+            if cc.migrate_pfn < zstart || cc.migrate_pfn >= zend {
+                cc.migrate_pfn = zstart;
+                c.cached_migrate_pfn = [zstart, zstart];
+            }
+            if cc.migrate_pfn <= c.init_migrate_pfn {
+                cc.whole_zone = true;
+            }
+        }
+        let mut last_migrated: u32 = 0;
+        let c = &self.zones[zi].compact;
+        let mut update_cached = !sync && c.cached_migrate_pfn[0] == c.cached_migrate_pfn[1];
+        let mut ret;
+        loop {
+            ret = self.compact_finished(cc);
+            if ret != CompactResult::Continue {
+                break;
+            }
+            let iteration_start = cc.migrate_pfn;
+            cc.finish_pageblock = last_migrated != 0 && pb_start(last_migrated) == pb_start(iteration_start);
+            let mut rescan = true;
+            while rescan {
+                rescan = false;
+                if !self.isolate_migratepages(cc) {
+                    if update_cached {
+                        let c = &mut self.zones[zi].compact;
+                        c.cached_migrate_pfn[1] = c.cached_migrate_pfn[0];
+                    }
+                    break;
+                }
+                update_cached = false;
+                last_migrated = zstart.max(pb_start(cc.migrate_pfn.saturating_sub(1)));
+                let err = self.migrate_pages(cc);
+                cc.nr_migratepages = 0;
+                if err {
+                    // −ENOMEM (the only error the model produces).
+                    if (cc.free_pfn >> PAGEBLOCK_ORDER) > (cc.migrate_pfn >> PAGEBLOCK_ORDER) {
+                        ret = CompactResult::Contended;
+                        return self.compact_zone_out(cc, ret, isolated_before, mig_before, fail_before);
+                    }
+                }
+                if self.capc.is_some_and(|c| c.page.is_some()) {
+                    ret = CompactResult::Success;
+                    return self.compact_zone_out(cc, ret, isolated_before, mig_before, fail_before);
+                }
+            }
+            // Drain check (§9.4.5f).
+            if cc.order > 0 && last_migrated != 0 {
+                let current_block = cc.migrate_pfn & !((1u32 << cc.order) - 1);
+                if last_migrated < current_block {
+                    self.drain_pages_zone(cc.cpu, zi);
+                    last_migrated = 0;
+                }
+            }
+            if self.capc.is_some_and(|c| c.page.is_some()) {
+                ret = CompactResult::Success;
+                break;
+            }
+        }
+        self.compact_zone_out(cc, ret, isolated_before, mig_before, fail_before)
+    }
+
+    fn compact_zone_out(
+        &mut self,
+        cc: &mut CompactControl,
+        ret: CompactResult,
+        isolated_before: u64,
+        mig_before: u64,
+        fail_before: u64,
+    ) -> (CompactResult, CompactRunStats) {
+        debug_assert!(cc.migratepages.is_empty());
+        if cc.nr_freepages > 0 || cc.freepages.iter().any(|l| !l.is_empty()) {
+            let high = self.release_free_list(cc);
+            let block = pb_start(high);
+            let c = &mut self.zones[cc.zi].compact;
+            if block > c.cached_free_pfn {
+                c.cached_free_pfn = block;
+            }
+        }
+        self.count(Stat::compact_migrate_scanned, cc.total_migrate_scanned);
+        self.count(Stat::compact_free_scanned, cc.total_free_scanned);
+        let stats = CompactRunStats {
+            migrate_scanned: cc.total_migrate_scanned,
+            free_scanned: cc.total_free_scanned,
+            isolated: self.stat(Stat::compact_isolated) - isolated_before,
+            migrated_pages: self.stat(Stat::pgmigrate_success) - mig_before,
+            failed_pages: self.stat(Stat::pgmigrate_fail) - fail_before,
+            runs: 1,
+        };
+        (ret, stats)
+    }
+
+    // ---- callers (§9.9, §9.11, §9.12) -------------------------------------------------------
+
+    /// `try_to_compact_pages` (§9.9) with `compact_zone_order` and capture (§9.10): direct
+    /// compaction of every zone of the zonelist. Returns the result, a captured page (already
+    /// allocated to the caller) and what the runs did.
+    pub fn try_to_compact_pages(
+        &mut self,
+        cpu: u32,
+        gfp: Gfp,
+        order: u32,
+        alloc_flags: AllocFlags,
+        prio: CompactPriority,
+    ) -> (CompactResult, Option<u32>, CompactRunStats) {
+        let mut total = CompactRunStats::default();
+        if !gfp.compaction_allowed() {
+            return (CompactResult::Skipped, None, total);
+        }
+        let ac = self.alloc_context(gfp);
+        let Some(preferred) = ac.preferred_zone else {
+            return (CompactResult::Skipped, None, total);
+        };
+        let mut rc = CompactResult::Skipped;
+        let mut captured = None;
+        for zi in (0..=preferred).rev() {
+            if !self.zones[zi].populated() {
+                continue;
+            }
+            if prio > CompactPriority::SyncFull && self.compaction_deferred(zi, order) {
+                rc = rc.max(CompactResult::Deferred);
+                continue;
+            }
+            let mode = if prio == CompactPriority::Async {
+                MigrateMode::Async
+            } else {
+                MigrateMode::SyncLight
+            };
+            let mut cc = CompactControl::new(zi, order as i32, gfp, mode, cpu);
+            cc.alloc_flags = alloc_flags;
+            cc.highest_zoneidx = ac.highest_zoneidx.idx();
+            cc.direct_compaction = true;
+            cc.whole_zone = prio == CompactPriority::SyncFull;
+            cc.ignore_skip_hint = prio == CompactPriority::SyncFull;
+            cc.ignore_block_suitable = prio == CompactPriority::SyncFull;
+            self.capc = Some(CaptureControl {
+                zone: zi,
+                order,
+                migratetype: cc.migratetype,
+                page: None,
+            });
+            let (mut status, stats) = self.compact_zone(&mut cc);
+            total.add(&stats);
+            let cap = self.capc.take().and_then(|c| c.page);
+            if let Some(p) = cap {
+                status = CompactResult::Success;
+                captured = Some(p);
+            }
+            rc = rc.max(status);
+            if captured.is_some() {
+                break;
+            }
+            if status == CompactResult::Success {
+                self.compaction_defer_reset(zi, order, false);
+                break;
+            }
+            if prio != CompactPriority::Async
+                && matches!(status, CompactResult::Complete | CompactResult::PartialSkipped)
+            {
+                self.defer_compaction(zi, order);
+            }
+        }
+        (rc, captured, total)
+    }
+
+    /// `wakeup_kcompactd` (§9.11.2): records the order and zone; returns whether the thread
+    /// would be woken now (`kcompactd_node_suitable`).
+    pub fn wakeup_kcompactd(&mut self, order: u32, highest_zoneidx: usize) -> bool {
+        if order == 0 {
+            return false;
+        }
+        if self.kcompactd.max_order < order {
+            self.kcompactd.max_order = order;
+        }
+        if self.kcompactd.highest_zoneidx > highest_zoneidx || self.kcompactd.max_order == order {
+            self.kcompactd.highest_zoneidx = highest_zoneidx;
+        }
+        self.kcompactd_node_suitable()
+    }
+
+    /// `kcompactd_node_suitable`.
+    pub fn kcompactd_node_suitable(&mut self) -> bool {
+        let af = AllocFlags(if self.tun.defrag_mode {
+            AllocFlags::WMARK_HIGH
+        } else {
+            AllocFlags::WMARK_MIN
+        });
+        let highest = self.kcompactd.highest_zoneidx.min(MAX_NR_ZONES - 1);
+        let order = self.kcompactd.max_order;
+        (0..=highest).any(|zi| {
+            self.zones[zi].populated()
+                && self.compaction_suit_allocation_order(zi, order, highest, af, false, true)
+                    == CompactResult::Continue
+        })
+    }
+
+    /// `kcompactd_do_work` (§9.11.4, §8 D8–D10): SYNC_LIGHT with GFP_KERNEL (so UNMOVABLE),
+    /// cached positions, skip hints honoured, no capture; drains all PCPs and defers after a
+    /// failed zone. Counts compact_daemon_*.
+    pub fn kcompactd_do_work(&mut self) -> CompactRunStats {
+        let order = self.kcompactd.max_order;
+        let highest = self.kcompactd.highest_zoneidx.min(MAX_NR_ZONES - 1);
+        let af = AllocFlags(if self.tun.defrag_mode {
+            AllocFlags::WMARK_HIGH
+        } else {
+            AllocFlags::WMARK_MIN
+        });
+        self.count(Stat::compact_daemon_wake, 1);
+        let mut total = CompactRunStats::default();
+        for zi in 0..=highest {
+            if !self.zones[zi].populated() {
+                continue;
+            }
+            if self.compaction_deferred(zi, order) {
+                continue;
+            }
+            if self.compaction_suit_allocation_order(zi, order, zi, af, false, true)
+                != CompactResult::Continue
+            {
+                continue;
+            }
+            let mut cc = CompactControl::new(zi, order as i32, Gfp::GFP_KERNEL, MigrateMode::SyncLight, 0);
+            cc.alloc_flags = af;
+            cc.highest_zoneidx = highest;
+            let (status, stats) = self.compact_zone(&mut cc);
+            if status == CompactResult::Success {
+                self.compaction_defer_reset(zi, order, false);
+            } else if matches!(status, CompactResult::PartialSkipped | CompactResult::Complete) {
+                for cpu in 0..self.nr_cpus {
+                    self.drain_pages_zone(cpu, zi);
+                }
+                self.defer_compaction(zi, order);
+            }
+            self.count(Stat::compact_daemon_migrate_scanned, stats.migrate_scanned);
+            self.count(Stat::compact_daemon_free_scanned, stats.free_scanned);
+            total.add(&stats);
+        }
+        if self.kcompactd.max_order <= order {
+            self.kcompactd.max_order = 0;
+        }
+        total
+    }
+
+    /// `should_proactive_compact_node` (§9.12.4; kswapd is never running in this model yet).
+    pub fn should_proactive_compact_node(&self) -> bool {
+        self.compaction.proactiveness > 0
+            && self.fragmentation_score_node() > self.fragmentation_score_wmark(false)
+    }
+
+    /// `compact_node` (§9.12.4, /proc): order −1, whole zones, skip hints ignored. `proactive`
+    /// runs are SYNC_LIGHT and stop per zone at the low score threshold; /proc runs are SYNC.
+    pub fn compact_node(&mut self, proactive: bool) -> CompactRunStats {
+        let mut total = CompactRunStats::default();
+        for zi in 0..self.zones.len() {
+            if !self.zones[zi].populated() {
+                continue;
+            }
+            if proactive && self.fragmentation_score_zone(zi) <= self.fragmentation_score_wmark(true) {
+                continue;
+            }
+            let mode = if proactive {
+                MigrateMode::SyncLight
+            } else {
+                MigrateMode::Sync
+            };
+            let mut cc = CompactControl::new(zi, -1, Gfp::GFP_KERNEL, mode, 0);
+            cc.whole_zone = true;
+            cc.ignore_skip_hint = true;
+            cc.proactive_compaction = proactive;
+            let (_, stats) = self.compact_zone(&mut cc);
+            if proactive {
+                self.count(Stat::compact_daemon_migrate_scanned, stats.migrate_scanned);
+                self.count(Stat::compact_daemon_free_scanned, stats.free_scanned);
+            }
+            total.add(&stats);
+        }
+        total
+    }
+
+    /// Writing 1 to /proc/sys/vm/compact_memory: `compact_node` of every node, then (as the
+    /// kernel's sysctl handler does through compact_nodes) nothing else.
+    pub fn compact_memory(&mut self) -> CompactRunStats {
+        self.compact_node(false)
+    }
+
+    /// One expiry of kcompactd's 500 ms timer (§9.11.5, §9.12.4): a recorded order is worked on
+    /// (E6), else the proactive check runs.
+    pub fn kcompactd_timer(&mut self) -> CompactRunStats {
+        if self.kcompactd.max_order > 0 {
+            return self.kcompactd_do_work();
+        }
+        if self.should_proactive_compact_node() {
+            return self.compact_node(true);
+        }
+        CompactRunStats::default()
+    }
+
+    /// The capture test of `__free_one_page` (`compaction_capture`, §9.10).
+    pub(crate) fn compaction_capture(&mut self, zi: usize, order: u32, mt: MigrateType) -> bool {
+        let Some(c) = self.capc else { return false };
+        if c.page.is_some() || c.zone != zi || c.order != order {
+            return false;
+        }
+        if mt == MigrateType::Isolate {
+            return false;
+        }
+        if order < PAGEBLOCK_ORDER && mt == MigrateType::Movable && c.migratetype != MigrateType::Movable {
+            return false;
+        }
+        true
+    }
+}
+
+/// `skip_isolation_on_order` (§9.6.3): large folios of order ≥ cc.order (unless order −1) or ≥
+/// pageblock_order are not isolated.
+fn skip_isolation_on_order(order: u32, target: i32) -> bool {
+    (target >= 0 && order >= target as u32) || order >= PAGEBLOCK_ORDER
+}
+
+fn z_start(mm: &Mm, zi: usize) -> u32 {
+    mm.zones[zi].start_pfn
+}

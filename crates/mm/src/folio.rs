@@ -1,0 +1,231 @@
+//! Folios as first-class owners of allocated memory (issue "compaction", deliverable 1): each
+//! allocation made through [`Mm::alloc_folio`] is a folio with a stable id, an order, an owner
+//! kind, LRU state and a content token. Migration moves the folio and keeps its id and token, so
+//! the identity of every folio's content is checkable after any number of migrations.
+//!
+//! The head page's link word `a` holds the folio id (`PageArray`), so a pfn scan finds the folio
+//! of any allocated head in O(1), as the kernel finds `page_folio()`.
+
+use crate::gfp::Gfp;
+use crate::mmzone::{PageKind, PG_LRU};
+use crate::node::Mm;
+use crate::types::*;
+
+/// A folio's stable identity.
+pub type FolioId = u32;
+
+/// Who owns the memory (`kernel-model.md` §19.2 item 10): anonymous and page-cache folios are
+/// on the LRU and movable; slab, page tables and other kernel memory are neither.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FolioKind {
+    Anon,
+    File,
+    Slab,
+    PageTable,
+    Kernel,
+}
+
+impl FolioKind {
+    pub const ALL: [FolioKind; 5] = [
+        FolioKind::Anon,
+        FolioKind::File,
+        FolioKind::Slab,
+        FolioKind::PageTable,
+        FolioKind::Kernel,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FolioKind::Anon => "anon",
+            FolioKind::File => "file",
+            FolioKind::Slab => "slab",
+            FolioKind::PageTable => "pagetable",
+            FolioKind::Kernel => "kernel",
+        }
+    }
+
+    /// Anonymous and file folios live on the LRU lists (PageLRU), which is what makes them
+    /// isolatable by compaction (§9.6.3) and "movable" to `try_to_claim_block` (§6.3c).
+    pub fn on_lru(self) -> bool {
+        matches!(self, FolioKind::Anon | FolioKind::File)
+    }
+
+    /// The default owner of an allocation with this gfp: movable → anon, reclaimable → slab,
+    /// otherwise other kernel memory.
+    pub fn from_gfp(gfp: Gfp) -> FolioKind {
+        match gfp.migratetype() {
+            MigrateType::Movable => FolioKind::Anon,
+            MigrateType::Reclaimable => FolioKind::Slab,
+            _ => FolioKind::Kernel,
+        }
+    }
+}
+
+/// One folio.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Folio {
+    pub pfn: u32,
+    pub order: u8,
+    pub kind: FolioKind,
+    /// Isolated from the LRU by compaction (on a migrate list).
+    pub isolated: bool,
+    /// A file folio of a mapping whose gfp lacks __GFP_FS (XFS-like): a NOFS compactor may not
+    /// migrate it (§9.6.3).
+    pub nofs_mapping: bool,
+    /// The content's identity: set at allocation, carried by every migration and split piece.
+    pub token: u64,
+    /// The folio this one was split from (None if allocated whole).
+    pub split_from: Option<FolioId>,
+    /// Number of times this folio was migrated.
+    pub migrations: u32,
+    pub live: bool,
+}
+
+/// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
+/// needed: reuse is LIFO, deterministic).
+#[derive(Clone, Debug, Default)]
+pub struct FolioTable {
+    pub folios: Vec<Folio>,
+    free_ids: Vec<FolioId>,
+    next_token: u64,
+    /// Live folios per kind and order (the folio-order census).
+    pub census: [[u64; NR_PAGE_ORDERS]; 5],
+}
+
+impl FolioTable {
+    pub fn get(&self, id: FolioId) -> &Folio {
+        let f = &self.folios[id as usize];
+        assert!(f.live, "folio {id} is not live");
+        f
+    }
+
+    fn kind_idx(kind: FolioKind) -> usize {
+        FolioKind::ALL.iter().position(|k| *k == kind).unwrap()
+    }
+
+    pub(crate) fn insert(
+        &mut self,
+        pfn: u32,
+        order: u32,
+        kind: FolioKind,
+        nofs: bool,
+        token: Option<u64>,
+    ) -> FolioId {
+        let token = token.unwrap_or_else(|| {
+            self.next_token += 1;
+            self.next_token
+        });
+        let f = Folio {
+            pfn,
+            order: order as u8,
+            kind,
+            isolated: false,
+            nofs_mapping: nofs,
+            token,
+            split_from: None,
+            migrations: 0,
+            live: true,
+        };
+        self.census[Self::kind_idx(kind)][order as usize] += 1;
+        match self.free_ids.pop() {
+            Some(id) => {
+                self.folios[id as usize] = f;
+                id
+            }
+            None => {
+                self.folios.push(f);
+                (self.folios.len() - 1) as FolioId
+            }
+        }
+    }
+
+    pub(crate) fn remove(&mut self, id: FolioId) {
+        let f = &mut self.folios[id as usize];
+        assert!(f.live, "double free of folio {id}");
+        f.live = false;
+        self.census[Self::kind_idx(f.kind)][f.order as usize] -= 1;
+        self.free_ids.push(id);
+    }
+
+    /// Live folios.
+    pub fn live(&self) -> impl Iterator<Item = (FolioId, &Folio)> {
+        self.folios
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.live)
+            .map(|(i, f)| (i as FolioId, f))
+    }
+
+    /// Census of live folios for a kind (index of `FolioKind::ALL`), per order.
+    pub fn census_of(&self, kind: FolioKind) -> [u64; NR_PAGE_ORDERS] {
+        self.census[Self::kind_idx(kind)]
+    }
+}
+
+impl Mm {
+    /// Allocates a folio of `order` for an owner of `kind` (`__alloc_pages` + folio setup; LRU
+    /// folios are added to the LRU at once — the model has no LRU-add batches yet).
+    pub fn alloc_folio(
+        &mut self,
+        cpu: u32,
+        gfp: Gfp,
+        order: u32,
+        kind: FolioKind,
+        nofs: bool,
+    ) -> Option<FolioId> {
+        let pfn = self.alloc_pages(cpu, gfp, order)?;
+        let id = self.folios.insert(pfn, order, kind, nofs, None);
+        self.pages.a[pfn as usize] = id;
+        self.pages.set_flag(pfn, PG_LRU, kind.on_lru());
+        Some(id)
+    }
+
+    /// Frees a folio (`folio_put` of the last reference).
+    pub fn free_folio(&mut self, cpu: u32, id: FolioId) {
+        let f = self.folios.get(id).clone();
+        assert!(
+            !f.isolated,
+            "free of folio {id} while it is isolated for migration"
+        );
+        self.folios.remove(id);
+        self.free_pages(cpu, f.pfn, f.order as u32);
+    }
+
+    /// The folio whose head is at `pfn`, if `pfn` is the head of an allocated folio.
+    #[inline]
+    pub fn folio_at(&self, pfn: u32) -> Option<FolioId> {
+        if self.pages.kind(pfn) != PageKind::Allocated {
+            return None;
+        }
+        let id = self.pages.a[pfn as usize];
+        let f = self.folios.folios.get(id as usize)?;
+        (f.live && f.pfn == pfn).then_some(id)
+    }
+
+    /// Splits a large folio into order-0 folios in place (`split_folio`): each piece is a new
+    /// folio of the same kind carrying the parent's token. Returns the pieces in pfn order.
+    /// Counts `thp_split_page` for PMD-size folios.
+    pub fn split_folio(&mut self, id: FolioId) -> Vec<FolioId> {
+        let f = self.folios.get(id).clone();
+        assert!(f.order > 0, "split of an order-0 folio");
+        self.folios.remove(id);
+        let lru = f.kind.on_lru();
+        let mut pieces = Vec::with_capacity(1 << f.order);
+        for i in 0..(1u32 << f.order) {
+            let pfn = f.pfn + i;
+            let pid = self.folios.insert(pfn, 0, f.kind, f.nofs_mapping, Some(f.token));
+            let nf = &mut self.folios.folios[pid as usize];
+            nf.split_from = Some(id);
+            nf.isolated = f.isolated;
+            self.pages.set(pfn, PageKind::Allocated, 0);
+            self.pages.a[pfn as usize] = pid;
+            self.pages.b[pfn as usize] = self.pages.b[f.pfn as usize];
+            self.pages.set_flag(pfn, PG_LRU, lru && !f.isolated);
+            pieces.push(pid);
+        }
+        if f.order as u32 == HPAGE_PMD_ORDER {
+            self.count(crate::vmstat::Stat::thp_split_page, 1);
+        }
+        pieces
+    }
+}

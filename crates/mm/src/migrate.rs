@@ -1,0 +1,137 @@
+//! `migrate_pages` for folios of any order, as compaction uses it (`kernel-model.md` §13).
+//!
+//! Simplification: folios in the model are never locked, pinned, dirty or under writeback, so
+//! there are no transient (−EAGAIN) failures and one pass suffices in every mode; the only
+//! failure is −ENOMEM when `compaction_alloc` has no target. The batch structure (unmap all,
+//! then move) is not observable without transient failures and is not modelled.
+
+use crate::compaction::{CompactControl, FolioMode};
+use crate::folio::FolioId;
+use crate::mmzone::{PageKind, PG_LRU};
+use crate::node::Mm;
+use crate::types::*;
+use crate::vmstat::Stat;
+
+/// What one `migrate_pages` call did (the fields of the mm_migrate_pages tracepoint).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MigrateStats {
+    pub nr_succeeded: u64,
+    pub nr_failed_pages: u64,
+    pub nr_thp_succeeded: u64,
+    pub nr_thp_failed: u64,
+    pub nr_thp_split: u64,
+    pub nr_split: u64,
+}
+
+impl Mm {
+    /// Puts an isolated folio back on the LRU (`putback_movable_pages`).
+    fn putback_folio(&mut self, id: FolioId) {
+        let f = &mut self.folios.folios[id as usize];
+        f.isolated = false;
+        let pfn = f.pfn;
+        self.pages.set_flag(pfn, PG_LRU, true);
+    }
+
+    /// Moves folio `id` to the target chunk at `dst` (already marked allocated by
+    /// `compaction_alloc`): the folio keeps its id and content token, its owner's mapping now
+    /// points at `dst`, it goes back on the LRU, and the source chunk is freed by the compactor's
+    /// CPU (to its PCP for cached orders, where only a drain lets it merge or be captured).
+    fn move_folio(&mut self, cc: &CompactControl, id: FolioId, dst: u32) {
+        let (src, order) = {
+            let f = &self.folios.folios[id as usize];
+            (f.pfn, f.order as u32)
+        };
+        debug_assert_eq!(self.pages.kind(dst), PageKind::Allocated);
+        debug_assert_eq!(self.pages.order(dst), order);
+        self.pages.a[dst as usize] = id;
+        self.pages.b[dst as usize] = self.pages.b[src as usize];
+        self.pages.set_flag(dst, PG_LRU, true);
+        let f = &mut self.folios.folios[id as usize];
+        f.pfn = dst;
+        f.isolated = false;
+        f.migrations += 1;
+        // The source page no longer belongs to the folio.
+        self.pages.a[src as usize] = crate::mmzone::NIL;
+        self.pages.set_flag(src, PG_LRU, false);
+        self.free_pages(cc.cpu, src, order);
+    }
+
+    /// `migrate_pages(cc->migratepages, compaction_alloc, compaction_free, mode, MR_COMPACTION)`
+    /// (§13): each folio gets a target of its order; with none, a large folio is split and its
+    /// pieces are migrated after the batch in one pass, an order-0 folio ends the call with
+    /// −ENOMEM (the rest are put back). Returns true on −ENOMEM. Counts pgmigrate_* and
+    /// thp_migration_*. With `folio_mode = split_large` every large folio is split first.
+    pub(crate) fn migrate_pages(&mut self, cc: &mut CompactControl) -> bool {
+        let list = std::mem::take(&mut cc.migratepages);
+        let nr_pages: u64 = list
+            .iter()
+            .map(|&id| 1u64 << self.folios.folios[id as usize].order)
+            .sum();
+        let mut st = MigrateStats::default();
+        let mut enomem = false;
+        let mut pieces: Vec<FolioId> = Vec::new();
+        let split_first = self.compaction.folio_mode == FolioMode::SplitLarge;
+        for &id in &list {
+            if enomem {
+                self.putback_folio(id);
+                continue;
+            }
+            let order = self.folios.folios[id as usize].order as u32;
+            if order > 0 && split_first {
+                pieces.extend(self.split_folio(id));
+                st.nr_split += 1;
+                if order == HPAGE_PMD_ORDER {
+                    st.nr_thp_split += 1;
+                }
+                continue;
+            }
+            match self.compaction_alloc(cc, order) {
+                Some(dst) => {
+                    self.move_folio(cc, id, dst);
+                    st.nr_succeeded += 1 << order;
+                    if order == HPAGE_PMD_ORDER {
+                        st.nr_thp_succeeded += 1;
+                    }
+                }
+                None if order > 0 => {
+                    // try_split_folio: allowed for compaction; the pieces need order-0 targets.
+                    pieces.extend(self.split_folio(id));
+                    st.nr_split += 1;
+                    if order == HPAGE_PMD_ORDER {
+                        st.nr_thp_split += 1;
+                    }
+                }
+                None => {
+                    enomem = true;
+                    st.nr_failed_pages += 1;
+                    self.putback_folio(id);
+                }
+            }
+        }
+        for id in pieces {
+            if enomem {
+                self.putback_folio(id);
+                continue;
+            }
+            match self.compaction_alloc(cc, 0) {
+                Some(dst) => {
+                    self.move_folio(cc, id, dst);
+                    st.nr_succeeded += 1;
+                }
+                None => {
+                    enomem = true;
+                    st.nr_failed_pages += 1;
+                    self.putback_folio(id);
+                }
+            }
+        }
+        self.count(Stat::pgmigrate_success, st.nr_succeeded);
+        self.count(Stat::pgmigrate_fail, st.nr_failed_pages);
+        self.count(Stat::thp_migration_success, st.nr_thp_succeeded);
+        self.count(Stat::thp_migration_fail, st.nr_thp_failed);
+        self.count(Stat::thp_migration_split, st.nr_thp_split);
+        self.last_migrate = st;
+        self.last_migrate_nr_pages = nr_pages;
+        enomem
+    }
+}
