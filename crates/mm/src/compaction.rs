@@ -1419,3 +1419,36 @@ fn skip_isolation_on_order(order: u32, target: i32) -> bool {
 fn z_start(mm: &Mm, zi: usize) -> u32 {
     mm.zones[zi].start_pfn
 }
+
+impl Mm {
+    /// /sys/kernel/debug/extfrag/extfrag_index (§16.5): per populated zone, the fragmentation
+    /// index of every order as `%2d.%03d` of index/1000.
+    pub fn render_extfrag_index(&self) -> String {
+        self.render_index(|mm, zi, o| mm.fragmentation_index(zi, o) as i64, true)
+    }
+
+    /// /sys/kernel/debug/extfrag/unusable_index (§16.5): `%d.%03d` of the unusable free index.
+    pub fn render_unusable_index(&self) -> String {
+        self.render_index(|mm, zi, o| mm.unusable_free_index(zi, o) as i64, false)
+    }
+
+    fn render_index(&self, f: impl Fn(&Mm, usize, u32) -> i64, pad: bool) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        for (zi, z) in self.zones.iter().enumerate().filter(|(_, z)| z.populated()) {
+            let _ = write!(out, "Node 0, zone {:>8} ", z.zone_type.name());
+            for o in 0..=MAX_PAGE_ORDER {
+                let v = f(self, zi, o);
+                // C division truncates toward zero, so −1000 prints as "-1.000".
+                let (q, r) = (v / 1000, (v % 1000).abs());
+                if pad {
+                    let _ = write!(out, "{q:2}.{r:03} ");
+                } else {
+                    let _ = write!(out, "{q}.{r:03} ");
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
