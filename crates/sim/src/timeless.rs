@@ -33,6 +33,8 @@ pub const MODELLED_KNOBS: &[&str] = &[
     "vm.defrag_mode",
     "vm.percpu_pagelist_high_fraction",
     "transparent_hugepage/enabled",
+    "vm.extfrag_threshold",
+    "vm.compaction_proactiveness",
 ];
 
 /// The machine a spec describes.
@@ -116,6 +118,13 @@ pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
     let mut mm = Mm::new(&machine_config(spec)?, tunables(spec))
         .map_err(|e| RunError(format!("{}: machine: {e}", spec.file)))?;
     mm.debug_vm = spec.run.debug_vm;
+    mm.compaction.folio_mode = spec.model.folio_mode;
+    if let Some(KnobValue::Int(v)) = spec.knob("vm.extfrag_threshold") {
+        mm.compaction.extfrag_threshold = v as i32;
+    }
+    if let Some(KnobValue::Int(v)) = spec.knob("vm.compaction_proactiveness") {
+        mm.compaction.proactiveness = v as u32;
+    }
     let mut mask = 0;
     for ev in &spec.run.trace {
         mask |= trace_kind::from_name(ev)
@@ -160,6 +169,8 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                 gfp,
                 cpu,
                 must_succeed,
+                kind,
+                nofs,
                 ..
             } => {
                 let si = match sets.iter().position(|s| &s.name == set) {
@@ -172,10 +183,9 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                         sets.len() - 1
                     }
                 };
-                let kind = FolioKind::from_gfp(*gfp);
                 let mut failed = 0u32;
                 for n in 0..*count {
-                    match mm.alloc_folio(*cpu, *gfp, *order, kind, false) {
+                    match mm.alloc_folio(*cpu, *gfp, *order, *kind, *nofs) {
                         Some(id) => {
                             sets[si].chunks.push(id);
                         }
@@ -192,7 +202,8 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                 }
                 let _ = writeln!(
                     out,
-                    "# op[{i}] alloc {set}: {count} x order {order} {}: {} allocated, {failed} failed",
+                    "# op[{i}] alloc {set}: {count} x order {order} {} {}: {} allocated, {failed} failed",
+                    kind.name(),
                     fraglab_mm::trace::show_gfp_flags(*gfp),
                     count - failed
                 );
@@ -232,6 +243,56 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                 mm.debug_check();
                 let _ = writeln!(out, "# op[{i}] drain_all_pages: {ipis} CPUs drained");
             }
+            Op::CompactMemory { .. } => {
+                let st = mm.compact_memory();
+                mm.debug_check();
+                let _ = writeln!(out, "# op[{i}] compact_memory: {}", run_stats(&st));
+            }
+            Op::Compact {
+                order,
+                gfp,
+                priority,
+                cpu,
+                ..
+            } => {
+                let af = fraglab_mm::AllocFlags(fraglab_mm::AllocFlags::WMARK_MIN);
+                let (rc, page, st) = mm.try_to_compact_pages(*cpu, *gfp, *order, af, *priority);
+                // A captured page is handed to the caller; the spec has no owner for it, so it
+                // goes straight back (it stays a free order-`order` chunk, as compaction made it).
+                if let Some(p) = page {
+                    mm.free_pages(*cpu, p, *order);
+                }
+                mm.debug_check();
+                let _ = writeln!(
+                    out,
+                    "# op[{i}] compact order {order} {priority:?}: {}{}; {}",
+                    rc.name(),
+                    if page.is_some() { " (captured)" } else { "" },
+                    run_stats(&st)
+                );
+            }
+            Op::Kcompactd { order, .. } => {
+                let woken = mm.wakeup_kcompactd(*order, ZoneType::Normal.idx());
+                let st = mm.kcompactd_do_work();
+                mm.debug_check();
+                let _ = writeln!(
+                    out,
+                    "# op[{i}] kcompactd order {order} (suitable: {woken}): {}",
+                    run_stats(&st)
+                );
+            }
+            Op::ProactiveCompact { .. } => {
+                let score = mm.fragmentation_score_node();
+                let st = mm.kcompactd_timer();
+                mm.debug_check();
+                let _ = writeln!(
+                    out,
+                    "# op[{i}] proactive_compact: node score {score} -> {} (high {}); {}",
+                    mm.fragmentation_score_node(),
+                    mm.fragmentation_score_wmark(false),
+                    run_stats(&st)
+                );
+            }
             Op::Print { what, zone, .. } => {
                 let _ = writeln!(out, "# op[{i}] print {}", what.name());
                 print(&mut mm, *what, *zone, &mut out);
@@ -257,7 +318,76 @@ pub fn print(mm: &mut Mm, what: PrintWhat, zone: Option<ZoneType>, out: &mut Str
         PrintWhat::Pageblocks => out.push_str(&pageblock_map(mm, zone)),
         PrintWhat::Trace => out.push_str(&render_trace(&mm.take_trace())),
         PrintWhat::Summary => out.push_str(&summary(mm)),
+        PrintWhat::Folios => out.push_str(&folio_census(mm)),
+        PrintWhat::Compaction => out.push_str(&compaction_report(mm)),
+        PrintWhat::ExtfragIndex => out.push_str(&mm.render_extfrag_index()),
+        PrintWhat::UnusableIndex => out.push_str(&mm.render_unusable_index()),
     }
+}
+
+fn run_stats(st: &fraglab_mm::compaction::CompactRunStats) -> String {
+    format!(
+        "{} zone runs, migrate scanned {}, free scanned {}, isolated {}, migrated {}, failed {}",
+        st.runs, st.migrate_scanned, st.free_scanned, st.isolated, st.migrated_pages, st.failed_pages
+    )
+}
+
+/// Live folios by kind and order, with their pages.
+pub fn folio_census(mm: &Mm) -> String {
+    let mut out = String::new();
+    let _ = write!(out, "{:<10}", "folios");
+    for o in 0..NR_PAGE_ORDERS {
+        let _ = write!(out, " {:>8}", format!("order{o}"));
+    }
+    let _ = writeln!(out, " {:>10}", "pages");
+    for kind in FolioKind::ALL {
+        let c = mm.folios.census_of(kind);
+        let _ = write!(out, "{:<10}", kind.name());
+        for v in c {
+            let _ = write!(out, " {v:>8}");
+        }
+        let pages: u64 = c.iter().enumerate().map(|(o, n)| n << o).sum();
+        let _ = writeln!(out, " {pages:>10}");
+    }
+    out
+}
+
+/// Compaction and migration counters (/proc/vmstat names), free pageblocks and scores.
+pub fn compaction_report(mm: &Mm) -> String {
+    use fraglab_mm::vmstat::Stat;
+    let mut out = String::new();
+    for s in [
+        Stat::compact_migrate_scanned,
+        Stat::compact_free_scanned,
+        Stat::compact_isolated,
+        Stat::compact_stall,
+        Stat::compact_fail,
+        Stat::compact_success,
+        Stat::compact_daemon_wake,
+        Stat::compact_daemon_migrate_scanned,
+        Stat::compact_daemon_free_scanned,
+        Stat::pgmigrate_success,
+        Stat::pgmigrate_fail,
+        Stat::thp_migration_success,
+        Stat::thp_migration_fail,
+        Stat::thp_migration_split,
+        Stat::thp_split_page,
+    ] {
+        let _ = writeln!(out, "{} {}", s.name(), mm.stat(s));
+    }
+    for (zi, z) in mm.zones.iter().enumerate().filter(|(_, z)| z.populated()) {
+        let _ = writeln!(
+            out,
+            "zone {:>8}: free order-9 chunks {} order-10 chunks {} (free pageblocks {}), fragmentation score {}",
+            z.zone_type.name(),
+            z.area.nr_free[9],
+            z.area.nr_free[10],
+            z.area.nr_free[9] + 2 * z.area.nr_free[10],
+            mm.fragmentation_score_zone(zi)
+        );
+    }
+    let _ = writeln!(out, "node fragmentation score {}", mm.fragmentation_score_node());
+    out
 }
 
 fn stats_with_zone_items(mm: &Mm) -> [u64; fraglab_mm::vmstat::NR_STATS] {

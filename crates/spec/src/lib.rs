@@ -62,6 +62,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub use fraglab_mm::compaction::{CompactPriority, FolioMode};
+pub use fraglab_mm::folio::FolioKind;
 pub use fraglab_mm::gfp::Gfp;
 pub use fraglab_mm::types::ZoneType;
 
@@ -96,6 +98,8 @@ pub struct Spec {
     /// The knobs the spec sets (only those; defaults are in [`KNOBS`]), under their canonical
     /// names from [`KNOBS`], values normalised to the knob's kind.
     pub knobs: BTreeMap<String, KnobValue>,
+    /// `[model]`: fraglab's model switches.
+    pub model: ModelSpec,
     pub run: RunSpec,
     pub ops: Vec<Op>,
 }
@@ -151,6 +155,15 @@ impl ZoneSpec {
     }
 }
 
+/// `[model]`: switches between modelled behaviours that are not kernel knobs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// `folio_mode`: how compaction treats large folios (seed 000): `skip_large` (before Zi Yan's
+    /// series), `split_large` (patch 1), `migrate_no_free_split` (patch 2), `migrate_free_split`
+    /// (patch 3, Linux 6.9+ and 6.18; the default).
+    pub folio_mode: FolioMode,
+}
+
 /// `[run]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunSpec {
@@ -177,6 +190,8 @@ impl Default for RunSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     /// Allocate `count` chunks of `order` with `gfp` on `cpu`, appending them to set `set`.
+    /// `kind` is the folio's owner (default from the gfp: movable → anon, reclaimable → slab,
+    /// else kernel); `nofs` marks file folios of a mapping without __GFP_FS.
     Alloc {
         line: usize,
         set: String,
@@ -185,6 +200,8 @@ pub enum Op {
         gfp: Gfp,
         cpu: u32,
         must_succeed: bool,
+        kind: FolioKind,
+        nofs: bool,
     },
     /// Free the members of `set` whose index i has `i % every == offset`, on `cpu`.
     Free {
@@ -202,6 +219,20 @@ pub enum Op {
     },
     /// Drain every CPU's PCP lists.
     DrainAllPages { line: usize },
+    /// Write 1 to /proc/sys/vm/compact_memory.
+    CompactMemory { line: usize },
+    /// Direct compaction for `order` (try_to_compact_pages) with `gfp` at `priority`.
+    Compact {
+        line: usize,
+        order: u32,
+        gfp: Gfp,
+        priority: CompactPriority,
+        cpu: u32,
+    },
+    /// Wake kcompactd for `order` and run one kcompactd_do_work.
+    Kcompactd { line: usize, order: u32 },
+    /// One expiry of kcompactd's 500 ms timer (the proactive-compaction check).
+    ProactiveCompact { line: usize },
 }
 
 impl Op {
@@ -210,7 +241,11 @@ impl Op {
             Op::Alloc { line, .. }
             | Op::Free { line, .. }
             | Op::Print { line, .. }
-            | Op::DrainAllPages { line } => line,
+            | Op::DrainAllPages { line }
+            | Op::CompactMemory { line }
+            | Op::Compact { line, .. }
+            | Op::Kcompactd { line, .. }
+            | Op::ProactiveCompact { line } => line,
         }
     }
 
@@ -221,6 +256,10 @@ impl Op {
             Op::Free { .. } => "free",
             Op::Print { .. } => "print",
             Op::DrainAllPages { .. } => "drain_all_pages",
+            Op::CompactMemory { .. } => "compact_memory",
+            Op::Compact { .. } => "compact",
+            Op::Kcompactd { .. } => "kcompactd",
+            Op::ProactiveCompact { .. } => "proactive_compact",
         }
     }
 }
@@ -235,10 +274,14 @@ pub enum PrintWhat {
     Pageblocks,
     Trace,
     Summary,
+    Folios,
+    Compaction,
+    ExtfragIndex,
+    UnusableIndex,
 }
 
 impl PrintWhat {
-    pub const ALL: [PrintWhat; 7] = [
+    pub const ALL: [PrintWhat; 11] = [
         PrintWhat::Buddyinfo,
         PrintWhat::Pagetypeinfo,
         PrintWhat::Zoneinfo,
@@ -246,6 +289,10 @@ impl PrintWhat {
         PrintWhat::Pageblocks,
         PrintWhat::Trace,
         PrintWhat::Summary,
+        PrintWhat::Folios,
+        PrintWhat::Compaction,
+        PrintWhat::ExtfragIndex,
+        PrintWhat::UnusableIndex,
     ];
 
     /// The name used in the spec.
@@ -258,6 +305,10 @@ impl PrintWhat {
             PrintWhat::Pageblocks => "pageblocks",
             PrintWhat::Trace => "trace",
             PrintWhat::Summary => "summary",
+            PrintWhat::Folios => "folios",
+            PrintWhat::Compaction => "compaction",
+            PrintWhat::ExtfragIndex => "extfrag_index",
+            PrintWhat::UnusableIndex => "unusable_index",
         }
     }
 

@@ -8,7 +8,9 @@ use fraglab_mm::types::{ZoneType, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGE_SIZE}
 use crate::knobs::{find_knob, KnobKind, KnobValue, KNOBS};
 use crate::suggest::{did_you_mean, hint};
 use crate::tree::{self, join, quote, Entry, Lines, Node, Val};
-use crate::{MachineSpec, Op, PrintWhat, RunSpec, Spec, SpecError, ZoneSpec, TRACE_EVENTS};
+use crate::{MachineSpec, ModelSpec, Op, PrintWhat, RunSpec, Spec, SpecError, ZoneSpec, TRACE_EVENTS};
+use fraglab_mm::compaction::{CompactPriority, FolioMode};
+use fraglab_mm::folio::FolioKind;
 
 /// The smallest machine: one pageblock (2 MiB).
 pub const MIN_MEMORY_BYTES: u64 = PAGEBLOCK_NR_PAGES as u64 * PAGE_SIZE;
@@ -21,13 +23,36 @@ const MAX_DMA32_PFN: u64 = (4 << 30) / PAGE_SIZE;
 /// Pfns are 32-bit in fraglab (`fraglab_mm::types::Pfn`).
 const MAX_PFN: u64 = 1 << 32;
 
-const TOP_KEYS: &[&str] = &["name", "description", "machine", "knobs", "run", "op"];
+const TOP_KEYS: &[&str] = &["name", "description", "machine", "knobs", "model", "run", "op"];
+const MODEL_KEYS: &[&str] = &["folio_mode"];
 const MACHINE_KEYS: &[&str] = &["memory", "cpus", "dma", "zone"];
 const ZONE_KEYS: &[&str] = &["name", "start_pfn", "spanned", "present", "managed"];
 const ZONE_NAMES: &[&str] = &["DMA", "DMA32", "Normal", "Movable"];
 const RUN_KEYS: &[&str] = &["seed", "debug_vm", "trace"];
-const ACTIONS: &[&str] = &["alloc", "free", "print", "drain_all_pages"];
-const ALLOC_KEYS: &[&str] = &["alloc", "count", "order", "gfp", "cpu", "must_succeed"];
+const ACTIONS: &[&str] = &[
+    "alloc",
+    "free",
+    "print",
+    "drain_all_pages",
+    "compact_memory",
+    "compact",
+    "kcompactd",
+    "proactive_compact",
+];
+const ALLOC_KEYS: &[&str] = &[
+    "alloc",
+    "count",
+    "order",
+    "gfp",
+    "cpu",
+    "must_succeed",
+    "kind",
+    "nofs",
+];
+const COMPACT_KEYS: &[&str] = &["compact", "gfp", "priority", "cpu"];
+const KCOMPACTD_KEYS: &[&str] = &["kcompactd"];
+const KINDS: &[&str] = &["anon", "file", "slab", "pagetable", "kernel"];
+const PRIORITIES: &[&str] = &["async", "sync_light", "sync_full"];
 const FREE_KEYS: &[&str] = &["free", "every", "offset", "cpu"];
 const PRINT_KEYS: &[&str] = &["print", "zone"];
 const DRAIN_KEYS: &[&str] = &["drain_all_pages"];
@@ -36,6 +61,13 @@ const ALL_OP_KEYS: &[&str] = &[
     "free",
     "print",
     "drain_all_pages",
+    "compact_memory",
+    "compact",
+    "kcompactd",
+    "proactive_compact",
+    "kind",
+    "nofs",
+    "priority",
     "count",
     "order",
     "gfp",
@@ -53,6 +85,10 @@ const PRINT_NAMES: &[&str] = &[
     "pageblocks",
     "trace",
     "summary",
+    "folios",
+    "compaction",
+    "extfrag_index",
+    "unusable_index",
 ];
 const SIZE_FORM: &str =
     "expected bytes as an integer or a string like \"4GiB\"; units B, KiB, MiB, GiB, TiB or K, M, G, T";
@@ -122,6 +158,14 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         Some(e) => cx.knobs(cx.table(&e.node, "knobs")?)?,
         None => BTreeMap::new(),
     };
+    let model = match top.get("model") {
+        Some(e) => cx.model(&Tbl {
+            path: "model".into(),
+            pos: e.node.pos,
+            entries: cx.table(&e.node, "model")?,
+        })?,
+        None => ModelSpec::default(),
+    };
     let run = match top.get("run") {
         Some(e) => cx.run(&Tbl {
             path: "run".into(),
@@ -140,6 +184,7 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         description,
         machine,
         knobs,
+        model,
         run,
         ops,
     })
@@ -682,7 +727,11 @@ impl Cx<'_> {
                 "alloc" => ALLOC_KEYS,
                 "free" => FREE_KEYS,
                 "print" => PRINT_KEYS,
-                _ => DRAIN_KEYS,
+                "compact" => COMPACT_KEYS,
+                "kcompactd" => KCOMPACTD_KEYS,
+                "drain_all_pages" => DRAIN_KEYS,
+                "compact_memory" => &["compact_memory"],
+                _ => &["proactive_compact"],
             };
             if let Some(e) = entries.iter().find(|e| !allowed.contains(&e.key.as_str())) {
                 let others: Vec<&str> = allowed.iter().copied().filter(|k| *k != action.key).collect();
@@ -721,6 +770,31 @@ impl Cx<'_> {
                     let gfp = self.gfp(&g.node, &t.key("gfp"))?;
                     let must_succeed = self.opt_bool(&t, "must_succeed", false)?;
                     let cpu = cpu()?;
+                    let kind = match t.get("kind") {
+                        None => FolioKind::from_gfp(gfp),
+                        Some(e) => {
+                            let k = self.str(&e.node, &t.key("kind"))?;
+                            match FolioKind::ALL.into_iter().find(|x| x.name() == k) {
+                                Some(x) => x,
+                                None => {
+                                    return Err(self.err(
+                                        e.node.pos,
+                                        &t.key("kind"),
+                                        format!("unknown folio kind {}{}", quote(k), hint(k, KINDS)),
+                                    ))
+                                }
+                            }
+                        }
+                    };
+                    let nofs = self.opt_bool(&t, "nofs", false)?;
+                    if nofs && kind != FolioKind::File {
+                        let e = t.get("nofs").expect("nofs was given");
+                        return Err(self.err(
+                            e.key_pos,
+                            &t.key("nofs"),
+                            format!("only allowed with kind = \"file\", not {}", quote(kind.name())),
+                        ));
+                    }
                     if !sets.iter().any(|s| s == set) {
                         sets.push(set.to_string());
                     }
@@ -732,6 +806,54 @@ impl Cx<'_> {
                         gfp,
                         cpu,
                         must_succeed,
+                        kind,
+                        nofs,
+                    }
+                }
+                "compact" | "kcompactd" => {
+                    let key = t.key(&action.key);
+                    let max = MAX_PAGE_ORDER as i64;
+                    let order = self.int(&action.node, &key)?;
+                    if order == 0 {
+                        return Err(self.err(
+                            action.node.pos,
+                            &key,
+                            "compaction is for order > 0 (expected 1..=10)",
+                        ));
+                    }
+                    let order = self.int_in(&action.node, &key, 1, max, &format!("1..={max}"))? as u32;
+                    if action.key == "kcompactd" {
+                        Op::Kcompactd { line, order }
+                    } else {
+                        let gfp = match t.get("gfp") {
+                            Some(g) => self.gfp(&g.node, &t.key("gfp"))?,
+                            None => Gfp::GFP_TRANSHUGE,
+                        };
+                        let priority = match t.get("priority") {
+                            None => CompactPriority::Async,
+                            Some(e) => {
+                                let p = self.str(&e.node, &t.key("priority"))?;
+                                match p {
+                                    "async" => CompactPriority::Async,
+                                    "sync_light" => CompactPriority::SyncLight,
+                                    "sync_full" => CompactPriority::SyncFull,
+                                    _ => {
+                                        return Err(self.err(
+                                            e.node.pos,
+                                            &t.key("priority"),
+                                            format!("unknown priority {}{}", quote(p), hint(p, PRIORITIES)),
+                                        ))
+                                    }
+                                }
+                            }
+                        };
+                        Op::Compact {
+                            line,
+                            order,
+                            gfp,
+                            priority,
+                            cpu: cpu()?,
+                        }
                     }
                 }
                 "free" => {
@@ -780,24 +902,51 @@ impl Cx<'_> {
                     };
                     Op::Print { line, what, zone }
                 }
-                _ => {
+                flag => {
                     match action.node.val {
                         Val::Bool(true) => {}
                         Val::Bool(false) => {
                             return Err(self.err(
                                 action.node.pos,
-                                &t.key("drain_all_pages"),
+                                &t.key(flag),
                                 "false is not allowed (expected true; leave the op out instead)",
                             ))
                         }
-                        _ => return Err(self.type_err(&action.node, &t.key("drain_all_pages"), "true")),
+                        _ => return Err(self.type_err(&action.node, &t.key(flag), "true")),
                     }
-                    Op::DrainAllPages { line }
+                    match flag {
+                        "drain_all_pages" => Op::DrainAllPages { line },
+                        "compact_memory" => Op::CompactMemory { line },
+                        _ => Op::ProactiveCompact { line },
+                    }
                 }
             };
             ops.push(op);
         }
         Ok(ops)
+    }
+
+    fn model(&self, t: &Tbl) -> R<ModelSpec> {
+        self.check_keys(t, MODEL_KEYS)?;
+        let mut m = ModelSpec::default();
+        if let Some(e) = t.get("folio_mode") {
+            let key = t.key("folio_mode");
+            let v = self.str(&e.node, &key)?;
+            let names: Vec<&str> = FolioMode::ALL.iter().map(|m| m.name()).collect();
+            m.folio_mode = FolioMode::from_name(v).ok_or_else(|| {
+                self.err(
+                    e.node.pos,
+                    &key,
+                    format!(
+                        "{} is not one of {}{}",
+                        quote(v),
+                        names.join(", "),
+                        hint(v, &names)
+                    ),
+                )
+            })?;
+        }
+        Ok(m)
     }
 
     fn gfp(&self, node: &Node, key: &str) -> R<Gfp> {

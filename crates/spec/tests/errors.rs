@@ -452,7 +452,7 @@ fn unknown_top_level_keys() {
         &["title = \"x\"", "[machine]", "memory = \"1G\""],
         1,
         "title",
-        "unknown key (expected one of: name, description, machine, knobs, run, op)",
+        "unknown key (expected one of: name, description, machine, knobs, model, run, op)",
     );
     check(
         &["name = 3", "[machine]", "memory = \"1G\""],
@@ -599,7 +599,7 @@ fn op_structure_errors() {
         &with_machine(&["", "[[op]]", "count = 3"]),
         4,
         "op[0]",
-        "no action (expected one of the keys alloc, free, print, drain_all_pages)",
+        "no action (expected one of the keys alloc, free, print, drain_all_pages, compact_memory, compact, kcompactd, proactive_compact)",
     );
     check(
         &plus(alloc_a(), &["free = \"a\""]),
@@ -611,7 +611,7 @@ fn op_structure_errors() {
         &plus(alloc_a(), &["every = 2"]),
         6,
         "op[0].every",
-        "not allowed in an alloc op (allowed: count, order, gfp, cpu, must_succeed)",
+        "not allowed in an alloc op (allowed: count, order, gfp, cpu, must_succeed, kind, nofs)",
     );
     check(
         &plus(alloc_a(), &["ordr = 2"]),
@@ -876,4 +876,136 @@ fn implicit_machine_table_from_zone_headers() {
         "machine.zone",
         "the zones manage 100 pages in total, less than one pageblock (512 pages = 2 MiB)",
     );
+}
+
+#[test]
+fn model_and_compaction_op_errors() {
+    check(
+        &with_machine(&["[model]", "folio_mode = \"migrate_free_splt\""]),
+        4,
+        "model.folio_mode",
+        "\"migrate_free_splt\" is not one of skip_large, split_large, migrate_no_free_split, migrate_free_split (did you mean \"migrate_free_split\"?)",
+    );
+    check(
+        &with_machine(&["[model]", "folio_mod = \"skip_large\""]),
+        4,
+        "model.folio_mod",
+        "unknown key (did you mean \"folio_mode\"?)",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = 0"]),
+        4,
+        "op[0].compact",
+        "compaction is for order > 0 (expected 1..=10)",
+    );
+    check(
+        &with_machine(&["[[op]]", "kcompactd = 11"]),
+        4,
+        "op[0].kcompactd",
+        "11 is out of range (expected 1..=10)",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = 9", "priority = \"sync\""]),
+        5,
+        "op[0].priority",
+        "unknown priority \"sync\" (did you mean \"async\"?)",
+    );
+    check(
+        &with_machine(&[
+            "[[op]]",
+            "alloc = \"a\"",
+            "gfp = \"GFP_KERNEL\"",
+            "kind = \"anonymous\"",
+        ]),
+        6,
+        "op[0].kind",
+        "unknown folio kind \"anonymous\" (did you mean \"anon\"?)",
+    );
+    check(
+        &with_machine(&[
+            "[[op]]",
+            "alloc = \"a\"",
+            "gfp = \"GFP_KERNEL\"",
+            "kind = \"anon\"",
+            "nofs = true",
+        ]),
+        7,
+        "op[0].nofs",
+        "only allowed with kind = \"file\", not \"anon\"",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact_memory = false"]),
+        4,
+        "op[0].compact_memory",
+        "false is not allowed (expected true; leave the op out instead)",
+    );
+    check(
+        &with_machine(&["[[op]]", "proactive_compact = true", "cpu = 0"]),
+        5,
+        "op[0].cpu",
+        "not allowed in a proactive_compact op (it takes no other keys)",
+    );
+}
+
+#[test]
+fn model_and_compaction_ops_parse() {
+    use fraglab_spec::{CompactPriority, FolioKind, FolioMode, Gfp, Op};
+    let s = parse_spec(
+        &spec(&with_machine(&[
+            "[model]",
+            "folio_mode = \"skip_large\"",
+            "[[op]]",
+            "alloc = \"f\"",
+            "gfp = \"GFP_NOFS|__GFP_MOVABLE\"",
+            "kind = \"file\"",
+            "nofs = true",
+            "[[op]]",
+            "compact = 9",
+            "[[op]]",
+            "compact = 4",
+            "gfp = \"GFP_KERNEL\"",
+            "priority = \"sync_full\"",
+            "[[op]]",
+            "kcompactd = 9",
+            "[[op]]",
+            "compact_memory = true",
+            "[[op]]",
+            "proactive_compact = true",
+            "[[op]]",
+            "print = \"folios\"",
+        ])),
+        "spec.toml",
+    )
+    .unwrap();
+    assert_eq!(s.model.folio_mode, FolioMode::SkipLarge);
+    assert!(matches!(
+        s.ops[0],
+        Op::Alloc {
+            kind: FolioKind::File,
+            nofs: true,
+            ..
+        }
+    ));
+    assert_eq!(
+        s.ops[1],
+        Op::Compact {
+            line: 10,
+            order: 9,
+            gfp: Gfp::GFP_TRANSHUGE,
+            priority: CompactPriority::Async,
+            cpu: 0
+        }
+    );
+    assert!(matches!(
+        s.ops[2],
+        Op::Compact {
+            order: 4,
+            priority: CompactPriority::SyncFull,
+            ..
+        }
+    ));
+    assert_eq!(s.ops[3], Op::Kcompactd { line: 16, order: 9 });
+    assert_eq!(s.ops[4], Op::CompactMemory { line: 18 });
+    assert_eq!(s.ops[5], Op::ProactiveCompact { line: 20 });
+    assert_eq!(s.ops[5].action(), "proactive_compact");
 }

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use fraglab_spec::{
-    load_spec, parse_spec, Gfp, KnobValue, MachineSpec, Op, PrintWhat, RunSpec, Spec, ZoneSpec, ZoneType,
+    load_spec, parse_spec, FolioKind, Gfp, KnobValue, MachineSpec, ModelSpec, Op, PrintWhat, RunSpec, Spec,
+    ZoneSpec, ZoneType,
 };
 
 const FULL: &str = r#"# A full spec (line 1)
@@ -81,6 +82,7 @@ fn full_spec_parses_to_the_expected_structure() {
             zones: None,
         },
         knobs,
+        model: ModelSpec::default(),
         run: RunSpec {
             seed: 42,
             debug_vm: true,
@@ -96,6 +98,8 @@ fn full_spec_parses_to_the_expected_structure() {
                 gfp: Gfp::GFP_KERNEL,
                 cpu: 3,
                 must_succeed: true,
+                kind: FolioKind::Kernel,
+                nofs: false,
             },
             Op::Alloc {
                 line: 29,
@@ -105,6 +109,8 @@ fn full_spec_parses_to_the_expected_structure() {
                 gfp: Gfp::GFP_HIGHUSER_MOVABLE.union(Gfp::NORETRY),
                 cpu: 0,
                 must_succeed: false,
+                kind: FolioKind::Anon,
+                nofs: false,
             },
             Op::Free {
                 line: 33,
