@@ -36,6 +36,10 @@ enum Cmd {
         /// Write the output to this file instead of standard output (written only on success).
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// Override the spec's `[model] folio_mode` (skip_large, split_large,
+        /// migrate_no_free_split, migrate_free_split).
+        #[arg(long, value_parser = parse_folio_mode)]
+        folio_mode: Option<fraglab_spec::FolioMode>,
     },
     /// List the built-in examples, or print one (`fraglab examples NAME`).
     Examples { name: Option<String> },
@@ -77,8 +81,9 @@ fn run(cli: Cli) -> Result<(), String> {
             spec,
             example: ex,
             output,
+            folio_mode,
         } => {
-            let spec = match (spec, ex) {
+            let mut spec = match (spec, ex) {
                 (Some(path), _) => fraglab_spec::load_spec(&path).map_err(|e| e.to_string())?,
                 (None, Some(name)) => {
                     fraglab_spec::parse_spec(example(&name)?, &format!("examples/{name}.toml"))
@@ -86,6 +91,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
                 (None, None) => unreachable!("clap requires one"),
             };
+            if let Some(m) = folio_mode {
+                spec.model.folio_mode = m;
+            }
             let text = fraglab_sim::run_ops(&spec).map_err(|e| e.to_string())?;
             match output {
                 Some(path) => {
@@ -161,6 +169,13 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+fn parse_folio_mode(s: &str) -> Result<fraglab_spec::FolioMode, String> {
+    fraglab_spec::FolioMode::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = fraglab_spec::FolioMode::ALL.iter().map(|m| m.name()).collect();
+        format!("{s:?} is not one of {}", names.join(", "))
+    })
 }
 
 /// VmHWM of this process from /proc/self/status, in KiB (Linux only).
