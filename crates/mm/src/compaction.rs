@@ -17,8 +17,9 @@
 use crate::folio::FolioId;
 use crate::gfp::{AllocFlags, Gfp};
 use crate::mmzone::*;
-use crate::node::Mm;
+use crate::node::{trace_kind, Mm};
 use crate::page_alloc::Fallback;
+use crate::trace::TraceEvent;
 use crate::types::*;
 use crate::vmstat::Stat;
 
@@ -247,6 +248,26 @@ pub fn compact_gap(order: u32) -> u64 {
 }
 
 impl Mm {
+    /// Emits a compaction tracepoint if its group is enabled.
+    fn ctrace(&mut self, kind: u32, ev: TraceEvent) {
+        if self.trace_on(kind) {
+            self.emit(0, ev);
+        }
+    }
+
+    fn defer_event(&mut self, kind: u8, zi: usize, order: u32) {
+        let c = &self.zones[zi].compact;
+        let ev = TraceEvent::MmCompactionDefer {
+            kind,
+            zone: zi as u8,
+            order: order as i32,
+            considered: c.considered,
+            defer_shift: c.defer_shift,
+            order_failed: c.order_failed as i32,
+        };
+        self.ctrace(trace_kind::COMPACTION_DEFER, ev);
+    }
+
     // ---- indices (§9.2) ---------------------------------------------------------------------
 
     /// `fill_contig_page_info`: (free pages, free blocks, suitable blocks for `order`).
@@ -348,12 +369,25 @@ impl Mm {
     pub fn compaction_suitable(&mut self, zi: usize, order: u32, watermark: u64, highest: usize) -> bool {
         let free = self.zones[zi].nr_free_pages();
         let mut suitable = self.__compaction_suitable(zi, order, watermark, highest, free);
+        let mut ret = if suitable {
+            CompactResult::Continue
+        } else {
+            CompactResult::Skipped
+        };
         if suitable && order > PAGE_ALLOC_COSTLY_ORDER {
             let fi = self.fragmentation_index(zi, order);
             if fi >= 0 && fi <= self.compaction.extfrag_threshold {
                 suitable = false;
+                ret = CompactResult::NotSuitableZone;
             }
         }
+        let ev = TraceEvent::MmCompactionSuitableFinished {
+            finished: false,
+            zone: zi as u8,
+            order: order as i32,
+            ret: ret as u8,
+        };
+        self.ctrace(trace_kind::COMPACTION_DECIDE, ev);
         suitable
     }
 
@@ -408,6 +442,7 @@ impl Mm {
         if order < c.order_failed {
             c.order_failed = order;
         }
+        self.defer_event(1, zi, order);
     }
 
     /// `compaction_deferred`.
@@ -422,6 +457,7 @@ impl Mm {
             c.considered = limit;
             return false;
         }
+        self.defer_event(0, zi, order);
         true
     }
 
@@ -435,6 +471,7 @@ impl Mm {
         if order >= c.order_failed {
             c.order_failed = order + 1;
         }
+        self.defer_event(2, zi, order);
     }
 
     /// `compaction_restarting`.
@@ -728,6 +765,14 @@ impl Mm {
         if nr_isolated > 0 {
             self.count(Stat::compact_isolated, nr_isolated);
         }
+        let ev = TraceEvent::MmCompactionIsolate {
+            free: false,
+            start_pfn: start,
+            end_pfn: low,
+            nr_scanned,
+            nr_taken: nr_isolated,
+        };
+        self.ctrace(trace_kind::COMPACTION_ISOLATE, ev);
         cc.migrate_pfn = low;
         let _ = start;
         low
@@ -846,6 +891,14 @@ impl Mm {
             pfn += stride;
         }
         let pfn = pfn.min(end);
+        let ev = TraceEvent::MmCompactionIsolate {
+            free: true,
+            start_pfn: start,
+            end_pfn: pfn,
+            nr_scanned: scanned,
+            nr_taken: isolated,
+        };
+        self.ctrace(trace_kind::COMPACTION_ISOLATE, ev);
         cc.total_free_scanned += scanned;
         if isolated > 0 {
             self.count(Stat::compact_isolated, isolated);
@@ -1043,6 +1096,13 @@ impl Mm {
     /// skip-flush flag for direct compaction) when the scanners meet; NO_SUITABLE_PAGE → CONTINUE.
     fn compact_finished(&mut self, cc: &CompactControl) -> CompactResult {
         let (r, met) = self.__compact_finished(cc);
+        let ev = TraceEvent::MmCompactionSuitableFinished {
+            finished: true,
+            zone: cc.zi as u8,
+            order: cc.order,
+            ret: r as u8,
+        };
+        self.ctrace(trace_kind::COMPACTION_DECIDE, ev);
         if met {
             self.reset_cached_positions(cc.zi);
             if cc.direct_compaction {
@@ -1106,6 +1166,15 @@ impl Mm {
                 cc.whole_zone = true;
             }
         }
+        let ev = TraceEvent::MmCompactionBeginEnd {
+            zone_start: zstart,
+            migrate_pfn: cc.migrate_pfn,
+            free_pfn: cc.free_pfn,
+            zone_end: zend,
+            sync,
+            status: None,
+        };
+        self.ctrace(trace_kind::COMPACTION_RUN, ev);
         let mut last_migrated: u32 = 0;
         let c = &self.zones[zi].compact;
         let mut update_cached = !sync && c.cached_migrate_pfn[0] == c.cached_migrate_pfn[1];
@@ -1129,7 +1198,14 @@ impl Mm {
                 }
                 update_cached = false;
                 last_migrated = zstart.max(pb_start(cc.migrate_pfn.saturating_sub(1)));
+                let nr_migratepages = cc.nr_migratepages;
                 let err = self.migrate_pages(cc);
+                let ok = self.last_migrate.nr_succeeded;
+                let ev = TraceEvent::MmCompactionMigratepages {
+                    nr_migrated: ok,
+                    nr_failed: nr_migratepages.saturating_sub(ok),
+                };
+                self.ctrace(trace_kind::COMPACTION_RUN, ev);
                 cc.nr_migratepages = 0;
                 if err {
                     // −ENOMEM (the only error the model produces).
@@ -1178,6 +1254,16 @@ impl Mm {
         }
         self.count(Stat::compact_migrate_scanned, cc.total_migrate_scanned);
         self.count(Stat::compact_free_scanned, cc.total_free_scanned);
+        let z = &self.zones[cc.zi];
+        let ev = TraceEvent::MmCompactionBeginEnd {
+            zone_start: z.start_pfn,
+            migrate_pfn: cc.migrate_pfn,
+            free_pfn: cc.free_pfn,
+            zone_end: z.end_pfn(),
+            sync: cc.mode != MigrateMode::Async,
+            status: Some(ret as u8),
+        };
+        self.ctrace(trace_kind::COMPACTION_RUN, ev);
         let stats = CompactRunStats {
             migrate_scanned: cc.total_migrate_scanned,
             free_scanned: cc.total_free_scanned,
@@ -1206,6 +1292,12 @@ impl Mm {
         if !gfp.compaction_allowed() {
             return (CompactResult::Skipped, None, total);
         }
+        let ev = TraceEvent::MmCompactionTryToCompactPages {
+            order: order as i32,
+            gfp,
+            prio: prio as i32,
+        };
+        self.ctrace(trace_kind::COMPACTION_DECIDE, ev);
         let ac = self.alloc_context(gfp);
         let Some(preferred) = ac.preferred_zone else {
             return (CompactResult::Skipped, None, total);
@@ -1271,10 +1363,27 @@ impl Mm {
         if self.kcompactd.max_order < order {
             self.kcompactd.max_order = order;
         }
-        if self.kcompactd.highest_zoneidx > highest_zoneidx || self.kcompactd.max_order == order {
+        if self.kcompactd.highest_zoneidx > highest_zoneidx {
             self.kcompactd.highest_zoneidx = highest_zoneidx;
         }
-        self.kcompactd_node_suitable()
+        let woken = self.kcompactd_node_suitable();
+        if woken {
+            let ev = TraceEvent::MmCompactionKcompactd {
+                wake: false,
+                order: order as i32,
+                highest_zoneidx: highest_zoneidx as u8,
+            };
+            self.ctrace(trace_kind::COMPACTION_KCOMPACTD, ev);
+        }
+        woken
+    }
+
+    /// `pgdat->nr_zones - 1`: the highest populated zone, kcompactd's reset value.
+    pub fn kcompactd_max_zoneidx(&self) -> usize {
+        (0..self.zones.len())
+            .rev()
+            .find(|&i| self.zones[i].populated())
+            .unwrap_or(0)
     }
 
     /// `kcompactd_node_suitable`.
@@ -1305,6 +1414,12 @@ impl Mm {
             AllocFlags::WMARK_MIN
         });
         self.count(Stat::compact_daemon_wake, 1);
+        let ev = TraceEvent::MmCompactionKcompactd {
+            wake: true,
+            order: order as i32,
+            highest_zoneidx: highest as u8,
+        };
+        self.ctrace(trace_kind::COMPACTION_KCOMPACTD, ev);
         let mut total = CompactRunStats::default();
         for zi in 0..=highest {
             if !self.zones[zi].populated() {
@@ -1336,6 +1451,9 @@ impl Mm {
         }
         if self.kcompactd.max_order <= order {
             self.kcompactd.max_order = 0;
+        }
+        if self.kcompactd.highest_zoneidx >= highest {
+            self.kcompactd.highest_zoneidx = self.kcompactd_max_zoneidx();
         }
         total
     }

@@ -113,18 +113,46 @@ pub mod trace_kind {
     pub const MM_PAGE_ALLOC_ZONE_LOCKED: u32 = 4;
     pub const MM_PAGE_PCPU_DRAIN: u32 = 8;
     pub const MM_PAGE_ALLOC_EXTFRAG: u32 = 16;
-    pub const ALL: u32 = 31;
+    /// The kmem events.
+    pub const KMEM: u32 = 31;
+    /// compaction:mm_compaction_isolate_migratepages / _isolate_freepages.
+    pub const COMPACTION_ISOLATE: u32 = 32;
+    /// compaction:mm_compaction_begin / _end / _migratepages.
+    pub const COMPACTION_RUN: u32 = 64;
+    /// compaction:mm_compaction_suitable / _finished / _try_to_compact_pages.
+    pub const COMPACTION_DECIDE: u32 = 128;
+    /// compaction:mm_compaction_deferred / _defer_compaction / _defer_reset.
+    pub const COMPACTION_DEFER: u32 = 256;
+    /// compaction:mm_compaction_wakeup_kcompactd / _kcompactd_wake.
+    pub const COMPACTION_KCOMPACTD: u32 = 512;
+    pub const COMPACTION: u32 = 32 | 64 | 128 | 256 | 512;
+    pub const ALL: u32 = KMEM | COMPACTION;
 
     /// Maps a tracepoint name (with or without the `kmem:` prefix) to its bit.
     pub fn from_name(name: &str) -> Option<u32> {
-        let n = name.strip_prefix("kmem:").unwrap_or(name);
+        if name == "compaction:*" {
+            return Some(COMPACTION);
+        }
+        let n = name
+            .strip_prefix("kmem:")
+            .or_else(|| name.strip_prefix("compaction:"))
+            .unwrap_or(name);
         Some(match n {
+            "mm_compaction_isolate_migratepages" | "mm_compaction_isolate_freepages" => COMPACTION_ISOLATE,
+            "mm_compaction_begin" | "mm_compaction_end" | "mm_compaction_migratepages" => COMPACTION_RUN,
+            "mm_compaction_suitable" | "mm_compaction_finished" | "mm_compaction_try_to_compact_pages" => {
+                COMPACTION_DECIDE
+            }
+            "mm_compaction_deferred" | "mm_compaction_defer_compaction" | "mm_compaction_defer_reset" => {
+                COMPACTION_DEFER
+            }
+            "mm_compaction_wakeup_kcompactd" | "mm_compaction_kcompactd_wake" => COMPACTION_KCOMPACTD,
             "mm_page_alloc" => MM_PAGE_ALLOC,
             "mm_page_free" => MM_PAGE_FREE,
             "mm_page_alloc_zone_locked" => MM_PAGE_ALLOC_ZONE_LOCKED,
             "mm_page_pcpu_drain" => MM_PAGE_PCPU_DRAIN,
             "mm_page_alloc_extfrag" => MM_PAGE_ALLOC_EXTFRAG,
-            "*" => ALL,
+            "*" => KMEM,
             _ => return None,
         })
     }
@@ -228,6 +256,7 @@ impl Mm {
         for zi in 0..mm.zones.len() {
             mm.reset_cached_positions(zi);
         }
+        mm.kcompactd.highest_zoneidx = mm.kcompactd_max_zoneidx();
         Ok(mm)
     }
 

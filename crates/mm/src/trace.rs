@@ -172,7 +172,67 @@ pub enum TraceEvent {
         fallback_migratetype: i32,
         change_ownership: bool,
     },
+    /// compaction:mm_compaction_isolate_migratepages / _isolate_freepages (`free` = true).
+    MmCompactionIsolate {
+        free: bool,
+        start_pfn: u32,
+        end_pfn: u32,
+        nr_scanned: u64,
+        nr_taken: u64,
+    },
+    /// compaction:mm_compaction_migratepages.
+    MmCompactionMigratepages { nr_migrated: u64, nr_failed: u64 },
+    /// compaction:mm_compaction_begin, and _end when `status` is Some (index of
+    /// `compaction::CompactResult`).
+    MmCompactionBeginEnd {
+        zone_start: u32,
+        migrate_pfn: u32,
+        free_pfn: u32,
+        zone_end: u32,
+        sync: bool,
+        status: Option<u8>,
+    },
+    /// compaction:mm_compaction_try_to_compact_pages.
+    MmCompactionTryToCompactPages { order: i32, gfp: Gfp, prio: i32 },
+    /// compaction:mm_compaction_suitable (`finished` = false) / _finished (true); `zone` is the
+    /// zone index, `ret` the `CompactResult` index.
+    MmCompactionSuitableFinished {
+        finished: bool,
+        zone: u8,
+        order: i32,
+        ret: u8,
+    },
+    /// compaction:mm_compaction_deferred (kind 0), _defer_compaction (1), _defer_reset (2).
+    MmCompactionDefer {
+        kind: u8,
+        zone: u8,
+        order: i32,
+        considered: u32,
+        defer_shift: u32,
+        order_failed: i32,
+    },
+    /// compaction:mm_compaction_wakeup_kcompactd (`wake` = false) / _kcompactd_wake (true).
+    MmCompactionKcompactd {
+        wake: bool,
+        order: i32,
+        highest_zoneidx: u8,
+    },
 }
+
+/// `COMPACTION_STATUS` names, indexed by `compaction::CompactResult`.
+const COMPACT_STATUS: [&str; 9] = [
+    "not_suitable_zone",
+    "skipped",
+    "deferred",
+    "no_suitable_page",
+    "continue",
+    "complete",
+    "partial_skipped",
+    "contended",
+    "success",
+];
+
+const ZONE_NAMES: [&str; 5] = ["DMA", "DMA32", "Normal", "Movable", "Device"];
 
 impl TraceEvent {
     /// The event's name as printed after the timestamp.
@@ -183,6 +243,19 @@ impl TraceEvent {
             TraceEvent::MmPageAllocZoneLocked { .. } => "mm_page_alloc_zone_locked",
             TraceEvent::MmPagePcpuDrain { .. } => "mm_page_pcpu_drain",
             TraceEvent::MmPageAllocExtfrag { .. } => "mm_page_alloc_extfrag",
+            TraceEvent::MmCompactionIsolate { free: false, .. } => "mm_compaction_isolate_migratepages",
+            TraceEvent::MmCompactionIsolate { free: true, .. } => "mm_compaction_isolate_freepages",
+            TraceEvent::MmCompactionMigratepages { .. } => "mm_compaction_migratepages",
+            TraceEvent::MmCompactionBeginEnd { status: None, .. } => "mm_compaction_begin",
+            TraceEvent::MmCompactionBeginEnd { status: Some(_), .. } => "mm_compaction_end",
+            TraceEvent::MmCompactionTryToCompactPages { .. } => "mm_compaction_try_to_compact_pages",
+            TraceEvent::MmCompactionSuitableFinished { finished: false, .. } => "mm_compaction_suitable",
+            TraceEvent::MmCompactionSuitableFinished { finished: true, .. } => "mm_compaction_finished",
+            TraceEvent::MmCompactionDefer { kind: 0, .. } => "mm_compaction_deferred",
+            TraceEvent::MmCompactionDefer { kind: 1, .. } => "mm_compaction_defer_compaction",
+            TraceEvent::MmCompactionDefer { .. } => "mm_compaction_defer_reset",
+            TraceEvent::MmCompactionKcompactd { wake: false, .. } => "mm_compaction_wakeup_kcompactd",
+            TraceEvent::MmCompactionKcompactd { wake: true, .. } => "mm_compaction_kcompactd_wake",
         }
     }
 
@@ -259,6 +332,80 @@ impl TraceEvent {
                     page_address(pfn),
                     (fallback_order < PAGEBLOCK_ORDER) as i32,
                     change_ownership as i32
+                );
+            }
+            TraceEvent::MmCompactionIsolate {
+                start_pfn,
+                end_pfn,
+                nr_scanned,
+                nr_taken,
+                ..
+            } => {
+                let _ = write!(
+                    out,
+                    "range=({start_pfn:#x} ~ {end_pfn:#x}) nr_scanned={nr_scanned} nr_taken={nr_taken}"
+                );
+            }
+            TraceEvent::MmCompactionMigratepages {
+                nr_migrated,
+                nr_failed,
+            } => {
+                let _ = write!(out, "nr_migrated={nr_migrated} nr_failed={nr_failed}");
+            }
+            TraceEvent::MmCompactionBeginEnd {
+                zone_start,
+                migrate_pfn,
+                free_pfn,
+                zone_end,
+                sync,
+                status,
+            } => {
+                let _ = write!(
+                    out,
+                    "zone_start={zone_start:#x} migrate_pfn={migrate_pfn:#x} free_pfn={free_pfn:#x} \
+                     zone_end={zone_end:#x}, mode={}",
+                    if sync { "sync" } else { "async" }
+                );
+                if let Some(st) = status {
+                    let _ = write!(out, " status={}", COMPACT_STATUS[st as usize]);
+                }
+            }
+            TraceEvent::MmCompactionTryToCompactPages { order, gfp, prio } => {
+                let _ = write!(out, "order={order} gfp_mask=");
+                write_gfp_flags(out, gfp);
+                let _ = write!(out, " priority={prio}");
+            }
+            TraceEvent::MmCompactionSuitableFinished { zone, order, ret, .. } => {
+                let _ = write!(
+                    out,
+                    "node=0 zone={:<8} order={order} ret={}",
+                    ZONE_NAMES[zone as usize], COMPACT_STATUS[ret as usize]
+                );
+            }
+            TraceEvent::MmCompactionDefer {
+                zone,
+                order,
+                considered,
+                defer_shift,
+                order_failed,
+                ..
+            } => {
+                let _ = write!(
+                    out,
+                    "node=0 zone={:<8} order={order} order_failed={order_failed} consider={considered} limit={}",
+                    ZONE_NAMES[zone as usize],
+                    1u64 << defer_shift
+                );
+            }
+            TraceEvent::MmCompactionKcompactd {
+                order,
+                highest_zoneidx,
+                ..
+            } => {
+                let _ = write!(
+                    out,
+                    "nid=0 order={order} classzone_idx={:<8}",
+                    ZONE_NAMES[highest_zoneidx as usize]
                 );
             }
         }

@@ -172,3 +172,36 @@ fn s9_9_direct_compaction_captures_a_thp() {
     }
     mm.check_invariants().unwrap();
 }
+
+/// §15.2: compaction tracepoints in ftrace text form, with the format files' print strings.
+#[test]
+fn s15_2_compaction_tracepoints() {
+    let mut mm = machine(64);
+    fragment(&mut mm, 0, usize::MAX);
+    mm.set_trace_mask(fraglab_mm::node::trace_kind::COMPACTION);
+    mm.compact_memory();
+    let text = fraglab_mm::trace::render_trace(&mm.take_trace());
+    let begin = text.lines().find(|l| l.contains("mm_compaction_begin:")).unwrap();
+    assert!(
+        begin.ends_with(
+            "mm_compaction_begin: zone_start=0x0 migrate_pfn=0x0 free_pfn=0x3e00 zone_end=0x4000, mode=sync"
+        ),
+        "{begin}"
+    );
+    let end = text.lines().find(|l| l.contains("mm_compaction_end:")).unwrap();
+    assert!(end.contains(", mode=sync status=complete"), "{end}");
+    let iso = text
+        .lines()
+        .find(|l| l.contains("mm_compaction_isolate_migratepages:"))
+        .unwrap();
+    assert!(
+        iso.contains("range=(0x0 ~ 0x") && iso.contains(" nr_taken=32"),
+        "{iso}"
+    );
+    let mig = text
+        .lines()
+        .find(|l| l.contains("mm_compaction_migratepages:"))
+        .unwrap();
+    assert!(mig.ends_with("nr_migrated=32 nr_failed=0"), "{mig}");
+    assert!(text.contains("mm_compaction_finished: node=0 zone=DMA32    order=-1 ret=continue"));
+}

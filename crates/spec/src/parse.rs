@@ -663,11 +663,19 @@ impl Cx<'_> {
             };
             let mut choices: Vec<&str> = TRACE_EVENTS.to_vec();
             choices.push("kmem:*");
+            choices.push("compaction:*");
             for (i, n) in items.iter().enumerate() {
                 let k = format!("{key}[{i}]");
                 let name = self.str(n, &k)?;
-                if name == "kmem:*" {
-                    on = [true; TRACE_EVENTS.len()];
+                if let Some(group) = name
+                    .strip_suffix('*')
+                    .filter(|g| *g == "kmem:" || *g == "compaction:")
+                {
+                    for (j, ev) in TRACE_EVENTS.iter().enumerate() {
+                        if ev.starts_with(group) {
+                            on[j] = true;
+                        }
+                    }
                 } else if let Some(j) = TRACE_EVENTS.iter().position(|&ev| ev == name) {
                     on[j] = true;
                 } else {
@@ -683,7 +691,7 @@ impl Cx<'_> {
             .iter()
             .zip(on)
             .filter(|(_, on)| *on)
-            .map(|(ev, _)| ev.trim_start_matches("kmem:").to_string())
+            .map(|(ev, _)| ev.split_once(':').map_or(*ev, |(_, n)| n).to_string())
             .collect();
         Ok(RunSpec {
             seed,
