@@ -711,8 +711,9 @@ impl Mm {
                                     break;
                                 }
                             }
-                            let f = &mut self.folios.folios[id as usize];
-                            f.isolated = true;
+                            self.account_folio(id, -1);
+                            self.folios.folios[id as usize].isolated = true;
+                            self.account_folio(id, 1);
                             self.pages.set_flag(low, PG_LRU, false);
                             cc.migratepages.push(id);
                             sub_isolated.push(id);
@@ -737,9 +738,11 @@ impl Mm {
             if fail && skip_on_failure {
                 // Put back what this sub-block isolated and jump to the next sub-block.
                 for id in sub_isolated.drain(..) {
+                    self.account_folio(id, -1);
                     let f = &mut self.folios.folios[id as usize];
                     f.isolated = false;
                     let (pfn, o) = (f.pfn, f.order as u64);
+                    self.account_folio(id, 1);
                     self.pages.set_flag(pfn, PG_LRU, true);
                     cc.migratepages.retain(|x| *x != id);
                     cc.nr_migratepages -= 1 << o;

@@ -290,6 +290,39 @@ impl Mm {
             census.isolated += isolated;
             census.managed += z.managed;
         }
+        // The folio gauges equal what the folios add up to.
+        {
+            use crate::folio::FolioKind;
+            let mut expect = [0u64; 6];
+            for (_, f) in self.folios.live() {
+                let nr = 1u64 << f.order;
+                let i = match (f.kind, f.isolated) {
+                    (FolioKind::Anon, false) => 0,
+                    (FolioKind::File, false) => 1,
+                    (FolioKind::Anon, true) => 2,
+                    (FolioKind::File, true) => 3,
+                    _ => continue,
+                };
+                expect[i] += nr;
+                expect[4 + (f.kind == FolioKind::File) as usize] += nr;
+            }
+            let got = [
+                self.stat(Stat::nr_inactive_anon),
+                self.stat(Stat::nr_inactive_file),
+                self.stat(Stat::nr_isolated_anon),
+                self.stat(Stat::nr_isolated_file),
+                self.stat(Stat::nr_anon_pages),
+                self.stat(Stat::nr_file_pages),
+            ];
+            ensure!(got == expect, "folio gauges (inactive anon/file, isolated anon/file, anon, file pages) {got:?} != {expect:?}");
+            let zone_sum = self.zone_stat_sum(Stat::nr_zone_inactive_anon)
+                + self.zone_stat_sum(Stat::nr_zone_inactive_file);
+            ensure!(
+                zone_sum as u64 == expect[0] + expect[1],
+                "zone LRU gauges {zone_sum} != {}",
+                expect[0] + expect[1]
+            );
+        }
         // Every live folio sits at an allocated head of its order that names it.
         for (id, f) in self.folios.live() {
             ensure!(

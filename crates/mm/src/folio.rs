@@ -10,6 +10,7 @@ use crate::gfp::Gfp;
 use crate::mmzone::{PageKind, PG_LRU};
 use crate::node::Mm;
 use crate::types::*;
+use crate::vmstat::Stat;
 
 /// A folio's stable identity.
 pub type FolioId = u32;
@@ -163,6 +164,69 @@ impl FolioTable {
 }
 
 impl Mm {
+    /// Adds (`sign` = 1) or removes (−1) a folio's pages to/from the gauges of /proc/vmstat and
+    /// /proc/zoneinfo (§14.2): LRU list sizes (every LRU folio is on an inactive list until the
+    /// reclaim model ages them; isolated folios count as nr_isolated_*), nr_anon_pages,
+    /// nr_file_pages, the THP-sized items (kept in pages, printed in THP units), slab and page
+    /// tables.
+    pub(crate) fn account_folio(&mut self, id: FolioId, sign: i64) {
+        let f = &self.folios.folios[id as usize];
+        let (pfn, order, kind, isolated) = (f.pfn, f.order as u32, f.kind, f.isolated);
+        let nr = sign << order;
+        let zi = self.zone_of(pfn);
+        let mut node = |s: Stat| {
+            let v = &mut self.stats[s as usize];
+            *v = (*v as i64 + nr) as u64;
+        };
+        match kind {
+            FolioKind::Anon | FolioKind::File => {
+                let anon = kind == FolioKind::Anon;
+                if isolated {
+                    node(if anon {
+                        Stat::nr_isolated_anon
+                    } else {
+                        Stat::nr_isolated_file
+                    });
+                } else {
+                    node(if anon {
+                        Stat::nr_inactive_anon
+                    } else {
+                        Stat::nr_inactive_file
+                    });
+                }
+                if anon {
+                    node(Stat::nr_anon_pages);
+                    if order == HPAGE_PMD_ORDER {
+                        node(Stat::nr_anon_transparent_hugepages);
+                    }
+                } else {
+                    node(Stat::nr_file_pages);
+                    if order == HPAGE_PMD_ORDER {
+                        node(Stat::nr_file_hugepages);
+                    }
+                }
+                if !isolated {
+                    let zs = if anon {
+                        Stat::nr_zone_inactive_anon
+                    } else {
+                        Stat::nr_zone_inactive_file
+                    };
+                    self.mod_zone_stat(zi, zs, nr);
+                }
+            }
+            FolioKind::Slab => {
+                let s = if self.pages.b[pfn as usize] == MigrateType::Reclaimable as u32 {
+                    Stat::nr_slab_reclaimable
+                } else {
+                    Stat::nr_slab_unreclaimable
+                };
+                node(s);
+            }
+            FolioKind::PageTable => node(Stat::nr_page_table_pages),
+            FolioKind::Kernel => {}
+        }
+    }
+
     /// Allocates a folio of `order` for an owner of `kind` (`__alloc_pages` + folio setup; LRU
     /// folios are added to the LRU at once — the model has no LRU-add batches yet).
     pub fn alloc_folio(
@@ -177,6 +241,7 @@ impl Mm {
         let id = self.folios.insert(pfn, order, kind, nofs, None);
         self.pages.a[pfn as usize] = id;
         self.pages.set_flag(pfn, PG_LRU, kind.on_lru());
+        self.account_folio(id, 1);
         Some(id)
     }
 
@@ -187,6 +252,7 @@ impl Mm {
             !f.isolated,
             "free of folio {id} while it is isolated for migration"
         );
+        self.account_folio(id, -1);
         self.folios.remove(id);
         self.free_pages(cpu, f.pfn, f.order as u32);
     }
@@ -208,6 +274,7 @@ impl Mm {
     pub fn split_folio(&mut self, id: FolioId) -> Vec<FolioId> {
         let f = self.folios.get(id).clone();
         assert!(f.order > 0, "split of an order-0 folio");
+        self.account_folio(id, -1);
         self.folios.remove(id);
         let lru = f.kind.on_lru();
         let mut pieces = Vec::with_capacity(1 << f.order);
@@ -221,10 +288,11 @@ impl Mm {
             self.pages.a[pfn as usize] = pid;
             self.pages.b[pfn as usize] = self.pages.b[f.pfn as usize];
             self.pages.set_flag(pfn, PG_LRU, lru && !f.isolated);
+            self.account_folio(pid, 1);
             pieces.push(pid);
         }
         if f.order as u32 == HPAGE_PMD_ORDER {
-            self.count(crate::vmstat::Stat::thp_split_page, 1);
+            self.count(Stat::thp_split_page, 1);
         }
         pieces
     }
