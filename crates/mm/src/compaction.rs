@@ -711,10 +711,7 @@ impl Mm {
                                     break;
                                 }
                             }
-                            self.account_folio(id, -1);
-                            self.folios.folios[id as usize].isolated = true;
-                            self.account_folio(id, 1);
-                            self.pages.set_flag(low, PG_LRU, false);
+                            self.isolate_lru_folio(id);
                             cc.migratepages.push(id);
                             sub_isolated.push(id);
                             cc.nr_migratepages += 1 << o;
@@ -738,12 +735,8 @@ impl Mm {
             if fail && skip_on_failure {
                 // Put back what this sub-block isolated and jump to the next sub-block.
                 for id in sub_isolated.drain(..) {
-                    self.account_folio(id, -1);
-                    let f = &mut self.folios.folios[id as usize];
-                    f.isolated = false;
-                    let (pfn, o) = (f.pfn, f.order as u64);
-                    self.account_folio(id, 1);
-                    self.pages.set_flag(pfn, PG_LRU, true);
+                    let o = self.folios.folios[id as usize].order as u64;
+                    self.putback_lru_folio(id);
                     cc.migratepages.retain(|x| *x != id);
                     cc.nr_migratepages -= 1 << o;
                     nr_isolated -= 1 << o;

@@ -293,34 +293,97 @@ impl Mm {
         // The folio gauges equal what the folios add up to.
         {
             use crate::folio::FolioKind;
-            let mut expect = [0u64; 6];
+            // inactive anon, active anon, inactive file, active file, isolated anon, isolated
+            // file, anon pages, file pages
+            let mut expect = [0u64; 8];
             for (_, f) in self.folios.live() {
                 let nr = 1u64 << f.order;
-                let i = match (f.kind, f.isolated) {
-                    (FolioKind::Anon, false) => 0,
-                    (FolioKind::File, false) => 1,
-                    (FolioKind::Anon, true) => 2,
-                    (FolioKind::File, true) => 3,
+                let anon = match f.kind {
+                    FolioKind::Anon => true,
+                    FolioKind::File => false,
                     _ => continue,
                 };
+                let i = if f.isolated {
+                    4 + !anon as usize
+                } else {
+                    2 * !anon as usize + f.active as usize
+                };
                 expect[i] += nr;
-                expect[4 + (f.kind == FolioKind::File) as usize] += nr;
+                expect[6 + !anon as usize] += nr;
             }
             let got = [
                 self.stat(Stat::nr_inactive_anon),
+                self.stat(Stat::nr_active_anon),
                 self.stat(Stat::nr_inactive_file),
+                self.stat(Stat::nr_active_file),
                 self.stat(Stat::nr_isolated_anon),
                 self.stat(Stat::nr_isolated_file),
                 self.stat(Stat::nr_anon_pages),
                 self.stat(Stat::nr_file_pages),
             ];
-            ensure!(got == expect, "folio gauges (inactive anon/file, isolated anon/file, anon, file pages) {got:?} != {expect:?}");
-            let zone_sum = self.zone_stat_sum(Stat::nr_zone_inactive_anon)
-                + self.zone_stat_sum(Stat::nr_zone_inactive_file);
+            ensure!(got == expect, "folio gauges {got:?} != {expect:?} (inactive/active anon, inactive/active file, isolated anon/file, anon, file)");
+            let zone_sum: i64 = [
+                Stat::nr_zone_inactive_anon,
+                Stat::nr_zone_active_anon,
+                Stat::nr_zone_inactive_file,
+                Stat::nr_zone_active_file,
+            ]
+            .iter()
+            .map(|&s| self.zone_stat_sum(s))
+            .sum();
             ensure!(
-                zone_sum as u64 == expect[0] + expect[1],
-                "zone LRU gauges {zone_sum} != {}",
-                expect[0] + expect[1]
+                zone_sum as u64 == expect[..4].iter().sum::<u64>(),
+                "zone LRU gauges {zone_sum} != {:?}",
+                &expect[..4]
+            );
+        }
+        // LRU lists: well linked, each folio on the list its flags say, sizes match, and a folio
+        // is on a list exactly when it is an unisolated LRU folio (PageLRU set).
+        {
+            let mut on_lists = 0usize;
+            for l in 0..crate::vmscan::NR_LRU_LISTS {
+                let (mut prev, mut pages, mut n) = (NIL, 0u64, 0usize);
+                let mut id = self.lruvec.lists[l].first;
+                while id != NIL {
+                    let f = &self.folios.folios[id as usize];
+                    ensure!(
+                        f.live && f.lru as usize == l,
+                        "LRU list {l} holds folio {id} (live {}, lru {})",
+                        f.live,
+                        f.lru
+                    );
+                    ensure!(
+                        self.folio_lru_list(id) as usize == l,
+                        "folio {id} on list {l} but belongs on {}",
+                        self.folio_lru_list(id)
+                    );
+                    ensure!(f.lru_prev == prev, "LRU list {l}: broken back link at folio {id}");
+                    ensure!(
+                        self.pages.flag(f.pfn, PG_LRU),
+                        "folio {id} on an LRU list without PageLRU"
+                    );
+                    pages += 1 << f.order;
+                    prev = id;
+                    id = f.lru_next;
+                    n += 1;
+                    ensure!(n <= self.folios.folios.len(), "LRU list {l} loops");
+                }
+                ensure!(self.lruvec.lists[l].last == prev, "LRU list {l}: bad last");
+                ensure!(
+                    self.lruvec.pages[l] == pages,
+                    "LRU list {l}: size {} != {pages}",
+                    self.lruvec.pages[l]
+                );
+                on_lists += n;
+            }
+            let lru_folios = self
+                .folios
+                .live()
+                .filter(|(_, f)| f.kind.on_lru() && !f.isolated)
+                .count();
+            ensure!(
+                on_lists == lru_folios,
+                "{on_lists} folios on LRU lists, {lru_folios} unisolated LRU folios"
             );
         }
         // Every live folio sits at an allocated head of its order that names it.

@@ -80,6 +80,16 @@ pub struct Folio {
     /// Number of times this folio was migrated.
     pub migrations: u32,
     pub live: bool,
+    /// PG_active: on (or returns to) the active list.
+    pub active: bool,
+    /// PG_referenced.
+    pub referenced: bool,
+    /// PG_dirty (file folios).
+    pub dirty: bool,
+    /// The LRU list the folio is on (`vmscan::LRU_*`), or `vmscan::LRU_NONE`.
+    pub lru: u8,
+    pub lru_next: FolioId,
+    pub lru_prev: FolioId,
 }
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -126,6 +136,12 @@ impl FolioTable {
             split_from: None,
             migrations: 0,
             live: true,
+            active: false,
+            referenced: false,
+            dirty: false,
+            lru: crate::vmscan::LRU_NONE,
+            lru_next: crate::mmzone::NIL,
+            lru_prev: crate::mmzone::NIL,
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
@@ -165,13 +181,13 @@ impl FolioTable {
 
 impl Mm {
     /// Adds (`sign` = 1) or removes (−1) a folio's pages to/from the gauges of /proc/vmstat and
-    /// /proc/zoneinfo (§14.2): LRU list sizes (every LRU folio is on an inactive list until the
-    /// reclaim model ages them; isolated folios count as nr_isolated_*), nr_anon_pages,
+    /// /proc/zoneinfo (§14.2): LRU list sizes by the folio's active flag (isolated folios count as
+    /// nr_isolated_*), nr_anon_pages,
     /// nr_file_pages, the THP-sized items (kept in pages, printed in THP units), slab and page
     /// tables.
     pub(crate) fn account_folio(&mut self, id: FolioId, sign: i64) {
         let f = &self.folios.folios[id as usize];
-        let (pfn, order, kind, isolated) = (f.pfn, f.order as u32, f.kind, f.isolated);
+        let (pfn, order, kind, isolated, active) = (f.pfn, f.order as u32, f.kind, f.isolated, f.active);
         let nr = sign << order;
         let zi = self.zone_of(pfn);
         let mut node = |s: Stat| {
@@ -181,6 +197,12 @@ impl Mm {
         match kind {
             FolioKind::Anon | FolioKind::File => {
                 let anon = kind == FolioKind::Anon;
+                let (list, zone_list) = match (anon, active) {
+                    (true, false) => (Stat::nr_inactive_anon, Stat::nr_zone_inactive_anon),
+                    (true, true) => (Stat::nr_active_anon, Stat::nr_zone_active_anon),
+                    (false, false) => (Stat::nr_inactive_file, Stat::nr_zone_inactive_file),
+                    (false, true) => (Stat::nr_active_file, Stat::nr_zone_active_file),
+                };
                 if isolated {
                     node(if anon {
                         Stat::nr_isolated_anon
@@ -188,11 +210,7 @@ impl Mm {
                         Stat::nr_isolated_file
                     });
                 } else {
-                    node(if anon {
-                        Stat::nr_inactive_anon
-                    } else {
-                        Stat::nr_inactive_file
-                    });
+                    node(list);
                 }
                 if anon {
                     node(Stat::nr_anon_pages);
@@ -206,12 +224,7 @@ impl Mm {
                     }
                 }
                 if !isolated {
-                    let zs = if anon {
-                        Stat::nr_zone_inactive_anon
-                    } else {
-                        Stat::nr_zone_inactive_file
-                    };
-                    self.mod_zone_stat(zi, zs, nr);
+                    self.mod_zone_stat(zi, zone_list, nr);
                 }
             }
             FolioKind::Slab => {
@@ -241,6 +254,9 @@ impl Mm {
         let id = self.folios.insert(pfn, order, kind, nofs, None);
         self.pages.a[pfn as usize] = id;
         self.pages.set_flag(pfn, PG_LRU, kind.on_lru());
+        if kind.on_lru() {
+            self.lru_add(id);
+        }
         self.account_folio(id, 1);
         Some(id)
     }
@@ -253,6 +269,9 @@ impl Mm {
             "free of folio {id} while it is isolated for migration"
         );
         self.account_folio(id, -1);
+        if f.lru != crate::vmscan::LRU_NONE {
+            self.lru_del(id);
+        }
         self.folios.remove(id);
         self.free_pages(cpu, f.pfn, f.order as u32);
     }
@@ -275,6 +294,9 @@ impl Mm {
         let f = self.folios.get(id).clone();
         assert!(f.order > 0, "split of an order-0 folio");
         self.account_folio(id, -1);
+        if f.lru != crate::vmscan::LRU_NONE {
+            self.lru_del(id);
+        }
         self.folios.remove(id);
         let lru = f.kind.on_lru();
         let mut pieces = Vec::with_capacity(1 << f.order);
@@ -284,10 +306,18 @@ impl Mm {
             let nf = &mut self.folios.folios[pid as usize];
             nf.split_from = Some(id);
             nf.isolated = f.isolated;
+            nf.active = f.active;
+            nf.referenced = f.referenced;
+            nf.dirty = f.dirty;
             self.pages.set(pfn, PageKind::Allocated, 0);
             self.pages.a[pfn as usize] = pid;
             self.pages.b[pfn as usize] = self.pages.b[f.pfn as usize];
             self.pages.set_flag(pfn, PG_LRU, lru && !f.isolated);
+            if lru && !f.isolated {
+                // Simplification: pieces go to the list head (the kernel threads them in
+                // right after the head's position, lru_add_split_folio).
+                self.lru_add(pid);
+            }
             self.account_folio(pid, 1);
             pieces.push(pid);
         }

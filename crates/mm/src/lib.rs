@@ -15,6 +15,7 @@ pub mod node;
 pub mod page_alloc;
 pub mod trace;
 pub mod types;
+pub mod vmscan;
 pub mod vmstat;
 mod vmstat_items;
 

@@ -26,12 +26,7 @@ pub struct MigrateStats {
 impl Mm {
     /// Puts an isolated folio back on the LRU (`putback_movable_pages`).
     fn putback_folio(&mut self, id: FolioId) {
-        self.account_folio(id, -1);
-        let f = &mut self.folios.folios[id as usize];
-        f.isolated = false;
-        let pfn = f.pfn;
-        self.pages.set_flag(pfn, PG_LRU, true);
-        self.account_folio(id, 1);
+        self.putback_lru_folio(id);
     }
 
     /// Moves folio `id` to the target chunk at `dst` (already marked allocated by
@@ -47,16 +42,15 @@ impl Mm {
         debug_assert_eq!(self.pages.order(dst), order);
         self.pages.a[dst as usize] = id;
         self.pages.b[dst as usize] = self.pages.b[src as usize];
-        self.pages.set_flag(dst, PG_LRU, true);
         self.account_folio(id, -1);
         let f = &mut self.folios.folios[id as usize];
         f.pfn = dst;
-        f.isolated = false;
         f.migrations += 1;
+        self.account_folio(id, 1);
         // The source page no longer belongs to the folio.
         self.pages.a[src as usize] = crate::mmzone::NIL;
         self.pages.set_flag(src, PG_LRU, false);
-        self.account_folio(id, 1);
+        self.putback_lru_folio(id);
         self.free_pages(cc.cpu, src, order);
     }
 

@@ -94,6 +94,8 @@ pub struct Mm {
     pub fallbacks: FallbackStats,
     /// The folio registry.
     pub folios: crate::folio::FolioTable,
+    /// The node's LRU lists (§10.3).
+    pub lruvec: crate::vmscan::Lruvec,
     /// Model switches and compaction knobs.
     pub compaction: crate::compaction::CompactionConfig,
     /// A direct compactor's capture request (`task_capc`, §9.10), while one runs.
@@ -212,6 +214,7 @@ impl Mm {
             wakeups: Vec::new(),
             fallbacks: FallbackStats::default(),
             folios: Default::default(),
+            lruvec: Default::default(),
             compaction: Default::default(),
             capc: None,
             kcompactd: Default::default(),
