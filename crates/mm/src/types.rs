@@ -28,6 +28,8 @@ pub const PAGEBLOCK_ORDER: u32 = 9;
 pub const PAGEBLOCK_NR_PAGES: u32 = 1 << PAGEBLOCK_ORDER;
 /// `PAGE_ALLOC_COSTLY_ORDER` = 3: orders above it are "costly" (§0.3).
 pub const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
+/// `SWAP_CLUSTER_MAX` = 32 (§0.3).
+pub const SWAP_CLUSTER_MAX: u64 = 32;
 /// `HPAGE_PMD_ORDER` = 9.
 pub const HPAGE_PMD_ORDER: u32 = 9;
 

@@ -139,3 +139,258 @@ impl Mm {
         out
     }
 }
+
+/// `struct scan_control`, the parts the model uses (§10.4, §10.5).
+#[derive(Clone, Copy, Debug)]
+pub struct ScanControl {
+    pub nr_to_reclaim: u64,
+    /// The highest zone index whose folios may be reclaimed (`gfp_zone` of the request).
+    pub reclaim_idx: usize,
+    pub order: u32,
+    pub priority: i32,
+    /// Anonymous folios may be reclaimed (a swap device exists; the model has none yet).
+    pub may_swap: bool,
+    /// kswapd (counts pgscan/pgsteal_kswapd) rather than direct reclaim.
+    pub kswapd: bool,
+    /// CPU whose PCP receives the freed folios.
+    pub cpu: u32,
+    pub nr_scanned: u64,
+    pub nr_reclaimed: u64,
+}
+
+impl ScanControl {
+    pub fn direct(reclaim_idx: usize, order: u32, cpu: u32) -> ScanControl {
+        ScanControl {
+            nr_to_reclaim: crate::types::SWAP_CLUSTER_MAX,
+            reclaim_idx,
+            order,
+            priority: DEF_PRIORITY,
+            may_swap: false,
+            kswapd: false,
+            cpu,
+            nr_scanned: 0,
+            nr_reclaimed: 0,
+        }
+    }
+}
+
+/// `DEF_PRIORITY`.
+pub const DEF_PRIORITY: i32 = 12;
+
+impl Mm {
+    /// `inactive_is_low` (§10.3.4): with gb = (inactive + active) in GiB and ratio =
+    /// int_sqrt(10·gb) (1 below 1 GiB), the inactive list is low if inactive·ratio < active.
+    pub fn inactive_is_low(&self, inactive_list: u8) -> bool {
+        let inactive = self.lruvec.pages[inactive_list as usize];
+        let active = self.lruvec.pages[inactive_list as usize + 1];
+        let gb = (inactive + active) >> (30 - crate::types::PAGE_SHIFT);
+        let ratio = if gb > 0 {
+            ((10 * gb) as f64).sqrt() as u64
+        } else {
+            1
+        };
+        inactive * ratio < active
+    }
+
+    /// `shrink_active_list` (§10.3.7): takes up to `nr_to_scan` pages from the tail of an
+    /// active list and deactivates them (no executable file folios in the model, so none stays
+    /// active). Counts `pgrefill` and `pgdeactivate`.
+    pub fn shrink_active_list(&mut self, nr_to_scan: u64, active_list: u8, sc: &mut ScanControl) {
+        let mut scanned = 0;
+        let mut id = self.lruvec.lists[active_list as usize].last;
+        while id != NIL && scanned < nr_to_scan {
+            let prev = self.folios.folios[id as usize].lru_prev;
+            let f = &self.folios.folios[id as usize];
+            let nr = 1u64 << f.order;
+            if self.zone_of(f.pfn) > sc.reclaim_idx {
+                id = prev;
+                continue;
+            }
+            scanned += nr;
+            self.account_folio(id, -1);
+            self.lru_del(id);
+            let f = &mut self.folios.folios[id as usize];
+            f.active = false;
+            f.referenced = false;
+            self.lru_add(id);
+            self.account_folio(id, 1);
+            self.count(crate::vmstat::Stat::pgdeactivate, nr);
+            id = prev;
+        }
+        self.count(crate::vmstat::Stat::pgrefill, scanned);
+    }
+
+    /// `shrink_inactive_list` + `shrink_folio_list` (§10.3.5–6, §10.4.4): isolates up to
+    /// `nr_to_scan` pages from the tail of an inactive list (folios in zones above
+    /// `reclaim_idx` are skipped and counted in `pgskip_<zone>`), then reclaims them: a clean
+    /// file folio is removed from the page cache and freed whole at its order; a dirty one is
+    /// not written by reclaim (6.18): it is counted in `nr_vmscan_immediate_reclaim` and
+    /// activated. Anonymous folios need swap, which the model does not have yet, so anon lists
+    /// are not scanned (`get_scan_count`). Counts pgscan_* and pgsteal_*. Returns pages reclaimed.
+    ///
+    /// Simplification: no PTE reference bits, so `folio_check_references` reduces to the
+    /// referenced-file rule (reclaim if clean) — every clean file folio at the tail is reclaimed.
+    pub fn shrink_inactive_list(&mut self, nr_to_scan: u64, inactive_list: u8, sc: &mut ScanControl) -> u64 {
+        use crate::vmstat::Stat;
+        let file = inactive_list == LRU_INACTIVE_FILE;
+        let mut scanned = 0;
+        let mut isolated = Vec::new();
+        let mut id = self.lruvec.lists[inactive_list as usize].last;
+        let pgskip = [
+            Stat::pgskip_dma,
+            Stat::pgskip_dma32,
+            Stat::pgskip_normal,
+            Stat::pgskip_movable,
+            Stat::pgskip_device,
+        ];
+        while id != NIL && scanned < nr_to_scan {
+            let prev = self.folios.folios[id as usize].lru_prev;
+            let f = &self.folios.folios[id as usize];
+            let nr = 1u64 << f.order;
+            let zi = self.zone_of(f.pfn);
+            if zi > sc.reclaim_idx {
+                self.count(pgskip[zi], nr);
+            } else {
+                scanned += nr;
+                self.isolate_lru_folio(id);
+                isolated.push(id);
+            }
+            id = prev;
+        }
+        let (scan_who, steal_who) = if sc.kswapd {
+            (Stat::pgscan_kswapd, Stat::pgsteal_kswapd)
+        } else {
+            (Stat::pgscan_direct, Stat::pgsteal_direct)
+        };
+        self.count(scan_who, scanned);
+        self.count(
+            if file {
+                Stat::pgscan_file
+            } else {
+                Stat::pgscan_anon
+            },
+            scanned,
+        );
+        let mut reclaimed = 0;
+        for id in isolated {
+            let f = &self.folios.folios[id as usize];
+            let nr = 1u64 << f.order;
+            if file && !f.dirty {
+                // Back off the isolation, then free the folio (it leaves the page cache).
+                self.account_folio(id, -1);
+                self.folios.folios[id as usize].isolated = false;
+                self.account_folio(id, 1);
+                self.free_folio(sc.cpu, id);
+                reclaimed += nr;
+            } else {
+                if file {
+                    self.count(Stat::nr_vmscan_immediate_reclaim, nr);
+                }
+                self.account_folio(id, -1);
+                let f = &mut self.folios.folios[id as usize];
+                f.isolated = false;
+                f.active = true;
+                self.lru_add(id);
+                self.account_folio(id, 1);
+                self.count(Stat::pgactivate, nr);
+            }
+        }
+        self.count(steal_who, reclaimed);
+        self.count(
+            if file {
+                Stat::pgsteal_file
+            } else {
+                Stat::pgsteal_anon
+            },
+            reclaimed,
+        );
+        sc.nr_scanned += scanned;
+        sc.nr_reclaimed += reclaimed;
+        reclaimed
+    }
+
+    /// `shrink_lruvec` with `get_scan_count` (§10.4.2–3) for the model without swap: only the
+    /// file lists are scanned; each gets a target of its size (eligible zones) >> priority,
+    /// worked in chunks of SWAP_CLUSTER_MAX until the targets are met or enough was reclaimed
+    /// (direct reclaim at DEF_PRIORITY finishes its targets); then the active file list is aged
+    /// if the inactive one is low.
+    ///
+    /// Simplification: without swap `get_scan_count` is "file only", so the anon cost balancing
+    /// and swappiness do not arise; list sizes are node-wide (one zone-eligible filter at
+    /// isolation time, pgskip).
+    pub fn shrink_lruvec(&mut self, sc: &mut ScanControl) {
+        let cluster = crate::types::SWAP_CLUSTER_MAX;
+        let lists: &[u8] = if sc.may_swap {
+            &[
+                LRU_INACTIVE_ANON,
+                LRU_ACTIVE_ANON,
+                LRU_INACTIVE_FILE,
+                LRU_ACTIVE_FILE,
+            ]
+        } else {
+            &[LRU_INACTIVE_FILE, LRU_ACTIVE_FILE]
+        };
+        let mut targets = [0u64; NR_LRU_LISTS];
+        for &l in lists {
+            targets[l as usize] = self.lruvec.pages[l as usize] >> sc.priority;
+        }
+        let proportional = !sc.kswapd && sc.priority == DEF_PRIORITY;
+        let start = sc.nr_reclaimed;
+        while lists.iter().any(|&l| targets[l as usize] > 0) {
+            for &l in lists {
+                let n = targets[l as usize].min(cluster);
+                if n == 0 {
+                    continue;
+                }
+                targets[l as usize] -= n;
+                if l & 1 == 1 {
+                    self.shrink_active_list(n, l, sc);
+                } else {
+                    self.shrink_inactive_list(n, l, sc);
+                }
+            }
+            if sc.nr_reclaimed - start >= sc.nr_to_reclaim && !proportional {
+                break;
+            }
+        }
+        if self.inactive_is_low(LRU_INACTIVE_FILE) {
+            self.shrink_active_list(cluster, LRU_ACTIVE_FILE, sc);
+        }
+    }
+
+    /// `try_to_free_pages` / `do_try_to_free_pages` (§10.5): direct reclaim of 32 pages,
+    /// priority 12 down to 0, counting `allocstall_<zone>` once. Returns pages reclaimed.
+    ///
+    /// Not yet modelled: the compaction_ready early stop for costly orders (§10.5.4), slab
+    /// shrinking, throttling and the vmscan tracepoints.
+    pub fn try_to_free_pages(&mut self, cpu: u32, gfp: crate::gfp::Gfp, order: u32) -> u64 {
+        use crate::vmstat::Stat;
+        let reclaim_idx = gfp.zone().idx();
+        let allocstall = [
+            Stat::allocstall_dma,
+            Stat::allocstall_dma32,
+            Stat::allocstall_normal,
+            Stat::allocstall_movable,
+            Stat::allocstall_device,
+        ];
+        self.count(allocstall[reclaim_idx], 1);
+        let mut sc = ScanControl::direct(reclaim_idx, order, cpu);
+        while sc.priority >= 0 {
+            self.shrink_lruvec(&mut sc);
+            if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                break;
+            }
+            sc.priority -= 1;
+        }
+        sc.nr_reclaimed
+    }
+}
+
+impl Mm {
+    /// `folio_mark_dirty` for a file folio (written to by the workload; the flusher cleans it).
+    pub fn folio_mark_dirty(&mut self, id: FolioId, dirty: bool) {
+        let f = &mut self.folios.folios[id as usize];
+        assert_eq!(f.kind, FolioKind::File, "only file folios are dirtied");
+        f.dirty = dirty;
+    }
+}

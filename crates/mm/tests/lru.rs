@@ -81,3 +81,52 @@ fn migrated_folios_keep_their_list() {
     assert_eq!(mm.lru_folios(LRU_ACTIVE_FILE).len(), active_before);
     check(&mm);
 }
+
+/// §10.5: direct reclaim takes 32 pages of clean page cache from the inactive tail (oldest
+/// first), counts one allocstall in the request's zone and the scan/steal counters.
+#[test]
+fn s10_5_direct_reclaim_frees_oldest_clean_file_folios() {
+    let mut mm = dma32(16, 1, tun_kb(128));
+    let mut ids = Vec::new();
+    while let Some(id) = mm.alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::File, false) {
+        ids.push(id);
+    }
+    // The two oldest are dirty: reclaim must not free them; it activates them.
+    mm.folio_mark_dirty(ids[0], true);
+    mm.folio_mark_dirty(ids[1], true);
+    let free_before = mm.zones[DMA32].nr_free_pages();
+    let got = mm.try_to_free_pages(0, Gfp::GFP_HIGHUSER_MOVABLE, 0);
+    assert!(got >= 32, "{got}");
+    assert_eq!(mm.stat(Stat::allocstall_movable), 1);
+    assert_eq!(mm.stat(Stat::pgsteal_direct), got);
+    assert_eq!(mm.stat(Stat::pgsteal_file), got);
+    assert!(mm.stat(Stat::pgscan_direct) >= got + 2);
+    assert_eq!(mm.stat(Stat::nr_vmscan_immediate_reclaim), 2);
+    assert!(mm.folios.get(ids[0]).active && mm.folios.get(ids[1]).active);
+    // Oldest clean folios went first.
+    let end = 2 + got as usize;
+    assert!(ids[2..end].iter().all(|&id| !mm.folios.folios[id as usize].live));
+    assert!(ids[end..].iter().all(|&id| mm.folios.folios[id as usize].live));
+    let survivors = ids
+        .iter()
+        .filter(|&&id| mm.folios.folios[id as usize].live)
+        .count() as u64;
+    assert_eq!(survivors, ids.len() as u64 - got);
+    mm.drain_all_pages();
+    assert!(mm.zones[DMA32].nr_free_pages() >= free_before + got as i64);
+    check(&mm);
+}
+
+/// §10.4.2: without swap, anonymous memory is not scanned at all.
+#[test]
+fn s10_4_2_no_swap_no_anon_scanning() {
+    let mut mm = dma32(8, 1, tun_kb(128));
+    while mm
+        .alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::Anon, false)
+        .is_some()
+    {}
+    assert_eq!(mm.try_to_free_pages(0, Gfp::GFP_HIGHUSER_MOVABLE, 0), 0);
+    assert_eq!(mm.stat(Stat::pgscan_anon), 0);
+    assert_eq!(mm.stat(Stat::allocstall_movable), 1);
+    check(&mm);
+}
