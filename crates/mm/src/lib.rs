@@ -13,6 +13,7 @@ pub mod migrate;
 pub mod mmzone;
 pub mod node;
 pub mod page_alloc;
+pub mod slowpath;
 pub mod trace;
 pub mod types;
 pub mod vmscan;

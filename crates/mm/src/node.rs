@@ -105,6 +105,8 @@ pub struct Mm {
     /// What the last `migrate_pages` call did, and how many pages it was given.
     pub last_migrate: crate::migrate::MigrateStats,
     pub last_migrate_nr_pages: u64,
+    /// What the last `alloc_pages` call's slow path did.
+    pub last_alloc: crate::slowpath::AllocWork,
     pub(crate) end_pfn: u32,
 }
 
@@ -220,6 +222,7 @@ impl Mm {
             kcompactd: Default::default(),
             last_migrate: Default::default(),
             last_migrate_nr_pages: 0,
+            last_alloc: Default::default(),
             end_pfn,
         };
         for zc in &machine.zones {

@@ -948,7 +948,7 @@ impl Mm {
     }
 
     /// `wake_all_kswapds` (§7.3, §8 D6 when `pageblock_order_wake`).
-    fn wake_all_kswapds(&mut self, order: u32, gfp: Gfp, ac: &AllocContext) {
+    pub(crate) fn wake_all_kswapds(&mut self, order: u32, gfp: Gfp, ac: &AllocContext) {
         let Some(preferred) = ac.preferred_zone else {
             return;
         };
@@ -964,16 +964,14 @@ impl Mm {
     /// The allocation entry, `__alloc_pages` (§4.4): the fast path at the low watermark, then
     /// the slow path. Emits mm_page_alloc for success and failure.
     ///
-    /// Slow path scope in this model version: §7.4 steps 1–3, 5–7 and 14 (wake kswapd, retry at
-    /// the min watermark with the slow-path flags, non-blocking requests fail). Direct
-    /// compaction, direct reclaim, retries and the defrag_mode NOFRAGMENT drop (steps 4, 8–13)
-    /// are not modelled yet: a blocking request that fails at the min watermark fails.
+    /// What the slow path did is left in `Mm::last_alloc` for whoever charges time for it.
     pub fn alloc_pages(&mut self, cpu: u32, gfp: Gfp, order: u32) -> Option<u32> {
         if order > MAX_PAGE_ORDER {
             // The kernel warns (unless __GFP_NOWARN) and returns NULL, without a trace event.
             return None;
         }
         assert!(cpu < self.nr_cpus, "cpu {cpu} out of range");
+        self.last_alloc = crate::slowpath::AllocWork::default();
         let ac = self.alloc_context(gfp);
         let mut alloc_flags = AllocFlags(AllocFlags::WMARK_LOW);
         alloc_flags.set(self.alloc_flags_nofragment(ac.preferred_zone, gfp).0);
@@ -993,15 +991,6 @@ impl Mm {
             );
         }
         page
-    }
-
-    /// `__alloc_pages_slowpath`, the part modelled so far (see [`Mm::alloc_pages`]).
-    fn alloc_pages_slowpath(&mut self, cpu: u32, gfp: Gfp, order: u32, ac: &AllocContext) -> Option<u32> {
-        let alloc_flags = self.gfp_to_alloc_flags(gfp, order);
-        if alloc_flags.has(AllocFlags::KSWAPD) {
-            self.wake_all_kswapds(order, gfp, ac);
-        }
-        self.get_page_from_freelist(cpu, gfp, order, alloc_flags, ac)
     }
 
     /// Marks an allocated chunk as on (or off) the LRU, and records its owner id. LRU pages

@@ -153,7 +153,7 @@ fn s9_9_direct_compaction_captures_a_thp() {
     let _ = total_blocks;
     // Take the remaining free pageblocks, so compaction has work.
     let mut held = Vec::new();
-    while let Some(p) = mm.alloc_pages(0, Gfp::GFP_KERNEL.union(Gfp::HIGH), 9) {
+    while let Some(p) = mm.alloc_pages(0, Gfp::GFP_NOWAIT, 9) {
         held.push(p);
     }
     assert_eq!(free_blocks(&mm), 0);

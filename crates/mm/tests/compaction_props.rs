@@ -75,21 +75,27 @@ proptest! {
         let tun = Tunables { defrag_mode: defrag, ..Tunables::default() };
         let mut mm = Mm::new(&MachineConfig::x86_64(64 << 20, true, 2).unwrap(), tun).unwrap();
         mm.compaction.folio_mode = mode;
-        let mut live: Vec<FolioId> = Vec::new();
+        // (id, token): direct reclaim in the slow path may evict page-cache folios, and a freed
+        // id can be reused, so a folio is ours only while its token matches.
+        let mut live: Vec<(FolioId, u64)> = Vec::new();
         for op in ops {
             match op {
                 Op::Alloc { kind, order, n } => {
                     let (k, gfp) = kind_gfp(kind);
                     for i in 0..n {
                         match mm.alloc_folio((i % 2) as u32, gfp, order, k, false) {
-                            Some(id) => live.push(id),
+                            Some(id) => live.push((id, mm.folios.get(id).token)),
                             None => break,
                         }
                     }
+                    live.retain(|&(id, t)| {
+                        let f = &mm.folios.folios[id as usize];
+                        f.live && f.token == t
+                    });
                 }
                 Op::Free { frac, seed } => {
                     let mut x = seed as usize;
-                    live.retain(|&id| {
+                    live.retain(|&(id, _)| {
                         x = x.wrapping_mul(1103515245).wrapping_add(12345);
                         if (x >> 8) % 8 < frac as usize { mm.free_folio(0, id); false } else { true }
                     });
@@ -97,10 +103,9 @@ proptest! {
             }
         }
         mm.check_invariants().unwrap();
-        let before: Vec<(FolioId, u32, u8, u64, FolioKind)> = live.iter().map(|&id| {
-            let f = mm.folios.get(id);
-            (id, f.pfn, f.order, f.token, f.kind)
-        }).collect();
+        // Every live folio (including pieces of folios that allocation-time compaction split).
+        let before: Vec<(FolioId, u32, u8, u64, FolioKind)> =
+            mm.folios.live().map(|(id, f)| (id, f.pfn, f.order, f.token, f.kind)).collect();
         let tokens_before: std::collections::BTreeMap<u64, u64> = before.iter().fold(Default::default(), |mut m, b| {
             *m.entry(b.3).or_insert(0) += 1u64 << b.2; m
         });

@@ -9,6 +9,8 @@ use fraglab_mm::vmstat::Stat;
 use fraglab_mm::{AllocFlags, Gfp, Mm, Tunables};
 
 const MIN: AllocFlags = AllocFlags(AllocFlags::WMARK_MIN);
+/// Fills without direct reclaim, so page cache is not evicted while the state is built.
+const NO_RECLAIM: Gfp = Gfp::GFP_HIGHUSER_MOVABLE.without(Gfp::DIRECT_RECLAIM);
 
 /// A DMA32 zone of `blocks` pageblocks with a tiny min watermark.
 fn small(blocks: u32) -> Mm {
@@ -240,11 +242,11 @@ fn s9_6_3_nofs_compactor_skips_file_folios_and_unmovable_never_moves() {
     let mut files = Vec::new();
     let mut kern = Vec::new();
     loop {
-        let Some(f) = mm.alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::File, false) else {
+        let Some(f) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::File, false) else {
             break;
         };
         files.push(f);
-        let Some(k) = mm.alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::Kernel, false) else {
+        let Some(k) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Kernel, false) else {
             break;
         };
         kern.push(k);

@@ -8,6 +8,9 @@ use fraglab_mm::vmscan::{LRU_ACTIVE_FILE, LRU_INACTIVE_ANON, LRU_INACTIVE_FILE};
 use fraglab_mm::vmstat::Stat;
 use fraglab_mm::Gfp;
 
+/// Fills without direct reclaim: with it, page cache would be evicted to make room forever.
+const NO_RECLAIM: Gfp = Gfp::GFP_HIGHUSER_MOVABLE.without(Gfp::DIRECT_RECLAIM);
+
 #[test]
 fn s10_3_2_new_folios_enter_the_inactive_lists_at_the_head() {
     let mut mm = dma32(8, 1, tun_kb(128));
@@ -63,7 +66,7 @@ fn s10_3_3_mark_accessed_twice_activates() {
 fn migrated_folios_keep_their_list() {
     let mut mm = dma32(16, 1, tun_kb(128));
     let mut ids = Vec::new();
-    while let Some(id) = mm.alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::File, false) {
+    while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::File, false) {
         ids.push(id);
     }
     for (i, id) in ids.iter().enumerate() {
@@ -88,7 +91,7 @@ fn migrated_folios_keep_their_list() {
 fn s10_5_direct_reclaim_frees_oldest_clean_file_folios() {
     let mut mm = dma32(16, 1, tun_kb(128));
     let mut ids = Vec::new();
-    while let Some(id) = mm.alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::File, false) {
+    while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::File, false) {
         ids.push(id);
     }
     // The two oldest are dirty: reclaim must not free them; it activates them.
@@ -121,10 +124,7 @@ fn s10_5_direct_reclaim_frees_oldest_clean_file_folios() {
 #[test]
 fn s10_4_2_no_swap_no_anon_scanning() {
     let mut mm = dma32(8, 1, tun_kb(128));
-    while mm
-        .alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::Anon, false)
-        .is_some()
-    {}
+    while mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false).is_some() {}
     assert_eq!(mm.try_to_free_pages(0, Gfp::GFP_HIGHUSER_MOVABLE, 0), 0);
     assert_eq!(mm.stat(Stat::pgscan_anon), 0);
     assert_eq!(mm.stat(Stat::allocstall_movable), 1);

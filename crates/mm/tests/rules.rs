@@ -818,9 +818,41 @@ fn s3_3_highatomic_hidden_without_reserves() {
     assert!(mm.zone_watermark_fast(DMA32, 0, 29, ZoneType::Dma32, af(0)));
     assert!(!mm.zone_watermark_fast(DMA32, 0, 30, ZoneType::Dma32, af(0)));
     // NR_FREE_PAGES (130) is above low (40), but without reserve rights only 30 are usable, below
-    // min (32): GFP_KERNEL fails; GFP_NOWAIT's slow path has ALLOC_NON_BLOCK and succeeds.
-    assert_eq!(mm.alloc_pages(0, Gfp::GFP_KERNEL, 0), None);
+    // min (32): GFP_KERNEL without direct reclaim fails; GFP_NOWAIT's slow path has
+    // ALLOC_NON_BLOCK and succeeds.
+    let kernel_noreclaim = Gfp::GFP_KERNEL
+        .without(Gfp::DIRECT_RECLAIM)
+        .union(Gfp::NOMEMALLOC);
+    assert_eq!(mm.alloc_pages(0, kernel_noreclaim, 0), None);
     assert!(mm.alloc_pages(0, Gfp::GFP_NOWAIT, 0).is_some());
+    check(&mm);
+}
+
+/// §7.6.4 with §5.5.3: a blocking request that reclaims nothing force-unreserves the HighAtomic
+/// block before giving up, and then succeeds.
+#[test]
+fn s7_6_4_forced_unreserve_before_failing() {
+    let mut mm = lab8();
+    fill(&mut mm, DMA32, 0);
+    let h = block(2);
+    set_type(&mut mm, h, HighAtomic);
+    free_range(&mut mm, 0, h, 100);
+    free_pfns(&mut mm, 0, odd(block(4), 30));
+    assert_eq!(mm.zones[DMA32].nr_free_highatomic, 100);
+    let kernel_noreclaim = Gfp::GFP_KERNEL
+        .without(Gfp::DIRECT_RECLAIM)
+        .union(Gfp::NOMEMALLOC);
+    assert_eq!(
+        mm.alloc_pages(0, kernel_noreclaim, 0),
+        None,
+        "no reserves, no slow-path work"
+    );
+    assert!(mm.alloc_pages(0, Gfp::GFP_KERNEL, 0).is_some());
+    assert_eq!(mm.last_alloc.reclaimed, 0);
+    assert_eq!(
+        mm.zones[DMA32].nr_free_highatomic, 0,
+        "the HighAtomic block was given back"
+    );
     check(&mm);
 }
 
@@ -1026,15 +1058,16 @@ fn s4_1_gfp_to_alloc_flags_atomic() {
     fill(&mut mm, DMA32, 0);
     free_pfns(&mut mm, 0, odd(block(4), 60));
     assert_eq!(mm.alloc_pages(0, Gfp::GFP_KERNEL, 0), None);
-    assert_eq!(
-        mm.take_wakeups(),
-        vec![Wakeup::Kswapd {
-            zone: ZoneType::Dma32,
-            order: 0,
-            highest_zoneidx: ZoneType::Normal,
-            gfp: Gfp::GFP_KERNEL.0
-        }]
-    );
+    // The slow path wakes kswapd at its start and again at the retry point (§7.4 steps 2 and 5);
+    // nothing is reclaimable, so it fails after one pass.
+    let wake = Wakeup::Kswapd {
+        zone: ZoneType::Dma32,
+        order: 0,
+        highest_zoneidx: ZoneType::Normal,
+        gfp: Gfp::GFP_KERNEL.0,
+    };
+    assert_eq!(mm.take_wakeups(), vec![wake, wake]);
+    assert_eq!(mm.stat(fraglab_mm::vmstat::Stat::allocstall_normal), 1);
     assert_eq!(mm.alloc_pages(0, Gfp::GFP_NOWAIT, 0), None);
     assert!(mm.alloc_pages(0, Gfp::GFP_ATOMIC, 0).is_some());
     check(&mm);
