@@ -794,8 +794,9 @@ fn s3_2_lowmem_reserve_zero_for_zone_without_managed_pages() {
     check(&mm);
 }
 
-#[test]
-fn s3_3_highatomic_hidden_without_reserves() {
+/// Everything allocated, then 100 free pages in a HighAtomic block and 30 order-0 holes in a
+/// MOVABLE one.
+fn highatomic_lab() -> Mm {
     let mut mm = lab8();
     fill(&mut mm, DMA32, 0);
     let h = block(2);
@@ -803,6 +804,12 @@ fn s3_3_highatomic_hidden_without_reserves() {
     free_range(&mut mm, 0, h, 100);
     free_pfns(&mut mm, 0, odd(block(4), 30));
     assert_eq!(mm.zones[DMA32].nr_free_highatomic, 100);
+    mm
+}
+
+#[test]
+fn s3_3_highatomic_hidden_without_reserves() {
+    let mut mm = highatomic_lab();
     let free = nr_free(&mm, DMA32);
     assert_eq!(free, 130);
     let ok = |mm: &Mm, mark, f| mm.__zone_watermark_ok(DMA32, 0, mark, ZoneType::Dma32, af(f), free);
@@ -832,13 +839,7 @@ fn s3_3_highatomic_hidden_without_reserves() {
 /// block before giving up, and then succeeds.
 #[test]
 fn s7_6_4_forced_unreserve_before_failing() {
-    let mut mm = lab8();
-    fill(&mut mm, DMA32, 0);
-    let h = block(2);
-    set_type(&mut mm, h, HighAtomic);
-    free_range(&mut mm, 0, h, 100);
-    free_pfns(&mut mm, 0, odd(block(4), 30));
-    assert_eq!(mm.zones[DMA32].nr_free_highatomic, 100);
+    let mut mm = highatomic_lab();
     let kernel_noreclaim = Gfp::GFP_KERNEL
         .without(Gfp::DIRECT_RECLAIM)
         .union(Gfp::NOMEMALLOC);
