@@ -394,3 +394,37 @@ impl Mm {
         f.dirty = dirty;
     }
 }
+
+impl Mm {
+    /// `pgdat_balanced` (§10.1, §8 D7): true if any managed zone up to `highest_zoneidx` passes
+    /// the high watermark (boost included) at `order`, counting NR_FREE_PAGES — or, under
+    /// defrag_mode for order > 0, NR_FREE_PAGES_BLOCKS; true also when no zone is managed.
+    /// (Memory tiering's promo watermark and the per-CPU drift snapshot do not arise here.)
+    pub fn pgdat_balanced(&self, order: u32, highest_zoneidx: usize) -> bool {
+        let mut any = false;
+        for zi in 0..=highest_zoneidx.min(self.zones.len() - 1) {
+            let z = &self.zones[zi];
+            if z.managed == 0 {
+                continue;
+            }
+            any = true;
+            let mark = z.wmark_pages(crate::mmzone::WMARK_HIGH);
+            let free = if self.tun.defrag_mode && order > 0 {
+                z.stat(crate::vmstat::Stat::nr_free_pages_blocks)
+            } else {
+                z.nr_free_pages()
+            };
+            let hz = crate::types::ZoneType::ALL[highest_zoneidx.min(crate::types::MAX_NR_ZONES - 1)];
+            if self.__zone_watermark_ok(zi, order, mark, hz, crate::gfp::AllocFlags(0), free) {
+                return true;
+            }
+        }
+        !any
+    }
+
+    /// `pgdat_watermark_boosted`: some managed zone up to `highest_zoneidx` has a boost.
+    pub fn pgdat_watermark_boosted(&self, highest_zoneidx: usize) -> bool {
+        (0..=highest_zoneidx.min(self.zones.len() - 1))
+            .any(|zi| self.zones[zi].managed > 0 && self.zones[zi].watermark_boost > 0)
+    }
+}

@@ -130,3 +130,35 @@ fn s10_4_2_no_swap_no_anon_scanning() {
     assert_eq!(mm.stat(Stat::allocstall_movable), 1);
     check(&mm);
 }
+
+/// §10.1 and §8 D7: kswapd's balance test counts free pageblocks under defrag_mode for order
+/// > 0, NR_FREE_PAGES otherwise.
+#[test]
+fn s10_1_pgdat_balanced_and_d7() {
+    let mut mm = dma32(16, 1, tun_kb(128));
+    // Half of memory free in order-0 holes: balanced at order 0 (free ≫ high), not at order 9.
+    let mut all = Vec::new();
+    while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {
+        all.push(id);
+    }
+    for (i, id) in all.iter().enumerate() {
+        if i % 2 == 0 {
+            mm.free_folio(0, *id);
+        }
+    }
+    mm.drain_all_pages();
+    assert!(mm.pgdat_balanced(0, 2));
+    assert!(!mm.pgdat_balanced(9, 2));
+    // A chunk of order ≥ 1 is left over from the fill, so without defrag_mode order 1 is
+    // balanced; D7 counts only free pageblocks (none here), so with defrag_mode it is not.
+    assert!(mm.zones[DMA32].area.nr_free[1..9].iter().any(|&n| n > 0));
+    assert_eq!(mm.zones[DMA32].stat(Stat::nr_free_pages_blocks), 0);
+    assert!(mm.pgdat_balanced(1, 2));
+    mm.tun.defrag_mode = true;
+    assert!(mm.pgdat_balanced(0, 2), "order 0 is unchanged by defrag_mode");
+    assert!(!mm.pgdat_balanced(1, 2));
+    assert!(!mm.pgdat_watermark_boosted(2));
+    mm.zones[DMA32].watermark_boost = 512;
+    assert!(mm.pgdat_watermark_boosted(2));
+    check(&mm);
+}
