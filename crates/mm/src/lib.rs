@@ -9,6 +9,7 @@ pub mod compaction;
 pub mod debug_vm;
 pub mod folio;
 pub mod gfp;
+pub mod huge_memory;
 pub mod migrate;
 pub mod mmzone;
 pub mod node;

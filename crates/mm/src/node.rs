@@ -96,6 +96,9 @@ pub struct Mm {
     pub folios: crate::folio::FolioTable,
     /// The node's LRU lists (§10.3).
     pub lruvec: crate::vmscan::Lruvec,
+    /// THP knobs (§11.1) and the per-size mTHP stats.
+    pub thp: crate::huge_memory::ThpConfig,
+    pub mthp: crate::huge_memory::MthpStats,
     /// Model switches and compaction knobs.
     pub compaction: crate::compaction::CompactionConfig,
     /// A direct compactor's capture request (`task_capc`, §9.10), while one runs.
@@ -217,6 +220,8 @@ impl Mm {
             fallbacks: FallbackStats::default(),
             folios: Default::default(),
             lruvec: Default::default(),
+            thp: Default::default(),
+            mthp: Default::default(),
             compaction: Default::default(),
             capc: None,
             kcompactd: Default::default(),

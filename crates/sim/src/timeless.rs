@@ -35,7 +35,47 @@ pub const MODELLED_KNOBS: &[&str] = &[
     "transparent_hugepage/enabled",
     "vm.extfrag_threshold",
     "vm.compaction_proactiveness",
+    "transparent_hugepage/defrag",
+    "transparent_hugepage/hugepages-16kB/enabled",
+    "transparent_hugepage/hugepages-32kB/enabled",
+    "transparent_hugepage/hugepages-64kB/enabled",
+    "transparent_hugepage/hugepages-128kB/enabled",
+    "transparent_hugepage/hugepages-256kB/enabled",
+    "transparent_hugepage/hugepages-512kB/enabled",
+    "transparent_hugepage/hugepages-1024kB/enabled",
+    "transparent_hugepage/hugepages-2048kB/enabled",
 ];
+
+/// The THP knobs of a spec (§11.1).
+pub fn thp_config(spec: &Spec) -> fraglab_mm::huge_memory::ThpConfig {
+    use fraglab_mm::huge_memory::{ThpConfig, ThpDefrag, ThpEnabled};
+    let mut t = ThpConfig::default();
+    let enabled = |v: &str| match v {
+        "always" => ThpEnabled::Always,
+        "inherit" => ThpEnabled::Inherit,
+        "madvise" => ThpEnabled::Madvise,
+        _ => ThpEnabled::Never,
+    };
+    if let Some(KnobValue::Str(v)) = spec.knob("transparent_hugepage/enabled") {
+        t.enabled = enabled(&v);
+    }
+    if let Some(KnobValue::Str(v)) = spec.knob("transparent_hugepage/defrag") {
+        t.defrag = match v.as_str() {
+            "always" => ThpDefrag::Always,
+            "defer" => ThpDefrag::Defer,
+            "defer+madvise" => ThpDefrag::DeferMadvise,
+            "madvise" => ThpDefrag::Madvise,
+            _ => ThpDefrag::Never,
+        };
+    }
+    for order in 2..=9u32 {
+        let name = format!("transparent_hugepage/hugepages-{}kB/enabled", 4u32 << order);
+        if let Some(KnobValue::Str(v)) = spec.knob(&name) {
+            t.per_size[order as usize] = enabled(&v);
+        }
+    }
+    t
+}
 
 /// The machine a spec describes.
 pub fn machine_config(spec: &Spec) -> Result<MachineConfig, RunError> {
@@ -118,6 +158,7 @@ pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
     let mut mm = Mm::new(&machine_config(spec)?, tunables(spec))
         .map_err(|e| RunError(format!("{}: machine: {e}", spec.file)))?;
     mm.debug_vm = spec.run.debug_vm;
+    mm.thp = thp_config(spec);
     mm.compaction.folio_mode = spec.model.folio_mode;
     if let Some(KnobValue::Int(v)) = spec.knob("vm.extfrag_threshold") {
         mm.compaction.extfrag_threshold = v as i32;
