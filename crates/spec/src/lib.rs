@@ -32,10 +32,19 @@
 //! [knobs]              # see KNOBS; `vm.x = 1`, `[knobs.vm] x = 1` and `"vm.x" = 1` are the same,
 //! "vm.min_free_kbytes" = 67584   # and `.` may stand for `/` as with sysctl
 //!
+//! [model]              # fraglab's model switches, not kernel knobs; see MODEL_SWITCHES
+//! folio_mode = "migrate_free_split"   # how compaction treats large folios (Zi Yan's 2024
+//!                      # series): skip_large (before it), split_large (patch 1),
+//!                      # migrate_no_free_split (patch 2), migrate_free_split (6.18, default)
+//!
 //! [run]
 //! seed = 1             # default 1
 //! debug_vm = false     # default false
-//! trace = ["kmem:mm_page_alloc", "kmem:*"]   # see TRACE_EVENTS; default none
+//! trace = ["kmem:mm_page_alloc", "compaction:*"]   # see TRACE_EVENTS; kmem:* and
+//!                      # compaction:* select a group; default none
+//!
+//! # Each [[op]] has exactly one action key (alloc, free, print, drain_all_pages,
+//! # compact_memory, compact, kcompactd, proactive_compact) and only that action's other keys.
 //!
 //! [[op]]
 //! alloc = "a"          # set name; appends if it exists
@@ -44,6 +53,9 @@
 //! gfp = "GFP_KERNEL"   # required: kernel gfp names joined by |
 //! cpu = 0              # < machine.cpus, default 0
 //! must_succeed = false # default false
+//! kind = "kernel"      # the folios' owner: anon, file, slab, pagetable, kernel; default from
+//!                      # the gfp: __GFP_MOVABLE -> anon, __GFP_RECLAIMABLE -> slab, else kernel
+//! nofs = false         # kind = "file" only: the mapping's gfp lacks __GFP_FS (like XFS)
 //!
 //! [[op]]
 //! free = "a"           # a set allocated by an earlier op
@@ -52,11 +64,27 @@
 //! cpu = 0
 //!
 //! [[op]]
-//! print = "pageblocks" # buddyinfo, pagetypeinfo, zoneinfo, vmstat, pageblocks, trace, summary
+//! print = "pageblocks" # buddyinfo, pagetypeinfo, zoneinfo, vmstat, pageblocks, trace, summary,
+//!                      # folios, compaction, extfrag_index, unusable_index
 //! zone = "Normal"      # only with pageblocks
 //!
 //! [[op]]
-//! drain_all_pages = true
+//! drain_all_pages = true   # only true
+//!
+//! [[op]]
+//! compact_memory = true    # echo 1 > /proc/sys/vm/compact_memory; only true
+//!
+//! [[op]]
+//! compact = 9          # direct compaction (try_to_compact_pages) for order 1..=10
+//! gfp = "GFP_TRANSHUGE"    # default GFP_TRANSHUGE
+//! priority = "async"   # async, sync_light, sync_full; default async
+//! cpu = 0              # < machine.cpus, default 0
+//!
+//! [[op]]
+//! kcompactd = 9        # wake kcompactd for order 1..=10 and run one kcompactd_do_work
+//!
+//! [[op]]
+//! proactive_compact = true # one expiry of kcompactd's 500 ms timer (the proactive check)
 //! ```
 
 use std::collections::BTreeMap;
@@ -69,13 +97,27 @@ pub use fraglab_mm::types::ZoneType;
 
 mod error;
 mod knobs;
+mod model;
 mod parse;
 mod suggest;
 mod tree;
 
 pub use error::SpecError;
 pub use knobs::{find_knob, KnobDef, KnobKind, KnobValue, INT_MAX, KNOBS};
+pub use model::{find_model_switch, ModelSpec, ModelSwitchDef, MODEL_SWITCHES};
 pub use parse::{parse_size, MAX_MEMORY_BYTES, MIN_MEMORY_BYTES};
+
+/// The owner kind of an `alloc` op's folios (`kind`): the model's own [`FolioKind`] (anon, file,
+/// slab, pagetable, kernel, with `name()`, `ALL` and `from_gfp()`), so the runner passes it on
+/// without a conversion.
+pub type FolioKindSpec = FolioKind;
+
+/// The `priority` words of a `compact` op and the `enum compact_priority` each one selects.
+pub const COMPACT_PRIORITIES: &[(&str, CompactPriority)] = &[
+    ("async", CompactPriority::Async),
+    ("sync_light", CompactPriority::SyncLight),
+    ("sync_full", CompactPriority::SyncFull),
+];
 
 /// The trace events a spec may ask for in `run.trace`, with their `group:` prefix, in the order
 /// `run.trace` lists them after expansion. `"kmem:*"` selects them all.
@@ -168,15 +210,6 @@ impl ZoneSpec {
     }
 }
 
-/// `[model]`: switches between modelled behaviours that are not kernel knobs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ModelSpec {
-    /// `folio_mode`: how compaction treats large folios (seed 000): `skip_large` (before Zi Yan's
-    /// series), `split_large` (patch 1), `migrate_no_free_split` (patch 2), `migrate_free_split`
-    /// (patch 3, Linux 6.9+ and 6.18; the default).
-    pub folio_mode: FolioMode,
-}
-
 /// `[run]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunSpec {
@@ -213,7 +246,7 @@ pub enum Op {
         gfp: Gfp,
         cpu: u32,
         must_succeed: bool,
-        kind: FolioKind,
+        kind: FolioKindSpec,
         nofs: bool,
     },
     /// Free the members of `set` whose index i has `i % every == offset`, on `cpu`.
@@ -234,7 +267,8 @@ pub enum Op {
     DrainAllPages { line: usize },
     /// Write 1 to /proc/sys/vm/compact_memory.
     CompactMemory { line: usize },
-    /// Direct compaction for `order` (try_to_compact_pages) with `gfp` at `priority`.
+    /// Direct compaction for `order` (1..=10; try_to_compact_pages) with `gfp` (default
+    /// GFP_TRANSHUGE) at `priority` (default async), on `cpu`.
     Compact {
         line: usize,
         order: u32,
@@ -242,7 +276,7 @@ pub enum Op {
         priority: CompactPriority,
         cpu: u32,
     },
-    /// Wake kcompactd for `order` and run one kcompactd_do_work.
+    /// Wake kcompactd for `order` (1..=10) and run one kcompactd_do_work.
     Kcompactd { line: usize, order: u32 },
     /// One expiry of kcompactd's 500 ms timer (the proactive-compaction check).
     ProactiveCompact { line: usize },
@@ -262,7 +296,8 @@ impl Op {
         }
     }
 
-    /// The action key: `alloc`, `free`, `print` or `drain_all_pages`.
+    /// The action key: `alloc`, `free`, `print`, `drain_all_pages`, `compact_memory`, `compact`,
+    /// `kcompactd` or `proactive_compact`.
     pub fn action(&self) -> &'static str {
         match self {
             Op::Alloc { .. } => "alloc",
@@ -280,16 +315,27 @@ impl Op {
 /// What a `print` op prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PrintWhat {
+    /// /proc/buddyinfo.
     Buddyinfo,
+    /// /proc/pagetypeinfo.
     Pagetypeinfo,
+    /// /proc/zoneinfo.
     Zoneinfo,
+    /// /proc/vmstat.
     Vmstat,
+    /// A map of every pageblock's migratetype (optionally of one zone).
     Pageblocks,
+    /// The trace buffer recorded so far (`run.trace`).
     Trace,
+    /// fraglab's one-screen summary.
     Summary,
+    /// The folio census: live folios by owner kind and order.
     Folios,
+    /// Compaction and migration counters (compact_*, pgmigrate_*, thp_migration_*).
     Compaction,
+    /// debugfs extfrag/extfrag_index.
     ExtfragIndex,
+    /// debugfs extfrag/unusable_index.
     UnusableIndex,
 }
 

@@ -6,11 +6,14 @@ use fraglab_mm::gfp::Gfp;
 use fraglab_mm::types::{ZoneType, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGE_SIZE};
 
 use crate::knobs::{find_knob, KnobKind, KnobValue, KNOBS};
+use crate::model::{find_model_switch, MODEL_SWITCHES};
 use crate::suggest::{did_you_mean, hint};
 use crate::tree::{self, join, quote, Entry, Lines, Node, Val};
-use crate::{MachineSpec, ModelSpec, Op, PrintWhat, RunSpec, Spec, SpecError, ZoneSpec, TRACE_EVENTS};
-use fraglab_mm::compaction::{CompactPriority, FolioMode};
-use fraglab_mm::folio::FolioKind;
+use crate::{
+    FolioKindSpec, MachineSpec, ModelSpec, Op, PrintWhat, RunSpec, Spec, SpecError, ZoneSpec,
+    COMPACT_PRIORITIES, TRACE_EVENTS,
+};
+use fraglab_mm::compaction::CompactPriority;
 
 /// The smallest machine: one pageblock (2 MiB).
 pub const MIN_MEMORY_BYTES: u64 = PAGEBLOCK_NR_PAGES as u64 * PAGE_SIZE;
@@ -24,7 +27,6 @@ const MAX_DMA32_PFN: u64 = (4 << 30) / PAGE_SIZE;
 const MAX_PFN: u64 = 1 << 32;
 
 const TOP_KEYS: &[&str] = &["name", "description", "machine", "knobs", "model", "run", "op"];
-const MODEL_KEYS: &[&str] = &["folio_mode"];
 const MACHINE_KEYS: &[&str] = &["memory", "cpus", "dma", "zone"];
 const ZONE_KEYS: &[&str] = &["name", "start_pfn", "spanned", "present", "managed"];
 const ZONE_NAMES: &[&str] = &["DMA", "DMA32", "Normal", "Movable"];
@@ -51,8 +53,6 @@ const ALLOC_KEYS: &[&str] = &[
 ];
 const COMPACT_KEYS: &[&str] = &["compact", "gfp", "priority", "cpu"];
 const KCOMPACTD_KEYS: &[&str] = &["kcompactd"];
-const KINDS: &[&str] = &["anon", "file", "slab", "pagetable", "kernel"];
-const PRIORITIES: &[&str] = &["async", "sync_light", "sync_full"];
 const FREE_KEYS: &[&str] = &["free", "every", "offset", "cpu"];
 const PRINT_KEYS: &[&str] = &["print", "zone"];
 const DRAIN_KEYS: &[&str] = &["drain_all_pages"];
@@ -779,30 +779,41 @@ impl Cx<'_> {
                     let must_succeed = self.opt_bool(&t, "must_succeed", false)?;
                     let cpu = cpu()?;
                     let kind = match t.get("kind") {
-                        None => FolioKind::from_gfp(gfp),
+                        None => FolioKindSpec::from_gfp(gfp),
                         Some(e) => {
-                            let k = self.str(&e.node, &t.key("kind"))?;
-                            match FolioKind::ALL.into_iter().find(|x| x.name() == k) {
-                                Some(x) => x,
-                                None => {
-                                    return Err(self.err(
-                                        e.node.pos,
-                                        &t.key("kind"),
-                                        format!("unknown folio kind {}{}", quote(k), hint(k, KINDS)),
-                                    ))
-                                }
-                            }
+                            let key = t.key("kind");
+                            let k = self.str(&e.node, &key)?;
+                            let Some(x) = FolioKindSpec::ALL.into_iter().find(|x| x.name() == k) else {
+                                let kinds: Vec<&str> = FolioKindSpec::ALL.iter().map(|x| x.name()).collect();
+                                return Err(self.err(
+                                    e.node.pos,
+                                    &key,
+                                    format!("unknown folio kind {}{}", quote(k), hint(k, &kinds)),
+                                ));
+                            };
+                            x
                         }
                     };
-                    let nofs = self.opt_bool(&t, "nofs", false)?;
-                    if nofs && kind != FolioKind::File {
-                        let e = t.get("nofs").expect("nofs was given");
-                        return Err(self.err(
-                            e.key_pos,
-                            &t.key("nofs"),
-                            format!("only allowed with kind = \"file\", not {}", quote(kind.name())),
-                        ));
-                    }
+                    let nofs = match t.get("nofs") {
+                        Some(e) if kind != FolioKindSpec::File => {
+                            let why = match t.get("kind") {
+                                Some(_) => String::new(),
+                                None => format!(
+                                    " (the default kind for gfp {})",
+                                    quote(self.str(&g.node, "gfp")?.trim())
+                                ),
+                            };
+                            return Err(self.err(
+                                e.key_pos,
+                                &t.key("nofs"),
+                                format!(
+                                    "only allowed with kind = \"file\", not {}{why}",
+                                    quote(kind.name())
+                                ),
+                            ));
+                        }
+                        _ => self.opt_bool(&t, "nofs", false)?,
+                    };
                     if !sets.iter().any(|s| s == set) {
                         sets.push(set.to_string());
                     }
@@ -839,21 +850,7 @@ impl Cx<'_> {
                         };
                         let priority = match t.get("priority") {
                             None => CompactPriority::Async,
-                            Some(e) => {
-                                let p = self.str(&e.node, &t.key("priority"))?;
-                                match p {
-                                    "async" => CompactPriority::Async,
-                                    "sync_light" => CompactPriority::SyncLight,
-                                    "sync_full" => CompactPriority::SyncFull,
-                                    _ => {
-                                        return Err(self.err(
-                                            e.node.pos,
-                                            &t.key("priority"),
-                                            format!("unknown priority {}{}", quote(p), hint(p, PRIORITIES)),
-                                        ))
-                                    }
-                                }
-                            }
+                            Some(e) => self.priority(&e.node, &t.key("priority"))?,
                         };
                         Op::Compact {
                             line,
@@ -935,26 +932,43 @@ impl Cx<'_> {
     }
 
     fn model(&self, t: &Tbl) -> R<ModelSpec> {
-        self.check_keys(t, MODEL_KEYS)?;
         let mut m = ModelSpec::default();
-        if let Some(e) = t.get("folio_mode") {
-            let key = t.key("folio_mode");
+        for e in t.entries {
+            let key = t.key(&e.key);
+            let Some(def) = find_model_switch(&e.key) else {
+                let names: Vec<&str> = MODEL_SWITCHES.iter().map(|d| d.name).collect();
+                return Err(self.err(e.key_pos, &key, format!("unknown key{}", hint(&e.key, &names))));
+            };
             let v = self.str(&e.node, &key)?;
-            let names: Vec<&str> = FolioMode::ALL.iter().map(|m| m.name()).collect();
-            m.folio_mode = FolioMode::from_name(v).ok_or_else(|| {
-                self.err(
+            if !def.choices.contains(&v) {
+                let dym = did_you_mean(v, def.choices.iter().copied())
+                    .map(|c| format!(" (did you mean {}?)", quote(c)))
+                    .unwrap_or_default();
+                return Err(self.err(
                     e.node.pos,
                     &key,
-                    format!(
-                        "{} is not one of {}{}",
-                        quote(v),
-                        names.join(", "),
-                        hint(v, &names)
-                    ),
-                )
-            })?;
+                    format!("{} is not {}{dym}", quote(v), def.expected()),
+                ));
+            }
+            m.set(def.name, v)
+                .expect("every choice in MODEL_SWITCHES is accepted by ModelSpec::set");
         }
         Ok(m)
+    }
+
+    fn priority(&self, node: &Node, key: &str) -> R<CompactPriority> {
+        let p = self.str(node, key)?;
+        match COMPACT_PRIORITIES.iter().find(|(n, _)| *n == p) {
+            Some(&(_, prio)) => Ok(prio),
+            None => {
+                let names: Vec<&str> = COMPACT_PRIORITIES.iter().map(|(n, _)| *n).collect();
+                Err(self.err(
+                    node.pos,
+                    key,
+                    format!("unknown priority {}{}", quote(p), hint(p, &names)),
+                ))
+            }
+        }
     }
 
     fn gfp(&self, node: &Node, key: &str) -> R<Gfp> {

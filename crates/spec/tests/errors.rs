@@ -1009,3 +1009,300 @@ fn model_and_compaction_ops_parse() {
     assert_eq!(s.ops[5], Op::ProactiveCompact { line: 20 });
     assert_eq!(s.ops[5].action(), "proactive_compact");
 }
+
+// ---- [model] ----
+
+#[test]
+fn model_errors() {
+    check(
+        &with_machine(&["[modle]", "folio_mode = \"skip_large\""]),
+        3,
+        "modle",
+        "unknown key (did you mean \"model\"?)",
+    );
+    check(
+        &["model = \"skip_large\"", "[machine]", "memory = \"1GiB\""],
+        1,
+        "model",
+        "expected a table, found a string",
+    );
+    check(
+        &with_machine(&["[model]", "folio_mode = 2"]),
+        4,
+        "model.folio_mode",
+        "expected a string, found an integer",
+    );
+    // No close choice: the choices are listed once, without a suggestion.
+    check(
+        &with_machine(&["[model]", "folio_mode = \"zzz\""]),
+        4,
+        "model.folio_mode",
+        "\"zzz\" is not one of skip_large, split_large, migrate_no_free_split, migrate_free_split",
+    );
+    check(
+        &with_machine(&["[model]", "folio_mode = \"split_larg\""]),
+        4,
+        "model.folio_mode",
+        "\"split_larg\" is not one of skip_large, split_large, migrate_no_free_split, migrate_free_split (did you mean \"split_large\"?)",
+    );
+    check(
+        &with_machine(&["[model]", "folio_mode = \"skip_large\"", "extfrag = 1"]),
+        5,
+        "model.extfrag",
+        "unknown key (expected one of: folio_mode)",
+    );
+    // A kernel knob put under [model] is still an unknown model key.
+    check(
+        &with_machine(&["[model]", "\"vm.defrag_mode\" = 1"]),
+        4,
+        "model.\"vm.defrag_mode\"",
+        "unknown key (expected one of: folio_mode)",
+    );
+}
+
+// ---- alloc kind / nofs ----
+
+#[test]
+fn alloc_kind_and_nofs_errors() {
+    check(
+        &plus(alloc_a(), &["kind = 1"]),
+        6,
+        "op[0].kind",
+        "expected a string, found an integer",
+    );
+    check(
+        &plus(alloc_a(), &["kind = \"page_table\""]),
+        6,
+        "op[0].kind",
+        "unknown folio kind \"page_table\" (did you mean \"pagetable\"?)",
+    );
+    check(
+        &plus(alloc_a(), &["kind = \"zzz\""]),
+        6,
+        "op[0].kind",
+        "unknown folio kind \"zzz\" (expected one of: anon, file, slab, pagetable, kernel)",
+    );
+    // nofs = false is rejected too: the key only belongs to file folios.
+    check(
+        &plus(alloc_a(), &["kind = \"slab\"", "nofs = false"]),
+        7,
+        "op[0].nofs",
+        "only allowed with kind = \"file\", not \"slab\"",
+    );
+    // Without `kind`, the message names the kind the gfp gave.
+    check(
+        &with_machine(&[
+            "[[op]]",
+            "alloc = \"a\"",
+            "gfp = \"GFP_HIGHUSER_MOVABLE\"",
+            "nofs = true",
+        ]),
+        6,
+        "op[0].nofs",
+        "only allowed with kind = \"file\", not \"anon\" (the default kind for gfp \"GFP_HIGHUSER_MOVABLE\")",
+    );
+    check(
+        &plus(alloc_a(), &["kind = \"file\"", "nofs = 1"]),
+        7,
+        "op[0].nofs",
+        "expected a boolean, found an integer",
+    );
+    check(
+        &plus(alloc_a(), &["priority = \"async\""]),
+        6,
+        "op[0].priority",
+        "not allowed in an alloc op (allowed: count, order, gfp, cpu, must_succeed, kind, nofs)",
+    );
+}
+
+// ---- compaction ops ----
+
+#[test]
+fn compact_op_errors() {
+    check(
+        &with_machine(&["[[op]]", "compact = 11"]),
+        4,
+        "op[0].compact",
+        "11 is out of range (expected 1..=10)",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = -1"]),
+        4,
+        "op[0].compact",
+        "-1 is out of range (expected 1..=10)",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = \"9\""]),
+        4,
+        "op[0].compact",
+        "expected an integer, found a string",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = true"]),
+        4,
+        "op[0].compact",
+        "expected an integer, found a boolean",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = 9", "gfp = \"GFP_TRANSHUGE|__GFP_NORETY\""]),
+        5,
+        "op[0].gfp",
+        "unknown gfp flag \"__GFP_NORETY\" (did you mean \"__GFP_NORETRY\"?)",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = 9", "gfp = \"GFP_KERNEL||__GFP_NORETRY\""]),
+        5,
+        "op[0].gfp",
+        "\"GFP_KERNEL||__GFP_NORETRY\" is not a gfp mask (expected kernel gfp names joined by |, e.g. \"GFP_KERNEL|__GFP_NORETRY\")",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = 9", "gfp = \"GFP_KERNEL|__GFP_DMA|__GFP_DMA32\""]),
+        5,
+        "op[0].gfp",
+        "\"GFP_KERNEL|__GFP_DMA|__GFP_DMA32\" combines zone modifiers (__GFP_DMA, __GFP_DMA32, __GFP_HIGHMEM), which selects no zone (GFP_ZONE_BAD)",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = 9", "priority = 1"]),
+        5,
+        "op[0].priority",
+        "expected a string, found an integer",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = 9", "priority = \"full\""]),
+        5,
+        "op[0].priority",
+        "unknown priority \"full\" (expected one of: async, sync_light, sync_full)",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = 9", "priority = \"sync-light\""]),
+        5,
+        "op[0].priority",
+        "unknown priority \"sync-light\" (did you mean \"sync_light\"?)",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = 9", "cpu = 2"]),
+        5,
+        "op[0].cpu",
+        "2 is out of range (expected 0..=1, machine.cpus = 2)",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = 9", "order = 9"]),
+        5,
+        "op[0].order",
+        "not allowed in a compact op (allowed: gfp, priority, cpu)",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = 9", "kcompactd = 9"]),
+        5,
+        "op[0].kcompactd",
+        "an op has exactly one action, and this one already has compact (line 4)",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact = 9", "prio = \"async\""]),
+        5,
+        "op[0].prio",
+        "unknown key (did you mean \"priority\"?)",
+    );
+}
+
+#[test]
+fn kcompactd_op_errors() {
+    check(
+        &with_machine(&["[[op]]", "kcompactd = 0"]),
+        4,
+        "op[0].kcompactd",
+        "compaction is for order > 0 (expected 1..=10)",
+    );
+    check(
+        &with_machine(&["[[op]]", "kcompactd = -3"]),
+        4,
+        "op[0].kcompactd",
+        "-3 is out of range (expected 1..=10)",
+    );
+    check(
+        &with_machine(&["[[op]]", "kcompactd = 9.0"]),
+        4,
+        "op[0].kcompactd",
+        "expected an integer, found a float",
+    );
+    check(
+        &with_machine(&["[[op]]", "kcompactd = 9", "gfp = \"GFP_KERNEL\""]),
+        5,
+        "op[0].gfp",
+        "not allowed in a kcompactd op (it takes no other keys)",
+    );
+    check(
+        &with_machine(&["[[op]]", "kcompacd = 9"]),
+        4,
+        "op[0].kcompacd",
+        "unknown key (did you mean \"kcompactd\"?)",
+    );
+}
+
+#[test]
+fn compact_memory_and_proactive_compact_errors() {
+    check(
+        &with_machine(&["[[op]]", "compact_memory = 1"]),
+        4,
+        "op[0].compact_memory",
+        "expected true, found an integer",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact_memory = true", "order = 9"]),
+        5,
+        "op[0].order",
+        "not allowed in a compact_memory op (it takes no other keys)",
+    );
+    check(
+        &with_machine(&["[[op]]", "proactive_compact = false"]),
+        4,
+        "op[0].proactive_compact",
+        "false is not allowed (expected true; leave the op out instead)",
+    );
+    check(
+        &with_machine(&["[[op]]", "proactive_compact = \"yes\""]),
+        4,
+        "op[0].proactive_compact",
+        "expected true, found a string",
+    );
+    check(
+        &with_machine(&["[[op]]", "proactive_compaction = true"]),
+        4,
+        "op[0].proactive_compaction",
+        "unknown key (did you mean \"proactive_compact\"?)",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact_memory = true", "proactive_compact = true"]),
+        5,
+        "op[0].proactive_compact",
+        "an op has exactly one action, and this one already has compact_memory (line 4)",
+    );
+}
+
+#[test]
+fn new_print_target_errors() {
+    check(
+        &with_machine(&["[[op]]", "print = \"folio\""]),
+        4,
+        "op[0].print",
+        "unknown report \"folio\" (did you mean \"folios\"?)",
+    );
+    check(
+        &with_machine(&["[[op]]", "print = \"extfrag\""]),
+        4,
+        "op[0].print",
+        "unknown report \"extfrag\" (did you mean \"extfrag_index\"?)",
+    );
+    check(
+        &with_machine(&["[[op]]", "print = \"unusable-index\""]),
+        4,
+        "op[0].print",
+        "unknown report \"unusable-index\" (did you mean \"unusable_index\"?)",
+    );
+    check(
+        &with_machine(&["[[op]]", "print = \"extfrag_index\"", "zone = \"Normal\""]),
+        5,
+        "op[0].zone",
+        "only allowed with print = \"pageblocks\", not \"extfrag_index\"",
+    );
+}

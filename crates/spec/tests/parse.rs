@@ -3,8 +3,9 @@
 use std::collections::BTreeMap;
 
 use fraglab_spec::{
-    load_spec, parse_spec, FolioKind, Gfp, KnobValue, MachineSpec, ModelSpec, Op, PrintWhat, RunSpec, Spec,
-    ZoneSpec, ZoneType,
+    find_model_switch, load_spec, parse_spec, CompactPriority, FolioKind, FolioKindSpec, FolioMode, Gfp,
+    KnobValue, MachineSpec, ModelSpec, Op, PrintWhat, RunSpec, Spec, ZoneSpec, ZoneType, COMPACT_PRIORITIES,
+    MODEL_SWITCHES,
 };
 
 const FULL: &str = r#"# A full spec (line 1)
@@ -407,4 +408,254 @@ fn load_spec_reads_a_file_and_names_it() {
         .to_string()
         .starts_with(&format!("{}: cannot read the spec: ", missing.display())));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---- [model], alloc kind/nofs, compaction ops and reports ----
+
+const COMPACTION: &str = r#"[machine]
+memory = "2GiB"
+cpus = 4
+
+[model]
+folio_mode = "migrate_no_free_split"
+
+[[op]]
+alloc = "anon"
+gfp = "GFP_HIGHUSER_MOVABLE"
+order = 4
+
+[[op]]
+alloc = "slab"
+gfp = "GFP_KERNEL|__GFP_RECLAIMABLE"
+
+[[op]]
+alloc = "kern"
+gfp = "GFP_KERNEL"
+
+[[op]]
+alloc = "pt"
+gfp = "GFP_KERNEL"
+kind = "pagetable"
+
+[[op]]
+alloc = "xfs"
+gfp = "GFP_HIGHUSER_MOVABLE"
+kind = "file"
+nofs = true
+count = 8
+
+[[op]]
+alloc = "ext4"
+gfp = "GFP_HIGHUSER_MOVABLE"
+kind = "file"
+
+[[op]]
+compact_memory = true
+
+[[op]]
+compact = 9
+
+[[op]]
+compact = 3
+gfp = "GFP_KERNEL|__GFP_NORETRY"
+priority = "sync_light"
+cpu = 3
+
+[[op]]
+kcompactd = 10
+
+[[op]]
+proactive_compact = true
+
+[[op]]
+print = "folios"
+
+[[op]]
+print = "compaction"
+
+[[op]]
+print = "extfrag_index"
+
+[[op]]
+print = "unusable_index"
+"#;
+
+#[test]
+fn compaction_spec_parses_to_the_expected_structure() {
+    let s = parse_spec(COMPACTION, "c.toml").unwrap();
+    assert_eq!(
+        s.model,
+        ModelSpec {
+            folio_mode: FolioMode::MigrateNoFreeSplit
+        }
+    );
+    assert_eq!(s.model.get("folio_mode"), Some("migrate_no_free_split"));
+    let alloc = |line, set: &str, count, order, gfp: &str, kind, nofs| Op::Alloc {
+        line,
+        set: set.into(),
+        count,
+        order,
+        gfp: Gfp::parse(gfp).unwrap(),
+        cpu: 0,
+        must_succeed: false,
+        kind,
+        nofs,
+    };
+    let expected = vec![
+        alloc(
+            8,
+            "anon",
+            1,
+            4,
+            "GFP_HIGHUSER_MOVABLE",
+            FolioKindSpec::Anon,
+            false,
+        ),
+        alloc(
+            13,
+            "slab",
+            1,
+            0,
+            "GFP_KERNEL|__GFP_RECLAIMABLE",
+            FolioKindSpec::Slab,
+            false,
+        ),
+        alloc(17, "kern", 1, 0, "GFP_KERNEL", FolioKindSpec::Kernel, false),
+        alloc(21, "pt", 1, 0, "GFP_KERNEL", FolioKindSpec::PageTable, false),
+        alloc(26, "xfs", 8, 0, "GFP_HIGHUSER_MOVABLE", FolioKindSpec::File, true),
+        alloc(
+            33,
+            "ext4",
+            1,
+            0,
+            "GFP_HIGHUSER_MOVABLE",
+            FolioKindSpec::File,
+            false,
+        ),
+        Op::CompactMemory { line: 38 },
+        Op::Compact {
+            line: 41,
+            order: 9,
+            gfp: Gfp::GFP_TRANSHUGE,
+            priority: CompactPriority::Async,
+            cpu: 0,
+        },
+        Op::Compact {
+            line: 44,
+            order: 3,
+            gfp: Gfp::parse("GFP_KERNEL|__GFP_NORETRY").unwrap(),
+            priority: CompactPriority::SyncLight,
+            cpu: 3,
+        },
+        Op::Kcompactd { line: 50, order: 10 },
+        Op::ProactiveCompact { line: 53 },
+        Op::Print {
+            line: 56,
+            what: PrintWhat::Folios,
+            zone: None,
+        },
+        Op::Print {
+            line: 59,
+            what: PrintWhat::Compaction,
+            zone: None,
+        },
+        Op::Print {
+            line: 62,
+            what: PrintWhat::ExtfragIndex,
+            zone: None,
+        },
+        Op::Print {
+            line: 65,
+            what: PrintWhat::UnusableIndex,
+            zone: None,
+        },
+    ];
+    assert_eq!(s.ops, expected);
+    let actions: Vec<&str> = s.ops[6..11].iter().map(Op::action).collect();
+    assert_eq!(
+        actions,
+        [
+            "compact_memory",
+            "compact",
+            "compact",
+            "kcompactd",
+            "proactive_compact"
+        ]
+    );
+    assert_eq!(s.op_where(9), "c.toml:50: op[9]");
+    assert_eq!(s.ops[7].line(), 41);
+}
+
+#[test]
+fn model_defaults_and_every_folio_mode() {
+    let none = parse_spec("[machine]\nmemory = \"1G\"\n", "s.toml").unwrap();
+    assert_eq!(none.model.folio_mode, FolioMode::MigrateFreeSplit);
+    let empty = parse_spec("[machine]\nmemory = \"1G\"\n[model]\n", "s.toml").unwrap();
+    assert_eq!(empty.model, ModelSpec::default());
+    for m in FolioMode::ALL {
+        let text = format!(
+            "[model]\nfolio_mode = \"{}\"\n[machine]\nmemory = \"1G\"\n",
+            m.name()
+        );
+        assert_eq!(parse_spec(&text, "s.toml").unwrap().model.folio_mode, m);
+        assert_eq!(FolioMode::from_name(m.name()), Some(m));
+    }
+    // Inline form.
+    let text = "model = { folio_mode = \"split_large\" }\n[machine]\nmemory = \"1G\"\n";
+    assert_eq!(
+        parse_spec(text, "s.toml").unwrap().model.folio_mode,
+        FolioMode::SplitLarge
+    );
+    let fm = find_model_switch("folio_mode").unwrap();
+    assert_eq!(fm.default, "migrate_free_split");
+    assert_eq!(MODEL_SWITCHES.len(), 1);
+}
+
+#[test]
+fn compaction_ops_as_inline_tables_and_every_priority() {
+    for (name, prio) in COMPACT_PRIORITIES {
+        let text = format!(
+            "op = [{{ compact = 2, priority = \"{name}\" }}, {{ kcompactd = 1 }}]\n[machine]\nmemory = \"1G\"\n"
+        );
+        let s = parse_spec(&text, "s.toml").unwrap();
+        assert_eq!(
+            s.ops,
+            [
+                Op::Compact {
+                    line: 1,
+                    order: 2,
+                    gfp: Gfp::GFP_TRANSHUGE,
+                    priority: *prio,
+                    cpu: 0
+                },
+                Op::Kcompactd { line: 1, order: 1 },
+            ]
+        );
+    }
+    assert_eq!(
+        COMPACT_PRIORITIES.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        ["async", "sync_light", "sync_full"]
+    );
+}
+
+#[test]
+fn print_names_round_trip() {
+    for w in PrintWhat::ALL {
+        assert_eq!(PrintWhat::from_name(w.name()), Some(w));
+    }
+    assert_eq!(
+        PrintWhat::from_name("extfrag_index"),
+        Some(PrintWhat::ExtfragIndex)
+    );
+    assert_eq!(
+        PrintWhat::from_name("unusable_index"),
+        Some(PrintWhat::UnusableIndex)
+    );
+    assert_eq!(PrintWhat::from_name("folios"), Some(PrintWhat::Folios));
+    assert_eq!(PrintWhat::from_name("compaction"), Some(PrintWhat::Compaction));
+    assert_eq!(FolioKindSpec::File.name(), "file");
+    assert_eq!(
+        FolioKindSpec::ALL.map(FolioKindSpec::name),
+        ["anon", "file", "slab", "pagetable", "kernel"]
+    );
 }

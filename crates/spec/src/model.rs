@@ -1,0 +1,112 @@
+//! The registry of fraglab's model switches (`[model]`): choices between modelled behaviours that
+//! are not kernel knobs. One table validates `[model]` and documents the switches, like
+//! [`crate::KNOBS`] for `[knobs]`.
+
+use crate::tree::quote;
+use crate::FolioMode;
+
+/// One model switch: its key in `[model]`, the words it takes, its default and meaning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelSwitchDef {
+    /// The key in `[model]`.
+    pub name: &'static str,
+    /// The accepted values, in the order they are listed in messages.
+    pub choices: &'static [&'static str],
+    /// The value when the spec does not set the switch (one of `choices`).
+    pub default: &'static str,
+    /// One line on what it selects.
+    pub doc: &'static str,
+}
+
+impl ModelSwitchDef {
+    /// The accepted values in words: `one of skip_large, split_large, ...`.
+    pub fn expected(&self) -> String {
+        format!("one of {}", self.choices.join(", "))
+    }
+}
+
+/// Every model switch a spec may set, in the order `[model]` documents them.
+pub const MODEL_SWITCHES: &[ModelSwitchDef] = &[ModelSwitchDef {
+    name: "folio_mode",
+    choices: &[
+        "skip_large",
+        "split_large",
+        "migrate_no_free_split",
+        "migrate_free_split",
+    ],
+    default: "migrate_free_split",
+    doc: "How compaction treats large folios, through Zi Yan's 2024 series \"Enable >0 order folio \
+          memory compaction\": skip_large = before it (large folios not isolated), split_large = \
+          patch 1 (split before migration), migrate_no_free_split = patch 2 (migrate whole, target of \
+          exactly the folio's order), migrate_free_split = patch 3, Linux 6.9+ and 6.18 (free-page \
+          split in compaction_alloc)",
+}];
+
+/// The model switch called `name`.
+pub fn find_model_switch(name: &str) -> Option<&'static ModelSwitchDef> {
+    MODEL_SWITCHES.iter().find(|s| s.name == name)
+}
+
+/// `[model]`: switches between modelled behaviours that are not kernel knobs (see
+/// [`MODEL_SWITCHES`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// `folio_mode`: how compaction treats large folios: `skip_large` (before Zi Yan's series),
+    /// `split_large` (patch 1), `migrate_no_free_split` (patch 2), `migrate_free_split`
+    /// (patch 3, Linux 6.9+ and 6.18; the default).
+    pub folio_mode: FolioMode,
+}
+
+impl ModelSpec {
+    /// The value of switch `name` as its word (the default when the spec does not set it);
+    /// `None` for an unknown switch.
+    pub fn get(&self, name: &str) -> Option<&'static str> {
+        match name {
+            "folio_mode" => Some(self.folio_mode.name()),
+            _ => None,
+        }
+    }
+
+    /// Sets switch `name` to `value`, one of its choices (as validated against
+    /// [`MODEL_SWITCHES`]); `Err` with the expected form otherwise.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let def = find_model_switch(name).ok_or_else(|| format!("unknown model switch {name}"))?;
+        let bad = || format!("{} is not {}", quote(value), def.expected());
+        match name {
+            "folio_mode" => self.folio_mode = FolioMode::from_name(value).ok_or_else(bad)?,
+            _ => unreachable!("switch {name} is in MODEL_SWITCHES but not in ModelSpec::set"),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_matches_the_model() {
+        let names: Vec<&str> = FolioMode::ALL.iter().map(|m| m.name()).collect();
+        let fm = find_model_switch("folio_mode").unwrap();
+        assert_eq!(fm.choices, names.as_slice());
+        assert_eq!(fm.default, FolioMode::default().name());
+        let d = ModelSpec::default();
+        for (i, s) in MODEL_SWITCHES.iter().enumerate() {
+            assert!(
+                MODEL_SWITCHES[..i].iter().all(|o| o.name != s.name),
+                "{} listed twice",
+                s.name
+            );
+            assert_eq!(d.get(s.name), Some(s.default), "{}", s.name);
+            assert!(s.choices.contains(&s.default), "{}", s.name);
+            for c in s.choices {
+                let mut m = ModelSpec::default();
+                m.set(s.name, c).unwrap();
+                assert_eq!(m.get(s.name), Some(*c));
+            }
+        }
+        assert!(ModelSpec::default().set("folio_mode", "split").is_err());
+        assert!(ModelSpec::default().set("nope", "x").is_err());
+        assert_eq!(d.get("nope"), None);
+    }
+}
