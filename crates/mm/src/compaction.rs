@@ -17,7 +17,7 @@
 use crate::folio::FolioId;
 use crate::gfp::{AllocFlags, Gfp};
 use crate::mmzone::*;
-use crate::node::{trace_kind, Mm};
+use crate::node::{trace_kind, Mm, Wakeup};
 use crate::page_alloc::Fallback;
 use crate::trace::TraceEvent;
 use crate::types::*;
@@ -402,7 +402,7 @@ impl Mm {
         kcompactd: bool,
     ) -> CompactResult {
         let z = &self.zones[zi];
-        let free = if kcompactd && self.tun.defrag_mode {
+        let free = if kcompactd && self.tun.defrag_watermarks() {
             z.stat(Stat::nr_free_pages_blocks)
         } else {
             z.nr_free_pages()
@@ -1059,7 +1059,7 @@ impl Mm {
             return (CompactResult::Continue, false);
         }
         let order = cc.order as u32;
-        if self.tun.defrag_mode && !cc.direct_compaction {
+        if self.tun.defrag_watermarks() && !cc.direct_compaction {
             let ok = self.__zone_watermark_ok(
                 cc.zi,
                 order,
@@ -1370,6 +1370,10 @@ impl Mm {
                 highest_zoneidx: highest_zoneidx as u8,
             };
             self.ctrace(trace_kind::COMPACTION_KCOMPACTD, ev);
+            self.wakeups.push(Wakeup::Kcompactd {
+                order,
+                highest_zoneidx,
+            });
         }
         woken
     }
@@ -1384,7 +1388,7 @@ impl Mm {
 
     /// `kcompactd_node_suitable`.
     pub fn kcompactd_node_suitable(&mut self) -> bool {
-        let af = AllocFlags(if self.tun.defrag_mode {
+        let af = AllocFlags(if self.tun.defrag_watermarks() {
             AllocFlags::WMARK_HIGH
         } else {
             AllocFlags::WMARK_MIN
@@ -1404,7 +1408,7 @@ impl Mm {
     pub fn kcompactd_do_work(&mut self) -> CompactRunStats {
         let order = self.kcompactd.max_order;
         let highest = self.kcompactd.highest_zoneidx.min(MAX_NR_ZONES - 1);
-        let af = AllocFlags(if self.tun.defrag_mode {
+        let af = AllocFlags(if self.tun.defrag_watermarks() {
             AllocFlags::WMARK_HIGH
         } else {
             AllocFlags::WMARK_MIN

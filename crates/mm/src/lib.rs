@@ -7,6 +7,7 @@
 pub mod buddy;
 pub mod compaction;
 pub mod debug_vm;
+pub mod filemap;
 pub mod folio;
 pub mod gfp;
 pub mod huge_memory;
@@ -23,5 +24,5 @@ mod vmstat_items;
 
 pub use gfp::{AllocFlags, Gfp};
 pub use mmzone::{MachineConfig, MachineError, ZoneConfig};
-pub use node::{Mm, Tunables, Wakeup};
+pub use node::{DefragStage, Mm, Tunables, Wakeup};
 pub use types::{MigrateType, Pfn, ZoneType};

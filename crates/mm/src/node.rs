@@ -22,7 +22,10 @@ pub struct Tunables {
     pub watermark_scale_factor: u64,
     pub watermark_boost_factor: u64,
     pub lowmem_reserve_ratio: [u64; MAX_NR_ZONES],
+    /// `vm.defrag_mode` (§8).
     pub defrag_mode: bool,
+    /// Which of seed 001's patches make up defrag_mode (only read when `defrag_mode` is set).
+    pub defrag_stage: DefragStage,
     pub percpu_pagelist_high_fraction: u32,
     /// THP enabled ≠ never at boot: khugepaged raises min_free_kbytes (§3.1.2).
     pub thp_enabled: bool,
@@ -36,9 +39,65 @@ impl Default for Tunables {
             watermark_boost_factor: 15000,
             lowmem_reserve_ratio: [256, 256, 32, 0, 0],
             defrag_mode: false,
+            defrag_stage: DefragStage::KswapdWatermarks,
             percpu_pagelist_high_fraction: 0,
             thp_enabled: true,
         }
+    }
+}
+
+/// The stages of Weiner's defrag_mode series (seed 001, `kernel-model.md` §8): which rows of
+/// the §8 table `vm.defrag_mode = 1` turns on. `KswapdWatermarks` is what 6.18 ships.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DefragStage {
+    /// defrag_mode = 1 behaves like 0 (the baseline of the series).
+    Vanilla,
+    /// Patch 3/5: ALLOC_NOFRAGMENT everywhere and the final NOFRAGMENT drop (D1–D5).
+    NofragmentOnly,
+    /// Patch 4/5: also wake kswapd with pageblock order (D6).
+    KswapdAssist,
+    /// Patch 5/5 (6.18): kswapd and kcompactd aim for the high watermark in free pageblocks
+    /// (D7–D10).
+    KswapdWatermarks,
+}
+
+impl DefragStage {
+    pub const ALL: [DefragStage; 4] = [
+        DefragStage::Vanilla,
+        DefragStage::NofragmentOnly,
+        DefragStage::KswapdAssist,
+        DefragStage::KswapdWatermarks,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DefragStage::Vanilla => "vanilla",
+            DefragStage::NofragmentOnly => "nofragment_only",
+            DefragStage::KswapdAssist => "kswapd_assist",
+            DefragStage::KswapdWatermarks => "kswapd_watermarks",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<DefragStage> {
+        DefragStage::ALL.into_iter().find(|d| d.name() == s)
+    }
+}
+
+impl Tunables {
+    /// §8 D1–D5 are in force: defrag_mode is set and the stage includes patch 3/5.
+    pub fn defrag_nofragment(&self) -> bool {
+        self.defrag_mode && self.defrag_stage >= DefragStage::NofragmentOnly
+    }
+
+    /// §8 D6 is in force (patch 4/5): slow-path kswapd wakes use pageblock order.
+    pub fn defrag_kswapd_assist(&self) -> bool {
+        self.defrag_mode && self.defrag_stage >= DefragStage::KswapdAssist
+    }
+
+    /// §8 D7–D10 are in force (patch 5/5): kswapd and kcompactd count free pageblocks
+    /// against the high watermark.
+    pub fn defrag_watermarks(&self) -> bool {
+        self.defrag_mode && self.defrag_stage >= DefragStage::KswapdWatermarks
     }
 }
 
@@ -53,6 +112,9 @@ pub enum Wakeup {
         highest_zoneidx: ZoneType,
         gfp: u32,
     },
+    /// `wakeup_kcompactd(pgdat, order, highest_zoneidx)` found the node suitable and woke the
+    /// thread (§9.11.2).
+    Kcompactd { order: u32, highest_zoneidx: usize },
 }
 
 /// Fallback allocations by Weiner's classes (§6.5), indexed [requested type][fallback type]:
@@ -101,6 +163,8 @@ pub struct Mm {
     pub mthp: crate::huge_memory::MthpStats,
     /// Model switches and compaction knobs.
     pub compaction: crate::compaction::CompactionConfig,
+    /// Page-cache allocation policy switches (§12.5).
+    pub pagecache: crate::filemap::PagecacheConfig,
     /// A direct compactor's capture request (`task_capc`, §9.10), while one runs.
     pub(crate) capc: Option<crate::compaction::CaptureControl>,
     /// kcompactd's state (§9.11.1).
@@ -225,6 +289,7 @@ impl Mm {
             compaction: Default::default(),
             capc: None,
             kcompactd: Default::default(),
+            pagecache: Default::default(),
             last_migrate: Default::default(),
             last_migrate_nr_pages: 0,
             last_alloc: Default::default(),

@@ -796,7 +796,7 @@ impl Mm {
     pub fn alloc_flags_nofragment(&self, preferred: Option<usize>, gfp: Gfp) -> AllocFlags {
         let mut f = AllocFlags(gfp.0 & Gfp::KSWAPD_RECLAIM.0);
         debug_assert_eq!(Gfp::KSWAPD_RECLAIM.0, AllocFlags::KSWAPD);
-        if self.tun.defrag_mode {
+        if self.tun.defrag_nofragment() {
             f.set(AllocFlags::NOFRAGMENT);
             return f;
         }
@@ -852,7 +852,7 @@ impl Mm {
                     return Some(pfn);
                 }
             }
-            if no_fallback && !self.tun.defrag_mode {
+            if no_fallback && !self.tun.defrag_nofragment() {
                 alloc_flags.clear(AllocFlags::NOFRAGMENT);
                 continue;
             }
@@ -941,7 +941,7 @@ impl Mm {
                 f.clear(AllocFlags::CPUSET);
             }
         }
-        if self.tun.defrag_mode {
+        if self.tun.defrag_nofragment() {
             f.set(AllocFlags::NOFRAGMENT);
         }
         f
@@ -952,7 +952,7 @@ impl Mm {
         let Some(preferred) = ac.preferred_zone else {
             return;
         };
-        let reclaim_order = if self.tun.defrag_mode {
+        let reclaim_order = if self.tun.defrag_kswapd_assist() {
             order.max(PAGEBLOCK_ORDER)
         } else {
             order

@@ -10,6 +10,7 @@
 //! fatal signals; swap is absent, so anonymous memory is not reclaimable.
 
 use crate::compaction::{CompactPriority, CompactResult, CompactRunStats};
+use crate::filemap::{CostlyOrderPolicy, V4Position};
 use crate::gfp::{AllocFlags, Gfp};
 use crate::mmzone::WMARK_MIN;
 use crate::node::Mm;
@@ -34,6 +35,8 @@ pub struct AllocWork {
     pub retries: u32,
     /// defrag_mode dropped ALLOC_NOFRAGMENT at the end (§8 D5).
     pub nofragment_dropped: bool,
+    /// The slow path called `wakeup_kcompactd` itself (§12.5 V4).
+    pub kcompactd_wakes: u32,
 }
 
 impl Mm {
@@ -207,6 +210,13 @@ impl Mm {
         false
     }
 
+    /// The V4 exit (§12.5): `wakeup_kcompactd(node, order, highest_zoneidx)`, then fail.
+    fn v4_kcompactd_background(&mut self, order: u32, ac: &AllocContext) -> Option<u32> {
+        self.last_alloc.kcompactd_wakes += 1;
+        self.wakeup_kcompactd(order, ac.highest_zoneidx.idx());
+        None
+    }
+
     /// `__alloc_pages_slowpath` (§7.4).
     pub(crate) fn alloc_pages_slowpath(
         &mut self,
@@ -230,6 +240,16 @@ impl Mm {
         }
         if let Some(p) = self.get_page_from_freelist(cpu, gfp, order, alloc_flags, ac) {
             return Some(p);
+        }
+        // §12.5 V4 ("kcompactd background"): a costly NORETRY request that could do direct
+        // work wakes kcompactd and fails. Placed before step 4 by default (the intended
+        // semantics), or after it, where the posted diff sits relative to direct reclaim.
+        let v4 = self.pagecache.costly_order_policy == CostlyOrderPolicy::V4KcompactdBackground
+            && costly
+            && gfp.intersects(Gfp::NORETRY)
+            && can_direct_reclaim;
+        if v4 && self.pagecache.v4_position == V4Position::BeforeInitialCompaction {
+            return self.v4_kcompactd_background(order, ac);
         }
         // Step 4: initial async compaction for costly and non-movable high-order requests.
         if can_direct_reclaim
@@ -259,6 +279,9 @@ impl Mm {
             // Step 7.
             if !can_direct_reclaim {
                 return None;
+            }
+            if v4 {
+                return self.v4_kcompactd_background(order, ac);
             }
             // Step 8.
             let (page, progress) = self.alloc_pages_direct_reclaim(cpu, gfp, order, alloc_flags, ac);
@@ -296,7 +319,7 @@ impl Mm {
                 continue;
             }
             // Step 12 (§8 D5): defrag_mode drops NOFRAGMENT once before giving up.
-            if self.tun.defrag_mode && alloc_flags.has(AllocFlags::NOFRAGMENT) {
+            if self.tun.defrag_nofragment() && alloc_flags.has(AllocFlags::NOFRAGMENT) {
                 alloc_flags.clear(AllocFlags::NOFRAGMENT);
                 self.last_alloc.nofragment_dropped = true;
                 continue;
