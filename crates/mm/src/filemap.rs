@@ -81,3 +81,62 @@ pub struct PagecacheConfig {
     pub costly_order_policy: CostlyOrderPolicy,
     pub v4_position: V4Position,
 }
+
+/// The page cache of every mapping (the xarrays of `struct address_space`): (mapping, page
+/// index of a folio's first page) → folio. Mapping 0 means "not in the page cache".
+#[derive(Clone, Debug, Default)]
+pub struct PageCache {
+    map: std::collections::BTreeMap<(u32, u64), crate::folio::FolioId>,
+}
+
+impl PageCache {
+    /// Records folio `id` at `index` of `mapping`; the slot must be empty.
+    pub fn insert(&mut self, mapping: u32, index: u64, id: crate::folio::FolioId) {
+        assert_ne!(mapping, 0, "mapping 0 is not a mapping");
+        let old = self.map.insert((mapping, index), id);
+        assert!(
+            old.is_none(),
+            "page cache slot {mapping}:{index} already holds folio {old:?}"
+        );
+    }
+
+    /// Removes folio `id` from `index` of `mapping`.
+    pub fn remove(&mut self, mapping: u32, index: u64, id: crate::folio::FolioId) {
+        let old = self.map.remove(&(mapping, index));
+        assert_eq!(
+            old,
+            Some(id),
+            "page cache slot {mapping}:{index} does not hold folio {id}"
+        );
+    }
+
+    /// The folio whose first page is at `index` of `mapping`.
+    pub fn get(&self, mapping: u32, index: u64) -> Option<crate::folio::FolioId> {
+        self.map.get(&(mapping, index)).copied()
+    }
+
+    /// The folio covering page `index` of `mapping` (the entry at or below `index`, if its
+    /// folio spans `index`; `order_of` gives a folio's order).
+    pub fn lookup(
+        &self,
+        mapping: u32,
+        index: u64,
+        order_of: impl Fn(crate::folio::FolioId) -> u32,
+    ) -> Option<crate::folio::FolioId> {
+        let (&(m, start), &id) = self.map.range(..=(mapping, index)).next_back()?;
+        (m == mapping && index < start + (1u64 << order_of(id))).then_some(id)
+    }
+
+    /// Entries in (mapping, index) order.
+    pub fn iter(&self) -> impl Iterator<Item = ((u32, u64), crate::folio::FolioId)> + '_ {
+        self.map.iter().map(|(&k, &v)| (k, v))
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}

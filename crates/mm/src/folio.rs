@@ -90,6 +90,10 @@ pub struct Folio {
     pub lru: u8,
     pub lru_next: FolioId,
     pub lru_prev: FolioId,
+    /// The page-cache mapping of a file folio in the page cache (`filemap::PageCache`), 0 for
+    /// none, and the page index of its first page there.
+    pub mapping: u32,
+    pub index: u64,
 }
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -142,6 +146,8 @@ impl FolioTable {
             lru: crate::vmscan::LRU_NONE,
             lru_next: crate::mmzone::NIL,
             lru_prev: crate::mmzone::NIL,
+            mapping: 0,
+            index: 0,
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
@@ -272,6 +278,9 @@ impl Mm {
         if f.lru != crate::vmscan::LRU_NONE {
             self.lru_del(id);
         }
+        if f.mapping != 0 {
+            self.page_cache.remove(f.mapping, f.index, id);
+        }
         self.folios.remove(id);
         self.free_pages(cpu, f.pfn, f.order as u32);
     }
@@ -309,6 +318,14 @@ impl Mm {
             nf.active = f.active;
             nf.referenced = f.referenced;
             nf.dirty = f.dirty;
+            nf.mapping = f.mapping;
+            nf.index = f.index + i as u64;
+            if f.mapping != 0 {
+                if i == 0 {
+                    self.page_cache.remove(f.mapping, f.index, id);
+                }
+                self.page_cache.insert(f.mapping, f.index + i as u64, pid);
+            }
             self.pages.set(pfn, PageKind::Allocated, 0);
             self.pages.a[pfn as usize] = pid;
             self.pages.b[pfn as usize] = self.pages.b[f.pfn as usize];

@@ -165,6 +165,8 @@ pub struct Mm {
     pub compaction: crate::compaction::CompactionConfig,
     /// Page-cache allocation policy switches (§12.5).
     pub pagecache: crate::filemap::PagecacheConfig,
+    /// The page cache (mapping, index) → folio.
+    pub page_cache: crate::filemap::PageCache,
     /// A direct compactor's capture request (`task_capc`, §9.10), while one runs.
     pub(crate) capc: Option<crate::compaction::CaptureControl>,
     /// kcompactd's state (§9.11.1).
@@ -290,6 +292,7 @@ impl Mm {
             capc: None,
             kcompactd: Default::default(),
             pagecache: Default::default(),
+            page_cache: Default::default(),
             last_migrate: Default::default(),
             last_migrate_nr_pages: 0,
             last_alloc: Default::default(),
