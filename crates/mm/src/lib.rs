@@ -11,6 +11,7 @@ pub mod filemap;
 pub mod folio;
 pub mod gfp;
 pub mod huge_memory;
+pub mod kswapd;
 pub mod migrate;
 pub mod mmzone;
 pub mod node;

@@ -169,6 +169,9 @@ pub struct Mm {
     pub page_cache: crate::filemap::PageCache,
     /// A direct compactor's capture request (`task_capc`, §9.10), while one runs.
     pub(crate) capc: Option<crate::compaction::CaptureControl>,
+    /// kswapd's state (§10.1–§10.2) and `pgdat->kswapd_failures`.
+    pub kswapd: crate::kswapd::KswapdState,
+    pub kswapd_failures: u32,
     /// kcompactd's state (§9.11.1).
     pub kcompactd: crate::compaction::KcompactdState,
     /// What the last `migrate_pages` call did, and how many pages it was given.
@@ -291,6 +294,8 @@ impl Mm {
             compaction: Default::default(),
             capc: None,
             kcompactd: Default::default(),
+            kswapd: Default::default(),
+            kswapd_failures: 0,
             pagecache: Default::default(),
             page_cache: Default::default(),
             last_migrate: Default::default(),

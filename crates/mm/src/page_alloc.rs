@@ -5,7 +5,7 @@
 
 use crate::gfp::{AllocFlags, Gfp};
 use crate::mmzone::*;
-use crate::node::{trace_kind, Mm, Wakeup, PCP_BATCH_SCALE_MAX};
+use crate::node::{trace_kind, Mm, PCP_BATCH_SCALE_MAX};
 use crate::trace::TraceEvent;
 use crate::types::*;
 use crate::vmstat::Stat;
@@ -438,21 +438,6 @@ impl Mm {
             self.wakeup_kswapd(zi, Gfp(0), 0, zt);
         }
         page
-    }
-
-    /// `wakeup_kswapd` as a request to the engine (§10.1). Simplification until the reclaim
-    /// model lands: the request is recorded unconditionally; whether kswapd (or kcompactd) then
-    /// runs is decided by its owner.
-    pub fn wakeup_kswapd(&mut self, zi: usize, gfp: Gfp, order: u32, highest_zoneidx: ZoneType) {
-        if self.zones[zi].managed == 0 {
-            return;
-        }
-        self.wakeups.push(Wakeup::Kswapd {
-            zone: self.zones[zi].zone_type,
-            order,
-            highest_zoneidx,
-            gfp: gfp.0,
-        });
     }
 
     /// `nr_pcp_high` (§2.2.3, §2.4): the effective high for a free, adjusting `pcp.high`.

@@ -1059,15 +1059,18 @@ fn s4_1_gfp_to_alloc_flags_atomic() {
     fill(&mut mm, DMA32, 0);
     free_pfns(&mut mm, 0, odd(block(4), 60));
     assert_eq!(mm.alloc_pages(0, Gfp::GFP_KERNEL, 0), None);
-    // The slow path wakes kswapd at its start and again at the retry point (§7.4 steps 2 and 5);
-    // nothing is reclaimable, so it fails after one pass.
+    // The slow path wakes kswapd at its start (§7.4 step 2); the second wake at the retry point
+    // (step 5) finds the thread running and only records the request (§10.1.2). Nothing is
+    // reclaimable, so the allocation fails after one pass.
     let wake = Wakeup::Kswapd {
         zone: ZoneType::Dma32,
         order: 0,
         highest_zoneidx: ZoneType::Normal,
         gfp: Gfp::GFP_KERNEL.0,
     };
-    assert_eq!(mm.take_wakeups(), vec![wake, wake]);
+    assert_eq!(mm.take_wakeups(), vec![wake]);
+    assert_eq!(mm.kswapd.phase, fraglab_mm::kswapd::KswapdPhase::Running);
+    assert_eq!((mm.kswapd.order, mm.kswapd.highest_zoneidx), (0, Some(ZoneType::Normal.idx())));
     assert_eq!(mm.stat(fraglab_mm::vmstat::Stat::allocstall_normal), 1);
     assert_eq!(mm.alloc_pages(0, Gfp::GFP_NOWAIT, 0), None);
     assert!(mm.alloc_pages(0, Gfp::GFP_ATOMIC, 0).is_some());

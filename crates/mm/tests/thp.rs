@@ -24,6 +24,10 @@ fn fragmented() -> Mm {
         }
     }
     mm.drain_all_pages();
+    // The fill woke kswapd; with half of memory free the node is balanced at order 0, so the
+    // thread naps and goes back to sleep without reclaiming.
+    let cycles = mm.kswapd_until_sleep(4);
+    assert!(cycles.last().unwrap().asleep && cycles.iter().all(|c| c.reclaimed == 0));
     mm.take_wakeups();
     mm
 }
