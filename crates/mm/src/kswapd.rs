@@ -192,7 +192,13 @@ impl Mm {
     }
 
     /// The first half of `kswapd_try_to_sleep` (§10.2.3).
-    fn kswapd_try_to_sleep(&mut self, alloc_order: u32, reclaim_order: u32, hz: usize, cycle: &mut KswapdCycle) {
+    fn kswapd_try_to_sleep(
+        &mut self,
+        alloc_order: u32,
+        reclaim_order: u32,
+        hz: usize,
+        cycle: &mut KswapdCycle,
+    ) {
         if self.prepare_kswapd_sleep(reclaim_order, hz) {
             for zi in 0..self.zones.len() {
                 self.reset_isolation_suitable(zi);
@@ -300,7 +306,11 @@ impl Mm {
         let start = sc.nr_reclaimed;
         sc.nr_to_reclaim = (0..=sc.reclaim_idx.min(self.zones.len() - 1))
             .filter(|&zi| self.zones[zi].managed > 0)
-            .map(|zi| self.zones[zi].wmark_pages(crate::mmzone::WMARK_HIGH).max(SWAP_CLUSTER_MAX))
+            .map(|zi| {
+                self.zones[zi]
+                    .wmark_pages(crate::mmzone::WMARK_HIGH)
+                    .max(SWAP_CLUSTER_MAX)
+            })
             .sum();
         // TODO(merge): shrink_node (slab shrinking, should_continue_reclaim) from vmscan.
         self.shrink_lruvec(sc);

@@ -1070,7 +1070,10 @@ fn s4_1_gfp_to_alloc_flags_atomic() {
     };
     assert_eq!(mm.take_wakeups(), vec![wake]);
     assert_eq!(mm.kswapd.phase, fraglab_mm::kswapd::KswapdPhase::Running);
-    assert_eq!((mm.kswapd.order, mm.kswapd.highest_zoneidx), (0, Some(ZoneType::Normal.idx())));
+    assert_eq!(
+        (mm.kswapd.order, mm.kswapd.highest_zoneidx),
+        (0, Some(ZoneType::Normal.idx()))
+    );
     assert_eq!(mm.stat(fraglab_mm::vmstat::Stat::allocstall_normal), 1);
     assert_eq!(mm.alloc_pages(0, Gfp::GFP_NOWAIT, 0), None);
     assert!(mm.alloc_pages(0, Gfp::GFP_ATOMIC, 0).is_some());
