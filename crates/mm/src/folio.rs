@@ -94,6 +94,9 @@ pub struct Folio {
     /// none, and the page index of its first page there.
     pub mapping: u32,
     pub index: u64,
+    /// The task that allocated the folio (`Mm::cur_pid` at allocation; 0 = the kernel): the
+    /// OOM killer's unit.
+    pub owner: u32,
 }
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -148,6 +151,7 @@ impl FolioTable {
             lru_prev: crate::mmzone::NIL,
             mapping: 0,
             index: 0,
+            owner: 0,
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
@@ -258,6 +262,7 @@ impl Mm {
     ) -> Option<FolioId> {
         let pfn = self.alloc_pages(cpu, gfp, order)?;
         let id = self.folios.insert(pfn, order, kind, nofs, None);
+        self.folios.folios[id as usize].owner = self.cur_pid;
         self.pages.a[pfn as usize] = id;
         self.pages.set_flag(pfn, PG_LRU, kind.on_lru());
         if kind.on_lru() {
@@ -319,6 +324,7 @@ impl Mm {
             nf.referenced = f.referenced;
             nf.dirty = f.dirty;
             nf.mapping = f.mapping;
+            nf.owner = f.owner;
             nf.index = f.index + i as u64;
             if f.mapping != 0 {
                 if i == 0 {

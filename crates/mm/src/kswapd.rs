@@ -331,10 +331,10 @@ impl Mm {
         let last = hz.min(self.zones.len() - 1);
         let mut zone_boosts = [0u64; MAX_NR_ZONES];
         let mut nr_boost_reclaim = 0u64;
-        for zi in 0..=last {
-            if self.zones[zi].managed > 0 {
-                zone_boosts[zi] = self.zones[zi].watermark_boost;
-                nr_boost_reclaim += zone_boosts[zi];
+        for (boost, z) in zone_boosts.iter_mut().zip(&self.zones[..=last]) {
+            if z.managed > 0 {
+                *boost = z.watermark_boost;
+                nr_boost_reclaim += z.watermark_boost;
             }
         }
         let boosted = nr_boost_reclaim > 0;

@@ -172,6 +172,8 @@ pub struct Mm {
     /// kswapd's state (§10.1–§10.2) and `pgdat->kswapd_failures`.
     pub kswapd: crate::kswapd::KswapdState,
     pub kswapd_failures: u32,
+    /// Tasks the OOM killer killed, in order (for whoever owns the tasks).
+    pub oom_victims: Vec<u32>,
     /// kcompactd's state (§9.11.1).
     pub kcompactd: crate::compaction::KcompactdState,
     /// What the last `migrate_pages` call did, and how many pages it was given.
@@ -296,6 +298,7 @@ impl Mm {
             kcompactd: Default::default(),
             kswapd: Default::default(),
             kswapd_failures: 0,
+            oom_victims: Vec::new(),
             pagecache: Default::default(),
             page_cache: Default::default(),
             last_migrate: Default::default(),

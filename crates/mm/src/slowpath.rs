@@ -2,12 +2,15 @@
 //! D6): kswapd wake-ups, the min-watermark retry, initial async compaction for costly and
 //! non-movable requests, direct reclaim with the unreserve + `drain_all_pages` retry, direct
 //! compaction with priority escalation, `should_reclaim_retry`, `should_compact_retry`, the
-//! __GFP_NORETRY / costly / __GFP_RETRY_MAYFAIL exits and defrag_mode's final NOFRAGMENT drop.
+//! __GFP_NORETRY / costly / __GFP_RETRY_MAYFAIL exits, defrag_mode's final NOFRAGMENT drop, the
+//! OOM killer (kill the largest task, §19.1 item 11), __GFP_NOFAIL's reserve fallbacks, and the
+//! seed-002 V4 exit (§12.5).
 //!
-//! Simplifications (named where they apply): no OOM killer (the model has no tasks to kill, so
-//! §7.4 step 13 makes no progress and the request fails); __GFP_NOFAIL requests fail like any
-//! other instead of looping forever; no PF_MEMALLOC/pfmemalloc contexts, cpusets or RT tasks; no
-//! fatal signals; swap is absent, so anonymous memory is not reclaimable.
+//! Simplifications (named where they apply): a __GFP_NOFAIL request that has exhausted every
+//! option, and a __GFP_FS-less request that reaches OOM, loop forever in the kernel waiting for
+//! someone else to free memory; with nothing else running the model fails them and flags it in
+//! `AllocWork`. No PF_MEMALLOC/pfmemalloc contexts, cpusets or RT tasks; no fatal signals; the
+//! OOM victim's memory is freed at once (the reaper's delay is the engine's business).
 
 use crate::compaction::{CompactPriority, CompactResult, CompactRunStats};
 use crate::filemap::{CostlyOrderPolicy, V4Position};
@@ -37,6 +40,14 @@ pub struct AllocWork {
     pub nofragment_dropped: bool,
     /// The slow path called `wakeup_kcompactd` itself (§12.5 V4).
     pub kcompactd_wakes: u32,
+    /// The OOM killer killed this many tasks for the allocation (§7.4 step 13).
+    pub oom_kills: u32,
+    /// `out_of_memory` for a request without __GFP_FS: the kernel reports progress without
+    /// killing and the request retries until someone else frees memory; with nothing else
+    /// running the model fails it instead.
+    pub oom_nofs_fail: bool,
+    /// A __GFP_NOFAIL request ran out of options (the kernel would loop forever).
+    pub nofail_failed: bool,
 }
 
 impl Mm {
@@ -210,6 +221,79 @@ impl Mm {
         false
     }
 
+    /// `__alloc_pages_may_oom` (§7.4 step 13): one last attempt at the high watermark, then —
+    /// unless the order is costly, the gfp has __GFP_RETRY_MAYFAIL or __GFP_THISNODE, or the
+    /// request is for zones below Normal — `out_of_memory`. Returns the page and whether OOM
+    /// made progress.
+    fn alloc_pages_may_oom(
+        &mut self,
+        cpu: u32,
+        gfp: Gfp,
+        order: u32,
+        ac: &AllocContext,
+    ) -> (Option<u32>, bool) {
+        let high = AllocFlags(AllocFlags::WMARK_HIGH | AllocFlags::CPUSET);
+        let g = gfp.union(Gfp::HARDWALL).without(Gfp::DIRECT_RECLAIM);
+        if let Some(p) = self.get_page_from_freelist(cpu, g, order, high, ac) {
+            return (Some(p), false);
+        }
+        if order > PAGE_ALLOC_COSTLY_ORDER
+            || gfp.intersects(Gfp::RETRY_MAYFAIL.union(Gfp::THISNODE))
+            || ac.highest_zoneidx < ZoneType::Normal
+        {
+            return (None, false);
+        }
+        let progress = self.out_of_memory(cpu, gfp);
+        if progress || gfp.intersects(Gfp::NOFAIL) {
+            if gfp.intersects(Gfp::NOFAIL) {
+                let f = AllocFlags(AllocFlags::NO_WATERMARKS | AllocFlags::CPUSET);
+                if let Some(p) = self.get_page_from_freelist(cpu, gfp, order, f, ac) {
+                    return (Some(p), true);
+                }
+            }
+            // A NOFAIL request without a victim: the kernel warns and claims progress; the
+            // model would loop without change, so it reports no progress.
+            return (None, progress);
+        }
+        (None, false)
+    }
+
+    /// `out_of_memory` for the global (non-memcg) case (§7.4 step 13, §19.1 item 11): a
+    /// request without __GFP_FS kills nothing; otherwise the task with the most anonymous and
+    /// page-table pages (`oom_badness` without swap entries or mapped file pages; ties → the
+    /// lowest id; task 0 (the kernel) and task 1 (init, `is_global_init`) are never chosen) is killed and its memory freed at once
+    /// (the OOM reaper's work, without its delay). Counts `oom_kill` and records the victim in
+    /// `Mm::oom_victims` for the owner of the tasks. Returns whether a task was killed.
+    pub fn out_of_memory(&mut self, cpu: u32, gfp: Gfp) -> bool {
+        use crate::folio::FolioKind;
+        if !gfp.intersects(Gfp::FS) {
+            self.last_alloc.oom_nofs_fail = true;
+            return false;
+        }
+        let mut rss: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
+        for (_, f) in self.folios.live() {
+            if f.owner > 1 && matches!(f.kind, FolioKind::Anon | FolioKind::PageTable) {
+                *rss.entry(f.owner).or_default() += 1u64 << f.order;
+            }
+        }
+        let Some((&victim, _)) = rss.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else {
+            return false;
+        };
+        let doomed: Vec<_> = self
+            .folios
+            .live()
+            .filter(|(_, f)| f.owner == victim && matches!(f.kind, FolioKind::Anon | FolioKind::PageTable))
+            .map(|(id, _)| id)
+            .collect();
+        for id in doomed {
+            self.free_folio(cpu, id);
+        }
+        self.count(Stat::oom_kill, 1);
+        self.oom_victims.push(victim);
+        self.last_alloc.oom_kills += 1;
+        true
+    }
+
     /// The V4 exit (§12.5): `wakeup_kcompactd(node, order, highest_zoneidx)`, then fail.
     fn v4_kcompactd_background(&mut self, order: u32, ac: &AllocContext) -> Option<u32> {
         self.last_alloc.kcompactd_wakes += 1;
@@ -324,7 +408,26 @@ impl Mm {
                 self.last_alloc.nofragment_dropped = true;
                 continue;
             }
-            // Step 13: no OOM killer in the model (no tasks); step 14: fail.
+            // Step 13: the OOM killer; progress (a victim was killed) restarts the retries.
+            let (page, oom_progress) = self.alloc_pages_may_oom(cpu, gfp, order, ac);
+            if page.is_some() {
+                return page;
+            }
+            if oom_progress {
+                no_progress_loops = 0;
+                continue;
+            }
+            // Step 14: a __GFP_NOFAIL request that can reclaim gets one attempt with the
+            // MIN_RESERVE allowance and then loops forever in the kernel. Nothing else runs in
+            // the model while it loops, so the model stops there and reports the failure.
+            if gfp.intersects(Gfp::NOFAIL) {
+                let mut f = AllocFlags(alloc_flags.0 & !AllocFlags::WMARK_MASK);
+                f.set(AllocFlags::WMARK_MIN | AllocFlags::MIN_RESERVE | AllocFlags::CPUSET);
+                if let Some(p) = self.get_page_from_freelist(cpu, gfp, order, f, ac) {
+                    return Some(p);
+                }
+                self.last_alloc.nofail_failed = true;
+            }
             return None;
         }
     }

@@ -113,3 +113,97 @@ fn s8_d5_defrag_mode_drops_nofragment_only_at_the_end() {
     assert!(mm.last_alloc.nofragment_dropped, "{:?}", mm.last_alloc);
     check(&mm);
 }
+
+/// Two tasks own all anonymous memory (no swap, no page cache): task 100 a quarter, task 200
+/// the rest.
+fn two_tasks() -> Mm {
+    let mut mm = dma32(16, 1, tun_kb(128));
+    let mut n = 0u64;
+    loop {
+        mm.cur_pid = if n % 4 == 0 { 100 } else { 200 };
+        if mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false).is_none() {
+            break;
+        }
+        n += 1;
+    }
+    mm.cur_pid = 300;
+    mm
+}
+
+fn task_pages(mm: &Mm, pid: u32) -> u64 {
+    mm.folios
+        .live()
+        .filter(|(_, f)| f.owner == pid)
+        .map(|(_, f)| 1u64 << f.order)
+        .sum()
+}
+
+#[test]
+fn s7_4_13_oom_kills_the_largest_task_and_the_allocation_succeeds() {
+    let mut mm = two_tasks();
+    let (small, big) = (task_pages(&mm, 100), task_pages(&mm, 200));
+    assert!(big > 2 * small && small > 0);
+    let p = mm.alloc_pages(0, Gfp::GFP_KERNEL, 0);
+    assert!(p.is_some());
+    assert_eq!(mm.stat(Stat::oom_kill), 1);
+    assert_eq!(mm.oom_victims, vec![200]);
+    assert_eq!(mm.last_alloc.oom_kills, 1);
+    assert_eq!(task_pages(&mm, 200), 0);
+    assert_eq!(task_pages(&mm, 100), small, "only the victim's memory is freed");
+    // Reclaim ran first and found nothing (allocstall counted before the kill).
+    assert!(mm.stat(Stat::allocstall_normal) >= 1);
+    check(&mm);
+}
+
+#[test]
+fn s7_4_13_oom_is_skipped_for_mayfail_thisnode_costly_lowmem_and_nofs() {
+    let cases = [
+        ("RETRY_MAYFAIL", Gfp::GFP_KERNEL.union(Gfp::RETRY_MAYFAIL), 0),
+        ("THISNODE", Gfp::GFP_KERNEL.union(Gfp::THISNODE), 0),
+        ("costly order", Gfp::GFP_KERNEL, 4),
+        ("below Normal", Gfp::GFP_KERNEL.union(Gfp::GFP_DMA32), 0),
+        ("NOFS", Gfp::GFP_NOFS, 0),
+    ];
+    for (what, gfp, order) in cases {
+        let mut mm = two_tasks();
+        assert_eq!(mm.alloc_pages(0, gfp, order), None, "{what}");
+        assert_eq!(mm.stat(Stat::oom_kill), 0, "{what}");
+        assert!(mm.oom_victims.is_empty(), "{what}");
+        assert_eq!(mm.last_alloc.oom_nofs_fail, what == "NOFS", "{what}");
+        check(&mm);
+    }
+}
+
+#[test]
+fn s7_4_14_nofail_without_a_victim_empties_the_reserves_then_reports_failure() {
+    // Only init's memory (task 1 is unkillable): nothing to kill.
+    let mut mm = dma32(16, 1, tun_kb(2048));
+    while mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false).is_some() {}
+    // The fill stopped near the min watermark. With no victim, out_of_memory fails but a
+    // NOFAIL request is still given progress and the ALLOC_NO_WATERMARKS fallback
+    // (`WARN_ON_ONCE_GFP` in __alloc_pages_may_oom): it empties the zone. Once nothing at all
+    // is left the kernel loops forever; the model stops and flags the failure.
+    let before = mm.zones[DMA32].nr_free_pages();
+    assert!(before >= 300, "{before}");
+    let mut served = 0;
+    let nofail = Gfp::GFP_KERNEL.union(Gfp::NOFAIL);
+    while mm.alloc_pages(0, nofail, 0).is_some() {
+        assert!(!mm.last_alloc.nofail_failed);
+        served += 1;
+        assert!(served < 10_000);
+    }
+    assert!(served >= before, "served {served} of {before}");
+    assert!(mm.last_alloc.nofail_failed);
+    assert_eq!(mm.zones[DMA32].nr_free_pages(), 0);
+    // A plain GFP_KERNEL request is not given the reserves.
+    let mut mm2 = dma32(16, 1, tun_kb(2048));
+    while mm2
+        .alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false)
+        .is_some()
+    {}
+    assert_eq!(mm2.alloc_pages(0, Gfp::GFP_KERNEL, 0), None);
+    assert!(!mm2.last_alloc.nofail_failed);
+    assert!(mm2.zones[DMA32].nr_free_pages() >= 300);
+    assert_eq!(mm.stat(Stat::oom_kill), 0);
+    check(&mm);
+}
