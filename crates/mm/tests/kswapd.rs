@@ -263,7 +263,7 @@ fn s8_d7_pgdat_balanced_counts_free_pageblocks_only_in_the_watermarks_stage() {
         }
         for id in &ids {
             let pfn = mm.folios.get(*id).pfn;
-            if pfn < block(4) || pfn % 2 == 0 {
+            if pfn < block(4) || pfn.is_multiple_of(2) {
                 mm.free_folio(0, *id);
             }
         }
