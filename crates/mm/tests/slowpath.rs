@@ -120,7 +120,7 @@ fn two_tasks() -> Mm {
     let mut mm = dma32(16, 1, tun_kb(128));
     let mut n = 0u64;
     loop {
-        mm.cur_pid = if n % 4 == 0 { 100 } else { 200 };
+        mm.cur_pid = if n.is_multiple_of(4) { 100 } else { 200 };
         if mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false).is_none() {
             break;
         }
