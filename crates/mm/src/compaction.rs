@@ -143,6 +143,25 @@ impl Default for CompactionConfig {
 pub struct KcompactdState {
     pub max_order: u32,
     pub highest_zoneidx: usize,
+    /// The timeout of the thread's next wait in ms (`HPAGE_FRAG_CHECK_INTERVAL_MSEC`, or that
+    /// << COMPACT_MAX_DEFER_SHIFT after a proactive run that did not lower the score); `None`
+    /// = no timeout (proactiveness 0).
+    pub next_timeout_ms: Option<u64>,
+}
+
+/// `HPAGE_FRAG_CHECK_INTERVAL_MSEC`: kcompactd's wait timeout.
+pub const HPAGE_FRAG_CHECK_INTERVAL_MSEC: u64 = 500;
+
+/// What one iteration of kcompactd's loop did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KcompactdCycle {
+    /// `kcompactd_do_work` ran (a recorded order).
+    pub did_work: bool,
+    /// A proactive `compact_node` ran.
+    pub proactive: bool,
+    pub stats: CompactRunStats,
+    /// The timeout of the wait that follows (`None`: until woken).
+    pub next_timeout_ms: Option<u64>,
 }
 
 /// `struct capture_control` (§9.10).
@@ -1458,9 +1477,11 @@ impl Mm {
         total
     }
 
-    /// `should_proactive_compact_node` (§9.12.4; kswapd is never running in this model yet).
+    /// `should_proactive_compact_node` (§9.12.4): proactiveness on, kswapd not running, and
+    /// the node's score above the high threshold.
     pub fn should_proactive_compact_node(&self) -> bool {
         self.compaction.proactiveness > 0
+            && self.kswapd.phase != crate::kswapd::KswapdPhase::Running
             && self.fragmentation_score_node() > self.fragmentation_score_wmark(false)
     }
 
@@ -1500,16 +1521,38 @@ impl Mm {
         self.compact_node(false)
     }
 
-    /// One expiry of kcompactd's 500 ms timer (§9.11.5, §9.12.4): a recorded order is worked on
-    /// (E6), else the proactive check runs.
-    pub fn kcompactd_timer(&mut self) -> CompactRunStats {
+    /// One iteration of the `kcompactd` thread loop (§9.11.5, §9.12.4), run when its wait ends
+    /// — by a wake-up ([`crate::Wakeup::Kcompactd`]) or by the timeout in `next_timeout_ms`; the
+    /// wait condition is re-evaluated either way, so a recorded order is worked on
+    /// (`kcompactd_do_work`) whether or not it woke the thread. Otherwise the proactive check
+    /// runs (`compact_node`, with a 32 s back-off when the score did not go down). Ends with
+    /// mm_compaction_kcompactd_sleep and the next wait's timeout (none with proactiveness 0).
+    pub fn kcompactd_cycle(&mut self) -> KcompactdCycle {
+        let mut out = KcompactdCycle::default();
+        let mut timeout = HPAGE_FRAG_CHECK_INTERVAL_MSEC;
         if self.kcompactd.max_order > 0 {
-            return self.kcompactd_do_work();
+            out.stats = self.kcompactd_do_work();
+            out.did_work = true;
+        } else if self.should_proactive_compact_node() {
+            let prev = self.fragmentation_score_node();
+            out.stats = self.compact_node(true);
+            out.proactive = true;
+            if self.fragmentation_score_node() >= prev {
+                timeout <<= COMPACT_MAX_DEFER_SHIFT;
+            }
         }
-        if self.should_proactive_compact_node() {
-            return self.compact_node(true);
-        }
-        CompactRunStats::default()
+        out.next_timeout_ms = (self.compaction.proactiveness > 0).then_some(timeout);
+        self.kcompactd.next_timeout_ms = out.next_timeout_ms;
+        self.ctrace(
+            trace_kind::COMPACTION_KCOMPACTD,
+            TraceEvent::MmCompactionKcompactdSleep { nid: 0 },
+        );
+        out
+    }
+
+    /// One expiry of kcompactd's 500 ms timer: [`Mm::kcompactd_cycle`]'s compaction work.
+    pub fn kcompactd_timer(&mut self) -> CompactRunStats {
+        self.kcompactd_cycle().stats
     }
 
     /// The capture test of `__free_one_page` (`compaction_capture`, §9.10).

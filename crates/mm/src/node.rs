@@ -201,7 +201,7 @@ pub mod trace_kind {
     pub const COMPACTION_DECIDE: u32 = 128;
     /// compaction:mm_compaction_deferred / _defer_compaction / _defer_reset.
     pub const COMPACTION_DEFER: u32 = 256;
-    /// compaction:mm_compaction_wakeup_kcompactd / _kcompactd_wake.
+    /// compaction:mm_compaction_wakeup_kcompactd / _kcompactd_wake / _kcompactd_sleep.
     pub const COMPACTION_KCOMPACTD: u32 = 512;
     pub const COMPACTION: u32 = 32 | 64 | 128 | 256 | 512;
     pub const ALL: u32 = KMEM | COMPACTION;
@@ -224,7 +224,9 @@ pub mod trace_kind {
             "mm_compaction_deferred" | "mm_compaction_defer_compaction" | "mm_compaction_defer_reset" => {
                 COMPACTION_DEFER
             }
-            "mm_compaction_wakeup_kcompactd" | "mm_compaction_kcompactd_wake" => COMPACTION_KCOMPACTD,
+            "mm_compaction_wakeup_kcompactd"
+            | "mm_compaction_kcompactd_wake"
+            | "mm_compaction_kcompactd_sleep" => COMPACTION_KCOMPACTD,
             "mm_page_alloc" => MM_PAGE_ALLOC,
             "mm_page_free" => MM_PAGE_FREE,
             "mm_page_alloc_zone_locked" => MM_PAGE_ALLOC_ZONE_LOCKED,
@@ -344,6 +346,8 @@ impl Mm {
             mm.reset_cached_positions(zi);
         }
         mm.kcompactd.highest_zoneidx = mm.kcompactd_max_zoneidx();
+        mm.kcompactd.next_timeout_ms =
+            (mm.compaction.proactiveness > 0).then_some(crate::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);
         Ok(mm)
     }
 

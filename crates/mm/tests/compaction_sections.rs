@@ -411,15 +411,58 @@ fn s9_12_scores_and_thresholds() {
     // Node score = zone score · present / (node present + 1) = 100 · 8192 / 8193 → 99.
     assert_eq!(mm.fragmentation_score_zone(DMA32), 100);
     assert_eq!(mm.fragmentation_score_node(), 99);
+    // Not while kswapd runs (the fill woke it).
+    assert_eq!(mm.kswapd.phase, fraglab_mm::kswapd::KswapdPhase::Running);
+    assert!(!mm.should_proactive_compact_node());
+    mm.kswapd_until_sleep(4);
     assert!(mm.should_proactive_compact_node());
-    let st = mm.kcompactd_timer();
-    assert!(st.migrated_pages > 0);
+    let c = mm.kcompactd_cycle();
+    assert!(c.proactive && !c.did_work && c.stats.migrated_pages > 0);
     assert!(
         mm.fragmentation_score_zone(DMA32) <= 80,
         "stops at the low threshold or when the scanners meet"
     );
+    assert_eq!(c.next_timeout_ms, Some(500), "the score went down: no back-off");
     mm.compaction.proactiveness = 0;
     assert!(!mm.should_proactive_compact_node());
+    check(&mm);
+}
+
+#[test]
+fn s9_11_5_kcompactd_loop_backs_off_when_proactive_compaction_makes_no_progress() {
+    // Every other page is unmovable kernel memory: nothing can be migrated, the score stays.
+    let mut mm = small(16);
+    let kernel = Gfp::GFP_KERNEL.without(Gfp::DIRECT_RECLAIM);
+    let mut pages = Vec::new();
+    while let Some(id) = mm.alloc_folio(0, kernel, 0, FolioKind::Kernel, false) {
+        pages.push(id);
+    }
+    for id in pages.into_iter().step_by(2) {
+        mm.free_folio(0, id);
+    }
+    mm.drain_all_pages();
+    mm.kswapd_until_sleep(20);
+    mm.trace_mask = fraglab_mm::node::trace_kind::COMPACTION_KCOMPACTD;
+    assert!(mm.should_proactive_compact_node());
+    let c = mm.kcompactd_cycle();
+    assert!(c.proactive && c.stats.migrated_pages == 0);
+    assert_eq!(c.next_timeout_ms, Some(500 << 6), "no progress: 32 s back-off");
+    assert_eq!(mm.kcompactd.next_timeout_ms, Some(32_000));
+    let last = mm.trace_buf.last().unwrap();
+    assert!(matches!(
+        last.event,
+        fraglab_mm::trace::TraceEvent::MmCompactionKcompactdSleep { nid: 0 }
+    ));
+    // A recorded order is worked on at the next iteration, woken or not; the timeout resets.
+    mm.wakeup_kcompactd(9, DMA32);
+    let c = mm.kcompactd_cycle();
+    assert!(c.did_work && !c.proactive);
+    assert_eq!(c.next_timeout_ms, Some(500));
+    assert_eq!(mm.kcompactd.max_order, 0);
+    // Proactiveness 0: no proactive work and no timeout.
+    mm.compaction.proactiveness = 0;
+    let c = mm.kcompactd_cycle();
+    assert!(!c.proactive && !c.did_work && c.next_timeout_ms.is_none());
     check(&mm);
 }
 
