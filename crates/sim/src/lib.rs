@@ -1,6 +1,9 @@
-//! fraglab-sim: the engines around the mm model. This version has the timeless engine, which
-//! runs a spec's explicit operations in order; the virtual-time engine arrives later.
+//! fraglab-sim: the engines around the mm model: the timeless engine, which runs a spec's
+//! explicit operations in order, and the discrete-event engine with virtual time, CPUs, tasks
+//! and a cost model.
 
+pub mod cost;
+pub mod engine;
 pub mod timeless;
 
 pub use timeless::{boot, machine_config, run_ops, tunables, RunError};

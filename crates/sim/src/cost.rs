@@ -1,0 +1,128 @@
+//! The cost model: what each unit of work the mm model reports costs in simulated time.
+//!
+//! Every constant is a named field in nanoseconds (architecture.md "Determinism and time"). The
+//! defaults are the figures of `shared/reference/live-kernel-notes.md` ("Reference cost
+//! measurements", one Linux 6.18 VM) until the re-measurement on this project's machine lands;
+//! `docs/costs.md` says how each one was (or is to be) measured. A spec may override any of them.
+
+/// Nanoseconds per unit of work.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostModel {
+    /// A 4 KiB anonymous first-touch fault, excluding zeroing (p50 1.3–2.0 µs all-in).
+    pub fault_base_ns: u64,
+    /// Zeroing one 4 KiB page (2 MiB THP ≈ 100–200 µs → ~0.3 µs per page).
+    pub zero_page_ns: u64,
+    /// Copying one 4 KiB page in migration (~1.8 µs per page migrated, per-cycle fit).
+    pub migrate_page_ns: u64,
+    /// One pfn looked at by the migration scanner (~0.003 µs).
+    pub migrate_scan_pfn_ns_x1000: u64,
+    /// One pfn looked at by the free scanner (~0.004 µs).
+    pub free_scan_pfn_ns_x1000: u64,
+    /// Fixed cost of one compaction run (compact_zone) (~60 µs, high variance).
+    pub compact_run_ns: u64,
+    /// One page isolated by compaction or reclaim.
+    pub isolate_page_ns: u64,
+    /// One page scanned by reclaim.
+    pub reclaim_scan_page_ns: u64,
+    /// Reclaiming one clean page-cache page.
+    pub reclaim_clean_ns: u64,
+    /// An IPI to drain another CPU's PCP lists (drain_all_pages).
+    pub drain_ipi_ns: u64,
+    /// A context switch between tasks on one CPU.
+    pub context_switch_ns: u64,
+    /// Latency of a read I/O (page-cache miss) and of a write I/O (writeback).
+    pub read_io_ns: u64,
+    pub write_io_ns: u64,
+    /// The fast path of one page allocation (buddy/PCP), and one free.
+    pub alloc_fast_ns: u64,
+    pub free_page_ns: u64,
+}
+
+impl Default for CostModel {
+    fn default() -> Self {
+        CostModel {
+            fault_base_ns: 1_500,
+            zero_page_ns: 300,
+            migrate_page_ns: 1_800,
+            migrate_scan_pfn_ns_x1000: 3_000,
+            free_scan_pfn_ns_x1000: 4_000,
+            compact_run_ns: 60_000,
+            isolate_page_ns: 100,
+            reclaim_scan_page_ns: 50,
+            reclaim_clean_ns: 500,
+            drain_ipi_ns: 2_000,
+            context_switch_ns: 2_000,
+            read_io_ns: 100_000,
+            write_io_ns: 100_000,
+            alloc_fast_ns: 100,
+            free_page_ns: 80,
+        }
+    }
+}
+
+impl CostModel {
+    /// The names of every constant, in declaration order (for overrides and documentation).
+    pub const NAMES: [&'static str; 15] = [
+        "fault_base_ns",
+        "zero_page_ns",
+        "migrate_page_ns",
+        "migrate_scan_pfn_ns_x1000",
+        "free_scan_pfn_ns_x1000",
+        "compact_run_ns",
+        "isolate_page_ns",
+        "reclaim_scan_page_ns",
+        "reclaim_clean_ns",
+        "drain_ipi_ns",
+        "context_switch_ns",
+        "read_io_ns",
+        "write_io_ns",
+        "alloc_fast_ns",
+        "free_page_ns",
+    ];
+
+    /// The constant called `name`, mutably.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut u64> {
+        Some(match name {
+            "fault_base_ns" => &mut self.fault_base_ns,
+            "zero_page_ns" => &mut self.zero_page_ns,
+            "migrate_page_ns" => &mut self.migrate_page_ns,
+            "migrate_scan_pfn_ns_x1000" => &mut self.migrate_scan_pfn_ns_x1000,
+            "free_scan_pfn_ns_x1000" => &mut self.free_scan_pfn_ns_x1000,
+            "compact_run_ns" => &mut self.compact_run_ns,
+            "isolate_page_ns" => &mut self.isolate_page_ns,
+            "reclaim_scan_page_ns" => &mut self.reclaim_scan_page_ns,
+            "reclaim_clean_ns" => &mut self.reclaim_clean_ns,
+            "drain_ipi_ns" => &mut self.drain_ipi_ns,
+            "context_switch_ns" => &mut self.context_switch_ns,
+            "read_io_ns" => &mut self.read_io_ns,
+            "write_io_ns" => &mut self.write_io_ns,
+            "alloc_fast_ns" => &mut self.alloc_fast_ns,
+            "free_page_ns" => &mut self.free_page_ns,
+            _ => return None,
+        })
+    }
+
+    /// The cost of compaction work (either a direct compactor's or kcompactd's).
+    pub fn compaction(&self, st: &fraglab_mm::compaction::CompactRunStats) -> u64 {
+        st.runs * self.compact_run_ns
+            + st.migrate_scanned * self.migrate_scan_pfn_ns_x1000 / 1000
+            + st.free_scanned * self.free_scan_pfn_ns_x1000 / 1000
+            + st.isolated * self.isolate_page_ns
+            + st.migrated_pages * self.migrate_page_ns
+    }
+
+    /// The cost of reclaim that scanned `scanned` pages and reclaimed `reclaimed`.
+    pub fn reclaim(&self, scanned: u64, reclaimed: u64) -> u64 {
+        scanned * self.reclaim_scan_page_ns + reclaimed * self.reclaim_clean_ns
+    }
+
+    /// The cost of one allocation's slow-path work (`Mm::last_alloc`), beyond the fast path.
+    pub fn slowpath(&self, w: &fraglab_mm::slowpath::AllocWork) -> u64 {
+        if !w.slowpath {
+            return 0;
+        }
+        self.compaction(&w.compaction)
+            + self.reclaim(w.reclaimed, w.reclaimed)
+            + w.drain_ipis as u64 * self.drain_ipi_ns
+    }
+}

@@ -1,0 +1,474 @@
+//! The discrete-event engine: virtual time around the mm model (architecture.md "Determinism
+//! and time").
+//!
+//! Ordering contract: events run in order of virtual time, then in the order they were
+//! scheduled (a sequence number breaks ties). Nothing else — no hash order, no wall clock —
+//! influences the order, so the same inputs give the same run.
+//!
+//! Execution model: N CPUs, each with a FIFO run queue. A task runs one *step* at a time: the
+//! step's mm operations happen atomically at the moment it starts, and the CPU is then busy for
+//! the step's cost (from the [`CostModel`] and the work mm reports). A runnable task goes back
+//! to the tail of its CPU's queue after each step, so tasks sharing a CPU interleave at step
+//! granularity; switching tasks costs a context switch. Kernel threads are tasks too: kswapd and
+//! kcompactd are woken by the [`Wakeup`]s mm returns and by their own timeouts (the 100 ms nap,
+//! the 500 ms / 32 s kcompactd wait). A periodic tick (1 s) runs the PCP high decay.
+//!
+//! Simplifications: no preemption inside a step and no load balancing after placement (a task
+//! is placed on the least loaded CPU when it becomes runnable); kernel threads have no priority
+//! over user tasks.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use fraglab_mm::kswapd::KswapdPhase;
+use fraglab_mm::{Mm, Wakeup};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::cost::CostModel;
+
+pub type TaskId = usize;
+
+/// Nanoseconds per millisecond and per second.
+pub const MS: u64 = 1_000_000;
+pub const SEC: u64 = 1_000_000_000;
+
+/// What a task's step did and what it does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Ran for this many ns; runnable again afterwards.
+    Ran(u64),
+    /// Ran for `ran` ns, then sleeps for `sleep` ns.
+    Sleep { ran: u64, sleep: u64 },
+    /// Ran for `ran` ns, then waits to be woken, or until `timeout` ns have passed.
+    Wait { ran: u64, timeout: Option<u64> },
+    /// Ran for this many ns and exited.
+    Exit(u64),
+}
+
+impl Step {
+    fn ran(self) -> u64 {
+        match self {
+            Step::Ran(r) | Step::Exit(r) | Step::Sleep { ran: r, .. } | Step::Wait { ran: r, .. } => r,
+        }
+    }
+}
+
+/// What a step can see and change.
+pub struct Cx<'a> {
+    pub mm: &'a mut Mm,
+    pub now: u64,
+    pub cpu: u32,
+    pub pid: u32,
+    pub cost: &'a CostModel,
+    /// The task's own random stream (derived from the run seed and the task id).
+    pub rng: &'a mut ChaCha8Rng,
+}
+
+/// A task's program.
+pub trait TaskBody {
+    /// The task's command name (`comm`), as trace lines print it.
+    fn comm(&self) -> &str;
+    /// Runs one step at `cx.now`.
+    fn step(&mut self, cx: &mut Cx) -> Step;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// On a run queue.
+    Ready,
+    Sleeping,
+    Waiting,
+    Exited,
+}
+
+/// Per-task accounting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskStats {
+    /// CPU time charged (steps and context switches).
+    pub cpu_ns: u64,
+    pub steps: u64,
+    /// When the task was created and when it exited.
+    pub start_ns: u64,
+    pub exit_ns: Option<u64>,
+    /// Time spent runnable but waiting for a CPU.
+    pub runq_wait_ns: u64,
+}
+
+struct Task {
+    body: Box<dyn TaskBody>,
+    pid: u32,
+    state: TaskState,
+    /// Incremented whenever a pending timer of the task becomes stale.
+    gen: u64,
+    rng: ChaCha8Rng,
+    stats: TaskStats,
+    ready_since: u64,
+}
+
+#[derive(Default)]
+struct Cpu {
+    busy: bool,
+    runq: VecDeque<TaskId>,
+    last: Option<TaskId>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum EventKind {
+    /// A CPU finished its step (or was idle and got work).
+    CpuFree(u32),
+    /// A task's sleep or wait timeout expired (ignored if `gen` is stale).
+    Timer { task: TaskId, gen: u64 },
+    /// The periodic tick.
+    Tick,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Event {
+    time: u64,
+    seq: u64,
+    kind: EventKind,
+}
+
+/// The engine.
+pub struct Engine {
+    pub mm: Mm,
+    pub cost: CostModel,
+    now: u64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Event>>,
+    cpus: Vec<Cpu>,
+    tasks: Vec<Task>,
+    seed: u64,
+    next_pid: u32,
+    pub kswapd: TaskId,
+    pub kcompactd: TaskId,
+    /// Tick period (PCP decay and samplers).
+    pub tick_ns: u64,
+    /// Called at every tick with the engine's time (samplers).
+    tick_hooks: Vec<Box<dyn FnMut(u64, &Mm)>>,
+    /// Wake-ups handled (for tests and reports).
+    pub kswapd_wakes: u64,
+    pub kcompactd_wakes: u64,
+}
+
+impl Engine {
+    /// An engine around `mm` with `seed`; creates the kswapd and kcompactd threads (asleep:
+    /// kswapd until woken, kcompactd until woken or its first timeout).
+    pub fn new(mm: Mm, cost: CostModel, seed: u64) -> Engine {
+        let nr_cpus = mm.nr_cpus as usize;
+        let mut e = Engine {
+            mm,
+            cost,
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            cpus: (0..nr_cpus).map(|_| Cpu::default()).collect(),
+            tasks: Vec::new(),
+            seed,
+            next_pid: 100,
+            kswapd: 0,
+            kcompactd: 0,
+            tick_ns: SEC,
+            tick_hooks: Vec::new(),
+            kswapd_wakes: 0,
+            kcompactd_wakes: 0,
+        };
+        e.kswapd = e.add_task(Box::new(KswapdTask), TaskState::Waiting, 60);
+        e.kcompactd = e.add_task(Box::new(KcompactdTask), TaskState::Waiting, 61);
+        if let Some(t) = e.mm.kcompactd.next_timeout_ms {
+            e.schedule_timer(e.kcompactd, t * MS);
+        }
+        e.schedule(e.tick_ns, EventKind::Tick);
+        e
+    }
+
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    fn add_task(&mut self, body: Box<dyn TaskBody>, state: TaskState, pid: u32) -> TaskId {
+        let id = self.tasks.len();
+        let stream = self.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (id as u64).wrapping_add(1);
+        self.tasks.push(Task {
+            body,
+            pid,
+            state,
+            gen: 0,
+            rng: ChaCha8Rng::seed_from_u64(stream),
+            stats: TaskStats {
+                start_ns: self.now,
+                ..Default::default()
+            },
+            ready_since: self.now,
+        });
+        id
+    }
+
+    /// Starts a task now (runnable at once). Returns its id; its pid is assigned in creation
+    /// order from 100.
+    pub fn spawn(&mut self, body: Box<dyn TaskBody>) -> TaskId {
+        let pid = self.next_pid;
+        self.next_pid += 1;
+        let id = self.add_task(body, TaskState::Sleeping, pid);
+        self.make_ready(id);
+        id
+    }
+
+    /// Starts a task at time `at` (≥ now).
+    pub fn spawn_at(&mut self, at: u64, body: Box<dyn TaskBody>) -> TaskId {
+        let pid = self.next_pid;
+        self.next_pid += 1;
+        let id = self.add_task(body, TaskState::Sleeping, pid);
+        self.tasks[id].stats.start_ns = at;
+        self.schedule_timer(id, at.saturating_sub(self.now));
+        id
+    }
+
+    pub fn task_stats(&self, id: TaskId) -> TaskStats {
+        self.tasks[id].stats
+    }
+
+    pub fn task_state(&self, id: TaskId) -> TaskState {
+        self.tasks[id].state
+    }
+
+    pub fn task_pid(&self, id: TaskId) -> u32 {
+        self.tasks[id].pid
+    }
+
+    /// Registers a function called at every tick.
+    pub fn on_tick(&mut self, f: Box<dyn FnMut(u64, &Mm)>) {
+        self.tick_hooks.push(f);
+    }
+
+    fn schedule(&mut self, at: u64, kind: EventKind) {
+        self.seq += 1;
+        self.queue.push(Reverse(Event {
+            time: at,
+            seq: self.seq,
+            kind,
+        }));
+    }
+
+    fn schedule_timer(&mut self, task: TaskId, after: u64) {
+        let gen = self.tasks[task].gen;
+        self.schedule(self.now + after, EventKind::Timer { task, gen });
+    }
+
+    /// Puts a task on the run queue of the least loaded CPU (an idle one first, lowest index
+    /// on ties) and starts that CPU if it is idle.
+    fn make_ready(&mut self, id: TaskId) {
+        let t = &mut self.tasks[id];
+        debug_assert_ne!(t.state, TaskState::Ready);
+        t.state = TaskState::Ready;
+        t.gen += 1;
+        t.ready_since = self.now;
+        let cpu = (0..self.cpus.len())
+            .min_by_key(|&c| (self.cpus[c].busy as usize + self.cpus[c].runq.len(), c))
+            .unwrap();
+        self.cpus[cpu].runq.push_back(id);
+        if !self.cpus[cpu].busy {
+            self.cpus[cpu].busy = true;
+            self.schedule(self.now, EventKind::CpuFree(cpu as u32));
+        }
+    }
+
+    /// Wakes a waiting kernel thread now (cancelling its timeout); no effect on a runnable one.
+    fn wake(&mut self, id: TaskId) {
+        if matches!(self.tasks[id].state, TaskState::Waiting | TaskState::Sleeping) {
+            self.make_ready(id);
+        }
+    }
+
+    /// Hands mm's wake-up requests to the threads they name.
+    fn handle_wakeups(&mut self) {
+        for w in self.mm.take_wakeups() {
+            match w {
+                Wakeup::Kswapd { .. } => {
+                    self.kswapd_wakes += 1;
+                    self.wake(self.kswapd);
+                }
+                Wakeup::Kcompactd { .. } => {
+                    self.kcompactd_wakes += 1;
+                    self.wake(self.kcompactd);
+                }
+            }
+        }
+    }
+
+    fn run_cpu(&mut self, cpu: usize) {
+        let Some(id) = self.cpus[cpu].runq.pop_front() else {
+            self.cpus[cpu].busy = false;
+            return;
+        };
+        let switch = if self.cpus[cpu].last != Some(id) {
+            self.cost.context_switch_ns
+        } else {
+            0
+        };
+        self.cpus[cpu].last = Some(id);
+        let now = self.now;
+        let task = &mut self.tasks[id];
+        task.stats.runq_wait_ns += now - task.ready_since;
+        self.mm.now_ns = now;
+        self.mm.cur_pid = task.pid;
+        let comm = task.body.comm().to_string();
+        if self.mm.cur_comm != comm {
+            self.mm.cur_comm = comm;
+        }
+        let mut cx = Cx {
+            mm: &mut self.mm,
+            now,
+            cpu: cpu as u32,
+            pid: task.pid,
+            cost: &self.cost,
+            rng: &mut task.rng,
+        };
+        let step = task.body.step(&mut cx);
+        let busy = step.ran() + switch;
+        task.stats.cpu_ns += busy;
+        task.stats.steps += 1;
+        let end = now + busy;
+        match step {
+            Step::Ran(_) => {
+                task.ready_since = end;
+                self.cpus[cpu].runq.push_back(id);
+            }
+            Step::Sleep { sleep, .. } => {
+                task.state = TaskState::Sleeping;
+                task.gen += 1;
+                let gen = task.gen;
+                self.schedule(end + sleep, EventKind::Timer { task: id, gen });
+            }
+            Step::Wait { timeout, .. } => {
+                task.state = TaskState::Waiting;
+                task.gen += 1;
+                let gen = task.gen;
+                if let Some(t) = timeout {
+                    self.schedule(end + t, EventKind::Timer { task: id, gen });
+                }
+            }
+            Step::Exit(_) => {
+                task.state = TaskState::Exited;
+                task.stats.exit_ns = Some(end);
+            }
+        }
+        self.schedule(end, EventKind::CpuFree(cpu as u32));
+        self.handle_wakeups();
+    }
+
+    /// Runs events until virtual time `until` (events at `until` included) or until `done`
+    /// says so (checked after every event). Returns the time reached.
+    pub fn run(&mut self, until: u64, mut done: impl FnMut(&Engine) -> bool) -> u64 {
+        while let Some(Reverse(ev)) = self.queue.peek().copied() {
+            if ev.time > until {
+                self.now = until;
+                break;
+            }
+            self.queue.pop();
+            self.now = ev.time;
+            match ev.kind {
+                EventKind::CpuFree(c) => self.run_cpu(c as usize),
+                EventKind::Timer { task, gen } => {
+                    let t = &self.tasks[task];
+                    if t.gen == gen && matches!(t.state, TaskState::Sleeping | TaskState::Waiting) {
+                        self.make_ready(task);
+                    }
+                }
+                EventKind::Tick => {
+                    for cpu in 0..self.mm.nr_cpus {
+                        for zi in 0..self.mm.zones.len() {
+                            if self.mm.zones[zi].populated() {
+                                self.mm.decay_pcp_high(cpu, zi);
+                            }
+                        }
+                    }
+                    let now = self.now;
+                    for h in &mut self.tick_hooks {
+                        h(now, &self.mm);
+                    }
+                    self.schedule(now + self.tick_ns, EventKind::Tick);
+                }
+            }
+            if done(self) {
+                break;
+            }
+        }
+        self.now
+    }
+
+    /// Whether every task spawned by the workload (not the kernel threads) has exited.
+    pub fn workload_done(&self) -> bool {
+        self.tasks
+            .iter()
+            .enumerate()
+            .all(|(i, t)| i == self.kswapd || i == self.kcompactd || t.state == TaskState::Exited)
+    }
+}
+
+/// The kswapd thread (§10.2): one `kswapd_run` per step, the 100 ms nap as a timed wait,
+/// then sleep until woken.
+struct KswapdTask;
+
+/// `HZ/10`: kswapd's nap.
+pub const KSWAPD_NAP_NS: u64 = 100 * MS;
+
+impl TaskBody for KswapdTask {
+    fn comm(&self) -> &str {
+        "kswapd0"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        match cx.mm.kswapd.phase {
+            KswapdPhase::Running => {
+                let c = cx.mm.kswapd_run();
+                let ran = cx
+                    .cost
+                    .reclaim(c.scanned, c.reclaimed)
+                    .max(cx.cost.context_switch_ns);
+                if c.napping {
+                    Step::Wait {
+                        ran,
+                        timeout: Some(KSWAPD_NAP_NS),
+                    }
+                } else {
+                    Step::Ran(ran)
+                }
+            }
+            KswapdPhase::Napping { .. } => {
+                let c = cx.mm.kswapd_nap_done();
+                if c.asleep {
+                    Step::Wait {
+                        ran: 0,
+                        timeout: None,
+                    }
+                } else {
+                    Step::Ran(0)
+                }
+            }
+            KswapdPhase::Sleeping => Step::Wait {
+                ran: 0,
+                timeout: None,
+            },
+        }
+    }
+}
+
+/// The kcompactd thread (§9.11.5): one `kcompactd_cycle` per step, then wait for a wake-up or
+/// its timeout.
+struct KcompactdTask;
+
+impl TaskBody for KcompactdTask {
+    fn comm(&self) -> &str {
+        "kcompactd0"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        let c = cx.mm.kcompactd_cycle();
+        Step::Wait {
+            ran: cx.cost.compaction(&c.stats),
+            timeout: c.next_timeout_ms.map(|t| t * MS),
+        }
+    }
+}

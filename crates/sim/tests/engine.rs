@@ -1,0 +1,193 @@
+//! The discrete-event engine: ordering, CPU time accounting, and the kernel threads it runs
+//! for mm's wake-ups.
+
+use fraglab_mm::folio::{FolioId, FolioKind};
+use fraglab_mm::kswapd::KswapdPhase;
+use fraglab_mm::mmzone::{MachineConfig, ZoneConfig};
+use fraglab_mm::types::ZoneType;
+use fraglab_mm::vmstat::Stat;
+use fraglab_mm::{Gfp, Mm, Tunables};
+use fraglab_sim::cost::CostModel;
+use fraglab_sim::engine::{Cx, Engine, Step, TaskBody, TaskState, MS, SEC};
+use rand::Rng;
+
+const NO_RECLAIM: Gfp = Gfp::GFP_HIGHUSER_MOVABLE.without(Gfp::DIRECT_RECLAIM);
+
+fn machine(blocks: u32, cpus: u32) -> Mm {
+    let z = ZoneConfig {
+        zone_type: ZoneType::Dma32,
+        start_pfn: 4096,
+        spanned: blocks * 512,
+        present: blocks * 512,
+        managed: blocks * 512,
+    };
+    let m = MachineConfig {
+        zones: vec![z],
+        nr_cpus: cpus,
+    };
+    let tun = Tunables {
+        min_free_kbytes: Some(512),
+        ..Tunables::default()
+    };
+    let mut mm = Mm::new(&m, tun).unwrap();
+    mm.debug_vm = true;
+    mm
+}
+
+/// Burns `steps` steps of `ns` each.
+struct Spin {
+    steps: u32,
+    ns: u64,
+}
+
+impl TaskBody for Spin {
+    fn comm(&self) -> &str {
+        "spin"
+    }
+    fn step(&mut self, _cx: &mut Cx) -> Step {
+        self.steps -= 1;
+        if self.steps == 0 {
+            Step::Exit(self.ns)
+        } else {
+            Step::Ran(self.ns)
+        }
+    }
+}
+
+#[test]
+fn tasks_share_a_cpu_and_run_in_parallel_on_two() {
+    let cost = CostModel {
+        context_switch_ns: 0,
+        ..CostModel::default()
+    };
+    for (cpus, want_end) in [(1u32, 2 * 10 * MS), (2, 10 * MS)] {
+        let mut e = Engine::new(machine(8, cpus), cost.clone(), 1);
+        let a = e.spawn(Box::new(Spin { steps: 10, ns: MS }));
+        let b = e.spawn(Box::new(Spin { steps: 10, ns: MS }));
+        e.run(10 * SEC, |e| e.workload_done());
+        let (sa, sb) = (e.task_stats(a), e.task_stats(b));
+        assert_eq!(sa.cpu_ns, 10 * MS);
+        assert_eq!(sb.cpu_ns, 10 * MS);
+        assert_eq!(sa.exit_ns.max(sb.exit_ns), Some(want_end), "{cpus} CPUs");
+        if cpus == 1 {
+            // Round robin at step granularity: each waited for the other's steps.
+            assert!(sa.runq_wait_ns > 0 && sb.runq_wait_ns > 0);
+        }
+    }
+}
+
+#[test]
+fn context_switches_are_charged() {
+    let cost = CostModel {
+        context_switch_ns: 1_000,
+        ..CostModel::default()
+    };
+    let mut e = Engine::new(machine(8, 1), cost, 1);
+    let a = e.spawn(Box::new(Spin { steps: 3, ns: MS }));
+    let b = e.spawn(Box::new(Spin { steps: 3, ns: MS }));
+    e.run(SEC, |e| e.workload_done());
+    // a, b, a, b, a, b: every step follows the other task.
+    assert_eq!(e.task_stats(a).cpu_ns, 3 * MS + 3_000);
+    assert_eq!(e.task_stats(b).cpu_ns, 3 * MS + 3_000);
+}
+
+/// Fills memory with clean page cache, one folio per step, then sleeps and exits.
+struct Filler {
+    left: u32,
+    ids: Vec<FolioId>,
+}
+
+impl TaskBody for Filler {
+    fn comm(&self) -> &str {
+        "filler"
+    }
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        if self.left == 0 {
+            return Step::Exit(0);
+        }
+        self.left -= 1;
+        let order = cx.rng.gen_range(0..3u32);
+        if let Some(id) = cx
+            .mm
+            .alloc_folio(cx.cpu, NO_RECLAIM, order, FolioKind::File, false)
+        {
+            self.ids.push(id);
+        }
+        let ran = cx.cost.fault_base_ns + cx.cost.slowpath(&cx.mm.last_alloc);
+        if self.left.is_multiple_of(512) {
+            Step::Sleep { ran, sleep: 50 * MS }
+        } else {
+            Step::Ran(ran)
+        }
+    }
+}
+
+fn filler_run(seed: u64) -> (Engine, u64) {
+    let mut e = Engine::new(machine(16, 2), CostModel::default(), seed);
+    e.spawn(Box::new(Filler {
+        left: 12_000,
+        ids: Vec::new(),
+    }));
+    let end = e.run(60 * SEC, |e| e.workload_done());
+    (e, end)
+}
+
+#[test]
+fn kswapd_runs_in_the_background_when_the_workload_wakes_it() {
+    let (mut e, end) = filler_run(1);
+    assert!(e.workload_done());
+    assert!(end < 60 * SEC);
+    assert!(e.kswapd_wakes > 0);
+    let steal = e.mm.stat(Stat::pgsteal_kswapd);
+    assert!(steal > 0, "kswapd reclaimed page cache");
+    assert_eq!(
+        e.mm.stat(Stat::pgsteal_direct),
+        0,
+        "the filler never reclaims itself"
+    );
+    assert!(e.task_stats(e.kswapd).cpu_ns > 0);
+    // Let the machine settle: kswapd naps and goes to sleep.
+    e.run(end + 2 * SEC, |_| false);
+    assert_eq!(e.mm.kswapd.phase, KswapdPhase::Sleeping);
+    assert_eq!(e.task_state(e.kswapd), TaskState::Waiting);
+    e.mm.check_invariants().unwrap();
+}
+
+#[test]
+fn same_seed_same_run_different_seed_differs() {
+    let (a, ta) = filler_run(7);
+    let (b, tb) = filler_run(7);
+    let (c, tc) = filler_run(8);
+    assert_eq!(ta, tb);
+    assert_eq!(a.mm.stats, b.mm.stats);
+    assert!(ta != tc || a.mm.stats != c.mm.stats);
+}
+
+#[test]
+fn kcompactd_runs_proactively_on_its_timer() {
+    // Half of memory free in order-0 holes between anon pages: the fragmentation score is
+    // above the proactive threshold, so kcompactd compacts on its own after 500 ms.
+    let mut mm = machine(16, 1);
+    let mut ids = Vec::new();
+    while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {
+        ids.push(id);
+    }
+    for id in ids.into_iter().step_by(2) {
+        mm.free_folio(0, id);
+    }
+    mm.drain_all_pages();
+    mm.kswapd_until_sleep(8);
+    mm.take_wakeups();
+    let before = mm.fragmentation_score_node();
+    let mut e = Engine::new(mm, CostModel::default(), 1);
+    e.run(400 * MS, |_| false);
+    assert_eq!(
+        e.mm.stat(Stat::pgmigrate_success),
+        0,
+        "nothing before the first timeout"
+    );
+    e.run(SEC, |_| false);
+    assert!(e.mm.stat(Stat::pgmigrate_success) > 0);
+    assert!(e.mm.fragmentation_score_node() < before);
+    assert!(e.task_stats(e.kcompactd).cpu_ns > 0);
+}
