@@ -29,6 +29,9 @@ use crate::cost::CostModel;
 
 pub type TaskId = usize;
 
+/// A function called at every tick with the time and the model (samplers).
+pub type TickHook = Box<dyn FnMut(u64, &Mm)>;
+
 /// Nanoseconds per millisecond and per second.
 pub const MS: u64 = 1_000_000;
 pub const SEC: u64 = 1_000_000_000;
@@ -146,7 +149,7 @@ pub struct Engine {
     /// Tick period (PCP decay and samplers).
     pub tick_ns: u64,
     /// Called at every tick with the engine's time (samplers).
-    tick_hooks: Vec<Box<dyn FnMut(u64, &Mm)>>,
+    tick_hooks: Vec<TickHook>,
     /// Wake-ups handled (for tests and reports).
     pub kswapd_wakes: u64,
     pub kcompactd_wakes: u64,
@@ -238,7 +241,7 @@ impl Engine {
     }
 
     /// Registers a function called at every tick.
-    pub fn on_tick(&mut self, f: Box<dyn FnMut(u64, &Mm)>) {
+    pub fn on_tick(&mut self, f: TickHook) {
         self.tick_hooks.push(f);
     }
 
