@@ -126,9 +126,17 @@ impl Mm {
     /// GFP_HIGHUSER_MOVABLE. Counts thp_fault_alloc / thp_fault_fallback (PMD only) and the
     /// per-size anon_fault_alloc / anon_fault_fallback. Returns the folio mapped, if any.
     pub fn do_anonymous_fault(&mut self, cpu: u32, madvised: bool) -> Option<FolioId> {
+        self.do_anonymous_fault_upto(cpu, madvised, HPAGE_PMD_ORDER)
+    }
+
+    /// An anonymous page fault where the largest naturally aligned empty range around the
+    /// faulting address inside the VMA has order `max_order` (§11.3.2: mTHP orders are tried
+    /// only where their aligned range is entirely unpopulated; the PMD order only for an empty,
+    /// PMD-aligned 2 MiB range inside the VMA).
+    pub fn do_anonymous_fault_upto(&mut self, cpu: u32, madvised: bool, max_order: u32) -> Option<FolioId> {
         let gfp = vma_thp_gfp_mask(self.thp.defrag, madvised);
         let pmd = HPAGE_PMD_ORDER as usize;
-        if self.thp.order_allowed(HPAGE_PMD_ORDER, madvised) {
+        if max_order >= HPAGE_PMD_ORDER && self.thp.order_allowed(HPAGE_PMD_ORDER, madvised) {
             match self.alloc_thp_mpol(cpu, gfp) {
                 Some(id) => {
                     self.count(Stat::thp_fault_alloc, 1);
@@ -141,7 +149,7 @@ impl Mm {
                 }
             }
         }
-        for order in (2..HPAGE_PMD_ORDER).rev() {
+        for order in (2..HPAGE_PMD_ORDER.min(max_order + 1)).rev() {
             if !self.thp.order_allowed(order, madvised) {
                 continue;
             }

@@ -181,6 +181,8 @@ pub struct Mm {
     pub last_migrate_nr_pages: u64,
     /// What the last `alloc_pages` call's slow path did.
     pub last_alloc: crate::slowpath::AllocWork,
+    /// Allocation work summed since boot.
+    pub work_sum: crate::slowpath::WorkSum,
     pub(crate) end_pfn: u32,
 }
 
@@ -301,6 +303,7 @@ impl Mm {
             kswapd: Default::default(),
             kswapd_failures: 0,
             oom_victims: Vec::new(),
+            work_sum: Default::default(),
             pagecache: Default::default(),
             page_cache: Default::default(),
             last_migrate: Default::default(),

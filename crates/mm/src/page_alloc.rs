@@ -964,6 +964,8 @@ impl Mm {
         if page.is_none() {
             page = self.alloc_pages_slowpath(cpu, gfp, order, &ac);
         }
+        let w = self.last_alloc;
+        self.work_sum.add(&w);
         if self.trace_on(trace_kind::MM_PAGE_ALLOC) {
             self.emit(
                 cpu,

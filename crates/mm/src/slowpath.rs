@@ -25,6 +25,59 @@ use crate::vmstat::Stat;
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
 pub const MAX_COMPACT_RETRIES: u32 = 16;
 
+/// The allocation work done since boot, summed over every `alloc_pages` call: an engine
+/// charges a step for the difference between two readings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkSum {
+    pub allocs: u64,
+    pub slowpaths: u64,
+    pub compaction: CompactRunStats,
+    pub compact_stalls: u64,
+    pub reclaim_calls: u64,
+    pub reclaimed: u64,
+    pub drains: u64,
+    pub drain_ipis: u64,
+    pub oom_kills: u64,
+}
+
+impl WorkSum {
+    pub(crate) fn add(&mut self, w: &AllocWork) {
+        self.allocs += 1;
+        self.slowpaths += w.slowpath as u64;
+        self.compaction = add_stats(self.compaction, w.compaction);
+        self.compact_stalls += w.compact_stalls as u64;
+        self.reclaim_calls += w.reclaim_calls as u64;
+        self.reclaimed += w.reclaimed;
+        self.drains += w.drains as u64;
+        self.drain_ipis += w.drain_ipis as u64;
+        self.oom_kills += w.oom_kills as u64;
+    }
+
+    /// The work done between reading `earlier` and reading `self`.
+    pub fn since(&self, earlier: &WorkSum) -> WorkSum {
+        let c = &self.compaction;
+        let e = &earlier.compaction;
+        WorkSum {
+            allocs: self.allocs - earlier.allocs,
+            slowpaths: self.slowpaths - earlier.slowpaths,
+            compaction: CompactRunStats {
+                migrate_scanned: c.migrate_scanned - e.migrate_scanned,
+                free_scanned: c.free_scanned - e.free_scanned,
+                isolated: c.isolated - e.isolated,
+                migrated_pages: c.migrated_pages - e.migrated_pages,
+                failed_pages: c.failed_pages - e.failed_pages,
+                runs: c.runs - e.runs,
+            },
+            compact_stalls: self.compact_stalls - earlier.compact_stalls,
+            reclaim_calls: self.reclaim_calls - earlier.reclaim_calls,
+            reclaimed: self.reclaimed - earlier.reclaimed,
+            drains: self.drains - earlier.drains,
+            drain_ipis: self.drain_ipis - earlier.drain_ipis,
+            oom_kills: self.oom_kills - earlier.oom_kills,
+        }
+    }
+}
+
 /// The work one allocation's slow path did (for a cost model), reset by every `alloc_pages`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AllocWork {

@@ -116,6 +116,15 @@ impl CostModel {
         scanned * self.reclaim_scan_page_ns + reclaimed * self.reclaim_clean_ns
     }
 
+    /// The cost of the allocation work between two readings of `Mm::work_sum`: the fast path
+    /// of every allocation plus compaction, reclaim and drain IPIs in slow paths.
+    pub fn alloc_work(&self, w: &fraglab_mm::slowpath::WorkSum) -> u64 {
+        w.allocs * self.alloc_fast_ns
+            + self.compaction(&w.compaction)
+            + self.reclaim(w.reclaimed, w.reclaimed)
+            + w.drain_ipis * self.drain_ipi_ns
+    }
+
     /// The cost of one allocation's slow-path work (`Mm::last_alloc`), beyond the fast path.
     pub fn slowpath(&self, w: &fraglab_mm::slowpath::AllocWork) -> u64 {
         if !w.slowpath {
