@@ -322,6 +322,24 @@ impl Mm {
                 self.stat(Stat::nr_file_pages),
             ];
             ensure!(got == expect, "folio gauges {got:?} != {expect:?} (inactive/active anon, inactive/active file, isolated anon/file, anon, file)");
+            let mut rss = std::collections::BTreeMap::new();
+            for (_, f) in self.folios.live() {
+                if f.owner > 1 && matches!(f.kind, FolioKind::Anon | FolioKind::PageTable) {
+                    *rss.entry(f.owner).or_insert(0u64) += 1u64 << f.order;
+                }
+            }
+            ensure!(
+                rss == self.folios.rss,
+                "per-owner rss {:?} != {rss:?}",
+                self.folios.rss
+            );
+            for ((m, i), id) in self.page_cache.iter() {
+                let f = &self.folios.folios[id as usize];
+                ensure!(
+                    f.live && f.mapping == m && f.index == i,
+                    "page cache {m}:{i} holds folio {id}, which is not live there"
+                );
+            }
             let zone_sum: i64 = [
                 Stat::nr_zone_inactive_anon,
                 Stat::nr_zone_active_anon,

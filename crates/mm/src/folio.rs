@@ -108,6 +108,8 @@ pub struct FolioTable {
     next_token: u64,
     /// Live folios per kind and order (the folio-order census).
     pub census: [[u64; NR_PAGE_ORDERS]; 5],
+    /// Anonymous and page-table pages per killable owner (pid > 1): the OOM killer's badness.
+    pub rss: std::collections::BTreeMap<u32, u64>,
 }
 
 impl FolioTable {
@@ -199,6 +201,13 @@ impl Mm {
         let f = &self.folios.folios[id as usize];
         let (pfn, order, kind, isolated, active) = (f.pfn, f.order as u32, f.kind, f.isolated, f.active);
         let nr = sign << order;
+        if f.owner > 1 && matches!(kind, FolioKind::Anon | FolioKind::PageTable) {
+            let e = self.folios.rss.entry(f.owner).or_default();
+            *e = (*e as i64 + nr) as u64;
+            if *e == 0 {
+                self.folios.rss.remove(&f.owner);
+            }
+        }
         let zi = self.zone_of(pfn);
         let mut node = |s: Stat| {
             let v = &mut self.stats[s as usize];

@@ -323,13 +323,12 @@ impl Mm {
             self.last_alloc.oom_nofs_fail = true;
             return false;
         }
-        let mut rss: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
-        for (_, f) in self.folios.live() {
-            if f.owner > 1 && matches!(f.kind, FolioKind::Anon | FolioKind::PageTable) {
-                *rss.entry(f.owner).or_default() += 1u64 << f.order;
-            }
-        }
-        let Some((&victim, _)) = rss.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else {
+        let Some((&victim, _)) = self
+            .folios
+            .rss
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        else {
             return false;
         };
         let doomed: Vec<_> = self
