@@ -160,11 +160,20 @@ pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
     mm.debug_vm = spec.run.debug_vm;
     mm.thp = thp_config(spec);
     mm.compaction.folio_mode = spec.model.folio_mode;
+    mm.tun.defrag_stage =
+        fraglab_mm::DefragStage::from_name(spec.model.defrag_stage).expect("validated by the spec parser");
+    mm.pagecache.costly_order_policy =
+        fraglab_mm::filemap::CostlyOrderPolicy::from_name(spec.model.costly_order_policy)
+            .expect("validated by the spec parser");
+    mm.pagecache.v4_position = fraglab_mm::filemap::V4Position::from_name(spec.model.v4_position)
+        .expect("validated by the spec parser");
     if let Some(KnobValue::Int(v)) = spec.knob("vm.extfrag_threshold") {
         mm.compaction.extfrag_threshold = v as i32;
     }
     if let Some(KnobValue::Int(v)) = spec.knob("vm.compaction_proactiveness") {
         mm.compaction.proactiveness = v as u32;
+        mm.kcompactd.next_timeout_ms =
+            (v > 0).then_some(fraglab_mm::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);
     }
     let mut mask = 0;
     for ev in &spec.run.trace {
@@ -175,10 +184,33 @@ pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
     Ok(mm)
 }
 
-/// A named set of allocated chunks.
+/// A named set of allocated folios, each with its content token: reclaim or the OOM killer
+/// may free a folio behind the set's back, and folio ids are reused, so a member is only
+/// freed while its id still holds the same content.
 struct ChunkSet {
     name: String,
-    chunks: Vec<FolioId>,
+    chunks: Vec<(FolioId, u64)>,
+}
+
+fn set_index(sets: &mut Vec<ChunkSet>, set: &str) -> usize {
+    match sets.iter().position(|s| s.name == set) {
+        Some(si) => si,
+        None => {
+            sets.push(ChunkSet {
+                name: set.to_string(),
+                chunks: Vec::new(),
+            });
+            sets.len() - 1
+        }
+    }
+}
+
+/// Whether `id` still holds the folio with content `token`.
+fn still_ours(mm: &Mm, id: FolioId, token: u64) -> bool {
+    mm.folios
+        .folios
+        .get(id as usize)
+        .is_some_and(|f| f.live && f.token == token)
 }
 
 /// Runs every op of `spec` in order and returns the text its `print` ops produced, with a
@@ -214,21 +246,12 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                 nofs,
                 ..
             } => {
-                let si = match sets.iter().position(|s| &s.name == set) {
-                    Some(si) => si,
-                    None => {
-                        sets.push(ChunkSet {
-                            name: set.clone(),
-                            chunks: Vec::new(),
-                        });
-                        sets.len() - 1
-                    }
-                };
+                let si = set_index(&mut sets, set);
                 let mut failed = 0u32;
                 for n in 0..*count {
                     match mm.alloc_folio(*cpu, *gfp, *order, *kind, *nofs) {
                         Some(id) => {
-                            sets[si].chunks.push(id);
+                            sets[si].chunks.push((id, mm.folios.get(id).token));
                         }
                         None if *must_succeed => {
                             return Err(RunError(format!(
@@ -263,20 +286,85 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                 let chunks = std::mem::take(&mut sets[si].chunks);
                 let mut kept = Vec::with_capacity(chunks.len());
                 let mut freed = 0;
-                for (n, id) in chunks.into_iter().enumerate() {
+                let mut gone = 0;
+                for (n, (id, token)) in chunks.into_iter().enumerate() {
                     if n as u32 % every == *offset {
-                        mm.free_folio(*cpu, id);
-                        mm.debug_check();
-                        freed += 1;
+                        if still_ours(&mm, id, token) {
+                            mm.free_folio(*cpu, id);
+                            mm.debug_check();
+                            freed += 1;
+                        } else {
+                            gone += 1;
+                        }
                     } else {
-                        kept.push(id);
+                        kept.push((id, token));
                     }
                 }
                 let left = kept.len();
                 sets[si].chunks = kept;
+                let gone = if gone > 0 {
+                    format!(" ({gone} already freed by reclaim or OOM)")
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     out,
-                    "# op[{i}] free {set} every {every} offset {offset}: {freed} freed, {left} left"
+                    "# op[{i}] free {set} every {every} offset {offset}: {freed} freed, {left} left{gone}"
+                );
+            }
+            Op::Fault {
+                set,
+                count,
+                madvised,
+                cpu,
+                ..
+            } => {
+                let si = set_index(&mut sets, set);
+                let mut by_order = [0u64; NR_PAGE_ORDERS];
+                let mut failed = 0;
+                for _ in 0..*count {
+                    match mm.do_anonymous_fault(*cpu, *madvised) {
+                        Some(id) => {
+                            let f = mm.folios.get(id);
+                            by_order[f.order as usize] += 1;
+                            sets[si].chunks.push((id, f.token));
+                        }
+                        None => failed += 1,
+                    }
+                    mm.debug_check();
+                }
+                let orders: Vec<String> = by_order
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(o, n)| format!("{n} x order {o}"))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "# op[{i}] fault {set}: {count} faults{}: {}{}",
+                    if *madvised { " (MADV_HUGEPAGE)" } else { "" },
+                    if orders.is_empty() {
+                        "none".to_string()
+                    } else {
+                        orders.join(", ")
+                    },
+                    if failed > 0 {
+                        format!(", {failed} failed")
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+            Op::Kswapd { .. } => {
+                let phase = mm.kswapd.phase;
+                let cycles = mm.kswapd_until_sleep(64);
+                mm.debug_check();
+                let runs = cycles.iter().filter(|c| c.balanced_run).count();
+                let reclaimed: u64 = cycles.iter().map(|c| c.reclaimed).sum();
+                let _ = writeln!(
+                    out,
+                    "# op[{i}] kswapd: was {phase:?}; {runs} balance_pgdat runs, {reclaimed} pages reclaimed; now {:?}",
+                    mm.kswapd.phase
                 );
             }
             Op::DrainAllPages { .. } => {

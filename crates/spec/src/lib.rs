@@ -280,6 +280,18 @@ pub enum Op {
     Kcompactd { line: usize, order: u32 },
     /// One expiry of kcompactd's 500 ms timer (the proactive-compaction check).
     ProactiveCompact { line: usize },
+    /// `count` anonymous page faults, each on a fresh, empty, PMD-aligned 2 MiB range of a VMA
+    /// with (`madvised`) or without MADV_HUGEPAGE (`do_anonymous_fault`: THP, mTHP ladder,
+    /// order 0 per the THP knobs), on `cpu`; the folios join set `set`.
+    Fault {
+        line: usize,
+        set: String,
+        count: u32,
+        madvised: bool,
+        cpu: u32,
+    },
+    /// Run kswapd, if it is awake, until it sleeps (every nap runs to its end).
+    Kswapd { line: usize },
 }
 
 impl Op {
@@ -292,12 +304,14 @@ impl Op {
             | Op::CompactMemory { line }
             | Op::Compact { line, .. }
             | Op::Kcompactd { line, .. }
-            | Op::ProactiveCompact { line } => line,
+            | Op::ProactiveCompact { line }
+            | Op::Fault { line, .. }
+            | Op::Kswapd { line } => line,
         }
     }
 
     /// The action key: `alloc`, `free`, `print`, `drain_all_pages`, `compact_memory`, `compact`,
-    /// `kcompactd` or `proactive_compact`.
+    /// `kcompactd`, `proactive_compact`, `fault` or `kswapd`.
     pub fn action(&self) -> &'static str {
         match self {
             Op::Alloc { .. } => "alloc",
@@ -308,6 +322,8 @@ impl Op {
             Op::Compact { .. } => "compact",
             Op::Kcompactd { .. } => "kcompactd",
             Op::ProactiveCompact { .. } => "proactive_compact",
+            Op::Fault { .. } => "fault",
+            Op::Kswapd { .. } => "kswapd",
         }
     }
 }

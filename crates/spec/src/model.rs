@@ -26,21 +26,54 @@ impl ModelSwitchDef {
 }
 
 /// Every model switch a spec may set, in the order `[model]` documents them.
-pub const MODEL_SWITCHES: &[ModelSwitchDef] = &[ModelSwitchDef {
-    name: "folio_mode",
-    choices: &[
-        "skip_large",
-        "split_large",
-        "migrate_no_free_split",
-        "migrate_free_split",
-    ],
-    default: "migrate_free_split",
-    doc: "How compaction treats large folios, through Zi Yan's 2024 series \"Enable >0 order folio \
+pub const MODEL_SWITCHES: &[ModelSwitchDef] = &[
+    ModelSwitchDef {
+        name: "folio_mode",
+        choices: &[
+            "skip_large",
+            "split_large",
+            "migrate_no_free_split",
+            "migrate_free_split",
+        ],
+        default: "migrate_free_split",
+        doc: "How compaction treats large folios, through Zi Yan's 2024 series \"Enable >0 order folio \
           memory compaction\": skip_large = before it (large folios not isolated), split_large = \
           patch 1 (split before migration), migrate_no_free_split = patch 2 (migrate whole, target of \
           exactly the folio's order), migrate_free_split = patch 3, Linux 6.9+ and 6.18 (free-page \
           split in compaction_alloc)",
-}];
+    },
+    ModelSwitchDef {
+        name: "defrag_stage",
+        choices: &["vanilla", "nofragment_only", "kswapd_assist", "kswapd_watermarks"],
+        default: "kswapd_watermarks",
+        doc: "What vm.defrag_mode = 1 turns on, by the stages of Weiner's 2025 series (kernel-model.md \
+              §8): vanilla = nothing, nofragment_only = patch 3/5 (D1-D5), kswapd_assist = patch 4/5 \
+              (adds D6), kswapd_watermarks = patch 5/5, what 6.18 ships (adds D7-D10)",
+    },
+    ModelSwitchDef {
+        name: "costly_order_policy",
+        choices: &[
+            "baseline",
+            "v1_iomap",
+            "v2_filemap_costly",
+            "v3_filemap_opportunistic",
+            "v4_kcompactd_background",
+        ],
+        default: "baseline",
+        doc: "The page-cache costly-order policy of the 2026 thread \"iomap: avoid compaction for \
+              costly folio order allocation\" (kernel-model.md §12.5; the issue calls it \
+              pagecache.costly_order_policy): baseline = 6.18, v1_iomap, v2_filemap_costly, \
+              v3_filemap_opportunistic, v4_kcompactd_background (system-wide, in the page allocator)",
+    },
+    ModelSwitchDef {
+        name: "v4_position",
+        choices: &["before_initial_compaction", "after_initial_compaction"],
+        default: "before_initial_compaction",
+        doc: "Where the v4_kcompactd_background check sits in the 6.18 slow path (§12.5): before \
+              the initial async compaction (no direct work at all, the intended semantics) or after \
+              it, before direct reclaim",
+    },
+];
 
 /// The model switch called `name`.
 pub fn find_model_switch(name: &str) -> Option<&'static ModelSwitchDef> {
@@ -49,12 +82,29 @@ pub fn find_model_switch(name: &str) -> Option<&'static ModelSwitchDef> {
 
 /// `[model]`: switches between modelled behaviours that are not kernel knobs (see
 /// [`MODEL_SWITCHES`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelSpec {
     /// `folio_mode`: how compaction treats large folios: `skip_large` (before Zi Yan's series),
     /// `split_large` (patch 1), `migrate_no_free_split` (patch 2), `migrate_free_split`
     /// (patch 3, Linux 6.9+ and 6.18; the default).
     pub folio_mode: FolioMode,
+    /// `defrag_stage`, `costly_order_policy`, `v4_position`: the chosen word (one of the
+    /// switch's choices in [`MODEL_SWITCHES`]); the engines map it to their model's type.
+    pub defrag_stage: &'static str,
+    pub costly_order_policy: &'static str,
+    pub v4_position: &'static str,
+}
+
+impl Default for ModelSpec {
+    fn default() -> Self {
+        let d = |n: &str| find_model_switch(n).expect("registered").default;
+        ModelSpec {
+            folio_mode: FolioMode::default(),
+            defrag_stage: d("defrag_stage"),
+            costly_order_policy: d("costly_order_policy"),
+            v4_position: d("v4_position"),
+        }
+    }
 }
 
 impl ModelSpec {
@@ -63,6 +113,9 @@ impl ModelSpec {
     pub fn get(&self, name: &str) -> Option<&'static str> {
         match name {
             "folio_mode" => Some(self.folio_mode.name()),
+            "defrag_stage" => Some(self.defrag_stage),
+            "costly_order_policy" => Some(self.costly_order_policy),
+            "v4_position" => Some(self.v4_position),
             _ => None,
         }
     }
@@ -74,6 +127,14 @@ impl ModelSpec {
         let bad = || format!("{} is not {}", quote(value), def.expected());
         match name {
             "folio_mode" => self.folio_mode = FolioMode::from_name(value).ok_or_else(bad)?,
+            "defrag_stage" | "costly_order_policy" | "v4_position" => {
+                let word = *def.choices.iter().find(|c| **c == value).ok_or_else(bad)?;
+                match name {
+                    "defrag_stage" => self.defrag_stage = word,
+                    "costly_order_policy" => self.costly_order_policy = word,
+                    _ => self.v4_position = word,
+                }
+            }
             _ => unreachable!("switch {name} is in MODEL_SWITCHES but not in ModelSpec::set"),
         }
         Ok(())

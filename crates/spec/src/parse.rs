@@ -40,7 +40,10 @@ const ACTIONS: &[&str] = &[
     "compact",
     "kcompactd",
     "proactive_compact",
+    "fault",
+    "kswapd",
 ];
+const FAULT_KEYS: &[&str] = &["fault", "count", "madvised", "cpu"];
 const ALLOC_KEYS: &[&str] = &[
     "alloc",
     "count",
@@ -65,6 +68,9 @@ const ALL_OP_KEYS: &[&str] = &[
     "compact",
     "kcompactd",
     "proactive_compact",
+    "fault",
+    "kswapd",
+    "madvised",
     "kind",
     "nofs",
     "priority",
@@ -739,6 +745,8 @@ impl Cx<'_> {
                 "kcompactd" => KCOMPACTD_KEYS,
                 "drain_all_pages" => DRAIN_KEYS,
                 "compact_memory" => &["compact_memory"],
+                "fault" => FAULT_KEYS,
+                "kswapd" => &["kswapd"],
                 _ => &["proactive_compact"],
             };
             if let Some(e) = entries.iter().find(|e| !allowed.contains(&e.key.as_str())) {
@@ -827,6 +835,29 @@ impl Cx<'_> {
                         must_succeed,
                         kind,
                         nofs,
+                    }
+                }
+                "fault" => {
+                    let key = t.key("fault");
+                    let set = self.str(&action.node, &key)?;
+                    if set.is_empty() {
+                        return Err(self.err(
+                            action.node.pos,
+                            &key,
+                            "empty set name (expected a name such as \"thp\")",
+                        ));
+                    }
+                    let count = self.opt_int(&t, "count", 1, u32::MAX as i64, ">= 1", 1)? as u32;
+                    let madvised = self.opt_bool(&t, "madvised", false)?;
+                    if !sets.iter().any(|s| s == set) {
+                        sets.push(set.to_string());
+                    }
+                    Op::Fault {
+                        line,
+                        set: set.to_string(),
+                        count,
+                        madvised,
+                        cpu: cpu()?,
                     }
                 }
                 "compact" | "kcompactd" => {
@@ -922,6 +953,7 @@ impl Cx<'_> {
                     match flag {
                         "drain_all_pages" => Op::DrainAllPages { line },
                         "compact_memory" => Op::CompactMemory { line },
+                        "kswapd" => Op::Kswapd { line },
                         _ => Op::ProactiveCompact { line },
                     }
                 }

@@ -599,7 +599,7 @@ fn op_structure_errors() {
         &with_machine(&["", "[[op]]", "count = 3"]),
         4,
         "op[0]",
-        "no action (expected one of the keys alloc, free, print, drain_all_pages, compact_memory, compact, kcompactd, proactive_compact)",
+        "no action (expected one of the keys alloc, free, print, drain_all_pages, compact_memory, compact, kcompactd, proactive_compact, fault, kswapd)",
     );
     check(
         &plus(alloc_a(), &["free = \"a\""]),
@@ -1049,14 +1049,32 @@ fn model_errors() {
         &with_machine(&["[model]", "folio_mode = \"skip_large\"", "extfrag = 1"]),
         5,
         "model.extfrag",
-        "unknown key (expected one of: folio_mode)",
+        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position)",
+    );
+    check(
+        &with_machine(&["[model]", "defrag_stage = \"kswapd_asist\""]),
+        4,
+        "model.defrag_stage",
+        "\"kswapd_asist\" is not one of vanilla, nofragment_only, kswapd_assist, kswapd_watermarks (did you mean \"kswapd_assist\"?)",
+    );
+    check(
+        &with_machine(&["[model]", "costly_order_policy = \"v5\""]),
+        4,
+        "model.costly_order_policy",
+        "\"v5\" is not one of baseline, v1_iomap, v2_filemap_costly, v3_filemap_opportunistic, v4_kcompactd_background",
+    );
+    check(
+        &with_machine(&["[model]", "v4_position = true"]),
+        4,
+        "model.v4_position",
+        "expected a string, found a boolean",
     );
     // A kernel knob put under [model] is still an unknown model key.
     check(
         &with_machine(&["[model]", "\"vm.defrag_mode\" = 1"]),
         4,
         "model.\"vm.defrag_mode\"",
-        "unknown key (expected one of: folio_mode)",
+        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position)",
     );
 }
 
@@ -1304,5 +1322,45 @@ fn new_print_target_errors() {
         5,
         "op[0].zone",
         "only allowed with print = \"pageblocks\", not \"extfrag_index\"",
+    );
+}
+
+#[test]
+fn fault_and_kswapd_op_errors() {
+    check(
+        &with_machine(&["[[op]]", "fault = \"\""]),
+        4,
+        "op[0].fault",
+        "empty set name (expected a name such as \"thp\")",
+    );
+    check(
+        &with_machine(&["[[op]]", "fault = \"t\"", "count = 0"]),
+        5,
+        "op[0].count",
+        "0 is out of range (expected >= 1)",
+    );
+    check(
+        &with_machine(&["[[op]]", "fault = \"t\"", "madvised = \"yes\""]),
+        5,
+        "op[0].madvised",
+        "expected a boolean, found a string",
+    );
+    check(
+        &with_machine(&["[[op]]", "fault = \"t\"", "order = 9"]),
+        5,
+        "op[0].order",
+        "not allowed in a fault op (allowed: count, madvised, cpu)",
+    );
+    check(
+        &with_machine(&["[[op]]", "kswapd = false"]),
+        4,
+        "op[0].kswapd",
+        "false is not allowed (expected true; leave the op out instead)",
+    );
+    check(
+        &with_machine(&["[[op]]", "kswapd = true", "cpu = 1"]),
+        5,
+        "op[0].cpu",
+        "not allowed in a kswapd op (it takes no other keys)",
     );
 }

@@ -486,9 +486,13 @@ fn compaction_spec_parses_to_the_expected_structure() {
     assert_eq!(
         s.model,
         ModelSpec {
-            folio_mode: FolioMode::MigrateNoFreeSplit
+            folio_mode: FolioMode::MigrateNoFreeSplit,
+            ..ModelSpec::default()
         }
     );
+    assert_eq!(s.model.get("defrag_stage"), Some("kswapd_watermarks"));
+    assert_eq!(s.model.get("costly_order_policy"), Some("baseline"));
+    assert_eq!(s.model.get("v4_position"), Some("before_initial_compaction"));
     assert_eq!(s.model.get("folio_mode"), Some("migrate_no_free_split"));
     let alloc = |line, set: &str, count, order, gfp: &str, kind, nofs| Op::Alloc {
         line,
@@ -608,7 +612,18 @@ fn model_defaults_and_every_folio_mode() {
     );
     let fm = find_model_switch("folio_mode").unwrap();
     assert_eq!(fm.default, "migrate_free_split");
-    assert_eq!(MODEL_SWITCHES.len(), 1);
+    let names: Vec<&str> = MODEL_SWITCHES.iter().map(|d| d.name).collect();
+    assert_eq!(
+        names,
+        ["folio_mode", "defrag_stage", "costly_order_policy", "v4_position"]
+    );
+    // Every choice of every switch parses and reads back.
+    for d in MODEL_SWITCHES {
+        for c in d.choices {
+            let text = format!("[model]\n{} = \"{c}\"\n[machine]\nmemory = \"1G\"\n", d.name);
+            assert_eq!(parse_spec(&text, "s.toml").unwrap().model.get(d.name), Some(*c));
+        }
+    }
 }
 
 #[test]
@@ -658,4 +673,35 @@ fn print_names_round_trip() {
         FolioKindSpec::ALL.map(FolioKindSpec::name),
         ["anon", "file", "slab", "pagetable", "kernel"]
     );
+}
+
+#[test]
+fn fault_and_kswapd_ops() {
+    let text = "[machine]\nmemory = \"1G\"\ncpus = 2\n[[op]]\nfault = \"thp\"\ncount = 3\nmadvised = true\ncpu = 1\n[[op]]\nkswapd = true\n[[op]]\nfree = \"thp\"\n";
+    let s = parse_spec(text, "s.toml").unwrap();
+    assert_eq!(
+        s.ops[..2],
+        [
+            Op::Fault {
+                line: 4,
+                set: "thp".into(),
+                count: 3,
+                madvised: true,
+                cpu: 1
+            },
+            Op::Kswapd { line: 9 },
+        ]
+    );
+    assert_eq!(s.ops[0].action(), "fault");
+    assert_eq!(s.ops[1].action(), "kswapd");
+    let d = parse_spec("[machine]\nmemory = \"1G\"\n[[op]]\nfault = \"a\"\n", "s.toml").unwrap();
+    assert!(matches!(
+        d.ops[0],
+        Op::Fault {
+            count: 1,
+            madvised: false,
+            cpu: 0,
+            ..
+        }
+    ));
 }
