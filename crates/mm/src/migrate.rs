@@ -65,6 +65,16 @@ impl Mm {
             .iter()
             .map(|&id| 1u64 << self.folios.folios[id as usize].order)
             .sum();
+        let mode = cc.mode as u8;
+        if self.trace_on(crate::node::trace_kind::MIGRATE) {
+            self.emit(
+                0,
+                crate::trace::TraceEvent::MmMigratePagesStart {
+                    mode,
+                    reason: crate::trace::MR_COMPACTION,
+                },
+            );
+        }
         let mut st = MigrateStats::default();
         let mut enomem = false;
         let mut pieces: Vec<FolioId> = Vec::new();
@@ -128,6 +138,21 @@ impl Mm {
         self.count(Stat::thp_migration_success, st.nr_thp_succeeded);
         self.count(Stat::thp_migration_fail, st.nr_thp_failed);
         self.count(Stat::thp_migration_split, st.nr_thp_split);
+        if self.trace_on(crate::node::trace_kind::MIGRATE) {
+            self.emit(
+                0,
+                crate::trace::TraceEvent::MmMigratePages {
+                    succeeded: st.nr_succeeded,
+                    failed: st.nr_failed_pages,
+                    thp_succeeded: st.nr_thp_succeeded,
+                    thp_failed: st.nr_thp_failed,
+                    thp_split: st.nr_thp_split,
+                    large_folio_split: st.nr_split,
+                    mode,
+                    reason: crate::trace::MR_COMPACTION,
+                },
+            );
+        }
         self.last_migrate = st;
         self.last_migrate_nr_pages = nr_pages;
         enomem

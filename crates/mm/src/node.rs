@@ -206,16 +206,22 @@ pub mod trace_kind {
     /// compaction:mm_compaction_wakeup_kcompactd / _kcompactd_wake / _kcompactd_sleep.
     pub const COMPACTION_KCOMPACTD: u32 = 512;
     pub const COMPACTION: u32 = 32 | 64 | 128 | 256 | 512;
-    pub const ALL: u32 = KMEM | COMPACTION;
+    /// migrate:mm_migrate_pages_start / mm_migrate_pages.
+    pub const MIGRATE: u32 = 1 << 20;
+    pub const ALL: u32 = KMEM | COMPACTION | MIGRATE;
 
     /// Maps a tracepoint name (with or without the `kmem:` prefix) to its bit.
     pub fn from_name(name: &str) -> Option<u32> {
         if name == "compaction:*" {
             return Some(COMPACTION);
         }
+        if name == "migrate:*" {
+            return Some(MIGRATE);
+        }
         let n = name
             .strip_prefix("kmem:")
             .or_else(|| name.strip_prefix("compaction:"))
+            .or_else(|| name.strip_prefix("migrate:"))
             .unwrap_or(name);
         Some(match n {
             "mm_compaction_isolate_migratepages" | "mm_compaction_isolate_freepages" => COMPACTION_ISOLATE,
@@ -229,6 +235,7 @@ pub mod trace_kind {
             "mm_compaction_wakeup_kcompactd"
             | "mm_compaction_kcompactd_wake"
             | "mm_compaction_kcompactd_sleep" => COMPACTION_KCOMPACTD,
+            "mm_migrate_pages" | "mm_migrate_pages_start" => MIGRATE,
             "mm_page_alloc" => MM_PAGE_ALLOC,
             "mm_page_free" => MM_PAGE_FREE,
             "mm_page_alloc_zone_locked" => MM_PAGE_ALLOC_ZONE_LOCKED,

@@ -97,3 +97,43 @@ print = "vmstat"
         assert_eq!(stall > 0, stalls, "{policy}");
     }
 }
+
+#[test]
+fn migrate_tracepoints_frame_each_migrate_pages_call() {
+    let out = run(r#"
+[run]
+trace = ["migrate:*", "compaction:mm_compaction_kcompactd_sleep"]
+[[op]]
+alloc = "a"
+count = 8100
+gfp = "GFP_HIGHUSER_MOVABLE|__GFP_NORETRY"
+[[op]]
+free = "a"
+every = 2
+[[op]]
+compact = 9
+[[op]]
+proactive_compact = true
+[[op]]
+print = "trace"
+"#);
+    let starts = out
+        .lines()
+        .filter(|l| l.contains(" mm_migrate_pages_start: "))
+        .count();
+    let ends: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(" mm_migrate_pages: "))
+        .collect();
+    assert!(starts > 0 && starts == ends.len(), "{out}");
+    assert!(
+        out.contains("mm_migrate_pages_start: mode=MIGRATE_ASYNC reason=compaction"),
+        "{out}"
+    );
+    assert!(
+        ends[0].contains("mode=MIGRATE_ASYNC reason=compaction"),
+        "{}",
+        ends[0]
+    );
+    assert!(out.contains(" mm_compaction_kcompactd_sleep: nid=0"), "{out}");
+}

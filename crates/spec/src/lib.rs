@@ -140,6 +140,9 @@ pub const TRACE_EVENTS: &[&str] = &[
     "compaction:mm_compaction_defer_reset",
     "compaction:mm_compaction_wakeup_kcompactd",
     "compaction:mm_compaction_kcompactd_wake",
+    "compaction:mm_compaction_kcompactd_sleep",
+    "migrate:mm_migrate_pages_start",
+    "migrate:mm_migrate_pages",
 ];
 
 /// A parsed, validated spec.

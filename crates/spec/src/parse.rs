@@ -667,15 +667,21 @@ impl Cx<'_> {
             let Val::Array { items, tables: false } = &e.node.val else {
                 return Err(self.type_err(&e.node, &key, "an array of event names"));
             };
+            let mut groups: Vec<String> = Vec::new();
+            for ev in TRACE_EVENTS {
+                let g = format!("{}*", &ev[..=ev.find(':').expect("group:event")]);
+                if !groups.contains(&g) {
+                    groups.push(g);
+                }
+            }
             let mut choices: Vec<&str> = TRACE_EVENTS.to_vec();
-            choices.push("kmem:*");
-            choices.push("compaction:*");
+            choices.extend(groups.iter().map(String::as_str));
             for (i, n) in items.iter().enumerate() {
                 let k = format!("{key}[{i}]");
                 let name = self.str(n, &k)?;
                 if let Some(group) = name
                     .strip_suffix('*')
-                    .filter(|g| *g == "kmem:" || *g == "compaction:")
+                    .filter(|_| groups.iter().any(|g| g == name))
                 {
                     for (j, ev) in TRACE_EVENTS.iter().enumerate() {
                         if ev.starts_with(group) {

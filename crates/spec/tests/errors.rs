@@ -506,7 +506,7 @@ fn run_errors() {
         "run.trace[0]",
         "unknown trace event \"sched:sched_switch\" (expected one of: kmem:mm_page_alloc, \
          kmem:mm_page_free, kmem:mm_page_alloc_zone_locked, kmem:mm_page_pcpu_drain, \
-         kmem:mm_page_alloc_extfrag, compaction:mm_compaction_isolate_migratepages, compaction:mm_compaction_isolate_freepages, compaction:mm_compaction_migratepages, compaction:mm_compaction_begin, compaction:mm_compaction_end, compaction:mm_compaction_try_to_compact_pages, compaction:mm_compaction_finished, compaction:mm_compaction_suitable, compaction:mm_compaction_deferred, compaction:mm_compaction_defer_compaction, compaction:mm_compaction_defer_reset, compaction:mm_compaction_wakeup_kcompactd, compaction:mm_compaction_kcompactd_wake, kmem:*, compaction:*)",
+         kmem:mm_page_alloc_extfrag, compaction:mm_compaction_isolate_migratepages, compaction:mm_compaction_isolate_freepages, compaction:mm_compaction_migratepages, compaction:mm_compaction_begin, compaction:mm_compaction_end, compaction:mm_compaction_try_to_compact_pages, compaction:mm_compaction_finished, compaction:mm_compaction_suitable, compaction:mm_compaction_deferred, compaction:mm_compaction_defer_compaction, compaction:mm_compaction_defer_reset, compaction:mm_compaction_wakeup_kcompactd, compaction:mm_compaction_kcompactd_wake, compaction:mm_compaction_kcompactd_sleep, migrate:mm_migrate_pages_start, migrate:mm_migrate_pages, kmem:*, compaction:*, migrate:*)",
     );
 }
 
