@@ -2,8 +2,11 @@
 //! explicit operations in order, and the discrete-event engine with virtual time, CPUs, tasks
 //! and a cost model.
 
+pub mod anon;
 pub mod cost;
 pub mod engine;
+pub mod metrics;
 pub mod timeless;
+pub mod workload;
 
 pub use timeless::{boot, machine_config, run_ops, tunables, RunError};

@@ -1,0 +1,262 @@
+//! Anonymous mappings as a workload sees them: a VMA of `nr_pages` pages, populated by page
+//! faults (`do_anonymous_fault_upto`, kernel-model.md §11.3), with the page tables the faults
+//! imply, and unmapped or MADV_DONTNEED'd in part.
+//!
+//! Model: the VMA starts PMD-aligned; each 2 MiB region has a bitmap of populated pages, the
+//! folios mapped in it, and its page-table page. The first fault in a region allocates the PTE
+//! page (GFP_KERNEL | __GFP_ACCOUNT order 0, unmovable; a PMD THP fault also allocates it, to
+//! deposit — `pgtable_trans_huge_deposit`). A fault tries the largest order whose naturally
+//! aligned range around the address is wholly empty and inside the VMA (PMD only for a whole,
+//! empty 2 MiB region).
+//!
+//! Simplifications: upper page-table levels (PMD/PUD pages) are not allocated; partial
+//! MADV_DONTNEED of a large folio splits it at once (the kernel splits the PMD and defers the
+//! folio split to the deferred-split shrinker).
+
+use fraglab_mm::folio::{FolioId, FolioKind};
+use fraglab_mm::slowpath::WorkSum;
+use fraglab_mm::types::HPAGE_PMD_ORDER;
+use fraglab_mm::{Gfp, Mm};
+
+const REGION: u64 = 1 << HPAGE_PMD_ORDER;
+
+/// Where the time of an allocation went (for latency histograms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AllocPath {
+    /// Served by the fast path (or the slow path's first freelist attempts) without direct work.
+    Fast,
+    /// Direct reclaim ran (and perhaps compaction too).
+    DirectReclaim,
+    /// Direct compaction ran, no reclaim.
+    DirectCompaction,
+}
+
+impl AllocPath {
+    pub fn name(self) -> &'static str {
+        match self {
+            AllocPath::Fast => "fast",
+            AllocPath::DirectReclaim => "direct_reclaim",
+            AllocPath::DirectCompaction => "direct_compaction",
+        }
+    }
+
+    /// The path of the work between two readings of `Mm::work_sum`.
+    pub fn of(w: &WorkSum) -> AllocPath {
+        if w.reclaim_calls > 0 {
+            AllocPath::DirectReclaim
+        } else if w.compact_stalls > 0 {
+            AllocPath::DirectCompaction
+        } else {
+            AllocPath::Fast
+        }
+    }
+}
+
+/// What one touch did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Touch {
+    /// Already populated: no fault.
+    Hit,
+    /// A fault mapped a folio of `order` (plus a page-table page if `pt`), doing `work`.
+    Fault { order: u32, pt: bool, work: WorkSum },
+    /// The fault could not be served (the task would be killed or loop; the model reports it).
+    Failed { work: WorkSum },
+}
+
+#[derive(Clone, Debug, Default)]
+struct Region {
+    pt: Option<(FolioId, u64)>,
+    /// (first page offset in the region, folio, token, order).
+    folios: Vec<(u32, FolioId, u64, u8)>,
+    populated: [u64; 8],
+}
+
+impl Region {
+    fn is_set(&self, off: u32) -> bool {
+        self.populated[(off / 64) as usize] & (1 << (off % 64)) != 0
+    }
+
+    fn set(&mut self, off: u32, n: u32, on: bool) {
+        for o in off..off + n {
+            let (w, b) = ((o / 64) as usize, o % 64);
+            if on {
+                self.populated[w] |= 1 << b;
+            } else {
+                self.populated[w] &= !(1 << b);
+            }
+        }
+    }
+
+    fn empty_range(&self, off: u32, n: u32) -> bool {
+        (off..off + n).all(|o| !self.is_set(o))
+    }
+}
+
+/// An anonymous VMA.
+#[derive(Clone, Debug)]
+pub struct AnonVma {
+    pub nr_pages: u64,
+    /// MADV_HUGEPAGE (VM_HUGEPAGE).
+    pub madvised: bool,
+    regions: Vec<Region>,
+    /// Pages currently populated.
+    pub rss: u64,
+}
+
+fn still_ours(mm: &Mm, id: FolioId, token: u64) -> bool {
+    mm.folios
+        .folios
+        .get(id as usize)
+        .is_some_and(|f| f.live && f.token == token)
+}
+
+impl AnonVma {
+    pub fn new(nr_pages: u64, madvised: bool) -> AnonVma {
+        AnonVma {
+            nr_pages,
+            madvised,
+            regions: vec![Region::default(); nr_pages.div_ceil(REGION) as usize],
+            rss: 0,
+        }
+    }
+
+    /// The largest order whose aligned range around `vpage` is empty and inside the VMA.
+    fn max_order(&self, vpage: u64) -> u32 {
+        let r = &self.regions[(vpage / REGION) as usize];
+        let off = (vpage % REGION) as u32;
+        for order in (0..=HPAGE_PMD_ORDER).rev() {
+            let n = 1u32 << order;
+            let start = off & !(n - 1);
+            let abs = (vpage / REGION) * REGION + start as u64;
+            if abs + n as u64 <= self.nr_pages && r.empty_range(start, n) {
+                return order;
+            }
+        }
+        0
+    }
+
+    /// Touches page `vpage` (write access): a fault if it is not populated.
+    pub fn touch(&mut self, mm: &mut Mm, cpu: u32, vpage: u64) -> Touch {
+        assert!(vpage < self.nr_pages, "touch beyond the VMA");
+        let ri = (vpage / REGION) as usize;
+        let off = (vpage % REGION) as u32;
+        if self.regions[ri].is_set(off) {
+            return Touch::Hit;
+        }
+        let before = mm.work_sum;
+        let mut pt = false;
+        if self.regions[ri].pt.is_none() {
+            let g = Gfp::GFP_KERNEL.union(Gfp::ACCOUNT);
+            match mm.alloc_folio(cpu, g, 0, FolioKind::PageTable, false) {
+                Some(id) => {
+                    self.regions[ri].pt = Some((id, mm.folios.get(id).token));
+                    pt = true;
+                }
+                None => {
+                    return Touch::Failed {
+                        work: mm.work_sum.since(&before),
+                    }
+                }
+            }
+        }
+        let max = self.max_order(vpage);
+        let Some(id) = mm.do_anonymous_fault_upto(cpu, self.madvised, max) else {
+            return Touch::Failed {
+                work: mm.work_sum.since(&before),
+            };
+        };
+        let f = mm.folios.get(id);
+        let (order, token) = (f.order as u32, f.token);
+        let n = 1u32 << order;
+        let start = off & !(n - 1);
+        let r = &mut self.regions[ri];
+        r.set(start, n, true);
+        r.folios.push((start, id, token, order as u8));
+        self.rss += n as u64;
+        Touch::Fault {
+            order,
+            pt,
+            work: mm.work_sum.since(&before),
+        }
+    }
+
+    /// MADV_DONTNEED of pages [`start`, `start + n`): folios wholly inside are freed, large
+    /// folios straddling the range are split and their pieces inside freed. Page tables stay.
+    /// Returns the pages freed.
+    pub fn dontneed(&mut self, mm: &mut Mm, cpu: u32, start: u64, n: u64) -> u64 {
+        let end = (start + n).min(self.nr_pages);
+        let mut freed = 0;
+        for ri in (start / REGION) as usize..end.div_ceil(REGION) as usize {
+            let base = ri as u64 * REGION;
+            let (lo, hi) = (start.max(base) - base, end.min(base + REGION) - base);
+            let folios = std::mem::take(&mut self.regions[ri].folios);
+            let mut keep = Vec::with_capacity(folios.len());
+            for (off, id, token, order) in folios {
+                let (fo, fn_) = (off as u64, 1u64 << order);
+                let alive = still_ours(mm, id, token);
+                if fo + fn_ <= lo || fo >= hi {
+                    if alive {
+                        keep.push((off, id, token, order));
+                    }
+                    continue;
+                }
+                if !alive {
+                    self.regions[ri].set(off, fn_ as u32, false);
+                    continue;
+                }
+                if fo >= lo && fo + fn_ <= hi {
+                    mm.free_folio(cpu, id);
+                    self.regions[ri].set(off, fn_ as u32, false);
+                    freed += fn_;
+                    continue;
+                }
+                for (i, piece) in mm.split_folio(id).into_iter().enumerate() {
+                    let p = fo + i as u64;
+                    let t = mm.folios.get(piece).token;
+                    if p >= lo && p < hi {
+                        mm.free_folio(cpu, piece);
+                        self.regions[ri].set(p as u32, 1, false);
+                        freed += 1;
+                    } else {
+                        keep.push((p as u32, piece, t, 0));
+                    }
+                }
+            }
+            self.regions[ri].folios = keep;
+        }
+        self.rss -= freed;
+        freed
+    }
+
+    /// munmap: frees every folio and page table still owned. Returns the pages freed.
+    pub fn unmap(&mut self, mm: &mut Mm, cpu: u32) -> u64 {
+        let mut freed = 0;
+        for r in &mut self.regions {
+            for &(_, id, token, order) in &r.folios {
+                if still_ours(mm, id, token) {
+                    mm.free_folio(cpu, id);
+                    freed += 1u64 << order;
+                }
+            }
+            if let Some((id, token)) = r.pt {
+                if still_ours(mm, id, token) {
+                    mm.free_folio(cpu, id);
+                }
+            }
+            *r = Region::default();
+        }
+        self.rss = 0;
+        freed
+    }
+
+    /// Pages populated per folio order.
+    pub fn folio_orders(&self) -> [u64; 11] {
+        let mut out = [0; 11];
+        for r in &self.regions {
+            for &(_, _, _, o) in &r.folios {
+                out[o as usize] += 1;
+            }
+        }
+        out
+    }
+}

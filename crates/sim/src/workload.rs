@@ -1,0 +1,498 @@
+//! Workload generators as engine tasks: the THP burst process ("Hugealloc" of seed 001) and a
+//! parallel kernel build (`kbuild`), built from the primitives a workload has — anonymous
+//! mappings ([`AnonVma`]), page-cache reads and writes, kernel stacks, reclaimable slab — each
+//! charged through the [`crate::cost::CostModel`].
+//!
+//! Simplifications (until the page-cache read/write paths of kernel-model.md §12 are wired
+//! here): a source-file read allocates order-0 page-cache folios directly; object files are
+//! order-0 dirty page-cache folios cleaned by a simple flusher (every 5 s, folios dirty for
+//! 30 s: `dirty_writeback_centisecs` = 500, `dirty_expire_centisecs` = 3000).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use fraglab_mm::folio::{FolioId, FolioKind};
+use fraglab_mm::slowpath::WorkSum;
+use fraglab_mm::{Gfp, Mm};
+use rand::Rng;
+
+use crate::anon::{AllocPath, AnonVma, Touch};
+use crate::cost::CostModel;
+use crate::engine::{Cx, Step, TaskBody, MS, SEC};
+use crate::metrics::{Build, Burst, Metrics};
+
+pub type Shared<T> = Rc<RefCell<T>>;
+
+fn still_ours(mm: &Mm, id: FolioId, token: u64) -> bool {
+    mm.folios
+        .folios
+        .get(id as usize)
+        .is_some_and(|f| f.live && f.token == token)
+}
+
+/// The cost of a fault that mapped an order-`order` folio (zeroed) after `work`.
+pub fn fault_cost(cost: &CostModel, order: u32, pt: bool, work: &WorkSum) -> u64 {
+    cost.fault_base_ns
+        + (1u64 << order) * cost.zero_page_ns
+        + (pt as u64) * cost.zero_page_ns
+        + cost.alloc_work(work)
+}
+
+/// Touches every page of `[start, start+n)` of `vma`, recording each fault. Returns the time
+/// charged and whether any fault mapped a PMD THP.
+fn touch_range(cx: &mut Cx, vma: &mut AnonVma, start: u64, n: u64, metrics: &mut Metrics) -> (u64, u64) {
+    let mut ns = 0;
+    let mut huge = 0;
+    for p in start..(start + n).min(vma.nr_pages) {
+        match vma.touch(cx.mm, cx.cpu, p) {
+            Touch::Hit => {}
+            Touch::Fault { order, pt, work } => {
+                let c = fault_cost(cx.cost, order, pt, &work);
+                metrics.fault(order, AllocPath::of(&work), c);
+                ns += c;
+                huge += (order == fraglab_mm::types::HPAGE_PMD_ORDER) as u64;
+            }
+            Touch::Failed { work } => {
+                metrics.failed_faults += 1;
+                ns += cx.cost.fault_base_ns + cx.cost.alloc_work(&work);
+            }
+        }
+    }
+    (ns, huge)
+}
+
+/// Parameters of the THP burst process.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThpBurstSpec {
+    /// Time between the starts of two bursts.
+    pub interval_ns: u64,
+    /// Memory faulted in per burst (pages; a multiple of 512).
+    pub pages: u64,
+    /// How long a burst's memory is held before it is unmapped.
+    pub hold_ns: u64,
+    /// Number of bursts.
+    pub bursts: u32,
+    /// Delay before the first burst.
+    pub start_ns: u64,
+}
+
+enum BurstPhase {
+    Idle,
+    Faulting { vma: AnonVma, next: u64 },
+    Holding { vma: AnonVma },
+}
+
+/// The "Hugealloc" process of seed 001: bursts of madvised THP faults; each 2 MiB region is
+/// faulted in one step (the whole region is written, as the burst's memset does, so a fallback
+/// to base pages costs 512 faults).
+pub struct ThpBurst {
+    spec: ThpBurstSpec,
+    phase: BurstPhase,
+    done: u32,
+    next_start: u64,
+    metrics: Shared<Metrics>,
+}
+
+impl ThpBurst {
+    pub fn new(spec: ThpBurstSpec, metrics: Shared<Metrics>) -> ThpBurst {
+        ThpBurst {
+            next_start: spec.start_ns,
+            spec,
+            phase: BurstPhase::Idle,
+            done: 0,
+            metrics,
+        }
+    }
+}
+
+impl TaskBody for ThpBurst {
+    fn comm(&self) -> &str {
+        "thp_burst"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        match std::mem::replace(&mut self.phase, BurstPhase::Idle) {
+            BurstPhase::Idle => {
+                if self.done == self.spec.bursts {
+                    return Step::Exit(0);
+                }
+                if cx.now < self.next_start {
+                    return Step::Sleep {
+                        ran: 0,
+                        sleep: self.next_start - cx.now,
+                    };
+                }
+                self.metrics.borrow_mut().bursts.push(Burst {
+                    start_ns: cx.now,
+                    ..Default::default()
+                });
+                self.phase = BurstPhase::Faulting {
+                    vma: AnonVma::new(self.spec.pages, true),
+                    next: 0,
+                };
+                Step::Ran(0)
+            }
+            BurstPhase::Faulting { mut vma, next } => {
+                let mut m = self.metrics.borrow_mut();
+                let (ns, huge) = touch_range(
+                    cx,
+                    &mut vma,
+                    next,
+                    1u64 << fraglab_mm::types::HPAGE_PMD_ORDER,
+                    &mut m,
+                );
+                let b = m.bursts.last_mut().expect("burst started");
+                b.alloc_ns += ns;
+                b.faults += 1;
+                b.huge += huge;
+                let next = next + (1u64 << fraglab_mm::types::HPAGE_PMD_ORDER);
+                self.phase = if next >= vma.nr_pages {
+                    BurstPhase::Holding { vma }
+                } else {
+                    BurstPhase::Faulting { vma, next }
+                };
+                Step::Ran(ns)
+            }
+            BurstPhase::Holding { mut vma } => {
+                if cx.now < self.next_start + self.spec.hold_ns {
+                    let sleep = self.next_start + self.spec.hold_ns - cx.now;
+                    self.phase = BurstPhase::Holding { vma };
+                    return Step::Sleep { ran: 0, sleep };
+                }
+                let freed = vma.unmap(cx.mm, cx.cpu);
+                self.done += 1;
+                self.next_start += self.spec.interval_ns;
+                Step::Ran(freed * cx.cost.free_page_ns)
+            }
+        }
+    }
+}
+
+/// Parameters of a parallel kernel build (make -jN).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KbuildSpec {
+    /// Parallel compile jobs (make -j).
+    pub jobs_parallel: u32,
+    /// Compile jobs per build.
+    pub jobs: u32,
+    /// Builds run one after the other (mmtests iterations).
+    pub iterations: u32,
+    /// Private anonymous memory a compile job touches (pages; each job draws 50–150 %).
+    pub job_anon_pages: u64,
+    /// CPU time of a compile job's own work.
+    pub job_cpu_ns: u64,
+    /// Pages of the source tree (shared page cache) and pages a job reads from it.
+    pub source_pages: u64,
+    pub job_read_pages: u64,
+    /// Reclaimable slab (dentries, inodes) a job allocates, and the object file it writes.
+    pub job_slab_pages: u64,
+    pub job_obj_pages: u64,
+}
+
+/// State shared by a build's workers.
+pub struct KbuildShared {
+    spec: KbuildSpec,
+    next_job: u32,
+    iteration: u32,
+    running: u32,
+    /// Page cache of the source tree: (folio, token) per page.
+    sources: Vec<Option<(FolioId, u64)>>,
+    /// Object-file pages written: (folio, token, dirtied at).
+    objects: Vec<(FolioId, u64, u64)>,
+    /// Dentry/inode slab kept as cache (freed oldest first beyond a bound).
+    slab: std::collections::VecDeque<(FolioId, u64)>,
+    metrics: Shared<Metrics>,
+}
+
+impl KbuildShared {
+    pub fn new(spec: KbuildSpec, metrics: Shared<Metrics>) -> Shared<KbuildShared> {
+        Rc::new(RefCell::new(KbuildShared {
+            sources: vec![None; spec.source_pages as usize],
+            spec,
+            next_job: 0,
+            iteration: 0,
+            running: 0,
+            objects: Vec::new(),
+            slab: Default::default(),
+            metrics,
+        }))
+    }
+
+    /// Whether every build has finished.
+    pub fn finished(&self) -> bool {
+        self.iteration == self.spec.iterations
+    }
+}
+
+enum JobPhase {
+    /// Waiting for a job (or for the other workers to finish the build).
+    Take,
+    Start,
+    Touch {
+        vma: AnonVma,
+        next: u64,
+    },
+    Read {
+        vma: AnonVma,
+        left: u64,
+    },
+    Slab {
+        vma: AnonVma,
+        left: u64,
+    },
+    Write {
+        vma: AnonVma,
+        left: u64,
+    },
+    Compute {
+        vma: AnonVma,
+        left_ns: u64,
+    },
+    Exit {
+        vma: AnonVma,
+    },
+}
+
+/// One `make -jN` worker: runs compile jobs one after the other.
+pub struct KbuildWorker {
+    shared: Shared<KbuildShared>,
+    phase: JobPhase,
+    stack: Option<(FolioId, u64)>,
+}
+
+impl KbuildWorker {
+    pub fn new(shared: Shared<KbuildShared>) -> KbuildWorker {
+        KbuildWorker {
+            shared,
+            phase: JobPhase::Take,
+            stack: None,
+        }
+    }
+}
+
+/// Pages touched, read or written per step, so that workers interleave.
+const CHUNK: u64 = 64;
+
+impl TaskBody for KbuildWorker {
+    fn comm(&self) -> &str {
+        "cc1"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        let shared = self.shared.clone();
+        let mut sh = shared.borrow_mut();
+        let spec = sh.spec.clone();
+        let sys = |work: &WorkSum, cx: &Cx| cx.cost.alloc_work(work);
+        match std::mem::replace(&mut self.phase, JobPhase::Take) {
+            JobPhase::Take => {
+                if sh.finished() {
+                    return Step::Exit(0);
+                }
+                if sh.next_job == spec.jobs {
+                    if sh.running == 0 {
+                        // The build is over: record it and start the next one ("make clean"
+                        // deletes the objects).
+                        sh.metrics
+                            .borrow_mut()
+                            .builds
+                            .last_mut()
+                            .expect("build started")
+                            .end_ns = cx.now;
+                        let objs = std::mem::take(&mut sh.objects);
+                        for (id, t, _) in objs {
+                            if still_ours(cx.mm, id, t) {
+                                cx.mm.free_folio(cx.cpu, id);
+                            }
+                        }
+                        sh.iteration += 1;
+                        sh.next_job = 0;
+                        return Step::Ran(0);
+                    }
+                    return Step::Sleep { ran: 0, sleep: MS };
+                }
+                if sh.next_job == 0 {
+                    sh.metrics.borrow_mut().builds.push(Build {
+                        start_ns: cx.now,
+                        ..Default::default()
+                    });
+                }
+                sh.next_job += 1;
+                sh.running += 1;
+                self.phase = JobPhase::Start;
+                Step::Ran(cx.cost.context_switch_ns)
+            }
+            JobPhase::Start => {
+                // fork + exec: a kernel stack (THREAD_SIZE 16 KiB, order 2, unmovable).
+                let before = cx.mm.work_sum;
+                let g = Gfp::GFP_KERNEL.union(Gfp::ACCOUNT);
+                self.stack = cx
+                    .mm
+                    .alloc_folio(cx.cpu, g, 2, FolioKind::Kernel, false)
+                    .map(|id| (id, cx.mm.folios.get(id).token));
+                let pages = spec.job_anon_pages / 2 + cx.rng.gen_range(0..=spec.job_anon_pages);
+                let ns = sys(&cx.mm.work_sum.since(&before), cx);
+                sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;
+                self.phase = JobPhase::Touch {
+                    vma: AnonVma::new(pages.max(1), false),
+                    next: 0,
+                };
+                Step::Ran(ns)
+            }
+            JobPhase::Touch { mut vma, next } => {
+                let (ns, _) = touch_range(cx, &mut vma, next, CHUNK, &mut sh.metrics.borrow_mut());
+                sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;
+                let next = next + CHUNK;
+                self.phase = if next >= vma.nr_pages {
+                    JobPhase::Read {
+                        vma,
+                        left: spec.job_read_pages,
+                    }
+                } else {
+                    JobPhase::Touch { vma, next }
+                };
+                Step::Ran(ns)
+            }
+            JobPhase::Read { vma, left } => {
+                let mut ns = 0;
+                let before = cx.mm.work_sum;
+                for _ in 0..left.min(CHUNK) {
+                    if sh.sources.is_empty() {
+                        break;
+                    }
+                    let i = cx.rng.gen_range(0..sh.sources.len());
+                    match sh.sources[i] {
+                        Some((id, t)) if still_ours(cx.mm, id, t) => cx.mm.folio_mark_accessed(id),
+                        _ => {
+                            let g = Gfp::GFP_HIGHUSER_MOVABLE;
+                            if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::File, false) {
+                                sh.sources[i] = Some((id, cx.mm.folios.get(id).token));
+                            }
+                            ns += cx.cost.read_io_ns;
+                        }
+                    }
+                }
+                ns += sys(&cx.mm.work_sum.since(&before), cx);
+                sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;
+                let left = left.saturating_sub(CHUNK);
+                self.phase = if left == 0 {
+                    JobPhase::Slab {
+                        vma,
+                        left: spec.job_slab_pages,
+                    }
+                } else {
+                    JobPhase::Read { vma, left }
+                };
+                Step::Ran(ns)
+            }
+            JobPhase::Slab { vma, left } => {
+                let before = cx.mm.work_sum;
+                let g = Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE);
+                for _ in 0..left.min(CHUNK) {
+                    if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::Slab, false) {
+                        let t = cx.mm.folios.get(id).token;
+                        sh.slab.push_back((id, t));
+                    }
+                }
+                // The dentry cache is bounded here by the source tree's size (the model has no
+                // slab shrinker wired yet): the oldest entries are dropped.
+                while sh.slab.len() as u64 > spec.source_pages {
+                    let (id, t) = sh.slab.pop_front().unwrap();
+                    if still_ours(cx.mm, id, t) {
+                        cx.mm.free_folio(cx.cpu, id);
+                    }
+                }
+                let ns = sys(&cx.mm.work_sum.since(&before), cx);
+                sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;
+                let left = left.saturating_sub(CHUNK);
+                self.phase = if left == 0 {
+                    JobPhase::Compute {
+                        vma,
+                        left_ns: spec.job_cpu_ns,
+                    }
+                } else {
+                    JobPhase::Slab { vma, left }
+                };
+                Step::Ran(ns)
+            }
+            JobPhase::Compute { vma, left_ns } => {
+                let slice = left_ns.min(10 * MS);
+                sh.metrics.borrow_mut().builds.last_mut().unwrap().user_ns += slice;
+                let left_ns = left_ns - slice;
+                self.phase = if left_ns == 0 {
+                    JobPhase::Write {
+                        vma,
+                        left: spec.job_obj_pages,
+                    }
+                } else {
+                    JobPhase::Compute { vma, left_ns }
+                };
+                Step::Ran(slice)
+            }
+            JobPhase::Write { vma, left } => {
+                let before = cx.mm.work_sum;
+                for _ in 0..left.min(CHUNK) {
+                    let g = Gfp::GFP_HIGHUSER_MOVABLE;
+                    if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::File, false) {
+                        cx.mm.folio_mark_dirty(id, true);
+                        let t = cx.mm.folios.get(id).token;
+                        sh.objects.push((id, t, cx.now));
+                    }
+                }
+                let ns = sys(&cx.mm.work_sum.since(&before), cx);
+                sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;
+                let left = left.saturating_sub(CHUNK);
+                self.phase = if left == 0 {
+                    JobPhase::Exit { vma }
+                } else {
+                    JobPhase::Write { vma, left }
+                };
+                Step::Ran(ns)
+            }
+            JobPhase::Exit { mut vma } => {
+                let freed = vma.unmap(cx.mm, cx.cpu);
+                if let Some((id, t)) = self.stack.take() {
+                    if still_ours(cx.mm, id, t) {
+                        cx.mm.free_folio(cx.cpu, id);
+                    }
+                }
+                let ns = freed * cx.cost.free_page_ns;
+                let mut m = sh.metrics.borrow_mut();
+                let b = m.builds.last_mut().unwrap();
+                b.system_ns += ns;
+                b.jobs += 1;
+                drop(m);
+                sh.running -= 1;
+                Step::Ran(ns)
+            }
+        }
+    }
+}
+
+/// The writeback flusher: every 5 s, writes back (cleans) object-file pages dirty for 30 s.
+pub struct Flusher {
+    pub shared: Shared<KbuildShared>,
+}
+
+impl TaskBody for Flusher {
+    fn comm(&self) -> &str {
+        "kworker/u4:flush"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        let sh = self.shared.borrow();
+        if sh.finished() {
+            return Step::Exit(0);
+        }
+        let mut n = 0;
+        for &(id, t, at) in &sh.objects {
+            if cx.now >= at + 30 * SEC && still_ours(cx.mm, id, t) && cx.mm.folios.get(id).dirty {
+                cx.mm.folio_mark_dirty(id, false);
+                n += 1;
+            }
+        }
+        Step::Sleep {
+            ran: n * cx.cost.free_page_ns,
+            sleep: 5 * SEC,
+        }
+    }
+}

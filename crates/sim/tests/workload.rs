@@ -1,0 +1,107 @@
+//! Workload generators on the engine: kbuild + thp_burst, the seed-001 workload in miniature.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use fraglab_mm::mmzone::{MachineConfig, ZoneConfig};
+use fraglab_mm::types::ZoneType;
+use fraglab_mm::vmstat::Stat;
+use fraglab_mm::{Mm, Tunables};
+use fraglab_sim::anon::AllocPath;
+use fraglab_sim::cost::CostModel;
+use fraglab_sim::engine::{Engine, MS, SEC};
+use fraglab_sim::metrics::Metrics;
+use fraglab_sim::workload::{Flusher, KbuildShared, KbuildSpec, KbuildWorker, ThpBurst, ThpBurstSpec};
+
+fn machine(mib: u32) -> Mm {
+    let pages = mib * 256;
+    let z = ZoneConfig {
+        zone_type: ZoneType::Dma32,
+        start_pfn: 4096,
+        spanned: pages,
+        present: pages,
+        managed: pages,
+    };
+    let m = MachineConfig {
+        zones: vec![z],
+        nr_cpus: 2,
+    };
+    let mut mm = Mm::new(&m, Tunables::default()).unwrap();
+    mm.thp.enabled = fraglab_mm::huge_memory::ThpEnabled::Madvise;
+    mm
+}
+
+fn run(seed: u64, defrag_mode: bool) -> (Engine, Metrics, u64) {
+    let mut mm = machine(256);
+    mm.tun.defrag_mode = defrag_mode;
+    let metrics = Rc::new(RefCell::new(Metrics::default()));
+    let mut e = Engine::new(mm, CostModel::default(), seed);
+    let spec = KbuildSpec {
+        jobs_parallel: 4,
+        jobs: 60,
+        iterations: 2,
+        job_anon_pages: 2048,
+        job_cpu_ns: 50 * MS,
+        source_pages: 20_000,
+        job_read_pages: 600,
+        job_slab_pages: 100,
+        job_obj_pages: 40,
+    };
+    let shared = KbuildShared::new(spec, metrics.clone());
+    for _ in 0..4 {
+        e.spawn(Box::new(KbuildWorker::new(shared.clone())));
+    }
+    e.spawn(Box::new(Flusher {
+        shared: shared.clone(),
+    }));
+    e.spawn(Box::new(ThpBurst::new(
+        ThpBurstSpec {
+            interval_ns: 500 * MS,
+            pages: 16 * 512,
+            hold_ns: 200 * MS,
+            bursts: 6,
+            start_ns: 100 * MS,
+        },
+        metrics.clone(),
+    )));
+    let end = e.run(600 * SEC, |e| e.workload_done());
+    let m = metrics.borrow().clone();
+    (e, m, end)
+}
+
+#[test]
+fn kbuild_and_thp_bursts_run_to_completion_with_consistent_accounting() {
+    let (e, m, end) = run(1, false);
+    assert!(e.workload_done(), "ended at {end}");
+    assert_eq!(m.builds.len(), 2);
+    for b in &m.builds {
+        assert_eq!(b.jobs, 60);
+        assert!(b.end_ns > b.start_ns);
+        assert_eq!(b.user_ns, 60 * 50 * MS, "user time is the jobs' own CPU time");
+        assert!(b.system_ns > 0);
+        // 4 workers on 2 CPUs: real time at least user/2.
+        assert!(b.end_ns - b.start_ns >= b.user_ns / 2);
+    }
+    assert_eq!(m.bursts.len(), 6);
+    let faults: u64 = m.bursts.iter().map(|b| b.faults).sum();
+    assert_eq!(faults, 6 * 16);
+    let huge: u64 = m.bursts.iter().map(|b| b.huge).sum();
+    assert_eq!(
+        huge,
+        e.mm.stat(Stat::thp_fault_alloc),
+        "every PMD THP is a burst's"
+    );
+    assert!(m.fault_latency.keys().any(|&(o, _)| o == 9));
+    assert!(m.fault_latency.contains_key(&(0, AllocPath::Fast)));
+    e.mm.check_invariants().unwrap();
+}
+
+#[test]
+fn workload_runs_are_deterministic() {
+    let (a, ma, ta) = run(3, true);
+    let (b, mb, tb) = run(3, true);
+    assert_eq!(ta, tb);
+    assert_eq!(a.mm.stats, b.mm.stats);
+    assert_eq!(ma.builds, mb.builds);
+    assert_eq!(ma.bursts, mb.bursts);
+}
