@@ -7,10 +7,16 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// Built-in example specs, shipped in the binary (the files live in `examples/`).
-const EXAMPLES: &[(&str, &str)] = &[(
-    "claim-steal-merge",
-    include_str!("../../../examples/claim-steal-merge.toml"),
-)];
+const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "claim-steal-merge",
+        include_str!("../../../examples/claim-steal-merge.toml"),
+    ),
+    (
+        "kbuild-thp-burst",
+        include_str!("../../../examples/kbuild-thp-burst.toml"),
+    ),
+];
 
 #[derive(Parser)]
 #[command(
@@ -94,7 +100,35 @@ fn run(cli: Cli) -> Result<(), String> {
             if let Some(m) = folio_mode {
                 spec.model.folio_mode = m;
             }
-            let text = fraglab_sim::run_ops(&spec).map_err(|e| e.to_string())?;
+            let text = if spec.workload.is_some() {
+                // A timed run: the report goes to stdout, the JSON result to -o.
+                let t0 = std::time::Instant::now();
+                let result = fraglab_sim::timed::run_workload(&spec).map_err(|e| e.to_string())?;
+                let wall = t0.elapsed().as_secs_f64();
+                let sim = result.duration_ns as f64 / 1e9;
+                let mut report = format!(
+                    "# {}: {:.1} s simulated in {:.2} s ({:.0}x real time), seed {}\n",
+                    spec.file,
+                    sim,
+                    wall,
+                    sim / wall.max(1e-9),
+                    result.seed
+                );
+                report.push_str(&fraglab_sim::timed::mmtests_rows(&result));
+                match output {
+                    Some(path) => {
+                        let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
+                        let tmp = path.with_extension("tmp-fraglab");
+                        std::fs::write(&tmp, json + "\n").map_err(|e| format!("{}: {e}", tmp.display()))?;
+                        std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+                        print!("{report}");
+                        return Ok(());
+                    }
+                    None => report,
+                }
+            } else {
+                fraglab_sim::run_ops(&spec).map_err(|e| e.to_string())?
+            };
             match output {
                 Some(path) => {
                     // Write to a temporary file and rename, so nothing is half-written.

@@ -6,6 +6,7 @@ pub mod anon;
 pub mod cost;
 pub mod engine;
 pub mod metrics;
+pub mod timed;
 pub mod timeless;
 pub mod workload;
 

@@ -64,8 +64,11 @@ pub struct Burst {
 }
 
 /// One build of a `kbuild` generator.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Build {
+    /// `Mm::stats` when the build started, and their change over the build.
+    pub stats_start: Vec<u64>,
+    pub stats_delta: Vec<i64>,
     pub start_ns: u64,
     pub end_ns: u64,
     /// CPU time of the compile jobs' own work (Kbuild User time).

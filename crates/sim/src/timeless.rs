@@ -519,7 +519,7 @@ pub fn compaction_report(mm: &Mm) -> String {
     out
 }
 
-fn stats_with_zone_items(mm: &Mm) -> [u64; fraglab_mm::vmstat::NR_STATS] {
+pub fn stats_with_zone_items(mm: &Mm) -> [u64; fraglab_mm::vmstat::NR_STATS] {
     mm.stats
 }
 

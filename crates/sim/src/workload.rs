@@ -292,12 +292,17 @@ impl TaskBody for KbuildWorker {
                     if sh.running == 0 {
                         // The build is over: record it and start the next one ("make clean"
                         // deletes the objects).
-                        sh.metrics
-                            .borrow_mut()
-                            .builds
-                            .last_mut()
-                            .expect("build started")
-                            .end_ns = cx.now;
+                        let mut m = sh.metrics.borrow_mut();
+                        let b = m.builds.last_mut().expect("build started");
+                        b.end_ns = cx.now;
+                        b.stats_delta = cx
+                            .mm
+                            .stats
+                            .iter()
+                            .zip(&b.stats_start)
+                            .map(|(a, s)| *a as i64 - *s as i64)
+                            .collect();
+                        drop(m);
                         let objs = std::mem::take(&mut sh.objects);
                         for (id, t, _) in objs {
                             if still_ours(cx.mm, id, t) {
@@ -313,6 +318,7 @@ impl TaskBody for KbuildWorker {
                 if sh.next_job == 0 {
                     sh.metrics.borrow_mut().builds.push(Build {
                         start_ns: cx.now,
+                        stats_start: cx.mm.stats.to_vec(),
                         ..Default::default()
                     });
                 }
@@ -353,7 +359,7 @@ impl TaskBody for KbuildWorker {
                 Step::Ran(ns)
             }
             JobPhase::Read { vma, left } => {
-                let mut ns = 0;
+                let mut io = 0;
                 let before = cx.mm.work_sum;
                 for _ in 0..left.min(CHUNK) {
                     if sh.sources.is_empty() {
@@ -367,11 +373,11 @@ impl TaskBody for KbuildWorker {
                             if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::File, false) {
                                 sh.sources[i] = Some((id, cx.mm.folios.get(id).token));
                             }
-                            ns += cx.cost.read_io_ns;
+                            io += 1;
                         }
                     }
                 }
-                ns += sys(&cx.mm.work_sum.since(&before), cx);
+                let ns = sys(&cx.mm.work_sum.since(&before), cx);
                 sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;
                 let left = left.saturating_sub(CHUNK);
                 self.phase = if left == 0 {
@@ -382,7 +388,16 @@ impl TaskBody for KbuildWorker {
                 } else {
                     JobPhase::Read { vma, left }
                 };
-                Step::Ran(ns)
+                // Misses wait for the device (one read I/O per missing page, issued together:
+                // the latency of one), off the CPU.
+                if io > 0 {
+                    Step::Sleep {
+                        ran: ns,
+                        sleep: cx.cost.read_io_ns,
+                    }
+                } else {
+                    Step::Ran(ns)
+                }
             }
             JobPhase::Slab { vma, left } => {
                 let before = cx.mm.work_sum;

@@ -191,3 +191,15 @@ fn kcompactd_runs_proactively_on_its_timer() {
     assert!(e.mm.fragmentation_score_node() < before);
     assert!(e.task_stats(e.kcompactd).cpu_ns > 0);
 }
+
+#[test]
+fn cost_model_names_match_the_spec_keys() {
+    assert_eq!(CostModel::NAMES.as_slice(), fraglab_spec::COST_KEYS);
+    let mut c = CostModel::default();
+    for n in CostModel::NAMES {
+        *c.get_mut(n).unwrap() = 7;
+    }
+    assert_eq!(c.fault_base_ns, 7);
+    assert_eq!(c.free_page_ns, 7);
+    assert!(c.get_mut("nope").is_none());
+}

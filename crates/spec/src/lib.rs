@@ -99,13 +99,16 @@ mod error;
 mod knobs;
 mod model;
 mod parse;
+pub mod result;
 mod suggest;
 mod tree;
+mod workload;
 
 pub use error::SpecError;
 pub use knobs::{find_knob, KnobDef, KnobKind, KnobValue, INT_MAX, KNOBS};
 pub use model::{find_model_switch, ModelSpec, ModelSwitchDef, MODEL_SWITCHES};
 pub use parse::{parse_size, MAX_MEMORY_BYTES, MIN_MEMORY_BYTES};
+pub use workload::{parse_duration, KbuildParams, ThpBurstParams, WorkloadSpec, COST_KEYS};
 
 /// The owner kind of an `alloc` op's folios (`kind`): the model's own [`FolioKind`] (anon, file,
 /// slab, pagetable, kernel, with `name()`, `ALL` and `from_gfp()`), so the runner passes it on
@@ -160,6 +163,10 @@ pub struct Spec {
     pub model: ModelSpec,
     pub run: RunSpec,
     pub ops: Vec<Op>,
+    /// `[workload]`: what a timed run executes (`None`: the spec is a list of ops).
+    pub workload: Option<WorkloadSpec>,
+    /// `[cost]`: cost-model overrides, by [`COST_KEYS`] name.
+    pub cost: BTreeMap<String, u64>,
 }
 
 impl Spec {

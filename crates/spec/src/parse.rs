@@ -26,7 +26,30 @@ const MAX_DMA32_PFN: u64 = (4 << 30) / PAGE_SIZE;
 /// Pfns are 32-bit in fraglab (`fraglab_mm::types::Pfn`).
 const MAX_PFN: u64 = 1 << 32;
 
-const TOP_KEYS: &[&str] = &["name", "description", "machine", "knobs", "model", "run", "op"];
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "machine",
+    "knobs",
+    "model",
+    "run",
+    "op",
+    "workload",
+    "cost",
+];
+const WORKLOAD_KEYS: &[&str] = &["duration", "kbuild", "thp_burst"];
+const KBUILD_KEYS: &[&str] = &[
+    "jobs_parallel",
+    "jobs",
+    "iterations",
+    "job_anon",
+    "job_cpu",
+    "source",
+    "job_read",
+    "job_slab",
+    "job_obj",
+];
+const THP_BURST_KEYS: &[&str] = &["interval", "size", "hold", "bursts", "start"];
 const MACHINE_KEYS: &[&str] = &["memory", "cpus", "dma", "zone"];
 const ZONE_KEYS: &[&str] = &["name", "start_pfn", "spanned", "present", "managed"];
 const ZONE_NAMES: &[&str] = &["DMA", "DMA32", "Normal", "Movable"];
@@ -184,6 +207,34 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         Some(e) => cx.ops(&e.node, &machine)?,
         None => Vec::new(),
     };
+    let workload = match top.get("workload") {
+        Some(e) => {
+            if let Some(op) = top.get("op") {
+                return Err(cx.err(
+                    e.key_pos,
+                    "workload",
+                    format!(
+                        "a spec has either [[op]]s (line {}) or a [workload], not both",
+                        cx.lines.line(op.key_pos)
+                    ),
+                ));
+            }
+            Some(cx.workload(&Tbl {
+                path: "workload".into(),
+                pos: e.node.pos,
+                entries: cx.table(&e.node, "workload")?,
+            })?)
+        }
+        None => None,
+    };
+    let cost = match top.get("cost") {
+        Some(e) => cx.cost(&Tbl {
+            path: "cost".into(),
+            pos: e.node.pos,
+            entries: cx.table(&e.node, "cost")?,
+        })?,
+        None => BTreeMap::new(),
+    };
     Ok(Spec {
         file: file.to_string(),
         name,
@@ -193,6 +244,8 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         model,
         run,
         ops,
+        workload,
+        cost,
     })
 }
 
@@ -967,6 +1020,120 @@ impl Cx<'_> {
             ops.push(op);
         }
         Ok(ops)
+    }
+
+    /// An optional size key (bytes, like machine.memory) of `t`, at least `min` bytes.
+    fn opt_size(&self, t: &Tbl, k: &str, min: u64, default: u64) -> R<u64> {
+        let Some(e) = t.get(k) else { return Ok(default) };
+        let key = t.key(k);
+        let v = match &e.node.val {
+            Val::Int(v) if *v >= 0 => *v as u64,
+            Val::Str(s) => parse_size(s).map_err(|m| self.err(e.node.pos, &key, m))?,
+            _ => return Err(self.type_err(&e.node, &key, "a size (an integer or a string like \"4MiB\")")),
+        };
+        if v < min {
+            return Err(self.err(
+                e.node.pos,
+                &key,
+                format!("{v} bytes is below the minimum of {min}"),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// An optional duration key of `t` (a string like "500ms").
+    fn opt_duration(&self, t: &Tbl, k: &str, min: u64, default: u64) -> R<u64> {
+        let Some(e) = t.get(k) else { return Ok(default) };
+        let key = t.key(k);
+        let s = self.str(&e.node, &key)?;
+        let v = crate::workload::parse_duration(s).map_err(|m| self.err(e.node.pos, &key, m))?;
+        if v < min {
+            return Err(self.err(
+                e.node.pos,
+                &key,
+                format!("{} is below the minimum of {min} ns", quote(s)),
+            ));
+        }
+        Ok(v)
+    }
+
+    fn workload(&self, t: &Tbl) -> R<crate::WorkloadSpec> {
+        self.check_keys(t, WORKLOAD_KEYS)?;
+        let duration_ns = self.opt_duration(t, "duration", 1, 3_600_000_000_000)?;
+        let mut kbuild = Vec::new();
+        if let Some(e) = t.get("kbuild") {
+            for (i, (pos, entries)) in self.tables(&e.node, &t.key("kbuild"))?.into_iter().enumerate() {
+                let k = Tbl {
+                    path: format!("workload.kbuild[{i}]"),
+                    pos,
+                    entries,
+                };
+                self.check_keys(&k, KBUILD_KEYS)?;
+                let n = |key: &str, d: i64| self.opt_int(&k, key, 1, 1 << 20, "1..=1048576", d);
+                kbuild.push(crate::KbuildParams {
+                    line: self.lines.line(pos),
+                    jobs_parallel: n("jobs_parallel", 4)? as u32,
+                    jobs: n("jobs", 400)? as u32,
+                    iterations: n("iterations", 1)? as u32,
+                    job_anon_bytes: self.opt_size(&k, "job_anon", 4096, 8 << 20)?,
+                    job_cpu_ns: self.opt_duration(&k, "job_cpu", 1, 200_000_000)?,
+                    source_bytes: self.opt_size(&k, "source", 4096, 256 << 20)?,
+                    job_read_bytes: self.opt_size(&k, "job_read", 0, 4 << 20)?,
+                    job_slab_bytes: self.opt_size(&k, "job_slab", 0, 256 << 10)?,
+                    job_obj_bytes: self.opt_size(&k, "job_obj", 0, 128 << 10)?,
+                });
+            }
+        }
+        let mut thp_burst = Vec::new();
+        if let Some(e) = t.get("thp_burst") {
+            for (i, (pos, entries)) in self.tables(&e.node, &t.key("thp_burst"))?.into_iter().enumerate() {
+                let b = Tbl {
+                    path: format!("workload.thp_burst[{i}]"),
+                    pos,
+                    entries,
+                };
+                self.check_keys(&b, THP_BURST_KEYS)?;
+                let size = self.opt_size(&b, "size", 2 << 20, 64 << 20)?;
+                if size % (2 << 20) != 0 {
+                    let e = b.get("size").expect("a size other than the default");
+                    return Err(self.err(
+                        e.node.pos,
+                        &b.key("size"),
+                        format!("{size} bytes is not a multiple of 2 MiB (a burst faults whole PMD ranges)"),
+                    ));
+                }
+                thp_burst.push(crate::ThpBurstParams {
+                    line: self.lines.line(pos),
+                    interval_ns: self.opt_duration(&b, "interval", 1, 10_000_000_000)?,
+                    size_bytes: size,
+                    hold_ns: self.opt_duration(&b, "hold", 0, 1_000_000_000)?,
+                    bursts: self.opt_int(&b, "bursts", 1, 1 << 20, "1..=1048576", 10)? as u32,
+                    start_ns: self.opt_duration(&b, "start", 0, 0)?,
+                });
+            }
+        }
+        if kbuild.is_empty() && thp_burst.is_empty() {
+            return Err(self.err(
+                t.pos,
+                "workload",
+                "no generator (expected [[workload.kbuild]] or [[workload.thp_burst]] tables)",
+            ));
+        }
+        Ok(crate::WorkloadSpec {
+            duration_ns,
+            kbuild,
+            thp_burst,
+        })
+    }
+
+    fn cost(&self, t: &Tbl) -> R<BTreeMap<String, u64>> {
+        self.check_keys(t, crate::COST_KEYS)?;
+        let mut out = BTreeMap::new();
+        for e in t.entries {
+            let v = self.int_in(&e.node, &t.key(&e.key), 0, 1 << 40, "0..=2^40 ns")?;
+            out.insert(e.key.clone(), v as u64);
+        }
+        Ok(out)
     }
 
     fn model(&self, t: &Tbl) -> R<ModelSpec> {

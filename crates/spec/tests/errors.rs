@@ -452,7 +452,7 @@ fn unknown_top_level_keys() {
         &["title = \"x\"", "[machine]", "memory = \"1G\""],
         1,
         "title",
-        "unknown key (expected one of: name, description, machine, knobs, model, run, op)",
+        "unknown key (expected one of: name, description, machine, knobs, model, run, op, workload, cost)",
     );
     check(
         &["name = 3", "[machine]", "memory = \"1G\""],
@@ -1362,5 +1362,57 @@ fn fault_and_kswapd_op_errors() {
         5,
         "op[0].cpu",
         "not allowed in a kswapd op (it takes no other keys)",
+    );
+}
+
+#[test]
+fn workload_and_cost_errors() {
+    check(
+        &with_machine(&["[workload]", "duration = \"1min\""]),
+        3,
+        "workload",
+        "no generator (expected [[workload.kbuild]] or [[workload.thp_burst]] tables)",
+    );
+    check(
+        &with_machine(&["[workload]", "duration = \"5 weeks\"", "[[workload.thp_burst]]"]),
+        4,
+        "workload.duration",
+        "\"5 weeks\" is not a duration (expected a duration such as \"500ms\"; units ns, us, ms, s, min, h)",
+    );
+    check(
+        &with_machine(&["[[workload.thp_burst]]", "size = \"3MiB\""]),
+        4,
+        "workload.thp_burst[0].size",
+        "3145728 bytes is not a multiple of 2 MiB (a burst faults whole PMD ranges)",
+    );
+    check(
+        &with_machine(&["[[workload.kbuild]]", "jobz = 4"]),
+        4,
+        "workload.kbuild[0].jobz",
+        "unknown key (did you mean \"jobs\"?)",
+    );
+    check(
+        &with_machine(&["[[workload.kbuild]]", "job_cpu = 100"]),
+        4,
+        "workload.kbuild[0].job_cpu",
+        "expected a string, found an integer",
+    );
+    check(
+        &with_machine(&["[[op]]", "compact_memory = true", "[[workload.thp_burst]]"]),
+        5,
+        "workload",
+        "a spec has either [[op]]s (line 3) or a [workload], not both",
+    );
+    check(
+        &with_machine(&["[cost]", "fault_ns = 5"]),
+        4,
+        "cost.fault_ns",
+        "unknown key (did you mean \"fault_base_ns\"?)",
+    );
+    check(
+        &with_machine(&["[cost]", "zero_page_ns = -1"]),
+        4,
+        "cost.zero_page_ns",
+        "-1 is out of range (expected 0..=2^40 ns)",
     );
 }

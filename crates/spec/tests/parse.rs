@@ -90,6 +90,8 @@ fn full_spec_parses_to_the_expected_structure() {
             // In TRACE_EVENTS order, not the spec's.
             trace: vec!["mm_page_alloc".into(), "mm_page_alloc_extfrag".into()],
         },
+        workload: None,
+        cost: Default::default(),
         ops: vec![
             Op::Alloc {
                 line: 21,

@@ -1,0 +1,326 @@
+//! The timed run: a spec's `[workload]` on the discrete-event engine, producing a
+//! [`RunResult`] (the JSON schema of `fraglab_spec::result`) and the mmtests-style rows of
+//! `shared/reference/published-results.md` §5.1.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::rc::Rc;
+
+use fraglab_mm::folio::FolioKind;
+use fraglab_mm::types::{MigrateType, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
+use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo, Stat};
+use fraglab_mm::Mm;
+use fraglab_spec::result::{BuildResult, BurstResult, LatencyHistogram, RunResult, Sample, RESULT_SCHEMA};
+use fraglab_spec::Spec;
+
+use crate::cost::CostModel;
+use crate::engine::Engine;
+use crate::metrics::Metrics;
+use crate::timeless::{boot, stats_with_zone_items, RunError};
+use crate::workload::{Flusher, KbuildShared, KbuildSpec, KbuildWorker, ThpBurst, ThpBurstSpec};
+
+/// The /proc files captured at the start and end of a run.
+fn proc_snapshot(mm: &Mm) -> BTreeMap<String, String> {
+    let z = mm.zone_views();
+    let stats = stats_with_zone_items(mm);
+    BTreeMap::from([
+        ("buddyinfo".to_string(), render_buddyinfo(0, &z)),
+        ("pagetypeinfo".to_string(), render_pagetypeinfo(0, &z)),
+        ("zoneinfo".to_string(), render_zoneinfo(0, &z, &stats)),
+        ("vmstat".to_string(), render_vmstat(&z, &stats)),
+    ])
+}
+
+/// /proc/vmstat as (name, value) pairs.
+fn vmstat_values(mm: &Mm) -> Vec<(String, i64)> {
+    render_vmstat(&mm.zone_views(), &stats_with_zone_items(mm))
+        .lines()
+        .filter_map(|l| {
+            let (n, v) = l.split_once(' ')?;
+            Some((n.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+/// One time-series sample.
+pub fn sample(mm: &Mm, t_ns: u64) -> Sample {
+    let mut free_by_order = vec![0u64; NR_PAGE_ORDERS];
+    let mut free_by_type = vec![0u64; MIGRATE_TYPES];
+    for z in &mm.zones {
+        for (o, row) in z.area.nr_by_type.iter().enumerate() {
+            for (t, n) in row.iter().enumerate() {
+                free_by_order[o] += n << o;
+                free_by_type[t] += n << o;
+            }
+        }
+    }
+    let mut blocks_by_type = vec![0u64; MIGRATE_TYPES];
+    for z in &mm.zones {
+        if !z.populated() {
+            continue;
+        }
+        let first = z.start_pfn >> PAGEBLOCK_ORDER;
+        let last = (z.end_pfn() - 1) >> PAGEBLOCK_ORDER;
+        for b in first..=last {
+            blocks_by_type[mm.block_mt(b << PAGEBLOCK_ORDER).idx()] += 1;
+        }
+    }
+    // Mixed: a block holding a folio whose mobility is not the block's type.
+    let mut mixed = std::collections::BTreeSet::new();
+    for (_, f) in mm.folios.live() {
+        let mobility = match f.kind {
+            FolioKind::Anon | FolioKind::File => MigrateType::Movable,
+            FolioKind::Slab if mm.pages.b[f.pfn as usize] == MigrateType::Reclaimable as u32 => {
+                MigrateType::Reclaimable
+            }
+            _ => MigrateType::Unmovable,
+        };
+        let bt = mm.block_mt(f.pfn);
+        if bt != mobility && bt != MigrateType::HighAtomic {
+            mixed.insert(f.pfn >> PAGEBLOCK_ORDER);
+        }
+    }
+    Sample {
+        t_ns,
+        free_by_order,
+        free_by_type,
+        blocks_by_type,
+        mixed_blocks: mixed.len() as u64,
+        thp_fault_alloc: mm.stat(Stat::thp_fault_alloc),
+        thp_fault_fallback: mm.stat(Stat::thp_fault_fallback),
+    }
+}
+
+/// The cost model of a spec: defaults with its `[cost]` overrides.
+pub fn cost_model(spec: &Spec) -> CostModel {
+    let mut c = CostModel::default();
+    for (k, v) in &spec.cost {
+        *c.get_mut(k).expect("[cost] keys are validated against COST_KEYS") = *v;
+    }
+    c
+}
+
+/// Runs the spec's workload to its end (or its duration). Deterministic: the result depends only
+/// on the spec (and its seed); `wall_ns` is left 0 for the caller to fill in if it wants.
+pub fn run_workload(spec: &Spec) -> Result<RunResult, RunError> {
+    let w = spec
+        .workload
+        .as_ref()
+        .ok_or_else(|| RunError(format!("{}: no [workload] to run", spec.file)))?;
+    let mm = boot(spec)?;
+    let mut e = Engine::new(mm, cost_model(spec), spec.run.seed);
+    let metrics = Rc::new(RefCell::new(Metrics::default()));
+    let page = |b: u64| b.div_ceil(4096);
+    for k in &w.kbuild {
+        let shared = KbuildShared::new(
+            KbuildSpec {
+                jobs_parallel: k.jobs_parallel,
+                jobs: k.jobs,
+                iterations: k.iterations,
+                job_anon_pages: page(k.job_anon_bytes),
+                job_cpu_ns: k.job_cpu_ns,
+                source_pages: page(k.source_bytes),
+                job_read_pages: page(k.job_read_bytes),
+                job_slab_pages: page(k.job_slab_bytes),
+                job_obj_pages: page(k.job_obj_bytes),
+            },
+            metrics.clone(),
+        );
+        for _ in 0..k.jobs_parallel {
+            e.spawn(Box::new(KbuildWorker::new(shared.clone())));
+        }
+        e.spawn(Box::new(Flusher { shared }));
+    }
+    for b in &w.thp_burst {
+        e.spawn(Box::new(ThpBurst::new(
+            ThpBurstSpec {
+                interval_ns: b.interval_ns,
+                pages: page(b.size_bytes),
+                hold_ns: b.hold_ns,
+                bursts: b.bursts,
+                start_ns: b.start_ns,
+            },
+            metrics.clone(),
+        )));
+    }
+    let samples = Rc::new(RefCell::new(vec![sample(&e.mm, 0)]));
+    let s2 = samples.clone();
+    e.on_tick(Box::new(move |t, mm| s2.borrow_mut().push(sample(mm, t))));
+    let proc_start = proc_snapshot(&e.mm);
+    let start = vmstat_values(&e.mm);
+    let end_ns = e.run(w.duration_ns, |e| e.workload_done());
+    e.mm.check_invariants().map_err(|v| {
+        RunError(format!(
+            "{}: invariant violated at the end of the run: {v}",
+            spec.file
+        ))
+    })?;
+    let end = vmstat_values(&e.mm);
+    let vmstat_delta = start
+        .iter()
+        .zip(&end)
+        .map(|((n, a), (_, b))| (n.clone(), b - a))
+        .collect();
+    let m = metrics.borrow();
+    let stat_delta = |d: &[i64]| -> BTreeMap<String, i64> {
+        d.iter()
+            .enumerate()
+            .filter(|(i, _)| Stat::ALL[*i].name() != "")
+            .map(|(i, v)| (Stat::ALL[i].name().to_string(), *v))
+            .collect()
+    };
+    let samples = samples.borrow().clone();
+    Ok(RunResult {
+        schema: RESULT_SCHEMA,
+        engine: "sim".into(),
+        spec_name: spec.name.clone(),
+        seed: spec.run.seed,
+        duration_ns: end_ns,
+        vmstat_delta,
+        samples,
+        fault_latency: m
+            .fault_latency
+            .iter()
+            .map(|(&(order, path), h)| LatencyHistogram {
+                order,
+                path: path.name().into(),
+                count: h.count,
+                sum_ns: h.sum_ns,
+                min_ns: h.min_ns,
+                max_ns: h.max_ns,
+                log2_buckets: h.buckets.clone(),
+            })
+            .collect(),
+        builds: m
+            .builds
+            .iter()
+            .map(|b| BuildResult {
+                start_ns: b.start_ns,
+                end_ns: b.end_ns,
+                user_ns: b.user_ns,
+                system_ns: b.system_ns,
+                jobs: b.jobs,
+                vmstat_delta: stat_delta(&b.stats_delta),
+            })
+            .collect(),
+        bursts: m
+            .bursts
+            .iter()
+            .map(|b| BurstResult {
+                start_ns: b.start_ns,
+                alloc_ns: b.alloc_ns,
+                faults: b.faults,
+                huge: b.huge,
+            })
+            .collect(),
+        proc_start,
+        proc_end: proc_snapshot(&e.mm),
+        wall_ns: 0,
+    })
+}
+
+/// Item `k` of a vmstat delta map (0 if absent).
+fn g(d: &BTreeMap<String, i64>, k: &str) -> f64 {
+    *d.get(k).unwrap_or(&0) as f64
+}
+
+/// A row's value from one build's vmstat deltas.
+type DeltaFn = dyn Fn(&BTreeMap<String, i64>) -> f64;
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = if v.len() > 1 {
+        v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (mean, var.sqrt())
+}
+
+/// The mmtests-style rows of published-results.md §1/§5.1 for a result: per-build (iteration)
+/// vmstat deltas averaged over the builds, the build times, and the burst process's
+/// "Hugealloc Time" (µs per burst).
+pub fn mmtests_rows(r: &RunResult) -> String {
+    let mut out = String::new();
+    let builds = &r.builds;
+    let per_build = |f: &DeltaFn| -> (f64, f64) {
+        let v: Vec<f64> = builds.iter().map(|b| f(&b.vmstat_delta)).collect();
+        mean_sd(&v)
+    };
+    let hug: Vec<f64> = r.bursts.iter().map(|b| b.alloc_ns as f64 / 1000.0).collect();
+    let (hm, hs) = mean_sd(&hug);
+    let _ = writeln!(out, "{:<34} {:>14}", "", "Amean");
+    let _ = writeln!(out, "{:<34} {:>14.2}", "Hugealloc Time mean (us)", hm);
+    let _ = writeln!(out, "{:<34} {:>14.2}", "Hugealloc Time stddev (us)", hs);
+    let secs = |f: &dyn Fn(&BuildResult) -> u64| {
+        let v: Vec<f64> = builds.iter().map(|b| f(b) as f64 / 1e9).collect();
+        mean_sd(&v).0
+    };
+    let _ = writeln!(
+        out,
+        "{:<34} {:>14.2}",
+        "Kbuild Real time",
+        secs(&|b| b.end_ns - b.start_ns)
+    );
+    let _ = writeln!(out, "{:<34} {:>14.2}", "Kbuild User time", secs(&|b| b.user_ns));
+    let _ = writeln!(
+        out,
+        "{:<34} {:>14.2}",
+        "Kbuild System time",
+        secs(&|b| b.system_ns)
+    );
+    let rows: [(&str, &DeltaFn); 11] = [
+        ("THP fault alloc", &|d| g(d, "thp_fault_alloc")),
+        ("THP fault fallback", &|d| g(d, "thp_fault_fallback")),
+        ("Direct compact fail", &|d| g(d, "compact_fail")),
+        ("Direct compact success", &|d| g(d, "compact_success")),
+        ("Compact daemon scanned migrate", &|d| {
+            g(d, "compact_daemon_migrate_scanned")
+        }),
+        ("Compact daemon scanned free", &|d| {
+            g(d, "compact_daemon_free_scanned")
+        }),
+        ("Alloc stall", &|d| {
+            [
+                "allocstall_dma",
+                "allocstall_dma32",
+                "allocstall_normal",
+                "allocstall_movable",
+                "allocstall_device",
+            ]
+            .iter()
+            .map(|k| g(d, k))
+            .sum()
+        }),
+        ("Pages kswapd scanned", &|d| g(d, "pgscan_kswapd")),
+        ("Pages direct scanned", &|d| g(d, "pgscan_direct")),
+        ("Swap out", &|d| g(d, "pswpout")),
+        ("File refaults", &|d| g(d, "workingset_refault_file")),
+    ];
+    for (name, f) in rows {
+        let _ = writeln!(out, "{:<34} {:>14.2}", name, per_build(f).0);
+    }
+    // Mean over runs of the per-run ratio (§5.1).
+    let rates: Vec<f64> = builds
+        .iter()
+        .filter_map(|b| {
+            let (s, f) = (
+                g(&b.vmstat_delta, "compact_success"),
+                g(&b.vmstat_delta, "compact_fail"),
+            );
+            (s + f > 0.0).then(|| s * 100.0 / (s + f))
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "{:<34} {:>14.2}",
+        "Direct compact success rate %",
+        mean_sd(&rates).0
+    );
+    out
+}

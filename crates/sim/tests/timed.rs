@@ -1,0 +1,85 @@
+//! Timed runs of a spec's [workload]: determinism of the JSON result, and the report.
+
+use fraglab_spec::parse_spec;
+
+const SPEC: &str = r#"
+name = "t"
+[machine]
+memory = "512MiB"
+cpus = 2
+[knobs]
+"transparent_hugepage/enabled" = "madvise"
+[run]
+seed = SEED
+[workload]
+duration = "2min"
+[[workload.kbuild]]
+jobs_parallel = 3
+jobs = 30
+iterations = 2
+job_anon = "8MiB"
+job_cpu = "50ms"
+source = "1GiB"
+job_read = "24MiB"
+[[workload.thp_burst]]
+interval = "500ms"
+size = "32MiB"
+hold = "200ms"
+bursts = 8
+"#;
+
+fn json(seed: u64) -> String {
+    let spec = parse_spec(&SPEC.replace("SEED", &seed.to_string()), "t.toml").unwrap();
+    let r = fraglab_sim::timed::run_workload(&spec).unwrap();
+    serde_json::to_string(&r).unwrap()
+}
+
+#[test]
+fn same_seed_gives_byte_identical_json_and_another_seed_differs() {
+    let a = json(5);
+    assert_eq!(a, json(5));
+    assert_ne!(a, json(6));
+}
+
+#[test]
+fn result_and_report_hold_the_run() {
+    let spec = parse_spec(&SPEC.replace("SEED", "1"), "t.toml").unwrap();
+    let r = fraglab_sim::timed::run_workload(&spec).unwrap();
+    assert_eq!(r.builds.len(), 2);
+    assert_eq!(r.bursts.len(), 8);
+    assert!(r.samples.len() as u64 >= r.duration_ns / 1_000_000_000);
+    // The run's vmstat delta counts the THPs the bursts got.
+    let huge: u64 = r.bursts.iter().map(|b| b.huge).sum();
+    assert_eq!(r.vmstat_delta["thp_fault_alloc"], huge as i64);
+    // Memory pressure: the source tree is twice the RAM, so kswapd works.
+    assert!(r.vmstat_delta["pgscan_kswapd"] > 0);
+    let per_build: i64 = r.builds.iter().map(|b| b.vmstat_delta["pgscan_kswapd"]).sum();
+    assert!(per_build <= r.vmstat_delta["pgscan_kswapd"]);
+    let rows = fraglab_sim::timed::mmtests_rows(&r);
+    for row in [
+        "Hugealloc Time mean",
+        "Kbuild Real time",
+        "Kbuild System time",
+        "THP fault alloc",
+        "Alloc stall",
+        "Pages kswapd scanned",
+        "Direct compact success rate %",
+    ] {
+        assert!(rows.contains(row), "{row} missing from\n{rows}");
+    }
+    assert!(r.proc_end["buddyinfo"].starts_with("Node 0, zone"));
+    // A build's real time covers at least its user time over the CPUs.
+    for b in &r.builds {
+        assert!(b.end_ns - b.start_ns >= b.user_ns / 2);
+    }
+}
+
+#[test]
+fn cost_overrides_change_the_timing() {
+    let slow = SPEC.replace("SEED", "1") + "[cost]\nfault_base_ns = 50000\n";
+    let a =
+        fraglab_sim::timed::run_workload(&parse_spec(&SPEC.replace("SEED", "1"), "t.toml").unwrap()).unwrap();
+    let b = fraglab_sim::timed::run_workload(&parse_spec(&slow, "t.toml").unwrap()).unwrap();
+    let sys = |r: &fraglab_spec::result::RunResult| r.builds.iter().map(|b| b.system_ns).sum::<u64>();
+    assert!(sys(&b) > sys(&a) + 30 * 1_000_000, "{} vs {}", sys(&b), sys(&a));
+}

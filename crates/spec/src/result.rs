@@ -1,0 +1,84 @@
+//! The result of a timed run (`fraglab run` of a spec with a `[workload]`), as written to JSON.
+//! Both engines (simulator, and later the host engine) produce this schema; reports read it
+//! without knowing which engine wrote it. Field names are the kernel's where one exists.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Version of this schema; bumped on any incompatible change.
+pub const RESULT_SCHEMA: u32 = 1;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema: u32,
+    /// "sim" or "host".
+    pub engine: String,
+    pub spec_name: Option<String>,
+    pub seed: u64,
+    /// Simulated (or, on the host, real) time the run covered.
+    pub duration_ns: u64,
+    /// /proc/vmstat deltas over the run, by kernel name (items whose delta is 0 included).
+    pub vmstat_delta: BTreeMap<String, i64>,
+    /// One sample per `sample_ns`.
+    pub samples: Vec<Sample>,
+    /// Fault latency histograms by folio order and path.
+    pub fault_latency: Vec<LatencyHistogram>,
+    /// The generators' own figures.
+    pub builds: Vec<BuildResult>,
+    pub bursts: Vec<BurstResult>,
+    /// /proc text at the start and the end (buddyinfo, pagetypeinfo, zoneinfo, vmstat).
+    pub proc_start: BTreeMap<String, String>,
+    pub proc_end: BTreeMap<String, String>,
+    /// Simulator only: host wall time of the run (not deterministic, so not in the
+    /// byte-identical part: written as 0 unless asked for).
+    pub wall_ns: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub t_ns: u64,
+    /// Free pages per order (all zones).
+    pub free_by_order: Vec<u64>,
+    /// Free pages per migratetype (Unmovable, Movable, Reclaimable, HighAtomic, Isolate).
+    pub free_by_type: Vec<u64>,
+    /// Pageblocks per migratetype.
+    pub blocks_by_type: Vec<u64>,
+    /// Pageblocks holding pages of a mobility other than their type.
+    pub mixed_blocks: u64,
+    pub thp_fault_alloc: u64,
+    pub thp_fault_fallback: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyHistogram {
+    pub order: u32,
+    /// "fast", "direct_compaction" or "direct_reclaim".
+    pub path: String,
+    pub count: u64,
+    pub sum_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// Bucket i counts latencies in [2^i, 2^(i+1)) ns.
+    pub log2_buckets: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BuildResult {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub user_ns: u64,
+    pub system_ns: u64,
+    pub jobs: u64,
+    /// vmstat deltas over this build (the mmtests per-iteration rows).
+    pub vmstat_delta: BTreeMap<String, i64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BurstResult {
+    pub start_ns: u64,
+    /// Time spent faulting the burst in ("Hugealloc Time").
+    pub alloc_ns: u64,
+    pub faults: u64,
+    pub huge: u64,
+}

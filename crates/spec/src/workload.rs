@@ -1,0 +1,103 @@
+//! `[workload]` and `[cost]`: what a timed run (the discrete-event engine) executes, and the
+//! cost-model overrides.
+
+/// `[workload]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadSpec {
+    /// The run stops at this simulated time even if the workload has not finished
+    /// (`duration`, default 1 h).
+    pub duration_ns: u64,
+    pub kbuild: Vec<KbuildParams>,
+    pub thp_burst: Vec<ThpBurstParams>,
+}
+
+/// `[[workload.kbuild]]`: a parallel kernel build (make -jN), `iterations` builds in a row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KbuildParams {
+    pub line: usize,
+    pub jobs_parallel: u32,
+    pub jobs: u32,
+    pub iterations: u32,
+    pub job_anon_bytes: u64,
+    pub job_cpu_ns: u64,
+    pub source_bytes: u64,
+    pub job_read_bytes: u64,
+    pub job_slab_bytes: u64,
+    pub job_obj_bytes: u64,
+}
+
+/// `[[workload.thp_burst]]`: the seed-001 "Hugealloc" process, bursts of madvised THP faults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThpBurstParams {
+    pub line: usize,
+    pub interval_ns: u64,
+    pub size_bytes: u64,
+    pub hold_ns: u64,
+    pub bursts: u32,
+    pub start_ns: u64,
+}
+
+/// The cost-model constants a `[cost]` table may override (nanoseconds; the `_x1000` ones in
+/// thousandths of a nanosecond). The simulator's `CostModel` has exactly these.
+pub const COST_KEYS: &[&str] = &[
+    "fault_base_ns",
+    "zero_page_ns",
+    "migrate_page_ns",
+    "migrate_scan_pfn_ns_x1000",
+    "free_scan_pfn_ns_x1000",
+    "compact_run_ns",
+    "isolate_page_ns",
+    "reclaim_scan_page_ns",
+    "reclaim_clean_ns",
+    "drain_ipi_ns",
+    "context_switch_ns",
+    "read_io_ns",
+    "write_io_ns",
+    "alloc_fast_ns",
+    "free_page_ns",
+];
+
+const DURATION_FORM: &str = "expected a duration such as \"500ms\"; units ns, us, ms, s, min, h";
+
+/// Parses a duration: `"<n><unit>"` with unit ns, us, ms, s, min or h (spaces allowed before the
+/// unit). The error quotes `s`.
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult: u64 = match unit.trim_start() {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        _ => return Err(format!("\"{s}\" is not a duration ({DURATION_FORM})")),
+    };
+    if num.is_empty() {
+        return Err(format!("\"{s}\" is not a duration ({DURATION_FORM})"));
+    }
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("\"{s}\" is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(500_000_000));
+        assert_eq!(parse_duration("2 s"), Ok(2_000_000_000));
+        assert_eq!(parse_duration("3min"), Ok(180_000_000_000));
+        assert_eq!(parse_duration("7us"), Ok(7_000));
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("ms").is_err());
+        assert!(parse_duration("5 days").is_err());
+        assert!(parse_duration("99999999999999h")
+            .unwrap_err()
+            .ends_with("too large"));
+    }
+}
