@@ -87,6 +87,10 @@ pub struct Metrics {
     pub builds: Vec<Build>,
     /// Faults that could not be served.
     pub failed_faults: u64,
+    /// thpchallenge: latency of each 2 MiB step (fault + memset), split by whether the step
+    /// got a PMD THP (mmtests' "huge") or not ("base").
+    pub thpchallenge_huge: Histogram,
+    pub thpchallenge_base: Histogram,
 }
 
 impl Metrics {

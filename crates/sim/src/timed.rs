@@ -11,14 +11,18 @@ use fraglab_mm::folio::FolioKind;
 use fraglab_mm::types::{MigrateType, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
 use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo, Stat};
 use fraglab_mm::Mm;
-use fraglab_spec::result::{BuildResult, BurstResult, LatencyHistogram, RunResult, Sample, RESULT_SCHEMA};
+use fraglab_spec::result::{
+    BuildResult, BurstResult, LatencyHistogram, RunResult, Sample, ThpChallengeResult, RESULT_SCHEMA,
+};
 use fraglab_spec::Spec;
 
 use crate::cost::CostModel;
 use crate::engine::Engine;
 use crate::metrics::Metrics;
 use crate::timeless::{boot, stats_with_zone_items, RunError};
-use crate::workload::{Flusher, KbuildShared, KbuildSpec, KbuildWorker, ThpBurst, ThpBurstSpec};
+use crate::workload::{
+    Flusher, KbuildShared, KbuildSpec, KbuildWorker, ThpBurst, ThpBurstSpec, ThpChallenge, ThpChallengeSpec,
+};
 
 /// The /proc files captured at the start and end of a run.
 fn proc_snapshot(mm: &Mm) -> BTreeMap<String, String> {
@@ -92,6 +96,18 @@ pub fn sample(mm: &Mm, t_ns: u64) -> Sample {
     }
 }
 
+fn histogram(order: u32, path: &str, h: &crate::metrics::Histogram) -> LatencyHistogram {
+    LatencyHistogram {
+        order,
+        path: path.into(),
+        count: h.count,
+        sum_ns: h.sum_ns,
+        min_ns: h.min_ns,
+        max_ns: h.max_ns,
+        log2_buckets: h.buckets.clone(),
+    }
+}
+
 /// The cost model of a spec: defaults with its `[cost]` overrides.
 pub fn cost_model(spec: &Spec) -> CostModel {
     let mut c = CostModel::default();
@@ -144,6 +160,18 @@ pub fn run_workload(spec: &Spec) -> Result<RunResult, RunError> {
             metrics.clone(),
         )));
     }
+    for c in &w.thpchallenge {
+        for _ in 0..c.threads {
+            e.spawn(Box::new(ThpChallenge::new(
+                ThpChallengeSpec {
+                    pages: page(c.size_bytes),
+                    madvised: c.madvised,
+                    hold_ns: c.hold_ns,
+                },
+                metrics.clone(),
+            )));
+        }
+    }
     let samples = Rc::new(RefCell::new(vec![sample(&e.mm, 0)]));
     let s2 = samples.clone();
     e.on_tick(Box::new(move |t, mm| s2.borrow_mut().push(sample(mm, t))));
@@ -182,15 +210,7 @@ pub fn run_workload(spec: &Spec) -> Result<RunResult, RunError> {
         fault_latency: m
             .fault_latency
             .iter()
-            .map(|(&(order, path), h)| LatencyHistogram {
-                order,
-                path: path.name().into(),
-                count: h.count,
-                sum_ns: h.sum_ns,
-                min_ns: h.min_ns,
-                max_ns: h.max_ns,
-                log2_buckets: h.buckets.clone(),
-            })
+            .map(|(&(order, path), h)| histogram(order, path.name(), h))
             .collect(),
         builds: m
             .builds
@@ -214,6 +234,18 @@ pub fn run_workload(spec: &Spec) -> Result<RunResult, RunError> {
                 huge: b.huge,
             })
             .collect(),
+        thpchallenge: (!w.thpchallenge.is_empty()).then(|| {
+            let (h, b) = (&m.thpchallenge_huge, &m.thpchallenge_base);
+            ThpChallengeResult {
+                huge: histogram(9, "huge", h),
+                base: histogram(0, "base", b),
+                huge_pct: if h.count + b.count > 0 {
+                    h.count as f64 * 100.0 / (h.count + b.count) as f64
+                } else {
+                    0.0
+                },
+            }
+        }),
         proc_start,
         proc_end: proc_snapshot(&e.mm),
         wall_ns: 0,
@@ -322,5 +354,27 @@ pub fn mmtests_rows(r: &RunResult) -> String {
         "Direct compact success rate %",
         mean_sd(&rates).0
     );
+    if let Some(t) = &r.thpchallenge {
+        let us = |h: &LatencyHistogram| {
+            if h.count == 0 {
+                0.0
+            } else {
+                h.sum_ns as f64 / h.count as f64 / 1000.0
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{:<34} {:>14.2}",
+            "thpchallenge fault-huge (us)",
+            us(&t.huge)
+        );
+        let _ = writeln!(
+            out,
+            "{:<34} {:>14.2}",
+            "thpchallenge fault-base (us)",
+            us(&t.base)
+        );
+        let _ = writeln!(out, "{:<34} {:>14.2}", "thpchallenge huge-pct", t.huge_pct);
+    }
     out
 }

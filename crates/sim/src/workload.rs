@@ -511,3 +511,70 @@ impl TaskBody for Flusher {
         }
     }
 }
+
+/// Parameters of one thpchallenge thread (published-results.md §5.4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThpChallengeSpec {
+    /// The mapping's size (pages; a multiple of 512).
+    pub pages: u64,
+    /// MADV_HUGEPAGE on the mapping.
+    pub madvised: bool,
+    /// How long the memory is held after the last step before it is unmapped.
+    pub hold_ns: u64,
+}
+
+/// mmtests' thpchallenge thread: mmap, then per 2 MiB step write one byte (the fault tells huge
+/// from base, as mincore() does), memset the 2 MiB, and record the step's latency in µs.
+/// Simplification: the memset's own cost (writing 2 MiB) is not charged; the latency is the
+/// faults' cost (a THP fault zeroes 512 pages, a base-page step takes 512 faults).
+pub struct ThpChallenge {
+    spec: ThpChallengeSpec,
+    vma: Option<AnonVma>,
+    next: u64,
+    metrics: Shared<Metrics>,
+}
+
+impl ThpChallenge {
+    pub fn new(spec: ThpChallengeSpec, metrics: Shared<Metrics>) -> ThpChallenge {
+        ThpChallenge {
+            vma: Some(AnonVma::new(spec.pages, spec.madvised)),
+            spec,
+            next: 0,
+            metrics,
+        }
+    }
+}
+
+impl TaskBody for ThpChallenge {
+    fn comm(&self) -> &str {
+        "thpchallenge"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        let Some(vma) = self.vma.as_mut() else {
+            return Step::Exit(0);
+        };
+        if self.next >= vma.nr_pages {
+            if self.next == vma.nr_pages {
+                self.next += 1;
+                return Step::Sleep {
+                    ran: 0,
+                    sleep: self.spec.hold_ns,
+                };
+            }
+            let freed = vma.unmap(cx.mm, cx.cpu);
+            self.vma = None;
+            return Step::Exit(freed * cx.cost.free_page_ns);
+        }
+        let region = 1u64 << fraglab_mm::types::HPAGE_PMD_ORDER;
+        let mut m = self.metrics.borrow_mut();
+        let (ns, huge) = touch_range(cx, vma, self.next, region, &mut m);
+        if huge > 0 {
+            m.thpchallenge_huge.record(ns);
+        } else {
+            m.thpchallenge_base.record(ns);
+        }
+        self.next += region;
+        Step::Ran(ns)
+    }
+}

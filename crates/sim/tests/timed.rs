@@ -83,3 +83,33 @@ fn cost_overrides_change_the_timing() {
     let sys = |r: &fraglab_spec::result::RunResult| r.builds.iter().map(|b| b.system_ns).sum::<u64>();
     assert!(sys(&b) > sys(&a) + 30 * 1_000_000, "{} vs {}", sys(&b), sys(&a));
 }
+
+#[test]
+fn thpchallenge_counts_every_step_as_huge_or_base() {
+    let text = r#"
+[machine]
+memory = "256MiB"
+cpus = 2
+[knobs]
+"transparent_hugepage/enabled" = "madvise"
+[workload]
+[[workload.thpchallenge]]
+threads = 2
+size = "64MiB"
+[[workload.thpchallenge]]
+threads = 1
+size = "32MiB"
+madvised = false
+"#;
+    let r = fraglab_sim::timed::run_workload(&parse_spec(text, "t.toml").unwrap()).unwrap();
+    let t = r.thpchallenge.as_ref().unwrap();
+    assert_eq!(t.huge.count + t.base.count, 2 * 32 + 16);
+    // The madvised threads get THPs on a fresh machine; the third thread (enabled = madvise,
+    // no MADV_HUGEPAGE) never does.
+    assert_eq!(t.huge.count, 64);
+    assert_eq!(t.base.count, 16);
+    assert!((t.huge_pct - 80.0).abs() < 1e-9);
+    // A base-page step is 512 faults; a THP step one (plus zeroing 512 pages).
+    assert!(t.base.sum_ns / t.base.count > t.huge.sum_ns / t.huge.count);
+    assert!(fraglab_sim::timed::mmtests_rows(&r).contains("thpchallenge huge-pct"));
+}

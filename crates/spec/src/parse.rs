@@ -37,7 +37,8 @@ const TOP_KEYS: &[&str] = &[
     "workload",
     "cost",
 ];
-const WORKLOAD_KEYS: &[&str] = &["duration", "kbuild", "thp_burst"];
+const WORKLOAD_KEYS: &[&str] = &["duration", "kbuild", "thp_burst", "thpchallenge"];
+const THPCHALLENGE_KEYS: &[&str] = &["threads", "size", "madvised", "hold"];
 const KBUILD_KEYS: &[&str] = &[
     "jobs_parallel",
     "jobs",
@@ -1112,17 +1113,49 @@ impl Cx<'_> {
                 });
             }
         }
-        if kbuild.is_empty() && thp_burst.is_empty() {
+        let mut thpchallenge = Vec::new();
+        if let Some(e) = t.get("thpchallenge") {
+            for (i, (pos, entries)) in self
+                .tables(&e.node, &t.key("thpchallenge"))?
+                .into_iter()
+                .enumerate()
+            {
+                let c = Tbl {
+                    path: format!("workload.thpchallenge[{i}]"),
+                    pos,
+                    entries,
+                };
+                self.check_keys(&c, THPCHALLENGE_KEYS)?;
+                let size = self.opt_size(&c, "size", 2 << 20, 256 << 20)?;
+                if size % (2 << 20) != 0 {
+                    let e = c.get("size").expect("a size other than the default");
+                    return Err(self.err(
+                        e.node.pos,
+                        &c.key("size"),
+                        format!("{size} bytes is not a multiple of 2 MiB (thpchallenge steps in whole PMD ranges)"),
+                    ));
+                }
+                thpchallenge.push(crate::ThpChallengeParams {
+                    line: self.lines.line(pos),
+                    threads: self.opt_int(&c, "threads", 1, 4096, "1..=4096", 1)? as u32,
+                    size_bytes: size,
+                    madvised: self.opt_bool(&c, "madvised", true)?,
+                    hold_ns: self.opt_duration(&c, "hold", 0, 0)?,
+                });
+            }
+        }
+        if kbuild.is_empty() && thp_burst.is_empty() && thpchallenge.is_empty() {
             return Err(self.err(
                 t.pos,
                 "workload",
-                "no generator (expected [[workload.kbuild]] or [[workload.thp_burst]] tables)",
+                "no generator (expected [[workload.kbuild]], [[workload.thp_burst]] or [[workload.thpchallenge]] tables)",
             ));
         }
         Ok(crate::WorkloadSpec {
             duration_ns,
             kbuild,
             thp_burst,
+            thpchallenge,
         })
     }
 

@@ -27,6 +27,8 @@ pub struct RunResult {
     /// The generators' own figures.
     pub builds: Vec<BuildResult>,
     pub bursts: Vec<BurstResult>,
+    /// thpchallenge: per-2 MiB-step latency, huge and base (absent without the generator).
+    pub thpchallenge: Option<ThpChallengeResult>,
     /// /proc text at the start and the end (buddyinfo, pagetypeinfo, zoneinfo, vmstat).
     pub proc_start: BTreeMap<String, String>,
     pub proc_end: BTreeMap<String, String>,
@@ -81,4 +83,12 @@ pub struct BurstResult {
     pub alloc_ns: u64,
     pub faults: u64,
     pub huge: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThpChallengeResult {
+    pub huge: LatencyHistogram,
+    pub base: LatencyHistogram,
+    /// huge × 100 / (huge + base).
+    pub huge_pct: f64,
 }

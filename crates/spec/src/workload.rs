@@ -9,6 +9,18 @@ pub struct WorkloadSpec {
     pub duration_ns: u64,
     pub kbuild: Vec<KbuildParams>,
     pub thp_burst: Vec<ThpBurstParams>,
+    pub thpchallenge: Vec<ThpChallengeParams>,
+}
+
+/// `[[workload.thpchallenge]]`: mmtests' THP fault benchmark (published-results.md §5.4):
+/// `threads` threads each map `size` and fault it in 2 MiB steps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThpChallengeParams {
+    pub line: usize,
+    pub threads: u32,
+    pub size_bytes: u64,
+    pub madvised: bool,
+    pub hold_ns: u64,
 }
 
 /// `[[workload.kbuild]]`: a parallel kernel build (make -jN), `iterations` builds in a row.
