@@ -333,6 +333,25 @@ impl Mm {
                 "per-owner rss {:?} != {rss:?}",
                 self.folios.rss
             );
+            let mut content = vec![[0u32; 3]; self.block_content.len()];
+            for (_, f) in self.folios.live() {
+                if f.isolated {
+                    continue;
+                }
+                let m = crate::folio::folio_mobility(f.kind, self.pages.b[f.pfn as usize]);
+                let n = 1u32 << f.order;
+                for k in 0..n.div_ceil(PAGEBLOCK_NR_PAGES) {
+                    content[((f.pfn >> PAGEBLOCK_ORDER) + k) as usize][m] += n.min(PAGEBLOCK_NR_PAGES);
+                }
+            }
+            if let Some(b) = (0..content.len()).find(|&b| content[b] != self.block_content[b]) {
+                ensure!(
+                    false,
+                    "pageblock {b}: folio pages by mobility {:?} != {:?}",
+                    self.block_content[b],
+                    content[b]
+                );
+            }
             for ((m, i), id) in self.page_cache.iter() {
                 let f = &self.folios.folios[id as usize];
                 ensure!(

@@ -191,6 +191,17 @@ impl FolioTable {
     }
 }
 
+/// The mobility of a folio's pages, as an index into `Mm::block_content`: LRU folios are
+/// movable (1), slab allocated from a RECLAIMABLE request reclaimable (2), the rest unmovable
+/// (0). `alloc_mt` is the migratetype the folio's head page was allocated with (`PageArray::b`).
+pub fn folio_mobility(kind: FolioKind, alloc_mt: u32) -> usize {
+    match kind {
+        FolioKind::Anon | FolioKind::File => 1,
+        FolioKind::Slab if alloc_mt == MigrateType::Reclaimable as u32 => 2,
+        _ => 0,
+    }
+}
+
 impl Mm {
     /// Adds (`sign` = 1) or removes (−1) a folio's pages to/from the gauges of /proc/vmstat and
     /// /proc/zoneinfo (§14.2): LRU list sizes by the folio's active flag (isolated folios count as
@@ -201,6 +212,17 @@ impl Mm {
         let f = &self.folios.folios[id as usize];
         let (pfn, order, kind, isolated, active) = (f.pfn, f.order as u32, f.kind, f.isolated, f.active);
         let nr = sign << order;
+        if !isolated {
+            let m = folio_mobility(kind, self.pages.b[pfn as usize]);
+            let per_block = (1i64 << order).min(PAGEBLOCK_NR_PAGES as i64);
+            let first = (pfn >> PAGEBLOCK_ORDER) as usize;
+            let nblocks = ((1u32 << order) >> PAGEBLOCK_ORDER).max(1) as usize;
+            for b in first..first + nblocks {
+                let c = &mut self.block_content[b][m];
+                *c = (*c as i64 + sign * per_block) as u32;
+            }
+        }
+        let f = &self.folios.folios[id as usize];
         if f.owner > 1 && matches!(kind, FolioKind::Anon | FolioKind::PageTable) {
             let e = self.folios.rss.entry(f.owner).or_default();
             *e = (*e as i64 + nr) as u64;

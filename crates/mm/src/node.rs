@@ -133,6 +133,10 @@ pub struct Mm {
     pub zones: Vec<Zone>,
     pub pages: PageArray,
     pub blocks: Vec<u8>,
+    /// Pages of live folios in each pageblock by the folio's mobility (Unmovable, Movable,
+    /// Reclaimable: `folio::folio_mobility`), kept by `account_folio`. Chunks allocated with
+    /// `alloc_pages` outside the folio API are not counted.
+    pub block_content: Vec<[u32; 3]>,
     pub tun: Tunables,
     /// The min_free_kbytes in force (computed or given).
     pub min_free_kbytes: u64,
@@ -288,6 +292,7 @@ impl Mm {
             zones: Vec::new(),
             pages: PageArray::new(end_pfn as usize),
             blocks: vec![MigrateType::Movable as u8; nr_blocks],
+            block_content: vec![[0; 3]; nr_blocks],
             tun,
             min_free_kbytes: 0,
             nr_cpus,

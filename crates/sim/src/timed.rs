@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
-use fraglab_mm::folio::FolioKind;
 use fraglab_mm::types::{MigrateType, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
 use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo, Stat};
 use fraglab_mm::Mm;
@@ -70,19 +69,18 @@ pub fn sample(mm: &Mm, t_ns: u64) -> Sample {
             blocks_by_type[mm.block_mt(b << PAGEBLOCK_ORDER).idx()] += 1;
         }
     }
-    // Mixed: a block holding a folio whose mobility is not the block's type.
-    let mut mixed = std::collections::BTreeSet::new();
-    for (_, f) in mm.folios.live() {
-        let mobility = match f.kind {
-            FolioKind::Anon | FolioKind::File => MigrateType::Movable,
-            FolioKind::Slab if mm.pages.b[f.pfn as usize] == MigrateType::Reclaimable as u32 => {
-                MigrateType::Reclaimable
-            }
-            _ => MigrateType::Unmovable,
+    // Mixed: a block holding folio pages whose mobility is not the block's type (HighAtomic
+    // and Isolate blocks are not counted).
+    let mut mixed = 0u64;
+    for (b, c) in mm.block_content.iter().enumerate() {
+        let own = match mm.block_mt((b as u32) << PAGEBLOCK_ORDER) {
+            MigrateType::Unmovable => 0,
+            MigrateType::Movable => 1,
+            MigrateType::Reclaimable => 2,
+            _ => continue,
         };
-        let bt = mm.block_mt(f.pfn);
-        if bt != mobility && bt != MigrateType::HighAtomic {
-            mixed.insert(f.pfn >> PAGEBLOCK_ORDER);
+        if c.iter().enumerate().any(|(m, n)| m != own && *n > 0) {
+            mixed += 1;
         }
     }
     Sample {
@@ -90,7 +88,7 @@ pub fn sample(mm: &Mm, t_ns: u64) -> Sample {
         free_by_order,
         free_by_type,
         blocks_by_type,
-        mixed_blocks: mixed.len() as u64,
+        mixed_blocks: mixed,
         thp_fault_alloc: mm.stat(Stat::thp_fault_alloc),
         thp_fault_fallback: mm.stat(Stat::thp_fault_fallback),
     }

@@ -68,6 +68,15 @@ fn result_and_report_hold_the_run() {
         assert!(rows.contains(row), "{row} missing from\n{rows}");
     }
     assert!(r.proc_end["buddyinfo"].starts_with("Node 0, zone"));
+    // Slab, kernel stacks and page tables land in MOVABLE blocks under pressure (steal), or
+    // movable pages in UNMOVABLE blocks: some blocks become mixed.
+    assert_eq!(r.samples[0].mixed_blocks, 0);
+    assert!(r.samples.iter().any(|s| s.mixed_blocks > 0));
+    let total: u64 = r.samples[0].blocks_by_type.iter().sum();
+    assert!(r
+        .samples
+        .iter()
+        .all(|s| s.blocks_by_type.iter().sum::<u64>() == total));
     // A build's real time covers at least its user time over the CPUs.
     for b in &r.builds {
         assert!(b.end_ns - b.start_ns >= b.user_ns / 2);
