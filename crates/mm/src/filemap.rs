@@ -127,6 +127,12 @@ impl PageCache {
         (m == mapping && index < start + (1u64 << order_of(id))).then_some(id)
     }
 
+    /// The first entry of `mapping` at or after `index`: (folio, its index).
+    pub fn next_from(&self, mapping: u32, index: u64) -> Option<(crate::folio::FolioId, u64)> {
+        let (&(m, i), &id) = self.map.range((mapping, index)..).next()?;
+        (m == mapping).then_some((id, i))
+    }
+
     /// Entries in (mapping, index) order.
     pub fn iter(&self) -> impl Iterator<Item = ((u32, u64), crate::folio::FolioId)> + '_ {
         self.map.iter().map(|(&k, &v)| (k, v))
@@ -138,5 +144,512 @@ impl PageCache {
 
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+}
+
+use crate::folio::{FolioId, FolioKind};
+use crate::gfp::Gfp;
+use crate::node::Mm;
+use crate::slowpath::AllocWork;
+
+/// `MAX_PAGECACHE_ORDER` on x86-64 with 4 KiB pages (§12.1): min(MAX_XAS_ORDER, HPAGE_PMD_ORDER).
+pub const MAX_PAGECACHE_ORDER: u32 = 9;
+
+/// A file's `address_space` as far as folio allocation goes (§12.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    /// `mapping_min_folio_order` / `mapping_max_folio_order` (max 0: no large folios).
+    pub min_order: u32,
+    pub max_order: u32,
+    /// `mapping_gfp_mask`.
+    pub gfp: Gfp,
+}
+
+impl Mapping {
+    /// XFS: large folios [0, MAX_PAGECACHE_ORDER], and `xfs_setup_inode` clears __GFP_FS from
+    /// the mapping's GFP_HIGHUSER_MOVABLE.
+    pub fn xfs_like() -> Mapping {
+        Mapping {
+            min_order: 0,
+            max_order: MAX_PAGECACHE_ORDER,
+            gfp: Gfp::GFP_HIGHUSER_MOVABLE.without(Gfp::FS),
+        }
+    }
+
+    /// A filesystem with large folios and the default gfp (ext4 on 6.18, per
+    /// live-kernel-notes.md).
+    pub fn large_folios() -> Mapping {
+        Mapping {
+            min_order: 0,
+            max_order: MAX_PAGECACHE_ORDER,
+            gfp: Gfp::GFP_HIGHUSER_MOVABLE,
+        }
+    }
+
+    /// A mapping without large-folio support: order 0 only.
+    pub fn no_large_folios() -> Mapping {
+        Mapping {
+            min_order: 0,
+            max_order: 0,
+            gfp: Gfp::GFP_HIGHUSER_MOVABLE,
+        }
+    }
+
+    /// `mapping_large_folio_support`.
+    pub fn large_folio_support(&self) -> bool {
+        self.max_order > 0
+    }
+
+    /// Whether its gfp lacks __GFP_FS (a NOFS compactor may not migrate its folios, §9.6.3).
+    pub fn nofs(&self) -> bool {
+        !self.gfp.intersects(Gfp::FS)
+    }
+}
+
+/// `fgf_set_order(size)`: the folio order hinted by a write of `len` bytes (ilog2(len) − 12,
+/// 0 for a page or less).
+pub fn fgf_order(len: u64) -> u32 {
+    if len <= 4096 {
+        0
+    } else {
+        63 - len.leading_zeros() - 12
+    }
+}
+
+/// The gfp of one attempt of the buffered-write loop at `order` (§12.3.3 and the §12.5 table):
+/// `base` = mapping gfp + __GFP_WRITE, `hint` = the order the write asked for, `min_order` =
+/// the mapping's minimum.
+pub fn write_folio_gfp(policy: CostlyOrderPolicy, base: Gfp, hint: u32, order: u32, min_order: u32) -> Gfp {
+    use crate::types::PAGE_ALLOC_COSTLY_ORDER as COSTLY;
+    let light = Gfp::NORETRY.union(Gfp::NOWARN);
+    match policy {
+        CostlyOrderPolicy::Baseline | CostlyOrderPolicy::V4KcompactdBackground => {
+            if order > min_order {
+                base.union(light)
+            } else {
+                base
+            }
+        }
+        // fs/iomap: the caller drops __GFP_DIRECT_RECLAIM for the whole call when the hint is
+        // costly — the min-order fallback included; filemap still adds NORETRY|NOWARN above min.
+        CostlyOrderPolicy::V1Iomap => {
+            let g = if hint > COSTLY {
+                base.without(Gfp::DIRECT_RECLAIM)
+            } else {
+                base
+            };
+            if order > min_order {
+                g.union(light)
+            } else {
+                g
+            }
+        }
+        CostlyOrderPolicy::V2FilemapCostly => {
+            if order > COSTLY && order > min_order {
+                base.without(Gfp::DIRECT_RECLAIM).union(Gfp::NOWARN)
+            } else if order > min_order {
+                base.union(light)
+            } else {
+                base
+            }
+        }
+        CostlyOrderPolicy::V3FilemapOpportunistic => {
+            if order > min_order {
+                base.without(Gfp::DIRECT_RECLAIM).union(Gfp::NOWARN)
+            } else {
+                base
+            }
+        }
+    }
+}
+
+/// One allocation attempt of the write path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteAttempt {
+    pub index: u64,
+    /// The order this `__filemap_get_folio` call was asked for (`fgf_set_order` of the bytes
+    /// left in the chunk).
+    pub hint: u32,
+    pub order: u32,
+    pub gfp: Gfp,
+    pub ok: bool,
+    /// What the allocation's slow path did.
+    pub work: AllocWork,
+}
+
+/// What a buffered write did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// Pages that were already in the page cache (written over, dirtied).
+    pub hit_pages: u64,
+    /// Folios created, per order.
+    pub added: [u64; 11],
+    pub attempts: Vec<WriteAttempt>,
+    /// Pages that could not be given a folio at all (the write would fail with −ENOMEM).
+    pub failed_pages: u64,
+}
+
+/// Readahead state of an open file (`struct file_ra_state`, §12.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadaheadState {
+    pub start: u64,
+    pub size: u64,
+    pub async_size: u64,
+    /// The folio order the next readahead aims for (`ra->order`).
+    pub order: u32,
+    /// The last page read (`prev_pos` in pages), `u64::MAX` before the first read.
+    pub prev_index: u64,
+    /// `ra_pages` (the bdi's read_ahead_kb / 4; default 32).
+    pub ra_pages: u64,
+}
+
+impl Default for ReadaheadState {
+    fn default() -> Self {
+        ReadaheadState {
+            start: 0,
+            size: 0,
+            async_size: 0,
+            order: 0,
+            prev_index: u64::MAX,
+            ra_pages: 32,
+        }
+    }
+}
+
+/// `get_init_ra_size` (§12.2.3).
+pub fn get_init_ra_size(size: u64, max: u64) -> u64 {
+    let newsize = size.max(1).next_power_of_two();
+    if newsize <= max / 32 {
+        newsize * 4
+    } else if newsize <= max / 4 {
+        newsize * 2
+    } else {
+        max
+    }
+}
+
+/// `get_next_ra_size` (§12.2.4).
+pub fn get_next_ra_size(cur: u64, max: u64) -> u64 {
+    if cur < max / 16 {
+        4 * cur
+    } else if cur <= max / 2 {
+        2 * cur
+    } else {
+        max
+    }
+}
+
+/// What a read did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Pages of the request found in the page cache, and pages that readahead had to bring in
+    /// for it (read from the device).
+    pub hit_pages: u64,
+    pub miss_pages: u64,
+    /// Folios added by readahead, per order.
+    pub added: [u64; 11],
+    /// Large-folio allocations that failed (each ends its window's large folios, §12.2.5).
+    pub alloc_failures: u64,
+    /// Synchronous and asynchronous readahead calls.
+    pub sync_ra: u64,
+    pub async_ra: u64,
+    /// Pages that could not be read (even an order-0 folio failed).
+    pub failed_pages: u64,
+}
+
+impl Mm {
+    /// Registers a mapping; its id (≥ 1) names it in folios and the page cache.
+    pub fn add_mapping(&mut self, m: Mapping) -> u32 {
+        self.mappings.push(m);
+        self.mappings.len() as u32
+    }
+
+    pub fn mapping(&self, id: u32) -> Mapping {
+        self.mappings[(id - 1) as usize]
+    }
+
+    /// The folio of `mapping` covering page `index`, if cached.
+    pub fn filemap_lookup(&self, mapping: u32, index: u64) -> Option<FolioId> {
+        self.page_cache
+            .lookup(mapping, index, |id| self.folios.folios[id as usize].order as u32)
+    }
+
+    /// Whether pages [index, index + 2^order) of `mapping` are all uncached.
+    fn filemap_range_empty(&self, mapping: u32, index: u64, order: u32) -> bool {
+        let end = index + (1u64 << order);
+        if self.filemap_lookup(mapping, index).is_some() {
+            return false;
+        }
+        self.page_cache
+            .next_from(mapping, index)
+            .is_none_or(|(_, i)| i >= end)
+    }
+
+    /// `filemap_alloc_folio` + `filemap_add_folio`: a page-cache folio of `order` at `index`.
+    fn filemap_add(&mut self, cpu: u32, mapping: u32, index: u64, order: u32, gfp: Gfp) -> Option<FolioId> {
+        let nofs = self.mapping(mapping).nofs();
+        let id = self.alloc_folio(cpu, gfp, order, FolioKind::File, nofs)?;
+        let f = &mut self.folios.folios[id as usize];
+        f.mapping = mapping;
+        f.index = index;
+        self.page_cache.insert(mapping, index, id);
+        self.page_cache_added(id);
+        Some(id)
+    }
+
+    /// Called for every folio added to the page cache (refault detection hooks in here).
+    fn page_cache_added(&mut self, _id: FolioId) {}
+
+    /// A buffered write of `len` bytes at page `index` of `mapping` through iomap
+    /// (`iomap_write_iter` → `iomap_get_folio` → `__filemap_get_folio(FGP_WRITEBEGIN | FGP_NOFS |
+    /// fgf_set_order(len))`, §12.3–§12.5): for each chunk, an existing folio is written over;
+    /// otherwise the order hinted by the bytes left in this chunk (chunk = the mapping's largest
+    /// folio), capped at the mapping's maximum and reduced to the index's alignment, is tried,
+    /// then each lower order down to the minimum, with the gfp of `costly_order_policy`. New
+    /// folios are dirty and referenced.
+    ///
+    /// Simplification: an attempt whose range is partly cached is skipped (the kernel's add
+    /// fails with −EEXIST and the lookup repeats).
+    pub fn filemap_write(&mut self, cpu: u32, mapping: u32, index: u64, len_bytes: u64) -> WriteStats {
+        let m = self.mapping(mapping);
+        let base = m.gfp.union(Gfp::WRITE).without(Gfp::FS);
+        let chunk_pages = 1u64 << m.max_order;
+        let mut st = WriteStats::default();
+        let mut pos = index;
+        let end = index + len_bytes.div_ceil(4096).max(1);
+        while pos < end {
+            if let Some(id) = self.filemap_lookup(mapping, pos) {
+                let f = &self.folios.folios[id as usize];
+                let next = f.index + (1u64 << f.order);
+                let n = next.min(end) - pos;
+                st.hit_pages += n;
+                self.folio_mark_accessed(id);
+                self.folio_mark_dirty(id, true);
+                pos = next;
+                continue;
+            }
+            let in_chunk = (chunk_pages - pos % chunk_pages).min(end - pos);
+            let hint = fgf_order(in_chunk * 4096);
+            let mut order = hint.max(m.min_order).min(m.max_order);
+            if pos & ((1u64 << order) - 1) != 0 {
+                order = pos.trailing_zeros();
+            }
+            let mut got = None;
+            loop {
+                if self.filemap_range_empty(mapping, pos, order) {
+                    let gfp =
+                        write_folio_gfp(self.pagecache.costly_order_policy, base, hint, order, m.min_order);
+                    let r = self.filemap_add(cpu, mapping, pos, order, gfp);
+                    st.attempts.push(WriteAttempt {
+                        index: pos,
+                        hint,
+                        order,
+                        gfp,
+                        ok: r.is_some(),
+                        work: self.last_alloc,
+                    });
+                    if let Some(id) = r {
+                        got = Some((id, order));
+                        break;
+                    }
+                }
+                if order <= m.min_order {
+                    break;
+                }
+                order -= 1;
+            }
+            match got {
+                Some((id, order)) => {
+                    st.added[order as usize] += 1;
+                    self.folios.folios[id as usize].referenced = true;
+                    self.folio_mark_dirty(id, true);
+                    pos += 1u64 << order;
+                }
+                None => {
+                    st.failed_pages += end - pos;
+                    break;
+                }
+            }
+        }
+        st
+    }
+
+    /// A read of `nr` pages at page `index` of `mapping` (`filemap_read` with
+    /// `page_cache_sync_ra` on a miss and `page_cache_async_ra` on the PG_readahead marker,
+    /// §12.2). `file_pages` is the file's size (readahead stops at EOF). Hits are marked
+    /// accessed.
+    pub fn filemap_read(
+        &mut self,
+        cpu: u32,
+        mapping: u32,
+        ra: &mut ReadaheadState,
+        index: u64,
+        nr: u64,
+        file_pages: u64,
+    ) -> ReadStats {
+        let mut st = ReadStats::default();
+        let end = (index + nr).min(file_pages);
+        let mut pos = index;
+        while pos < end {
+            let (id, cached) = match self.filemap_lookup(mapping, pos) {
+                Some(id) => {
+                    if self.folios.folios[id as usize].readahead_mark {
+                        self.folios.folios[id as usize].readahead_mark = false;
+                        st.async_ra += 1;
+                        self.page_cache_async_ra(cpu, mapping, ra, file_pages, &mut st);
+                    }
+                    (id, true)
+                }
+                None => {
+                    st.sync_ra += 1;
+                    self.page_cache_sync_ra(cpu, mapping, ra, pos, end - pos, file_pages, &mut st);
+                    match self.filemap_lookup(mapping, pos) {
+                        Some(id) => (id, false),
+                        None => {
+                            st.failed_pages += end - pos;
+                            break;
+                        }
+                    }
+                }
+            };
+            self.folio_mark_accessed(id);
+            let f = &self.folios.folios[id as usize];
+            let next = (f.index + (1u64 << f.order)).min(end);
+            if cached {
+                st.hit_pages += next - pos;
+            } else {
+                st.miss_pages += next - pos;
+            }
+            pos = next;
+            ra.prev_index = pos - 1;
+        }
+        st
+    }
+
+    /// `page_cache_sync_ra` (§12.2.3): a read at the start of the file, a sequential miss or
+    /// an oversize request starts a new window (`get_init_ra_size`, order 0); anything else is
+    /// random and reads only the request with order-0 folios.
+    #[allow(clippy::too_many_arguments)]
+    fn page_cache_sync_ra(
+        &mut self,
+        cpu: u32,
+        mapping: u32,
+        ra: &mut ReadaheadState,
+        index: u64,
+        req: u64,
+        file_pages: u64,
+        st: &mut ReadStats,
+    ) {
+        let max = ra.ra_pages;
+        let sequential = index == 0 || ra.prev_index.wrapping_add(1) == index || req > max;
+        if !sequential {
+            let n = req.min(max.max(1));
+            self.ra_order0(cpu, mapping, index, n, file_pages, st);
+            return;
+        }
+        ra.start = index;
+        ra.size = get_init_ra_size(req, max);
+        ra.async_size = if ra.size > req { ra.size - req } else { ra.size / 2 };
+        ra.order = 0;
+        self.page_cache_ra_order(cpu, mapping, ra, file_pages, st);
+    }
+
+    /// `page_cache_async_ra` (§12.2.4): the next window, larger, with the order raised by 2.
+    fn page_cache_async_ra(
+        &mut self,
+        cpu: u32,
+        mapping: u32,
+        ra: &mut ReadaheadState,
+        file_pages: u64,
+        st: &mut ReadStats,
+    ) {
+        let max = ra.ra_pages;
+        ra.start += ra.size;
+        ra.size = get_next_ra_size(ra.size, max);
+        ra.async_size = ra.size;
+        ra.order += 2;
+        self.page_cache_ra_order(cpu, mapping, ra, file_pages, st);
+    }
+
+    /// `page_cache_ra_order` (§12.2.5): folios of `clamp(ra.order, min, min(max, ilog2(size)))`,
+    /// smaller where the index is unaligned or the window/EOF ends; on the first failed
+    /// allocation the rest of the window is read with order-0 folios. The folio at
+    /// `start + size − async_size` carries the PG_readahead marker. GFP: the mapping's, with
+    /// __GFP_NORETRY | __GFP_NOWARN, and without __GFP_FS (the memalloc_nofs scope).
+    fn page_cache_ra_order(
+        &mut self,
+        cpu: u32,
+        mapping: u32,
+        ra: &ReadaheadState,
+        file_pages: u64,
+        st: &mut ReadStats,
+    ) {
+        let m = self.mapping(mapping);
+        let limit = (ra.start + ra.size).min(file_pages);
+        if !m.large_folio_support() {
+            self.ra_order0(
+                cpu,
+                mapping,
+                ra.start,
+                limit.saturating_sub(ra.start),
+                file_pages,
+                st,
+            );
+            self.mark_readahead(mapping, ra);
+            return;
+        }
+        let cap = m.max_order.min(63 - ra.size.max(1).leading_zeros());
+        let new_order = ra.order.clamp(m.min_order, cap.max(m.min_order));
+        let gfp = m.gfp.union(Gfp::NORETRY).union(Gfp::NOWARN).without(Gfp::FS);
+        let mut index = ra.start;
+        while index < limit {
+            let mut order = new_order;
+            if index & ((1u64 << order) - 1) != 0 {
+                order = index.trailing_zeros().min(order);
+            }
+            while order > m.min_order && index + (1u64 << order) > limit {
+                order -= 1;
+            }
+            if !self.filemap_range_empty(mapping, index, order) {
+                index += 1;
+                continue;
+            }
+            if self.filemap_add(cpu, mapping, index, order, gfp).is_none() {
+                if order > 0 {
+                    st.alloc_failures += 1;
+                }
+                self.ra_order0(cpu, mapping, index, limit - index, file_pages, st);
+                break;
+            }
+            st.added[order as usize] += 1;
+            index += 1u64 << order;
+        }
+        self.mark_readahead(mapping, ra);
+    }
+
+    /// `do_page_cache_ra` with order-0 folios over [index, index + n), skipping cached pages.
+    fn ra_order0(&mut self, cpu: u32, mapping: u32, index: u64, n: u64, file_pages: u64, st: &mut ReadStats) {
+        let m = self.mapping(mapping);
+        let gfp = m.gfp.union(Gfp::NORETRY).union(Gfp::NOWARN).without(Gfp::FS);
+        for i in index..(index + n).min(file_pages) {
+            if self.filemap_lookup(mapping, i).is_some() {
+                continue;
+            }
+            if self.filemap_add(cpu, mapping, i, m.min_order, gfp).is_none() {
+                break;
+            }
+            st.added[m.min_order as usize] += 1;
+        }
+    }
+
+    /// Sets PG_readahead on the folio holding page `start + size − async_size`.
+    fn mark_readahead(&mut self, mapping: u32, ra: &ReadaheadState) {
+        if ra.async_size == 0 {
+            return;
+        }
+        let mark = ra.start + ra.size - ra.async_size;
+        if let Some(id) = self.filemap_lookup(mapping, mark) {
+            self.folios.folios[id as usize].readahead_mark = true;
+        }
     }
 }

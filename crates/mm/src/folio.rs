@@ -97,6 +97,8 @@ pub struct Folio {
     /// The task that allocated the folio (`Mm::cur_pid` at allocation; 0 = the kernel): the
     /// OOM killer's unit.
     pub owner: u32,
+    /// PG_readahead: reading this page-cache folio triggers asynchronous readahead (§12.2.4).
+    pub readahead_mark: bool,
 }
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -154,6 +156,7 @@ impl FolioTable {
             mapping: 0,
             index: 0,
             owner: 0,
+            readahead_mark: false,
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {

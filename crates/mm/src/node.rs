@@ -171,6 +171,8 @@ pub struct Mm {
     pub pagecache: crate::filemap::PagecacheConfig,
     /// The page cache (mapping, index) → folio.
     pub page_cache: crate::filemap::PageCache,
+    /// The page-cache mappings (`Mm::add_mapping`; id = index + 1).
+    pub mappings: Vec<crate::filemap::Mapping>,
     /// A direct compactor's capture request (`task_capc`, §9.10), while one runs.
     pub(crate) capc: Option<crate::compaction::CaptureControl>,
     /// kswapd's state (§10.1–§10.2) and `pgdat->kswapd_failures`.
@@ -318,6 +320,7 @@ impl Mm {
             work_sum: Default::default(),
             pagecache: Default::default(),
             page_cache: Default::default(),
+            mappings: Vec::new(),
             last_migrate: Default::default(),
             last_migrate_nr_pages: 0,
             last_alloc: Default::default(),

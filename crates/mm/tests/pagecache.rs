@@ -1,0 +1,318 @@
+//! Page-cache folios (kernel-model.md §12): the write path's order loop and its gfp under each
+//! policy of the 2026 iomap thread (§12.5), and readahead's order ramp (§12.2).
+
+mod common;
+
+use common::*;
+use fraglab_mm::filemap::{
+    fgf_order, get_init_ra_size, get_next_ra_size, write_folio_gfp, CostlyOrderPolicy, Mapping,
+    ReadaheadState, V4Position,
+};
+use fraglab_mm::folio::FolioKind;
+use fraglab_mm::vmstat::Stat;
+use fraglab_mm::{Gfp, Mm, Wakeup};
+
+const NO_RECLAIM: Gfp = Gfp::GFP_HIGHUSER_MOVABLE.without(Gfp::DIRECT_RECLAIM);
+
+#[test]
+fn s12_3_fgf_order_and_ra_sizes() {
+    assert_eq!(fgf_order(4096), 0);
+    assert_eq!(fgf_order(8192), 1);
+    assert_eq!(fgf_order(16 << 10), 2);
+    assert_eq!(fgf_order(64 << 10), 4);
+    assert_eq!(fgf_order(100 << 10), 4, "ilog2 rounds down");
+    assert_eq!(fgf_order(2 << 20), 9);
+    // ra_pages 32: a 1-page read at the start gets 4 pages, 8 pages get 16, 16 get 32.
+    assert_eq!(get_init_ra_size(1, 32), 4);
+    assert_eq!(get_init_ra_size(8, 32), 16);
+    assert_eq!(get_init_ra_size(16, 32), 32);
+    assert_eq!(get_next_ra_size(1, 32), 4);
+    assert_eq!(get_next_ra_size(4, 32), 8);
+    assert_eq!(get_next_ra_size(16, 32), 32);
+    assert_eq!(get_next_ra_size(32, 32), 32);
+}
+
+/// The §12.5 table, row by row: base = XFS mapping gfp (no __GFP_FS) + __GFP_WRITE.
+#[test]
+fn s12_5_write_gfp_per_policy() {
+    use CostlyOrderPolicy::*;
+    let base = Gfp::GFP_HIGHUSER_MOVABLE.without(Gfp::FS).union(Gfp::WRITE);
+    let light = Gfp::NORETRY.union(Gfp::NOWARN);
+    let opportunistic = base.without(Gfp::DIRECT_RECLAIM).union(Gfp::NOWARN);
+    // Baseline (and V4, whose change is in the allocator): NORETRY|NOWARN above the minimum.
+    for p in [Baseline, V4KcompactdBackground] {
+        for o in 1..=9 {
+            assert_eq!(write_folio_gfp(p, base, 6, o, 0), base.union(light), "{p:?} {o}");
+        }
+        assert_eq!(write_folio_gfp(p, base, 6, 0, 0), base);
+    }
+    // V1: decided on the hint; a costly hint drops direct reclaim for every attempt, order 0 too.
+    assert_eq!(
+        write_folio_gfp(V1Iomap, base, 6, 5, 0),
+        base.without(Gfp::DIRECT_RECLAIM).union(light)
+    );
+    assert_eq!(
+        write_folio_gfp(V1Iomap, base, 6, 2, 0),
+        base.without(Gfp::DIRECT_RECLAIM).union(light)
+    );
+    assert_eq!(
+        write_folio_gfp(V1Iomap, base, 6, 0, 0),
+        base.without(Gfp::DIRECT_RECLAIM)
+    );
+    assert_eq!(write_folio_gfp(V1Iomap, base, 3, 3, 0), base.union(light));
+    assert_eq!(write_folio_gfp(V1Iomap, base, 3, 0, 0), base);
+    // V2: costly orders opportunistic, 1..=3 light, the minimum plain.
+    assert_eq!(write_folio_gfp(V2FilemapCostly, base, 6, 4, 0), opportunistic);
+    assert_eq!(write_folio_gfp(V2FilemapCostly, base, 6, 3, 0), base.union(light));
+    assert_eq!(write_folio_gfp(V2FilemapCostly, base, 6, 1, 0), base.union(light));
+    assert_eq!(write_folio_gfp(V2FilemapCostly, base, 6, 0, 0), base);
+    // V3: every order above the minimum opportunistic, without NORETRY.
+    for o in 1..=9 {
+        assert_eq!(
+            write_folio_gfp(V3FilemapOpportunistic, base, 6, o, 0),
+            opportunistic
+        );
+    }
+    assert_eq!(write_folio_gfp(V3FilemapOpportunistic, base, 6, 0, 0), base);
+}
+
+/// Half of memory free in order-0 holes between anon pages, plus some clean page cache that
+/// reclaim can free; kswapd asleep.
+fn fragmented(policy: CostlyOrderPolicy) -> (Mm, u32) {
+    let mut mm = dma32(16, 1, tun_kb(128));
+    mm.pagecache.costly_order_policy = policy;
+    let mut anon = Vec::new();
+    while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {
+        anon.push(id);
+    }
+    for id in anon.into_iter().step_by(2) {
+        mm.free_folio(0, id);
+    }
+    // The fill stopped at the min watermark; take whatever larger chunks are left with atomic
+    // kernel allocations, so that the only free memory is the order-0 holes.
+    mm.drain_all_pages();
+    for order in (1..=10).rev() {
+        while mm
+            .alloc_folio(0, Gfp::GFP_ATOMIC, order, FolioKind::Kernel, false)
+            .is_some()
+        {}
+    }
+    mm.drain_all_pages();
+    mm.kswapd_until_sleep(8);
+    mm.take_wakeups();
+    let xfs = mm.add_mapping(Mapping::xfs_like());
+    (mm, xfs)
+}
+
+#[test]
+fn s12_3_write_walks_orders_down_one_at_a_time() {
+    // A 256 KiB write hints order 6; with no free chunk above order 0 and opportunistic
+    // attempts, it tries 6, 5, 4, 3, 2, 1, then succeeds at 0.
+    let (mut mm, xfs) = fragmented(CostlyOrderPolicy::V3FilemapOpportunistic);
+    let st = mm.filemap_write(0, xfs, 0, 256 << 10);
+    let orders: Vec<u32> = st.attempts.iter().map(|a| a.order).collect();
+    assert_eq!(&orders[..7], &[6, 5, 4, 3, 2, 1, 0]);
+    assert!(st.attempts[..6].iter().all(|a| !a.ok) && st.attempts[6].ok);
+    assert_eq!(st.added[0], 64, "the whole write in order-0 folios");
+    assert_eq!(st.failed_pages, 0);
+    // The folios are dirty page cache of the XFS mapping, not migratable by a NOFS compactor.
+    let id = mm.filemap_lookup(xfs, 17).unwrap();
+    let f = mm.folios.get(id);
+    assert!(f.dirty && f.nofs_mapping && f.kind == FolioKind::File && f.index == 17);
+    // Writing again hits the cache.
+    let again = mm.filemap_write(0, xfs, 0, 256 << 10);
+    assert_eq!((again.hit_pages, again.attempts.len()), (64, 0));
+    check(&mm);
+}
+
+#[test]
+fn s12_3_write_alignment_and_fresh_machine() {
+    let mut mm = dma32(16, 1, tun_kb(128));
+    let xfs = mm.add_mapping(Mapping::xfs_like());
+    // 64 KiB at page 4: the hint (4) is reduced to the index's alignment (order 2), then the
+    // rest of the write continues at page 8 with its own hint.
+    let st = mm.filemap_write(0, xfs, 4, 64 << 10);
+    assert_eq!(st.attempts[0].order, 2);
+    assert!(st.attempts.iter().all(|a| a.ok));
+    assert_eq!(st.added.iter().enumerate().map(|(o, n)| n << o).sum::<u64>(), 16);
+    // A mapping without large folios only ever gets order 0.
+    let plain = mm.add_mapping(Mapping::no_large_folios());
+    let st = mm.filemap_write(0, plain, 0, 1 << 20);
+    assert_eq!(st.added[0], 256);
+    assert!(st.added[1..].iter().all(|&n| n == 0));
+    check(&mm);
+}
+
+/// §12.5 scenario: what one 256 KiB XFS write's allocation attempts do on a fragmented machine
+/// under each policy.
+#[test]
+fn s12_5_write_work_per_policy_on_a_fragmented_machine() {
+    use CostlyOrderPolicy::*;
+    // Baseline: the costly attempts run direct compaction (initial async compaction).
+    let (mut mm, xfs) = fragmented(Baseline);
+    let st = mm.filemap_write(0, xfs, 0, 256 << 10);
+    assert_eq!(st.attempts[0].order, 6);
+    assert!(st.attempts[0].work.compact_stalls >= 1, "{:?}", st.attempts[0]);
+    assert!(mm.stat(Stat::compact_stall) >= 1);
+    check(&mm);
+
+    // V1 and V3: no direct work at all for the large attempts; kswapd is asked instead.
+    for p in [V1Iomap, V3FilemapOpportunistic] {
+        let (mut mm, xfs) = fragmented(p);
+        let st = mm.filemap_write(0, xfs, 0, 256 << 10);
+        // V1 decides on each call's hint: the last, small pieces of the write hint a
+        // non-costly order and keep direct reclaim.
+        let opportunistic = |a: &&fraglab_mm::filemap::WriteAttempt| match p {
+            V1Iomap => a.hint > 3,
+            _ => a.order > 0,
+        };
+        assert!(st.attempts.iter().filter(opportunistic).count() >= 6);
+        for a in st.attempts.iter().filter(opportunistic) {
+            assert!(!a.gfp.intersects(Gfp::DIRECT_RECLAIM), "{p:?} {a:?}");
+            assert_eq!(
+                (a.work.compact_stalls, a.work.reclaim_calls, a.work.drains),
+                (0, 0, 0),
+                "{p:?} {a:?}"
+            );
+        }
+        if p == V3FilemapOpportunistic {
+            // Only the order-0 attempts may reclaim, and order 0 never compacts.
+            assert_eq!(mm.stat(Stat::compact_stall), 0, "{p:?}");
+        }
+        let woke = mm
+            .take_wakeups()
+            .iter()
+            .any(|w| matches!(w, Wakeup::Kswapd { order: 6, .. }));
+        assert!(woke || mm.kswapd.order >= 6, "{p:?}: kswapd asked for order 6");
+        check(&mm);
+    }
+
+    // V2: nothing direct for the costly orders; the light NORETRY path for orders 1..=3.
+    let (mut mm, xfs) = fragmented(V2FilemapCostly);
+    let st = mm.filemap_write(0, xfs, 0, 256 << 10);
+    for a in &st.attempts {
+        if a.order > 3 {
+            assert_eq!((a.work.compact_stalls, a.work.reclaim_calls), (0, 0), "{a:?}");
+        }
+    }
+    let light = st.attempts.iter().find(|a| a.order == 3).expect("order 3 tried");
+    assert!(
+        light.work.reclaim_calls + light.work.compact_stalls > 0,
+        "order 3 does light direct work: {light:?}"
+    );
+    check(&mm);
+
+    // V4 before the initial compaction: costly attempts wake kcompactd and fail, no direct work.
+    let (mut mm, xfs) = fragmented(V4KcompactdBackground);
+    let st = mm.filemap_write(0, xfs, 0, 256 << 10);
+    // (Later, aligned pieces of the write may find a chunk that the order-3 attempts'
+    // compaction freed: those succeed on the fast path.)
+    assert!(!st.attempts[0].ok);
+    for a in st.attempts.iter().filter(|a| a.order > 3) {
+        assert_eq!((a.work.compact_stalls, a.work.reclaim_calls), (0, 0), "{a:?}");
+        if a.ok {
+            assert!(!a.work.slowpath, "{a:?}");
+        } else {
+            assert_eq!(a.work.kcompactd_wakes, 1, "{a:?}");
+        }
+    }
+    assert!(mm.kcompactd.max_order >= 4);
+    check(&mm);
+
+    // V4 after it: one async compaction per costly attempt, then the exit (no reclaim).
+    let (mut mm, xfs) = fragmented(V4KcompactdBackground);
+    mm.pagecache.v4_position = V4Position::AfterInitialCompaction;
+    let st = mm.filemap_write(0, xfs, 0, 256 << 10);
+    let first = st.attempts[0];
+    assert_eq!(first.order, 6);
+    assert!(first.work.compact_stalls >= 1, "{first:?}");
+    assert_eq!(first.work.reclaim_calls, 0, "{first:?}");
+    check(&mm);
+}
+
+#[test]
+fn s12_2_readahead_ramps_the_order_by_two_per_window() {
+    for (ra_pages, want) in [(32u64, vec![0u32, 2, 4, 5]), (2048, vec![0, 2, 4, 6, 8, 9])] {
+        let mut mm = dma32(32, 1, tun_kb(128));
+        let f = mm.add_mapping(Mapping::large_folios());
+        let mut ra = ReadaheadState {
+            ra_pages,
+            ..Default::default()
+        };
+        let file = 16_384;
+        // The largest order each readahead call added (smaller folios fill unaligned starts
+        // and window ends).
+        let mut orders: Vec<u32> = Vec::new();
+        let mut pos = 0;
+        while pos < 8192 {
+            let st = mm.filemap_read(0, f, &mut ra, pos, 16, file);
+            assert_eq!(st.failed_pages, 0);
+            if let Some(o) = (0..11u32).rev().find(|&o| st.added[o as usize] > 0) {
+                if !orders.contains(&o) {
+                    orders.push(o);
+                }
+            }
+            pos += 16;
+        }
+        assert_eq!(orders, want, "ra_pages {ra_pages}");
+        check(&mm);
+    }
+}
+
+#[test]
+fn s12_2_first_failure_falls_back_to_order_0_for_the_rest_of_the_window() {
+    let (mut mm, _) = fragmented(CostlyOrderPolicy::Baseline);
+    let f = mm.add_mapping(Mapping::large_folios());
+    let mut ra = ReadaheadState {
+        ra_pages: 2048,
+        ..Default::default()
+    };
+    let mut failures = 0;
+    let mut large = 0;
+    let mut pos = 0;
+    while pos < 4096 {
+        let st = mm.filemap_read(0, f, &mut ra, pos, 64, 8192);
+        failures += st.alloc_failures;
+        large += st.added[1..].iter().sum::<u64>();
+        if st.alloc_failures > 0 {
+            assert!(
+                st.added[0] > 0,
+                "the window's rest came as order-0 folios: {st:?}"
+            );
+            // One failure ends the window's large folios: never more than one per window.
+            assert!(st.alloc_failures <= st.sync_ra + st.async_ra, "{st:?}");
+        }
+        assert_eq!(st.failed_pages, 0, "order-0 folios always come");
+        pos += 64;
+    }
+    assert!(
+        failures > 0,
+        "large readahead folios fail on a fragmented machine"
+    );
+    // Some windows still got large folios (NORETRY readahead may compact asynchronously).
+    assert!(large > 0);
+    check(&mm);
+}
+
+#[test]
+fn s12_2_mapping_without_large_folios_reads_order_0_and_random_reads_do_not_ramp() {
+    let mut mm = dma32(16, 1, tun_kb(128));
+    let f = mm.add_mapping(Mapping::no_large_folios());
+    let mut ra = ReadaheadState::default();
+    let mut added = [0u64; 11];
+    for pos in (0..2048).step_by(16) {
+        let st = mm.filemap_read(0, f, &mut ra, pos, 16, 4096);
+        for (o, n) in st.added.iter().enumerate() {
+            added[o] += n;
+        }
+    }
+    assert!(added[0] >= 2048 && added[1..].iter().all(|&n| n == 0));
+    // Random 1-page reads far apart: each reads only its page (no window).
+    let g = mm.add_mapping(Mapping::large_folios());
+    let mut ra = ReadaheadState::default();
+    mm.filemap_read(0, g, &mut ra, 0, 1, 1 << 20);
+    let st = mm.filemap_read(0, g, &mut ra, 500_000, 1, 1 << 20);
+    assert_eq!(st.added.iter().sum::<u64>(), 1);
+    assert_eq!(st.added[0], 1);
+    check(&mm);
+}
