@@ -397,8 +397,10 @@ impl Mm {
         Some(id)
     }
 
-    /// Called for every folio added to the page cache (refault detection hooks in here).
-    fn page_cache_added(&mut self, _id: FolioId) {}
+    /// Called for every folio added to the page cache: refault detection (§10.3.8).
+    fn page_cache_added(&mut self, id: FolioId) {
+        self.workingset_refault(id);
+    }
 
     /// A buffered write of `len` bytes at page `index` of `mapping` through iomap
     /// (`iomap_write_iter` → `iomap_get_folio` → `__filemap_get_folio(FGP_WRITEBEGIN | FGP_NOFS |

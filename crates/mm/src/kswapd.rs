@@ -15,7 +15,8 @@
 //! threshold switch (`set_pgdat_percpu_threshold`) does not arise (counters are exact).
 
 use crate::gfp::Gfp;
-use crate::node::{Mm, Wakeup};
+use crate::node::{trace_kind, Mm, Wakeup};
+use crate::trace::TraceEvent;
 use crate::types::*;
 use crate::vmscan::{ScanControl, DEF_PRIORITY, LRU_ACTIVE_ANON, LRU_INACTIVE_ANON};
 use crate::vmstat::Stat;
@@ -133,6 +134,14 @@ impl Mm {
             _ => self.kswapd.phase = KswapdPhase::Running,
         }
         self.kswapd.wakes += 1;
+        if self.trace_on(trace_kind::VMSCAN_KSWAPD) {
+            let ev = TraceEvent::MmVmscanWakeupKswapd {
+                nid: 0,
+                order: order as i32,
+                gfp,
+            };
+            self.emit(0, ev);
+        }
         self.wakeups.push(Wakeup::Kswapd {
             zone: self.zones[zi].zone_type,
             order,
@@ -312,8 +321,7 @@ impl Mm {
                     .max(SWAP_CLUSTER_MAX)
             })
             .sum();
-        // TODO(merge): shrink_node (slab shrinking, should_continue_reclaim) from vmscan.
-        self.shrink_lruvec(sc);
+        self.shrink_node(sc);
         if sc.order > 0 && sc.nr_reclaimed >= crate::compaction::compact_gap(sc.order) {
             sc.order = 0;
         }
@@ -417,7 +425,19 @@ impl Mm {
         }
     }
 
-    fn kswapd_trace_wake(&mut self, _hz: usize, _order: u32) {}
+    fn kswapd_trace_wake(&mut self, _hz: usize, order: u32) {
+        if self.trace_on(trace_kind::VMSCAN_KSWAPD) {
+            let ev = TraceEvent::MmVmscanKswapdWake {
+                nid: 0,
+                order: order as i32,
+            };
+            self.emit(KSWAPD_CPU, ev);
+        }
+    }
 
-    fn kswapd_trace_sleep(&mut self) {}
+    fn kswapd_trace_sleep(&mut self) {
+        if self.trace_on(trace_kind::VMSCAN_KSWAPD) {
+            self.emit(KSWAPD_CPU, TraceEvent::MmVmscanKswapdSleep { nid: 0 });
+        }
+    }
 }

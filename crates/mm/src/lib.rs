@@ -17,11 +17,13 @@ pub mod mmzone;
 pub mod node;
 pub mod page_alloc;
 pub mod slowpath;
+pub mod swap;
 pub mod trace;
 pub mod types;
 pub mod vmscan;
 pub mod vmstat;
 mod vmstat_items;
+pub mod workingset;
 
 pub use gfp::{AllocFlags, Gfp};
 pub use mmzone::{MachineConfig, MachineError, ZoneConfig};

@@ -29,6 +29,10 @@ pub struct Tunables {
     pub percpu_pagelist_high_fraction: u32,
     /// THP enabled ≠ never at boot: khugepaged raises min_free_kbytes (§3.1.2).
     pub thp_enabled: bool,
+    /// `vm.swappiness` (0..=200).
+    pub swappiness: u32,
+    /// `vm.vfs_cache_pressure` (slab shrinking scale, 100 = default).
+    pub vfs_cache_pressure: u32,
 }
 
 impl Default for Tunables {
@@ -42,6 +46,8 @@ impl Default for Tunables {
             defrag_stage: DefragStage::KswapdWatermarks,
             percpu_pagelist_high_fraction: 0,
             thp_enabled: true,
+            swappiness: 60,
+            vfs_cache_pressure: 100,
         }
     }
 }
@@ -178,6 +184,11 @@ pub struct Mm {
     /// kswapd's state (§10.1–§10.2) and `pgdat->kswapd_failures`.
     pub kswapd: crate::kswapd::KswapdState,
     pub kswapd_failures: u32,
+    /// The swap device (none by default) and the page cache's shadow entries.
+    pub swap: crate::swap::SwapDevice,
+    pub workingset: crate::workingset::Workingset,
+    /// Reclaimable slab folios (`set_slab_shrinkable`), oldest first, with their tokens.
+    pub shrinkable_slab: std::collections::VecDeque<(crate::folio::FolioId, u64)>,
     /// Tasks the OOM killer killed, in order (for whoever owns the tasks).
     pub oom_victims: Vec<u32>,
     /// kcompactd's state (§9.11.1).
@@ -214,7 +225,14 @@ pub mod trace_kind {
     pub const COMPACTION: u32 = 32 | 64 | 128 | 256 | 512;
     /// migrate:mm_migrate_pages_start / mm_migrate_pages.
     pub const MIGRATE: u32 = 1 << 20;
-    pub const ALL: u32 = KMEM | COMPACTION | MIGRATE;
+    /// vmscan:mm_vmscan_kswapd_sleep / _kswapd_wake / _wakeup_kswapd.
+    pub const VMSCAN_KSWAPD: u32 = 1 << 21;
+    /// vmscan:mm_vmscan_direct_reclaim_begin / _end.
+    pub const VMSCAN_DIRECT: u32 = 1 << 22;
+    /// vmscan:mm_vmscan_lru_isolate / _lru_shrink_inactive / _lru_shrink_active.
+    pub const VMSCAN_LRU: u32 = 1 << 23;
+    pub const VMSCAN: u32 = VMSCAN_KSWAPD | VMSCAN_DIRECT | VMSCAN_LRU;
+    pub const ALL: u32 = KMEM | COMPACTION | MIGRATE | VMSCAN;
 
     /// Maps a tracepoint name (with or without the `kmem:` prefix) to its bit.
     pub fn from_name(name: &str) -> Option<u32> {
@@ -224,10 +242,14 @@ pub mod trace_kind {
         if name == "migrate:*" {
             return Some(MIGRATE);
         }
+        if name == "vmscan:*" {
+            return Some(VMSCAN);
+        }
         let n = name
             .strip_prefix("kmem:")
             .or_else(|| name.strip_prefix("compaction:"))
             .or_else(|| name.strip_prefix("migrate:"))
+            .or_else(|| name.strip_prefix("vmscan:"))
             .unwrap_or(name);
         Some(match n {
             "mm_compaction_isolate_migratepages" | "mm_compaction_isolate_freepages" => COMPACTION_ISOLATE,
@@ -242,6 +264,11 @@ pub mod trace_kind {
             | "mm_compaction_kcompactd_wake"
             | "mm_compaction_kcompactd_sleep" => COMPACTION_KCOMPACTD,
             "mm_migrate_pages" | "mm_migrate_pages_start" => MIGRATE,
+            "mm_vmscan_kswapd_sleep" | "mm_vmscan_kswapd_wake" | "mm_vmscan_wakeup_kswapd" => VMSCAN_KSWAPD,
+            "mm_vmscan_direct_reclaim_begin" | "mm_vmscan_direct_reclaim_end" => VMSCAN_DIRECT,
+            "mm_vmscan_lru_isolate" | "mm_vmscan_lru_shrink_inactive" | "mm_vmscan_lru_shrink_active" => {
+                VMSCAN_LRU
+            }
             "mm_page_alloc" => MM_PAGE_ALLOC,
             "mm_page_free" => MM_PAGE_FREE,
             "mm_page_alloc_zone_locked" => MM_PAGE_ALLOC_ZONE_LOCKED,
@@ -317,6 +344,9 @@ impl Mm {
             kswapd: Default::default(),
             kswapd_failures: 0,
             oom_victims: Vec::new(),
+            swap: Default::default(),
+            workingset: Default::default(),
+            shrinkable_slab: Default::default(),
             work_sum: Default::default(),
             pagecache: Default::default(),
             page_cache: Default::default(),

@@ -104,10 +104,14 @@ pub struct AllocWork {
 }
 
 impl Mm {
-    /// `zone_reclaimable_pages`: file LRU pages of the zone (anon only with swap, absent).
+    /// `zone_reclaimable_pages`: file LRU pages of the zone, plus anon when swap has room.
     pub fn zone_reclaimable_pages(&self, zi: usize) -> u64 {
         let z = &self.zones[zi];
-        (z.stat(Stat::nr_zone_inactive_file) + z.stat(Stat::nr_zone_active_file)).max(0) as u64
+        let mut n = z.stat(Stat::nr_zone_inactive_file) + z.stat(Stat::nr_zone_active_file);
+        if self.can_reclaim_anon() {
+            n += z.stat(Stat::nr_zone_inactive_anon) + z.stat(Stat::nr_zone_active_anon);
+        }
+        n.max(0) as u64
     }
 
     /// `__alloc_pages_direct_compact` (§7.5).

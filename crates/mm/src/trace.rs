@@ -160,7 +160,10 @@ pub enum TraceEvent {
         migratetype: i32,
     },
     /// kmem:mm_page_free.
-    MmPageFree { pfn: u32, order: u32 },
+    MmPageFree {
+        pfn: u32,
+        order: u32,
+    },
     /// kmem:mm_page_alloc_zone_locked.
     MmPageAllocZoneLocked {
         pfn: u32,
@@ -169,7 +172,11 @@ pub enum TraceEvent {
         percpu_refill: bool,
     },
     /// kmem:mm_page_pcpu_drain.
-    MmPagePcpuDrain { pfn: u32, order: u32, migratetype: i32 },
+    MmPagePcpuDrain {
+        pfn: u32,
+        order: u32,
+        migratetype: i32,
+    },
     /// kmem:mm_page_alloc_extfrag. `pageblock_order` (9) and `fragmenting`
     /// (`fallback_order < 9`) are printed but derived, so not stored.
     MmPageAllocExtfrag {
@@ -189,7 +196,10 @@ pub enum TraceEvent {
         nr_taken: u64,
     },
     /// compaction:mm_compaction_migratepages.
-    MmCompactionMigratepages { nr_migrated: u64, nr_failed: u64 },
+    MmCompactionMigratepages {
+        nr_migrated: u64,
+        nr_failed: u64,
+    },
     /// compaction:mm_compaction_begin, and _end when `status` is Some (index of
     /// `compaction::CompactResult`).
     MmCompactionBeginEnd {
@@ -201,7 +211,11 @@ pub enum TraceEvent {
         status: Option<u8>,
     },
     /// compaction:mm_compaction_try_to_compact_pages.
-    MmCompactionTryToCompactPages { order: i32, gfp: Gfp, prio: i32 },
+    MmCompactionTryToCompactPages {
+        order: i32,
+        gfp: Gfp,
+        prio: i32,
+    },
     /// compaction:mm_compaction_suitable (`finished` = false) / _finished (true); `zone` is the
     /// zone index, `ret` the `CompactResult` index.
     MmCompactionSuitableFinished {
@@ -234,7 +248,9 @@ pub enum TraceEvent {
         nr_taken: u64,
     },
     /// compaction:mm_compaction_kcompactd_sleep.
-    MmCompactionKcompactdSleep { nid: i32 },
+    MmCompactionKcompactdSleep {
+        nid: i32,
+    },
     /// migrate:mm_migrate_pages, at the end of `migrate_pages()`. `mode` is the `migrate_mode`
     /// (index of [`MIGRATE_MODE_NAMES`], as `compaction::MigrateMode`), `reason` the
     /// `migrate_reason` (index of [`MIGRATE_REASON_NAMES`]; [`MR_COMPACTION`] = 0).
@@ -250,7 +266,117 @@ pub enum TraceEvent {
         reason: u8,
     },
     /// migrate:mm_migrate_pages_start, at the start of `migrate_pages()`.
-    MmMigratePagesStart { mode: u8, reason: u8 },
+    MmMigratePagesStart {
+        mode: u8,
+        reason: u8,
+    },
+    /// vmscan:mm_vmscan_kswapd_sleep.
+    MmVmscanKswapdSleep {
+        nid: i32,
+    },
+    /// vmscan:mm_vmscan_kswapd_wake (the zone index is recorded but not printed, so not kept).
+    MmVmscanKswapdWake {
+        nid: i32,
+        order: i32,
+    },
+    /// vmscan:mm_vmscan_wakeup_kswapd (zone index not printed, not kept).
+    MmVmscanWakeupKswapd {
+        nid: i32,
+        order: i32,
+        gfp: Gfp,
+    },
+    /// vmscan:mm_vmscan_direct_reclaim_begin / _end.
+    MmVmscanDirectReclaimBegin {
+        order: i32,
+        gfp: Gfp,
+    },
+    MmVmscanDirectReclaimEnd {
+        nr_reclaimed: u64,
+    },
+    /// vmscan:mm_vmscan_lru_isolate (pages; `lru` indexes [`crate::vmscan::LRU_NAMES`]).
+    MmVmscanLruIsolate {
+        highest_zoneidx: i32,
+        order: i32,
+        nr_requested: u64,
+        nr_scanned: u64,
+        nr_skipped: u64,
+        nr_taken: u64,
+        lru: u8,
+    },
+    /// vmscan:mm_vmscan_lru_shrink_inactive; `nr_activate` = [anon, file]; `flags` the
+    /// RECLAIM_WB_* bits.
+    MmVmscanLruShrinkInactive {
+        nid: i32,
+        nr_scanned: i64,
+        nr_reclaimed: i64,
+        nr_dirty: i64,
+        nr_writeback: i64,
+        nr_congested: i64,
+        nr_immediate: i64,
+        nr_activate: [i32; 2],
+        nr_ref_keep: i64,
+        nr_unmap_fail: i64,
+        priority: i32,
+        flags: u32,
+    },
+    /// vmscan:mm_vmscan_lru_shrink_active.
+    MmVmscanLruShrinkActive {
+        nid: i32,
+        nr_taken: i64,
+        nr_active: i64,
+        nr_deactivated: i64,
+        nr_referenced: i64,
+        priority: i32,
+        flags: u32,
+    },
+}
+
+/// `RECLAIM_WB_*` (include/trace/events/vmscan.h), as `show_reclaim_flags` prints them.
+pub const RECLAIM_WB_FLAGS: [(u32, &str); 5] = [
+    (0x1, "RECLAIM_WB_ANON"),
+    (0x2, "RECLAIM_WB_FILE"),
+    (0x10, "RECLAIM_WB_MIXED"),
+    (0x4, "RECLAIM_WB_SYNC"),
+    (0x8, "RECLAIM_WB_ASYNC"),
+];
+
+/// `trace_reclaim_flags(file)`: FILE or ANON, always ASYNC.
+pub fn trace_reclaim_flags(file: bool) -> u32 {
+    (if file { 0x2 } else { 0x1 }) | 0x8
+}
+
+/// `show_reclaim_flags`: `__print_flags(flags, "|", ...)`, or RECLAIM_WB_NONE for 0; bits left
+/// over print in hex as `__print_flags` does.
+pub fn show_reclaim_flags(flags: u32) -> String {
+    if flags == 0 {
+        return "RECLAIM_WB_NONE".into();
+    }
+    let mut parts = Vec::new();
+    let mut left = flags;
+    for (bit, name) in RECLAIM_WB_FLAGS {
+        if left & bit != 0 {
+            parts.push(name.to_string());
+            left &= !bit;
+        }
+    }
+    if left != 0 {
+        parts.push(format!("0x{left:x}"));
+    }
+    parts.join("|")
+}
+
+fn parse_reclaim_flags(s: &str) -> Option<u32> {
+    if s == "RECLAIM_WB_NONE" {
+        return Some(0);
+    }
+    let mut flags = 0;
+    for p in s.split('|') {
+        match RECLAIM_WB_FLAGS.iter().find(|(_, n)| *n == p) {
+            Some((bit, _)) => flags |= bit,
+            None => flags |= parse_hex_u32(p.strip_prefix("0x")?)?,
+        }
+    }
+    (flags != 0 && show_reclaim_flags(flags) == s).then_some(flags)
 }
 
 /// `migrate_reason` `MR_COMPACTION`, the reason compaction passes to `migrate_pages()`.
@@ -339,6 +465,14 @@ impl TraceEvent {
             TraceEvent::MmCompactionKcompactdSleep { .. } => "mm_compaction_kcompactd_sleep",
             TraceEvent::MmMigratePages { .. } => "mm_migrate_pages",
             TraceEvent::MmMigratePagesStart { .. } => "mm_migrate_pages_start",
+            TraceEvent::MmVmscanKswapdSleep { .. } => "mm_vmscan_kswapd_sleep",
+            TraceEvent::MmVmscanKswapdWake { .. } => "mm_vmscan_kswapd_wake",
+            TraceEvent::MmVmscanWakeupKswapd { .. } => "mm_vmscan_wakeup_kswapd",
+            TraceEvent::MmVmscanDirectReclaimBegin { .. } => "mm_vmscan_direct_reclaim_begin",
+            TraceEvent::MmVmscanDirectReclaimEnd { .. } => "mm_vmscan_direct_reclaim_end",
+            TraceEvent::MmVmscanLruIsolate { .. } => "mm_vmscan_lru_isolate",
+            TraceEvent::MmVmscanLruShrinkInactive { .. } => "mm_vmscan_lru_shrink_inactive",
+            TraceEvent::MmVmscanLruShrinkActive { .. } => "mm_vmscan_lru_shrink_active",
         }
     }
 
@@ -352,6 +486,14 @@ impl TraceEvent {
             | TraceEvent::MmPagePcpuDrain { .. }
             | TraceEvent::MmPageAllocExtfrag { .. } => "kmem",
             TraceEvent::MmMigratePages { .. } | TraceEvent::MmMigratePagesStart { .. } => "migrate",
+            TraceEvent::MmVmscanKswapdSleep { .. }
+            | TraceEvent::MmVmscanKswapdWake { .. }
+            | TraceEvent::MmVmscanWakeupKswapd { .. }
+            | TraceEvent::MmVmscanDirectReclaimBegin { .. }
+            | TraceEvent::MmVmscanDirectReclaimEnd { .. }
+            | TraceEvent::MmVmscanLruIsolate { .. }
+            | TraceEvent::MmVmscanLruShrinkInactive { .. }
+            | TraceEvent::MmVmscanLruShrinkActive { .. } => "vmscan",
             TraceEvent::MmCompactionIsolate { .. }
             | TraceEvent::MmCompactionMigratepages { .. }
             | TraceEvent::MmCompactionBeginEnd { .. }
@@ -521,8 +663,72 @@ impl TraceEvent {
                     symbol(&ZONE_NAMES, highest_zoneidx.into())
                 );
             }
-            TraceEvent::MmCompactionKcompactdSleep { nid } => {
+            TraceEvent::MmCompactionKcompactdSleep { nid } | TraceEvent::MmVmscanKswapdSleep { nid } => {
                 let _ = write!(out, "nid={nid}");
+            }
+            TraceEvent::MmVmscanKswapdWake { nid, order } => {
+                let _ = write!(out, "nid={nid} order={order}");
+            }
+            TraceEvent::MmVmscanWakeupKswapd { nid, order, gfp } => {
+                let _ = write!(out, "nid={nid} order={order} gfp_flags={}", show_gfp_flags(gfp));
+            }
+            TraceEvent::MmVmscanDirectReclaimBegin { order, gfp } => {
+                let _ = write!(out, "order={order} gfp_flags={}", show_gfp_flags(gfp));
+            }
+            TraceEvent::MmVmscanDirectReclaimEnd { nr_reclaimed } => {
+                let _ = write!(out, "nr_reclaimed={nr_reclaimed}");
+            }
+            TraceEvent::MmVmscanLruIsolate {
+                highest_zoneidx,
+                order,
+                nr_requested,
+                nr_scanned,
+                nr_skipped,
+                nr_taken,
+                lru,
+            } => {
+                let _ = write!(
+                    out,
+                    "classzone={highest_zoneidx} order={order} nr_requested={nr_requested} nr_scanned={nr_scanned} nr_skipped={nr_skipped} nr_taken={nr_taken} lru={}",
+                    symbol(&crate::vmscan::LRU_NAMES, lru.into())
+                );
+            }
+            TraceEvent::MmVmscanLruShrinkInactive {
+                nid,
+                nr_scanned,
+                nr_reclaimed,
+                nr_dirty,
+                nr_writeback,
+                nr_congested,
+                nr_immediate,
+                nr_activate,
+                nr_ref_keep,
+                nr_unmap_fail,
+                priority,
+                flags,
+            } => {
+                let _ = write!(
+                    out,
+                    "nid={nid} nr_scanned={nr_scanned} nr_reclaimed={nr_reclaimed} nr_dirty={nr_dirty} nr_writeback={nr_writeback} nr_congested={nr_congested} nr_immediate={nr_immediate} nr_activate_anon={} nr_activate_file={} nr_ref_keep={nr_ref_keep} nr_unmap_fail={nr_unmap_fail} priority={priority} flags={}",
+                    nr_activate[0],
+                    nr_activate[1],
+                    show_reclaim_flags(flags)
+                );
+            }
+            TraceEvent::MmVmscanLruShrinkActive {
+                nid,
+                nr_taken,
+                nr_active,
+                nr_deactivated,
+                nr_referenced,
+                priority,
+                flags,
+            } => {
+                let _ = write!(
+                    out,
+                    "nid={nid} nr_taken={nr_taken} nr_active={nr_active} nr_deactivated={nr_deactivated} nr_referenced={nr_referenced} priority={priority} flags={}",
+                    show_reclaim_flags(flags)
+                );
             }
             TraceEvent::MmMigratePages {
                 succeeded,
@@ -1033,6 +1239,118 @@ fn parse_compaction_event(name: &str, fields: &str) -> Option<TraceEvent> {
             let [nid] = kv(fields, ["nid"])?;
             TraceEvent::MmCompactionKcompactdSleep { nid: dec_i32(nid)? }
         }
+        "mm_vmscan_kswapd_sleep" => {
+            let [nid] = kv(fields, ["nid"])?;
+            TraceEvent::MmVmscanKswapdSleep { nid: dec_i32(nid)? }
+        }
+        "mm_vmscan_kswapd_wake" => {
+            let [nid, order] = kv(fields, ["nid", "order"])?;
+            TraceEvent::MmVmscanKswapdWake {
+                nid: dec_i32(nid)?,
+                order: dec_i32(order)?,
+            }
+        }
+        "mm_vmscan_wakeup_kswapd" => {
+            let [nid, order, gfp] = scan(fields, ["nid=", " order=", " gfp_flags=", ""])?;
+            TraceEvent::MmVmscanWakeupKswapd {
+                nid: dec_i32(nid)?,
+                order: dec_i32(order)?,
+                gfp: parse_gfp_flags(gfp)?,
+            }
+        }
+        "mm_vmscan_direct_reclaim_begin" => {
+            let [order, gfp] = scan(fields, ["order=", " gfp_flags=", ""])?;
+            TraceEvent::MmVmscanDirectReclaimBegin {
+                order: dec_i32(order)?,
+                gfp: parse_gfp_flags(gfp)?,
+            }
+        }
+        "mm_vmscan_direct_reclaim_end" => {
+            let [n] = kv(fields, ["nr_reclaimed"])?;
+            TraceEvent::MmVmscanDirectReclaimEnd {
+                nr_reclaimed: dec_u64(n)?,
+            }
+        }
+        "mm_vmscan_lru_isolate" => {
+            let [cz, order, req, scanned, skipped, taken, lru] = kv(
+                fields,
+                [
+                    "classzone",
+                    "order",
+                    "nr_requested",
+                    "nr_scanned",
+                    "nr_skipped",
+                    "nr_taken",
+                    "lru",
+                ],
+            )?;
+            TraceEvent::MmVmscanLruIsolate {
+                highest_zoneidx: dec_i32(cz)?,
+                order: dec_i32(order)?,
+                nr_requested: dec_u64(req)?,
+                nr_scanned: dec_u64(scanned)?,
+                nr_skipped: dec_u64(skipped)?,
+                nr_taken: dec_u64(taken)?,
+                lru: crate::vmscan::LRU_NAMES.iter().position(|n| *n == lru)? as u8,
+            }
+        }
+        "mm_vmscan_lru_shrink_inactive" => {
+            let [nid, sc, rc, d, wb, cg, im, aa, af, rk, uf, pr, fl] = kv(
+                fields,
+                [
+                    "nid",
+                    "nr_scanned",
+                    "nr_reclaimed",
+                    "nr_dirty",
+                    "nr_writeback",
+                    "nr_congested",
+                    "nr_immediate",
+                    "nr_activate_anon",
+                    "nr_activate_file",
+                    "nr_ref_keep",
+                    "nr_unmap_fail",
+                    "priority",
+                    "flags",
+                ],
+            )?;
+            TraceEvent::MmVmscanLruShrinkInactive {
+                nid: dec_i32(nid)?,
+                nr_scanned: dec_i64(sc)?,
+                nr_reclaimed: dec_i64(rc)?,
+                nr_dirty: dec_i64(d)?,
+                nr_writeback: dec_i64(wb)?,
+                nr_congested: dec_i64(cg)?,
+                nr_immediate: dec_i64(im)?,
+                nr_activate: [dec_i32(aa)?, dec_i32(af)?],
+                nr_ref_keep: dec_i64(rk)?,
+                nr_unmap_fail: dec_i64(uf)?,
+                priority: dec_i32(pr)?,
+                flags: parse_reclaim_flags(fl)?,
+            }
+        }
+        "mm_vmscan_lru_shrink_active" => {
+            let [nid, tk, ac, de, rf, pr, fl] = kv(
+                fields,
+                [
+                    "nid",
+                    "nr_taken",
+                    "nr_active",
+                    "nr_deactivated",
+                    "nr_referenced",
+                    "priority",
+                    "flags",
+                ],
+            )?;
+            TraceEvent::MmVmscanLruShrinkActive {
+                nid: dec_i32(nid)?,
+                nr_taken: dec_i64(tk)?,
+                nr_active: dec_i64(ac)?,
+                nr_deactivated: dec_i64(de)?,
+                nr_referenced: dec_i64(rf)?,
+                priority: dec_i32(pr)?,
+                flags: parse_reclaim_flags(fl)?,
+            }
+        }
         "mm_compaction_wakeup_kcompactd" | "mm_compaction_kcompactd_wake" => {
             let [nid, order, z] = scan(fields, ["nid=", " order=", " classzone_idx=", ""])?;
             node0(nid)?;
@@ -1133,6 +1451,14 @@ fn parse_hex_u32(h: &str) -> Option<u32> {
 }
 
 fn dec_i32(v: &str) -> Option<i32> {
+    let digits = v.strip_prefix('-').unwrap_or(v);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse().ok()
+}
+
+fn dec_i64(v: &str) -> Option<i64> {
     let digits = v.strip_prefix('-').unwrap_or(v);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -2087,7 +2413,12 @@ mod tests {
     }
 
     fn arb_event() -> impl Strategy<Value = TraceEvent> {
-        prop_oneof![arb_kmem_event(), arb_compaction_event(), arb_compaction_event2()]
+        prop_oneof![
+            arb_kmem_event(),
+            arb_compaction_event(),
+            arb_compaction_event2(),
+            arb_vmscan_event()
+        ]
     }
 
     fn arb_compaction_event() -> impl Strategy<Value = TraceEvent> {
@@ -2176,6 +2507,73 @@ mod tests {
             }),
             (any::<u8>(), any::<u8>())
                 .prop_map(|(mode, reason)| TraceEvent::MmMigratePagesStart { mode, reason }),
+        ]
+    }
+
+    fn arb_vmscan_event() -> impl Strategy<Value = TraceEvent> {
+        prop_oneof![
+            any::<i32>().prop_map(|nid| TraceEvent::MmVmscanKswapdSleep { nid }),
+            (any::<i32>(), any::<i32>())
+                .prop_map(|(nid, order)| TraceEvent::MmVmscanKswapdWake { nid, order }),
+            (any::<i32>(), any::<i32>(), any::<u32>()).prop_map(|(nid, order, g)| {
+                TraceEvent::MmVmscanWakeupKswapd {
+                    nid,
+                    order,
+                    gfp: Gfp(g),
+                }
+            }),
+            (any::<i32>(), any::<u32>())
+                .prop_map(|(order, g)| TraceEvent::MmVmscanDirectReclaimBegin { order, gfp: Gfp(g) }),
+            any::<u64>().prop_map(|nr_reclaimed| TraceEvent::MmVmscanDirectReclaimEnd { nr_reclaimed }),
+            (any::<i32>(), any::<i32>(), any::<[u64; 4]>(), 0u8..5).prop_map(
+                |(hz, order, [a, b, c, d], lru)| {
+                    TraceEvent::MmVmscanLruIsolate {
+                        highest_zoneidx: hz,
+                        order,
+                        nr_requested: a,
+                        nr_scanned: b,
+                        nr_skipped: c,
+                        nr_taken: d,
+                        lru,
+                    }
+                }
+            ),
+            (
+                any::<i32>(),
+                any::<[i64; 8]>(),
+                any::<[i32; 2]>(),
+                any::<i32>(),
+                0u32..32
+            )
+                .prop_map(|(nid, v, nr_activate, priority, flags)| {
+                    TraceEvent::MmVmscanLruShrinkInactive {
+                        nid,
+                        nr_scanned: v[0],
+                        nr_reclaimed: v[1],
+                        nr_dirty: v[2],
+                        nr_writeback: v[3],
+                        nr_congested: v[4],
+                        nr_immediate: v[5],
+                        nr_activate,
+                        nr_ref_keep: v[6],
+                        nr_unmap_fail: v[7],
+                        priority,
+                        flags,
+                    }
+                }),
+            (any::<i32>(), any::<[i64; 4]>(), any::<i32>(), 0u32..32).prop_map(
+                |(nid, v, priority, flags)| {
+                    TraceEvent::MmVmscanLruShrinkActive {
+                        nid,
+                        nr_taken: v[0],
+                        nr_active: v[1],
+                        nr_deactivated: v[2],
+                        nr_referenced: v[3],
+                        priority,
+                        flags,
+                    }
+                }
+            ),
         ]
     }
 

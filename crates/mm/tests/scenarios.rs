@@ -103,19 +103,21 @@ fn s11_2_thp_fault_work_per_defrag_value_compactable_machine() {
 }
 
 /// §11.2 / §7.4 on a machine where order-9 compaction is SKIPPED: a madvised fault with direct
-/// reclaim (always, defer+madvise, madvise) runs the full costly slow path and reclaims; the
+/// reclaim (always, defer+madvise, madvise) runs the full costly slow path: reclaim, which in
+/// reclaim/compaction mode continues until compaction can go ahead (§10.4.5
+/// `should_continue_reclaim`), then SYNC_LIGHT direct compaction; the
 /// NORETRY variant (always, !M) gives up at the skipped compaction without reclaim (both the
 /// THISNODE|NORETRY attempt and the second one); defer only wakes kswapd.
 #[test]
 fn s11_2_thp_fault_work_per_defrag_value_tight_machine() {
     use ThpDefrag::*;
     let cases = [
-        (Always, true, work(false, true, false, false)),
+        (Always, true, work(true, true, false, false)),
         (Always, false, work(false, false, false, false)),
         (Defer, true, work(false, false, true, false)),
-        (DeferMadvise, true, work(false, true, false, false)),
+        (DeferMadvise, true, work(true, true, false, false)),
         (DeferMadvise, false, work(false, false, true, false)),
-        (Madvise, true, work(false, true, false, false)),
+        (Madvise, true, work(true, true, false, false)),
         (Madvise, false, work(false, false, false, false)),
         (Never, true, work(false, false, false, false)),
     ];

@@ -148,6 +148,14 @@ pub const TRACE_EVENTS: &[&str] = &[
     "compaction:mm_compaction_kcompactd_sleep",
     "migrate:mm_migrate_pages_start",
     "migrate:mm_migrate_pages",
+    "vmscan:mm_vmscan_kswapd_sleep",
+    "vmscan:mm_vmscan_kswapd_wake",
+    "vmscan:mm_vmscan_wakeup_kswapd",
+    "vmscan:mm_vmscan_direct_reclaim_begin",
+    "vmscan:mm_vmscan_direct_reclaim_end",
+    "vmscan:mm_vmscan_lru_isolate",
+    "vmscan:mm_vmscan_lru_shrink_inactive",
+    "vmscan:mm_vmscan_lru_shrink_active",
 ];
 
 /// A parsed, validated spec.
