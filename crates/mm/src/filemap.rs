@@ -490,10 +490,11 @@ impl Mm {
         file_pages: u64,
     ) -> ReadStats {
         let mut st = ReadStats::default();
+        let first_new = self.folios.next_token();
         let end = (index + nr).min(file_pages);
         let mut pos = index;
         while pos < end {
-            let (id, cached) = match self.filemap_lookup(mapping, pos) {
+            let (id, _) = match self.filemap_lookup(mapping, pos) {
                 Some(id) => {
                     if self.folios.folios[id as usize].readahead_mark {
                         self.folios.folios[id as usize].readahead_mark = false;
@@ -517,7 +518,8 @@ impl Mm {
             self.folio_mark_accessed(id);
             let f = &self.folios.folios[id as usize];
             let next = (f.index + (1u64 << f.order)).min(end);
-            if cached {
+            // Pages of folios this call's readahead brought in are misses.
+            if f.token < first_new {
                 st.hit_pages += next - pos;
             } else {
                 st.miss_pages += next - pos;

@@ -179,6 +179,11 @@ impl FolioTable {
         self.free_ids.push(id);
     }
 
+    /// The token the next new content will get: every folio allocated later has a larger one.
+    pub fn next_token(&self) -> u64 {
+        self.next_token + 1
+    }
+
     /// Live folios.
     pub fn live(&self) -> impl Iterator<Item = (FolioId, &Folio)> {
         self.folios

@@ -316,8 +316,9 @@ impl Mm {
     /// `shrink_inactive_list` + `shrink_folio_list` (§10.3.5–6, §10.4.4): isolates up to
     /// `nr_to_scan` pages from the tail of an inactive list (folios in zones above
     /// `reclaim_idx` are skipped and counted in `pgskip_<zone>`), then decides each folio:
-    /// * a referenced folio (PG_referenced standing in for the PTE young bit and the folio flag,
-    ///   `folio_check_references`) is activated;
+    /// * `folio_check_references`: an anonymous folio whose PG_referenced is set (standing in for
+    ///   a young PTE: the model has no page tables to scan) is activated; page-cache folios are
+    ///   not mapped in the model, so PG_referenced alone does not keep them ("reclaim if clean");
     /// * a clean file folio leaves the page cache (a shadow entry is left, §10.3.8) and is freed
     ///   whole at its order; a dirty one is not written by reclaim (6.18): it is counted in
     ///   `nr_vmscan_immediate_reclaim` and activated;
@@ -387,7 +388,7 @@ impl Mm {
                 mm.lru_add(id);
                 mm.account_folio(id, 1);
             };
-            if referenced {
+            if referenced && !file {
                 keep(self, id, true);
                 self.count(Stat::pgactivate, nr);
                 activated += nr;
