@@ -44,6 +44,8 @@ pub const MODELLED_KNOBS: &[&str] = &[
     "transparent_hugepage/hugepages-512kB/enabled",
     "transparent_hugepage/hugepages-1024kB/enabled",
     "transparent_hugepage/hugepages-2048kB/enabled",
+    "vm.swappiness",
+    "vm.vfs_cache_pressure",
 ];
 
 /// The THP knobs of a spec (§11.1).
@@ -150,6 +152,12 @@ pub fn tunables(spec: &Spec) -> Tunables {
     if let Some(KnobValue::Str(s)) = spec.knob("transparent_hugepage/enabled") {
         t.thp_enabled = s != "never";
     }
+    if let Some(v) = int("vm.swappiness") {
+        t.swappiness = v as u32;
+    }
+    if let Some(v) = int("vm.vfs_cache_pressure") {
+        t.vfs_cache_pressure = v as u32;
+    }
     t
 }
 
@@ -160,6 +168,14 @@ pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
     mm.debug_vm = spec.run.debug_vm;
     mm.thp = thp_config(spec);
     mm.compaction.folio_mode = spec.model.folio_mode;
+    mm.swap.total = spec.machine.swap_bytes / 4096;
+    for (_, kind) in &spec.files {
+        mm.add_mapping(match kind {
+            fraglab_spec::MappingKind::Xfs => fraglab_mm::filemap::Mapping::xfs_like(),
+            fraglab_spec::MappingKind::LargeFolios => fraglab_mm::filemap::Mapping::large_folios(),
+            fraglab_spec::MappingKind::NoLargeFolios => fraglab_mm::filemap::Mapping::no_large_folios(),
+        });
+    }
     mm.tun.defrag_stage =
         fraglab_mm::DefragStage::from_name(spec.model.defrag_stage).expect("validated by the spec parser");
     mm.pagecache.costly_order_policy =
@@ -205,6 +221,30 @@ fn set_index(sets: &mut Vec<ChunkSet>, set: &str) -> usize {
     }
 }
 
+/// The mapping id of a spec file (mappings are registered at boot in `spec.files` order).
+fn file_mapping(spec: &Spec, file: &str) -> u32 {
+    spec.files
+        .iter()
+        .position(|(f, _)| f == file)
+        .expect("the parser registers every file an op names") as u32
+        + 1
+}
+
+/// `3 x order 0, 1 x order 9`, or `none`.
+fn by_order(counts: &[u64; 11]) -> String {
+    let parts: Vec<String> = counts
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(o, n)| format!("{n} x order {o}"))
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
 /// Whether `id` still holds the folio with content `token`.
 fn still_ours(mm: &Mm, id: FolioId, token: u64) -> bool {
     mm.folios
@@ -232,6 +272,8 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
         );
     }
     let mut sets: Vec<ChunkSet> = Vec::new();
+    let mut ra_states: std::collections::BTreeMap<String, fraglab_mm::filemap::ReadaheadState> =
+        std::collections::BTreeMap::new();
     mm.debug_check();
     for (i, op) in spec.ops.iter().enumerate() {
         match op {
@@ -353,6 +395,54 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                     } else {
                         String::new()
                     }
+                );
+            }
+            Op::Write {
+                file,
+                offset,
+                length,
+                cpu,
+                ..
+            } => {
+                let mapping = file_mapping(spec, file);
+                let st = mm.filemap_write(*cpu, mapping, offset / 4096, *length);
+                mm.debug_check();
+                let _ = writeln!(
+                    out,
+                    "# op[{i}] write {file}: {length} bytes at {offset}: {} pages cached, folios added {}; {} allocation attempts ({} failed), {} compact stalls, {} direct reclaims{}",
+                    st.hit_pages,
+                    by_order(&st.added),
+                    st.attempts.len(),
+                    st.attempts.iter().filter(|a| !a.ok).count(),
+                    st.attempts.iter().map(|a| a.work.compact_stalls).sum::<u32>(),
+                    st.attempts.iter().map(|a| a.work.reclaim_calls).sum::<u32>(),
+                    if st.failed_pages > 0 { format!("; {} pages failed", st.failed_pages) } else { String::new() }
+                );
+            }
+            Op::Read {
+                file,
+                offset,
+                length,
+                file_size,
+                cpu,
+                ..
+            } => {
+                let mapping = file_mapping(spec, file);
+                let ra = ra_states.entry(file.clone()).or_default();
+                let first = offset / 4096;
+                let last = (offset + length).div_ceil(4096);
+                let st = mm.filemap_read(*cpu, mapping, ra, first, last - first, file_size.div_ceil(4096));
+                mm.debug_check();
+                let _ = writeln!(
+                    out,
+                    "# op[{i}] read {file}: {length} bytes at {offset}: {} pages cached, {} read; readahead {} sync, {} async, folios added {}, {} large-folio failures{}",
+                    st.hit_pages,
+                    st.miss_pages,
+                    st.sync_ra,
+                    st.async_ra,
+                    by_order(&st.added),
+                    st.alloc_failures,
+                    if st.failed_pages > 0 { format!("; {} pages failed", st.failed_pages) } else { String::new() }
                 );
             }
             Op::Kswapd { .. } => {

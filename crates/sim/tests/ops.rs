@@ -137,3 +137,59 @@ print = "trace"
     );
     assert!(out.contains(" mm_compaction_kcompactd_sleep: nid=0"), "{out}");
 }
+
+#[test]
+fn write_and_read_ops_use_the_page_cache_paths() {
+    let out = run(r#"
+[[op]]
+write = "wal"
+length = "2MiB"
+[[op]]
+write = "log"
+mapping = "no_large_folios"
+length = "64KiB"
+[[op]]
+read = "data"
+mapping = "large_folios"
+length = "64KiB"
+file_size = "64MiB"
+[[op]]
+read = "data"
+offset = "64KiB"
+length = "256KiB"
+file_size = "64MiB"
+[[op]]
+write = "wal"
+length = "8KiB"
+"#);
+    let line = |p: &str| out.lines().find(|l| l.starts_with(p)).unwrap().to_string();
+    // A fresh machine: the 2 MiB XFS write gets one PMD-size folio.
+    assert!(
+        line("# op[0] write wal").contains("folios added 1 x order 9;"),
+        "{out}"
+    );
+    assert!(
+        line("# op[1] write log").contains("folios added 16 x order 0;"),
+        "{out}"
+    );
+    let r1 = line("# op[2] read data");
+    assert!(r1.contains("1 sync") && r1.contains("x order 0"), "{r1}");
+    let r2 = line("# op[3] read data");
+    assert!(r2.contains("async") && r2.contains("x order 2"), "{r2}");
+    assert!(
+        line("# op[4] write wal").contains("2 pages cached, folios added none"),
+        "{out}"
+    );
+}
+
+#[test]
+fn machine_swap_and_swappiness_reach_the_model() {
+    let spec = parse_spec(
+        &format!("{MACHINE}\"vm.swappiness\" = 100\n").replace("cpus = 1", "cpus = 1\nswap = \"8MiB\""),
+        "t.toml",
+    )
+    .unwrap();
+    let mm = fraglab_sim::boot(&spec).unwrap();
+    assert_eq!(mm.swap.total, 2048);
+    assert_eq!(mm.tun.swappiness, 100);
+}

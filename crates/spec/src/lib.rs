@@ -175,6 +175,8 @@ pub struct Spec {
     pub ops: Vec<Op>,
     /// `[workload]`: what a timed run executes (`None`: the spec is a list of ops).
     pub workload: Option<WorkloadSpec>,
+    /// The mapping kind of every file the ops name, in first-use order.
+    pub files: Vec<(String, MappingKind)>,
     /// `[cost]`: cost-model overrides, by [`COST_KEYS`] name.
     pub cost: BTreeMap<String, u64>,
 }
@@ -206,6 +208,8 @@ pub struct MachineSpec {
     /// Whether the default layout includes ZONE_DMA (default true). Always true, and meaningless,
     /// with explicit zones.
     pub dma: bool,
+    /// `swap`: size of the swap device in bytes (default 0: no swap, like the reference VM).
+    pub swap_bytes: u64,
     /// `[[machine.zone]]`, in increasing pfn order; `None` for the default x86-64 layout.
     pub zones: Option<Vec<ZoneSpec>>,
 }
@@ -312,6 +316,52 @@ pub enum Op {
     },
     /// Run kswapd, if it is awake, until it sleeps (every nap runs to its end).
     Kswapd { line: usize },
+    /// A buffered write through iomap (§12.3) of `length` bytes at `offset` of file `file`.
+    Write {
+        line: usize,
+        file: String,
+        offset: u64,
+        length: u64,
+        cpu: u32,
+    },
+    /// A buffered read (§12.2, with readahead) of `length` bytes at `offset` of file `file`,
+    /// which is `file_size` bytes long.
+    Read {
+        line: usize,
+        file: String,
+        offset: u64,
+        length: u64,
+        file_size: u64,
+        cpu: u32,
+    },
+}
+
+/// The page-cache behaviour of a file's mapping (§12.1): `mapping = "..."` on the first op that
+/// names the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MappingKind {
+    /// XFS: large folios, no __GFP_FS.
+    Xfs,
+    /// Large folios with the default gfp (ext4 on 6.18).
+    LargeFolios,
+    /// Order-0 folios only.
+    NoLargeFolios,
+}
+
+impl MappingKind {
+    pub const ALL: [MappingKind; 3] = [
+        MappingKind::Xfs,
+        MappingKind::LargeFolios,
+        MappingKind::NoLargeFolios,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MappingKind::Xfs => "xfs",
+            MappingKind::LargeFolios => "large_folios",
+            MappingKind::NoLargeFolios => "no_large_folios",
+        }
+    }
 }
 
 impl Op {
@@ -326,7 +376,9 @@ impl Op {
             | Op::Kcompactd { line, .. }
             | Op::ProactiveCompact { line }
             | Op::Fault { line, .. }
-            | Op::Kswapd { line } => line,
+            | Op::Kswapd { line }
+            | Op::Write { line, .. }
+            | Op::Read { line, .. } => line,
         }
     }
 
@@ -344,6 +396,8 @@ impl Op {
             Op::ProactiveCompact { .. } => "proactive_compact",
             Op::Fault { .. } => "fault",
             Op::Kswapd { .. } => "kswapd",
+            Op::Write { .. } => "write",
+            Op::Read { .. } => "read",
         }
     }
 }

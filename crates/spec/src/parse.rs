@@ -51,7 +51,7 @@ const KBUILD_KEYS: &[&str] = &[
     "job_obj",
 ];
 const THP_BURST_KEYS: &[&str] = &["interval", "size", "hold", "bursts", "start"];
-const MACHINE_KEYS: &[&str] = &["memory", "cpus", "dma", "zone"];
+const MACHINE_KEYS: &[&str] = &["memory", "cpus", "dma", "zone", "swap"];
 const ZONE_KEYS: &[&str] = &["name", "start_pfn", "spanned", "present", "managed"];
 const ZONE_NAMES: &[&str] = &["DMA", "DMA32", "Normal", "Movable"];
 const RUN_KEYS: &[&str] = &["seed", "debug_vm", "trace"];
@@ -66,7 +66,11 @@ const ACTIONS: &[&str] = &[
     "proactive_compact",
     "fault",
     "kswapd",
+    "write",
+    "read",
 ];
+const WRITE_KEYS: &[&str] = &["write", "offset", "length", "mapping", "cpu"];
+const READ_KEYS: &[&str] = &["read", "offset", "length", "file_size", "mapping", "cpu"];
 const FAULT_KEYS: &[&str] = &["fault", "count", "madvised", "cpu"];
 const ALLOC_KEYS: &[&str] = &[
     "alloc",
@@ -94,6 +98,12 @@ const ALL_OP_KEYS: &[&str] = &[
     "proactive_compact",
     "fault",
     "kswapd",
+    "write",
+    "read",
+    "offset",
+    "length",
+    "file_size",
+    "mapping",
     "madvised",
     "kind",
     "nofs",
@@ -204,9 +214,9 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         })?,
         None => RunSpec::default(),
     };
-    let ops = match top.get("op") {
+    let (ops, files) = match top.get("op") {
         Some(e) => cx.ops(&e.node, &machine)?,
-        None => Vec::new(),
+        None => (Vec::new(), Vec::new()),
     };
     let workload = match top.get("workload") {
         Some(e) => {
@@ -246,6 +256,7 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         run,
         ops,
         workload,
+        files,
         cost,
     })
 }
@@ -387,6 +398,7 @@ impl Cx<'_> {
         self.check_keys(&m, MACHINE_KEYS)?;
         let cpus = self.opt_int(&m, "cpus", 1, 256, "1..=256", 2)? as u32;
         let dma = self.opt_bool(&m, "dma", true)?;
+        let swap_bytes = self.opt_size(&m, "swap", 0, 0)?;
         match (m.get("memory"), m.get("zone")) {
             (Some(mem), Some(z)) => Err(self.err(
                 z.key_pos,
@@ -407,6 +419,7 @@ impl Cx<'_> {
                     memory_bytes: Some(memory),
                     cpus,
                     dma,
+                    swap_bytes,
                     zones: None,
                 })
             }
@@ -424,6 +437,7 @@ impl Cx<'_> {
                     memory_bytes: None,
                     cpus,
                     dma: true,
+                    swap_bytes,
                     zones: Some(zones),
                 })
             }
@@ -766,9 +780,10 @@ impl Cx<'_> {
         })
     }
 
-    fn ops(&self, node: &Node, machine: &MachineSpec) -> R<Vec<Op>> {
+    fn ops(&self, node: &Node, machine: &MachineSpec) -> R<(Vec<Op>, Vec<(String, crate::MappingKind)>)> {
         let items = self.tables(node, "op")?;
         let mut sets: Vec<String> = Vec::new();
+        let mut files: Vec<(String, crate::MappingKind)> = Vec::new();
         let mut ops = Vec::with_capacity(items.len());
         for (i, (pos, entries)) in items.into_iter().enumerate() {
             let t = Tbl {
@@ -806,6 +821,8 @@ impl Cx<'_> {
                 "drain_all_pages" => DRAIN_KEYS,
                 "compact_memory" => &["compact_memory"],
                 "fault" => FAULT_KEYS,
+                "write" => WRITE_KEYS,
+                "read" => READ_KEYS,
                 "kswapd" => &["kswapd"],
                 _ => &["proactive_compact"],
             };
@@ -895,6 +912,83 @@ impl Cx<'_> {
                         must_succeed,
                         kind,
                         nofs,
+                    }
+                }
+                "write" | "read" => {
+                    let key = t.key(&action.key);
+                    let file = self.str(&action.node, &key)?;
+                    if file.is_empty() {
+                        return Err(self.err(
+                            action.node.pos,
+                            &key,
+                            "empty file name (expected a name such as \"wal\")",
+                        ));
+                    }
+                    let kind = match t.get("mapping") {
+                        None => None,
+                        Some(e) => {
+                            let k = t.key("mapping");
+                            let v = self.str(&e.node, &k)?;
+                            let names: Vec<&str> = crate::MappingKind::ALL.iter().map(|m| m.name()).collect();
+                            match crate::MappingKind::ALL.into_iter().find(|m| m.name() == v) {
+                                Some(m) => Some((m, e)),
+                                None => {
+                                    return Err(self.err(
+                                        e.node.pos,
+                                        &k,
+                                        format!("unknown mapping {}{}", quote(v), hint(v, &names)),
+                                    ))
+                                }
+                            }
+                        }
+                    };
+                    match (files.iter().find(|(f, _)| f == file), kind) {
+                        (None, k) => files.push((file.to_string(), k.map_or(crate::MappingKind::Xfs, |(m, _)| m))),
+                        (Some((_, have)), Some((m, e))) if *have != m => {
+                            return Err(self.err(
+                                e.node.pos,
+                                &t.key("mapping"),
+                                format!(
+                                    "file {} already has mapping {} (a file's mapping is set by the first op that names it)",
+                                    quote(file),
+                                    quote(have.name())
+                                ),
+                            ))
+                        }
+                        _ => {}
+                    }
+                    let offset = self.opt_size(&t, "offset", 0, 0)?;
+                    self.need(&t, "length", "a size in bytes such as \"64KiB\"")?;
+                    let length = self.opt_size(&t, "length", 1, 0)?;
+                    if action.key == "write" {
+                        Op::Write {
+                            line,
+                            file: file.to_string(),
+                            offset,
+                            length,
+                            cpu: cpu()?,
+                        }
+                    } else {
+                        let file_size = self.opt_size(&t, "file_size", 1, offset + length)?;
+                        if file_size < offset + length {
+                            let e = t.get("file_size").expect("an explicit file_size");
+                            return Err(self.err(
+                                e.node.pos,
+                                &t.key("file_size"),
+                                format!(
+                                    "{file_size} bytes ends before the read (offset + length = {})",
+                                    offset + length
+                                ),
+                            ));
+                        }
+                        Op::Read {
+                            line,
+                            file: file.to_string(),
+                            offset,
+                            length,
+                            file_size,
+                            cpu: cpu()?,
+                        }
                     }
                 }
                 "fault" => {
@@ -1020,7 +1114,7 @@ impl Cx<'_> {
             };
             ops.push(op);
         }
-        Ok(ops)
+        Ok((ops, files))
     }
 
     /// An optional size key (bytes, like machine.memory) of `t`, at least `min` bytes.

@@ -1416,3 +1416,63 @@ fn workload_and_cost_errors() {
         "-1 is out of range (expected 0..=2^40 ns)",
     );
 }
+
+#[test]
+fn write_read_and_swap_errors() {
+    check(
+        &with_machine(&["[[op]]", "write = \"wal\""]),
+        3,
+        "op[0].length",
+        "missing (expected a size in bytes such as \"64KiB\")",
+    );
+    check(
+        &with_machine(&["[[op]]", "write = \"wal\"", "length = \"64KB\""]),
+        5,
+        "op[0].length",
+        "\"64KB\" is ambiguous (expected a binary unit: did you mean \"64KiB\"?)",
+    );
+    check(
+        &with_machine(&["[[op]]", "write = \"wal\"", "length = 4096", "mapping = \"xf\""]),
+        6,
+        "op[0].mapping",
+        "unknown mapping \"xf\" (did you mean \"xfs\"?)",
+    );
+    check(
+        &with_machine(&[
+            "[[op]]",
+            "write = \"wal\"",
+            "length = 4096",
+            "[[op]]",
+            "read = \"wal\"",
+            "length = 4096",
+            "mapping = \"no_large_folios\"",
+        ]),
+        9,
+        "op[1].mapping",
+        "file \"wal\" already has mapping \"xfs\" (a file's mapping is set by the first op that names it)",
+    );
+    check(
+        &with_machine(&[
+            "[[op]]",
+            "read = \"db\"",
+            "offset = 8192",
+            "length = 4096",
+            "file_size = 4096",
+        ]),
+        7,
+        "op[0].file_size",
+        "4096 bytes ends before the read (offset + length = 12288)",
+    );
+    check(
+        &with_machine(&["[[op]]", "read = \"db\"", "length = 4096", "madvised = true"]),
+        6,
+        "op[0].madvised",
+        "not allowed in a read op (allowed: offset, length, file_size, mapping, cpu)",
+    );
+    check(
+        &["[machine]", "memory = \"1GiB\"", "swap = \"lots\""],
+        3,
+        "machine.swap",
+        "\"lots\" is not a size (expected bytes as an integer or a string like \"4GiB\"; units B, KiB, MiB, GiB, TiB or K, M, G, T)",
+    );
+}

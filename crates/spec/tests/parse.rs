@@ -80,6 +80,7 @@ fn full_spec_parses_to_the_expected_structure() {
             memory_bytes: Some(4 << 30),
             cpus: 4,
             dma: false,
+            swap_bytes: 0,
             zones: None,
         },
         knobs,
@@ -91,6 +92,7 @@ fn full_spec_parses_to_the_expected_structure() {
             trace: vec!["mm_page_alloc".into(), "mm_page_alloc_extfrag".into()],
         },
         workload: None,
+        files: Vec::new(),
         cost: Default::default(),
         ops: vec![
             Op::Alloc {
@@ -154,6 +156,7 @@ fn minimal_spec_gets_the_defaults() {
             memory_bytes: Some(64 << 20),
             cpus: 2,
             dma: true,
+            swap_bytes: 0,
             zones: None
         }
     );
@@ -220,6 +223,7 @@ zone = "DMA32"
             memory_bytes: None,
             cpus: 1,
             dma: true,
+            swap_bytes: 0,
             zones: Some(vec![
                 z(ZoneType::Dma, 1, 4095, 3998, 3840),
                 z(ZoneType::Dma32, 4096, 1044480, 782336, 772917),
