@@ -135,6 +135,9 @@ const SIZE_FORM: &str =
 
 type R<T> = Result<T, SpecError>;
 
+/// The files the ops name, with their mapping kinds, in first-use order.
+type Files = Vec<(String, crate::MappingKind)>;
+
 /// Parses a memory size: `"<n>"` or `"<n><unit>"` with unit B, KiB, MiB, GiB, TiB or K, M, G, T
 /// (case-insensitive; binary multiples; spaces allowed before the unit). The error is a message
 /// that quotes `s`.
@@ -780,7 +783,7 @@ impl Cx<'_> {
         })
     }
 
-    fn ops(&self, node: &Node, machine: &MachineSpec) -> R<(Vec<Op>, Vec<(String, crate::MappingKind)>)> {
+    fn ops(&self, node: &Node, machine: &MachineSpec) -> R<(Vec<Op>, Files)> {
         let items = self.tables(node, "op")?;
         let mut sets: Vec<String> = Vec::new();
         let mut files: Vec<(String, crate::MappingKind)> = Vec::new();

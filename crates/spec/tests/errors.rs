@@ -258,7 +258,7 @@ fn cpus_range_and_unknown_machine_key() {
         &["[machine]", "memory = \"1G\"", "numa_nodes = 2"],
         3,
         "machine.numa_nodes",
-        "unknown key (expected one of: memory, cpus, dma, zone)",
+        "unknown key (expected one of: memory, cpus, dma, zone, swap)",
     );
 }
 
@@ -599,7 +599,7 @@ fn op_structure_errors() {
         &with_machine(&["", "[[op]]", "count = 3"]),
         4,
         "op[0]",
-        "no action (expected one of the keys alloc, free, print, drain_all_pages, compact_memory, compact, kcompactd, proactive_compact, fault, kswapd)",
+        "no action (expected one of the keys alloc, free, print, drain_all_pages, compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read)",
     );
     check(
         &plus(alloc_a(), &["free = \"a\""]),
