@@ -141,6 +141,17 @@ impl AnonVma {
         let ri = (vpage / REGION) as usize;
         let off = (vpage % REGION) as u32;
         if self.regions[ri].is_set(off) {
+            // The access sets the PTE young bit: PG_referenced stands in for it (reclaim keeps
+            // referenced anonymous folios, §10.3.5).
+            if let Some(&(_, id, token, _)) = self.regions[ri]
+                .folios
+                .iter()
+                .find(|(o, _, _, ord)| off >= *o && off < *o + (1u32 << ord))
+            {
+                if still_ours(mm, id, token) {
+                    mm.folios.folios[id as usize].referenced = true;
+                }
+            }
             return Touch::Hit;
         }
         let before = mm.work_sum;
@@ -236,6 +247,9 @@ impl AnonVma {
                 if still_ours(mm, id, token) {
                     mm.free_folio(cpu, id);
                     freed += 1u64 << order;
+                } else {
+                    // Reclaimed to swap (or killed): release its slots.
+                    mm.swap_free_token(token);
                 }
             }
             if let Some((id, token)) = r.pt {

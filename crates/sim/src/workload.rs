@@ -405,11 +405,12 @@ impl TaskBody for KbuildWorker {
                 for _ in 0..left.min(CHUNK) {
                     if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::Slab, false) {
                         let t = cx.mm.folios.get(id).token;
+                        cx.mm.set_slab_shrinkable(id);
                         sh.slab.push_back((id, t));
                     }
                 }
-                // The dentry cache is bounded here by the source tree's size (the model has no
-                // slab shrinker wired yet): the oldest entries are dropped.
+                // The dentry cache is also bounded by the source tree's size (besides the slab
+                // shrinker): the oldest entries are dropped.
                 while sh.slab.len() as u64 > spec.source_pages {
                     let (id, t) = sh.slab.pop_front().unwrap();
                     if still_ours(cx.mm, id, t) {
