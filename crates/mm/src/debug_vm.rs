@@ -333,6 +333,17 @@ impl Mm {
                 "per-owner rss {:?} != {rss:?}",
                 self.folios.rss
             );
+            let dirty: u64 = self
+                .folios
+                .live()
+                .filter(|(_, f)| f.dirty)
+                .map(|(_, f)| 1u64 << f.order)
+                .sum();
+            ensure!(
+                dirty == self.nr_dirty,
+                "nr_dirty {} != {dirty} dirty pages",
+                self.nr_dirty
+            );
             let mut content = vec![[0u32; 3]; self.block_content.len()];
             for (_, f) in self.folios.live() {
                 if f.isolated {

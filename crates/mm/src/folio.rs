@@ -99,6 +99,8 @@ pub struct Folio {
     pub owner: u32,
     /// PG_readahead: reading this page-cache folio triggers asynchronous readahead (§12.2.4).
     pub readahead_mark: bool,
+    /// When the folio last became dirty (`Mm::now_ns`), for the flusher's expiry.
+    pub dirtied_ns: u64,
 }
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -157,6 +159,7 @@ impl FolioTable {
             index: 0,
             owner: 0,
             readahead_mark: false,
+            dirtied_ns: 0,
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
@@ -325,6 +328,9 @@ impl Mm {
         if f.mapping != 0 {
             self.page_cache.remove(f.mapping, f.index, id);
         }
+        if f.dirty {
+            self.nr_dirty -= 1u64 << f.order;
+        }
         self.folios.remove(id);
         self.free_pages(cpu, f.pfn, f.order as u32);
     }
@@ -362,6 +368,7 @@ impl Mm {
             nf.active = f.active;
             nf.referenced = f.referenced;
             nf.dirty = f.dirty;
+            nf.dirtied_ns = f.dirtied_ns;
             nf.mapping = f.mapping;
             nf.owner = f.owner;
             nf.index = f.index + i as u64;

@@ -189,6 +189,8 @@ pub struct Mm {
     pub workingset: crate::workingset::Workingset,
     /// Reclaimable slab folios (`set_slab_shrinkable`), oldest first, with their tokens.
     pub shrinkable_slab: std::collections::VecDeque<(crate::folio::FolioId, u64)>,
+    /// Dirty page-cache pages (`NR_FILE_DIRTY`).
+    pub nr_dirty: u64,
     /// Tasks the OOM killer killed, in order (for whoever owns the tasks).
     pub oom_victims: Vec<u32>,
     /// kcompactd's state (§9.11.1).
@@ -344,6 +346,7 @@ impl Mm {
             kswapd: Default::default(),
             kswapd_failures: 0,
             oom_victims: Vec::new(),
+            nr_dirty: 0,
             swap: Default::default(),
             workingset: Default::default(),
             shrinkable_slab: Default::default(),

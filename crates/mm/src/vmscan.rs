@@ -822,9 +822,77 @@ impl Mm {
 impl Mm {
     /// `folio_mark_dirty` for a file folio (written to by the workload; the flusher cleans it).
     pub fn folio_mark_dirty(&mut self, id: FolioId, dirty: bool) {
+        let now = self.now_ns;
         let f = &mut self.folios.folios[id as usize];
         assert_eq!(f.kind, FolioKind::File, "only file folios are dirtied");
-        f.dirty = dirty;
+        if dirty && !f.dirty {
+            f.dirtied_ns = now;
+        }
+        let nr = 1u64 << f.order;
+        match (f.dirty, dirty) {
+            (false, true) => self.nr_dirty += nr,
+            (true, false) => self.nr_dirty -= nr,
+            _ => {}
+        }
+        self.folios.folios[id as usize].dirty = dirty;
+    }
+
+    /// The dirty thresholds (`global_dirty_limits` with the default ratios): background
+    /// writeback starts above 10 % and writers are throttled above 20 % of the dirtyable memory
+    /// (free pages + file LRU pages).
+    pub fn dirty_thresholds(&self) -> (u64, u64) {
+        let free: i64 = self.zones.iter().map(|z| z.nr_free_pages()).sum();
+        let file =
+            self.lruvec.pages[LRU_INACTIVE_FILE as usize] + self.lruvec.pages[LRU_ACTIVE_FILE as usize];
+        let avail = free.max(0) as u64 + file;
+        (avail / 10, avail / 5)
+    }
+
+    /// Background writeback: cleans the oldest dirty page-cache folios until at most `target`
+    /// pages are dirty. Returns the pages cleaned.
+    pub fn writeback_oldest(&mut self, target: u64) -> u64 {
+        if self.nr_dirty <= target {
+            return 0;
+        }
+        let mut dirty: Vec<(u64, FolioId)> = self
+            .page_cache
+            .iter()
+            .map(|(_, id)| id)
+            .filter(|&id| self.folios.folios[id as usize].dirty)
+            .map(|id| (self.folios.folios[id as usize].dirtied_ns, id))
+            .collect();
+        dirty.sort_unstable();
+        let mut n = 0;
+        for (_, id) in dirty {
+            if self.nr_dirty <= target {
+                break;
+            }
+            n += 1u64 << self.folios.folios[id as usize].order;
+            self.folio_mark_dirty(id, false);
+        }
+        n
+    }
+
+    /// The writeback flusher's periodic pass (`wb_workfn` for expired inodes, §19.1 item 9):
+    /// page-cache folios dirty for at least `expire_ns` are written back and become clean (the
+    /// write completes at once). Returns the pages cleaned.
+    pub fn writeback_expired(&mut self, expire_ns: u64) -> u64 {
+        let now = self.now_ns;
+        let ids: Vec<FolioId> = self
+            .page_cache
+            .iter()
+            .map(|(_, id)| id)
+            .filter(|&id| {
+                let f = &self.folios.folios[id as usize];
+                f.dirty && now >= f.dirtied_ns + expire_ns
+            })
+            .collect();
+        let mut n = 0;
+        for id in ids {
+            n += 1u64 << self.folios.folios[id as usize].order;
+            self.folio_mark_dirty(id, false);
+        }
+        n
     }
 }
 

@@ -20,7 +20,8 @@ use crate::engine::Engine;
 use crate::metrics::Metrics;
 use crate::timeless::{boot, stats_with_zone_items, RunError};
 use crate::workload::{
-    Flusher, KbuildShared, KbuildSpec, KbuildWorker, ThpBurst, ThpBurstSpec, ThpChallenge, ThpChallengeSpec,
+    Flusher, KbuildShared, KbuildSpec, KbuildWorker, PageCacheFlusher, PgbenchCheckpointer, PgbenchClient,
+    PgbenchShared, PgbenchSpec, ThpBurst, ThpBurstSpec, ThpChallenge, ThpChallengeSpec,
 };
 
 /// The /proc files captured at the start and end of a run.
@@ -91,6 +92,27 @@ pub fn sample(mm: &Mm, t_ns: u64) -> Sample {
         mixed_blocks: mixed,
         thp_fault_alloc: mm.stat(Stat::thp_fault_alloc),
         thp_fault_fallback: mm.stat(Stat::thp_fault_fallback),
+    }
+}
+
+fn pgbench_result(sh: &PgbenchShared) -> fraglab_spec::result::PgbenchResult {
+    let secs = (sh.spec.duration_ns / 1_000_000_000) as usize;
+    let mut tps = sh.tps.clone();
+    tps.resize(secs, 0);
+    let mean = |f: &dyn Fn(usize) -> bool| {
+        let v: Vec<f64> = (0..secs).filter(|&s| f(s)).map(|s| tps[s] as f64).collect();
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
+    let ck = |s: usize| sh.checkpoint_secs.contains(&(s as u64));
+    fraglab_spec::result::PgbenchResult {
+        mean_tps: mean(&|_| true),
+        checkpoint_tps: mean(&|s| ck(s)),
+        steady_tps: mean(&|s| !ck(s)),
+        tps,
     }
 }
 
@@ -170,6 +192,31 @@ pub fn run_workload(spec: &Spec) -> Result<RunResult, RunError> {
             )));
         }
     }
+    let mut pgbench = Vec::new();
+    for p in &w.pgbench {
+        let spec = PgbenchSpec {
+            clients: p.clients,
+            client_private_pages: page(p.client_private_bytes),
+            data_pages: page(p.data_bytes),
+            wal_pages: page(p.wal_bytes),
+            tx_cpu_ns: p.tx_cpu_ns,
+            tx_data_bytes: p.tx_data_bytes,
+            tx_wal_bytes: p.tx_wal_bytes,
+            checkpoint_ns: p.checkpoint_ns,
+            checkpoint_bytes: p.checkpoint_bytes,
+            checkpoint_write_bytes: p.checkpoint_write_bytes,
+            duration_ns: p.duration_ns,
+        };
+        let shared = PgbenchShared::new(&mut e.mm, spec, metrics.clone());
+        for _ in 0..p.clients {
+            e.spawn(Box::new(PgbenchClient::new(shared.clone())));
+        }
+        e.spawn(Box::new(PgbenchCheckpointer::new(shared.clone())));
+        e.spawn(Box::new(PageCacheFlusher {
+            until_ns: p.duration_ns,
+        }));
+        pgbench.push(shared);
+    }
     let samples = Rc::new(RefCell::new(vec![sample(&e.mm, 0)]));
     let s2 = samples.clone();
     e.on_tick(Box::new(move |t, mm| s2.borrow_mut().push(sample(mm, t))));
@@ -244,6 +291,7 @@ pub fn run_workload(spec: &Spec) -> Result<RunResult, RunError> {
                 },
             }
         }),
+        pgbench: pgbench.first().map(|sh| pgbench_result(&sh.borrow())),
         proc_start,
         proc_end: proc_snapshot(&e.mm),
         wall_ns: 0,
@@ -352,6 +400,36 @@ pub fn mmtests_rows(r: &RunResult) -> String {
         "Direct compact success rate %",
         mean_sd(&rates).0
     );
+    if let Some(p) = &r.pgbench {
+        let d = &r.vmstat_delta;
+        let stalls: i64 = [
+            "allocstall_dma",
+            "allocstall_dma32",
+            "allocstall_normal",
+            "allocstall_movable",
+        ]
+        .iter()
+        .map(|k| d.get(*k).unwrap_or(&0))
+        .sum();
+        let _ = writeln!(out, "{:<34} {:>14.2}", "pgbench TPS mean", p.mean_tps);
+        let _ = writeln!(
+            out,
+            "{:<34} {:>14.2}",
+            "pgbench TPS during checkpoints", p.checkpoint_tps
+        );
+        let _ = writeln!(
+            out,
+            "{:<34} {:>14.2}",
+            "pgbench TPS between checkpoints", p.steady_tps
+        );
+        let _ = writeln!(
+            out,
+            "{:<34} {:>14}",
+            "compact_stall",
+            d.get("compact_stall").unwrap_or(&0)
+        );
+        let _ = writeln!(out, "{:<34} {:>14}", "allocstall", stalls);
+    }
     if let Some(t) = &r.thpchallenge {
         let us = |h: &LatencyHistogram| {
             if h.count == 0 {

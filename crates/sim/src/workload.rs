@@ -579,3 +579,228 @@ impl TaskBody for ThpChallenge {
         Step::Ran(ns)
     }
 }
+
+/// Parameters of the pgbench workload (seed 002, published-results.md §3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PgbenchSpec {
+    pub clients: u32,
+    /// Private anonymous memory of each backend process (pages; its page tables come with it).
+    pub client_private_pages: u64,
+    /// The shared data file (pages) and the WAL segment size (pages, written sequentially).
+    pub data_pages: u64,
+    pub wal_pages: u64,
+    /// CPU time of one transaction, and the bytes it writes to the data file and to the WAL.
+    pub tx_cpu_ns: u64,
+    pub tx_data_bytes: u64,
+    pub tx_wal_bytes: u64,
+    /// Checkpoint period and what a checkpoint writes: `checkpoint_bytes` in writes of
+    /// `checkpoint_write_bytes` (large buffered writes: costly folio orders).
+    pub checkpoint_ns: u64,
+    pub checkpoint_bytes: u64,
+    pub checkpoint_write_bytes: u64,
+    /// How long the benchmark runs.
+    pub duration_ns: u64,
+}
+
+/// The files and counters the pgbench tasks share.
+pub struct PgbenchShared {
+    pub spec: PgbenchSpec,
+    pub data: u32,
+    pub wal: u32,
+    pub ckpt: u32,
+    wal_pos: u64,
+    ckpt_pos: u64,
+    /// Transactions completed per simulated second.
+    pub tps: Vec<u64>,
+    /// Seconds during which a checkpoint was running.
+    pub checkpoint_secs: std::collections::BTreeSet<u64>,
+    metrics: Shared<Metrics>,
+}
+
+impl PgbenchShared {
+    /// Registers the data, WAL and checkpoint files (XFS-like mappings).
+    pub fn new(mm: &mut Mm, spec: PgbenchSpec, metrics: Shared<Metrics>) -> Shared<PgbenchShared> {
+        use fraglab_mm::filemap::Mapping;
+        let data = mm.add_mapping(Mapping::xfs_like());
+        let wal = mm.add_mapping(Mapping::xfs_like());
+        let ckpt = mm.add_mapping(Mapping::xfs_like());
+        Rc::new(RefCell::new(PgbenchShared {
+            spec,
+            data,
+            wal,
+            ckpt,
+            wal_pos: 0,
+            ckpt_pos: 0,
+            tps: Vec::new(),
+            checkpoint_secs: Default::default(),
+            metrics,
+        }))
+    }
+}
+
+/// The charged cost of a buffered write: the faults' zeroing of new folios' pages is the copy
+/// from user space (one page copy each), plus the allocations' work.
+fn write_cost(cx: &Cx, st: &fraglab_mm::filemap::WriteStats, pages: u64) -> u64 {
+    let work: u64 = st
+        .attempts
+        .iter()
+        .map(|a| {
+            cx.cost.alloc_fast_ns
+                + cx.cost.compaction(&a.work.compaction)
+                + cx.cost.reclaim(a.work.reclaimed, a.work.reclaimed)
+                + a.work.drain_ipis as u64 * cx.cost.drain_ipi_ns
+        })
+        .sum();
+    work + pages * cx.cost.zero_page_ns
+}
+
+/// One pgbench client (a PostgreSQL backend): faults its private memory in, then runs
+/// transactions until the benchmark's end: CPU, a random data-page write, a WAL append.
+pub struct PgbenchClient {
+    shared: Shared<PgbenchShared>,
+    vma: AnonVma,
+    touched: u64,
+}
+
+impl PgbenchClient {
+    pub fn new(shared: Shared<PgbenchShared>) -> PgbenchClient {
+        let pages = shared.borrow().spec.client_private_pages;
+        PgbenchClient {
+            shared,
+            vma: AnonVma::new(pages.max(1), false),
+            touched: 0,
+        }
+    }
+}
+
+impl TaskBody for PgbenchClient {
+    fn comm(&self) -> &str {
+        "postgres"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        let shared = self.shared.clone();
+        let mut sh = shared.borrow_mut();
+        if cx.now >= sh.spec.duration_ns {
+            let freed = self.vma.unmap(cx.mm, cx.cpu);
+            return Step::Exit(freed * cx.cost.free_page_ns);
+        }
+        if self.touched < self.vma.nr_pages {
+            let metrics = sh.metrics.clone();
+            let (ns, _) = touch_range(cx, &mut self.vma, self.touched, CHUNK, &mut metrics.borrow_mut());
+            self.touched += CHUNK;
+            return Step::Ran(ns);
+        }
+        let spec = sh.spec.clone();
+        // balance_dirty_pages: above the dirty limit, the writer waits for writeback.
+        if cx.mm.nr_dirty > cx.mm.dirty_thresholds().1 {
+            return Step::Sleep {
+                ran: 0,
+                sleep: 10 * MS,
+            };
+        }
+        let page = cx.rng.gen_range(0..spec.data_pages.max(1));
+        let (data, wal) = (sh.data, sh.wal);
+        let st = cx.mm.filemap_write(cx.cpu, data, page & !1, spec.tx_data_bytes);
+        let mut ns = spec.tx_cpu_ns + write_cost(cx, &st, spec.tx_data_bytes.div_ceil(4096));
+        let pos = sh.wal_pos;
+        sh.wal_pos = (pos + spec.tx_wal_bytes.div_ceil(4096)) % spec.wal_pages.max(1);
+        let st = cx.mm.filemap_write(cx.cpu, wal, pos, spec.tx_wal_bytes);
+        ns += write_cost(cx, &st, spec.tx_wal_bytes.div_ceil(4096));
+        let sec = ((cx.now + ns) / SEC) as usize;
+        if sh.tps.len() <= sec {
+            sh.tps.resize(sec + 1, 0);
+        }
+        sh.tps[sec] += 1;
+        Step::Ran(ns)
+    }
+}
+
+/// The checkpointer: every `checkpoint_ns`, writes `checkpoint_bytes` in large buffered writes
+/// (the seed's checkpoint bursts: costly folio orders), then sleeps.
+pub struct PgbenchCheckpointer {
+    shared: Shared<PgbenchShared>,
+    left: u64,
+    next: u64,
+}
+
+impl PgbenchCheckpointer {
+    pub fn new(shared: Shared<PgbenchShared>) -> PgbenchCheckpointer {
+        let next = shared.borrow().spec.checkpoint_ns;
+        PgbenchCheckpointer {
+            shared,
+            left: 0,
+            next,
+        }
+    }
+}
+
+impl TaskBody for PgbenchCheckpointer {
+    fn comm(&self) -> &str {
+        "postgres: checkpointer"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        let mut sh = self.shared.borrow_mut();
+        let spec = sh.spec.clone();
+        if cx.now >= spec.duration_ns {
+            return Step::Exit(0);
+        }
+        if self.left == 0 {
+            if cx.now < self.next {
+                return Step::Sleep {
+                    ran: 0,
+                    sleep: (self.next - cx.now).min(spec.duration_ns - cx.now),
+                };
+            }
+            self.left = spec.checkpoint_bytes;
+            self.next += spec.checkpoint_ns;
+        }
+        if cx.mm.nr_dirty > cx.mm.dirty_thresholds().1 {
+            return Step::Sleep {
+                ran: 0,
+                sleep: 10 * MS,
+            };
+        }
+        let len = self.left.min(spec.checkpoint_write_bytes);
+        let pages = len.div_ceil(4096);
+        let pos = sh.ckpt_pos;
+        let ckpt = sh.ckpt;
+        // The checkpoint file is overwritten in place as a ring of the data file's size.
+        sh.ckpt_pos = (pos + pages) % spec.data_pages.max(pages);
+        let st = cx.mm.filemap_write(cx.cpu, ckpt, pos, len);
+        let ns = write_cost(cx, &st, pages);
+        self.left -= len;
+        sh.checkpoint_secs.insert(cx.now / SEC);
+        Step::Ran(ns)
+    }
+}
+
+/// The writeback flusher for page-cache workloads (until `until_ns`): every 100 ms it writes
+/// back folios dirty for 30 s (`dirty_expire_centisecs` 3000) and, above the background
+/// threshold (10 %), the oldest dirty folios down to it. Simplification: writeback completes
+/// at once and costs the flusher, not the device.
+pub struct PageCacheFlusher {
+    pub until_ns: u64,
+}
+
+impl TaskBody for PageCacheFlusher {
+    fn comm(&self) -> &str {
+        "kworker/u4:flush"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        if cx.now >= self.until_ns {
+            return Step::Exit(0);
+        }
+        // Every 100 ms: expired folios, then background writeback down to the background
+        // threshold.
+        let mut n = cx.mm.writeback_expired(30 * SEC);
+        let (bg, _) = cx.mm.dirty_thresholds();
+        n += cx.mm.writeback_oldest(bg);
+        Step::Sleep {
+            ran: n * cx.cost.free_page_ns,
+            sleep: 100 * MS,
+        }
+    }
+}

@@ -122,3 +122,48 @@ madvised = false
     assert!(t.base.sum_ns / t.base.count > t.huge.sum_ns / t.huge.count);
     assert!(fraglab_sim::timed::mmtests_rows(&r).contains("thpchallenge huge-pct"));
 }
+
+/// Seed 002 in miniature: pgbench with checkpoint bursts of 1 MiB buffered writes on a machine
+/// whose page cache fills memory. The baseline's costly page-cache allocations stall in direct
+/// compaction; V3 (every large-folio attempt opportunistic) never does.
+#[test]
+fn pgbench_checkpoints_compact_directly_in_baseline_and_not_under_v3() {
+    let spec = |policy: &str| {
+        format!(
+            r#"
+[machine]
+memory = "256MiB"
+cpus = 2
+[model]
+costly_order_policy = "{policy}"
+[workload]
+[[workload.pgbench]]
+clients = 8
+client_private = "2MiB"
+data = "512MiB"
+wal = "16MiB"
+tx_cpu = "200us"
+checkpoint_interval = "2s"
+checkpoint_size = "64MiB"
+checkpoint_write = "1MiB"
+duration = "12s"
+"#
+        )
+    };
+    let run = |p: &str| fraglab_sim::timed::run_workload(&parse_spec(&spec(p), "t.toml").unwrap()).unwrap();
+    let base = run("baseline");
+    let v3 = run("v3_filemap_opportunistic");
+    let stalls = |r: &fraglab_spec::result::RunResult| r.vmstat_delta["compact_stall"];
+    assert!(stalls(&base) >= 5, "baseline compact_stall {}", stalls(&base));
+    assert_eq!(stalls(&v3), 0);
+    for r in [&base, &v3] {
+        let p = r.pgbench.as_ref().unwrap();
+        assert_eq!(p.tps.len(), 12);
+        assert!(
+            p.mean_tps > 1000.0 && p.checkpoint_tps > 0.0 && p.steady_tps > 0.0,
+            "{p:?}"
+        );
+    }
+    let rows = fraglab_sim::timed::mmtests_rows(&base);
+    assert!(rows.contains("pgbench TPS during checkpoints"));
+}

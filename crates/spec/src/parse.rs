@@ -37,7 +37,20 @@ const TOP_KEYS: &[&str] = &[
     "workload",
     "cost",
 ];
-const WORKLOAD_KEYS: &[&str] = &["duration", "kbuild", "thp_burst", "thpchallenge"];
+const WORKLOAD_KEYS: &[&str] = &["duration", "kbuild", "thp_burst", "thpchallenge", "pgbench"];
+const PGBENCH_KEYS: &[&str] = &[
+    "clients",
+    "client_private",
+    "data",
+    "wal",
+    "tx_cpu",
+    "tx_data_write",
+    "tx_wal_write",
+    "checkpoint_interval",
+    "checkpoint_size",
+    "checkpoint_write",
+    "duration",
+];
 const THPCHALLENGE_KEYS: &[&str] = &["threads", "size", "madvised", "hold"];
 const KBUILD_KEYS: &[&str] = &[
     "jobs_parallel",
@@ -1241,11 +1254,36 @@ impl Cx<'_> {
                 });
             }
         }
-        if kbuild.is_empty() && thp_burst.is_empty() && thpchallenge.is_empty() {
+        let mut pgbench = Vec::new();
+        if let Some(e) = t.get("pgbench") {
+            for (i, (pos, entries)) in self.tables(&e.node, &t.key("pgbench"))?.into_iter().enumerate() {
+                let p = Tbl {
+                    path: format!("workload.pgbench[{i}]"),
+                    pos,
+                    entries,
+                };
+                self.check_keys(&p, PGBENCH_KEYS)?;
+                pgbench.push(crate::PgbenchParams {
+                    line: self.lines.line(pos),
+                    clients: self.opt_int(&p, "clients", 1, 65536, "1..=65536", 32)? as u32,
+                    client_private_bytes: self.opt_size(&p, "client_private", 0, 4 << 20)?,
+                    data_bytes: self.opt_size(&p, "data", 4096, 1 << 30)?,
+                    wal_bytes: self.opt_size(&p, "wal", 4096, 64 << 20)?,
+                    tx_cpu_ns: self.opt_duration(&p, "tx_cpu", 1, 200_000)?,
+                    tx_data_bytes: self.opt_size(&p, "tx_data_write", 1, 8 << 10)?,
+                    tx_wal_bytes: self.opt_size(&p, "tx_wal_write", 1, 8 << 10)?,
+                    checkpoint_ns: self.opt_duration(&p, "checkpoint_interval", 1, 300_000_000_000)?,
+                    checkpoint_bytes: self.opt_size(&p, "checkpoint_size", 4096, 256 << 20)?,
+                    checkpoint_write_bytes: self.opt_size(&p, "checkpoint_write", 4096, 1 << 20)?,
+                    duration_ns: self.opt_duration(&p, "duration", 1, 600_000_000_000)?,
+                });
+            }
+        }
+        if kbuild.is_empty() && thp_burst.is_empty() && thpchallenge.is_empty() && pgbench.is_empty() {
             return Err(self.err(
                 t.pos,
                 "workload",
-                "no generator (expected [[workload.kbuild]], [[workload.thp_burst]] or [[workload.thpchallenge]] tables)",
+                "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]] or [[workload.pgbench]] tables)",
             ));
         }
         Ok(crate::WorkloadSpec {
@@ -1253,6 +1291,7 @@ impl Cx<'_> {
             kbuild,
             thp_burst,
             thpchallenge,
+            pgbench,
         })
     }
 

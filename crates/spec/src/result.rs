@@ -29,6 +29,8 @@ pub struct RunResult {
     pub bursts: Vec<BurstResult>,
     /// thpchallenge: per-2 MiB-step latency, huge and base (absent without the generator).
     pub thpchallenge: Option<ThpChallengeResult>,
+    /// pgbench: transactions per simulated second (absent without the generator).
+    pub pgbench: Option<PgbenchResult>,
     /// /proc text at the start and the end (buddyinfo, pagetypeinfo, zoneinfo, vmstat).
     pub proc_start: BTreeMap<String, String>,
     pub proc_end: BTreeMap<String, String>,
@@ -91,4 +93,14 @@ pub struct ThpChallengeResult {
     pub base: LatencyHistogram,
     /// huge × 100 / (huge + base).
     pub huge_pct: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PgbenchResult {
+    /// Transactions completed in each simulated second.
+    pub tps: Vec<u64>,
+    /// Mean TPS over the run, and over the seconds with and without a checkpoint running.
+    pub mean_tps: f64,
+    pub checkpoint_tps: f64,
+    pub steady_tps: f64,
 }

@@ -10,6 +10,24 @@ pub struct WorkloadSpec {
     pub kbuild: Vec<KbuildParams>,
     pub thp_burst: Vec<ThpBurstParams>,
     pub thpchallenge: Vec<ThpChallengeParams>,
+    pub pgbench: Vec<PgbenchParams>,
+}
+
+/// `[[workload.pgbench]]`: seed 002's pgbench simple-update (published-results.md §3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgbenchParams {
+    pub line: usize,
+    pub clients: u32,
+    pub client_private_bytes: u64,
+    pub data_bytes: u64,
+    pub wal_bytes: u64,
+    pub tx_cpu_ns: u64,
+    pub tx_data_bytes: u64,
+    pub tx_wal_bytes: u64,
+    pub checkpoint_ns: u64,
+    pub checkpoint_bytes: u64,
+    pub checkpoint_write_bytes: u64,
+    pub duration_ns: u64,
 }
 
 /// `[[workload.thpchallenge]]`: mmtests' THP fault benchmark (published-results.md §5.4):

@@ -1371,7 +1371,7 @@ fn workload_and_cost_errors() {
         &with_machine(&["[workload]", "duration = \"1min\""]),
         3,
         "workload",
-        "no generator (expected [[workload.kbuild]], [[workload.thp_burst]] or [[workload.thpchallenge]] tables)",
+        "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]] or [[workload.pgbench]] tables)",
     );
     check(
         &with_machine(&["[workload]", "duration = \"5 weeks\"", "[[workload.thp_burst]]"]),
