@@ -16,6 +16,10 @@ const EXAMPLES: &[(&str, &str)] = &[
         "kbuild-thp-burst",
         include_str!("../../../examples/kbuild-thp-burst.toml"),
     ),
+    (
+        "pgbench-checkpoints",
+        include_str!("../../../examples/pgbench-checkpoints.toml"),
+    ),
 ];
 
 #[derive(Parser)]

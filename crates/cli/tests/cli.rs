@@ -129,3 +129,33 @@ fn builtin_example_runs() {
     let out = String::from_utf8(o.stdout).unwrap();
     assert!(out.contains("Number of blocks type"));
 }
+
+#[test]
+fn every_builtin_example_parses_and_timed_examples_write_json() {
+    let o = fraglab().args(["examples"]).output().unwrap();
+    let list = String::from_utf8(o.stdout).unwrap();
+    for name in ["claim-steal-merge", "kbuild-thp-burst", "pgbench-checkpoints"] {
+        assert!(list.contains(name), "{list}");
+        let text = fraglab().args(["examples", name]).output().unwrap().stdout;
+        fraglab_spec::parse_spec(&String::from_utf8(text).unwrap(), name).unwrap();
+    }
+    // A timed run: the report on stdout, the result as JSON with -o.
+    let d = temp_dir("timed");
+    let out = d.join("r.json");
+    let o = fraglab()
+        .args(["run", "--example", "pgbench-checkpoints", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        report.contains("x real time") && report.contains("pgbench TPS mean"),
+        "{report}"
+    );
+    let r: fraglab_spec::result::RunResult =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(r.engine, "sim");
+    assert!(r.pgbench.unwrap().mean_tps > 0.0);
+    std::fs::remove_dir_all(&d).unwrap();
+}
