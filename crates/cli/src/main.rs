@@ -107,7 +107,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let text = if spec.workload.is_some() {
                 // A timed run: the report goes to stdout, the JSON result to -o.
                 let t0 = std::time::Instant::now();
-                let result = fraglab_sim::timed::run_workload(&spec).map_err(|e| e.to_string())?;
+                let result = run_with_progress(&spec)?;
                 let wall = t0.elapsed().as_secs_f64();
                 let sim = result.duration_ns as f64 / 1e9;
                 let mut report = format!(
@@ -207,6 +207,28 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// A timed run with a progress bar on a terminal (simulated seconds); quiet otherwise (CI).
+fn run_with_progress(spec: &fraglab_spec::Spec) -> Result<fraglab_spec::result::RunResult, String> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return fraglab_sim::timed::run_workload(spec).map_err(|e| e.to_string());
+    }
+    let end = spec.workload.as_ref().map_or(0, |w| w.duration_ns) / 1_000_000_000;
+    let bar = indicatif::ProgressBar::new(end.max(1));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} simulated s (at most)",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    let r = fraglab_sim::timed::run_workload_with_progress(spec, &mut |now, _| {
+        bar.set_position(now / 1_000_000_000)
+    });
+    bar.finish_and_clear();
+    r.map_err(|e| e.to_string())
 }
 
 fn parse_folio_mode(s: &str) -> Result<fraglab_spec::FolioMode, String> {

@@ -140,6 +140,15 @@ pub fn cost_model(spec: &Spec) -> CostModel {
 /// Runs the spec's workload to its end (or its duration). Deterministic: the result depends only
 /// on the spec (and its seed); `wall_ns` is left 0 for the caller to fill in if it wants.
 pub fn run_workload(spec: &Spec) -> Result<RunResult, RunError> {
+    run_workload_with_progress(spec, &mut |_, _| {})
+}
+
+/// [`run_workload`], calling `progress(now_ns, end_ns)` as simulated time advances (at most
+/// once per simulated 100 ms).
+pub fn run_workload_with_progress(
+    spec: &Spec,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RunResult, RunError> {
     let w = spec
         .workload
         .as_ref()
@@ -222,7 +231,16 @@ pub fn run_workload(spec: &Spec) -> Result<RunResult, RunError> {
     e.on_tick(Box::new(move |t, mm| s2.borrow_mut().push(sample(mm, t))));
     let proc_start = proc_snapshot(&e.mm);
     let start = vmstat_values(&e.mm);
-    let end_ns = e.run(w.duration_ns, |e| e.workload_done());
+    let mut last = 0u64;
+    let duration = w.duration_ns;
+    let end_ns = e.run(duration, |e| {
+        let now = e.now();
+        if now >= last + 100_000_000 {
+            last = now;
+            progress(now, duration);
+        }
+        e.workload_done()
+    });
     e.mm.check_invariants().map_err(|v| {
         RunError(format!(
             "{}: invariant violated at the end of the run: {v}",
