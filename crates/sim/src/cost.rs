@@ -61,24 +61,8 @@ impl Default for CostModel {
 }
 
 impl CostModel {
-    /// The names of every constant, in declaration order (for overrides and documentation).
-    pub const NAMES: [&'static str; 15] = [
-        "fault_base_ns",
-        "zero_page_ns",
-        "migrate_page_ns",
-        "migrate_scan_pfn_ns_x1000",
-        "free_scan_pfn_ns_x1000",
-        "compact_run_ns",
-        "isolate_page_ns",
-        "reclaim_scan_page_ns",
-        "reclaim_clean_ns",
-        "drain_ipi_ns",
-        "context_switch_ns",
-        "read_io_ns",
-        "write_io_ns",
-        "alloc_fast_ns",
-        "free_page_ns",
-    ];
+    /// The names of every constant, in declaration order: the `[cost]` keys of a spec.
+    pub const NAMES: &'static [&'static str] = fraglab_spec::COST_KEYS;
 
     /// The constant called `name`, mutably.
     pub fn get_mut(&mut self, name: &str) -> Option<&mut u64> {
