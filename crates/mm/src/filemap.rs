@@ -558,7 +558,10 @@ impl Mm {
         self.page_cache_ra_order(cpu, mapping, ra, file_pages, st);
     }
 
-    /// `page_cache_async_ra` (§12.2.4): the next window, larger, with the order raised by 2.
+    /// `page_cache_async_ra` (§12.2.4): the next window, larger (never smaller), with the order
+    /// raised by 2 and the window's end rounded down to 2^min(order, ffs(max) − 1) pages when
+    /// that leaves a window. Simplification: every marker hit is taken as the expected
+    /// sequential one (no interleaved-read recovery through `page_cache_next_miss`).
     fn page_cache_async_ra(
         &mut self,
         cpu: u32,
@@ -569,9 +572,15 @@ impl Mm {
     ) {
         let max = ra.ra_pages;
         ra.start += ra.size;
-        ra.size = get_next_ra_size(ra.size, max);
-        ra.async_size = ra.size;
+        ra.size = ra.size.max(get_next_ra_size(ra.size, max));
         ra.order += 2;
+        let align = 1u64 << ra.order.min(max.max(1).trailing_zeros());
+        let end = ra.start + ra.size;
+        let aligned_end = end / align * align;
+        if aligned_end > ra.start {
+            ra.size -= end - aligned_end;
+        }
+        ra.async_size = ra.size;
         self.page_cache_ra_order(cpu, mapping, ra, file_pages, st);
     }
 
