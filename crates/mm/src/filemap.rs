@@ -666,3 +666,23 @@ impl Mm {
         }
     }
 }
+
+impl Mm {
+    /// Writing 1 to /proc/sys/vm/drop_caches (`drop_pagecache_sb` → `invalidate_mapping_pages`):
+    /// every clean, unmapped page-cache folio not isolated is removed and freed (no shadow
+    /// entries are left: invalidation is not eviction). Dirty folios stay. Returns pages freed.
+    pub fn drop_caches(&mut self, cpu: u32) -> u64 {
+        let ids: Vec<FolioId> = self.page_cache.iter().map(|(_, id)| id).collect();
+        let mut freed = 0;
+        for id in ids {
+            let f = &self.folios.folios[id as usize];
+            if f.dirty || f.isolated {
+                continue;
+            }
+            freed += 1u64 << f.order;
+            self.free_folio(cpu, id);
+        }
+        self.count(crate::vmstat::Stat::drop_pagecache, 1);
+        freed
+    }
+}

@@ -100,6 +100,8 @@ pub struct TaskStats {
 
 struct Task {
     body: Box<dyn TaskBody>,
+    /// A kernel-side helper (flusher): not waited for by `workload_done`.
+    daemon: bool,
     pid: u32,
     state: TaskState,
     /// Incremented whenever a pending timer of the task becomes stale.
@@ -194,6 +196,7 @@ impl Engine {
         let id = self.tasks.len();
         let stream = self.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (id as u64).wrapping_add(1);
         self.tasks.push(Task {
+            daemon: false,
             body,
             pid,
             state,
@@ -215,6 +218,13 @@ impl Engine {
         self.next_pid += 1;
         let id = self.add_task(body, TaskState::Sleeping, pid);
         self.make_ready(id);
+        id
+    }
+
+    /// Starts a background task (a flusher) now; `workload_done` does not wait for it.
+    pub fn spawn_daemon(&mut self, body: Box<dyn TaskBody>) -> TaskId {
+        let id = self.spawn(body);
+        self.tasks[id].daemon = true;
         id
     }
 
@@ -406,7 +416,7 @@ impl Engine {
         self.tasks
             .iter()
             .enumerate()
-            .all(|(i, t)| i == self.kswapd || i == self.kcompactd || t.state == TaskState::Exited)
+            .all(|(i, t)| i == self.kswapd || i == self.kcompactd || t.daemon || t.state == TaskState::Exited)
     }
 }
 

@@ -21,7 +21,7 @@ use crate::metrics::Metrics;
 use crate::timeless::{boot, stats_with_zone_items, RunError};
 use crate::workload::{
     Flusher, KbuildShared, KbuildSpec, KbuildWorker, PageCacheFlusher, PgbenchCheckpointer, PgbenchClient,
-    PgbenchShared, PgbenchSpec, ThpBurst, ThpBurstSpec, ThpChallenge, ThpChallengeSpec,
+    PgbenchShared, PgbenchSpec, ProgramTask, ThpBurst, ThpBurstSpec, ThpChallenge, ThpChallengeSpec,
 };
 
 /// The /proc files captured at the start and end of a run.
@@ -225,6 +225,36 @@ pub fn run_workload_with_progress(
             until_ns: p.duration_ns,
         }));
         pgbench.push(shared);
+    }
+    let files = Rc::new(RefCell::new(BTreeMap::new()));
+    for t in &w.task {
+        for s in &t.steps {
+            if let fraglab_spec::TaskStep::Read { file, .. } | fraglab_spec::TaskStep::Write { file, .. } = s
+            {
+                if !files.borrow().contains_key(file) {
+                    let id = e.mm.add_mapping(fraglab_mm::filemap::Mapping::xfs_like());
+                    files.borrow_mut().insert(file.clone(), id);
+                }
+            }
+        }
+    }
+    let any_write = w.task.iter().any(|t| {
+        t.steps
+            .iter()
+            .any(|s| matches!(s, fraglab_spec::TaskStep::Write { .. }))
+    });
+    for t in &w.task {
+        for _ in 0..t.count {
+            e.spawn_at(
+                t.start_ns,
+                Box::new(ProgramTask::new(t, files.clone(), metrics.clone())),
+            );
+        }
+    }
+    if any_write {
+        e.spawn_daemon(Box::new(PageCacheFlusher {
+            until_ns: w.duration_ns,
+        }));
     }
     let samples = Rc::new(RefCell::new(vec![sample(&e.mm, 0)]));
     let s2 = samples.clone();

@@ -167,3 +167,50 @@ duration = "12s"
     let rows = fraglab_sim::timed::mmtests_rows(&base);
     assert!(rows.contains("pgbench TPS during checkpoints"));
 }
+
+#[test]
+fn task_programs_run_their_steps() {
+    let text = r#"
+[machine]
+memory = "512MiB"
+cpus = 2
+[knobs]
+"transparent_hugepage/enabled" = "madvise"
+[workload]
+[[workload.task]]
+name = "app"
+count = 3
+loops = 2
+steps = [
+  { mmap = "heap", size = "64MiB", madvise = true },
+  { touch = "heap" },
+  { dontneed = "heap", offset = "0", length = "16MiB" },
+  { read = "data", length = "32MiB", file_size = "256MiB" },
+  { write = "log", length = "8MiB", chunk = "256KiB" },
+  { slab = 2000 },
+  { pipes = 500 },
+  { compute = "50ms" },
+  { sleep = "100ms" },
+  { munmap = "heap" },
+]
+[[workload.task]]
+name = "admin"
+start = "1s"
+steps = [{ drop_caches = true }, { compact_memory = true }]
+"#;
+    let r = fraglab_sim::timed::run_workload(&parse_spec(text, "t.toml").unwrap()).unwrap();
+    let d = &r.vmstat_delta;
+    // 3 tasks × 2 loops × 64 MiB madvised on a fresh machine: 32 THPs each time.
+    assert_eq!(d["thp_fault_alloc"], 192);
+    assert_eq!(d["drop_pagecache"], 1);
+    // The run ends when the programs end (the flusher is a daemon), after the admin task's start.
+    assert!(
+        r.duration_ns >= 1_000_000_000 && r.duration_ns < 10_000_000_000,
+        "{}",
+        r.duration_ns
+    );
+    // Everything the programs held is released at their end: only page cache is left.
+    let end = &r.samples.last().unwrap();
+    let free: u64 = end.free_by_order.iter().sum();
+    assert!(free > 64 * 256, "free pages {free}");
+}

@@ -37,7 +37,29 @@ const TOP_KEYS: &[&str] = &[
     "workload",
     "cost",
 ];
-const WORKLOAD_KEYS: &[&str] = &["duration", "kbuild", "thp_burst", "thpchallenge", "pgbench"];
+const WORKLOAD_KEYS: &[&str] = &[
+    "duration",
+    "kbuild",
+    "thp_burst",
+    "thpchallenge",
+    "pgbench",
+    "task",
+];
+const TASK_KEYS: &[&str] = &["name", "count", "start", "loops", "steps"];
+const STEP_ACTIONS: &[&str] = &[
+    "mmap",
+    "touch",
+    "dontneed",
+    "munmap",
+    "compute",
+    "sleep",
+    "read",
+    "write",
+    "slab",
+    "pipes",
+    "compact_memory",
+    "drop_caches",
+];
 const PGBENCH_KEYS: &[&str] = &[
     "clients",
     "client_private",
@@ -1279,11 +1301,27 @@ impl Cx<'_> {
                 });
             }
         }
-        if kbuild.is_empty() && thp_burst.is_empty() && thpchallenge.is_empty() && pgbench.is_empty() {
+        let mut task = Vec::new();
+        if let Some(e) = t.get("task") {
+            for (i, (pos, entries)) in self.tables(&e.node, &t.key("task"))?.into_iter().enumerate() {
+                let k = Tbl {
+                    path: format!("workload.task[{i}]"),
+                    pos,
+                    entries,
+                };
+                task.push(self.task(&k)?);
+            }
+        }
+        if kbuild.is_empty()
+            && thp_burst.is_empty()
+            && thpchallenge.is_empty()
+            && pgbench.is_empty()
+            && task.is_empty()
+        {
             return Err(self.err(
                 t.pos,
                 "workload",
-                "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]] or [[workload.pgbench]] tables)",
+                "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]], [[workload.pgbench]] or [[workload.task]] tables)",
             ));
         }
         Ok(crate::WorkloadSpec {
@@ -1292,6 +1330,187 @@ impl Cx<'_> {
             thp_burst,
             thpchallenge,
             pgbench,
+            task,
+        })
+    }
+
+    /// One `[[workload.task]]`: its program of steps, each with exactly one action.
+    fn task(&self, k: &Tbl) -> R<crate::TaskParams> {
+        use crate::TaskStep;
+        self.check_keys(k, TASK_KEYS)?;
+        let name = self.opt_str(k, "name")?.unwrap_or_else(|| "task".into());
+        let count = self.opt_int(k, "count", 1, 4096, "1..=4096", 1)? as u32;
+        let start_ns = self.opt_duration(k, "start", 0, 0)?;
+        let loops = self.opt_int(k, "loops", 1, 1 << 20, "1..=1048576", 1)? as u32;
+        let se = self.need(
+            k,
+            "steps",
+            "an array of steps such as [{ mmap = \"a\", size = \"64MiB\" }]",
+        )?;
+        let mut steps = Vec::new();
+        let mut vmas: Vec<String> = Vec::new();
+        for (j, (pos, entries)) in self.tables(&se.node, &k.key("steps"))?.into_iter().enumerate() {
+            let s = Tbl {
+                path: format!("{}.steps[{j}]", k.path),
+                pos,
+                entries,
+            };
+            let mut actions = entries.iter().filter(|e| STEP_ACTIONS.contains(&e.key.as_str()));
+            let Some(a) = actions.next() else {
+                return Err(self.err(
+                    pos,
+                    &s.path,
+                    format!("no action (expected one of the keys {})", STEP_ACTIONS.join(", ")),
+                ));
+            };
+            if let Some(b) = actions.next() {
+                return Err(self.err(
+                    b.key_pos,
+                    &s.key(&b.key),
+                    format!(
+                        "a step has exactly one action, and this one already has {}",
+                        a.key
+                    ),
+                ));
+            }
+            let allowed: &[&str] = match a.key.as_str() {
+                "mmap" => &["mmap", "size", "madvise"],
+                "touch" => &["touch", "pattern"],
+                "dontneed" => &["dontneed", "offset", "length"],
+                "read" => &["read", "offset", "length", "file_size", "pattern"],
+                "write" => &["write", "offset", "length", "chunk"],
+                "compute" | "sleep" => &["compute", "sleep"],
+                other => std::slice::from_ref(STEP_ACTIONS.iter().find(|x| **x == other).expect("an action")),
+            };
+            self.check_keys(&s, allowed)?;
+            let vma = |this: &Self, vmas: &[String]| -> R<String> {
+                let v = this.str(&a.node, &s.key(&a.key))?;
+                if !vmas.iter().any(|x| x == v) {
+                    let dym = did_you_mean(v, vmas.iter().map(String::as_str))
+                        .map(|c| format!("; did you mean {}?", quote(c)))
+                        .unwrap_or_default();
+                    return Err(this.err(
+                        a.node.pos,
+                        &s.key(&a.key),
+                        format!("mapping {} is not created by an earlier mmap step{dym}", quote(v)),
+                    ));
+                }
+                Ok(v.to_string())
+            };
+            let random = |this: &Self| -> R<bool> {
+                match s.get("pattern") {
+                    None => Ok(false),
+                    Some(e) => match this.str(&e.node, &s.key("pattern"))? {
+                        "sequential" => Ok(false),
+                        "random" => Ok(true),
+                        v => Err(this.err(
+                            e.node.pos,
+                            &s.key("pattern"),
+                            format!("{} is not one of sequential, random", quote(v)),
+                        )),
+                    },
+                }
+            };
+            let step = match a.key.as_str() {
+                "mmap" => {
+                    let v = self.str(&a.node, &s.key("mmap"))?.to_string();
+                    if v.is_empty() {
+                        return Err(self.err(a.node.pos, &s.key("mmap"), "empty mapping name"));
+                    }
+                    self.need(&s, "size", "a size such as \"64MiB\"")?;
+                    let size_bytes = self.opt_size(&s, "size", 4096, 0)?;
+                    vmas.push(v.clone());
+                    TaskStep::Mmap {
+                        vma: v,
+                        size_bytes,
+                        madvise: self.opt_bool(&s, "madvise", false)?,
+                    }
+                }
+                "touch" => TaskStep::Touch {
+                    vma: vma(self, &vmas)?,
+                    random: random(self)?,
+                },
+                "dontneed" => {
+                    let v = vma(self, &vmas)?;
+                    self.need(&s, "length", "a size in bytes")?;
+                    TaskStep::Dontneed {
+                        vma: v,
+                        offset: self.opt_size(&s, "offset", 0, 0)?,
+                        length: self.opt_size(&s, "length", 1, 0)?,
+                    }
+                }
+                "munmap" => {
+                    let v = vma(self, &vmas)?;
+                    vmas.retain(|x| *x != v);
+                    TaskStep::Munmap { vma: v }
+                }
+                "compute" | "sleep" => {
+                    let ns = self.opt_duration(&s, &a.key, 1, 0)?;
+                    if a.key == "compute" {
+                        TaskStep::Compute { ns }
+                    } else {
+                        TaskStep::Sleep { ns }
+                    }
+                }
+                "read" | "write" => {
+                    let file = self.str(&a.node, &s.key(&a.key))?.to_string();
+                    if file.is_empty() {
+                        return Err(self.err(a.node.pos, &s.key(&a.key), "empty file name"));
+                    }
+                    self.need(&s, "length", "a size in bytes such as \"1MiB\"")?;
+                    let offset = self.opt_size(&s, "offset", 0, 0)?;
+                    let length = self.opt_size(&s, "length", 1, 0)?;
+                    if a.key == "read" {
+                        TaskStep::Read {
+                            file,
+                            offset,
+                            length,
+                            file_size: self
+                                .opt_size(&s, "file_size", 1, offset + length)?
+                                .max(offset + length),
+                            random: random(self)?,
+                        }
+                    } else {
+                        TaskStep::Write {
+                            file,
+                            offset,
+                            length,
+                            chunk: self.opt_size(&s, "chunk", 4096, 1 << 20)?,
+                        }
+                    }
+                }
+                "slab" | "pipes" => {
+                    let n = self.int_in(&a.node, &s.key(&a.key), 1, 1 << 30, "1..=2^30")? as u64;
+                    TaskStep::Slab {
+                        count: n,
+                        reclaimable: a.key == "slab",
+                    }
+                }
+                "compact_memory" | "drop_caches" => {
+                    match a.node.val {
+                        Val::Bool(true) => {}
+                        _ => return Err(self.type_err(&a.node, &s.key(&a.key), "true")),
+                    }
+                    if a.key == "compact_memory" {
+                        TaskStep::CompactMemory
+                    } else {
+                        TaskStep::DropCaches
+                    }
+                }
+                _ => unreachable!("STEP_ACTIONS"),
+            };
+            steps.push(step);
+        }
+        if steps.is_empty() {
+            return Err(self.err(se.key_pos, &k.key("steps"), "no steps (expected at least one)"));
+        }
+        Ok(crate::TaskParams {
+            line: self.lines.line(k.pos),
+            name,
+            count,
+            start_ns,
+            loops,
+            steps,
         })
     }
 

@@ -11,6 +11,7 @@ pub struct WorkloadSpec {
     pub thp_burst: Vec<ThpBurstParams>,
     pub thpchallenge: Vec<ThpChallengeParams>,
     pub pgbench: Vec<PgbenchParams>,
+    pub task: Vec<TaskParams>,
 }
 
 /// `[[workload.pgbench]]`: seed 002's pgbench simple-update (published-results.md §3).
@@ -130,4 +131,72 @@ mod tests {
             .unwrap_err()
             .ends_with("too large"));
     }
+}
+
+/// `[[workload.task]]`: `count` instances of a program of steps, repeated `loops` times, started
+/// at `start` (the workload primitives of issue 5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskParams {
+    pub line: usize,
+    pub name: String,
+    pub count: u32,
+    pub start_ns: u64,
+    pub loops: u32,
+    pub steps: Vec<TaskStep>,
+}
+
+/// One step of a task program (`steps = [{ mmap = "a", size = "64MiB" }, ...]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TaskStep {
+    /// An anonymous mapping named `vma` of `size_bytes`, MADV_HUGEPAGE if `madvise`.
+    Mmap {
+        vma: String,
+        size_bytes: u64,
+        madvise: bool,
+    },
+    /// Write-touch every page of `vma` (in address order, or in a random order).
+    Touch {
+        vma: String,
+        random: bool,
+    },
+    /// MADV_DONTNEED of [`offset`, `offset + length`) of `vma`.
+    Dontneed {
+        vma: String,
+        offset: u64,
+        length: u64,
+    },
+    Munmap {
+        vma: String,
+    },
+    /// Run on the CPU for this long.
+    Compute {
+        ns: u64,
+    },
+    Sleep {
+        ns: u64,
+    },
+    /// Buffered read of `length` bytes of `file` (sequential from `offset`, or random 4 KiB
+    /// pages of the file when `random`), the file being `file_size` long.
+    Read {
+        file: String,
+        offset: u64,
+        length: u64,
+        file_size: u64,
+        random: bool,
+    },
+    /// Buffered write (iomap) of `length` bytes at `offset` of `file`, in `chunk`-byte writes.
+    Write {
+        file: String,
+        offset: u64,
+        length: u64,
+        chunk: u64,
+    },
+    /// Allocate `count` small kernel objects (order-0 pages) held until the task ends:
+    /// reclaimable slab (dentries/inodes, shrinkable) or unmovable (pipe buffers).
+    Slab {
+        count: u64,
+        reclaimable: bool,
+    },
+    CompactMemory,
+    DropCaches,
 }

@@ -1371,7 +1371,7 @@ fn workload_and_cost_errors() {
         &with_machine(&["[workload]", "duration = \"1min\""]),
         3,
         "workload",
-        "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]] or [[workload.pgbench]] tables)",
+        "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]], [[workload.pgbench]] or [[workload.task]] tables)",
     );
     check(
         &with_machine(&["[workload]", "duration = \"5 weeks\"", "[[workload.thp_burst]]"]),
@@ -1474,5 +1474,60 @@ fn write_read_and_swap_errors() {
         3,
         "machine.swap",
         "\"lots\" is not a size (expected bytes as an integer or a string like \"4GiB\"; units B, KiB, MiB, GiB, TiB or K, M, G, T)",
+    );
+}
+
+#[test]
+fn task_step_errors() {
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ touch = \"heap\" }]"]),
+        4,
+        "workload.task[0].steps[0].touch",
+        "mapping \"heap\" is not created by an earlier mmap step",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ mmap = \"heap\", size = \"1MiB\" }, { touch = \"haep\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[1].touch",
+        "mapping \"haep\" is not created by an earlier mmap step; did you mean \"heap\"?",
+    );
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ mmap = \"heap\" }]"]),
+        4,
+        "workload.task[0].steps[0].size",
+        "missing (expected a size such as \"64MiB\")",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ sleep = \"1s\", compute = \"1s\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[0].compute",
+        "a step has exactly one action, and this one already has sleep",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ mmap = \"h\", size = 4096 }, { touch = \"h\", pattern = \"zigzag\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[1].pattern",
+        "\"zigzag\" is not one of sequential, random",
+    );
+    check(
+        &with_machine(&["[[workload.task]]", "steps = []"]),
+        4,
+        "workload.task[0].steps",
+        "no steps (expected at least one)",
+    );
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ drop_caches = 1 }]"]),
+        4,
+        "workload.task[0].steps[0].drop_caches",
+        "expected true, found an integer",
     );
 }
