@@ -19,6 +19,7 @@
 //! memory = "4GiB"      # bytes: an integer, or "<n>" + B/KiB/MiB/GiB/TiB (or K/M/G/T); 2 MiB..=1 TiB
 //! cpus = 2             # 1..=256, default 2
 //! dma = true           # ZONE_DMA in the default x86-64 layout, default true
+//! swap = "1GiB"        # a swap device of this size; default none
 //!
 //! # Instead of `memory` (and `dma`): explicit zones, in kernel zone order and increasing pfn
 //! # order, without overlap. present defaults to spanned, managed to present.
@@ -36,15 +37,22 @@
 //! folio_mode = "migrate_free_split"   # how compaction treats large folios (Zi Yan's 2024
 //!                      # series): skip_large (before it), split_large (patch 1),
 //!                      # migrate_no_free_split (patch 2), migrate_free_split (6.18, default)
+//! defrag_stage = "kswapd_watermarks"  # what vm.defrag_mode = 1 turns on: vanilla,
+//!                      # nofragment_only, kswapd_assist, kswapd_watermarks (default)
+//! costly_order_policy = "baseline"    # page-cache costly orders: baseline, v1_iomap,
+//!                      # v2_filemap_costly, v3_filemap_opportunistic, v4_kcompactd_background
+//! v4_position = "before_initial_compaction"   # or after_initial_compaction
 //!
 //! [run]
 //! seed = 1             # default 1
 //! debug_vm = false     # default false
-//! trace = ["kmem:mm_page_alloc", "compaction:*"]   # see TRACE_EVENTS; kmem:* and
-//!                      # compaction:* select a group; default none
+//! trace = ["kmem:mm_page_alloc", "compaction:*"]   # see TRACE_EVENTS; kmem:*, compaction:*,
+//!                      # migrate:* and vmscan:* select a group; default none
 //!
 //! # Each [[op]] has exactly one action key (alloc, free, print, drain_all_pages,
-//! # compact_memory, compact, kcompactd, proactive_compact) and only that action's other keys.
+//! # compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read) and only
+//! # that action's other keys. A spec has either [[op]]s (a timeless run) or a [workload] (a
+//! # timed run; see WorkloadSpec and the README), not both.
 //!
 //! [[op]]
 //! alloc = "a"          # set name; appends if it exists
@@ -85,6 +93,32 @@
 //!
 //! [[op]]
 //! proactive_compact = true # one expiry of kcompactd's 500 ms timer (the proactive check)
+//!
+//! [[op]]
+//! fault = "thp"        # anonymous faults on fresh 2 MiB ranges; the folios join the set
+//! count = 16           # >= 1, default 1
+//! madvised = true      # MADV_HUGEPAGE, default false
+//! cpu = 0
+//!
+//! [[op]]
+//! kswapd = true        # run kswapd, if awake, until it sleeps; only true
+//!
+//! [[op]]
+//! write = "wal"        # a buffered write through iomap to file "wal"
+//! length = "256KiB"    # required, >= 1 byte
+//! offset = 0           # bytes, default 0
+//! mapping = "xfs"      # first op naming the file: xfs (default), large_folios, no_large_folios
+//! cpu = 0
+//!
+//! [[op]]
+//! read = "data"        # a buffered read with readahead
+//! length = "64KiB"     # required
+//! offset = 0
+//! file_size = "1GiB"   # default offset + length
+//! mapping = "large_folios"
+//!
+//! [cost]               # cost-model overrides for timed runs, see COST_KEYS
+//! read_io_ns = 100000
 //! ```
 
 use std::collections::BTreeMap;
