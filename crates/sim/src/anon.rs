@@ -23,8 +23,11 @@ const REGION: u64 = 1 << HPAGE_PMD_ORDER;
 /// Where the time of an allocation went (for latency histograms).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AllocPath {
-    /// Served by the fast path (or the slow path's first freelist attempts) without direct work.
+    /// Served by the fast path (at the low watermark).
     Fast,
+    /// Served by the slow path without direct work: after waking kswapd, at the min watermark
+    /// (or with reserves).
+    AfterKswapd,
     /// Direct reclaim ran (and perhaps compaction too).
     DirectReclaim,
     /// Direct compaction ran, no reclaim.
@@ -35,6 +38,7 @@ impl AllocPath {
     pub fn name(self) -> &'static str {
         match self {
             AllocPath::Fast => "fast",
+            AllocPath::AfterKswapd => "after_kswapd",
             AllocPath::DirectReclaim => "direct_reclaim",
             AllocPath::DirectCompaction => "direct_compaction",
         }
@@ -46,6 +50,8 @@ impl AllocPath {
             AllocPath::DirectReclaim
         } else if w.compact_stalls > 0 {
             AllocPath::DirectCompaction
+        } else if w.slowpaths > 0 {
+            AllocPath::AfterKswapd
         } else {
             AllocPath::Fast
         }

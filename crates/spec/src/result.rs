@@ -57,7 +57,7 @@ pub struct Sample {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyHistogram {
     pub order: u32,
-    /// "fast", "direct_compaction" or "direct_reclaim".
+    /// "fast", "after_kswapd", "direct_compaction" or "direct_reclaim".
     pub path: String,
     pub count: u64,
     pub sum_ns: u64,
