@@ -99,6 +99,9 @@ pub struct Folio {
     pub owner: u32,
     /// PG_readahead: reading this page-cache folio triggers asynchronous readahead (§12.2.4).
     pub readahead_mark: bool,
+    /// PG_workingset: the folio was deactivated from an active list (`shrink_active_list`)
+    /// or restored on refault; its shadow entry remembers it (`workingset_restore_*`, §10.3.8).
+    pub workingset: bool,
 }
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -157,6 +160,7 @@ impl FolioTable {
             index: 0,
             owner: 0,
             readahead_mark: false,
+            workingset: false,
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
@@ -364,6 +368,7 @@ impl Mm {
             nf.dirty = f.dirty;
             nf.mapping = f.mapping;
             nf.owner = f.owner;
+            nf.workingset = f.workingset;
             nf.index = f.index + i as u64;
             if f.mapping != 0 {
                 if i == 0 {
