@@ -613,7 +613,7 @@ fn s10_3_8_restore_and_large_shadows() {
     }
     // Evict a (deactivated, so oldest) and the order-2 folio.
     assert_eq!(mm.shrink_inactive_list(5, LRU_INACTIVE_FILE, &mut sc), 5);
-    assert_eq!(mm.workingset.get(m, 0).unwrap().1.workingset, true);
+    assert!(mm.workingset.get(m, 0).unwrap().1.workingset);
     assert_eq!(
         mm.workingset.get(m, 11).unwrap(),
         mm.workingset.get(m, 8).unwrap()
