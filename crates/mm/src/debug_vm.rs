@@ -434,6 +434,38 @@ impl Mm {
                 "{on_lists} folios on LRU lists, {lru_folios} unisolated LRU folios"
             );
         }
+        // Reclaim state: swap slots used = pages in the swap map, within the device, a shadow
+        // only for content in swap; page-cache shadows consistent and bounded; shrinkable slab
+        // entries that are still live are slab folios.
+        {
+            let in_map: u64 = self.swap.map.values().sum();
+            ensure!(
+                in_map == self.swap.used && self.swap.used <= self.swap.total,
+                "swap: {} slots used of {}, {in_map} pages in the swap map",
+                self.swap.used,
+                self.swap.total
+            );
+            ensure!(
+                self.swap.map.values().all(|&n| n > 0),
+                "swap map holds an empty entry"
+            );
+            ensure!(
+                self.swap.shadows.keys().all(|t| self.swap.map.contains_key(t)),
+                "swap shadow for content not in swap"
+            );
+            if let Err(e) = self.workingset.check(self.workingset_shadow_bound()) {
+                return Err(InvariantViolation(format!("workingset: {e}")));
+            }
+            for &(id, token) in &self.shrinkable_slab {
+                if let Some(f) = self.folios.folios.get(id as usize) {
+                    ensure!(
+                        !(f.live && f.token == token) || f.kind == crate::folio::FolioKind::Slab,
+                        "shrinkable entry {id} is a live {:?} folio",
+                        f.kind
+                    );
+                }
+            }
+        }
         // Every live folio sits at an allocated head of its order that names it.
         for (id, f) in self.folios.live() {
             ensure!(

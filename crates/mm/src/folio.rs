@@ -101,6 +101,9 @@ pub struct Folio {
     pub readahead_mark: bool,
     /// When the folio last became dirty (`Mm::now_ns`), for the flusher's expiry.
     pub dirtied_ns: u64,
+    /// PG_workingset: the folio was deactivated from an active list (`shrink_active_list`)
+    /// or restored on refault; its shadow entry remembers it (`workingset_restore_*`, §10.3.8).
+    pub workingset: bool,
 }
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -160,6 +163,7 @@ impl FolioTable {
             owner: 0,
             readahead_mark: false,
             dirtied_ns: 0,
+            workingset: false,
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
@@ -371,6 +375,7 @@ impl Mm {
             nf.dirtied_ns = f.dirtied_ns;
             nf.mapping = f.mapping;
             nf.owner = f.owner;
+            nf.workingset = f.workingset;
             nf.index = f.index + i as u64;
             if f.mapping != 0 {
                 if i == 0 {

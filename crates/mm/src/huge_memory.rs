@@ -59,6 +59,11 @@ impl Default for ThpConfig {
 pub struct MthpStats {
     pub anon_fault_alloc: [u64; NR_PAGE_ORDERS],
     pub anon_fault_fallback: [u64; NR_PAGE_ORDERS],
+    /// `swpout` / `swpout_fallback` (reclaim, `vmscan.rs`): folios of this order written to
+    /// swap whole / split because swap had no room for them (orders 1..=9 only, as
+    /// `mod_mthp_stat` counts).
+    pub swpout: [u64; NR_PAGE_ORDERS],
+    pub swpout_fallback: [u64; NR_PAGE_ORDERS],
 }
 
 /// `vma_thp_gfp_mask` (§11.2): the gfp of a THP/mTHP fault for each defrag value; `madvised`

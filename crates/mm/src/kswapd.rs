@@ -297,10 +297,10 @@ impl Mm {
         out
     }
 
-    /// `kswapd_age_node`: age the anon active list when its inactive list is low and anon
-    /// pages can be reclaimed (§10.2.2 "age the anon LRU").
+    /// `kswapd_age_node`: age the anon active list when its inactive list is low and a swap
+    /// device exists (`can_age_anon_pages`: total swap, not free slots or may_swap; §10.2.2).
     fn kswapd_age_node(&mut self, sc: &mut ScanControl) {
-        if !sc.may_swap {
+        if self.swap.total == 0 {
             return;
         }
         if self.inactive_is_low(LRU_INACTIVE_ANON) {
@@ -390,6 +390,17 @@ impl Mm {
                     break;
                 }
             }
+            // Restart once without cache-trim mode if the whole priority loop reclaimed
+            // nothing while trimming the cache failed.
+            if !done
+                && sc.nr_reclaimed == 0
+                && sc.priority < 1
+                && !sc.no_cache_trim_mode
+                && sc.cache_trim_mode_failed
+            {
+                sc.no_cache_trim_mode = true;
+                continue 'restart;
+            }
             if !done && sc.nr_reclaimed == 0 {
                 self.kswapd_failures += 1;
             }
@@ -406,6 +417,7 @@ impl Mm {
             }
             kcompactd_woken = self.wakeup_kcompactd(PAGEBLOCK_ORDER, hz);
         }
+        self.snapshot_refaults();
         BalanceResult {
             reclaim_order: sc.order,
             scanned,

@@ -191,6 +191,8 @@ pub struct Mm {
     pub shrinkable_slab: std::collections::VecDeque<(crate::folio::FolioId, u64)>,
     /// Dirty page-cache pages (`NR_FILE_DIRTY`).
     pub nr_dirty: u64,
+    /// The shrinker of those caches (its deferred scan work).
+    pub slab_shrinker: crate::vmscan::SlabShrinker,
     /// Tasks the OOM killer killed, in order (for whoever owns the tasks).
     pub oom_victims: Vec<u32>,
     /// kcompactd's state (§9.11.1).
@@ -233,7 +235,9 @@ pub mod trace_kind {
     pub const VMSCAN_DIRECT: u32 = 1 << 22;
     /// vmscan:mm_vmscan_lru_isolate / _lru_shrink_inactive / _lru_shrink_active.
     pub const VMSCAN_LRU: u32 = 1 << 23;
-    pub const VMSCAN: u32 = VMSCAN_KSWAPD | VMSCAN_DIRECT | VMSCAN_LRU;
+    /// vmscan:mm_vmscan_throttled.
+    pub const VMSCAN_THROTTLED: u32 = 1 << 24;
+    pub const VMSCAN: u32 = VMSCAN_KSWAPD | VMSCAN_DIRECT | VMSCAN_LRU | VMSCAN_THROTTLED;
     pub const ALL: u32 = KMEM | COMPACTION | MIGRATE | VMSCAN;
 
     /// Maps a tracepoint name (with or without the `kmem:` prefix) to its bit.
@@ -271,6 +275,7 @@ pub mod trace_kind {
             "mm_vmscan_lru_isolate" | "mm_vmscan_lru_shrink_inactive" | "mm_vmscan_lru_shrink_active" => {
                 VMSCAN_LRU
             }
+            "mm_vmscan_throttled" => VMSCAN_THROTTLED,
             "mm_page_alloc" => MM_PAGE_ALLOC,
             "mm_page_free" => MM_PAGE_FREE,
             "mm_page_alloc_zone_locked" => MM_PAGE_ALLOC_ZONE_LOCKED,
@@ -350,6 +355,7 @@ impl Mm {
             swap: Default::default(),
             workingset: Default::default(),
             shrinkable_slab: Default::default(),
+            slab_shrinker: Default::default(),
             work_sum: Default::default(),
             pagecache: Default::default(),
             page_cache: Default::default(),

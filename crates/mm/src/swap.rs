@@ -2,8 +2,11 @@
 //! which content (folio token) occupies how many of them. Without one (the reference machine
 //! has no swap) anonymous memory is not reclaimable.
 //!
-//! Simplifications: no swap cache, no swap readahead (`page-cluster`), no zswap; a slot is a
-//! page; large folios swap out whole when there is room (no contiguous-cluster requirement).
+//! Simplifications: the device is synchronous (zram-like: a write completes at once, so
+//! reclaim frees the folio in the same pass); no swap cache, no swap readahead (`page-cluster`),
+//! no zswap; a slot is a page; large folios swap out whole when there are enough free slots
+//! (no contiguous-cluster requirement); one anon shadow (eviction age, PG_workingset) per
+//! content token, that of its latest swap-out.
 
 use std::collections::BTreeMap;
 
@@ -15,11 +18,15 @@ use crate::vmstat::Stat;
 /// The swap device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SwapDevice {
-    /// Size in pages (0: no swap).
+    /// Size in pages (0: no swap, the default).
     pub total: u64,
+    /// Slots in use: always the sum of `map`.
     pub used: u64,
     /// Content token → pages of it in swap.
     pub map: BTreeMap<u64, u64>,
+    /// Content token → (non-resident age at its latest swap-out, PG_workingset then): the
+    /// shadow entry the swap cache keeps for a refault (`workingset_eviction`).
+    pub shadows: BTreeMap<u64, (u64, bool)>,
 }
 
 impl SwapDevice {
@@ -34,12 +41,13 @@ impl Mm {
         self.swap.free_slots() > 0
     }
 
-    /// Puts `nr` pages of content `token` in swap (the folio is freed by the caller). Counts
-    /// `pswpout`.
-    pub(crate) fn swap_out(&mut self, token: u64, nr: u64) {
+    /// Puts `nr` pages of content `token` in swap with its shadow (the folio is freed by the
+    /// caller). Counts `pswpout` (pages).
+    pub(crate) fn swap_out(&mut self, token: u64, nr: u64, eviction: u64, workingset: bool) {
         assert!(self.swap.free_slots() >= nr, "swap_out without room");
         self.swap.used += nr;
         *self.swap.map.entry(token).or_default() += nr;
+        self.swap.shadows.insert(token, (eviction, workingset));
         self.count(Stat::pswpout, nr);
     }
 
@@ -49,16 +57,28 @@ impl Mm {
     }
 
     /// A swap-in fault on one page of content `token` (`do_swap_page`, order 0): allocates an
-    /// anonymous page with GFP_HIGHUSER_MOVABLE, frees one slot, counts `pswpin`. `None` if the
-    /// content has no page in swap or the allocation fails. The new folio carries `token`.
+    /// anonymous page with GFP_HIGHUSER_MOVABLE (which may reclaim), frees one slot, counts
+    /// `pswpin`, and runs the anon refault check against the content's shadow
+    /// (`workingset_refault_anon`, possibly activating the page). `None` if the content has no
+    /// page in swap or the allocation fails (the slot then stays). The new folio carries
+    /// `token`, so the content stays identifiable.
     pub fn swap_in(&mut self, cpu: u32, token: u64) -> Option<FolioId> {
         if self.swapped(token) == 0 {
             return None;
         }
         let id = self.alloc_folio(cpu, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::Anon, false)?;
         self.folios.folios[id as usize].token = token;
+        // The allocation may have reclaimed (even freed this content's other slots): re-check.
+        if self.swapped(token) == 0 {
+            self.free_folio(cpu, id);
+            return None;
+        }
+        let shadow = self.swap.shadows.get(&token).copied();
         self.swap_free_pages(token, 1);
         self.count(Stat::pswpin, 1);
+        if let Some((eviction, workingset)) = shadow {
+            self.workingset_refault_anon(id, eviction, workingset);
+        }
         Some(id)
     }
 
@@ -67,15 +87,18 @@ impl Mm {
         *e -= nr;
         if *e == 0 {
             self.swap.map.remove(&token);
+            self.swap.shadows.remove(&token);
         }
         self.swap.used -= nr;
     }
 
-    /// Frees every slot of content `token` (munmap or exit of swapped-out memory).
-    pub fn swap_free_token(&mut self, token: u64) {
+    /// Frees every slot of content `token` (munmap or exit of swapped-out memory:
+    /// `swap_free`). Returns the pages freed.
+    pub fn swap_free_token(&mut self, token: u64) -> u64 {
         let n = self.swapped(token);
         if n > 0 {
             self.swap_free_pages(token, n);
         }
+        n
     }
 }

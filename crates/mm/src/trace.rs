@@ -329,6 +329,77 @@ pub enum TraceEvent {
         priority: i32,
         flags: u32,
     },
+    /// vmscan:mm_vmscan_throttled (`reclaim_throttle`). `reason` is the recorded field, i.e.
+    /// `1 << enum vmscan_throttle_state` (see [`vmscan_throttle_reason`]), printed with
+    /// `show_throttle_flags`. The model does not throttle reclaim yet, so nothing emits it.
+    MmVmscanThrottled {
+        nid: i32,
+        usec_timeout: i32,
+        usec_delayed: i32,
+        reason: i32,
+    },
+}
+
+/// `enum vmscan_throttle_state` (include/linux/mmzone.h): the reasons `reclaim_throttle` takes.
+pub const VMSCAN_THROTTLE_WRITEBACK: u32 = 0;
+pub const VMSCAN_THROTTLE_ISOLATED: u32 = 1;
+pub const VMSCAN_THROTTLE_NOPROGRESS: u32 = 2;
+pub const VMSCAN_THROTTLE_CONGESTED: u32 = 3;
+
+/// The `reason` field of mm_vmscan_throttled for a `vmscan_throttle_state` (`1U << reason`).
+pub const fn vmscan_throttle_reason(state: u32) -> i32 {
+    (1u32 << state) as i32
+}
+
+/// `show_throttle_flags` table (include/trace/events/vmscan.h), in the kernel's order.
+pub const VMSCAN_THROTTLE_FLAGS: [(u32, &str); 4] = [
+    (1 << VMSCAN_THROTTLE_WRITEBACK, "VMSCAN_THROTTLE_WRITEBACK"),
+    (1 << VMSCAN_THROTTLE_ISOLATED, "VMSCAN_THROTTLE_ISOLATED"),
+    (1 << VMSCAN_THROTTLE_NOPROGRESS, "VMSCAN_THROTTLE_NOPROGRESS"),
+    (1 << VMSCAN_THROTTLE_CONGESTED, "VMSCAN_THROTTLE_CONGESTED"),
+];
+
+/// `__print_flags(flags, "|", table)` or `none_name` for 0 (`trace_print_flags_seq`: table
+/// entries in order while bits remain, then the rest as `0x%lx`).
+fn show_flags(flags: u32, table: &[(u32, &str)], none_name: &str) -> String {
+    if flags == 0 {
+        return none_name.into();
+    }
+    let mut parts = Vec::new();
+    let mut left = flags;
+    for &(bit, name) in table {
+        if left == 0 {
+            break;
+        }
+        if left & bit == bit {
+            parts.push(name.to_string());
+            left &= !bit;
+        }
+    }
+    if left != 0 {
+        parts.push(format!("0x{left:x}"));
+    }
+    parts.join("|")
+}
+
+/// Inverse of [`show_flags`]; only texts [`show_flags`] prints are accepted.
+fn parse_flags(s: &str, table: &[(u32, &str)], none_name: &str) -> Option<u32> {
+    if s == none_name {
+        return Some(0);
+    }
+    let mut flags = 0;
+    for p in s.split('|') {
+        match table.iter().find(|(_, n)| *n == p) {
+            Some((bit, _)) => flags |= bit,
+            None => flags |= parse_hex_u32(p.strip_prefix("0x")?)?,
+        }
+    }
+    (flags != 0 && show_flags(flags, table, none_name) == s).then_some(flags)
+}
+
+/// `show_throttle_flags`: VMSCAN_THROTTLE_NONE for 0.
+pub fn show_throttle_flags(reason: i32) -> String {
+    show_flags(reason as u32, &VMSCAN_THROTTLE_FLAGS, "VMSCAN_THROTTLE_NONE")
 }
 
 /// `RECLAIM_WB_*` (include/trace/events/vmscan.h), as `show_reclaim_flags` prints them.
@@ -348,35 +419,11 @@ pub fn trace_reclaim_flags(file: bool) -> u32 {
 /// `show_reclaim_flags`: `__print_flags(flags, "|", ...)`, or RECLAIM_WB_NONE for 0; bits left
 /// over print in hex as `__print_flags` does.
 pub fn show_reclaim_flags(flags: u32) -> String {
-    if flags == 0 {
-        return "RECLAIM_WB_NONE".into();
-    }
-    let mut parts = Vec::new();
-    let mut left = flags;
-    for (bit, name) in RECLAIM_WB_FLAGS {
-        if left & bit != 0 {
-            parts.push(name.to_string());
-            left &= !bit;
-        }
-    }
-    if left != 0 {
-        parts.push(format!("0x{left:x}"));
-    }
-    parts.join("|")
+    show_flags(flags, &RECLAIM_WB_FLAGS, "RECLAIM_WB_NONE")
 }
 
 fn parse_reclaim_flags(s: &str) -> Option<u32> {
-    if s == "RECLAIM_WB_NONE" {
-        return Some(0);
-    }
-    let mut flags = 0;
-    for p in s.split('|') {
-        match RECLAIM_WB_FLAGS.iter().find(|(_, n)| *n == p) {
-            Some((bit, _)) => flags |= bit,
-            None => flags |= parse_hex_u32(p.strip_prefix("0x")?)?,
-        }
-    }
-    (flags != 0 && show_reclaim_flags(flags) == s).then_some(flags)
+    parse_flags(s, &RECLAIM_WB_FLAGS, "RECLAIM_WB_NONE")
 }
 
 /// `migrate_reason` `MR_COMPACTION`, the reason compaction passes to `migrate_pages()`.
@@ -473,6 +520,7 @@ impl TraceEvent {
             TraceEvent::MmVmscanLruIsolate { .. } => "mm_vmscan_lru_isolate",
             TraceEvent::MmVmscanLruShrinkInactive { .. } => "mm_vmscan_lru_shrink_inactive",
             TraceEvent::MmVmscanLruShrinkActive { .. } => "mm_vmscan_lru_shrink_active",
+            TraceEvent::MmVmscanThrottled { .. } => "mm_vmscan_throttled",
         }
     }
 
@@ -493,7 +541,8 @@ impl TraceEvent {
             | TraceEvent::MmVmscanDirectReclaimEnd { .. }
             | TraceEvent::MmVmscanLruIsolate { .. }
             | TraceEvent::MmVmscanLruShrinkInactive { .. }
-            | TraceEvent::MmVmscanLruShrinkActive { .. } => "vmscan",
+            | TraceEvent::MmVmscanLruShrinkActive { .. }
+            | TraceEvent::MmVmscanThrottled { .. } => "vmscan",
             TraceEvent::MmCompactionIsolate { .. }
             | TraceEvent::MmCompactionMigratepages { .. }
             | TraceEvent::MmCompactionBeginEnd { .. }
@@ -728,6 +777,18 @@ impl TraceEvent {
                     out,
                     "nid={nid} nr_taken={nr_taken} nr_active={nr_active} nr_deactivated={nr_deactivated} nr_referenced={nr_referenced} priority={priority} flags={}",
                     show_reclaim_flags(flags)
+                );
+            }
+            TraceEvent::MmVmscanThrottled {
+                nid,
+                usec_timeout,
+                usec_delayed,
+                reason,
+            } => {
+                let _ = write!(
+                    out,
+                    "nid={nid} usec_timeout={usec_timeout} usect_delayed={usec_delayed} reason={}",
+                    show_throttle_flags(reason)
                 );
             }
             TraceEvent::MmMigratePages {
@@ -1291,7 +1352,7 @@ fn parse_compaction_event(name: &str, fields: &str) -> Option<TraceEvent> {
                 nr_scanned: dec_u64(scanned)?,
                 nr_skipped: dec_u64(skipped)?,
                 nr_taken: dec_u64(taken)?,
-                lru: crate::vmscan::LRU_NAMES.iter().position(|n| *n == lru)? as u8,
+                lru: u8::try_from(parse_symbol(&crate::vmscan::LRU_NAMES, lru)?).ok()?,
             }
         }
         "mm_vmscan_lru_shrink_inactive" => {
@@ -1326,6 +1387,16 @@ fn parse_compaction_event(name: &str, fields: &str) -> Option<TraceEvent> {
                 nr_unmap_fail: dec_i64(uf)?,
                 priority: dec_i32(pr)?,
                 flags: parse_reclaim_flags(fl)?,
+            }
+        }
+        "mm_vmscan_throttled" => {
+            let [nid, timeout, delayed, reason] =
+                kv(fields, ["nid", "usec_timeout", "usect_delayed", "reason"])?;
+            TraceEvent::MmVmscanThrottled {
+                nid: dec_i32(nid)?,
+                usec_timeout: dec_i32(timeout)?,
+                usec_delayed: dec_i32(delayed)?,
+                reason: parse_flags(reason, &VMSCAN_THROTTLE_FLAGS, "VMSCAN_THROTTLE_NONE")? as i32,
             }
         }
         "mm_vmscan_lru_shrink_active" => {
@@ -2510,6 +2581,62 @@ mod tests {
         ]
     }
 
+    /// mm_vmscan_throttled as the S2 format prints it (`usect_delayed` is the kernel's typo);
+    /// the reason is the `1 << state` bit, several bits join with `|`, 0 is NONE.
+    #[test]
+    fn vmscan_throttled_line() {
+        let ev = TraceEvent::MmVmscanThrottled {
+            nid: 0,
+            usec_timeout: 100000,
+            usec_delayed: 2000,
+            reason: vmscan_throttle_reason(VMSCAN_THROTTLE_ISOLATED),
+        };
+        let r = rec(7_000_001_000, 0, 4242, "cc1", ".....", ev.clone());
+        let want = "             cc1-4242    [000] .....     7.000001: mm_vmscan_throttled: \
+                    nid=0 usec_timeout=100000 usect_delayed=2000 reason=VMSCAN_THROTTLE_ISOLATED\n";
+        assert_eq!(line(&r), want);
+        assert_eq!(parse_trace_line(want), Some(r));
+        assert_eq!(ev.group(), "vmscan");
+        assert_eq!(show_throttle_flags(0), "VMSCAN_THROTTLE_NONE");
+        assert_eq!(
+            show_throttle_flags(0b1001 | 0x40),
+            "VMSCAN_THROTTLE_WRITEBACK|VMSCAN_THROTTLE_CONGESTED|0x40"
+        );
+        // Only what show_throttle_flags prints parses (order and hex remainder included).
+        let bad = want.replace(
+            "VMSCAN_THROTTLE_ISOLATED",
+            "VMSCAN_THROTTLE_ISOLATED|VMSCAN_THROTTLE_WRITEBACK",
+        );
+        assert_eq!(parse_trace_line(&bad), None);
+        assert_eq!(
+            parse_trace_line(&want.replace("usect_delayed", "usec_delayed")),
+            None
+        );
+    }
+
+    /// `__print_symbolic(lru, LRU_NAMES)` prints an unknown list as `0x%lx`, and it parses back.
+    #[test]
+    fn vmscan_lru_isolate_unknown_lru() {
+        let ev = TraceEvent::MmVmscanLruIsolate {
+            highest_zoneidx: 2,
+            order: 0,
+            nr_requested: 32,
+            nr_scanned: 40,
+            nr_skipped: 8,
+            nr_taken: 32,
+            lru: 7,
+        };
+        let r = rec(1_000_000, 1, 9, "kswapd0", ".....", ev);
+        let l = line(&r);
+        assert!(
+            l.ends_with(
+                "classzone=2 order=0 nr_requested=32 nr_scanned=40 nr_skipped=8 nr_taken=32 lru=0x7\n"
+            ),
+            "{l}"
+        );
+        assert_eq!(parse_trace_line(&l), Some(r));
+    }
+
     fn arb_vmscan_event() -> impl Strategy<Value = TraceEvent> {
         prop_oneof![
             any::<i32>().prop_map(|nid| TraceEvent::MmVmscanKswapdSleep { nid }),
@@ -2525,7 +2652,7 @@ mod tests {
             (any::<i32>(), any::<u32>())
                 .prop_map(|(order, g)| TraceEvent::MmVmscanDirectReclaimBegin { order, gfp: Gfp(g) }),
             any::<u64>().prop_map(|nr_reclaimed| TraceEvent::MmVmscanDirectReclaimEnd { nr_reclaimed }),
-            (any::<i32>(), any::<i32>(), any::<[u64; 4]>(), 0u8..5).prop_map(
+            (any::<i32>(), any::<i32>(), any::<[u64; 4]>(), any::<u8>()).prop_map(
                 |(hz, order, [a, b, c, d], lru)| {
                     TraceEvent::MmVmscanLruIsolate {
                         highest_zoneidx: hz,
@@ -2543,7 +2670,7 @@ mod tests {
                 any::<[i64; 8]>(),
                 any::<[i32; 2]>(),
                 any::<i32>(),
-                0u32..32
+                any::<u32>()
             )
                 .prop_map(|(nid, v, nr_activate, priority, flags)| {
                     TraceEvent::MmVmscanLruShrinkInactive {
@@ -2561,7 +2688,15 @@ mod tests {
                         flags,
                     }
                 }),
-            (any::<i32>(), any::<[i64; 4]>(), any::<i32>(), 0u32..32).prop_map(
+            (any::<i32>(), any::<[i32; 3]>(), any::<i32>()).prop_map(|(nid, [t, d, _], reason)| {
+                TraceEvent::MmVmscanThrottled {
+                    nid,
+                    usec_timeout: t,
+                    usec_delayed: d,
+                    reason,
+                }
+            }),
+            (any::<i32>(), any::<[i64; 4]>(), any::<i32>(), any::<u32>()).prop_map(
                 |(nid, v, priority, flags)| {
                     TraceEvent::MmVmscanLruShrinkActive {
                         nid,

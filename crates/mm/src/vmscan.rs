@@ -2,8 +2,11 @@
 //! for the single node (no memcg, §19.1 item 3), five lists of folios, and the isolation and
 //! putback primitives compaction and reclaim share. Models parts of mm/vmscan.c and mm/swap.c.
 //!
-//! This is the first part of the reclaim model: list membership, aging flags and the
-//! `folio_mark_accessed` rule. Shrinking, kswapd and direct reclaim build on it.
+//! Reclaim proper lives here too: `isolate_lru_folios`, `shrink_active_list`,
+//! `shrink_inactive_list`/`shrink_folio_list` (file eviction with shadow entries, anon swap-out),
+//! `get_scan_count`, `shrink_lruvec`, `shrink_slab`, `shrink_node` (the entry kswapd and direct
+//! reclaim share) and direct reclaim's `try_to_free_pages` (§10.3–§10.5). kswapd's loop is in
+//! `kswapd.rs`, the swap device in `swap.rs`, refault detection in `workingset.rs`.
 
 use crate::folio::{FolioId, FolioKind};
 use crate::mmzone::{ListHead, NIL, PG_LRU};
@@ -35,6 +38,8 @@ pub struct Lruvec {
     /// Recent reclaim cost of each side (`lru_note_cost`), for `get_scan_count`.
     pub anon_cost: u64,
     pub file_cost: u64,
+    /// workingset_activate_{anon,file} at the last `snapshot_refaults` (`lruvec->refaults`).
+    pub refaults: [u64; 2],
 }
 
 impl Mm {
@@ -108,9 +113,10 @@ impl Mm {
         self.account_folio(id, 1);
     }
 
-    /// `folio_mark_accessed` (§10.3.3): an unreferenced folio becomes referenced; a referenced
-    /// inactive folio is activated (moved to the active list, referenced cleared, `pgactivate`
-    /// += its pages).
+    /// `folio_mark_accessed` (§10.3.3, mm/swap.c): an unreferenced folio becomes referenced; a
+    /// referenced inactive folio is activated (moved to the active list, referenced cleared,
+    /// `pgactivate` += its pages) and `workingset_activation` ages the node's non-resident
+    /// pages by its size (§10.3.8).
     pub fn folio_mark_accessed(&mut self, id: FolioId) {
         let f = &self.folios.folios[id as usize];
         if !f.kind.on_lru() || f.isolated {
@@ -119,7 +125,17 @@ impl Mm {
         if !f.referenced {
             self.folios.folios[id as usize].referenced = true;
         } else if !f.active {
-            self.activate_folio(id);
+            let nr = 1u64 << f.order;
+            self.account_folio(id, -1);
+            self.lru_del(id);
+            let f = &mut self.folios.folios[id as usize];
+            f.active = true;
+            f.referenced = false;
+            self.lru_add(id);
+            self.account_folio(id, 1);
+            self.count(crate::vmstat::Stat::pgactivate, nr);
+            // workingset_activation: activations age the non-resident pages too.
+            self.workingset_age(nr);
         }
     }
 
@@ -149,7 +165,8 @@ pub struct ScanControl {
     pub kswapd: bool,
     /// CPU whose PCP receives the freed folios.
     pub cpu: u32,
-    /// The request's gfp (`gfp_compaction_allowed` for reclaim/compaction mode).
+    /// The request's gfp (`gfp_compaction_allowed` for reclaim/compaction mode; anon folios
+    /// are only swapped with __GFP_IO).
     pub gfp: crate::gfp::Gfp,
     pub nr_scanned: u64,
     pub nr_reclaimed: u64,
@@ -160,6 +177,15 @@ pub struct ScanControl {
     pub may_deactivate: u8,
     pub cache_trim_mode: bool,
     pub file_is_tiny: bool,
+    /// An active list had a scan target but `may_deactivate` forbade it (`shrink_list`);
+    /// `do_try_to_free_pages` then retries with `force_deactivate`.
+    pub skipped_deactivate: bool,
+    /// Deactivate both active lists regardless of their balance.
+    pub force_deactivate: bool,
+    /// kswapd's restart without cache-trim mode (`balance_pgdat`): never enter it.
+    pub no_cache_trim_mode: bool,
+    /// A `shrink_node` pass in cache-trim mode reclaimed nothing.
+    pub cache_trim_mode_failed: bool,
 }
 
 impl ScanControl {
@@ -180,6 +206,10 @@ impl ScanControl {
             may_deactivate: 0,
             cache_trim_mode: false,
             file_is_tiny: false,
+            skipped_deactivate: false,
+            force_deactivate: false,
+            no_cache_trim_mode: false,
+            cache_trim_mode_failed: false,
         }
     }
 }
@@ -188,6 +218,13 @@ impl ScanControl {
 pub const DEF_PRIORITY: i32 = 12;
 const DEACTIVATE_ANON: u8 = 1;
 const DEACTIVATE_FILE: u8 = 2;
+/// `SWAP_CLUSTER_MAX_SKIPPED` (include/linux/swap.h): folios `isolate_lru_folios` may skip
+/// (zone above `reclaim_idx`) before it takes them anyway.
+pub const SWAP_CLUSTER_MAX_SKIPPED: u64 = crate::types::SWAP_CLUSTER_MAX << 10;
+/// `SHRINK_BATCH` (include/linux/shrinker.h): objects per `scan_objects` call.
+pub const SHRINK_BATCH: u64 = 128;
+/// `DEFAULT_SEEKS`: the cost of recreating an object, for the shrinker's pressure.
+pub const DEFAULT_SEEKS: u64 = 2;
 
 /// `enum scan_balance`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,6 +233,26 @@ pub enum ScanBalance {
     Fract,
     Anon,
     File,
+}
+
+/// The one shrinker of the model (the reclaimable caches the workload declared with
+/// [`Mm::set_slab_shrinkable`]): `shrinker->nr_deferred`, the scan work carried over.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SlabShrinker {
+    pub nr_deferred: u64,
+}
+
+/// `struct reclaim_stat`: what `shrink_folio_list` did with one isolated batch (pages).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReclaimStat {
+    pub nr_dirty: u64,
+    pub nr_unqueued_dirty: u64,
+    /// Pages written by reclaim (anon to swap; file folios are never written by 6.18 reclaim).
+    pub nr_pageout: u64,
+    /// Activated pages, [anon, file].
+    pub nr_activate: [u64; 2],
+    pub nr_ref_keep: u64,
+    pub nr_reclaimed: u64,
 }
 
 impl Mm {
@@ -213,13 +270,30 @@ impl Mm {
         inactive * ratio < active
     }
 
-    /// Moves an LRU folio to the active list (`folio_activate`), counting `pgactivate`.
-    pub(crate) fn activate_folio(&mut self, id: FolioId) {
+    /// `lruvec_lru_size(lruvec, lru, zone_idx)`: pages of list `lru` in zones ≤ `zone_idx`
+    /// (the zone LRU gauges, which like the lists exclude isolated folios).
+    pub fn lruvec_lru_size(&self, lru: u8, zone_idx: usize) -> u64 {
+        use crate::vmstat::Stat;
+        let item = [
+            Stat::nr_zone_inactive_anon,
+            Stat::nr_zone_active_anon,
+            Stat::nr_zone_inactive_file,
+            Stat::nr_zone_active_file,
+        ][lru as usize];
+        self.zones[..=zone_idx.min(self.zones.len() - 1)]
+            .iter()
+            .filter(|z| z.managed > 0)
+            .map(|z| z.stat(item).max(0) as u64)
+            .sum()
+    }
+
+    /// Puts an unisolated LRU folio on its active list without counting (`folio_set_active`
+    /// before `folio_add_lru`, as a refault does).
+    pub(crate) fn move_to_active(&mut self, id: FolioId) {
         let f = &self.folios.folios[id as usize];
         if f.active || f.isolated || f.lru == LRU_NONE {
             return;
         }
-        let nr = 1u64 << f.order;
         self.account_folio(id, -1);
         self.lru_del(id);
         let f = &mut self.folios.folios[id as usize];
@@ -227,106 +301,56 @@ impl Mm {
         f.referenced = false;
         self.lru_add(id);
         self.account_folio(id, 1);
-        self.count(crate::vmstat::Stat::pgactivate, nr);
     }
 
-    fn trace_lru_isolate(
-        &mut self,
-        sc: &ScanControl,
-        req: u64,
-        scanned: u64,
-        skipped: u64,
-        taken: u64,
-        lru: u8,
-    ) {
-        if self.trace_on(crate::node::trace_kind::VMSCAN_LRU) {
-            let ev = crate::trace::TraceEvent::MmVmscanLruIsolate {
-                highest_zoneidx: sc.reclaim_idx as i32,
-                order: sc.order as i32,
-                nr_requested: req,
-                nr_scanned: scanned,
-                nr_skipped: skipped,
-                nr_taken: taken,
-                lru,
-            };
-            self.emit(sc.cpu, ev);
-        }
+    /// Puts an isolated folio back on the head of the list its flags name (`move_folios_to_lru`
+    /// for one folio).
+    fn putback_isolated(&mut self, id: FolioId, active: bool) {
+        self.account_folio(id, -1);
+        let f = &mut self.folios.folios[id as usize];
+        f.isolated = false;
+        f.active = active;
+        self.lru_add(id);
+        self.account_folio(id, 1);
     }
 
-    /// `shrink_active_list` (§10.3.7): takes up to `nr_to_scan` pages from the tail of an
-    /// active list and deactivates them (no executable file folios in the model, so none stays
-    /// active). Counts `pgrefill` and `pgdeactivate`; emits mm_vmscan_lru_isolate and
-    /// mm_vmscan_lru_shrink_active.
-    pub fn shrink_active_list(&mut self, nr_to_scan: u64, active_list: u8, sc: &mut ScanControl) {
-        let mut scanned = 0;
-        let mut skipped = 0;
-        let mut id = self.lruvec.lists[active_list as usize].last;
+    /// `isolate_lru_folios` (§10.4.4): walks list `lru` from its tail (oldest) until
+    /// `nr_to_scan` eligible pages were taken or the list ends. Folios in zones above
+    /// `sc.reclaim_idx` are skipped (`pgskip_<zone>`) and spliced back to the list *head*, but
+    /// at most [`SWAP_CLUSTER_MAX_SKIPPED`] of them: after that they are taken like the others.
+    /// The scanned count includes the skipped pages (it is what pgscan/pgrefill count). Emits
+    /// mm_vmscan_lru_isolate. Returns (folios taken, oldest first; pages scanned; pages taken).
+    fn isolate_lru_folios(&mut self, nr_to_scan: u64, lru: u8, sc: &ScanControl) -> (Vec<FolioId>, u64, u64) {
+        use crate::vmstat::Stat;
+        let (mut scan, mut total_scan, mut nr_taken) = (0u64, 0u64, 0u64);
         let mut taken = Vec::new();
-        while id != NIL && scanned < nr_to_scan {
-            let prev = self.folios.folios[id as usize].lru_prev;
+        let mut skipped = Vec::new();
+        let mut nr_skipped = [0u64; crate::types::MAX_NR_ZONES];
+        let mut id = self.lruvec.lists[lru as usize].last;
+        while id != NIL && scan < nr_to_scan {
             let f = &self.folios.folios[id as usize];
-            let nr = 1u64 << f.order;
-            if self.zone_of(f.pfn) > sc.reclaim_idx {
-                skipped += nr;
-                id = prev;
-                continue;
+            let (prev, nr) = (f.lru_prev, 1u64 << f.order);
+            let zi = self.zone_of(f.pfn);
+            total_scan += nr;
+            if (skipped.len() as u64) < SWAP_CLUSTER_MAX_SKIPPED && zi > sc.reclaim_idx {
+                nr_skipped[zi] += nr;
+                skipped.push(id);
+            } else {
+                scan += nr;
+                nr_taken += nr;
+                taken.push(id);
             }
-            scanned += nr;
-            taken.push(id);
             id = prev;
         }
-        self.trace_lru_isolate(sc, nr_to_scan, scanned, skipped, scanned, active_list);
-        let mut referenced = 0;
-        for id in taken {
-            let f = &self.folios.folios[id as usize];
-            let nr = 1u64 << f.order;
-            referenced += f.referenced as u64 * nr;
-            self.account_folio(id, -1);
+        for &id in &taken {
+            self.isolate_lru_folio(id);
+        }
+        // list_splice(&folios_skipped, src): the block goes to the head, the first skipped
+        // (oldest) deepest.
+        for &id in &skipped {
             self.lru_del(id);
-            let f = &mut self.folios.folios[id as usize];
-            f.active = false;
-            f.referenced = false;
             self.lru_add(id);
-            self.account_folio(id, 1);
-            self.count(crate::vmstat::Stat::pgdeactivate, nr);
         }
-        self.count(crate::vmstat::Stat::pgrefill, scanned);
-        if self.trace_on(crate::node::trace_kind::VMSCAN_LRU) {
-            let ev = crate::trace::TraceEvent::MmVmscanLruShrinkActive {
-                nid: 0,
-                nr_taken: scanned as i64,
-                nr_active: 0,
-                nr_deactivated: scanned as i64,
-                nr_referenced: referenced as i64,
-                priority: sc.priority,
-                flags: crate::trace::trace_reclaim_flags(active_list == LRU_ACTIVE_FILE),
-            };
-            self.emit(sc.cpu, ev);
-        }
-    }
-
-    /// `shrink_inactive_list` + `shrink_folio_list` (§10.3.5–6, §10.4.4): isolates up to
-    /// `nr_to_scan` pages from the tail of an inactive list (folios in zones above
-    /// `reclaim_idx` are skipped and counted in `pgskip_<zone>`), then decides each folio:
-    /// * `folio_check_references`: an anonymous folio whose PG_referenced is set (standing in for
-    ///   a young PTE: the model has no page tables to scan) is activated; page-cache folios are
-    ///   not mapped in the model, so PG_referenced alone does not keep them ("reclaim if clean");
-    /// * a clean file folio leaves the page cache (a shadow entry is left, §10.3.8) and is freed
-    ///   whole at its order; a dirty one is not written by reclaim (6.18): it is counted in
-    ///   `nr_vmscan_immediate_reclaim` and activated;
-    /// * an anonymous folio is swapped out (`pswpout`, `thp_swpout`) if the swap device has room
-    ///   for all of it; a large one without room is split (`thp_swpout_fallback`) and its pieces
-    ///   go back to the inactive list; without swap room it is activated.
-    ///
-    /// Counts pgscan_* and pgsteal_*; records reclaim cost for `get_scan_count`; emits
-    /// mm_vmscan_lru_isolate and mm_vmscan_lru_shrink_inactive. Returns pages reclaimed.
-    pub fn shrink_inactive_list(&mut self, nr_to_scan: u64, inactive_list: u8, sc: &mut ScanControl) -> u64 {
-        use crate::vmstat::Stat;
-        let file = inactive_list == LRU_INACTIVE_FILE;
-        let mut scanned = 0;
-        let mut skipped = 0;
-        let mut isolated = Vec::new();
-        let mut id = self.lruvec.lists[inactive_list as usize].last;
         let pgskip = [
             Stat::pgskip_dma,
             Stat::pgskip_dma32,
@@ -334,99 +358,99 @@ impl Mm {
             Stat::pgskip_movable,
             Stat::pgskip_device,
         ];
-        while id != NIL && scanned < nr_to_scan {
-            let prev = self.folios.folios[id as usize].lru_prev;
-            let f = &self.folios.folios[id as usize];
-            let nr = 1u64 << f.order;
-            let zi = self.zone_of(f.pfn);
-            if zi > sc.reclaim_idx {
-                self.count(pgskip[zi], nr);
-                skipped += nr;
-            } else {
-                scanned += nr;
-                self.isolate_lru_folio(id);
-                isolated.push(id);
+        let mut nr_skipped_total = 0;
+        for (zi, &n) in nr_skipped.iter().enumerate() {
+            if n > 0 {
+                self.count(pgskip[zi], n);
+                nr_skipped_total += n;
             }
-            id = prev;
         }
-        self.trace_lru_isolate(sc, nr_to_scan, scanned, skipped, scanned, inactive_list);
+        if self.trace_on(crate::node::trace_kind::VMSCAN_LRU) {
+            let ev = crate::trace::TraceEvent::MmVmscanLruIsolate {
+                highest_zoneidx: sc.reclaim_idx as i32,
+                order: sc.order as i32,
+                nr_requested: nr_to_scan,
+                nr_scanned: total_scan,
+                nr_skipped: nr_skipped_total,
+                nr_taken,
+                lru,
+            };
+            self.emit(sc.cpu, ev);
+        }
+        (taken, total_scan, nr_taken)
+    }
+
+    /// `shrink_active_list` (§10.3.7): isolates up to `nr_to_scan` pages from the tail of an
+    /// active list and deactivates them all — the model has no executable mappings, so no
+    /// referenced VM_EXEC file folio stays active (`nr_referenced` = 0). Deactivated folios get
+    /// PG_workingset. `folio_referenced` clears the PTE young bits but not PG_referenced: the
+    /// model's `referenced` stands for the young bit of an anon folio (cleared here) and for
+    /// PG_referenced of a page-cache folio (kept, so one more access reactivates it). Counts
+    /// `pgrefill` (pages scanned) and `pgdeactivate`; emits mm_vmscan_lru_isolate and
+    /// mm_vmscan_lru_shrink_active.
+    pub fn shrink_active_list(&mut self, nr_to_scan: u64, active_list: u8, sc: &mut ScanControl) {
+        use crate::vmstat::Stat;
+        let file = active_list == LRU_ACTIVE_FILE;
+        let (taken, nr_scanned, nr_taken) = self.isolate_lru_folios(nr_to_scan, active_list, sc);
+        self.count(Stat::pgrefill, nr_scanned);
+        let mut nr_deactivate = 0;
+        for id in taken {
+            let f = &mut self.folios.folios[id as usize];
+            f.workingset = true;
+            if !file {
+                f.referenced = false;
+            }
+            nr_deactivate += 1u64 << f.order;
+            self.putback_isolated(id, false);
+        }
+        self.count(Stat::pgdeactivate, nr_deactivate);
+        if self.trace_on(crate::node::trace_kind::VMSCAN_LRU) {
+            let ev = crate::trace::TraceEvent::MmVmscanLruShrinkActive {
+                nid: 0,
+                nr_taken: nr_taken as i64,
+                nr_active: 0,
+                nr_deactivated: nr_deactivate as i64,
+                nr_referenced: 0,
+                priority: sc.priority,
+                flags: crate::trace::trace_reclaim_flags(file),
+            };
+            self.emit(sc.cpu, ev);
+        }
+    }
+
+    /// `shrink_inactive_list` (§10.4.4): isolates up to `nr_to_scan` pages from the tail of an
+    /// inactive list ([`Mm::isolate_lru_folios`]), counts `pgscan_{kswapd|direct}` and
+    /// `pgscan_{anon|file}` (pages scanned, skipped ones included), reclaims them
+    /// (`shrink_folio_list`), counts `pgsteal_*` and `pgsteal_{anon|file}`, records the reclaim
+    /// cost (`lru_note_cost`: pages written, and scanned − reclaimed as rotations) and emits
+    /// mm_vmscan_lru_shrink_inactive. Nothing taken: returns at once (no cost, no event), as
+    /// the kernel does. Returns pages reclaimed (also added to `sc.nr_reclaimed`).
+    ///
+    /// Simplification: no too_many_isolated throttling (one reclaimer at a time in the model).
+    pub fn shrink_inactive_list(&mut self, nr_to_scan: u64, inactive_list: u8, sc: &mut ScanControl) -> u64 {
+        use crate::vmstat::Stat;
+        let file = inactive_list == LRU_INACTIVE_FILE;
+        let (taken, nr_scanned, nr_taken) = self.isolate_lru_folios(nr_to_scan, inactive_list, sc);
         let (scan_who, steal_who) = if sc.kswapd {
             (Stat::pgscan_kswapd, Stat::pgsteal_kswapd)
         } else {
             (Stat::pgscan_direct, Stat::pgsteal_direct)
         };
-        self.count(scan_who, scanned);
+        self.count(scan_who, nr_scanned);
         self.count(
             if file {
                 Stat::pgscan_file
             } else {
                 Stat::pgscan_anon
             },
-            scanned,
+            nr_scanned,
         );
-        let mut reclaimed = 0;
-        let (mut nr_dirty, mut nr_immediate, mut activated, mut swapped) = (0u64, 0u64, 0u64, 0u64);
-        let mut queue: std::collections::VecDeque<FolioId> = isolated.into();
-        while let Some(id) = queue.pop_front() {
-            let f = &self.folios.folios[id as usize];
-            let (nr, order, referenced, dirty, token) =
-                (1u64 << f.order, f.order, f.referenced, f.dirty, f.token);
-            let keep = |mm: &mut Mm, id: FolioId, active: bool| {
-                mm.account_folio(id, -1);
-                let f = &mut mm.folios.folios[id as usize];
-                f.isolated = false;
-                f.active = active;
-                f.referenced = false;
-                mm.lru_add(id);
-                mm.account_folio(id, 1);
-            };
-            if referenced && !file {
-                keep(self, id, true);
-                self.count(Stat::pgactivate, nr);
-                activated += nr;
-                continue;
-            }
-            if file {
-                if dirty {
-                    nr_dirty += nr;
-                    nr_immediate += nr;
-                    self.count(Stat::nr_vmscan_immediate_reclaim, nr);
-                    keep(self, id, true);
-                    self.count(Stat::pgactivate, nr);
-                    activated += nr;
-                    continue;
-                }
-                self.account_folio(id, -1);
-                self.folios.folios[id as usize].isolated = false;
-                self.account_folio(id, 1);
-                self.workingset_eviction(id);
-                self.free_folio(sc.cpu, id);
-                reclaimed += nr;
-                continue;
-            }
-            // Anonymous.
-            if sc.may_swap && self.swap.free_slots() >= nr {
-                self.account_folio(id, -1);
-                self.folios.folios[id as usize].isolated = false;
-                self.account_folio(id, 1);
-                self.swap_out(token, nr);
-                if order as u32 == crate::types::HPAGE_PMD_ORDER {
-                    self.count(Stat::thp_swpout, 1);
-                }
-                self.free_folio(sc.cpu, id);
-                reclaimed += nr;
-                swapped += nr;
-            } else if sc.may_swap && order > 0 && self.swap.free_slots() > 0 {
-                if order as u32 == crate::types::HPAGE_PMD_ORDER {
-                    self.count(Stat::thp_swpout_fallback, 1);
-                }
-                queue.extend(self.split_folio(id));
-            } else {
-                keep(self, id, true);
-                self.count(Stat::pgactivate, nr);
-                activated += nr;
-            }
+        if nr_taken == 0 {
+            return 0;
         }
+        sc.nr_scanned += nr_taken;
+        let stat = self.shrink_folio_list(taken, sc);
+        let reclaimed = stat.nr_reclaimed;
         self.count(steal_who, reclaimed);
         self.count(
             if file {
@@ -436,22 +460,19 @@ impl Mm {
             },
             reclaimed,
         );
-        self.lru_note_cost(file, swapped, activated);
-        sc.nr_scanned += scanned;
+        self.lru_note_cost(file, stat.nr_pageout, nr_scanned.saturating_sub(reclaimed));
         sc.nr_reclaimed += reclaimed;
         if self.trace_on(crate::node::trace_kind::VMSCAN_LRU) {
-            let mut nr_activate = [0i32; 2];
-            nr_activate[file as usize] = activated as i32;
             let ev = crate::trace::TraceEvent::MmVmscanLruShrinkInactive {
                 nid: 0,
-                nr_scanned: scanned as i64,
+                nr_scanned: nr_scanned as i64,
                 nr_reclaimed: reclaimed as i64,
-                nr_dirty: nr_dirty as i64,
+                nr_dirty: stat.nr_dirty as i64,
                 nr_writeback: 0,
                 nr_congested: 0,
-                nr_immediate: nr_immediate as i64,
-                nr_activate,
-                nr_ref_keep: 0,
+                nr_immediate: 0,
+                nr_activate: [stat.nr_activate[0] as i32, stat.nr_activate[1] as i32],
+                nr_ref_keep: stat.nr_ref_keep as i64,
                 nr_unmap_fail: 0,
                 priority: sc.priority,
                 flags: crate::trace::trace_reclaim_flags(file),
@@ -461,11 +482,113 @@ impl Mm {
         reclaimed
     }
 
-    /// `lru_note_cost`: the cost of reclaiming from one side (pages that needed I/O count
-    /// SWAP_CLUSTER_MAX each, rotated pages one); both sides decay by half once their sum
-    /// exceeds a quarter of the LRU pages.
-    fn lru_note_cost(&mut self, file: bool, nr_io: u64, nr_rotated: u64) {
+    /// `shrink_folio_list` (§10.3.5–6) for a batch of isolated inactive folios, oldest first:
+    /// * `folio_check_references`: the model has no page tables. An anonymous folio's
+    ///   `referenced` stands for a young PTE seen twice (the workload marks touched anon
+    ///   folios): it is activated and the bit consumed. A page-cache folio is not mapped in the
+    ///   model, so PG_referenced alone means FOLIOREF_RECLAIM_CLEAN ("reclaim if clean"); the
+    ///   bit is cleared (`folio_test_clear_referenced`).
+    /// * A dirty page-cache folio is not written by reclaim (6.18): it counts in `nr_dirty`,
+    ///   `nr_unqueued_dirty` and node `nr_vmscan_immediate_reclaim`, and is activated (the
+    ///   flusher writes it; there is no writeback state in the model, so `nr_writeback`,
+    ///   `nr_immediate` and `nr_congested` stay 0). A clean one leaves the page cache through
+    ///   [`Mm::page_cache_evict`] (shadow entry) and is freed whole at its order.
+    /// * An anonymous folio needs __GFP_IO and swap room for all its pages (`folio_alloc_swap`):
+    ///   then it is "paged out" — the device is synchronous (zram-like), so the write completes
+    ///   at once and the folio is freed in this pass: `pswpout` += pages, `thp_swpout` (PMD
+    ///   order) and the mTHP `swpout` of its order, `nr_pageout`. A large folio without room is
+    ///   split (`thp_swpout_fallback` for PMD, mTHP `swpout_fallback`): its head is retried at
+    ///   once and the tail pieces go to the end of the batch; an order-0 folio without room is
+    ///   activated. Swapped content leaves an anon shadow (the eviction age) in the swap map.
+    ///
+    /// Simplifications: mapped folios always unmap; no PG_reclaim/writeback, no demotion, no
+    /// lazyfree, no zero-filled-page elision (`swpout_zero`).
+    fn shrink_folio_list(&mut self, folios: Vec<FolioId>, sc: &ScanControl) -> ReclaimStat {
+        use crate::vmstat::Stat;
+        let mut stat = ReclaimStat::default();
+        let mut queue: std::collections::VecDeque<FolioId> = folios.into();
+        while let Some(id) = queue.pop_front() {
+            let f = &self.folios.folios[id as usize];
+            let (nr, order, file) = (1u64 << f.order, f.order as u32, f.kind == FolioKind::File);
+            let (referenced, dirty, token) = (f.referenced, f.dirty, f.token);
+            if file {
+                self.folios.folios[id as usize].referenced = false;
+                if dirty {
+                    stat.nr_dirty += nr;
+                    stat.nr_unqueued_dirty += nr;
+                    self.count(Stat::nr_vmscan_immediate_reclaim, nr);
+                    stat.nr_activate[1] += nr;
+                    self.putback_isolated(id, true);
+                    continue;
+                }
+                self.putback_isolated_for_free(id);
+                self.page_cache_evict(sc.cpu, id);
+                stat.nr_reclaimed += nr;
+                continue;
+            }
+            // Anonymous.
+            if referenced {
+                self.folios.folios[id as usize].referenced = false;
+                stat.nr_activate[0] += nr;
+                self.putback_isolated(id, true);
+                continue;
+            }
+            if !sc.gfp.intersects(crate::gfp::Gfp::IO) {
+                self.putback_isolated(id, false);
+                continue;
+            }
+            if self.swap.free_slots() < nr {
+                if order == 0 {
+                    stat.nr_activate[0] += nr;
+                    self.putback_isolated(id, true);
+                    continue;
+                }
+                // Fall back to swapping the base pages.
+                if order == crate::types::HPAGE_PMD_ORDER {
+                    self.count(Stat::thp_swpout_fallback, 1);
+                }
+                if order <= crate::types::HPAGE_PMD_ORDER {
+                    self.mthp.swpout_fallback[order as usize] += 1;
+                }
+                let pieces = self.split_folio(id);
+                queue.push_front(pieces[0]);
+                queue.extend(pieces[1..].iter().copied());
+                continue;
+            }
+            let workingset = self.folios.folios[id as usize].workingset;
+            self.putback_isolated_for_free(id);
+            let eviction = self.workingset_eviction_age(nr);
+            self.swap_out(token, nr, eviction, workingset);
+            if order == crate::types::HPAGE_PMD_ORDER {
+                self.count(Stat::thp_swpout, 1);
+            }
+            if (1..=crate::types::HPAGE_PMD_ORDER).contains(&order) {
+                self.mthp.swpout[order as usize] += 1;
+            }
+            stat.nr_pageout += nr;
+            self.free_folio(sc.cpu, id);
+            stat.nr_reclaimed += nr;
+        }
+        self.count(Stat::pgactivate, stat.nr_activate[0] + stat.nr_activate[1]);
+        stat
+    }
+
+    /// Ends an isolation before the folio is freed (the folio is off every list; only the
+    /// NR_ISOLATED gauges change back).
+    fn putback_isolated_for_free(&mut self, id: FolioId) {
+        self.account_folio(id, -1);
+        self.folios.folios[id as usize].isolated = false;
+        self.account_folio(id, 1);
+    }
+
+    /// `lru_note_cost` (mm/swap.c): the cost of reclaiming from one side — pages that needed
+    /// I/O count SWAP_CLUSTER_MAX each, rotated pages one; nothing is recorded for a zero cost;
+    /// both sides decay by half once their sum exceeds a quarter of the LRU pages.
+    pub(crate) fn lru_note_cost(&mut self, file: bool, nr_io: u64, nr_rotated: u64) {
         let cost = nr_io * crate::types::SWAP_CLUSTER_MAX + nr_rotated;
+        if cost == 0 {
+            return;
+        }
         if file {
             self.lruvec.file_cost += cost;
         } else {
@@ -478,20 +601,43 @@ impl Mm {
         }
     }
 
-    /// `prepare_scan_control` (§10.4.1): which active lists may be deactivated (their inactive
-    /// list is low), cache-trim mode (enough inactive file at this priority and file not being
-    /// deactivated), and "file is tiny" (file + free ≤ Σ high watermarks, with inactive anon to
-    /// scan).
-    fn prepare_scan_control(&self, sc: &mut ScanControl) {
-        sc.may_deactivate = 0;
-        if self.inactive_is_low(LRU_INACTIVE_ANON) {
-            sc.may_deactivate |= DEACTIVATE_ANON;
-        }
-        if self.inactive_is_low(LRU_INACTIVE_FILE) {
-            sc.may_deactivate |= DEACTIVATE_FILE;
+    /// `snapshot_refaults`: remember workingset_activate_{anon,file} so the next
+    /// `prepare_scan_control` can tell whether refaults were observed since. Called at the end
+    /// of direct reclaim (`do_try_to_free_pages`) and of kswapd's `balance_pgdat`.
+    pub fn snapshot_refaults(&mut self) {
+        use crate::vmstat::Stat;
+        self.lruvec.refaults = [
+            self.stat(Stat::workingset_activate_anon),
+            self.stat(Stat::workingset_activate_file),
+        ];
+    }
+
+    /// `prepare_scan_control` (§10.4.1): an active list may be deactivated when refaults of its
+    /// type were observed since the last [`Mm::snapshot_refaults`] or its inactive list is low
+    /// (both with `force_deactivate`); cache-trim mode when inactive file >> priority > 0, file
+    /// is not being deactivated and `no_cache_trim_mode` is clear; "file is tiny" when file +
+    /// free ≤ Σ high watermarks, anon is not being deactivated and inactive anon >> priority > 0.
+    pub fn prepare_scan_control(&self, sc: &mut ScanControl) {
+        use crate::vmstat::Stat;
+        if sc.force_deactivate {
+            sc.may_deactivate = DEACTIVATE_ANON | DEACTIVATE_FILE;
+        } else {
+            sc.may_deactivate = 0;
+            if self.stat(Stat::workingset_activate_anon) != self.lruvec.refaults[0]
+                || self.inactive_is_low(LRU_INACTIVE_ANON)
+            {
+                sc.may_deactivate |= DEACTIVATE_ANON;
+            }
+            if self.stat(Stat::workingset_activate_file) != self.lruvec.refaults[1]
+                || self.inactive_is_low(LRU_INACTIVE_FILE)
+            {
+                sc.may_deactivate |= DEACTIVATE_FILE;
+            }
         }
         let inactive_file = self.lruvec.pages[LRU_INACTIVE_FILE as usize];
-        sc.cache_trim_mode = (inactive_file >> sc.priority) > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
+        sc.cache_trim_mode = (inactive_file >> sc.priority) > 0
+            && sc.may_deactivate & DEACTIVATE_FILE == 0
+            && !sc.no_cache_trim_mode;
         let free: i64 = self.zones.iter().map(|z| z.nr_free_pages()).sum();
         let high: u64 = self
             .zones
@@ -508,8 +654,14 @@ impl Mm {
     }
 
     /// `get_scan_count` (§10.4.2): the scan balance and each evictable list's target.
+    /// Balance: no swap room or !may_swap → file only; priority 0 with swappiness > 0 → equal;
+    /// file tiny → anon only; cache-trim mode → file only; otherwise the fraction of
+    /// `calculate_pressure_balance` (anon ∝ swappiness / anon cost share, file ∝ (200 −
+    /// swappiness) / file cost share). Each target is the list's size in zones ≤ reclaim_idx
+    /// (`lruvec_lru_size`) >> priority, scaled down by the fraction (rounded down: the root
+    /// memcg is online).
     pub fn get_scan_count(&self, sc: &ScanControl) -> (ScanBalance, [u64; NR_LRU_LISTS]) {
-        let swappiness = self.tun.swappiness as u64;
+        let swappiness = (self.tun.swappiness as u64).min(200);
         let balance = if !sc.may_swap || !self.can_reclaim_anon() {
             ScanBalance::File
         } else if sc.priority == 0 && swappiness > 0 {
@@ -538,12 +690,12 @@ impl Mm {
             LRU_ACTIVE_FILE,
         ] {
             let is_file = lru >= LRU_INACTIVE_FILE;
-            let scan = self.lruvec.pages[lru as usize] >> sc.priority;
+            let scan = self.lruvec_lru_size(lru, sc.reclaim_idx) >> sc.priority;
             nr[lru as usize] = match balance {
                 ScanBalance::Equal => scan,
                 ScanBalance::Fract => {
                     let frac = if is_file { fp } else { ap };
-                    (scan * frac).div_ceil(denominator)
+                    ((scan as u128 * frac as u128) / denominator as u128) as u64
                 }
                 ScanBalance::File => scan * is_file as u64,
                 ScanBalance::Anon => scan * !is_file as u64,
@@ -552,20 +704,39 @@ impl Mm {
         (balance, nr)
     }
 
-    /// `shrink_lruvec` (§10.4.3): scan the targets in SWAP_CLUSTER_MAX chunks per list (active
-    /// lists only when `may_deactivate` allows); once `nr_to_reclaim` is met (not for direct
-    /// reclaim at DEF_PRIORITY, "proportional reclaim"), stop the smaller side and scale the
-    /// other to the fraction already done; finally age the anon active list if its inactive
-    /// list is low and anon is reclaimable.
-    ///
-    /// Simplification: list sizes are node-wide (zone eligibility is applied at isolation).
+    /// `shrink_list`: an active list is shrunk only when `may_deactivate` allows it (else
+    /// `skipped_deactivate` is noted); an inactive one is reclaimed.
+    fn shrink_list(&mut self, lru: u8, nr_to_scan: u64, sc: &mut ScanControl) -> u64 {
+        if lru & 1 == 1 {
+            let bit = if lru == LRU_ACTIVE_FILE {
+                DEACTIVATE_FILE
+            } else {
+                DEACTIVATE_ANON
+            };
+            if sc.may_deactivate & bit != 0 {
+                self.shrink_active_list(nr_to_scan, lru, sc);
+            } else {
+                sc.skipped_deactivate = true;
+            }
+            return 0;
+        }
+        self.shrink_inactive_list(nr_to_scan, lru, sc)
+    }
+
+    /// `shrink_lruvec` (§10.4.3): while inactive anon, active file or inactive file has a
+    /// target left, each evictable list gets min(target, SWAP_CLUSTER_MAX) ([`Mm::shrink_list`]).
+    /// Once `nr_to_reclaim` is met — except in direct reclaim at DEF_PRIORITY ("proportional
+    /// reclaim" finishes the whole target) — the side with less left is stopped and the other
+    /// is cut to the share of its original target the stopped side had left; the next time
+    /// the goal is seen met, one side is already empty and the loop ends. Finally the anon
+    /// active list is aged if a swap device exists (`can_age_anon_pages`) and its inactive list
+    /// is low.
     pub fn shrink_lruvec(&mut self, sc: &mut ScanControl) {
         let cluster = crate::types::SWAP_CLUSTER_MAX;
         let (_, targets) = self.get_scan_count(sc);
         let mut nr = targets;
         let proportional = !sc.kswapd && sc.priority == DEF_PRIORITY;
-        let mut adjusted = false;
-        let start = sc.nr_reclaimed;
+        let mut nr_reclaimed = 0;
         let (ia, aa, ifl, af) = (
             LRU_INACTIVE_ANON as usize,
             LRU_ACTIVE_ANON as usize,
@@ -584,20 +755,9 @@ impl Mm {
                     continue;
                 }
                 nr[lru as usize] -= n;
-                if lru & 1 == 1 {
-                    let bit = if lru == LRU_ACTIVE_FILE {
-                        DEACTIVATE_FILE
-                    } else {
-                        DEACTIVATE_ANON
-                    };
-                    if sc.may_deactivate & bit != 0 {
-                        self.shrink_active_list(n, lru, sc);
-                    }
-                } else {
-                    self.shrink_inactive_list(n, lru, sc);
-                }
+                nr_reclaimed += self.shrink_list(lru, n, sc);
             }
-            if sc.nr_reclaimed - start < sc.nr_to_reclaim || proportional || adjusted {
+            if nr_reclaimed < sc.nr_to_reclaim || proportional {
                 continue;
             }
             let nr_file = nr[ifl] + nr[af];
@@ -617,61 +777,79 @@ impl Mm {
                 nr[l] = targets[l] * (100 - pct) / 100;
                 nr[l] -= nr[l].min(done);
             }
-            adjusted = true;
         }
-        if sc.may_swap && self.can_reclaim_anon() && self.inactive_is_low(LRU_INACTIVE_ANON) {
+        if self.swap.total > 0 && self.inactive_is_low(LRU_INACTIVE_ANON) {
             self.shrink_active_list(cluster, LRU_ACTIVE_ANON, sc);
         }
     }
 
-    /// Marks a slab folio as part of a reclaimable cache that shrinkers may free (§19.1 item
-    /// 8). Contract: the folio may be freed by any later reclaim; its owner must check, before
-    /// using or freeing it, that the id still holds a live folio with the same content token
-    /// (ids are reused).
+    /// Declares a slab folio part of a reclaimable cache that the shrinker may free (§19.1
+    /// item 8): slab folios are owned by the workload, so only those declared here are freed
+    /// by [`Mm::shrink_slab`], oldest declaration first.
+    ///
+    /// Contract for the owner: any later reclaim (direct or kswapd) may free the folio, and
+    /// folio ids are reused, so before using or freeing a declared folio the owner must check
+    /// that `folios.folios[id]` is live **and still carries the token it had** ([`Mm::folio_is`]).
+    /// The owner may free it itself at any time; the shrinker forgets it then.
     pub fn set_slab_shrinkable(&mut self, id: FolioId) {
         let f = self.folios.get(id);
         assert_eq!(f.kind, FolioKind::Slab, "only slab folios are shrinkable");
         self.shrinkable_slab.push_back((id, f.token));
     }
 
-    /// `shrink_slab` for the model's one reclaimable cache (§19.1 item 8, `do_shrink_slab`):
-    /// `delta = (freeable >> priority) · 4 / seeks(2)` scaled by vfs_cache_pressure/100, at
-    /// least one batch of 128 objects when there is that much; objects (order-0..3 folios)
-    /// are freed oldest first. Counts `slabs_scanned` (objects scanned) and adds the pages
-    /// freed to the reclaim (`reclaim_state`).
+    /// Whether folio `id` is live and holds content `token` (the owner's check for folios
+    /// that reclaim may free: shrinkable slab, reclaimed page cache, swapped anon).
+    pub fn folio_is(&self, id: FolioId, token: u64) -> bool {
+        self.folios
+            .folios
+            .get(id as usize)
+            .is_some_and(|f| f.live && f.token == token)
+    }
+
+    /// `shrink_slab` → `do_shrink_slab` (mm/shrinker.c, §19.1 item 8) for the model's one
+    /// shrinker, whose objects are the declared slab folios (one object per folio):
+    /// * `count_objects` = live declared folios, scaled by vm.vfs_cache_pressure/100 (as the
+    ///   dcache/inode shrinkers' `vfs_pressure_ratio` does); 0 → nothing;
+    /// * delta = (freeable >> priority) · 4 / DEFAULT_SEEKS; total_scan = (nr_deferred >>
+    ///   priority) + delta, at most 2 · freeable;
+    /// * scan in batches of min(SHRINK_BATCH, total_scan) while total_scan ≥ SHRINK_BATCH or
+    ///   ≥ freeable; each batch frees that many objects oldest first and counts `slabs_scanned`
+    ///   += the batch;
+    /// * nr_deferred = min(max(nr + delta − scanned, 0), 2 · freeable).
+    ///
+    /// The pages freed count as reclaimed (`reclaim_state`, flushed into `sc.nr_reclaimed` for
+    /// root reclaim). Returns the pages freed. 6.18 scales slab pressure by the priority
+    /// only (older kernels used the LRU scanned/eligible ratio).
     pub fn shrink_slab(&mut self, sc: &mut ScanControl) -> u64 {
-        while let Some(&(id, token)) = self.shrinkable_slab.front() {
-            let f = &self.folios.folios[id as usize];
-            if f.live && f.token == token {
-                break;
-            }
-            self.shrinkable_slab.pop_front();
-        }
-        let freeable = self.shrinkable_slab.len() as u64;
+        use crate::vmstat::Stat;
+        let folios = &self.folios.folios;
+        self.shrinkable_slab.retain(|&(id, token)| {
+            let f = &folios[id as usize];
+            f.live && f.token == token
+        });
+        let freeable = self.shrinkable_slab.len() as u64 * self.tun.vfs_cache_pressure as u64 / 100;
         if freeable == 0 {
             return 0;
         }
-        let delta = ((freeable >> sc.priority) * 4 / 2) * self.tun.vfs_cache_pressure as u64 / 100;
-        let batch = 128u64;
-        let mut total_scan = delta.min(2 * freeable);
-        if total_scan < batch && freeable < batch {
-            total_scan = total_scan.max(freeable >> sc.priority);
-        }
-        let mut scanned = 0;
-        let mut freed_pages = 0;
-        while scanned < total_scan {
-            let Some((id, token)) = self.shrinkable_slab.pop_front() else {
-                break;
-            };
-            scanned += 1;
-            let f = &self.folios.folios[id as usize];
-            if !(f.live && f.token == token) {
-                continue;
+        let priority = sc.priority.clamp(0, 63) as u32;
+        let nr = std::mem::take(&mut self.slab_shrinker.nr_deferred);
+        let delta = (freeable >> priority) * 4 / DEFAULT_SEEKS;
+        let mut total_scan = ((nr >> priority) + delta).min(2 * freeable);
+        let (mut scanned, mut freed_pages) = (0u64, 0u64);
+        while total_scan >= SHRINK_BATCH || total_scan >= freeable {
+            let n = SHRINK_BATCH.min(total_scan);
+            for _ in 0..n {
+                let Some((id, _)) = self.shrinkable_slab.pop_front() else {
+                    break;
+                };
+                freed_pages += 1u64 << self.folios.folios[id as usize].order;
+                self.free_folio(sc.cpu, id);
             }
-            freed_pages += 1u64 << f.order;
-            self.free_folio(sc.cpu, id);
+            self.count(Stat::slabs_scanned, n);
+            total_scan -= n;
+            scanned += n;
         }
-        self.count(crate::vmstat::Stat::slabs_scanned, scanned);
+        self.slab_shrinker.nr_deferred = (nr + delta).saturating_sub(scanned).min(2 * freeable);
         sc.nr_reclaimed += freed_pages;
         freed_pages
     }
@@ -684,7 +862,10 @@ impl Mm {
             && (sc.order > crate::types::PAGE_ALLOC_COSTLY_ORDER || sc.priority < DEF_PRIORITY - 2)
     }
 
-    /// `should_continue_reclaim` (§10.4.5).
+    /// `should_continue_reclaim` (§10.4.5): only in reclaim/compaction mode and after a pass
+    /// that reclaimed something; stop if any eligible zone passes its min watermark at this
+    /// order or `compaction_suitable` at min; else continue while the inactive pages (file,
+    /// plus anon when swap has room) exceed compact_gap(order) = 2 << order.
     fn should_continue_reclaim(&mut self, nr_reclaimed: u64, sc: &ScanControl) -> bool {
         if !Self::in_reclaim_compaction(sc) || nr_reclaimed == 0 {
             return false;
@@ -710,8 +891,14 @@ impl Mm {
         inactive > crate::compaction::compact_gap(sc.order)
     }
 
-    /// `shrink_node` (§10.4.5): `prepare_scan_control`, `shrink_lruvec`, `shrink_slab`, again
-    /// while `should_continue_reclaim`; any progress resets `kswapd_failures`.
+    /// `shrink_node` (§10.4.5), the entry both kswapd (`sc.kswapd` set) and direct reclaim
+    /// call: `prepare_scan_control`, `shrink_lruvec`, `shrink_slab`, repeated while
+    /// `should_continue_reclaim`. Any progress resets `kswapd_failures` to 0 (a successful
+    /// direct reclaim revives a hopeless kswapd); no progress in cache-trim mode sets
+    /// `cache_trim_mode_failed`.
+    ///
+    /// Not modelled: the kswapd-only PGDAT_WRITEBACK/DIRTY and congestion flags and the
+    /// writeback/congestion throttles (no writeback state in the model).
     pub fn shrink_node(&mut self, sc: &mut ScanControl) {
         let mut reclaimable = false;
         loop {
@@ -729,11 +916,13 @@ impl Mm {
         }
         if reclaimable {
             self.kswapd_failures = 0;
+        } else if sc.cache_trim_mode {
+            sc.cache_trim_mode_failed = true;
         }
     }
 
-    /// `compaction_ready` (§10.5.4): the allocation would already pass the min watermark, or
-    /// compaction is suitable at the high watermark.
+    /// `compaction_ready` (§10.5.4): compaction is allowed and the allocation would already
+    /// pass the min watermark, or compaction is suitable at the **high** watermark.
     fn compaction_ready(&mut self, zi: usize, sc: &ScanControl) -> bool {
         if !sc.gfp.compaction_allowed() {
             return false;
@@ -748,11 +937,39 @@ impl Mm {
         self.compaction_suitable(zi, sc.order, high, sc.reclaim_idx)
     }
 
-    /// `try_to_free_pages` / `do_try_to_free_pages` (§10.5): direct reclaim of 32 pages,
-    /// priority 12 down to 0, counting `allocstall_<zone>` once. For costly orders, zones where
-    /// compaction is ready are skipped (`shrink_zones`); the node is shrunk if any eligible zone
-    /// is not. Returns pages reclaimed, or 1 if it stopped only because compaction is ready.
-    /// Emits mm_vmscan_direct_reclaim_begin/end.
+    /// `shrink_zones` (§10.5.4): walks the zonelist (populated zones ≤ reclaim_idx, highest
+    /// first); for a costly order a zone where [`compaction_ready`](Mm::compaction_ready)
+    /// holds is skipped and sets `sc.compaction_ready`; the node is shrunk once if any zone
+    /// was not skipped.
+    ///
+    /// Not modelled: `consider_reclaim_throttle` (the NOPROGRESS throttle at priority 1).
+    fn shrink_zones(&mut self, sc: &mut ScanControl) {
+        let mut shrink = false;
+        for zi in (0..=sc.reclaim_idx.min(self.zones.len() - 1)).rev() {
+            if self.zones[zi].managed == 0 {
+                continue;
+            }
+            if sc.order > crate::types::PAGE_ALLOC_COSTLY_ORDER && self.compaction_ready(zi, sc) {
+                sc.compaction_ready = true;
+                continue;
+            }
+            shrink = true;
+        }
+        if shrink {
+            self.shrink_node(sc);
+        }
+    }
+
+    /// `try_to_free_pages` / `do_try_to_free_pages` (§10.5): emits
+    /// mm_vmscan_direct_reclaim_begin (order, gfp); scan_control of 32 pages, reclaim_idx =
+    /// gfp_zone, priority 12 down to 0 ([`Mm::shrink_zones`] per priority), stopping once 32
+    /// pages are reclaimed or compaction is ready; counts `allocstall_<reclaim_idx zone>` per
+    /// pass. A pass that reclaimed nothing (and did not stop for compaction) is retried: once
+    /// as the full memcg walk (`memcg_full_walk` — the field exists without memcg too, so the
+    /// retry always happens), then once more with `force_deactivate` if an active list was
+    /// skipped. Snapshots the refaults after each pass. Returns the pages reclaimed, or 1 if
+    /// it stopped only because compaction is ready (so the allocator does not OOM);
+    /// mm_vmscan_direct_reclaim_end prints that return value.
     ///
     /// Not modelled: the pfmemalloc throttle (§10.5.1, optional).
     pub fn try_to_free_pages(&mut self, cpu: u32, gfp: crate::gfp::Gfp, order: u32) -> u64 {
@@ -765,7 +982,6 @@ impl Mm {
             Stat::allocstall_movable,
             Stat::allocstall_device,
         ];
-        self.count(allocstall[reclaim_idx], 1);
         if self.trace_on(crate::node::trace_kind::VMSCAN_DIRECT) {
             let ev = crate::trace::TraceEvent::MmVmscanDirectReclaimBegin {
                 order: order as i32,
@@ -775,39 +991,45 @@ impl Mm {
         }
         let mut sc = ScanControl::direct(reclaim_idx, order, cpu);
         sc.gfp = gfp;
-        while sc.priority >= 0 {
-            let mut shrink = false;
-            for zi in 0..=reclaim_idx.min(self.zones.len() - 1) {
-                if self.zones[zi].managed == 0 {
-                    continue;
+        let mut full_walk = false;
+        let ret = loop {
+            self.count(allocstall[reclaim_idx], 1);
+            loop {
+                sc.nr_scanned = 0;
+                self.shrink_zones(&mut sc);
+                if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.compaction_ready {
+                    break;
                 }
-                if order > crate::types::PAGE_ALLOC_COSTLY_ORDER && self.compaction_ready(zi, &sc) {
-                    sc.compaction_ready = true;
-                    continue;
+                sc.priority -= 1;
+                if sc.priority < 0 {
+                    break;
                 }
-                shrink = true;
             }
-            if shrink {
-                self.shrink_node(&mut sc);
+            self.snapshot_refaults();
+            if sc.nr_reclaimed > 0 {
+                break sc.nr_reclaimed;
             }
-            if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.compaction_ready {
-                break;
+            if sc.compaction_ready {
+                break 1;
             }
-            sc.priority -= 1;
-        }
+            if !full_walk {
+                full_walk = true;
+                sc.priority = DEF_PRIORITY;
+                continue;
+            }
+            if sc.skipped_deactivate {
+                sc.priority = DEF_PRIORITY;
+                sc.force_deactivate = true;
+                sc.skipped_deactivate = false;
+                continue;
+            }
+            break 0;
+        };
         if self.trace_on(crate::node::trace_kind::VMSCAN_DIRECT) {
-            let ev = crate::trace::TraceEvent::MmVmscanDirectReclaimEnd {
-                nr_reclaimed: sc.nr_reclaimed,
-            };
+            let ev = crate::trace::TraceEvent::MmVmscanDirectReclaimEnd { nr_reclaimed: ret };
             self.emit(cpu, ev);
         }
-        if sc.nr_reclaimed > 0 {
-            sc.nr_reclaimed
-        } else if sc.compaction_ready {
-            1
-        } else {
-            0
-        }
+        ret
     }
 }
 

@@ -191,6 +191,7 @@ pub const TRACE_EVENTS: &[&str] = &[
     "vmscan:mm_vmscan_lru_isolate",
     "vmscan:mm_vmscan_lru_shrink_inactive",
     "vmscan:mm_vmscan_lru_shrink_active",
+    "vmscan:mm_vmscan_throttled",
 ];
 
 /// A parsed, validated spec.
