@@ -159,6 +159,7 @@ pub fn run_workload_with_progress(
     let page = |b: u64| b.div_ceil(4096);
     for k in &w.kbuild {
         let shared = KbuildShared::new(
+            &mut e.mm,
             KbuildSpec {
                 jobs_parallel: k.jobs_parallel,
                 jobs: k.jobs,

@@ -196,7 +196,8 @@ pub struct KbuildShared {
     iteration: u32,
     running: u32,
     /// Page cache of the source tree: (folio, token) per page.
-    sources: Vec<Option<(FolioId, u64)>>,
+    /// The source tree: one large-folio mapping (ext4 on 6.18) of `source_pages` pages.
+    source: u32,
     /// Object-file pages written: (folio, token, dirtied at).
     objects: Vec<(FolioId, u64, u64)>,
     /// Dentry/inode slab kept as cache (freed oldest first beyond a bound).
@@ -205,9 +206,10 @@ pub struct KbuildShared {
 }
 
 impl KbuildShared {
-    pub fn new(spec: KbuildSpec, metrics: Shared<Metrics>) -> Shared<KbuildShared> {
+    /// Registers the source tree's mapping in `mm`.
+    pub fn new(mm: &mut Mm, spec: KbuildSpec, metrics: Shared<Metrics>) -> Shared<KbuildShared> {
         Rc::new(RefCell::new(KbuildShared {
-            sources: vec![None; spec.source_pages as usize],
+            source: mm.add_mapping(fraglab_mm::filemap::Mapping::large_folios()),
             spec,
             next_job: 0,
             iteration: 0,
@@ -272,6 +274,8 @@ impl KbuildWorker {
 
 /// Pages touched, read or written per step, so that workers interleave.
 const CHUNK: u64 = 64;
+/// The size of a source or header file of the kbuild generator (64 KiB).
+const SOURCE_FILE_PAGES: u64 = 16;
 
 impl TaskBody for KbuildWorker {
     fn comm(&self) -> &str {
@@ -359,23 +363,19 @@ impl TaskBody for KbuildWorker {
                 Step::Ran(ns)
             }
             JobPhase::Read { vma, left } => {
+                // Source and header files of 64 KiB, each opened and read sequentially
+                // (`filemap_read` with a fresh readahead state), at random places in the tree.
                 let mut io = 0;
                 let before = cx.mm.work_sum;
-                for _ in 0..left.min(CHUNK) {
-                    if sh.sources.is_empty() {
+                let files = spec.source_pages / SOURCE_FILE_PAGES;
+                for _ in 0..(left.min(CHUNK) / SOURCE_FILE_PAGES).max(1) {
+                    if files == 0 {
                         break;
                     }
-                    let i = cx.rng.gen_range(0..sh.sources.len());
-                    match sh.sources[i] {
-                        Some((id, t)) if still_ours(cx.mm, id, t) => cx.mm.folio_mark_accessed(id),
-                        _ => {
-                            let g = Gfp::GFP_HIGHUSER_MOVABLE;
-                            if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::File, false) {
-                                sh.sources[i] = Some((id, cx.mm.folios.get(id).token));
-                            }
-                            io += 1;
-                        }
-                    }
+                    let f = cx.rng.gen_range(0..files) * SOURCE_FILE_PAGES;
+                    let mut ra = fraglab_mm::filemap::ReadaheadState::default();
+                    let st = cx.mm.filemap_read(cx.cpu, sh.source, &mut ra, f, SOURCE_FILE_PAGES, spec.source_pages);
+                    io += st.miss_pages;
                 }
                 let ns = sys(&cx.mm.work_sum.since(&before), cx);
                 sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;

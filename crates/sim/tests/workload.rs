@@ -47,7 +47,7 @@ fn run(seed: u64, defrag_mode: bool) -> (Engine, Metrics, u64) {
         job_slab_pages: 100,
         job_obj_pages: 40,
     };
-    let shared = KbuildShared::new(spec, metrics.clone());
+    let shared = KbuildShared::new(&mut e.mm, spec, metrics.clone());
     for _ in 0..4 {
         e.spawn(Box::new(KbuildWorker::new(shared.clone())));
     }
