@@ -374,7 +374,14 @@ impl TaskBody for KbuildWorker {
                     }
                     let f = cx.rng.gen_range(0..files) * SOURCE_FILE_PAGES;
                     let mut ra = fraglab_mm::filemap::ReadaheadState::default();
-                    let st = cx.mm.filemap_read(cx.cpu, sh.source, &mut ra, f, SOURCE_FILE_PAGES, spec.source_pages);
+                    let st = cx.mm.filemap_read(
+                        cx.cpu,
+                        sh.source,
+                        &mut ra,
+                        f,
+                        SOURCE_FILE_PAGES,
+                        spec.source_pages,
+                    );
                     io += st.miss_pages;
                 }
                 let ns = sys(&cx.mm.work_sum.since(&before), cx);
