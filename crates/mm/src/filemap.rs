@@ -408,10 +408,12 @@ impl Mm {
     /// otherwise the order hinted by the bytes left in this chunk (chunk = the mapping's largest
     /// folio), capped at the mapping's maximum and reduced to the index's alignment, is tried,
     /// then each lower order down to the minimum, with the gfp of `costly_order_policy`. New
-    /// folios are dirty and referenced.
+    /// folios and cached ones written over are dirtied; none is marked accessed (FGP_WRITEBEGIN
+    /// has no FGP_ACCESSED and `iomap_write_iter` does not call `folio_mark_accessed`).
     ///
-    /// Simplification: an attempt whose range is partly cached is skipped (the kernel's add
-    /// fails with −EEXIST and the lookup repeats).
+    /// Simplification: an order whose range is partly cached is not allocated at all (the
+    /// kernel allocates the folio, fails `filemap_add_folio` with −EEXIST, frees it and tries
+    /// the next lower order, as the model does without the allocation).
     pub fn filemap_write(&mut self, cpu: u32, mapping: u32, index: u64, len_bytes: u64) -> WriteStats {
         let m = self.mapping(mapping);
         let base = m.gfp.union(Gfp::WRITE).without(Gfp::FS);
@@ -425,7 +427,6 @@ impl Mm {
                 let next = f.index + (1u64 << f.order);
                 let n = next.min(end) - pos;
                 st.hit_pages += n;
-                self.folio_mark_accessed(id);
                 self.folio_mark_dirty(id, true);
                 pos = next;
                 continue;
@@ -463,7 +464,6 @@ impl Mm {
             match got {
                 Some((id, order)) => {
                     st.added[order as usize] += 1;
-                    self.folios.folios[id as usize].referenced = true;
                     self.folio_mark_dirty(id, true);
                     pos += 1u64 << order;
                 }
@@ -530,9 +530,12 @@ impl Mm {
         st
     }
 
-    /// `page_cache_sync_ra` (§12.2.3): a read at the start of the file, a sequential miss or
-    /// an oversize request starts a new window (`get_init_ra_size`, order 0); anything else is
-    /// random and reads only the request with order-0 folios.
+    /// `page_cache_sync_ra` (§12.2.3): a read at the start of the file, a sequential (or
+    /// same-page) miss or an oversize request starts a new window (`get_init_ra_size`, order
+    /// 0). Otherwise the history probe (`page_cache_prev_miss`) counts the cached pages just
+    /// before the miss: no more than the request → a standalone random read of the request with
+    /// order-0 folios; more → a window of that many plus the request (twice that many if the
+    /// file is cached from its start), capped at the maximum, with an async size of 1.
     #[allow(clippy::too_many_arguments)]
     fn page_cache_sync_ra(
         &mut self,
@@ -545,15 +548,36 @@ impl Mm {
         st: &mut ReadStats,
     ) {
         let max = ra.ra_pages;
-        let sequential = index == 0 || ra.prev_index.wrapping_add(1) == index || req > max;
-        if !sequential {
-            let n = req.min(max.max(1));
-            self.ra_order0(cpu, mapping, index, n, file_pages, st);
-            return;
+        let sequential = index == 0 || req > max || index.wrapping_sub(ra.prev_index) <= 1;
+        if sequential {
+            ra.start = index;
+            ra.size = get_init_ra_size(req, max);
+            ra.async_size = if ra.size > req { ra.size - req } else { ra.size / 2 };
+        } else {
+            let mut contig = 0;
+            let mut from_start = false;
+            while contig < max {
+                if contig == index {
+                    from_start = true;
+                    break;
+                }
+                if self.filemap_lookup(mapping, index - 1 - contig).is_none() {
+                    break;
+                }
+                contig += 1;
+            }
+            if contig <= req {
+                let n = req.min(max.max(1));
+                self.ra_order0(cpu, mapping, index, n, file_pages, st);
+                return;
+            }
+            if from_start {
+                contig *= 2;
+            }
+            ra.start = index;
+            ra.size = (contig + req).min(max);
+            ra.async_size = 1;
         }
-        ra.start = index;
-        ra.size = get_init_ra_size(req, max);
-        ra.async_size = if ra.size > req { ra.size - req } else { ra.size / 2 };
         ra.order = 0;
         self.page_cache_ra_order(cpu, mapping, ra, file_pages, st);
     }

@@ -126,13 +126,7 @@ impl Mm {
             self.folios.folios[id as usize].referenced = true;
         } else if !f.active {
             let nr = 1u64 << f.order;
-            self.account_folio(id, -1);
-            self.lru_del(id);
-            let f = &mut self.folios.folios[id as usize];
-            f.active = true;
-            f.referenced = false;
-            self.lru_add(id);
-            self.account_folio(id, 1);
+            self.move_to_active(id);
             self.count(crate::vmstat::Stat::pgactivate, nr);
             // workingset_activation: activations age the non-resident pages too.
             self.workingset_age(nr);

@@ -316,3 +316,36 @@ fn s12_2_mapping_without_large_folios_reads_order_0_and_random_reads_do_not_ramp
     assert_eq!(st.added[0], 1);
     check(&mm);
 }
+
+#[test]
+fn s12_3_writes_dirty_but_do_not_mark_accessed() {
+    let mut mm = dma32(16, 1, tun_kb(128));
+    let f = mm.add_mapping(Mapping::no_large_folios());
+    mm.filemap_write(0, f, 0, 4096);
+    mm.filemap_write(0, f, 0, 4096);
+    let id = mm.filemap_lookup(f, 0).unwrap();
+    let folio = mm.folios.get(id);
+    assert!(folio.dirty && !folio.referenced && !folio.active);
+    assert_eq!(mm.stat(Stat::pgactivate), 0);
+}
+
+#[test]
+fn s12_2_3_history_probe_turns_a_miss_after_cached_pages_into_a_window() {
+    let mut mm = dma32(16, 1, tun_kb(128));
+    let f = mm.add_mapping(Mapping::no_large_folios());
+    let mut ra = ReadaheadState::default();
+    mm.filemap_read(0, f, &mut ra, 0, 64, 4096);
+    assert!(mm.filemap_lookup(f, 63).is_some());
+    // A new open file misses at the first uncached page after 64 cached ones: the probe finds
+    // at least ra_pages (32) cached pages behind it and reads a full window.
+    let first_uncached = (64..4096).find(|&i| mm.filemap_lookup(f, i).is_none()).unwrap();
+    let mut fresh = ReadaheadState::default();
+    let st = mm.filemap_read(0, f, &mut fresh, first_uncached, 1, 4096);
+    assert_eq!(st.added[0], 32, "{st:?}");
+    assert_eq!((fresh.size, fresh.async_size), (32, 1));
+    // Far from any cached page the same miss is a standalone read of one page.
+    let mut other = ReadaheadState::default();
+    let st = mm.filemap_read(0, f, &mut other, 3000, 1, 4096);
+    assert_eq!(st.added[0], 1);
+    check(&mm);
+}

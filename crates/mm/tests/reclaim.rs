@@ -156,9 +156,12 @@ fn s10_3_8_refault_within_the_workingset_activates() {
         mm.folio_mark_dirty(id, false);
         let f = mm.folios.get(id);
         if f.index >= 50 {
+            // Two accesses activate a page-cache folio (the write itself marks nothing).
+            mm.folio_mark_accessed(id);
             mm.folio_mark_accessed(id);
         }
     }
+    assert_eq!(mm.lruvec.pages[fraglab_mm::vmscan::LRU_ACTIVE_FILE as usize], 50);
     // Evict the ten oldest clean pages (they are not referenced).
     let mut sc = ScanControl::direct(3, 0, 0);
     let evicted = mm.shrink_inactive_list(10, LRU_INACTIVE_FILE, &mut sc);
