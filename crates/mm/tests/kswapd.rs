@@ -79,13 +79,7 @@ fn s10_2_high_order_reclaim_drops_to_order_0_after_compact_gap_and_hands_off_to_
     // Page cache interleaved with unreclaimable anon: reclaim frees only order-0 holes, so no
     // amount of it balances the node at order 9.
     let mut mm = dma32(16, 1, tun_kb(512));
-    loop {
-        let a = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false);
-        let f = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::File, false);
-        if a.is_none() || f.is_none() {
-            break;
-        }
-    }
+    fill_anon_and_file(&mut mm);
     mm.kswapd_until_sleep(8);
     mm.take_wakeups();
     assert!(!mm.pgdat_balanced(9, DMA32) && mm.pgdat_balanced(0, DMA32));

@@ -24,18 +24,7 @@ fn mixed(swap: u64, swappiness: u32) -> (Mm, Vec<FolioId>, Vec<FolioId>) {
     };
     let mut mm = dma32(16, 1, tun);
     mm.swap.total = swap;
-    let (mut anon, mut file) = (Vec::new(), Vec::new());
-    loop {
-        let a = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false);
-        let f = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::File, false);
-        match (a, f) {
-            (Some(a), Some(f)) => {
-                anon.push(a);
-                file.push(f);
-            }
-            _ => break,
-        }
-    }
+    let (anon, file) = fill_anon_and_file(&mut mm);
     (mm, anon, file)
 }
 

@@ -34,13 +34,7 @@ fn compactable() -> Mm {
 /// direct reclaim can make progress.
 fn tight() -> Mm {
     let mut mm = dma32(16, 1, tun_kb(128));
-    loop {
-        let a = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false);
-        let f = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::File, false);
-        if a.is_none() || f.is_none() {
-            break;
-        }
-    }
+    fill_anon_and_file(&mut mm);
     mm.kswapd_until_sleep(8);
     mm.take_wakeups();
     mm

@@ -237,3 +237,25 @@ pub fn unmerged_buddies(mm: &Mm) -> Option<String> {
     }
     None
 }
+
+/// Fills memory with order-0 anon and clean page-cache folios, alternating, with a gfp that
+/// cannot reclaim directly (so the fill stops at the watermark instead of evicting page cache);
+/// returns the (anon, file) folios. Unreclaimable anon interleaved with page cache: reclaim
+/// frees only order-0 holes.
+pub fn fill_anon_and_file(mm: &mut Mm) -> (Vec<fraglab_mm::folio::FolioId>, Vec<fraglab_mm::folio::FolioId>) {
+    use fraglab_mm::folio::FolioKind;
+    let g = fraglab_mm::Gfp::GFP_HIGHUSER_MOVABLE.without(fraglab_mm::Gfp::DIRECT_RECLAIM);
+    let (mut anon, mut file) = (Vec::new(), Vec::new());
+    loop {
+        let a = mm.alloc_folio(0, g, 0, FolioKind::Anon, false);
+        let f = mm.alloc_folio(0, g, 0, FolioKind::File, false);
+        match (a, f) {
+            (Some(a), Some(f)) => {
+                anon.push(a);
+                file.push(f);
+            }
+            _ => break,
+        }
+    }
+    (anon, file)
+}
