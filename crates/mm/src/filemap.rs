@@ -87,27 +87,56 @@ pub struct PagecacheConfig {
 #[derive(Clone, Debug, Default)]
 pub struct PageCache {
     map: std::collections::BTreeMap<(u32, u64), crate::folio::FolioId>,
+    /// Per mapping (index `mapping - 1`), per page index: 1 + the folio covering that page, or
+    /// 0. A dense mirror of `map` for O(1) lookups (the xarray's multi-index entries); `map`
+    /// keeps the ordered walks.
+    dense: Vec<Vec<u32>>,
 }
 
 impl PageCache {
-    /// Records folio `id` at `index` of `mapping`; the slot must be empty.
-    pub fn insert(&mut self, mapping: u32, index: u64, id: crate::folio::FolioId) {
+    fn dense_range(&mut self, mapping: u32, index: u64, order: u32) -> &mut [u32] {
+        let m = (mapping - 1) as usize;
+        if self.dense.len() <= m {
+            self.dense.resize_with(m + 1, Vec::new);
+        }
+        let end = (index + (1u64 << order)) as usize;
+        let v = &mut self.dense[m];
+        if v.len() < end {
+            v.resize(end.next_power_of_two().max(1024), 0);
+        }
+        &mut v[index as usize..end]
+    }
+
+    /// Records folio `id` of `order` at `index` of `mapping`; the slot must be empty.
+    pub fn insert(&mut self, mapping: u32, index: u64, order: u32, id: crate::folio::FolioId) {
         assert_ne!(mapping, 0, "mapping 0 is not a mapping");
         let old = self.map.insert((mapping, index), id);
         assert!(
             old.is_none(),
             "page cache slot {mapping}:{index} already holds folio {old:?}"
         );
+        for slot in self.dense_range(mapping, index, order) {
+            assert_eq!(*slot, 0, "page cache page {mapping}:{index} is already covered");
+            *slot = id + 1;
+        }
     }
 
-    /// Removes folio `id` from `index` of `mapping`.
-    pub fn remove(&mut self, mapping: u32, index: u64, id: crate::folio::FolioId) {
+    /// Removes folio `id` of `order` from `index` of `mapping`.
+    pub fn remove(&mut self, mapping: u32, index: u64, order: u32, id: crate::folio::FolioId) {
         let old = self.map.remove(&(mapping, index));
         assert_eq!(
             old,
             Some(id),
             "page cache slot {mapping}:{index} does not hold folio {id}"
         );
+        for slot in self.dense_range(mapping, index, order) {
+            assert_eq!(
+                *slot,
+                id + 1,
+                "page cache page {mapping}:{index} is not folio {id}'s"
+            );
+            *slot = 0;
+        }
     }
 
     /// The folio whose first page is at `index` of `mapping`.
@@ -115,16 +144,14 @@ impl PageCache {
         self.map.get(&(mapping, index)).copied()
     }
 
-    /// The folio covering page `index` of `mapping` (the entry at or below `index`, if its
-    /// folio spans `index`; `order_of` gives a folio's order).
-    pub fn lookup(
-        &self,
-        mapping: u32,
-        index: u64,
-        order_of: impl Fn(crate::folio::FolioId) -> u32,
-    ) -> Option<crate::folio::FolioId> {
-        let (&(m, start), &id) = self.map.range(..=(mapping, index)).next_back()?;
-        (m == mapping && index < start + (1u64 << order_of(id))).then_some(id)
+    /// The folio covering page `index` of `mapping`.
+    #[inline]
+    pub fn lookup(&self, mapping: u32, index: u64) -> Option<crate::folio::FolioId> {
+        let v = self.dense.get((mapping as usize).wrapping_sub(1))?;
+        match v.get(index as usize).copied() {
+            Some(x) if x != 0 => Some(x - 1),
+            _ => None,
+        }
     }
 
     /// The first entry of `mapping` at or after `index`: (folio, its index).
@@ -301,6 +328,9 @@ pub struct ReadaheadState {
     pub prev_index: u64,
     /// `ra_pages` (the bdi's read_ahead_kb / 4; default 32).
     pub ra_pages: u64,
+    /// `mmap_miss`: page faults on this file that missed the page cache, less those that hit
+    /// (read-around stops above `MMAP_LOTSAMISS`).
+    pub mmap_miss: u32,
 }
 
 impl Default for ReadaheadState {
@@ -312,6 +342,7 @@ impl Default for ReadaheadState {
             order: 0,
             prev_index: u64::MAX,
             ra_pages: 32,
+            mmap_miss: 0,
         }
     }
 }
@@ -370,8 +401,7 @@ impl Mm {
 
     /// The folio of `mapping` covering page `index`, if cached.
     pub fn filemap_lookup(&self, mapping: u32, index: u64) -> Option<FolioId> {
-        self.page_cache
-            .lookup(mapping, index, |id| self.folios.folios[id as usize].order as u32)
+        self.page_cache.lookup(mapping, index)
     }
 
     /// Whether pages [index, index + 2^order) of `mapping` are all uncached.
@@ -392,7 +422,7 @@ impl Mm {
         let f = &mut self.folios.folios[id as usize];
         f.mapping = mapping;
         f.index = index;
-        self.page_cache.insert(mapping, index, id);
+        self.page_cache.insert(mapping, index, order, id);
         self.page_cache_added(id);
         Some(id)
     }
@@ -688,6 +718,142 @@ impl Mm {
         if let Some(id) = self.filemap_lookup(mapping, mark) {
             self.folios.folios[id as usize].readahead_mark = true;
         }
+    }
+}
+
+/// `MMAP_LOTSAMISS` (mm/filemap.c): above this many net misses a file mapping gets no
+/// read-around.
+pub const MMAP_LOTSAMISS: u32 = 100;
+
+/// The VMA flags of a file mapping that steer fault readahead.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileVma {
+    /// VM_HUGEPAGE (MADV_HUGEPAGE): PMD-order readahead.
+    pub hugepage: bool,
+    /// VM_SEQ_READ (MADV_SEQUENTIAL): sync readahead as for read(2).
+    pub seq_read: bool,
+    /// VM_RAND_READ (MADV_RANDOM): no readahead.
+    pub rand_read: bool,
+}
+
+impl Mm {
+    /// A page fault on page `index` of a file mapping (`filemap_fault`, mm/filemap.c, Linux
+    /// 6.18; kernel-model.md is silent on it, so this follows the 6.18 source):
+    /// * hit: `do_async_mmap_readahead` — `mmap_miss` decremented, and on a PG_readahead folio
+    ///   (unless VM_RAND_READ) `page_cache_async_ra` (§12.2.4);
+    /// * miss: `do_sync_mmap_readahead` — VM_HUGEPAGE: a window of two PMD folios
+    ///   (one with VM_RAND_READ) at the PMD-aligned index, `ra->order` = 9, async size 512;
+    ///   VM_RAND_READ alone: none; VM_SEQ_READ: `page_cache_sync_ra` with `ra_pages`;
+    ///   otherwise `mmap_miss` counts up and, while not above `MMAP_LOTSAMISS`, *read-around*:
+    ///   a window of `ra_pages` starting `ra_pages / 2` before the fault, async size
+    ///   `ra_pages / 4`, order 0, through `page_cache_ra_order` (§12.2.5). If the page is still
+    ///   missing, `__filemap_get_folio(FGP_CREAT | FGP_FOR_MMAP)` adds an order-0 folio with
+    ///   the mapping's gfp (full reclaim allowed).
+    ///
+    /// The faulting access sets the PTE young bit; as for anonymous memory the model keeps it in
+    /// PG_referenced (set on the folio). Simplification: the folio is not recorded as mapped,
+    /// so reclaim frees it without `try_to_unmap` and without the extra pass a young PTE buys.
+    /// Counts in the returned stats as a read of one page (hit or miss).
+    pub fn filemap_fault(
+        &mut self,
+        cpu: u32,
+        mapping: u32,
+        ra: &mut ReadaheadState,
+        vma: FileVma,
+        index: u64,
+        file_pages: u64,
+    ) -> ReadStats {
+        let mut st = ReadStats::default();
+        if index >= file_pages {
+            st.failed_pages = 1;
+            return st;
+        }
+        self.count(crate::vmstat::Stat::pgfault, 1);
+        if let Some(id) = self.filemap_lookup(mapping, index) {
+            ra.mmap_miss = ra.mmap_miss.saturating_sub(1);
+            if self.folios.folios[id as usize].readahead_mark && !vma.rand_read {
+                self.folios.folios[id as usize].readahead_mark = false;
+                st.async_ra += 1;
+                self.page_cache_async_ra(cpu, mapping, ra, file_pages, &mut st);
+            }
+            self.folios.folios[id as usize].referenced = true;
+            st.hit_pages = 1;
+            return st;
+        }
+        // Not in the page cache at all: a major fault.
+        self.count(crate::vmstat::Stat::pgmajfault, 1);
+        let first_new = self.folios.next_token();
+        if vma.hugepage {
+            let nr = 1u64 << crate::types::HPAGE_PMD_ORDER;
+            ra.start = index & !(nr - 1);
+            ra.size = if vma.rand_read { nr } else { 2 * nr };
+            ra.async_size = nr;
+            ra.order = crate::types::HPAGE_PMD_ORDER;
+            st.sync_ra += 1;
+            self.page_cache_ra_order(cpu, mapping, ra, file_pages, &mut st);
+        } else if vma.rand_read || ra.ra_pages == 0 {
+            // No readahead.
+        } else if vma.seq_read {
+            st.sync_ra += 1;
+            let req = ra.ra_pages;
+            self.page_cache_sync_ra(cpu, mapping, ra, index, req, file_pages, &mut st);
+        } else {
+            if ra.mmap_miss < MMAP_LOTSAMISS * 10 {
+                ra.mmap_miss += 1;
+            }
+            if ra.mmap_miss <= MMAP_LOTSAMISS {
+                ra.start = index.saturating_sub(ra.ra_pages / 2);
+                ra.size = ra.ra_pages;
+                ra.async_size = ra.ra_pages / 4;
+                ra.order = 0;
+                st.sync_ra += 1;
+                self.page_cache_ra_order(cpu, mapping, ra, file_pages, &mut st);
+            }
+        }
+        let id = match self.filemap_lookup(mapping, index) {
+            Some(id) => Some(id),
+            None => {
+                let m = self.mapping(mapping);
+                let r = self.filemap_add(cpu, mapping, index, m.min_order, m.gfp);
+                if r.is_some() {
+                    st.added[m.min_order as usize] += 1;
+                }
+                r
+            }
+        };
+        match id {
+            Some(id) => {
+                self.folios.folios[id as usize].referenced = true;
+                if self.folios.folios[id as usize].token < first_new {
+                    st.hit_pages = 1;
+                } else {
+                    st.miss_pages = 1;
+                }
+            }
+            None => st.failed_pages = 1,
+        }
+        ra.prev_index = index;
+        st
+    }
+
+    /// `filemap_write_and_wait_range` over pages [index, index + n) of `mapping` (msync with
+    /// MS_SYNC, fsync): every dirty folio starting there is written and becomes clean (the
+    /// write completes at once, as for the flusher). Returns the pages written.
+    pub fn filemap_writeback_range(&mut self, mapping: u32, index: u64, n: u64) -> u64 {
+        let mut written = 0;
+        let mut pos = index;
+        while let Some((id, i)) = self.page_cache.next_from(mapping, pos) {
+            if i >= index + n {
+                break;
+            }
+            let f = &self.folios.folios[id as usize];
+            pos = i + (1u64 << f.order);
+            if f.dirty {
+                written += 1u64 << f.order;
+                self.folio_mark_dirty(id, false);
+            }
+        }
+        written
     }
 }
 

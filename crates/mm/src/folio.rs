@@ -330,7 +330,7 @@ impl Mm {
             self.lru_del(id);
         }
         if f.mapping != 0 {
-            self.page_cache.remove(f.mapping, f.index, id);
+            self.page_cache.remove(f.mapping, f.index, f.order as u32, id);
         }
         if f.dirty {
             self.nr_dirty -= 1u64 << f.order;
@@ -379,9 +379,9 @@ impl Mm {
             nf.index = f.index + i as u64;
             if f.mapping != 0 {
                 if i == 0 {
-                    self.page_cache.remove(f.mapping, f.index, id);
+                    self.page_cache.remove(f.mapping, f.index, f.order as u32, id);
                 }
-                self.page_cache.insert(f.mapping, f.index + i as u64, pid);
+                self.page_cache.insert(f.mapping, f.index + i as u64, 0, pid);
             }
             self.pages.set(pfn, PageKind::Allocated, 0);
             self.pages.a[pfn as usize] = pid;

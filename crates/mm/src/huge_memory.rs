@@ -139,6 +139,8 @@ impl Mm {
     /// only where their aligned range is entirely unpopulated; the PMD order only for an empty,
     /// PMD-aligned 2 MiB range inside the VMA).
     pub fn do_anonymous_fault_upto(&mut self, cpu: u32, madvised: bool, max_order: u32) -> Option<FolioId> {
+        // handle_mm_fault counts every fault (PGFAULT).
+        self.count(Stat::pgfault, 1);
         let gfp = vma_thp_gfp_mask(self.thp.defrag, madvised);
         let pmd = HPAGE_PMD_ORDER as usize;
         if max_order >= HPAGE_PMD_ORDER && self.thp.order_allowed(HPAGE_PMD_ORDER, madvised) {

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use fraglab_mm::filemap::{
-    fgf_order, get_init_ra_size, get_next_ra_size, write_folio_gfp, CostlyOrderPolicy, Mapping,
+    fgf_order, get_init_ra_size, get_next_ra_size, write_folio_gfp, CostlyOrderPolicy, FileVma, Mapping,
     ReadaheadState, V4Position,
 };
 use fraglab_mm::folio::FolioKind;
@@ -348,4 +348,69 @@ fn s12_2_3_history_probe_turns_a_miss_after_cached_pages_into_a_window() {
     let st = mm.filemap_read(0, f, &mut other, 3000, 1, 4096);
     assert_eq!(st.added[0], 1);
     check(&mm);
+}
+
+/// `filemap_fault` (mm/filemap.c, 6.18): a miss reads around the fault (`ra_pages` from
+/// `ra_pages / 2` before it, order 0, PG_readahead `ra_pages / 4` from the end) and counts a
+/// major fault; a hit counts a minor fault and lowers `mmap_miss`; a sequential walk that
+/// faults every 16 pages (fault-around) takes one major fault per 16 pages after the first
+/// window; VM_HUGEPAGE reads two PMD folios; VM_RAND_READ reads only the page.
+#[test]
+fn filemap_fault_read_around_and_hugepage() {
+    let mut mm = dma32(32, 1, tun_kb(128));
+    let f = mm.add_mapping(Mapping::large_folios());
+    let file = 4096;
+    let mut ra = ReadaheadState::default();
+    let maj0 = mm.stats[Stat::pgmajfault as usize];
+    let st = mm.filemap_fault(0, f, &mut ra, FileVma::default(), 100, file);
+    assert_eq!(st.miss_pages, 1);
+    assert_eq!(mm.stats[Stat::pgmajfault as usize] - maj0, 1);
+    for i in 84..116 {
+        assert!(mm.filemap_lookup(f, i).is_some(), "page {i} read around");
+    }
+    assert!(mm.filemap_lookup(f, 83).is_none() && mm.filemap_lookup(f, 116).is_none());
+    assert_eq!(ra.mmap_miss, 1);
+    let hit = mm.filemap_fault(0, f, &mut ra, FileVma::default(), 90, file);
+    assert_eq!((hit.hit_pages, hit.miss_pages), (1, 0));
+    assert_eq!(ra.mmap_miss, 0);
+    assert_eq!(mm.stats[Stat::pgmajfault as usize] - maj0, 1);
+
+    // A sequential walk of 1024 pages faulting every 16th page (and any missing page).
+    let g = mm.add_mapping(Mapping::large_folios());
+    let mut ra = ReadaheadState::default();
+    let maj = mm.stats[Stat::pgmajfault as usize];
+    for p in 0..1024u64 {
+        if p % 16 == 0 || mm.filemap_lookup(g, p).is_none() {
+            mm.filemap_fault(0, g, &mut ra, FileVma::default(), p, file);
+        }
+    }
+    let majors = mm.stats[Stat::pgmajfault as usize] - maj;
+    assert!(
+        (60..=70).contains(&majors),
+        "{majors} major faults for 1024 pages read around 32 at a time"
+    );
+
+    // VM_HUGEPAGE: two PMD-order folios at the aligned index.
+    let h = mm.add_mapping(Mapping::large_folios());
+    let mut ra = ReadaheadState::default();
+    let vma = FileVma {
+        hugepage: true,
+        ..Default::default()
+    };
+    let st = mm.filemap_fault(0, h, &mut ra, vma, 700, file);
+    assert_eq!(st.added[9], 2, "two PMD folios: {st:?}");
+    let id = mm.filemap_lookup(h, 700).unwrap();
+    assert_eq!(mm.folios.get(id).order, 9);
+    assert_eq!(mm.folios.get(id).index, 512);
+
+    // VM_RAND_READ: only the faulting page.
+    let r = mm.add_mapping(Mapping::large_folios());
+    let mut ra = ReadaheadState::default();
+    let vma = FileVma {
+        rand_read: true,
+        ..Default::default()
+    };
+    let st = mm.filemap_fault(0, r, &mut ra, vma, 10, file);
+    assert_eq!(st.added.iter().sum::<u64>(), 1);
+    assert!(mm.filemap_lookup(r, 11).is_none());
 }

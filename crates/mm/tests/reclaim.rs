@@ -278,7 +278,7 @@ fn add_to_page_cache(mm: &mut Mm, mapping: u32, index: u64, order: u32) -> Folio
     let id = mm
         .alloc_folio(0, NO_RECLAIM, order, FolioKind::File, false)
         .unwrap();
-    mm.page_cache.insert(mapping, index, id);
+    mm.page_cache.insert(mapping, index, order, id);
     let f = &mut mm.folios.folios[id as usize];
     f.mapping = mapping;
     f.index = index;

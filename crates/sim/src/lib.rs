@@ -8,6 +8,7 @@ pub mod engine;
 pub mod metrics;
 pub mod timed;
 pub mod timeless;
+pub mod vmscal;
 pub mod workload;
 
 pub use timeless::{boot, machine_config, run_ops, tunables, RunError};

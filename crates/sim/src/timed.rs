@@ -11,7 +11,8 @@ use fraglab_mm::types::{MigrateType, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_OR
 use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo, Stat};
 use fraglab_mm::Mm;
 use fraglab_spec::result::{
-    BuildResult, BurstResult, LatencyHistogram, RunResult, Sample, ThpChallengeResult, RESULT_SCHEMA,
+    BuildResult, BurstResult, LatencyHistogram, RunResult, Sample, ThpChallengeResult, VmScalabilityResult,
+    RESULT_SCHEMA,
 };
 use fraglab_spec::Spec;
 
@@ -19,6 +20,7 @@ use crate::cost::CostModel;
 use crate::engine::Engine;
 use crate::metrics::Metrics;
 use crate::timeless::{boot, stats_with_zone_items, RunError};
+use crate::vmscal::{VmScalSpec, VmScalTask};
 use crate::workload::{
     Flusher, KbuildShared, KbuildSpec, KbuildWorker, PageCacheFlusher, PgbenchCheckpointer, PgbenchClient,
     PgbenchShared, PgbenchSpec, ProgramTask, ThpBurst, ThpBurstSpec, ThpChallenge, ThpChallengeSpec,
@@ -227,6 +229,48 @@ pub fn run_workload_with_progress(
         }));
         pgbench.push(shared);
     }
+    let mut vmscal = Vec::new();
+    let mem_pages: u64 = e.mm.zones.iter().map(|z| z.managed).sum();
+    for v in &w.vm_scalability {
+        use fraglab_spec::VmScalabilityCase as C;
+        let tasks = v.tasks.unwrap_or(spec.machine.cpus).max(1);
+        let cpus = spec.machine.cpus.max(1) as u64;
+        // ROTATE_BYTES: 1.5 × memory, so that every pass reclaims page cache (§2).
+        let total = v.size_bytes.map(page).unwrap_or(mem_pages * 3 / 2);
+        let (task_pages, file_pages) = match v.case {
+            C::SmallAllocs => (total / tasks as u64, 0),
+            C::MmapPreadSeq => (total / tasks as u64, total),
+            C::LruFileReadtwice | C::LruFileMmapRead => (total / tasks as u64, total / tasks as u64),
+            C::Msync => (v.size_bytes.map(page).unwrap_or(mem_pages / cpus / 2), mem_pages),
+        };
+        let vs = VmScalSpec {
+            case: v.case,
+            tasks,
+            task_pages: task_pages.max(1),
+            file_pages,
+            unit_pages: page(v.unit_bytes).max(1),
+            start_ns: v.start_ns,
+            runtime_ns: v.runtime_ns,
+        };
+        let kind = match v.mapping {
+            fraglab_spec::MappingKind::Xfs => fraglab_mm::filemap::Mapping::xfs_like(),
+            fraglab_spec::MappingKind::LargeFolios => fraglab_mm::filemap::Mapping::large_folios(),
+            fraglab_spec::MappingKind::NoLargeFolios => fraglab_mm::filemap::Mapping::no_large_folios(),
+        };
+        let shared = crate::vmscal::new_shared(&mut e.mm, vs.clone(), kind);
+        for i in 0..crate::vmscal::processes(&vs) {
+            e.spawn_at(v.start_ns, Box::new(VmScalTask::new(shared.clone(), i)));
+        }
+        vmscal.push(shared);
+    }
+    if w.vm_scalability
+        .iter()
+        .any(|v| v.case == fraglab_spec::VmScalabilityCase::Msync)
+    {
+        e.spawn_daemon(Box::new(PageCacheFlusher {
+            until_ns: w.duration_ns,
+        }));
+    }
     let files = Rc::new(RefCell::new(BTreeMap::new()));
     for t in &w.task {
         for s in &t.steps {
@@ -341,6 +385,18 @@ pub fn run_workload_with_progress(
             }
         }),
         pgbench: pgbench.first().map(|sh| pgbench_result(&sh.borrow())),
+        vm_scalability: vmscal
+            .iter()
+            .map(|sh| {
+                let sh = sh.borrow();
+                VmScalabilityResult {
+                    case: sh.spec.case.name().to_string(),
+                    processes: sh.results.len() as u32,
+                    bytes: sh.results.iter().map(|r| r.bytes).sum(),
+                    throughput: sh.throughput_kib_s(),
+                }
+            })
+            .collect(),
         proc_start,
         proc_end: proc_snapshot(&e.mm),
         wall_ns: 0,
@@ -500,6 +556,11 @@ pub fn mmtests_rows(r: &RunResult) -> String {
             us(&t.base)
         );
         let _ = writeln!(out, "{:<34} {:>14.2}", "thpchallenge huge-pct", t.huge_pct);
+    }
+    for v in &r.vm_scalability {
+        // lkp's metric name, the case in the testcase column's place.
+        let name = format!("vm-scalability.throughput {}", v.case);
+        let _ = writeln!(out, "{:<34} {:>14.0}", name, v.throughput);
     }
     out
 }

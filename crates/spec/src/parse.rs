@@ -43,6 +43,7 @@ const WORKLOAD_KEYS: &[&str] = &[
     "thp_burst",
     "thpchallenge",
     "pgbench",
+    "vm_scalability",
     "task",
 ];
 const TASK_KEYS: &[&str] = &["name", "count", "start", "loops", "steps"];
@@ -74,6 +75,7 @@ const PGBENCH_KEYS: &[&str] = &[
     "duration",
 ];
 const THPCHALLENGE_KEYS: &[&str] = &["threads", "size", "madvised", "hold"];
+const VMSCAL_KEYS: &[&str] = &["case", "tasks", "size", "unit", "runtime", "start", "mapping"];
 const KBUILD_KEYS: &[&str] = &[
     "jobs_parallel",
     "jobs",
@@ -1301,6 +1303,65 @@ impl Cx<'_> {
                 });
             }
         }
+        let mut vm_scalability = Vec::new();
+        if let Some(e) = t.get("vm_scalability") {
+            for (i, (pos, entries)) in self
+                .tables(&e.node, &t.key("vm_scalability"))?
+                .into_iter()
+                .enumerate()
+            {
+                let v = Tbl {
+                    path: format!("workload.vm_scalability[{i}]"),
+                    pos,
+                    entries,
+                };
+                self.check_keys(&v, VMSCAL_KEYS)?;
+                let names: Vec<&str> = crate::VmScalabilityCase::ALL.iter().map(|c| c.name()).collect();
+                let ce = self.need(&v, "case", &format!("one of {}", names.join(", ")))?;
+                let cs = self.str(&ce.node, &v.key("case"))?;
+                let Some(case) = crate::VmScalabilityCase::ALL.into_iter().find(|c| c.name() == cs) else {
+                    return Err(self.err(
+                        ce.node.pos,
+                        &v.key("case"),
+                        format!("unknown vm-scalability case {}{}", quote(cs), hint(cs, &names)),
+                    ));
+                };
+                let mapping = match v.get("mapping") {
+                    None => crate::MappingKind::LargeFolios,
+                    Some(e) => {
+                        let k = v.key("mapping");
+                        let m = self.str(&e.node, &k)?;
+                        let names: Vec<&str> = crate::MappingKind::ALL.iter().map(|m| m.name()).collect();
+                        crate::MappingKind::ALL
+                            .into_iter()
+                            .find(|x| x.name() == m)
+                            .ok_or_else(|| {
+                                self.err(
+                                    e.node.pos,
+                                    &k,
+                                    format!("unknown mapping {}{}", quote(m), hint(m, &names)),
+                                )
+                            })?
+                    }
+                };
+                vm_scalability.push(crate::VmScalabilityParams {
+                    line: self.lines.line(pos),
+                    case,
+                    tasks: match v.get("tasks") {
+                        Some(e) => Some(self.int_in(&e.node, &v.key("tasks"), 1, 4096, "1..=4096")? as u32),
+                        None => None,
+                    },
+                    size_bytes: match v.get("size") {
+                        Some(_) => Some(self.opt_size(&v, "size", 1 << 20, 0)?),
+                        None => None,
+                    },
+                    unit_bytes: self.opt_size(&v, "unit", 4096, 10 * 4096)?,
+                    runtime_ns: self.opt_duration(&v, "runtime", 1, 300_000_000_000)?,
+                    start_ns: self.opt_duration(&v, "start", 0, 0)?,
+                    mapping,
+                });
+            }
+        }
         let mut task = Vec::new();
         if let Some(e) = t.get("task") {
             for (i, (pos, entries)) in self.tables(&e.node, &t.key("task"))?.into_iter().enumerate() {
@@ -1316,12 +1377,13 @@ impl Cx<'_> {
             && thp_burst.is_empty()
             && thpchallenge.is_empty()
             && pgbench.is_empty()
+            && vm_scalability.is_empty()
             && task.is_empty()
         {
             return Err(self.err(
                 t.pos,
                 "workload",
-                "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]], [[workload.pgbench]] or [[workload.task]] tables)",
+                "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]], [[workload.pgbench]], [[workload.vm_scalability]] or [[workload.task]] tables)",
             ));
         }
         Ok(crate::WorkloadSpec {
@@ -1330,6 +1392,7 @@ impl Cx<'_> {
             thp_burst,
             thpchallenge,
             pgbench,
+            vm_scalability,
             task,
         })
     }

@@ -31,6 +31,9 @@ pub struct RunResult {
     pub thpchallenge: Option<ThpChallengeResult>,
     /// pgbench: transactions per simulated second (absent without the generator).
     pub pgbench: Option<PgbenchResult>,
+    /// vm-scalability cases, one per `[[workload.vm_scalability]]`.
+    #[serde(default)]
+    pub vm_scalability: Vec<VmScalabilityResult>,
     /// /proc text at the start and the end (buddyinfo, pagetypeinfo, zoneinfo, vmstat).
     pub proc_start: BTreeMap<String, String>,
     pub proc_end: BTreeMap<String, String>,
@@ -103,4 +106,16 @@ pub struct PgbenchResult {
     pub mean_tps: f64,
     pub checkpoint_tps: f64,
     pub steady_tps: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VmScalabilityResult {
+    /// The case's name ("small-allocs", "mmap-pread-seq", ...).
+    pub case: String,
+    /// Processes that ran.
+    pub processes: u32,
+    /// Bytes the processes read, wrote or touched.
+    pub bytes: u64,
+    /// lkp's `vm-scalability.throughput`: Σ over processes of bytes / elapsed, in KiB/s.
+    pub throughput: f64,
 }

@@ -11,7 +11,64 @@ pub struct WorkloadSpec {
     pub thp_burst: Vec<ThpBurstParams>,
     pub thpchallenge: Vec<ThpChallengeParams>,
     pub pgbench: Vec<PgbenchParams>,
+    pub vm_scalability: Vec<VmScalabilityParams>,
     pub task: Vec<TaskParams>,
+}
+
+/// The vm-scalability cases seed 000 measured (published-results.md §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VmScalabilityCase {
+    /// `usemem -n N --readonly --unit 40KiB SIZE/N`: many small anonymous VMAs, read-only
+    /// touch (zero-page mappings: page tables and VMA slab, no data pages).
+    SmallAllocs,
+    /// `usemem -n N -f FILE --readonly SIZE`: N processes read one sparse file through mmap.
+    MmapPreadSeq,
+    /// Per task a sparse file of SIZE/N, read twice concurrently by two `dd bs=4k`.
+    LruFileReadtwice,
+    /// Per task a sparse file of SIZE/N, read once through mmap.
+    LruFileMmapRead,
+    /// Per task a shared writable mapping of SIZE (default memory / cpus / 2) of a sparse file,
+    /// prefaulted, then written and msync'ed repeatedly.
+    Msync,
+}
+
+impl VmScalabilityCase {
+    pub const ALL: [VmScalabilityCase; 5] = [
+        VmScalabilityCase::SmallAllocs,
+        VmScalabilityCase::MmapPreadSeq,
+        VmScalabilityCase::LruFileReadtwice,
+        VmScalabilityCase::LruFileMmapRead,
+        VmScalabilityCase::Msync,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VmScalabilityCase::SmallAllocs => "small-allocs",
+            VmScalabilityCase::MmapPreadSeq => "mmap-pread-seq",
+            VmScalabilityCase::LruFileReadtwice => "lru-file-readtwice",
+            VmScalabilityCase::LruFileMmapRead => "lru-file-mmap-read",
+            VmScalabilityCase::Msync => "msync",
+        }
+    }
+}
+
+/// `[[workload.vm_scalability]]`: one vm-scalability case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VmScalabilityParams {
+    pub line: usize,
+    pub case: VmScalabilityCase,
+    /// Processes (`nr_task`); `None` = the machine's CPUs.
+    pub tasks: Option<u32>,
+    /// Total bytes (`ROTATE_BYTES`, or per task for msync); `None` = the case's default
+    /// (1.5 × memory for the file cases and small-allocs, memory / cpus / 2 for msync).
+    pub size_bytes: Option<u64>,
+    /// small-allocs' VMA size (10 pages).
+    pub unit_bytes: u64,
+    /// How long the case runs (vm-scalability's `runtime`, 300 s).
+    pub runtime_ns: u64,
+    pub start_ns: u64,
+    /// The file system's mapping kind for the file cases.
+    pub mapping: crate::MappingKind,
 }
 
 /// `[[workload.pgbench]]`: seed 002's pgbench simple-update (published-results.md §3).

@@ -1371,7 +1371,19 @@ fn workload_and_cost_errors() {
         &with_machine(&["[workload]", "duration = \"1min\""]),
         3,
         "workload",
-        "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]], [[workload.pgbench]] or [[workload.task]] tables)",
+        "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]], [[workload.pgbench]], [[workload.vm_scalability]] or [[workload.task]] tables)",
+    );
+    check(
+        &with_machine(&["[workload]", "[[workload.vm_scalability]]", "case = \"msynk\""]),
+        5,
+        "workload.vm_scalability[0].case",
+        "unknown vm-scalability case \"msynk\" (did you mean \"msync\"?)",
+    );
+    check(
+        &with_machine(&["[workload]", "[[workload.vm_scalability]]", "tasks = 2"]),
+        4,
+        "workload.vm_scalability[0].case",
+        "missing (expected one of small-allocs, mmap-pread-seq, lru-file-readtwice, lru-file-mmap-read, msync)",
     );
     check(
         &with_machine(&["[workload]", "duration = \"5 weeks\"", "[[workload.thp_burst]]"]),
