@@ -875,4 +875,22 @@ impl Mm {
         self.count(crate::vmstat::Stat::drop_pagecache, 1);
         freed
     }
+
+    /// Deleting a file (`truncate_inode_pages_final` at the last iput after unlink): every
+    /// folio of `mapping` is removed from the page cache and freed, dirty ones included (their
+    /// dirty state is cancelled, nothing is written), and the mapping's shadow entries go.
+    /// Returns the pages freed.
+    pub fn filemap_truncate(&mut self, cpu: u32, mapping: u32) -> u64 {
+        let mut freed = 0;
+        while let Some((id, _)) = self.page_cache.next_from(mapping, 0) {
+            assert!(
+                !self.folios.folios[id as usize].isolated,
+                "truncate of folio {id} while compaction holds it isolated"
+            );
+            freed += 1u64 << self.folios.folios[id as usize].order;
+            self.free_folio(cpu, id);
+        }
+        self.workingset_forget_mapping(mapping);
+        freed
+    }
 }

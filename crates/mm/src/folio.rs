@@ -334,6 +334,7 @@ impl Mm {
         }
         if f.dirty {
             self.nr_dirty -= 1u64 << f.order;
+            self.stats[crate::vmstat::Stat::nr_dirty as usize] = self.nr_dirty;
         }
         self.folios.remove(id);
         self.free_pages(cpu, f.pfn, f.order as u32);

@@ -1042,6 +1042,8 @@ impl Mm {
             (true, false) => self.nr_dirty -= nr,
             _ => {}
         }
+        // NR_FILE_DIRTY, as /proc/vmstat's nr_dirty shows it.
+        self.stats[crate::vmstat::Stat::nr_dirty as usize] = self.nr_dirty;
         self.folios.folios[id as usize].dirty = dirty;
     }
 

@@ -274,7 +274,9 @@ pub fn run_workload_with_progress(
     let files = Rc::new(RefCell::new(BTreeMap::new()));
     for t in &w.task {
         for s in &t.steps {
-            if let fraglab_spec::TaskStep::Read { file, .. } | fraglab_spec::TaskStep::Write { file, .. } = s
+            if let fraglab_spec::TaskStep::Read { file, .. }
+            | fraglab_spec::TaskStep::Write { file, .. }
+            | fraglab_spec::TaskStep::Delete { file } = s
             {
                 if !files.borrow().contains_key(file) {
                     let id = e.mm.add_mapping(fraglab_mm::filemap::Mapping::xfs_like());

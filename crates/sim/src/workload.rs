@@ -1055,6 +1055,13 @@ impl TaskBody for ProgramTask {
                 self.next();
                 Step::Ran(cx.cost.compaction(&st))
             }
+            S::Delete { file } => {
+                let mapping = self.files.borrow()[&file];
+                let freed = cx.mm.filemap_truncate(cx.cpu, mapping);
+                self.ra.remove(&file);
+                self.next();
+                Step::Ran(freed * cx.cost.free_page_ns)
+            }
             S::DropCaches => {
                 let freed = cx.mm.drop_caches(cx.cpu);
                 self.next();

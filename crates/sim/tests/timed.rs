@@ -214,3 +214,34 @@ steps = [{ drop_caches = true }, { compact_memory = true }]
     let free: u64 = end.free_by_order.iter().sum();
     assert!(free > 64 * 256, "free pages {free}");
 }
+
+/// `delete`: the file's page cache goes with it, dirty pages included and unwritten
+/// (`truncate_inode_pages_final`), while another file's stays.
+#[test]
+fn delete_truncates_the_page_cache() {
+    let base = r#"
+[machine]
+memory = "512MiB"
+cpus = 2
+[workload]
+[[workload.task]]
+name = "w"
+steps = [
+  { write = "tmp", length = "32MiB", chunk = "64KiB" },
+  { read = "keep", length = "16MiB", file_size = "16MiB" },
+  STEP
+]
+"#;
+    let run = |step: &str| {
+        let text = base.replace("STEP", step);
+        fraglab_sim::timed::run_workload(&parse_spec(&text, "t.toml").unwrap()).unwrap()
+    };
+    let kept = run("{ sleep = \"1ms\" }");
+    let deleted = run("{ delete = \"tmp\" }");
+    let file = |r: &fraglab_spec::result::RunResult| r.vmstat_delta["nr_file_pages"];
+    let dirty = |r: &fraglab_spec::result::RunResult| r.vmstat_delta["nr_dirty"];
+    assert_eq!(file(&kept), 48 * 256, "both files cached");
+    assert_eq!(dirty(&kept), 32 * 256, "the write is still dirty (no expiry yet)");
+    assert_eq!(file(&deleted), 16 * 256, "only the kept file is cached");
+    assert_eq!(dirty(&deleted), 0, "dirty pages dropped unwritten");
+}

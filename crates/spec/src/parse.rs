@@ -56,6 +56,7 @@ const STEP_ACTIONS: &[&str] = &[
     "sleep",
     "read",
     "write",
+    "delete",
     "slab",
     "pipes",
     "compact_memory",
@@ -1541,6 +1542,13 @@ impl Cx<'_> {
                             chunk: self.opt_size(&s, "chunk", 4096, 1 << 20)?,
                         }
                     }
+                }
+                "delete" => {
+                    let file = self.str(&a.node, &s.key("delete"))?.to_string();
+                    if file.is_empty() {
+                        return Err(self.err(a.node.pos, &s.key("delete"), "empty file name"));
+                    }
+                    TaskStep::Delete { file }
                 }
                 "slab" | "pipes" => {
                     let n = self.int_in(&a.node, &s.key(&a.key), 1, 1 << 30, "1..=2^30")? as u64;

@@ -254,6 +254,10 @@ pub enum TaskStep {
         count: u64,
         reclaimable: bool,
     },
+    /// Unlink `file`: its page cache is truncated (dirty pages dropped unwritten).
+    Delete {
+        file: String,
+    },
     CompactMemory,
     DropCaches,
 }
