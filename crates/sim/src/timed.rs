@@ -11,8 +11,8 @@ use fraglab_mm::types::{MigrateType, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_OR
 use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo, Stat};
 use fraglab_mm::Mm;
 use fraglab_spec::result::{
-    BuildResult, BurstResult, LatencyHistogram, RunResult, Sample, ThpChallengeResult, VmScalabilityResult,
-    RESULT_SCHEMA,
+    BuildResult, BurstResult, LatencyHistogram, PageblockMap, RunResult, Sample, ThpChallengeResult,
+    VmScalabilityResult, RESULT_SCHEMA,
 };
 use fraglab_spec::Spec;
 
@@ -50,6 +50,37 @@ fn vmstat_values(mm: &Mm) -> Vec<(String, i64)> {
 }
 
 /// One time-series sample.
+/// The pageblock map of `mm` at `t_ns` (result schema `PageblockMap`): per block its
+/// migratetype (lower case if mixed) and how full it is, from the per-block folio census.
+pub fn pageblock_snapshot(mm: &Mm, t_ns: u64) -> PageblockMap {
+    let mut m = PageblockMap {
+        t_ns,
+        ..Default::default()
+    };
+    for z in mm.zones.iter().filter(|z| z.populated()) {
+        m.zones.push((z.zone_type.name().to_string(), m.types.len()));
+        let first = z.start_pfn >> PAGEBLOCK_ORDER;
+        let last = (z.end_pfn() - 1) >> PAGEBLOCK_ORDER;
+        for b in first..=last {
+            let mt = mm.block_mt(b << PAGEBLOCK_ORDER);
+            let c = &mm.block_content[b as usize];
+            let own = match mt {
+                MigrateType::Unmovable => Some(0),
+                MigrateType::Movable => Some(1),
+                MigrateType::Reclaimable => Some(2),
+                _ => None,
+            };
+            let mixed = own.is_some_and(|o| c.iter().enumerate().any(|(k, n)| k != o && *n > 0));
+            let ch = ['U', 'M', 'R', 'H', 'I'][mt.idx().min(4)];
+            m.types.push(if mixed { ch.to_ascii_lowercase() } else { ch });
+            let used: u64 = c.iter().map(|&n| n as u64).sum();
+            let digit = (used * 10 / (1 << PAGEBLOCK_ORDER)).min(9) as u8;
+            m.fill.push((b'0' + digit) as char);
+        }
+    }
+    m
+}
+
 pub fn sample(mm: &Mm, t_ns: u64) -> Sample {
     let mut free_by_order = vec![0u64; NR_PAGE_ORDERS];
     let mut free_by_type = vec![0u64; MIGRATE_TYPES];
@@ -305,7 +336,16 @@ pub fn run_workload_with_progress(
     }
     let samples = Rc::new(RefCell::new(vec![sample(&e.mm, 0)]));
     let s2 = samples.clone();
-    e.on_tick(Box::new(move |t, mm| s2.borrow_mut().push(sample(mm, t))));
+    // About 120 pageblock maps over the run, at whole seconds.
+    let map_every = (w.duration_ns / 120).div_ceil(1_000_000_000).max(1) * 1_000_000_000;
+    let maps = Rc::new(RefCell::new(vec![pageblock_snapshot(&e.mm, 0)]));
+    let m2 = maps.clone();
+    e.on_tick(Box::new(move |t, mm| {
+        s2.borrow_mut().push(sample(mm, t));
+        if t % map_every == 0 {
+            m2.borrow_mut().push(pageblock_snapshot(mm, t));
+        }
+    }));
     let proc_start = proc_snapshot(&e.mm);
     let start = vmstat_values(&e.mm);
     let mut last = 0u64;
@@ -399,6 +439,13 @@ pub fn run_workload_with_progress(
                 }
             })
             .collect(),
+        pageblock_maps: {
+            let mut v = maps.borrow().clone();
+            if v.last().is_none_or(|m| m.t_ns != end_ns) {
+                v.push(pageblock_snapshot(&e.mm, end_ns));
+            }
+            v
+        },
         proc_start,
         proc_end: proc_snapshot(&e.mm),
         wall_ns: 0,

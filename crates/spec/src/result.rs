@@ -34,6 +34,9 @@ pub struct RunResult {
     /// vm-scalability cases, one per `[[workload.vm_scalability]]`.
     #[serde(default)]
     pub vm_scalability: Vec<VmScalabilityResult>,
+    /// The pageblock map at (at most about 120) points of the run.
+    #[serde(default)]
+    pub pageblock_maps: Vec<PageblockMap>,
     /// /proc text at the start and the end (buddyinfo, pagetypeinfo, zoneinfo, vmstat).
     pub proc_start: BTreeMap<String, String>,
     pub proc_end: BTreeMap<String, String>,
@@ -118,4 +121,49 @@ pub struct VmScalabilityResult {
     pub bytes: u64,
     /// lkp's `vm-scalability.throughput`: Σ over processes of bytes / elapsed, in KiB/s.
     pub throughput: f64,
+}
+
+/// Every pageblock of the populated zones at one time, in pfn order, zone after zone.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PageblockMap {
+    pub t_ns: u64,
+    /// One char per block: its migratetype, U/M/R/H/I (Unmovable, Movable, Reclaimable,
+    /// HighAtomic, Isolate); lower case when the block holds pages of another mobility ("mixed").
+    pub types: String,
+    /// One digit per block: pages in use × 10 / 512, capped at 9 (0 = empty, 9 = ≥ 90 % used).
+    pub fill: String,
+    /// (zone name, index of its first block in the strings).
+    pub zones: Vec<(String, usize)>,
+}
+
+/// What `fraglab compare` computes (its `--format json`), and what `fraglab report` renders as
+/// the compare table: per row and configuration the summary statistic over the runs, the
+/// relative change against the first configuration and whether Welch's t-test finds the
+/// difference significant.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompareReport {
+    /// Column labels; the first is the baseline.
+    pub configs: Vec<String>,
+    /// Runs per configuration.
+    pub runs: u32,
+    pub rows: Vec<CompareRow>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompareRow {
+    /// The metric ("THP fault alloc", "Hugealloc Time", "vm-scalability.throughput msync", ...).
+    pub metric: String,
+    /// The summary statistic: "Min", "Amean", "Hmean", "Stddev", "CoeffVar", "Max", or "" for a
+    /// single derived value.
+    pub stat: String,
+    /// One value per configuration.
+    pub values: Vec<f64>,
+    /// Relative change against the baseline in percent, (new − base) / base × 100 (None for the
+    /// baseline itself or a zero base).
+    pub change_pct: Vec<Option<f64>>,
+    /// Welch's t-test at p < 0.05 against the baseline's per-run values (false for the baseline).
+    pub significant: Vec<bool>,
+    /// The per-run values behind the row, per configuration (empty for derived rows).
+    #[serde(default)]
+    pub per_run: Vec<Vec<f64>>,
 }
