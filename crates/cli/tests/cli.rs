@@ -159,3 +159,68 @@ fn every_builtin_example_parses_and_timed_examples_write_json() {
     assert!(r.pgbench.unwrap().mean_tps > 0.0);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+const TIMED: &str = r#"name = "tiny"
+[machine]
+memory = "256MiB"
+cpus = 2
+[knobs]
+"transparent_hugepage/enabled" = "madvise"
+[run]
+seed = 5
+[workload]
+duration = "4s"
+[[workload.thp_burst]]
+interval = "1s"
+size = "32MiB"
+hold = "500ms"
+bursts = 3
+[[workload.task]]
+name = "frag"
+steps = [{ mmap = "a", size = "96MiB" }, { touch = "a", pattern = "random" }, { dontneed = "a", offset = "0", length = "32MiB" }, { sleep = "3s" }]
+"#;
+
+/// compare: the same output whatever the number of jobs (deterministic scheduling of runs),
+/// knob overrides reach the runs, and a bad override names the configuration and the key.
+#[test]
+fn compare_is_deterministic_and_applies_overrides() {
+    let d = temp_dir("compare");
+    let spec = d.join("tiny.toml");
+    std::fs::write(&spec, TIMED).unwrap();
+    let s = spec.to_str().unwrap();
+    let out = |jobs: &str| {
+        let o = fraglab()
+            .args(["compare", s])
+            .arg(format!("never={s}@transparent_hugepage/enabled=never"))
+            .args(["--runs", "2", "--format", "json", "--jobs", jobs])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let (a, b) = (out("1"), out("2"));
+    assert_eq!(a, b, "jobs=1 and jobs=2 give the same report");
+    let r: fraglab_spec::result::CompareReport = serde_json::from_str(&a).unwrap();
+    assert_eq!(r.configs, vec!["tiny".to_string(), "never".to_string()]);
+    let alloc = r
+        .rows
+        .iter()
+        .find(|x| x.metric == "THP fault alloc" && x.stat == "Amean")
+        .unwrap();
+    assert!(
+        alloc.values[0] > 0.0,
+        "madvised bursts get THPs: {:?}",
+        alloc.values
+    );
+    assert_eq!(alloc.values[1], 0.0, "THP disabled by the override");
+    let o = fraglab()
+        .args(["compare", &format!("{s}@vm.defrag_mode=7")])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("tiny.toml [vm.defrag_mode=7]") && err.contains("vm.defrag_mode"),
+        "{err}"
+    );
+}

@@ -3,6 +3,7 @@
 //! and a cost model.
 
 pub mod anon;
+pub mod compare;
 pub mod cost;
 pub mod engine;
 pub mod metrics;

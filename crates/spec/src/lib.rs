@@ -514,3 +514,53 @@ pub fn load_spec(path: &Path) -> Result<Spec, SpecError> {
         .map_err(|e| SpecError::new(file.clone(), 0, None, format!("cannot read the spec: {e}")))?;
     parse_spec(&text, &file)
 }
+
+/// The top-level tables whose scalar keys an override may set by `TABLE.KEY`; any other
+/// override key is a knob name (`vm.defrag_mode`, `transparent_hugepage/enabled`).
+const OVERRIDE_TABLES: &[&str] = &["model", "run", "machine", "cost", "workload"];
+
+/// Applies `KEY=VALUE` overrides to a spec's text, for `fraglab compare`'s variants: a key
+/// `model.X`, `run.X`, `machine.X`, `cost.X` or `workload.X` sets that table's scalar key,
+/// any other key is a knob under `[knobs]`. A value is TOML (`1`, `true`, `"madvise"`); a bare
+/// word that is not valid TOML is taken as a string. Returns the new text, to be parsed by
+/// [`parse_spec`]; an override that cannot apply is an error naming it.
+pub fn apply_overrides(text: &str, overrides: &[(String, String)]) -> Result<String, String> {
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| format!("not valid TOML: {}", e.message()))?;
+    for (key, raw) in overrides {
+        let value: toml_edit::Value = match raw.parse::<toml_edit::Value>() {
+            Ok(v) => v,
+            Err(_) => raw.as_str().into(),
+        };
+        let (table, name) = match key.split_once('.') {
+            Some((t, k)) if OVERRIDE_TABLES.contains(&t) => (t, k),
+            _ => ("knobs", key.as_str()),
+        };
+        if name.is_empty() {
+            return Err(format!("override {key}: empty key"));
+        }
+        let t = doc
+            .entry(table)
+            .or_insert(toml_edit::table())
+            .as_table_mut()
+            .ok_or_else(|| format!("override {key}: `{table}` is not a table in the spec"))?;
+        t.insert(name, toml_edit::Item::Value(value));
+    }
+    Ok(doc.to_string())
+}
+
+/// Reads the spec at `path` and applies `overrides` ([`apply_overrides`]); errors name the
+/// file as `path [k=v,...]`, with line numbers of the overridden text.
+pub fn load_spec_with(path: &Path, overrides: &[(String, String)]) -> Result<Spec, SpecError> {
+    if overrides.is_empty() {
+        return load_spec(path);
+    }
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SpecError::new(file.clone(), 0, None, format!("cannot read the spec: {e}")))?;
+    let list: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let name = format!("{file} [{}]", list.join(","));
+    let text = apply_overrides(&text, overrides).map_err(|m| SpecError::new(name.clone(), 0, None, m))?;
+    parse_spec(&text, &name)
+}

@@ -1,0 +1,112 @@
+//! `fraglab compare`'s statistics and derived rows (published-results.md §5.1, §5.2).
+
+use std::collections::BTreeMap;
+
+use fraglab_sim::compare::{
+    compare, format_markdown, format_table, hmean, stddev, summarize, welch_p, Center,
+};
+use fraglab_spec::result::{BuildResult, RunResult};
+
+/// Welch's t-test against scipy.stats.ttest_ind(equal_var=False) on the same samples.
+#[test]
+fn welch_matches_scipy() {
+    let p = welch_p(&[1., 2., 3., 4., 5.], &[2., 4., 6., 8., 10.]).unwrap();
+    assert!((p - 0.107_531_194_930_627_28).abs() < 1e-9, "{p}");
+    let p = welch_p(&[10.1, 10.3, 9.9, 10.2], &[11.0, 11.2, 10.9, 11.3]).unwrap();
+    assert!((p - 0.000_239_247_752_866_025_4).abs() < 1e-9, "{p}");
+    assert_eq!(welch_p(&[1.0], &[2.0, 3.0]), None, "one sample: no test");
+    assert_eq!(welch_p(&[2.0, 2.0], &[2.0, 2.0]), None);
+    assert_eq!(welch_p(&[2.0, 2.0], &[3.0, 3.0]), Some(0.0));
+}
+
+#[test]
+fn summaries() {
+    let s = summarize(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0], Center::Amean);
+    assert_eq!((s.min, s.center, s.max), (2.0, 5.0, 9.0));
+    assert!((s.stddev - 2.138_089_935_299_395).abs() < 1e-12);
+    assert!((s.coeffvar - 42.761_798_705_987_9).abs() < 1e-9);
+    assert!((hmean(&[1.0, 2.0, 4.0]) - 12.0 / 7.0).abs() < 1e-12);
+    assert_eq!(hmean(&[1.0, 0.0]), 0.0);
+    assert_eq!(stddev(&[3.0]), 0.0);
+}
+
+fn build(items: &[(&str, i64)]) -> BuildResult {
+    BuildResult {
+        start_ns: 0,
+        end_ns: 100_000_000_000,
+        vmstat_delta: items
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect::<BTreeMap<_, _>>(),
+        ..Default::default()
+    }
+}
+
+fn run(builds: Vec<BuildResult>) -> RunResult {
+    RunResult {
+        builds,
+        ..Default::default()
+    }
+}
+
+/// Builds are the samples; the compact success rate is the mean of per-build ratios, not the
+/// ratio of the means; the THP fail rate comes from the means; changes are (new − base)/base.
+#[test]
+fn rows_and_derived_rows() {
+    let base = run(vec![
+        build(&[
+            ("thp_fault_alloc", 100),
+            ("thp_fault_fallback", 100),
+            ("compact_success", 1),
+            ("compact_fail", 9),
+        ]),
+        build(&[
+            ("thp_fault_alloc", 300),
+            ("thp_fault_fallback", 100),
+            ("compact_success", 10),
+            ("compact_fail", 10),
+        ]),
+    ]);
+    let new = run(vec![
+        build(&[
+            ("thp_fault_alloc", 300),
+            ("thp_fault_fallback", 0),
+            ("compact_success", 0),
+            ("compact_fail", 0),
+        ]),
+        build(&[
+            ("thp_fault_alloc", 500),
+            ("thp_fault_fallback", 0),
+            ("compact_success", 3),
+            ("compact_fail", 1),
+        ]),
+    ]);
+    let labels = vec!["base".to_string(), "new".to_string()];
+    let r = compare(&labels, &[vec![base], vec![new]]);
+    let row = |m: &str, s: &str| {
+        r.rows
+            .iter()
+            .find(|x| x.metric == m && x.stat == s)
+            .unwrap()
+            .clone()
+    };
+    let alloc = row("THP fault alloc", "Amean");
+    assert_eq!(alloc.values, vec![200.0, 400.0]);
+    assert_eq!(alloc.change_pct, vec![None, Some(100.0)]);
+    assert_eq!(alloc.per_run, vec![vec![100.0, 300.0], vec![300.0, 500.0]]);
+    let fail = row("THP fault fail rate %", "");
+    assert!((fail.values[0] - 100.0 * 100.0 / 300.0).abs() < 1e-9);
+    assert_eq!(fail.values[1], 0.0);
+    let rate = row("Direct compact success rate %", "");
+    // base: mean(10 %, 50 %) = 30 %, not 11/30; new: the build without compaction is skipped.
+    assert!((rate.values[0] - 30.0).abs() < 1e-9, "{:?}", rate.values);
+    assert!((rate.values[1] - 75.0).abs() < 1e-9);
+    let t = format_table(&r);
+    assert!(t.contains("Amean     THP fault alloc"));
+    assert!(
+        t.contains("400.00 ( 100.00%)") || t.contains("400.00 * 100.00%*"),
+        "{t}"
+    );
+    let md = format_markdown(&r);
+    assert!(md.starts_with("| stat | metric | base | new |"));
+}
