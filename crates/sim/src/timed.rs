@@ -211,8 +211,16 @@ pub fn run_workload_with_progress(
         }
         e.spawn(Box::new(Flusher { shared }));
     }
+    // Beside a kbuild, the THP burst process is background load (seed 001's "concurrent
+    // bursts"): the run ends with the builds, not with the last burst.
+    let bursts_are_background = !w.kbuild.is_empty();
     for b in &w.thp_burst {
-        e.spawn(Box::new(ThpBurst::new(
+        let spawn = if bursts_are_background {
+            Engine::spawn_daemon
+        } else {
+            Engine::spawn
+        };
+        spawn(&mut e, Box::new(ThpBurst::new(
             ThpBurstSpec {
                 interval_ns: b.interval_ns,
                 pages: page(b.size_bytes),
