@@ -116,6 +116,9 @@ struct Cpu {
     busy: bool,
     runq: VecDeque<TaskId>,
     last: Option<TaskId>,
+    /// Time taken from this CPU by other CPUs' `drain_all_pages` (the IPI and the drain work
+    /// run here, `drain_pages` on this CPU's lists), charged to the next step that runs here.
+    stolen_ns: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -338,8 +341,22 @@ impl Engine {
             cost: &self.cost,
             rng: &mut task.rng,
         };
+        let drains_before = cx.mm.work_sum.drains;
         let step = task.body.step(&mut cx);
-        let busy = step.ran() + switch;
+        let drains = self.mm.work_sum.drains - drains_before;
+        let stolen = std::mem::take(&mut self.cpus[cpu].stolen_ns);
+        let busy = step.ran() + switch + stolen;
+        // Each drain_all_pages interrupts every other busy CPU for its drain (an idle CPU
+        // loses nothing the workload would see).
+        if drains > 0 {
+            let per = drains * self.cost.drain_ipi_ns;
+            for (c, other) in self.cpus.iter_mut().enumerate() {
+                if c != cpu && other.busy {
+                    other.stolen_ns += per;
+                }
+            }
+        }
+        let task = &mut self.tasks[id];
         task.stats.cpu_ns += busy;
         task.stats.steps += 1;
         let end = now + busy;

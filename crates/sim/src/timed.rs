@@ -220,16 +220,19 @@ pub fn run_workload_with_progress(
         } else {
             Engine::spawn
         };
-        spawn(&mut e, Box::new(ThpBurst::new(
-            ThpBurstSpec {
-                interval_ns: b.interval_ns,
-                pages: page(b.size_bytes),
-                hold_ns: b.hold_ns,
-                bursts: b.bursts,
-                start_ns: b.start_ns,
-            },
-            metrics.clone(),
-        )));
+        spawn(
+            &mut e,
+            Box::new(ThpBurst::new(
+                ThpBurstSpec {
+                    interval_ns: b.interval_ns,
+                    pages: page(b.size_bytes),
+                    hold_ns: b.hold_ns,
+                    bursts: b.bursts,
+                    start_ns: b.start_ns,
+                },
+                metrics.clone(),
+            )),
+        );
     }
     for c in &w.thpchallenge {
         for _ in 0..c.threads {
@@ -253,9 +256,11 @@ pub fn run_workload_with_progress(
             tx_cpu_ns: p.tx_cpu_ns,
             tx_data_bytes: p.tx_data_bytes,
             tx_wal_bytes: p.tx_wal_bytes,
+            fpw_wal_bytes: p.fpw_wal_bytes,
             checkpoint_ns: p.checkpoint_ns,
             checkpoint_bytes: p.checkpoint_bytes,
             checkpoint_write_bytes: p.checkpoint_write_bytes,
+            checkpoint_spread_ns: p.checkpoint_spread_ns,
             duration_ns: p.duration_ns,
         };
         let shared = PgbenchShared::new(&mut e.mm, spec, metrics.clone());

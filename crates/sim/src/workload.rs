@@ -600,11 +600,16 @@ pub struct PgbenchSpec {
     pub tx_cpu_ns: u64,
     pub tx_data_bytes: u64,
     pub tx_wal_bytes: u64,
+    /// WAL bytes per transaction while a checkpoint runs (full-page writes after the redo
+    /// point, larger group-commit flushes).
+    pub fpw_wal_bytes: u64,
     /// Checkpoint period and what a checkpoint writes: `checkpoint_bytes` in writes of
     /// `checkpoint_write_bytes` (large buffered writes: costly folio orders).
     pub checkpoint_ns: u64,
     pub checkpoint_bytes: u64,
     pub checkpoint_write_bytes: u64,
+    /// Spread a checkpoint's writes over this long (0: as fast as possible).
+    pub checkpoint_spread_ns: u64,
     /// How long the benchmark runs.
     pub duration_ns: u64,
 }
@@ -621,6 +626,8 @@ pub struct PgbenchShared {
     pub tps: Vec<u64>,
     /// Seconds during which a checkpoint was running.
     pub checkpoint_secs: std::collections::BTreeSet<u64>,
+    /// A checkpoint is being written.
+    pub checkpointing: bool,
     metrics: Shared<Metrics>,
 }
 
@@ -640,6 +647,7 @@ impl PgbenchShared {
             ckpt_pos: 0,
             tps: Vec::new(),
             checkpoint_secs: Default::default(),
+            checkpointing: false,
             metrics,
         }))
     }
@@ -710,10 +718,17 @@ impl TaskBody for PgbenchClient {
         let (data, wal) = (sh.data, sh.wal);
         let st = cx.mm.filemap_write(cx.cpu, data, page & !1, spec.tx_data_bytes);
         let mut ns = spec.tx_cpu_ns + write_cost(cx, &st, spec.tx_data_bytes.div_ceil(4096));
+        // During a checkpoint every transaction's first change to a page logs the full page
+        // (full_page_writes): the commit's WAL write is larger.
+        let wal_bytes = if sh.checkpointing {
+            spec.fpw_wal_bytes
+        } else {
+            spec.tx_wal_bytes
+        };
         let pos = sh.wal_pos;
-        sh.wal_pos = (pos + spec.tx_wal_bytes.div_ceil(4096)) % spec.wal_pages.max(1);
-        let st = cx.mm.filemap_write(cx.cpu, wal, pos, spec.tx_wal_bytes);
-        ns += write_cost(cx, &st, spec.tx_wal_bytes.div_ceil(4096));
+        sh.wal_pos = (pos + wal_bytes.div_ceil(4096)) % spec.wal_pages.max(1);
+        let st = cx.mm.filemap_write(cx.cpu, wal, pos, wal_bytes);
+        ns += write_cost(cx, &st, wal_bytes.div_ceil(4096));
         let sec = ((cx.now + ns) / SEC) as usize;
         if sh.tps.len() <= sec {
             sh.tps.resize(sec + 1, 0);
@@ -754,6 +769,7 @@ impl TaskBody for PgbenchCheckpointer {
             return Step::Exit(0);
         }
         if self.left == 0 {
+            sh.checkpointing = false;
             if cx.now < self.next {
                 return Step::Sleep {
                     ran: 0,
@@ -778,7 +794,17 @@ impl TaskBody for PgbenchCheckpointer {
         let st = cx.mm.filemap_write(cx.cpu, ckpt, pos, len);
         let ns = write_cost(cx, &st, pages);
         self.left -= len;
+        sh.checkpointing = true;
         sh.checkpoint_secs.insert(cx.now / SEC);
+        if spec.checkpoint_spread_ns > 0 && self.left > 0 {
+            // Paced: one write per spread / number of writes.
+            let writes = spec.checkpoint_bytes.div_ceil(spec.checkpoint_write_bytes).max(1);
+            let gap = spec.checkpoint_spread_ns / writes;
+            return Step::Sleep {
+                ran: ns,
+                sleep: gap.saturating_sub(ns),
+            };
+        }
         Step::Ran(ns)
     }
 }

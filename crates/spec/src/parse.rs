@@ -70,9 +70,11 @@ const PGBENCH_KEYS: &[&str] = &[
     "tx_cpu",
     "tx_data_write",
     "tx_wal_write",
+    "fpw_wal_write",
     "checkpoint_interval",
     "checkpoint_size",
     "checkpoint_write",
+    "checkpoint_spread",
     "duration",
 ];
 const THPCHALLENGE_KEYS: &[&str] = &["threads", "size", "madvised", "hold"];
@@ -1297,9 +1299,11 @@ impl Cx<'_> {
                     tx_cpu_ns: self.opt_duration(&p, "tx_cpu", 1, 200_000)?,
                     tx_data_bytes: self.opt_size(&p, "tx_data_write", 1, 8 << 10)?,
                     tx_wal_bytes: self.opt_size(&p, "tx_wal_write", 1, 8 << 10)?,
+                    fpw_wal_bytes: self.opt_size(&p, "fpw_wal_write", 1, 64 << 10)?,
                     checkpoint_ns: self.opt_duration(&p, "checkpoint_interval", 1, 300_000_000_000)?,
                     checkpoint_bytes: self.opt_size(&p, "checkpoint_size", 4096, 256 << 20)?,
                     checkpoint_write_bytes: self.opt_size(&p, "checkpoint_write", 4096, 1 << 20)?,
+                    checkpoint_spread_ns: self.opt_duration(&p, "checkpoint_spread", 0, 0)?,
                     duration_ns: self.opt_duration(&p, "duration", 1, 600_000_000_000)?,
                 });
             }

@@ -82,9 +82,16 @@ pub struct PgbenchParams {
     pub tx_cpu_ns: u64,
     pub tx_data_bytes: u64,
     pub tx_wal_bytes: u64,
+    /// WAL bytes a transaction writes while a checkpoint runs (`fpw_wal_write`): full-page
+    /// images of the pages it modifies first after the checkpoint's redo point, flushed by
+    /// group commit in larger writes (default 64 KiB: a costly folio order).
+    pub fpw_wal_bytes: u64,
     pub checkpoint_ns: u64,
     pub checkpoint_bytes: u64,
     pub checkpoint_write_bytes: u64,
+    /// Spread each checkpoint's writes over this long (PostgreSQL's
+    /// checkpoint_completion_target × checkpoint_timeout); 0 = write as fast as possible.
+    pub checkpoint_spread_ns: u64,
     pub duration_ns: u64,
 }
 
