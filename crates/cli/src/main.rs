@@ -6,6 +6,24 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
+
+/// The experiments' specs (`experiments/*/`), for `fraglab bench`.
+const EXPERIMENTS: &[(&str, &str)] = &[
+    (
+        "defrag-mode (seed 001)",
+        include_str!("../../../experiments/defrag-mode/kbuild-thp.toml"),
+    ),
+    (
+        "costly-pagecache (seed 002)",
+        include_str!("../../../experiments/costly-pagecache/pgbench.toml"),
+    ),
+    (
+        "folio-compaction (seed 000)",
+        include_str!("../../../experiments/folio-compaction/vmscal-thp.toml"),
+    ),
+];
+
 /// Built-in example specs, shipped in the binary (the files live in `examples/`).
 const EXAMPLES: &[(&str, &str)] = &[
     (
@@ -74,6 +92,14 @@ enum Cmd {
         /// Also write every run's result JSON into this directory (LABEL-runN.json).
         #[arg(long)]
         results_dir: Option<PathBuf>,
+    },
+    /// The standard performance figures: simulated seconds per wall second of each experiment
+    /// (one configuration, run once), allocate/free operations per second, compaction pfns
+    /// scanned per second, host memory per simulated page.
+    Bench {
+        /// Cap each experiment at this much simulated time (e.g. 30s) for a quick look.
+        #[arg(long)]
+        max_sim: Option<String>,
     },
     /// List the built-in examples, or print one (`fraglab examples NAME`).
     Examples { name: Option<String> },
@@ -243,6 +269,32 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
                 None => print!("{text}"),
             }
+            Ok(())
+        }
+        Cmd::Bench { max_sim } => {
+            let mut rows = Vec::new();
+            for (label, text) in EXPERIMENTS {
+                let text = match &max_sim {
+                    Some(d) => fraglab_spec::apply_overrides(
+                        text,
+                        &[("workload.duration".into(), format!("{d:?}"))],
+                    )?,
+                    None => text.to_string(),
+                };
+                let spec = fraglab_spec::parse_spec(&text, label).map_err(|e| e.to_string())?;
+                rows.push(bench::sim_ratio(label, &spec)?);
+                eprint!(
+                    "{}",
+                    bench::format(&rows[rows.len() - 1..])
+                        .lines()
+                        .nth(1)
+                        .unwrap_or("")
+                        .to_string()
+                        + "\n"
+                );
+            }
+            rows.extend(bench::core_rows());
+            print!("{}", bench::format(&rows));
             Ok(())
         }
         Cmd::Examples { name: Some(name) } => {
