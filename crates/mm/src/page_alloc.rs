@@ -617,6 +617,15 @@ impl Mm {
         }
     }
 
+    /// Pages on every PCP list of every zone.
+    pub fn pcp_pages_total(&self) -> u64 {
+        self.zones
+            .iter()
+            .flat_map(|z| z.pcp.iter())
+            .map(|p| p.count as u64)
+            .sum()
+    }
+
     /// `drain_all_pages(NULL)`: every CPU, every populated zone. Returns the number of CPUs
     /// that had pages (the IPIs the kernel would send).
     pub fn drain_all_pages(&mut self) -> u32 {

@@ -37,6 +37,8 @@ pub struct WorkSum {
     pub reclaimed: u64,
     pub drains: u64,
     pub drain_ipis: u64,
+    /// Pages `drain_all_pages` returned from the PCP lists to the buddy lists.
+    pub drained_pages: u64,
     pub oom_kills: u64,
 }
 
@@ -50,6 +52,7 @@ impl WorkSum {
         self.reclaimed += w.reclaimed;
         self.drains += w.drains as u64;
         self.drain_ipis += w.drain_ipis as u64;
+        self.drained_pages += w.drained_pages;
         self.oom_kills += w.oom_kills as u64;
     }
 
@@ -73,6 +76,7 @@ impl WorkSum {
             reclaimed: self.reclaimed - earlier.reclaimed,
             drains: self.drains - earlier.drains,
             drain_ipis: self.drain_ipis - earlier.drain_ipis,
+            drained_pages: self.drained_pages - earlier.drained_pages,
             oom_kills: self.oom_kills - earlier.oom_kills,
         }
     }
@@ -88,6 +92,7 @@ pub struct AllocWork {
     pub reclaimed: u64,
     pub drains: u32,
     pub drain_ipis: u32,
+    pub drained_pages: u64,
     pub retries: u32,
     /// defrag_mode dropped ALLOC_NOFRAGMENT at the end (§8 D5).
     pub nofragment_dropped: bool,
@@ -166,9 +171,11 @@ impl Mm {
         let mut page = self.get_page_from_freelist(cpu, gfp, order, alloc_flags, ac);
         if page.is_none() {
             self.unreserve_highatomic_pageblock(ac, false);
+            let before = self.pcp_pages_total();
             let ipis = self.drain_all_pages();
             self.last_alloc.drains += 1;
             self.last_alloc.drain_ipis += ipis;
+            self.last_alloc.drained_pages += before - self.pcp_pages_total();
             page = self.get_page_from_freelist(cpu, gfp, order, alloc_flags, ac);
         }
         (page, progress)

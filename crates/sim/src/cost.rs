@@ -2,8 +2,9 @@
 //!
 //! Every constant is a named field in nanoseconds (architecture.md "Determinism and time"). The
 //! defaults are the figures of `shared/reference/live-kernel-notes.md` ("Reference cost
-//! measurements", one Linux 6.18 VM) until the re-measurement on this project's machine lands;
-//! `docs/costs.md` says how each one was (or is to be) measured. A spec may override any of them.
+//! measurements", one Linux 6.18 VM) and measurements on this project's machine
+//! (`tools/measure/`); `docs/costs.md` says how each one was measured, or why it could not be.
+//! A spec may override any of them.
 
 /// Nanoseconds per unit of work.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,6 +29,9 @@ pub struct CostModel {
     pub reclaim_clean_ns: u64,
     /// An IPI to drain another CPU's PCP lists (drain_all_pages).
     pub drain_ipi_ns: u64,
+    /// One page returned from a PCP list to the buddy lists by `free_pcppages_bulk` when
+    /// `drain_all_pages` drains a CPU.
+    pub drain_page_ns: u64,
     /// A context switch between tasks on one CPU.
     pub context_switch_ns: u64,
     /// Latency of a read I/O (page-cache miss) and of a write I/O (writeback).
@@ -47,15 +51,16 @@ impl Default for CostModel {
             migrate_scan_pfn_ns_x1000: 3_000,
             free_scan_pfn_ns_x1000: 4_000,
             compact_run_ns: 60_000,
-            isolate_page_ns: 100,
-            reclaim_scan_page_ns: 50,
-            reclaim_clean_ns: 500,
+            isolate_page_ns: 0,
+            reclaim_scan_page_ns: 20,
+            reclaim_clean_ns: 20,
             drain_ipi_ns: 2_000,
+            drain_page_ns: 250,
             context_switch_ns: 4_000,
             read_io_ns: 80_000,
-            write_io_ns: 100_000,
+            write_io_ns: 150_000,
             alloc_fast_ns: 100,
-            free_page_ns: 80,
+            free_page_ns: 240,
         }
     }
 }
@@ -77,6 +82,7 @@ impl CostModel {
             "reclaim_scan_page_ns" => &mut self.reclaim_scan_page_ns,
             "reclaim_clean_ns" => &mut self.reclaim_clean_ns,
             "drain_ipi_ns" => &mut self.drain_ipi_ns,
+            "drain_page_ns" => &mut self.drain_page_ns,
             "context_switch_ns" => &mut self.context_switch_ns,
             "read_io_ns" => &mut self.read_io_ns,
             "write_io_ns" => &mut self.write_io_ns,
@@ -106,7 +112,13 @@ impl CostModel {
         w.allocs * self.alloc_fast_ns
             + self.compaction(&w.compaction)
             + self.reclaim(w.reclaimed, w.reclaimed)
-            + w.drain_ipis * self.drain_ipi_ns
+            + self.drain_wait(w.drain_ipis, w.drained_pages)
+    }
+
+    /// What a `drain_all_pages` caller waits for: the IPIs, then (the CPUs drain in parallel)
+    /// the average drained CPU's `free_pcppages_bulk` of its share of the pages.
+    pub fn drain_wait(&self, ipis: u64, pages: u64) -> u64 {
+        ipis * self.drain_ipi_ns + pages / ipis.max(1) * self.drain_page_ns
     }
 
     /// The cost of one allocation's slow-path work (`Mm::last_alloc`), beyond the fast path.
@@ -116,6 +128,6 @@ impl CostModel {
         }
         self.compaction(&w.compaction)
             + self.reclaim(w.reclaimed, w.reclaimed)
-            + w.drain_ipis as u64 * self.drain_ipi_ns
+            + self.drain_wait(w.drain_ipis as u64, w.drained_pages)
     }
 }

@@ -341,15 +341,21 @@ impl Engine {
             cost: &self.cost,
             rng: &mut task.rng,
         };
-        let drains_before = cx.mm.work_sum.drains;
+        let (drains_before, ipis_before, pages_before) = (
+            cx.mm.work_sum.drains,
+            cx.mm.work_sum.drain_ipis,
+            cx.mm.work_sum.drained_pages,
+        );
         let step = task.body.step(&mut cx);
         let drains = self.mm.work_sum.drains - drains_before;
+        let ipis = self.mm.work_sum.drain_ipis - ipis_before;
+        let pages = self.mm.work_sum.drained_pages - pages_before;
         let stolen = std::mem::take(&mut self.cpus[cpu].stolen_ns);
         let busy = step.ran() + switch + stolen;
-        // Each drain_all_pages interrupts every other busy CPU for its drain (an idle CPU
-        // loses nothing the workload would see).
+        // Each drain_all_pages interrupts every other busy CPU for its drain: the IPI and its
+        // share of the pages drained (an idle CPU loses nothing the workload would see).
         if drains > 0 {
-            let per = drains * self.cost.drain_ipi_ns;
+            let per = drains * self.cost.drain_ipi_ns + pages / ipis.max(1) * self.cost.drain_page_ns;
             for (c, other) in self.cpus.iter_mut().enumerate() {
                 if c != cpu && other.busy {
                     other.stolen_ns += per;

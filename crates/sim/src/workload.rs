@@ -663,7 +663,7 @@ fn write_cost(cx: &Cx, st: &fraglab_mm::filemap::WriteStats, pages: u64) -> u64 
             cx.cost.alloc_fast_ns
                 + cx.cost.compaction(&a.work.compaction)
                 + cx.cost.reclaim(a.work.reclaimed, a.work.reclaimed)
-                + a.work.drain_ipis as u64 * cx.cost.drain_ipi_ns
+                + cx.cost.drain_wait(a.work.drain_ipis as u64, a.work.drained_pages)
         })
         .sum();
     work + pages * cx.cost.zero_page_ns

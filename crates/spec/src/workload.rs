@@ -145,6 +145,7 @@ pub const COST_KEYS: &[&str] = &[
     "reclaim_scan_page_ns",
     "reclaim_clean_ns",
     "drain_ipi_ns",
+    "drain_page_ns",
     "context_switch_ns",
     "read_io_ns",
     "write_io_ns",
