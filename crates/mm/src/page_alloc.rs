@@ -622,7 +622,7 @@ impl Mm {
         self.zones
             .iter()
             .flat_map(|z| z.pcp.iter())
-            .map(|p| p.count as u64)
+            .map(|p| p.count)
             .sum()
     }
 
