@@ -204,6 +204,9 @@ pub struct Mm {
     pub last_alloc: crate::slowpath::AllocWork,
     /// Allocation work summed since boot.
     pub work_sum: crate::slowpath::WorkSum,
+    /// Folios reclaimed by `shrink_folio_list` since boot (the cost model charges reclaim per
+    /// folio and per page).
+    pub reclaimed_folios: u64,
     pub(crate) end_pfn: u32,
 }
 
@@ -357,6 +360,7 @@ impl Mm {
             shrinkable_slab: Default::default(),
             slab_shrinker: Default::default(),
             work_sum: Default::default(),
+            reclaimed_folios: 0,
             pagecache: Default::default(),
             page_cache: Default::default(),
             mappings: Vec::new(),

@@ -35,6 +35,7 @@ pub struct WorkSum {
     pub compact_stalls: u64,
     pub reclaim_calls: u64,
     pub reclaimed: u64,
+    pub reclaimed_folios: u64,
     pub drains: u64,
     pub drain_ipis: u64,
     /// Pages `drain_all_pages` returned from the PCP lists to the buddy lists.
@@ -50,6 +51,7 @@ impl WorkSum {
         self.compact_stalls += w.compact_stalls as u64;
         self.reclaim_calls += w.reclaim_calls as u64;
         self.reclaimed += w.reclaimed;
+        self.reclaimed_folios += w.reclaimed_folios;
         self.drains += w.drains as u64;
         self.drain_ipis += w.drain_ipis as u64;
         self.drained_pages += w.drained_pages;
@@ -74,6 +76,7 @@ impl WorkSum {
             compact_stalls: self.compact_stalls - earlier.compact_stalls,
             reclaim_calls: self.reclaim_calls - earlier.reclaim_calls,
             reclaimed: self.reclaimed - earlier.reclaimed,
+            reclaimed_folios: self.reclaimed_folios - earlier.reclaimed_folios,
             drains: self.drains - earlier.drains,
             drain_ipis: self.drain_ipis - earlier.drain_ipis,
             drained_pages: self.drained_pages - earlier.drained_pages,
@@ -90,6 +93,7 @@ pub struct AllocWork {
     pub compact_stalls: u32,
     pub reclaim_calls: u32,
     pub reclaimed: u64,
+    pub reclaimed_folios: u64,
     pub drains: u32,
     pub drain_ipis: u32,
     pub drained_pages: u64,
@@ -162,9 +166,11 @@ impl Mm {
         alloc_flags: AllocFlags,
         ac: &AllocContext,
     ) -> (Option<u32>, u64) {
+        let folios_before = self.reclaimed_folios;
         let progress = self.try_to_free_pages(cpu, gfp, order);
         self.last_alloc.reclaim_calls += 1;
         self.last_alloc.reclaimed += progress;
+        self.last_alloc.reclaimed_folios += self.reclaimed_folios - folios_before;
         if progress == 0 {
             return (None, 0);
         }

@@ -518,6 +518,7 @@ impl Mm {
                 self.putback_isolated_for_free(id);
                 self.page_cache_evict(sc.cpu, id);
                 stat.nr_reclaimed += nr;
+                self.reclaimed_folios += 1;
                 continue;
             }
             // Anonymous.
@@ -562,6 +563,7 @@ impl Mm {
             stat.nr_pageout += nr;
             self.free_folio(sc.cpu, id);
             stat.nr_reclaimed += nr;
+            self.reclaimed_folios += 1;
         }
         self.count(Stat::pgactivate, stat.nr_activate[0] + stat.nr_activate[1]);
         stat

@@ -9,9 +9,10 @@
 /// Nanoseconds per unit of work.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CostModel {
-    /// A 4 KiB anonymous first-touch fault, excluding zeroing (p50 1.3–2.0 µs all-in).
+    /// A 4 KiB anonymous first-touch fault, excluding zeroing and the allocation (p50 1.3–1.7 µs
+    /// all-in; docs/costs.md).
     pub fault_base_ns: u64,
-    /// Zeroing one 4 KiB page (2 MiB THP ≈ 100–200 µs → ~0.3 µs per page).
+    /// Zeroing one 4 KiB page (`clear_page_erms` 0.38–0.64 µs per page here).
     pub zero_page_ns: u64,
     /// Copying one 4 KiB page in migration (~1.8 µs per page migrated, per-cycle fit).
     pub migrate_page_ns: u64,
@@ -21,13 +22,14 @@ pub struct CostModel {
     pub free_scan_pfn_ns_x1000: u64,
     /// Fixed cost of one compaction run (compact_zone) (~60 µs, high variance).
     pub compact_run_ns: u64,
-    /// One page isolated by compaction or reclaim.
+    /// One page isolated by compaction (`isolate_migratepages_block`, ~0.3 µs per page taken).
     pub isolate_page_ns: u64,
-    /// One page scanned by reclaim.
+    /// The per-page part of reclaim (a page scanned, or reclaimed where the scan is not counted).
     pub reclaim_scan_page_ns: u64,
-    /// Reclaiming one clean page-cache page.
+    /// The per-folio part of reclaim: one folio reclaimed (`shrink_folio_list`), any size.
     pub reclaim_clean_ns: u64,
-    /// An IPI to drain another CPU's PCP lists (drain_all_pages).
+    /// Per CPU drained by `drain_all_pages` (the caller takes that CPU's pcp lock; the name is
+    /// historical: 6.18 sends no IPI).
     pub drain_ipi_ns: u64,
     /// One page returned from a PCP list to the buddy lists by `free_pcppages_bulk` when
     /// `drain_all_pages` drains a CPU.
@@ -37,7 +39,8 @@ pub struct CostModel {
     /// Latency of a read I/O (page-cache miss) and of a write I/O (writeback).
     pub read_io_ns: u64,
     pub write_io_ns: u64,
-    /// The fast path of one page allocation (buddy/PCP), and one free.
+    /// The fast path of one page allocation (buddy/PCP), and unmapping and freeing one page of a
+    /// task's memory.
     pub alloc_fast_ns: u64,
     pub free_page_ns: u64,
 }
@@ -45,22 +48,22 @@ pub struct CostModel {
 impl Default for CostModel {
     fn default() -> Self {
         CostModel {
-            fault_base_ns: 1_500,
-            zero_page_ns: 300,
+            fault_base_ns: 900,
+            zero_page_ns: 400,
             migrate_page_ns: 1_800,
             migrate_scan_pfn_ns_x1000: 3_000,
             free_scan_pfn_ns_x1000: 4_000,
             compact_run_ns: 60_000,
-            isolate_page_ns: 0,
-            reclaim_scan_page_ns: 20,
-            reclaim_clean_ns: 20,
-            drain_ipi_ns: 2_000,
-            drain_page_ns: 250,
+            isolate_page_ns: 300,
+            reclaim_scan_page_ns: 50,
+            reclaim_clean_ns: 1_400,
+            drain_ipi_ns: 1_000,
+            drain_page_ns: 300,
             context_switch_ns: 4_000,
             read_io_ns: 80_000,
-            write_io_ns: 150_000,
-            alloc_fast_ns: 100,
-            free_page_ns: 240,
+            write_io_ns: 63_000,
+            alloc_fast_ns: 175,
+            free_page_ns: 280,
         }
     }
 }
@@ -101,9 +104,10 @@ impl CostModel {
             + st.migrated_pages * self.migrate_page_ns
     }
 
-    /// The cost of reclaim that scanned `scanned` pages and reclaimed `reclaimed`.
-    pub fn reclaim(&self, scanned: u64, reclaimed: u64) -> u64 {
-        scanned * self.reclaim_scan_page_ns + reclaimed * self.reclaim_clean_ns
+    /// The cost of reclaim over `pages` pages (scanned where known, else reclaimed) that
+    /// reclaimed `folios` folios: `shrink_folio_list`'s work is per folio, the LRU scan per page.
+    pub fn reclaim(&self, pages: u64, folios: u64) -> u64 {
+        pages * self.reclaim_scan_page_ns + folios * self.reclaim_clean_ns
     }
 
     /// The cost of the allocation work between two readings of `Mm::work_sum`: the fast path
@@ -111,14 +115,15 @@ impl CostModel {
     pub fn alloc_work(&self, w: &fraglab_mm::slowpath::WorkSum) -> u64 {
         w.allocs * self.alloc_fast_ns
             + self.compaction(&w.compaction)
-            + self.reclaim(w.reclaimed, w.reclaimed)
+            + self.reclaim(w.reclaimed, w.reclaimed_folios)
             + self.drain_wait(w.drain_ipis, w.drained_pages)
     }
 
-    /// What a `drain_all_pages` caller waits for: the IPIs, then (the CPUs drain in parallel)
-    /// the average drained CPU's `free_pcppages_bulk` of its share of the pages.
-    pub fn drain_wait(&self, ipis: u64, pages: u64) -> u64 {
-        ipis * self.drain_ipi_ns + pages / ipis.max(1) * self.drain_page_ns
+    /// What a `drain_all_pages` costs its caller: since Linux 6.1 `__drain_all_pages` drains
+    /// every CPU's lists itself, one after the other (`drain_pages_zone` under the remote pcp
+    /// lock, no IPI): a per-CPU overhead and `free_pcppages_bulk` of every page.
+    pub fn drain_wait(&self, cpus: u64, pages: u64) -> u64 {
+        cpus * self.drain_ipi_ns + pages * self.drain_page_ns
     }
 
     /// The cost of one allocation's slow-path work (`Mm::last_alloc`), beyond the fast path.
@@ -127,7 +132,7 @@ impl CostModel {
             return 0;
         }
         self.compaction(&w.compaction)
-            + self.reclaim(w.reclaimed, w.reclaimed)
+            + self.reclaim(w.reclaimed, w.reclaimed_folios)
             + self.drain_wait(w.drain_ipis as u64, w.drained_pages)
     }
 }

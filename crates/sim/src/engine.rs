@@ -116,9 +116,6 @@ struct Cpu {
     busy: bool,
     runq: VecDeque<TaskId>,
     last: Option<TaskId>,
-    /// Time taken from this CPU by other CPUs' `drain_all_pages` (the IPI and the drain work
-    /// run here, `drain_pages` on this CPU's lists), charged to the next step that runs here.
-    stolen_ns: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -341,27 +338,8 @@ impl Engine {
             cost: &self.cost,
             rng: &mut task.rng,
         };
-        let (drains_before, ipis_before, pages_before) = (
-            cx.mm.work_sum.drains,
-            cx.mm.work_sum.drain_ipis,
-            cx.mm.work_sum.drained_pages,
-        );
         let step = task.body.step(&mut cx);
-        let drains = self.mm.work_sum.drains - drains_before;
-        let ipis = self.mm.work_sum.drain_ipis - ipis_before;
-        let pages = self.mm.work_sum.drained_pages - pages_before;
-        let stolen = std::mem::take(&mut self.cpus[cpu].stolen_ns);
-        let busy = step.ran() + switch + stolen;
-        // Each drain_all_pages interrupts every other busy CPU for its drain: the IPI and its
-        // share of the pages drained (an idle CPU loses nothing the workload would see).
-        if drains > 0 {
-            let per = drains * self.cost.drain_ipi_ns + pages / ipis.max(1) * self.cost.drain_page_ns;
-            for (c, other) in self.cpus.iter_mut().enumerate() {
-                if c != cpu && other.busy {
-                    other.stolen_ns += per;
-                }
-            }
-        }
+        let busy = step.ran() + switch;
         let task = &mut self.tasks[id];
         task.stats.cpu_ns += busy;
         task.stats.steps += 1;
@@ -458,10 +436,12 @@ impl TaskBody for KswapdTask {
     fn step(&mut self, cx: &mut Cx) -> Step {
         match cx.mm.kswapd.phase {
             KswapdPhase::Running => {
+                let folios_before = cx.mm.reclaimed_folios;
                 let c = cx.mm.kswapd_run();
+                let folios = cx.mm.reclaimed_folios - folios_before;
                 let ran = cx
                     .cost
-                    .reclaim(c.scanned, c.reclaimed)
+                    .reclaim(c.scanned.max(c.reclaimed), folios)
                     .max(cx.cost.context_switch_ns);
                 if c.napping {
                     Step::Wait {

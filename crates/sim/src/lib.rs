@@ -7,6 +7,7 @@ pub mod compare;
 pub mod cost;
 pub mod engine;
 pub mod metrics;
+pub mod slab;
 pub mod timed;
 pub mod timeless;
 pub mod vmscal;

@@ -20,6 +20,7 @@ use crate::anon::{AllocPath, AnonVma, Touch};
 use crate::cost::CostModel;
 use crate::engine::{Cx, Step, TaskBody, MS, SEC};
 use crate::metrics::{Build, Burst, Metrics};
+use crate::slab::{Obj, SlabCache};
 
 pub type Shared<T> = Rc<RefCell<T>>;
 
@@ -202,6 +203,16 @@ pub struct KbuildShared {
     objects: Vec<(FolioId, u64, u64)>,
     /// Dentry/inode slab kept as cache (freed oldest first beyond a bound).
     slab: std::collections::VecDeque<(FolioId, u64)>,
+    /// Kernel objects in slab caches (`crate::slab`): the source tree's dentries and inodes
+    /// (created at a file's first read, kept for the run: the tree stays hot), each job's
+    /// process objects (task_struct, vm_area_structs and the like, unmovable) and the object
+    /// files' dentries and inodes (deleted by "make clean" after each build).
+    pub dentry: SlabCache,
+    pub inode: SlabCache,
+    pub task: SlabCache,
+    pub vma: SlabCache,
+    source_objs: Vec<Option<(Obj, Obj)>>,
+    obj_file_objs: Vec<(Obj, Obj)>,
     metrics: Shared<Metrics>,
 }
 
@@ -210,12 +221,21 @@ impl KbuildShared {
     pub fn new(mm: &mut Mm, spec: KbuildSpec, metrics: Shared<Metrics>) -> Shared<KbuildShared> {
         Rc::new(RefCell::new(KbuildShared {
             source: mm.add_mapping(fraglab_mm::filemap::Mapping::large_folios()),
-            spec,
             next_job: 0,
             iteration: 0,
             running: 0,
             objects: Vec::new(),
             slab: Default::default(),
+            // dentry: 192-byte objects, 21 per order-0 slab; ext4_inode_cache: ~1.1 KiB,
+            // 28 per order-3 slab; task_struct: ~10 KiB, 3 per order-3 slab; vm_area_struct:
+            // 192 bytes, 21 per order-0 slab (the sizes of a 6.18 x86-64 /proc/slabinfo).
+            dentry: SlabCache::new("dentry", 0, 21, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)),
+            inode: SlabCache::new("ext4_inode_cache", 3, 28, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)),
+            task: SlabCache::new("task_struct", 3, 3, Gfp::GFP_KERNEL.union(Gfp::ACCOUNT)),
+            vma: SlabCache::new("vm_area_struct", 0, 21, Gfp::GFP_KERNEL.union(Gfp::ACCOUNT)),
+            source_objs: vec![None; (spec.source_pages / SOURCE_FILE_PAGES).max(1) as usize],
+            obj_file_objs: Vec::new(),
+            spec,
             metrics,
         }))
     }
@@ -260,6 +280,8 @@ pub struct KbuildWorker {
     shared: Shared<KbuildShared>,
     phase: JobPhase,
     stack: Option<(FolioId, u64)>,
+    /// This job's process objects (task_struct, vm_area_structs), freed at exit.
+    kobjs: Vec<(bool, Obj)>,
 }
 
 impl KbuildWorker {
@@ -268,12 +290,16 @@ impl KbuildWorker {
             shared,
             phase: JobPhase::Take,
             stack: None,
+            kobjs: Vec::new(),
         }
     }
 }
 
 /// Pages touched, read or written per step, so that workers interleave.
 const CHUNK: u64 = 64;
+/// Small unmovable kernel objects of one compile process (vm_area_structs, anon_vmas, files,
+/// signal and mm state), from 192-byte slabs.
+const JOB_KERNEL_OBJECTS: u32 = 40;
 /// The size of a source or header file of the kbuild generator (64 KiB).
 const SOURCE_FILE_PAGES: u64 = 16;
 
@@ -313,6 +339,10 @@ impl TaskBody for KbuildWorker {
                                 cx.mm.free_folio(cx.cpu, id);
                             }
                         }
+                        for (d, i) in std::mem::take(&mut sh.obj_file_objs) {
+                            sh.dentry.free(cx.mm, cx.cpu, d);
+                            sh.inode.free(cx.mm, cx.cpu, i);
+                        }
                         sh.iteration += 1;
                         sh.next_job = 0;
                         return Step::Ran(0);
@@ -340,6 +370,16 @@ impl TaskBody for KbuildWorker {
                     .alloc_folio(cx.cpu, g, 2, FolioKind::Kernel, false)
                     .map(|id| (id, cx.mm.folios.get(id).token));
                 let pages = spec.job_anon_pages / 2 + cx.rng.gen_range(0..=spec.job_anon_pages);
+                // fork + exec: the process's kernel objects (a task_struct and, for its
+                // mappings, files and signal state, about 40 small objects).
+                if let Some(o) = sh.task.alloc(cx.mm, cx.cpu) {
+                    self.kobjs.push((true, o));
+                }
+                for _ in 0..JOB_KERNEL_OBJECTS {
+                    if let Some(o) = sh.vma.alloc(cx.mm, cx.cpu) {
+                        self.kobjs.push((false, o));
+                    }
+                }
                 let ns = sys(&cx.mm.work_sum.since(&before), cx);
                 sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;
                 self.phase = JobPhase::Touch {
@@ -372,7 +412,19 @@ impl TaskBody for KbuildWorker {
                     if files == 0 {
                         break;
                     }
-                    let f = cx.rng.gen_range(0..files) * SOURCE_FILE_PAGES;
+                    let fi = cx.rng.gen_range(0..files);
+                    let f = fi * SOURCE_FILE_PAGES;
+                    // The path lookup creates the file's dentry and inode the first time.
+                    if sh.source_objs[fi as usize].is_none() {
+                        let d = sh.dentry.alloc(cx.mm, cx.cpu);
+                        let i = sh.inode.alloc(cx.mm, cx.cpu);
+                        match (d, i) {
+                            (Some(d), Some(i)) => sh.source_objs[fi as usize] = Some((d, i)),
+                            (Some(d), None) => sh.dentry.free(cx.mm, cx.cpu, d),
+                            (None, Some(i)) => sh.inode.free(cx.mm, cx.cpu, i),
+                            (None, None) => {}
+                        }
+                    }
                     let mut ra = fraglab_mm::filemap::ReadaheadState::default();
                     let st = cx.mm.filemap_read(
                         cx.cpu,
@@ -453,6 +505,14 @@ impl TaskBody for KbuildWorker {
             }
             JobPhase::Write { vma, left } => {
                 let before = cx.mm.work_sum;
+                if left == spec.job_obj_pages {
+                    // Creating the object file: its dentry and inode, until "make clean".
+                    if let (Some(d), Some(i)) =
+                        (sh.dentry.alloc(cx.mm, cx.cpu), sh.inode.alloc(cx.mm, cx.cpu))
+                    {
+                        sh.obj_file_objs.push((d, i));
+                    }
+                }
                 for _ in 0..left.min(CHUNK) {
                     let g = Gfp::GFP_HIGHUSER_MOVABLE;
                     if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::File, false) {
@@ -473,6 +533,13 @@ impl TaskBody for KbuildWorker {
             }
             JobPhase::Exit { mut vma } => {
                 let freed = vma.unmap(cx.mm, cx.cpu);
+                for (task, o) in std::mem::take(&mut self.kobjs) {
+                    if task {
+                        sh.task.free(cx.mm, cx.cpu, o);
+                    } else {
+                        sh.vma.free(cx.mm, cx.cpu, o);
+                    }
+                }
                 if let Some((id, t)) = self.stack.take() {
                     if still_ours(cx.mm, id, t) {
                         cx.mm.free_folio(cx.cpu, id);
@@ -662,7 +729,7 @@ fn write_cost(cx: &Cx, st: &fraglab_mm::filemap::WriteStats, pages: u64) -> u64 
         .map(|a| {
             cx.cost.alloc_fast_ns
                 + cx.cost.compaction(&a.work.compaction)
-                + cx.cost.reclaim(a.work.reclaimed, a.work.reclaimed)
+                + cx.cost.reclaim(a.work.reclaimed, a.work.reclaimed_folios)
                 + cx.cost.drain_wait(a.work.drain_ipis as u64, a.work.drained_pages)
         })
         .sum();

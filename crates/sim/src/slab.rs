@@ -1,0 +1,136 @@
+//! Slab caches as a workload sees them: kernel objects packed into slab pages, a page freed
+//! only when its last object is (SLUB's partial slabs; kernel-model.md §16 lists slab pages as
+//! unmovable or reclaimable order-0..3 allocations). This is what pins reclaimable and
+//! unmovable pages in place long after most of their objects are gone, and what the kbuild
+//! generator's dentries, inodes and per-process kernel objects allocate from.
+//!
+//! Simplifications: one node-wide partial list per cache (no per-CPU slabs), a new object goes
+//! to the most recently used partial slab, and a cache's pages are not shrinkable by the mm's
+//! slab shrinker — the owner frees objects (the kbuild dentry cache trims itself, oldest first).
+
+use fraglab_mm::folio::{FolioId, FolioKind};
+use fraglab_mm::{Gfp, Mm};
+
+/// A handle to one object: the slab it lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Obj(u32);
+
+#[derive(Clone, Debug)]
+struct SlabPage {
+    folio: FolioId,
+    token: u64,
+    live: u32,
+    /// On the partial list (entries for slabs without it are stale and skipped).
+    on_partial: bool,
+}
+
+/// One kmem_cache.
+#[derive(Clone, Debug)]
+pub struct SlabCache {
+    pub name: &'static str,
+    order: u32,
+    per_slab: u32,
+    gfp: Gfp,
+    slabs: Vec<Option<SlabPage>>,
+    free_slots: Vec<u32>,
+    /// Slabs with room for another object (may hold stale entries, see `SlabPage`).
+    partial: Vec<u32>,
+    /// Live objects.
+    pub objects: u64,
+}
+
+impl SlabCache {
+    /// A cache of `per_slab` objects per slab of `order`, allocated with `gfp`
+    /// (`GFP_KERNEL | __GFP_RECLAIMABLE` for dentries and inodes, `GFP_KERNEL` otherwise).
+    pub fn new(name: &'static str, order: u32, per_slab: u32, gfp: Gfp) -> SlabCache {
+        SlabCache {
+            name,
+            order,
+            per_slab: per_slab.max(1),
+            gfp,
+            slabs: Vec::new(),
+            free_slots: Vec::new(),
+            partial: Vec::new(),
+            objects: 0,
+        }
+    }
+
+    /// Slab pages held (in pages).
+    pub fn pages(&self) -> u64 {
+        self.slabs.iter().flatten().count() as u64 * (1 << self.order)
+    }
+
+    /// `kmem_cache_alloc`: an object from a partial slab, or from a new slab page. `None` if
+    /// the page allocation failed.
+    pub fn alloc(&mut self, mm: &mut Mm, cpu: u32) -> Option<Obj> {
+        while let Some(&s) = self.partial.last() {
+            match self.slabs[s as usize].as_mut() {
+                Some(p) if p.on_partial => {
+                    p.live += 1;
+                    if p.live == self.per_slab {
+                        p.on_partial = false;
+                        self.partial.pop();
+                    }
+                    self.objects += 1;
+                    return Some(Obj(s));
+                }
+                _ => {
+                    self.partial.pop();
+                }
+            }
+        }
+        let kind = FolioKind::Slab;
+        let folio = mm.alloc_folio(cpu, self.gfp, self.order, kind, false)?;
+        let token = mm.folios.get(folio).token;
+        let page = SlabPage {
+            folio,
+            token,
+            live: 1,
+            on_partial: self.per_slab > 1,
+        };
+        let s = match self.free_slots.pop() {
+            Some(s) => {
+                self.slabs[s as usize] = Some(page);
+                s
+            }
+            None => {
+                self.slabs.push(Some(page));
+                (self.slabs.len() - 1) as u32
+            }
+        };
+        if self.per_slab > 1 {
+            self.partial.push(s);
+        }
+        self.objects += 1;
+        Some(Obj(s))
+    }
+
+    /// `kmem_cache_free`: the slab page is freed with its last object.
+    pub fn free(&mut self, mm: &mut Mm, cpu: u32, o: Obj) {
+        let s = o.0;
+        let per_slab = self.per_slab;
+        let p = self.slabs[s as usize].as_mut().expect("object of a live slab");
+        assert!(p.live > 0, "double free in slab cache {}", self.name);
+        p.live -= 1;
+        self.objects -= 1;
+        if p.live == 0 {
+            let (folio, token) = (p.folio, p.token);
+            self.slabs[s as usize] = None;
+            self.free_slots.push(s);
+            if still_ours(mm, folio, token) {
+                mm.free_folio(cpu, folio);
+            }
+        } else if !p.on_partial {
+            p.on_partial = true;
+            self.partial.push(s);
+        }
+        let _ = per_slab;
+    }
+}
+
+fn still_ours(mm: &Mm, id: FolioId, token: u64) -> bool {
+    mm.folios
+        .folios
+        .get(id as usize)
+        .is_some_and(|f| f.live && f.token == token)
+}
