@@ -93,6 +93,17 @@ enum Cmd {
         #[arg(long)]
         results_dir: Option<PathBuf>,
     },
+    /// Write one self-contained HTML report (no network needed to open it) of run results
+    /// (`fraglab run ... -o result.json`, `fraglab compare --results-dir`), with plots, and the
+    /// compare table of `fraglab compare --format json -o compare.json` if given.
+    Report {
+        #[arg(required = true)]
+        results: Vec<PathBuf>,
+        #[arg(long)]
+        compare: Option<PathBuf>,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// The standard performance figures: simulated seconds per wall second of each experiment
     /// (one configuration, run once), allocate/free operations per second, compaction pfns
     /// scanned per second, host memory per simulated page.
@@ -269,6 +280,38 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
                 None => print!("{text}"),
             }
+            Ok(())
+        }
+        Cmd::Report {
+            results,
+            compare,
+            output,
+        } => {
+            let mut runs = Vec::new();
+            for p in &results {
+                let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                let r: fraglab_spec::result::RunResult = serde_json::from_str(&text)
+                    .map_err(|e| format!("{}: not a fraglab result: {e}", p.display()))?;
+                let label = p
+                    .file_stem()
+                    .map_or(p.display().to_string(), |s| s.to_string_lossy().into_owned());
+                runs.push((label, r));
+            }
+            let cmp = match &compare {
+                Some(p) => {
+                    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                    Some(
+                        serde_json::from_str::<fraglab_spec::result::CompareReport>(&text).map_err(|e| {
+                            format!("{}: not a compare report (--format json): {e}", p.display())
+                        })?,
+                    )
+                }
+                None => None,
+            };
+            let html = fraglab_report::render_html(&runs, cmp.as_ref());
+            let tmp = output.with_extension("tmp-fraglab");
+            std::fs::write(&tmp, html).map_err(|e| format!("{}: {e}", tmp.display()))?;
+            std::fs::rename(&tmp, &output).map_err(|e| format!("{}: {e}", output.display()))?;
             Ok(())
         }
         Cmd::Bench { max_sim } => {
