@@ -199,8 +199,7 @@ pub fn pageblock_map(r: &RunResult) -> String {
             let mut counts = [0usize; 5];
             let mut mixed = false;
             let mut f = 0u32;
-            for i in lo..hi {
-                let ch = types[i];
+            for (i, &ch) in types.iter().enumerate().take(hi).skip(lo) {
                 mixed |= ch.is_ascii_lowercase();
                 if let Some(k) = MT_COLOURS
                     .iter()
