@@ -52,6 +52,37 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum HostCmd {
+    /// Run a spec's workload on the live kernel and write the simulator's result schema
+    /// (engine "host"). Knobs are restored on exit, error, SIGINT/SIGTERM and panic.
+    Run {
+        spec: PathBuf,
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Print what would change (knobs, memory) and exit.
+        #[arg(long)]
+        dry_run: bool,
+        /// Refuse or stop when MemAvailable would fall under this.
+        #[arg(long, default_value = "3GiB")]
+        floor: String,
+        /// Refuse a spec with more anonymous memory than this.
+        #[arg(long, default_value = "10GiB")]
+        cap: String,
+        /// Scratch directory for the spec's files (created and removed).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Capture /proc/{buddyinfo,pagetypeinfo,zoneinfo,vmstat} and every knob as a result file.
+    Snapshot {
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Restore the knobs recorded in a state file left by a killed run
+    /// (/run/fraglab-host-PID.restore).
+    Restore { state_file: PathBuf },
+}
+
+#[derive(Subcommand)]
 enum Cmd {
     /// Run a spec: its operations in order, printing what its `print` operations ask for.
     Run {
@@ -103,6 +134,12 @@ enum Cmd {
         compare: Option<PathBuf>,
         #[arg(short, long)]
         output: PathBuf,
+    },
+    /// The host engine: run a spec on this machine's live kernel (root), capture its state, or
+    /// restore knobs after a killed run.
+    Host {
+        #[command(subcommand)]
+        cmd: HostCmd,
     },
     /// The standard performance figures: simulated seconds per wall second of each experiment
     /// (one configuration, run once), allocate/free operations per second, compaction pfns
@@ -314,6 +351,7 @@ fn run(cli: Cli) -> Result<(), String> {
             std::fs::rename(&tmp, &output).map_err(|e| format!("{}: {e}", output.display()))?;
             Ok(())
         }
+        Cmd::Host { cmd } => host(cmd),
         Cmd::Bench { max_sim } => {
             let mut rows = Vec::new();
             for (label, text) in EXPERIMENTS {
@@ -418,6 +456,77 @@ fn run_with_progress(spec: &fraglab_spec::Spec) -> Result<fraglab_spec::result::
     });
     bar.finish_and_clear();
     r.map_err(|e| e.to_string())
+}
+
+fn write_json(path: &std::path::Path, json: String) -> Result<(), String> {
+    let tmp = path.with_extension("tmp-fraglab");
+    std::fs::write(&tmp, json + "\n").map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// `fraglab host ...`: a host error exits with its own code (after the knobs were restored).
+fn host(cmd: HostCmd) -> Result<(), String> {
+    let fail = |e: fraglab_host::HostError| -> ! {
+        eprintln!("fraglab host: {e}");
+        std::process::exit(e.exit_code() as i32)
+    };
+    match cmd {
+        HostCmd::Run {
+            spec,
+            output,
+            dry_run,
+            floor,
+            cap,
+            dir,
+        } => {
+            let spec = fraglab_spec::load_spec(&spec).map_err(|e| e.to_string())?;
+            let mut opts = fraglab_host::HostOptions {
+                floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
+                anon_cap_bytes: fraglab_spec::parse_size(&cap).map_err(|e| format!("--cap: {e}"))?,
+                ..Default::default()
+            };
+            if let Some(d) = dir {
+                opts.dir = d;
+            }
+            if dry_run {
+                let plan = fraglab_host::preflight(&spec, &opts).unwrap_or_else(|e| fail(e));
+                print!("{plan}");
+                return Ok(());
+            }
+            let r = fraglab_host::host_run(&spec, &opts).unwrap_or_else(|e| fail(e));
+            println!(
+                "# {}: {:.1} s on the live kernel (host engine), {} bursts",
+                spec.file,
+                r.duration_ns as f64 / 1e9,
+                r.bursts.len()
+            );
+            print!("{}", fraglab_sim::timed::mmtests_rows(&r));
+            if let Some(p) = output {
+                write_json(&p, serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?)?;
+            }
+            Ok(())
+        }
+        HostCmd::Snapshot { output } => {
+            let (r, knobs) = fraglab_host::snapshot();
+            let mut v = serde_json::to_value(&r).map_err(|e| e.to_string())?;
+            v["knobs"] = serde_json::to_value(&knobs).map_err(|e| e.to_string())?;
+            let json = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
+            match output {
+                Some(p) => write_json(&p, json),
+                None => {
+                    println!("{json}");
+                    Ok(())
+                }
+            }
+        }
+        HostCmd::Restore { state_file } => {
+            let done = fraglab_host::restore_from_state_file(&state_file).unwrap_or_else(|e| fail(e));
+            for (n, v) in done {
+                println!("restored {n} = {v}");
+            }
+            Ok(())
+        }
+    }
 }
 
 /// A compare configuration `[LABEL=]SPEC[@KEY=VALUE,...]` → (label, spec).
