@@ -77,6 +77,16 @@ enum HostCmd {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Run a spec on both engines (the live kernel, then the simulator) and print, row by row,
+    /// kernel against simulator with the relative difference (the compare layout, kernel first).
+    Validate {
+        spec: PathBuf,
+        /// Refuse or stop when MemAvailable would fall under this.
+        #[arg(long, default_value = "3GiB")]
+        floor: String,
+        #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
+        format: String,
+    },
     /// Restore the knobs recorded in a state file left by a killed run
     /// (/run/fraglab-host-PID.restore).
     Restore { state_file: PathBuf },
@@ -504,6 +514,29 @@ fn host(cmd: HostCmd) -> Result<(), String> {
             if let Some(p) = output {
                 write_json(&p, serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?)?;
             }
+            Ok(())
+        }
+        HostCmd::Validate { spec, floor, format } => {
+            let spec = fraglab_spec::load_spec(&spec).map_err(|e| e.to_string())?;
+            let opts = fraglab_host::HostOptions {
+                floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
+                ..Default::default()
+            };
+            let host = fraglab_host::host_run(&spec, &opts).unwrap_or_else(|e| fail(e));
+            let sim = fraglab_sim::timed::run_workload(&spec).map_err(|e| e.to_string())?;
+            let labels = vec!["kernel".to_string(), "simulator".to_string()];
+            let report = fraglab_sim::compare::compare(&labels, &[vec![host], vec![sim]]);
+            let text = match format.as_str() {
+                "json" => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
+                "csv" => fraglab_sim::compare::format_csv(&report),
+                "markdown" => fraglab_sim::compare::format_markdown(&report),
+                _ => format!(
+                    "# fraglab validate {}: the kernel's figures, then the simulator's with its difference\n{}",
+                    spec.file,
+                    fraglab_sim::compare::format_table(&report)
+                ),
+            };
+            print!("{text}");
             Ok(())
         }
         HostCmd::Snapshot { output } => {
