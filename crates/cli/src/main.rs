@@ -71,6 +71,9 @@ enum HostCmd {
         /// Scratch directory for the spec's files (created and removed).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Count the compaction tracepoints and kmem:mm_page_alloc_extfrag during the run.
+        #[arg(long)]
+        trace: bool,
     },
     /// Capture /proc/{buddyinfo,pagetypeinfo,zoneinfo,vmstat} and every knob as a result file.
     Snapshot {
@@ -488,11 +491,13 @@ fn host(cmd: HostCmd) -> Result<(), String> {
             floor,
             cap,
             dir,
+            trace,
         } => {
             let spec = fraglab_spec::load_spec(&spec).map_err(|e| e.to_string())?;
             let mut opts = fraglab_host::HostOptions {
                 floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
                 anon_cap_bytes: fraglab_spec::parse_size(&cap).map_err(|e| format!("--cap: {e}"))?,
+                trace,
                 ..Default::default()
             };
             if let Some(d) = dir {

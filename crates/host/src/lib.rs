@@ -19,6 +19,7 @@
 pub mod knobs;
 pub mod procfs;
 mod run;
+pub mod trace;
 
 pub use knobs::{knob_path, read_knob, restore_from_state_file, KnobGuard};
 pub use run::{host_run, preflight, snapshot, HostOptions, Plan};

@@ -30,6 +30,9 @@ pub struct HostOptions {
     pub dir: PathBuf,
     /// Where the knobs' values before the run are kept until they are restored.
     pub state_file: PathBuf,
+    /// Record the compaction tracepoints and kmem:mm_page_alloc_extfrag during the run
+    /// (counts per event in `RunResult::trace_counts`).
+    pub trace: bool,
 }
 
 impl Default for HostOptions {
@@ -40,6 +43,7 @@ impl Default for HostOptions {
             anon_cap_bytes: 10 << 30,
             dir: std::env::temp_dir().join(format!("fraglab-host-{pid}")),
             state_file: PathBuf::from(format!("/run/fraglab-host-{pid}.restore")),
+            trace: false,
         }
     }
 }
@@ -501,7 +505,18 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         .map(|(n, _, v)| (n.clone(), v.clone()))
         .collect();
     let mut guard = KnobGuard::apply(&wanted, &opts.state_file)?;
-    let result = run_loop(spec, w, opts, &stop);
+    let tracing = if opts.trace {
+        Some(crate::trace::Tracing::start()?)
+    } else {
+        None
+    };
+    let mut result = run_loop(spec, w, opts, &stop);
+    if let Some(t) = tracing {
+        let counts = t.stop();
+        if let Ok(r) = result.as_mut() {
+            r.trace_counts = counts;
+        }
+    }
     guard.restore()?;
     result
 }

@@ -83,7 +83,8 @@ fn opts(tag: &str) -> HostOptions {
 }
 
 /// A run produces the result schema, the madvised THP bursts on this (unfragmented) machine
-/// get huge pages, and every knob is back afterwards; the scratch files are gone.
+/// get huge pages, tracepoints are counted, and every knob is back afterwards; the scratch
+/// files are gone.
 #[test]
 fn runs_and_restores_knobs() {
     if let Err(why) = allowed() {
@@ -95,8 +96,18 @@ fn runs_and_restores_knobs() {
         read_knob("vm.defrag_mode").unwrap(),
         read_knob("transparent_hugepage/enabled").unwrap(),
     );
-    let o = opts("run");
+    let o = HostOptions {
+        trace: true,
+        ..opts("run")
+    };
     let r = host_run(&spec("10s", "1s"), &o).unwrap();
+    // Tracing: the compaction tracepoints were recorded (kcompactd sleeps every proactive
+    // round), in an instance of our own that is gone afterwards.
+    assert!(
+        r.trace_counts.keys().any(|k| k.starts_with("mm_compaction_")),
+        "{:?}",
+        r.trace_counts
+    );
     assert_eq!(r.engine, "host");
     assert!(r.samples.len() >= 2 && r.samples[0].blocks_by_type.iter().sum::<u64>() > 0);
     assert_eq!(r.bursts.len(), 3, "{:?}", r.bursts);

@@ -452,6 +452,7 @@ pub fn run_workload_with_progress(
                 }
             })
             .collect(),
+        trace_counts: Default::default(),
         pageblock_maps: {
             let mut v = maps.borrow().clone();
             if v.last().is_none_or(|m| m.t_ns != end_ns) {

@@ -34,6 +34,9 @@ pub struct RunResult {
     /// vm-scalability cases, one per `[[workload.vm_scalability]]`.
     #[serde(default)]
     pub vm_scalability: Vec<VmScalabilityResult>,
+    /// Host engine with tracing: events recorded per tracepoint name over the run.
+    #[serde(default)]
+    pub trace_counts: BTreeMap<String, u64>,
     /// The pageblock map at (at most about 120) points of the run.
     #[serde(default)]
     pub pageblock_maps: Vec<PageblockMap>,
