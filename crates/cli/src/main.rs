@@ -148,6 +148,15 @@ enum Cmd {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Run a spec on both engines (the live kernel, then the simulator) and print them side by
+    /// side (the same as `fraglab host validate`).
+    Validate {
+        spec: PathBuf,
+        #[arg(long, default_value = "3GiB")]
+        floor: String,
+        #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
+        format: String,
+    },
     /// The host engine: run a spec on this machine's live kernel (root), capture its state, or
     /// restore knobs after a killed run.
     Host {
@@ -365,6 +374,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Cmd::Host { cmd } => host(cmd),
+        Cmd::Validate { spec, floor, format } => host(HostCmd::Validate { spec, floor, format }),
         Cmd::Bench { max_sim } => {
             let mut rows = Vec::new();
             for (label, text) in EXPERIMENTS {
