@@ -224,3 +224,55 @@ fn compare_is_deterministic_and_applies_overrides() {
         "{err}"
     );
 }
+
+/// `fraglab host run --dry-run` says what it would change without changing it; a generator the
+/// host engine does not run is refused with its own exit code (15), before any knob changes.
+#[test]
+fn host_dry_run_and_refusals() {
+    let spec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../experiments/host/frag-thp.toml"
+    );
+    let is_root = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().nth(1).map(|u| u == "0"))
+        .unwrap_or(false);
+    let o = fraglab()
+        .args(["host", "run", spec, "--dry-run"])
+        .output()
+        .unwrap();
+    if !is_root {
+        assert_eq!(
+            o.status.code(),
+            Some(11),
+            "not root: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        return;
+    }
+    let before = std::fs::read_to_string("/proc/sys/vm/defrag_mode").unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("knob vm.defrag_mode (/proc/sys/vm/defrag_mode):"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/vm/defrag_mode").unwrap(),
+        before,
+        "dry run changed nothing"
+    );
+    let d = temp_dir("host-refuse");
+    let kb = d.join("kb.toml");
+    std::fs::write(&kb, include_str!("../../../examples/kbuild-thp-burst.toml")).unwrap();
+    let o = fraglab().args(["host", "run"]).arg(&kb).output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(15),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("[[workload.kbuild]]"));
+}
