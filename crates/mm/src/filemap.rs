@@ -881,8 +881,21 @@ impl Mm {
     /// dirty state is cancelled, nothing is written), and the mapping's shadow entries go.
     /// Returns the pages freed.
     pub fn filemap_truncate(&mut self, cpu: u32, mapping: u32) -> u64 {
+        let freed = self.filemap_truncate_range(cpu, mapping, 0, u64::MAX);
+        self.workingset_forget_mapping(mapping);
+        freed
+    }
+
+    /// `truncate_inode_pages_range` over folios starting in [index, index + n) of `mapping`
+    /// (a file of a directory modelled as one mapping: deleting it): freed, dirty ones
+    /// unwritten. Shadow entries of the range stay (the model keeps them per mapping).
+    pub fn filemap_truncate_range(&mut self, cpu: u32, mapping: u32, index: u64, n: u64) -> u64 {
+        let end = index.saturating_add(n);
         let mut freed = 0;
-        while let Some((id, _)) = self.page_cache.next_from(mapping, 0) {
+        while let Some((id, i)) = self.page_cache.next_from(mapping, index) {
+            if i >= end {
+                break;
+            }
             assert!(
                 !self.folios.folios[id as usize].isolated,
                 "truncate of folio {id} while compaction holds it isolated"
@@ -890,7 +903,6 @@ impl Mm {
             freed += 1u64 << self.folios.folios[id as usize].order;
             self.free_folio(cpu, id);
         }
-        self.workingset_forget_mapping(mapping);
         freed
     }
 }

@@ -236,14 +236,17 @@ pub fn run_workload_with_progress(
     }
     for c in &w.thpchallenge {
         for _ in 0..c.threads {
-            e.spawn(Box::new(ThpChallenge::new(
-                ThpChallengeSpec {
-                    pages: page(c.size_bytes),
-                    madvised: c.madvised,
-                    hold_ns: c.hold_ns,
-                },
-                metrics.clone(),
-            )));
+            e.spawn_at(
+                c.start_ns,
+                Box::new(ThpChallenge::new(
+                    ThpChallengeSpec {
+                        pages: page(c.size_bytes),
+                        madvised: c.madvised,
+                        hold_ns: c.hold_ns,
+                    },
+                    metrics.clone(),
+                )),
+            );
         }
     }
     let mut pgbench = Vec::new();
@@ -307,9 +310,27 @@ pub fn run_workload_with_progress(
         }
         vmscal.push(shared);
     }
+    for f in &w.fio_smallfiles {
+        let ws = f.working_set_bytes.map(page).unwrap_or(mem_pages * 3 / 2);
+        let until = f.runtime_ns.map_or(w.duration_ns, |r| f.start_ns + r);
+        let shared = crate::workload::FioShared::new(&mut e.mm, f.jobs, page(f.file_size_bytes), ws, until);
+        shared.borrow_mut().start_ns = f.start_ns;
+        // Beside another generator fio is background load (mmtests' thpchallenge-fio): the run
+        // ends with the others.
+        let background = !(w.kbuild.is_empty() && w.thpchallenge.is_empty() && w.task.is_empty());
+        for j in 0..f.jobs {
+            let body = Box::new(crate::workload::FioSmallFiles::new(shared.clone(), j));
+            if background {
+                e.spawn_daemon(body);
+            } else {
+                e.spawn(body);
+            }
+        }
+    }
     if w.vm_scalability
         .iter()
         .any(|v| v.case == fraglab_spec::VmScalabilityCase::Msync)
+        || !w.fio_smallfiles.is_empty()
     {
         e.spawn_daemon(Box::new(PageCacheFlusher {
             until_ns: w.duration_ns,

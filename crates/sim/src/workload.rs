@@ -1163,3 +1163,117 @@ impl TaskBody for ProgramTask {
         }
     }
 }
+
+/// What the fio small-file writers share: the directory (one mapping whose page ranges are the
+/// files), the dentry and inode caches, and each file slot's objects.
+pub struct FioShared {
+    pub dir: u32,
+    pub file_pages: u64,
+    /// File slots per job (the working set divided among the jobs).
+    pub slots: u64,
+    pub dentry: SlabCache,
+    pub inode: SlabCache,
+    files: Vec<Option<(Obj, Obj)>>,
+    pub until_ns: u64,
+    pub start_ns: u64,
+    pub created: u64,
+}
+
+impl FioShared {
+    pub fn new(
+        mm: &mut Mm,
+        jobs: u32,
+        file_pages: u64,
+        working_set_pages: u64,
+        until_ns: u64,
+    ) -> Shared<FioShared> {
+        let slots = (working_set_pages / file_pages.max(1) / jobs.max(1) as u64).max(1);
+        Rc::new(RefCell::new(FioShared {
+            dir: mm.add_mapping(fraglab_mm::filemap::Mapping::xfs_like()),
+            file_pages: file_pages.max(1),
+            slots,
+            dentry: SlabCache::new("dentry", 0, 21, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)),
+            inode: SlabCache::new("xfs_inode", 3, 28, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)),
+            files: vec![None; (slots * jobs.max(1) as u64) as usize],
+            until_ns,
+            start_ns: 0,
+            created: 0,
+        }))
+    }
+}
+
+/// One fio job "inefficiently creating many small files" (published-results.md §5.4): per step
+/// a few files are created — a dentry and an inode from their slab caches, then a buffered write
+/// of the file — in a ring of slots; a slot's previous file is deleted first (truncated, its
+/// objects freed), so the working set stays constant while reclaim evicts the older page cache.
+pub struct FioSmallFiles {
+    shared: Shared<FioShared>,
+    job: u64,
+    next: u64,
+}
+
+impl FioSmallFiles {
+    pub fn new(shared: Shared<FioShared>, job: u32) -> FioSmallFiles {
+        FioSmallFiles {
+            shared,
+            job: job as u64,
+            next: 0,
+        }
+    }
+}
+
+/// Files a fio job creates per step.
+const FIO_FILES_PER_STEP: u64 = 8;
+
+impl TaskBody for FioSmallFiles {
+    fn comm(&self) -> &str {
+        "fio"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        let mut sh = self.shared.borrow_mut();
+        if cx.now >= sh.until_ns {
+            return Step::Exit(0);
+        }
+        if cx.now < sh.start_ns {
+            return Step::Sleep {
+                ran: 0,
+                sleep: sh.start_ns - cx.now,
+            };
+        }
+        // balance_dirty_pages: above the dirty limit, the writer waits for writeback.
+        if cx.mm.nr_dirty > cx.mm.dirty_thresholds().1 {
+            return Step::Sleep {
+                ran: 0,
+                sleep: 10 * MS,
+            };
+        }
+        let before = cx.mm.work_sum;
+        let mut ns = 0;
+        for _ in 0..FIO_FILES_PER_STEP {
+            let slot = self.job * sh.slots + self.next % sh.slots;
+            self.next += 1;
+            let index = slot * sh.file_pages;
+            let (dir, pages) = (sh.dir, sh.file_pages);
+            if let Some((d, i)) = sh.files[slot as usize].take() {
+                let freed = cx.mm.filemap_truncate_range(cx.cpu, dir, index, pages);
+                sh.dentry.free(cx.mm, cx.cpu, d);
+                sh.inode.free(cx.mm, cx.cpu, i);
+                ns += freed * cx.cost.free_page_ns;
+            }
+            let d = sh.dentry.alloc(cx.mm, cx.cpu);
+            let i = sh.inode.alloc(cx.mm, cx.cpu);
+            match (d, i) {
+                (Some(d), Some(i)) => sh.files[slot as usize] = Some((d, i)),
+                (Some(d), None) => sh.dentry.free(cx.mm, cx.cpu, d),
+                (None, Some(i)) => sh.inode.free(cx.mm, cx.cpu, i),
+                (None, None) => {}
+            }
+            let st = cx.mm.filemap_write(cx.cpu, dir, index, pages * 4096);
+            ns += write_cost(cx, &st, pages);
+            sh.created += 1;
+        }
+        ns += cx.cost.alloc_work(&cx.mm.work_sum.since(&before)).min(ns);
+        Step::Ran(ns.max(1))
+    }
+}

@@ -143,8 +143,8 @@ pub use knobs::{find_knob, KnobDef, KnobKind, KnobValue, INT_MAX, KNOBS};
 pub use model::{find_model_switch, ModelSpec, ModelSwitchDef, MODEL_SWITCHES};
 pub use parse::{parse_size, MAX_MEMORY_BYTES, MIN_MEMORY_BYTES};
 pub use workload::{
-    parse_duration, KbuildParams, PgbenchParams, TaskParams, TaskStep, ThpBurstParams, ThpChallengeParams,
-    VmScalabilityCase, VmScalabilityParams, WorkloadSpec, COST_KEYS,
+    parse_duration, FioSmallFilesParams, KbuildParams, PgbenchParams, TaskParams, TaskStep, ThpBurstParams,
+    ThpChallengeParams, VmScalabilityCase, VmScalabilityParams, WorkloadSpec, COST_KEYS,
 };
 
 /// The owner kind of an `alloc` op's folios (`kind`): the model's own [`FolioKind`] (anon, file,

@@ -44,6 +44,7 @@ const WORKLOAD_KEYS: &[&str] = &[
     "thpchallenge",
     "pgbench",
     "vm_scalability",
+    "fio_smallfiles",
     "task",
 ];
 const TASK_KEYS: &[&str] = &["name", "count", "start", "loops", "steps"];
@@ -77,7 +78,8 @@ const PGBENCH_KEYS: &[&str] = &[
     "checkpoint_spread",
     "duration",
 ];
-const THPCHALLENGE_KEYS: &[&str] = &["threads", "size", "madvised", "hold"];
+const THPCHALLENGE_KEYS: &[&str] = &["threads", "size", "madvised", "hold", "start"];
+const FIO_KEYS: &[&str] = &["jobs", "file_size", "working_set", "start", "runtime"];
 const VMSCAL_KEYS: &[&str] = &["case", "tasks", "size", "unit", "runtime", "start", "mapping"];
 const KBUILD_KEYS: &[&str] = &[
     "jobs_parallel",
@@ -1278,6 +1280,7 @@ impl Cx<'_> {
                     size_bytes: size,
                     madvised: self.opt_bool(&c, "madvised", true)?,
                     hold_ns: self.opt_duration(&c, "hold", 0, 0)?,
+                    start_ns: self.opt_duration(&c, "start", 0, 0)?,
                 });
             }
         }
@@ -1367,6 +1370,35 @@ impl Cx<'_> {
                 });
             }
         }
+        let mut fio_smallfiles = Vec::new();
+        if let Some(e) = t.get("fio_smallfiles") {
+            for (i, (pos, entries)) in self
+                .tables(&e.node, &t.key("fio_smallfiles"))?
+                .into_iter()
+                .enumerate()
+            {
+                let f = Tbl {
+                    path: format!("workload.fio_smallfiles[{i}]"),
+                    pos,
+                    entries,
+                };
+                self.check_keys(&f, FIO_KEYS)?;
+                fio_smallfiles.push(crate::FioSmallFilesParams {
+                    line: self.lines.line(pos),
+                    jobs: self.opt_int(&f, "jobs", 1, 1024, "1..=1024", 2)? as u32,
+                    file_size_bytes: self.opt_size(&f, "file_size", 4096, 16 << 10)?,
+                    working_set_bytes: match f.get("working_set") {
+                        Some(_) => Some(self.opt_size(&f, "working_set", 1 << 20, 0)?),
+                        None => None,
+                    },
+                    start_ns: self.opt_duration(&f, "start", 0, 0)?,
+                    runtime_ns: match f.get("runtime") {
+                        Some(_) => Some(self.opt_duration(&f, "runtime", 1, 0)?),
+                        None => None,
+                    },
+                });
+            }
+        }
         let mut task = Vec::new();
         if let Some(e) = t.get("task") {
             for (i, (pos, entries)) in self.tables(&e.node, &t.key("task"))?.into_iter().enumerate() {
@@ -1383,12 +1415,13 @@ impl Cx<'_> {
             && thpchallenge.is_empty()
             && pgbench.is_empty()
             && vm_scalability.is_empty()
+            && fio_smallfiles.is_empty()
             && task.is_empty()
         {
             return Err(self.err(
                 t.pos,
                 "workload",
-                "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]], [[workload.pgbench]], [[workload.vm_scalability]] or [[workload.task]] tables)",
+                "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]], [[workload.pgbench]], [[workload.vm_scalability]], [[workload.fio_smallfiles]] or [[workload.task]] tables)",
             ));
         }
         Ok(crate::WorkloadSpec {
@@ -1398,6 +1431,7 @@ impl Cx<'_> {
             thpchallenge,
             pgbench,
             vm_scalability,
+            fio_smallfiles,
             task,
         })
     }

@@ -12,7 +12,25 @@ pub struct WorkloadSpec {
     pub thpchallenge: Vec<ThpChallengeParams>,
     pub pgbench: Vec<PgbenchParams>,
     pub vm_scalability: Vec<VmScalabilityParams>,
+    pub fio_smallfiles: Vec<FioSmallFilesParams>,
     pub task: Vec<TaskParams>,
+}
+
+/// `[[workload.fio_smallfiles]]`: mmtests' fio background for thpchallenge ("inefficiently
+/// creating many small files", published-results.md §5.4): `jobs` writers each create files of
+/// `file_size` in turn (a dentry and an inode, then a buffered write), deleting the oldest so
+/// that all files together stay at `working_set` (default 1.5 × memory) — slab and page cache
+/// allocated interleaved, the page cache reclaimed as it goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FioSmallFilesParams {
+    pub line: usize,
+    pub jobs: u32,
+    pub file_size_bytes: u64,
+    /// `None` = 1.5 × the machine's memory.
+    pub working_set_bytes: Option<u64>,
+    pub start_ns: u64,
+    /// Stop after this long (default: the workload's duration).
+    pub runtime_ns: Option<u64>,
 }
 
 /// The vm-scalability cases seed 000 measured (published-results.md §2).
@@ -104,6 +122,8 @@ pub struct ThpChallengeParams {
     pub size_bytes: u64,
     pub madvised: bool,
     pub hold_ns: u64,
+    /// When the threads start (e.g. after a background load has warmed up).
+    pub start_ns: u64,
 }
 
 /// `[[workload.kbuild]]`: a parallel kernel build (make -jN), `iterations` builds in a row.

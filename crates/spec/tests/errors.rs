@@ -1371,7 +1371,7 @@ fn workload_and_cost_errors() {
         &with_machine(&["[workload]", "duration = \"1min\""]),
         3,
         "workload",
-        "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]], [[workload.pgbench]], [[workload.vm_scalability]] or [[workload.task]] tables)",
+        "no generator (expected [[workload.kbuild]], [[workload.thp_burst]], [[workload.thpchallenge]], [[workload.pgbench]], [[workload.vm_scalability]], [[workload.fio_smallfiles]] or [[workload.task]] tables)",
     );
     check(
         &with_machine(&["[workload]", "[[workload.vm_scalability]]", "case = \"msynk\""]),

@@ -1,0 +1,36 @@
+//! The fio small-file generator (`[[workload.fio_smallfiles]]`, published-results.md §5.4).
+
+use fraglab_sim::timed::run_workload;
+
+/// Files are created and deleted in a ring: reclaimable slab grows to one dentry and inode per
+/// file of the working set and no further, page cache is written and reclaimed, and the run
+/// lasts the workload's duration.
+#[test]
+fn creates_and_deletes_small_files_in_a_ring() {
+    let text = r#"name = "fio"
+[machine]
+memory = "256MiB"
+cpus = 2
+[workload]
+duration = "6s"
+[[workload.fio_smallfiles]]
+jobs = 2
+file_size = "16KiB"
+working_set = "64MiB"
+"#;
+    let r = run_workload(&fraglab_spec::parse_spec(text, "fio.toml").unwrap()).unwrap();
+    let d = &r.vmstat_delta;
+    // 64 MiB / 16 KiB = 4096 files: 4096 dentries (21 per page) and inodes (28 per 8 pages).
+    let slab = d["nr_slab_reclaimable"];
+    let most = 4096 / 21 + 1 + (4096 / 28 + 1) * 8;
+    assert!(
+        slab > most as i64 / 2 && slab <= most as i64 + 16,
+        "slab pages {slab}, at most {most}"
+    );
+    assert!(
+        d["nr_file_pages"] <= 64 * 256 + 256,
+        "the ring bounds the page cache: {}",
+        d["nr_file_pages"]
+    );
+    assert!(r.duration_ns >= 6_000_000_000);
+}
