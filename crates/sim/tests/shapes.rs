@@ -124,3 +124,28 @@ fn defrag_mode_keeps_pageblocks_clean() {
         );
     }
 }
+
+/// Seed 001's headline on mmtests' thpchallenge with fio background
+/// (`experiments/defrag-mode/thpchallenge-fio.toml`, the whole experiment: ~3 s per run): the
+/// series (defrag_mode = 1 with kswapd/kcompactd at pageblock watermarks) raises THP success
+/// over vanilla — the seed's +35 % THP fault alloc on its kernel build.
+#[test]
+fn defrag_mode_raises_thp_success_under_small_file_churn() {
+    let text = include_str!("../../../experiments/defrag-mode/thpchallenge-fio.toml");
+    let vanilla = run(text, &[], 1);
+    let series = run(text, &[("vm.defrag_mode", "1")], 1);
+    let alloc = |r: &RunResult| r.vmstat_delta["thp_fault_alloc"] as f64;
+    assert!(
+        alloc(&series) > alloc(&vanilla) * 1.15,
+        "THP fault alloc: vanilla {}, defrag_mode {}",
+        alloc(&vanilla),
+        alloc(&series)
+    );
+    let pct = |r: &RunResult| r.thpchallenge.as_ref().unwrap().huge_pct;
+    assert!(
+        pct(&series) > pct(&vanilla),
+        "huge-pct {} vs {}",
+        pct(&series),
+        pct(&vanilla)
+    );
+}
