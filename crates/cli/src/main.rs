@@ -91,8 +91,8 @@ enum HostCmd {
         format: String,
     },
     /// Restore the knobs recorded in a state file left by a killed run
-    /// (/run/fraglab-host-PID.restore).
-    Restore { state_file: PathBuf },
+    /// (/run/fraglab-host-PID.restore); without a file, every such file found.
+    Restore { state_file: Option<PathBuf> },
 }
 
 #[derive(Subcommand)]
@@ -504,15 +504,13 @@ fn host(cmd: HostCmd) -> Result<(), String> {
             trace,
         } => {
             let spec = fraglab_spec::load_spec(&spec).map_err(|e| e.to_string())?;
-            let mut opts = fraglab_host::HostOptions {
-                floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
+            let opts = fraglab_host::HostOptions {
+                mem_floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
                 anon_cap_bytes: fraglab_spec::parse_size(&cap).map_err(|e| format!("--cap: {e}"))?,
-                trace,
+                trace: trace || !spec.run.trace.is_empty(),
+                workdir: dir,
                 ..Default::default()
             };
-            if let Some(d) = dir {
-                opts.dir = d;
-            }
             if dry_run {
                 let plan = fraglab_host::preflight(&spec, &opts).unwrap_or_else(|e| fail(e));
                 print!("{plan}");
@@ -534,7 +532,7 @@ fn host(cmd: HostCmd) -> Result<(), String> {
         HostCmd::Validate { spec, floor, format } => {
             let spec = fraglab_spec::load_spec(&spec).map_err(|e| e.to_string())?;
             let opts = fraglab_host::HostOptions {
-                floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
+                mem_floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
                 ..Default::default()
             };
             let host = fraglab_host::host_run(&spec, &opts).unwrap_or_else(|e| fail(e));
@@ -555,10 +553,8 @@ fn host(cmd: HostCmd) -> Result<(), String> {
             Ok(())
         }
         HostCmd::Snapshot { output } => {
-            let (r, knobs) = fraglab_host::snapshot();
-            let mut v = serde_json::to_value(&r).map_err(|e| e.to_string())?;
-            v["knobs"] = serde_json::to_value(&knobs).map_err(|e| e.to_string())?;
-            let json = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
+            let r = fraglab_host::snapshot().unwrap_or_else(|e| fail(e));
+            let json = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
             match output {
                 Some(p) => write_json(&p, json),
                 None => {
@@ -568,9 +564,18 @@ fn host(cmd: HostCmd) -> Result<(), String> {
             }
         }
         HostCmd::Restore { state_file } => {
-            let done = fraglab_host::restore_from_state_file(&state_file).unwrap_or_else(|e| fail(e));
-            for (n, v) in done {
-                println!("restored {n} = {v}");
+            let files = match state_file {
+                Some(f) => vec![f],
+                None => fraglab_host::find_state_files(),
+            };
+            if files.is_empty() {
+                println!("no state file of a killed run found");
+            }
+            for f in files {
+                let done = fraglab_host::restore_from_state_file(&f).unwrap_or_else(|e| fail(e));
+                for (n, v) in done {
+                    println!("{}: restored {n} = {v}", f.display());
+                }
             }
             Ok(())
         }

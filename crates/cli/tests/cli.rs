@@ -226,7 +226,7 @@ fn compare_is_deterministic_and_applies_overrides() {
 }
 
 /// `fraglab host run --dry-run` says what it would change without changing it; a generator the
-/// host engine does not run is refused with its own exit code (15), before any knob changes.
+/// host engine does not run is refused with its own exit code (14), before any knob changes.
 #[test]
 fn host_dry_run_and_refusals() {
     let spec = concat!(
@@ -256,7 +256,7 @@ fn host_dry_run_and_refusals() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("knob vm.defrag_mode (/proc/sys/vm/defrag_mode):"),
+        out.contains("vm.defrag_mode") && out.contains("[/proc/sys/vm/defrag_mode]"),
         "{out}"
     );
     assert_eq!(
@@ -270,7 +270,7 @@ fn host_dry_run_and_refusals() {
     let o = fraglab().args(["host", "run"]).arg(&kb).output().unwrap();
     assert_eq!(
         o.status.code(),
-        Some(15),
+        Some(14),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

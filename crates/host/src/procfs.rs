@@ -1,19 +1,112 @@
-//! Reading the live kernel's /proc files into the result schema (kernel-model.md §15 formats).
+//! Readers and parsers of the /proc files the engine samples (formats: kernel-model.md §16,
+//! mm/vmstat.c): `/proc/buddyinfo`, `/proc/pagetypeinfo`, `/proc/vmstat`, `/proc/zoneinfo`,
+//! `/proc/meminfo`.
 
 use std::collections::BTreeMap;
 
 use fraglab_spec::result::Sample;
 
-/// The migratetypes in /proc/pagetypeinfo's order, as the result's `free_by_type` and
-/// `blocks_by_type` index them (Unmovable, Movable, Reclaimable, HighAtomic, Isolate).
-const TYPES: [&str; 5] = ["Unmovable", "Movable", "Reclaimable", "HighAtomic", "Isolate"];
+use crate::HostError;
 
-pub fn read(path: &str) -> String {
-    std::fs::read_to_string(path).unwrap_or_default()
+/// Orders of the buddy allocator (`NR_PAGE_ORDERS` on x86-64).
+pub const NR_ORDERS: usize = 11;
+
+/// The migratetypes in the order of `Sample::free_by_type` and `blocks_by_type` (the kernel's
+/// `migratetype_names` with CMA off: Unmovable, Movable, Reclaimable, HighAtomic, Isolate).
+pub const MIGRATETYPES: [&str; 5] = ["Unmovable", "Movable", "Reclaimable", "HighAtomic", "Isolate"];
+
+/// The whole text of a /proc (or sysfs) file.
+pub fn read(path: &str) -> Result<String, HostError> {
+    std::fs::read_to_string(path).map_err(|e| HostError::io(path, e))
 }
 
-/// /proc/vmstat as name → value.
-pub fn vmstat(text: &str) -> BTreeMap<String, i64> {
+/// Free pages per order over all zones, from `/proc/buddyinfo` (one line per populated zone:
+/// `Node N, zone NAME` then nr_free of each order, i.e. blocks, which this converts to pages).
+pub fn parse_buddyinfo(text: &str) -> Vec<u64> {
+    let mut free = vec![0u64; NR_ORDERS];
+    for line in text.lines() {
+        let Some((_, counts)) = line.split_once("zone") else {
+            continue;
+        };
+        // Skip the zone name, then the counts.
+        for (o, n) in counts.split_whitespace().skip(1).enumerate() {
+            if o < NR_ORDERS {
+                free[o] += n.parse::<u64>().unwrap_or(0) << o;
+            }
+        }
+    }
+    free
+}
+
+/// What a sample needs from `/proc/pagetypeinfo`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PagetypeInfo {
+    /// Free pages per migratetype ([`MIGRATETYPES`] order), all zones and orders.
+    pub free_by_type: Vec<u64>,
+    /// Pageblocks per migratetype, all zones.
+    pub blocks_by_type: Vec<u64>,
+    /// "Number of mixed blocks" totals, only with CONFIG_PAGE_OWNER (else `None`).
+    pub mixed_blocks: Option<u64>,
+}
+
+fn type_index(name: &str) -> Option<usize> {
+    MIGRATETYPES.iter().position(|t| *t == name)
+}
+
+/// Parses `/proc/pagetypeinfo`: the per-type free counts (`Node 0, zone Normal, type Movable
+/// n0 .. n10`, a `>` prefix marking a count capped at 100000), the "Number of blocks type" table
+/// and, if present, the "Number of mixed blocks" table (CONFIG_PAGE_OWNER). Types other than
+/// [`MIGRATETYPES`] (CMA) are ignored.
+pub fn parse_pagetypeinfo(text: &str) -> PagetypeInfo {
+    let mut p = PagetypeInfo {
+        free_by_type: vec![0; MIGRATETYPES.len()],
+        blocks_by_type: vec![0; MIGRATETYPES.len()],
+        mixed_blocks: None,
+    };
+    // Column headers of the current table (block or mixed table), by type index.
+    let mut header: Option<(bool, Vec<Option<usize>>)> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Number of blocks type") {
+            header = Some((false, rest.split_whitespace().map(type_index).collect()));
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("Number of mixed blocks") {
+            header = Some((true, rest.split_whitespace().map(type_index).collect()));
+            p.mixed_blocks.get_or_insert(0);
+            continue;
+        }
+        if let Some(i) = line.find(", type ") {
+            let rest = &line[i + ", type ".len()..];
+            let mut it = rest.split_whitespace();
+            let Some(t) = it.next().and_then(type_index) else {
+                continue;
+            };
+            for (o, n) in it.enumerate() {
+                let n: u64 = n.trim_start_matches('>').parse().unwrap_or(0);
+                p.free_by_type[t] += n << o;
+            }
+            continue;
+        }
+        if line.starts_with("Node ") {
+            if let (Some((mixed, cols)), Some((_, counts))) = (&header, line.split_once("zone")) {
+                for (c, n) in counts.split_whitespace().skip(1).enumerate() {
+                    let n: u64 = n.parse().unwrap_or(0);
+                    match (mixed, cols.get(c).copied().flatten()) {
+                        (false, Some(t)) => p.blocks_by_type[t] += n,
+                        (true, Some(_)) => *p.mixed_blocks.as_mut().expect("set above") += n,
+                        _ => {}
+                    }
+                }
+            }
+        } else if line.trim().is_empty() {
+            header = None;
+        }
+    }
+    p
+}
+
+/// `/proc/vmstat` as name → value.
+pub fn parse_vmstat(text: &str) -> BTreeMap<String, i64> {
     text.lines()
         .filter_map(|l| {
             let (n, v) = l.split_once(' ')?;
@@ -22,126 +115,138 @@ pub fn vmstat(text: &str) -> BTreeMap<String, i64> {
         .collect()
 }
 
-/// Free pages per order summed over the zones of /proc/buddyinfo.
-pub fn buddyinfo_free_by_order(text: &str) -> Vec<u64> {
-    let mut out = vec![0u64; 11];
-    for line in text.lines() {
-        let Some(rest) = line.split("zone").nth(1) else {
-            continue;
-        };
-        for (o, n) in rest.split_whitespace().skip(1).enumerate() {
-            if let (Some(slot), Ok(n)) = (out.get_mut(o), n.parse::<u64>()) {
-                *slot += n << o;
-            }
-        }
-    }
-    out
+/// A field of `/proc/meminfo` in bytes (`MemAvailable:   24219480 kB`).
+pub fn meminfo_bytes(text: &str, field: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(field)?.strip_prefix(':')?;
+        let kb: u64 = rest.split_whitespace().next()?.parse().ok()?;
+        Some(kb * 1024)
+    })
 }
 
-/// Free pages per migratetype (from the "Free pages count per migrate type at order" rows) and
-/// pageblocks per migratetype (the "Number of blocks type" rows) of /proc/pagetypeinfo.
-pub fn pagetypeinfo(text: &str) -> (Vec<u64>, Vec<u64>) {
-    let mut free = vec![0u64; 5];
-    let mut blocks = vec![0u64; 5];
-    let mut in_blocks = false;
-    for line in text.lines() {
-        if line.starts_with("Number of blocks type") {
-            in_blocks = true;
-            continue;
-        }
-        if line.starts_with("Free pages count") {
-            in_blocks = false;
-            continue;
-        }
-        if !line.starts_with("Node") {
-            continue;
-        }
-        if in_blocks {
-            // "Node 0, zone   Normal   63   10574   115   0   0": counts per type, in order.
-            let nums: Vec<u64> = line
-                .split_whitespace()
-                .skip(4)
-                .filter_map(|w| w.parse().ok())
-                .collect();
-            for (t, n) in nums.iter().enumerate().take(5) {
-                blocks[t] += n;
-            }
-            continue;
-        }
-        // "Node 0, zone Normal, type Movable  n0 n1 ... n10": free chunks per order.
-        let Some(t) = TYPES
-            .iter()
-            .position(|t| line.split_whitespace().any(|w| w == *t))
-        else {
-            continue;
-        };
-        let nums: Vec<u64> = line
-            .split_whitespace()
-            .skip_while(|w| *w != TYPES[t])
-            .skip(1)
-            .filter_map(|w| w.parse().ok())
-            .collect();
-        free[t] += nums.iter().enumerate().map(|(o, n)| n << o).sum::<u64>();
-    }
-    (free, blocks)
+/// MemAvailable in bytes, now.
+pub fn mem_available() -> Result<u64, HostError> {
+    let t = read("/proc/meminfo")?;
+    meminfo_bytes(&t, "MemAvailable")
+        .ok_or_else(|| HostError::io("/proc/meminfo", std::io::Error::other("no MemAvailable")))
 }
 
-/// MemAvailable from /proc/meminfo, in bytes.
-pub fn mem_available() -> u64 {
-    read("/proc/meminfo")
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
-/// One sample of the live system at `t_ns` after the run's start. `mixed_blocks` is 0: the
-/// kernel does not report mixed pageblocks (the simulator's count has no /proc counterpart).
-pub fn sample(t_ns: u64) -> Sample {
-    let v = vmstat(&read("/proc/vmstat"));
-    let (free_by_type, blocks_by_type) = pagetypeinfo(&read("/proc/pagetypeinfo"));
-    Sample {
+/// One [`Sample`] from `/proc/buddyinfo`, `/proc/pagetypeinfo` and `/proc/vmstat`.
+/// `mixed_blocks` is 0 unless pagetypeinfo has the CONFIG_PAGE_OWNER "Number of mixed blocks"
+/// table (the reference kernel does not).
+pub fn sample(t_ns: u64) -> Result<Sample, HostError> {
+    let buddy = read("/proc/buddyinfo")?;
+    let pti = parse_pagetypeinfo(&read("/proc/pagetypeinfo")?);
+    let vm = parse_vmstat(&read("/proc/vmstat")?);
+    let get = |k: &str| vm.get(k).copied().unwrap_or(0).max(0) as u64;
+    Ok(Sample {
         t_ns,
-        free_by_order: buddyinfo_free_by_order(&read("/proc/buddyinfo")),
-        free_by_type,
-        blocks_by_type,
-        mixed_blocks: 0,
-        thp_fault_alloc: *v.get("thp_fault_alloc").unwrap_or(&0) as u64,
-        thp_fault_fallback: *v.get("thp_fault_fallback").unwrap_or(&0) as u64,
-    }
+        free_by_order: parse_buddyinfo(&buddy),
+        free_by_type: pti.free_by_type,
+        blocks_by_type: pti.blocks_by_type,
+        mixed_blocks: pti.mixed_blocks.unwrap_or(0),
+        thp_fault_alloc: get("thp_fault_alloc"),
+        thp_fault_fallback: get("thp_fault_fallback"),
+    })
 }
 
-/// /proc text kept at the start and the end of a run, as the simulator keeps it.
-pub fn snapshot() -> BTreeMap<String, String> {
-    ["buddyinfo", "pagetypeinfo", "zoneinfo", "vmstat"]
-        .iter()
-        .map(|f| (f.to_string(), read(&format!("/proc/{f}"))))
-        .collect()
+/// The /proc texts of a run's start and end: buddyinfo, pagetypeinfo, zoneinfo, vmstat.
+pub fn proc_snapshot() -> Result<BTreeMap<String, String>, HostError> {
+    let mut m = BTreeMap::new();
+    for name in ["buddyinfo", "pagetypeinfo", "zoneinfo", "vmstat"] {
+        m.insert(name.to_string(), read(&format!("/proc/{name}"))?);
+    }
+    Ok(m)
+}
+
+/// What this VM adds beyond the page allocator (live-kernel-notes.md), as `key value` lines:
+/// the kernel release, free page reporting's `reported_kib` and `page_reporting_order`, and
+/// whether a `kdamond` (DAMON) thread runs. Recorded at the start and end of every run.
+pub fn host_facts() -> String {
+    let mut s = String::new();
+    let rd = |p: &str| std::fs::read_to_string(p).ok().map(|t| t.trim().to_string());
+    s += &format!(
+        "kernel_release {}\n",
+        rd("/proc/sys/kernel/osrelease").unwrap_or_default()
+    );
+    if let Some(v) = rd("/sys/module/page_reporting/parameters/reported_kib") {
+        s += &format!("page_reporting_reported_kib {v}\n");
+    }
+    if let Some(v) = rd("/sys/module/page_reporting/parameters/page_reporting_order") {
+        s += &format!("page_reporting_order {v}\n");
+    }
+    let kdamonds = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .bytes()
+                        .all(|b| b.is_ascii_digit())
+                        && rd(&format!("/proc/{}/comm", e.file_name().to_string_lossy()))
+                            .is_some_and(|c| c.starts_with("kdamond"))
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    s += &format!("kdamond_threads {kdamonds}\n");
+    s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The real files of a Linux 6.18 VM (shared/reference/samples).
+    const BUDDY: &str = "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 \n\
+Node 0, zone    DMA32      1      2      4      2      5      4      3      3      4      2    752 \n";
+
     #[test]
-    fn parses_the_reference_samples() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/reference/samples");
-        let Ok(pti) = std::fs::read_to_string(format!("{dir}/pagetypeinfo.txt")) else {
-            eprintln!("SKIPPED: no reference samples beside the repository");
-            return;
-        };
-        let (free, blocks) = pagetypeinfo(&pti);
-        assert!(
-            blocks[1] > blocks[0] && blocks.iter().sum::<u64>() > 0,
-            "{blocks:?}"
-        );
-        assert!(free[1] > 0, "{free:?}");
-        let bi = std::fs::read_to_string(format!("{dir}/buddyinfo.txt")).unwrap();
-        let by_order = buddyinfo_free_by_order(&bi);
-        assert_eq!(by_order.len(), 11);
-        // Free pages agree between the two files (taken at the same moment or not, both are
-        // whole-machine totals of the same kind).
-        assert!(by_order.iter().sum::<u64>() > 0);
+    fn buddyinfo_pages_per_order() {
+        let f = parse_buddyinfo(BUDDY);
+        assert_eq!(f.len(), 11);
+        assert_eq!(f[0], 1);
+        assert_eq!(f[1], 4);
+        assert_eq!(f[8], 5 << 8);
+        assert_eq!(f[10], 755 << 10);
+    }
+
+    #[test]
+    fn pagetypeinfo_sample_file() {
+        let t = include_str!("../tests/data/pagetypeinfo.txt");
+        let p = parse_pagetypeinfo(t);
+        assert_eq!(p.blocks_by_type, vec![1 + 45, 7 + 1528 + 560, 35, 0, 0]);
+        // Unmovable: DMA one order-8 block; Normal 406 380 178 12 2 43 19 10 4 0 0.
+        let normal_unmov: u64 = [406u64, 380, 178, 12, 2, 43, 19, 10, 4, 0, 0]
+            .iter()
+            .enumerate()
+            .map(|(o, n)| n << o)
+            .sum();
+        assert_eq!(p.free_by_type[0], 256 + normal_unmov);
+        assert_eq!(p.mixed_blocks, None);
+        // Free per type sums to the buddyinfo total.
+        let b: u64 = parse_buddyinfo(include_str!("../tests/data/buddyinfo.txt"))
+            .iter()
+            .sum();
+        assert_eq!(p.free_by_type.iter().sum::<u64>(), b);
+    }
+
+    #[test]
+    fn pagetypeinfo_capped_and_mixed() {
+        let t = "Node    0, zone   Normal, type      Movable >100000      0\n\n\
+Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n\
+Node 0, zone   Normal           45          560           35            0            0 \n\n\
+Number of mixed blocks    Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n\
+Node 0, zone   Normal            3            4            1            0            0 \n";
+        let p = parse_pagetypeinfo(t);
+        assert_eq!(p.free_by_type[1], 100000);
+        assert_eq!(p.blocks_by_type, vec![45, 560, 35, 0, 0]);
+        assert_eq!(p.mixed_blocks, Some(8));
+    }
+
+    #[test]
+    fn meminfo_field() {
+        let t = "MemTotal:       24684092 kB\nMemAvailable:   24219480 kB\n";
+        assert_eq!(meminfo_bytes(t, "MemAvailable"), Some(24219480 * 1024));
+        assert_eq!(meminfo_bytes(t, "MemFree"), None);
     }
 }

@@ -1,0 +1,820 @@
+//! The workload processes: each `[[workload.task]]` instance, each thp_burst generator and each
+//! thpchallenge thread runs in a process of its own (fork(2)), so that each has its own mm as
+//! the simulator models it. A worker sends a JSON [`WorkerReport`] back through a pipe when it
+//! ends, and dies with the engine (`PR_SET_PDEATHSIG` = SIGKILL, prctl(2)) if the engine is
+//! killed.
+//!
+//! Fault timing: every first write to a page is timed with `CLOCK_MONOTONIC` (`Instant`). On
+//! the first touch of a 2 MiB-aligned region the worker reads `/proc/self/pagemap`
+//! (Documentation/admin-guide/mm/pagemap.rst: bit 63 present, bits 0–54 PFN for root) for the
+//! region's first and last page: both present, PFN 512-aligned and contiguous means the fault
+//! mapped a PMD THP (order 9); otherwise the fault is counted as order 0 (mTHP orders are not
+//! told apart). Which allocator path served a fault cannot be seen from user space, so every
+//! histogram has path `"host"`.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write as _;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use fraglab_spec::result::{BurstResult, LatencyHistogram};
+use fraglab_spec::{TaskParams, TaskStep, ThpBurstParams, ThpChallengeParams};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+const PAGE: usize = 4096;
+const PMD_PAGES: usize = 512;
+const PMD: usize = PAGE * PMD_PAGES;
+
+/// Empty files created per page of reclaimable slab a `slab` step asks for: an ext4 inode
+/// (`ext4_inode_cache`, about 1.1 KiB) plus its dentry (192 B) is roughly a third of a page.
+pub const FILES_PER_SLAB_PAGE: u64 = 3;
+
+/// A latency histogram with power-of-two nanosecond buckets, like the simulator's.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hist {
+    pub buckets: Vec<u64>,
+    pub count: u64,
+    pub sum_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+impl Hist {
+    pub fn record(&mut self, ns: u64) {
+        let b = 63 - ns.max(1).leading_zeros() as usize;
+        if self.buckets.len() <= b {
+            self.buckets.resize(b + 1, 0);
+        }
+        self.buckets[b] += 1;
+        if self.count == 0 || ns < self.min_ns {
+            self.min_ns = ns;
+        }
+        self.max_ns = self.max_ns.max(ns);
+        self.count += 1;
+        self.sum_ns += ns;
+    }
+
+    pub fn merge(&mut self, o: &Hist) {
+        if o.count == 0 {
+            return;
+        }
+        if self.buckets.len() < o.buckets.len() {
+            self.buckets.resize(o.buckets.len(), 0);
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
+            *a += b;
+        }
+        self.min_ns = if self.count == 0 {
+            o.min_ns
+        } else {
+            self.min_ns.min(o.min_ns)
+        };
+        self.max_ns = self.max_ns.max(o.max_ns);
+        self.count += o.count;
+        self.sum_ns += o.sum_ns;
+    }
+
+    pub fn to_latency(&self, order: u32, path: &str) -> LatencyHistogram {
+        LatencyHistogram {
+            order,
+            path: path.to_string(),
+            count: self.count,
+            sum_ns: self.sum_ns,
+            min_ns: self.min_ns,
+            max_ns: self.max_ns,
+            log2_buckets: self.buckets.clone(),
+        }
+    }
+}
+
+/// What a worker sends back.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// Fault latency by folio order (9: PMD THP, 0: everything else).
+    pub faults: BTreeMap<u32, Hist>,
+    pub bursts: Vec<BurstResult>,
+    pub thpc_huge: Hist,
+    pub thpc_base: Hist,
+    /// The worker stopped because the run's duration ended.
+    pub hit_deadline: bool,
+    pub error: Option<String>,
+}
+
+/// What a worker runs.
+#[derive(Clone, Debug)]
+pub enum Job {
+    Task {
+        params: TaskParams,
+        instance: u32,
+        /// Spec file name → path in the run's directory.
+        files: BTreeMap<String, PathBuf>,
+        /// Where `slab` steps create their files.
+        slab_dir: PathBuf,
+    },
+    ThpBurst(ThpBurstParams),
+    ThpChallenge(ThpChallengeParams),
+}
+
+impl Job {
+    pub fn name(&self) -> String {
+        match self {
+            Job::Task { params, instance, .. } => format!("task {}[{instance}]", params.name),
+            Job::ThpBurst(_) => "thp_burst".into(),
+            Job::ThpChallenge(_) => "thpchallenge".into(),
+        }
+    }
+}
+
+/// A running worker, seen from the engine.
+pub struct Worker {
+    pub pid: libc::pid_t,
+    pub name: String,
+    pipe: File,
+    buf: Vec<u8>,
+    /// The wait status once reaped.
+    pub status: Option<i32>,
+}
+
+/// The run's clock, shared (by value) with every worker.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    pub t0: Instant,
+    pub deadline: Instant,
+    pub seed: u64,
+}
+
+/// Forks a worker for `job`. The child never returns from this function.
+pub fn spawn(job: &Job, clock: Clock) -> Result<Worker, crate::HostError> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(crate::HostError::io("pipe2", std::io::Error::last_os_error()));
+    }
+    // SAFETY: both descriptors are fresh and owned here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: fork; the child only runs this crate's code and leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(crate::HostError::io("fork", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        drop(rd);
+        // SAFETY: prctl/getppid have no memory preconditions.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+        }
+        crate::signals::reset_in_child();
+        let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(job, clock)))
+            .unwrap_or_else(|_| WorkerReport {
+                error: Some("worker panicked".into()),
+                ..Default::default()
+            });
+        let mut f = File::from(wr);
+        let ok = report.error.is_none();
+        let _ = f.write_all(serde_json::to_string(&report).unwrap_or_default().as_bytes());
+        drop(f);
+        // SAFETY: leave the forked child without running the parent's exit handlers.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+    }
+    drop(wr);
+    // SAFETY: fcntl on our read descriptor.
+    unsafe {
+        let fl = libc::fcntl(rd.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(rd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
+    }
+    Ok(Worker {
+        pid,
+        name: job.name(),
+        pipe: File::from(rd),
+        buf: Vec::new(),
+        status: None,
+    })
+}
+
+impl Worker {
+    /// Reads what the worker has written so far and reaps it if it has exited; true once it has.
+    pub fn poll(&mut self) -> bool {
+        self.drain();
+        if self.status.is_none() {
+            let mut st = 0;
+            // SAFETY: waitpid on our own child.
+            let r = unsafe { libc::waitpid(self.pid, &mut st, libc::WNOHANG) };
+            if r == self.pid {
+                self.status = Some(st);
+                self.drain();
+            }
+        }
+        self.status.is_some()
+    }
+
+    fn drain(&mut self) {
+        let mut chunk = [0u8; 8192];
+        loop {
+            match std::io::Read::read(&mut self.pipe, &mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+
+    /// SIGKILLs the worker (by its pid) if it is still running, and reaps it.
+    pub fn kill(&mut self) {
+        if self.status.is_none() {
+            // SAFETY: signalling and reaping our own child, which has not been reaped yet.
+            unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+                let mut st = 0;
+                libc::waitpid(self.pid, &mut st, 0);
+                self.status = Some(st);
+            }
+            self.drain();
+        }
+    }
+
+    /// The report, once the worker has exited.
+    pub fn report(&self) -> Result<WorkerReport, String> {
+        let st = self.status.unwrap_or(-1);
+        let rep: Option<WorkerReport> = serde_json::from_slice(&self.buf).ok();
+        match rep {
+            Some(r) => match &r.error {
+                Some(e) => Err(format!("{}: {e}", self.name)),
+                None => Ok(r),
+            },
+            None if libc::WIFSIGNALED(st) => Err(format!(
+                "{} (pid {}) killed by signal {}",
+                self.name,
+                self.pid,
+                libc::WTERMSIG(st)
+            )),
+            None => Err(format!("{} (pid {}) ended without a report", self.name, self.pid)),
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A worker's own state.
+struct Cx {
+    clock: Clock,
+    pagemap: Option<File>,
+    report: WorkerReport,
+    rng: ChaCha8Rng,
+}
+
+impl Cx {
+    fn past_deadline(&mut self) -> bool {
+        if Instant::now() >= self.clock.deadline {
+            self.report.hit_deadline = true;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Sleeps until `t` (or the deadline); false if the deadline came first.
+    fn sleep_until(&mut self, t: Instant) -> bool {
+        let end = t.min(self.clock.deadline);
+        let now = Instant::now();
+        if end > now {
+            std::thread::sleep(end - now);
+        }
+        !self.past_deadline()
+    }
+
+    fn at(&self, ns: u64) -> Instant {
+        self.clock.t0 + Duration::from_nanos(ns)
+    }
+
+    fn since_t0(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.clock.t0).as_nanos() as u64
+    }
+
+    fn fault(&mut self, order: u32, ns: u64) {
+        self.report.faults.entry(order).or_default().record(ns);
+    }
+
+    /// pagemap entry of virtual address `addr`.
+    fn pagemap_entry(&self, addr: usize) -> Option<u64> {
+        let f = self.pagemap.as_ref()?;
+        let mut b = [0u8; 8];
+        f.read_exact_at(&mut b, (addr / PAGE * 8) as u64).ok()?;
+        Some(u64::from_ne_bytes(b))
+    }
+
+    /// Whether the 2 MiB-aligned region at `addr` is mapped by one PMD THP (see the module doc).
+    fn pmd_thp(&self, addr: usize) -> bool {
+        let (Some(a), Some(b)) = (self.pagemap_entry(addr), self.pagemap_entry(addr + PMD - PAGE)) else {
+            return false;
+        };
+        let present = |e: u64| e >> 63 & 1 == 1;
+        let pfn = |e: u64| e & ((1 << 55) - 1);
+        if !present(a) || !present(b) {
+            return false;
+        }
+        if pfn(a) == 0 {
+            // No PFNs without CAP_SYS_ADMIN: both ends present after one fault is the sign.
+            return true;
+        }
+        pfn(a) % PMD_PAGES as u64 == 0 && pfn(b) == pfn(a) + PMD_PAGES as u64 - 1
+    }
+}
+
+/// An anonymous mapping (mmap(2) MAP_PRIVATE|MAP_ANONYMOUS), 2 MiB-aligned so that THP can back
+/// it, with MADV_HUGEPAGE if asked (madvise(2)); unmapped on drop.
+struct Vma {
+    base: usize,
+    len: usize,
+    /// Pages written since mapped (or since MADV_DONTNEED).
+    populated: Vec<bool>,
+    /// 2 MiB regions whose first touch was classified.
+    checked: Vec<bool>,
+}
+
+impl Vma {
+    fn new(size: u64, madvise: bool) -> Result<Vma, String> {
+        let len = (size as usize).div_ceil(PAGE) * PAGE;
+        let map_len = len + PMD;
+        // SAFETY: a fresh anonymous mapping; all later accesses stay inside [base, base+len).
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(format!("mmap {len} bytes: {}", std::io::Error::last_os_error()));
+        }
+        let start = p as usize;
+        let base = start.next_multiple_of(PMD);
+        // SAFETY: trimming the unaligned head and the tail of our own mapping.
+        unsafe {
+            if base > start {
+                libc::munmap(start as *mut _, base - start);
+            }
+            let end = base + len;
+            if start + map_len > end {
+                libc::munmap(end as *mut _, start + map_len - end);
+            }
+            if madvise && libc::madvise(base as *mut _, len, libc::MADV_HUGEPAGE) != 0 {
+                return Err(format!("MADV_HUGEPAGE: {}", std::io::Error::last_os_error()));
+            }
+        }
+        let pages = len / PAGE;
+        Ok(Vma {
+            base,
+            len,
+            populated: vec![false; pages],
+            checked: vec![false; pages.div_ceil(PMD_PAGES)],
+        })
+    }
+
+    fn pages(&self) -> usize {
+        self.len / PAGE
+    }
+
+    /// Writes the pages of `order` (page indices) not yet populated, timing each fault; returns
+    /// the summed fault time and the number of PMD THPs mapped. Stops at the deadline.
+    fn touch(&mut self, order: impl Iterator<Item = usize>, cx: &mut Cx) -> (u64, u64) {
+        let (mut total, mut huge) = (0u64, 0u64);
+        for (i, p) in order.enumerate() {
+            if i % PMD_PAGES == 0 && cx.past_deadline() {
+                break;
+            }
+            if self.populated[p] {
+                continue;
+            }
+            let addr = self.base + p * PAGE;
+            let t = Instant::now();
+            // SAFETY: addr is inside our mapping.
+            unsafe { std::ptr::write_volatile(addr as *mut u8, 1) };
+            let ns = t.elapsed().as_nanos() as u64;
+            total += ns;
+            self.populated[p] = true;
+            let r = p / PMD_PAGES;
+            if !self.checked[r] {
+                self.checked[r] = true;
+                let full = (r + 1) * PMD_PAGES <= self.pages();
+                if full && cx.pmd_thp(self.base + r * PMD) {
+                    huge += 1;
+                    cx.fault(9, ns);
+                    self.populated[r * PMD_PAGES..(r + 1) * PMD_PAGES].fill(true);
+                    continue;
+                }
+            }
+            cx.fault(0, ns);
+        }
+        (total, huge)
+    }
+
+    /// MADV_DONTNEED of [offset, offset + length) (page-rounded, clamped to the mapping).
+    fn dontneed(&mut self, offset: u64, length: u64) -> Result<(), String> {
+        let first = (offset as usize / PAGE).min(self.pages());
+        let end = (offset as usize / PAGE + (length as usize).div_ceil(PAGE)).min(self.pages());
+        if end <= first {
+            return Ok(());
+        }
+        // SAFETY: a range inside our mapping.
+        let r = unsafe {
+            libc::madvise(
+                (self.base + first * PAGE) as *mut _,
+                (end - first) * PAGE,
+                libc::MADV_DONTNEED,
+            )
+        };
+        if r != 0 {
+            return Err(format!("MADV_DONTNEED: {}", std::io::Error::last_os_error()));
+        }
+        self.populated[first..end].fill(false);
+        self.checked[first / PMD_PAGES..end.div_ceil(PMD_PAGES)].fill(false);
+        Ok(())
+    }
+}
+
+impl Drop for Vma {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, unmapped once.
+        unsafe {
+            libc::munmap(self.base as *mut _, self.len);
+        }
+    }
+}
+
+fn run_job(job: &Job, clock: Clock) -> WorkerReport {
+    let salt = match job {
+        Job::Task { instance, params, .. } => ((params.line as u64) << 20) + *instance as u64 + 1,
+        Job::ThpBurst(p) => (p.line as u64) << 20,
+        Job::ThpChallenge(p) => (p.line as u64) << 20,
+    };
+    let mut cx = Cx {
+        clock,
+        pagemap: File::open("/proc/self/pagemap").ok(),
+        report: WorkerReport::default(),
+        rng: ChaCha8Rng::seed_from_u64(clock.seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+    };
+    let r = match job {
+        Job::Task {
+            params,
+            files,
+            slab_dir,
+            instance,
+        } => run_task(params, *instance, files, slab_dir, &mut cx),
+        Job::ThpBurst(p) => run_burst(p, &mut cx),
+        Job::ThpChallenge(p) => run_challenge(p, &mut cx),
+    };
+    if let Err(e) = r {
+        cx.report.error = Some(e);
+    }
+    cx.report
+}
+
+/// What a task holds until it ends: pipes full of buffers and slab directories.
+#[derive(Default)]
+struct Held {
+    pipes: Vec<(OwnedFd, OwnedFd)>,
+    dirs: Vec<PathBuf>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.pipes.clear();
+        for d in &self.dirs {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+fn write_proc(path: &str, v: &str) -> Result<(), String> {
+    std::fs::write(path, v).map_err(|e| format!("{path}: {e}"))
+}
+
+fn run_task(
+    p: &TaskParams,
+    instance: u32,
+    files: &BTreeMap<String, PathBuf>,
+    slab_dir: &std::path::Path,
+    cx: &mut Cx,
+) -> Result<(), String> {
+    if !cx.sleep_until(cx.at(p.start_ns)) {
+        return Ok(());
+    }
+    let mut vmas: BTreeMap<String, Vma> = BTreeMap::new();
+    let mut held = Held::default();
+    let mut nslab = 0u32;
+    'run: for _ in 0..p.loops {
+        for step in &p.steps {
+            if cx.past_deadline() {
+                break 'run;
+            }
+            match step {
+                TaskStep::Mmap {
+                    vma,
+                    size_bytes,
+                    madvise,
+                } => {
+                    // Replacing a mapping unmaps the old one first (as the simulator does).
+                    vmas.remove(vma);
+                    vmas.insert(vma.clone(), Vma::new(*size_bytes, *madvise)?);
+                }
+                TaskStep::Touch { vma, random } => {
+                    let v = vmas
+                        .get_mut(vma)
+                        .ok_or_else(|| format!("touch of unmapped {vma}"))?;
+                    let mut order: Vec<usize> = (0..v.pages()).collect();
+                    if *random {
+                        order.shuffle(&mut cx.rng);
+                    }
+                    v.touch(order.into_iter(), cx);
+                }
+                TaskStep::Dontneed { vma, offset, length } => {
+                    let v = vmas
+                        .get_mut(vma)
+                        .ok_or_else(|| format!("dontneed of unmapped {vma}"))?;
+                    v.dontneed(*offset, *length)?;
+                }
+                TaskStep::Munmap { vma } => {
+                    vmas.remove(vma);
+                }
+                TaskStep::Compute { ns } => {
+                    let end = (Instant::now() + Duration::from_nanos(*ns)).min(cx.clock.deadline);
+                    let mut x = 0u64;
+                    while Instant::now() < end {
+                        for i in 0..1000u64 {
+                            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+                        }
+                    }
+                }
+                TaskStep::Sleep { ns } => {
+                    let t = Instant::now() + Duration::from_nanos(*ns);
+                    cx.sleep_until(t);
+                }
+                TaskStep::Read {
+                    file,
+                    offset,
+                    length,
+                    file_size,
+                    random,
+                } => read_file(&files[file], *offset, *length, *file_size, *random, cx)?,
+                TaskStep::Write {
+                    file,
+                    offset,
+                    length,
+                    chunk,
+                } => write_file(&files[file], *offset, *length, *chunk, cx)?,
+                TaskStep::Slab { count, reclaimable } => {
+                    if *reclaimable {
+                        let d = slab_dir.join(format!("{}-{instance}-{nslab}", p.name));
+                        nslab += 1;
+                        std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+                        held.dirs.push(d.clone());
+                        for i in 0..count * FILES_PER_SLAB_PAGE {
+                            if i % 1024 == 0 && cx.past_deadline() {
+                                break 'run;
+                            }
+                            let f = d.join(i.to_string());
+                            File::create(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+                        }
+                    } else {
+                        fill_pipes(*count, &mut held, cx)?;
+                    }
+                }
+                TaskStep::Delete { file } => {
+                    if let Some(path) = files.get(file) {
+                        let _ = std::fs::remove_file(path);
+                    }
+                }
+                TaskStep::CompactMemory => write_proc("/proc/sys/vm/compact_memory", "1")?,
+                TaskStep::DropCaches => write_proc("/proc/sys/vm/drop_caches", "3")?,
+            }
+        }
+    }
+    drop(vmas);
+    drop(held);
+    Ok(())
+}
+
+/// Unmovable kernel memory: pipes (pipe2(2)) enlarged with F_SETPIPE_SZ to 1 MiB and filled
+/// with 4 KiB writes, each of which allocates one order-0 pipe-buffer page
+/// (GFP_HIGHUSER | __GFP_ACCOUNT, no __GFP_MOVABLE), held until the task ends.
+fn fill_pipes(pages: u64, held: &mut Held, cx: &mut Cx) -> Result<(), String> {
+    let buf = [0xa5u8; PAGE];
+    let mut left = pages;
+    while left > 0 {
+        if cx.past_deadline() {
+            return Ok(());
+        }
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two descriptors.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
+            return Err(format!(
+                "pipe2 after {} pipes: {}",
+                held.pipes.len(),
+                std::io::Error::last_os_error()
+            ));
+        }
+        // SAFETY: fresh descriptors, owned from here.
+        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: fcntl on our pipe; failure leaves the default 64 KiB.
+        unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+        loop {
+            if left == 0 {
+                break;
+            }
+            // SAFETY: writing our buffer to our pipe.
+            let n = unsafe { libc::write(w.as_raw_fd(), buf.as_ptr() as *const _, PAGE) };
+            if n < PAGE as isize {
+                break;
+            }
+            left -= 1;
+        }
+        held.pipes.push((r, w));
+    }
+    Ok(())
+}
+
+fn read_file(
+    path: &std::path::Path,
+    offset: u64,
+    length: u64,
+    file_size: u64,
+    random: bool,
+    cx: &mut Cx,
+) -> Result<(), String> {
+    let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let err = |e: std::io::Error| format!("read {}: {e}", path.display());
+    if random {
+        let mut b = [0u8; PAGE];
+        let pages = file_size.div_ceil(PAGE as u64).max(1);
+        for i in 0..length.div_ceil(PAGE as u64) {
+            if i % 256 == 0 && cx.past_deadline() {
+                break;
+            }
+            let p = cx.rng.gen_range(0..pages);
+            f.read_at(&mut b, p * PAGE as u64).map_err(err)?;
+        }
+    } else {
+        let mut b = vec![0u8; 128 << 10];
+        let mut done = 0u64;
+        while done < length {
+            if cx.past_deadline() {
+                break;
+            }
+            let n = (length - done).min(b.len() as u64) as usize;
+            let got = f.read_at(&mut b[..n], offset + done).map_err(err)?;
+            if got == 0 {
+                break;
+            }
+            done += got as u64;
+        }
+    }
+    Ok(())
+}
+
+fn write_file(
+    path: &std::path::Path,
+    offset: u64,
+    length: u64,
+    chunk: u64,
+    cx: &mut Cx,
+) -> Result<(), String> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let b = vec![0x5au8; chunk.min(64 << 20) as usize];
+    let mut done = 0u64;
+    while done < length {
+        if cx.past_deadline() {
+            break;
+        }
+        let n = (length - done).min(b.len() as u64) as usize;
+        f.write_all_at(&b[..n], offset + done)
+            .map_err(|e| format!("write {}: {e}", path.display()))?;
+        done += n as u64;
+    }
+    Ok(())
+}
+
+/// The seed-001 "Hugealloc" process: every `interval`, map `size` with MADV_HUGEPAGE, fault it
+/// in 2 MiB steps (timed: the burst's `alloc_ns`), hold it `hold`, unmap it.
+fn run_burst(p: &ThpBurstParams, cx: &mut Cx) -> Result<(), String> {
+    for i in 0..p.bursts as u64 {
+        let start = cx.at(p.start_ns + i * p.interval_ns);
+        if !cx.sleep_until(start) {
+            break;
+        }
+        let t = Instant::now();
+        let mut v = Vma::new(p.size_bytes, true)?;
+        let mut b = BurstResult {
+            start_ns: cx.since_t0(t),
+            ..Default::default()
+        };
+        let pages = v.pages();
+        for s in (0..pages).step_by(PMD_PAGES) {
+            if cx.past_deadline() {
+                break;
+            }
+            let (ns, huge) = v.touch(s..(s + PMD_PAGES).min(pages), cx);
+            b.alloc_ns += ns;
+            b.faults += 1;
+            b.huge += huge;
+        }
+        cx.report.bursts.push(b);
+        cx.sleep_until(t + Duration::from_nanos(p.hold_ns));
+        drop(v);
+    }
+    Ok(())
+}
+
+/// One thread of mmtests' thpchallenge: map `size`, fault it in 2 MiB steps (each step timed
+/// and counted as huge or base), hold it, exit.
+fn run_challenge(p: &ThpChallengeParams, cx: &mut Cx) -> Result<(), String> {
+    let start = cx.at(p.start_ns);
+    if !cx.sleep_until(start) {
+        return Ok(());
+    }
+    let mut v = Vma::new(p.size_bytes, p.madvised)?;
+    let pages = v.pages();
+    for s in (0..pages).step_by(PMD_PAGES) {
+        if cx.past_deadline() {
+            break;
+        }
+        let (ns, huge) = v.touch(s..(s + PMD_PAGES).min(pages), cx);
+        if huge > 0 {
+            cx.report.thpc_huge.record(ns);
+        } else {
+            cx.report.thpc_base.record(ns);
+        }
+    }
+    cx.sleep_until(Instant::now() + Duration::from_nanos(p.hold_ns));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hist_merge() {
+        let mut a = Hist::default();
+        a.record(100);
+        a.record(3000);
+        let mut b = Hist::default();
+        b.record(10);
+        a.merge(&b);
+        assert_eq!(a.count, 3);
+        assert_eq!(a.min_ns, 10);
+        assert_eq!(a.max_ns, 3000);
+        assert_eq!(a.sum_ns, 3110);
+        assert_eq!(a.buckets[3], 1);
+        assert_eq!(a.buckets[6], 1);
+        assert_eq!(a.buckets[11], 1);
+    }
+
+    #[test]
+    fn vma_touch_and_dontneed() {
+        let clock = Clock {
+            t0: Instant::now(),
+            deadline: Instant::now() + Duration::from_secs(60),
+            seed: 1,
+        };
+        let mut cx = Cx {
+            clock,
+            pagemap: File::open("/proc/self/pagemap").ok(),
+            report: WorkerReport::default(),
+            rng: ChaCha8Rng::seed_from_u64(1),
+        };
+        let mut v = Vma::new(4 << 20, false).unwrap();
+        assert_eq!(v.base % PMD, 0);
+        assert_eq!(v.pages(), 1024);
+        v.touch(0..1024, &mut cx);
+        let n: u64 = cx.report.faults.values().map(|h| h.count).sum();
+        // Every page is either its own fault or part of a THP.
+        let huge = cx.report.faults.get(&9).map_or(0, |h| h.count);
+        assert_eq!(n - huge + huge * 512, 1024);
+        v.dontneed(0, 8192).unwrap();
+        assert!(!v.populated[0] && !v.populated[1] && v.populated[2]);
+        v.touch(0..4, &mut cx);
+        assert!(v.populated[..4].iter().all(|x| *x));
+    }
+}

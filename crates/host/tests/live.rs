@@ -1,0 +1,609 @@
+//! Live tests of the host engine on this machine's kernel. Each runs only where the engine may
+//! run (root, Linux >= 6.15, MemAvailable >= 6 GiB, no other host run); otherwise it prints why
+//! and returns. Each keeps its anonymous memory at or under 1 GiB.
+//!
+//! The knobs these tests change are low-impact ones (writeback and khugepaged periods, moved by
+//! one unit) so that other measurements on the machine are not disturbed; THP enabled/defrag
+//! are set to "madvise", the machine's default.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use fraglab_host::{
+    host_run, knob_path, preflight, restore_from_state_file, snapshot, HostError, HostOptions,
+};
+
+/// Tests that change knobs run one at a time (two runs would restore each other's values).
+static LOCK: Mutex<()> = Mutex::new(());
+
+const GIB: u64 = 1 << 30;
+
+fn skip_reason() -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return Some("not Linux".into());
+    }
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root".into());
+    }
+    let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut it = rel.trim().split(|c: char| !c.is_ascii_digit());
+    let v: (u32, u32) = (
+        it.next().and_then(|x| x.parse().ok()).unwrap_or(0),
+        it.next().and_then(|x| x.parse().ok()).unwrap_or(0),
+    );
+    if v < (6, 15) {
+        return Some(format!("kernel {} older than 6.15", rel.trim()));
+    }
+    let avail = fraglab_host::procfs::mem_available().unwrap_or(0);
+    if avail < 6 * GIB {
+        return Some(format!("MemAvailable {} MiB < 6 GiB", avail >> 20));
+    }
+    None
+}
+
+macro_rules! live_or_return {
+    () => {{
+        let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(why) = skip_reason() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        guard
+    }};
+}
+
+fn knob(name: &str) -> String {
+    fraglab_host::knobs::read_knob(&knob_path(name)).unwrap()
+}
+
+/// Two low-impact knobs and the values one unit away from their current ones.
+fn test_knobs() -> Vec<(&'static str, String, String)> {
+    [
+        "vm.dirty_writeback_centisecs",
+        "transparent_hugepage/khugepaged/alloc_sleep_millisecs",
+    ]
+    .into_iter()
+    .map(|n| {
+        let cur = knob(n);
+        let new = (cur.parse::<i64>().unwrap() + 1).to_string();
+        (n, cur, new)
+    })
+    .collect()
+}
+
+fn knobs_toml(k: &[(&str, String, String)]) -> String {
+    k.iter().map(|(n, _, new)| format!("\"{n}\" = {new}\n")).collect()
+}
+
+fn spec(text: &str) -> fraglab_spec::Spec {
+    fraglab_spec::parse_spec(text, "live.toml").unwrap()
+}
+
+fn state_path(tag: &str) -> PathBuf {
+    PathBuf::from(format!(
+        "/run/fraglab-host-test-{}-{tag}.restore",
+        std::process::id()
+    ))
+}
+
+#[test]
+fn fragmenting_thp_run_produces_a_result_and_restores_knobs() {
+    let _g = live_or_return!();
+    let k = test_knobs();
+    let s = spec(&format!(
+        r#"
+name = "live-frag-thp"
+[machine]
+memory = "1GiB"
+[knobs]
+"transparent_hugepage/enabled" = "madvise"
+"transparent_hugepage/defrag" = "madvise"
+{}
+[workload]
+duration = "30s"
+[[workload.task]]
+name = "fragmenter"
+steps = [
+  {{ mmap = "a", size = "128MiB" }},
+  {{ touch = "a", pattern = "random" }},
+  {{ dontneed = "a", offset = "0", length = "16MiB" }},
+  {{ dontneed = "a", offset = "64MiB", length = "16MiB" }},
+  {{ pipes = 512 }},
+  {{ slab = 300 }},
+  {{ write = "log", length = "8MiB", chunk = "256KiB" }},
+  {{ read = "data", length = "8MiB", file_size = "16MiB" }},
+  {{ sleep = "1500ms" }},
+]
+[[workload.task]]
+name = "thp"
+start = "500ms"
+steps = [
+  {{ mmap = "h", size = "128MiB", madvise = true }},
+  {{ touch = "h" }},
+  {{ compute = "100ms" }},
+]
+[[workload.thp_burst]]
+interval = "400ms"
+size = "32MiB"
+hold = "200ms"
+bursts = 3
+start = "200ms"
+"#,
+        knobs_toml(&k)
+    ));
+    let opts = HostOptions {
+        state_file: Some(state_path("normal")),
+        ..Default::default()
+    };
+    let plan = preflight(&s, &opts).unwrap();
+    let shown = plan.to_string();
+    for (n, cur, new) in &k {
+        assert!(
+            shown.contains(&format!("{cur} -> {new}")),
+            "{n} missing from the plan:\n{shown}"
+        );
+    }
+    assert_eq!(plan.processes, 3);
+    assert_eq!(plan.planned_anon_bytes, (128 + 128 + 32) << 20);
+
+    eprintln!("{plan}");
+    let t = Instant::now();
+    let r = host_run(&s, &opts).unwrap();
+    eprintln!("run took {:?}", t.elapsed());
+
+    // Knobs: applied during the run (recorded in proc_start), restored after.
+    for (n, cur, new) in &k {
+        assert!(
+            r.proc_start["knobs"].contains(&format!("{n} = {new}\n")),
+            "{n} not applied: {}",
+            r.proc_start["knobs"]
+        );
+        assert_eq!(&knob(n), cur, "{n} not restored");
+    }
+    assert!(
+        !state_path("normal").exists(),
+        "state file left after a clean run"
+    );
+
+    let huge_h = r.fault_latency.iter().find(|h| h.order == 9);
+    let base_h = r.fault_latency.iter().find(|h| h.order == 0);
+    let mean = |h: Option<&fraglab_spec::result::LatencyHistogram>| {
+        h.map_or(0.0, |h| h.sum_ns as f64 / h.count.max(1) as f64 / 1000.0)
+    };
+    eprintln!(
+        "samples {}, thp_fault_alloc +{}, thp_fault_fallback +{}, order-9 faults {} mean {:.1} us, \
+         order-0 faults {} mean {:.2} us, bursts {:?}, host {:?} -> {:?}",
+        r.samples.len(),
+        r.vmstat_delta["thp_fault_alloc"],
+        r.vmstat_delta["thp_fault_fallback"],
+        huge_h.map_or(0, |h| h.count),
+        mean(huge_h),
+        base_h.map_or(0, |h| h.count),
+        mean(base_h),
+        r.bursts
+            .iter()
+            .map(|b| (b.huge, b.alloc_ns / 1000))
+            .collect::<Vec<_>>(),
+        r.proc_start["host"],
+        r.proc_end["host"],
+    );
+    assert_eq!(r.engine, "host");
+    assert_eq!(r.spec_name.as_deref(), Some("live-frag-thp"));
+    assert!(
+        r.duration_ns >= 1_500_000_000,
+        "ended too early: {} ns",
+        r.duration_ns
+    );
+    assert!(r.samples.len() >= 3, "{} samples", r.samples.len());
+    for w in r.samples.windows(2) {
+        assert!(w[0].t_ns < w[1].t_ns);
+        assert!(w[0].thp_fault_alloc <= w[1].thp_fault_alloc);
+    }
+    for smp in &r.samples {
+        assert_eq!(smp.free_by_order.len(), 11);
+        assert_eq!(smp.free_by_type.len(), 5);
+        // Per-type and per-order free counts come from two files read a moment apart.
+        let (a, b) = (
+            smp.free_by_order.iter().sum::<u64>(),
+            smp.free_by_type.iter().sum::<u64>(),
+        );
+        assert!(a.abs_diff(b) < a / 20 + 4096, "buddyinfo {a} vs pagetypeinfo {b}");
+        assert!(
+            smp.blocks_by_type[1] > 1000,
+            "movable blocks {:?}",
+            smp.blocks_by_type
+        );
+    }
+    // THP: the madvised task and the bursts fault 2 MiB folios on an unfragmented machine.
+    let thp = r.vmstat_delta["thp_fault_alloc"];
+    assert!(thp >= 32, "thp_fault_alloc delta {thp}");
+    let last = r.samples.last().unwrap();
+    assert!(last.thp_fault_alloc >= r.samples[0].thp_fault_alloc + 32);
+    let huge = r
+        .fault_latency
+        .iter()
+        .find(|h| h.order == 9)
+        .expect("order-9 histogram");
+    assert_eq!(huge.path, "host");
+    assert!(huge.count >= 32, "order-9 faults {}", huge.count);
+    assert!(
+        huge.min_ns > 10_000,
+        "a 2 MiB fault zeroes 2 MiB: min {} ns",
+        huge.min_ns
+    );
+    let base = r
+        .fault_latency
+        .iter()
+        .find(|h| h.order == 0)
+        .expect("order-0 histogram");
+    // The fragmenter's 128 MiB without MADV_HUGEPAGE (THP = madvise): 32768 base faults.
+    assert!(base.count >= 32768, "order-0 faults {}", base.count);
+    assert_eq!(base.log2_buckets.iter().sum::<u64>(), base.count);
+    assert_eq!(r.bursts.len(), 3);
+    for b in &r.bursts {
+        assert_eq!(b.faults, 16);
+        assert!(b.huge >= 1 && b.huge <= 16);
+        assert!(b.alloc_ns > 0);
+    }
+    assert!(r.bursts[1].start_ns >= r.bursts[0].start_ns + 350_000_000);
+    for key in ["buddyinfo", "pagetypeinfo", "zoneinfo", "vmstat", "knobs", "host"] {
+        assert!(
+            r.proc_start.contains_key(key) && r.proc_end.contains_key(key),
+            "{key}"
+        );
+    }
+    assert!(r.proc_end["buddyinfo"].contains("zone   Normal"));
+    // The run's directory is gone.
+    let left: Vec<_> = std::fs::read_dir("/var/tmp")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("fraglab-host-{}-", std::process::id()))
+        })
+        .collect();
+    assert!(left.is_empty(), "run directory left: {left:?}");
+    let json = serde_json::to_string(&r).unwrap();
+    let back: fraglab_spec::result::RunResult = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, r);
+}
+
+#[test]
+fn thpchallenge_counts_every_step() {
+    let _g = live_or_return!();
+    let s = spec(
+        r#"
+[machine]
+memory = "1GiB"
+[workload]
+duration = "20s"
+[[workload.thpchallenge]]
+threads = 2
+size = "64MiB"
+madvised = true
+hold = "100ms"
+"#,
+    );
+    let r = host_run(&s, &HostOptions::default()).unwrap();
+    let t = r.thpchallenge.expect("thpchallenge result");
+    // 2 threads x 32 steps of 2 MiB, each either huge or base.
+    assert_eq!(t.huge.count + t.base.count, 64);
+    assert_eq!(t.huge.order, 9);
+    assert!(t.huge.count > 0, "no huge step on an unfragmented machine");
+    let pct = t.huge.count as f64 * 100.0 / 64.0;
+    assert!((t.huge_pct - pct).abs() < 1e-9);
+    assert!(r.vmstat_delta["thp_fault_alloc"] >= t.huge.count as i64);
+}
+
+#[test]
+fn knob_guard_restores_while_unwinding() {
+    let _g = live_or_return!();
+    let k = test_knobs();
+    let state = state_path("panic");
+    let new: Vec<(String, String)> = k.iter().map(|(n, _, v)| (n.to_string(), v.clone())).collect();
+    let r = std::panic::catch_unwind(|| {
+        let _guard = fraglab_host::KnobGuard::apply(&new, &state, Default::default()).unwrap();
+        for (n, _, v) in &k {
+            assert_eq!(&knob(n), v, "{n} not applied");
+        }
+        assert!(state.exists());
+        panic!("in the middle of a run");
+    });
+    assert!(r.is_err());
+    for (n, cur, _) in &k {
+        assert_eq!(&knob(n), cur, "{n} not restored after a panic");
+    }
+    assert!(!state.exists());
+}
+
+#[test]
+fn unsafe_specs_are_refused() {
+    let _g = live_or_return!();
+    let s = spec(
+        r#"
+[machine]
+memory = "1GiB"
+[workload]
+duration = "1s"
+[[workload.task]]
+count = 4
+steps = [{ mmap = "a", size = "3GiB" }, { touch = "a" }]
+"#,
+    );
+    let e = preflight(&s, &HostOptions::default()).unwrap_err();
+    assert!(matches!(e, HostError::Unsafe(_)), "{e}");
+    assert_eq!(e.exit_code(), 15);
+    // Under the cap, but the floor is set above what is available.
+    let avail = fraglab_host::procfs::mem_available().unwrap();
+    let opts = HostOptions {
+        anon_cap_bytes: 100 * GIB,
+        mem_floor_bytes: avail,
+        ..Default::default()
+    };
+    assert!(matches!(preflight(&s, &opts), Err(HostError::Unsafe(_))));
+    let kb = spec(
+        r#"
+[machine]
+memory = "1GiB"
+[workload]
+duration = "1s"
+[[workload.kbuild]]
+jobs = 4
+"#,
+    );
+    let e = preflight(&kb, &HostOptions::default()).unwrap_err();
+    assert!(matches!(e, HostError::Unsupported(_)), "{e}");
+}
+
+#[test]
+fn memory_floor_stops_the_run_and_restores() {
+    let _g = live_or_return!();
+    let k = test_knobs();
+    let s = spec(&format!(
+        "[machine]\nmemory = \"1GiB\"\n[knobs]\n{}[workload]\nduration = \"20s\"\n\
+         [[workload.task]]\nsteps = [{{ mmap = \"a\", size = \"16MiB\" }}, {{ touch = \"a\" }}, {{ sleep = \"15s\" }}]\n",
+        knobs_toml(&k)
+    ));
+    let avail = fraglab_host::procfs::mem_available().unwrap();
+    let opts = HostOptions {
+        mem_floor_bytes: avail - (256 << 20),
+        state_file: Some(state_path("floor")),
+        ..Default::default()
+    };
+    // Someone else (this thread) takes 900 MiB during the run.
+    let eater = std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_millis(700));
+        let mut v = vec![0u8; 900 << 20];
+        for i in (0..v.len()).step_by(4096) {
+            v[i] = 1;
+        }
+        std::thread::sleep(Duration::from_secs(3));
+        std::hint::black_box(&v);
+    });
+    let t = Instant::now();
+    let e = host_run(&s, &opts).unwrap_err();
+    eater.join().unwrap();
+    assert!(matches!(e, HostError::MemoryFloor { .. }), "{e}");
+    assert_eq!(e.exit_code(), 19);
+    assert!(t.elapsed() < Duration::from_secs(10), "the run was not stopped");
+    for (n, cur, _) in &k {
+        assert_eq!(&knob(n), cur, "{n} not restored");
+    }
+    assert!(!state_path("floor").exists());
+}
+
+#[test]
+fn tracing_counts_events_and_cleans_up() {
+    let _g = live_or_return!();
+    let mounts = |fs: &str| -> Vec<String> {
+        std::fs::read_to_string("/proc/mounts")
+            .unwrap()
+            .lines()
+            .filter(|l| l.split_whitespace().nth(2) == Some(fs))
+            .map(String::from)
+            .collect()
+    };
+    let before = mounts("tracefs");
+    let s = spec(
+        r#"
+[machine]
+memory = "1GiB"
+[run]
+trace = ["kmem:mm_page_alloc", "compaction:*"]
+[workload]
+duration = "5s"
+[[workload.task]]
+steps = [{ mmap = "a", size = "16MiB" }, { touch = "a" }]
+"#,
+    );
+    let opts = HostOptions {
+        trace: true,
+        ..Default::default()
+    };
+    let r = host_run(&s, &opts).unwrap();
+    let counts = &r.proc_end["trace_counts"];
+    let allocs: u64 = counts
+        .lines()
+        .find_map(|l| l.strip_prefix("mm_page_alloc "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert!(allocs >= 4096, "mm_page_alloc events {allocs}: {counts}");
+    assert!(r.proc_end["trace"].contains("mm_page_alloc:"));
+    assert_eq!(mounts("tracefs"), before, "tracefs mounts changed");
+    if let Some(root) = fraglab_host::trace::tracefs_mount() {
+        let inst = root
+            .join("instances")
+            .join(format!("fraglab-host-{}", std::process::id()));
+        assert!(!inst.exists(), "instance {} left", inst.display());
+    }
+}
+
+#[test]
+fn snapshot_has_proc_files_and_knobs() {
+    let _g = live_or_return!();
+    let r = snapshot().unwrap();
+    assert_eq!(r.engine, "host");
+    assert_eq!(r.samples.len(), 1);
+    assert!(r.samples[0].free_by_order.iter().sum::<u64>() > 0);
+    let k = &r.proc_start["knobs"];
+    assert!(k.contains(&format!(
+        "transparent_hugepage/enabled = {}\n",
+        knob("transparent_hugepage/enabled")
+    )));
+    assert!(k.contains(&format!("vm.swappiness = {}\n", knob("vm.swappiness"))));
+    assert!(r.proc_start["pagetypeinfo"].starts_with("Page block order: 9"));
+}
+
+// ---- A run killed from outside: the knob test re-executes this test binary as the run. ----
+
+const CHILD_ENV: &str = "FRAGLAB_HOST_TEST_CHILD";
+
+/// Not a test of its own: the body of the child process of the kill tests (it does nothing
+/// unless CHILD_ENV is set). It runs a spec that sets the knobs given in the environment and
+/// sleeps, and exits with the engine's exit code.
+#[test]
+fn child_helper() {
+    let Ok(state) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let knobs = std::env::var("FRAGLAB_HOST_TEST_KNOBS").unwrap();
+    let s = spec(&format!(
+        "[machine]\nmemory = \"1GiB\"\n[knobs]\n{knobs}[workload]\nduration = \"60s\"\n\
+         [[workload.task]]\ncount = 2\nsteps = [{{ mmap = \"a\", size = \"32MiB\" }}, {{ touch = \"a\" }}, {{ sleep = \"50s\" }}]\n"
+    ));
+    let opts = HostOptions {
+        state_file: Some(PathBuf::from(state)),
+        ..Default::default()
+    };
+    match host_run(&s, &opts) {
+        Ok(_) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("child: {e}");
+            std::process::exit(e.exit_code())
+        }
+    }
+}
+
+/// Pids of processes whose environment has `CHILD_ENV=<state>` (the run and its workers).
+fn processes_with(state: &Path) -> Vec<u32> {
+    let needle = format!("{CHILD_ENV}={}", state.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Starts the child run and waits until its knobs are applied and its workers run.
+fn start_child(tag: &str, k: &[(&str, String, String)]) -> (std::process::Child, PathBuf) {
+    let state = state_path(tag);
+    let _ = std::fs::remove_file(&state);
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_helper", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, &state)
+        .env("FRAGLAB_HOST_TEST_KNOBS", knobs_toml(k))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    loop {
+        let applied = k.iter().all(|(n, _, new)| &knob(n) == new);
+        // The run process and its two workers.
+        if state.exists() && applied && processes_with(&state).len() >= 3 {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "child run did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    (child, state)
+}
+
+fn wait_gone(state: &Path) {
+    let t = Instant::now();
+    while !processes_with(state).is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "workload processes left: {:?}",
+            processes_with(state)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn knobs_restored_when_the_run_gets_sigterm() {
+    let _g = live_or_return!();
+    let k = test_knobs();
+    let (mut child, state) = start_child("term", &k);
+    // SAFETY: signalling the child this test started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(128 + libc::SIGTERM), "exit status {st:?}");
+    for (n, cur, _) in &k {
+        assert_eq!(&knob(n), cur, "{n} not restored after SIGTERM");
+    }
+    assert!(!state.exists(), "state file left after a clean restore");
+    wait_gone(&state);
+}
+
+#[test]
+fn state_file_restores_after_sigkill() {
+    let _g = live_or_return!();
+    let k = test_knobs();
+    let (mut child, state) = start_child("kill", &k);
+    // SAFETY: signalling the child this test started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), None, "killed by a signal");
+    // Nothing could restore: the knobs keep the run's values and the state file is there.
+    let changed: Vec<bool> = k.iter().map(|(n, _, new)| &knob(n) == new).collect();
+    let kept = state.exists();
+    let saved: fraglab_host::StateFile =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap_or_default()).unwrap();
+    let workdir = saved
+        .cleanup
+        .workdir
+        .clone()
+        .expect("the run's directory is in the state file");
+    let workdir_was_left = workdir.is_dir();
+    // Restore before asserting, so that a failed assertion does not leave knobs changed.
+    let restored = restore_from_state_file(&state);
+    for (n, cur, _) in &k {
+        assert_eq!(&knob(n), cur, "{n} not restored from the state file");
+    }
+    assert!(
+        changed.iter().all(|c| *c),
+        "knobs were restored without the state file?"
+    );
+    assert!(kept, "no state file after SIGKILL");
+    let restored = restored.unwrap();
+    assert_eq!(restored.len(), k.len());
+    assert!(!state.exists(), "state file not removed after restore");
+    assert!(
+        workdir_was_left,
+        "{} was not left by the killed run",
+        workdir.display()
+    );
+    assert!(
+        !workdir.exists(),
+        "{} not removed by the restore",
+        workdir.display()
+    );
+    // The workers die with the run (PR_SET_PDEATHSIG).
+    wait_gone(&state);
+    // A second restore has nothing to read.
+    assert!(matches!(
+        restore_from_state_file(&state),
+        Err(HostError::Io { .. })
+    ));
+}
