@@ -491,7 +491,7 @@ fn write_json(path: &std::path::Path, json: String) -> Result<(), String> {
 fn host(cmd: HostCmd) -> Result<(), String> {
     let fail = |e: fraglab_host::HostError| -> ! {
         eprintln!("fraglab host: {e}");
-        std::process::exit(e.exit_code() as i32)
+        std::process::exit(e.exit_code())
     };
     match cmd {
         HostCmd::Run {
