@@ -118,7 +118,9 @@ enum Cmd {
     ///
     /// Each CONFIG is `[LABEL=]SPEC[@KEY=VALUE,...]`: SPEC is a file or `example:NAME`; KEY is a
     /// knob name (`vm.defrag_mode`) or `model.X`, `run.X`, `machine.X`, `cost.X`,
-    /// `workload.X`. The first CONFIG is the baseline.
+    /// `workload.X`, or a path into a workload's tables (`workload.kbuild.jobs_parallel` sets
+    /// it in every `[[workload.kbuild]]`, `workload.thp_burst[1].size` in the second only).
+    /// The first CONFIG is the baseline.
     Compare {
         #[arg(required = true)]
         configs: Vec<String>,

@@ -521,9 +521,12 @@ const OVERRIDE_TABLES: &[&str] = &["model", "run", "machine", "cost", "workload"
 
 /// Applies `KEY=VALUE` overrides to a spec's text, for `fraglab compare`'s variants: a key
 /// `model.X`, `run.X`, `machine.X`, `cost.X` or `workload.X` sets that table's scalar key,
-/// any other key is a knob under `[knobs]`. A value is TOML (`1`, `true`, `"madvise"`); a bare
-/// word that is not valid TOML is taken as a string. Returns the new text, to be parsed by
-/// [`parse_spec`]; an override that cannot apply is an error naming it.
+/// any other key is a knob under `[knobs]`. A longer path reaches into nested tables and
+/// arrays of tables: `workload.kbuild.jobs_parallel` sets the key in every
+/// `[[workload.kbuild]]` entry, `workload.thp_burst[1].size` in the second one only (the
+/// table or entry must exist; the last key need not). A value is TOML (`1`, `true`,
+/// `"madvise"`); a bare word that is not valid TOML is taken as a string. Returns the new
+/// text, to be parsed by [`parse_spec`]; an override that cannot apply is an error naming it.
 pub fn apply_overrides(text: &str, overrides: &[(String, String)]) -> Result<String, String> {
     let mut doc: toml_edit::DocumentMut = text
         .parse()
@@ -533,11 +536,11 @@ pub fn apply_overrides(text: &str, overrides: &[(String, String)]) -> Result<Str
             Ok(v) => v,
             Err(_) => raw.as_str().into(),
         };
-        let (table, name) = match key.split_once('.') {
+        let (table, rest) = match key.split_once('.') {
             Some((t, k)) if OVERRIDE_TABLES.contains(&t) => (t, k),
             _ => ("knobs", key.as_str()),
         };
-        if name.is_empty() {
+        if rest.is_empty() || (table != "knobs" && rest.split('.').any(str::is_empty)) {
             return Err(format!("override {key}: empty key"));
         }
         let t = doc
@@ -545,9 +548,73 @@ pub fn apply_overrides(text: &str, overrides: &[(String, String)]) -> Result<Str
             .or_insert(toml_edit::table())
             .as_table_mut()
             .ok_or_else(|| format!("override {key}: `{table}` is not a table in the spec"))?;
-        t.insert(name, toml_edit::Item::Value(value));
+        if table == "knobs" {
+            // Knob names contain dots and slashes themselves (`vm.defrag_mode`).
+            t.insert(rest, toml_edit::Item::Value(value));
+            continue;
+        }
+        let path: Vec<&str> = rest.split('.').collect();
+        let n = set_path(t, &path, &value).map_err(|m| format!("override {key}: {m}"))?;
+        if n == 0 {
+            return Err(format!(
+                "override {key}: the spec has no `{table}` entry to set it in"
+            ));
+        }
     }
     Ok(doc.to_string())
+}
+
+/// Sets `path` (the last element a key, the others tables, arrays of tables, or `name[i]`
+/// entries of arrays of tables) under `t` to `value`; returns how many keys were set.
+fn set_path(t: &mut toml_edit::Table, path: &[&str], value: &toml_edit::Value) -> Result<usize, String> {
+    let (first, rest) = path.split_first().expect("a non-empty path");
+    if rest.is_empty() {
+        if first.contains('[') {
+            return Err(format!("`{first}`: an index needs a key after it"));
+        }
+        if t.get(first)
+            .is_some_and(|i| i.is_table_like() || i.is_array_of_tables())
+        {
+            return Err(format!("`{first}` is a table, not a value"));
+        }
+        t.insert(first, toml_edit::Item::Value(value.clone()));
+        return Ok(1);
+    }
+    let (name, index) = match first.split_once('[') {
+        Some((n, i)) => {
+            let i = i
+                .strip_suffix(']')
+                .and_then(|i| i.parse::<usize>().ok())
+                .ok_or_else(|| format!("`{first}`: an index is `name[N]`"))?;
+            (n, Some(i))
+        }
+        None => (*first, None),
+    };
+    let item = t
+        .get_mut(name)
+        .ok_or_else(|| format!("the spec has no `{name}`"))?;
+    match item {
+        toml_edit::Item::ArrayOfTables(a) => {
+            let len = a.len();
+            match index {
+                Some(i) => {
+                    let e = a
+                        .get_mut(i)
+                        .ok_or_else(|| format!("`{name}` has {len} entries, not an entry {i}"))?;
+                    set_path(e, rest, value)
+                }
+                None => {
+                    let mut n = 0;
+                    for e in a.iter_mut() {
+                        n += set_path(e, rest, value)?;
+                    }
+                    Ok(n)
+                }
+            }
+        }
+        toml_edit::Item::Table(sub) if index.is_none() => set_path(sub, rest, value),
+        _ => Err(format!("`{first}` is not a table or an array of tables")),
+    }
 }
 
 /// Reads the spec at `path` and applies `overrides` ([`apply_overrides`]); errors name the
