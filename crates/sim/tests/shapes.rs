@@ -38,24 +38,40 @@ fn costly_pagecache_variants_avoid_direct_compaction() {
             .map(|seed| run(text, &[("model.costly_order_policy", policy)], seed))
             .collect()
     };
-    let base_stall = mean(&runs("\"baseline\""), "Direct compact stall");
+    let base = runs("\"baseline\"");
+    let base_stall = mean(&base, "Direct compact stall");
+    let base_tps = mean(&base, "pgbench TPS");
+    let base_ckpt = mean(&base, "pgbench TPS during checkpoints");
     assert!(
         base_stall > 1000.0,
         "the baseline compacts during checkpoints: {base_stall}"
     );
+    assert!(base_tps > 0.0 && base_ckpt > 0.0, "TPS rows present");
     for (v, policy) in [
         ("V1", "\"v1_iomap\""),
         ("V2", "\"v2_filemap_costly\""),
         ("V3", "\"v3_filemap_opportunistic\""),
         ("V4", "\"v4_kcompactd_background\""),
     ] {
-        // Not asserted: TPS above the baseline's. fraglab's TPS differences between the
-        // policies are below 1 % and change sign with the configuration (see
-        // experiments/costly-pagecache/README.md): the published +31–41 % is not reproduced.
-        let stall = mean(&runs(policy), "Direct compact stall");
+        let r = runs(policy);
+        let stall = mean(&r, "Direct compact stall");
         assert!(
             stall < base_stall * 0.05,
             "{v}: {stall} direct compactions against the baseline's {base_stall}"
+        );
+        // The published ranking against the baseline: every variant's TPS above it, overall
+        // and during checkpoints. On this miniature the gap is +0.3 % overall and +3–4 %
+        // during checkpoints (6 seeds: every variant run above every baseline run); the
+        // published +31–41 % is not reproduced (experiments/costly-pagecache/README.md).
+        let tps = mean(&r, "pgbench TPS");
+        let ckpt = mean(&r, "pgbench TPS during checkpoints");
+        assert!(
+            tps > base_tps,
+            "{v}: TPS {tps} not above the baseline's {base_tps}"
+        );
+        assert!(
+            ckpt > base_ckpt * 1.01,
+            "{v}: TPS during checkpoints {ckpt} not 1 % above the baseline's {base_ckpt}"
         );
     }
 }
