@@ -144,7 +144,9 @@ fn defrag_mode_keeps_pageblocks_clean() {
 /// Seed 001's headline on mmtests' thpchallenge with fio background
 /// (`experiments/defrag-mode/thpchallenge-fio.toml`, the whole experiment: ~3 s per run): the
 /// series (defrag_mode = 1 with kswapd/kcompactd at pageblock watermarks) raises THP success
-/// over vanilla — the seed's +35 % THP fault alloc on its kernel build.
+/// over vanilla — the seed's +35 % THP fault alloc on its kernel build — and lowers fallbacks
+/// and the huge-fault latency. Not asserted: patch 3/5 alone below vanilla (published; fraglab
+/// has it above here, and below only with more non-movable demand, README's sweep).
 #[test]
 fn defrag_mode_raises_thp_success_under_small_file_churn() {
     let text = include_str!("../../../experiments/defrag-mode/thpchallenge-fio.toml");
@@ -163,5 +165,24 @@ fn defrag_mode_raises_thp_success_under_small_file_churn() {
         "huge-pct {} vs {}",
         pct(&series),
         pct(&vanilla)
+    );
+    // Fallbacks down, and the latency of a huge 2 MiB step (the Hugealloc time's analogue)
+    // down: measured -10 % and -9 % (README); asserted with margin for the direction only.
+    let fallback = |r: &RunResult| r.vmstat_delta["thp_fault_fallback"] as f64;
+    assert!(
+        fallback(&series) < fallback(&vanilla) * 0.97,
+        "THP fault fallback: vanilla {}, defrag_mode {}",
+        fallback(&vanilla),
+        fallback(&series)
+    );
+    let huge_us = |r: &RunResult| {
+        let h = &r.thpchallenge.as_ref().unwrap().huge;
+        h.sum_ns as f64 / h.count.max(1) as f64
+    };
+    assert!(
+        huge_us(&series) < huge_us(&vanilla) * 0.97,
+        "mean huge-step latency: vanilla {} ns, defrag_mode {} ns",
+        huge_us(&vanilla),
+        huge_us(&series)
     );
 }
