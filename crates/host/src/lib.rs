@@ -117,6 +117,8 @@ pub struct Plan {
     /// Files `read` steps read (name, size) and files `write` steps write (name, end offset).
     pub read_files: BTreeMap<String, u64>,
     pub write_files: BTreeMap<String, u64>,
+    /// fio small-file rings: (jobs, file size, files per job), one per `[[workload.fio_smallfiles]]`.
+    pub fio: Vec<(u32, u64, u64)>,
     pub mem_available_bytes: u64,
     pub mem_floor_bytes: u64,
     pub anon_cap_bytes: u64,
@@ -180,6 +182,13 @@ impl fmt::Display for Plan {
         for (n, s) in &self.write_files {
             writeln!(f, "file {n}: {} written", gib(*s))?;
         }
+        for (jobs, size, per_job) in &self.fio {
+            writeln!(
+                f,
+                "fio: {jobs} jobs, each cycling through {per_job} files of {size} bytes ({} on disk)",
+                gib(*jobs as u64 * per_job * size)
+            )?;
+        }
         writeln!(
             f,
             "files under a fresh directory in {} (removed at the end)",
@@ -234,6 +243,24 @@ fn task_footprint(t: &TaskParams) -> (u64, u64, u64) {
         }
     }
     (peak, pipes * t.loops as u64, files * t.loops as u64)
+}
+
+/// The fio rings of a spec: (jobs, file size, files per job). The ring holds the working set
+/// (default 1.5 × the spec's `machine.memory`, as in the simulator: on the host the workload
+/// runs at the spec's absolute sizes, so a spec meant to fragment this machine sets its memory).
+fn fio_rings(spec: &Spec) -> Vec<(u32, u64, u64)> {
+    let Some(w) = spec.workload.as_ref() else {
+        return Vec::new();
+    };
+    let mem = spec.machine.memory_bytes.unwrap_or(0);
+    w.fio_smallfiles
+        .iter()
+        .map(|f| {
+            let ws = f.working_set_bytes.unwrap_or(mem / 2 * 3);
+            let files = (ws / f.file_size_bytes.max(1)).max(f.jobs as u64);
+            (f.jobs, f.file_size_bytes, files / f.jobs.max(1) as u64)
+        })
+        .collect()
 }
 
 fn statvfs(p: &Path) -> Option<(u64, u64)> {
@@ -297,12 +324,6 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
             spec.file, v.line
         )));
     }
-    if let Some(f) = w.fio_smallfiles.first() {
-        return Err(HostError::Unsupported(format!(
-            "{}:{}: [[workload.fio_smallfiles]]",
-            spec.file, f.line
-        )));
-    }
     let mut knobs = Vec::new();
     for (name, value) in &spec.knobs {
         let path = knob_path(name);
@@ -352,6 +373,13 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
         anon += c.size_bytes * c.threads as u64;
         procs += c.threads;
     }
+    let fio = fio_rings(spec);
+    let (mut fio_disk, mut fio_files) = (0u64, 0u64);
+    for (jobs, size, per_job) in &fio {
+        procs += jobs;
+        fio_files += *jobs as u64 * per_job;
+        fio_disk += *jobs as u64 * per_job * size;
+    }
     let avail = procfs::mem_available()?;
     if anon + pipes > opts.anon_cap_bytes {
         return Err(HostError::Unsafe(format!(
@@ -381,7 +409,7 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
             std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
         ));
     }
-    let disk: u64 = read_files.values().sum::<u64>() + write_files.values().sum::<u64>();
+    let disk: u64 = read_files.values().sum::<u64>() + write_files.values().sum::<u64>() + fio_disk;
     if let Some((bytes, inodes)) = statvfs(&parent) {
         if disk + GIB > bytes {
             return Err(HostError::Unsafe(format!(
@@ -391,9 +419,10 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
                 gib(bytes)
             )));
         }
-        if files + 10_000 > inodes {
+        if files + fio_files + 10_000 > inodes {
             return Err(HostError::Unsafe(format!(
-                "slab steps need {files} inodes, {} has {inodes} free",
+                "slab steps and fio need {} inodes, {} has {inodes} free",
+                files + fio_files,
                 parent.display()
             )));
         }
@@ -479,6 +508,7 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
         planned_slab_files: files,
         read_files,
         write_files,
+        fio,
         mem_available_bytes: avail,
         mem_floor_bytes: opts.mem_floor_bytes,
         anon_cap_bytes: opts.anon_cap_bytes,
@@ -646,12 +676,29 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     for c in &w.thpchallenge {
         jobs.extend((0..c.threads).map(|_| worker::Job::ThpChallenge(c.clone())));
     }
+    // fio beside another generator is background load (as in the simulator): the run ends
+    // with the others, and the fio jobs are then stopped.
+    let foreground = jobs.len();
+    let fio_background = foreground > 0;
+    for (i, (f, (jobs_n, _, per_job))) in w.fio_smallfiles.iter().zip(fio_rings(spec)).enumerate() {
+        let fio_dir = dir.0.join(format!("fio{i}"));
+        std::fs::create_dir(&fio_dir).map_err(|e| HostError::io(fio_dir.display().to_string(), e))?;
+        for job in 0..jobs_n {
+            jobs.push(worker::Job::Fio {
+                params: f.clone(),
+                job,
+                dir: fio_dir.clone(),
+                slots: per_job,
+            });
+        }
+    }
     let mut workers = Vec::new();
     for j in &jobs {
         workers.push(worker::spawn(j, clock)?);
     }
     let mut next_sample = opts.sample_interval;
     let mut killed_at_deadline = Vec::new();
+    let mut stopped_background = Vec::new();
     let grace = Duration::from_secs(5);
     let stop = |workers: &mut Vec<worker::Worker>, guard: &mut KnobGuard| -> Result<(), HostError> {
         for wk in workers.iter_mut() {
@@ -674,9 +721,17 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
             });
         }
         let mut running = 0;
-        for wk in workers.iter_mut() {
-            if !wk.poll() {
+        for (i, wk) in workers.iter_mut().enumerate() {
+            if !wk.poll() && (i < foreground || !fio_background) {
                 running += 1;
+            }
+        }
+        if running == 0 && fio_background {
+            for wk in workers[foreground..].iter_mut() {
+                if !wk.poll() {
+                    wk.kill();
+                    stopped_background.push(wk.pid);
+                }
             }
         }
         let el = t0.elapsed();
@@ -732,7 +787,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
                 huge.merge(&r.thpc_huge);
                 base.merge(&r.thpc_base);
             }
-            Err(_) if killed_at_deadline.contains(&wk.pid) => {}
+            Err(_) if killed_at_deadline.contains(&wk.pid) || stopped_background.contains(&wk.pid) => {}
             Err(e) => errors.push(e),
         }
     }
@@ -742,6 +797,10 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
             "workers_killed_at_deadline {}\n",
             killed_at_deadline.len()
         ));
+    }
+    if !stopped_background.is_empty() {
+        let host = proc_end.entry("host".into()).or_default();
+        host.push_str(&format!("background_jobs_stopped {}\n", stopped_background.len()));
     }
     if !errors.is_empty() {
         return Err(HostError::Worker(errors.join("; ")));

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use fraglab_spec::result::{BurstResult, LatencyHistogram};
-use fraglab_spec::{TaskParams, TaskStep, ThpBurstParams, ThpChallengeParams};
+use fraglab_spec::{FioSmallFilesParams, TaskParams, TaskStep, ThpBurstParams, ThpChallengeParams};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -119,6 +119,14 @@ pub enum Job {
     },
     ThpBurst(ThpBurstParams),
     ThpChallenge(ThpChallengeParams),
+    /// One fio job of `[[workload.fio_smallfiles]]`: files `jobN-SLOT` in `dir`, `slots` of
+    /// them in its share of the ring.
+    Fio {
+        params: FioSmallFilesParams,
+        job: u32,
+        dir: PathBuf,
+        slots: u64,
+    },
 }
 
 impl Job {
@@ -127,6 +135,7 @@ impl Job {
             Job::Task { params, instance, .. } => format!("task {}[{instance}]", params.name),
             Job::ThpBurst(_) => "thp_burst".into(),
             Job::ThpChallenge(_) => "thpchallenge".into(),
+            Job::Fio { job, .. } => format!("fio[{job}]"),
         }
     }
 }
@@ -463,6 +472,7 @@ fn run_job(job: &Job, clock: Clock) -> WorkerReport {
         Job::Task { instance, params, .. } => ((params.line as u64) << 20) + *instance as u64 + 1,
         Job::ThpBurst(p) => (p.line as u64) << 20,
         Job::ThpChallenge(p) => (p.line as u64) << 20,
+        Job::Fio { params, job, .. } => ((params.line as u64) << 20) + *job as u64 + 1,
     };
     let mut cx = Cx {
         clock,
@@ -479,6 +489,12 @@ fn run_job(job: &Job, clock: Clock) -> WorkerReport {
         } => run_task(params, *instance, files, slab_dir, &mut cx),
         Job::ThpBurst(p) => run_burst(p, &mut cx),
         Job::ThpChallenge(p) => run_challenge(p, &mut cx),
+        Job::Fio {
+            params,
+            job,
+            dir,
+            slots,
+        } => run_fio(params, *job, dir, *slots, &mut cx),
     };
     if let Err(e) = r {
         cx.report.error = Some(e);
@@ -768,6 +784,42 @@ fn run_challenge(p: &ThpChallengeParams, cx: &mut Cx) -> Result<(), String> {
     }
     cx.sleep_until(Instant::now() + Duration::from_nanos(p.hold_ns));
     Ok(())
+}
+
+/// mmtests' fio small-file background (published-results.md §5.4), as the simulator's
+/// `FioSmallFiles` runs it: the job cycles through its slots of the ring, and for each slot
+/// deletes the file a previous pass left there, then creates it anew with one buffered write of
+/// `file_size` bytes (a dentry and an inode from their slab caches, then page cache: the two
+/// interleave in memory). Until the run's deadline or the job's runtime; no fsync (writeback
+/// is the kernel's). Files are `DIR/jobJ-SLOT`.
+fn run_fio(
+    p: &FioSmallFilesParams,
+    job: u32,
+    dir: &std::path::Path,
+    slots: u64,
+    cx: &mut Cx,
+) -> Result<(), String> {
+    if !cx.sleep_until(cx.at(p.start_ns)) {
+        return Ok(());
+    }
+    let until = p.runtime_ns.map(|r| cx.at(p.start_ns + r));
+    let data = vec![0x5au8; p.file_size_bytes as usize];
+    let mut next = 0u64;
+    loop {
+        if cx.past_deadline() || until.is_some_and(|u| Instant::now() >= u) {
+            return Ok(());
+        }
+        let path = dir.join(format!("job{job}-{}", next % slots.max(1)));
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        }
+        let mut f = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        f.write_all(&data)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        next += 1;
+    }
 }
 
 #[cfg(test)]

@@ -299,6 +299,59 @@ hold = "100ms"
     assert!(r.vmstat_delta["thp_fault_alloc"] >= t.huge.count as i64);
 }
 
+/// fio small-file background on the host: its jobs create files in the run's directory while
+/// thpchallenge runs, are stopped when thpchallenge is done (the run does not wait for the
+/// deadline), and the files go with the run's directory.
+#[test]
+fn fio_background_runs_beside_thpchallenge_and_stops_with_it() {
+    let _g = live_or_return!();
+    let s = spec(
+        r#"
+[machine]
+memory = "64MiB"
+[workload]
+duration = "30s"
+[[workload.fio_smallfiles]]
+jobs = 2
+file_size = "16KiB"
+[[workload.thpchallenge]]
+threads = 1
+size = "32MiB"
+madvised = true
+start = "1s"
+hold = "100ms"
+"#,
+    );
+    let parent = std::env::temp_dir().join(format!("fraglab-fio-live-{}", std::process::id()));
+    std::fs::create_dir_all(&parent).unwrap();
+    let opts = HostOptions {
+        workdir: Some(parent.clone()),
+        ..Default::default()
+    };
+    let plan = preflight(&s, &opts).unwrap();
+    // 1.5 x 64 MiB of 16 KiB files over 2 jobs.
+    assert_eq!(plan.fio, vec![(2, 16384, 3072)]);
+    let t0 = Instant::now();
+    let r = host_run(&s, &opts).unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "the run ended with thpchallenge"
+    );
+    let t = r.thpchallenge.as_ref().expect("thpchallenge result");
+    assert_eq!(t.huge.count + t.base.count, 16, "32 MiB in 2 MiB steps");
+    let host = &r.proc_end["host"];
+    assert!(host.contains("background_jobs_stopped 2"), "{host}");
+    // The files were written: 4 dirtied pages each, thousands of files a second here.
+    let dirtied = r.vmstat_delta["nr_dirtied"];
+    assert!(dirtied >= 1000, "nr_dirtied {dirtied}");
+    assert_eq!(
+        std::fs::read_dir(&parent).unwrap().count(),
+        0,
+        "run directory removed"
+    );
+    std::fs::remove_dir(&parent).unwrap();
+}
+
 #[test]
 fn knob_guard_restores_while_unwinding() {
     let _g = live_or_return!();
