@@ -56,7 +56,9 @@ enum HostCmd {
     /// Run a spec's workload on the live kernel and write the simulator's result schema
     /// (engine "host"). Knobs are restored on exit, error, SIGINT/SIGTERM and panic.
     Run {
-        spec: PathBuf,
+        /// The spec: a file or `example:NAME`, optionally with overrides as in `compare`
+        /// (`SPEC@vm.defrag_mode=1,workload.thpchallenge.start=90s`).
+        spec: String,
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Print what would change (knobs, memory) and exit.
@@ -83,7 +85,8 @@ enum HostCmd {
     /// Run a spec on both engines (the live kernel, then the simulator) and print, row by row,
     /// kernel against simulator with the relative difference (the compare layout, kernel first).
     Validate {
-        spec: PathBuf,
+        /// The spec: a file or `example:NAME`, optionally with overrides as in `compare`.
+        spec: String,
         /// Refuse or stop when MemAvailable would fall under this.
         #[arg(long, default_value = "3GiB")]
         floor: String,
@@ -153,7 +156,8 @@ enum Cmd {
     /// Run a spec on both engines (the live kernel, then the simulator) and print them side by
     /// side (the same as `fraglab host validate`).
     Validate {
-        spec: PathBuf,
+        /// The spec: a file or `example:NAME`, optionally with overrides as in `compare`.
+        spec: String,
         #[arg(long, default_value = "3GiB")]
         floor: String,
         #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
@@ -505,7 +509,7 @@ fn host(cmd: HostCmd) -> Result<(), String> {
             dir,
             trace,
         } => {
-            let spec = fraglab_spec::load_spec(&spec).map_err(|e| e.to_string())?;
+            let (_, spec) = load_config(&spec)?;
             let opts = fraglab_host::HostOptions {
                 mem_floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
                 anon_cap_bytes: fraglab_spec::parse_size(&cap).map_err(|e| format!("--cap: {e}"))?,
@@ -532,7 +536,7 @@ fn host(cmd: HostCmd) -> Result<(), String> {
             Ok(())
         }
         HostCmd::Validate { spec, floor, format } => {
-            let spec = fraglab_spec::load_spec(&spec).map_err(|e| e.to_string())?;
+            let (_, spec) = load_config(&spec)?;
             let opts = fraglab_host::HostOptions {
                 mem_floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
                 ..Default::default()
