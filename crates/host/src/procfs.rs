@@ -193,6 +193,27 @@ pub fn host_facts() -> String {
     s
 }
 
+/// The mount options of the filesystem holding `path` (the longest mount point that is a
+/// prefix of it in /proc/self/mountinfo), or `None` if unknown.
+pub fn mount_options(path: &std::path::Path) -> Option<String> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let path = path.canonicalize().ok()?;
+    let mut best: Option<(usize, String)> = None;
+    for line in info.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // mountinfo: id parent major:minor root mount-point options ... - fstype source super-options
+        let (Some(mp), Some(opts)) = (f.get(4), f.get(5)) else {
+            continue;
+        };
+        let sep = f.iter().position(|x| *x == "-");
+        let sup = sep.and_then(|i| f.get(i + 3)).copied().unwrap_or("");
+        if path.starts_with(mp) && best.as_ref().is_none_or(|(l, _)| mp.len() >= *l) {
+            best = Some((mp.len(), format!("{opts},{sup}")));
+        }
+    }
+    best.map(|(_, o)| o)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,25 +270,4 @@ Node 0, zone   Normal            3            4            1            0       
         assert_eq!(meminfo_bytes(t, "MemAvailable"), Some(24219480 * 1024));
         assert_eq!(meminfo_bytes(t, "MemFree"), None);
     }
-}
-
-/// The mount options of the filesystem holding `path` (the longest mount point that is a
-/// prefix of it in /proc/self/mountinfo), or `None` if unknown.
-pub fn mount_options(path: &std::path::Path) -> Option<String> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let path = path.canonicalize().ok()?;
-    let mut best: Option<(usize, String)> = None;
-    for line in info.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        // mountinfo: id parent major:minor root mount-point options ... - fstype source super-options
-        let (Some(mp), Some(opts)) = (f.get(4), f.get(5)) else {
-            continue;
-        };
-        let sep = f.iter().position(|x| *x == "-");
-        let sup = sep.and_then(|i| f.get(i + 3)).copied().unwrap_or("");
-        if path.starts_with(mp) && best.as_ref().is_none_or(|(l, _)| mp.len() >= *l) {
-            best = Some((mp.len(), format!("{opts},{sup}")));
-        }
-    }
-    best.map(|(_, o)| o)
 }
