@@ -515,8 +515,15 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 pub fn mmtests_rows(r: &RunResult) -> String {
     let mut out = String::new();
     let builds = &r.builds;
+    // The vmstat rows: a mean over the builds, or, for a run without builds (thpchallenge,
+    // a host run), the whole run's deltas as one sample (as `compare` takes them).
+    let deltas: Vec<&BTreeMap<String, i64>> = if builds.is_empty() {
+        vec![&r.vmstat_delta]
+    } else {
+        builds.iter().map(|b| &b.vmstat_delta).collect()
+    };
     let per_build = |f: &DeltaFn| -> (f64, f64) {
-        let v: Vec<f64> = builds.iter().map(|b| f(&b.vmstat_delta)).collect();
+        let v: Vec<f64> = deltas.iter().map(|d| f(d)).collect();
         mean_sd(&v)
     };
     let hug: Vec<f64> = r.bursts.iter().map(|b| b.alloc_ns as f64 / 1000.0).collect();
@@ -528,19 +535,21 @@ pub fn mmtests_rows(r: &RunResult) -> String {
         let v: Vec<f64> = builds.iter().map(|b| f(b) as f64 / 1e9).collect();
         mean_sd(&v).0
     };
-    let _ = writeln!(
-        out,
-        "{:<34} {:>14.2}",
-        "Kbuild Real time",
-        secs(&|b| b.end_ns - b.start_ns)
-    );
-    let _ = writeln!(out, "{:<34} {:>14.2}", "Kbuild User time", secs(&|b| b.user_ns));
-    let _ = writeln!(
-        out,
-        "{:<34} {:>14.2}",
-        "Kbuild System time",
-        secs(&|b| b.system_ns)
-    );
+    if !builds.is_empty() {
+        let _ = writeln!(
+            out,
+            "{:<34} {:>14.2}",
+            "Kbuild Real time",
+            secs(&|b| b.end_ns - b.start_ns)
+        );
+        let _ = writeln!(out, "{:<34} {:>14.2}", "Kbuild User time", secs(&|b| b.user_ns));
+        let _ = writeln!(
+            out,
+            "{:<34} {:>14.2}",
+            "Kbuild System time",
+            secs(&|b| b.system_ns)
+        );
+    }
     let rows: [(&str, &DeltaFn); 11] = [
         ("THP fault alloc", &|d| g(d, "thp_fault_alloc")),
         ("THP fault fallback", &|d| g(d, "thp_fault_fallback")),
@@ -573,13 +582,10 @@ pub fn mmtests_rows(r: &RunResult) -> String {
         let _ = writeln!(out, "{:<34} {:>14.2}", name, per_build(f).0);
     }
     // Mean over runs of the per-run ratio (§5.1).
-    let rates: Vec<f64> = builds
+    let rates: Vec<f64> = deltas
         .iter()
-        .filter_map(|b| {
-            let (s, f) = (
-                g(&b.vmstat_delta, "compact_success"),
-                g(&b.vmstat_delta, "compact_fail"),
-            );
+        .filter_map(|d| {
+            let (s, f) = (g(d, "compact_success"), g(d, "compact_fail"));
             (s + f > 0.0).then(|| s * 100.0 / (s + f))
         })
         .collect();

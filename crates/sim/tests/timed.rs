@@ -245,3 +245,24 @@ steps = [
     assert_eq!(file(&deleted), 16 * 256, "only the kept file is cached");
     assert_eq!(dirty(&deleted), 0, "dirty pages dropped unwritten");
 }
+
+/// A run without builds (thpchallenge, a host run) prints the run's own vmstat deltas in the
+/// rows, not means over zero builds, and no Kbuild rows.
+#[test]
+fn rows_of_a_run_without_builds_use_the_run_deltas() {
+    let mut r = fraglab_spec::result::RunResult::default();
+    r.vmstat_delta.insert("thp_fault_alloc".into(), 4096);
+    r.vmstat_delta.insert("compact_success".into(), 1);
+    r.vmstat_delta.insert("compact_fail".into(), 3);
+    let rows = fraglab_sim::timed::mmtests_rows(&r);
+    let row = |name: &str| -> f64 {
+        let l = rows
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name}\n{rows}"));
+        l[name.len()..].trim().parse().unwrap()
+    };
+    assert_eq!(row("THP fault alloc"), 4096.0);
+    assert_eq!(row("Direct compact success rate %"), 25.0);
+    assert!(!rows.contains("Kbuild Real time"), "{rows}");
+}
