@@ -843,6 +843,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         pgbench: None,
         vm_scalability: Vec::new(),
         trace_counts,
+        sim_work: BTreeMap::new(),
         pageblock_maps: Vec::new(),
         proc_start,
         proc_end,

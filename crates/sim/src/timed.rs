@@ -145,6 +145,12 @@ fn pgbench_result(sh: &PgbenchShared) -> fraglab_spec::result::PgbenchResult {
         mean_tps: mean(&|_| true),
         checkpoint_tps: mean(&|s| ck(s)),
         steady_tps: mean(&|s| !ck(s)),
+        checkpoint_secs: sh
+            .checkpoint_secs
+            .iter()
+            .copied()
+            .filter(|&s| (s as usize) < secs)
+            .collect(),
         tps,
     }
 }
@@ -474,6 +480,18 @@ pub fn run_workload_with_progress(
             })
             .collect(),
         trace_counts: Default::default(),
+        sim_work: {
+            let w = &e.mm.work_sum;
+            [
+                ("alloc_slowpaths", w.slowpaths),
+                ("direct_reclaim_calls", w.reclaim_calls),
+                ("drain_all_pages", w.drains),
+                ("pcp_pages_drained", w.drained_pages),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+        },
         pageblock_maps: {
             let mut v = maps.borrow().clone();
             if v.last().is_none_or(|m| m.t_ns != end_ns) {

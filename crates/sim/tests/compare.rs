@@ -110,3 +110,26 @@ fn rows_and_derived_rows() {
     let md = format_markdown(&r);
     assert!(md.starts_with("| stat | metric | base | new |"));
 }
+
+/// The simulator's drain counts are rows of runs without builds, one sample per run, and not
+/// rows where the samples are builds (their scope would differ from the vmstat rows').
+#[test]
+fn drain_rows_per_run_only() {
+    let with = |drains: u64| RunResult {
+        sim_work: [
+            ("drain_all_pages".to_string(), drains),
+            ("pcp_pages_drained".to_string(), 10 * drains),
+        ]
+        .into_iter()
+        .collect(),
+        ..Default::default()
+    };
+    let s = fraglab_sim::compare::samples_of(&[with(4), with(6)]);
+    let row = |name: &str| s.iter().find(|(n, _, _)| n == name).map(|(_, _, v)| v.clone());
+    assert_eq!(row("drain_all_pages calls"), Some(vec![4.0, 6.0]));
+    assert_eq!(row("PCP pages drained"), Some(vec![40.0, 60.0]));
+    let mut kb = with(4);
+    kb.builds = vec![build(&[("thp_fault_alloc", 1)])];
+    let s = fraglab_sim::compare::samples_of(&[kb]);
+    assert!(!s.iter().any(|(n, _, _)| n == "drain_all_pages calls"));
+}

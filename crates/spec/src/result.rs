@@ -40,6 +40,12 @@ pub struct RunResult {
     /// The pageblock map at (at most about 120) points of the run.
     #[serde(default)]
     pub pageblock_maps: Vec<PageblockMap>,
+    /// Simulator only: work of the allocator that /proc/vmstat does not count, over the run —
+    /// `drain_all_pages` (calls from allocation slow paths), `pcp_pages_drained` (pages they
+    /// returned from per-CPU lists), `alloc_slowpaths`, `direct_reclaim_calls`. Empty for host
+    /// runs.
+    #[serde(default)]
+    pub sim_work: BTreeMap<String, u64>,
     /// /proc text at the start and the end (buddyinfo, pagetypeinfo, zoneinfo, vmstat).
     pub proc_start: BTreeMap<String, String>,
     pub proc_end: BTreeMap<String, String>,
@@ -112,6 +118,9 @@ pub struct PgbenchResult {
     pub mean_tps: f64,
     pub checkpoint_tps: f64,
     pub steady_tps: f64,
+    /// The seconds (indices into `tps`) in which a checkpoint was being written.
+    #[serde(default)]
+    pub checkpoint_secs: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
