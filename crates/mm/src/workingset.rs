@@ -44,6 +44,10 @@ pub struct Workingset {
     /// (seq, mapping, first index) of every shadow, oldest first.
     fifo: BTreeSet<(u64, u32, u64)>,
     next_seq: u64,
+    /// Shadow insertions and removals not yet settled by the xarray-node model
+    /// (`xa_node.rs`), recorded while `xa_log_on`.
+    pub(crate) xa_log: Vec<crate::xa_node::XaEvent>,
+    pub(crate) xa_log_on: bool,
 }
 
 impl Workingset {
@@ -71,11 +75,27 @@ impl Workingset {
         self.fifo.insert((sh.seq, mapping, start));
         let old = self.shadows.insert((mapping, start), sh);
         debug_assert!(old.is_none());
+        if self.xa_log_on {
+            self.xa_log.push(crate::xa_node::XaEvent {
+                mapping,
+                start,
+                nr: sh.nr,
+                delta: 1,
+            });
+        }
     }
 
     fn remove(&mut self, mapping: u32, start: u64) -> Option<Shadow> {
         let sh = self.shadows.remove(&(mapping, start))?;
         self.fifo.remove(&(sh.seq, mapping, start));
+        if self.xa_log_on {
+            self.xa_log.push(crate::xa_node::XaEvent {
+                mapping,
+                start,
+                nr: sh.nr,
+                delta: -1,
+            });
+        }
         Some(sh)
     }
 
