@@ -133,6 +133,7 @@ impl PageCache {
                 start,
                 nr: 1u64 << order,
                 delta,
+                shadow: false,
             });
         }
     }
@@ -910,7 +911,9 @@ impl Mm {
 
     /// `truncate_inode_pages_range` over folios starting in [index, index + n) of `mapping`
     /// (a file of a directory modelled as one mapping: deleting it): freed, dirty ones
-    /// unwritten. Shadow entries of the range stay (the model keeps them per mapping).
+    /// unwritten, and the shadow entries overlapping the range removed
+    /// (`truncate_folio_batch_exceptionals`), so a file created later in the same range does
+    /// not see a refault.
     pub fn filemap_truncate_range(&mut self, cpu: u32, mapping: u32, index: u64, n: u64) -> u64 {
         let end = index.saturating_add(n);
         let mut freed = 0;
@@ -924,6 +927,10 @@ impl Mm {
             );
             freed += 1u64 << self.folios.folios[id as usize].order;
             self.free_folio(cpu, id);
+        }
+        if end > index {
+            self.workingset.forget_range(mapping, index, end - index);
+            self.xa_settle(cpu);
         }
         freed
     }

@@ -81,6 +81,7 @@ impl Workingset {
                 start,
                 nr: sh.nr,
                 delta: 1,
+                shadow: true,
             });
         }
     }
@@ -94,6 +95,7 @@ impl Workingset {
                 start,
                 nr: sh.nr,
                 delta: -1,
+                shadow: true,
             });
         }
         Some(sh)
@@ -137,6 +139,18 @@ impl Workingset {
             }
         }
         first
+    }
+
+    /// Drops the shadows overlapping pages [index, index + nr) of `mapping` (parts outside the
+    /// range stay, as `take_range` leaves them).
+    /// The oldest shadow: (mapping, first index, pages covered).
+    pub(crate) fn oldest(&self) -> Option<(u32, u64, u64)> {
+        let &(_, m, s) = self.fifo.first()?;
+        Some((m, s, self.shadows[&(m, s)].nr))
+    }
+
+    pub(crate) fn forget_range(&mut self, mapping: u32, index: u64, nr: u64) {
+        self.take_range(mapping, index, nr);
     }
 
     /// Drops every shadow of `mapping` (truncation or unlink of the file).

@@ -11,8 +11,10 @@
 //!   xarray is taller than one node (some entry ends beyond index 64); entries of order ≥ 6 sit
 //!   in level-1 nodes only. Nodes of level 2 and above (files over 16 MiB) are not modelled;
 //! * a file whose only entry is an order-0 entry at index 0 needs no node (`xa_head` holds it);
-//! * shadow entries keep nodes alive exactly as long as the model keeps them (workingset.rs
-//!   bounds their number, which stands in for the shadow-node shrinker);
+//! * shadow entries keep nodes alive as long as the model keeps them (workingset.rs bounds
+//!   their number by the managed pages); in addition, level-0 nodes holding only shadows are
+//!   bounded as the shadow-node shrinker bounds them without memcg (`count_shadow_nodes`:
+//!   present pages >> 3), the oldest shadow's node going first (`shadow_lru_isolate`);
 //! * a mapping may stand for many equal-sized files laid end to end (the kbuild source tree,
 //!   the fio directory): [`Mm::xa_set_file_pages`] gives each its own xarray;
 //! * nodes come from one `radix_tree_node` cache: 584-byte objects, 14 per order-2 slab, 7 per
@@ -56,8 +58,10 @@ pub const GFP_RECLAIM_MASK: Gfp = Gfp(Gfp::RECLAIM.0
     | Gfp::MEMALLOC.0
     | Gfp::NOMEMALLOC.0);
 
-/// A multiply-rotate hasher (FxHash's mixing step) for the node maps: their keys are a few
-/// small integers, and the maps are only looked up, never iterated in an order that matters.
+/// A multiply-rotate hasher (FxHash's mixing step, finished with fmix64) for the node maps:
+/// their keys are a few small integers, and the maps are only looked up, never iterated in an
+/// order that matters. Entries are never removed (the places a workload touches are bounded by
+/// its files): removal churn fills a hash table with tombstones that lengthen every probe.
 #[derive(Clone, Copy, Debug, Default)]
 struct XaHasher(u64);
 
@@ -80,8 +84,14 @@ impl Hasher for XaHasher {
         self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 
+    /// MurmurHash3's fmix64: the low bits the table indexes by depend on every input bit.
     fn finish(&self) -> u64 {
-        self.0
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        x ^ (x >> 33)
     }
 }
 
@@ -96,20 +106,26 @@ struct NodeKey {
     group: u64,
 }
 
-/// Entries in a node's range, and the node if allocated (a slab slot).
+/// Entries in a node's range (of which shadows), the node if allocated (a slab slot), and
+/// whether it is a level-0 node holding only shadows (on the kernel's `shadow_nodes` list).
 #[derive(Clone, Copy, Debug, Default)]
 struct Group {
     count: i64,
+    shadows: i64,
     node: Option<u32>,
+    shadow_only: bool,
 }
 
 /// Per file: entries, entries that are exactly index 0 of order 0, entries ending beyond
-/// index 64 (the xarray is taller than one node).
+/// index 64 (the xarray is taller than one node), and the places of range 0 of both levels
+/// (all a file of at most 64 pages has: kept here so that one lookup serves an update).
 #[derive(Clone, Copy, Debug, Default)]
 struct FileAgg {
     entries: i64,
     head0: i64,
     high: i64,
+    l0: Group,
+    l1: Group,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -135,6 +151,8 @@ pub struct XaNodeStats {
     /// Live nodes and the slab pages holding them.
     pub nodes: u64,
     pub pages: u64,
+    /// Live level-0 nodes that hold only shadow entries.
+    pub shadow_nodes: u64,
 }
 
 /// The xarray-node model of the page cache (off unless [`Mm::set_xa_nodes`] turns it on).
@@ -162,6 +180,8 @@ pub struct XaEvent {
     pub start: u64,
     pub nr: u64,
     pub delta: i8,
+    /// A workingset shadow entry (else a folio).
+    pub shadow: bool,
 }
 
 impl XaNodes {
@@ -173,7 +193,42 @@ impl XaNodes {
     }
 
     fn group_mut(&mut self, k: NodeKey) -> &mut Group {
-        self.groups.entry(k).or_default()
+        if k.group == 0 {
+            let f = self.files.entry((k.mapping, k.file)).or_default();
+            if k.level == 0 {
+                &mut f.l0
+            } else {
+                &mut f.l1
+            }
+        } else {
+            self.groups.entry(k).or_default()
+        }
+    }
+
+    fn group(&self, k: NodeKey) -> Option<&Group> {
+        if k.group == 0 {
+            let f = self.files.get(&(k.mapping, k.file))?;
+            Some(if k.level == 0 { &f.l0 } else { &f.l1 })
+        } else {
+            self.groups.get(&k)
+        }
+    }
+
+    /// Every node place with its state.
+    fn all_groups(&self) -> Vec<(NodeKey, Group)> {
+        let mut v: Vec<(NodeKey, Group)> = self.groups.iter().map(|(k, g)| (*k, *g)).collect();
+        for (&(mapping, file), f) in &self.files {
+            for (level, g) in [(0, f.l0), (1, f.l1)] {
+                let k = NodeKey {
+                    mapping,
+                    file,
+                    level,
+                    group: 0,
+                };
+                v.push((k, g));
+            }
+        }
+        v
     }
 
     /// Applies one entry change to the counts (the part of `xas_store` that updates
@@ -198,9 +253,6 @@ impl XaNodes {
             if re > 1 << XA_CHUNK_SHIFT {
                 agg.high += d;
             }
-            if agg.entries == 0 && agg.head0 == 0 && agg.high == 0 {
-                self.files.remove(&(e.mapping, file));
-            }
             let key = |level: u8, group: u64| NodeKey {
                 mapping: e.mapping,
                 file,
@@ -211,13 +263,27 @@ impl XaNodes {
             for g in rs >> XA_CHUNK_SHIFT..=(re - 1) >> XA_CHUNK_SHIFT {
                 let whole = rs <= g * chunk && re >= (g + 1) * chunk;
                 if !whole {
-                    self.group_mut(key(0, g)).count += d;
-                    touched.push(key(0, g));
+                    let grp = if g == 0 {
+                        &mut agg.l0
+                    } else {
+                        self.groups.entry(key(0, g)).or_default()
+                    };
+                    grp.count += d;
+                    if e.shadow {
+                        grp.shadows += d;
+                    }
+                    if g != 0 {
+                        touched.push(key(0, g));
+                    }
                 }
             }
             for g in rs >> (2 * XA_CHUNK_SHIFT)..=(re - 1) >> (2 * XA_CHUNK_SHIFT) {
-                self.group_mut(key(1, g)).count += d;
-                touched.push(key(1, g));
+                if g == 0 {
+                    agg.l1.count += d;
+                } else {
+                    self.groups.entry(key(1, g)).or_default().count += d;
+                    touched.push(key(1, g));
+                }
             }
             touched.push(key(0, 0));
             touched.push(key(1, 0));
@@ -227,11 +293,21 @@ impl XaNodes {
 
     /// Whether the place `k` needs a node now (see the module documentation).
     fn required(&self, k: NodeKey) -> bool {
-        let count = self.groups.get(&k).map_or(0, |g| g.count);
+        let Some(agg) = self.files.get(&(k.mapping, k.file)) else {
+            return false;
+        };
+        let count = if k.group == 0 {
+            if k.level == 0 {
+                agg.l0.count
+            } else {
+                agg.l1.count
+            }
+        } else {
+            self.groups.get(&k).map_or(0, |g| g.count)
+        };
         if count <= 0 {
             return false;
         }
-        let agg = self.files.get(&(k.mapping, k.file)).copied().unwrap_or_default();
         match k.level {
             0 => !(k.group == 0 && agg.entries == 1 && agg.head0 == 1),
             _ => agg.high > 0,
@@ -278,6 +354,9 @@ impl Mm {
             let mut ev = std::mem::take(&mut self.page_cache.xa_log);
             ev.append(&mut self.workingset.xa_log);
             if ev.is_empty() {
+                if self.xa.stats.shadow_nodes > self.xa_max_shadow_nodes() && self.xa_reclaim_shadow_node() {
+                    continue;
+                }
                 break;
             }
             touched.clear();
@@ -297,7 +376,7 @@ impl Mm {
     /// frees the one it no longer needs.
     fn xa_sync(&mut self, cpu: u32, k: NodeKey) {
         let need = self.xa.required(k);
-        let has = self.xa.groups.get(&k).and_then(|g| g.node);
+        let has = self.xa.group(k).and_then(|g| g.node);
         match (need, has) {
             (true, None) => {
                 let base = self
@@ -315,12 +394,62 @@ impl Mm {
             }
             _ => {}
         }
-        if let Some(g) = self.xa.groups.get(&k) {
+        if self.xa.group(k).is_some() {
+            let g = self.xa.group_mut(k);
             debug_assert!(g.count >= 0, "xarray node place {k:?} has {} entries", g.count);
-            if g.count == 0 && g.node.is_none() {
-                self.xa.groups.remove(&k);
+            let so = k.level == 0 && g.node.is_some() && g.count > 0 && g.count == g.shadows;
+            if so != g.shadow_only {
+                g.shadow_only = so;
+                if so {
+                    self.xa.stats.shadow_nodes += 1;
+                } else {
+                    self.xa.stats.shadow_nodes -= 1;
+                }
             }
         }
+    }
+
+    /// `count_shadow_nodes` without memcg: at most `node_present_pages >> (XA_CHUNK_SHIFT - 3)`
+    /// nodes holding only shadows before the shadow-node shrinker reclaims them.
+    fn xa_max_shadow_nodes(&self) -> u64 {
+        let present: u64 = self.zones.iter().map(|z| z.present as u64).sum();
+        present >> (XA_CHUNK_SHIFT - 3)
+    }
+
+    /// `shadow_lru_isolate` (the shadow-node shrinker, mm/workingset.c), simplified: the node
+    /// of the oldest shadow entry loses every shadow in its 64-index range (one
+    /// `workingset_nodereclaim`) when it holds only shadows; otherwise only that shadow goes
+    /// (the kernel would pick another node from its LRU of shadow-only nodes). Runs when the
+    /// bound is exceeded, not only from reclaim's `shrink_slab`. Returns false with no shadow
+    /// left.
+    fn xa_reclaim_shadow_node(&mut self) -> bool {
+        let Some((m, s, nr)) = self.workingset.oldest() else {
+            return false;
+        };
+        let fp = self.xa.file_pages(m);
+        let base = s.checked_div(fp).map_or(0, |f| f * fp);
+        let chunk = 1u64 << XA_CHUNK_SHIFT;
+        let g = (s - base) >> XA_CHUNK_SHIFT;
+        let key = NodeKey {
+            mapping: m,
+            file: s.checked_div(fp).unwrap_or(0),
+            level: 0,
+            group: g,
+        };
+        let whole = self.xa.group(key).is_some_and(|g| g.shadow_only);
+        if whole {
+            let lo = base + g * chunk;
+            let hi = if fp == 0 {
+                lo + chunk
+            } else {
+                (lo + chunk).min(base + fp)
+            };
+            self.workingset.forget_range(m, lo, hi - lo);
+        } else {
+            self.workingset.forget_range(m, s, nr);
+        }
+        self.count(crate::vmstat::Stat::workingset_nodereclaim, 1);
+        true
     }
 
     /// `radix_tree_node_alloc` / `xas_alloc` → `kmem_cache_alloc_lru(radix_tree_node_cachep)`:
@@ -454,6 +583,7 @@ impl Mm {
                 start: i,
                 nr,
                 delta: 1,
+                shadow: false,
             };
             fresh.apply(e, &mut touched);
         }
@@ -463,19 +593,25 @@ impl Mm {
                 start: s,
                 nr: sh.nr,
                 delta: 1,
+                shadow: true,
             };
             fresh.apply(e, &mut touched);
         }
         let mut nodes = 0;
-        for (k, g) in &self.xa.groups {
-            let want = fresh.groups.get(k).map_or(0, |f| f.count);
+        let mine = self.xa.all_groups();
+        for (k, g) in &mine {
+            let want = fresh.group(*k).map_or(0, |f| f.count);
+            let want_sh = fresh.group(*k).map_or(0, |f| f.shadows);
+            if g.shadows != want_sh {
+                return Err(format!("{k:?}: {} shadows counted, {want_sh} present", g.shadows));
+            }
             if g.count != want {
                 return Err(format!("{k:?}: {} entries counted, {want} present", g.count));
             }
         }
-        for (k, g) in &fresh.groups {
-            let have = self.xa.groups.get(k).and_then(|g| g.node);
-            if g.count != 0 && !self.xa.groups.contains_key(k) {
+        for (k, g) in &fresh.all_groups() {
+            let have = self.xa.group(*k).and_then(|g| g.node);
+            if g.count != 0 && self.xa.group(*k).is_none() {
                 return Err(format!("{k:?}: {} entries not counted", g.count));
             }
             let need = fresh.required(*k);
@@ -486,6 +622,13 @@ impl Mm {
                 return Err(format!("{k:?}: needs a node and has none"));
             }
             nodes += have.is_some() as u64;
+        }
+        let shadow_only = mine.iter().filter(|(_, g)| g.shadow_only).count() as u64;
+        if shadow_only != self.xa.stats.shadow_nodes {
+            return Err(format!(
+                "{shadow_only} shadow-only nodes, {} counted",
+                self.xa.stats.shadow_nodes
+            ));
         }
         let live: u64 = self.xa.slabs.iter().flatten().map(|s| s.live as u64).sum();
         if nodes != self.xa.stats.nodes || live != nodes {

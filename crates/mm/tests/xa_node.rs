@@ -97,3 +97,31 @@ fn shadows_keep_nodes_and_refaults_reuse_them() {
     let st = mm.stats[Stat::nr_slab_reclaimable as usize];
     assert_eq!(st, 1 << XA_SLAB_ORDER);
 }
+
+#[test]
+fn shadow_only_nodes_are_bounded_by_present_pages_over_8() {
+    let mut mm = dma32(32, 1, tun_kb(128));
+    mm.set_xa_nodes(true);
+    let f = mm.add_mapping(Mapping::no_large_folios());
+    mm.xa_set_file_pages(f, 16);
+    let present: u64 = mm.zones.iter().map(|z| z.present as u64).sum();
+    let bound = present / 8;
+    let files = bound + 500;
+    let mut ra = ReadaheadState::default();
+    for file in 0..files {
+        for i in 0..2 {
+            mm.filemap_fault(0, f, &mut ra, RANDOM, file * 16 + i, 1 << 30);
+        }
+    }
+    assert_eq!(mm.xa.stats.nodes, files);
+    assert_eq!(mm.xa.stats.shadow_nodes, 0);
+    let ids: Vec<_> = mm.page_cache.iter().map(|(_, id)| id).collect();
+    for id in ids {
+        mm.page_cache_evict(0, id);
+    }
+    mm.xa_check(false).unwrap();
+    assert_eq!(mm.xa.stats.shadow_nodes, bound);
+    assert_eq!(mm.xa.stats.nodes, bound);
+    assert_eq!(mm.stats[Stat::workingset_nodereclaim as usize], 500);
+    check(&mm);
+}

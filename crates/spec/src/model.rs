@@ -76,7 +76,7 @@ pub const MODEL_SWITCHES: &[ModelSwitchDef] = &[
     ModelSwitchDef {
         name: "xa_nodes",
         choices: &["true", "false"],
-        default: "true",
+        default: "false",
         doc: "Whether page-cache insertions allocate xarray nodes (radix_tree_node slab: 584-byte \
               objects, 14 per order-2 reclaimable slab, one per 64 indices of a file) and removals \
               free them: page-cache churn then interleaves reclaimable slab pages with movable \
