@@ -456,6 +456,11 @@ impl Mm {
             if let Err(e) = self.workingset.check(self.workingset_shadow_bound()) {
                 return Err(InvariantViolation(format!("workingset: {e}")));
             }
+            if self.xa_settled() {
+                if let Err(e) = self.xa_check(true) {
+                    return Err(InvariantViolation(format!("xarray nodes: {e}")));
+                }
+            }
             for &(id, token) in &self.shrinkable_slab {
                 if let Some(f) = self.folios.folios.get(id as usize) {
                     ensure!(

@@ -91,6 +91,10 @@ pub struct PageCache {
     /// 0. A dense mirror of `map` for O(1) lookups (the xarray's multi-index entries); `map`
     /// keeps the ordered walks.
     dense: Vec<Vec<u32>>,
+    /// Insertions and removals not yet settled by the xarray-node model (`xa_node.rs`),
+    /// recorded while `xa_log_on`.
+    pub(crate) xa_log: Vec<crate::xa_node::XaEvent>,
+    pub(crate) xa_log_on: bool,
 }
 
 impl PageCache {
@@ -119,6 +123,19 @@ impl PageCache {
             assert_eq!(*slot, 0, "page cache page {mapping}:{index} is already covered");
             *slot = id + 1;
         }
+        self.log_xa(mapping, index, order, 1);
+    }
+
+    fn log_xa(&mut self, mapping: u32, start: u64, order: u32, delta: i8) {
+        if self.xa_log_on {
+            self.xa_log.push(crate::xa_node::XaEvent {
+                mapping,
+                start,
+                nr: 1u64 << order,
+                delta,
+                shadow: false,
+            });
+        }
     }
 
     /// Removes folio `id` of `order` from `index` of `mapping`.
@@ -137,6 +154,7 @@ impl PageCache {
             );
             *slot = 0;
         }
+        self.log_xa(mapping, index, order, -1);
     }
 
     /// The folio whose first page is at `index` of `mapping`.
@@ -424,6 +442,10 @@ impl Mm {
         f.index = index;
         self.page_cache.insert(mapping, index, order, id);
         self.page_cache_added(id);
+        // `__filemap_add_folio`: the xarray nodes the store needs, with `gfp & GFP_RECLAIM_MASK`.
+        self.xa.add_gfp = Some(gfp);
+        self.xa_settle(cpu);
+        self.xa.add_gfp = None;
         Some(id)
     }
 
@@ -883,12 +905,15 @@ impl Mm {
     pub fn filemap_truncate(&mut self, cpu: u32, mapping: u32) -> u64 {
         let freed = self.filemap_truncate_range(cpu, mapping, 0, u64::MAX);
         self.workingset_forget_mapping(mapping);
+        self.xa_settle(cpu);
         freed
     }
 
     /// `truncate_inode_pages_range` over folios starting in [index, index + n) of `mapping`
     /// (a file of a directory modelled as one mapping: deleting it): freed, dirty ones
-    /// unwritten. Shadow entries of the range stay (the model keeps them per mapping).
+    /// unwritten, and the shadow entries overlapping the range removed
+    /// (`truncate_folio_batch_exceptionals`), so a file created later in the same range does
+    /// not see a refault.
     pub fn filemap_truncate_range(&mut self, cpu: u32, mapping: u32, index: u64, n: u64) -> u64 {
         let end = index.saturating_add(n);
         let mut freed = 0;
@@ -902,6 +927,10 @@ impl Mm {
             );
             freed += 1u64 << self.folios.folios[id as usize].order;
             self.free_folio(cpu, id);
+        }
+        if end > index {
+            self.workingset.forget_range(mapping, index, end - index);
+            self.xa_settle(cpu);
         }
         freed
     }

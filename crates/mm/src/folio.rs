@@ -338,6 +338,9 @@ impl Mm {
         }
         self.folios.remove(id);
         self.free_pages(cpu, f.pfn, f.order as u32);
+        if f.mapping != 0 {
+            self.xa_settle(cpu);
+        }
     }
 
     /// The folio whose head is at `pfn`, if `pfn` is the head of an allocated folio.

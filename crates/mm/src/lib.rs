@@ -24,6 +24,7 @@ pub mod vmscan;
 pub mod vmstat;
 mod vmstat_items;
 pub mod workingset;
+pub mod xa_node;
 
 pub use gfp::{AllocFlags, Gfp};
 pub use mmzone::{MachineConfig, MachineError, ZoneConfig};

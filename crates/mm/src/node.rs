@@ -187,6 +187,8 @@ pub struct Mm {
     /// The swap device (none by default) and the page cache's shadow entries.
     pub swap: crate::swap::SwapDevice,
     pub workingset: crate::workingset::Workingset,
+    /// The page cache's xarray nodes (`radix_tree_node` slab), when modelled.
+    pub xa: crate::xa_node::XaNodes,
     /// Reclaimable slab folios (`set_slab_shrinkable`), oldest first, with their tokens.
     pub shrinkable_slab: std::collections::VecDeque<(crate::folio::FolioId, u64)>,
     /// Dirty page-cache pages (`NR_FILE_DIRTY`).
@@ -357,6 +359,7 @@ impl Mm {
             nr_dirty: 0,
             swap: Default::default(),
             workingset: Default::default(),
+            xa: Default::default(),
             shrinkable_slab: Default::default(),
             slab_shrinker: Default::default(),
             work_sum: Default::default(),

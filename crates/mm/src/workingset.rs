@@ -44,6 +44,10 @@ pub struct Workingset {
     /// (seq, mapping, first index) of every shadow, oldest first.
     fifo: BTreeSet<(u64, u32, u64)>,
     next_seq: u64,
+    /// Shadow insertions and removals not yet settled by the xarray-node model
+    /// (`xa_node.rs`), recorded while `xa_log_on`.
+    pub(crate) xa_log: Vec<crate::xa_node::XaEvent>,
+    pub(crate) xa_log_on: bool,
 }
 
 impl Workingset {
@@ -71,11 +75,29 @@ impl Workingset {
         self.fifo.insert((sh.seq, mapping, start));
         let old = self.shadows.insert((mapping, start), sh);
         debug_assert!(old.is_none());
+        if self.xa_log_on {
+            self.xa_log.push(crate::xa_node::XaEvent {
+                mapping,
+                start,
+                nr: sh.nr,
+                delta: 1,
+                shadow: true,
+            });
+        }
     }
 
     fn remove(&mut self, mapping: u32, start: u64) -> Option<Shadow> {
         let sh = self.shadows.remove(&(mapping, start))?;
         self.fifo.remove(&(sh.seq, mapping, start));
+        if self.xa_log_on {
+            self.xa_log.push(crate::xa_node::XaEvent {
+                mapping,
+                start,
+                nr: sh.nr,
+                delta: -1,
+                shadow: true,
+            });
+        }
         Some(sh)
     }
 
@@ -117,6 +139,18 @@ impl Workingset {
             }
         }
         first
+    }
+
+    /// Drops the shadows overlapping pages [index, index + nr) of `mapping` (parts outside the
+    /// range stay, as `take_range` leaves them).
+    /// The oldest shadow: (mapping, first index, pages covered).
+    pub(crate) fn oldest(&self) -> Option<(u32, u64, u64)> {
+        let &(_, m, s) = self.fifo.first()?;
+        Some((m, s, self.shadows[&(m, s)].nr))
+    }
+
+    pub(crate) fn forget_range(&mut self, mapping: u32, index: u64, nr: u64) {
+        self.take_range(mapping, index, nr);
     }
 
     /// Drops every shadow of `mapping` (truncation or unlink of the file).

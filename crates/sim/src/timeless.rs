@@ -168,6 +168,7 @@ pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
     mm.debug_vm = spec.run.debug_vm;
     mm.thp = thp_config(spec);
     mm.compaction.folio_mode = spec.model.folio_mode;
+    mm.set_xa_nodes(spec.model.xa_nodes);
     mm.swap.total = spec.machine.swap_bytes / 4096;
     for (_, kind) in &spec.files {
         mm.add_mapping(match kind {

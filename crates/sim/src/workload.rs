@@ -219,8 +219,11 @@ pub struct KbuildShared {
 impl KbuildShared {
     /// Registers the source tree's mapping in `mm`.
     pub fn new(mm: &mut Mm, spec: KbuildSpec, metrics: Shared<Metrics>) -> Shared<KbuildShared> {
+        let source = mm.add_mapping(fraglab_mm::filemap::Mapping::large_folios());
+        // Each source file has its own xarray.
+        mm.xa_set_file_pages(source, SOURCE_FILE_PAGES);
         Rc::new(RefCell::new(KbuildShared {
-            source: mm.add_mapping(fraglab_mm::filemap::Mapping::large_folios()),
+            source,
             next_job: 0,
             iteration: 0,
             running: 0,
@@ -1188,8 +1191,11 @@ impl FioShared {
         until_ns: u64,
     ) -> Shared<FioShared> {
         let slots = (working_set_pages / file_pages.max(1) / jobs.max(1) as u64).max(1);
+        let dir = mm.add_mapping(fraglab_mm::filemap::Mapping::xfs_like());
+        // Each file of the directory has its own xarray.
+        mm.xa_set_file_pages(dir, file_pages.max(1));
         Rc::new(RefCell::new(FioShared {
-            dir: mm.add_mapping(fraglab_mm::filemap::Mapping::xfs_like()),
+            dir,
             file_pages: file_pages.max(1),
             slots,
             dentry: SlabCache::new("dentry", 0, 21, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)),

@@ -42,6 +42,7 @@
 //! costly_order_policy = "baseline"    # page-cache costly orders: baseline, v1_iomap,
 //!                      # v2_filemap_costly, v3_filemap_opportunistic, v4_kcompactd_background
 //! v4_position = "before_initial_compaction"   # or after_initial_compaction
+//! xa_nodes = false     # page-cache xarray nodes as reclaimable slab (default false)
 //!
 //! [run]
 //! seed = 1             # default 1

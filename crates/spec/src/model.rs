@@ -73,6 +73,15 @@ pub const MODEL_SWITCHES: &[ModelSwitchDef] = &[
               the initial async compaction (no direct work at all, the intended semantics) or after \
               it, before direct reclaim",
     },
+    ModelSwitchDef {
+        name: "xa_nodes",
+        choices: &["true", "false"],
+        default: "false",
+        doc: "Whether page-cache insertions allocate xarray nodes (radix_tree_node slab: 584-byte \
+              objects, 14 per order-2 reclaimable slab, one per 64 indices of a file) and removals \
+              free them: page-cache churn then interleaves reclaimable slab pages with movable \
+              page cache. A boolean (true or false)",
+    },
 ];
 
 /// The model switch called `name`.
@@ -93,6 +102,8 @@ pub struct ModelSpec {
     pub defrag_stage: &'static str,
     pub costly_order_policy: &'static str,
     pub v4_position: &'static str,
+    /// `xa_nodes`: page-cache xarray nodes as reclaimable slab (mm's `xa_node.rs`).
+    pub xa_nodes: bool,
 }
 
 impl Default for ModelSpec {
@@ -103,6 +114,7 @@ impl Default for ModelSpec {
             defrag_stage: d("defrag_stage"),
             costly_order_policy: d("costly_order_policy"),
             v4_position: d("v4_position"),
+            xa_nodes: d("xa_nodes") == "true",
         }
     }
 }
@@ -116,6 +128,7 @@ impl ModelSpec {
             "defrag_stage" => Some(self.defrag_stage),
             "costly_order_policy" => Some(self.costly_order_policy),
             "v4_position" => Some(self.v4_position),
+            "xa_nodes" => Some(if self.xa_nodes { "true" } else { "false" }),
             _ => None,
         }
     }
@@ -127,6 +140,13 @@ impl ModelSpec {
         let bad = || format!("{} is not {}", quote(value), def.expected());
         match name {
             "folio_mode" => self.folio_mode = FolioMode::from_name(value).ok_or_else(bad)?,
+            "xa_nodes" => {
+                self.xa_nodes = match value {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(bad()),
+                }
+            }
             "defrag_stage" | "costly_order_policy" | "v4_position" => {
                 let word = *def.choices.iter().find(|c| **c == value).ok_or_else(bad)?;
                 match name {

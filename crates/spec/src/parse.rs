@@ -1641,7 +1641,17 @@ impl Cx<'_> {
                 let names: Vec<&str> = MODEL_SWITCHES.iter().map(|d| d.name).collect();
                 return Err(self.err(e.key_pos, &key, format!("unknown key{}", hint(&e.key, &names))));
             };
-            let v = self.str(&e.node, &key)?;
+            // A switch whose choices are true and false takes a TOML boolean (or the word).
+            let v = match e.node.val {
+                Val::Bool(b) if def.choices == ["true", "false"] => {
+                    if b {
+                        "true"
+                    } else {
+                        "false"
+                    }
+                }
+                _ => self.str(&e.node, &key)?,
+            };
             if !def.choices.contains(&v) {
                 let dym = did_you_mean(v, def.choices.iter().copied())
                     .map(|c| format!(" (did you mean {}?)", quote(c)))

@@ -621,7 +621,13 @@ fn model_defaults_and_every_folio_mode() {
     let names: Vec<&str> = MODEL_SWITCHES.iter().map(|d| d.name).collect();
     assert_eq!(
         names,
-        ["folio_mode", "defrag_stage", "costly_order_policy", "v4_position"]
+        [
+            "folio_mode",
+            "defrag_stage",
+            "costly_order_policy",
+            "v4_position",
+            "xa_nodes"
+        ]
     );
     // Every choice of every switch parses and reads back.
     for d in MODEL_SWITCHES {
