@@ -30,7 +30,7 @@ use crate::cost::CostModel;
 pub type TaskId = usize;
 
 /// A function called at every tick with the time and the model (samplers).
-pub type TickHook = Box<dyn FnMut(u64, &Mm)>;
+pub type TickHook = Box<dyn FnMut(u64, &mut Mm)>;
 
 /// Nanoseconds per millisecond and per second.
 pub const MS: u64 = 1_000_000;
@@ -400,7 +400,7 @@ impl Engine {
                     }
                     let now = self.now;
                     for h in &mut self.tick_hooks {
-                        h(now, &self.mm);
+                        h(now, &mut self.mm);
                     }
                     self.schedule(now + self.tick_ns, EventKind::Tick);
                 }

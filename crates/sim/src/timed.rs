@@ -380,11 +380,17 @@ pub fn run_workload_with_progress(
     let map_every = (w.duration_ns / 120).div_ceil(1_000_000_000).max(1) * 1_000_000_000;
     let maps = Rc::new(RefCell::new(vec![pageblock_snapshot(&e.mm, 0)]));
     let m2 = maps.clone();
+    // `[run] trace`: the events are counted per name over the run (as the host engine's
+    // `--trace` counts them) and the first TRACE_KEEP_BYTES of their ftrace text kept; the
+    // buffer is emptied every tick so that a long run does not hold them all.
+    let traced = Rc::new(RefCell::new((BTreeMap::<String, u64>::new(), String::new())));
+    let t2 = traced.clone();
     e.on_tick(Box::new(move |t, mm| {
         s2.borrow_mut().push(sample(mm, t));
         if t % map_every == 0 {
             m2.borrow_mut().push(pageblock_snapshot(mm, t));
         }
+        drain_trace(mm, &mut t2.borrow_mut());
     }));
     let proc_start = proc_snapshot(&e.mm);
     let start = vmstat_values(&e.mm);
@@ -404,6 +410,8 @@ pub fn run_workload_with_progress(
             spec.file
         ))
     })?;
+    drain_trace(&mut e.mm, &mut traced.borrow_mut());
+    let (trace_counts, trace_text) = std::mem::take(&mut *traced.borrow_mut());
     let end = vmstat_values(&e.mm);
     let vmstat_delta = start
         .iter()
@@ -479,7 +487,7 @@ pub fn run_workload_with_progress(
                 }
             })
             .collect(),
-        trace_counts: Default::default(),
+        trace_counts: trace_counts.clone(),
         sim_work: {
             let w = &e.mm.work_sum;
             [
@@ -500,7 +508,13 @@ pub fn run_workload_with_progress(
             v
         },
         proc_start,
-        proc_end: proc_snapshot(&e.mm),
+        proc_end: {
+            let mut p = proc_snapshot(&e.mm);
+            if !trace_text.is_empty() {
+                p.insert("trace".into(), trace_text);
+            }
+            p
+        },
         wall_ns: 0,
     })
 }
@@ -530,6 +544,19 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 /// The mmtests-style rows of published-results.md §1/§5.1 for a result: per-build (iteration)
 /// vmstat deltas averaged over the builds, the build times, and the burst process's
 /// "Hugealloc Time" (µs per burst).
+/// How much ftrace text of `[run] trace` a timed run keeps (in `proc_end["trace"]`).
+pub const TRACE_KEEP_BYTES: usize = 4 << 20;
+
+/// Moves the mm's trace records into the run's counts per event name and the kept text.
+fn drain_trace(mm: &mut Mm, (counts, text): &mut (BTreeMap<String, u64>, String)) {
+    for r in mm.take_trace() {
+        *counts.entry(r.event.name().to_string()).or_default() += 1;
+        if text.len() < TRACE_KEEP_BYTES {
+            r.render(text);
+        }
+    }
+}
+
 pub fn mmtests_rows(r: &RunResult) -> String {
     let mut out = String::new();
     let builds = &r.builds;

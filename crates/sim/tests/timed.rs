@@ -266,3 +266,37 @@ fn rows_of_a_run_without_builds_use_the_run_deltas() {
     assert_eq!(row("Direct compact success rate %"), 25.0);
     assert!(!rows.contains("Kbuild Real time"), "{rows}");
 }
+
+/// `[run] trace` in a timed run: every event counted per name, the first part of the ftrace
+/// text kept in `proc_end["trace"]` and parseable; the counts agree with the vmstat counters
+/// they mirror; without it, nothing is recorded.
+#[test]
+fn timed_run_trace_counts_events() {
+    let text = SPEC.replace("SEED", "2").replace(
+        "seed = 2",
+        "seed = 2\ntrace = [\"compaction:*\", \"kmem:mm_page_alloc_extfrag\"]",
+    );
+    let spec = parse_spec(&text, "t.toml").unwrap();
+    let r = fraglab_sim::timed::run_workload(&spec).unwrap();
+    let c = &r.trace_counts;
+    assert!(c.get("mm_compaction_begin").copied().unwrap_or(0) > 0, "{c:?}");
+    assert_eq!(c.get("mm_compaction_begin"), c.get("mm_compaction_end"));
+    assert!(
+        c.keys()
+            .all(|k| k.starts_with("mm_compaction_") || k == "mm_page_alloc_extfrag"),
+        "{c:?}"
+    );
+    // Every kcompactd wake-up is traced (mm_compaction_kcompactd_wake).
+    assert_eq!(
+        c.get("mm_compaction_kcompactd_wake").copied().unwrap_or(0) as i64,
+        r.vmstat_delta["compact_daemon_wake"]
+    );
+    let trace = &r.proc_end["trace"];
+    assert!(trace.len() <= fraglab_sim::timed::TRACE_KEEP_BYTES + 1024);
+    for line in trace.lines().take(200) {
+        assert!(fraglab_mm::trace::parse_trace_line(line).is_some(), "{line}");
+    }
+    let plain = parse_spec(&SPEC.replace("SEED", "2"), "t.toml").unwrap();
+    let r = fraglab_sim::timed::run_workload(&plain).unwrap();
+    assert!(r.trace_counts.is_empty() && !r.proc_end.contains_key("trace"));
+}
