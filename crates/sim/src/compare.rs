@@ -83,6 +83,28 @@ pub fn samples_of(results: &[RunResult]) -> Vec<(String, Center, Vec<f64>)> {
         .flat_map(|r| r.builds.iter())
         .filter(|b| b.end_ns > 0)
         .collect();
+    // mmtests' Hugealloc rows (published-results.md §1): each run (build) reports the mean and
+    // the standard deviation of its own allocation times, and compare summarises those per-run
+    // figures. The bursts that started during a build are that build's.
+    if !builds.is_empty() {
+        let (mut means, mut sds) = (Vec::new(), Vec::new());
+        for r in results {
+            for b in r.builds.iter().filter(|b| b.end_ns > 0) {
+                let v: Vec<f64> = r
+                    .bursts
+                    .iter()
+                    .filter(|x| x.start_ns >= b.start_ns && x.start_ns < b.end_ns)
+                    .map(|x| x.alloc_ns as f64 / 1000.0)
+                    .collect();
+                if !v.is_empty() {
+                    means.push(amean(&v));
+                    sds.push(stddev(&v));
+                }
+            }
+        }
+        push("Hugealloc Time mean (us)", Center::Amean, means);
+        push("Hugealloc Time stddev (us)", Center::Amean, sds);
+    }
     if !builds.is_empty() {
         let secs = |ns: u64| ns as f64 / 1e9;
         push(

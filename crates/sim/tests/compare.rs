@@ -133,3 +133,43 @@ fn drain_rows_per_run_only() {
     let s = fraglab_sim::compare::samples_of(&[kb]);
     assert!(!s.iter().any(|(n, _, _)| n == "drain_all_pages calls"));
 }
+
+/// The Hugealloc rows as mmtests reports them: each build's mean and standard deviation of the
+/// allocation times of the bursts that started during it, summarised over builds.
+#[test]
+fn hugealloc_rows_are_per_build_mean_and_stddev() {
+    let burst = |t: u64, us: u64| fraglab_spec::result::BurstResult {
+        start_ns: t,
+        alloc_ns: us * 1000,
+        ..Default::default()
+    };
+    let b = |start: u64, end: u64| BuildResult {
+        start_ns: start,
+        end_ns: end,
+        ..Default::default()
+    };
+    let r = RunResult {
+        builds: vec![b(0, 100), b(100, 200)],
+        // Build 1: 10 and 30 us (mean 20, sd 14.14); build 2: 50, 50, 50 (mean 50, sd 0);
+        // the burst at 250 is after the last build and belongs to none.
+        bursts: vec![
+            burst(10, 10),
+            burst(20, 30),
+            burst(100, 50),
+            burst(150, 50),
+            burst(199, 50),
+            burst(250, 999),
+        ],
+        ..Default::default()
+    };
+    let s = fraglab_sim::compare::samples_of(&[r]);
+    let row = |name: &str| {
+        s.iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, _, v)| v.clone())
+            .unwrap()
+    };
+    assert_eq!(row("Hugealloc Time mean (us)"), vec![20.0, 50.0]);
+    let sd = row("Hugealloc Time stddev (us)");
+    assert!((sd[0] - 200f64.sqrt()).abs() < 1e-9 && sd[1] == 0.0, "{sd:?}");
+}
