@@ -141,14 +141,14 @@ impl Workingset {
         first
     }
 
-    /// Drops the shadows overlapping pages [index, index + nr) of `mapping` (parts outside the
-    /// range stay, as `take_range` leaves them).
     /// The oldest shadow: (mapping, first index, pages covered).
     pub(crate) fn oldest(&self) -> Option<(u32, u64, u64)> {
         let &(_, m, s) = self.fifo.first()?;
         Some((m, s, self.shadows[&(m, s)].nr))
     }
 
+    /// Drops the shadows overlapping pages [index, index + nr) of `mapping` (parts outside the
+    /// range stay, as `take_range` leaves them).
     pub(crate) fn forget_range(&mut self, mapping: u32, index: u64, nr: u64) {
         self.take_range(mapping, index, nr);
     }

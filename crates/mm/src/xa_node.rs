@@ -445,10 +445,11 @@ impl Mm {
                 (lo + chunk).min(base + fp)
             };
             self.workingset.forget_range(m, lo, hi - lo);
+            // WORKINGSET_NODERECLAIM counts nodes the shrinker reclaimed, not single shadows.
+            self.count(crate::vmstat::Stat::workingset_nodereclaim, 1);
         } else {
             self.workingset.forget_range(m, s, nr);
         }
-        self.count(crate::vmstat::Stat::workingset_nodereclaim, 1);
         true
     }
 
