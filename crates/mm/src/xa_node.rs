@@ -28,9 +28,6 @@
 //! (no per-CPU slabs), the most recently used partial slab first. Node pages are not on the slab
 //! shrinker's list: they are freed with their last node. No memcg.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use crate::folio::{FolioId, FolioKind};
 use crate::gfp::Gfp;
 use crate::node::Mm;
@@ -58,44 +55,11 @@ pub const GFP_RECLAIM_MASK: Gfp = Gfp(Gfp::RECLAIM.0
     | Gfp::MEMALLOC.0
     | Gfp::NOMEMALLOC.0);
 
-/// A multiply-rotate hasher (FxHash's mixing step, finished with fmix64) for the node maps:
-/// their keys are a few small integers, and the maps are only looked up, never iterated in an
-/// order that matters. Entries are never removed (the places a workload touches are bounded by
-/// its files): removal churn fills a hash table with tombstones that lengthen every probe.
-#[derive(Clone, Copy, Debug, Default)]
-struct XaHasher(u64);
-
-impl Hasher for XaHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(i as u64);
-    }
-
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i as u64);
-    }
-
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    /// MurmurHash3's fmix64: the low bits the table indexes by depend on every input bit.
-    fn finish(&self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 33;
-        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        x ^= x >> 33;
-        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        x ^ (x >> 33)
-    }
-}
-
-type XaMap<K, V> = HashMap<K, V, BuildHasherDefault<XaHasher>>;
+/// The node maps: their keys are a few small integers, looked up, never iterated in an order
+/// that matters (rustc-hash's FxHasher: fast and deterministic). Entries are never removed
+/// (the places a workload touches are bounded by its files): removal churn would fill the
+/// table with tombstones that lengthen every probe.
+type XaMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// One node's place: (mapping, file within the mapping, level, range within the file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
