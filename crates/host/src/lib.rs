@@ -434,7 +434,7 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
     {
         notes.push(format!(
             "{} is on a filesystem mounted with `discard`: every unlink waits for a discard \
-             (about 370 a second on this VM's ext4), so fio's deletes and the removal of the \
+             (370 to 1,800 a second on this VM's ext4), so fio's deletes and the removal of the \
              run's files at the end are slow",
             parent.display()
         ));
