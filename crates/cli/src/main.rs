@@ -76,6 +76,10 @@ enum HostCmd {
         /// Count the compaction tracepoints and kmem:mm_page_alloc_extfrag during the run.
         #[arg(long)]
         trace: bool,
+        /// Hold MemTotal minus the spec's machine.memory in a hugetlb pool for the run
+        /// (vm.nr_hugepages, restored after), so memory pressure comes at the spec's size.
+        #[arg(long)]
+        fit_memory: bool,
     },
     /// Capture /proc/{buddyinfo,pagetypeinfo,zoneinfo,vmstat} and every knob as a result file.
     Snapshot {
@@ -92,6 +96,12 @@ enum HostCmd {
         floor: String,
         #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
         format: String,
+        /// As `host run --fit-memory`.
+        #[arg(long)]
+        fit_memory: bool,
+        /// Scratch directory for the spec's files (created and removed).
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     /// Restore the knobs recorded in a state file left by a killed run
     /// (/run/fraglab-host-PID.restore); without a file, every such file found.
@@ -162,6 +172,12 @@ enum Cmd {
         floor: String,
         #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
         format: String,
+        /// As `host run --fit-memory`.
+        #[arg(long)]
+        fit_memory: bool,
+        /// Scratch directory for the spec's files (created and removed).
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     /// The host engine: run a spec on this machine's live kernel (root), capture its state, or
     /// restore knobs after a killed run.
@@ -380,7 +396,19 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Cmd::Host { cmd } => host(cmd),
-        Cmd::Validate { spec, floor, format } => host(HostCmd::Validate { spec, floor, format }),
+        Cmd::Validate {
+            spec,
+            floor,
+            format,
+            fit_memory,
+            dir,
+        } => host(HostCmd::Validate {
+            spec,
+            floor,
+            format,
+            fit_memory,
+            dir,
+        }),
         Cmd::Bench { max_sim } => {
             let mut rows = Vec::new();
             for (label, text) in EXPERIMENTS {
@@ -508,6 +536,7 @@ fn host(cmd: HostCmd) -> Result<(), String> {
             cap,
             dir,
             trace,
+            fit_memory,
         } => {
             let (_, spec) = load_config(&spec)?;
             let opts = fraglab_host::HostOptions {
@@ -515,6 +544,7 @@ fn host(cmd: HostCmd) -> Result<(), String> {
                 anon_cap_bytes: fraglab_spec::parse_size(&cap).map_err(|e| format!("--cap: {e}"))?,
                 trace: trace || !spec.run.trace.is_empty(),
                 workdir: dir,
+                fit_memory,
                 ..Default::default()
             };
             if dry_run {
@@ -535,10 +565,18 @@ fn host(cmd: HostCmd) -> Result<(), String> {
             }
             Ok(())
         }
-        HostCmd::Validate { spec, floor, format } => {
+        HostCmd::Validate {
+            spec,
+            floor,
+            format,
+            fit_memory,
+            dir,
+        } => {
             let (_, spec) = load_config(&spec)?;
             let opts = fraglab_host::HostOptions {
                 mem_floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
+                fit_memory,
+                workdir: dir,
                 ..Default::default()
             };
             let host = fraglab_host::host_run(&spec, &opts).unwrap_or_else(|e| fail(e));

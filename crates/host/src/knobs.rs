@@ -122,6 +122,9 @@ pub struct Cleanup {
     pub trace_instance: Option<PathBuf>,
     /// A tracefs mount the run made (unmounted; only a `/run/fraglab-host-tracefs-*` path).
     pub trace_mount: Option<PathBuf>,
+    /// `--fit-memory`: the hugetlb pool size (`vm.nr_hugepages`) to write back.
+    #[serde(default)]
+    pub hugetlb_pages: Option<u64>,
 }
 
 fn ours(p: &Path, prefix: &str) -> bool {
@@ -149,6 +152,11 @@ impl Cleanup {
                 // SAFETY: unmounting the tracefs a killed run of this engine mounted.
                 unsafe { libc::umount2(c.as_ptr(), 0) };
                 let _ = std::fs::remove_dir(m);
+            }
+        }
+        if let Some(n) = self.hugetlb_pages {
+            if let Err(e) = std::fs::write(crate::hugetlb::NR_HUGEPAGES, n.to_string()) {
+                failed.push(format!("{}: {e}", crate::hugetlb::NR_HUGEPAGES));
             }
         }
         if let Some(w) = &self.workdir {

@@ -28,6 +28,7 @@ use fraglab_spec::result::{BurstResult, RunResult, Sample, ThpChallengeResult, R
 use fraglab_spec::{Spec, TaskParams, TaskStep, TRACE_EVENTS};
 
 mod error;
+pub mod hugetlb;
 pub mod knobs;
 pub mod procfs;
 mod signals;
@@ -72,6 +73,10 @@ pub struct HostOptions {
     /// Write real data into the files `read` steps read before the run and drop them from the
     /// page cache (POSIX_FADV_DONTNEED), so reads do I/O; false: sparse files (default true).
     pub prefill_read_files: bool,
+    /// Take the difference between this machine's MemTotal and the spec's `machine.memory`
+    /// out of the page allocator for the run, as a hugetlb pool ([`hugetlb`]), so memory
+    /// pressure comes at the spec's size (default false).
+    pub fit_memory: bool,
 }
 
 impl Default for HostOptions {
@@ -87,6 +92,7 @@ impl Default for HostOptions {
             trace_keep_bytes: 4 << 20,
             state_file: None,
             prefill_read_files: true,
+            fit_memory: false,
         }
     }
 }
@@ -125,6 +131,8 @@ pub struct Plan {
     /// The parent of the run's directory.
     pub workdir_parent: PathBuf,
     pub duration: Duration,
+    /// `--fit-memory`: the hugetlb pool the run will hold.
+    pub fit: Option<hugetlb::Fit>,
     /// Things to know about this machine (free page reporting, DAMON, tracefs).
     pub notes: Vec<String>,
 }
@@ -173,6 +181,19 @@ impl fmt::Display for Plan {
             gib(self.mem_available_bytes),
             gib(self.mem_floor_bytes)
         )?;
+        if let Some(fit) = &self.fit {
+            writeln!(
+                f,
+                "fit memory: {} hugetlb pages ({}) held for the run, leaving {} of {} to the \
+                 page allocator (vm.nr_hugepages {} -> {}, restored at the end)",
+                fit.pages,
+                gib(fit.bytes()),
+                gib(fit.mem_total - fit.bytes()),
+                gib(fit.mem_total),
+                fit.before,
+                fit.pages
+            )?;
+        }
         if self.planned_slab_files > 0 {
             writeln!(f, "slab: {} empty files", self.planned_slab_files)?;
         }
@@ -380,7 +401,17 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
         fio_files += *jobs as u64 * per_job;
         fio_disk += *jobs as u64 * per_job * size;
     }
-    let avail = procfs::mem_available()?;
+    let meminfo = procfs::read("/proc/meminfo")?;
+    let fit = if opts.fit_memory {
+        let target = spec.machine.memory_bytes.ok_or_else(|| {
+            HostError::Unsupported(format!("{}: --fit-memory needs machine.memory", spec.file))
+        })?;
+        Some(hugetlb::plan(&meminfo, hugetlb::current_pages()?, target)?)
+    } else {
+        None
+    };
+    // The pool comes out of what is available now.
+    let avail = procfs::mem_available()?.saturating_sub(fit.as_ref().map_or(0, |f| f.bytes()));
     if anon + pipes > opts.anon_cap_bytes {
         return Err(HostError::Unsafe(format!(
             "the workload maps {} of anonymous memory and pipe buffers, over the cap of {}",
@@ -467,11 +498,22 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
         .ok()
         .and_then(|t| procfs::meminfo_bytes(&t, "MemTotal"))
         .unwrap_or(0);
-    if let Some(m) = spec.machine.memory_bytes {
+    if fit.is_some() {
+        notes.push(format!(
+            "with the pool the zones still span {}: their watermarks (min {} pages in all) are \
+             the large machine's, and compaction scans past the pool's blocks",
+            gib(total),
+            procfs::read("/proc/zoneinfo")
+                .ok()
+                .and_then(|z| procfs::zone_min_pages(&z))
+                .map_or("?".to_string(), |p| p.to_string())
+        ));
+    } else if let Some(m) = spec.machine.memory_bytes {
         if m.abs_diff(total) > total / 10 {
             notes.push(format!(
                 "the spec's machine.memory ({}) is the simulator's; this machine has {} \
-                 (MemTotal), and the workload runs at the spec's absolute sizes",
+                 (MemTotal), and the workload runs at the spec's absolute sizes \
+                 (--fit-memory holds the difference in a hugetlb pool)",
                 gib(m),
                 gib(total)
             ));
@@ -524,6 +566,7 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
         anon_cap_bytes: opts.anon_cap_bytes,
         workdir_parent: parent,
         duration,
+        fit,
         notes,
     })
 }
@@ -650,6 +693,15 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
             ..Default::default()
         },
     )?;
+    // --fit-memory: the pool is recorded in the state file before it is filled, and given
+    // back (Pool's drop) on every way out of this function.
+    let mut pool = match &plan.fit {
+        Some(fit) => {
+            guard.update_cleanup(|c| c.hugetlb_pages = Some(fit.before))?;
+            Some(hugetlb::Pool::reserve(fit)?)
+        }
+        None => None,
+    };
     let run_knobs = read_all_knobs();
     let mut tracing = if opts.trace {
         let t = trace::TraceSession::start(&trace_events(spec), opts.trace_keep_bytes)?;
@@ -662,7 +714,17 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     } else {
         None
     };
-    let proc_start = start_proc(&run_knobs)?;
+    let mut proc_start = start_proc(&run_knobs)?;
+    if let (Some(fit), Some(p)) = (&plan.fit, &pool) {
+        let host = proc_start.entry("host".into()).or_default();
+        host.push_str(&format!(
+            "fit_memory_target_bytes {}\nfit_memory_hugetlb_pages {}\nfit_memory_hugetlb_pages_asked {}\nfit_memory_outside_bytes {}\n",
+            fit.target,
+            p.pages,
+            fit.pages,
+            p.outside(fit)
+        ));
+    }
     let vm_start = procfs::parse_vmstat(&procfs::read("/proc/vmstat")?);
     let t0 = Instant::now();
     let clock = worker::Clock {
@@ -782,6 +844,9 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         proc_end.insert("trace".into(), text);
     }
     guard.restore()?;
+    if let Some(p) = pool.as_mut() {
+        p.release()?;
+    }
 
     let mut faults: BTreeMap<u32, worker::Hist> = BTreeMap::new();
     let mut bursts: Vec<BurstResult> = Vec::new();

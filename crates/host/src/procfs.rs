@@ -124,6 +124,18 @@ pub fn meminfo_bytes(text: &str, field: &str) -> Option<u64> {
     })
 }
 
+/// The `min` watermarks of every zone in /proc/zoneinfo, summed (pages).
+pub fn zone_min_pages(zoneinfo: &str) -> Option<u64> {
+    let v: Vec<u64> = zoneinfo
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            (it.next()? == "min").then(|| it.next()?.parse().ok())?
+        })
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum())
+}
+
 /// MemAvailable in bytes, now.
 pub fn mem_available() -> Result<u64, HostError> {
     let t = read("/proc/meminfo")?;
@@ -269,5 +281,25 @@ Node 0, zone   Normal            3            4            1            0       
         let t = "MemTotal:       24684092 kB\nMemAvailable:   24219480 kB\n";
         assert_eq!(meminfo_bytes(t, "MemAvailable"), Some(24219480 * 1024));
         assert_eq!(meminfo_bytes(t, "MemFree"), None);
+    }
+
+    #[test]
+    fn zone_min_watermarks_summed() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/reference/samples/zoneinfo.txt"
+        );
+        let t = &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let want: u64 = t
+            .lines()
+            .filter_map(|l| {
+                l.trim()
+                    .strip_prefix("min ")
+                    .map(|v| v.trim().parse::<u64>().unwrap())
+            })
+            .sum();
+        assert!(want > 0);
+        assert_eq!(zone_min_pages(t), Some(want));
+        assert_eq!(zone_min_pages("Node 0, zone DMA\n  pages free 3\n"), None);
     }
 }

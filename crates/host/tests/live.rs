@@ -660,3 +660,85 @@ fn state_file_restores_after_sigkill() {
         Err(HostError::Io { .. })
     ));
 }
+
+/// `--fit-memory`: the run holds MemTotal minus the spec's memory in a hugetlb pool (here
+/// 1 GiB: a target 1 GiB under MemTotal) and gives it back at the end; a state file with the
+/// pool in its cleanup puts the pool back after a killed run; a target above the machine is
+/// refused.
+#[test]
+fn fit_memory_holds_a_hugetlb_pool_for_the_run_and_gives_it_back() {
+    let _g = live_or_return!();
+    if fraglab_host::hugetlb::current_pages().unwrap() != 0 {
+        eprintln!("skipped: this machine already has a hugetlb pool");
+        return;
+    }
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let total = fraglab_host::procfs::meminfo_bytes(&meminfo, "MemTotal").unwrap();
+    let target_kib = (total - GIB) >> 10;
+    let s = spec(&format!(
+        r#"
+[machine]
+memory = "{target_kib}KiB"
+[workload]
+duration = "10s"
+[[workload.thpchallenge]]
+threads = 1
+size = "32MiB"
+madvised = true
+"#
+    ));
+    let opts = HostOptions {
+        fit_memory: true,
+        ..Default::default()
+    };
+    let plan = preflight(&s, &opts).unwrap();
+    let fit = plan.fit.clone().expect("a planned pool");
+    assert_eq!(fit.pages, (total - (target_kib << 10)) / fit.page_bytes);
+    assert!(plan.to_string().contains("hugetlb pages"), "{plan}");
+    let r = host_run(&s, &opts).unwrap();
+    let host = &r.proc_start["host"];
+    let held: u64 = host
+        .lines()
+        .find_map(|l| l.strip_prefix("fit_memory_hugetlb_pages "))
+        .unwrap_or_else(|| panic!("no pool in {host}"))
+        .parse()
+        .unwrap();
+    assert!(held * 100 >= fit.pages * 99, "{held} of {}", fit.pages);
+    assert_eq!(
+        fraglab_host::hugetlb::current_pages().unwrap(),
+        0,
+        "pool not given back"
+    );
+    let t = r.thpchallenge.unwrap();
+    assert_eq!(t.huge.count + t.base.count, 16);
+
+    // A killed run's state file gives the pool back.
+    std::fs::write(fraglab_host::hugetlb::NR_HUGEPAGES, "4").unwrap();
+    assert_eq!(fraglab_host::hugetlb::current_pages().unwrap(), 4);
+    let path = state_path("fit");
+    let state = fraglab_host::knobs::StateFile {
+        pid: std::process::id(),
+        knobs: Vec::new(),
+        cleanup: fraglab_host::knobs::Cleanup {
+            hugetlb_pages: Some(0),
+            ..Default::default()
+        },
+    };
+    std::fs::write(&path, serde_json::to_string(&state).unwrap()).unwrap();
+    let restored = restore_from_state_file(&path);
+    let now = fraglab_host::hugetlb::current_pages().unwrap();
+    if now != 0 {
+        std::fs::write(fraglab_host::hugetlb::NR_HUGEPAGES, "0").unwrap();
+    }
+    restored.unwrap();
+    assert_eq!(now, 0);
+    assert!(!path.exists());
+
+    // A target at or above MemTotal is refused before anything changes.
+    let big = spec(&format!(
+        "[machine]\nmemory = \"{}KiB\"\n[workload]\nduration = \"1s\"\n\
+         [[workload.thpchallenge]]\nthreads = 1\nsize = \"2MiB\"\n",
+        (total >> 10) + 1024
+    ));
+    assert!(matches!(preflight(&big, &opts), Err(HostError::Unsafe(_))));
+}

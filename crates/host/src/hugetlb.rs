@@ -1,0 +1,184 @@
+//! `--fit-memory`: run a spec on a machine larger than its `machine.memory` by taking the
+//! difference out of the page allocator for the run, as a pool of 2 MiB hugetlb pages
+//! (`/proc/sys/vm/nr_hugepages`; Documentation/admin-guide/mm/hugetlbpage.rst). The pool's pages
+//! are allocated from the buddy allocator when the sysctl is written and stay allocated until it
+//! is written back, so the workload, kswapd, kcompactd and compaction see only the rest: memory
+//! pressure arrives at the spec's size, not at the machine's.
+//!
+//! What this does not change (written into the result as notes, and in the defrag-mode README):
+//! the zone still spans the whole machine, so the watermarks (`min_free_kbytes`,
+//! `watermark_scale_factor` on `managed_pages`, which count the pool) are those of the large
+//! machine, and the compaction scanners walk past the pool's blocks (in-use compound pages,
+//! skipped a folio at a time) — compaction's pfn counts include those steps. The pool's blocks
+//! are wherever the allocator found free 2 MiB blocks when it was filled.
+
+use std::path::Path;
+
+use crate::{procfs, HostError};
+
+/// The sysctl of the default-size hugetlb pool.
+pub const NR_HUGEPAGES: &str = "/proc/sys/vm/nr_hugepages";
+
+/// How much to take out: the plan of a `--fit-memory` run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fit {
+    /// Pages of `page_bytes` to put in the pool.
+    pub pages: u64,
+    /// The default hugetlb page size (`Hugepagesize` in /proc/meminfo).
+    pub page_bytes: u64,
+    /// `nr_hugepages` before the run (restored after it; must be 0).
+    pub before: u64,
+    /// MemTotal of this machine.
+    pub mem_total: u64,
+    /// The spec's `machine.memory`.
+    pub target: u64,
+}
+
+impl Fit {
+    /// The pool's size in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.pages * self.page_bytes
+    }
+}
+
+/// Plans the pool for a machine with `meminfo` (the text of /proc/meminfo) and `before` pages
+/// already in the pool, so that MemTotal minus the pool is `target` (whole pool pages, rounded
+/// down: the memory left is at most one pool page above the target).
+pub fn plan(meminfo: &str, before: u64, target: u64) -> Result<Fit, HostError> {
+    let total = procfs::meminfo_bytes(meminfo, "MemTotal")
+        .ok_or_else(|| HostError::Unsupported("--fit-memory: no MemTotal in /proc/meminfo".into()))?;
+    let page_bytes = procfs::meminfo_bytes(meminfo, "Hugepagesize").ok_or_else(|| {
+        HostError::Unsupported("--fit-memory: no Hugepagesize in /proc/meminfo (no hugetlbfs)".into())
+    })?;
+    if before != 0 {
+        return Err(HostError::Unsafe(format!(
+            "--fit-memory: vm.nr_hugepages is already {before}; the run would change another \
+             user's pool"
+        )));
+    }
+    if target >= total {
+        return Err(HostError::Unsafe(format!(
+            "--fit-memory: machine.memory ({} MiB) is not smaller than this machine's MemTotal \
+             ({} MiB)",
+            target >> 20,
+            total >> 20
+        )));
+    }
+    Ok(Fit {
+        pages: (total - target) / page_bytes,
+        page_bytes,
+        before,
+        mem_total: total,
+        target,
+    })
+}
+
+/// The pool while the run holds it: written back to [`Fit::before`] by [`Pool::release`] or on
+/// drop (error paths, unwinding).
+pub struct Pool {
+    before: u64,
+    released: bool,
+    /// Pages the kernel put in the pool.
+    pub pages: u64,
+}
+
+fn read_pages(path: &Path) -> Result<u64, HostError> {
+    let t = std::fs::read_to_string(path).map_err(|e| HostError::io(path.display().to_string(), e))?;
+    t.trim()
+        .parse()
+        .map_err(|_| HostError::Unsupported(format!("{}: not a number: {:?}", path.display(), t.trim())))
+}
+
+/// The pool's current size in pages.
+pub fn current_pages() -> Result<u64, HostError> {
+    read_pages(Path::new(NR_HUGEPAGES))
+}
+
+fn write_pages(n: u64) -> Result<(), HostError> {
+    std::fs::write(NR_HUGEPAGES, n.to_string()).map_err(|e| HostError::KnobWrite {
+        name: "vm.nr_hugepages".into(),
+        value: n.to_string(),
+        why: e.to_string(),
+    })
+}
+
+impl Pool {
+    /// Fills the pool. The kernel may find fewer free 2 MiB blocks than asked for (it reclaims
+    /// and compacts for them first); a pool more than 1 % short is an error (the pool is given
+    /// back), a smaller shortfall is kept and recorded.
+    pub fn reserve(fit: &Fit) -> Result<Pool, HostError> {
+        let mut pool = Pool {
+            before: fit.before,
+            released: false,
+            pages: fit.before,
+        };
+        write_pages(fit.pages)?;
+        pool.pages = current_pages()?;
+        if pool.pages * 100 < fit.pages * 99 {
+            return Err(HostError::Unsafe(format!(
+                "--fit-memory: the kernel put {} of {} hugetlb pages in the pool (memory too \
+                 fragmented or in use); given back",
+                pool.pages, fit.pages
+            )));
+        }
+        Ok(pool)
+    }
+
+    /// Memory left to the page allocator: `mem_total` minus the pool.
+    pub fn outside(&self, fit: &Fit) -> u64 {
+        fit.mem_total.saturating_sub(self.pages * fit.page_bytes)
+    }
+
+    /// Gives the pool back (writes the old size); idempotent.
+    pub fn release(&mut self) -> Result<(), HostError> {
+        if self.released {
+            return Ok(());
+        }
+        self.released = true;
+        write_pages(self.before)?;
+        let now = current_pages()?;
+        if now != self.before {
+            return Err(HostError::RestoreFailed(vec![format!(
+                "vm.nr_hugepages reads {now} after writing {} back",
+                self.before
+            )]));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            eprintln!("fraglab-host: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MEMINFO: &str = "MemTotal:       24684084 kB\nMemFree:        24128648 kB\n\
+        MemAvailable:   24164064 kB\nHugePages_Total:       0\nHugepagesize:       2048 kB\n";
+
+    #[test]
+    fn plans_the_pool_to_leave_the_target() {
+        let f = plan(MEMINFO, 0, 8 << 30).unwrap();
+        assert_eq!(f.page_bytes, 2 << 20);
+        // (24,684,084 KiB - 8 GiB) / 2 MiB = 7,956.7: 7,956 whole pages, 8 GiB + 1,460 KiB left.
+        assert_eq!(f.pages, 7956);
+        let left = f.mem_total - f.bytes();
+        assert!((8 << 30..(8 << 30) + (2 << 20)).contains(&left), "{left}");
+    }
+
+    #[test]
+    fn refuses_a_used_pool_and_a_target_above_the_machine() {
+        assert!(matches!(plan(MEMINFO, 4, 8 << 30), Err(HostError::Unsafe(_))));
+        assert!(matches!(plan(MEMINFO, 0, 32 << 30), Err(HostError::Unsafe(_))));
+        assert!(matches!(
+            plan("MemTotal: 1000 kB\n", 0, 1 << 20),
+            Err(HostError::Unsupported(_))
+        ));
+    }
+}
