@@ -43,6 +43,11 @@ pub struct CostModel {
     /// task's memory.
     pub alloc_fast_ns: u64,
     pub free_page_ns: u64,
+    /// Creating a small file and closing it (`open(O_CREAT)` + `close`: path lookup, dentry,
+    /// the filesystem's inode and directory entry, journal), excluding the data write.
+    pub file_create_ns: u64,
+    /// Unlinking a small file, excluding the freeing of its page cache (charged per page).
+    pub file_unlink_ns: u64,
 }
 
 impl Default for CostModel {
@@ -64,6 +69,8 @@ impl Default for CostModel {
             write_io_ns: 63_000,
             alloc_fast_ns: 175,
             free_page_ns: 280,
+            file_create_ns: 14_000,
+            file_unlink_ns: 17_000,
         }
     }
 }
@@ -91,6 +98,8 @@ impl CostModel {
             "write_io_ns" => &mut self.write_io_ns,
             "alloc_fast_ns" => &mut self.alloc_fast_ns,
             "free_page_ns" => &mut self.free_page_ns,
+            "file_create_ns" => &mut self.file_create_ns,
+            "file_unlink_ns" => &mut self.file_unlink_ns,
             _ => return None,
         })
     }

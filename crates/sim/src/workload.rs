@@ -423,8 +423,12 @@ impl TaskBody for KbuildWorker {
                         let i = sh.inode.alloc(cx.mm, cx.cpu);
                         match (d, i) {
                             (Some(d), Some(i)) => sh.source_objs[fi as usize] = Some((d, i)),
-                            (Some(d), None) => sh.dentry.free(cx.mm, cx.cpu, d),
-                            (None, Some(i)) => sh.inode.free(cx.mm, cx.cpu, i),
+                            (Some(d), None) => {
+                                sh.dentry.free(cx.mm, cx.cpu, d);
+                            }
+                            (None, Some(i)) => {
+                                sh.inode.free(cx.mm, cx.cpu, i);
+                            }
                             (None, None) => {}
                         }
                     }
@@ -439,7 +443,10 @@ impl TaskBody for KbuildWorker {
                     );
                     io += st.miss_pages;
                 }
-                let ns = sys(&cx.mm.work_sum.since(&before), cx);
+                let mut ns = sys(&cx.mm.work_sum.since(&before), cx);
+                if left == spec.job_obj_pages {
+                    ns += cx.cost.file_create_ns;
+                }
                 sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;
                 let left = left.saturating_sub(CHUNK);
                 self.phase = if left == 0 {
@@ -1198,8 +1205,10 @@ impl FioShared {
             dir,
             file_pages: file_pages.max(1),
             slots,
-            dentry: SlabCache::new("dentry", 0, 21, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)),
-            inode: SlabCache::new("xfs_inode", 3, 28, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)),
+            // Closed files' dentries and inodes are unused objects on the dcache and inode
+            // LRUs: the superblock shrinker frees them under memory pressure.
+            dentry: SlabCache::new("dentry", 0, 21, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)).shrinkable(),
+            inode: SlabCache::new("xfs_inode", 3, 28, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)).shrinkable(),
             files: vec![None; (slots * jobs.max(1) as u64) as usize],
             until_ns,
             start_ns: 0,
@@ -1263,16 +1272,33 @@ impl TaskBody for FioSmallFiles {
             let (dir, pages) = (sh.dir, sh.file_pages);
             if let Some((d, i)) = sh.files[slot as usize].take() {
                 let freed = cx.mm.filemap_truncate_range(cx.cpu, dir, index, pages);
-                sh.dentry.free(cx.mm, cx.cpu, d);
-                sh.inode.free(cx.mm, cx.cpu, i);
-                ns += freed * cx.cost.free_page_ns;
+                let cached_d = sh.dentry.free(cx.mm, cx.cpu, d);
+                let cached_i = sh.inode.free(cx.mm, cx.cpu, i);
+                // The shrinker took the old file's dentry or inode: unlink looks the file up
+                // again (d_alloc, iget), and the new objects go with the unlink.
+                if !cached_d {
+                    if let Some(d) = sh.dentry.alloc(cx.mm, cx.cpu) {
+                        sh.dentry.free(cx.mm, cx.cpu, d);
+                    }
+                }
+                if !cached_i {
+                    if let Some(i) = sh.inode.alloc(cx.mm, cx.cpu) {
+                        sh.inode.free(cx.mm, cx.cpu, i);
+                    }
+                }
+                ns += cx.cost.file_unlink_ns + freed * cx.cost.free_page_ns;
             }
+            ns += cx.cost.file_create_ns;
             let d = sh.dentry.alloc(cx.mm, cx.cpu);
             let i = sh.inode.alloc(cx.mm, cx.cpu);
             match (d, i) {
                 (Some(d), Some(i)) => sh.files[slot as usize] = Some((d, i)),
-                (Some(d), None) => sh.dentry.free(cx.mm, cx.cpu, d),
-                (None, Some(i)) => sh.inode.free(cx.mm, cx.cpu, i),
+                (Some(d), None) => {
+                    sh.dentry.free(cx.mm, cx.cpu, d);
+                }
+                (None, Some(i)) => {
+                    sh.inode.free(cx.mm, cx.cpu, i);
+                }
                 (None, None) => {}
             }
             let st = cx.mm.filemap_write(cx.cpu, dir, index, pages * 4096);

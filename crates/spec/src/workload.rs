@@ -171,6 +171,8 @@ pub const COST_KEYS: &[&str] = &[
     "write_io_ns",
     "alloc_fast_ns",
     "free_page_ns",
+    "file_create_ns",
+    "file_unlink_ns",
 ];
 
 const DURATION_FORM: &str = "expected a duration such as \"500ms\"; units ns, us, ms, s, min, h";
