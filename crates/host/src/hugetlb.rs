@@ -73,6 +73,39 @@ pub fn plan(meminfo: &str, before: u64, target: u64) -> Result<Fit, HostError> {
     })
 }
 
+/// The pool of a spec's `[machine] hugetlb_pages` (2 MiB pages): the machine must use 2 MiB
+/// as its default hugetlb size and have the memory.
+pub fn exact(meminfo: &str, before: u64, pages: u64) -> Result<Fit, HostError> {
+    let total = procfs::meminfo_bytes(meminfo, "MemTotal")
+        .ok_or_else(|| HostError::Unsupported("hugetlb pool: no MemTotal in /proc/meminfo".into()))?;
+    let page_bytes = procfs::meminfo_bytes(meminfo, "Hugepagesize").unwrap_or(0);
+    if page_bytes != 2 << 20 {
+        return Err(HostError::Unsupported(format!(
+            "machine.hugetlb_pages counts 2 MiB pages; this machine's Hugepagesize is {} KiB",
+            page_bytes >> 10
+        )));
+    }
+    if before != 0 {
+        return Err(HostError::Unsafe(format!(
+            "machine.hugetlb_pages: vm.nr_hugepages is already {before}; the run would change \
+             another user's pool"
+        )));
+    }
+    if pages * page_bytes >= total {
+        return Err(HostError::Unsafe(format!(
+            "machine.hugetlb_pages: {pages} pages of 2 MiB do not fit in MemTotal ({} MiB)",
+            total >> 20
+        )));
+    }
+    Ok(Fit {
+        pages,
+        page_bytes,
+        before,
+        mem_total: total,
+        target: total - pages * page_bytes,
+    })
+}
+
 /// The pool while the run holds it: written back to [`Fit::before`] by [`Pool::release`] or on
 /// drop (error paths, unwinding).
 pub struct Pool {
@@ -170,6 +203,17 @@ mod tests {
         assert_eq!(f.pages, 7956);
         let left = f.mem_total - f.bytes();
         assert!((8 << 30..(8 << 30) + (2 << 20)).contains(&left), "{left}");
+    }
+
+    #[test]
+    fn a_specs_pool_is_taken_as_given() {
+        let f = exact(MEMINFO, 0, 7956).unwrap();
+        assert_eq!((f.pages, f.page_bytes), (7956, 2 << 20));
+        assert_eq!(f.target, 24_684_084 * 1024 - 7956 * (2 << 20));
+        assert!(matches!(exact(MEMINFO, 1, 10), Err(HostError::Unsafe(_))));
+        assert!(matches!(exact(MEMINFO, 0, 20_000), Err(HostError::Unsafe(_))));
+        let gib_pages = MEMINFO.replace("Hugepagesize:       2048 kB", "Hugepagesize:    1048576 kB");
+        assert!(matches!(exact(&gib_pages, 0, 4), Err(HostError::Unsupported(_))));
     }
 
     #[test]

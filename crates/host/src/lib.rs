@@ -273,7 +273,12 @@ fn fio_rings(spec: &Spec) -> Vec<(u32, u64, u64)> {
     let Some(w) = spec.workload.as_ref() else {
         return Vec::new();
     };
-    let mem = spec.machine.memory_bytes.unwrap_or(0);
+    // 1.5 × the memory outside the hugetlb pool, as the simulator sizes it.
+    let mem = spec
+        .machine
+        .memory_bytes
+        .unwrap_or(0)
+        .saturating_sub(spec.machine.hugetlb_pages << 21);
     w.fio_smallfiles
         .iter()
         .map(|f| {
@@ -402,7 +407,19 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
         fio_disk += *jobs as u64 * per_job * size;
     }
     let meminfo = procfs::read("/proc/meminfo")?;
-    let fit = if opts.fit_memory {
+    let fit = if spec.machine.hugetlb_pages > 0 {
+        if opts.fit_memory {
+            return Err(HostError::Unsupported(format!(
+                "{}: --fit-memory with machine.hugetlb_pages (the spec already sets the pool)",
+                spec.file
+            )));
+        }
+        Some(hugetlb::exact(
+            &meminfo,
+            hugetlb::current_pages()?,
+            spec.machine.hugetlb_pages,
+        )?)
+    } else if opts.fit_memory {
         let target = spec.machine.memory_bytes.ok_or_else(|| {
             HostError::Unsupported(format!("{}: --fit-memory needs machine.memory", spec.file))
         })?;

@@ -741,4 +741,14 @@ madvised = true
         (total >> 10) + 1024
     ));
     assert!(matches!(preflight(&big, &opts), Err(HostError::Unsafe(_))));
+
+    // A spec's own pool (`[machine] hugetlb_pages`) is planned as given, and --fit-memory
+    // beside it is refused.
+    let own = spec(&format!(
+        "[machine]\nmemory = \"{target_kib}KiB\"\nhugetlb_pages = 8\n[workload]\nduration = \"1s\"\n\
+         [[workload.thpchallenge]]\nthreads = 1\nsize = \"2MiB\"\n"
+    ));
+    let plain = HostOptions::default();
+    assert_eq!(preflight(&own, &plain).unwrap().fit.unwrap().pages, 8);
+    assert!(matches!(preflight(&own, &opts), Err(HostError::Unsupported(_))));
 }

@@ -24,15 +24,20 @@ pub enum FolioKind {
     Slab,
     PageTable,
     Kernel,
+    /// A page of the hugetlb pool (`vm.nr_hugepages`, `[machine] hugetlb_pages`): allocated
+    /// movable (`htlb_alloc_mask` = GFP_HIGHUSER_MOVABLE), not on the LRU, never reclaimed;
+    /// compaction steps over it (a compound page of pageblock order, §9.6).
+    Hugetlb,
 }
 
 impl FolioKind {
-    pub const ALL: [FolioKind; 5] = [
+    pub const ALL: [FolioKind; 6] = [
         FolioKind::Anon,
         FolioKind::File,
         FolioKind::Slab,
         FolioKind::PageTable,
         FolioKind::Kernel,
+        FolioKind::Hugetlb,
     ];
 
     pub fn name(self) -> &'static str {
@@ -42,6 +47,7 @@ impl FolioKind {
             FolioKind::Slab => "slab",
             FolioKind::PageTable => "pagetable",
             FolioKind::Kernel => "kernel",
+            FolioKind::Hugetlb => "hugetlb",
         }
     }
 
@@ -114,7 +120,7 @@ pub struct FolioTable {
     free_ids: Vec<FolioId>,
     next_token: u64,
     /// Live folios per kind and order (the folio-order census).
-    pub census: [[u64; NR_PAGE_ORDERS]; 5],
+    pub census: [[u64; NR_PAGE_ORDERS]; FolioKind::ALL.len()],
     /// Anonymous and page-table pages per killable owner (pid > 1): the OOM killer's badness.
     pub rss: std::collections::BTreeMap<u32, u64>,
 }
@@ -211,7 +217,8 @@ impl FolioTable {
 /// (0). `alloc_mt` is the migratetype the folio's head page was allocated with (`PageArray::b`).
 pub fn folio_mobility(kind: FolioKind, alloc_mt: u32) -> usize {
     match kind {
-        FolioKind::Anon | FolioKind::File => 1,
+        // A hugetlb page is allocated movable and fills its movable block: not pollution.
+        FolioKind::Anon | FolioKind::File | FolioKind::Hugetlb => 1,
         FolioKind::Slab if alloc_mt == MigrateType::Reclaimable as u32 => 2,
         _ => 0,
     }
@@ -292,7 +299,9 @@ impl Mm {
                 node(s);
             }
             FolioKind::PageTable => node(Stat::nr_page_table_pages),
-            FolioKind::Kernel => {}
+            // The pool's pages are not in nr_hugetlb (checked on 6.18: a pool of 4 pages leaves
+            // /proc/vmstat nr_hugetlb at 0; it counts charged, mapped hugetlb folios).
+            FolioKind::Kernel | FolioKind::Hugetlb => {}
         }
     }
 

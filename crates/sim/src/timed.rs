@@ -317,7 +317,9 @@ pub fn run_workload_with_progress(
         vmscal.push(shared);
     }
     for f in &w.fio_smallfiles {
-        let ws = f.working_set_bytes.map(page).unwrap_or(mem_pages * 3 / 2);
+        // 1.5 × the memory the page allocator manages outside the hugetlb pool.
+        let usable = mem_pages.saturating_sub(spec.machine.hugetlb_pages << PAGEBLOCK_ORDER);
+        let ws = f.working_set_bytes.map(page).unwrap_or(usable * 3 / 2);
         let until = f.runtime_ns.map_or(w.duration_ns, |r| f.start_ns + r);
         let shared = crate::workload::FioShared::new(&mut e.mm, f.jobs, page(f.file_size_bytes), ws, until);
         shared.borrow_mut().start_ns = f.start_ns;

@@ -10,6 +10,7 @@ use fraglab_mm::node::{trace_kind, Mm, Tunables};
 use fraglab_mm::trace::render_trace;
 use fraglab_mm::types::*;
 use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo};
+use fraglab_mm::Gfp;
 use fraglab_spec::{KnobValue, Op, PrintWhat, Spec};
 
 /// A run that could not complete: names the spec file, line and op.
@@ -161,6 +162,33 @@ pub fn tunables(spec: &Spec) -> Tunables {
     t
 }
 
+/// `[machine] hugetlb_pages`: fills the hugetlb pool at boot as `echo N >
+/// /proc/sys/vm/nr_hugepages` does (`alloc_pool_huge_folio` → `__alloc_pages` with
+/// `htlb_alloc_mask` = GFP_HIGHUSER_MOVABLE | __GFP_COMP | __GFP_RETRY_MAYFAIL | __GFP_NOWARN at
+/// pageblock order); the pages stay allocated for the whole run. Simplified: on a machine that
+/// has just booted every request is served from the free lists, so the pool takes whichever
+/// free pageblocks the allocator hands out first; a pool filled on a running machine (as the host
+/// engine's is) takes blocks scattered among the ones in use. A pool the machine cannot hold is
+/// an error.
+fn reserve_hugetlb(mm: &mut Mm, spec: &Spec) -> Result<(), RunError> {
+    let gfp = Gfp::GFP_HIGHUSER_MOVABLE
+        .union(Gfp::COMP)
+        .union(Gfp::RETRY_MAYFAIL)
+        .union(Gfp::NOWARN);
+    for i in 0..spec.machine.hugetlb_pages {
+        if mm
+            .alloc_folio(0, gfp, PAGEBLOCK_ORDER, FolioKind::Hugetlb, false)
+            .is_none()
+        {
+            return Err(RunError(format!(
+                "{}: machine.hugetlb_pages: only {i} of {} pages of 2 MiB fit on this machine",
+                spec.file, spec.machine.hugetlb_pages
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Boots the machine of a spec with its knobs, debug-vm and tracing set.
 pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
     let mut mm = Mm::new(&machine_config(spec)?, tunables(spec))
@@ -170,6 +198,7 @@ pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
     mm.compaction.folio_mode = spec.model.folio_mode;
     mm.set_xa_nodes(spec.model.xa_nodes);
     mm.swap.total = spec.machine.swap_bytes / 4096;
+    reserve_hugetlb(&mut mm, spec)?;
     for (_, kind) in &spec.files {
         mm.add_mapping(match kind {
             fraglab_spec::MappingKind::Xfs => fraglab_mm::filemap::Mapping::xfs_like(),

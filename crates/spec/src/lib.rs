@@ -20,6 +20,8 @@
 //! cpus = 2             # 1..=256, default 2
 //! dma = true           # ZONE_DMA in the default x86-64 layout, default true
 //! swap = "1GiB"        # a swap device of this size; default none
+//! hugetlb_pages = 0    # 2 MiB pages of the hugetlb pool (vm.nr_hugepages) taken at boot, default 0;
+//!                      # the host engine reserves the same pool for the run
 //!
 //! # Instead of `memory` (and `dma`): explicit zones, in kernel zone order and increasing pfn
 //! # order, without overlap. present defaults to spanned, managed to present.
@@ -249,6 +251,9 @@ pub struct MachineSpec {
     pub swap_bytes: u64,
     /// `[[machine.zone]]`, in increasing pfn order; `None` for the default x86-64 layout.
     pub zones: Option<Vec<ZoneSpec>>,
+    /// `hugetlb_pages`: 2 MiB pages of the hugetlb pool (`vm.nr_hugepages`) reserved at boot,
+    /// before the workload (default 0). The host engine reserves the same pool for the run.
+    pub hugetlb_pages: u64,
 }
 
 /// One `[[machine.zone]]`, as /proc/zoneinfo describes a zone.

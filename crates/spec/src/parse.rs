@@ -93,7 +93,7 @@ const KBUILD_KEYS: &[&str] = &[
     "job_obj",
 ];
 const THP_BURST_KEYS: &[&str] = &["interval", "size", "hold", "bursts", "start"];
-const MACHINE_KEYS: &[&str] = &["memory", "cpus", "dma", "zone", "swap"];
+const MACHINE_KEYS: &[&str] = &["memory", "cpus", "dma", "zone", "swap", "hugetlb_pages"];
 const ZONE_KEYS: &[&str] = &["name", "start_pfn", "spanned", "present", "managed"];
 const ZONE_NAMES: &[&str] = &["DMA", "DMA32", "Normal", "Movable"];
 const RUN_KEYS: &[&str] = &["seed", "debug_vm", "trace"];
@@ -444,6 +444,7 @@ impl Cx<'_> {
         let cpus = self.opt_int(&m, "cpus", 1, 256, "1..=256", 2)? as u32;
         let dma = self.opt_bool(&m, "dma", true)?;
         let swap_bytes = self.opt_size(&m, "swap", 0, 0)?;
+        let hugetlb_pages = self.opt_int(&m, "hugetlb_pages", 0, 1 << 19, "0..=524288", 0)? as u64;
         match (m.get("memory"), m.get("zone")) {
             (Some(mem), Some(z)) => Err(self.err(
                 z.key_pos,
@@ -466,6 +467,7 @@ impl Cx<'_> {
                     dma,
                     swap_bytes,
                     zones: None,
+                    hugetlb_pages,
                 })
             }
             (None, Some(z)) => {
@@ -484,6 +486,7 @@ impl Cx<'_> {
                     dma: true,
                     swap_bytes,
                     zones: Some(zones),
+                    hugetlb_pages,
                 })
             }
         }
@@ -913,8 +916,12 @@ impl Cx<'_> {
                         Some(e) => {
                             let key = t.key("kind");
                             let k = self.str(&e.node, &key)?;
-                            let Some(x) = FolioKindSpec::ALL.into_iter().find(|x| x.name() == k) else {
-                                let kinds: Vec<&str> = FolioKindSpec::ALL.iter().map(|x| x.name()).collect();
+                            // The hugetlb pool is `[machine] hugetlb_pages`, not an op's folio.
+                            let op_kinds = FolioKindSpec::ALL
+                                .into_iter()
+                                .filter(|x| *x != FolioKindSpec::Hugetlb);
+                            let Some(x) = op_kinds.clone().find(|x| x.name() == k) else {
+                                let kinds: Vec<&str> = op_kinds.map(|x| x.name()).collect();
                                 return Err(self.err(
                                     e.node.pos,
                                     &key,

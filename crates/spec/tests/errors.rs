@@ -258,7 +258,7 @@ fn cpus_range_and_unknown_machine_key() {
         &["[machine]", "memory = \"1G\"", "numa_nodes = 2"],
         3,
         "machine.numa_nodes",
-        "unknown key (expected one of: memory, cpus, dma, zone, swap)",
+        "unknown key (expected one of: memory, cpus, dma, zone, swap, hugetlb_pages)",
     );
 }
 
@@ -1541,5 +1541,15 @@ fn task_step_errors() {
         4,
         "workload.task[0].steps[0].drop_caches",
         "expected true, found an integer",
+    );
+}
+
+#[test]
+fn machine_hugetlb_pages_out_of_range() {
+    check(
+        &["[machine]", "memory = \"1GiB\"", "hugetlb_pages = 600000"],
+        3,
+        "machine.hugetlb_pages",
+        "600000 is out of range (expected 0..=524288)",
     );
 }

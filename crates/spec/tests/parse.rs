@@ -82,6 +82,7 @@ fn full_spec_parses_to_the_expected_structure() {
             dma: false,
             swap_bytes: 0,
             zones: None,
+            hugetlb_pages: 0,
         },
         knobs,
         model: ModelSpec::default(),
@@ -157,7 +158,8 @@ fn minimal_spec_gets_the_defaults() {
             cpus: 2,
             dma: true,
             swap_bytes: 0,
-            zones: None
+            zones: None,
+            hugetlb_pages: 0,
         }
     );
     assert!(spec.knobs.is_empty());
@@ -224,6 +226,7 @@ zone = "DMA32"
             cpus: 1,
             dma: true,
             swap_bytes: 0,
+            hugetlb_pages: 0,
             zones: Some(vec![
                 z(ZoneType::Dma, 1, 4095, 3998, 3840),
                 z(ZoneType::Dma32, 4096, 1044480, 782336, 772917),
@@ -683,7 +686,7 @@ fn print_names_round_trip() {
     assert_eq!(FolioKindSpec::File.name(), "file");
     assert_eq!(
         FolioKindSpec::ALL.map(FolioKindSpec::name),
-        ["anon", "file", "slab", "pagetable", "kernel"]
+        ["anon", "file", "slab", "pagetable", "kernel", "hugetlb"]
     );
 }
 
