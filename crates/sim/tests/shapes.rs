@@ -159,7 +159,8 @@ fn defrag_mode_keeps_pageblocks_clean() {
 /// (`experiments/defrag-mode/thpchallenge-fio.toml`, the whole experiment: ~3 s per run): the
 /// series (defrag_mode = 1 with kswapd/kcompactd at pageblock watermarks) raises THP success
 /// over vanilla — the seed's +35 % THP fault alloc on its kernel build — and lowers fallbacks
-/// and the huge-fault latency. Not asserted: patch 3/5 alone below vanilla (published; fraglab
+/// and the huge-fault latency; and it strands free memory in reclaimable pageblocks and stalls
+/// movable requests in direct reclaim, as the live kernel does on this workload. Not asserted: patch 3/5 alone below vanilla (published; fraglab
 /// has it above here, and below only with more non-movable demand, README's sweep).
 #[test]
 fn defrag_mode_raises_thp_success_under_small_file_churn() {
@@ -181,7 +182,7 @@ fn defrag_mode_raises_thp_success_under_small_file_churn() {
         pct(&vanilla)
     );
     // Fallbacks down, and the latency of a huge 2 MiB step (the Hugealloc time's analogue)
-    // down: measured -10 % and -9 % (README); asserted with margin for the direction only.
+    // down: measured −5 % and −7 % (README); asserted with margin for the direction only.
     let fallback = |r: &RunResult| r.vmstat_delta["thp_fault_fallback"] as f64;
     assert!(
         fallback(&series) < fallback(&vanilla) * 0.97,
@@ -198,5 +199,46 @@ fn defrag_mode_raises_thp_success_under_small_file_churn() {
         "mean huge-step latency: vanilla {} ns, defrag_mode {} ns",
         huge_us(&vanilla),
         huge_us(&series)
+    );
+    // And the price, in the direction the live kernel showed on this workload (defrag-mode
+    // README, the 8 GiB live check: free memory in reclaimable pageblocks +46 %, alloc stalls
+    // +118 %, kswapd scanning −14 %): the shrinkers' holes in reclaimable blocks are off limits
+    // to movable requests under ALLOC_NOFRAGMENT, so more free memory sits there, movable
+    // requests reclaim directly, and kswapd, counting that memory as free, scans less.
+    // Measured here: +23 %, +174 %, −4 %.
+    let free_reclaimable = |r: &RunResult| -> f64 {
+        let s: Vec<f64> = r
+            .samples
+            .iter()
+            .filter(|x| x.t_ns >= 20_000_000_000)
+            .map(|x| x.free_by_type[2] as f64)
+            .collect();
+        s.iter().sum::<f64>() / s.len().max(1) as f64
+    };
+    assert!(
+        free_reclaimable(&series) > free_reclaimable(&vanilla) * 1.1,
+        "free pages in reclaimable blocks: vanilla {}, defrag_mode {}",
+        free_reclaimable(&vanilla),
+        free_reclaimable(&series)
+    );
+    let stalls = |r: &RunResult| -> i64 {
+        r.vmstat_delta
+            .iter()
+            .filter(|(k, _)| k.starts_with("allocstall_"))
+            .map(|(_, v)| *v)
+            .sum()
+    };
+    assert!(
+        stalls(&series) as f64 > stalls(&vanilla) as f64 * 1.5,
+        "alloc stalls: vanilla {}, defrag_mode {}",
+        stalls(&vanilla),
+        stalls(&series)
+    );
+    let kswapd = |r: &RunResult| r.vmstat_delta["pgscan_kswapd"];
+    assert!(
+        kswapd(&series) < kswapd(&vanilla),
+        "pages kswapd scanned: vanilla {}, defrag_mode {}",
+        kswapd(&vanilla),
+        kswapd(&series)
     );
 }
