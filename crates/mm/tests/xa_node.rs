@@ -34,9 +34,9 @@ fn nodes_follow_reads_truncation_and_the_switch() {
         mm.xa_check(false).unwrap();
         let want = if on { 5 } else { 0 };
         assert_eq!(mm.xa.stats.nodes, want);
-        // Nodes are reclaimable slab: one order-2 slab holds them all.
+        // Nodes are reclaimable slab: one order-1 slab holds them all.
         if on {
-            assert_eq!(mm.xa.stats.slabs_order2, 1);
+            assert_eq!(mm.xa.stats.slabs_high, 1);
             assert_eq!(mm.xa.stats.pages, 1 << XA_SLAB_ORDER);
             assert_eq!(mm.stats[Stat::nr_slab_reclaimable as usize], 1 << XA_SLAB_ORDER);
         }

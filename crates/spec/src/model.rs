@@ -78,7 +78,7 @@ pub const MODEL_SWITCHES: &[ModelSwitchDef] = &[
         choices: &["true", "false"],
         default: "false",
         doc: "Whether page-cache insertions allocate xarray nodes (radix_tree_node slab: 584-byte \
-              objects, 14 per order-2 reclaimable slab, one per 64 indices of a file) and removals \
+              objects, 14 per order-1 reclaimable slab, one per 64 indices of a file) and removals \
               free them: page-cache churn then interleaves reclaimable slab pages with movable \
               page cache. A boolean (true or false)",
     },
