@@ -201,8 +201,8 @@ fn defrag_mode_raises_thp_success_under_small_file_churn() {
         huge_us(&series)
     );
     // And the price, in the direction the live kernel showed on this workload (defrag-mode
-    // README, the 8 GiB live check: free memory in reclaimable pageblocks +46 %, alloc stalls
-    // +118 %, kswapd scanning −14 %): the shrinkers' holes in reclaimable blocks are off limits
+    // README, the 8 GiB live check: free memory in reclaimable pageblocks +64 %, alloc stalls
+    // +195 %, kswapd scanning −19 %, five pairs): the shrinkers' holes in reclaimable blocks are off limits
     // to movable requests under ALLOC_NOFRAGMENT, so more free memory sits there, movable
     // requests reclaim directly, and kswapd, counting that memory as free, scans less.
     // Measured here: +23 %, +174 %, −4 %.
