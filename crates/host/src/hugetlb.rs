@@ -41,21 +41,28 @@ impl Fit {
     }
 }
 
-/// Plans the pool for a machine with `meminfo` (the text of /proc/meminfo) and `before` pages
-/// already in the pool, so that MemTotal minus the pool is `target` (whole pool pages, rounded
-/// down: the memory left is at most one pool page above the target).
-pub fn plan(meminfo: &str, before: u64, target: u64) -> Result<Fit, HostError> {
+/// MemTotal and the default hugetlb page size of a machine with `meminfo` (the text of
+/// /proc/meminfo), refusing a pool that is already in use (`before` pages). `who` names the
+/// option in the errors.
+fn machine(meminfo: &str, before: u64, who: &str) -> Result<(u64, u64), HostError> {
     let total = procfs::meminfo_bytes(meminfo, "MemTotal")
-        .ok_or_else(|| HostError::Unsupported("--fit-memory: no MemTotal in /proc/meminfo".into()))?;
+        .ok_or_else(|| HostError::Unsupported(format!("{who}: no MemTotal in /proc/meminfo")))?;
     let page_bytes = procfs::meminfo_bytes(meminfo, "Hugepagesize").ok_or_else(|| {
-        HostError::Unsupported("--fit-memory: no Hugepagesize in /proc/meminfo (no hugetlbfs)".into())
+        HostError::Unsupported(format!("{who}: no Hugepagesize in /proc/meminfo (no hugetlbfs)"))
     })?;
     if before != 0 {
         return Err(HostError::Unsafe(format!(
-            "--fit-memory: vm.nr_hugepages is already {before}; the run would change another \
-             user's pool"
+            "{who}: vm.nr_hugepages is already {before}; the run would change another user's pool"
         )));
     }
+    Ok((total, page_bytes))
+}
+
+/// Plans the pool for a machine with `meminfo` and `before` pages already in the pool, so that
+/// MemTotal minus the pool is `target` (whole pool pages, rounded down: the memory left is at
+/// most one pool page above the target).
+pub fn plan(meminfo: &str, before: u64, target: u64) -> Result<Fit, HostError> {
+    let (total, page_bytes) = machine(meminfo, before, "--fit-memory")?;
     if target >= total {
         return Err(HostError::Unsafe(format!(
             "--fit-memory: machine.memory ({} MiB) is not smaller than this machine's MemTotal \
@@ -76,19 +83,11 @@ pub fn plan(meminfo: &str, before: u64, target: u64) -> Result<Fit, HostError> {
 /// The pool of a spec's `[machine] hugetlb_pages` (2 MiB pages): the machine must use 2 MiB
 /// as its default hugetlb size and have the memory.
 pub fn exact(meminfo: &str, before: u64, pages: u64) -> Result<Fit, HostError> {
-    let total = procfs::meminfo_bytes(meminfo, "MemTotal")
-        .ok_or_else(|| HostError::Unsupported("hugetlb pool: no MemTotal in /proc/meminfo".into()))?;
-    let page_bytes = procfs::meminfo_bytes(meminfo, "Hugepagesize").unwrap_or(0);
+    let (total, page_bytes) = machine(meminfo, before, "machine.hugetlb_pages")?;
     if page_bytes != 2 << 20 {
         return Err(HostError::Unsupported(format!(
             "machine.hugetlb_pages counts 2 MiB pages; this machine's Hugepagesize is {} KiB",
             page_bytes >> 10
-        )));
-    }
-    if before != 0 {
-        return Err(HostError::Unsafe(format!(
-            "machine.hugetlb_pages: vm.nr_hugepages is already {before}; the run would change \
-             another user's pool"
         )));
     }
     if pages * page_bytes >= total {

@@ -102,7 +102,8 @@ impl SlabCache {
         true
     }
 
-    /// Slab pages held (in pages).
+    /// Slab pages held (in pages). For a shrinkable cache this includes pages the shrinker has
+    /// freed that the cache has not come upon yet (it notices in `alloc` and `free`).
     pub fn pages(&self) -> u64 {
         self.slabs.iter().flatten().count() as u64 * (1 << self.order)
     }

@@ -543,9 +543,6 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
-/// The mmtests-style rows of published-results.md §1/§5.1 for a result: per-build (iteration)
-/// vmstat deltas averaged over the builds, the build times, and the burst process's
-/// "Hugealloc Time" (µs per burst).
 /// How much ftrace text of `[run] trace` a timed run keeps (in `proc_end["trace"]`).
 pub const TRACE_KEEP_BYTES: usize = 4 << 20;
 
@@ -559,6 +556,9 @@ fn drain_trace(mm: &mut Mm, (counts, text): &mut (BTreeMap<String, u64>, String)
     }
 }
 
+/// The mmtests-style rows of published-results.md §1/§5.1 for a result: per-build (iteration)
+/// vmstat deltas averaged over the builds, the build times, and the burst process's
+/// "Hugealloc Time" (µs per burst).
 pub fn mmtests_rows(r: &RunResult) -> String {
     let mut out = String::new();
     let builds = &r.builds;

@@ -1275,7 +1275,8 @@ impl TaskBody for FioSmallFiles {
                 let cached_d = sh.dentry.free(cx.mm, cx.cpu, d);
                 let cached_i = sh.inode.free(cx.mm, cx.cpu, i);
                 // The shrinker took the old file's dentry or inode: unlink looks the file up
-                // again (d_alloc, iget), and the new objects go with the unlink.
+                // again (d_alloc, iget), and the new objects go with the unlink. Simplified: the
+                // inode read (its inode-table block may be out of the page cache) is not charged.
                 if !cached_d {
                     if let Some(d) = sh.dentry.alloc(cx.mm, cx.cpu) {
                         sh.dentry.free(cx.mm, cx.cpu, d);
