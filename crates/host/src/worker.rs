@@ -731,7 +731,8 @@ fn write_file(
     Ok(())
 }
 
-/// The seed-001 "Hugealloc" process: every `interval`, map `size` with MADV_HUGEPAGE, fault it
+/// The seed-001 "Hugealloc" process: every `interval`, map `size` (with MADV_HUGEPAGE unless
+/// `madvised = false`), fault it
 /// in 2 MiB steps (timed: the burst's `alloc_ns`), hold it `hold`, unmap it.
 fn run_burst(p: &ThpBurstParams, cx: &mut Cx) -> Result<(), String> {
     for i in 0..p.bursts as u64 {
@@ -740,7 +741,7 @@ fn run_burst(p: &ThpBurstParams, cx: &mut Cx) -> Result<(), String> {
             break;
         }
         let t = Instant::now();
-        let mut v = Vma::new(p.size_bytes, true)?;
+        let mut v = Vma::new(p.size_bytes, p.madvised)?;
         let mut b = BurstResult {
             start_ns: cx.since_t0(t),
             ..Default::default()

@@ -16,6 +16,13 @@
 //! Simplifications: no preemption inside a step and no load balancing after placement (a task
 //! is placed on the least loaded CPU when it becomes runnable); kernel threads have no priority
 //! over user tasks.
+//!
+//! Two ways to pick the next task of a CPU ([`Sched`]): `Fifo` (the default) takes the run
+//! queue's head, so a task with short steps (kswapd's reclaim batches, kcompactd's runs) waits
+//! behind every long step (a compile job's 10 ms slices) each time; `Fair` picks the runnable
+//! task with the least virtual runtime, as CFS/EEVDF does, and places a waking task at most
+//! [`SLEEPER_CREDIT_NS`] before the CPU's minimum, so kswapd and kcompactd, which sleep most of
+//! the time, run next after the current step and get a fair share when they stay runnable.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -28,6 +35,20 @@ use rand_chacha::ChaCha8Rng;
 use crate::cost::CostModel;
 
 pub type TaskId = usize;
+
+/// How a CPU picks its next task (see the module comment).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sched {
+    #[default]
+    Fifo,
+    Fair,
+}
+
+/// `Sched::Fair`: how far before the CPU's minimum virtual runtime a waking task may be placed.
+/// Simplified from the scheduler's placement (CFS's half of `sched_latency`, EEVDF's lag
+/// bounded by the slice): 3 ms, the base slice of a 4-CPU machine (0.75 ms × (1 + log2 4)),
+/// rounded.
+pub const SLEEPER_CREDIT_NS: u64 = 3 * MS;
 
 /// A function called at every tick with the time and the model (samplers).
 pub type TickHook = Box<dyn FnMut(u64, &mut Mm)>;
@@ -109,6 +130,11 @@ struct Task {
     rng: ChaCha8Rng,
     stats: TaskStats,
     ready_since: u64,
+    /// `Sched::Fair`: virtual runtime (CPU time charged, shifted at placement), and, while the
+    /// task sleeps, its virtual runtime minus its CPU's minimum when it went to sleep.
+    vruntime: u64,
+    sleep_rel: i64,
+    sleep_since: u64,
 }
 
 #[derive(Default)]
@@ -116,6 +142,8 @@ struct Cpu {
     busy: bool,
     runq: VecDeque<TaskId>,
     last: Option<TaskId>,
+    /// `Sched::Fair`: the CPU's minimum virtual runtime (monotonic).
+    min_vruntime: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -155,6 +183,8 @@ pub struct Engine {
     /// Wake-ups handled (for tests and reports).
     pub kswapd_wakes: u64,
     pub kcompactd_wakes: u64,
+    /// How CPUs pick their next task.
+    pub sched: Sched,
 }
 
 impl Engine {
@@ -178,6 +208,7 @@ impl Engine {
             tick_hooks: Vec::new(),
             kswapd_wakes: 0,
             kcompactd_wakes: 0,
+            sched: Sched::Fifo,
         };
         e.kswapd = e.add_task(Box::new(KswapdTask), TaskState::Waiting, 60);
         e.kcompactd = e.add_task(Box::new(KcompactdTask), TaskState::Waiting, 61);
@@ -207,6 +238,9 @@ impl Engine {
                 ..Default::default()
             },
             ready_since: self.now,
+            vruntime: 0,
+            sleep_rel: 0,
+            sleep_since: self.now,
         });
         id
     }
@@ -272,14 +306,24 @@ impl Engine {
     /// Puts a task on the run queue of the least loaded CPU (an idle one first, lowest index
     /// on ties) and starts that CPU if it is idle.
     fn make_ready(&mut self, id: TaskId) {
+        let cpu = (0..self.cpus.len())
+            .min_by_key(|&c| (self.cpus[c].busy as usize + self.cpus[c].runq.len(), c))
+            .unwrap();
         let t = &mut self.tasks[id];
         debug_assert_ne!(t.state, TaskState::Ready);
         t.state = TaskState::Ready;
         t.gen += 1;
         t.ready_since = self.now;
-        let cpu = (0..self.cpus.len())
-            .min_by_key(|&c| (self.cpus[c].busy as usize + self.cpus[c].runq.len(), c))
-            .unwrap();
+        if self.sched == Sched::Fair {
+            // Placement: where the task left off relative to its CPU's minimum, less what the
+            // minimum advanced while it slept (about the sleep divided among the CPU's runnable
+            // tasks), but no further back than the sleeper credit.
+            let c = &self.cpus[cpu];
+            let nr = (c.busy as i64 + c.runq.len() as i64).max(1);
+            let slept = (self.now - t.sleep_since) as i64;
+            let rel = (t.sleep_rel - slept / nr).max(-(SLEEPER_CREDIT_NS as i64));
+            t.vruntime = c.min_vruntime.saturating_add_signed(rel);
+        }
         self.cpus[cpu].runq.push_back(id);
         if !self.cpus[cpu].busy {
             self.cpus[cpu].busy = true;
@@ -311,10 +355,24 @@ impl Engine {
     }
 
     fn run_cpu(&mut self, cpu: usize) {
-        let Some(id) = self.cpus[cpu].runq.pop_front() else {
+        let next = match self.sched {
+            Sched::Fifo => self.cpus[cpu].runq.pop_front(),
+            Sched::Fair => {
+                // The least virtual runtime; the earliest queued on ties.
+                let tasks = &self.tasks;
+                let q = &self.cpus[cpu].runq;
+                let pos = (0..q.len()).min_by_key(|&i| (tasks[q[i]].vruntime, i));
+                pos.and_then(|i| self.cpus[cpu].runq.remove(i))
+            }
+        };
+        let Some(id) = next else {
             self.cpus[cpu].busy = false;
             return;
         };
+        if self.sched == Sched::Fair {
+            let c = &mut self.cpus[cpu];
+            c.min_vruntime = c.min_vruntime.max(self.tasks[id].vruntime);
+        }
         let switch = if self.cpus[cpu].last != Some(id) {
             self.cost.context_switch_ns
         } else {
@@ -343,6 +401,11 @@ impl Engine {
         let task = &mut self.tasks[id];
         task.stats.cpu_ns += busy;
         task.stats.steps += 1;
+        task.vruntime += busy;
+        if !matches!(step, Step::Ran(_)) {
+            task.sleep_rel = task.vruntime as i64 - self.cpus[cpu].min_vruntime as i64;
+            task.sleep_since = now + busy;
+        }
         let end = now + busy;
         match step {
             Step::Ran(_) => {

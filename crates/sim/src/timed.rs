@@ -194,6 +194,9 @@ pub fn run_workload_with_progress(
         .ok_or_else(|| RunError(format!("{}: no [workload] to run", spec.file)))?;
     let mm = boot(spec)?;
     let mut e = Engine::new(mm, cost_model(spec), spec.run.seed);
+    if spec.model.sched == "fair" {
+        e.sched = crate::engine::Sched::Fair;
+    }
     let metrics = Rc::new(RefCell::new(Metrics::default()));
     let page = |b: u64| b.div_ceil(4096);
     for k in &w.kbuild {
@@ -235,6 +238,7 @@ pub fn run_workload_with_progress(
                     hold_ns: b.hold_ns,
                     bursts: b.bursts,
                     start_ns: b.start_ns,
+                    madvised: b.madvised,
                 },
                 metrics.clone(),
             )),

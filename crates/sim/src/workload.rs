@@ -75,6 +75,8 @@ pub struct ThpBurstSpec {
     pub bursts: u32,
     /// Delay before the first burst.
     pub start_ns: u64,
+    /// Whether the burst's region is madvised (`MADV_HUGEPAGE`).
+    pub madvised: bool,
 }
 
 enum BurstPhase {
@@ -83,7 +85,8 @@ enum BurstPhase {
     Holding { vma: AnonVma },
 }
 
-/// The "Hugealloc" process of seed 001: bursts of madvised THP faults; each 2 MiB region is
+/// The "Hugealloc" process of seed 001: bursts of THP faults (madvised unless the spec says
+/// otherwise); each 2 MiB region is
 /// faulted in one step (the whole region is written, as the burst's memset does, so a fallback
 /// to base pages costs 512 faults).
 pub struct ThpBurst {
@@ -128,7 +131,7 @@ impl TaskBody for ThpBurst {
                     ..Default::default()
                 });
                 self.phase = BurstPhase::Faulting {
-                    vma: AnonVma::new(self.spec.pages, true),
+                    vma: AnonVma::new(self.spec.pages, self.spec.madvised),
                     next: 0,
                 };
                 Step::Ran(0)

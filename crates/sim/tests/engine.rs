@@ -8,7 +8,7 @@ use fraglab_mm::types::ZoneType;
 use fraglab_mm::vmstat::Stat;
 use fraglab_mm::{Gfp, Mm, Tunables};
 use fraglab_sim::cost::CostModel;
-use fraglab_sim::engine::{Cx, Engine, Step, TaskBody, TaskState, MS, SEC};
+use fraglab_sim::engine::{Cx, Engine, Sched, Step, TaskBody, TaskState, MS, SEC};
 use rand::Rng;
 
 const NO_RECLAIM: Gfp = Gfp::GFP_HIGHUSER_MOVABLE.without(Gfp::DIRECT_RECLAIM);
@@ -74,6 +74,100 @@ fn tasks_share_a_cpu_and_run_in_parallel_on_two() {
             assert!(sa.runq_wait_ns > 0 && sb.runq_wait_ns > 0);
         }
     }
+}
+
+/// Runs `ns` per step for ever, sleeping `sleep` after each step if asked.
+struct Sipper {
+    ns: u64,
+    sleep: u64,
+}
+
+impl TaskBody for Sipper {
+    fn comm(&self) -> &str {
+        "sipper"
+    }
+    fn step(&mut self, _cx: &mut Cx) -> Step {
+        if self.sleep > 0 {
+            Step::Sleep {
+                ran: self.ns,
+                sleep: self.sleep,
+            }
+        } else {
+            Step::Ran(self.ns)
+        }
+    }
+}
+
+/// A task of 1 ms steps against two of 10 ms steps on one CPU for 3 s: FIFO hands the CPU
+/// round robin per step (1/21 of it to the short one), `Sched::Fair` by virtual runtime (a
+/// third each, within a step).
+#[test]
+fn fair_scheduling_shares_the_cpu_by_time_not_by_steps() {
+    let cost = CostModel {
+        context_switch_ns: 0,
+        ..CostModel::default()
+    };
+    for sched in [Sched::Fifo, Sched::Fair] {
+        let mut e = Engine::new(machine(8, 1), cost.clone(), 1);
+        e.sched = sched;
+        let short = e.spawn(Box::new(Sipper { ns: MS, sleep: 0 }));
+        let long1 = e.spawn(Box::new(Sipper {
+            ns: 10 * MS,
+            sleep: 0,
+        }));
+        let long2 = e.spawn(Box::new(Sipper {
+            ns: 10 * MS,
+            sleep: 0,
+        }));
+        e.run(3 * SEC, |_| false);
+        let cpu = |t| e.task_stats(t).cpu_ns;
+        match sched {
+            Sched::Fifo => {
+                assert!(cpu(short) < 3 * SEC / 15, "FIFO short task got {} ns", cpu(short));
+            }
+            Sched::Fair => {
+                for t in [short, long1, long2] {
+                    let c = cpu(t) as i64;
+                    assert!((c - SEC as i64).abs() <= 20 * MS as i64, "fair share: {c} ns");
+                }
+            }
+        }
+    }
+}
+
+/// A task waking from sleep behind two busy tasks: FIFO queues it behind both of their
+/// steps; `Sched::Fair` places it at most the sleeper credit before the CPU's minimum, so it
+/// runs as soon as the current step ends.
+#[test]
+fn fair_scheduling_runs_a_waking_task_after_the_current_step() {
+    let cost = CostModel {
+        context_switch_ns: 0,
+        ..CostModel::default()
+    };
+    let mut waits = Vec::new();
+    for sched in [Sched::Fifo, Sched::Fair] {
+        let mut e = Engine::new(machine(8, 1), cost.clone(), 1);
+        e.sched = sched;
+        e.spawn(Box::new(Sipper {
+            ns: 10 * MS,
+            sleep: 0,
+        }));
+        e.spawn(Box::new(Sipper {
+            ns: 10 * MS,
+            sleep: 0,
+        }));
+        let waker = e.spawn(Box::new(Sipper {
+            ns: 100_000,
+            sleep: 50 * MS,
+        }));
+        e.run(2 * SEC, |_| false);
+        let s = e.task_stats(waker);
+        waits.push(s.runq_wait_ns / s.steps);
+    }
+    // FIFO: it waits for the rest of the current step and the other queued one (~15 ms on
+    // average); fair: only for the rest of the current step (~5 ms).
+    assert!(waits[0] > 12 * MS, "FIFO wait per wake {} ns", waits[0]);
+    assert!(waits[1] < 7 * MS, "fair wait per wake {} ns", waits[1]);
 }
 
 #[test]

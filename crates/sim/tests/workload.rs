@@ -61,6 +61,7 @@ fn run(seed: u64, defrag_mode: bool) -> (Engine, Metrics, u64) {
             hold_ns: 200 * MS,
             bursts: 6,
             start_ns: 100 * MS,
+            madvised: true,
         },
         metrics.clone(),
     )));

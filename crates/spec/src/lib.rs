@@ -45,6 +45,7 @@
 //!                      # v2_filemap_costly, v3_filemap_opportunistic, v4_kcompactd_background
 //! v4_position = "before_initial_compaction"   # or after_initial_compaction
 //! xa_nodes = false     # page-cache xarray nodes as reclaimable slab (default false)
+//! sched = "fifo"       # how simulated CPUs pick tasks: fifo (default) or fair (CFS-like)
 //!
 //! [run]
 //! seed = 1             # default 1

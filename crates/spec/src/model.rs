@@ -82,6 +82,15 @@ pub const MODEL_SWITCHES: &[ModelSwitchDef] = &[
               free them: page-cache churn then interleaves reclaimable slab pages with movable \
               page cache. A boolean (true or false)",
     },
+    ModelSwitchDef {
+        name: "sched",
+        choices: &["fifo", "fair"],
+        default: "fifo",
+        doc: "How the simulator's CPUs pick the next task (not mm; the timed engine only): fifo = the \
+              run queue's head after each step, so kswapd and kcompactd wait behind every queued \
+              step; fair = the least virtual runtime, a waking task placed at most 3 ms before the \
+              CPU's minimum, as CFS/EEVDF favour sleepers (kswapd and kcompactd then run next)",
+    },
 ];
 
 /// The model switch called `name`.
@@ -102,6 +111,8 @@ pub struct ModelSpec {
     pub defrag_stage: &'static str,
     pub costly_order_policy: &'static str,
     pub v4_position: &'static str,
+    /// `sched`: `fifo` or `fair` (sim's `engine::Sched`).
+    pub sched: &'static str,
     /// `xa_nodes`: page-cache xarray nodes as reclaimable slab (mm's `xa_node.rs`).
     pub xa_nodes: bool,
 }
@@ -114,6 +125,7 @@ impl Default for ModelSpec {
             defrag_stage: d("defrag_stage"),
             costly_order_policy: d("costly_order_policy"),
             v4_position: d("v4_position"),
+            sched: d("sched"),
             xa_nodes: d("xa_nodes") == "true",
         }
     }
@@ -128,6 +140,7 @@ impl ModelSpec {
             "defrag_stage" => Some(self.defrag_stage),
             "costly_order_policy" => Some(self.costly_order_policy),
             "v4_position" => Some(self.v4_position),
+            "sched" => Some(self.sched),
             "xa_nodes" => Some(if self.xa_nodes { "true" } else { "false" }),
             _ => None,
         }
@@ -147,11 +160,12 @@ impl ModelSpec {
                     _ => return Err(bad()),
                 }
             }
-            "defrag_stage" | "costly_order_policy" | "v4_position" => {
+            "defrag_stage" | "costly_order_policy" | "v4_position" | "sched" => {
                 let word = *def.choices.iter().find(|c| **c == value).ok_or_else(bad)?;
                 match name {
                     "defrag_stage" => self.defrag_stage = word,
                     "costly_order_policy" => self.costly_order_policy = word,
+                    "sched" => self.sched = word,
                     _ => self.v4_position = word,
                 }
             }

@@ -92,7 +92,7 @@ const KBUILD_KEYS: &[&str] = &[
     "job_slab",
     "job_obj",
 ];
-const THP_BURST_KEYS: &[&str] = &["interval", "size", "hold", "bursts", "start"];
+const THP_BURST_KEYS: &[&str] = &["interval", "size", "hold", "bursts", "start", "madvised"];
 const MACHINE_KEYS: &[&str] = &["memory", "cpus", "dma", "zone", "swap", "hugetlb_pages"];
 const ZONE_KEYS: &[&str] = &["name", "start_pfn", "spanned", "present", "managed"];
 const ZONE_NAMES: &[&str] = &["DMA", "DMA32", "Normal", "Movable"];
@@ -1256,6 +1256,7 @@ impl Cx<'_> {
                     hold_ns: self.opt_duration(&b, "hold", 0, 1_000_000_000)?,
                     bursts: self.opt_int(&b, "bursts", 1, 1 << 20, "1..=1048576", 10)? as u32,
                     start_ns: self.opt_duration(&b, "start", 0, 0)?,
+                    madvised: self.opt_bool(&b, "madvised", true)?,
                 });
             }
         }

@@ -141,7 +141,8 @@ pub struct KbuildParams {
     pub job_obj_bytes: u64,
 }
 
-/// `[[workload.thp_burst]]`: the seed-001 "Hugealloc" process, bursts of madvised THP faults.
+/// `[[workload.thp_burst]]`: the seed-001 "Hugealloc" process, bursts of THP faults (madvised
+/// unless `madvised = false`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThpBurstParams {
     pub line: usize,
@@ -150,6 +151,10 @@ pub struct ThpBurstParams {
     pub hold_ns: u64,
     pub bursts: u32,
     pub start_ns: u64,
+    /// `MADV_HUGEPAGE` on the burst's region (default true): under THP `defrag = madvise`
+    /// the faults may then reclaim and compact directly; without it they take a THP only
+    /// from the free lists (`vma_thp_gfp_mask`, kernel-model.md §11.2).
+    pub madvised: bool,
 }
 
 /// The cost-model constants a `[cost]` table may override (nanoseconds; the `_x1000` ones in

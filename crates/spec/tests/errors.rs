@@ -1049,7 +1049,7 @@ fn model_errors() {
         &with_machine(&["[model]", "folio_mode = \"skip_large\"", "extfrag = 1"]),
         5,
         "model.extfrag",
-        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes)",
+        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched)",
     );
     check(
         &with_machine(&["[model]", "defrag_stage = \"kswapd_asist\""]),
@@ -1074,7 +1074,7 @@ fn model_errors() {
         &with_machine(&["[model]", "\"vm.defrag_mode\" = 1"]),
         4,
         "model.\"vm.defrag_mode\"",
-        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes)",
+        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched)",
     );
 }
 

@@ -629,7 +629,8 @@ fn model_defaults_and_every_folio_mode() {
             "defrag_stage",
             "costly_order_policy",
             "v4_position",
-            "xa_nodes"
+            "xa_nodes",
+            "sched"
         ]
     );
     // Every choice of every switch parses and reads back.
