@@ -496,11 +496,20 @@ pub fn run_workload_with_progress(
         trace_counts: trace_counts.clone(),
         sim_work: {
             let w = &e.mm.work_sum;
+            // The kernel threads' CPU time and the time they were runnable but waited for a
+            // CPU (`[model] sched`).
+            let (ks, kc) = (e.task_stats(e.kswapd), e.task_stats(e.kcompactd));
             [
                 ("alloc_slowpaths", w.slowpaths),
                 ("direct_reclaim_calls", w.reclaim_calls),
                 ("drain_all_pages", w.drains),
                 ("pcp_pages_drained", w.drained_pages),
+                ("kswapd_cpu_ns", ks.cpu_ns),
+                ("kswapd_runq_wait_ns", ks.runq_wait_ns),
+                ("kswapd_steps", ks.steps),
+                ("kcompactd_cpu_ns", kc.cpu_ns),
+                ("kcompactd_runq_wait_ns", kc.runq_wait_ns),
+                ("kcompactd_steps", kc.steps),
             ]
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))

@@ -83,6 +83,31 @@ fn result_and_report_hold_the_run() {
     }
 }
 
+/// `[model] sched = "fair"`: kswapd, which sleeps most of the time, no longer queues behind
+/// the compile jobs' 10 ms slices at every step; the result records its CPU time and wait.
+#[test]
+fn fair_scheduling_lets_kswapd_run_sooner() {
+    let per_step_wait = |sched: &str| {
+        let text = SPEC
+            .replace("SEED", "1")
+            .replace("[run]", &format!("[model]\nsched = \"{sched}\"\n[run]"));
+        let spec = parse_spec(&text, "t.toml").unwrap();
+        let r = fraglab_sim::timed::run_workload(&spec).unwrap();
+        let w = &r.sim_work;
+        assert!(
+            w["kswapd_cpu_ns"] > 0 && w["kswapd_steps"] > 0,
+            "{sched}: kswapd ran"
+        );
+        assert!(w["kcompactd_steps"] > 0, "{sched}: kcompactd ran");
+        w["kswapd_runq_wait_ns"] / w["kswapd_steps"]
+    };
+    let (fifo, fair) = (per_step_wait("fifo"), per_step_wait("fair"));
+    assert!(
+        fair * 3 < fifo * 2,
+        "wait per kswapd step: fifo {fifo} ns, fair {fair} ns"
+    );
+}
+
 #[test]
 fn cost_overrides_change_the_timing() {
     let slow = SPEC.replace("SEED", "1") + "[cost]\nfault_base_ns = 50000\n";

@@ -42,8 +42,9 @@ pub struct RunResult {
     pub pageblock_maps: Vec<PageblockMap>,
     /// Simulator only: work of the allocator that /proc/vmstat does not count, over the run —
     /// `drain_all_pages` (calls from allocation slow paths), `pcp_pages_drained` (pages they
-    /// returned from per-CPU lists), `alloc_slowpaths`, `direct_reclaim_calls`. Empty for host
-    /// runs.
+    /// returned from per-CPU lists), `alloc_slowpaths`, `direct_reclaim_calls` — and, for timed
+    /// runs, kswapd's and kcompactd's CPU time, run-queue wait and steps (`kswapd_cpu_ns`,
+    /// `kswapd_runq_wait_ns`, `kswapd_steps`, the same for `kcompactd_`). Empty for host runs.
     #[serde(default)]
     pub sim_work: BTreeMap<String, u64>,
     /// /proc text at the start and the end (buddyinfo, pagetypeinfo, zoneinfo, vmstat).
