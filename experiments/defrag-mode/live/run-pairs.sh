@@ -10,14 +10,16 @@ set -euo pipefail
 OUT=${1:?usage: run-pairs.sh OUT [N] [SCRATCH]}
 N=${2:-3}
 SCRATCH=${3:-/mnt/fraglab-scratch}
-S=experiments/defrag-mode/thpchallenge-fio.toml
-O='machine.memory=8GiB,machine.cpus=2,workload.duration=6min,workload.thpchallenge.start=90s,workload.thpchallenge.size=1536MiB'
+# The spec and its overrides (comma-separated KEY=VALUE) may be changed with S= and O= in the
+# environment; the default is the thpchallenge-fio check of ../README.md.
+S=${S:-experiments/defrag-mode/thpchallenge-fio.toml}
+O=${O-machine.memory=8GiB,machine.cpus=2,workload.duration=6min,workload.thpchallenge.start=90s,workload.thpchallenge.size=1536MiB}
 mkdir -p "$OUT"
 for k in $(seq 1 "$N"); do
   for c in vanilla dm1; do
-    X=""
-    [ "$c" = dm1 ] && X=",vm.defrag_mode=1"
-    ./target/release/fraglab host run "$S@$O$X" --fit-memory --dir "$SCRATCH" --trace \
+    X=$O
+    [ "$c" = dm1 ] && X=${O:+$O,}vm.defrag_mode=1
+    ./target/release/fraglab host run "$S${X:+@$X}" --fit-memory --dir "$SCRATCH" --trace \
       -o "$OUT/$c-$k.json" > "$OUT/$c-$k.log"
   done
 done

@@ -36,6 +36,27 @@ def free_in(r, mt):
     return statistics.mean(s) if s else 0.0
 
 
+def burst_us(r):
+    """Mean allocation time of a burst (Hugealloc Time), in microseconds."""
+    b = [x["alloc_ns"] / 1000 for x in r.get("bursts", [])]
+    return statistics.mean(b) if b else 0.0
+
+
+def burst_huge_pct(r):
+    """Per cent of the bursts' 2 MiB steps that got a THP."""
+    b = r.get("bursts", [])
+    faults = sum(x["faults"] for x in b)
+    return 100.0 * sum(x["huge"] for x in b) / faults if faults else 0.0
+
+
+def welch_t(a, b):
+    """Welch's t of b against a (0 when undefined)."""
+    if len(a) < 2 or len(b) < 2:
+        return 0.0
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    return (statistics.mean(b) - statistics.mean(a)) / (va + vb) ** 0.5 if va + vb else 0.0
+
+
 def load(pattern):
     return [json.load(open(f)) for f in sorted(glob.glob(pattern))]
 
@@ -57,15 +78,20 @@ def change(a, b):
 
 
 print(f"| row | kernel vanilla (n={len(live['vanilla'])}) | kernel defrag_mode=1 (n={len(live['dm1'])}) "
-      "| change | fraglab vanilla | fraglab defrag_mode=1 | change |")
+      "| change (Welch's t) | fraglab vanilla | fraglab defrag_mode=1 | change |")
 print("|---|---:|---:|---:|---:|---:|---:|")
 extra = [("Free in movable blocks, MiB", 1), ("Free in reclaimable blocks, MiB", 2)]
+if any(r.get("bursts") for r in live["vanilla"]):
+    extra += [("Hugealloc Time mean, us per burst", burst_us), ("Burst steps getting a THP, %", burst_huge_pct)]
 for name, key in ROWS + extra:
-    if isinstance(key, int):
+    if callable(key):
+        f = key
+    elif isinstance(key, int):
         f = lambda r: free_in(r, key)
     else:
         f = lambda r: value(r, key)
-    lv, ld = ms([f(r) for r in live["vanilla"]]), ms([f(r) for r in live["dm1"]])
+    a, b = [f(r) for r in live["vanilla"]], [f(r) for r in live["dm1"]]
+    lv, ld = ms(a), ms(b)
     sv, sd = f(sim["vanilla"]), f(sim["wmark"])
-    print(f"| {name} | {lv[0]:,.0f} ± {lv[1]:,.0f} | {ld[0]:,.0f} ± {ld[1]:,.0f} | {change(lv[0], ld[0])} "
-          f"| {sv:,.0f} | {sd:,.0f} | {change(sv, sd)} |")
+    print(f"| {name} | {lv[0]:,.0f} ± {lv[1]:,.0f} | {ld[0]:,.0f} ± {ld[1]:,.0f} "
+          f"| {change(lv[0], ld[0])} ({welch_t(a, b):+.1f}) | {sv:,.0f} | {sd:,.0f} | {change(sv, sd)} |")
