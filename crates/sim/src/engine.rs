@@ -320,7 +320,9 @@ impl Engine {
             // tasks), but no further back than the sleeper credit.
             let c = &self.cpus[cpu];
             let nr = (c.busy as i64 + c.runq.len() as i64).max(1);
-            let slept = (self.now - t.sleep_since) as i64;
+            // A kernel thread can be woken while its last step is still being charged (its
+            // state changes when the step starts), before `sleep_since`: it did not sleep.
+            let slept = self.now.saturating_sub(t.sleep_since) as i64;
             let rel = (t.sleep_rel - slept / nr).max(-(SLEEPER_CREDIT_NS as i64));
             t.vruntime = c.min_vruntime.saturating_add_signed(rel);
         }
