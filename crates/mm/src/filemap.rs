@@ -711,6 +711,7 @@ impl Mm {
                 break;
             }
             st.added[order as usize] += 1;
+            self.count_read_in(1u64 << order);
             index += 1u64 << order;
         }
         self.mark_readahead(mapping, ra);
@@ -728,7 +729,16 @@ impl Mm {
                 break;
             }
             st.added[m.min_order as usize] += 1;
+            self.count_read_in(1u64 << m.min_order);
         }
+    }
+
+    /// `pgpgin` for `pages` a readahead folio reads from the device: the block layer counts
+    /// the sectors of every read bio (`submit_bio`, 512-byte sectors; /proc/vmstat prints them
+    /// halved, as KiB). Simplified: only page-cache readahead is counted — no metadata, swap-in
+    /// or direct I/O reads.
+    fn count_read_in(&mut self, pages: u64) {
+        self.count(crate::vmstat::Stat::pgpgin, pages * 8);
     }
 
     /// Sets PG_readahead on the folio holding page `start + size − async_size`.

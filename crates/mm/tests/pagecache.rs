@@ -259,6 +259,35 @@ fn s12_2_readahead_ramps_the_order_by_two_per_window() {
     }
 }
 
+/// `pgpgin` counts the sectors readahead reads (8 per 4 KiB page, stored as the block layer
+/// counts them; /proc/vmstat prints KiB): every page a read brings into the page cache, and
+/// nothing for pages that were cached already.
+#[test]
+fn pgpgin_counts_the_pages_readahead_reads_in() {
+    let mut mm = dma32(32, 1, tun_kb(128));
+    let f = mm.add_mapping(Mapping::large_folios());
+    let mut ra = ReadaheadState {
+        ra_pages: 32,
+        ..Default::default()
+    };
+    let mut added = 0u64;
+    let mut pos = 0;
+    while pos < 1024 {
+        let st = mm.filemap_read(0, f, &mut ra, pos, 16, 4096);
+        added += (0..11).map(|o| st.added[o] << o).sum::<u64>();
+        pos += 16;
+    }
+    assert!(added >= 1024, "readahead brought in {added} pages");
+    assert_eq!(mm.stat(Stat::pgpgin), added * 8);
+    // Cached pages read again cost no I/O.
+    let before = mm.stat(Stat::pgpgin);
+    let mut ra2 = ReadaheadState::default();
+    let st = mm.filemap_read(0, f, &mut ra2, 0, 256, 4096);
+    assert_eq!(st.miss_pages, 0);
+    assert_eq!(mm.stat(Stat::pgpgin), before);
+    check(&mm);
+}
+
 #[test]
 fn s12_2_first_failure_falls_back_to_order_0_for_the_rest_of_the_window() {
     let (mut mm, _) = fragmented(CostlyOrderPolicy::Baseline);
