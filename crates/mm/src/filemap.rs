@@ -710,8 +710,7 @@ impl Mm {
                 self.ra_order0(cpu, mapping, index, limit - index, file_pages, st);
                 break;
             }
-            st.added[order as usize] += 1;
-            self.count_read_in(1u64 << order);
+            self.read_in(st, order);
             index += 1u64 << order;
         }
         self.mark_readahead(mapping, ra);
@@ -728,17 +727,18 @@ impl Mm {
             if self.filemap_add(cpu, mapping, i, m.min_order, gfp).is_none() {
                 break;
             }
-            st.added[m.min_order as usize] += 1;
-            self.count_read_in(1u64 << m.min_order);
+            self.read_in(st, m.min_order);
         }
     }
 
-    /// `pgpgin` for `pages` a readahead folio reads from the device: the block layer counts
-    /// the sectors of every read bio (`submit_bio`, 512-byte sectors; /proc/vmstat prints them
-    /// halved, as KiB). Simplified: only page-cache readahead is counted — no metadata, swap-in
-    /// or direct I/O reads.
-    fn count_read_in(&mut self, pages: u64) {
-        self.count(crate::vmstat::Stat::pgpgin, pages * 8);
+    /// A folio of `order` a read added to the page cache (readahead, or the fault path's
+    /// single-folio read): counted in `st.added` and in `pgpgin`, since it is read from the
+    /// device — the block layer counts the sectors of every read bio (`submit_bio`, 512-byte
+    /// sectors; /proc/vmstat prints them halved, as KiB). Simplified: only page-cache reads
+    /// are counted — no metadata, swap-in or direct I/O reads.
+    fn read_in(&mut self, st: &mut ReadStats, order: u32) {
+        st.added[order as usize] += 1;
+        self.count(crate::vmstat::Stat::pgpgin, 8 << order);
     }
 
     /// Sets PG_readahead on the folio holding page `start + size − async_size`.
@@ -848,7 +848,7 @@ impl Mm {
                 let m = self.mapping(mapping);
                 let r = self.filemap_add(cpu, mapping, index, m.min_order, m.gfp);
                 if r.is_some() {
-                    st.added[m.min_order as usize] += 1;
+                    self.read_in(&mut st, m.min_order);
                 }
                 r
             }

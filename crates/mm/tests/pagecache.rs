@@ -285,6 +285,14 @@ fn pgpgin_counts_the_pages_readahead_reads_in() {
     let st = mm.filemap_read(0, f, &mut ra2, 0, 256, 4096);
     assert_eq!(st.miss_pages, 0);
     assert_eq!(mm.stat(Stat::pgpgin), before);
+    // A fault under MADV_RANDOM reads just the faulting folio (no read-around): one page.
+    let rand = FileVma {
+        rand_read: true,
+        ..FileVma::default()
+    };
+    let st = mm.filemap_fault(0, f, &mut ReadaheadState::default(), rand, 3000, 4096);
+    assert_eq!(st.added.iter().sum::<u64>(), 1, "{st:?}");
+    assert_eq!(mm.stat(Stat::pgpgin), before + 8);
     check(&mm);
 }
 
