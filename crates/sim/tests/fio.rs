@@ -1,24 +1,24 @@
 //! The fio small-file generator (`[[workload.fio_smallfiles]]`, published-results.md §5.4).
 
 use fraglab_sim::timed::run_workload;
+use fraglab_spec::result::RunResult;
+
+/// Two fio jobs writing 16 KiB files on a 256 MiB, 2-CPU machine for `duration`, in a ring of
+/// `working_set`.
+fn run_fio(duration: &str, working_set: &str) -> RunResult {
+    let text = format!(
+        "name = \"fio\"\n[machine]\nmemory = \"256MiB\"\ncpus = 2\n[workload]\nduration = \"{duration}\"\n\
+         [[workload.fio_smallfiles]]\njobs = 2\nfile_size = \"16KiB\"\nworking_set = \"{working_set}\"\n"
+    );
+    run_workload(&fraglab_spec::parse_spec(&text, "fio.toml").unwrap()).unwrap()
+}
 
 /// Files are created and deleted in a ring: reclaimable slab grows to one dentry and inode per
 /// file of the working set and no further, page cache is written and reclaimed, and the run
 /// lasts the workload's duration.
 #[test]
 fn creates_and_deletes_small_files_in_a_ring() {
-    let text = r#"name = "fio"
-[machine]
-memory = "256MiB"
-cpus = 2
-[workload]
-duration = "6s"
-[[workload.fio_smallfiles]]
-jobs = 2
-file_size = "16KiB"
-working_set = "64MiB"
-"#;
-    let r = run_workload(&fraglab_spec::parse_spec(text, "fio.toml").unwrap()).unwrap();
+    let r = run_fio("6s", "64MiB");
     let d = &r.vmstat_delta;
     // 64 MiB / 16 KiB = 4096 files: 4096 dentries (21 per page) and inodes (28 per 8 pages).
     let slab = d["nr_slab_reclaimable"];
@@ -40,18 +40,7 @@ working_set = "64MiB"
 /// before fio deletes the files, and the reclaimable slab stays under a full ring's.
 #[test]
 fn shrinker_frees_closed_files_dentries_and_inodes_under_pressure() {
-    let text = r#"name = "fio-pressure"
-[machine]
-memory = "256MiB"
-cpus = 2
-[workload]
-duration = "8s"
-[[workload.fio_smallfiles]]
-jobs = 2
-file_size = "16KiB"
-working_set = "1GiB"
-"#;
-    let r = run_workload(&fraglab_spec::parse_spec(text, "fio.toml").unwrap()).unwrap();
+    let r = run_fio("8s", "1GiB");
     let d = &r.vmstat_delta;
     assert!(d["slabs_scanned"] > 0, "the shrinker never ran");
     // 1 GiB / 16 KiB = 65,536 files: a full ring's dentries and inodes would take this many.
