@@ -34,6 +34,14 @@ fn machine(blocks: u32, cpus: u32) -> Mm {
     mm
 }
 
+/// The default costs without the context-switch charge, so CPU time is the steps' alone.
+fn no_switch_cost() -> CostModel {
+    CostModel {
+        context_switch_ns: 0,
+        ..CostModel::default()
+    }
+}
+
 /// Burns `steps` steps of `ns` each.
 struct Spin {
     steps: u32,
@@ -56,10 +64,7 @@ impl TaskBody for Spin {
 
 #[test]
 fn tasks_share_a_cpu_and_run_in_parallel_on_two() {
-    let cost = CostModel {
-        context_switch_ns: 0,
-        ..CostModel::default()
-    };
+    let cost = no_switch_cost();
     for (cpus, want_end) in [(1u32, 2 * 10 * MS), (2, 10 * MS)] {
         let mut e = Engine::new(machine(8, cpus), cost.clone(), 1);
         let a = e.spawn(Box::new(Spin { steps: 10, ns: MS }));
@@ -103,10 +108,7 @@ impl TaskBody for Sipper {
 /// third each, within a step).
 #[test]
 fn fair_scheduling_shares_the_cpu_by_time_not_by_steps() {
-    let cost = CostModel {
-        context_switch_ns: 0,
-        ..CostModel::default()
-    };
+    let cost = no_switch_cost();
     for sched in [Sched::Fifo, Sched::Fair] {
         let mut e = Engine::new(machine(8, 1), cost.clone(), 1);
         e.sched = sched;
@@ -140,10 +142,7 @@ fn fair_scheduling_shares_the_cpu_by_time_not_by_steps() {
 /// runs as soon as the current step ends.
 #[test]
 fn fair_scheduling_runs_a_waking_task_after_the_current_step() {
-    let cost = CostModel {
-        context_switch_ns: 0,
-        ..CostModel::default()
-    };
+    let cost = no_switch_cost();
     let mut waits = Vec::new();
     for sched in [Sched::Fifo, Sched::Fair] {
         let mut e = Engine::new(machine(8, 1), cost.clone(), 1);
