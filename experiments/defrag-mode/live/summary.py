@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Live against simulated: the rows of the 8 GiB thpchallenge-fio check (README), as
-mean +- standard deviation over the live runs of each configuration, beside the simulator's
-figures for the same spec and overrides. Usage, from the repository root:
+"""Live against simulated: the rows of the README's live checks (the 8 GiB thpchallenge-fio
+and buildlike ones), as mean +- standard deviation over the live runs of each configuration
+with Welch's t of the change, beside the simulator's figures for the same spec and overrides
+(and, when the runs have bursts, the Hugealloc time and the bursts' THP share). Usage, from the repository root:
 
     python3 experiments/defrag-mode/live/summary.py LIVE_DIR SIM_DIR
 
