@@ -212,6 +212,9 @@ pub fn run_workload_with_progress(
                 job_read_pages: page(k.job_read_bytes),
                 job_slab_pages: page(k.job_slab_bytes),
                 job_obj_pages: page(k.job_obj_bytes),
+                source_file_pages: page(k.source_file_bytes),
+                untar: k.untar,
+                trees: k.trees,
             },
             metrics.clone(),
         );
@@ -219,6 +222,11 @@ pub fn run_workload_with_progress(
             e.spawn(Box::new(KbuildWorker::new(shared.clone())));
         }
         e.spawn(Box::new(Flusher { shared }));
+        if k.untar {
+            // The unpacked trees are dirty page cache of their own: the general flusher
+            // writes them back (expired after 30 s, or above the background threshold).
+            e.spawn_daemon(Box::new(PageCacheFlusher { until_ns: u64::MAX }));
+        }
     }
     // Beside a kbuild, the THP burst process is background load (seed 001's "concurrent
     // bursts"): the run ends with the builds, not with the last burst.

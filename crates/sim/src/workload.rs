@@ -191,6 +191,22 @@ pub struct KbuildSpec {
     /// Reclaimable slab (dentries, inodes) a job allocates, and the object file it writes.
     pub job_slab_pages: u64,
     pub job_obj_pages: u64,
+    /// Pages of one source file (the tree is `source_pages / source_file_pages` files).
+    pub source_file_pages: u64,
+    /// Each build first unpacks its tree afresh (`KbuildParams::untar`), keeping the trees of
+    /// the last `trees` builds.
+    pub untar: bool,
+    pub trees: u32,
+}
+
+/// A source tree on disk: its page cache (one large-folio mapping, ext4 on 6.18), the dentry
+/// and inode of each file (created at the file's first lookup, or by the untar), and, with
+/// `untar`, the object files built in it (their pages and dentries/inodes, deleted with it).
+struct Tree {
+    mapping: u32,
+    objs: Vec<Option<(Obj, Obj)>>,
+    objects: Vec<(FolioId, u64, u64)>,
+    obj_file_objs: Vec<(Obj, Obj)>,
 }
 
 /// State shared by a build's workers.
@@ -199,9 +215,17 @@ pub struct KbuildShared {
     next_job: u32,
     iteration: u32,
     running: u32,
-    /// Page cache of the source tree: (folio, token) per page.
-    /// The source tree: one large-folio mapping (ext4 on 6.18) of `source_pages` pages.
-    source: u32,
+    /// The source trees (one, or `trees` with `untar`) and the one this build uses.
+    trees: Vec<Tree>,
+    cur: usize,
+    /// With `untar`: the tarball (a file as large as the tree, read sequentially) and its
+    /// readahead state; whether this build's tree is unpacked, or being unpacked.
+    tarball: Option<u32>,
+    tar_ra: fraglab_mm::filemap::ReadaheadState,
+    untarred: bool,
+    untarring: bool,
+    /// Each CPU's cached kernel stacks (`cached_stacks`), by CPU.
+    stack_cache: std::collections::BTreeMap<u32, Vec<Vec<(FolioId, u64)>>>,
     /// Object-file pages written: (folio, token, dirtied at).
     objects: Vec<(FolioId, u64, u64)>,
     /// Dentry/inode slab kept as cache (freed oldest first beyond a bound).
@@ -214,7 +238,6 @@ pub struct KbuildShared {
     pub inode: SlabCache,
     pub task: SlabCache,
     pub vma: SlabCache,
-    source_objs: Vec<Option<(Obj, Obj)>>,
     obj_file_objs: Vec<(Obj, Obj)>,
     metrics: Shared<Metrics>,
 }
@@ -222,11 +245,32 @@ pub struct KbuildShared {
 impl KbuildShared {
     /// Registers the source tree's mapping in `mm`.
     pub fn new(mm: &mut Mm, spec: KbuildSpec, metrics: Shared<Metrics>) -> Shared<KbuildShared> {
-        let source = mm.add_mapping(fraglab_mm::filemap::Mapping::large_folios());
-        // Each source file has its own xarray.
-        mm.xa_set_file_pages(source, SOURCE_FILE_PAGES);
+        let files = (spec.source_pages / spec.source_file_pages.max(1)).max(1) as usize;
+        let n = if spec.untar { spec.trees.max(1) } else { 1 };
+        let trees = (0..n)
+            .map(|_| {
+                let mapping = mm.add_mapping(fraglab_mm::filemap::Mapping::large_folios());
+                // Each source file has its own xarray.
+                mm.xa_set_file_pages(mapping, spec.source_file_pages.max(1));
+                Tree {
+                    mapping,
+                    objs: vec![None; files],
+                    objects: Vec::new(),
+                    obj_file_objs: Vec::new(),
+                }
+            })
+            .collect();
+        let tarball = spec
+            .untar
+            .then(|| mm.add_mapping(fraglab_mm::filemap::Mapping::large_folios()));
         Rc::new(RefCell::new(KbuildShared {
-            source,
+            trees,
+            cur: 0,
+            tarball,
+            tar_ra: Default::default(),
+            untarred: false,
+            untarring: false,
+            stack_cache: Default::default(),
             next_job: 0,
             iteration: 0,
             running: 0,
@@ -239,7 +283,6 @@ impl KbuildShared {
             inode: SlabCache::new("ext4_inode_cache", 3, 28, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)),
             task: SlabCache::new("task_struct", 3, 3, Gfp::GFP_KERNEL.union(Gfp::ACCOUNT)),
             vma: SlabCache::new("vm_area_struct", 0, 21, Gfp::GFP_KERNEL.union(Gfp::ACCOUNT)),
-            source_objs: vec![None; (spec.source_pages / SOURCE_FILE_PAGES).max(1) as usize],
             obj_file_objs: Vec::new(),
             spec,
             metrics,
@@ -250,11 +293,38 @@ impl KbuildShared {
     pub fn finished(&self) -> bool {
         self.iteration == self.spec.iterations
     }
+
+    /// `rm -rf` of tree `t` before a new one is unpacked in its place: its page cache is
+    /// truncated (dirty pages unwritten) and its files' and object files' dentries and inodes
+    /// are freed (`evict` at the last `iput`; simplified: at once, not via the LRU).
+    fn delete_tree(&mut self, mm: &mut fraglab_mm::Mm, cpu: u32, t: usize) {
+        let tree = &mut self.trees[t];
+        mm.filemap_truncate(cpu, tree.mapping);
+        for (id, tok, _) in std::mem::take(&mut tree.objects) {
+            if still_ours(mm, id, tok) {
+                mm.free_folio(cpu, id);
+            }
+        }
+        let objs: Vec<(Obj, Obj)> = tree
+            .objs
+            .iter_mut()
+            .filter_map(Option::take)
+            .chain(std::mem::take(&mut tree.obj_file_objs))
+            .collect();
+        for (d, i) in objs {
+            self.dentry.free(mm, cpu, d);
+            self.inode.free(mm, cpu, i);
+        }
+    }
 }
 
 enum JobPhase {
     /// Waiting for a job (or for the other workers to finish the build).
     Take,
+    /// Unpacking this build's tree (`untar`): the next file to create.
+    Untar {
+        file: u64,
+    },
     Start,
     Touch {
         vma: AnonVma,
@@ -285,7 +355,8 @@ enum JobPhase {
 pub struct KbuildWorker {
     shared: Shared<KbuildShared>,
     phase: JobPhase,
-    stack: Option<(FolioId, u64)>,
+    /// This job's kernel stack: its pages (folio, token).
+    stack: Vec<(FolioId, u64)>,
     /// This job's process objects (task_struct, vm_area_structs), freed at exit.
     kobjs: Vec<(bool, Obj)>,
 }
@@ -295,7 +366,7 @@ impl KbuildWorker {
         KbuildWorker {
             shared,
             phase: JobPhase::Take,
-            stack: None,
+            stack: Vec::new(),
             kobjs: Vec::new(),
         }
     }
@@ -306,8 +377,10 @@ const CHUNK: u64 = 64;
 /// Small unmovable kernel objects of one compile process (vm_area_structs, anon_vmas, files,
 /// signal and mm state), from 192-byte slabs.
 const JOB_KERNEL_OBJECTS: u32 = 40;
-/// The size of a source or header file of the kbuild generator (64 KiB).
-const SOURCE_FILE_PAGES: u64 = 16;
+/// Pages of a kernel stack (THREAD_SIZE 16 KiB on x86-64).
+const STACK_PAGES: usize = 4;
+/// `NR_CACHED_STACKS` (kernel/fork.c): freed vmap stacks each CPU keeps for the next fork.
+const NR_CACHED_STACKS: usize = 2;
 
 impl TaskBody for KbuildWorker {
     fn comm(&self) -> &str {
@@ -327,7 +400,8 @@ impl TaskBody for KbuildWorker {
                 if sh.next_job == spec.jobs {
                     if sh.running == 0 {
                         // The build is over: record it and start the next one ("make clean"
-                        // deletes the objects).
+                        // deletes the objects; with `untar` they stay in their tree until it
+                        // is deleted).
                         let mut m = sh.metrics.borrow_mut();
                         let b = m.builds.last_mut().expect("build started");
                         b.end_ns = cx.now;
@@ -340,14 +414,23 @@ impl TaskBody for KbuildWorker {
                             .collect();
                         drop(m);
                         let objs = std::mem::take(&mut sh.objects);
-                        for (id, t, _) in objs {
-                            if still_ours(cx.mm, id, t) {
-                                cx.mm.free_folio(cx.cpu, id);
+                        let files = std::mem::take(&mut sh.obj_file_objs);
+                        if spec.untar {
+                            let cur = sh.cur;
+                            sh.trees[cur].objects.extend(objs);
+                            sh.trees[cur].obj_file_objs.extend(files);
+                            sh.cur = (cur + 1) % sh.trees.len();
+                            sh.untarred = false;
+                        } else {
+                            for (id, t, _) in objs {
+                                if still_ours(cx.mm, id, t) {
+                                    cx.mm.free_folio(cx.cpu, id);
+                                }
                             }
-                        }
-                        for (d, i) in std::mem::take(&mut sh.obj_file_objs) {
-                            sh.dentry.free(cx.mm, cx.cpu, d);
-                            sh.inode.free(cx.mm, cx.cpu, i);
+                            for (d, i) in files {
+                                sh.dentry.free(cx.mm, cx.cpu, d);
+                                sh.inode.free(cx.mm, cx.cpu, i);
+                            }
                         }
                         sh.iteration += 1;
                         sh.next_job = 0;
@@ -355,7 +438,28 @@ impl TaskBody for KbuildWorker {
                     }
                     return Step::Sleep { ran: 0, sleep: MS };
                 }
-                if sh.next_job == 0 {
+                if spec.untar && !sh.untarred {
+                    // One worker unpacks the tree (the build's first step, so its time and
+                    // counters are the build's), the others wait for it.
+                    if sh.untarring {
+                        return Step::Sleep { ran: 0, sleep: MS };
+                    }
+                    sh.untarring = true;
+                    sh.metrics.borrow_mut().builds.push(Build {
+                        start_ns: cx.now,
+                        stats_start: cx.mm.stats.to_vec(),
+                        ..Default::default()
+                    });
+                    let before = cx.mm.work_sum;
+                    let cur = sh.cur;
+                    sh.delete_tree(cx.mm, cx.cpu, cur);
+                    sh.tar_ra = Default::default();
+                    let ns = sys(&cx.mm.work_sum.since(&before), cx);
+                    sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;
+                    self.phase = JobPhase::Untar { file: 0 };
+                    return Step::Ran(ns + cx.cost.context_switch_ns);
+                }
+                if sh.next_job == 0 && !spec.untar {
                     sh.metrics.borrow_mut().builds.push(Build {
                         start_ns: cx.now,
                         stats_start: cx.mm.stats.to_vec(),
@@ -367,14 +471,74 @@ impl TaskBody for KbuildWorker {
                 self.phase = JobPhase::Start;
                 Step::Ran(cx.cost.context_switch_ns)
             }
+            JobPhase::Untar { file } => {
+                // `tar x`: for each file in turn, its part of the tarball is read (sequential
+                // readahead), then the file is created (a dentry and an inode, and the cost of
+                // creating a file) and written (dirty page cache, cleaned by the flusher).
+                let before = cx.mm.work_sum;
+                let fp = spec.source_file_pages.max(1);
+                let files = (spec.source_pages / fp).max(1);
+                let tarball = sh.tarball.expect("untar has a tarball");
+                let cur = sh.cur;
+                let mapping = sh.trees[cur].mapping;
+                let (mut f, mut pages, mut io, mut created) = (file, 0, 0, 0);
+                while f < files && pages < CHUNK {
+                    let KbuildShared { tar_ra, .. } = &mut *sh;
+                    let st = cx
+                        .mm
+                        .filemap_read(cx.cpu, tarball, tar_ra, f * fp, fp, files * fp);
+                    io += st.miss_pages;
+                    let d = sh.dentry.alloc(cx.mm, cx.cpu);
+                    let i = sh.inode.alloc(cx.mm, cx.cpu);
+                    match (d, i) {
+                        (Some(d), Some(i)) => sh.trees[cur].objs[f as usize] = Some((d, i)),
+                        (Some(d), None) => {
+                            sh.dentry.free(cx.mm, cx.cpu, d);
+                        }
+                        (None, Some(i)) => {
+                            sh.inode.free(cx.mm, cx.cpu, i);
+                        }
+                        (None, None) => {}
+                    }
+                    cx.mm.filemap_write(cx.cpu, mapping, f * fp, fp * 4096);
+                    created += 1;
+                    pages += fp;
+                    f += 1;
+                }
+                let ns = sys(&cx.mm.work_sum.since(&before), cx) + created * cx.cost.file_create_ns;
+                sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;
+                if f == files {
+                    sh.untarred = true;
+                    sh.untarring = false;
+                } else {
+                    self.phase = JobPhase::Untar { file: f };
+                }
+                if io > 0 {
+                    Step::Sleep {
+                        ran: ns,
+                        sleep: cx.cost.read_io_ns,
+                    }
+                } else {
+                    Step::Ran(ns)
+                }
+            }
             JobPhase::Start => {
-                // fork + exec: a kernel stack (THREAD_SIZE 16 KiB, order 2, unmovable).
+                // fork: a kernel stack (THREAD_SIZE 16 KiB). With CONFIG_VMAP_STACK (x86-64
+                // distribution kernels, and this VM's 6.18: /proc/config.gz) it is four
+                // order-0 unmovable pages from vmalloc (`alloc_thread_stack_node`), or a stack
+                // freed lately on this CPU (`NR_CACHED_STACKS`). Simplified: vmalloc's own
+                // vmap_area objects are not allocated.
                 let before = cx.mm.work_sum;
                 let g = Gfp::GFP_KERNEL.union(Gfp::ACCOUNT);
-                self.stack = cx
-                    .mm
-                    .alloc_folio(cx.cpu, g, 2, FolioKind::Kernel, false)
-                    .map(|id| (id, cx.mm.folios.get(id).token));
+                self.stack = match sh.stack_cache.entry(cx.cpu).or_default().pop() {
+                    Some(stack) => stack,
+                    None => (0..STACK_PAGES)
+                        .filter_map(|_| {
+                            let id = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::Kernel, false)?;
+                            Some((id, cx.mm.folios.get(id).token))
+                        })
+                        .collect(),
+                };
                 let pages = spec.job_anon_pages / 2 + cx.rng.gen_range(0..=spec.job_anon_pages);
                 // fork + exec: the process's kernel objects (a task_struct and, for its
                 // mappings, files and signal state, about 40 small objects).
@@ -409,23 +573,26 @@ impl TaskBody for KbuildWorker {
                 Step::Ran(ns)
             }
             JobPhase::Read { vma, left } => {
-                // Source and header files of 64 KiB, each opened and read sequentially
+                // Source and header files (`source_file`), each opened and read sequentially
                 // (`filemap_read` with a fresh readahead state), at random places in the tree.
                 let mut io = 0;
                 let before = cx.mm.work_sum;
-                let files = spec.source_pages / SOURCE_FILE_PAGES;
-                for _ in 0..(left.min(CHUNK) / SOURCE_FILE_PAGES).max(1) {
+                let fp = spec.source_file_pages.max(1);
+                let files = spec.source_pages / fp;
+                let cur = sh.cur;
+                let source = sh.trees[cur].mapping;
+                for _ in 0..(left.min(CHUNK) / fp).max(1) {
                     if files == 0 {
                         break;
                     }
                     let fi = cx.rng.gen_range(0..files);
-                    let f = fi * SOURCE_FILE_PAGES;
+                    let f = fi * fp;
                     // The path lookup creates the file's dentry and inode the first time.
-                    if sh.source_objs[fi as usize].is_none() {
+                    if sh.trees[cur].objs[fi as usize].is_none() {
                         let d = sh.dentry.alloc(cx.mm, cx.cpu);
                         let i = sh.inode.alloc(cx.mm, cx.cpu);
                         match (d, i) {
-                            (Some(d), Some(i)) => sh.source_objs[fi as usize] = Some((d, i)),
+                            (Some(d), Some(i)) => sh.trees[cur].objs[fi as usize] = Some((d, i)),
                             (Some(d), None) => {
                                 sh.dentry.free(cx.mm, cx.cpu, d);
                             }
@@ -436,20 +603,12 @@ impl TaskBody for KbuildWorker {
                         }
                     }
                     let mut ra = fraglab_mm::filemap::ReadaheadState::default();
-                    let st = cx.mm.filemap_read(
-                        cx.cpu,
-                        sh.source,
-                        &mut ra,
-                        f,
-                        SOURCE_FILE_PAGES,
-                        spec.source_pages,
-                    );
+                    let st = cx
+                        .mm
+                        .filemap_read(cx.cpu, source, &mut ra, f, fp, spec.source_pages);
                     io += st.miss_pages;
                 }
-                let mut ns = sys(&cx.mm.work_sum.since(&before), cx);
-                if left == spec.job_obj_pages {
-                    ns += cx.cost.file_create_ns;
-                }
+                let ns = sys(&cx.mm.work_sum.since(&before), cx);
                 sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;
                 let left = left.saturating_sub(CHUNK);
                 self.phase = if left == 0 {
@@ -534,7 +693,11 @@ impl TaskBody for KbuildWorker {
                         sh.objects.push((id, t, cx.now));
                     }
                 }
-                let ns = sys(&cx.mm.work_sum.since(&before), cx);
+                let mut ns = sys(&cx.mm.work_sum.since(&before), cx);
+                if left == spec.job_obj_pages {
+                    // The cost of creating the file (docs/costs.md `file_create_ns`).
+                    ns += cx.cost.file_create_ns;
+                }
                 sh.metrics.borrow_mut().builds.last_mut().unwrap().system_ns += ns;
                 let left = left.saturating_sub(CHUNK);
                 self.phase = if left == 0 {
@@ -553,9 +716,17 @@ impl TaskBody for KbuildWorker {
                         sh.vma.free(cx.mm, cx.cpu, o);
                     }
                 }
-                if let Some((id, t)) = self.stack.take() {
-                    if still_ours(cx.mm, id, t) {
-                        cx.mm.free_folio(cx.cpu, id);
+                // The stack goes to this CPU's cache if it has room
+                // (`try_release_thread_stack_to_cache`), else back to the allocator.
+                let stack = std::mem::take(&mut self.stack);
+                let cache = sh.stack_cache.entry(cx.cpu).or_default();
+                if stack.len() == STACK_PAGES && cache.len() < NR_CACHED_STACKS {
+                    cache.push(stack);
+                } else {
+                    for (id, t) in stack {
+                        if still_ours(cx.mm, id, t) {
+                            cx.mm.free_folio(cx.cpu, id);
+                        }
                     }
                 }
                 let ns = freed * cx.cost.free_page_ns;

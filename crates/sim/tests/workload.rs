@@ -46,6 +46,9 @@ fn run(seed: u64, defrag_mode: bool) -> (Engine, Metrics, u64) {
         job_read_pages: 600,
         job_slab_pages: 100,
         job_obj_pages: 40,
+        source_file_pages: 16,
+        untar: false,
+        trees: 1,
     };
     let shared = KbuildShared::new(&mut e.mm, spec, metrics.clone());
     for _ in 0..4 {
@@ -105,4 +108,53 @@ fn workload_runs_are_deterministic() {
     assert_eq!(a.mm.stats, b.mm.stats);
     assert_eq!(ma.builds, mb.builds);
     assert_eq!(ma.bursts, mb.bursts);
+}
+
+/// A kbuild whose builds each unpack their tree afresh (`untar`), keeping `trees` trees, on a
+/// machine large enough that nothing is reclaimed.
+fn untar_run(trees: u32) -> (Engine, Metrics) {
+    let metrics = Rc::new(RefCell::new(Metrics::default()));
+    let mut e = Engine::new(machine(256), CostModel::default(), 1);
+    let spec = KbuildSpec {
+        jobs_parallel: 2,
+        jobs: 20,
+        iterations: 3,
+        job_anon_pages: 256,
+        job_cpu_ns: 10 * MS,
+        source_pages: 4000,
+        job_read_pages: 64,
+        job_slab_pages: 0,
+        job_obj_pages: 8,
+        source_file_pages: 4,
+        untar: true,
+        trees,
+    };
+    let shared = KbuildShared::new(&mut e.mm, spec, metrics.clone());
+    for _ in 0..2 {
+        e.spawn(Box::new(KbuildWorker::new(shared.clone())));
+    }
+    e.run(600 * SEC, |e| e.workload_done());
+    let m = metrics.borrow().clone();
+    (e, m)
+}
+
+#[test]
+fn kbuild_untar_keeps_the_last_trees_and_reads_only_the_tarball() {
+    let (one, m1) = untar_run(1);
+    let (two, m2) = untar_run(2);
+    for (e, m) in [(&one, &m1), (&two, &m2)] {
+        assert!(e.workload_done());
+        assert_eq!(m.builds.len(), 3);
+        assert!(m.builds.iter().all(|b| b.jobs == 20));
+        e.mm.check_invariants().unwrap();
+        // The tarball (4,000 pages) is read from the device once, at the first untar; the
+        // trees are written, and the jobs' reads hit their tree's page cache.
+        assert_eq!(e.mm.stat(Stat::pgpgin), 8 * 4000);
+        assert_eq!(e.mm.stat(Stat::pgscan_kswapd) + e.mm.stat(Stat::pgscan_direct), 0);
+    }
+    // Cached at the end: the tarball, and the kept trees with their builds' object files
+    // (20 jobs × 8 pages); a deleted tree's pages are freed with it.
+    let files = |e: &Engine| e.mm.stat(Stat::nr_file_pages);
+    assert_eq!(files(&one), 4000 + (4000 + 160));
+    assert_eq!(files(&two), 4000 + 2 * (4000 + 160));
 }

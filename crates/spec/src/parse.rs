@@ -91,6 +91,9 @@ const KBUILD_KEYS: &[&str] = &[
     "job_read",
     "job_slab",
     "job_obj",
+    "source_file",
+    "untar",
+    "trees",
 ];
 const THP_BURST_KEYS: &[&str] = &["interval", "size", "hold", "bursts", "start", "madvised"];
 const MACHINE_KEYS: &[&str] = &["memory", "cpus", "dma", "zone", "swap", "hugetlb_pages"];
@@ -1217,6 +1220,16 @@ impl Cx<'_> {
                 };
                 self.check_keys(&k, KBUILD_KEYS)?;
                 let n = |key: &str, d: i64| self.opt_int(&k, key, 1, 1 << 20, "1..=1048576", d);
+                let source_bytes = self.opt_size(&k, "source", 4096, 256 << 20)?;
+                // The default file size is 64 KiB, or the whole tree if it is smaller.
+                let source_file_bytes = self.opt_size(&k, "source_file", 4096, source_bytes.min(64 << 10))?;
+                if let Some(e) = k.get("source_file").filter(|_| source_file_bytes > source_bytes) {
+                    return Err(self.err(
+                        e.node.pos,
+                        &k.key("source_file"),
+                        format!("{source_file_bytes} bytes is larger than the tree (source = {source_bytes} bytes)"),
+                    ));
+                }
                 kbuild.push(crate::KbuildParams {
                     line: self.lines.line(pos),
                     jobs_parallel: n("jobs_parallel", 4)? as u32,
@@ -1224,10 +1237,13 @@ impl Cx<'_> {
                     iterations: n("iterations", 1)? as u32,
                     job_anon_bytes: self.opt_size(&k, "job_anon", 4096, 8 << 20)?,
                     job_cpu_ns: self.opt_duration(&k, "job_cpu", 1, 200_000_000)?,
-                    source_bytes: self.opt_size(&k, "source", 4096, 256 << 20)?,
+                    source_bytes,
                     job_read_bytes: self.opt_size(&k, "job_read", 0, 4 << 20)?,
                     job_slab_bytes: self.opt_size(&k, "job_slab", 0, 256 << 10)?,
                     job_obj_bytes: self.opt_size(&k, "job_obj", 0, 128 << 10)?,
+                    source_file_bytes,
+                    untar: self.opt_bool(&k, "untar", false)?,
+                    trees: n("trees", 1)? as u32,
                 });
             }
         }

@@ -139,6 +139,16 @@ pub struct KbuildParams {
     pub job_read_bytes: u64,
     pub job_slab_bytes: u64,
     pub job_obj_bytes: u64,
+    /// The size of one file of the source tree (`source_file`, default 64 KiB): the tree is
+    /// `source / source_file` files, each with a dentry and an inode once looked up.
+    pub source_file_bytes: u64,
+    /// `untar = true`: each build starts by unpacking its source tree afresh (a sequential
+    /// read of the tarball, a dentry, an inode and dirty page cache for every file) instead of
+    /// reading one tree that is on disk from the start.
+    pub untar: bool,
+    /// With `untar`, the trees of the last `trees` builds are kept (default 1); the oldest is
+    /// deleted (its page cache, dentries and inodes freed) before the next is unpacked.
+    pub trees: u32,
 }
 
 /// `[[workload.thp_burst]]`: the seed-001 "Hugealloc" process, bursts of THP faults (madvised

@@ -1410,6 +1410,28 @@ fn workload_and_cost_errors() {
         "expected a string, found an integer",
     );
     check(
+        &with_machine(&[
+            "[[workload.kbuild]]",
+            "source = \"1MiB\"",
+            "source_file = \"2MiB\"",
+        ]),
+        5,
+        "workload.kbuild[0].source_file",
+        "2097152 bytes is larger than the tree (source = 1048576 bytes)",
+    );
+    check(
+        &with_machine(&["[[workload.kbuild]]", "untar = 1"]),
+        4,
+        "workload.kbuild[0].untar",
+        "expected a boolean, found an integer",
+    );
+    check(
+        &with_machine(&["[[workload.kbuild]]", "trees = 0"]),
+        4,
+        "workload.kbuild[0].trees",
+        "0 is out of range (expected 1..=1048576)",
+    );
+    check(
         &with_machine(&["[[op]]", "compact_memory = true", "[[workload.thp_burst]]"]),
         5,
         "workload",
