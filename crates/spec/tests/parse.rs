@@ -721,3 +721,29 @@ fn fault_and_kswapd_ops() {
         }
     ));
 }
+
+/// Every spec under `experiments/` loads: the experiments' READMEs give commands that run
+/// them, so a spec that a key's rename or a new check breaks fails here, naming its file.
+#[test]
+fn every_experiment_spec_loads() {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "toml") {
+                out.push(p);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let mut specs = Vec::new();
+    walk(&root, &mut specs);
+    specs.sort();
+    assert!(specs.len() >= 10, "found only {specs:?}");
+    for p in &specs {
+        if let Err(e) = load_spec(p) {
+            panic!("{}: {e}", p.display());
+        }
+    }
+}

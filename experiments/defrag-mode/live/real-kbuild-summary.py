@@ -4,9 +4,10 @@ experiment (../real-kbuild.toml), per build as the seed counts them: mean +- sta
 over the complete builds of each configuration, the change of defrag_mode=1 against vanilla
 with Welch's t, and the seed's change (+ 5/5, the series). Usage, from the repository root:
 
-    python3 experiments/defrag-mode/live/real-kbuild-summary.py LIVE_DIR [SIM_DIR]
+    python3 experiments/defrag-mode/live/real-kbuild-summary.py LIVE_DIR[,LIVE_DIR...] [SIM_DIR]
 
-LIVE_DIR holds real-kbuild.sh's output for CONFIG vanilla and dm1; SIM_DIR the result files of
+Each LIVE_DIR holds real-kbuild.sh's output for CONFIG vanilla and dm1 (one series of each;
+the builds of several directories are pooled); SIM_DIR the result files of
 `fraglab compare vanilla=... wmark=... --results-dir SIM_DIR` (the command is in the README).
 `--skip N` leaves out each series' first N builds (the first build of a series starts with
 memory the run before left)."""
@@ -51,8 +52,16 @@ def get(d, key):
 
 
 def live_builds(c):
-    """Per complete build: its vmstat delta, real time (s) and its bursts' alloc times (us)."""
-    d = args.live_dir
+    """Per complete build of every LIVE_DIR: its vmstat delta, real time (s) and its bursts'
+    alloc times (us)."""
+    out = []
+    for d in args.live_dir.split(","):
+        out += live_series(d, c)
+    return out
+
+
+def live_series(d, c):
+    """The complete builds of one series, less the first --skip."""
     with open(f"{d}/{c}.json") as f:
         run = json.load(f)
     with open(f"{d}/{c}-launch.txt") as f:
