@@ -9,7 +9,8 @@ with Welch's t, and the seed's change (+ 5/5, the series). Usage, from the repos
 Each LIVE_DIR holds real-kbuild.sh's output for CONFIG vanilla and dm1 (one series of each;
 the builds of several directories are pooled); SIM_DIR the result files of
 `fraglab compare vanilla=... wmark=... --results-dir SIM_DIR` (the command is in the README).
-`--skip N` leaves out each series' first N builds (the first build of a series starts with
+`--sim-runs N` pools the builds of fraglab's runs 1..N. `--skip N` leaves out each series' (and
+each fraglab run's) first N builds (the first build of a series starts with
 memory the run before left)."""
 import argparse
 import json
@@ -20,6 +21,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("live_dir")
 ap.add_argument("sim_dir", nargs="?")
 ap.add_argument("--skip", type=int, default=0)
+ap.add_argument("--sim-runs", type=int, default=1,
+                help="pool the builds of SIM_DIR's runs 1..N (fraglab compare --runs N)")
 args = ap.parse_args()
 
 # (row, vmstat key or function of a build, the seed's change with + 5/5 in per cent)
@@ -81,14 +84,18 @@ def live_series(d, c):
 
 
 def sim_builds(name):
-    with open(f"{args.sim_dir}/{name}-run1.json") as f:
-        run = json.load(f)
+    """The builds of runs 1..--sim-runs, less each run's first --skip."""
     out = []
-    for b in run["builds"]:
-        lo, hi = b["start_ns"], b["end_ns"]
-        bursts = [x["alloc_ns"] / 1000 for x in run["bursts"] if lo <= x["start_ns"] < hi]
-        out.append((b["vmstat_delta"], (hi - lo) / 1e9, bursts))
-    return out[args.skip:]
+    for i in range(1, args.sim_runs + 1):
+        with open(f"{args.sim_dir}/{name}-run{i}.json") as f:
+            run = json.load(f)
+        builds = []
+        for b in run["builds"]:
+            lo, hi = b["start_ns"], b["end_ns"]
+            bursts = [x["alloc_ns"] / 1000 for x in run["bursts"] if lo <= x["start_ns"] < hi]
+            builds.append((b["vmstat_delta"], (hi - lo) / 1e9, bursts))
+        out += builds[args.skip:]
+    return out
 
 
 def rows(builds):
