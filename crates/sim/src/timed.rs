@@ -199,6 +199,16 @@ pub fn run_workload_with_progress(
     }
     let metrics = Rc::new(RefCell::new(Metrics::default()));
     let page = |b: u64| b.div_ceil(4096);
+    // One writeback flusher daemon for the run, however many workloads dirty page cache
+    // (the kernel has one writeback worker per device, not one per writer).
+    let mut flusher = false;
+    let mut spawn_flusher = |e: &mut Engine| {
+        if !std::mem::replace(&mut flusher, true) {
+            e.spawn_daemon(Box::new(PageCacheFlusher {
+                until_ns: w.duration_ns,
+            }));
+        }
+    };
     for k in &w.kbuild {
         let shared = KbuildShared::new(
             &mut e.mm,
@@ -225,7 +235,7 @@ pub fn run_workload_with_progress(
         if k.untar {
             // The unpacked trees are dirty page cache of their own: the general flusher
             // writes them back (expired after 30 s, or above the background threshold).
-            e.spawn_daemon(Box::new(PageCacheFlusher { until_ns: u64::MAX }));
+            spawn_flusher(&mut e);
         }
     }
     // Beside a kbuild, the THP burst process is background load (seed 001's "concurrent
@@ -352,9 +362,7 @@ pub fn run_workload_with_progress(
         .any(|v| v.case == fraglab_spec::VmScalabilityCase::Msync)
         || !w.fio_smallfiles.is_empty()
     {
-        e.spawn_daemon(Box::new(PageCacheFlusher {
-            until_ns: w.duration_ns,
-        }));
+        spawn_flusher(&mut e);
     }
     let files = Rc::new(RefCell::new(BTreeMap::new()));
     for t in &w.task {
@@ -384,9 +392,7 @@ pub fn run_workload_with_progress(
         }
     }
     if any_write {
-        e.spawn_daemon(Box::new(PageCacheFlusher {
-            until_ns: w.duration_ns,
-        }));
+        spawn_flusher(&mut e);
     }
     let samples = Rc::new(RefCell::new(vec![sample(&e.mm, 0)]));
     let s2 = samples.clone();

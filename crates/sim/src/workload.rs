@@ -209,6 +209,30 @@ struct Tree {
     obj_file_objs: Vec<(Obj, Obj)>,
 }
 
+/// A new file's dentry and inode (`d_alloc` and the filesystem's `alloc_inode`), or neither:
+/// when one of the two slab allocations fails the other object is freed again, as the
+/// kernel's error path does before the create or lookup fails.
+fn alloc_file_objs(
+    dentry: &mut SlabCache,
+    inode: &mut SlabCache,
+    mm: &mut Mm,
+    cpu: u32,
+) -> Option<(Obj, Obj)> {
+    let d = dentry.alloc(mm, cpu);
+    let i = inode.alloc(mm, cpu);
+    match (d, i) {
+        (Some(d), Some(i)) => return Some((d, i)),
+        (Some(d), None) => {
+            dentry.free(mm, cpu, d);
+        }
+        (None, Some(i)) => {
+            inode.free(mm, cpu, i);
+        }
+        (None, None) => {}
+    }
+    None
+}
+
 /// State shared by a build's workers.
 pub struct KbuildShared {
     spec: KbuildSpec,
@@ -488,18 +512,10 @@ impl TaskBody for KbuildWorker {
                         .mm
                         .filemap_read(cx.cpu, tarball, tar_ra, f * fp, fp, files * fp);
                     io += st.miss_pages;
-                    let d = sh.dentry.alloc(cx.mm, cx.cpu);
-                    let i = sh.inode.alloc(cx.mm, cx.cpu);
-                    match (d, i) {
-                        (Some(d), Some(i)) => sh.trees[cur].objs[f as usize] = Some((d, i)),
-                        (Some(d), None) => {
-                            sh.dentry.free(cx.mm, cx.cpu, d);
-                        }
-                        (None, Some(i)) => {
-                            sh.inode.free(cx.mm, cx.cpu, i);
-                        }
-                        (None, None) => {}
-                    }
+                    let KbuildShared {
+                        dentry, inode, trees, ..
+                    } = &mut *sh;
+                    trees[cur].objs[f as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
                     cx.mm.filemap_write(cx.cpu, mapping, f * fp, fp * 4096);
                     created += 1;
                     pages += fp;
@@ -589,18 +605,10 @@ impl TaskBody for KbuildWorker {
                     let f = fi * fp;
                     // The path lookup creates the file's dentry and inode the first time.
                     if sh.trees[cur].objs[fi as usize].is_none() {
-                        let d = sh.dentry.alloc(cx.mm, cx.cpu);
-                        let i = sh.inode.alloc(cx.mm, cx.cpu);
-                        match (d, i) {
-                            (Some(d), Some(i)) => sh.trees[cur].objs[fi as usize] = Some((d, i)),
-                            (Some(d), None) => {
-                                sh.dentry.free(cx.mm, cx.cpu, d);
-                            }
-                            (None, Some(i)) => {
-                                sh.inode.free(cx.mm, cx.cpu, i);
-                            }
-                            (None, None) => {}
-                        }
+                        let KbuildShared {
+                            dentry, inode, trees, ..
+                        } = &mut *sh;
+                        trees[cur].objs[fi as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
                     }
                     let mut ra = fraglab_mm::filemap::ReadaheadState::default();
                     let st = cx
@@ -679,10 +687,9 @@ impl TaskBody for KbuildWorker {
                 let before = cx.mm.work_sum;
                 if left == spec.job_obj_pages {
                     // Creating the object file: its dentry and inode, until "make clean".
-                    if let (Some(d), Some(i)) =
-                        (sh.dentry.alloc(cx.mm, cx.cpu), sh.inode.alloc(cx.mm, cx.cpu))
-                    {
-                        sh.obj_file_objs.push((d, i));
+                    let KbuildShared { dentry, inode, .. } = &mut *sh;
+                    if let Some(objs) = alloc_file_objs(dentry, inode, cx.mm, cx.cpu) {
+                        sh.obj_file_objs.push(objs);
                     }
                 }
                 for _ in 0..left.min(CHUNK) {
@@ -1464,18 +1471,10 @@ impl TaskBody for FioSmallFiles {
                 ns += cx.cost.file_unlink_ns + freed * cx.cost.free_page_ns;
             }
             ns += cx.cost.file_create_ns;
-            let d = sh.dentry.alloc(cx.mm, cx.cpu);
-            let i = sh.inode.alloc(cx.mm, cx.cpu);
-            match (d, i) {
-                (Some(d), Some(i)) => sh.files[slot as usize] = Some((d, i)),
-                (Some(d), None) => {
-                    sh.dentry.free(cx.mm, cx.cpu, d);
-                }
-                (None, Some(i)) => {
-                    sh.inode.free(cx.mm, cx.cpu, i);
-                }
-                (None, None) => {}
-            }
+            let FioShared {
+                dentry, inode, files, ..
+            } = &mut *sh;
+            files[slot as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
             let st = cx.mm.filemap_write(cx.cpu, dir, index, pages * 4096);
             ns += write_cost(cx, &st, pages);
             sh.created += 1;

@@ -147,8 +147,9 @@ fn kbuild_untar_keeps_the_last_trees_and_reads_only_the_tarball() {
         assert_eq!(m.builds.len(), 3);
         assert!(m.builds.iter().all(|b| b.jobs == 20));
         e.mm.check_invariants().unwrap();
-        // The tarball (4,000 pages) is read from the device once, at the first untar; the
-        // trees are written, and the jobs' reads hit their tree's page cache.
+        // The tarball (4,000 pages; `pgpgin` counts 512-byte sectors, 8 a page) is read from
+        // the device once, at the first untar; the trees are written, and the jobs' reads hit
+        // their tree's page cache.
         assert_eq!(e.mm.stat(Stat::pgpgin), 8 * 4000);
         assert_eq!(e.mm.stat(Stat::pgscan_kswapd) + e.mm.stat(Stat::pgscan_direct), 0);
     }
