@@ -14,8 +14,9 @@ each fraglab run's) first N builds (the first build of a series starts with
 memory the run before left)."""
 import argparse
 import json
-import os
 import statistics
+
+from livestats import counter as get, welch_t
 
 ap = argparse.ArgumentParser()
 ap.add_argument("live_dir")
@@ -46,12 +47,6 @@ COUNTERS = [("THP fault alloc", "thp_fault_alloc"), ("THP fault fallback", "thp_
 def vmstat(path):
     with open(path) as f:
         return {k: int(v) for k, v in (line.split() for line in f)}
-
-
-def get(d, key):
-    if key.endswith("*"):
-        return sum(v for k, v in d.items() if k.startswith(key[:-1]))
-    return d.get(key, 0)
 
 
 def live_builds(c):
@@ -111,13 +106,6 @@ def rows(builds):
         100 * get(x[0], "compact_success") / (get(x[0], "compact_success") + get(x[0], "compact_fail"))
         if get(x[0], "compact_success") + get(x[0], "compact_fail") else 0.0 for x in builds]
     return r
-
-
-def welch_t(a, b):
-    if len(a) < 2 or len(b) < 2:
-        return 0.0
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    return (statistics.mean(b) - statistics.mean(a)) / (va + vb) ** 0.5 if va + vb else 0.0
 
 
 def cell(xs):

@@ -14,6 +14,8 @@ import json
 import statistics
 import sys
 
+from livestats import counter, welch_t
+
 live_dir, sim_dir = sys.argv[1], sys.argv[2]
 ROWS = [("THP fault alloc", "thp_fault_alloc"), ("THP fault fallback", "thp_fault_fallback"),
         ("Direct compact stall", "compact_stall"), ("Direct compact fail", "compact_fail"),
@@ -25,10 +27,7 @@ ROWS = [("THP fault alloc", "thp_fault_alloc"), ("THP fault fallback", "thp_faul
 
 
 def value(r, key):
-    v = r["vmstat_delta"]
-    if key.endswith("*"):
-        return sum(x for k, x in v.items() if k.startswith(key[:-1]))
-    return v.get(key, 0)
+    return counter(r["vmstat_delta"], key)
 
 
 def free_in(r, mt):
@@ -48,14 +47,6 @@ def burst_huge_pct(r):
     b = r.get("bursts", [])
     faults = sum(x["faults"] for x in b)
     return 100.0 * sum(x["huge"] for x in b) / faults if faults else 0.0
-
-
-def welch_t(a, b):
-    """Welch's t of b against a (0 when undefined)."""
-    if len(a) < 2 or len(b) < 2:
-        return 0.0
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    return (statistics.mean(b) - statistics.mean(a)) / (va + vb) ** 0.5 if va + vb else 0.0
 
 
 def load(pattern):
