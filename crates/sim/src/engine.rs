@@ -13,9 +13,10 @@
 //! kcompactd are woken by the [`Wakeup`]s mm returns and by their own timeouts (the 100 ms nap,
 //! the 500 ms / 32 s kcompactd wait). A periodic tick (1 s) runs the PCP high decay.
 //!
-//! Simplifications: no preemption inside a step and no load balancing after placement (a task
-//! is placed on the least loaded CPU when it becomes runnable); kernel threads have no priority
-//! over user tasks.
+//! Simplifications: no preemption inside a step; a task is placed on the least loaded CPU when
+//! it becomes runnable, and moves afterwards only when a CPU runs out of work and pulls a
+//! waiting task (idle balancing, `Engine::pull_queued`) — no periodic balancing between busy
+//! CPUs; kernel threads have no priority over user tasks.
 //!
 //! Two ways to pick the next task of a CPU ([`Sched`]): `Fifo` (the default) takes the run
 //! queue's head, so a task with short steps (kswapd's reclaim batches, kcompactd's runs) waits
@@ -356,6 +357,38 @@ impl Engine {
         }
     }
 
+    /// Idle balancing, simplified from the scheduler's `sched_balance_newidle` (kernel/sched/
+    /// fair.c): a CPU whose run queue is empty takes a task that is waiting *now* on another
+    /// CPU's queue — from the CPU with the most such tasks (lowest index on ties), the most
+    /// recently queued one (the least cache-hot). A task whose step another CPU is still
+    /// charging sits on that CPU's queue with `ready_since` in the future and is not taken.
+    /// Without this a task moves only when it wakes, and three compile jobs that never sleep
+    /// stay on one CPU while the other idles. Simplified: no migration cost, no `avg_idle`
+    /// test, no periodic balancing between two busy CPUs (placement at wake-up does that).
+    fn pull_queued(&mut self, cpu: usize) -> Option<TaskId> {
+        let now = self.now;
+        let waiting =
+            |c: &Cpu, tasks: &[Task]| c.runq.iter().filter(|&&t| tasks[t].ready_since <= now).count();
+        let src = (0..self.cpus.len())
+            .filter(|&c| c != cpu)
+            .map(|c| (waiting(&self.cpus[c], &self.tasks), c))
+            .filter(|&(n, _)| n > 0)
+            .max_by_key(|&(n, c)| (n, Reverse(c)))?
+            .1;
+        let pos = self.cpus[src]
+            .runq
+            .iter()
+            .rposition(|&t| self.tasks[t].ready_since <= now)?;
+        let id = self.cpus[src].runq.remove(pos)?;
+        if self.sched == Sched::Fair {
+            // Keep the task's place relative to its queue's minimum.
+            let t = &mut self.tasks[id];
+            let rel = t.vruntime as i64 - self.cpus[src].min_vruntime as i64;
+            t.vruntime = self.cpus[cpu].min_vruntime.saturating_add_signed(rel);
+        }
+        Some(id)
+    }
+
     fn run_cpu(&mut self, cpu: usize) {
         let next = match self.sched {
             Sched::Fifo => self.cpus[cpu].runq.pop_front(),
@@ -367,7 +400,7 @@ impl Engine {
                 pos.and_then(|i| self.cpus[cpu].runq.remove(i))
             }
         };
-        let Some(id) = next else {
+        let Some(id) = next.or_else(|| self.pull_queued(cpu)) else {
             self.cpus[cpu].busy = false;
             return;
         };

@@ -670,7 +670,7 @@ impl TaskBody for KbuildWorker {
                 Step::Ran(ns)
             }
             JobPhase::Compute { vma, left_ns } => {
-                let slice = left_ns.min(10 * MS);
+                let slice = left_ns.min(COMPUTE_SLICE_NS);
                 sh.metrics.borrow_mut().builds.last_mut().unwrap().user_ns += slice;
                 let left_ns = left_ns - slice;
                 self.phase = if left_ns == 0 {
@@ -1233,8 +1233,16 @@ impl TaskBody for ProgramTask {
                 Step::Ran(freed * cx.cost.free_page_ns + cx.cost.context_switch_ns)
             }
             S::Compute { ns } => {
-                self.next();
-                Step::Ran(ns)
+                // In slices of at most 10 ms, as a kbuild job computes: the engine does not
+                // preempt a step, so a 300 ms step would hold its CPU against kswapd and
+                // kcompactd for 300 ms, where the kernel's scheduler runs a waking kernel
+                // thread within a slice (a few ms).
+                let slice = (ns - self.progress).min(COMPUTE_SLICE_NS);
+                self.progress += slice;
+                if self.progress >= ns {
+                    self.next();
+                }
+                Step::Ran(slice)
             }
             S::Sleep { ns } => {
                 self.next();
@@ -1418,6 +1426,10 @@ impl FioSmallFiles {
     }
 }
 
+/// The longest step a `compute` step of a `[[workload.task]]` takes at once (a kbuild job's
+/// compile slice is the same).
+const COMPUTE_SLICE_NS: u64 = 10 * MS;
+
 /// Files a fio job creates per step.
 const FIO_FILES_PER_STEP: u64 = 8;
 
@@ -1470,7 +1482,10 @@ impl TaskBody for FioSmallFiles {
                 }
                 ns += cx.cost.file_unlink_ns + freed * cx.cost.free_page_ns;
             }
-            ns += cx.cost.file_create_ns;
+            // The per-file cost varies (measured p10–p90 11–22 µs around a 14 µs median,
+            // docs/costs.md): drawn uniformly within ±40 % of the mean, so the runs of
+            // different seeds take different paths, as repeated runs of fio do.
+            ns += cx.cost.file_create_ns * cx.rng.gen_range(60..=140) / 100;
             let FioShared {
                 dentry, inode, files, ..
             } = &mut *sh;

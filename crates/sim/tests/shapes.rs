@@ -16,6 +16,22 @@ fn run(text: &str, overrides: &[(&str, &str)], seed: u64) -> RunResult {
     fraglab_sim::timed::run_workload(&spec).unwrap()
 }
 
+/// `run` for each of `seeds`, the runs in parallel (one thread each; the results in seed
+/// order, so the means do not depend on the threads' timing).
+fn runs(text: &str, overrides: &[(&str, &str)], seeds: std::ops::RangeInclusive<u64>) -> Vec<RunResult> {
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = seeds
+            .map(|seed| sc.spawn(move || run(text, overrides, seed)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// The mean of `f` over `results`.
+fn avg(results: &[RunResult], f: impl Fn(&RunResult) -> f64) -> f64 {
+    results.iter().map(f).sum::<f64>() / results.len() as f64
+}
+
 fn mean(results: &[RunResult], metric: &str) -> f64 {
     let s = samples_of(results);
     amean(
@@ -33,11 +49,8 @@ fn mean(results: &[RunResult], metric: &str) -> f64 {
 #[test]
 fn costly_pagecache_variants_avoid_direct_compaction() {
     let text = include_str!("../../../examples/pgbench-checkpoints.toml");
-    let runs = |policy: &str| -> Vec<RunResult> {
-        (1..=2)
-            .map(|seed| run(text, &[("model.costly_order_policy", policy)], seed))
-            .collect()
-    };
+    let runs =
+        |policy: &str| -> Vec<RunResult> { runs(text, &[("model.costly_order_policy", policy)], 1..=2) };
     let base = runs("\"baseline\"");
     let base_stall = mean(&base, "Direct compact stall");
     let base_tps = mean(&base, "pgbench TPS");
@@ -105,7 +118,7 @@ fn folio_compaction_stages() {
     let thp = |mode: &str| -> (f64, f64) {
         let mut o = small.to_vec();
         o.push(("model.folio_mode", mode));
-        let r: Vec<RunResult> = (1..=2).map(|seed| run(text, &o, seed)).collect();
+        let r = runs(text, &o, 1..=2);
         (mean(&r, "THP fault alloc"), mean(&r, "Direct compact success"))
     };
     let (skip, skip_ok) = thp("\"skip_large\"");
@@ -156,100 +169,88 @@ fn defrag_mode_keeps_pageblocks_clean() {
 }
 
 /// Seed 001's headline on mmtests' thpchallenge with fio background
-/// (`experiments/defrag-mode/thpchallenge-fio.toml`, the whole experiment: ~3 s per run): the
-/// series (defrag_mode = 1 with kswapd/kcompactd at pageblock watermarks) raises THP success
-/// over vanilla — the seed's +35 % THP fault alloc on its kernel build — and lowers fallbacks
-/// and the huge-fault latency; and it strands free memory in reclaimable pageblocks and stalls
-/// movable requests in direct reclaim, as the live kernel does on this workload. Not asserted: patch 3/5 alone below vanilla (published; fraglab
-/// has it above here, and below only with more non-movable demand, README's sweep).
+/// (`experiments/defrag-mode/thpchallenge-fio.toml`, the whole experiment, 3 seeds: ~10 s per
+/// run): the series (defrag_mode = 1 with kswapd/kcompactd at pageblock watermarks) raises THP
+/// success over vanilla — the seed's +35 % THP fault alloc on its kernel build — and lowers
+/// fallbacks and the huge-fault latency; and it strands free memory in reclaimable pageblocks
+/// and stalls movable requests in direct reclaim, as the live kernel does on this workload.
+/// Not asserted: patch 3/5 alone below vanilla (published; fraglab has it above here, and
+/// below only with more non-movable demand, README's sweep).
+///
+/// Means over seeds 1–3: thpchallenge faults its 1 GiB within half a second after 20 s of fio,
+/// so one run is one short window and its THP count moves by a third with small changes of
+/// timing (each seed draws fio's per-file costs differently).
 #[test]
 fn defrag_mode_raises_thp_success_under_small_file_churn() {
     let text = include_str!("../../../experiments/defrag-mode/thpchallenge-fio.toml");
-    let vanilla = run(text, &[], 1);
-    let series = run(text, &[("vm.defrag_mode", "1")], 1);
+    let vanilla = runs(text, &[], 1..=3);
+    let series = runs(text, &[("vm.defrag_mode", "1")], 1..=3);
     let alloc = |r: &RunResult| r.vmstat_delta["thp_fault_alloc"] as f64;
-    assert!(
-        alloc(&series) > alloc(&vanilla) * 1.15,
-        "THP fault alloc: vanilla {}, defrag_mode {}",
-        alloc(&vanilla),
-        alloc(&series)
-    );
+    let (va, sa) = (avg(&vanilla, alloc), avg(&series, alloc));
+    assert!(sa > va * 1.15, "THP fault alloc: vanilla {va}, defrag_mode {sa}");
     let pct = |r: &RunResult| r.thpchallenge.as_ref().unwrap().huge_pct;
-    assert!(
-        pct(&series) > pct(&vanilla),
-        "huge-pct {} vs {}",
-        pct(&series),
-        pct(&vanilla)
-    );
+    let (vp, sp) = (avg(&vanilla, pct), avg(&series, pct));
+    assert!(sp > vp, "huge-pct {sp} vs {vp}");
     // Fallbacks down, and the latency of a huge 2 MiB step (the Hugealloc time's analogue)
-    // down: measured −5 % and −7 % (README); asserted with margin for the direction only.
+    // down: measured −4.5 % and −30 % over these seeds (−3.0 % and −20 % over 5 seeds);
+    // asserted with margin for the direction only.
     let fallback = |r: &RunResult| r.vmstat_delta["thp_fault_fallback"] as f64;
+    let (vf, sf) = (avg(&vanilla, fallback), avg(&series, fallback));
     assert!(
-        fallback(&series) < fallback(&vanilla) * 0.97,
-        "THP fault fallback: vanilla {}, defrag_mode {}",
-        fallback(&vanilla),
-        fallback(&series)
+        sf < vf * 0.97,
+        "THP fault fallback: vanilla {vf}, defrag_mode {sf}"
     );
-    let huge_us = |r: &RunResult| {
+    let huge_ns = |r: &RunResult| {
         let h = &r.thpchallenge.as_ref().unwrap().huge;
         h.sum_ns as f64 / h.count.max(1) as f64
     };
+    let (vh, sh) = (avg(&vanilla, huge_ns), avg(&series, huge_ns));
     assert!(
-        huge_us(&series) < huge_us(&vanilla) * 0.97,
-        "mean huge-step latency: vanilla {} ns, defrag_mode {} ns",
-        huge_us(&vanilla),
-        huge_us(&series)
+        sh < vh * 0.97,
+        "mean huge-step latency: vanilla {vh} ns, defrag_mode {sh} ns"
     );
     // And the price, in the direction the live kernel showed on this workload (defrag-mode
     // README, the 8 GiB live check: free memory in reclaimable pageblocks +64 %, alloc stalls
-    // +195 %, kswapd scanning −19 %, five pairs): the shrinkers' holes in reclaimable blocks are off limits
-    // to movable requests under ALLOC_NOFRAGMENT, so more free memory sits there, movable
-    // requests reclaim directly, and kswapd, counting that memory as free, scans less.
-    // Measured here: +23 %, +174 %, −4 %.
+    // +195 %, kswapd scanning −19 %, five pairs): the shrinkers' holes in reclaimable blocks
+    // are off limits to movable requests under ALLOC_NOFRAGMENT, so more free memory sits
+    // there, movable requests reclaim directly, and kswapd, counting that memory as free,
+    // scans less. The free memory is averaged over the run once memory is full (from 5 s),
+    // as the live check averages it. Measured here: +18 %, +112 %, −1.7 %.
     let free_reclaimable = |r: &RunResult| -> f64 {
         let s: Vec<f64> = r
             .samples
             .iter()
-            .filter(|x| x.t_ns >= 20_000_000_000)
+            .filter(|x| x.t_ns >= 5_000_000_000)
             .map(|x| x.free_by_type[2] as f64)
             .collect();
         s.iter().sum::<f64>() / s.len().max(1) as f64
     };
+    let (vr, sr) = (avg(&vanilla, free_reclaimable), avg(&series, free_reclaimable));
     assert!(
-        free_reclaimable(&series) > free_reclaimable(&vanilla) * 1.1,
-        "free pages in reclaimable blocks: vanilla {}, defrag_mode {}",
-        free_reclaimable(&vanilla),
-        free_reclaimable(&series)
+        sr > vr * 1.1,
+        "free pages in reclaimable blocks: vanilla {vr}, defrag_mode {sr}"
     );
-    let stalls = |r: &RunResult| -> i64 {
+    let stalls = |r: &RunResult| -> f64 {
         r.vmstat_delta
             .iter()
             .filter(|(k, _)| k.starts_with("allocstall_"))
-            .map(|(_, v)| *v)
+            .map(|(_, v)| *v as f64)
             .sum()
     };
-    assert!(
-        stalls(&series) as f64 > stalls(&vanilla) as f64 * 1.5,
-        "alloc stalls: vanilla {}, defrag_mode {}",
-        stalls(&vanilla),
-        stalls(&series)
-    );
-    let kswapd = |r: &RunResult| r.vmstat_delta["pgscan_kswapd"];
-    assert!(
-        kswapd(&series) < kswapd(&vanilla),
-        "pages kswapd scanned: vanilla {}, defrag_mode {}",
-        kswapd(&vanilla),
-        kswapd(&series)
-    );
+    let (vs, ss) = (avg(&vanilla, stalls), avg(&series, stalls));
+    assert!(ss > vs * 1.5, "alloc stalls: vanilla {vs}, defrag_mode {ss}");
+    let kswapd = |r: &RunResult| r.vmstat_delta["pgscan_kswapd"] as f64;
+    let (vk, sk) = (avg(&vanilla, kswapd), avg(&series, kswapd));
+    assert!(sk < vk, "pages kswapd scanned: vanilla {vk}, defrag_mode {sk}");
 }
 
 /// Seed 001's regime on both engines (`experiments/defrag-mode/buildlike.toml`, shrunk to
 /// 2 GiB, a 3 GiB file and one minute): THP faults that never compact (`enabled=always`),
 /// page-cache churn and madvised bursts. On the live 6.18 kernel (defrag-mode README, five
 /// pairs at 8 GiB) `defrag_mode=1` left THP fault alloc unchanged (+0 %), cut direct
-/// compaction successes (−30 %, t = −3.2) and doubled kcompactd's wake-ups (+100 %, t = 8.9);
-/// fraglab, measured on this miniature over 3 seeds: +0.7 %, −57 %, +19 %, and kcompactd's
-/// migrate scanning ×10. Asserted with margin, on seed 1.
+/// compaction successes (−30 %, t = −3.2), doubled kcompactd's wake-ups (+100 %, t = 8.9)
+/// and raised its migrate scanning (+60 %, t = 0.7). fraglab on this miniature, means over
+/// seeds 1–3 (asserted, with margin): +0.5 %, −77 %, +13 %, +49 %.
 #[test]
 fn defrag_mode_in_the_seeds_regime_moves_compaction_to_kcompactd_not_thp_success() {
     let text = include_str!("../../../experiments/defrag-mode/buildlike.toml")
@@ -257,9 +258,9 @@ fn defrag_mode_in_the_seeds_regime_moves_compaction_to_kcompactd_not_thp_success
         .replace("file_size = \"12GiB\"", "file_size = \"3GiB\"")
         .replace("duration = \"3min\"", "duration = \"60s\"")
         .replace("start = \"30s\"", "start = \"10s\"");
-    let vanilla = run(&text, &[], 1);
-    let series = run(&text, &[("vm.defrag_mode", "1")], 1);
-    let v = |r: &RunResult, k: &str| r.vmstat_delta[k] as f64;
+    let vanilla = runs(&text, &[], 1..=3);
+    let series = runs(&text, &[("vm.defrag_mode", "1")], 1..=3);
+    let v = |rs: &[RunResult], k: &str| avg(rs, |r| r.vmstat_delta[k] as f64);
     let (va, sa) = (v(&vanilla, "thp_fault_alloc"), v(&series, "thp_fault_alloc"));
     assert!(va > 5000.0, "the build-like processes fault THPs: {va}");
     assert!(
@@ -281,7 +282,7 @@ fn defrag_mode_in_the_seeds_regime_moves_compaction_to_kcompactd_not_thp_success
         v(&series, "compact_daemon_migrate_scanned"),
     );
     assert!(
-        sm > vm * 2.0,
+        sm > vm * 1.2,
         "kcompactd migrate scanning: vanilla {vm}, defrag_mode {sm}"
     );
 }
