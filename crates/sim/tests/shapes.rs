@@ -82,7 +82,7 @@ fn costly_pagecache_variants_avoid_direct_compaction() {
             "{v}: {stall} direct compactions against the baseline's {base_stall}"
         );
         // The published ranking against the baseline: every variant's TPS above it, overall
-        // and during checkpoints. On this miniature the gap is +0.3 % overall and +3–4 %
+        // and during checkpoints. On this miniature the gap is +0.3 % overall and +3 %
         // during checkpoints (6 seeds: every variant run above every baseline run); the
         // published +31–41 % is not reproduced (experiments/costly-pagecache/README.md).
         let drains = mean(&r, "drain_all_pages calls");
