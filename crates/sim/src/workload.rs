@@ -1098,7 +1098,7 @@ impl TaskBody for PageCacheFlusher {
 
 /// A task running a `[[workload.task]]` program (issue 5's workload primitives): each engine
 /// step does one step of the program, or one chunk of a long one (64 pages touched, 1 MiB of
-/// reads, one write chunk).
+/// reads, one write chunk, 10 ms of compute).
 pub struct ProgramTask {
     name: String,
     steps: Vec<fraglab_spec::TaskStep>,

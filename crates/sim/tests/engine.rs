@@ -296,3 +296,36 @@ fn cost_model_names_match_the_spec_keys() {
     assert_eq!(c.free_page_ns, 7);
     assert!(c.get_mut("nope").is_none());
 }
+
+/// Idle balancing (`sched_balance_newidle`, simplified): three tasks that never sleep on two
+/// CPUs. Placement puts two of them on CPU 0 (A, then C on a tie) and a short one (B) on CPU
+/// 1; when B exits, CPU 1 takes the task waiting on CPU 0's queue instead of idling, so the
+/// two long tasks finish in about 1 s, not the 2 s they would take sharing CPU 0.
+#[test]
+fn an_idle_cpu_takes_a_waiting_task_from_another() {
+    for sched in [Sched::Fifo, Sched::Fair] {
+        let mut e = Engine::new(machine(8, 2), no_switch_cost(), 1);
+        e.sched = sched;
+        let a = e.spawn(Box::new(Spin {
+            steps: 100,
+            ns: 10 * MS,
+        }));
+        let _b = e.spawn(Box::new(Spin {
+            steps: 1,
+            ns: 10 * MS,
+        }));
+        let c = e.spawn(Box::new(Spin {
+            steps: 100,
+            ns: 10 * MS,
+        }));
+        e.run(10 * SEC, |e| e.workload_done());
+        let end = e.task_stats(a).exit_ns.max(e.task_stats(c).exit_ns).unwrap();
+        assert!(
+            (1000 * MS..=1020 * MS).contains(&end),
+            "{sched:?}: the long tasks ended at {end} ns"
+        );
+        // Neither long task waited for the other after the pull.
+        let wait = e.task_stats(a).runq_wait_ns + e.task_stats(c).runq_wait_ns;
+        assert!(wait <= 20 * MS, "{sched:?}: {wait} ns waited on run queues");
+    }
+}

@@ -49,9 +49,9 @@ fn mean(results: &[RunResult], metric: &str) -> f64 {
 #[test]
 fn costly_pagecache_variants_avoid_direct_compaction() {
     let text = include_str!("../../../examples/pgbench-checkpoints.toml");
-    let runs =
+    let policy_runs =
         |policy: &str| -> Vec<RunResult> { runs(text, &[("model.costly_order_policy", policy)], 1..=2) };
-    let base = runs("\"baseline\"");
+    let base = policy_runs("\"baseline\"");
     let base_stall = mean(&base, "Direct compact stall");
     let base_tps = mean(&base, "pgbench TPS");
     let base_ckpt = mean(&base, "pgbench TPS during checkpoints");
@@ -75,7 +75,7 @@ fn costly_pagecache_variants_avoid_direct_compaction() {
         ("V3", "\"v3_filemap_opportunistic\""),
         ("V4", "\"v4_kcompactd_background\""),
     ] {
-        let r = runs(policy);
+        let r = policy_runs(policy);
         let stall = mean(&r, "Direct compact stall");
         assert!(
             stall < base_stall * 0.05,

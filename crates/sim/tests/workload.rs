@@ -159,3 +159,32 @@ fn kbuild_untar_keeps_the_last_trees_and_reads_only_the_tarball() {
     assert_eq!(files(&one), 4000 + (4000 + 160));
     assert_eq!(files(&two), 4000 + 2 * (4000 + 160));
 }
+
+/// A task program's `compute` runs in slices of at most 10 ms, as a kbuild job's does, so a
+/// long computation does not hold its CPU against kswapd and kcompactd for its whole length.
+#[test]
+fn task_compute_runs_in_10ms_slices() {
+    let text = r#"
+[machine]
+memory = "256MiB"
+cpus = 1
+[workload]
+[[workload.task]]
+name = "cc1"
+steps = [{ compute = "95ms" }]
+"#;
+    let spec = fraglab_spec::parse_spec(text, "t.toml").unwrap();
+    let mut e = Engine::new(machine(64), CostModel::default(), 1);
+    let files = Rc::new(RefCell::new(std::collections::BTreeMap::new()));
+    let metrics = Rc::new(RefCell::new(Metrics::default()));
+    let t = e.spawn(Box::new(fraglab_sim::workload::ProgramTask::new(
+        &spec.workload.as_ref().unwrap().task[0],
+        files,
+        metrics,
+    )));
+    e.run(10 * SEC, |e| e.workload_done());
+    let s = e.task_stats(t);
+    // Nine slices of 10 ms and one of 5 ms, then the step that ends the program.
+    assert_eq!(s.steps, 11, "{s:?}");
+    assert!(s.cpu_ns >= 95 * MS && s.cpu_ns < 96 * MS, "{s:?}");
+}
