@@ -475,7 +475,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Knobs => {
             println!("{:<52} {:<40} {:<16} description", "knob", "values", "default");
             for k in fraglab_spec::KNOBS {
-                let used = if fraglab_sim::timeless::MODELLED_KNOBS.contains(&k.name) {
+                let used = if k.read.is_read() {
                     ""
                 } else {
                     " [not read by the model yet]"

@@ -60,13 +60,7 @@ impl CompactResult {
     }
 }
 
-/// `enum compact_priority` (§7.1): lower is harder.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum CompactPriority {
-    SyncFull = 0,
-    SyncLight = 1,
-    Async = 2,
-}
+pub use fraglab_types::switches::CompactPriority;
 
 /// `enum migrate_mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -76,44 +70,7 @@ pub enum MigrateMode {
     Sync = 2,
 }
 
-/// The large-folio compaction behaviours of Zi Yan's series (seed 000), as a switch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum FolioMode {
-    /// Before the series (≤ 6.8): large folios are not isolated; free chunks are handed out as
-    /// order-0 pages.
-    SkipLarge,
-    /// Patch 1: large folios below cc.order are isolated and split before migration; targets
-    /// are order-0 pages.
-    SplitLarge,
-    /// Patch 2: folios migrate whole; isolated free chunks are kept per order, and a folio only
-    /// gets a target of exactly its order (no free-page split).
-    MigrateNoFreeSplit,
-    /// Patch 3 = Linux 6.9+ and 6.18: free-page split in `compaction_alloc`.
-    #[default]
-    MigrateFreeSplit,
-}
-
-impl FolioMode {
-    pub const ALL: [FolioMode; 4] = [
-        FolioMode::SkipLarge,
-        FolioMode::SplitLarge,
-        FolioMode::MigrateNoFreeSplit,
-        FolioMode::MigrateFreeSplit,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FolioMode::SkipLarge => "skip_large",
-            FolioMode::SplitLarge => "split_large",
-            FolioMode::MigrateNoFreeSplit => "migrate_no_free_split",
-            FolioMode::MigrateFreeSplit => "migrate_free_split",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<FolioMode> {
-        Self::ALL.into_iter().find(|m| m.name() == s)
-    }
-}
+pub use fraglab_types::switches::FolioMode;
 
 /// Compaction knobs and model switches.
 #[derive(Clone, Debug, PartialEq, Eq)]

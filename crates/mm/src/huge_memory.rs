@@ -14,24 +14,7 @@ use crate::node::Mm;
 use crate::types::*;
 use crate::vmstat::Stat;
 
-/// `transparent_hugepage/enabled` (and the per-size values, which add `inherit`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ThpEnabled {
-    Always,
-    Inherit,
-    Madvise,
-    Never,
-}
-
-/// `transparent_hugepage/defrag`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ThpDefrag {
-    Always,
-    Defer,
-    DeferMadvise,
-    Madvise,
-    Never,
-}
+pub use fraglab_types::switches::{ThpDefrag, ThpEnabled};
 
 /// The THP knobs (§11.1), with the S2 defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,6 +6,7 @@
 
 pub mod buddy;
 pub mod compaction;
+pub mod config;
 pub mod debug_vm;
 pub mod filemap;
 pub mod folio;
@@ -26,6 +27,7 @@ mod vmstat_items;
 pub mod workingset;
 pub mod xa_node;
 
+pub use config::MmConfig;
 pub use gfp::{AllocFlags, Gfp};
 pub use mmzone::{MachineConfig, MachineError, ZoneConfig};
 pub use node::{DefragStage, Mm, Tunables, Wakeup};

@@ -52,42 +52,7 @@ impl Default for Tunables {
     }
 }
 
-/// The stages of Weiner's defrag_mode series (seed 001, `kernel-model.md` §8): which rows of
-/// the §8 table `vm.defrag_mode = 1` turns on. `KswapdWatermarks` is what 6.18 ships.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DefragStage {
-    /// defrag_mode = 1 behaves like 0 (the baseline of the series).
-    Vanilla,
-    /// Patch 3/5: ALLOC_NOFRAGMENT everywhere and the final NOFRAGMENT drop (D1–D5).
-    NofragmentOnly,
-    /// Patch 4/5: also wake kswapd with pageblock order (D6).
-    KswapdAssist,
-    /// Patch 5/5 (6.18): kswapd and kcompactd aim for the high watermark in free pageblocks
-    /// (D7–D10).
-    KswapdWatermarks,
-}
-
-impl DefragStage {
-    pub const ALL: [DefragStage; 4] = [
-        DefragStage::Vanilla,
-        DefragStage::NofragmentOnly,
-        DefragStage::KswapdAssist,
-        DefragStage::KswapdWatermarks,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            DefragStage::Vanilla => "vanilla",
-            DefragStage::NofragmentOnly => "nofragment_only",
-            DefragStage::KswapdAssist => "kswapd_assist",
-            DefragStage::KswapdWatermarks => "kswapd_watermarks",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<DefragStage> {
-        DefragStage::ALL.into_iter().find(|d| d.name() == s)
-    }
-}
+pub use fraglab_types::switches::DefragStage;
 
 impl Tunables {
     /// §8 D1–D5 are in force: defrag_mode is set and the stage includes patch 3/5.
@@ -316,11 +281,21 @@ fn rounddown_pow_of_two(x: u64) -> u64 {
 }
 
 impl Mm {
-    /// Boots a machine: lays out the zones, marks every pageblock MOVABLE, hands the managed
+    /// Boots `machine` with the allocator tunables `tun` and every other setting at its default
+    /// ([`crate::config::MmConfig::new`]).
+    pub fn new(machine: &MachineConfig, tun: Tunables) -> Result<Mm, MachineError> {
+        Mm::from_config(&crate::config::MmConfig {
+            tun,
+            ..crate::config::MmConfig::new(machine.clone())
+        })
+    }
+
+    /// Boots a machine configured by `cfg`: lays out the zones, marks every pageblock MOVABLE, hands the managed
     /// pages to the buddy allocator in naturally aligned max-order chunks (memblock_free_all →
     /// __free_pages_core, freed to the list tail), then sets up watermarks, lowmem reserves and
     /// PCP sizes as the kernel does at boot (§1.2.3, §3.1, §3.2, §2.2).
-    pub fn new(machine: &MachineConfig, tun: Tunables) -> Result<Mm, MachineError> {
+    pub fn from_config(cfg: &crate::config::MmConfig) -> Result<Mm, MachineError> {
+        let machine = &cfg.machine;
         machine.validate()?;
         let end_pfn = machine.end_pfn();
         let nr_cpus = machine.nr_cpus;
@@ -334,11 +309,11 @@ impl Mm {
             pages: PageArray::new(end_pfn as usize),
             blocks: vec![MigrateType::Movable as u8; nr_blocks],
             block_content: vec![[0; 3]; nr_blocks],
-            tun,
+            tun: cfg.tun.clone(),
             min_free_kbytes: 0,
             nr_cpus,
             stats: [0; NR_STATS],
-            debug_vm: false,
+            debug_vm: cfg.debug_vm,
             trace_buf: Vec::new(),
             trace_mask: 0,
             now_ns: 0,
@@ -348,9 +323,9 @@ impl Mm {
             fallbacks: FallbackStats::default(),
             folios: Default::default(),
             lruvec: Default::default(),
-            thp: Default::default(),
+            thp: cfg.thp.clone(),
             mthp: Default::default(),
-            compaction: Default::default(),
+            compaction: cfg.compaction.clone(),
             capc: None,
             kcompactd: Default::default(),
             kswapd: Default::default(),
@@ -364,7 +339,7 @@ impl Mm {
             slab_shrinker: Default::default(),
             work_sum: Default::default(),
             reclaimed_folios: 0,
-            pagecache: Default::default(),
+            pagecache: cfg.pagecache,
             page_cache: Default::default(),
             mappings: Vec::new(),
             last_migrate: Default::default(),
@@ -409,6 +384,8 @@ impl Mm {
         for zi in 0..mm.zones.len() {
             mm.reset_cached_positions(zi);
         }
+        mm.swap.total = cfg.swap_pages;
+        mm.set_xa_nodes(cfg.xa_nodes);
         mm.kcompactd.highest_zoneidx = mm.kcompactd_max_zoneidx();
         mm.kcompactd.next_timeout_ms =
             (mm.compaction.proactiveness > 0).then_some(crate::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);

@@ -37,13 +37,8 @@ use crate::cost::CostModel;
 
 pub type TaskId = usize;
 
-/// How a CPU picks its next task (see the module comment).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Sched {
-    #[default]
-    Fifo,
-    Fair,
-}
+/// How a CPU picks its next task (see the module comment): `[model] sched`.
+pub use fraglab_types::switches::Sched;
 
 /// `Sched::Fair`: how far before the CPU's minimum virtual runtime a waking task may be placed.
 /// Simplified from the scheduler's placement (CFS's half of `sched_latency`, EEVDF's lag

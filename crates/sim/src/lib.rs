@@ -3,6 +3,7 @@
 //! and a cost model.
 
 pub mod anon;
+pub mod boot;
 pub mod compare;
 pub mod cost;
 pub mod engine;
@@ -13,4 +14,5 @@ pub mod timeless;
 pub mod vmscal;
 pub mod workload;
 
-pub use timeless::{boot, machine_config, run_ops, tunables, RunError};
+pub use boot::{boot, machine_config, mm_config, tunables};
+pub use timeless::{run_ops, RunError};

@@ -16,10 +16,11 @@ use fraglab_spec::result::{
 };
 use fraglab_spec::Spec;
 
+use crate::boot::boot;
 use crate::cost::CostModel;
 use crate::engine::Engine;
 use crate::metrics::Metrics;
-use crate::timeless::{boot, stats_with_zone_items, RunError};
+use crate::timeless::{stats_with_zone_items, RunError};
 use crate::vmscal::{VmScalSpec, VmScalTask};
 use crate::workload::{
     Flusher, KbuildShared, KbuildSpec, KbuildWorker, PageCacheFlusher, PgbenchCheckpointer, PgbenchClient,
@@ -194,9 +195,7 @@ pub fn run_workload_with_progress(
         .ok_or_else(|| RunError(format!("{}: no [workload] to run", spec.file)))?;
     let mm = boot(spec)?;
     let mut e = Engine::new(mm, cost_model(spec), spec.run.seed);
-    if spec.model.sched == "fair" {
-        e.sched = crate::engine::Sched::Fair;
-    }
+    e.sched = spec.model.sched;
     let metrics = Rc::new(RefCell::new(Metrics::default()));
     let page = |b: u64| b.div_ceil(4096);
     // One writeback flusher daemon for the run, however many workloads dirty page cache

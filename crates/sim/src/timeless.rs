@@ -5,13 +5,12 @@
 use std::fmt::Write as _;
 
 use fraglab_mm::folio::{FolioId, FolioKind};
-use fraglab_mm::mmzone::{MachineConfig, PageKind, ZoneConfig};
-use fraglab_mm::node::{trace_kind, Mm, Tunables};
+use fraglab_mm::mmzone::PageKind;
+use fraglab_mm::node::Mm;
 use fraglab_mm::trace::render_trace;
 use fraglab_mm::types::*;
 use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo};
-use fraglab_mm::Gfp;
-use fraglab_spec::{KnobValue, Op, PrintWhat, Spec};
+use fraglab_spec::{Op, PrintWhat, Spec};
 
 /// A run that could not complete: names the spec file, line and op.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,211 +23,6 @@ impl std::fmt::Display for RunError {
 }
 
 impl std::error::Error for RunError {}
-
-/// The knobs the model reads in this version; the others are accepted and reported as unused.
-pub const MODELLED_KNOBS: &[&str] = &[
-    "vm.min_free_kbytes",
-    "vm.watermark_scale_factor",
-    "vm.watermark_boost_factor",
-    "vm.lowmem_reserve_ratio",
-    "vm.defrag_mode",
-    "vm.percpu_pagelist_high_fraction",
-    "transparent_hugepage/enabled",
-    "vm.extfrag_threshold",
-    "vm.compaction_proactiveness",
-    "transparent_hugepage/defrag",
-    "transparent_hugepage/hugepages-16kB/enabled",
-    "transparent_hugepage/hugepages-32kB/enabled",
-    "transparent_hugepage/hugepages-64kB/enabled",
-    "transparent_hugepage/hugepages-128kB/enabled",
-    "transparent_hugepage/hugepages-256kB/enabled",
-    "transparent_hugepage/hugepages-512kB/enabled",
-    "transparent_hugepage/hugepages-1024kB/enabled",
-    "transparent_hugepage/hugepages-2048kB/enabled",
-    "vm.swappiness",
-    "vm.vfs_cache_pressure",
-];
-
-/// The THP knobs of a spec (§11.1).
-pub fn thp_config(spec: &Spec) -> fraglab_mm::huge_memory::ThpConfig {
-    use fraglab_mm::huge_memory::{ThpConfig, ThpDefrag, ThpEnabled};
-    let mut t = ThpConfig::default();
-    let enabled = |v: &str| match v {
-        "always" => ThpEnabled::Always,
-        "inherit" => ThpEnabled::Inherit,
-        "madvise" => ThpEnabled::Madvise,
-        _ => ThpEnabled::Never,
-    };
-    if let Some(KnobValue::Str(v)) = spec.knob("transparent_hugepage/enabled") {
-        t.enabled = enabled(&v);
-    }
-    if let Some(KnobValue::Str(v)) = spec.knob("transparent_hugepage/defrag") {
-        t.defrag = match v.as_str() {
-            "always" => ThpDefrag::Always,
-            "defer" => ThpDefrag::Defer,
-            "defer+madvise" => ThpDefrag::DeferMadvise,
-            "madvise" => ThpDefrag::Madvise,
-            _ => ThpDefrag::Never,
-        };
-    }
-    for order in 2..=9u32 {
-        let name = format!("transparent_hugepage/hugepages-{}kB/enabled", 4u32 << order);
-        if let Some(KnobValue::Str(v)) = spec.knob(&name) {
-            t.per_size[order as usize] = enabled(&v);
-        }
-    }
-    t
-}
-
-/// The machine a spec describes.
-pub fn machine_config(spec: &Spec) -> Result<MachineConfig, RunError> {
-    let m = &spec.machine;
-    let err = |e: fraglab_mm::MachineError| RunError(format!("{}: machine: {e}", spec.file));
-    match &m.zones {
-        Some(zones) => {
-            let zones = zones
-                .iter()
-                .map(|z| {
-                    let fit = |v: u64| {
-                        u32::try_from(v).map_err(|_| {
-                            RunError(format!(
-                                "{}: machine: zone {} beyond 16 TiB",
-                                spec.file,
-                                z.zone.name()
-                            ))
-                        })
-                    };
-                    Ok(ZoneConfig {
-                        zone_type: z.zone,
-                        start_pfn: fit(z.start_pfn)?,
-                        spanned: fit(z.spanned)?,
-                        present: fit(z.present)?,
-                        managed: fit(z.managed)?,
-                    })
-                })
-                .collect::<Result<Vec<_>, RunError>>()?;
-            let mc = MachineConfig {
-                zones,
-                nr_cpus: m.cpus,
-            };
-            mc.validate().map_err(err)?;
-            Ok(mc)
-        }
-        None => {
-            let bytes = m
-                .memory_bytes
-                .ok_or_else(|| RunError(format!("{}: machine: no memory size", spec.file)))?;
-            MachineConfig::x86_64(bytes, m.dma, m.cpus).map_err(err)
-        }
-    }
-}
-
-/// The allocator tunables a spec's knobs set (kernel defaults for the rest).
-pub fn tunables(spec: &Spec) -> Tunables {
-    let mut t = Tunables::default();
-    let int = |name: &str| match spec.knob(name) {
-        Some(KnobValue::Int(v)) => Some(v),
-        _ => None,
-    };
-    if let Some(KnobValue::Int(v)) = spec.knobs.get("vm.min_free_kbytes") {
-        t.min_free_kbytes = Some(*v as u64);
-    }
-    if let Some(v) = int("vm.watermark_scale_factor") {
-        t.watermark_scale_factor = v as u64;
-    }
-    if let Some(v) = int("vm.watermark_boost_factor") {
-        t.watermark_boost_factor = v as u64;
-    }
-    if let Some(KnobValue::List(l)) = spec.knob("vm.lowmem_reserve_ratio") {
-        for (i, v) in l.iter().take(MAX_NR_ZONES).enumerate() {
-            t.lowmem_reserve_ratio[i] = *v as u64;
-        }
-    }
-    if let Some(v) = int("vm.defrag_mode") {
-        t.defrag_mode = v != 0;
-    }
-    if let Some(v) = int("vm.percpu_pagelist_high_fraction") {
-        t.percpu_pagelist_high_fraction = v as u32;
-    }
-    if let Some(KnobValue::Str(s)) = spec.knob("transparent_hugepage/enabled") {
-        t.thp_enabled = s != "never";
-    }
-    if let Some(v) = int("vm.swappiness") {
-        t.swappiness = v as u32;
-    }
-    if let Some(v) = int("vm.vfs_cache_pressure") {
-        t.vfs_cache_pressure = v as u32;
-    }
-    t
-}
-
-/// `[machine] hugetlb_pages`: fills the hugetlb pool at boot as `echo N >
-/// /proc/sys/vm/nr_hugepages` does (`alloc_pool_huge_folio` → `__alloc_pages` with
-/// `htlb_alloc_mask` = GFP_HIGHUSER_MOVABLE | __GFP_COMP | __GFP_RETRY_MAYFAIL | __GFP_NOWARN at
-/// pageblock order); the pages stay allocated for the whole run. Simplified: on a machine that
-/// has just booted every request is served from the free lists, so the pool takes whichever
-/// free pageblocks the allocator hands out first; a pool filled on a running machine (as the host
-/// engine's is) takes blocks scattered among the ones in use. A pool the machine cannot hold is
-/// an error.
-fn reserve_hugetlb(mm: &mut Mm, spec: &Spec) -> Result<(), RunError> {
-    let gfp = Gfp::GFP_HIGHUSER_MOVABLE
-        .union(Gfp::COMP)
-        .union(Gfp::RETRY_MAYFAIL)
-        .union(Gfp::NOWARN);
-    for i in 0..spec.machine.hugetlb_pages {
-        if mm
-            .alloc_folio(0, gfp, PAGEBLOCK_ORDER, FolioKind::Hugetlb, false)
-            .is_none()
-        {
-            return Err(RunError(format!(
-                "{}: machine.hugetlb_pages: only {i} of {} pages of 2 MiB fit on this machine",
-                spec.file, spec.machine.hugetlb_pages
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Boots the machine of a spec with its knobs, debug-vm and tracing set.
-pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
-    let mut mm = Mm::new(&machine_config(spec)?, tunables(spec))
-        .map_err(|e| RunError(format!("{}: machine: {e}", spec.file)))?;
-    mm.debug_vm = spec.run.debug_vm;
-    mm.thp = thp_config(spec);
-    mm.compaction.folio_mode = spec.model.folio_mode;
-    mm.set_xa_nodes(spec.model.xa_nodes);
-    mm.swap.total = spec.machine.swap_bytes / 4096;
-    reserve_hugetlb(&mut mm, spec)?;
-    for (_, kind) in &spec.files {
-        mm.add_mapping(match kind {
-            fraglab_spec::MappingKind::Xfs => fraglab_mm::filemap::Mapping::xfs_like(),
-            fraglab_spec::MappingKind::LargeFolios => fraglab_mm::filemap::Mapping::large_folios(),
-            fraglab_spec::MappingKind::NoLargeFolios => fraglab_mm::filemap::Mapping::no_large_folios(),
-        });
-    }
-    mm.tun.defrag_stage =
-        fraglab_mm::DefragStage::from_name(spec.model.defrag_stage).expect("validated by the spec parser");
-    mm.pagecache.costly_order_policy =
-        fraglab_mm::filemap::CostlyOrderPolicy::from_name(spec.model.costly_order_policy)
-            .expect("validated by the spec parser");
-    mm.pagecache.v4_position = fraglab_mm::filemap::V4Position::from_name(spec.model.v4_position)
-        .expect("validated by the spec parser");
-    if let Some(KnobValue::Int(v)) = spec.knob("vm.extfrag_threshold") {
-        mm.compaction.extfrag_threshold = v as i32;
-    }
-    if let Some(KnobValue::Int(v)) = spec.knob("vm.compaction_proactiveness") {
-        mm.compaction.proactiveness = v as u32;
-        mm.kcompactd.next_timeout_ms =
-            (v > 0).then_some(fraglab_mm::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);
-    }
-    let mut mask = 0;
-    for ev in &spec.run.trace {
-        mask |= trace_kind::from_name(ev)
-            .ok_or_else(|| RunError(format!("{}: run.trace: unknown event {ev}", spec.file)))?;
-    }
-    mm.set_trace_mask(mask);
-    Ok(mm)
-}
 
 /// A named set of allocated folios, each with its content token: reclaim or the OOM killer
 /// may free a folio behind the set's back, and folio ids are reused, so a member is only
@@ -286,14 +80,9 @@ fn still_ours(mm: &Mm, id: FolioId, token: u64) -> bool {
 /// Runs every op of `spec` in order and returns the text its `print` ops produced, with a
 /// `#`-prefixed log line per op. Deterministic: no randomness is involved.
 pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
-    let mut mm = boot(spec)?;
+    let mut mm = crate::boot::boot(spec)?;
     let mut out = String::new();
-    let unused: Vec<&str> = spec
-        .knobs
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !MODELLED_KNOBS.contains(k))
-        .collect();
+    let unused = crate::boot::unread_knobs(spec);
     if !unused.is_empty() {
         let _ = writeln!(
             out,

@@ -1,7 +1,7 @@
 //! `[machine] hugetlb_pages`: the hugetlb pool filled at boot (as `vm.nr_hugepages`).
 
 use fraglab_mm::folio::FolioKind;
-use fraglab_sim::timeless::boot;
+use fraglab_sim::boot::boot;
 
 fn spec(extra: &str) -> fraglab_spec::Spec {
     let text = format!("[machine]\nmemory = \"1GiB\"\n{extra}\n[[op]]\ncompact_memory = true\n");

@@ -61,8 +61,43 @@ pub struct KnobDef {
     pub kind: KnobKind,
     /// The kernel's default as text (`"computed"` when it is derived at boot).
     pub default: &'static str,
-    /// One line on what it does.
+    /// One line on what it does (`fraglab knobs`).
     pub doc: &'static str,
+    /// The kernel behaviour the model follows for it, for docs/knobs.md (function names).
+    pub models: &'static str,
+    /// The section of kernel-model.md it follows.
+    pub section: &'static str,
+    /// Whether this version of the model reads it (`fraglab_sim::boot` builds the model's
+    /// configuration from the ones it reads; a test there checks each declaration).
+    pub read: Read,
+}
+
+/// Whether the model reads a knob. The ones it does not read are accepted (so that specs written
+/// for the host engine stay valid) and reported as not read by `fraglab run` and `fraglab knobs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// Every engine reads it.
+    Yes,
+    /// Read where this says (`timed runs`, `fault ops, thp_burst and kbuild workloads`).
+    Where(&'static str),
+    /// Not read, for this reason (`no unevictable folios yet`).
+    No(&'static str),
+}
+
+impl Read {
+    /// Whether the model reads the knob at all.
+    pub fn is_read(self) -> bool {
+        !matches!(self, Read::No(_))
+    }
+
+    /// The docs/knobs.md cell: `yes`, `yes (timed runs)`, `no (no unevictable folios yet)`.
+    pub fn text(self) -> String {
+        match self {
+            Read::Yes => "yes".into(),
+            Read::Where(w) => format!("yes ({w})"),
+            Read::No(why) => format!("no ({why})"),
+        }
+    }
 }
 
 impl KnobDef {
@@ -133,6 +168,10 @@ macro_rules! mthp {
                 $order,
                 ") mTHP faults; inherit = follow transparent_hugepage/enabled"
             ),
+            models: "the mTHP order ladder of a fault (`inherit` follows `enabled`), limited to the \
+                     empty aligned range around the address",
+            section: "§11.1, §11.3",
+            read: Read::Yes,
         }
     };
 }
@@ -145,12 +184,18 @@ pub const KNOBS: &[KnobDef] = &[
         default: "computed",
         doc: "KiB kept free below the min watermarks, split over zones by size; default computed at \
               boot (calculate_min_free_kbytes, raised by khugepaged's recommended value)",
+        models: "min watermark per zone (`__setup_per_zone_wmarks`); default computed like `calculate_min_free_kbytes` and raised for THP like `set_recommended_min_free_kbytes`",
+        section: "§3.1",
+        read: Read::Yes,
     },
     KnobDef {
         name: "vm.watermark_scale_factor",
         kind: int(1, 3000),
         default: "10",
         doc: "Gap between the min, low and high watermarks, in 1/10000 of a zone's managed pages",
+        models: "gap between min, low, high and promo watermarks",
+        section: "§3.1.4",
+        read: Read::Yes,
     },
     KnobDef {
         name: "vm.watermark_boost_factor",
@@ -158,6 +203,9 @@ pub const KNOBS: &[KnobDef] = &[
         default: "15000",
         doc: "Watermark boost after a fragmenting fallback, in 1/10000 of the high watermark; \
               0 disables boosting",
+        models: "`boost_watermark` on partial-block claims; 0 disables",
+        section: "§3.4",
+        read: Read::Yes,
     },
     KnobDef {
         name: "vm.lowmem_reserve_ratio",
@@ -169,6 +217,9 @@ pub const KNOBS: &[KnobDef] = &[
         default: "256 256 32 0 0",
         doc: "Per-zone divisors (DMA DMA32 Normal Movable Device) of the reserve that keeps \
               higher-zone allocations out of lower zones; 0 = no reserve",
+        models: "`lowmem_reserve[]` of each zone against allocations that may use higher zones",
+        section: "§3.2",
+        read: Read::Yes,
     },
     KnobDef {
         name: "vm.defrag_mode",
@@ -176,6 +227,9 @@ pub const KNOBS: &[KnobDef] = &[
         default: "0",
         doc: "1: reclaim and compact before falling back to pageblocks of another migratetype, \
               to keep higher orders available",
+        models: "ALLOC_NOFRAGMENT everywhere (D1–D4), slow-path NOFRAGMENT and its final drop (D3, D5), kswapd woken at max(order, 9) (D6), kswapd balanced only by free pageblocks for order > 0 (D7, `pgdat_balanced`), kcompactd at the high watermark counted in free pageblocks (D8–D10); which of these are on is `[model] defrag_stage`",
+        section: "§8",
+        read: Read::Yes,
     },
     KnobDef {
         name: "vm.percpu_pagelist_high_fraction",
@@ -183,12 +237,18 @@ pub const KNOBS: &[KnobDef] = &[
         default: "0",
         doc: "0: default per-CPU list sizing; n: a zone's per-CPU lists may hold up to \
               managed/n pages in total",
+        models: "PCP `high_min`/`high_max` from managed/fraction instead of the low watermark",
+        section: "§2.2",
+        read: Read::Yes,
     },
     KnobDef {
         name: "vm.compaction_proactiveness",
         kind: int(0, 100),
         default: "20",
         doc: "How hard kcompactd compacts in the background (0 disables proactive compaction)",
+        models: "proactive compaction thresholds (low = 100 − p, high = low + min(10, low/2)); 0 disables",
+        section: "§9.12",
+        read: Read::Yes,
     },
     KnobDef {
         name: "vm.extfrag_threshold",
@@ -196,48 +256,72 @@ pub const KNOBS: &[KnobDef] = &[
         default: "500",
         doc: "Compaction is tried for a costly-order failure only if the fragmentation index \
               (x1000) is above this; below it, reclaim is used",
+        models: "compaction_suitable rejects costly orders whose fragmentation index is ≤ threshold",
+        section: "§9.2.4",
+        read: Read::Yes,
     },
     KnobDef {
         name: "vm.compact_unevictable_allowed",
         kind: int(0, 1),
         default: "1",
         doc: "1: compaction may migrate unevictable (mlocked) pages",
+        models: "isolation of unevictable folios",
+        section: "§9.6.3",
+        read: Read::No("no unevictable folios yet"),
     },
     KnobDef {
         name: "vm.swappiness",
         kind: int(0, 200),
         default: "60",
         doc: "Relative cost of reclaiming anonymous (swap) versus file pages",
+        models: "anon/file scan balance in `get_scan_count` (fractional split with the recent reclaim costs; anon only scanned when a swap device has room)",
+        section: "§10.4.2",
+        read: Read::Yes,
     },
     KnobDef {
         name: "vm.vfs_cache_pressure",
         kind: int(0, INT_MAX),
         default: "100",
         doc: "Reclaim pressure on dentry and inode caches relative to the page cache (100 = fair)",
+        models: "scale of `shrink_slab` on shrinkable (reclaimable) slab",
+        section: "§10.4.5, §19.1.8",
+        read: Read::Yes,
     },
     KnobDef {
         name: "vm.dirty_ratio",
         kind: int(0, 100),
         default: "20",
         doc: "Percent of available memory dirty at which writers are throttled",
+        models: "writeback thresholds",
+        section: "§10, §17",
+        read: Read::No("writers are never throttled"),
     },
     KnobDef {
         name: "vm.dirty_background_ratio",
         kind: int(0, 100),
         default: "10",
         doc: "Percent of available memory dirty at which background writeback starts",
+        models: "writeback thresholds",
+        section: "§10, §17",
+        read: Read::No("background writeback starts only on the flusher's timer"),
     },
     KnobDef {
         name: "vm.dirty_expire_centisecs",
         kind: int(0, INT_MAX),
         default: "3000",
         doc: "Age in centiseconds after which dirty data is written back",
+        models: "writeback thresholds",
+        section: "§10, §17",
+        read: Read::No("the flushers write back folios dirty for 30 s"),
     },
     KnobDef {
         name: "vm.dirty_writeback_centisecs",
         kind: int(0, INT_MAX),
         default: "500",
         doc: "Interval in centiseconds of the periodic writeback wakeup (0 disables it)",
+        models: "writeback thresholds",
+        section: "§10, §17",
+        read: Read::No("the flushers wake every 5 s"),
     },
     KnobDef {
         name: "vm.zone_reclaim_mode",
@@ -245,24 +329,36 @@ pub const KNOBS: &[KnobDef] = &[
         default: "0",
         doc: "Bits: 1 reclaim on the local node before going off-node, 2 write out dirty pages, \
               4 swap pages",
+        models: "node reclaim",
+        section: "§10, §17",
+        read: Read::No("one node"),
     },
     KnobDef {
         name: "vm.page-cluster",
         kind: int(0, 10),
         default: "3",
         doc: "log2 of the number of pages read from swap at once",
+        models: "swap readahead",
+        section: "§10, §17",
+        read: Read::No("no swap-in readahead"),
     },
     KnobDef {
         name: "transparent_hugepage/enabled",
         kind: KnobKind::Choice(THP_ENABLED),
         default: "madvise",
         doc: "THP policy for PMD-sized anonymous faults (and for mTHP sizes set to inherit)",
+        models: "whether khugepaged raises min_free_kbytes at boot (≠ never); which VMAs get PMD THPs (`do_anonymous_fault`)",
+        section: "§3.1.2, §11.1",
+        read: Read::Yes,
     },
     KnobDef {
         name: "transparent_hugepage/defrag",
         kind: KnobKind::Choice(THP_DEFRAG),
         default: "madvise",
         doc: "Whether THP faults reclaim and compact directly, wake kswapd/kcompactd, or neither",
+        models: "the fault gfp (`vma_thp_gfp_mask`): direct compaction/reclaim, kswapd wake or neither; the PMD attempt first with THISNODE\\|NORETRY (`alloc_pages_mpol`)",
+        section: "§11.2",
+        read: Read::Where("`fault` ops, `thp_burst` and `kbuild` workloads"),
     },
     mthp!("16", "2", "never"),
     mthp!("32", "3", "never"),
@@ -277,30 +373,45 @@ pub const KNOBS: &[KnobDef] = &[
         kind: int(0, 1),
         default: "1",
         doc: "1: khugepaged may reclaim and compact directly to allocate huge pages",
+        models: "khugepaged collapse",
+        section: "§11.4",
+        read: Read::No("no khugepaged"),
     },
     KnobDef {
         name: "transparent_hugepage/khugepaged/max_ptes_none",
         kind: int(0, 511),
         default: "511",
         doc: "How many unpopulated PTEs khugepaged may fill in when collapsing a PMD range",
+        models: "khugepaged collapse",
+        section: "§11.4",
+        read: Read::No("no khugepaged"),
     },
     KnobDef {
         name: "transparent_hugepage/khugepaged/pages_to_scan",
         kind: int(1, INT_MAX),
         default: "4096",
         doc: "Pages khugepaged scans per pass",
+        models: "khugepaged collapse",
+        section: "§11.4",
+        read: Read::No("no khugepaged"),
     },
     KnobDef {
         name: "transparent_hugepage/khugepaged/scan_sleep_millisecs",
         kind: int(0, INT_MAX),
         default: "10000",
         doc: "Milliseconds khugepaged sleeps between passes",
+        models: "khugepaged collapse",
+        section: "§11.4",
+        read: Read::No("no khugepaged"),
     },
     KnobDef {
         name: "transparent_hugepage/khugepaged/alloc_sleep_millisecs",
         kind: int(0, INT_MAX),
         default: "60000",
         doc: "Milliseconds khugepaged sleeps after failing to allocate a huge page",
+        models: "khugepaged collapse",
+        section: "§11.4",
+        read: Read::No("no khugepaged"),
     },
 ];
 

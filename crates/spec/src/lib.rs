@@ -128,11 +128,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use fraglab_mm::compaction::{CompactPriority, FolioMode};
-pub use fraglab_mm::folio::FolioKind;
-pub use fraglab_mm::gfp::Gfp;
-pub use fraglab_mm::types::ZoneType;
+pub use fraglab_types::{CompactPriority, FolioKind, FolioMode, Gfp, MappingKind, ZoneType};
 
+pub mod docs;
 mod error;
 mod knobs;
 mod model;
@@ -143,7 +141,7 @@ mod tree;
 mod workload;
 
 pub use error::SpecError;
-pub use knobs::{find_knob, KnobDef, KnobKind, KnobValue, INT_MAX, KNOBS};
+pub use knobs::{find_knob, KnobDef, KnobKind, KnobValue, Read, INT_MAX, KNOBS};
 pub use model::{find_model_switch, ModelSpec, ModelSwitchDef, MODEL_SWITCHES};
 pub use parse::{parse_size, MAX_MEMORY_BYTES, MIN_MEMORY_BYTES};
 pub use workload::{
@@ -377,34 +375,6 @@ pub enum Op {
         file_size: u64,
         cpu: u32,
     },
-}
-
-/// The page-cache behaviour of a file's mapping (§12.1): `mapping = "..."` on the first op that
-/// names the file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MappingKind {
-    /// XFS: large folios, no __GFP_FS.
-    Xfs,
-    /// Large folios with the default gfp (ext4 on 6.18).
-    LargeFolios,
-    /// Order-0 folios only.
-    NoLargeFolios,
-}
-
-impl MappingKind {
-    pub const ALL: [MappingKind; 3] = [
-        MappingKind::Xfs,
-        MappingKind::LargeFolios,
-        MappingKind::NoLargeFolios,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            MappingKind::Xfs => "xfs",
-            MappingKind::LargeFolios => "large_folios",
-            MappingKind::NoLargeFolios => "no_large_folios",
-        }
-    }
 }
 
 impl Op {

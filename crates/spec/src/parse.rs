@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use fraglab_mm::gfp::Gfp;
-use fraglab_mm::types::{ZoneType, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGE_SIZE};
+use fraglab_types::gfp::Gfp;
+use fraglab_types::page::{ZoneType, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGE_SIZE};
 
 use crate::knobs::{find_knob, KnobKind, KnobValue, KNOBS};
 use crate::model::{find_model_switch, MODEL_SWITCHES};
@@ -13,7 +13,7 @@ use crate::{
     FolioKindSpec, MachineSpec, ModelSpec, Op, PrintWhat, RunSpec, Spec, SpecError, ZoneSpec,
     COMPACT_PRIORITIES, TRACE_EVENTS,
 };
-use fraglab_mm::compaction::CompactPriority;
+use fraglab_types::switches::CompactPriority;
 
 /// The smallest machine: one pageblock (2 MiB).
 pub const MIN_MEMORY_BYTES: u64 = PAGEBLOCK_NR_PAGES as u64 * PAGE_SIZE;
@@ -23,7 +23,7 @@ pub const MAX_MEMORY_BYTES: u64 = 1 << 40;
 const MAX_DMA_PFN: u64 = (16 << 20) / PAGE_SIZE;
 /// `MAX_DMA32_PFN` on x86-64: ZONE_DMA32 lies below 4 GiB.
 const MAX_DMA32_PFN: u64 = (4 << 30) / PAGE_SIZE;
-/// Pfns are 32-bit in fraglab (`fraglab_mm::types::Pfn`).
+/// Pfns are 32-bit in fraglab (`fraglab_types::Pfn`).
 const MAX_PFN: u64 = 1 << 32;
 
 const TOP_KEYS: &[&str] = &[

@@ -1,0 +1,49 @@
+//! The whole configuration of a model at boot: the machine, the allocator tunables, the THP,
+//! compaction and page-cache settings and the model switches, built in one place by whoever
+//! reads a spec (`fraglab_sim::boot`) and handed to [`Mm::from_config`]. After boot a setting
+//! changes only as a sysctl write would change it on the kernel (a test may write one).
+
+use crate::compaction::CompactionConfig;
+use crate::filemap::PagecacheConfig;
+use crate::huge_memory::ThpConfig;
+use crate::mmzone::MachineConfig;
+use crate::node::Tunables;
+
+/// Everything that configures an [`crate::Mm`] at boot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MmConfig {
+    /// Zones and CPUs (§1.1).
+    pub machine: MachineConfig,
+    /// The page allocator's knobs (§17) and the defrag_mode stage (§8).
+    pub tun: Tunables,
+    /// The THP knobs (§11.1).
+    pub thp: ThpConfig,
+    /// `[model] folio_mode`, `vm.extfrag_threshold`, `vm.compaction_proactiveness`,
+    /// `vm.compact_unevictable_allowed` (§9).
+    pub compaction: CompactionConfig,
+    /// `[model] costly_order_policy` and `v4_position` (§12.5).
+    pub pagecache: PagecacheConfig,
+    /// `[model] xa_nodes`: page-cache xarray nodes as reclaimable slab (`xa_node.rs`).
+    pub xa_nodes: bool,
+    /// The swap device's size in pages (0: none, §10.3.6).
+    pub swap_pages: u64,
+    /// Check every invariant after each operation (`debug_vm.rs`).
+    pub debug_vm: bool,
+}
+
+impl MmConfig {
+    /// `machine` with every other setting at the kernel's default (the model's defaults for
+    /// the switches): 6.18 as it boots.
+    pub fn new(machine: MachineConfig) -> MmConfig {
+        MmConfig {
+            machine,
+            tun: Tunables::default(),
+            thp: ThpConfig::default(),
+            compaction: CompactionConfig::default(),
+            pagecache: PagecacheConfig::default(),
+            xa_nodes: false,
+            swap_pages: 0,
+            debug_vm: false,
+        }
+    }
+}

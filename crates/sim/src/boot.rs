@@ -1,0 +1,294 @@
+//! From a spec to a booted model, in one place: [`mm_config`] reads every knob and model switch
+//! the model uses (the ones `fraglab_spec::KNOBS` declares read) into one typed
+//! [`MmConfig`], [`boot`] hands it to [`Mm::from_config`], then fills the hugetlb pool, registers
+//! the spec's files and starts tracing. Nothing else sets the model's configuration.
+//!
+//! Adding a knob or switch: its declaration in `fraglab_spec` (`KNOBS` or `model_switches!`) and
+//! the line here that reads it; `knob_declarations_match_what_boot_reads` (tests below) holds
+//! each declaration's `read` to what this file does.
+
+use fraglab_mm::filemap::{Mapping, PagecacheConfig};
+use fraglab_mm::folio::FolioKind;
+use fraglab_mm::huge_memory::{ThpConfig, ThpDefrag, ThpEnabled};
+use fraglab_mm::mmzone::{MachineConfig, ZoneConfig};
+use fraglab_mm::node::{trace_kind, Mm, Tunables};
+use fraglab_mm::types::{MAX_NR_ZONES, PAGEBLOCK_ORDER};
+use fraglab_mm::{Gfp, MmConfig};
+use fraglab_spec::{KnobValue, MappingKind, Spec, KNOBS};
+
+use crate::timeless::RunError;
+
+/// The integer value of knob `name` (the spec's, else the kernel default).
+fn int(spec: &Spec, name: &str) -> Option<i64> {
+    match spec.knob(name) {
+        Some(KnobValue::Int(v)) => Some(v),
+        _ => None,
+    }
+}
+
+/// The word of choice knob `name` (the spec's, else the kernel default).
+fn word(spec: &Spec, name: &str) -> Option<String> {
+    match spec.knob(name) {
+        Some(KnobValue::Str(v)) => Some(v),
+        _ => None,
+    }
+}
+
+/// The THP knobs of a spec (§11.1).
+pub fn thp_config(spec: &Spec) -> ThpConfig {
+    let mut t = ThpConfig::default();
+    let enabled = |v: &str| ThpEnabled::from_name(v).expect("validated by the spec parser");
+    if let Some(v) = word(spec, "transparent_hugepage/enabled") {
+        t.enabled = enabled(&v);
+    }
+    if let Some(v) = word(spec, "transparent_hugepage/defrag") {
+        t.defrag = ThpDefrag::from_name(&v).expect("validated by the spec parser");
+    }
+    for order in 2..=9u32 {
+        let name = format!("transparent_hugepage/hugepages-{}kB/enabled", 4u32 << order);
+        if let Some(v) = word(spec, &name) {
+            t.per_size[order as usize] = enabled(&v);
+        }
+    }
+    t
+}
+
+/// The machine a spec describes.
+pub fn machine_config(spec: &Spec) -> Result<MachineConfig, RunError> {
+    let m = &spec.machine;
+    let err = |e: fraglab_mm::MachineError| RunError(format!("{}: machine: {e}", spec.file));
+    match &m.zones {
+        Some(zones) => {
+            let zones = zones
+                .iter()
+                .map(|z| {
+                    let fit = |v: u64| {
+                        u32::try_from(v).map_err(|_| {
+                            RunError(format!(
+                                "{}: machine: zone {} beyond 16 TiB",
+                                spec.file,
+                                z.zone.name()
+                            ))
+                        })
+                    };
+                    Ok(ZoneConfig {
+                        zone_type: z.zone,
+                        start_pfn: fit(z.start_pfn)?,
+                        spanned: fit(z.spanned)?,
+                        present: fit(z.present)?,
+                        managed: fit(z.managed)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, RunError>>()?;
+            let mc = MachineConfig {
+                zones,
+                nr_cpus: m.cpus,
+            };
+            mc.validate().map_err(err)?;
+            Ok(mc)
+        }
+        None => {
+            let bytes = m
+                .memory_bytes
+                .ok_or_else(|| RunError(format!("{}: machine: no memory size", spec.file)))?;
+            MachineConfig::x86_64(bytes, m.dma, m.cpus).map_err(err)
+        }
+    }
+}
+
+/// The allocator tunables a spec's knobs set (kernel defaults for the rest), with the
+/// defrag_mode stage of `[model] defrag_stage`.
+pub fn tunables(spec: &Spec) -> Tunables {
+    let mut t = Tunables::default();
+    if let Some(KnobValue::Int(v)) = spec.knobs.get("vm.min_free_kbytes") {
+        t.min_free_kbytes = Some(*v as u64);
+    }
+    if let Some(v) = int(spec, "vm.watermark_scale_factor") {
+        t.watermark_scale_factor = v as u64;
+    }
+    if let Some(v) = int(spec, "vm.watermark_boost_factor") {
+        t.watermark_boost_factor = v as u64;
+    }
+    if let Some(KnobValue::List(l)) = spec.knob("vm.lowmem_reserve_ratio") {
+        for (i, v) in l.iter().take(MAX_NR_ZONES).enumerate() {
+            t.lowmem_reserve_ratio[i] = *v as u64;
+        }
+    }
+    if let Some(v) = int(spec, "vm.defrag_mode") {
+        t.defrag_mode = v != 0;
+    }
+    t.defrag_stage = spec.model.defrag_stage;
+    if let Some(v) = int(spec, "vm.percpu_pagelist_high_fraction") {
+        t.percpu_pagelist_high_fraction = v as u32;
+    }
+    if let Some(v) = word(spec, "transparent_hugepage/enabled") {
+        t.thp_enabled = v != "never";
+    }
+    if let Some(v) = int(spec, "vm.swappiness") {
+        t.swappiness = v as u32;
+    }
+    if let Some(v) = int(spec, "vm.vfs_cache_pressure") {
+        t.vfs_cache_pressure = v as u32;
+    }
+    t
+}
+
+/// The whole configuration of the model a spec describes: machine, knobs and model switches.
+pub fn mm_config(spec: &Spec) -> Result<MmConfig, RunError> {
+    let mut cfg = MmConfig::new(machine_config(spec)?);
+    cfg.tun = tunables(spec);
+    cfg.thp = thp_config(spec);
+    cfg.compaction.folio_mode = spec.model.folio_mode;
+    if let Some(v) = int(spec, "vm.extfrag_threshold") {
+        cfg.compaction.extfrag_threshold = v as i32;
+    }
+    if let Some(v) = int(spec, "vm.compaction_proactiveness") {
+        cfg.compaction.proactiveness = v as u32;
+    }
+    cfg.pagecache = PagecacheConfig {
+        costly_order_policy: spec.model.costly_order_policy,
+        v4_position: spec.model.v4_position,
+    };
+    cfg.xa_nodes = spec.model.xa_nodes;
+    cfg.swap_pages = spec.machine.swap_bytes / 4096;
+    cfg.debug_vm = spec.run.debug_vm;
+    Ok(cfg)
+}
+
+/// The knobs a spec sets that this version of the model does not read (`Read::No` in
+/// `fraglab_spec::KNOBS`), in the spec's order.
+pub fn unread_knobs(spec: &Spec) -> Vec<&str> {
+    spec.knobs
+        .keys()
+        .map(String::as_str)
+        .filter(|k| KNOBS.iter().any(|d| d.name == *k && !d.read.is_read()))
+        .collect()
+}
+
+/// `[machine] hugetlb_pages`: fills the hugetlb pool at boot as `echo N >
+/// /proc/sys/vm/nr_hugepages` does (`alloc_pool_huge_folio` → `__alloc_pages` with
+/// `htlb_alloc_mask` = GFP_HIGHUSER_MOVABLE | __GFP_COMP | __GFP_RETRY_MAYFAIL | __GFP_NOWARN at
+/// pageblock order); the pages stay allocated for the whole run. Simplified: on a machine that
+/// has just booted every request is served from the free lists, so the pool takes whichever
+/// free pageblocks the allocator hands out first; a pool filled on a running machine (as the host
+/// engine's is) takes blocks scattered among the ones in use. A pool the machine cannot hold is
+/// an error.
+fn reserve_hugetlb(mm: &mut Mm, spec: &Spec) -> Result<(), RunError> {
+    let gfp = Gfp::GFP_HIGHUSER_MOVABLE
+        .union(Gfp::COMP)
+        .union(Gfp::RETRY_MAYFAIL)
+        .union(Gfp::NOWARN);
+    for i in 0..spec.machine.hugetlb_pages {
+        if mm
+            .alloc_folio(0, gfp, PAGEBLOCK_ORDER, FolioKind::Hugetlb, false)
+            .is_none()
+        {
+            return Err(RunError(format!(
+                "{}: machine.hugetlb_pages: only {i} of {} pages of 2 MiB fit on this machine",
+                spec.file, spec.machine.hugetlb_pages
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Boots the machine of a spec with its configuration ([`mm_config`]), fills the hugetlb pool,
+/// registers the files its ops name, and starts recording the trace events of `run.trace` (the
+/// pool's allocations are not traced: tracing starts with the run).
+pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
+    let mut mm =
+        Mm::from_config(&mm_config(spec)?).map_err(|e| RunError(format!("{}: machine: {e}", spec.file)))?;
+    reserve_hugetlb(&mut mm, spec)?;
+    for (_, kind) in &spec.files {
+        mm.add_mapping(match kind {
+            MappingKind::Xfs => Mapping::xfs_like(),
+            MappingKind::LargeFolios => Mapping::large_folios(),
+            MappingKind::NoLargeFolios => Mapping::no_large_folios(),
+        });
+    }
+    let mut mask = 0;
+    for ev in &spec.run.trace {
+        mask |= trace_kind::from_name(ev)
+            .ok_or_else(|| RunError(format!("{}: run.trace: unknown event {ev}", spec.file)))?;
+    }
+    mm.set_trace_mask(mask);
+    Ok(mm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fraglab_spec::{parse_spec, KnobKind, Read};
+
+    /// A value of knob `k` other than its default, as a TOML value.
+    fn other_value(k: &fraglab_spec::KnobDef) -> String {
+        match k.kind {
+            KnobKind::Int { min, max } | KnobKind::ZeroOrInt { min, max } => {
+                let d: i64 = k.default.parse().unwrap_or(-1);
+                let v = if d == min { (min + 1).min(max) } else { min };
+                v.to_string()
+            }
+            KnobKind::Choice(words) => {
+                format!("\"{}\"", words.iter().find(|w| **w != k.default).unwrap())
+            }
+            KnobKind::IntList { len, .. } => {
+                format!("[{}]", vec!["7"; len].join(", "))
+            }
+        }
+    }
+
+    fn config(knob: Option<(&str, &str)>) -> MmConfig {
+        let mut text = String::from("[machine]\nmemory = \"1GiB\"\n");
+        if let Some((k, v)) = knob {
+            text += &format!("[knobs]\n\"{k}\" = {v}\n");
+        }
+        mm_config(&parse_spec(&text, "t.toml").unwrap()).unwrap()
+    }
+
+    /// Every knob declared read changes the model's configuration when set to another value, and
+    /// every knob declared not read leaves it as it is: the declarations cannot drift from
+    /// what [`mm_config`] reads. (A knob read only by the timed engine is read from the spec
+    /// there; none is declared so yet.)
+    #[test]
+    fn knob_declarations_match_what_boot_reads() {
+        let base = config(None);
+        for k in KNOBS {
+            let v = other_value(k);
+            let changed = config(Some((k.name, &v))) != base;
+            match k.read {
+                Read::Yes | Read::Where(_) => {
+                    assert!(changed, "{} = {v} is declared read but changes nothing", k.name)
+                }
+                Read::No(_) => assert!(
+                    !changed,
+                    "{} = {v} is declared not read but changes the model",
+                    k.name
+                ),
+            }
+        }
+    }
+
+    /// Every model switch that is not the timed engine's own changes the configuration.
+    #[test]
+    fn model_switches_reach_the_configuration() {
+        let base = config(None);
+        for s in fraglab_spec::MODEL_SWITCHES.iter().filter(|s| s.name != "sched") {
+            let other = s.choices.iter().find(|c| **c != s.default).unwrap();
+            let text = format!(
+                "[machine]\nmemory = \"1GiB\"\n[model]\n{} = \"{other}\"\n",
+                s.name
+            );
+            let cfg = mm_config(&parse_spec(&text, "t.toml").unwrap()).unwrap();
+            assert_ne!(cfg, base, "[model] {} = {other} changes nothing", s.name);
+        }
+    }
+
+    #[test]
+    fn unread_knobs_are_listed() {
+        let text = "[machine]\nmemory = \"1GiB\"\n[knobs]\n\"vm.page-cluster\" = 2\n\"vm.swappiness\" = 10\n";
+        assert_eq!(
+            unread_knobs(&parse_spec(text, "t.toml").unwrap()),
+            ["vm.page-cluster"]
+        );
+    }
+}

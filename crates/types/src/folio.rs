@@ -1,0 +1,61 @@
+//! Folio ids and owner kinds (`kernel-model.md` §19.2 item 10). The folio table itself is the
+//! model's (`fraglab_mm::folio`).
+
+use crate::gfp::Gfp;
+use crate::page::MigrateType;
+
+/// A folio's stable identity.
+pub type FolioId = u32;
+
+/// Who owns the memory (`kernel-model.md` §19.2 item 10): anonymous and page-cache folios are
+/// on the LRU and movable; slab, page tables and other kernel memory are neither.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FolioKind {
+    Anon,
+    File,
+    Slab,
+    PageTable,
+    Kernel,
+    /// A page of the hugetlb pool (`vm.nr_hugepages`, `[machine] hugetlb_pages`): allocated
+    /// movable (`htlb_alloc_mask` = GFP_HIGHUSER_MOVABLE), not on the LRU, never reclaimed;
+    /// compaction steps over it (a compound page of pageblock order, §9.6).
+    Hugetlb,
+}
+
+impl FolioKind {
+    pub const ALL: [FolioKind; 6] = [
+        FolioKind::Anon,
+        FolioKind::File,
+        FolioKind::Slab,
+        FolioKind::PageTable,
+        FolioKind::Kernel,
+        FolioKind::Hugetlb,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FolioKind::Anon => "anon",
+            FolioKind::File => "file",
+            FolioKind::Slab => "slab",
+            FolioKind::PageTable => "pagetable",
+            FolioKind::Kernel => "kernel",
+            FolioKind::Hugetlb => "hugetlb",
+        }
+    }
+
+    /// Anonymous and file folios live on the LRU lists (PageLRU), which is what makes them
+    /// isolatable by compaction (§9.6.3) and "movable" to `try_to_claim_block` (§6.3c).
+    pub fn on_lru(self) -> bool {
+        matches!(self, FolioKind::Anon | FolioKind::File)
+    }
+
+    /// The default owner of an allocation with this gfp: movable → anon, reclaimable → slab,
+    /// otherwise other kernel memory.
+    pub fn from_gfp(gfp: Gfp) -> FolioKind {
+        match gfp.migratetype() {
+            MigrateType::Movable => FolioKind::Anon,
+            MigrateType::Reclaimable => FolioKind::Slab,
+            _ => FolioKind::Kernel,
+        }
+    }
+}
