@@ -134,6 +134,7 @@ pub use fraglab_mm::gfp::Gfp;
 pub use fraglab_mm::types::ZoneType;
 
 mod error;
+mod keys;
 mod knobs;
 mod model;
 mod parse;
@@ -143,6 +144,7 @@ mod tree;
 mod workload;
 
 pub use error::SpecError;
+pub use keys::{spec_keys, KeyDef, KeyDefault, KeyKind, SpecKey};
 pub use knobs::{find_knob, KnobDef, KnobKind, KnobValue, INT_MAX, KNOBS};
 pub use model::{find_model_switch, ModelSpec, ModelSwitchDef, MODEL_SWITCHES};
 pub use parse::{parse_size, MAX_MEMORY_BYTES, MIN_MEMORY_BYTES};
