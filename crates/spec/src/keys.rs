@@ -639,7 +639,7 @@ pub(crate) const TASK: &[KeyDef] = &[
     int("loops", 1, MAX_2_20.0, MAX_2_20.1, 1, "times the program runs"),
     key(
         "steps",
-        KeyKind::Table("steps = [{ ... }]"),
+        KeyKind::Table("steps = [{ <action> = ..., ... }]"),
         KeyDefault::Required("an array of steps such as [{ mmap = \"a\", size = \"64MiB\" }]"),
         "the program: one action per step",
     ),
@@ -809,7 +809,7 @@ impl KeyKind {
             KeyKind::Str => "a string".into(),
             KeyKind::True => "true".into(),
             KeyKind::Form(s) => s.into(),
-            KeyKind::Table(s) => format!("{s} tables of their own"),
+            KeyKind::Table(s) => format!("the table {s}"),
         }
     }
 }
@@ -832,7 +832,7 @@ impl KeyDefault {
 
 fn bytes(b: u64) -> String {
     let units = [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")];
-    match units.iter().find(|(s, _)| b != 0 && b % (1 << s) == 0) {
+    match units.iter().find(|(s, _)| b != 0 && b.is_multiple_of(1 << s)) {
         Some((s, u)) => format!("\"{}{u}\"", b >> s),
         None => b.to_string(),
     }
@@ -846,7 +846,7 @@ fn nanos(ns: u64) -> String {
         (1_000_000, "ms"),
         (1_000, "us"),
     ];
-    match units.iter().find(|(m, _)| ns != 0 && ns % m == 0) {
+    match units.iter().find(|(m, _)| ns != 0 && ns.is_multiple_of(*m)) {
         Some((m, u)) => format!("\"{}{u}\"", ns / m),
         None if ns == 0 => "0".into(),
         None => format!("\"{ns}ns\""),
@@ -903,4 +903,38 @@ pub fn spec_keys() -> Vec<SpecKey> {
 /// The value range of every `[cost]` key.
 pub(crate) fn cost_kind() -> KeyKind {
     COST
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The texts that spell out a vocabulary say what the code accepts.
+    #[test]
+    fn stated_forms_match_the_vocabularies() {
+        let order = format!("0..={}", fraglab_mm::types::MAX_PAGE_ORDER);
+        assert!(matches!(ORDER, KeyKind::Int { range, .. } if range == order));
+        let cases: Vec<&str> = crate::VmScalabilityCase::ALL.iter().map(|c| c.name()).collect();
+        let case = find(VM_SCALABILITY, "case");
+        let want = format!("one of {}", cases.join(", "));
+        assert!(matches!(case.default, KeyDefault::Required(w) if w == want));
+        for m in crate::MappingKind::ALL {
+            assert!(matches!(MAPPING_FORM, KeyKind::Form(f) if f.contains(m.name())));
+        }
+        for p in crate::PrintWhat::ALL {
+            assert!(matches!(find(OP_PRINT, "print").kind, KeyKind::Form(f) if f.contains(p.name())));
+        }
+        for (p, _) in crate::COMPACT_PRIORITIES {
+            assert!(matches!(find(OP_COMPACT, "priority").kind, KeyKind::Form(f) if f.contains(p)));
+        }
+    }
+
+    #[test]
+    fn defaults_in_words() {
+        assert_eq!(KeyDefault::Bytes(256 << 20).describe(), "\"256MiB\"");
+        assert_eq!(KeyDefault::Bytes(10 * 4096).describe(), "\"40KiB\"");
+        assert_eq!(KeyDefault::Ns(200_000).describe(), "\"200us\"");
+        assert_eq!(KeyDefault::Ns(3_600_000_000_000).describe(), "\"1h\"");
+        assert_eq!(KeyDefault::Ns(0).describe(), "0");
+    }
 }
