@@ -137,7 +137,7 @@ pub(crate) const TOP: &[KeyDef] = &[
     key(
         "machine",
         KeyKind::Table("[machine]"),
-        KeyDefault::Required("a [machine] table"),
+        KeyDefault::Required("memory = \"<size>\" or [[machine.zone]] tables"),
         "the simulated machine",
     ),
     key(

@@ -13,11 +13,10 @@ pub(super) const MAX_PFN: u64 = 1 << 32;
 impl Cx<'_> {
     pub(super) fn machine(&self, top: &Tbl) -> R<MachineSpec> {
         let Some(e) = top.get("machine") else {
-            return Err(self.err(
-                0,
-                "machine",
-                "missing table [machine] (expected memory = \"<size>\" or [[machine.zone]] tables)",
-            ));
+            let KeyDefault::Required(what) = top.def("machine").default else {
+                unreachable!("[machine] is declared required")
+            };
+            return Err(self.err(0, "machine", format!("missing table [machine] (expected {what})")));
         };
         let m = Tbl {
             path: "machine".into(),

@@ -418,7 +418,7 @@ impl Cx<'_> {
     /// A word of `choices` under declared key `k` of `t`, if given; an unknown word is
     /// "unknown `what` ..." with a did-you-mean.
     fn opt_word<T: Copy>(&self, t: &Tbl, k: &str, what: &str, choices: &[(&str, T)]) -> R<Option<T>> {
-        let _ = t.def(k);
+        let _ = t.def(k); // a declared key
         let Some(e) = t.get(k) else { return Ok(None) };
         let key = t.key(k);
         let v = self.str(&e.node, &key)?;

@@ -132,6 +132,7 @@ impl Cx<'_> {
 
     /// The `cpu` key of op `t`: a CPU of the machine, default 0.
     fn cpu(&self, t: &Tbl, machine: &MachineSpec) -> R<u32> {
+        // Declared in keys::OPS; its range depends on machine.cpus, so it is checked here.
         let _ = t.def("cpu");
         let hi = machine.cpus as i64 - 1;
         let range = format!("0..={hi}, machine.cpus = {}", machine.cpus);
@@ -328,6 +329,7 @@ impl Cx<'_> {
             ));
         }
         let every = self.int_key(t, "every")?;
+        // Declared in keys::OP_FREE; its range depends on `every`, so it is checked here.
         let _ = t.def("offset");
         let range = format!("0..={}, below every = {every}", every - 1);
         let offset = self.opt_int(t, "offset", 0, every - 1, &range, 0)? as u32;

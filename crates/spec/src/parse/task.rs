@@ -89,6 +89,7 @@ impl Cx<'_> {
 
     /// The `pattern` key of step `s`: random (true) or sequential (false, the default).
     fn step_random(&self, s: &Tbl) -> R<bool> {
+        // Declared in keys::STEPS (a word choice).
         let _ = s.def("pattern");
         match s.get("pattern") {
             None => Ok(false),
