@@ -132,6 +132,7 @@ pub use fraglab_types::{CompactPriority, FolioKind, FolioMode, Gfp, MappingKind,
 
 pub mod docs;
 mod error;
+mod keys;
 mod knobs;
 mod model;
 mod parse;
@@ -141,6 +142,7 @@ mod tree;
 mod workload;
 
 pub use error::SpecError;
+pub use keys::{spec_keys, KeyDef, KeyDefault, KeyKind, SpecKey};
 pub use knobs::{find_knob, KnobDef, KnobKind, KnobValue, Read, INT_MAX, KNOBS};
 pub use model::{find_model_switch, ModelSpec, ModelSwitchDef, MODEL_SWITCHES};
 pub use parse::{parse_size, MAX_MEMORY_BYTES, MIN_MEMORY_BYTES};

@@ -747,3 +747,122 @@ fn every_experiment_spec_loads() {
         }
     }
 }
+
+/// `spec_keys()` lists exactly what the parser accepts: for every listed table, an unknown key
+/// there is an error that names the table's keys, and they are the listed ones, in order.
+#[test]
+fn spec_keys_are_the_keys_the_parser_accepts() {
+    let rows = fraglab_spec::spec_keys();
+    let mut tables: Vec<&str> = Vec::new();
+    for r in &rows {
+        if !tables.contains(&r.table.as_str()) {
+            tables.push(&r.table);
+        }
+    }
+    let listed =
+        |table: &str| -> Vec<&str> { rows.iter().filter(|r| r.table == table).map(|r| r.key).collect() };
+    let op_keys: Vec<&str> = {
+        let mut v: Vec<&str> = Vec::new();
+        for t in tables.iter().filter(|t| t.starts_with("[[op]] ")) {
+            v.push(&t[7..]);
+        }
+        for t in tables.iter().filter(|t| t.starts_with("[[op]] ")) {
+            for k in listed(t).into_iter().skip(1) {
+                if !v.contains(&k) {
+                    v.push(k);
+                }
+            }
+        }
+        v
+    };
+    let machine = "[machine]\nmemory = \"1GiB\"\n";
+    let mut checked = 0;
+    for table in &tables {
+        let keys = listed(table);
+        let (text, expected) = if let Some(action) = table.strip_prefix("[[op]] ") {
+            // A key of another action: not allowed, and the message lists this action's keys.
+            let other = op_keys
+                .iter()
+                .find(|k| !keys.contains(k) && !tables.iter().any(|t| t.strip_prefix("[[op]] ") == Some(**k)))
+                .expect("a key of another action");
+            let text = format!("{machine}[[op]]\n{action} = true\n{other} = 1\n");
+            let others = &keys[1..];
+            let msg = if others.is_empty() {
+                format!("not allowed in a {action} op (it takes no other keys)")
+            } else {
+                let article = if action.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                };
+                format!(
+                    "not allowed in {article} {action} op (allowed: {})",
+                    others.join(", ")
+                )
+            };
+            (text, msg)
+        } else if let Some(action) = table.strip_prefix("[[workload.task]] steps: ") {
+            let text = format!("{machine}[[workload.task]]\nsteps = [{{ {action} = 1, zzzzzz = 1 }}]\n");
+            let names = match action {
+                "compute" | "sleep" => vec!["compute", "sleep"],
+                _ => keys.clone(),
+            };
+            (
+                text,
+                format!("unknown key (expected one of: {})", names.join(", ")),
+            )
+        } else {
+            let text = match *table {
+                "(top level)" => format!("zzzzzz = 1\n{machine}"),
+                "[machine]" => format!("{machine}zzzzzz = 1\n"),
+                "[[machine.zone]]" => "[[machine.zone]]\nzzzzzz = 1\n".to_string(),
+                t => format!("{machine}{t}\nzzzzzz = 1\n"),
+            };
+            (
+                text,
+                format!("unknown key (expected one of: {})", keys.join(", ")),
+            )
+        };
+        let e = parse_spec(&text, "t.toml").expect_err(&text);
+        assert_eq!(e.message, expected, "{table}:\n{text}");
+        checked += 1;
+    }
+    // The op keys as a whole: an unknown op key lists them all.
+    let e = parse_spec(&format!("{machine}[[op]]\nzzzzzz = 1\n"), "t.toml").unwrap_err();
+    assert_eq!(
+        e.message,
+        format!("unknown key (expected one of: {})", op_keys.join(", "))
+    );
+    assert_eq!(checked, tables.len());
+    // Every table of a spec is listed.
+    for t in [
+        "(top level)",
+        "[machine]",
+        "[[machine.zone]]",
+        "[run]",
+        "[[op]] alloc",
+        "[workload]",
+        "[[workload.kbuild]]",
+        "[[workload.task]]",
+        "[[workload.task]] steps: mmap",
+        "[cost]",
+    ] {
+        assert!(tables.contains(&t), "{t} is not listed");
+    }
+    // Each key once per table, with a form, a default and a doc.
+    for r in &rows {
+        assert_eq!(
+            rows.iter()
+                .filter(|x| x.table == r.table && x.key == r.key)
+                .count(),
+            1,
+            "{} {}",
+            r.table,
+            r.key
+        );
+        assert!(
+            !r.form.is_empty() && !r.default.is_empty() && !r.doc.is_empty(),
+            "{r:?}"
+        );
+    }
+}

@@ -1,0 +1,297 @@
+//! `[machine]` and `[[machine.zone]]`.
+
+use super::*;
+use crate::ZoneSpec;
+
+/// `MAX_DMA_PFN` on x86-64: ZONE_DMA lies below 16 MiB.
+const MAX_DMA_PFN: u64 = (16 << 20) / PAGE_SIZE;
+/// `MAX_DMA32_PFN` on x86-64: ZONE_DMA32 lies below 4 GiB.
+const MAX_DMA32_PFN: u64 = (4 << 30) / PAGE_SIZE;
+/// Pfns are 32-bit in fraglab (`fraglab_types::Pfn`).
+pub(super) const MAX_PFN: u64 = 1 << 32;
+
+impl Cx<'_> {
+    pub(super) fn machine(&self, top: &Tbl) -> R<MachineSpec> {
+        let Some(e) = top.get("machine") else {
+            let KeyDefault::Required(what) = top.def("machine").default else {
+                unreachable!("[machine] is declared required")
+            };
+            return Err(self.err(0, "machine", format!("missing table [machine] (expected {what})")));
+        };
+        let m = Tbl {
+            path: "machine".into(),
+            pos: e.node.pos,
+            entries: self.table(&e.node, "machine")?,
+            keys: keys::MACHINE,
+        };
+        self.check_keys(&m)?;
+        let cpus = self.int_key(&m, "cpus")? as u32;
+        let dma = self.bool_key(&m, "dma")?;
+        let swap_bytes = self.size_key(&m, "swap")?;
+        let hugetlb_pages = self.int_key(&m, "hugetlb_pages")? as u64;
+        match (m.get("memory"), m.get("zone")) {
+            (Some(mem), Some(z)) => Err(self.err(
+                z.key_pos,
+                "machine.zone",
+                format!(
+                    "give either machine.memory (line {}) or [[machine.zone]] tables, not both",
+                    self.lines.line(mem.key_pos)
+                ),
+            )),
+            (None, None) => Err(self.need_key(&m, "memory").expect_err("absent")),
+            (Some(mem), None) => {
+                let memory = self.memory(&mem.node)?;
+                Ok(MachineSpec {
+                    memory_bytes: Some(memory),
+                    cpus,
+                    dma,
+                    swap_bytes,
+                    zones: None,
+                    hugetlb_pages,
+                })
+            }
+            (None, Some(z)) => {
+                if let Some(d) = m.get("dma") {
+                    return Err(self.err(
+                        d.key_pos,
+                        "machine.dma",
+                        "only applies to the default layout (machine.memory); with \
+                         [[machine.zone]] list a DMA zone or leave it out",
+                    ));
+                }
+                let zones = self.zones(&z.node, z.key_pos)?;
+                Ok(MachineSpec {
+                    memory_bytes: None,
+                    cpus,
+                    dma: true,
+                    swap_bytes,
+                    zones: Some(zones),
+                    hugetlb_pages,
+                })
+            }
+        }
+    }
+
+    fn memory(&self, node: &Node) -> R<u64> {
+        let key = "machine.memory";
+        let (bytes, shown) = match &node.val {
+            Val::Int(v) => (u64::try_from(*v).ok(), v.to_string()),
+            Val::Str(s) => match parse_size(s) {
+                Ok(b) => (Some(b), s.trim().to_string()),
+                Err(msg) if msg.ends_with("too large") => (None, s.trim().to_string()),
+                Err(msg) => return Err(self.err(node.pos, key, msg)),
+            },
+            _ => return Err(self.type_err(node, key, "a size (an integer or a string like \"4GiB\")")),
+        };
+        match bytes {
+            Some(b) if b < MIN_MEMORY_BYTES => Err(self.err(
+                node.pos,
+                key,
+                format!("{shown} is smaller than one pageblock (2 MiB)"),
+            )),
+            None if shown.starts_with('-') => Err(self.err(
+                node.pos,
+                key,
+                format!("{shown} is smaller than one pageblock (2 MiB)"),
+            )),
+            Some(b) if b <= MAX_MEMORY_BYTES => Ok(b),
+            _ => Err(self.err(
+                node.pos,
+                key,
+                format!("{shown} is larger than the maximum (1 TiB)"),
+            )),
+        }
+    }
+
+    fn zones(&self, node: &Node, key_pos: usize) -> R<Vec<ZoneSpec>> {
+        let items = self.tables(node, "machine.zone")?;
+        if items.is_empty() {
+            return Err(self.err(
+                key_pos,
+                "machine.zone",
+                "no zones (expected at least one [[machine.zone]])",
+            ));
+        }
+        let mut zones: Vec<(ZoneSpec, Tbl)> = Vec::new();
+        for (i, (pos, entries)) in items.into_iter().enumerate() {
+            let t = Tbl {
+                path: format!("machine.zone[{i}]"),
+                pos,
+                entries,
+                keys: keys::ZONE,
+            };
+            let z = self.zone(&t)?;
+            self.zone_after(&z, &t, &zones)?;
+            zones.push((z, t));
+        }
+        let managed: u64 = zones.iter().map(|(z, _)| z.managed).sum();
+        if managed < PAGEBLOCK_NR_PAGES as u64 {
+            return Err(self.err(key_pos, "machine.zone", format!(
+                "the zones manage {managed} pages in total, less than one pageblock ({PAGEBLOCK_NR_PAGES} pages = 2 MiB)"
+            )));
+        }
+        let present: u64 = zones.iter().map(|(z, _)| z.present).sum();
+        if present * PAGE_SIZE > MAX_MEMORY_BYTES {
+            return Err(self.err(
+                key_pos,
+                "machine.zone",
+                format!("the zones have {present} present pages in total, more than the maximum (1 TiB)"),
+            ));
+        }
+        Ok(zones.into_iter().map(|(z, _)| z).collect())
+    }
+
+    /// One `[[machine.zone]]` on its own: its name, pfns and the limits of its zone type.
+    fn zone(&self, t: &Tbl) -> R<ZoneSpec> {
+        self.check_keys(t)?;
+        let name = self.need_key(t, "name")?;
+        let zname = self.str(&name.node, &t.key("name"))?;
+        let zone = match ZoneType::from_name(zname) {
+            Some(ZoneType::Device) => {
+                return Err(self.err(
+                    name.node.pos,
+                    &t.key("name"),
+                    "ZONE_DEVICE cannot be configured (expected DMA, DMA32, Normal or Movable)",
+                ));
+            }
+            Some(z) => z,
+            None => {
+                return Err(self.err(
+                    name.node.pos,
+                    &t.key("name"),
+                    format!("unknown zone {}{}", quote(zname), hint(zname, ZONE_NAMES)),
+                ))
+            }
+        };
+        let start_pfn = self.int_key(t, "start_pfn")? as u64;
+        let spanned = self.int_key(t, "spanned")? as u64;
+        let present = self.opt_int_key(t, "present")?.map_or(spanned, |v| v as u64);
+        let managed = self.opt_int_key(t, "managed")?.map_or(present, |v| v as u64);
+        let at = |k: &str| t.get(k).map_or(t.pos, |e| e.node.pos);
+        let z = ZoneSpec {
+            zone,
+            start_pfn,
+            spanned,
+            present,
+            managed,
+        };
+        if z.end_pfn() > MAX_PFN {
+            return Err(self.err(
+                at("spanned"),
+                &t.key("spanned"),
+                format!(
+                    "the zone ends at pfn {:#x}, beyond the 32-bit pfn limit",
+                    z.end_pfn()
+                ),
+            ));
+        }
+        if present > spanned {
+            return Err(self.err(
+                at("present"),
+                &t.key("present"),
+                format!("{present} is larger than spanned ({spanned})"),
+            ));
+        }
+        if managed > present {
+            return Err(self.err(
+                at("managed"),
+                &t.key("managed"),
+                format!("{managed} is larger than present ({present})"),
+            ));
+        }
+        let limit = match zone {
+            ZoneType::Dma => Some((MAX_DMA_PFN, "MAX_DMA_PFN, 16 MiB")),
+            ZoneType::Dma32 => Some((MAX_DMA32_PFN, "MAX_DMA32_PFN, 4 GiB")),
+            _ => None,
+        };
+        if let Some((max, what)) = limit {
+            if spanned > 0 && z.end_pfn() > max {
+                return Err(self.err(
+                    at("spanned"),
+                    &t.key("spanned"),
+                    format!(
+                        "zone {} would end at pfn {:#x}, above pfn {max:#x} ({what})",
+                        zone.name(),
+                        z.end_pfn()
+                    ),
+                ));
+            }
+        }
+        if zone == ZoneType::Movable && present > 0 {
+            return Err(self.err(
+                at("present"),
+                &t.key("present"),
+                format!(
+                "{present}: ZONE_MOVABLE must be empty (expected present = 0; fraglab models no movablecore)"
+            ),
+            ));
+        }
+        Ok(z)
+    }
+
+    /// Zone `z` (table `t`) after the zones before it: each zone type once, in the kernel's
+    /// order, in increasing pfn order without overlap.
+    fn zone_after(&self, z: &ZoneSpec, t: &Tbl, zones: &[(ZoneSpec, Tbl)]) -> R<()> {
+        let name_pos = t.get("name").expect("a zone's name").node.pos;
+        let zone = z.zone;
+        for (prev, pt) in zones {
+            if prev.zone == zone {
+                return Err(self.err(
+                    name_pos,
+                    &t.key("name"),
+                    format!("zone {} is listed twice (first as {})", zone.name(), pt.path),
+                ));
+            }
+            if prev.zone > zone {
+                return Err(self.err(
+                    name_pos,
+                    &t.key("name"),
+                    format!(
+                    "zone {} is listed after {} (expected the kernel's order DMA, DMA32, Normal, Movable)",
+                    zone.name(), prev.zone.name()
+                ),
+                ));
+            }
+            if prev.spanned > 0 && z.spanned > 0 && z.start_pfn < prev.end_pfn() {
+                let at = t.get("start_pfn").map_or(t.pos, |e| e.node.pos);
+                return Err(self.err(at, &t.key("start_pfn"), format!(
+                    "zone {} starts at pfn {:#x}, below the end of zone {} (pfn {:#x}..{:#x}); zones go in increasing pfn order without overlap",
+                    zone.name(), z.start_pfn, prev.zone.name(), prev.start_pfn, prev.end_pfn()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn print_zone(&self, node: &Node, key: &str, machine: &MachineSpec) -> R<ZoneType> {
+        let s = self.str(node, key)?;
+        let zone = match ZoneType::from_name(s) {
+            Some(z) if z != ZoneType::Device => z,
+            _ => {
+                return Err(self.err(
+                    node.pos,
+                    key,
+                    format!("unknown zone {}{}", quote(s), hint(s, ZONE_NAMES)),
+                ))
+            }
+        };
+        match &machine.zones {
+            Some(zones) if !zones.iter().any(|z| z.zone == zone) => {
+                let listed: Vec<&str> = zones.iter().map(|z| z.zone.name()).collect();
+                Err(self.err(
+                    node.pos,
+                    key,
+                    format!(
+                        "zone {} is not in [[machine.zone]] (expected one of: {})",
+                        zone.name(),
+                        listed.join(", ")
+                    ),
+                ))
+            }
+            None if zone == ZoneType::Dma && !machine.dma => {
+                Err(self.err(node.pos, key, "the machine has no DMA zone (machine.dma = false)"))
+            }
+            _ => Ok(zone),
+        }
+    }
+}

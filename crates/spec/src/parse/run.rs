@@ -1,0 +1,74 @@
+//! `[run]` and `[cost]`.
+
+use super::*;
+use crate::TRACE_EVENTS;
+
+impl Cx<'_> {
+    pub(super) fn run(&self, t: &Tbl) -> R<RunSpec> {
+        self.check_keys(t)?;
+        let seed = self.int_key(t, "seed")? as u64;
+        let debug_vm = self.bool_key(t, "debug_vm")?;
+        let mut on = [false; TRACE_EVENTS.len()];
+        if let Some(e) = t.get("trace") {
+            let key = t.key("trace");
+            let Val::Array { items, tables: false } = &e.node.val else {
+                return Err(self.type_err(&e.node, &key, "an array of event names"));
+            };
+            let mut groups: Vec<String> = Vec::new();
+            for ev in TRACE_EVENTS {
+                let g = format!("{}*", &ev[..=ev.find(':').expect("group:event")]);
+                if !groups.contains(&g) {
+                    groups.push(g);
+                }
+            }
+            let mut choices: Vec<&str> = TRACE_EVENTS.to_vec();
+            choices.extend(groups.iter().map(String::as_str));
+            for (i, n) in items.iter().enumerate() {
+                let k = format!("{key}[{i}]");
+                let name = self.str(n, &k)?;
+                if let Some(group) = name
+                    .strip_suffix('*')
+                    .filter(|_| groups.iter().any(|g| g == name))
+                {
+                    for (j, ev) in TRACE_EVENTS.iter().enumerate() {
+                        if ev.starts_with(group) {
+                            on[j] = true;
+                        }
+                    }
+                } else if let Some(j) = TRACE_EVENTS.iter().position(|&ev| ev == name) {
+                    on[j] = true;
+                } else {
+                    return Err(self.err(
+                        n.pos,
+                        &k,
+                        format!("unknown trace event {}{}", quote(name), hint(name, &choices)),
+                    ));
+                }
+            }
+        }
+        let trace = TRACE_EVENTS
+            .iter()
+            .zip(on)
+            .filter(|(_, on)| *on)
+            .map(|(ev, _)| ev.split_once(':').map_or(*ev, |(_, n)| n).to_string())
+            .collect();
+        Ok(RunSpec {
+            seed,
+            debug_vm,
+            trace,
+        })
+    }
+
+    pub(super) fn cost(&self, t: &Tbl) -> R<BTreeMap<String, u64>> {
+        self.check_keys_in(t, crate::COST_KEYS)?;
+        let KeyKind::Int { lo, hi, range } = keys::cost_kind() else {
+            unreachable!("[cost] values are integers")
+        };
+        let mut out = BTreeMap::new();
+        for e in t.entries {
+            let v = self.int_in(&e.node, &t.key(&e.key), lo, hi, range)?;
+            out.insert(e.key.clone(), v as u64);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,206 @@
+//! `[[workload.task]]`: a program of steps, each with exactly one action.
+
+use super::*;
+use crate::{TaskParams, TaskStep};
+
+impl Cx<'_> {
+    /// One `[[workload.task]]`: its program of steps, each with exactly one action.
+    pub(super) fn task(&self, k: &Tbl) -> R<TaskParams> {
+        self.check_keys(k)?;
+        let name = self.opt_str(k, "name")?.unwrap_or_else(|| "task".into());
+        let count = self.int_key(k, "count")? as u32;
+        let start_ns = self.duration_key(k, "start")?;
+        let loops = self.int_key(k, "loops")? as u32;
+        let se = self.need_key(k, "steps")?;
+        let mut steps = Vec::new();
+        let mut vmas: Vec<String> = Vec::new();
+        let actions = keys::actions(keys::STEPS);
+        for (j, (pos, entries)) in self.tables(&se.node, &k.key("steps"))?.into_iter().enumerate() {
+            let mut s = Tbl {
+                path: format!("{}.steps[{j}]", k.path),
+                pos,
+                entries,
+                keys: &[],
+            };
+            let a = self.step_action(&s, &actions)?;
+            s.keys = keys::STEPS
+                .iter()
+                .find(|t| t[0].name == a.key)
+                .expect("an action");
+            // compute and sleep name each other in an unknown key's hint.
+            let allowed = match a.key.as_str() {
+                "compute" | "sleep" => vec!["compute", "sleep"],
+                _ => keys::names(s.keys),
+            };
+            self.check_keys_in(&s, &allowed)?;
+            steps.push(self.step(&s, a, &mut vmas)?);
+        }
+        if steps.is_empty() {
+            return Err(self.err(se.key_pos, &k.key("steps"), "no steps (expected at least one)"));
+        }
+        Ok(TaskParams {
+            line: self.lines.line(k.pos),
+            name,
+            count,
+            start_ns,
+            loops,
+            steps,
+        })
+    }
+
+    /// The one action of step `s`.
+    fn step_action<'n>(&self, s: &Tbl<'n>, actions: &[&str]) -> R<&'n Entry> {
+        let mut found = s.entries.iter().filter(|e| actions.contains(&e.key.as_str()));
+        let Some(a) = found.next() else {
+            return Err(self.err(
+                s.pos,
+                &s.path,
+                format!("no action (expected one of the keys {})", actions.join(", ")),
+            ));
+        };
+        if let Some(b) = found.next() {
+            return Err(self.err(
+                b.key_pos,
+                &s.key(&b.key),
+                format!(
+                    "a step has exactly one action, and this one already has {}",
+                    a.key
+                ),
+            ));
+        }
+        Ok(a)
+    }
+
+    /// The mapping step `s`'s action `a` names, created by an earlier mmap step.
+    fn step_vma(&self, s: &Tbl, a: &Entry, vmas: &[String]) -> R<String> {
+        let v = self.str(&a.node, &s.key(&a.key))?;
+        if !vmas.iter().any(|x| x == v) {
+            let dym = did_you_mean(v, vmas.iter().map(String::as_str))
+                .map(|c| format!("; did you mean {}?", quote(c)))
+                .unwrap_or_default();
+            return Err(self.err(
+                a.node.pos,
+                &s.key(&a.key),
+                format!("mapping {} is not created by an earlier mmap step{dym}", quote(v)),
+            ));
+        }
+        Ok(v.to_string())
+    }
+
+    /// The `pattern` key of step `s`: random (true) or sequential (false, the default).
+    fn step_random(&self, s: &Tbl) -> R<bool> {
+        // Declared in keys::STEPS (a word choice).
+        let _ = s.def("pattern");
+        match s.get("pattern") {
+            None => Ok(false),
+            Some(e) => match self.str(&e.node, &s.key("pattern"))? {
+                "sequential" => Ok(false),
+                "random" => Ok(true),
+                v => Err(self.err(
+                    e.node.pos,
+                    &s.key("pattern"),
+                    format!("{} is not one of sequential, random", quote(v)),
+                )),
+            },
+        }
+    }
+
+    /// The non-empty file name of step `s`'s action `a`.
+    fn step_file(&self, s: &Tbl, a: &Entry) -> R<String> {
+        let file = self.str(&a.node, &s.key(&a.key))?.to_string();
+        if file.is_empty() {
+            return Err(self.err(a.node.pos, &s.key(&a.key), "empty file name"));
+        }
+        Ok(file)
+    }
+
+    /// Step `s` with action `a`; `vmas` are the mappings the steps before it left mapped.
+    fn step(&self, s: &Tbl, a: &Entry, vmas: &mut Vec<String>) -> R<TaskStep> {
+        Ok(match a.key.as_str() {
+            "mmap" => {
+                let v = self.str(&a.node, &s.key("mmap"))?.to_string();
+                if v.is_empty() {
+                    return Err(self.err(a.node.pos, &s.key("mmap"), "empty mapping name"));
+                }
+                let size_bytes = self.size_key(s, "size")?;
+                vmas.push(v.clone());
+                TaskStep::Mmap {
+                    vma: v,
+                    size_bytes,
+                    madvise: self.bool_key(s, "madvise")?,
+                }
+            }
+            "touch" => TaskStep::Touch {
+                vma: self.step_vma(s, a, vmas)?,
+                random: self.step_random(s)?,
+            },
+            "dontneed" => {
+                let v = self.step_vma(s, a, vmas)?;
+                self.need_key(s, "length")?;
+                TaskStep::Dontneed {
+                    vma: v,
+                    offset: self.size_key(s, "offset")?,
+                    length: self.size_key(s, "length")?,
+                }
+            }
+            "munmap" => {
+                let v = self.step_vma(s, a, vmas)?;
+                vmas.retain(|x| *x != v);
+                TaskStep::Munmap { vma: v }
+            }
+            "compute" => TaskStep::Compute {
+                ns: self.duration_key(s, "compute")?,
+            },
+            "sleep" => TaskStep::Sleep {
+                ns: self.duration_key(s, "sleep")?,
+            },
+            "read" | "write" => self.step_io(s, a)?,
+            "delete" => TaskStep::Delete {
+                file: self.step_file(s, a)?,
+            },
+            "slab" | "pipes" => TaskStep::Slab {
+                count: self.int_key(s, &a.key)? as u64,
+                reclaimable: a.key == "slab",
+            },
+            "compact_memory" | "drop_caches" => {
+                match a.node.val {
+                    Val::Bool(true) => {}
+                    _ => return Err(self.type_err(&a.node, &s.key(&a.key), "true")),
+                }
+                if a.key == "compact_memory" {
+                    TaskStep::CompactMemory
+                } else {
+                    TaskStep::DropCaches
+                }
+            }
+            _ => unreachable!("keys::STEPS"),
+        })
+    }
+
+    /// A `read` or `write` step.
+    fn step_io(&self, s: &Tbl, a: &Entry) -> R<TaskStep> {
+        let file = self.step_file(s, a)?;
+        self.need_key(s, "length")?;
+        let offset = self.size_key(s, "offset")?;
+        let length = self.size_key(s, "length")?;
+        Ok(if a.key == "read" {
+            TaskStep::Read {
+                file,
+                offset,
+                length,
+                file_size: self
+                    .opt_size_key(s, "file_size")?
+                    .unwrap_or(offset + length)
+                    .max(offset + length),
+                random: self.step_random(s)?,
+            }
+        } else {
+            TaskStep::Write {
+                file,
+                offset,
+                length,
+                chunk: self.size_key(s, "chunk")?,
+            }
+        })
+    }
+}
