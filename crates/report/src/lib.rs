@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use fraglab_spec::result::pageblock::decode_type_char;
+use fraglab_spec::result::rows::vmstat_row;
 use fraglab_spec::result::{CompareReport, RunResult};
 
 /// Escapes text for HTML and SVG.
@@ -403,7 +404,7 @@ fn workload(r: &RunResult) -> String {
                     .map(|(i, b)| {
                         (
                             (i + 1) as f64,
-                            *b.vmstat_delta.get("thp_fault_alloc").unwrap_or(&0) as f64,
+                            vmstat_row("THP fault alloc").value(&b.vmstat_delta) as f64,
                         )
                     })
                     .collect(),

@@ -4,6 +4,7 @@
 //! The rows, their samples and the summary statistics are the result schema's
 //! (`fraglab_spec::result::rows`, shared with `fraglab run`'s printed rows); this file adds the
 //! t-test, the derived rows over configurations and the output formats.
+//!
 //! The relative change printed is the plain (new − base) / base, as the defrag_mode tables
 //! print it (§5.2), whatever the metric's direction.
 
