@@ -260,7 +260,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     sim / wall.max(1e-9),
                     result.seed
                 );
-                report.push_str(&fraglab_sim::timed::mmtests_rows(&result));
+                report.push_str(&fraglab_spec::result::rows::mmtests_rows(&result));
                 match output {
                     Some(path) => {
                         let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
@@ -559,7 +559,7 @@ fn host(cmd: HostCmd) -> Result<(), String> {
                 r.duration_ns as f64 / 1e9,
                 r.bursts.len()
             );
-            print!("{}", fraglab_sim::timed::mmtests_rows(&r));
+            print!("{}", fraglab_spec::result::rows::mmtests_rows(&r));
             if let Some(p) = output {
                 write_json(&p, serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?)?;
             }

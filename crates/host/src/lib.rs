@@ -24,7 +24,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fraglab_spec::result::{BurstResult, RunResult, Sample, ThpChallengeResult, RESULT_SCHEMA};
+use fraglab_spec::result::{BurstResult, Histogram, RunResult, Sample, ThpChallengeResult, RESULT_SCHEMA};
 use fraglab_spec::{Spec, TaskParams, TaskStep, TRACE_EVENTS};
 
 mod error;
@@ -865,9 +865,9 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         p.release()?;
     }
 
-    let mut faults: BTreeMap<u32, worker::Hist> = BTreeMap::new();
+    let mut faults: BTreeMap<u32, Histogram> = BTreeMap::new();
     let mut bursts: Vec<BurstResult> = Vec::new();
-    let (mut huge, mut base) = (worker::Hist::default(), worker::Hist::default());
+    let (mut huge, mut base) = (Histogram::default(), Histogram::default());
     let mut errors = Vec::new();
     for wk in &workers {
         match wk.report() {
@@ -913,15 +913,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         fault_latency: faults.iter().map(|(o, h)| h.to_latency(*o, "host")).collect(),
         builds: Vec::new(),
         bursts,
-        thpchallenge: (!w.thpchallenge.is_empty()).then(|| ThpChallengeResult {
-            huge_pct: if huge.count + base.count > 0 {
-                huge.count as f64 * 100.0 / (huge.count + base.count) as f64
-            } else {
-                0.0
-            },
-            huge: huge.to_latency(9, "huge"),
-            base: base.to_latency(0, "base"),
-        }),
+        thpchallenge: (!w.thpchallenge.is_empty()).then(|| ThpChallengeResult::from_histograms(&huge, &base)),
         pgbench: None,
         vm_scalability: Vec::new(),
         trace_counts,

@@ -20,7 +20,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use fraglab_spec::result::{BurstResult, LatencyHistogram};
+use fraglab_spec::result::{BurstResult, Histogram};
 use fraglab_spec::{FioSmallFilesParams, TaskParams, TaskStep, ThpBurstParams, ThpChallengeParams};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -35,72 +35,14 @@ const PMD: usize = PAGE * PMD_PAGES;
 /// (`ext4_inode_cache`, about 1.1 KiB) plus its dentry (192 B) is roughly a third of a page.
 pub const FILES_PER_SLAB_PAGE: u64 = 3;
 
-/// A latency histogram with power-of-two nanosecond buckets, like the simulator's.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Hist {
-    pub buckets: Vec<u64>,
-    pub count: u64,
-    pub sum_ns: u64,
-    pub min_ns: u64,
-    pub max_ns: u64,
-}
-
-impl Hist {
-    pub fn record(&mut self, ns: u64) {
-        let b = 63 - ns.max(1).leading_zeros() as usize;
-        if self.buckets.len() <= b {
-            self.buckets.resize(b + 1, 0);
-        }
-        self.buckets[b] += 1;
-        if self.count == 0 || ns < self.min_ns {
-            self.min_ns = ns;
-        }
-        self.max_ns = self.max_ns.max(ns);
-        self.count += 1;
-        self.sum_ns += ns;
-    }
-
-    pub fn merge(&mut self, o: &Hist) {
-        if o.count == 0 {
-            return;
-        }
-        if self.buckets.len() < o.buckets.len() {
-            self.buckets.resize(o.buckets.len(), 0);
-        }
-        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
-            *a += b;
-        }
-        self.min_ns = if self.count == 0 {
-            o.min_ns
-        } else {
-            self.min_ns.min(o.min_ns)
-        };
-        self.max_ns = self.max_ns.max(o.max_ns);
-        self.count += o.count;
-        self.sum_ns += o.sum_ns;
-    }
-
-    pub fn to_latency(&self, order: u32, path: &str) -> LatencyHistogram {
-        LatencyHistogram {
-            order,
-            path: path.to_string(),
-            count: self.count,
-            sum_ns: self.sum_ns,
-            min_ns: self.min_ns,
-            max_ns: self.max_ns,
-            log2_buckets: self.buckets.clone(),
-        }
-    }
-}
-
 /// What a worker sends back.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct WorkerReport {
     /// Fault latency by folio order (9: PMD THP, 0: everything else).
-    pub faults: BTreeMap<u32, Hist>,
+    pub faults: BTreeMap<u32, Histogram>,
     pub bursts: Vec<BurstResult>,
-    pub thpc_huge: Hist,
-    pub thpc_base: Hist,
+    pub thpc_huge: Histogram,
+    pub thpc_base: Histogram,
     /// The worker stopped because the run's duration ended.
     pub hit_deadline: bool,
     pub error: Option<String>,
@@ -826,23 +768,6 @@ fn run_fio(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hist_merge() {
-        let mut a = Hist::default();
-        a.record(100);
-        a.record(3000);
-        let mut b = Hist::default();
-        b.record(10);
-        a.merge(&b);
-        assert_eq!(a.count, 3);
-        assert_eq!(a.min_ns, 10);
-        assert_eq!(a.max_ns, 3000);
-        assert_eq!(a.sum_ns, 3110);
-        assert_eq!(a.buckets[3], 1);
-        assert_eq!(a.buckets[6], 1);
-        assert_eq!(a.buckets[11], 1);
-    }
 
     #[test]
     fn vma_touch_and_dontneed() {

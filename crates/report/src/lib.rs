@@ -7,6 +7,8 @@
 
 use std::fmt::Write as _;
 
+use fraglab_spec::result::pageblock::decode_type_char;
+use fraglab_spec::result::rows::vmstat_row;
 use fraglab_spec::result::{CompareReport, RunResult};
 
 /// Escapes text for HTML and SVG.
@@ -30,13 +32,14 @@ const PALETTE: [&str; 12] = [
     "#17becf", "#393b79", "#637939",
 ];
 
-/// Colours of the migratetypes in the pageblock map, and of mixed blocks.
-const MT_COLOURS: [(char, &str, &str); 5] = [
-    ('U', "#d62728", "Unmovable"),
-    ('M', "#2ca02c", "Movable"),
-    ('R', "#1f77b4", "Reclaimable"),
-    ('H', "#9467bd", "HighAtomic"),
-    ('I', "#7f7f7f", "Isolate"),
+/// Colours of the migratetypes in the pageblock map (by migratetype, as
+/// `fraglab_spec::result::pageblock::MIGRATETYPE_LETTERS`), and of mixed blocks.
+const MT_COLOURS: [(&str, &str); 5] = [
+    ("#d62728", "Unmovable"),
+    ("#2ca02c", "Movable"),
+    ("#1f77b4", "Reclaimable"),
+    ("#9467bd", "HighAtomic"),
+    ("#7f7f7f", "Isolate"),
 ];
 const MIXED_COLOUR: &str = "#ff7f0e";
 
@@ -200,17 +203,14 @@ pub fn pageblock_map(r: &RunResult) -> String {
             let mut mixed = false;
             let mut f = 0u32;
             for (i, &ch) in types.iter().enumerate().take(hi).skip(lo) {
-                mixed |= ch.is_ascii_lowercase();
-                if let Some(k) = MT_COLOURS
-                    .iter()
-                    .position(|(t, _, _)| *t == ch.to_ascii_uppercase())
-                {
+                if let Some((k, m)) = decode_type_char(ch) {
                     counts[k] += 1;
+                    mixed |= m;
                 }
                 f += fill.get(i).copied().unwrap_or(0);
             }
             let k = (0..5).max_by_key(|&k| (counts[k], usize::MAX - k)).unwrap_or(1);
-            let colour = if mixed { MIXED_COLOUR } else { MT_COLOURS[k].1 };
+            let colour = if mixed { MIXED_COLOUR } else { MT_COLOURS[k].0 };
             cells.push((colour, f / (hi - lo) as u32));
         }
         let mut c = 0;
@@ -232,7 +232,7 @@ pub fn pageblock_map(r: &RunResult) -> String {
     }
     let ly = t + maps.len() as f64 * row_h + 20.0;
     let mut x = l;
-    for (_, colour, name) in MT_COLOURS.iter().chain([(' ', MIXED_COLOUR, "mixed")].iter()) {
+    for (colour, name) in MT_COLOURS.iter().chain([(MIXED_COLOUR, "mixed")].iter()) {
         let _ = write!(
             s,
             "<rect x=\"{x:.0}\" y=\"{ly:.0}\" width=\"12\" height=\"12\" fill=\"{colour}\"/><text x=\"{:.0}\" y=\"{:.0}\" class=\"tick\">{name}</text>",
@@ -404,7 +404,7 @@ fn workload(r: &RunResult) -> String {
                     .map(|(i, b)| {
                         (
                             (i + 1) as f64,
-                            *b.vmstat_delta.get("thp_fault_alloc").unwrap_or(&0) as f64,
+                            vmstat_row("THP fault alloc").value(&b.vmstat_delta) as f64,
                         )
                     })
                     .collect(),
@@ -444,12 +444,7 @@ fn table(c: &CompareReport) -> String {
     for row in &c.rows {
         let _ = write!(s, "<tr><td>{}</td><td>{}</td>", esc(&row.stat), esc(&row.metric));
         for (i, v) in row.values.iter().enumerate() {
-            let pct = if i == 0 {
-                Some(0.0)
-            } else {
-                row.change_pct.get(i).copied().flatten()
-            };
-            let p = pct.map_or("n/a".into(), |p| format!("{p:+.2}%"));
+            let p = row.shown_change(i).map_or("n/a".into(), |p| format!("{p:+.2}%"));
             if row.significant.get(i).copied().unwrap_or(false) {
                 let _ = write!(s, "<td class=\"sig\">{v:.2} *{p}*</td>");
             } else {

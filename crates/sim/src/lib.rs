@@ -9,6 +9,7 @@ pub mod cost;
 pub mod engine;
 pub mod metrics;
 pub mod slab;
+pub mod snapshot;
 pub mod timed;
 pub mod timeless;
 pub mod vmscal;

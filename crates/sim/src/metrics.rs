@@ -5,53 +5,8 @@ use std::collections::BTreeMap;
 
 use crate::anon::AllocPath;
 
-/// A latency histogram with power-of-two buckets in nanoseconds (bucket i holds values in
-/// [2^i, 2^(i+1)), bucket 0 also 0 and 1), plus exact count, sum, min and max.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Histogram {
-    pub buckets: Vec<u64>,
-    pub count: u64,
-    pub sum_ns: u64,
-    pub min_ns: u64,
-    pub max_ns: u64,
-}
-
-impl Histogram {
-    pub fn record(&mut self, ns: u64) {
-        let b = 63 - ns.max(1).leading_zeros() as usize;
-        if self.buckets.len() <= b {
-            self.buckets.resize(b + 1, 0);
-        }
-        self.buckets[b] += 1;
-        if self.count == 0 || ns < self.min_ns {
-            self.min_ns = ns;
-        }
-        self.max_ns = self.max_ns.max(ns);
-        self.count += 1;
-        self.sum_ns += ns;
-    }
-
-    pub fn mean_ns(&self) -> f64 {
-        if self.count == 0 {
-            0.0
-        } else {
-            self.sum_ns as f64 / self.count as f64
-        }
-    }
-
-    /// The upper bound of the bucket holding quantile `q` (0..=1).
-    pub fn quantile_ns(&self, q: f64) -> u64 {
-        let target = (q * self.count as f64).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (i, n) in self.buckets.iter().enumerate() {
-            seen += n;
-            if seen >= target {
-                return (1u64 << (i + 1)) - 1;
-            }
-        }
-        self.max_ns
-    }
-}
+/// The latency histogram of both engines (power-of-two nanosecond buckets).
+pub use fraglab_spec::result::Histogram;
 
 /// One THP burst of a `thp_burst` task.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -1,18 +1,16 @@
 //! The timed run: a spec's `[workload]` on the discrete-event engine, producing a
-//! [`RunResult`] (the JSON schema of `fraglab_spec::result`) and the mmtests-style rows of
-//! `shared/reference/published-results.md` §5.1.
+//! [`RunResult`] (the JSON schema of `fraglab_spec::result`, whose mmtests-style rows of
+//! `shared/reference/published-results.md` §5.1 are `fraglab_spec::result::rows`).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::rc::Rc;
 
-use fraglab_mm::types::{MigrateType, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
-use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo, Stat};
+use fraglab_mm::types::PAGEBLOCK_ORDER;
+use fraglab_mm::vmstat::Stat;
 use fraglab_mm::Mm;
 use fraglab_spec::result::{
-    BuildResult, BurstResult, LatencyHistogram, PageblockMap, RunResult, Sample, ThpChallengeResult,
-    VmScalabilityResult, RESULT_SCHEMA,
+    BuildResult, BurstResult, RunResult, ThpChallengeResult, VmScalabilityResult, RESULT_SCHEMA,
 };
 use fraglab_spec::Spec;
 
@@ -20,114 +18,13 @@ use crate::boot::boot;
 use crate::cost::CostModel;
 use crate::engine::Engine;
 use crate::metrics::Metrics;
-use crate::timeless::{stats_with_zone_items, RunError};
+use crate::snapshot::{histogram, pageblock_snapshot, proc_snapshot, sample, vmstat_values};
+use crate::timeless::RunError;
 use crate::vmscal::{VmScalSpec, VmScalTask};
 use crate::workload::{
     Flusher, KbuildShared, KbuildSpec, KbuildWorker, PageCacheFlusher, PgbenchCheckpointer, PgbenchClient,
     PgbenchShared, PgbenchSpec, ProgramTask, ThpBurst, ThpBurstSpec, ThpChallenge, ThpChallengeSpec,
 };
-
-/// The /proc files captured at the start and end of a run.
-fn proc_snapshot(mm: &Mm) -> BTreeMap<String, String> {
-    let z = mm.zone_views();
-    let stats = stats_with_zone_items(mm);
-    BTreeMap::from([
-        ("buddyinfo".to_string(), render_buddyinfo(0, &z)),
-        ("pagetypeinfo".to_string(), render_pagetypeinfo(0, &z)),
-        ("zoneinfo".to_string(), render_zoneinfo(0, &z, &stats)),
-        ("vmstat".to_string(), render_vmstat(&z, &stats)),
-    ])
-}
-
-/// /proc/vmstat as (name, value) pairs.
-fn vmstat_values(mm: &Mm) -> Vec<(String, i64)> {
-    render_vmstat(&mm.zone_views(), &stats_with_zone_items(mm))
-        .lines()
-        .filter_map(|l| {
-            let (n, v) = l.split_once(' ')?;
-            Some((n.to_string(), v.parse().ok()?))
-        })
-        .collect()
-}
-
-/// One time-series sample.
-/// The pageblock map of `mm` at `t_ns` (result schema `PageblockMap`): per block its
-/// migratetype (lower case if mixed) and how full it is, from the per-block folio census.
-pub fn pageblock_snapshot(mm: &Mm, t_ns: u64) -> PageblockMap {
-    let mut m = PageblockMap {
-        t_ns,
-        ..Default::default()
-    };
-    for z in mm.zones.iter().filter(|z| z.populated()) {
-        m.zones.push((z.zone_type.name().to_string(), m.types.len()));
-        let first = z.start_pfn >> PAGEBLOCK_ORDER;
-        let last = (z.end_pfn() - 1) >> PAGEBLOCK_ORDER;
-        for b in first..=last {
-            let mt = mm.block_mt(b << PAGEBLOCK_ORDER);
-            let c = &mm.block_content[b as usize];
-            let own = match mt {
-                MigrateType::Unmovable => Some(0),
-                MigrateType::Movable => Some(1),
-                MigrateType::Reclaimable => Some(2),
-                _ => None,
-            };
-            let mixed = own.is_some_and(|o| c.iter().enumerate().any(|(k, n)| k != o && *n > 0));
-            let ch = ['U', 'M', 'R', 'H', 'I'][mt.idx().min(4)];
-            m.types.push(if mixed { ch.to_ascii_lowercase() } else { ch });
-            let used: u64 = c.iter().map(|&n| n as u64).sum();
-            let digit = (used * 10 / (1 << PAGEBLOCK_ORDER)).min(9) as u8;
-            m.fill.push((b'0' + digit) as char);
-        }
-    }
-    m
-}
-
-pub fn sample(mm: &Mm, t_ns: u64) -> Sample {
-    let mut free_by_order = vec![0u64; NR_PAGE_ORDERS];
-    let mut free_by_type = vec![0u64; MIGRATE_TYPES];
-    for z in &mm.zones {
-        for (o, row) in z.area.nr_by_type.iter().enumerate() {
-            for (t, n) in row.iter().enumerate() {
-                free_by_order[o] += n << o;
-                free_by_type[t] += n << o;
-            }
-        }
-    }
-    let mut blocks_by_type = vec![0u64; MIGRATE_TYPES];
-    for z in &mm.zones {
-        if !z.populated() {
-            continue;
-        }
-        let first = z.start_pfn >> PAGEBLOCK_ORDER;
-        let last = (z.end_pfn() - 1) >> PAGEBLOCK_ORDER;
-        for b in first..=last {
-            blocks_by_type[mm.block_mt(b << PAGEBLOCK_ORDER).idx()] += 1;
-        }
-    }
-    // Mixed: a block holding folio pages whose mobility is not the block's type (HighAtomic
-    // and Isolate blocks are not counted).
-    let mut mixed = 0u64;
-    for (b, c) in mm.block_content.iter().enumerate() {
-        let own = match mm.block_mt((b as u32) << PAGEBLOCK_ORDER) {
-            MigrateType::Unmovable => 0,
-            MigrateType::Movable => 1,
-            MigrateType::Reclaimable => 2,
-            _ => continue,
-        };
-        if c.iter().enumerate().any(|(m, n)| m != own && *n > 0) {
-            mixed += 1;
-        }
-    }
-    Sample {
-        t_ns,
-        free_by_order,
-        free_by_type,
-        blocks_by_type,
-        mixed_blocks: mixed,
-        thp_fault_alloc: mm.stat(Stat::thp_fault_alloc),
-        thp_fault_fallback: mm.stat(Stat::thp_fault_fallback),
-    }
-}
 
 fn pgbench_result(sh: &PgbenchShared) -> fraglab_spec::result::PgbenchResult {
     let secs = (sh.spec.duration_ns / 1_000_000_000) as usize;
@@ -153,18 +50,6 @@ fn pgbench_result(sh: &PgbenchShared) -> fraglab_spec::result::PgbenchResult {
             .filter(|&s| (s as usize) < secs)
             .collect(),
         tps,
-    }
-}
-
-fn histogram(order: u32, path: &str, h: &crate::metrics::Histogram) -> LatencyHistogram {
-    LatencyHistogram {
-        order,
-        path: path.into(),
-        count: h.count,
-        sum_ns: h.sum_ns,
-        min_ns: h.min_ns,
-        max_ns: h.max_ns,
-        log2_buckets: h.buckets.clone(),
     }
 }
 
@@ -547,28 +432,6 @@ pub fn run_workload_with_progress(
     })
 }
 
-/// Item `k` of a vmstat delta map (0 if absent).
-fn g(d: &BTreeMap<String, i64>, k: &str) -> f64 {
-    *d.get(k).unwrap_or(&0) as f64
-}
-
-/// A row's value from one build's vmstat deltas.
-type DeltaFn = dyn Fn(&BTreeMap<String, i64>) -> f64;
-
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    if v.is_empty() {
-        return (0.0, 0.0);
-    }
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let var = if v.len() > 1 {
-        v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-    } else {
-        0.0
-    };
-    (mean, var.sqrt())
-}
-
 /// How much ftrace text of `[run] trace` a timed run keeps (in `proc_end["trace"]`).
 pub const TRACE_KEEP_BYTES: usize = 4 << 20;
 
@@ -580,161 +443,4 @@ fn drain_trace(mm: &mut Mm, (counts, text): &mut (BTreeMap<String, u64>, String)
             r.render(text);
         }
     }
-}
-
-/// The mmtests-style rows of published-results.md §1/§5.1 for a result: per-build (iteration)
-/// vmstat deltas averaged over the builds, the build times, and the burst process's
-/// "Hugealloc Time" (µs per burst).
-pub fn mmtests_rows(r: &RunResult) -> String {
-    let mut out = String::new();
-    let builds = &r.builds;
-    // The vmstat rows: a mean over the builds, or, for a run without builds (thpchallenge,
-    // a host run), the whole run's deltas as one sample (as `compare` takes them).
-    let deltas: Vec<&BTreeMap<String, i64>> = if builds.is_empty() {
-        vec![&r.vmstat_delta]
-    } else {
-        builds.iter().map(|b| &b.vmstat_delta).collect()
-    };
-    let per_build = |f: &DeltaFn| -> (f64, f64) {
-        let v: Vec<f64> = deltas.iter().map(|d| f(d)).collect();
-        mean_sd(&v)
-    };
-    let hug: Vec<f64> = r.bursts.iter().map(|b| b.alloc_ns as f64 / 1000.0).collect();
-    let (mut hm, mut hs) = mean_sd(&hug);
-    // With builds, mmtests' per-build figures averaged over the builds (as `compare` prints).
-    let compared = crate::compare::samples_of(std::slice::from_ref(r));
-    let row = |name: &str| {
-        compared
-            .iter()
-            .find(|(n, _, _)| n == name)
-            .map(|(_, _, v)| crate::compare::amean(v))
-    };
-    if let (Some(m), Some(sd)) = (row("Hugealloc Time mean (us)"), row("Hugealloc Time stddev (us)")) {
-        (hm, hs) = (m, sd);
-    }
-    let _ = writeln!(out, "{:<34} {:>14}", "", "Amean");
-    let _ = writeln!(out, "{:<34} {:>14.2}", "Hugealloc Time mean (us)", hm);
-    let _ = writeln!(out, "{:<34} {:>14.2}", "Hugealloc Time stddev (us)", hs);
-    let secs = |f: &dyn Fn(&BuildResult) -> u64| {
-        let v: Vec<f64> = builds.iter().map(|b| f(b) as f64 / 1e9).collect();
-        mean_sd(&v).0
-    };
-    if !builds.is_empty() {
-        let _ = writeln!(
-            out,
-            "{:<34} {:>14.2}",
-            "Kbuild Real time",
-            secs(&|b| b.end_ns - b.start_ns)
-        );
-        let _ = writeln!(out, "{:<34} {:>14.2}", "Kbuild User time", secs(&|b| b.user_ns));
-        let _ = writeln!(
-            out,
-            "{:<34} {:>14.2}",
-            "Kbuild System time",
-            secs(&|b| b.system_ns)
-        );
-    }
-    let rows: [(&str, &DeltaFn); 11] = [
-        ("THP fault alloc", &|d| g(d, "thp_fault_alloc")),
-        ("THP fault fallback", &|d| g(d, "thp_fault_fallback")),
-        ("Direct compact fail", &|d| g(d, "compact_fail")),
-        ("Direct compact success", &|d| g(d, "compact_success")),
-        ("Compact daemon scanned migrate", &|d| {
-            g(d, "compact_daemon_migrate_scanned")
-        }),
-        ("Compact daemon scanned free", &|d| {
-            g(d, "compact_daemon_free_scanned")
-        }),
-        ("Alloc stall", &|d| {
-            [
-                "allocstall_dma",
-                "allocstall_dma32",
-                "allocstall_normal",
-                "allocstall_movable",
-                "allocstall_device",
-            ]
-            .iter()
-            .map(|k| g(d, k))
-            .sum()
-        }),
-        ("Pages kswapd scanned", &|d| g(d, "pgscan_kswapd")),
-        ("Pages direct scanned", &|d| g(d, "pgscan_direct")),
-        ("Swap out", &|d| g(d, "pswpout")),
-        ("File refaults", &|d| g(d, "workingset_refault_file")),
-    ];
-    for (name, f) in rows {
-        let _ = writeln!(out, "{:<34} {:>14.2}", name, per_build(f).0);
-    }
-    // Mean over runs of the per-run ratio (§5.1).
-    let rates: Vec<f64> = deltas
-        .iter()
-        .filter_map(|d| {
-            let (s, f) = (g(d, "compact_success"), g(d, "compact_fail"));
-            (s + f > 0.0).then(|| s * 100.0 / (s + f))
-        })
-        .collect();
-    let _ = writeln!(
-        out,
-        "{:<34} {:>14.2}",
-        "Direct compact success rate %",
-        mean_sd(&rates).0
-    );
-    if let Some(p) = &r.pgbench {
-        let d = &r.vmstat_delta;
-        let stalls: i64 = [
-            "allocstall_dma",
-            "allocstall_dma32",
-            "allocstall_normal",
-            "allocstall_movable",
-        ]
-        .iter()
-        .map(|k| d.get(*k).unwrap_or(&0))
-        .sum();
-        let _ = writeln!(out, "{:<34} {:>14.2}", "pgbench TPS mean", p.mean_tps);
-        let _ = writeln!(
-            out,
-            "{:<34} {:>14.2}",
-            "pgbench TPS during checkpoints", p.checkpoint_tps
-        );
-        let _ = writeln!(
-            out,
-            "{:<34} {:>14.2}",
-            "pgbench TPS between checkpoints", p.steady_tps
-        );
-        let _ = writeln!(
-            out,
-            "{:<34} {:>14}",
-            "compact_stall",
-            d.get("compact_stall").unwrap_or(&0)
-        );
-        let _ = writeln!(out, "{:<34} {:>14}", "allocstall", stalls);
-    }
-    if let Some(t) = &r.thpchallenge {
-        let us = |h: &LatencyHistogram| {
-            if h.count == 0 {
-                0.0
-            } else {
-                h.sum_ns as f64 / h.count as f64 / 1000.0
-            }
-        };
-        let _ = writeln!(
-            out,
-            "{:<34} {:>14.2}",
-            "thpchallenge fault-huge (us)",
-            us(&t.huge)
-        );
-        let _ = writeln!(
-            out,
-            "{:<34} {:>14.2}",
-            "thpchallenge fault-base (us)",
-            us(&t.base)
-        );
-        let _ = writeln!(out, "{:<34} {:>14.2}", "thpchallenge huge-pct", t.huge_pct);
-    }
-    for v in &r.vm_scalability {
-        // lkp's metric name, the case in the testcase column's place.
-        let name = format!("vm-scalability.throughput {}", v.case);
-        let _ = writeln!(out, "{:<34} {:>14.0}", name, v.throughput);
-    }
-    out
 }

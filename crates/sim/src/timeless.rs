@@ -10,6 +10,7 @@ use fraglab_mm::node::Mm;
 use fraglab_mm::trace::render_trace;
 use fraglab_mm::types::*;
 use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo};
+use fraglab_spec::result::pageblock::{alloc_mixes, BlockState};
 use fraglab_spec::{Op, PrintWhat, Spec};
 
 /// A run that could not complete: names the spec file, line and op.
@@ -432,26 +433,34 @@ pub fn stats_with_zone_items(mm: &Mm) -> [u64; fraglab_mm::vmstat::NR_STATS] {
     mm.stats
 }
 
-/// How one pageblock looks in the map.
-fn block_char(mm: &Mm, start: u32, z_start: u32, z_end: u32) -> char {
+/// One pageblock (from `start`, clipped to its zone `z_start..z_end`) from a walk of its pages:
+/// free and in-use pages, and mixed when an allocated chunk in it was allocated with another
+/// migratetype than the block's (page_owner's view, kernel-model.md §30.4).
+fn block_state(mm: &Mm, start: u32, z_start: u32, z_end: u32) -> BlockState {
     let lo = start.max(z_start);
     let hi = (start + PAGEBLOCK_NR_PAGES).min(z_end);
-    let mt = mm.block_mt(start);
-    let (mut free, mut used, mut mixed, mut present) = (0u32, 0u32, false, false);
+    let mt = mm.block_mt(start).idx();
+    let mut s = BlockState {
+        migratetype: mt,
+        ..Default::default()
+    };
+    let count = |s: &mut BlockState, kind: PageKind, head: u32, nr: u32| {
+        s.present = true;
+        match kind {
+            PageKind::Buddy => s.free_pages += nr,
+            PageKind::Allocated => {
+                s.used_pages += nr;
+                s.mixed |= alloc_mixes(mt, mm.pages.b[head as usize] as usize);
+            }
+            _ => s.used_pages += nr,
+        }
+    };
     let mut p = lo;
     // A block may start inside a chunk larger than a block.
     if mm.pages.kind(p) == PageKind::Tail {
         if let Some((head, order)) = mm.enclosing_chunk(p) {
             let end = (head + (1 << order)).min(hi);
-            present = true;
-            match mm.pages.kind(head) {
-                PageKind::Buddy => free += end - p,
-                PageKind::Allocated => {
-                    used += end - p;
-                    mixed |= mm.pages.b[head as usize] != mt as u32 && mt.is_mergeable();
-                }
-                _ => used += end - p,
-            }
+            count(&mut s, mm.pages.kind(head), head, end - p);
             p = end;
         }
     }
@@ -465,41 +474,17 @@ fn block_char(mm: &Mm, start: u32, z_start: u32, z_end: u32) -> char {
             PageKind::Reserved | PageKind::Tail => 1,
             _ => 1u32 << mm.pages.order(p),
         };
-        present = true;
-        match kind {
-            PageKind::Buddy => free += nr,
-            PageKind::Allocated => {
-                used += nr;
-                mixed |= mm.pages.b[p as usize] != mt as u32 && mt.is_mergeable();
-            }
-            _ => used += nr,
-        }
+        count(&mut s, kind, p, nr);
         p += nr;
     }
-    if !present {
-        return ' ';
-    }
-    if mixed {
-        return '!';
-    }
-    let c = match mt {
-        MigrateType::Unmovable => 'u',
-        MigrateType::Movable => 'm',
-        MigrateType::Reclaimable => 'r',
-        MigrateType::HighAtomic => 'h',
-        MigrateType::Isolate => 'i',
-    };
-    if used == 0 && free > 0 {
-        c.to_ascii_uppercase()
-    } else {
-        c
-    }
+    s
 }
 
 /// The pageblock map: one character per pageblock, 64 per row, each row prefixed with its first
 /// pfn. Upper case = the block is entirely free; lower case = in use (allocated, PCP-cached or
 /// reserved pages); `!` = the block holds allocations of another migratetype than its own
-/// ("mixed": polluted by a steal).
+/// ("mixed": polluted by a steal). The characters are `BlockState::map_char`
+/// (`fraglab_spec::result::pageblock`).
 pub fn pageblock_map(mm: &Mm, only: Option<ZoneType>) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -516,7 +501,7 @@ pub fn pageblock_map(mm: &Mm, only: Option<ZoneType>) -> String {
         let mut row = String::new();
         let mut row_start = b;
         while b < z.end_pfn() {
-            row.push(block_char(mm, b, z.start_pfn, z.end_pfn()));
+            row.push(block_state(mm, b, z.start_pfn, z.end_pfn()).map_char());
             b += PAGEBLOCK_NR_PAGES;
             if row.len() == 64 || b >= z.end_pfn() {
                 let trimmed = row.trim_end();

@@ -55,7 +55,7 @@ fn result_and_report_hold_the_run() {
     assert!(r.vmstat_delta["pgscan_kswapd"] > 0);
     let per_build: i64 = r.builds.iter().map(|b| b.vmstat_delta["pgscan_kswapd"]).sum();
     assert!(per_build <= r.vmstat_delta["pgscan_kswapd"]);
-    let rows = fraglab_sim::timed::mmtests_rows(&r);
+    let rows = fraglab_spec::result::rows::mmtests_rows(&r);
     for row in [
         "Hugealloc Time mean",
         "Kbuild Real time",
@@ -145,7 +145,7 @@ madvised = false
     assert!((t.huge_pct - 80.0).abs() < 1e-9);
     // A base-page step is 512 faults; a THP step one (plus zeroing 512 pages).
     assert!(t.base.sum_ns / t.base.count > t.huge.sum_ns / t.huge.count);
-    assert!(fraglab_sim::timed::mmtests_rows(&r).contains("thpchallenge huge-pct"));
+    assert!(fraglab_spec::result::rows::mmtests_rows(&r).contains("thpchallenge huge-pct"));
 }
 
 /// Seed 002 in miniature: pgbench with checkpoint bursts of 1 MiB buffered writes on a machine
@@ -189,7 +189,7 @@ duration = "12s"
             "{p:?}"
         );
     }
-    let rows = fraglab_sim::timed::mmtests_rows(&base);
+    let rows = fraglab_spec::result::rows::mmtests_rows(&base);
     assert!(rows.contains("pgbench TPS during checkpoints"));
 }
 
@@ -279,7 +279,7 @@ fn rows_of_a_run_without_builds_use_the_run_deltas() {
     r.vmstat_delta.insert("thp_fault_alloc".into(), 4096);
     r.vmstat_delta.insert("compact_success".into(), 1);
     r.vmstat_delta.insert("compact_fail".into(), 3);
-    let rows = fraglab_sim::timed::mmtests_rows(&r);
+    let rows = fraglab_spec::result::rows::mmtests_rows(&r);
     let row = |name: &str| -> f64 {
         let l = rows
             .lines()

@@ -6,6 +6,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod hist;
+pub mod pageblock;
+pub mod rows;
+
+pub use hist::Histogram;
+
 /// Version of this schema; bumped on any incompatible change.
 pub const RESULT_SCHEMA: u32 = 1;
 
@@ -179,4 +185,16 @@ pub struct CompareRow {
     /// The per-run values behind the row, per configuration (empty for derived rows).
     #[serde(default)]
     pub per_run: Vec<Vec<f64>>,
+}
+
+impl CompareRow {
+    /// The change shown in column `i`: 0 for the baseline, `None` (shown "n/a") where there is
+    /// none (a zero base).
+    pub fn shown_change(&self, i: usize) -> Option<f64> {
+        if i == 0 {
+            Some(0.0)
+        } else {
+            self.change_pct.get(i).copied().flatten()
+        }
+    }
 }

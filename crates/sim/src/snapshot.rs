@@ -1,0 +1,128 @@
+//! What a timed run reads from the model while it runs: the /proc files at its start and end,
+//! /proc/vmstat as values, the time-series samples and the pageblock maps of the result schema
+//! (`fraglab_spec::result`). The classification of a pageblock is the result schema's own
+//! (`fraglab_spec::result::pageblock`); this file only takes the census from the model.
+
+use std::collections::BTreeMap;
+
+use fraglab_mm::types::{MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
+use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo, Stat};
+use fraglab_mm::Mm;
+use fraglab_spec::result::pageblock::{census_mixed, BlockState, PAGEBLOCK_PAGES};
+use fraglab_spec::result::{Histogram, LatencyHistogram, PageblockMap, Sample};
+
+use crate::timeless::stats_with_zone_items;
+
+// The result schema's block size is the model's.
+const _: () = assert!(PAGEBLOCK_PAGES == PAGEBLOCK_NR_PAGES as u64);
+
+/// The /proc files captured at the start and end of a run.
+pub(crate) fn proc_snapshot(mm: &Mm) -> BTreeMap<String, String> {
+    let z = mm.zone_views();
+    let stats = stats_with_zone_items(mm);
+    BTreeMap::from([
+        ("buddyinfo".to_string(), render_buddyinfo(0, &z)),
+        ("pagetypeinfo".to_string(), render_pagetypeinfo(0, &z)),
+        ("zoneinfo".to_string(), render_zoneinfo(0, &z, &stats)),
+        ("vmstat".to_string(), render_vmstat(&z, &stats)),
+    ])
+}
+
+/// /proc/vmstat as (name, value) pairs.
+pub(crate) fn vmstat_values(mm: &Mm) -> Vec<(String, i64)> {
+    render_vmstat(&mm.zone_views(), &stats_with_zone_items(mm))
+        .lines()
+        .filter_map(|l| {
+            let (n, v) = l.split_once(' ')?;
+            Some((n.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Pageblock `b` (its index) from the per-block folio census (`Mm::block_content`): its
+/// migratetype, the folio pages in it as used, mixed when it holds folio pages of a mobility
+/// other than its type.
+fn census_block(mm: &Mm, b: u32) -> BlockState {
+    let mt = mm.block_mt(b << PAGEBLOCK_ORDER).idx();
+    let c = &mm.block_content[b as usize];
+    BlockState {
+        migratetype: mt,
+        present: true,
+        free_pages: 0,
+        used_pages: c.iter().sum(),
+        mixed: census_mixed(mt, c),
+    }
+}
+
+/// The blocks of the populated zones, zone after zone: (zone index, first block, last block).
+fn zone_blocks(mm: &Mm) -> impl Iterator<Item = (usize, u32, u32)> + '_ {
+    mm.zones
+        .iter()
+        .enumerate()
+        .filter(|(_, z)| z.populated())
+        .map(|(i, z)| {
+            (
+                i,
+                z.start_pfn >> PAGEBLOCK_ORDER,
+                (z.end_pfn() - 1) >> PAGEBLOCK_ORDER,
+            )
+        })
+}
+
+/// The pageblock map of `mm` at `t_ns` (result schema `PageblockMap`): per block its
+/// migratetype (lower case if mixed) and how full it is, from the per-block folio census.
+pub fn pageblock_snapshot(mm: &Mm, t_ns: u64) -> PageblockMap {
+    let mut m = PageblockMap {
+        t_ns,
+        ..Default::default()
+    };
+    for (zi, first, last) in zone_blocks(mm) {
+        m.zones
+            .push((mm.zones[zi].zone_type.name().to_string(), m.types.len()));
+        for b in first..=last {
+            let s = census_block(mm, b);
+            m.types.push(s.type_char());
+            m.fill.push(s.fill_char());
+        }
+    }
+    m
+}
+
+/// One time-series sample.
+pub fn sample(mm: &Mm, t_ns: u64) -> Sample {
+    let mut free_by_order = vec![0u64; NR_PAGE_ORDERS];
+    let mut free_by_type = vec![0u64; MIGRATE_TYPES];
+    for z in &mm.zones {
+        for (o, row) in z.area.nr_by_type.iter().enumerate() {
+            for (t, n) in row.iter().enumerate() {
+                free_by_order[o] += n << o;
+                free_by_type[t] += n << o;
+            }
+        }
+    }
+    let mut blocks_by_type = vec![0u64; MIGRATE_TYPES];
+    for (_, first, last) in zone_blocks(mm) {
+        for b in first..=last {
+            blocks_by_type[mm.block_mt(b << PAGEBLOCK_ORDER).idx()] += 1;
+        }
+    }
+    // Mixed: every block of the census, populated zone or not (HighAtomic and Isolate blocks
+    // are never mixed).
+    let mixed = (0..mm.block_content.len() as u32)
+        .filter(|&b| census_block(mm, b).mixed)
+        .count() as u64;
+    Sample {
+        t_ns,
+        free_by_order,
+        free_by_type,
+        blocks_by_type,
+        mixed_blocks: mixed,
+        thp_fault_alloc: mm.stat(Stat::thp_fault_alloc),
+        thp_fault_fallback: mm.stat(Stat::thp_fault_fallback),
+    }
+}
+
+/// The result schema's histogram of order `order` and path `path`.
+pub(crate) fn histogram(order: u32, path: &str, h: &Histogram) -> LatencyHistogram {
+    h.to_latency(order, path)
+}

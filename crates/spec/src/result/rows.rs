@@ -1,0 +1,537 @@
+//! The mmtests-style rows of run results, defined once (published-results.md §1 and §5.1):
+//! which rows exist, how each is computed from the result schema, and the summary statistics
+//! over runs (§5.2). `fraglab run` and `fraglab host run` print [`mmtests_rows`];
+//! `fraglab compare` and `fraglab host validate` (fraglab-sim `compare`) summarise
+//! [`samples_of`] per configuration; both read the same rows.
+//!
+//! A *sample* is what mmtests calls one run: for a workload with kbuild iterations each
+//! finished build is a sample (seed 001's "15 consecutive runs" are 15 builds in one boot, so
+//! that the memory state carries over from one to the next); otherwise each simulation (each
+//! seed) is one. Rows are the §5.1 vmstat rows plus the workloads' own (Hugealloc Time per
+//! burst, Kbuild Real/User/System time, pgbench TPS, vm-scalability throughput, thpchallenge
+//! latencies).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::{BuildResult, RunResult};
+
+/// How a metric's central value is summarised: arithmetic mean, or harmonic mean for rates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Center {
+    Amean,
+    Hmean,
+}
+
+/// One metric's samples: (row name, summary, values).
+pub type Samples = (String, Center, Vec<f64>);
+
+/// A row that is the delta of /proc/vmstat items over a sample, summed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VmstatRow {
+    pub name: &'static str,
+    /// The vmstat items summed (kernel-model.md's /proc/vmstat names).
+    pub items: &'static [&'static str],
+    /// Printed by `fraglab run` (the rows of the seed 001 table, §1); `compare` prints them all.
+    pub in_run_summary: bool,
+}
+
+/// `allocstall_*`: one per zone type (`ALLOCSTALL` counted at the reclaim zone index,
+/// kernel-model.md §14), all summed by "Alloc stall" (§5.1).
+pub const ALLOCSTALL_ITEMS: &[&str] = &[
+    "allocstall_dma",
+    "allocstall_dma32",
+    "allocstall_normal",
+    "allocstall_movable",
+    "allocstall_device",
+];
+
+const fn row(name: &'static str, items: &'static [&'static str], in_run_summary: bool) -> VmstatRow {
+    VmstatRow {
+        name,
+        items,
+        in_run_summary,
+    }
+}
+
+/// The §5.1 vmstat rows, in the order they are printed.
+pub const VMSTAT_ROWS: &[VmstatRow] = &[
+    row("THP fault alloc", &["thp_fault_alloc"], true),
+    row("THP fault fallback", &["thp_fault_fallback"], true),
+    row("Direct compact stall", &["compact_stall"], false),
+    row("Direct compact fail", &["compact_fail"], true),
+    row("Direct compact success", &["compact_success"], true),
+    row(
+        "Compact daemon scanned migrate",
+        &["compact_daemon_migrate_scanned"],
+        true,
+    ),
+    row(
+        "Compact daemon scanned free",
+        &["compact_daemon_free_scanned"],
+        true,
+    ),
+    row("Kcompactd wake", &["compact_daemon_wake"], false),
+    row("Alloc stall", ALLOCSTALL_ITEMS, true),
+    row("Pages kswapd scanned", &["pgscan_kswapd"], true),
+    row("Pages kswapd stolen", &["pgsteal_kswapd"], false),
+    row("Pages direct scanned", &["pgscan_direct"], true),
+    row("Swap out", &["pswpout"], true),
+    row("Swap in", &["pswpin"], false),
+    row("File refaults", &["workingset_refault_file"], true),
+];
+
+/// The vmstat row named `name` (panics on a name not in [`VMSTAT_ROWS`]).
+pub fn vmstat_row(name: &str) -> &'static VmstatRow {
+    VMSTAT_ROWS
+        .iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("{name:?} is not a vmstat row"))
+}
+
+impl VmstatRow {
+    /// The row's value in a vmstat delta map (absent items count 0).
+    pub fn value(&self, delta: &BTreeMap<String, i64>) -> i64 {
+        self.items.iter().map(|k| *delta.get(*k).unwrap_or(&0)).sum()
+    }
+}
+
+/// "Direct compact success rate %" (§5.1): the mean over samples of the per-sample ratio
+/// success × 100 / (success + fail), samples without direct compaction skipped — not the ratio
+/// of the means.
+pub fn direct_compact_success_rate(success: &[f64], fail: &[f64]) -> f64 {
+    let r: Vec<f64> = success
+        .iter()
+        .zip(fail)
+        .filter(|(s, f)| **s + **f > 0.0)
+        .map(|(s, f)| s * 100.0 / (s + f))
+        .collect();
+    amean(&r)
+}
+
+/// The finished builds of `results`: the samples when there are any.
+fn finished_builds(results: &[RunResult]) -> Vec<&BuildResult> {
+    results
+        .iter()
+        .flat_map(|r| r.builds.iter())
+        .filter(|b| b.end_ns > 0)
+        .collect()
+}
+
+/// The samples of one configuration's results, by metric name, in a fixed order.
+pub fn samples_of(results: &[RunResult]) -> Vec<Samples> {
+    let mut out: Vec<Samples> = Vec::new();
+    let mut push = |name: &str, center: Center, v: Vec<f64>| {
+        if !v.is_empty() {
+            out.push((name.to_string(), center, v));
+        }
+    };
+    let bursts: Vec<f64> = results
+        .iter()
+        .flat_map(|r| r.bursts.iter().map(|b| b.alloc_ns as f64 / 1000.0))
+        .collect();
+    push("Hugealloc Time (us)", Center::Amean, bursts);
+    let builds = finished_builds(results);
+    // mmtests' Hugealloc rows (published-results.md §1): each run (build) reports the mean and
+    // the standard deviation of its own allocation times, and compare summarises those per-run
+    // figures. The bursts that started during a build are that build's.
+    if !builds.is_empty() {
+        let (mut means, mut sds) = (Vec::new(), Vec::new());
+        for r in results {
+            for b in r.builds.iter().filter(|b| b.end_ns > 0) {
+                let v: Vec<f64> = r
+                    .bursts
+                    .iter()
+                    .filter(|x| x.start_ns >= b.start_ns && x.start_ns < b.end_ns)
+                    .map(|x| x.alloc_ns as f64 / 1000.0)
+                    .collect();
+                if !v.is_empty() {
+                    means.push(amean(&v));
+                    sds.push(stddev(&v));
+                }
+            }
+        }
+        push("Hugealloc Time mean (us)", Center::Amean, means);
+        push("Hugealloc Time stddev (us)", Center::Amean, sds);
+    }
+    if !builds.is_empty() {
+        let secs = |ns: u64| ns as f64 / 1e9;
+        push(
+            "Kbuild Real time",
+            Center::Amean,
+            builds.iter().map(|b| secs(b.end_ns - b.start_ns)).collect(),
+        );
+        push(
+            "Kbuild User time",
+            Center::Amean,
+            builds.iter().map(|b| secs(b.user_ns)).collect(),
+        );
+        push(
+            "Kbuild System time",
+            Center::Amean,
+            builds.iter().map(|b| secs(b.system_ns)).collect(),
+        );
+    }
+    let deltas: Vec<&BTreeMap<String, i64>> = if builds.is_empty() {
+        results.iter().map(|r| &r.vmstat_delta).collect()
+    } else {
+        builds.iter().map(|b| &b.vmstat_delta).collect()
+    };
+    for row in VMSTAT_ROWS {
+        push(
+            row.name,
+            Center::Amean,
+            deltas.iter().map(|d| row.value(d) as f64).collect(),
+        );
+    }
+    // The simulator's allocator work that /proc does not count (per run, so only where the
+    // rows above are per run too): seed 002's perf profile names drain_all_pages.
+    if builds.is_empty() && results.iter().any(|r| !r.sim_work.is_empty()) {
+        for (name, key) in [
+            ("drain_all_pages calls", "drain_all_pages"),
+            ("PCP pages drained", "pcp_pages_drained"),
+        ] {
+            push(
+                name,
+                Center::Amean,
+                results
+                    .iter()
+                    .map(|r| r.sim_work.get(key).copied().unwrap_or(0) as f64)
+                    .collect(),
+            );
+        }
+    }
+    let tps: Vec<&_> = results.iter().filter_map(|r| r.pgbench.as_ref()).collect();
+    push(
+        "pgbench TPS",
+        Center::Hmean,
+        tps.iter().map(|p| p.mean_tps).collect(),
+    );
+    push(
+        "pgbench TPS during checkpoints",
+        Center::Hmean,
+        tps.iter().map(|p| p.checkpoint_tps).collect(),
+    );
+    push(
+        "pgbench TPS between checkpoints",
+        Center::Hmean,
+        tps.iter().map(|p| p.steady_tps).collect(),
+    );
+    let mut cases: Vec<&str> = results
+        .iter()
+        .flat_map(|r| r.vm_scalability.iter().map(|v| v.case.as_str()))
+        .collect();
+    cases.sort_unstable();
+    cases.dedup();
+    for case in cases {
+        let v: Vec<f64> = results
+            .iter()
+            .flat_map(|r| {
+                r.vm_scalability
+                    .iter()
+                    .filter(|v| v.case == case)
+                    .map(|v| v.throughput)
+            })
+            .collect();
+        push(&vm_scalability_row(case), Center::Hmean, v);
+    }
+    let thp: Vec<&_> = results.iter().filter_map(|r| r.thpchallenge.as_ref()).collect();
+    push(
+        "thpchallenge fault-huge (us)",
+        Center::Amean,
+        thp.iter().map(|t| t.huge.mean_us()).collect(),
+    );
+    push(
+        "thpchallenge fault-base (us)",
+        Center::Amean,
+        thp.iter().map(|t| t.base.mean_us()).collect(),
+    );
+    push(
+        "thpchallenge huge-pct",
+        Center::Amean,
+        thp.iter().map(|t| t.huge_pct).collect(),
+    );
+    out
+}
+
+/// lkp's metric name, the case in the testcase column's place.
+pub fn vm_scalability_row(case: &str) -> String {
+    format!("vm-scalability.throughput {case}")
+}
+
+/// The values of row `name` in `samples` (empty if absent).
+pub fn values<'a>(samples: &'a [Samples], name: &str) -> &'a [f64] {
+    samples
+        .iter()
+        .find(|(n, _, _)| n == name)
+        .map_or(&[], |(_, _, v)| v.as_slice())
+}
+
+/// The mmtests-style rows of one result as `fraglab run` prints them (published-results.md §1,
+/// §5.1): the Amean over its samples of the rows of [`samples_of`] — per build with kbuild
+/// iterations, else the whole run as one sample — restricted to the rows of the seed 001
+/// table ([`VmstatRow::in_run_summary`]) and the workloads' own.
+pub fn mmtests_rows(r: &RunResult) -> String {
+    let s = samples_of(std::slice::from_ref(r));
+    let mean = |name: &str| amean(values(&s, name));
+    let mut out = String::new();
+    // With builds, mmtests' per-build figures averaged over the builds (as `compare` prints);
+    // else the figures over all bursts.
+    let (per_build_mean, per_build_sd) = (
+        values(&s, "Hugealloc Time mean (us)"),
+        values(&s, "Hugealloc Time stddev (us)"),
+    );
+    let (hm, hs) = if per_build_mean.is_empty() || per_build_sd.is_empty() {
+        let v = values(&s, "Hugealloc Time (us)");
+        (amean(v), stddev(v))
+    } else {
+        (amean(per_build_mean), amean(per_build_sd))
+    };
+    let _ = writeln!(out, "{:<34} {:>14}", "", "Amean");
+    let _ = writeln!(out, "{:<34} {:>14.2}", "Hugealloc Time mean (us)", hm);
+    let _ = writeln!(out, "{:<34} {:>14.2}", "Hugealloc Time stddev (us)", hs);
+    for name in ["Kbuild Real time", "Kbuild User time", "Kbuild System time"] {
+        if !values(&s, name).is_empty() {
+            let _ = writeln!(out, "{:<34} {:>14.2}", name, mean(name));
+        }
+    }
+    for row in VMSTAT_ROWS.iter().filter(|r| r.in_run_summary) {
+        let _ = writeln!(out, "{:<34} {:>14.2}", row.name, mean(row.name));
+    }
+    let rate = direct_compact_success_rate(
+        values(&s, "Direct compact success"),
+        values(&s, "Direct compact fail"),
+    );
+    let _ = writeln!(out, "{:<34} {:>14.2}", "Direct compact success rate %", rate);
+    if r.pgbench.is_some() {
+        // The run's mean TPS is compare's "pgbench TPS" row.
+        for (label, name) in [
+            ("pgbench TPS mean", "pgbench TPS"),
+            ("pgbench TPS during checkpoints", "pgbench TPS during checkpoints"),
+            (
+                "pgbench TPS between checkpoints",
+                "pgbench TPS between checkpoints",
+            ),
+        ] {
+            let _ = writeln!(out, "{:<34} {:>14.2}", label, mean(name));
+        }
+        // Seed 002's raw counters over the whole run.
+        let d = &r.vmstat_delta;
+        let _ = writeln!(
+            out,
+            "{:<34} {:>14}",
+            "compact_stall",
+            vmstat_row("Direct compact stall").value(d)
+        );
+        let _ = writeln!(
+            out,
+            "{:<34} {:>14}",
+            "allocstall",
+            vmstat_row("Alloc stall").value(d)
+        );
+    }
+    if r.thpchallenge.is_some() {
+        for name in [
+            "thpchallenge fault-huge (us)",
+            "thpchallenge fault-base (us)",
+            "thpchallenge huge-pct",
+        ] {
+            let _ = writeln!(out, "{:<34} {:>14.2}", name, mean(name));
+        }
+    }
+    for v in &r.vm_scalability {
+        let _ = writeln!(out, "{:<34} {:>14.0}", vm_scalability_row(&v.case), v.throughput);
+    }
+    out
+}
+
+/// Summary statistics of one sample set, as mmtests prints them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Summary {
+    pub min: f64,
+    pub center: f64,
+    pub stddev: f64,
+    /// Stddev × 100 / mean (0 when the mean is 0).
+    pub coeffvar: f64,
+    pub max: f64,
+}
+
+pub fn amean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// Sample standard deviation (n − 1).
+pub fn stddev(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let m = amean(v);
+    (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+}
+
+/// Harmonic mean; 0 if any value is 0 or below (as a rate of zero makes the harmonic mean 0).
+pub fn hmean(v: &[f64]) -> f64 {
+    if v.is_empty() || v.iter().any(|x| *x <= 0.0) {
+        return 0.0;
+    }
+    v.len() as f64 / v.iter().map(|x| 1.0 / x).sum::<f64>()
+}
+
+pub fn summarize(v: &[f64], center: Center) -> Summary {
+    let m = amean(v);
+    let sd = stddev(v);
+    Summary {
+        min: v.iter().copied().fold(f64::INFINITY, f64::min),
+        center: match center {
+            Center::Amean => m,
+            Center::Hmean => hmean(v),
+        },
+        stddev: sd,
+        coeffvar: if m != 0.0 { sd * 100.0 / m } else { 0.0 },
+        max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{BurstResult, PgbenchResult};
+
+    fn delta(items: &[(&str, i64)]) -> BTreeMap<String, i64> {
+        items.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    fn build(start_ns: u64, end_ns: u64, items: &[(&str, i64)]) -> BuildResult {
+        BuildResult {
+            start_ns,
+            end_ns,
+            vmstat_delta: delta(items),
+            ..Default::default()
+        }
+    }
+
+    /// "Alloc stall" sums every allocstall_* item, ZONE_DEVICE's included (§5.1).
+    #[test]
+    fn alloc_stall_sums_every_zone() {
+        let d = delta(&[
+            ("allocstall_dma", 1),
+            ("allocstall_dma32", 2),
+            ("allocstall_normal", 4),
+            ("allocstall_movable", 8),
+            ("allocstall_device", 16),
+            ("pgscan_kswapd", 100),
+        ]);
+        assert_eq!(vmstat_row("Alloc stall").value(&d), 31);
+        assert_eq!(vmstat_row("Pages kswapd scanned").value(&d), 100);
+        assert_eq!(vmstat_row("Swap in").value(&d), 0, "absent items count 0");
+        let names: Vec<&str> = VMSTAT_ROWS.iter().map(|r| r.name).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "row names are unique");
+    }
+
+    #[test]
+    fn success_rate_is_the_mean_of_per_sample_ratios() {
+        // 1/(1+9) = 10 %, 10/(10+10) = 50 %, a sample without compaction skipped: 30 %, not
+        // 11/30.
+        let r = direct_compact_success_rate(&[1.0, 10.0, 0.0], &[9.0, 10.0, 0.0]);
+        assert!((r - 30.0).abs() < 1e-12, "{r}");
+        assert_eq!(direct_compact_success_rate(&[], &[]), 0.0);
+    }
+
+    /// With builds, the finished builds are the samples: an unfinished one (end 0) counts in
+    /// neither the vmstat rows nor the build times.
+    #[test]
+    fn finished_builds_are_the_samples() {
+        let r = RunResult {
+            builds: vec![
+                build(0, 2_000_000_000, &[("thp_fault_alloc", 10)]),
+                build(2_000_000_000, 6_000_000_000, &[("thp_fault_alloc", 30)]),
+                build(6_000_000_000, 0, &[("thp_fault_alloc", 1000)]),
+            ],
+            vmstat_delta: delta(&[("thp_fault_alloc", 1040)]),
+            ..Default::default()
+        };
+        let s = samples_of(std::slice::from_ref(&r));
+        assert_eq!(values(&s, "THP fault alloc"), &[10.0, 30.0]);
+        assert_eq!(values(&s, "Kbuild Real time"), &[2.0, 4.0]);
+        let rows = mmtests_rows(&r);
+        assert!(
+            rows.contains(&format!("{:<34} {:>14.2}\n", "THP fault alloc", 20.0)),
+            "{rows}"
+        );
+        assert!(
+            rows.contains(&format!("{:<34} {:>14.2}\n", "Kbuild Real time", 3.0)),
+            "{rows}"
+        );
+    }
+
+    /// `fraglab run` prints the run-summary rows, in the table's order, from the same samples
+    /// as compare; a run without builds is one sample.
+    #[test]
+    fn run_summary_rows() {
+        let burst = |us: u64| BurstResult {
+            alloc_ns: us * 1000,
+            ..Default::default()
+        };
+        let r = RunResult {
+            vmstat_delta: delta(&[
+                ("compact_stall", 7),
+                ("allocstall_movable", 3),
+                ("allocstall_device", 2),
+                ("pswpin", 9),
+            ]),
+            bursts: vec![burst(10), burst(30)],
+            pgbench: Some(PgbenchResult {
+                mean_tps: 1234.5,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let rows = mmtests_rows(&r);
+        let names: Vec<&str> = rows.lines().skip(1).map(|l| l[..34].trim_end()).collect();
+        let mut want = vec!["Hugealloc Time mean (us)", "Hugealloc Time stddev (us)"];
+        want.extend(VMSTAT_ROWS.iter().filter(|r| r.in_run_summary).map(|r| r.name));
+        want.extend([
+            "Direct compact success rate %",
+            "pgbench TPS mean",
+            "pgbench TPS during checkpoints",
+            "pgbench TPS between checkpoints",
+            "compact_stall",
+            "allocstall",
+        ]);
+        assert_eq!(names, want);
+        let line = |l: &str, v: String| format!("{l:<34} {v:>14}\n");
+        // Without builds the Hugealloc figures are over all bursts.
+        assert!(rows.contains(&line("Hugealloc Time mean (us)", "20.00".into())));
+        assert!(rows.contains(&line(
+            "Hugealloc Time stddev (us)",
+            format!("{:.2}", 200f64.sqrt())
+        )));
+        assert!(rows.contains(&line("Alloc stall", "5.00".into())), "{rows}");
+        assert!(rows.contains(&line("allocstall", "5".into())), "{rows}");
+        assert!(rows.contains(&line("compact_stall", "7".into())));
+        assert!(rows.contains(&line("pgbench TPS mean", "1234.50".into())));
+        // The same row in compare's samples.
+        let s = samples_of(std::slice::from_ref(&r));
+        assert_eq!(values(&s, "Alloc stall"), &[5.0]);
+        assert_eq!(values(&s, "Swap in"), &[9.0]);
+        assert_eq!(values(&s, "pgbench TPS"), &[1234.5]);
+    }
+
+    #[test]
+    fn statistics() {
+        let s = summarize(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0], Center::Amean);
+        assert_eq!((s.min, s.center, s.max), (2.0, 5.0, 9.0));
+        assert!((s.stddev - 2.138_089_935_299_395).abs() < 1e-12);
+        assert!((hmean(&[1.0, 2.0, 4.0]) - 12.0 / 7.0).abs() < 1e-12);
+        assert_eq!(hmean(&[1.0, 0.0]), 0.0);
+        assert_eq!((stddev(&[3.0]), amean(&[])), (0.0, 0.0));
+        assert_eq!(summarize(&[1.0, 4.0], Center::Hmean).center, 1.6);
+    }
+}
