@@ -10,7 +10,6 @@ pub mod metrics;
 pub mod slab;
 pub mod timed;
 pub mod timeless;
-pub mod vmscal;
 pub mod workload;
 
 pub use timeless::{boot, machine_config, run_ops, tunables, RunError};
