@@ -268,6 +268,43 @@ impl VmScalTask {
         }
         ns + cx.cost.zero_page_ns
     }
+
+    /// small-allocs: read-only touches of fresh anonymous VMAs map the zero page: one fault
+    /// per page, no data page; a PTE page per 2 MiB of address space (adjacent VMAs share it)
+    /// and a vm_area_struct per VMA (unmovable slab). Pages `[pos, pos + n)`.
+    fn small_allocs(&mut self, cx: &mut Cx, n: u64, unit_pages: u64) -> u64 {
+        let mut ns = 0;
+        for p in self.pos..self.pos + n {
+            if p % unit_pages == 0 {
+                // mmap(2) of the next VMA.
+                ns += cx.cost.fault_base_ns;
+                if (p / unit_pages).is_multiple_of(VMAS_PER_SLAB_PAGE) {
+                    let before = cx.mm.work_sum;
+                    self.alloc_held(cx, FolioKind::Slab);
+                    ns += cx.cost.alloc_work(&cx.mm.work_sum.since(&before));
+                }
+            }
+            let before = cx.mm.work_sum;
+            ns += self.page_table(cx, p);
+            cx.mm.count(fraglab_mm::vmstat::Stat::pgfault, 1);
+            ns += cx.cost.fault_base_ns + cx.cost.alloc_work(&cx.mm.work_sum.since(&before));
+        }
+        ns
+    }
+
+    /// lru-file-readtwice: dd bs=4k, one read(2) of a page at a time, sequential, own
+    /// readahead state. Pages `[pos, pos + n)`.
+    fn dd_read(&mut self, cx: &mut Cx, n: u64, file_pages: u64) -> u64 {
+        let mut ns = 0;
+        for p in self.pos..self.pos + n {
+            let before = cx.mm.work_sum;
+            let st = cx
+                .mm
+                .filemap_read(cx.cpu, self.mapping, &mut self.ra, p, 1, file_pages);
+            ns += cx.cost.zero_page_ns + Self::read_cost(cx, &st, &cx.mm.work_sum.since(&before));
+        }
+        ns
+    }
 }
 
 impl TaskBody for VmScalTask {
@@ -315,26 +352,7 @@ impl TaskBody for VmScalTask {
         let mut ns = 0;
         let mut bytes = n * 4096;
         match case {
-            VmScalabilityCase::SmallAllocs => {
-                // Read-only touches of fresh anonymous VMAs map the zero page: one fault per
-                // page, no data page; a PTE page per 2 MiB of address space (adjacent VMAs share
-                // it) and a vm_area_struct per VMA (unmovable slab).
-                for p in self.pos..self.pos + n {
-                    if p % unit_pages == 0 {
-                        // mmap(2) of the next VMA.
-                        ns += cx.cost.fault_base_ns;
-                        if (p / unit_pages).is_multiple_of(VMAS_PER_SLAB_PAGE) {
-                            let before = cx.mm.work_sum;
-                            self.alloc_held(cx, FolioKind::Slab);
-                            ns += cx.cost.alloc_work(&cx.mm.work_sum.since(&before));
-                        }
-                    }
-                    let before = cx.mm.work_sum;
-                    ns += self.page_table(cx, p);
-                    cx.mm.count(fraglab_mm::vmstat::Stat::pgfault, 1);
-                    ns += cx.cost.fault_base_ns + cx.cost.alloc_work(&cx.mm.work_sum.since(&before));
-                }
-            }
+            VmScalabilityCase::SmallAllocs => ns = self.small_allocs(cx, n, unit_pages),
             VmScalabilityCase::MmapPreadSeq | VmScalabilityCase::LruFileMmapRead => {
                 for p in self.pos..self.pos + n {
                     ns += self.mmap_access(cx, p, false, FileVma::default());
@@ -367,16 +385,7 @@ impl TaskBody for VmScalTask {
                     return Step::Sleep { ran: ns, sleep };
                 }
             }
-            VmScalabilityCase::LruFileReadtwice => {
-                // dd bs=4k: one read(2) of a page at a time, sequential, own readahead state.
-                for p in self.pos..self.pos + n {
-                    let before = cx.mm.work_sum;
-                    let st = cx
-                        .mm
-                        .filemap_read(cx.cpu, self.mapping, &mut self.ra, p, 1, file_pages);
-                    ns += cx.cost.zero_page_ns + Self::read_cost(cx, &st, &cx.mm.work_sum.since(&before));
-                }
-            }
+            VmScalabilityCase::LruFileReadtwice => ns = self.dd_read(cx, n, file_pages),
         }
         self.pos += n;
         self.shared.borrow_mut().results[self.slot].bytes += bytes;
