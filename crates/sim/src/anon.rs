@@ -109,13 +109,6 @@ pub struct AnonVma {
     pub rss: u64,
 }
 
-fn still_ours(mm: &Mm, id: FolioId, token: u64) -> bool {
-    mm.folios
-        .folios
-        .get(id as usize)
-        .is_some_and(|f| f.live && f.token == token)
-}
-
 impl AnonVma {
     pub fn new(nr_pages: u64, madvised: bool) -> AnonVma {
         AnonVma {
@@ -154,7 +147,7 @@ impl AnonVma {
                 .iter()
                 .find(|(o, _, _, ord)| off >= *o && off < *o + (1u32 << ord))
             {
-                if still_ours(mm, id, token) {
+                if mm.folio_is(id, token) {
                     mm.folios.folios[id as usize].referenced = true;
                 }
             }
@@ -210,7 +203,7 @@ impl AnonVma {
             let mut keep = Vec::with_capacity(folios.len());
             for (off, id, token, order) in folios {
                 let (fo, fn_) = (off as u64, 1u64 << order);
-                let alive = still_ours(mm, id, token);
+                let alive = mm.folio_is(id, token);
                 if fo + fn_ <= lo || fo >= hi {
                     if alive {
                         keep.push((off, id, token, order));
@@ -250,7 +243,7 @@ impl AnonVma {
         let mut freed = 0;
         for r in &mut self.regions {
             for &(_, id, token, order) in &r.folios {
-                if still_ours(mm, id, token) {
+                if mm.folio_is(id, token) {
                     mm.free_folio(cpu, id);
                     freed += 1u64 << order;
                 } else {
@@ -259,7 +252,7 @@ impl AnonVma {
                 }
             }
             if let Some((id, token)) = r.pt {
-                if still_ours(mm, id, token) {
+                if mm.folio_is(id, token) {
                     mm.free_folio(cpu, id);
                 }
             }

@@ -12,7 +12,6 @@ pub mod slab;
 pub mod snapshot;
 pub mod timed;
 pub mod timeless;
-pub mod vmscal;
 pub mod workload;
 
 pub use boot::{boot, machine_config, mm_config, tunables};

@@ -87,7 +87,7 @@ impl SlabCache {
         let Some(p) = self.slabs[s as usize].as_ref() else {
             return false;
         };
-        if still_ours(mm, p.folio, p.token) {
+        if mm.folio_is(p.folio, p.token) {
             return false;
         }
         assert!(
@@ -183,7 +183,7 @@ impl SlabCache {
             let (folio, token) = (p.folio, p.token);
             self.slabs[s as usize] = None;
             self.free_slots.push(s);
-            if still_ours(mm, folio, token) {
+            if mm.folio_is(folio, token) {
                 mm.free_folio(cpu, folio);
             }
         } else if !p.on_partial {
@@ -193,11 +193,4 @@ impl SlabCache {
         let _ = per_slab;
         true
     }
-}
-
-fn still_ours(mm: &Mm, id: FolioId, token: u64) -> bool {
-    mm.folios
-        .folios
-        .get(id as usize)
-        .is_some_and(|f| f.live && f.token == token)
 }

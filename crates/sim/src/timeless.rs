@@ -70,14 +70,6 @@ fn by_order(counts: &[u64; 11]) -> String {
     }
 }
 
-/// Whether `id` still holds the folio with content `token`.
-fn still_ours(mm: &Mm, id: FolioId, token: u64) -> bool {
-    mm.folios
-        .folios
-        .get(id as usize)
-        .is_some_and(|f| f.live && f.token == token)
-}
-
 /// Runs every op of `spec` in order and returns the text its `print` ops produced, with a
 /// `#`-prefixed log line per op. Deterministic: no randomness is involved.
 pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
@@ -151,7 +143,7 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                 let mut gone = 0;
                 for (n, (id, token)) in chunks.into_iter().enumerate() {
                     if n as u32 % every == *offset {
-                        if still_ours(&mm, id, token) {
+                        if mm.folio_is(id, token) {
                             mm.free_folio(*cpu, id);
                             mm.debug_check();
                             freed += 1;

@@ -11,7 +11,8 @@ use fraglab_sim::anon::AllocPath;
 use fraglab_sim::cost::CostModel;
 use fraglab_sim::engine::{Engine, MS, SEC};
 use fraglab_sim::metrics::Metrics;
-use fraglab_sim::workload::{Flusher, KbuildShared, KbuildSpec, KbuildWorker, ThpBurst, ThpBurstSpec};
+use fraglab_sim::workload::{Flusher, KbuildShared, KbuildWorker, ThpBurst};
+use fraglab_spec::{KbuildParams, ThpBurstParams};
 
 fn machine(mib: u32) -> Mm {
     let pages = mib * 256;
@@ -36,17 +37,18 @@ fn run(seed: u64, defrag_mode: bool) -> (Engine, Metrics, u64) {
     mm.tun.defrag_mode = defrag_mode;
     let metrics = Rc::new(RefCell::new(Metrics::default()));
     let mut e = Engine::new(mm, CostModel::default(), seed);
-    let spec = KbuildSpec {
+    let spec = KbuildParams {
+        line: 0,
         jobs_parallel: 4,
         jobs: 60,
         iterations: 2,
-        job_anon_pages: 2048,
+        job_anon_bytes: 2048 * 4096,
         job_cpu_ns: 50 * MS,
-        source_pages: 20_000,
-        job_read_pages: 600,
-        job_slab_pages: 100,
-        job_obj_pages: 40,
-        source_file_pages: 16,
+        source_bytes: 20_000 * 4096,
+        job_read_bytes: 600 * 4096,
+        job_slab_bytes: 100 * 4096,
+        job_obj_bytes: 40 * 4096,
+        source_file_bytes: 16 * 4096,
         untar: false,
         trees: 1,
     };
@@ -58,9 +60,10 @@ fn run(seed: u64, defrag_mode: bool) -> (Engine, Metrics, u64) {
         shared: shared.clone(),
     }));
     e.spawn(Box::new(ThpBurst::new(
-        ThpBurstSpec {
+        ThpBurstParams {
+            line: 0,
             interval_ns: 500 * MS,
-            pages: 16 * 512,
+            size_bytes: 16 * 512 * 4096,
             hold_ns: 200 * MS,
             bursts: 6,
             start_ns: 100 * MS,
@@ -115,17 +118,18 @@ fn workload_runs_are_deterministic() {
 fn untar_run(trees: u32) -> (Engine, Metrics) {
     let metrics = Rc::new(RefCell::new(Metrics::default()));
     let mut e = Engine::new(machine(256), CostModel::default(), 1);
-    let spec = KbuildSpec {
+    let spec = KbuildParams {
+        line: 0,
         jobs_parallel: 2,
         jobs: 20,
         iterations: 3,
-        job_anon_pages: 256,
+        job_anon_bytes: 256 * 4096,
         job_cpu_ns: 10 * MS,
-        source_pages: 4000,
-        job_read_pages: 64,
-        job_slab_pages: 0,
-        job_obj_pages: 8,
-        source_file_pages: 4,
+        source_bytes: 4000 * 4096,
+        job_read_bytes: 64 * 4096,
+        job_slab_bytes: 0,
+        job_obj_bytes: 8 * 4096,
+        source_file_bytes: 4 * 4096,
         untar: true,
         trees,
     };

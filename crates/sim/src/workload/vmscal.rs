@@ -1,4 +1,4 @@
-//! The vm-scalability cases seed 000 measured (published-results.md §2): small-allocs,
+//! `[[workload.vm_scalability]]`: the vm-scalability cases seed 000 measured (published-results.md §2): small-allocs,
 //! mmap-pread-seq, lru-file-readtwice, lru-file-mmap-read and msync, as simulated tasks.
 //!
 //! What each case does follows the suite's scripts (`case-*`, driving `usemem` or `dd`); the
@@ -21,14 +21,16 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use fraglab_mm::filemap::{FileVma, ReadStats, ReadaheadState};
+use fraglab_mm::filemap::{FileVma, Mapping, ReadStats, ReadaheadState};
 use fraglab_mm::folio::{FolioId, FolioKind};
 use fraglab_mm::types::HPAGE_PMD_ORDER;
-use fraglab_mm::Gfp;
-use fraglab_spec::VmScalabilityCase;
+use fraglab_mm::{Gfp, Mm};
+use fraglab_spec::result::{RunResult, VmScalabilityResult};
+use fraglab_spec::{MappingKind, VmScalabilityCase, VmScalabilityParams};
 
+use super::{pages_of, Generator, Run, Shared};
 use crate::engine::{Cx, Step, TaskBody};
-use crate::workload::Shared;
+use crate::metrics::Metrics;
 
 /// Pages handled per step, so that the processes interleave.
 const CHUNK: u64 = 64;
@@ -39,21 +41,6 @@ const VMAS_PER_SLAB_PAGE: u64 = 21;
 /// msync writes back in I/Os of this many pages, each charged `write_io_ns`.
 const WRITEBACK_BATCH: u64 = 32;
 
-/// One case's parameters, resolved against the machine.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VmScalSpec {
-    pub case: VmScalabilityCase,
-    pub tasks: u32,
-    /// Pages each process works on.
-    pub task_pages: u64,
-    /// Pages of each process's file (msync: the sparse file is the size of memory).
-    pub file_pages: u64,
-    /// small-allocs: pages per VMA.
-    pub unit_pages: u64,
-    pub start_ns: u64,
-    pub runtime_ns: u64,
-}
-
 /// Per-process figures.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VmScalTaskResult {
@@ -62,9 +49,18 @@ pub struct VmScalTaskResult {
     pub end_ns: u64,
 }
 
-/// What the processes of one case share.
+/// What the processes of one case share: its parameters, the values derived from them against
+/// the machine, its files and the processes' figures.
 pub struct VmScalShared {
-    pub spec: VmScalSpec,
+    pub p: VmScalabilityParams,
+    /// Processes (`nr_task`, default the machine's CPUs).
+    pub tasks: u32,
+    /// Pages each process works on.
+    pub task_pages: u64,
+    /// Pages of each process's file (msync: the sparse file is the size of memory).
+    pub file_pages: u64,
+    /// small-allocs: pages per VMA.
+    pub unit_pages: u64,
     /// The mapping ids of the files (one shared file for mmap-pread-seq, one per process
     /// otherwise, none for small-allocs).
     pub files: Vec<u32>,
@@ -72,6 +68,54 @@ pub struct VmScalShared {
 }
 
 impl VmScalShared {
+    /// Builds the shared state of case `p` on a machine of `cpus` CPUs and `mem_pages` managed
+    /// pages: its files as mappings of `p.mapping`'s kind.
+    pub fn new(mm: &mut Mm, p: &VmScalabilityParams, cpus: u32, mem_pages: u64) -> Shared<VmScalShared> {
+        use VmScalabilityCase as C;
+        let tasks = p.tasks.unwrap_or(cpus).max(1);
+        let cpus = cpus.max(1) as u64;
+        // ROTATE_BYTES: 1.5 × memory, so that every pass reclaims page cache (§2).
+        let total = p.size_bytes.map(pages_of).unwrap_or(mem_pages * 3 / 2);
+        let (task_pages, file_pages) = match p.case {
+            C::SmallAllocs => (total / tasks as u64, 0),
+            C::MmapPreadSeq => (total / tasks as u64, total),
+            C::LruFileReadtwice | C::LruFileMmapRead => (total / tasks as u64, total / tasks as u64),
+            C::Msync => (
+                p.size_bytes.map(pages_of).unwrap_or(mem_pages / cpus / 2),
+                mem_pages,
+            ),
+        };
+        let mapping = match p.mapping {
+            MappingKind::Xfs => Mapping::xfs_like(),
+            MappingKind::LargeFolios => Mapping::large_folios(),
+            MappingKind::NoLargeFolios => Mapping::no_large_folios(),
+        };
+        let nfiles = match p.case {
+            C::SmallAllocs => 0,
+            C::MmapPreadSeq => 1,
+            _ => tasks,
+        };
+        let files = (0..nfiles).map(|_| mm.add_mapping(mapping)).collect();
+        Rc::new(RefCell::new(VmScalShared {
+            p: p.clone(),
+            tasks,
+            task_pages: task_pages.max(1),
+            file_pages,
+            unit_pages: pages_of(p.unit_bytes).max(1),
+            files,
+            results: Vec::new(),
+        }))
+    }
+
+    /// The processes the case spawns: for lru-file-readtwice two readers per file, otherwise
+    /// one process per file (or per part).
+    pub fn processes(&self) -> u32 {
+        match self.p.case {
+            VmScalabilityCase::LruFileReadtwice => 2 * self.tasks,
+            _ => self.tasks,
+        }
+    }
+
     /// lkp's `vm-scalability.throughput`: Σ bytes / elapsed, in KiB/s.
     pub fn throughput_kib_s(&self) -> f64 {
         self.results
@@ -79,15 +123,6 @@ impl VmScalShared {
             .filter(|r| r.end_ns > r.start_ns)
             .map(|r| r.bytes as f64 / 1024.0 / ((r.end_ns - r.start_ns) as f64 / 1e9))
             .sum()
-    }
-}
-
-/// The processes a case spawns: for lru-file-readtwice two readers per file, otherwise one
-/// process per file (or per part).
-pub fn processes(spec: &VmScalSpec) -> u32 {
-    match spec.case {
-        VmScalabilityCase::LruFileReadtwice => 2 * spec.tasks,
-        _ => spec.tasks,
     }
 }
 
@@ -117,15 +152,15 @@ impl VmScalTask {
     pub fn new(shared: Shared<VmScalShared>, index: u32) -> VmScalTask {
         let (mapping, first, pages, slot) = {
             let mut sh = shared.borrow_mut();
-            let s = sh.spec.clone();
-            let (mapping, first) = match s.case {
+            let task_pages = sh.task_pages;
+            let (mapping, first) = match sh.p.case {
                 VmScalabilityCase::SmallAllocs => (0, 0),
-                VmScalabilityCase::MmapPreadSeq => (sh.files[0], index as u64 * s.task_pages),
+                VmScalabilityCase::MmapPreadSeq => (sh.files[0], index as u64 * task_pages),
                 VmScalabilityCase::LruFileReadtwice => (sh.files[(index / 2) as usize], 0),
                 _ => (sh.files[index as usize], 0),
             };
             sh.results.push(VmScalTaskResult::default());
-            (mapping, first, s.task_pages, sh.results.len() - 1)
+            (mapping, first, task_pages, sh.results.len() - 1)
         };
         VmScalTask {
             shared,
@@ -169,13 +204,7 @@ impl VmScalTask {
     fn end_pass(&mut self, cx: &mut Cx) -> u64 {
         let mut n = 0;
         for (id, token) in std::mem::take(&mut self.held) {
-            if cx
-                .mm
-                .folios
-                .folios
-                .get(id as usize)
-                .is_some_and(|f| f.live && f.token == token)
-            {
+            if cx.mm.folio_is(id, token) {
                 cx.mm.free_folio(cx.cpu, id);
                 n += 1;
             }
@@ -198,7 +227,7 @@ impl VmScalTask {
     /// read-only until `page_mkwrite`, and writeback write-protects it again (no fault-around
     /// for write faults); it dirties the folio.
     fn mmap_access(&mut self, cx: &mut Cx, p: u64, write: bool, vma: FileVma) -> u64 {
-        let file_pages = self.shared.borrow().spec.file_pages;
+        let file_pages = self.shared.borrow().file_pages;
         let index = self.first + p;
         let mut ns = self.page_table(cx, p);
         let cached = cx.mm.filemap_lookup(self.mapping, index);
@@ -239,18 +268,63 @@ impl VmScalTask {
         }
         ns + cx.cost.zero_page_ns
     }
+
+    /// small-allocs: read-only touches of fresh anonymous VMAs map the zero page: one fault
+    /// per page, no data page; a PTE page per 2 MiB of address space (adjacent VMAs share it)
+    /// and a vm_area_struct per VMA (unmovable slab). Pages `[pos, pos + n)`.
+    fn small_allocs(&mut self, cx: &mut Cx, n: u64, unit_pages: u64) -> u64 {
+        let mut ns = 0;
+        for p in self.pos..self.pos + n {
+            if p % unit_pages == 0 {
+                // mmap(2) of the next VMA.
+                ns += cx.cost.fault_base_ns;
+                if (p / unit_pages).is_multiple_of(VMAS_PER_SLAB_PAGE) {
+                    let before = cx.mm.work_sum;
+                    self.alloc_held(cx, FolioKind::Slab);
+                    ns += cx.cost.alloc_work(&cx.mm.work_sum.since(&before));
+                }
+            }
+            let before = cx.mm.work_sum;
+            ns += self.page_table(cx, p);
+            cx.mm.count(fraglab_mm::vmstat::Stat::pgfault, 1);
+            ns += cx.cost.fault_base_ns + cx.cost.alloc_work(&cx.mm.work_sum.since(&before));
+        }
+        ns
+    }
+
+    /// lru-file-readtwice: dd bs=4k, one read(2) of a page at a time, sequential, own
+    /// readahead state. Pages `[pos, pos + n)`.
+    fn dd_read(&mut self, cx: &mut Cx, n: u64, file_pages: u64) -> u64 {
+        let mut ns = 0;
+        for p in self.pos..self.pos + n {
+            let before = cx.mm.work_sum;
+            let st = cx
+                .mm
+                .filemap_read(cx.cpu, self.mapping, &mut self.ra, p, 1, file_pages);
+            ns += cx.cost.zero_page_ns + Self::read_cost(cx, &st, &cx.mm.work_sum.since(&before));
+        }
+        ns
+    }
 }
 
 impl TaskBody for VmScalTask {
     fn comm(&self) -> &str {
-        match self.shared.borrow().spec.case {
+        match self.shared.borrow().p.case {
             VmScalabilityCase::LruFileReadtwice => "dd",
             _ => "usemem",
         }
     }
 
     fn step(&mut self, cx: &mut Cx) -> Step {
-        let spec = self.shared.borrow().spec.clone();
+        let (case, deadline, unit_pages, file_pages) = {
+            let sh = self.shared.borrow();
+            (
+                sh.p.case,
+                sh.p.start_ns + sh.p.runtime_ns,
+                sh.unit_pages,
+                sh.file_pages,
+            )
+        };
         {
             let mut sh = self.shared.borrow_mut();
             let r = &mut sh.results[self.slot];
@@ -261,9 +335,8 @@ impl TaskBody for VmScalTask {
             // The run may end (its duration) before the process does: its elapsed time so far.
             r.end_ns = cx.now;
         }
-        let deadline = spec.start_ns + spec.runtime_ns;
         let use_once = matches!(
-            spec.case,
+            case,
             VmScalabilityCase::LruFileReadtwice | VmScalabilityCase::LruFileMmapRead
         );
         if cx.now >= deadline || (use_once && self.pos >= self.pages) {
@@ -278,27 +351,8 @@ impl TaskBody for VmScalTask {
         let n = CHUNK.min(self.pages - self.pos);
         let mut ns = 0;
         let mut bytes = n * 4096;
-        match spec.case {
-            VmScalabilityCase::SmallAllocs => {
-                // Read-only touches of fresh anonymous VMAs map the zero page: one fault per
-                // page, no data page; a PTE page per 2 MiB of address space (adjacent VMAs share
-                // it) and a vm_area_struct per VMA (unmovable slab).
-                for p in self.pos..self.pos + n {
-                    if p % spec.unit_pages == 0 {
-                        // mmap(2) of the next VMA.
-                        ns += cx.cost.fault_base_ns;
-                        if (p / spec.unit_pages).is_multiple_of(VMAS_PER_SLAB_PAGE) {
-                            let before = cx.mm.work_sum;
-                            self.alloc_held(cx, FolioKind::Slab);
-                            ns += cx.cost.alloc_work(&cx.mm.work_sum.since(&before));
-                        }
-                    }
-                    let before = cx.mm.work_sum;
-                    ns += self.page_table(cx, p);
-                    cx.mm.count(fraglab_mm::vmstat::Stat::pgfault, 1);
-                    ns += cx.cost.fault_base_ns + cx.cost.alloc_work(&cx.mm.work_sum.since(&before));
-                }
-            }
+        match case {
+            VmScalabilityCase::SmallAllocs => ns = self.small_allocs(cx, n, unit_pages),
             VmScalabilityCase::MmapPreadSeq | VmScalabilityCase::LruFileMmapRead => {
                 for p in self.pos..self.pos + n {
                     ns += self.mmap_access(cx, p, false, FileVma::default());
@@ -331,17 +385,7 @@ impl TaskBody for VmScalTask {
                     return Step::Sleep { ran: ns, sleep };
                 }
             }
-            VmScalabilityCase::LruFileReadtwice => {
-                // dd bs=4k: one read(2) of a page at a time, sequential, own readahead state.
-                let file_pages = spec.file_pages;
-                for p in self.pos..self.pos + n {
-                    let before = cx.mm.work_sum;
-                    let st = cx
-                        .mm
-                        .filemap_read(cx.cpu, self.mapping, &mut self.ra, p, 1, file_pages);
-                    ns += cx.cost.zero_page_ns + Self::read_cost(cx, &st, &cx.mm.work_sum.since(&before));
-                }
-            }
+            VmScalabilityCase::LruFileReadtwice => ns = self.dd_read(cx, n, file_pages),
         }
         self.pos += n;
         self.shared.borrow_mut().results[self.slot].bytes += bytes;
@@ -349,21 +393,60 @@ impl TaskBody for VmScalTask {
     }
 }
 
-/// Builds the shared state of a case: its files as mappings of `kind`.
-pub fn new_shared(
-    mm: &mut fraglab_mm::Mm,
-    spec: VmScalSpec,
-    mapping: fraglab_mm::filemap::Mapping,
-) -> Shared<VmScalShared> {
-    let nfiles = match spec.case {
-        VmScalabilityCase::SmallAllocs => 0,
-        VmScalabilityCase::MmapPreadSeq => 1,
-        _ => spec.tasks,
-    };
-    let files = (0..nfiles).map(|_| mm.add_mapping(mapping)).collect();
-    Rc::new(RefCell::new(VmScalShared {
-        spec,
-        files,
-        results: Vec::new(),
-    }))
+/// Whether case `p` dirties page cache (msync's shared writable mapping).
+fn dirties_page_cache(p: &VmScalabilityParams) -> bool {
+    p.case == VmScalabilityCase::Msync
+}
+
+/// The `[[workload.vm_scalability]]` entries: per entry its processes, started at `start`.
+pub struct VmScalability {
+    params: Vec<VmScalabilityParams>,
+    shared: Vec<Shared<VmScalShared>>,
+}
+
+impl VmScalability {
+    pub fn new(params: &[VmScalabilityParams]) -> VmScalability {
+        VmScalability {
+            params: params.to_vec(),
+            shared: Vec::new(),
+        }
+    }
+}
+
+impl Generator for VmScalability {
+    fn spawn(&mut self, run: &mut Run<'_>) {
+        let mem_pages = run.managed_pages();
+        for v in &self.params {
+            let shared = VmScalShared::new(&mut run.e.mm, v, run.spec.machine.cpus, mem_pages);
+            let processes = shared.borrow().processes();
+            for i in 0..processes {
+                run.e
+                    .spawn_at(v.start_ns, Box::new(VmScalTask::new(shared.clone(), i)));
+            }
+            self.shared.push(shared);
+        }
+        // msync's dirty pages: the run's flusher writes them back. With fio writers in the
+        // run, the fio generator spawns it after its writers instead (the order of the tasks
+        // is part of the run).
+        if self.params.iter().any(dirties_page_cache) && run.w.fio_smallfiles.is_empty() {
+            run.spawn_flusher();
+        }
+    }
+
+    /// Each case's throughput (lkp's `vm-scalability.throughput`).
+    fn result(&self, _: &Metrics, r: &mut RunResult) {
+        r.vm_scalability = self
+            .shared
+            .iter()
+            .map(|sh| {
+                let sh = sh.borrow();
+                VmScalabilityResult {
+                    case: sh.p.case.name().to_string(),
+                    processes: sh.results.len() as u32,
+                    bytes: sh.results.iter().map(|r| r.bytes).sum(),
+                    throughput: sh.throughput_kib_s(),
+                }
+            })
+            .collect();
+    }
 }

@@ -1,0 +1,119 @@
+//! What the generators share: the cost of a fault and of a buffered write, touching a range
+//! of an anonymous mapping, a file's dentry and inode, the step sizes, and the run's writeback
+//! flusher for page-cache workloads.
+
+use fraglab_mm::slowpath::WorkSum;
+use fraglab_mm::Mm;
+
+use crate::anon::{AllocPath, AnonVma, Touch};
+use crate::cost::CostModel;
+use crate::engine::{Cx, Step, TaskBody, MS, SEC};
+use crate::metrics::Metrics;
+use crate::slab::{Obj, SlabCache};
+
+/// Pages touched, read or written per step, so that tasks interleave.
+pub const CHUNK: u64 = 64;
+
+/// The longest step a `compute` step of a `[[workload.task]]` takes at once (a kbuild job's
+/// compile slice is the same).
+pub const COMPUTE_SLICE_NS: u64 = 10 * MS;
+
+/// The cost of a fault that mapped an order-`order` folio (zeroed) after `work`.
+pub fn fault_cost(cost: &CostModel, order: u32, pt: bool, work: &WorkSum) -> u64 {
+    cost.fault_base_ns
+        + (1u64 << order) * cost.zero_page_ns
+        + (pt as u64) * cost.zero_page_ns
+        + cost.alloc_work(work)
+}
+
+/// Touches every page of `[start, start+n)` of `vma`, recording each fault. Returns the time
+/// charged and whether any fault mapped a PMD THP.
+pub fn touch_range(cx: &mut Cx, vma: &mut AnonVma, start: u64, n: u64, metrics: &mut Metrics) -> (u64, u64) {
+    let mut ns = 0;
+    let mut huge = 0;
+    for p in start..(start + n).min(vma.nr_pages) {
+        match vma.touch(cx.mm, cx.cpu, p) {
+            Touch::Hit => {}
+            Touch::Fault { order, pt, work } => {
+                let c = fault_cost(cx.cost, order, pt, &work);
+                metrics.fault(order, AllocPath::of(&work), c);
+                ns += c;
+                huge += (order == fraglab_mm::types::HPAGE_PMD_ORDER) as u64;
+            }
+            Touch::Failed { work } => {
+                metrics.failed_faults += 1;
+                ns += cx.cost.fault_base_ns + cx.cost.alloc_work(&work);
+            }
+        }
+    }
+    (ns, huge)
+}
+
+/// A new file's dentry and inode (`d_alloc` and the filesystem's `alloc_inode`), or neither:
+/// when one of the two slab allocations fails the other object is freed again, as the
+/// kernel's error path does before the create or lookup fails.
+pub fn alloc_file_objs(
+    dentry: &mut SlabCache,
+    inode: &mut SlabCache,
+    mm: &mut Mm,
+    cpu: u32,
+) -> Option<(Obj, Obj)> {
+    let d = dentry.alloc(mm, cpu);
+    let i = inode.alloc(mm, cpu);
+    match (d, i) {
+        (Some(d), Some(i)) => return Some((d, i)),
+        (Some(d), None) => {
+            dentry.free(mm, cpu, d);
+        }
+        (None, Some(i)) => {
+            inode.free(mm, cpu, i);
+        }
+        (None, None) => {}
+    }
+    None
+}
+
+/// The charged cost of a buffered write: the faults' zeroing of new folios' pages is the copy
+/// from user space (one page copy each), plus the allocations' work.
+pub fn write_cost(cx: &Cx, st: &fraglab_mm::filemap::WriteStats, pages: u64) -> u64 {
+    let work: u64 = st
+        .attempts
+        .iter()
+        .map(|a| {
+            cx.cost.alloc_fast_ns
+                + cx.cost.compaction(&a.work.compaction)
+                + cx.cost.reclaim(a.work.reclaimed, a.work.reclaimed_folios)
+                + cx.cost.drain_wait(a.work.drain_ipis as u64, a.work.drained_pages)
+        })
+        .sum();
+    work + pages * cx.cost.zero_page_ns
+}
+
+/// The writeback flusher for page-cache workloads (until `until_ns`): every 100 ms it writes
+/// back folios dirty for 30 s (`dirty_expire_centisecs` 3000) and, above the background
+/// threshold (10 %), the oldest dirty folios down to it. Simplification: writeback completes
+/// at once and costs the flusher, not the device.
+pub struct PageCacheFlusher {
+    pub until_ns: u64,
+}
+
+impl TaskBody for PageCacheFlusher {
+    fn comm(&self) -> &str {
+        "kworker/u4:flush"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        if cx.now >= self.until_ns {
+            return Step::Exit(0);
+        }
+        // Every 100 ms: expired folios, then background writeback down to the background
+        // threshold.
+        let mut n = cx.mm.writeback_expired(30 * SEC);
+        let (bg, _) = cx.mm.dirty_thresholds();
+        n += cx.mm.writeback_oldest(bg);
+        Step::Sleep {
+            ran: n * cx.cost.free_page_ns,
+            sleep: 100 * MS,
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! `[[workload.fio_smallfiles]]`: mmtests' fio background for thpchallenge, "inefficiently
+//! creating many small files" (published-results.md §5.4).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use fraglab_mm::types::PAGEBLOCK_ORDER;
+use fraglab_mm::{Gfp, Mm};
+use fraglab_spec::FioSmallFilesParams;
+use rand::Rng;
+
+use super::common::{alloc_file_objs, write_cost};
+use super::{pages_of, Generator, Run, Shared};
+use crate::engine::{Cx, Step, TaskBody, MS};
+use crate::slab::{Obj, SlabCache};
+
+/// What the fio small-file writers share: the directory (one mapping whose page ranges are the
+/// files), the dentry and inode caches, and each file slot's objects.
+pub struct FioShared {
+    pub dir: u32,
+    pub file_pages: u64,
+    /// File slots per job (the working set divided among the jobs).
+    pub slots: u64,
+    pub dentry: SlabCache,
+    pub inode: SlabCache,
+    files: Vec<Option<(Obj, Obj)>>,
+    pub until_ns: u64,
+    pub start_ns: u64,
+    pub created: u64,
+}
+
+impl FioShared {
+    /// The directory of `p`'s jobs: files of `file_size`, `working_set_pages` in all, written
+    /// from `start` until `until_ns`.
+    pub fn new(
+        mm: &mut Mm,
+        p: &FioSmallFilesParams,
+        working_set_pages: u64,
+        until_ns: u64,
+    ) -> Shared<FioShared> {
+        let (jobs, file_pages) = (p.jobs, pages_of(p.file_size_bytes));
+        let slots = (working_set_pages / file_pages.max(1) / jobs.max(1) as u64).max(1);
+        let dir = mm.add_mapping(fraglab_mm::filemap::Mapping::xfs_like());
+        // Each file of the directory has its own xarray.
+        mm.xa_set_file_pages(dir, file_pages.max(1));
+        Rc::new(RefCell::new(FioShared {
+            dir,
+            file_pages: file_pages.max(1),
+            slots,
+            // Closed files' dentries and inodes are unused objects on the dcache and inode
+            // LRUs: the superblock shrinker frees them under memory pressure.
+            dentry: SlabCache::new("dentry", 0, 21, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)).shrinkable(),
+            inode: SlabCache::new("xfs_inode", 3, 28, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)).shrinkable(),
+            files: vec![None; (slots * jobs.max(1) as u64) as usize],
+            until_ns,
+            start_ns: p.start_ns,
+            created: 0,
+        }))
+    }
+}
+
+/// One fio job "inefficiently creating many small files" (published-results.md §5.4): per step
+/// a few files are created — a dentry and an inode from their slab caches, then a buffered write
+/// of the file — in a ring of slots; a slot's previous file is deleted first (truncated, its
+/// objects freed), so the working set stays constant while reclaim evicts the older page cache.
+pub struct FioSmallFiles {
+    shared: Shared<FioShared>,
+    job: u64,
+    next: u64,
+}
+
+impl FioSmallFiles {
+    pub fn new(shared: Shared<FioShared>, job: u32) -> FioSmallFiles {
+        FioSmallFiles {
+            shared,
+            job: job as u64,
+            next: 0,
+        }
+    }
+}
+
+/// Files a fio job creates per step.
+const FIO_FILES_PER_STEP: u64 = 8;
+
+impl TaskBody for FioSmallFiles {
+    fn comm(&self) -> &str {
+        "fio"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        let mut sh = self.shared.borrow_mut();
+        if cx.now >= sh.until_ns {
+            return Step::Exit(0);
+        }
+        if cx.now < sh.start_ns {
+            return Step::Sleep {
+                ran: 0,
+                sleep: sh.start_ns - cx.now,
+            };
+        }
+        // balance_dirty_pages: above the dirty limit, the writer waits for writeback.
+        if cx.mm.nr_dirty > cx.mm.dirty_thresholds().1 {
+            return Step::Sleep {
+                ran: 0,
+                sleep: 10 * MS,
+            };
+        }
+        let before = cx.mm.work_sum;
+        let mut ns = 0;
+        for _ in 0..FIO_FILES_PER_STEP {
+            let slot = self.job * sh.slots + self.next % sh.slots;
+            self.next += 1;
+            let index = slot * sh.file_pages;
+            let (dir, pages) = (sh.dir, sh.file_pages);
+            if let Some((d, i)) = sh.files[slot as usize].take() {
+                let freed = cx.mm.filemap_truncate_range(cx.cpu, dir, index, pages);
+                let cached_d = sh.dentry.free(cx.mm, cx.cpu, d);
+                let cached_i = sh.inode.free(cx.mm, cx.cpu, i);
+                // The shrinker took the old file's dentry or inode: unlink looks the file up
+                // again (d_alloc, iget), and the new objects go with the unlink. Simplified: the
+                // inode read (its inode-table block may be out of the page cache) is not charged.
+                if !cached_d {
+                    if let Some(d) = sh.dentry.alloc(cx.mm, cx.cpu) {
+                        sh.dentry.free(cx.mm, cx.cpu, d);
+                    }
+                }
+                if !cached_i {
+                    if let Some(i) = sh.inode.alloc(cx.mm, cx.cpu) {
+                        sh.inode.free(cx.mm, cx.cpu, i);
+                    }
+                }
+                ns += cx.cost.file_unlink_ns + freed * cx.cost.free_page_ns;
+            }
+            // The per-file cost varies (measured p10–p90 11–22 µs around a 14 µs median,
+            // docs/costs.md): drawn uniformly within ±40 % of the mean, so the runs of
+            // different seeds take different paths, as repeated runs of fio do.
+            ns += cx.cost.file_create_ns * cx.rng.gen_range(60..=140) / 100;
+            let FioShared {
+                dentry, inode, files, ..
+            } = &mut *sh;
+            files[slot as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
+            let st = cx.mm.filemap_write(cx.cpu, dir, index, pages * 4096);
+            ns += write_cost(cx, &st, pages);
+            sh.created += 1;
+        }
+        ns += cx.cost.alloc_work(&cx.mm.work_sum.since(&before)).min(ns);
+        Step::Ran(ns.max(1))
+    }
+}
+
+/// The `[[workload.fio_smallfiles]]` entries: `jobs` writers each.
+pub struct Fio {
+    params: Vec<FioSmallFilesParams>,
+}
+
+impl Fio {
+    pub fn new(params: &[FioSmallFilesParams]) -> Fio {
+        Fio {
+            params: params.to_vec(),
+        }
+    }
+}
+
+impl Generator for Fio {
+    fn spawn(&mut self, run: &mut Run<'_>) {
+        let w = run.w;
+        for f in &self.params {
+            // 1.5 × the memory the page allocator manages outside the hugetlb pool.
+            let usable = run
+                .managed_pages()
+                .saturating_sub(run.spec.machine.hugetlb_pages << PAGEBLOCK_ORDER);
+            let ws = f.working_set_bytes.map(pages_of).unwrap_or(usable * 3 / 2);
+            let until = f.runtime_ns.map_or(w.duration_ns, |r| f.start_ns + r);
+            let shared = FioShared::new(&mut run.e.mm, f, ws, until);
+            // Beside another generator fio is background load (mmtests' thpchallenge-fio): the
+            // run ends with the others.
+            let background = !(w.kbuild.is_empty() && w.thpchallenge.is_empty() && w.task.is_empty());
+            for j in 0..f.jobs {
+                let body = Box::new(FioSmallFiles::new(shared.clone(), j));
+                if background {
+                    run.e.spawn_daemon(body);
+                } else {
+                    run.e.spawn(body);
+                }
+            }
+        }
+        // The files are dirty page cache: the run's flusher writes them back.
+        if !self.params.is_empty() {
+            run.spawn_flusher();
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Workload generators as engine tasks, one file each: the THP burst process ("Hugealloc" of
+//! seed 001, [`thp_burst`]), a parallel kernel build ([`kbuild`]), mmtests' thpchallenge
+//! ([`thpchallenge`]), pgbench with its checkpointer ([`pgbench`]), the vm-scalability cases
+//! ([`vmscal`]), fio's small-file writers ([`fio`]) and `[[workload.task]]` programs
+//! ([`program`]). They are built from the primitives a workload has — anonymous mappings
+//! ([`AnonVma`](crate::anon::AnonVma)), page-cache reads and writes, kernel stacks, reclaimable
+//! slab — each charged through the [`crate::cost::CostModel`] (the shared helpers are in
+//! [`common`]).
+//!
+//! Every generator implements [`Generator`]: given its `[[workload.*]]` entries (the spec's
+//! `*Params`, read directly; values that depend on the machine are derived in the generator),
+//! it registers its files and spawns its tasks on the engine, and after the run it writes its
+//! figures into the [`RunResult`]. [`generators`] lists them; the timed run
+//! (`crate::timed`) iterates over that list. A new generator is one new file plus one line in
+//! [`generators`].
+//!
+//! Simplifications (until the page-cache read/write paths of kernel-model.md §12 are wired
+//! here): a source-file read allocates order-0 page-cache folios directly; object files are
+//! order-0 dirty page-cache folios cleaned by a simple flusher (every 5 s, folios dirty for
+//! 30 s: `dirty_writeback_centisecs` = 500, `dirty_expire_centisecs` = 3000).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use fraglab_spec::result::RunResult;
+use fraglab_spec::{Spec, WorkloadSpec};
+
+use crate::engine::Engine;
+use crate::metrics::Metrics;
+
+pub mod common;
+pub mod fio;
+pub mod kbuild;
+pub mod pgbench;
+pub mod program;
+pub mod thp_burst;
+pub mod thpchallenge;
+pub mod vmscal;
+
+pub use common::{fault_cost, PageCacheFlusher};
+pub use fio::{FioShared, FioSmallFiles};
+pub use kbuild::{Flusher, KbuildShared, KbuildWorker};
+pub use pgbench::{PgbenchCheckpointer, PgbenchClient, PgbenchShared};
+pub use program::ProgramTask;
+pub use thp_burst::ThpBurst;
+pub use thpchallenge::ThpChallenge;
+pub use vmscal::{VmScalShared, VmScalTask};
+
+pub type Shared<T> = Rc<RefCell<T>>;
+
+/// A workload generator: the tasks of one kind of `[[workload.*]]` entry.
+pub trait Generator {
+    /// Registers the generator's files in the model and spawns its tasks, for each of its
+    /// entries in the spec (none: nothing).
+    fn spawn(&mut self, run: &mut Run<'_>);
+
+    /// Writes the generator's own figures into the run's result (after the run).
+    fn result(&self, _metrics: &Metrics, _r: &mut RunResult) {}
+}
+
+/// The generators of a `[workload]`, in the order they spawn their tasks. The order is part of
+/// the run (it fixes the tasks' pids, the mappings' ids and the CPUs' run queues at time 0):
+/// a new generator goes at the end.
+pub fn generators(w: &WorkloadSpec) -> Vec<Box<dyn Generator>> {
+    vec![
+        Box::new(kbuild::Kbuild::new(&w.kbuild)),
+        Box::new(thp_burst::ThpBursts::new(&w.thp_burst)),
+        Box::new(thpchallenge::ThpChallenges::new(&w.thpchallenge)),
+        Box::new(pgbench::Pgbench::new(&w.pgbench)),
+        Box::new(vmscal::VmScalability::new(&w.vm_scalability)),
+        Box::new(fio::Fio::new(&w.fio_smallfiles)),
+        Box::new(program::Programs::new(&w.task)),
+    ]
+}
+
+/// What the generators of a timed run share while they set up: the engine, the spec (its
+/// machine sizes some generators' defaults; its `[workload]` says which generators run beside
+/// which), the run's metrics and its writeback flusher.
+pub struct Run<'a> {
+    pub e: &'a mut Engine,
+    pub spec: &'a Spec,
+    pub w: &'a WorkloadSpec,
+    pub metrics: Shared<Metrics>,
+    flusher: bool,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(e: &'a mut Engine, spec: &'a Spec, w: &'a WorkloadSpec, metrics: Shared<Metrics>) -> Run<'a> {
+        Run {
+            e,
+            spec,
+            w,
+            metrics,
+            flusher: false,
+        }
+    }
+
+    /// Spawns the run's writeback flusher daemon ([`PageCacheFlusher`], until the workload's
+    /// duration) unless it runs already: one for the run, however many workloads dirty page
+    /// cache (the kernel has one writeback worker per device, not one per writer).
+    pub fn spawn_flusher(&mut self) {
+        if !std::mem::replace(&mut self.flusher, true) {
+            self.e.spawn_daemon(Box::new(PageCacheFlusher {
+                until_ns: self.w.duration_ns,
+            }));
+        }
+    }
+
+    /// Pages the page allocator manages (all zones).
+    pub fn managed_pages(&self) -> u64 {
+        self.e.mm.zones.iter().map(|z| z.managed).sum()
+    }
+}
+
+/// Bytes to pages (4 KiB), rounded up.
+pub fn pages_of(bytes: u64) -> u64 {
+    bytes.div_ceil(4096)
+}

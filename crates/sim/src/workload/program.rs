@@ -1,0 +1,361 @@
+//! `[[workload.task]]`: programs of steps (issue 5's workload primitives), `count` instances
+//! each, repeated `loops` times.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use fraglab_mm::filemap::ReadaheadState;
+use fraglab_mm::folio::{FolioId, FolioKind};
+use fraglab_mm::Gfp;
+use fraglab_spec::{TaskParams, TaskStep};
+use rand::Rng;
+
+use super::common::{touch_range, write_cost, CHUNK, COMPUTE_SLICE_NS};
+use super::{Generator, Run, Shared};
+use crate::anon::AnonVma;
+use crate::engine::{Cx, Step, TaskBody, MS};
+use crate::metrics::Metrics;
+
+/// A task running a `[[workload.task]]` program (issue 5's workload primitives): each engine
+/// step does one step of the program, or one chunk of a long one (64 pages touched, 1 MiB of
+/// reads, one write chunk, 10 ms of compute).
+pub struct ProgramTask {
+    name: String,
+    steps: Vec<TaskStep>,
+    loops_left: u32,
+    pc: usize,
+    /// Progress inside the current step (pages touched or read, bytes written).
+    progress: u64,
+    order: Vec<u64>,
+    vmas: BTreeMap<String, AnonVma>,
+    /// File name → mapping id (shared by every task of the run) and this task's readahead state.
+    files: Shared<BTreeMap<String, u32>>,
+    ra: BTreeMap<String, ReadaheadState>,
+    objects: Vec<(FolioId, u64)>,
+    metrics: Shared<Metrics>,
+}
+
+impl ProgramTask {
+    pub fn new(
+        p: &TaskParams,
+        files: Shared<BTreeMap<String, u32>>,
+        metrics: Shared<Metrics>,
+    ) -> ProgramTask {
+        ProgramTask {
+            name: p.name.clone(),
+            steps: p.steps.clone(),
+            loops_left: p.loops,
+            pc: 0,
+            progress: 0,
+            order: Vec::new(),
+            vmas: Default::default(),
+            files,
+            ra: Default::default(),
+            objects: Vec::new(),
+            metrics,
+        }
+    }
+
+    fn next(&mut self) {
+        self.pc += 1;
+        self.progress = 0;
+        self.order.clear();
+    }
+
+    fn release(&mut self, cx: &mut Cx) -> u64 {
+        let mut freed = 0;
+        for (_, mut v) in std::mem::take(&mut self.vmas) {
+            freed += v.unmap(cx.mm, cx.cpu);
+        }
+        for (id, t) in std::mem::take(&mut self.objects) {
+            if cx.mm.folio_is(id, t) {
+                cx.mm.free_folio(cx.cpu, id);
+                freed += 1;
+            }
+        }
+        freed
+    }
+
+    /// `mmap`: a new anonymous mapping (a mapping of the same name is unmapped first).
+    fn mmap(&mut self, cx: &mut Cx, vma: String, size_bytes: u64, madvise: bool) -> Step {
+        if let Some(mut old) = self
+            .vmas
+            .insert(vma, AnonVma::new(size_bytes.div_ceil(4096), madvise))
+        {
+            old.unmap(cx.mm, cx.cpu);
+        }
+        self.next();
+        Step::Ran(cx.cost.context_switch_ns)
+    }
+
+    /// `touch`: up to `CHUNK` pages, in address order or in a random order (a shuffle of the
+    /// mapping's pages drawn at the step's start).
+    fn touch(&mut self, cx: &mut Cx, vma: &str, random: bool) -> Step {
+        let v = self
+            .vmas
+            .get_mut(vma)
+            .expect("validated: mapped by an earlier step");
+        let n = v.nr_pages;
+        if random && self.order.is_empty() {
+            let mut o: Vec<u64> = (0..n).collect();
+            for i in (1..o.len()).rev() {
+                o.swap(i, cx.rng.gen_range(0..=i));
+            }
+            self.order = o;
+        }
+        let mut ns = 0;
+        let mut m = self.metrics.borrow_mut();
+        for _ in 0..CHUNK {
+            if self.progress >= n {
+                break;
+            }
+            let p = if random {
+                self.order[self.progress as usize]
+            } else {
+                self.progress
+            };
+            ns += touch_range(cx, v, p, 1, &mut m).0;
+            self.progress += 1;
+        }
+        drop(m);
+        if self.progress >= n {
+            self.next();
+        }
+        Step::Ran(ns.max(1))
+    }
+
+    /// `compute`: in slices of at most 10 ms, as a kbuild job computes: the engine does not
+    /// preempt a step, so a 300 ms step would hold its CPU against kswapd and kcompactd for
+    /// 300 ms, where the kernel's scheduler runs a waking kernel thread within a slice (a few
+    /// ms).
+    fn compute(&mut self, ns: u64) -> Step {
+        let slice = (ns - self.progress).min(COMPUTE_SLICE_NS);
+        self.progress += slice;
+        if self.progress >= ns {
+            self.next();
+        }
+        Step::Ran(slice)
+    }
+
+    /// `read`: up to 256 pages (1 MiB) of buffered reads, sequential from `offset` or of
+    /// random pages of the file; a miss waits for the device.
+    fn read(
+        &mut self,
+        cx: &mut Cx,
+        file: String,
+        offset: u64,
+        length: u64,
+        file_size: u64,
+        random: bool,
+    ) -> Step {
+        let mapping = self.files.borrow()[&file];
+        let ra = self.ra.entry(file).or_default();
+        let pages = length.div_ceil(4096);
+        let file_pages = file_size.div_ceil(4096);
+        let before = cx.mm.work_sum;
+        let mut io = false;
+        let n = (pages - self.progress).min(256);
+        if random {
+            for _ in 0..n {
+                let p = cx.rng.gen_range(0..file_pages.max(1));
+                io |= cx
+                    .mm
+                    .filemap_read(cx.cpu, mapping, ra, p, 1, file_pages)
+                    .miss_pages
+                    > 0;
+            }
+        } else {
+            let first = offset / 4096 + self.progress;
+            io = cx
+                .mm
+                .filemap_read(cx.cpu, mapping, ra, first, n, file_pages)
+                .miss_pages
+                > 0;
+        }
+        self.progress += n;
+        if self.progress >= pages {
+            self.next();
+        }
+        let ns = cx.cost.alloc_work(&cx.mm.work_sum.since(&before)) + n * cx.cost.free_page_ns;
+        if io {
+            Step::Sleep {
+                ran: ns,
+                sleep: cx.cost.read_io_ns,
+            }
+        } else {
+            Step::Ran(ns)
+        }
+    }
+
+    /// `write`: one `chunk`-byte buffered write; above the dirty limit the writer waits
+    /// (balance_dirty_pages).
+    fn write(&mut self, cx: &mut Cx, file: &str, offset: u64, length: u64, chunk: u64) -> Step {
+        let mapping = self.files.borrow()[file];
+        if cx.mm.nr_dirty > cx.mm.dirty_thresholds().1 {
+            return Step::Sleep {
+                ran: 0,
+                sleep: 10 * MS,
+            };
+        }
+        let len = (length - self.progress).min(chunk);
+        let pos = (offset + self.progress) / 4096;
+        let st = cx.mm.filemap_write(cx.cpu, mapping, pos, len);
+        self.progress += len;
+        if self.progress >= length {
+            self.next();
+        }
+        Step::Ran(write_cost(cx, &st, len.div_ceil(4096)))
+    }
+
+    /// `slab`: up to `CHUNK` small kernel objects (order-0 pages), reclaimable (shrinkable
+    /// slab) or unmovable, held until the task ends.
+    fn slab(&mut self, cx: &mut Cx, count: u64, reclaimable: bool) -> Step {
+        let g = if reclaimable {
+            Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)
+        } else {
+            Gfp::GFP_KERNEL.union(Gfp::ACCOUNT)
+        };
+        let kind = if reclaimable {
+            FolioKind::Slab
+        } else {
+            FolioKind::Kernel
+        };
+        let before = cx.mm.work_sum;
+        let n = (count - self.progress).min(CHUNK);
+        for _ in 0..n {
+            if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, kind, false) {
+                if reclaimable {
+                    cx.mm.set_slab_shrinkable(id);
+                }
+                self.objects.push((id, cx.mm.folios.get(id).token));
+            }
+        }
+        self.progress += n;
+        if self.progress >= count {
+            self.next();
+        }
+        Step::Ran(cx.cost.alloc_work(&cx.mm.work_sum.since(&before)).max(1))
+    }
+}
+
+impl TaskBody for ProgramTask {
+    fn comm(&self) -> &str {
+        &self.name
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        use fraglab_spec::TaskStep as S;
+        if self.pc == self.steps.len() {
+            self.loops_left -= 1;
+            if self.loops_left == 0 {
+                let freed = self.release(cx);
+                return Step::Exit(freed * cx.cost.free_page_ns);
+            }
+            self.pc = 0;
+        }
+        let step = self.steps[self.pc].clone();
+        match step {
+            S::Mmap {
+                vma,
+                size_bytes,
+                madvise,
+            } => self.mmap(cx, vma, size_bytes, madvise),
+            S::Touch { vma, random } => self.touch(cx, &vma, random),
+            S::Dontneed { vma, offset, length } => {
+                let v = self.vmas.get_mut(&vma).expect("validated");
+                let freed = v.dontneed(cx.mm, cx.cpu, offset / 4096, length.div_ceil(4096));
+                self.next();
+                Step::Ran(freed * cx.cost.free_page_ns + cx.cost.context_switch_ns)
+            }
+            S::Munmap { vma } => {
+                let freed = self.vmas.remove(&vma).map_or(0, |mut v| v.unmap(cx.mm, cx.cpu));
+                self.next();
+                Step::Ran(freed * cx.cost.free_page_ns + cx.cost.context_switch_ns)
+            }
+            S::Compute { ns } => self.compute(ns),
+            S::Sleep { ns } => {
+                self.next();
+                Step::Sleep { ran: 0, sleep: ns }
+            }
+            S::Read {
+                file,
+                offset,
+                length,
+                file_size,
+                random,
+            } => self.read(cx, file, offset, length, file_size, random),
+            S::Write {
+                file,
+                offset,
+                length,
+                chunk,
+            } => self.write(cx, &file, offset, length, chunk),
+            S::Slab { count, reclaimable } => self.slab(cx, count, reclaimable),
+            S::CompactMemory => {
+                let st = cx.mm.compact_memory();
+                self.next();
+                Step::Ran(cx.cost.compaction(&st))
+            }
+            S::Delete { file } => {
+                let mapping = self.files.borrow()[&file];
+                let freed = cx.mm.filemap_truncate(cx.cpu, mapping);
+                self.ra.remove(&file);
+                self.next();
+                Step::Ran(freed * cx.cost.free_page_ns)
+            }
+            S::DropCaches => {
+                let freed = cx.mm.drop_caches(cx.cpu);
+                self.next();
+                Step::Ran(freed * cx.cost.free_page_ns)
+            }
+        }
+    }
+}
+
+/// The `[[workload.task]]` entries: the files their programs name (one XFS-like mapping per
+/// file name, shared by every task of the run), then `count` tasks per entry, started at
+/// `start`.
+pub struct Programs {
+    params: Vec<TaskParams>,
+}
+
+impl Programs {
+    pub fn new(params: &[TaskParams]) -> Programs {
+        Programs {
+            params: params.to_vec(),
+        }
+    }
+}
+
+impl Generator for Programs {
+    fn spawn(&mut self, run: &mut Run<'_>) {
+        let files = Rc::new(RefCell::new(BTreeMap::new()));
+        for t in &self.params {
+            for s in &t.steps {
+                if let TaskStep::Read { file, .. }
+                | TaskStep::Write { file, .. }
+                | TaskStep::Delete { file } = s
+                {
+                    if !files.borrow().contains_key(file) {
+                        let id = run.e.mm.add_mapping(fraglab_mm::filemap::Mapping::xfs_like());
+                        files.borrow_mut().insert(file.clone(), id);
+                    }
+                }
+            }
+        }
+        let any_write = self
+            .params
+            .iter()
+            .any(|t| t.steps.iter().any(|s| matches!(s, TaskStep::Write { .. })));
+        for t in &self.params {
+            for _ in 0..t.count {
+                let task = ProgramTask::new(t, files.clone(), run.metrics.clone());
+                run.e.spawn_at(t.start_ns, Box::new(task));
+            }
+        }
+        if any_write {
+            run.spawn_flusher();
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! `[[workload.thp_burst]]`: the THP burst process ("Hugealloc" of seed 001).
+
+use fraglab_spec::result::{BurstResult, RunResult};
+use fraglab_spec::ThpBurstParams;
+
+use super::common::touch_range;
+use super::{pages_of, Generator, Run, Shared};
+use crate::anon::AnonVma;
+use crate::engine::{Cx, Engine, Step, TaskBody};
+use crate::metrics::{Burst, Metrics};
+
+enum BurstPhase {
+    Idle,
+    Faulting { vma: AnonVma, next: u64 },
+    Holding { vma: AnonVma },
+}
+
+/// The "Hugealloc" process of seed 001: bursts of THP faults (madvised unless the spec says
+/// otherwise); each 2 MiB region is
+/// faulted in one step (the whole region is written, as the burst's memset does, so a fallback
+/// to base pages costs 512 faults). A burst of `size` (a multiple of 2 MiB) starts every
+/// `interval` from `start`, its memory held for `hold` and then unmapped, `bursts` times.
+pub struct ThpBurst {
+    p: ThpBurstParams,
+    phase: BurstPhase,
+    done: u32,
+    next_start: u64,
+    metrics: Shared<Metrics>,
+}
+
+impl ThpBurst {
+    pub fn new(p: ThpBurstParams, metrics: Shared<Metrics>) -> ThpBurst {
+        ThpBurst {
+            next_start: p.start_ns,
+            p,
+            phase: BurstPhase::Idle,
+            done: 0,
+            metrics,
+        }
+    }
+}
+
+impl TaskBody for ThpBurst {
+    fn comm(&self) -> &str {
+        "thp_burst"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        match std::mem::replace(&mut self.phase, BurstPhase::Idle) {
+            BurstPhase::Idle => {
+                if self.done == self.p.bursts {
+                    return Step::Exit(0);
+                }
+                if cx.now < self.next_start {
+                    return Step::Sleep {
+                        ran: 0,
+                        sleep: self.next_start - cx.now,
+                    };
+                }
+                self.metrics.borrow_mut().bursts.push(Burst {
+                    start_ns: cx.now,
+                    ..Default::default()
+                });
+                self.phase = BurstPhase::Faulting {
+                    vma: AnonVma::new(pages_of(self.p.size_bytes), self.p.madvised),
+                    next: 0,
+                };
+                Step::Ran(0)
+            }
+            BurstPhase::Faulting { mut vma, next } => {
+                let mut m = self.metrics.borrow_mut();
+                let (ns, huge) = touch_range(
+                    cx,
+                    &mut vma,
+                    next,
+                    1u64 << fraglab_mm::types::HPAGE_PMD_ORDER,
+                    &mut m,
+                );
+                let b = m.bursts.last_mut().expect("burst started");
+                b.alloc_ns += ns;
+                b.faults += 1;
+                b.huge += huge;
+                let next = next + (1u64 << fraglab_mm::types::HPAGE_PMD_ORDER);
+                self.phase = if next >= vma.nr_pages {
+                    BurstPhase::Holding { vma }
+                } else {
+                    BurstPhase::Faulting { vma, next }
+                };
+                Step::Ran(ns)
+            }
+            BurstPhase::Holding { mut vma } => {
+                if cx.now < self.next_start + self.p.hold_ns {
+                    let sleep = self.next_start + self.p.hold_ns - cx.now;
+                    self.phase = BurstPhase::Holding { vma };
+                    return Step::Sleep { ran: 0, sleep };
+                }
+                let freed = vma.unmap(cx.mm, cx.cpu);
+                self.done += 1;
+                self.next_start += self.p.interval_ns;
+                Step::Ran(freed * cx.cost.free_page_ns)
+            }
+        }
+    }
+}
+
+/// The `[[workload.thp_burst]]` entries: one burst process each.
+pub struct ThpBursts {
+    params: Vec<ThpBurstParams>,
+}
+
+impl ThpBursts {
+    pub fn new(params: &[ThpBurstParams]) -> ThpBursts {
+        ThpBursts {
+            params: params.to_vec(),
+        }
+    }
+}
+
+impl Generator for ThpBursts {
+    fn spawn(&mut self, run: &mut Run<'_>) {
+        // Beside a kbuild, the THP burst process is background load (seed 001's "concurrent
+        // bursts"): the run ends with the builds, not with the last burst.
+        let bursts_are_background = !run.w.kbuild.is_empty();
+        for b in &self.params {
+            let spawn = if bursts_are_background {
+                Engine::spawn_daemon
+            } else {
+                Engine::spawn
+            };
+            spawn(run.e, Box::new(ThpBurst::new(b.clone(), run.metrics.clone())));
+        }
+    }
+
+    fn result(&self, m: &Metrics, r: &mut RunResult) {
+        r.bursts = m
+            .bursts
+            .iter()
+            .map(|b| BurstResult {
+                start_ns: b.start_ns,
+                alloc_ns: b.alloc_ns,
+                faults: b.faults,
+                huge: b.huge,
+            })
+            .collect();
+    }
+}

@@ -1,0 +1,103 @@
+//! `[[workload.thpchallenge]]`: mmtests' THP fault benchmark (published-results.md §5.4).
+
+use fraglab_spec::result::{RunResult, ThpChallengeResult};
+use fraglab_spec::ThpChallengeParams;
+
+use super::common::touch_range;
+use super::{pages_of, Generator, Run, Shared};
+use crate::anon::AnonVma;
+use crate::engine::{Cx, Step, TaskBody};
+use crate::metrics::Metrics;
+
+/// mmtests' thpchallenge thread: mmap, then per 2 MiB step write one byte (the fault tells huge
+/// from base, as mincore() does), memset the 2 MiB, and record the step's latency in µs.
+/// Simplification: the memset's own cost (writing 2 MiB) is not charged; the latency is the
+/// faults' cost (a THP fault zeroes 512 pages, a base-page step takes 512 faults). The mapping
+/// is `size` (a multiple of 2 MiB), MADV_HUGEPAGE if `madvised`, held for `hold` after the last
+/// step before it is unmapped.
+pub struct ThpChallenge {
+    p: ThpChallengeParams,
+    vma: Option<AnonVma>,
+    next: u64,
+    metrics: Shared<Metrics>,
+}
+
+impl ThpChallenge {
+    pub fn new(p: ThpChallengeParams, metrics: Shared<Metrics>) -> ThpChallenge {
+        ThpChallenge {
+            vma: Some(AnonVma::new(pages_of(p.size_bytes), p.madvised)),
+            p,
+            next: 0,
+            metrics,
+        }
+    }
+}
+
+impl TaskBody for ThpChallenge {
+    fn comm(&self) -> &str {
+        "thpchallenge"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        let Some(vma) = self.vma.as_mut() else {
+            return Step::Exit(0);
+        };
+        if self.next >= vma.nr_pages {
+            if self.next == vma.nr_pages {
+                self.next += 1;
+                return Step::Sleep {
+                    ran: 0,
+                    sleep: self.p.hold_ns,
+                };
+            }
+            let freed = vma.unmap(cx.mm, cx.cpu);
+            self.vma = None;
+            return Step::Exit(freed * cx.cost.free_page_ns);
+        }
+        let region = 1u64 << fraglab_mm::types::HPAGE_PMD_ORDER;
+        let mut m = self.metrics.borrow_mut();
+        let (ns, huge) = touch_range(cx, vma, self.next, region, &mut m);
+        if huge > 0 {
+            m.thpchallenge_huge.record(ns);
+        } else {
+            m.thpchallenge_base.record(ns);
+        }
+        self.next += region;
+        Step::Ran(ns)
+    }
+}
+
+/// The `[[workload.thpchallenge]]` entries: `threads` threads each, started at `start`.
+pub struct ThpChallenges {
+    params: Vec<ThpChallengeParams>,
+}
+
+impl ThpChallenges {
+    pub fn new(params: &[ThpChallengeParams]) -> ThpChallenges {
+        ThpChallenges {
+            params: params.to_vec(),
+        }
+    }
+}
+
+impl Generator for ThpChallenges {
+    fn spawn(&mut self, run: &mut Run<'_>) {
+        for c in &self.params {
+            for _ in 0..c.threads {
+                let task = ThpChallenge::new(c.clone(), run.metrics.clone());
+                run.e.spawn_at(c.start_ns, Box::new(task));
+            }
+        }
+    }
+
+    /// The steps' latencies, huge and base, and the share of huge steps.
+    fn result(&self, m: &Metrics, r: &mut RunResult) {
+        if self.params.is_empty() {
+            return;
+        }
+        r.thpchallenge = Some(ThpChallengeResult::from_histograms(
+            &m.thpchallenge_huge,
+            &m.thpchallenge_base,
+        ));
+    }
+}
