@@ -187,13 +187,47 @@ fn parse_event(name: &str, fields: &str) -> Option<TraceEvent> {
     }
 }
 
-/// The compaction and migrate events, read leniently (the caller checks the text re-renders).
+/// The compaction, vmscan and migrate events, read leniently (the caller checks the text
+/// re-renders), by trace system.
 fn parse_compaction_event(name: &str, fields: &str) -> Option<TraceEvent> {
-    let zone = |s: &str| u8::try_from(parse_symbol(&ZONE_NAMES, s.trim_end_matches(' '))?).ok();
-    let status = |s: &str| u8::try_from(parse_symbol(&COMPACT_STATUS, s)?).ok();
-    let mode = |s: &str| u8::try_from(parse_symbol(&MIGRATE_MODE_NAMES, s)?).ok();
-    let reason = |s: &str| u8::try_from(parse_symbol(&MIGRATE_REASON_NAMES, s)?).ok();
-    let node0 = |s: &str| (s == "0").then_some(());
+    if name.starts_with("mm_compaction_") {
+        parse_compaction_fields(name, fields)
+    } else if name.starts_with("mm_vmscan_") {
+        parse_vmscan_fields(name, fields)
+    } else if name.starts_with("mm_migrate_") {
+        parse_migrate_fields(name, fields)
+    } else {
+        None
+    }
+}
+
+/// A `__print_symbolic` zone name (`%-8s`, so trailing spaces are dropped) as a zone index.
+fn zone_symbol(s: &str) -> Option<u8> {
+    u8::try_from(parse_symbol(&ZONE_NAMES, s.trim_end_matches(' '))?).ok()
+}
+
+/// A `COMPACTION_STATUS` name as a `compact_result` index.
+fn compact_status(s: &str) -> Option<u8> {
+    u8::try_from(parse_symbol(&COMPACT_STATUS, s)?).ok()
+}
+
+/// A `MIGRATE_MODE` name as a `migrate_mode` index.
+fn migrate_mode(s: &str) -> Option<u8> {
+    u8::try_from(parse_symbol(&MIGRATE_MODE_NAMES, s)?).ok()
+}
+
+/// A `MIGRATE_REASON` name as a `migrate_reason` index.
+fn migrate_reason(s: &str) -> Option<u8> {
+    u8::try_from(parse_symbol(&MIGRATE_REASON_NAMES, s)?).ok()
+}
+
+/// The node of events that store none: only node 0 (S2 has one node).
+fn node0(s: &str) -> Option<()> {
+    (s == "0").then_some(())
+}
+
+/// The compaction events (include/trace/events/compaction.h).
+fn parse_compaction_fields(name: &str, fields: &str) -> Option<TraceEvent> {
     Some(match name {
         "mm_compaction_isolate_migratepages"
         | "mm_compaction_isolate_freepages"
@@ -225,36 +259,7 @@ fn parse_compaction_event(name: &str, fields: &str) -> Option<TraceEvent> {
                 nr_failed: dec_u64(failed)?,
             }
         }
-        "mm_compaction_begin" | "mm_compaction_end" => {
-            let [zs, mig, free, ze, rest] = scan(
-                fields,
-                [
-                    "zone_start=",
-                    " migrate_pfn=",
-                    " free_pfn=",
-                    " zone_end=",
-                    ", mode=",
-                    "",
-                ],
-            )?;
-            let (sync, status) = match (name, rest.split_once(" status=")) {
-                ("mm_compaction_begin", None) => (rest, None),
-                ("mm_compaction_end", Some((sync, st))) => (sync, Some(status(st)?)),
-                _ => return None,
-            };
-            TraceEvent::MmCompactionBeginEnd {
-                zone_start: hex_u32(zs)?,
-                migrate_pfn: hex_u32(mig)?,
-                free_pfn: hex_u32(free)?,
-                zone_end: hex_u32(ze)?,
-                sync: match sync {
-                    "sync" => true,
-                    "async" => false,
-                    _ => return None,
-                },
-                status,
-            }
-        }
+        "mm_compaction_begin" | "mm_compaction_end" => parse_compaction_begin_end(name, fields)?,
         "mm_compaction_try_to_compact_pages" => {
             let [order, gfp, prio] = kv(fields, ["order", "gfp_mask", "priority"])?;
             TraceEvent::MmCompactionTryToCompactPages {
@@ -268,46 +273,100 @@ fn parse_compaction_event(name: &str, fields: &str) -> Option<TraceEvent> {
             node0(nid)?;
             TraceEvent::MmCompactionSuitableFinished {
                 finished: name == "mm_compaction_finished",
-                zone: zone(z)?,
+                zone: zone_symbol(z)?,
                 order: dec_i32(order)?,
-                ret: status(ret)?,
+                ret: compact_status(ret)?,
             }
         }
         "mm_compaction_deferred" | "mm_compaction_defer_compaction" | "mm_compaction_defer_reset" => {
-            let [nid, z, order, failed, considered, limit] = scan(
-                fields,
-                [
-                    "node=",
-                    " zone=",
-                    " order=",
-                    " order_failed=",
-                    " consider=",
-                    " limit=",
-                    "",
-                ],
-            )?;
-            node0(nid)?;
-            let limit = dec_u64(limit)?;
-            if !limit.is_power_of_two() {
-                return None;
-            }
-            TraceEvent::MmCompactionDefer {
-                kind: match name {
-                    "mm_compaction_deferred" => 0,
-                    "mm_compaction_defer_compaction" => 1,
-                    _ => 2,
-                },
-                zone: zone(z)?,
-                order: dec_i32(order)?,
-                considered: considered.parse().ok()?,
-                defer_shift: limit.trailing_zeros(),
-                order_failed: dec_i32(failed)?,
-            }
+            parse_compaction_defer(name, fields)?
         }
         "mm_compaction_kcompactd_sleep" => {
             let [nid] = kv(fields, ["nid"])?;
             TraceEvent::MmCompactionKcompactdSleep { nid: dec_i32(nid)? }
         }
+        "mm_compaction_wakeup_kcompactd" | "mm_compaction_kcompactd_wake" => {
+            let [nid, order, z] = scan(fields, ["nid=", " order=", " classzone_idx=", ""])?;
+            node0(nid)?;
+            TraceEvent::MmCompactionKcompactd {
+                wake: name == "mm_compaction_kcompactd_wake",
+                order: dec_i32(order)?,
+                highest_zoneidx: zone_symbol(z)?,
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// compaction:mm_compaction_begin / _end (`status` only on _end).
+fn parse_compaction_begin_end(name: &str, fields: &str) -> Option<TraceEvent> {
+    let [zs, mig, free, ze, rest] = scan(
+        fields,
+        [
+            "zone_start=",
+            " migrate_pfn=",
+            " free_pfn=",
+            " zone_end=",
+            ", mode=",
+            "",
+        ],
+    )?;
+    let (sync, status) = match (name, rest.split_once(" status=")) {
+        ("mm_compaction_begin", None) => (rest, None),
+        ("mm_compaction_end", Some((sync, st))) => (sync, Some(compact_status(st)?)),
+        _ => return None,
+    };
+    Some(TraceEvent::MmCompactionBeginEnd {
+        zone_start: hex_u32(zs)?,
+        migrate_pfn: hex_u32(mig)?,
+        free_pfn: hex_u32(free)?,
+        zone_end: hex_u32(ze)?,
+        sync: match sync {
+            "sync" => true,
+            "async" => false,
+            _ => return None,
+        },
+        status,
+    })
+}
+
+/// compaction:mm_compaction_deferred / _defer_compaction / _defer_reset; `limit` must be a
+/// power of two (`1UL << defer_shift`).
+fn parse_compaction_defer(name: &str, fields: &str) -> Option<TraceEvent> {
+    let [nid, z, order, failed, considered, limit] = scan(
+        fields,
+        [
+            "node=",
+            " zone=",
+            " order=",
+            " order_failed=",
+            " consider=",
+            " limit=",
+            "",
+        ],
+    )?;
+    node0(nid)?;
+    let limit = dec_u64(limit)?;
+    if !limit.is_power_of_two() {
+        return None;
+    }
+    Some(TraceEvent::MmCompactionDefer {
+        kind: match name {
+            "mm_compaction_deferred" => 0,
+            "mm_compaction_defer_compaction" => 1,
+            _ => 2,
+        },
+        zone: zone_symbol(z)?,
+        order: dec_i32(order)?,
+        considered: considered.parse().ok()?,
+        defer_shift: limit.trailing_zeros(),
+        order_failed: dec_i32(failed)?,
+    })
+}
+
+/// The vmscan events (include/trace/events/vmscan.h).
+fn parse_vmscan_fields(name: &str, fields: &str) -> Option<TraceEvent> {
+    Some(match name {
         "mm_vmscan_kswapd_sleep" => {
             let [nid] = kv(fields, ["nid"])?;
             TraceEvent::MmVmscanKswapdSleep { nid: dec_i32(nid)? }
@@ -363,40 +422,7 @@ fn parse_compaction_event(name: &str, fields: &str) -> Option<TraceEvent> {
                 lru: u8::try_from(parse_symbol(&crate::vmscan::LRU_NAMES, lru)?).ok()?,
             }
         }
-        "mm_vmscan_lru_shrink_inactive" => {
-            let [nid, sc, rc, d, wb, cg, im, aa, af, rk, uf, pr, fl] = kv(
-                fields,
-                [
-                    "nid",
-                    "nr_scanned",
-                    "nr_reclaimed",
-                    "nr_dirty",
-                    "nr_writeback",
-                    "nr_congested",
-                    "nr_immediate",
-                    "nr_activate_anon",
-                    "nr_activate_file",
-                    "nr_ref_keep",
-                    "nr_unmap_fail",
-                    "priority",
-                    "flags",
-                ],
-            )?;
-            TraceEvent::MmVmscanLruShrinkInactive {
-                nid: dec_i32(nid)?,
-                nr_scanned: dec_i64(sc)?,
-                nr_reclaimed: dec_i64(rc)?,
-                nr_dirty: dec_i64(d)?,
-                nr_writeback: dec_i64(wb)?,
-                nr_congested: dec_i64(cg)?,
-                nr_immediate: dec_i64(im)?,
-                nr_activate: [dec_i32(aa)?, dec_i32(af)?],
-                nr_ref_keep: dec_i64(rk)?,
-                nr_unmap_fail: dec_i64(uf)?,
-                priority: dec_i32(pr)?,
-                flags: parse_reclaim_flags(fl)?,
-            }
-        }
+        "mm_vmscan_lru_shrink_inactive" => parse_vmscan_lru_shrink_inactive(fields)?,
         "mm_vmscan_throttled" => {
             let [nid, timeout, delayed, reason] =
                 kv(fields, ["nid", "usec_timeout", "usect_delayed", "reason"])?;
@@ -430,15 +456,49 @@ fn parse_compaction_event(name: &str, fields: &str) -> Option<TraceEvent> {
                 flags: parse_reclaim_flags(fl)?,
             }
         }
-        "mm_compaction_wakeup_kcompactd" | "mm_compaction_kcompactd_wake" => {
-            let [nid, order, z] = scan(fields, ["nid=", " order=", " classzone_idx=", ""])?;
-            node0(nid)?;
-            TraceEvent::MmCompactionKcompactd {
-                wake: name == "mm_compaction_kcompactd_wake",
-                order: dec_i32(order)?,
-                highest_zoneidx: zone(z)?,
-            }
-        }
+        _ => return None,
+    })
+}
+
+/// vmscan:mm_vmscan_lru_shrink_inactive.
+fn parse_vmscan_lru_shrink_inactive(fields: &str) -> Option<TraceEvent> {
+    let [nid, sc, rc, d, wb, cg, im, aa, af, rk, uf, pr, fl] = kv(
+        fields,
+        [
+            "nid",
+            "nr_scanned",
+            "nr_reclaimed",
+            "nr_dirty",
+            "nr_writeback",
+            "nr_congested",
+            "nr_immediate",
+            "nr_activate_anon",
+            "nr_activate_file",
+            "nr_ref_keep",
+            "nr_unmap_fail",
+            "priority",
+            "flags",
+        ],
+    )?;
+    Some(TraceEvent::MmVmscanLruShrinkInactive {
+        nid: dec_i32(nid)?,
+        nr_scanned: dec_i64(sc)?,
+        nr_reclaimed: dec_i64(rc)?,
+        nr_dirty: dec_i64(d)?,
+        nr_writeback: dec_i64(wb)?,
+        nr_congested: dec_i64(cg)?,
+        nr_immediate: dec_i64(im)?,
+        nr_activate: [dec_i32(aa)?, dec_i32(af)?],
+        nr_ref_keep: dec_i64(rk)?,
+        nr_unmap_fail: dec_i64(uf)?,
+        priority: dec_i32(pr)?,
+        flags: parse_reclaim_flags(fl)?,
+    })
+}
+
+/// The migrate events (include/trace/events/migrate.h).
+fn parse_migrate_fields(name: &str, fields: &str) -> Option<TraceEvent> {
+    Some(match name {
         "mm_migrate_pages" => {
             let [ok, failed, thp_ok, thp_failed, thp_split, split, m, r] = kv(
                 fields,
@@ -460,15 +520,15 @@ fn parse_compaction_event(name: &str, fields: &str) -> Option<TraceEvent> {
                 thp_failed: dec_u64(thp_failed)?,
                 thp_split: dec_u64(thp_split)?,
                 large_folio_split: dec_u64(split)?,
-                mode: mode(m)?,
-                reason: reason(r)?,
+                mode: migrate_mode(m)?,
+                reason: migrate_reason(r)?,
             }
         }
         "mm_migrate_pages_start" => {
             let [m, r] = kv(fields, ["mode", "reason"])?;
             TraceEvent::MmMigratePagesStart {
-                mode: mode(m)?,
-                reason: reason(r)?,
+                mode: migrate_mode(m)?,
+                reason: migrate_reason(r)?,
             }
         }
         _ => return None,

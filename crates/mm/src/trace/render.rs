@@ -9,9 +9,20 @@ use super::tables::{
 use super::{page_address, TraceEvent, PAGEBLOCK_ORDER};
 
 impl TraceEvent {
-    /// Appends the event's `TP_printk` text (what follows `name: `).
+    /// Appends the event's `TP_printk` text (what follows `name: `), by trace system.
     pub fn render_fields(&self, out: &mut String) {
-        // `order` is printed with %d for most events although the field is unsigned int.
+        match self.group() {
+            "kmem" => self.render_kmem_fields(out),
+            "compaction" => self.render_compaction_fields(out),
+            "vmscan" => self.render_vmscan_fields(out),
+            "migrate" => self.render_migrate_fields(out),
+            g => unreachable!("no renderer for trace system {g}"),
+        }
+    }
+
+    /// The kmem page-allocator events (include/trace/events/kmem.h). `order` is printed with
+    /// %d for most events although the field is unsigned int.
+    fn render_kmem_fields(&self, out: &mut String) {
         match *self {
             TraceEvent::MmPageAlloc {
                 pfn,
@@ -84,6 +95,14 @@ impl TraceEvent {
                     change_ownership as i32
                 );
             }
+            _ => unreachable!("{} is not rendered here", self.name()),
+        }
+    }
+
+    /// The compaction events (include/trace/events/compaction.h); those without a node print
+    /// node 0.
+    fn render_compaction_fields(&self, out: &mut String) {
+        match *self {
             TraceEvent::MmCompactionIsolate {
                 start_pfn,
                 end_pfn,
@@ -166,7 +185,17 @@ impl TraceEvent {
                     symbol(&ZONE_NAMES, highest_zoneidx.into())
                 );
             }
-            TraceEvent::MmCompactionKcompactdSleep { nid } | TraceEvent::MmVmscanKswapdSleep { nid } => {
+            TraceEvent::MmCompactionKcompactdSleep { nid } => {
+                let _ = write!(out, "nid={nid}");
+            }
+            _ => unreachable!("{} is not rendered here", self.name()),
+        }
+    }
+
+    /// The vmscan events (include/trace/events/vmscan.h).
+    fn render_vmscan_fields(&self, out: &mut String) {
+        match *self {
+            TraceEvent::MmVmscanKswapdSleep { nid } => {
                 let _ = write!(out, "nid={nid}");
             }
             TraceEvent::MmVmscanKswapdWake { nid, order } => {
@@ -245,6 +274,13 @@ impl TraceEvent {
                     show_throttle_flags(reason)
                 );
             }
+            _ => unreachable!("{} is not rendered here", self.name()),
+        }
+    }
+
+    /// The migrate events (include/trace/events/migrate.h).
+    fn render_migrate_fields(&self, out: &mut String) {
+        match *self {
             TraceEvent::MmMigratePages {
                 succeeded,
                 failed,
@@ -272,6 +308,7 @@ impl TraceEvent {
                     symbol(&MIGRATE_REASON_NAMES, reason.into())
                 );
             }
+            _ => unreachable!("{} is not rendered here", self.name()),
         }
     }
 }

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::gfp::Gfp;
 use proptest::prelude::*;
