@@ -106,7 +106,7 @@ pub(crate) fn start_proc(knobs: &BTreeMap<String, String>) -> Result<BTreeMap<St
     Ok(m)
 }
 
-/// One-shot capture: one [`Sample`], /proc/buddyinfo, pagetypeinfo, zoneinfo, vmstat, every
+/// One-shot capture: one [`Sample`](fraglab_spec::result::Sample), /proc/buddyinfo, pagetypeinfo, zoneinfo, vmstat, every
 /// known knob (`proc_start["knobs"]`, `name = value` lines; [`read_all_knobs`] gives them as a
 /// map) and the host facts (`proc_start["host"]`). `proc_end` is the same as `proc_start`.
 pub fn snapshot() -> Result<RunResult, HostError> {

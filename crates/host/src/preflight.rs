@@ -21,7 +21,7 @@ pub struct PlannedKnob {
     pub new: String,
 }
 
-/// What [`host_run`] would do: the `--dry-run` output.
+/// What [`host_run`](crate::host_run) would do: the `--dry-run` output.
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub spec_name: Option<String>,
