@@ -1,6 +1,12 @@
 //! The debug-vm invariant checker (architecture.md "Errors"): after any operation, the buddy
 //! state must be self-consistent. A violation is a bug in the model and fails loudly with the
 //! state that broke it.
+//!
+//! One check per mechanism, run in a fixed order (the first violation found is the one
+//! reported): per zone the memory map, the buddy free lists and their counters, the PCP lists;
+//! then the folio gauges and what hangs off folios (rss, dirty pages, pageblock content, the page
+//! cache), the LRU lists, the reclaim state (swap, workingset, xarray, slab shrinkers), and
+//! last every live folio's head page.
 
 use crate::mmzone::*;
 use crate::node::Mm;
@@ -38,6 +44,30 @@ pub struct PageCensus {
     pub managed: u64,
 }
 
+/// What the walk of one zone's memory map counted, for the list and counter checks after it.
+#[derive(Default)]
+struct ZoneMapCount {
+    free: u64,
+    pcp: u64,
+    alloc: u64,
+    isolated: u64,
+    /// Free pages in chunks on non-Isolate lists (NR_FREE_PAGES).
+    free_pages_nonisolate: i64,
+    /// Free pages in chunks of order ≥ `PAGEBLOCK_ORDER` on non-Isolate lists
+    /// (NR_FREE_PAGES_BLOCKS).
+    blocks: i64,
+    /// Free pages in HighAtomic chunks (`nr_free_highatomic`).
+    highatomic: u64,
+    /// Free chunks by (order, migratetype of their block).
+    chunks_by: [[u64; MIGRATE_TYPES]; NR_PAGE_ORDERS],
+}
+
+/// The folio gauges as the folios add them up: inactive anon, active anon, inactive file, active
+/// file, isolated anon, isolated file, anon pages, file pages.
+type FolioGauges = [u64; 8];
+
+type Check = Result<(), InvariantViolation>;
+
 impl Mm {
     /// Checks every invariant; returns the page census on success.
     ///
@@ -48,430 +78,581 @@ impl Mm {
     ///   order ≥ 9 on non-Isolate lists; nr_free_highatomic = pages on HighAtomic lists.
     /// * PCP counts equal their lists; PCP chunks are of cached orders.
     /// * Chunks do not overlap; free + PCP + allocated = managed for every zone.
-    #[allow(clippy::needless_range_loop)]
     pub fn check_invariants(&self) -> Result<PageCensus, InvariantViolation> {
         let mut census = PageCensus::default();
-        // Walk the memory map: every managed page belongs to exactly one chunk.
         for (zi, z) in self.zones.iter().enumerate() {
             if z.spanned == 0 {
                 continue;
             }
-            let (mut free, mut pcp, mut alloc, mut isolated) = (0u64, 0u64, 0u64, 0u64);
-            let (mut free_pages_nonisolate, mut blocks, mut highatomic) = (0i64, 0i64, 0u64);
-            let mut chunks_by = [[0u64; MIGRATE_TYPES]; NR_PAGE_ORDERS];
-            let mut pfn = z.start_pfn;
-            while pfn < z.end_pfn() {
-                let kind = self.pages.kind(pfn);
-                match kind {
-                    PageKind::Hole | PageKind::Reserved => {
-                        pfn += 1;
-                        continue;
-                    }
-                    PageKind::Tail => {
-                        return Err(InvariantViolation(format!(
-                            "zone {} pfn {pfn:#x}: managed page not covered by any chunk",
-                            z.zone_type.name()
-                        )));
-                    }
-                    _ => {}
-                }
-                let order = self.pages.order(pfn);
-                ensure!(order <= MAX_PAGE_ORDER, "pfn {pfn:#x}: order {order}");
-                ensure!(
-                    pfn & ((1 << order) - 1) == 0,
-                    "pfn {pfn:#x}: {kind:?} chunk of order {order} is not aligned"
-                );
-                let end = pfn + (1 << order);
-                ensure!(
-                    end <= z.end_pfn(),
-                    "pfn {pfn:#x}: {kind:?} chunk of order {order} crosses the end of zone {}",
-                    z.zone_type.name()
-                );
-                for p in pfn + 1..end {
-                    let k = self.pages.kind(p);
-                    ensure!(
-                        k == PageKind::Tail,
-                        "pfn {p:#x}: {k:?} inside the {kind:?} chunk at {pfn:#x} order {order}"
-                    );
-                }
-                let nr = 1u64 << order;
-                match kind {
-                    PageKind::Buddy => {
-                        free += nr;
-                        let mt = self.block_mt(pfn);
-                        chunks_by[order as usize][mt.idx()] += 1;
-                        if mt != MigrateType::Isolate {
-                            free_pages_nonisolate += nr as i64;
-                            if order >= PAGEBLOCK_ORDER {
-                                blocks += nr as i64;
-                            }
-                        }
-                        if mt == MigrateType::HighAtomic {
-                            highatomic += nr;
-                        }
-                        if order >= PAGEBLOCK_ORDER {
-                            // A chunk covering several blocks: all of them of its type.
-                            for b in 0..(1u32 << (order - PAGEBLOCK_ORDER)) {
-                                let bmt = self.block_mt(pfn + b * PAGEBLOCK_NR_PAGES);
-                                ensure!(bmt == mt, "free chunk {pfn:#x} order {order} spans blocks of types {mt:?} and {bmt:?}");
-                            }
-                        }
-                    }
-                    PageKind::Pcp => {
-                        ensure!(
-                            pcp_allowed_order(order),
-                            "pfn {pfn:#x}: PCP chunk of order {order}"
-                        );
-                        pcp += nr;
-                    }
-                    PageKind::Allocated => {
-                        alloc += nr;
-                        let id = self.pages.a[pfn as usize];
-                        if let Some(f) = self.folios.folios.get(id as usize) {
-                            if f.live && f.pfn == pfn {
-                                ensure!(
-                                    f.order as u32 == order,
-                                    "folio {id} at {pfn:#x}: order {} but the chunk has order {order}",
-                                    f.order
-                                );
-                                ensure!(
-                                    !f.isolated,
-                                    "folio {id} at {pfn:#x} is still isolated between operations"
-                                );
-                                ensure!(
-                                    self.pages.flag(pfn, PG_LRU) == f.kind.on_lru(),
-                                    "folio {id} at {pfn:#x}: LRU flag does not match its kind"
-                                );
-                            }
-                        }
-                    }
-                    PageKind::Isolated => isolated += nr,
-                    _ => unreachable!(),
-                }
-                pfn = end;
-            }
-            ensure!(
-                free + pcp + alloc + isolated == z.managed,
-                "zone {}: free {free} + pcp {pcp} + allocated {alloc} + isolated {isolated} != managed {}",
-                z.zone_type.name(),
-                z.managed
-            );
-            // Lists match the memory map.
-            for order in 0..NR_PAGE_ORDERS {
-                let mut total = 0;
-                for mt in 0..MIGRATE_TYPES {
-                    let l = z.area.lists[order][mt];
-                    let mut n = 0u64;
-                    let mut prev = NIL;
-                    let mut p = l.first;
-                    while p != NIL {
-                        ensure!(
-                            self.pages.is_buddy_of_order(p, order as u32),
-                            "free list [{order}][{mt}] of zone {} holds {p:#x} which is {:?} order {}",
-                            z.zone_type.name(),
-                            self.pages.kind(p),
-                            self.pages.order(p)
-                        );
-                        ensure!(
-                            self.block_mt(p).idx() == mt,
-                            "free chunk {p:#x} order {order} on list {:?} but its block is {:?}",
-                            MigrateType::from_index(mt),
-                            self.block_mt(p)
-                        );
-                        ensure!(
-                            self.zone_of(p) == zi,
-                            "free chunk {p:#x} on a list of zone {}",
-                            z.zone_type.name()
-                        );
-                        ensure!(
-                            self.list_prev(p) == prev,
-                            "free list [{order}][{mt}]: broken back link at {p:#x}"
-                        );
-                        prev = p;
-                        p = self.list_next(p);
-                        n += 1;
-                        ensure!(
-                            n <= z.managed,
-                            "free list [{order}][{mt}] of zone {} loops",
-                            z.zone_type.name()
-                        );
-                    }
-                    ensure!(
-                        l.last == prev,
-                        "free list [{order}][{mt}]: last is {:#x}, walk ended at {prev:#x}",
-                        l.last
-                    );
-                    ensure!(
-                        n == z.area.nr_by_type[order][mt],
-                        "free list [{order}][{mt}] of zone {}: {n} chunks, count says {}",
-                        z.zone_type.name(),
-                        z.area.nr_by_type[order][mt]
-                    );
-                    ensure!(
-                        n == chunks_by[order][mt],
-                        "free list [{order}][{mt}] of zone {}: {n} chunks on the list, {} in the memory map",
-                        z.zone_type.name(),
-                        chunks_by[order][mt]
-                    );
-                    total += n;
-                }
-                ensure!(
-                    total == z.area.nr_free[order],
-                    "zone {} order {order}: nr_free {} != {total}",
-                    z.zone_type.name(),
-                    z.area.nr_free[order]
-                );
-            }
-            ensure!(
-                z.stat(Stat::nr_free_pages) == free_pages_nonisolate,
-                "zone {}: NR_FREE_PAGES {} != {free_pages_nonisolate} pages on non-isolate lists",
-                z.zone_type.name(),
-                z.stat(Stat::nr_free_pages)
-            );
-            ensure!(
-                z.stat(Stat::nr_free_pages_blocks) == blocks,
-                "zone {}: NR_FREE_PAGES_BLOCKS {} != {blocks}",
-                z.zone_type.name(),
-                z.stat(Stat::nr_free_pages_blocks)
-            );
-            ensure!(
-                z.nr_free_highatomic == highatomic,
-                "zone {}: nr_free_highatomic {} != {highatomic}",
-                z.zone_type.name(),
-                z.nr_free_highatomic
-            );
-            // PCP lists.
-            let mut pcp_listed = 0u64;
-            for (cpu, p) in z.pcp.iter().enumerate() {
-                let mut n = 0u64;
-                for (pindex, l) in p.lists.iter().enumerate() {
-                    let order = pindex_to_order(pindex);
-                    let mut prev = NIL;
-                    let mut q = l.first;
-                    while q != NIL {
-                        ensure!(
-                            self.pages.kind(q) == PageKind::Pcp && self.pages.order(q) == order,
-                            "pcp list {pindex} of cpu {cpu} holds {q:#x} ({:?} order {})",
-                            self.pages.kind(q),
-                            self.pages.order(q)
-                        );
-                        ensure!(
-                            self.zone_of(q) == zi,
-                            "pcp chunk {q:#x} on a list of zone {}",
-                            z.zone_type.name()
-                        );
-                        ensure!(
-                            self.list_prev(q) == prev,
-                            "pcp list {pindex}: broken back link at {q:#x}"
-                        );
-                        prev = q;
-                        q = self.list_next(q);
-                        n += 1 << order;
-                        ensure!(n <= z.managed, "pcp list of zone {} loops", z.zone_type.name());
-                    }
-                    ensure!(l.last == prev, "pcp list {pindex} of cpu {cpu}: bad last");
-                }
-                ensure!(
-                    n == p.count,
-                    "zone {} cpu {cpu}: pcp count {} != {n} listed",
-                    z.zone_type.name(),
-                    p.count
-                );
-                pcp_listed += n;
-            }
-            ensure!(
-                pcp_listed == pcp,
-                "zone {}: {pcp} PCP pages in the memory map, {pcp_listed} on lists",
-                z.zone_type.name()
-            );
-            census.free += free;
-            census.pcp += pcp;
-            census.allocated += alloc;
-            census.isolated += isolated;
+            let count = self.check_zone_memmap(z)?;
+            self.check_free_lists(zi, z, &count.chunks_by)?;
+            self.check_free_counters(z, &count)?;
+            self.check_pcp_lists(zi, z, count.pcp)?;
+            census.free += count.free;
+            census.pcp += count.pcp;
+            census.allocated += count.alloc;
+            census.isolated += count.isolated;
             census.managed += z.managed;
         }
-        // The folio gauges equal what the folios add up to.
-        {
-            use crate::folio::FolioKind;
-            // inactive anon, active anon, inactive file, active file, isolated anon, isolated
-            // file, anon pages, file pages
-            let mut expect = [0u64; 8];
-            for (_, f) in self.folios.live() {
-                let nr = 1u64 << f.order;
-                let anon = match f.kind {
-                    FolioKind::Anon => true,
-                    FolioKind::File => false,
-                    _ => continue,
-                };
-                let i = if f.isolated {
-                    4 + !anon as usize
-                } else {
-                    2 * !anon as usize + f.active as usize
-                };
-                expect[i] += nr;
-                expect[6 + !anon as usize] += nr;
-            }
-            let got = [
-                self.stat(Stat::nr_inactive_anon),
-                self.stat(Stat::nr_active_anon),
-                self.stat(Stat::nr_inactive_file),
-                self.stat(Stat::nr_active_file),
-                self.stat(Stat::nr_isolated_anon),
-                self.stat(Stat::nr_isolated_file),
-                self.stat(Stat::nr_anon_pages),
-                self.stat(Stat::nr_file_pages),
-            ];
-            ensure!(got == expect, "folio gauges {got:?} != {expect:?} (inactive/active anon, inactive/active file, isolated anon/file, anon, file)");
-            let mut rss = std::collections::BTreeMap::new();
-            for (_, f) in self.folios.live() {
-                if f.owner > 1 && matches!(f.kind, FolioKind::Anon | FolioKind::PageTable) {
-                    *rss.entry(f.owner).or_insert(0u64) += 1u64 << f.order;
-                }
-            }
-            ensure!(
-                rss == self.folios.rss,
-                "per-owner rss {:?} != {rss:?}",
-                self.folios.rss
-            );
-            let dirty: u64 = self
-                .folios
-                .live()
-                .filter(|(_, f)| f.dirty)
-                .map(|(_, f)| 1u64 << f.order)
-                .sum();
-            ensure!(
-                dirty == self.nr_dirty,
-                "nr_dirty {} != {dirty} dirty pages",
-                self.nr_dirty
-            );
-            let mut content = vec![[0u32; 3]; self.block_content.len()];
-            for (_, f) in self.folios.live() {
-                if f.isolated {
+        let expect = self.check_folio_gauges()?;
+        self.check_rss()?;
+        self.check_dirty()?;
+        self.check_block_content()?;
+        self.check_page_cache()?;
+        self.check_zone_lru_gauges(&expect)?;
+        self.check_lru_lists()?;
+        self.check_swap()?;
+        self.check_workingset_and_xarray()?;
+        self.check_shrinkable_slab()?;
+        self.check_folio_heads()?;
+        Ok(census)
+    }
+
+    /// The memory map of one zone (`kernel-model.md` §1.1, §1.4): every managed page belongs
+    /// to exactly one naturally aligned chunk inside the zone, head followed by tails, and
+    /// free + PCP + allocated + isolated = managed.
+    fn check_zone_memmap(&self, z: &Zone) -> Result<ZoneMapCount, InvariantViolation> {
+        let mut count = ZoneMapCount::default();
+        let mut pfn = z.start_pfn;
+        while pfn < z.end_pfn() {
+            let kind = self.pages.kind(pfn);
+            match kind {
+                PageKind::Hole | PageKind::Reserved => {
+                    pfn += 1;
                     continue;
                 }
-                let m = crate::folio::folio_mobility(f.kind, self.pages.b[f.pfn as usize]);
-                let n = 1u32 << f.order;
-                for k in 0..n.div_ceil(PAGEBLOCK_NR_PAGES) {
-                    content[((f.pfn >> PAGEBLOCK_ORDER) + k) as usize][m] += n.min(PAGEBLOCK_NR_PAGES);
+                PageKind::Tail => {
+                    return Err(InvariantViolation(format!(
+                        "zone {} pfn {pfn:#x}: managed page not covered by any chunk",
+                        z.zone_type.name()
+                    )));
                 }
+                _ => {}
             }
-            if let Some(b) = (0..content.len()).find(|&b| content[b] != self.block_content[b]) {
+            let order = self.pages.order(pfn);
+            let end = self.check_chunk_extent(z, pfn, kind, order)?;
+            let nr = 1u64 << order;
+            match kind {
+                PageKind::Buddy => self.check_buddy_chunk(pfn, order, &mut count)?,
+                PageKind::Pcp => {
+                    ensure!(
+                        pcp_allowed_order(order),
+                        "pfn {pfn:#x}: PCP chunk of order {order}"
+                    );
+                    count.pcp += nr;
+                }
+                PageKind::Allocated => {
+                    count.alloc += nr;
+                    self.check_allocated_chunk(pfn, order)?;
+                }
+                PageKind::Isolated => count.isolated += nr,
+                _ => unreachable!(),
+            }
+            pfn = end;
+        }
+        let ZoneMapCount {
+            free,
+            pcp,
+            alloc,
+            isolated,
+            ..
+        } = count;
+        ensure!(
+            free + pcp + alloc + isolated == z.managed,
+            "zone {}: free {free} + pcp {pcp} + allocated {alloc} + isolated {isolated} != managed {}",
+            z.zone_type.name(),
+            z.managed
+        );
+        Ok(count)
+    }
+
+    /// A chunk's head (§1.4): an order up to `MAX_PAGE_ORDER`, naturally aligned, ending inside
+    /// its zone, and every page after the head a tail. Returns the chunk's end pfn.
+    fn check_chunk_extent(
+        &self,
+        z: &Zone,
+        pfn: u32,
+        kind: PageKind,
+        order: u32,
+    ) -> Result<u32, InvariantViolation> {
+        ensure!(order <= MAX_PAGE_ORDER, "pfn {pfn:#x}: order {order}");
+        ensure!(
+            pfn & ((1 << order) - 1) == 0,
+            "pfn {pfn:#x}: {kind:?} chunk of order {order} is not aligned"
+        );
+        let end = pfn + (1 << order);
+        ensure!(
+            end <= z.end_pfn(),
+            "pfn {pfn:#x}: {kind:?} chunk of order {order} crosses the end of zone {}",
+            z.zone_type.name()
+        );
+        for p in pfn + 1..end {
+            let k = self.pages.kind(p);
+            ensure!(
+                k == PageKind::Tail,
+                "pfn {p:#x}: {k:?} inside the {kind:?} chunk at {pfn:#x} order {order}"
+            );
+        }
+        Ok(end)
+    }
+
+    /// A free buddy chunk (§1.4, §1.7): counted by its block's migratetype; a chunk covering
+    /// several pageblocks has all of them of its type.
+    fn check_buddy_chunk(&self, pfn: u32, order: u32, count: &mut ZoneMapCount) -> Check {
+        let nr = 1u64 << order;
+        count.free += nr;
+        let mt = self.block_mt(pfn);
+        count.chunks_by[order as usize][mt.idx()] += 1;
+        if mt != MigrateType::Isolate {
+            count.free_pages_nonisolate += nr as i64;
+            if order >= PAGEBLOCK_ORDER {
+                count.blocks += nr as i64;
+            }
+        }
+        if mt == MigrateType::HighAtomic {
+            count.highatomic += nr;
+        }
+        if order >= PAGEBLOCK_ORDER {
+            // A chunk covering several blocks: all of them of its type.
+            for b in 0..(1u32 << (order - PAGEBLOCK_ORDER)) {
+                let bmt = self.block_mt(pfn + b * PAGEBLOCK_NR_PAGES);
                 ensure!(
-                    false,
-                    "pageblock {b}: folio pages by mobility {:?} != {:?}",
-                    self.block_content[b],
-                    content[b]
+                    bmt == mt,
+                    "free chunk {pfn:#x} order {order} spans blocks of types {mt:?} and {bmt:?}"
                 );
             }
-            for ((m, i), id) in self.page_cache.iter() {
-                let f = &self.folios.folios[id as usize];
+        }
+        Ok(())
+    }
+
+    /// An allocated chunk that heads a live folio: the folio's order, not isolated between
+    /// operations, and PageLRU set exactly for LRU kinds (§10.3).
+    fn check_allocated_chunk(&self, pfn: u32, order: u32) -> Check {
+        let id = self.pages.a[pfn as usize];
+        if let Some(f) = self.folios.folios.get(id as usize) {
+            if f.live && f.pfn == pfn {
                 ensure!(
-                    f.live && f.mapping == m && f.index == i,
-                    "page cache {m}:{i} holds folio {id}, which is not live there"
+                    f.order as u32 == order,
+                    "folio {id} at {pfn:#x}: order {} but the chunk has order {order}",
+                    f.order
+                );
+                ensure!(
+                    !f.isolated,
+                    "folio {id} at {pfn:#x} is still isolated between operations"
+                );
+                ensure!(
+                    self.pages.flag(pfn, PG_LRU) == f.kind.on_lru(),
+                    "folio {id} at {pfn:#x}: LRU flag does not match its kind"
                 );
             }
-            let zone_sum: i64 = [
-                Stat::nr_zone_inactive_anon,
-                Stat::nr_zone_active_anon,
-                Stat::nr_zone_inactive_file,
-                Stat::nr_zone_active_file,
-            ]
-            .iter()
-            .map(|&s| self.zone_stat_sum(s))
+        }
+        Ok(())
+    }
+
+    /// The buddy free lists of one zone match the memory map (§1.4): each list
+    /// `free_area[order].free_list[mt]` well linked, holding only buddies of its order from
+    /// blocks of its type in this zone; `nr_by_type` and `nr_free` equal the lists.
+    #[allow(clippy::needless_range_loop)]
+    fn check_free_lists(
+        &self,
+        zi: usize,
+        z: &Zone,
+        chunks_by: &[[u64; MIGRATE_TYPES]; NR_PAGE_ORDERS],
+    ) -> Check {
+        for order in 0..NR_PAGE_ORDERS {
+            let mut total = 0;
+            for mt in 0..MIGRATE_TYPES {
+                let n = self.check_free_list(zi, z, order, mt)?;
+                ensure!(
+                    n == z.area.nr_by_type[order][mt],
+                    "free list [{order}][{mt}] of zone {}: {n} chunks, count says {}",
+                    z.zone_type.name(),
+                    z.area.nr_by_type[order][mt]
+                );
+                ensure!(
+                    n == chunks_by[order][mt],
+                    "free list [{order}][{mt}] of zone {}: {n} chunks on the list, {} in the memory map",
+                    z.zone_type.name(),
+                    chunks_by[order][mt]
+                );
+                total += n;
+            }
+            ensure!(
+                total == z.area.nr_free[order],
+                "zone {} order {order}: nr_free {} != {total}",
+                z.zone_type.name(),
+                z.area.nr_free[order]
+            );
+        }
+        Ok(())
+    }
+
+    /// Walks one free list `[order][mt]` of a zone; returns its length in chunks.
+    fn check_free_list(
+        &self,
+        zi: usize,
+        z: &Zone,
+        order: usize,
+        mt: usize,
+    ) -> Result<u64, InvariantViolation> {
+        let l = z.area.lists[order][mt];
+        let mut n = 0u64;
+        let mut prev = NIL;
+        let mut p = l.first;
+        while p != NIL {
+            ensure!(
+                self.pages.is_buddy_of_order(p, order as u32),
+                "free list [{order}][{mt}] of zone {} holds {p:#x} which is {:?} order {}",
+                z.zone_type.name(),
+                self.pages.kind(p),
+                self.pages.order(p)
+            );
+            ensure!(
+                self.block_mt(p).idx() == mt,
+                "free chunk {p:#x} order {order} on list {:?} but its block is {:?}",
+                MigrateType::from_index(mt),
+                self.block_mt(p)
+            );
+            ensure!(
+                self.zone_of(p) == zi,
+                "free chunk {p:#x} on a list of zone {}",
+                z.zone_type.name()
+            );
+            ensure!(
+                self.list_prev(p) == prev,
+                "free list [{order}][{mt}]: broken back link at {p:#x}"
+            );
+            prev = p;
+            p = self.list_next(p);
+            n += 1;
+            ensure!(
+                n <= z.managed,
+                "free list [{order}][{mt}] of zone {} loops",
+                z.zone_type.name()
+            );
+        }
+        ensure!(
+            l.last == prev,
+            "free list [{order}][{mt}]: last is {:#x}, walk ended at {prev:#x}",
+            l.last
+        );
+        Ok(n)
+    }
+
+    /// The zone's free-page counters (§1.4, §5.5): NR_FREE_PAGES, NR_FREE_PAGES_BLOCKS and
+    /// `nr_free_highatomic` equal what the memory map holds.
+    fn check_free_counters(&self, z: &Zone, count: &ZoneMapCount) -> Check {
+        let ZoneMapCount {
+            free_pages_nonisolate,
+            blocks,
+            highatomic,
+            ..
+        } = *count;
+        ensure!(
+            z.stat(Stat::nr_free_pages) == free_pages_nonisolate,
+            "zone {}: NR_FREE_PAGES {} != {free_pages_nonisolate} pages on non-isolate lists",
+            z.zone_type.name(),
+            z.stat(Stat::nr_free_pages)
+        );
+        ensure!(
+            z.stat(Stat::nr_free_pages_blocks) == blocks,
+            "zone {}: NR_FREE_PAGES_BLOCKS {} != {blocks}",
+            z.zone_type.name(),
+            z.stat(Stat::nr_free_pages_blocks)
+        );
+        ensure!(
+            z.nr_free_highatomic == highatomic,
+            "zone {}: nr_free_highatomic {} != {highatomic}",
+            z.zone_type.name(),
+            z.nr_free_highatomic
+        );
+        Ok(())
+    }
+
+    /// The per-CPU page lists of one zone (§2.1): well linked, holding PCP chunks of the
+    /// list's order (`order_to_pindex`) from this zone; each `pcp->count` equals its lists,
+    /// and the lists together hold the `pcp` PCP pages the memory map counted.
+    fn check_pcp_lists(&self, zi: usize, z: &Zone, pcp: u64) -> Check {
+        let mut pcp_listed = 0u64;
+        for (cpu, p) in z.pcp.iter().enumerate() {
+            let mut n = 0u64;
+            for (pindex, l) in p.lists.iter().enumerate() {
+                let order = pindex_to_order(pindex);
+                let mut prev = NIL;
+                let mut q = l.first;
+                while q != NIL {
+                    ensure!(
+                        self.pages.kind(q) == PageKind::Pcp && self.pages.order(q) == order,
+                        "pcp list {pindex} of cpu {cpu} holds {q:#x} ({:?} order {})",
+                        self.pages.kind(q),
+                        self.pages.order(q)
+                    );
+                    ensure!(
+                        self.zone_of(q) == zi,
+                        "pcp chunk {q:#x} on a list of zone {}",
+                        z.zone_type.name()
+                    );
+                    ensure!(
+                        self.list_prev(q) == prev,
+                        "pcp list {pindex}: broken back link at {q:#x}"
+                    );
+                    prev = q;
+                    q = self.list_next(q);
+                    n += 1 << order;
+                    ensure!(n <= z.managed, "pcp list of zone {} loops", z.zone_type.name());
+                }
+                ensure!(l.last == prev, "pcp list {pindex} of cpu {cpu}: bad last");
+            }
+            ensure!(
+                n == p.count,
+                "zone {} cpu {cpu}: pcp count {} != {n} listed",
+                z.zone_type.name(),
+                p.count
+            );
+            pcp_listed += n;
+        }
+        ensure!(
+            pcp_listed == pcp,
+            "zone {}: {pcp} PCP pages in the memory map, {pcp_listed} on lists",
+            z.zone_type.name()
+        );
+        Ok(())
+    }
+
+    /// The folio gauges (§10.3, §14: nr_{in,}active_{anon,file}, nr_isolated_{anon,file},
+    /// nr_anon_pages, nr_file_pages) equal what the live anon and file folios add up to.
+    /// Returns the sums.
+    fn check_folio_gauges(&self) -> Result<FolioGauges, InvariantViolation> {
+        use crate::folio::FolioKind;
+        // inactive anon, active anon, inactive file, active file, isolated anon, isolated
+        // file, anon pages, file pages
+        let mut expect = [0u64; 8];
+        for (_, f) in self.folios.live() {
+            let nr = 1u64 << f.order;
+            let anon = match f.kind {
+                FolioKind::Anon => true,
+                FolioKind::File => false,
+                _ => continue,
+            };
+            let i = if f.isolated {
+                4 + !anon as usize
+            } else {
+                2 * !anon as usize + f.active as usize
+            };
+            expect[i] += nr;
+            expect[6 + !anon as usize] += nr;
+        }
+        let got = [
+            self.stat(Stat::nr_inactive_anon),
+            self.stat(Stat::nr_active_anon),
+            self.stat(Stat::nr_inactive_file),
+            self.stat(Stat::nr_active_file),
+            self.stat(Stat::nr_isolated_anon),
+            self.stat(Stat::nr_isolated_file),
+            self.stat(Stat::nr_anon_pages),
+            self.stat(Stat::nr_file_pages),
+        ];
+        ensure!(got == expect, "folio gauges {got:?} != {expect:?} (inactive/active anon, inactive/active file, isolated anon/file, anon, file)");
+        Ok(expect)
+    }
+
+    /// Per-owner rss (§19.2 item 10): the anon and page-table pages of every owning process.
+    fn check_rss(&self) -> Check {
+        use crate::folio::FolioKind;
+        let mut rss = std::collections::BTreeMap::new();
+        for (_, f) in self.folios.live() {
+            if f.owner > 1 && matches!(f.kind, FolioKind::Anon | FolioKind::PageTable) {
+                *rss.entry(f.owner).or_insert(0u64) += 1u64 << f.order;
+            }
+        }
+        ensure!(
+            rss == self.folios.rss,
+            "per-owner rss {:?} != {rss:?}",
+            self.folios.rss
+        );
+        Ok(())
+    }
+
+    /// NR_FILE_DIRTY: `nr_dirty` equals the pages of dirty live folios.
+    fn check_dirty(&self) -> Check {
+        let dirty: u64 = self
+            .folios
+            .live()
+            .filter(|(_, f)| f.dirty)
+            .map(|(_, f)| 1u64 << f.order)
             .sum();
+        ensure!(
+            dirty == self.nr_dirty,
+            "nr_dirty {} != {dirty} dirty pages",
+            self.nr_dirty
+        );
+        Ok(())
+    }
+
+    /// Pageblock content (§1.2; `block_content`, kept by `account_folio`): the folio pages of
+    /// each mobility counted per pageblock equal the unisolated live folios in it.
+    fn check_block_content(&self) -> Check {
+        let mut content = vec![[0u32; 3]; self.block_content.len()];
+        for (_, f) in self.folios.live() {
+            if f.isolated {
+                continue;
+            }
+            let m = crate::folio::folio_mobility(f.kind, self.pages.b[f.pfn as usize]);
+            let n = 1u32 << f.order;
+            for k in 0..n.div_ceil(PAGEBLOCK_NR_PAGES) {
+                content[((f.pfn >> PAGEBLOCK_ORDER) + k) as usize][m] += n.min(PAGEBLOCK_NR_PAGES);
+            }
+        }
+        if let Some(b) = (0..content.len()).find(|&b| content[b] != self.block_content[b]) {
             ensure!(
-                zone_sum as u64 == expect[..4].iter().sum::<u64>(),
-                "zone LRU gauges {zone_sum} != {:?}",
-                &expect[..4]
+                false,
+                "pageblock {b}: folio pages by mobility {:?} != {:?}",
+                self.block_content[b],
+                content[b]
             );
         }
-        // LRU lists: well linked, each folio on the list its flags say, sizes match, and a folio
-        // is on a list exactly when it is an unisolated LRU folio (PageLRU set).
-        {
-            let mut on_lists = 0usize;
-            for l in 0..crate::vmscan::NR_LRU_LISTS {
-                let (mut prev, mut pages, mut n) = (NIL, 0u64, 0usize);
-                let mut id = self.lruvec.lists[l].first;
-                while id != NIL {
-                    let f = &self.folios.folios[id as usize];
-                    ensure!(
-                        f.live && f.lru as usize == l,
-                        "LRU list {l} holds folio {id} (live {}, lru {})",
-                        f.live,
-                        f.lru
-                    );
-                    ensure!(
-                        self.folio_lru_list(id) as usize == l,
-                        "folio {id} on list {l} but belongs on {}",
-                        self.folio_lru_list(id)
-                    );
-                    ensure!(f.lru_prev == prev, "LRU list {l}: broken back link at folio {id}");
-                    ensure!(
-                        self.pages.flag(f.pfn, PG_LRU),
-                        "folio {id} on an LRU list without PageLRU"
-                    );
-                    pages += 1 << f.order;
-                    prev = id;
-                    id = f.lru_next;
-                    n += 1;
-                    ensure!(n <= self.folios.folios.len(), "LRU list {l} loops");
-                }
-                ensure!(self.lruvec.lists[l].last == prev, "LRU list {l}: bad last");
+        Ok(())
+    }
+
+    /// The page cache (§12): every (mapping, index) entry names a live folio at that index.
+    fn check_page_cache(&self) -> Check {
+        for ((m, i), id) in self.page_cache.iter() {
+            let f = &self.folios.folios[id as usize];
+            ensure!(
+                f.live && f.mapping == m && f.index == i,
+                "page cache {m}:{i} holds folio {id}, which is not live there"
+            );
+        }
+        Ok(())
+    }
+
+    /// The per-zone LRU gauges (NR_ZONE_{IN,}ACTIVE_{ANON,FILE}) sum to the node's unisolated
+    /// LRU folio pages.
+    fn check_zone_lru_gauges(&self, expect: &FolioGauges) -> Check {
+        let zone_sum: i64 = [
+            Stat::nr_zone_inactive_anon,
+            Stat::nr_zone_active_anon,
+            Stat::nr_zone_inactive_file,
+            Stat::nr_zone_active_file,
+        ]
+        .iter()
+        .map(|&s| self.zone_stat_sum(s))
+        .sum();
+        ensure!(
+            zone_sum as u64 == expect[..4].iter().sum::<u64>(),
+            "zone LRU gauges {zone_sum} != {:?}",
+            &expect[..4]
+        );
+        Ok(())
+    }
+
+    /// LRU lists (§10.3): well linked, each folio on the list its flags say, sizes match, and a
+    /// folio is on a list exactly when it is an unisolated LRU folio (PageLRU set).
+    fn check_lru_lists(&self) -> Check {
+        let mut on_lists = 0usize;
+        for l in 0..crate::vmscan::NR_LRU_LISTS {
+            on_lists += self.check_lru_list(l)?;
+        }
+        let lru_folios = self
+            .folios
+            .live()
+            .filter(|(_, f)| f.kind.on_lru() && !f.isolated)
+            .count();
+        ensure!(
+            on_lists == lru_folios,
+            "{on_lists} folios on LRU lists, {lru_folios} unisolated LRU folios"
+        );
+        Ok(())
+    }
+
+    /// Walks LRU list `l` (`folio_lru_list`); returns its length in folios.
+    fn check_lru_list(&self, l: usize) -> Result<usize, InvariantViolation> {
+        let (mut prev, mut pages, mut n) = (NIL, 0u64, 0usize);
+        let mut id = self.lruvec.lists[l].first;
+        while id != NIL {
+            let f = &self.folios.folios[id as usize];
+            ensure!(
+                f.live && f.lru as usize == l,
+                "LRU list {l} holds folio {id} (live {}, lru {})",
+                f.live,
+                f.lru
+            );
+            ensure!(
+                self.folio_lru_list(id) as usize == l,
+                "folio {id} on list {l} but belongs on {}",
+                self.folio_lru_list(id)
+            );
+            ensure!(f.lru_prev == prev, "LRU list {l}: broken back link at folio {id}");
+            ensure!(
+                self.pages.flag(f.pfn, PG_LRU),
+                "folio {id} on an LRU list without PageLRU"
+            );
+            pages += 1 << f.order;
+            prev = id;
+            id = f.lru_next;
+            n += 1;
+            ensure!(n <= self.folios.folios.len(), "LRU list {l} loops");
+        }
+        ensure!(self.lruvec.lists[l].last == prev, "LRU list {l}: bad last");
+        ensure!(
+            self.lruvec.pages[l] == pages,
+            "LRU list {l}: size {} != {pages}",
+            self.lruvec.pages[l]
+        );
+        Ok(n)
+    }
+
+    /// Swap (§10.3.6): slots used = pages in the swap map, within the device, no empty entry,
+    /// a shadow only for content in swap.
+    fn check_swap(&self) -> Check {
+        let in_map: u64 = self.swap.map.values().sum();
+        ensure!(
+            in_map == self.swap.used && self.swap.used <= self.swap.total,
+            "swap: {} slots used of {}, {in_map} pages in the swap map",
+            self.swap.used,
+            self.swap.total
+        );
+        ensure!(
+            self.swap.map.values().all(|&n| n > 0),
+            "swap map holds an empty entry"
+        );
+        ensure!(
+            self.swap.shadows.keys().all(|t| self.swap.map.contains_key(t)),
+            "swap shadow for content not in swap"
+        );
+        Ok(())
+    }
+
+    /// Page-cache shadows (§10.3.8, mm/workingset.c) consistent and bounded; the xarray nodes
+    /// that hold them consistent once settled.
+    fn check_workingset_and_xarray(&self) -> Check {
+        if let Err(e) = self.workingset.check(self.workingset_shadow_bound()) {
+            return Err(InvariantViolation(format!("workingset: {e}")));
+        }
+        if self.xa_settled() {
+            if let Err(e) = self.xa_check(true) {
+                return Err(InvariantViolation(format!("xarray nodes: {e}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Shrinkable slab entries that are still live are slab folios.
+    fn check_shrinkable_slab(&self) -> Check {
+        for &(id, token) in &self.shrinkable_slab {
+            if let Some(f) = self.folios.folios.get(id as usize) {
                 ensure!(
-                    self.lruvec.pages[l] == pages,
-                    "LRU list {l}: size {} != {pages}",
-                    self.lruvec.pages[l]
+                    !(f.live && f.token == token) || f.kind == crate::folio::FolioKind::Slab,
+                    "shrinkable entry {id} is a live {:?} folio",
+                    f.kind
                 );
-                on_lists += n;
-            }
-            let lru_folios = self
-                .folios
-                .live()
-                .filter(|(_, f)| f.kind.on_lru() && !f.isolated)
-                .count();
-            ensure!(
-                on_lists == lru_folios,
-                "{on_lists} folios on LRU lists, {lru_folios} unisolated LRU folios"
-            );
-        }
-        // Reclaim state: swap slots used = pages in the swap map, within the device, a shadow
-        // only for content in swap; page-cache shadows consistent and bounded; shrinkable slab
-        // entries that are still live are slab folios.
-        {
-            let in_map: u64 = self.swap.map.values().sum();
-            ensure!(
-                in_map == self.swap.used && self.swap.used <= self.swap.total,
-                "swap: {} slots used of {}, {in_map} pages in the swap map",
-                self.swap.used,
-                self.swap.total
-            );
-            ensure!(
-                self.swap.map.values().all(|&n| n > 0),
-                "swap map holds an empty entry"
-            );
-            ensure!(
-                self.swap.shadows.keys().all(|t| self.swap.map.contains_key(t)),
-                "swap shadow for content not in swap"
-            );
-            if let Err(e) = self.workingset.check(self.workingset_shadow_bound()) {
-                return Err(InvariantViolation(format!("workingset: {e}")));
-            }
-            if self.xa_settled() {
-                if let Err(e) = self.xa_check(true) {
-                    return Err(InvariantViolation(format!("xarray nodes: {e}")));
-                }
-            }
-            for &(id, token) in &self.shrinkable_slab {
-                if let Some(f) = self.folios.folios.get(id as usize) {
-                    ensure!(
-                        !(f.live && f.token == token) || f.kind == crate::folio::FolioKind::Slab,
-                        "shrinkable entry {id} is a live {:?} folio",
-                        f.kind
-                    );
-                }
             }
         }
-        // Every live folio sits at an allocated head of its order that names it.
+        Ok(())
+    }
+
+    /// Every live folio sits at an allocated head of its order that names it.
+    fn check_folio_heads(&self) -> Check {
         for (id, f) in self.folios.live() {
             ensure!(
                 self.pages.kind(f.pfn) == PageKind::Allocated
@@ -485,7 +666,7 @@ impl Mm {
                 self.pages.a[f.pfn as usize]
             );
         }
-        Ok(census)
+        Ok(())
     }
 
     /// Panics with the violation if debug-vm is on and an invariant is broken.

@@ -1,0 +1,201 @@
+//! `fraglab compare`: several configurations, each run N times, in mmtests' compare format;
+//! and the `[LABEL=]SPEC[@KEY=VALUE,...]` configurations other commands take too.
+
+use std::path::PathBuf;
+
+use crate::{example, write_via_tmp};
+
+/// Runs every configuration `runs` times on `jobs` threads and prints (or writes) the compare
+/// table in `format`; with `results_dir`, every run's result JSON as well.
+pub fn compare(
+    configs: Vec<String>,
+    runs: u32,
+    jobs: Option<usize>,
+    format: String,
+    output: Option<PathBuf>,
+    results_dir: Option<PathBuf>,
+) -> Result<(), String> {
+    if runs == 0 {
+        return Err("--runs must be at least 1".into());
+    }
+    let (labels, specs) = load_configs(&configs)?;
+    let jobs = jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let t0 = std::time::Instant::now();
+    let results = run_many(&specs, runs, jobs)?;
+    let wall = t0.elapsed().as_secs_f64();
+    if let Some(dir) = &results_dir {
+        write_results(dir, &labels, &results)?;
+    }
+    let report = fraglab_sim::compare::compare(&labels, &results);
+    let text = match format.as_str() {
+        "json" => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
+        "csv" => fraglab_sim::compare::format_csv(&report),
+        "markdown" => fraglab_sim::compare::format_markdown(&report),
+        _ => {
+            let sim: f64 = results.iter().flatten().map(|r| r.duration_ns as f64 / 1e9).sum();
+            format!(
+                "# fraglab compare: {} configurations x {runs} runs, {:.0} s simulated in {:.1} s wall ({jobs} jobs)\n{}",
+                labels.len(),
+                sim,
+                wall,
+                fraglab_sim::compare::format_table(&report)
+            )
+        }
+    };
+    match output {
+        Some(path) => write_via_tmp(&path, text),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+/// The configurations' labels and specs; every spec must be a timed run, every label unique.
+fn load_configs(configs: &[String]) -> Result<(Vec<String>, Vec<fraglab_spec::Spec>), String> {
+    let mut labels = Vec::new();
+    let mut specs = Vec::new();
+    for c in configs {
+        let (label, spec) = load_config(c)?;
+        if spec.workload.is_none() {
+            return Err(format!(
+                "{c}: compare needs a spec with a [workload] (a timed run)"
+            ));
+        }
+        if labels.contains(&label) {
+            return Err(format!(
+                "two configurations are labelled {label:?}; name them with LABEL=SPEC"
+            ));
+        }
+        labels.push(label);
+        specs.push(spec);
+    }
+    Ok((labels, specs))
+}
+
+/// `--results-dir`: every run's result JSON as `LABEL-runN.json`.
+fn write_results(
+    dir: &std::path::Path,
+    labels: &[String],
+    results: &[Vec<fraglab_spec::result::RunResult>],
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for (label, rs) in labels.iter().zip(results) {
+        for (i, r) in rs.iter().enumerate() {
+            let path = dir.join(format!("{label}-run{}.json", i + 1));
+            let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
+            std::fs::write(&path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// A compare configuration `[LABEL=]SPEC[@KEY=VALUE,...]` → (label, spec).
+pub fn load_config(c: &str) -> Result<(String, fraglab_spec::Spec), String> {
+    let (label, rest) = match c.split_once('=') {
+        Some((l, r))
+            if !l.is_empty()
+                && l.chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
+                && !l.contains('@') =>
+        {
+            (Some(l.to_string()), r)
+        }
+        _ => (None, c),
+    };
+    let (file, ovr) = match rest.split_once('@') {
+        Some((f, o)) => (f, o),
+        None => (rest, ""),
+    };
+    let mut overrides = Vec::new();
+    for kv in ovr.split(',').filter(|s| !s.is_empty()) {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("{c}: override {kv:?} is not KEY=VALUE"))?;
+        overrides.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let spec = match file.strip_prefix("example:") {
+        Some(name) => {
+            let text =
+                fraglab_spec::apply_overrides(example(name)?, &overrides).map_err(|e| format!("{c}: {e}"))?;
+            fraglab_spec::parse_spec(&text, &format!("examples/{name}.toml [{ovr}]"))
+                .map_err(|e| e.to_string())?
+        }
+        None => {
+            fraglab_spec::load_spec_with(std::path::Path::new(file), &overrides).map_err(|e| e.to_string())?
+        }
+    };
+    let label = label.unwrap_or_else(|| {
+        let stem = std::path::Path::new(file.strip_prefix("example:").unwrap_or(file))
+            .file_stem()
+            .map_or(file.to_string(), |s| s.to_string_lossy().into_owned());
+        if ovr.is_empty() {
+            stem
+        } else {
+            format!("{stem}@{ovr}")
+        }
+    });
+    Ok((label, spec))
+}
+
+/// Runs every spec `runs` times (seed, seed + 1, ...) on `jobs` threads; the results are in
+/// (spec, run) order whatever the scheduling, so the output is deterministic.
+fn run_many(
+    specs: &[fraglab_spec::Spec],
+    runs: u32,
+    jobs: usize,
+) -> Result<Vec<Vec<fraglab_spec::result::RunResult>>, String> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let n = specs.len() * runs as usize;
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<Result<fraglab_spec::result::RunResult, String>>>> =
+        Mutex::new((0..n).map(|_| None).collect());
+    let bar = {
+        use std::io::IsTerminal;
+        std::io::stderr().is_terminal().then(|| {
+            let b = indicatif::ProgressBar::new(n as u64);
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} runs")
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            b
+        })
+    };
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(n) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= n {
+                    break;
+                }
+                let (si, run) = (i / runs as usize, i % runs as usize);
+                let mut spec = specs[si].clone();
+                spec.run.seed = spec.run.seed.wrapping_add(run as u64);
+                let r = fraglab_sim::timed::run_workload(&spec).map_err(|e| e.to_string());
+                out.lock().expect("no panics while holding it")[i] = Some(r);
+                done.fetch_add(1, Ordering::SeqCst);
+                if let Some(b) = &bar {
+                    b.set_position(done.load(Ordering::SeqCst) as u64);
+                }
+            });
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut all = out.into_inner().expect("threads joined");
+    let mut res = Vec::new();
+    for si in 0..specs.len() {
+        let mut v = Vec::new();
+        for run in 0..runs as usize {
+            v.push(all[si * runs as usize + run].take().expect("every run ran")?);
+        }
+        res.push(v);
+    }
+    Ok(res)
+}

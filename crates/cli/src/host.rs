@@ -1,0 +1,143 @@
+//! `fraglab host ...` and `fraglab validate`: the host engine on this machine's live kernel.
+
+use std::path::PathBuf;
+
+use crate::compare::load_config;
+use crate::{write_via_tmp, HostCmd};
+
+/// `fraglab host ...`: a host error exits with its own code (after the knobs were restored).
+pub fn host(cmd: HostCmd) -> Result<(), String> {
+    match cmd {
+        HostCmd::Run {
+            spec,
+            output,
+            dry_run,
+            floor,
+            cap,
+            dir,
+            trace,
+            fit_memory,
+        } => {
+            let (_, spec) = load_config(&spec)?;
+            let opts = fraglab_host::HostOptions {
+                mem_floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
+                anon_cap_bytes: fraglab_spec::parse_size(&cap).map_err(|e| format!("--cap: {e}"))?,
+                trace: trace || !spec.run.trace.is_empty(),
+                workdir: dir,
+                fit_memory,
+                ..Default::default()
+            };
+            run(&spec, &opts, dry_run, output)
+        }
+        HostCmd::Validate {
+            spec,
+            floor,
+            format,
+            fit_memory,
+            dir,
+        } => validate(spec, floor, format, fit_memory, dir),
+        HostCmd::Snapshot { output } => snapshot(output),
+        HostCmd::Restore { state_file } => restore(state_file),
+    }
+}
+
+/// Reports a host error and exits with its code.
+fn fail(e: fraglab_host::HostError) -> ! {
+    eprintln!("fraglab host: {e}");
+    std::process::exit(e.exit_code())
+}
+
+/// `host run`: the plan (`--dry-run`), or the run's mmtests rows and its result JSON.
+fn run(
+    spec: &fraglab_spec::Spec,
+    opts: &fraglab_host::HostOptions,
+    dry_run: bool,
+    output: Option<PathBuf>,
+) -> Result<(), String> {
+    if dry_run {
+        let plan = fraglab_host::preflight(spec, opts).unwrap_or_else(|e| fail(e));
+        print!("{plan}");
+        return Ok(());
+    }
+    let r = fraglab_host::host_run(spec, opts).unwrap_or_else(|e| fail(e));
+    println!(
+        "# {}: {:.1} s on the live kernel (host engine), {} bursts",
+        spec.file,
+        r.duration_ns as f64 / 1e9,
+        r.bursts.len()
+    );
+    print!("{}", fraglab_spec::result::rows::mmtests_rows(&r));
+    if let Some(p) = output {
+        write_json(&p, serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?)?;
+    }
+    Ok(())
+}
+
+/// `validate`: the spec on the live kernel, then in the simulator, in the compare layout.
+pub fn validate(
+    spec: String,
+    floor: String,
+    format: String,
+    fit_memory: bool,
+    dir: Option<PathBuf>,
+) -> Result<(), String> {
+    let (_, spec) = load_config(&spec)?;
+    let opts = fraglab_host::HostOptions {
+        mem_floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
+        fit_memory,
+        workdir: dir,
+        ..Default::default()
+    };
+    let host = fraglab_host::host_run(&spec, &opts).unwrap_or_else(|e| fail(e));
+    let sim = fraglab_sim::timed::run_workload(&spec).map_err(|e| e.to_string())?;
+    let labels = vec!["kernel".to_string(), "simulator".to_string()];
+    let report = fraglab_sim::compare::compare(&labels, &[vec![host], vec![sim]]);
+    let text = match format.as_str() {
+        "json" => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
+        "csv" => fraglab_sim::compare::format_csv(&report),
+        "markdown" => fraglab_sim::compare::format_markdown(&report),
+        _ => format!(
+            "# fraglab validate {}: the kernel's figures, then the simulator's with its difference\n{}",
+            spec.file,
+            fraglab_sim::compare::format_table(&report)
+        ),
+    };
+    print!("{text}");
+    Ok(())
+}
+
+/// `host snapshot`: the one-shot capture as a result JSON, to `output` or standard output.
+fn snapshot(output: Option<PathBuf>) -> Result<(), String> {
+    let r = fraglab_host::snapshot().unwrap_or_else(|e| fail(e));
+    let json = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
+    match output {
+        Some(p) => write_json(&p, json),
+        None => {
+            println!("{json}");
+            Ok(())
+        }
+    }
+}
+
+/// `host restore`: the knobs of the given state file, or of every one found.
+fn restore(state_file: Option<PathBuf>) -> Result<(), String> {
+    let files = match state_file {
+        Some(f) => vec![f],
+        None => fraglab_host::find_state_files(),
+    };
+    if files.is_empty() {
+        println!("no state file of a killed run found");
+    }
+    for f in files {
+        let done = fraglab_host::restore_from_state_file(&f).unwrap_or_else(|e| fail(e));
+        for (n, v) in done {
+            println!("{}: restored {n} = {v}", f.display());
+        }
+    }
+    Ok(())
+}
+
+/// Writes a result JSON (and a final newline) through a temporary file.
+fn write_json(path: &std::path::Path, json: String) -> Result<(), String> {
+    write_via_tmp(path, json + "\n")
+}

@@ -1,0 +1,32 @@
+//! `fraglab report`: one self-contained HTML report of run results and a compare table.
+
+use std::path::PathBuf;
+
+use crate::write_via_tmp;
+
+/// Reads the result JSONs (labelled by file stem) and the optional compare report, and writes
+/// the HTML to `output`.
+pub fn report(results: Vec<PathBuf>, compare: Option<PathBuf>, output: PathBuf) -> Result<(), String> {
+    let mut runs = Vec::new();
+    for p in &results {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let r: fraglab_spec::result::RunResult =
+            serde_json::from_str(&text).map_err(|e| format!("{}: not a fraglab result: {e}", p.display()))?;
+        let label = p
+            .file_stem()
+            .map_or(p.display().to_string(), |s| s.to_string_lossy().into_owned());
+        runs.push((label, r));
+    }
+    let cmp = match &compare {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            Some(
+                serde_json::from_str::<fraglab_spec::result::CompareReport>(&text)
+                    .map_err(|e| format!("{}: not a compare report (--format json): {e}", p.display()))?,
+            )
+        }
+        None => None,
+    };
+    let html = fraglab_report::render_html(&runs, cmp.as_ref());
+    write_via_tmp(&output, html)
+}

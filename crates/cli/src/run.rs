@@ -1,0 +1,105 @@
+//! `fraglab run`: one spec, its `[[op]]`s in order or its timed `[workload]`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::{example, write_via_tmp};
+
+/// Runs the spec file or built-in example; a timed run prints its report and writes its result
+/// JSON to `output`, a list of operations writes what its `print` operations ask for to
+/// `output` or standard output.
+pub fn run(
+    spec: Option<PathBuf>,
+    ex: Option<String>,
+    output: Option<PathBuf>,
+    folio_mode: Option<fraglab_spec::FolioMode>,
+) -> Result<(), String> {
+    let mut spec = match (spec, ex) {
+        (Some(path), _) => fraglab_spec::load_spec(&path).map_err(|e| e.to_string())?,
+        (None, Some(name)) => fraglab_spec::parse_spec(example(&name)?, &format!("examples/{name}.toml"))
+            .map_err(|e| e.to_string())?,
+        (None, None) => unreachable!("clap requires one"),
+    };
+    if let Some(m) = folio_mode {
+        spec.model.folio_mode = m;
+    }
+    let text = if spec.workload.is_some() {
+        // A timed run: the report goes to stdout, the JSON result to -o.
+        let (result, report) = timed(&spec)?;
+        match output {
+            Some(path) => {
+                let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
+                write_via_tmp(&path, json + "\n")?;
+                print!("{report}");
+                return Ok(());
+            }
+            None => report,
+        }
+    } else {
+        fraglab_sim::run_ops(&spec).map_err(|e| e.to_string())?
+    };
+    match output {
+        // Written to a temporary file and renamed, so nothing is half-written.
+        Some(path) => write_via_tmp(&path, text),
+        None => print_to_stdout(&text),
+    }
+}
+
+/// A timed run and its report: a header (simulated and wall time, seed), then the mmtests rows.
+fn timed(spec: &fraglab_spec::Spec) -> Result<(fraglab_spec::result::RunResult, String), String> {
+    let t0 = std::time::Instant::now();
+    let result = run_with_progress(spec)?;
+    let wall = t0.elapsed().as_secs_f64();
+    let sim = result.duration_ns as f64 / 1e9;
+    let mut report = format!(
+        "# {}: {:.1} s simulated in {:.2} s ({:.0}x real time), seed {}\n",
+        spec.file,
+        sim,
+        wall,
+        sim / wall.max(1e-9),
+        result.seed
+    );
+    report.push_str(&fraglab_spec::result::rows::mmtests_rows(&result));
+    Ok((result, report))
+}
+
+/// Writes `text` to standard output; a closed pipe (`fraglab run ... | head`) is not an error.
+fn print_to_stdout(text: &str) -> Result<(), String> {
+    let mut so = std::io::stdout().lock();
+    if let Err(e) = so.write_all(text.as_bytes()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(format!("stdout: {e}"));
+        }
+    }
+    Ok(())
+}
+
+/// A timed run with a progress bar on a terminal (simulated seconds); quiet otherwise (CI).
+fn run_with_progress(spec: &fraglab_spec::Spec) -> Result<fraglab_spec::result::RunResult, String> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return fraglab_sim::timed::run_workload(spec).map_err(|e| e.to_string());
+    }
+    let end = spec.workload.as_ref().map_or(0, |w| w.duration_ns) / 1_000_000_000;
+    let bar = indicatif::ProgressBar::new(end.max(1));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} simulated s (at most)",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    let r = fraglab_sim::timed::run_workload_with_progress(spec, &mut |now, _| {
+        bar.set_position(now / 1_000_000_000)
+    });
+    bar.finish_and_clear();
+    r.map_err(|e| e.to_string())
+}
+
+/// `--folio-mode`: one of [`fraglab_spec::FolioMode::ALL`] by name.
+pub fn parse_folio_mode(s: &str) -> Result<fraglab_spec::FolioMode, String> {
+    fraglab_spec::FolioMode::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = fraglab_spec::FolioMode::ALL.iter().map(|m| m.name()).collect();
+        format!("{s:?} is not one of {}", names.join(", "))
+    })
+}

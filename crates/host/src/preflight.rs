@@ -1,0 +1,622 @@
+//! The preflight checks of a host run ([`preflight`]) and the [`Plan`] they produce (what
+//! `--dry-run` prints).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fraglab_spec::{Spec, TaskParams, TaskStep, WorkloadSpec};
+
+use crate::{
+    hugetlb, knob_path, knobs, procfs, trace, HostError, HostOptions, FILES_PER_SLAB_PAGE, GIB, MIN_KERNEL,
+};
+
+/// One knob as the run will change it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedKnob {
+    pub name: String,
+    pub path: PathBuf,
+    pub current: String,
+    pub new: String,
+}
+
+/// What [`host_run`](crate::host_run) would do: the `--dry-run` output.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub spec_name: Option<String>,
+    pub kernel_release: String,
+    pub knobs: Vec<PlannedKnob>,
+    /// Processes forked: task instances, thp_burst generators, thpchallenge threads.
+    pub processes: u32,
+    /// Peak anonymous memory of the workload (all processes at their peaks), bytes.
+    pub planned_anon_bytes: u64,
+    /// Pipe-buffer pages (`pipes` steps) held, bytes.
+    pub planned_pipe_bytes: u64,
+    /// Empty files created by `slab` steps.
+    pub planned_slab_files: u64,
+    /// Files `read` steps read (name, size) and files `write` steps write (name, end offset).
+    pub read_files: BTreeMap<String, u64>,
+    pub write_files: BTreeMap<String, u64>,
+    /// fio small-file rings: (jobs, file size, files per job), one per `[[workload.fio_smallfiles]]`.
+    pub fio: Vec<(u32, u64, u64)>,
+    pub mem_available_bytes: u64,
+    pub mem_floor_bytes: u64,
+    pub anon_cap_bytes: u64,
+    /// The parent of the run's directory.
+    pub workdir_parent: PathBuf,
+    pub duration: Duration,
+    /// `--fit-memory`: the hugetlb pool the run will hold.
+    pub fit: Option<hugetlb::Fit>,
+    /// Things to know about this machine (free page reporting, DAMON, tracefs).
+    pub notes: Vec<String>,
+}
+
+fn gib(b: u64) -> String {
+    format!("{:.2} GiB", b as f64 / GIB as f64)
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "host run of {} on Linux {}",
+            self.spec_name.as_deref().unwrap_or("(unnamed spec)"),
+            self.kernel_release
+        )?;
+        if self.knobs.is_empty() {
+            writeln!(f, "knobs: none set by the spec")?;
+        } else {
+            writeln!(f, "knobs (restored at the end):")?;
+            let w = self.knobs.iter().map(|k| k.name.len()).max().unwrap_or(0);
+            for k in &self.knobs {
+                let same = if k.current == k.new { "  (unchanged)" } else { "" };
+                writeln!(
+                    f,
+                    "  {:<w$}  {} -> {}{same}    [{}]",
+                    k.name,
+                    k.current,
+                    k.new,
+                    k.path.display()
+                )?;
+            }
+        }
+        writeln!(
+            f,
+            "workload: {} processes, duration at most {:.1} s",
+            self.processes,
+            self.duration.as_secs_f64()
+        )?;
+        writeln!(
+            f,
+            "memory: anonymous {} + pipe buffers {} (cap {}); MemAvailable {} (floor {})",
+            gib(self.planned_anon_bytes),
+            gib(self.planned_pipe_bytes),
+            gib(self.anon_cap_bytes),
+            gib(self.mem_available_bytes),
+            gib(self.mem_floor_bytes)
+        )?;
+        if let Some(fit) = &self.fit {
+            writeln!(
+                f,
+                "fit memory: {} hugetlb pages ({}) held for the run, leaving {} of {} to the \
+                 page allocator (vm.nr_hugepages {} -> {}, restored at the end)",
+                fit.pages,
+                gib(fit.bytes()),
+                gib(fit.mem_total - fit.bytes()),
+                gib(fit.mem_total),
+                fit.before,
+                fit.pages
+            )?;
+        }
+        if self.planned_slab_files > 0 {
+            writeln!(f, "slab: {} empty files", self.planned_slab_files)?;
+        }
+        for (n, s) in &self.read_files {
+            writeln!(f, "file {n}: {} read", gib(*s))?;
+        }
+        for (n, s) in &self.write_files {
+            writeln!(f, "file {n}: {} written", gib(*s))?;
+        }
+        for (jobs, size, per_job) in &self.fio {
+            writeln!(
+                f,
+                "fio: {jobs} jobs, each cycling through {per_job} files of {size} bytes ({} on disk)",
+                gib(*jobs as u64 * per_job * size)
+            )?;
+        }
+        writeln!(
+            f,
+            "files under a fresh directory in {} (removed at the end)",
+            self.workdir_parent.display()
+        )?;
+        for n in &self.notes {
+            writeln!(f, "note: {n}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Plan {
+    pub(crate) fn knob_changes(&self) -> Vec<(String, String)> {
+        self.knobs
+            .iter()
+            .map(|k| (k.name.clone(), k.new.clone()))
+            .collect()
+    }
+}
+
+/// `6.18.44-fc-v657` → (6, 18).
+fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut it = release.split(|c: char| !c.is_ascii_digit());
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+/// Peak anonymous bytes, pipe pages and slab files of one instance of a task program.
+fn task_footprint(t: &TaskParams) -> (u64, u64, u64) {
+    let mut live: BTreeMap<&str, u64> = BTreeMap::new();
+    let (mut peak, mut pipes, mut files) = (0u64, 0u64, 0u64);
+    // Two passes: mappings persist from one loop into the next.
+    for pass in 0..2u32.min(t.loops) {
+        for s in &t.steps {
+            match s {
+                TaskStep::Mmap { vma, size_bytes, .. } => {
+                    live.insert(vma, size_bytes.next_multiple_of(4096));
+                }
+                TaskStep::Munmap { vma } => {
+                    live.remove(vma.as_str());
+                }
+                TaskStep::Slab { count, reclaimable } if pass == 0 => {
+                    if *reclaimable {
+                        files += count * FILES_PER_SLAB_PAGE;
+                    } else {
+                        pipes += count;
+                    }
+                }
+                _ => {}
+            }
+            peak = peak.max(live.values().sum());
+        }
+    }
+    (peak, pipes * t.loops as u64, files * t.loops as u64)
+}
+
+/// The fio rings of a spec: (jobs, file size, files per job). The ring holds the working set
+/// (default 1.5 × the spec's `machine.memory`, as in the simulator: on the host the workload
+/// runs at the spec's absolute sizes, so a spec meant to fragment this machine sets its memory).
+pub(crate) fn fio_rings(spec: &Spec) -> Vec<(u32, u64, u64)> {
+    let Some(w) = spec.workload.as_ref() else {
+        return Vec::new();
+    };
+    // 1.5 × the memory outside the hugetlb pool, as the simulator sizes it.
+    let mem = spec
+        .machine
+        .memory_bytes
+        .unwrap_or(0)
+        .saturating_sub(spec.machine.hugetlb_pages << 21);
+    w.fio_smallfiles
+        .iter()
+        .map(|f| {
+            let ws = f.working_set_bytes.unwrap_or(mem / 2 * 3);
+            let files = (ws / f.file_size_bytes.max(1)).max(f.jobs as u64);
+            (f.jobs, f.file_size_bytes, files / f.jobs.max(1) as u64)
+        })
+        .collect()
+}
+
+fn statvfs(p: &Path) -> Option<(u64, u64)> {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: zeroed statvfs is valid; c is a valid path string.
+    unsafe {
+        let mut s: libc::statvfs = std::mem::zeroed();
+        (libc::statvfs(c.as_ptr(), &mut s) == 0)
+            .then(|| (s.f_bavail as u64 * s.f_frsize as u64, s.f_favail as u64))
+    }
+}
+
+/// What the workload needs, added up over its generators.
+#[derive(Default)]
+struct Footprint {
+    /// Peak anonymous bytes of all processes.
+    anon: u64,
+    /// Pipe-buffer bytes.
+    pipes: u64,
+    /// Empty files of `slab` steps.
+    files: u64,
+    procs: u32,
+    read_files: BTreeMap<String, u64>,
+    write_files: BTreeMap<String, u64>,
+    fio: Vec<(u32, u64, u64)>,
+    /// Bytes and files of the fio rings on disk.
+    fio_disk: u64,
+    fio_files: u64,
+}
+
+/// Checks that `spec` can run on this machine and says what the run would do. Errors: not
+/// Linux, not root, kernel older than [`MIN_KERNEL`], a knob missing at its real path, a
+/// generator the host engine does not run (kbuild, pgbench, `[[op]]` specs), or a safety limit
+/// (anonymous cap, MemAvailable floor, slab files, disk space).
+pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
+    let release = check_machine()?;
+    let w = supported_workload(spec)?;
+    let knobs = planned_knobs(spec)?;
+    let fp = footprint(spec, w);
+    let meminfo = procfs::read("/proc/meminfo")?;
+    let fit = fit_memory(spec, opts, &meminfo)?;
+    // The pool comes out of what is available now.
+    let avail = procfs::mem_available()?.saturating_sub(fit.as_ref().map_or(0, |f| f.bytes()));
+    check_memory_limits(opts, &fp, avail)?;
+    let parent = opts.workdir.clone().unwrap_or_else(|| PathBuf::from("/var/tmp"));
+    check_disk(&parent, &fp)?;
+    let notes = machine_notes(spec, w, opts, &parent, fit.is_some());
+    let mut duration = Duration::from_nanos(w.duration_ns);
+    if let Some(m) = opts.max_duration {
+        duration = duration.min(m);
+    }
+    Ok(Plan {
+        spec_name: spec.name.clone(),
+        kernel_release: release,
+        knobs,
+        processes: fp.procs,
+        planned_anon_bytes: fp.anon,
+        planned_pipe_bytes: fp.pipes,
+        planned_slab_files: fp.files,
+        read_files: fp.read_files,
+        write_files: fp.write_files,
+        fio: fp.fio,
+        mem_available_bytes: avail,
+        mem_floor_bytes: opts.mem_floor_bytes,
+        anon_cap_bytes: opts.anon_cap_bytes,
+        workdir_parent: parent,
+        duration,
+        fit,
+        notes,
+    })
+}
+
+/// Linux, root, a kernel of at least [`MIN_KERNEL`]; returns the kernel release.
+fn check_machine() -> Result<String, HostError> {
+    if !cfg!(target_os = "linux")
+        || std::fs::read_to_string("/proc/sys/kernel/ostype")
+            .map(|s| s.trim().to_string())
+            .ok()
+            != Some("Linux".into())
+    {
+        return Err(HostError::NotLinux);
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(HostError::NotRoot);
+    }
+    let release = procfs::read("/proc/sys/kernel/osrelease")?.trim().to_string();
+    match kernel_version(&release) {
+        Some(v) if v >= MIN_KERNEL => {}
+        _ => {
+            return Err(HostError::KernelTooOld {
+                found: release,
+                need: MIN_KERNEL,
+            })
+        }
+    }
+    Ok(release)
+}
+
+/// The spec's `[workload]`, if it has one and no generator the host engine does not run
+/// (kbuild, pgbench, vm_scalability).
+fn supported_workload(spec: &Spec) -> Result<&WorkloadSpec, HostError> {
+    let Some(w) = spec.workload.as_ref() else {
+        return Err(HostError::Unsupported(format!(
+            "{}: a list of [[op]]s (the host engine runs a [workload])",
+            spec.file
+        )));
+    };
+    if let Some(k) = w.kbuild.first() {
+        return Err(HostError::Unsupported(format!(
+            "{}:{}: [[workload.kbuild]]",
+            spec.file, k.line
+        )));
+    }
+    if let Some(p) = w.pgbench.first() {
+        return Err(HostError::Unsupported(format!(
+            "{}:{}: [[workload.pgbench]]",
+            spec.file, p.line
+        )));
+    }
+    if let Some(v) = w.vm_scalability.first() {
+        return Err(HostError::Unsupported(format!(
+            "{}:{}: [[workload.vm_scalability]]",
+            spec.file, v.line
+        )));
+    }
+    Ok(w)
+}
+
+/// Every knob the spec sets, at its real path, with its current value.
+fn planned_knobs(spec: &Spec) -> Result<Vec<PlannedKnob>, HostError> {
+    let mut knobs = Vec::new();
+    for (name, value) in &spec.knobs {
+        let path = knob_path(name);
+        if !path.exists() {
+            return Err(HostError::MissingKnob {
+                name: name.clone(),
+                path: path.display().to_string(),
+            });
+        }
+        knobs.push(PlannedKnob {
+            name: name.clone(),
+            current: knobs::read_knob(&path)?,
+            new: value.to_string(),
+            path,
+        });
+    }
+    Ok(knobs)
+}
+
+/// The workload's processes, memory, files and fio rings.
+fn footprint(spec: &Spec, w: &WorkloadSpec) -> Footprint {
+    let mut fp = Footprint::default();
+    for t in &w.task {
+        let (a, p, f) = task_footprint(t);
+        fp.anon += a * t.count as u64;
+        fp.pipes += p * 4096 * t.count as u64;
+        fp.files += f * t.count as u64;
+        fp.procs += t.count;
+        for s in &t.steps {
+            match s {
+                TaskStep::Read { file, file_size, .. } => {
+                    let e = fp.read_files.entry(file.clone()).or_default();
+                    *e = (*e).max(*file_size);
+                }
+                TaskStep::Write {
+                    file, offset, length, ..
+                } => {
+                    let e = fp.write_files.entry(file.clone()).or_default();
+                    *e = (*e).max(offset + length);
+                }
+                _ => {}
+            }
+        }
+    }
+    for b in &w.thp_burst {
+        fp.anon += b.size_bytes;
+        fp.procs += 1;
+    }
+    for c in &w.thpchallenge {
+        fp.anon += c.size_bytes * c.threads as u64;
+        fp.procs += c.threads;
+    }
+    fp.fio = fio_rings(spec);
+    for (jobs, size, per_job) in &fp.fio {
+        fp.procs += jobs;
+        fp.fio_files += *jobs as u64 * per_job;
+        fp.fio_disk += *jobs as u64 * per_job * size;
+    }
+    fp
+}
+
+/// The hugetlb pool of the run: the spec's `machine.hugetlb_pages`, or with `--fit-memory` the
+/// difference between MemTotal and the spec's `machine.memory` ([`hugetlb::plan`]).
+fn fit_memory(spec: &Spec, opts: &HostOptions, meminfo: &str) -> Result<Option<hugetlb::Fit>, HostError> {
+    Ok(if spec.machine.hugetlb_pages > 0 {
+        if opts.fit_memory {
+            return Err(HostError::Unsupported(format!(
+                "{}: --fit-memory with machine.hugetlb_pages (the spec already sets the pool)",
+                spec.file
+            )));
+        }
+        Some(hugetlb::exact(
+            meminfo,
+            hugetlb::current_pages()?,
+            spec.machine.hugetlb_pages,
+        )?)
+    } else if opts.fit_memory {
+        let target = spec.machine.memory_bytes.ok_or_else(|| {
+            HostError::Unsupported(format!("{}: --fit-memory needs machine.memory", spec.file))
+        })?;
+        Some(hugetlb::plan(meminfo, hugetlb::current_pages()?, target)?)
+    } else {
+        None
+    })
+}
+
+/// The anonymous cap, the MemAvailable floor (`avail` net of the pool) and the slab-file limit.
+fn check_memory_limits(opts: &HostOptions, fp: &Footprint, avail: u64) -> Result<(), HostError> {
+    let (anon, pipes, files) = (fp.anon, fp.pipes, fp.files);
+    if anon + pipes > opts.anon_cap_bytes {
+        return Err(HostError::Unsafe(format!(
+            "the workload maps {} of anonymous memory and pipe buffers, over the cap of {}",
+            gib(anon + pipes),
+            gib(opts.anon_cap_bytes)
+        )));
+    }
+    if avail.saturating_sub(anon + pipes) < opts.mem_floor_bytes {
+        return Err(HostError::Unsafe(format!(
+            "MemAvailable {} minus the workload's {} is under the floor of {}",
+            gib(avail),
+            gib(anon + pipes),
+            gib(opts.mem_floor_bytes)
+        )));
+    }
+    if files > opts.max_slab_files {
+        return Err(HostError::Unsafe(format!(
+            "slab steps would create {files} files, over the limit of {}",
+            opts.max_slab_files
+        )));
+    }
+    Ok(())
+}
+
+/// The run directory's parent exists and its filesystem has room (bytes with 1 GiB to spare,
+/// inodes with 10,000) for the run's files.
+fn check_disk(parent: &Path, fp: &Footprint) -> Result<(), HostError> {
+    if !parent.is_dir() {
+        return Err(HostError::io(
+            parent.display().to_string(),
+            std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
+        ));
+    }
+    let disk: u64 = fp.read_files.values().sum::<u64>() + fp.write_files.values().sum::<u64>() + fp.fio_disk;
+    if let Some((bytes, inodes)) = statvfs(parent) {
+        if disk + GIB > bytes {
+            return Err(HostError::Unsafe(format!(
+                "the run's files need {} but {} has {} free",
+                gib(disk),
+                parent.display(),
+                gib(bytes)
+            )));
+        }
+        if fp.files + fp.fio_files + 10_000 > inodes {
+            return Err(HostError::Unsafe(format!(
+                "slab steps and fio need {} inodes, {} has {inodes} free",
+                fp.files + fp.fio_files,
+                parent.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Things to know about this machine and how the run fits it (the plan's `note:` lines), in
+/// order: the run directory's filesystem, the host's features, then the spec against the machine.
+fn machine_notes(spec: &Spec, w: &WorkloadSpec, opts: &HostOptions, parent: &Path, fit: bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    let facts = procfs::host_facts();
+    if !fio_rings(spec).is_empty()
+        && procfs::mount_options(parent).is_some_and(|o| o.split(',').any(|x| x == "discard"))
+    {
+        notes.push(format!(
+            "{} is on a filesystem mounted with `discard`: every unlink waits for a discard \
+             (370 to 1,800 a second on this VM's ext4), so fio's deletes and the removal of the \
+             run's files at the end are slow",
+            parent.display()
+        ));
+    }
+    if facts.contains("page_reporting_reported_kib") {
+        notes.push(
+            "free page reporting is active: THP faults on memory reported to the hypervisor cost \
+             ~5 ms instead of ~0.2 ms (reported_kib is recorded in proc_start/proc_end[\"host\"])"
+                .into(),
+        );
+    }
+    if facts
+        .lines()
+        .any(|l| l.starts_with("kdamond_threads ") && l != "kdamond_threads 0")
+    {
+        notes.push("DAMON (kdamond) runs: idle page cache may be reclaimed behind the workload".into());
+    }
+    if !std::fs::read_to_string("/proc/pagetypeinfo").is_ok_and(|t| t.contains("Number of mixed blocks")) {
+        notes.push(
+            "no \"Number of mixed blocks\" in /proc/pagetypeinfo: samples report mixed_blocks = 0".into(),
+        );
+    }
+    if opts.trace {
+        notes.push(match trace::tracefs_mount() {
+            Some(m) => format!("tracing in a private instance under {}", m.display()),
+            None => "tracefs not mounted: it will be mounted for the run and unmounted after".into(),
+        });
+    }
+    notes.extend(spec_vs_machine_notes(spec, w, opts, fit));
+    notes
+}
+
+/// Where the spec and this machine differ (memory, CPUs), steps that act on the whole machine,
+/// and a `run.trace` that tracing off will not record.
+fn spec_vs_machine_notes(spec: &Spec, w: &WorkloadSpec, opts: &HostOptions, fit: bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    let total = procfs::read("/proc/meminfo")
+        .ok()
+        .and_then(|t| procfs::meminfo_bytes(&t, "MemTotal"))
+        .unwrap_or(0);
+    if fit {
+        notes.push(format!(
+            "with the pool the zones still span {}: their watermarks (min {} pages in all) are \
+             the large machine's, and compaction scans past the pool's blocks",
+            gib(total),
+            procfs::read("/proc/zoneinfo")
+                .ok()
+                .and_then(|z| procfs::zone_min_pages(&z))
+                .map_or("?".to_string(), |p| p.to_string())
+        ));
+    } else if let Some(m) = spec.machine.memory_bytes {
+        if m.abs_diff(total) > total / 10 {
+            notes.push(format!(
+                "the spec's machine.memory ({}) is the simulator's; this machine has {} \
+                 (MemTotal), and the workload runs at the spec's absolute sizes \
+                 (--fit-memory holds the difference in a hugetlb pool)",
+                gib(m),
+                gib(total)
+            ));
+        }
+    }
+    // SAFETY: sysconf has no preconditions.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if cpus > 0 && cpus as u32 != spec.machine.cpus {
+        notes.push(format!(
+            "the spec's machine.cpus is {}; this machine has {cpus} online CPUs",
+            spec.machine.cpus
+        ));
+    }
+    let global: Vec<&str> = w
+        .task
+        .iter()
+        .flat_map(|t| &t.steps)
+        .filter_map(|s| match s {
+            TaskStep::CompactMemory => Some("compact_memory"),
+            TaskStep::DropCaches => Some("drop_caches"),
+            _ => None,
+        })
+        .collect();
+    if !global.is_empty() {
+        notes.push(format!(
+            "{} step(s) act on the whole machine, not only on this workload",
+            global.join(", ")
+        ));
+    }
+    if !spec.run.trace.is_empty() && !opts.trace {
+        notes.push("the spec's run.trace is recorded only with tracing on (HostOptions::trace)".into());
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_versions() {
+        assert_eq!(kernel_version("6.18.44-fc-v657"), Some((6, 18)));
+        assert_eq!(kernel_version("5.15.0"), Some((5, 15)));
+        assert!(kernel_version("6.9") < Some(MIN_KERNEL));
+        assert!(kernel_version("6.15-rc1") >= Some(MIN_KERNEL));
+        assert_eq!(kernel_version("x"), None);
+    }
+
+    #[test]
+    fn footprint_peak_and_loops() {
+        let spec = fraglab_spec::parse_spec(
+            r#"
+[machine]
+memory = "1GiB"
+[workload]
+duration = "10s"
+[[workload.task]]
+loops = 3
+steps = [
+  { mmap = "a", size = "64MiB" },
+  { mmap = "b", size = "32MiB" },
+  { munmap = "a" },
+  { pipes = 10 },
+  { slab = 5 },
+]
+"#,
+            "t.toml",
+        )
+        .unwrap();
+        let t = &spec.workload.unwrap().task[0];
+        let (a, p, f) = task_footprint(t);
+        // Peak: a + b live at once; second pass: b (kept) + a again.
+        assert_eq!(a, 96 << 20);
+        assert_eq!(p, 30);
+        assert_eq!(f, 15 * FILES_PER_SLAB_PAGE);
+    }
+}
