@@ -249,12 +249,12 @@ impl Mm {
         self.account_freepages(zi, 1i64 << order, mt);
         let mut last_buddy = None;
         while order < MAX_PAGE_ORDER {
-            if self.capc.is_some() && self.compaction_capture(zi, order, mt) {
+            if self.compact.capc.is_some() && self.compaction_capture(zi, order, mt) {
                 // The direct compactor takes the page (§9.10).
                 self.account_freepages(zi, -(1i64 << order), mt);
                 self.pages.set(pfn, PageKind::Allocated, order);
                 self.pages.a[pfn as usize] = NIL;
-                let capc = self.capc.as_mut().expect("capture control");
+                let capc = self.compact.capc.as_mut().expect("capture control");
                 capc.page = Some(pfn);
                 let want = capc.migratetype;
                 self.pages.b[pfn as usize] = want as u32;

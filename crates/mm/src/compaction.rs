@@ -308,7 +308,7 @@ impl Mm {
 
     /// `fragmentation_score_wmark` (§9.12.3).
     pub fn fragmentation_score_wmark(&self, low: bool) -> u64 {
-        let wmark_low = 100u64.saturating_sub(self.compaction.proactiveness as u64);
+        let wmark_low = 100u64.saturating_sub(self.compact.cfg.proactiveness as u64);
         let leeway = 10u64.min(wmark_low / 2);
         if low {
             wmark_low
@@ -352,7 +352,7 @@ impl Mm {
         };
         if suitable && order > PAGE_ALLOC_COSTLY_ORDER {
             let fi = self.fragmentation_index(zi, order);
-            if fi >= 0 && fi <= self.compaction.extfrag_threshold {
+            if fi >= 0 && fi <= self.compact.cfg.extfrag_threshold {
                 suitable = false;
                 ret = CompactResult::NotSuitableZone;
             }
@@ -627,7 +627,7 @@ impl Mm {
             return false;
         }
         let order = f.order as u32;
-        if order > 0 && self.compaction.folio_mode == FolioMode::SkipLarge {
+        if order > 0 && self.compact.cfg.folio_mode == FolioMode::SkipLarge {
             return false;
         }
         if skip_isolation_on_order(order, cc.order) {
@@ -960,7 +960,7 @@ impl Mm {
     /// `migrate_no_free_split` only a chunk of exactly the folio's order. Calls the free scanner
     /// once if nothing fits. Returns the target pfn.
     pub(crate) fn compaction_alloc(&mut self, cc: &mut CompactControl, order: u32) -> Option<u32> {
-        let exact = self.compaction.folio_mode == FolioMode::MigrateNoFreeSplit;
+        let exact = self.compact.cfg.folio_mode == FolioMode::MigrateNoFreeSplit;
         let find = |cc: &CompactControl| -> Option<u32> {
             if exact {
                 (!cc.freepages[order as usize].is_empty()).then_some(order)
@@ -1172,7 +1172,7 @@ impl Mm {
                 last_migrated = zstart.max(pb_start(cc.migrate_pfn.saturating_sub(1)));
                 let nr_migratepages = cc.nr_migratepages;
                 let err = self.migrate_pages(cc);
-                let ok = self.last_migrate.nr_succeeded;
+                let ok = self.compact.last_migrate.nr_succeeded;
                 let ev = TraceEvent::MmCompactionMigratepages {
                     nr_migrated: ok,
                     nr_failed: nr_migratepages.saturating_sub(ok),
@@ -1186,7 +1186,7 @@ impl Mm {
                         return self.compact_zone_out(cc, ret, isolated_before, mig_before, fail_before);
                     }
                 }
-                if self.capc.is_some_and(|c| c.page.is_some()) {
+                if self.compact.capc.is_some_and(|c| c.page.is_some()) {
                     ret = CompactResult::Success;
                     return self.compact_zone_out(cc, ret, isolated_before, mig_before, fail_before);
                 }
@@ -1199,7 +1199,7 @@ impl Mm {
                     last_migrated = 0;
                 }
             }
-            if self.capc.is_some_and(|c| c.page.is_some()) {
+            if self.compact.capc.is_some_and(|c| c.page.is_some()) {
                 ret = CompactResult::Success;
                 break;
             }
@@ -1296,7 +1296,7 @@ impl Mm {
             cc.whole_zone = prio == CompactPriority::SyncFull;
             cc.ignore_skip_hint = prio == CompactPriority::SyncFull;
             cc.ignore_block_suitable = prio == CompactPriority::SyncFull;
-            self.capc = Some(CaptureControl {
+            self.compact.capc = Some(CaptureControl {
                 zone: zi,
                 order,
                 migratetype: cc.migratetype,
@@ -1304,7 +1304,7 @@ impl Mm {
             });
             let (mut status, stats) = self.compact_zone(&mut cc);
             total.add(&stats);
-            let cap = self.capc.take().and_then(|c| c.page);
+            let cap = self.compact.capc.take().and_then(|c| c.page);
             if let Some(p) = cap {
                 status = CompactResult::Success;
                 captured = Some(p);
@@ -1332,11 +1332,11 @@ impl Mm {
         if order == 0 {
             return false;
         }
-        if self.kcompactd.max_order < order {
-            self.kcompactd.max_order = order;
+        if self.compact.kcompactd.max_order < order {
+            self.compact.kcompactd.max_order = order;
         }
-        if self.kcompactd.highest_zoneidx > highest_zoneidx {
-            self.kcompactd.highest_zoneidx = highest_zoneidx;
+        if self.compact.kcompactd.highest_zoneidx > highest_zoneidx {
+            self.compact.kcompactd.highest_zoneidx = highest_zoneidx;
         }
         let woken = self.kcompactd_node_suitable();
         if woken {
@@ -1346,7 +1346,7 @@ impl Mm {
                 highest_zoneidx: highest_zoneidx as u8,
             };
             self.ctrace(trace_kind::COMPACTION_KCOMPACTD, ev);
-            self.wakeups.push(Wakeup::Kcompactd {
+            self.outbox.wakeups.push(Wakeup::Kcompactd {
                 order,
                 highest_zoneidx,
             });
@@ -1369,8 +1369,8 @@ impl Mm {
         } else {
             AllocFlags::WMARK_MIN
         });
-        let highest = self.kcompactd.highest_zoneidx.min(MAX_NR_ZONES - 1);
-        let order = self.kcompactd.max_order;
+        let highest = self.compact.kcompactd.highest_zoneidx.min(MAX_NR_ZONES - 1);
+        let order = self.compact.kcompactd.max_order;
         (0..=highest).any(|zi| {
             self.zones[zi].populated()
                 && self.compaction_suit_allocation_order(zi, order, highest, af, false, true)
@@ -1382,8 +1382,8 @@ impl Mm {
     /// cached positions, skip hints honoured, no capture; drains all PCPs and defers after a
     /// failed zone. Counts compact_daemon_*.
     pub fn kcompactd_do_work(&mut self) -> CompactRunStats {
-        let order = self.kcompactd.max_order;
-        let highest = self.kcompactd.highest_zoneidx.min(MAX_NR_ZONES - 1);
+        let order = self.compact.kcompactd.max_order;
+        let highest = self.compact.kcompactd.highest_zoneidx.min(MAX_NR_ZONES - 1);
         let af = AllocFlags(if self.tun.defrag_watermarks() {
             AllocFlags::WMARK_HIGH
         } else {
@@ -1425,11 +1425,11 @@ impl Mm {
             self.count(Stat::compact_daemon_free_scanned, stats.free_scanned);
             total.add(&stats);
         }
-        if self.kcompactd.max_order <= order {
-            self.kcompactd.max_order = 0;
+        if self.compact.kcompactd.max_order <= order {
+            self.compact.kcompactd.max_order = 0;
         }
-        if self.kcompactd.highest_zoneidx >= highest {
-            self.kcompactd.highest_zoneidx = self.kcompactd_max_zoneidx();
+        if self.compact.kcompactd.highest_zoneidx >= highest {
+            self.compact.kcompactd.highest_zoneidx = self.kcompactd_max_zoneidx();
         }
         total
     }
@@ -1437,8 +1437,8 @@ impl Mm {
     /// `should_proactive_compact_node` (§9.12.4): proactiveness on, kswapd not running, and
     /// the node's score above the high threshold.
     pub fn should_proactive_compact_node(&self) -> bool {
-        self.compaction.proactiveness > 0
-            && self.kswapd.phase != crate::kswapd::KswapdPhase::Running
+        self.compact.cfg.proactiveness > 0
+            && self.reclaim.kswapd.phase != crate::kswapd::KswapdPhase::Running
             && self.fragmentation_score_node() > self.fragmentation_score_wmark(false)
     }
 
@@ -1487,7 +1487,7 @@ impl Mm {
     pub fn kcompactd_cycle(&mut self) -> KcompactdCycle {
         let mut out = KcompactdCycle::default();
         let mut timeout = HPAGE_FRAG_CHECK_INTERVAL_MSEC;
-        if self.kcompactd.max_order > 0 {
+        if self.compact.kcompactd.max_order > 0 {
             out.stats = self.kcompactd_do_work();
             out.did_work = true;
         } else if self.should_proactive_compact_node() {
@@ -1498,8 +1498,8 @@ impl Mm {
                 timeout <<= COMPACT_MAX_DEFER_SHIFT;
             }
         }
-        out.next_timeout_ms = (self.compaction.proactiveness > 0).then_some(timeout);
-        self.kcompactd.next_timeout_ms = out.next_timeout_ms;
+        out.next_timeout_ms = (self.compact.cfg.proactiveness > 0).then_some(timeout);
+        self.compact.kcompactd.next_timeout_ms = out.next_timeout_ms;
         self.ctrace(
             trace_kind::COMPACTION_KCOMPACTD,
             TraceEvent::MmCompactionKcompactdSleep { nid: 0 },
@@ -1514,7 +1514,7 @@ impl Mm {
 
     /// The capture test of `__free_one_page` (`compaction_capture`, §9.10).
     pub(crate) fn compaction_capture(&mut self, zi: usize, order: u32, mt: MigrateType) -> bool {
-        let Some(c) = self.capc else { return false };
+        let Some(c) = self.compact.capc else { return false };
         if c.page.is_some() || c.zone != zi || c.order != order {
             return false;
         }

@@ -482,9 +482,9 @@ impl Mm {
             .map(|(_, f)| 1u64 << f.order)
             .sum();
         ensure!(
-            dirty == self.nr_dirty,
+            dirty == self.cache.nr_dirty,
             "nr_dirty {} != {dirty} dirty pages",
-            self.nr_dirty
+            self.cache.nr_dirty
         );
         Ok(())
     }
@@ -516,7 +516,7 @@ impl Mm {
 
     /// The page cache (§12): every (mapping, index) entry names a live folio at that index.
     fn check_page_cache(&self) -> Check {
-        for ((m, i), id) in self.page_cache.iter() {
+        for ((m, i), id) in self.cache.index.iter() {
             let f = &self.folios.folios[id as usize];
             ensure!(
                 f.live && f.mapping == m && f.index == i,
@@ -568,7 +568,7 @@ impl Mm {
     /// Walks LRU list `l` (`folio_lru_list`); returns its length in folios.
     fn check_lru_list(&self, l: usize) -> Result<usize, InvariantViolation> {
         let (mut prev, mut pages, mut n) = (NIL, 0u64, 0usize);
-        let mut id = self.lruvec.lists[l].first;
+        let mut id = self.reclaim.lruvec.lists[l].first;
         while id != NIL {
             let f = &self.folios.folios[id as usize];
             ensure!(
@@ -593,11 +593,14 @@ impl Mm {
             n += 1;
             ensure!(n <= self.folios.folios.len(), "LRU list {l} loops");
         }
-        ensure!(self.lruvec.lists[l].last == prev, "LRU list {l}: bad last");
         ensure!(
-            self.lruvec.pages[l] == pages,
+            self.reclaim.lruvec.lists[l].last == prev,
+            "LRU list {l}: bad last"
+        );
+        ensure!(
+            self.reclaim.lruvec.pages[l] == pages,
             "LRU list {l}: size {} != {pages}",
-            self.lruvec.pages[l]
+            self.reclaim.lruvec.pages[l]
         );
         Ok(n)
     }
@@ -605,19 +608,23 @@ impl Mm {
     /// Swap (§10.3.6): slots used = pages in the swap map, within the device, no empty entry,
     /// a shadow only for content in swap.
     fn check_swap(&self) -> Check {
-        let in_map: u64 = self.swap.map.values().sum();
+        let in_map: u64 = self.reclaim.swap.map.values().sum();
         ensure!(
-            in_map == self.swap.used && self.swap.used <= self.swap.total,
+            in_map == self.reclaim.swap.used && self.reclaim.swap.used <= self.reclaim.swap.total,
             "swap: {} slots used of {}, {in_map} pages in the swap map",
-            self.swap.used,
-            self.swap.total
+            self.reclaim.swap.used,
+            self.reclaim.swap.total
         );
         ensure!(
-            self.swap.map.values().all(|&n| n > 0),
+            self.reclaim.swap.map.values().all(|&n| n > 0),
             "swap map holds an empty entry"
         );
         ensure!(
-            self.swap.shadows.keys().all(|t| self.swap.map.contains_key(t)),
+            self.reclaim
+                .swap
+                .shadows
+                .keys()
+                .all(|t| self.reclaim.swap.map.contains_key(t)),
             "swap shadow for content not in swap"
         );
         Ok(())
@@ -626,7 +633,7 @@ impl Mm {
     /// Page-cache shadows (§10.3.8, mm/workingset.c) consistent and bounded; the xarray nodes
     /// that hold them consistent once settled.
     fn check_workingset_and_xarray(&self) -> Check {
-        if let Err(e) = self.workingset.check(self.workingset_shadow_bound()) {
+        if let Err(e) = self.reclaim.workingset.check(self.workingset_shadow_bound()) {
             return Err(InvariantViolation(format!("workingset: {e}")));
         }
         if self.xa_settled() {
@@ -639,7 +646,7 @@ impl Mm {
 
     /// Shrinkable slab entries that are still live are slab folios.
     fn check_shrinkable_slab(&self) -> Check {
-        for &(id, token) in &self.shrinkable_slab {
+        for &(id, token) in &self.reclaim.shrinkable_slab {
             if let Some(f) = self.folios.folios.get(id as usize) {
                 ensure!(
                     !(f.live && f.token == token) || f.kind == crate::folio::FolioKind::Slab,

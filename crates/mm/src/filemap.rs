@@ -337,17 +337,17 @@ pub struct ReadStats {
 impl Mm {
     /// Registers a mapping; its id (≥ 1) names it in folios and the page cache.
     pub fn add_mapping(&mut self, m: Mapping) -> u32 {
-        self.mappings.push(m);
-        self.mappings.len() as u32
+        self.cache.mappings.push(m);
+        self.cache.mappings.len() as u32
     }
 
     pub fn mapping(&self, id: u32) -> Mapping {
-        self.mappings[(id - 1) as usize]
+        self.cache.mappings[(id - 1) as usize]
     }
 
     /// The folio of `mapping` covering page `index`, if cached.
     pub fn filemap_lookup(&self, mapping: u32, index: u64) -> Option<FolioId> {
-        self.page_cache.lookup(mapping, index)
+        self.cache.index.lookup(mapping, index)
     }
 
     /// Whether pages [index, index + 2^order) of `mapping` are all uncached.
@@ -356,7 +356,8 @@ impl Mm {
         if self.filemap_lookup(mapping, index).is_some() {
             return false;
         }
-        self.page_cache
+        self.cache
+            .index
             .next_from(mapping, index)
             .is_none_or(|(_, i)| i >= end)
     }
@@ -368,12 +369,12 @@ impl Mm {
         let f = &mut self.folios.folios[id as usize];
         f.mapping = mapping;
         f.index = index;
-        self.page_cache.insert(mapping, index, order, id);
+        self.cache.index.insert(mapping, index, order, id);
         self.page_cache_added(id);
         // `__filemap_add_folio`: the xarray nodes the store needs, with `gfp & GFP_RECLAIM_MASK`.
-        self.xa.add_gfp = Some(gfp);
+        self.cache.xa.add_gfp = Some(gfp);
         self.xa_settle(cpu);
-        self.xa.add_gfp = None;
+        self.cache.xa.add_gfp = None;
         Some(id)
     }
 
@@ -421,7 +422,7 @@ impl Mm {
             loop {
                 if self.filemap_range_empty(mapping, pos, order) {
                     let gfp =
-                        write_folio_gfp(self.pagecache.costly_order_policy, base, hint, order, m.min_order);
+                        write_folio_gfp(self.cache.cfg.costly_order_policy, base, hint, order, m.min_order);
                     let r = self.filemap_add(cpu, mapping, pos, order, gfp);
                     st.attempts.push(WriteAttempt {
                         index: pos,
@@ -429,7 +430,7 @@ impl Mm {
                         order,
                         gfp,
                         ok: r.is_some(),
-                        work: self.last_alloc,
+                        work: self.work.last_alloc,
                     });
                     if let Some(id) = r {
                         got = Some((id, order));
@@ -802,7 +803,7 @@ impl Mm {
     pub fn filemap_writeback_range(&mut self, mapping: u32, index: u64, n: u64) -> u64 {
         let mut written = 0;
         let mut pos = index;
-        while let Some((id, i)) = self.page_cache.next_from(mapping, pos) {
+        while let Some((id, i)) = self.cache.index.next_from(mapping, pos) {
             if i >= index + n {
                 break;
             }
@@ -822,7 +823,7 @@ impl Mm {
     /// every clean, unmapped page-cache folio not isolated is removed and freed (no shadow
     /// entries are left: invalidation is not eviction). Dirty folios stay. Returns pages freed.
     pub fn drop_caches(&mut self, cpu: u32) -> u64 {
-        let ids: Vec<FolioId> = self.page_cache.iter().map(|(_, id)| id).collect();
+        let ids: Vec<FolioId> = self.cache.index.iter().map(|(_, id)| id).collect();
         let mut freed = 0;
         for id in ids {
             let f = &self.folios.folios[id as usize];
@@ -855,7 +856,7 @@ impl Mm {
     pub fn filemap_truncate_range(&mut self, cpu: u32, mapping: u32, index: u64, n: u64) -> u64 {
         let end = index.saturating_add(n);
         let mut freed = 0;
-        while let Some((id, i)) = self.page_cache.next_from(mapping, index) {
+        while let Some((id, i)) = self.cache.index.next_from(mapping, index) {
             if i >= end {
                 break;
             }
@@ -867,7 +868,7 @@ impl Mm {
             self.free_folio(cpu, id);
         }
         if end > index {
-            self.workingset.forget_range(mapping, index, end - index);
+            self.reclaim.workingset.forget_range(mapping, index, end - index);
             self.xa_settle(cpu);
         }
         freed

@@ -263,7 +263,7 @@ impl Mm {
     ) -> Option<FolioId> {
         let pfn = self.alloc_pages(cpu, gfp, order)?;
         let id = self.folios.insert(pfn, order, kind, nofs, None);
-        self.folios.folios[id as usize].owner = self.cur_pid;
+        self.folios.folios[id as usize].owner = self.cur.pid;
         self.pages.a[pfn as usize] = id;
         self.pages.set_flag(pfn, PG_LRU, kind.on_lru());
         if kind.on_lru() {
@@ -285,11 +285,11 @@ impl Mm {
             self.lru_del(id);
         }
         if f.mapping != 0 {
-            self.page_cache.remove(f.mapping, f.index, f.order as u32, id);
+            self.cache.index.remove(f.mapping, f.index, f.order as u32, id);
         }
         if f.dirty {
-            self.nr_dirty -= 1u64 << f.order;
-            self.stats[crate::vmstat::Stat::nr_dirty as usize] = self.nr_dirty;
+            self.cache.nr_dirty -= 1u64 << f.order;
+            self.stats[crate::vmstat::Stat::nr_dirty as usize] = self.cache.nr_dirty;
         }
         self.folios.remove(id);
         self.free_pages(cpu, f.pfn, f.order as u32);
@@ -338,9 +338,9 @@ impl Mm {
             nf.index = f.index + i as u64;
             if f.mapping != 0 {
                 if i == 0 {
-                    self.page_cache.remove(f.mapping, f.index, f.order as u32, id);
+                    self.cache.index.remove(f.mapping, f.index, f.order as u32, id);
                 }
-                self.page_cache.insert(f.mapping, f.index + i as u64, 0, pid);
+                self.cache.index.insert(f.mapping, f.index + i as u64, 0, pid);
             }
             self.pages.set(pfn, PageKind::Allocated, 0);
             self.pages.a[pfn as usize] = pid;

@@ -111,7 +111,7 @@ impl Mm {
             return;
         }
         let hz = highest_zoneidx.idx();
-        let k = &mut self.kswapd;
+        let k = &mut self.reclaim.kswapd;
         if k.highest_zoneidx.is_none_or(|cur| cur < hz) {
             k.highest_zoneidx = Some(hz);
         }
@@ -121,7 +121,7 @@ impl Mm {
         if k.phase == KswapdPhase::Running {
             return;
         }
-        if self.kswapd_failures >= KSWAPD_MAX_FAILURES
+        if self.reclaim.kswapd_failures >= KSWAPD_MAX_FAILURES
             || (self.pgdat_balanced(order, hz) && !self.pgdat_watermark_boosted(hz))
         {
             if !gfp.intersects(Gfp::DIRECT_RECLAIM) {
@@ -129,11 +129,11 @@ impl Mm {
             }
             return;
         }
-        match self.kswapd.phase {
-            KswapdPhase::Napping { .. } => self.kswapd.nap_cut_short = true,
-            _ => self.kswapd.phase = KswapdPhase::Running,
+        match self.reclaim.kswapd.phase {
+            KswapdPhase::Napping { .. } => self.reclaim.kswapd.nap_cut_short = true,
+            _ => self.reclaim.kswapd.phase = KswapdPhase::Running,
         }
-        self.kswapd.wakes += 1;
+        self.reclaim.kswapd.wakes += 1;
         if self.trace_on(trace_kind::VMSCAN_KSWAPD) {
             let ev = TraceEvent::MmVmscanWakeupKswapd {
                 nid: 0,
@@ -142,7 +142,7 @@ impl Mm {
             };
             self.emit(0, ev);
         }
-        self.wakeups.push(Wakeup::Kswapd {
+        self.outbox.wakeups.push(Wakeup::Kswapd {
             zone: self.zones[zi].zone_type,
             order,
             highest_zoneidx,
@@ -152,12 +152,12 @@ impl Mm {
 
     /// `kswapd_highest_zoneidx`: the recorded zone index, or the previous cycle's if unset.
     fn kswapd_highest_zoneidx(&self, prev: usize) -> usize {
-        self.kswapd.highest_zoneidx.unwrap_or(prev)
+        self.reclaim.kswapd.highest_zoneidx.unwrap_or(prev)
     }
 
     /// `prepare_kswapd_sleep` (§10.2.3): the node is hopeless or balanced at `order`.
     pub fn prepare_kswapd_sleep(&self, order: u32, highest_zoneidx: usize) -> bool {
-        self.kswapd_failures >= KSWAPD_MAX_FAILURES || self.pgdat_balanced(order, highest_zoneidx)
+        self.reclaim.kswapd_failures >= KSWAPD_MAX_FAILURES || self.pgdat_balanced(order, highest_zoneidx)
     }
 
     /// One pass of the kswapd thread from a wake-up (§10.2.1): read and reset the request,
@@ -167,13 +167,13 @@ impl Mm {
     /// skip bits are reset, kcompactd is woken for the allocation order and the thread naps;
     /// otherwise `kswapd_high_wmark_hit_quickly` and the thread stays runnable.
     pub fn kswapd_run(&mut self) -> KswapdCycle {
-        let alloc_order = self.kswapd.order;
-        let hz = self.kswapd_highest_zoneidx(self.kswapd.prev_highest_zoneidx);
-        self.kswapd.order = 0;
-        self.kswapd.highest_zoneidx = None;
-        self.kswapd.prev_highest_zoneidx = hz;
-        self.kswapd.phase = KswapdPhase::Running;
-        self.kswapd.nap_cut_short = false;
+        let alloc_order = self.reclaim.kswapd.order;
+        let hz = self.kswapd_highest_zoneidx(self.reclaim.kswapd.prev_highest_zoneidx);
+        self.reclaim.kswapd.order = 0;
+        self.reclaim.kswapd.highest_zoneidx = None;
+        self.reclaim.kswapd.prev_highest_zoneidx = hz;
+        self.reclaim.kswapd.phase = KswapdPhase::Running;
+        self.reclaim.kswapd.nap_cut_short = false;
         self.kswapd_trace_wake(hz, alloc_order);
         let b = self.balance_pgdat(alloc_order, hz);
         let mut cycle = KswapdCycle {
@@ -191,9 +191,9 @@ impl Mm {
             (alloc_order, b.reclaim_order, hz)
         } else {
             // Back at the top of the kswapd() loop: both orders are the recorded one.
-            let o = self.kswapd.order;
+            let o = self.reclaim.kswapd.order;
             let h = self.kswapd_highest_zoneidx(hz);
-            self.kswapd.prev_highest_zoneidx = h;
+            self.reclaim.kswapd.prev_highest_zoneidx = h;
             (o, o, h)
         };
         self.kswapd_try_to_sleep(a, r, h, &mut cycle);
@@ -215,8 +215,8 @@ impl Mm {
             if alloc_order > 0 {
                 cycle.kcompactd_woken |= self.wakeup_kcompactd(alloc_order, hz);
             }
-            self.kswapd.nap_cut_short = false;
-            self.kswapd.phase = KswapdPhase::Napping {
+            self.reclaim.kswapd.nap_cut_short = false;
+            self.reclaim.kswapd.phase = KswapdPhase::Napping {
                 alloc_order,
                 reclaim_order,
                 highest_zoneidx: hz,
@@ -224,7 +224,7 @@ impl Mm {
             cycle.napping = true;
         } else {
             self.count(Stat::kswapd_high_wmark_hit_quickly, 1);
-            self.kswapd.phase = KswapdPhase::Running;
+            self.reclaim.kswapd.phase = KswapdPhase::Running;
         }
     }
 
@@ -237,11 +237,11 @@ impl Mm {
             alloc_order,
             reclaim_order,
             highest_zoneidx,
-        } = self.kswapd.phase
+        } = self.reclaim.kswapd.phase
         else {
-            panic!("kswapd_nap_done while kswapd is {:?}", self.kswapd.phase);
+            panic!("kswapd_nap_done while kswapd is {:?}", self.reclaim.kswapd.phase);
         };
-        let remaining = self.kswapd.nap_cut_short;
+        let remaining = self.reclaim.kswapd.nap_cut_short;
         let mut cycle = KswapdCycle {
             alloc_order,
             reclaim_order,
@@ -250,14 +250,14 @@ impl Mm {
         };
         if remaining {
             let h = self.kswapd_highest_zoneidx(highest_zoneidx);
-            self.kswapd.highest_zoneidx = Some(h);
-            if self.kswapd.order < reclaim_order {
-                self.kswapd.order = reclaim_order;
+            self.reclaim.kswapd.highest_zoneidx = Some(h);
+            if self.reclaim.kswapd.order < reclaim_order {
+                self.reclaim.kswapd.order = reclaim_order;
             }
         }
         if !remaining && self.prepare_kswapd_sleep(reclaim_order, highest_zoneidx) {
             self.kswapd_trace_sleep();
-            self.kswapd.phase = KswapdPhase::Sleeping;
+            self.reclaim.kswapd.phase = KswapdPhase::Sleeping;
             cycle.asleep = true;
         } else {
             self.count(
@@ -268,9 +268,9 @@ impl Mm {
                 },
                 1,
             );
-            self.kswapd.phase = KswapdPhase::Running;
+            self.reclaim.kswapd.phase = KswapdPhase::Running;
         }
-        self.kswapd.nap_cut_short = false;
+        self.reclaim.kswapd.nap_cut_short = false;
         cycle
     }
 
@@ -282,7 +282,7 @@ impl Mm {
         let mut out = Vec::new();
         let mut runs = 0;
         loop {
-            match self.kswapd.phase {
+            match self.reclaim.kswapd.phase {
                 KswapdPhase::Sleeping => break,
                 KswapdPhase::Napping { .. } => out.push(self.kswapd_nap_done()),
                 KswapdPhase::Running => {
@@ -300,7 +300,7 @@ impl Mm {
     /// `kswapd_age_node`: age the anon active list when its inactive list is low and a swap
     /// device exists (`can_age_anon_pages`: total swap, not free slots or may_swap; §10.2.2).
     fn kswapd_age_node(&mut self, sc: &mut ScanControl) {
-        if self.swap.total == 0 {
+        if self.reclaim.swap.total == 0 {
             return;
         }
         if self.inactive_is_low(LRU_INACTIVE_ANON) {
@@ -402,7 +402,7 @@ impl Mm {
                 continue 'restart;
             }
             if !done && sc.nr_reclaimed == 0 {
-                self.kswapd_failures += 1;
+                self.reclaim.kswapd_failures += 1;
             }
             break;
         }

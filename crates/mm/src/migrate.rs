@@ -78,7 +78,7 @@ impl Mm {
         let mut st = MigrateStats::default();
         let mut enomem = false;
         let mut pieces: Vec<FolioId> = Vec::new();
-        let split_first = self.compaction.folio_mode == FolioMode::SplitLarge;
+        let split_first = self.compact.cfg.folio_mode == FolioMode::SplitLarge;
         for &id in &list {
             if enomem {
                 self.putback_folio(id);
@@ -153,8 +153,8 @@ impl Mm {
                 },
             );
         }
-        self.last_migrate = st;
-        self.last_migrate_nr_pages = nr_pages;
+        self.compact.last_migrate = st;
+        self.compact.last_migrate_nr_pages = nr_pages;
         enomem
     }
 }

@@ -44,7 +44,9 @@ pub const PG_LRU: u8 = 0x80;
 /// Per-page state, struct of arrays (architecture.md "Data structures").
 ///
 /// `a`/`b` are the list links (next/prev) of Buddy and Pcp heads; for Allocated heads `a` is the
-/// owner id given by the caller (folio id), `b` unused.
+/// owner id given by the caller (folio id) and `b` the migratetype the chunk was allocated with
+/// (what page_owner records, kernel-model.md §30.4; read it with
+/// [`PageArray::alloc_migratetype`]).
 #[derive(Clone, Debug)]
 pub struct PageArray {
     pub state: Vec<u8>,
@@ -59,6 +61,13 @@ impl PageArray {
             a: vec![NIL; nr],
             b: vec![NIL; nr],
         }
+    }
+
+    /// The migratetype an allocated chunk's head was allocated with (the gfp's, or the one
+    /// compaction or a claim gave it); meaningless for other pages.
+    #[inline]
+    pub fn alloc_migratetype(&self, head: u32) -> u32 {
+        self.b[head as usize]
     }
 
     #[inline]

@@ -99,7 +99,11 @@ pub struct FallbackStats {
     pub steal: [[u64; MIGRATE_PCPTYPES]; MIGRATE_PCPTYPES],
 }
 
-/// The model of one machine: a single node (§19.1 item 1).
+/// The model of one machine: a single node (§19.1 item 1), its state grouped by mechanism as
+/// the kernel groups it in `struct pglist_data` and `struct zone`: the memory map and pageblock
+/// bits at the top, then reclaim, compaction, the page cache and THP each in a structure of
+/// their own, the task context and trace buffer of the current operation, and the requests the
+/// model hands to whoever owns the clock.
 pub struct Mm {
     pub zones: Vec<Zone>,
     pub pages: PageArray,
@@ -115,66 +119,126 @@ pub struct Mm {
     /// Node items, globals and events of /proc/vmstat, indexed by `Stat` (zone items live in
     /// the zones).
     pub stats: [u64; NR_STATS],
-    /// Check every invariant after each operation (architecture.md "Errors", debug-vm).
-    pub debug_vm: bool,
-    /// Recorded trace events, if tracing is on.
-    pub trace_buf: Vec<TraceRecord>,
-    /// Which kmem events are recorded (bit per `TraceKind`).
-    pub trace_mask: u32,
-    /// Time stamp and task put on trace records (set by the engine; 0 without a clock).
-    pub now_ns: u64,
-    pub cur_pid: u32,
-    pub cur_comm: String,
-    /// Wake-ups requested since the engine last took them.
-    pub wakeups: Vec<Wakeup>,
     /// Fallback events by class (§6.5), counted whether or not tracing is on.
     pub fallbacks: FallbackStats,
+    /// Check every invariant after each operation (architecture.md "Errors", debug-vm).
+    pub debug_vm: bool,
     /// The folio registry.
     pub folios: crate::folio::FolioTable,
-    /// The node's LRU lists (§10.3).
-    pub lruvec: crate::vmscan::Lruvec,
+    /// Reclaim: the LRU lists, kswapd, swap, shadows, the slab shrinker (§10).
+    pub reclaim: Reclaim,
+    /// Compaction: its knobs and switches, kcompactd, the capture request, the last migration
+    /// (§9, §13).
+    pub compact: Compact,
+    /// The page cache: its policy switches, index, mappings, xarray nodes, dirty pages (§12).
+    pub cache: PageCacheState,
     /// THP knobs (§11.1) and the per-size mTHP stats.
     pub thp: crate::huge_memory::ThpConfig,
     pub mthp: crate::huge_memory::MthpStats,
-    /// Model switches and compaction knobs.
-    pub compaction: crate::compaction::CompactionConfig,
-    /// Page-cache allocation policy switches (§12.5).
-    pub pagecache: crate::filemap::PagecacheConfig,
-    /// The page cache (mapping, index) → folio.
-    pub page_cache: crate::filemap::PageCache,
-    /// The page-cache mappings (`Mm::add_mapping`; id = index + 1).
-    pub mappings: Vec<crate::filemap::Mapping>,
-    /// A direct compactor's capture request (`task_capc`, §9.10), while one runs.
-    pub(crate) capc: Option<crate::compaction::CaptureControl>,
+    /// The task the current operation runs for and the time, put on trace records and folios
+    /// (set by the engine; 0 and pid 1 without a clock).
+    pub cur: Current,
+    /// The trace buffer and which events it records.
+    pub trace: Tracing,
+    /// What the model asks of whoever owns the clock and the tasks.
+    pub outbox: Outbox,
+    /// The work of the last allocation and the work summed since boot (the cost model's input).
+    pub work: Work,
+    pub(crate) end_pfn: u32,
+}
+
+/// Reclaim's node state (`pglist_data`'s lruvec, kswapd fields; the swap device; the slab
+/// shrinker), §10.
+#[derive(Default)]
+pub struct Reclaim {
+    /// The node's LRU lists (§10.3).
+    pub lruvec: crate::vmscan::Lruvec,
     /// kswapd's state (§10.1–§10.2) and `pgdat->kswapd_failures`.
     pub kswapd: crate::kswapd::KswapdState,
     pub kswapd_failures: u32,
     /// The swap device (none by default) and the page cache's shadow entries.
     pub swap: crate::swap::SwapDevice,
     pub workingset: crate::workingset::Workingset,
-    /// The page cache's xarray nodes (`radix_tree_node` slab), when modelled.
-    pub xa: crate::xa_node::XaNodes,
     /// Reclaimable slab folios (`set_slab_shrinkable`), oldest first, with their tokens.
     pub shrinkable_slab: std::collections::VecDeque<(crate::folio::FolioId, u64)>,
-    /// Dirty page-cache pages (`NR_FILE_DIRTY`).
-    pub nr_dirty: u64,
     /// The shrinker of those caches (its deferred scan work).
     pub slab_shrinker: crate::vmscan::SlabShrinker,
-    /// Tasks the OOM killer killed, in order (for whoever owns the tasks).
-    pub oom_victims: Vec<u32>,
+    /// Folios reclaimed by `shrink_folio_list` since boot (the cost model charges reclaim per
+    /// folio and per page).
+    pub reclaimed_folios: u64,
+}
+
+/// Compaction's node state (§9).
+#[derive(Default)]
+pub struct Compact {
+    /// Model switches and compaction knobs.
+    pub cfg: crate::compaction::CompactionConfig,
+    /// A direct compactor's capture request (`task_capc`, §9.10), while one runs.
+    pub(crate) capc: Option<crate::compaction::CaptureControl>,
     /// kcompactd's state (§9.11.1).
     pub kcompactd: crate::compaction::KcompactdState,
     /// What the last `migrate_pages` call did, and how many pages it was given.
     pub last_migrate: crate::migrate::MigrateStats,
     pub last_migrate_nr_pages: u64,
+}
+
+/// The page cache (§12).
+#[derive(Default)]
+pub struct PageCacheState {
+    /// Page-cache allocation policy switches (§12.5).
+    pub cfg: crate::filemap::PagecacheConfig,
+    /// The page cache (mapping, index) → folio.
+    pub index: crate::filemap::PageCache,
+    /// The page-cache mappings (`Mm::add_mapping`; id = index + 1).
+    pub mappings: Vec<crate::filemap::Mapping>,
+    /// The page cache's xarray nodes (`radix_tree_node` slab), when modelled.
+    pub xa: crate::xa_node::XaNodes,
+    /// Dirty page-cache pages (`NR_FILE_DIRTY`).
+    pub nr_dirty: u64,
+}
+
+/// The task the current operation runs for (`current`), and the time.
+pub struct Current {
+    pub now_ns: u64,
+    pub pid: u32,
+    pub comm: String,
+}
+
+impl Default for Current {
+    fn default() -> Self {
+        Current {
+            now_ns: 0,
+            pid: 1,
+            comm: "fraglab".to_string(),
+        }
+    }
+}
+
+/// The trace buffer.
+#[derive(Default)]
+pub struct Tracing {
+    /// Recorded trace events, if tracing is on.
+    pub buf: Vec<TraceRecord>,
+    /// Which events are recorded (bit per `trace_kind`).
+    pub mask: u32,
+}
+
+/// Requests the model hands to whoever owns the clock and the tasks.
+#[derive(Default)]
+pub struct Outbox {
+    /// Wake-ups requested since the engine last took them.
+    pub wakeups: Vec<Wakeup>,
+    /// Tasks the OOM killer killed, in order.
+    pub oom_victims: Vec<u32>,
+}
+
+/// Allocation work, for the cost model.
+#[derive(Default)]
+pub struct Work {
     /// What the last `alloc_pages` call's slow path did.
     pub last_alloc: crate::slowpath::AllocWork,
     /// Allocation work summed since boot.
-    pub work_sum: crate::slowpath::WorkSum,
-    /// Folios reclaimed by `shrink_folio_list` since boot (the cost model charges reclaim per
-    /// folio and per page).
-    pub reclaimed_folios: u64,
-    pub(crate) end_pfn: u32,
+    pub sum: crate::slowpath::WorkSum,
 }
 
 /// Bits of `Mm::trace_mask`.
@@ -313,38 +377,24 @@ impl Mm {
             min_free_kbytes: 0,
             nr_cpus,
             stats: [0; NR_STATS],
-            debug_vm: cfg.debug_vm,
-            trace_buf: Vec::new(),
-            trace_mask: 0,
-            now_ns: 0,
-            cur_pid: 1,
-            cur_comm: "fraglab".to_string(),
-            wakeups: Vec::new(),
             fallbacks: FallbackStats::default(),
+            debug_vm: cfg.debug_vm,
             folios: Default::default(),
-            lruvec: Default::default(),
+            reclaim: Reclaim::default(),
+            compact: Compact {
+                cfg: cfg.compaction.clone(),
+                ..Default::default()
+            },
+            cache: PageCacheState {
+                cfg: cfg.pagecache,
+                ..Default::default()
+            },
             thp: cfg.thp.clone(),
             mthp: Default::default(),
-            compaction: cfg.compaction.clone(),
-            capc: None,
-            kcompactd: Default::default(),
-            kswapd: Default::default(),
-            kswapd_failures: 0,
-            oom_victims: Vec::new(),
-            nr_dirty: 0,
-            swap: Default::default(),
-            workingset: Default::default(),
-            xa: Default::default(),
-            shrinkable_slab: Default::default(),
-            slab_shrinker: Default::default(),
-            work_sum: Default::default(),
-            reclaimed_folios: 0,
-            pagecache: cfg.pagecache,
-            page_cache: Default::default(),
-            mappings: Vec::new(),
-            last_migrate: Default::default(),
-            last_migrate_nr_pages: 0,
-            last_alloc: Default::default(),
+            cur: Current::default(),
+            trace: Tracing::default(),
+            outbox: Outbox::default(),
+            work: Work::default(),
             end_pfn,
         };
         for zc in &machine.zones {
@@ -384,11 +434,11 @@ impl Mm {
         for zi in 0..mm.zones.len() {
             mm.reset_cached_positions(zi);
         }
-        mm.swap.total = cfg.swap_pages;
+        mm.reclaim.swap.total = cfg.swap_pages;
         mm.set_xa_nodes(cfg.xa_nodes);
-        mm.kcompactd.highest_zoneidx = mm.kcompactd_max_zoneidx();
-        mm.kcompactd.next_timeout_ms =
-            (mm.compaction.proactiveness > 0).then_some(crate::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);
+        mm.compact.kcompactd.highest_zoneidx = mm.kcompactd_max_zoneidx();
+        mm.compact.kcompactd.next_timeout_ms =
+            (mm.compact.cfg.proactiveness > 0).then_some(crate::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);
         Ok(mm)
     }
 
@@ -597,27 +647,28 @@ impl Mm {
 
     #[inline]
     pub(crate) fn trace_on(&self, kind: u32) -> bool {
-        self.trace_mask & kind != 0
+        self.trace.mask & kind != 0
     }
 
     pub(crate) fn emit(&mut self, cpu: u32, event: TraceEvent) {
-        self.trace_buf
-            .push(TraceRecord::new(self.now_ns, cpu, self.cur_pid, event).with_comm(self.cur_comm.clone()));
+        self.trace.buf.push(
+            TraceRecord::new(self.cur.now_ns, cpu, self.cur.pid, event).with_comm(self.cur.comm.clone()),
+        );
     }
 
     /// Enables recording of the kmem events in `mask` (bits of [`trace_kind`]).
     pub fn set_trace_mask(&mut self, mask: u32) {
-        self.trace_mask = mask;
+        self.trace.mask = mask;
     }
 
     /// Takes the recorded trace events.
     pub fn take_trace(&mut self) -> Vec<TraceRecord> {
-        std::mem::take(&mut self.trace_buf)
+        std::mem::take(&mut self.trace.buf)
     }
 
     /// Takes the wake-ups requested since the last call.
     pub fn take_wakeups(&mut self) -> Vec<Wakeup> {
-        std::mem::take(&mut self.wakeups)
+        std::mem::take(&mut self.outbox.wakeups)
     }
 
     /// Host memory held by the model's per-page and per-block state, in bytes (capacity of

@@ -965,7 +965,7 @@ impl Mm {
             return None;
         }
         assert!(cpu < self.nr_cpus, "cpu {cpu} out of range");
-        self.last_alloc = crate::slowpath::AllocWork::default();
+        self.work.last_alloc = crate::slowpath::AllocWork::default();
         let ac = self.alloc_context(gfp);
         let mut alloc_flags = AllocFlags(AllocFlags::WMARK_LOW);
         alloc_flags.set(self.alloc_flags_nofragment(ac.preferred_zone, gfp).0);
@@ -973,8 +973,8 @@ impl Mm {
         if page.is_none() {
             page = self.alloc_pages_slowpath(cpu, gfp, order, &ac);
         }
-        let w = self.last_alloc;
-        self.work_sum.add(&w);
+        let w = self.work.last_alloc;
+        self.work.sum.add(&w);
         if self.trace_on(trace_kind::MM_PAGE_ALLOC) {
             self.emit(
                 cpu,

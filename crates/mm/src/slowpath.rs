@@ -137,12 +137,12 @@ impl Mm {
             return (None, CompactResult::Skipped);
         }
         let (rc, captured, st) = self.try_to_compact_pages(cpu, gfp, order, alloc_flags, prio);
-        self.last_alloc.compaction = add_stats(self.last_alloc.compaction, st);
+        self.work.last_alloc.compaction = add_stats(self.work.last_alloc.compaction, st);
         if rc == CompactResult::Skipped {
             return (None, rc);
         }
         self.count(Stat::compact_stall, 1);
-        self.last_alloc.compact_stalls += 1;
+        self.work.last_alloc.compact_stalls += 1;
         let page = captured.or_else(|| self.get_page_from_freelist(cpu, gfp, order, alloc_flags, ac));
         match page {
             Some(pfn) => {
@@ -166,11 +166,11 @@ impl Mm {
         alloc_flags: AllocFlags,
         ac: &AllocContext,
     ) -> (Option<u32>, u64) {
-        let folios_before = self.reclaimed_folios;
+        let folios_before = self.reclaim.reclaimed_folios;
         let progress = self.try_to_free_pages(cpu, gfp, order);
-        self.last_alloc.reclaim_calls += 1;
-        self.last_alloc.reclaimed += progress;
-        self.last_alloc.reclaimed_folios += self.reclaimed_folios - folios_before;
+        self.work.last_alloc.reclaim_calls += 1;
+        self.work.last_alloc.reclaimed += progress;
+        self.work.last_alloc.reclaimed_folios += self.reclaim.reclaimed_folios - folios_before;
         if progress == 0 {
             return (None, 0);
         }
@@ -179,9 +179,9 @@ impl Mm {
             self.unreserve_highatomic_pageblock(ac, false);
             let before = self.pcp_pages_total();
             let ipis = self.drain_all_pages();
-            self.last_alloc.drains += 1;
-            self.last_alloc.drain_ipis += ipis;
-            self.last_alloc.drained_pages += before - self.pcp_pages_total();
+            self.work.last_alloc.drains += 1;
+            self.work.last_alloc.drain_ipis += ipis;
+            self.work.last_alloc.drained_pages += before - self.pcp_pages_total();
             page = self.get_page_from_freelist(cpu, gfp, order, alloc_flags, ac);
         }
         (page, progress)
@@ -337,7 +337,7 @@ impl Mm {
     pub fn out_of_memory(&mut self, cpu: u32, gfp: Gfp) -> bool {
         use crate::folio::FolioKind;
         if !gfp.intersects(Gfp::FS) {
-            self.last_alloc.oom_nofs_fail = true;
+            self.work.last_alloc.oom_nofs_fail = true;
             return false;
         }
         let Some((&victim, _)) = self
@@ -358,14 +358,14 @@ impl Mm {
             self.free_folio(cpu, id);
         }
         self.count(Stat::oom_kill, 1);
-        self.oom_victims.push(victim);
-        self.last_alloc.oom_kills += 1;
+        self.outbox.oom_victims.push(victim);
+        self.work.last_alloc.oom_kills += 1;
         true
     }
 
     /// The V4 exit (§12.5): `wakeup_kcompactd(node, order, highest_zoneidx)`, then fail.
     fn v4_kcompactd_background(&mut self, order: u32, ac: &AllocContext) -> Option<u32> {
-        self.last_alloc.kcompactd_wakes += 1;
+        self.work.last_alloc.kcompactd_wakes += 1;
         self.wakeup_kcompactd(order, ac.highest_zoneidx.idx());
         None
     }
@@ -378,7 +378,7 @@ impl Mm {
         order: u32,
         ac: &AllocContext,
     ) -> Option<u32> {
-        self.last_alloc.slowpath = true;
+        self.work.last_alloc.slowpath = true;
         let can_direct_reclaim = gfp.intersects(Gfp::DIRECT_RECLAIM);
         let can_compact = gfp.compaction_allowed();
         let costly = order > PAGE_ALLOC_COSTLY_ORDER;
@@ -397,11 +397,11 @@ impl Mm {
         // §12.5 V4 ("kcompactd background"): a costly NORETRY request that could do direct
         // work wakes kcompactd and fails. Placed before step 4 by default (the intended
         // semantics), or after it, where the posted diff sits relative to direct reclaim.
-        let v4 = self.pagecache.costly_order_policy == CostlyOrderPolicy::V4KcompactdBackground
+        let v4 = self.cache.cfg.costly_order_policy == CostlyOrderPolicy::V4KcompactdBackground
             && costly
             && gfp.intersects(Gfp::NORETRY)
             && can_direct_reclaim;
-        if v4 && self.pagecache.v4_position == V4Position::BeforeInitialCompaction {
+        if v4 && self.cache.cfg.v4_position == V4Position::BeforeInitialCompaction {
             return self.v4_kcompactd_background(order, ac);
         }
         // Step 4: initial async compaction for costly and non-movable high-order requests.
@@ -455,7 +455,7 @@ impl Mm {
                 return None;
             }
             // Step 11.
-            self.last_alloc.retries += 1;
+            self.work.last_alloc.retries += 1;
             if self.should_reclaim_retry(order, ac, alloc_flags, progress > 0, &mut no_progress_loops) {
                 continue;
             }
@@ -474,7 +474,7 @@ impl Mm {
             // Step 12 (§8 D5): defrag_mode drops NOFRAGMENT once before giving up.
             if self.tun.defrag_nofragment() && alloc_flags.has(AllocFlags::NOFRAGMENT) {
                 alloc_flags.clear(AllocFlags::NOFRAGMENT);
-                self.last_alloc.nofragment_dropped = true;
+                self.work.last_alloc.nofragment_dropped = true;
                 continue;
             }
             // Step 13: the OOM killer; progress (a victim was killed) restarts the retries.
@@ -495,7 +495,7 @@ impl Mm {
                 if let Some(p) = self.get_page_from_freelist(cpu, gfp, order, f, ac) {
                     return Some(p);
                 }
-                self.last_alloc.nofail_failed = true;
+                self.work.last_alloc.nofail_failed = true;
             }
             return None;
         }

@@ -38,22 +38,22 @@ impl SwapDevice {
 impl Mm {
     /// `can_reclaim_anon_pages` without memcg: swap has a free slot (`get_nr_swap_pages() > 0`).
     pub fn can_reclaim_anon(&self) -> bool {
-        self.swap.free_slots() > 0
+        self.reclaim.swap.free_slots() > 0
     }
 
     /// Puts `nr` pages of content `token` in swap with its shadow (the folio is freed by the
     /// caller). Counts `pswpout` (pages).
     pub(crate) fn swap_out(&mut self, token: u64, nr: u64, eviction: u64, workingset: bool) {
-        assert!(self.swap.free_slots() >= nr, "swap_out without room");
-        self.swap.used += nr;
-        *self.swap.map.entry(token).or_default() += nr;
-        self.swap.shadows.insert(token, (eviction, workingset));
+        assert!(self.reclaim.swap.free_slots() >= nr, "swap_out without room");
+        self.reclaim.swap.used += nr;
+        *self.reclaim.swap.map.entry(token).or_default() += nr;
+        self.reclaim.swap.shadows.insert(token, (eviction, workingset));
         self.count(Stat::pswpout, nr);
     }
 
     /// Pages of content `token` in swap.
     pub fn swapped(&self, token: u64) -> u64 {
-        self.swap.map.get(&token).copied().unwrap_or(0)
+        self.reclaim.swap.map.get(&token).copied().unwrap_or(0)
     }
 
     /// A swap-in fault on one page of content `token` (`do_swap_page`, order 0): allocates an
@@ -73,7 +73,7 @@ impl Mm {
             self.free_folio(cpu, id);
             return None;
         }
-        let shadow = self.swap.shadows.get(&token).copied();
+        let shadow = self.reclaim.swap.shadows.get(&token).copied();
         self.swap_free_pages(token, 1);
         self.count(Stat::pswpin, 1);
         if let Some((eviction, workingset)) = shadow {
@@ -83,13 +83,13 @@ impl Mm {
     }
 
     fn swap_free_pages(&mut self, token: u64, nr: u64) {
-        let e = self.swap.map.get_mut(&token).expect("content in swap");
+        let e = self.reclaim.swap.map.get_mut(&token).expect("content in swap");
         *e -= nr;
         if *e == 0 {
-            self.swap.map.remove(&token);
-            self.swap.shadows.remove(&token);
+            self.reclaim.swap.map.remove(&token);
+            self.reclaim.swap.shadows.remove(&token);
         }
-        self.swap.used -= nr;
+        self.reclaim.swap.used -= nr;
     }
 
     /// Frees every slot of content `token` (munmap or exit of swapped-out memory:

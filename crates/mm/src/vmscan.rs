@@ -57,7 +57,7 @@ impl Mm {
     /// `lruvec_add_folio`: puts an LRU folio at the head of its list and sets PageLRU.
     pub(crate) fn lru_add(&mut self, id: FolioId) {
         let l = self.folio_lru_list(id);
-        let first = self.lruvec.lists[l as usize].first;
+        let first = self.reclaim.lruvec.lists[l as usize].first;
         let f = &mut self.folios.folios[id as usize];
         debug_assert_eq!(f.lru, LRU_NONE, "folio {id} is already on a list");
         f.lru = l;
@@ -65,12 +65,12 @@ impl Mm {
         f.lru_next = first;
         let (pfn, nr) = (f.pfn, 1u64 << f.order);
         if first == NIL {
-            self.lruvec.lists[l as usize].last = id;
+            self.reclaim.lruvec.lists[l as usize].last = id;
         } else {
             self.folios.folios[first as usize].lru_prev = id;
         }
-        self.lruvec.lists[l as usize].first = id;
-        self.lruvec.pages[l as usize] += nr;
+        self.reclaim.lruvec.lists[l as usize].first = id;
+        self.reclaim.lruvec.pages[l as usize] += nr;
         self.pages.set_flag(pfn, PG_LRU, true);
     }
 
@@ -84,16 +84,16 @@ impl Mm {
         f.lru_next = NIL;
         f.lru_prev = NIL;
         if prev == NIL {
-            self.lruvec.lists[l as usize].first = next;
+            self.reclaim.lruvec.lists[l as usize].first = next;
         } else {
             self.folios.folios[prev as usize].lru_next = next;
         }
         if next == NIL {
-            self.lruvec.lists[l as usize].last = prev;
+            self.reclaim.lruvec.lists[l as usize].last = prev;
         } else {
             self.folios.folios[next as usize].lru_prev = prev;
         }
-        self.lruvec.pages[l as usize] -= nr;
+        self.reclaim.lruvec.pages[l as usize] -= nr;
         self.pages.set_flag(pfn, PG_LRU, false);
     }
 
@@ -136,7 +136,7 @@ impl Mm {
     /// The folios of an LRU list from head (newest) to tail (oldest).
     pub fn lru_folios(&self, list: u8) -> Vec<FolioId> {
         let mut out = Vec::new();
-        let mut id = self.lruvec.lists[list as usize].first;
+        let mut id = self.reclaim.lruvec.lists[list as usize].first;
         while id != NIL {
             out.push(id);
             id = self.folios.folios[id as usize].lru_next;
@@ -253,8 +253,8 @@ impl Mm {
     /// `inactive_is_low` (§10.3.4): with gb = (inactive + active) in GiB and ratio =
     /// int_sqrt(10·gb) (1 below 1 GiB), the inactive list is low if inactive·ratio < active.
     pub fn inactive_is_low(&self, inactive_list: u8) -> bool {
-        let inactive = self.lruvec.pages[inactive_list as usize];
-        let active = self.lruvec.pages[inactive_list as usize + 1];
+        let inactive = self.reclaim.lruvec.pages[inactive_list as usize];
+        let active = self.reclaim.lruvec.pages[inactive_list as usize + 1];
         let gb = (inactive + active) >> (30 - crate::types::PAGE_SHIFT);
         let ratio = if gb > 0 {
             ((10 * gb) as f64).sqrt() as u64
@@ -320,7 +320,7 @@ impl Mm {
         let mut taken = Vec::new();
         let mut skipped = Vec::new();
         let mut nr_skipped = [0u64; crate::types::MAX_NR_ZONES];
-        let mut id = self.lruvec.lists[lru as usize].last;
+        let mut id = self.reclaim.lruvec.lists[lru as usize].last;
         while id != NIL && scan < nr_to_scan {
             let f = &self.folios.folios[id as usize];
             let (prev, nr) = (f.lru_prev, 1u64 << f.order);
@@ -518,7 +518,7 @@ impl Mm {
                 self.putback_isolated_for_free(id);
                 self.page_cache_evict(sc.cpu, id);
                 stat.nr_reclaimed += nr;
-                self.reclaimed_folios += 1;
+                self.reclaim.reclaimed_folios += 1;
                 continue;
             }
             // Anonymous.
@@ -532,7 +532,7 @@ impl Mm {
                 self.putback_isolated(id, false);
                 continue;
             }
-            if self.swap.free_slots() < nr {
+            if self.reclaim.swap.free_slots() < nr {
                 if order == 0 {
                     stat.nr_activate[0] += nr;
                     self.putback_isolated(id, true);
@@ -563,7 +563,7 @@ impl Mm {
             stat.nr_pageout += nr;
             self.free_folio(sc.cpu, id);
             stat.nr_reclaimed += nr;
-            self.reclaimed_folios += 1;
+            self.reclaim.reclaimed_folios += 1;
         }
         self.count(Stat::pgactivate, stat.nr_activate[0] + stat.nr_activate[1]);
         stat
@@ -586,14 +586,14 @@ impl Mm {
             return;
         }
         if file {
-            self.lruvec.file_cost += cost;
+            self.reclaim.lruvec.file_cost += cost;
         } else {
-            self.lruvec.anon_cost += cost;
+            self.reclaim.lruvec.anon_cost += cost;
         }
-        let lrusize: u64 = self.lruvec.pages[..4].iter().sum();
-        if self.lruvec.file_cost + self.lruvec.anon_cost > lrusize / 4 {
-            self.lruvec.file_cost /= 2;
-            self.lruvec.anon_cost /= 2;
+        let lrusize: u64 = self.reclaim.lruvec.pages[..4].iter().sum();
+        if self.reclaim.lruvec.file_cost + self.reclaim.lruvec.anon_cost > lrusize / 4 {
+            self.reclaim.lruvec.file_cost /= 2;
+            self.reclaim.lruvec.anon_cost /= 2;
         }
     }
 
@@ -602,7 +602,7 @@ impl Mm {
     /// of direct reclaim (`do_try_to_free_pages`) and of kswapd's `balance_pgdat`.
     pub fn snapshot_refaults(&mut self) {
         use crate::vmstat::Stat;
-        self.lruvec.refaults = [
+        self.reclaim.lruvec.refaults = [
             self.stat(Stat::workingset_activate_anon),
             self.stat(Stat::workingset_activate_file),
         ];
@@ -619,18 +619,18 @@ impl Mm {
             sc.may_deactivate = DEACTIVATE_ANON | DEACTIVATE_FILE;
         } else {
             sc.may_deactivate = 0;
-            if self.stat(Stat::workingset_activate_anon) != self.lruvec.refaults[0]
+            if self.stat(Stat::workingset_activate_anon) != self.reclaim.lruvec.refaults[0]
                 || self.inactive_is_low(LRU_INACTIVE_ANON)
             {
                 sc.may_deactivate |= DEACTIVATE_ANON;
             }
-            if self.stat(Stat::workingset_activate_file) != self.lruvec.refaults[1]
+            if self.stat(Stat::workingset_activate_file) != self.reclaim.lruvec.refaults[1]
                 || self.inactive_is_low(LRU_INACTIVE_FILE)
             {
                 sc.may_deactivate |= DEACTIVATE_FILE;
             }
         }
-        let inactive_file = self.lruvec.pages[LRU_INACTIVE_FILE as usize];
+        let inactive_file = self.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize];
         sc.cache_trim_mode = (inactive_file >> sc.priority) > 0
             && sc.may_deactivate & DEACTIVATE_FILE == 0
             && !sc.no_cache_trim_mode;
@@ -641,9 +641,9 @@ impl Mm {
             .filter(|z| z.managed > 0)
             .map(|z| z.wmark_pages(crate::mmzone::WMARK_HIGH))
             .sum();
-        let file =
-            self.lruvec.pages[LRU_INACTIVE_FILE as usize] + self.lruvec.pages[LRU_ACTIVE_FILE as usize];
-        let anon = self.lruvec.pages[LRU_INACTIVE_ANON as usize];
+        let file = self.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize]
+            + self.reclaim.lruvec.pages[LRU_ACTIVE_FILE as usize];
+        let anon = self.reclaim.lruvec.pages[LRU_INACTIVE_ANON as usize];
         sc.file_is_tiny = (file as i64 + free) as u64 <= high
             && sc.may_deactivate & DEACTIVATE_ANON == 0
             && (anon >> sc.priority) > 0;
@@ -670,7 +670,7 @@ impl Mm {
             ScanBalance::Fract
         };
         // calculate_pressure_balance.
-        let (sa, sf) = (self.lruvec.anon_cost, self.lruvec.file_cost);
+        let (sa, sf) = (self.reclaim.lruvec.anon_cost, self.reclaim.lruvec.file_cost);
         let total = sa + sf;
         let anon_cost = total + sa;
         let file_cost = total + sf;
@@ -774,7 +774,7 @@ impl Mm {
                 nr[l] -= nr[l].min(done);
             }
         }
-        if self.swap.total > 0 && self.inactive_is_low(LRU_INACTIVE_ANON) {
+        if self.reclaim.swap.total > 0 && self.inactive_is_low(LRU_INACTIVE_ANON) {
             self.shrink_active_list(cluster, LRU_ACTIVE_ANON, sc);
         }
     }
@@ -790,7 +790,7 @@ impl Mm {
     pub fn set_slab_shrinkable(&mut self, id: FolioId) {
         let f = self.folios.get(id);
         assert_eq!(f.kind, FolioKind::Slab, "only slab folios are shrinkable");
-        self.shrinkable_slab.push_back((id, f.token));
+        self.reclaim.shrinkable_slab.push_back((id, f.token));
     }
 
     /// Whether folio `id` is live and holds content `token` (the owner's check for folios
@@ -819,23 +819,23 @@ impl Mm {
     pub fn shrink_slab(&mut self, sc: &mut ScanControl) -> u64 {
         use crate::vmstat::Stat;
         let folios = &self.folios.folios;
-        self.shrinkable_slab.retain(|&(id, token)| {
+        self.reclaim.shrinkable_slab.retain(|&(id, token)| {
             let f = &folios[id as usize];
             f.live && f.token == token
         });
-        let freeable = self.shrinkable_slab.len() as u64 * self.tun.vfs_cache_pressure as u64 / 100;
+        let freeable = self.reclaim.shrinkable_slab.len() as u64 * self.tun.vfs_cache_pressure as u64 / 100;
         if freeable == 0 {
             return 0;
         }
         let priority = sc.priority.clamp(0, 63) as u32;
-        let nr = std::mem::take(&mut self.slab_shrinker.nr_deferred);
+        let nr = std::mem::take(&mut self.reclaim.slab_shrinker.nr_deferred);
         let delta = (freeable >> priority) * 4 / DEFAULT_SEEKS;
         let mut total_scan = ((nr >> priority) + delta).min(2 * freeable);
         let (mut scanned, mut freed_pages) = (0u64, 0u64);
         while total_scan >= SHRINK_BATCH || total_scan >= freeable {
             let n = SHRINK_BATCH.min(total_scan);
             for _ in 0..n {
-                let Some((id, _)) = self.shrinkable_slab.pop_front() else {
+                let Some((id, _)) = self.reclaim.shrinkable_slab.pop_front() else {
                     break;
                 };
                 freed_pages += 1u64 << self.folios.folios[id as usize].order;
@@ -845,7 +845,7 @@ impl Mm {
             total_scan -= n;
             scanned += n;
         }
-        self.slab_shrinker.nr_deferred = (nr + delta).saturating_sub(scanned).min(2 * freeable);
+        self.reclaim.slab_shrinker.nr_deferred = (nr + delta).saturating_sub(scanned).min(2 * freeable);
         sc.nr_reclaimed += freed_pages;
         freed_pages
     }
@@ -880,9 +880,9 @@ impl Mm {
                 return false;
             }
         }
-        let mut inactive = self.lruvec.pages[LRU_INACTIVE_FILE as usize];
+        let mut inactive = self.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize];
         if self.can_reclaim_anon() {
-            inactive += self.lruvec.pages[LRU_INACTIVE_ANON as usize];
+            inactive += self.reclaim.lruvec.pages[LRU_INACTIVE_ANON as usize];
         }
         inactive > crate::compaction::compact_gap(sc.order)
     }
@@ -911,7 +911,7 @@ impl Mm {
             }
         }
         if reclaimable {
-            self.kswapd_failures = 0;
+            self.reclaim.kswapd_failures = 0;
         } else if sc.cache_trim_mode {
             sc.cache_trim_mode_failed = true;
         }
@@ -1032,7 +1032,7 @@ impl Mm {
 impl Mm {
     /// `folio_mark_dirty` for a file folio (written to by the workload; the flusher cleans it).
     pub fn folio_mark_dirty(&mut self, id: FolioId, dirty: bool) {
-        let now = self.now_ns;
+        let now = self.cur.now_ns;
         let f = &mut self.folios.folios[id as usize];
         assert_eq!(f.kind, FolioKind::File, "only file folios are dirtied");
         if dirty && !f.dirty {
@@ -1040,12 +1040,12 @@ impl Mm {
         }
         let nr = 1u64 << f.order;
         match (f.dirty, dirty) {
-            (false, true) => self.nr_dirty += nr,
-            (true, false) => self.nr_dirty -= nr,
+            (false, true) => self.cache.nr_dirty += nr,
+            (true, false) => self.cache.nr_dirty -= nr,
             _ => {}
         }
         // NR_FILE_DIRTY, as /proc/vmstat's nr_dirty shows it.
-        self.stats[crate::vmstat::Stat::nr_dirty as usize] = self.nr_dirty;
+        self.stats[crate::vmstat::Stat::nr_dirty as usize] = self.cache.nr_dirty;
         self.folios.folios[id as usize].dirty = dirty;
     }
 
@@ -1054,8 +1054,8 @@ impl Mm {
     /// (free pages + file LRU pages).
     pub fn dirty_thresholds(&self) -> (u64, u64) {
         let free: i64 = self.zones.iter().map(|z| z.nr_free_pages()).sum();
-        let file =
-            self.lruvec.pages[LRU_INACTIVE_FILE as usize] + self.lruvec.pages[LRU_ACTIVE_FILE as usize];
+        let file = self.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize]
+            + self.reclaim.lruvec.pages[LRU_ACTIVE_FILE as usize];
         let avail = free.max(0) as u64 + file;
         (avail / 10, avail / 5)
     }
@@ -1063,11 +1063,12 @@ impl Mm {
     /// Background writeback: cleans the oldest dirty page-cache folios until at most `target`
     /// pages are dirty. Returns the pages cleaned.
     pub fn writeback_oldest(&mut self, target: u64) -> u64 {
-        if self.nr_dirty <= target {
+        if self.cache.nr_dirty <= target {
             return 0;
         }
         let mut dirty: Vec<(u64, FolioId)> = self
-            .page_cache
+            .cache
+            .index
             .iter()
             .map(|(_, id)| id)
             .filter(|&id| self.folios.folios[id as usize].dirty)
@@ -1076,7 +1077,7 @@ impl Mm {
         dirty.sort_unstable();
         let mut n = 0;
         for (_, id) in dirty {
-            if self.nr_dirty <= target {
+            if self.cache.nr_dirty <= target {
                 break;
             }
             n += 1u64 << self.folios.folios[id as usize].order;
@@ -1089,9 +1090,10 @@ impl Mm {
     /// page-cache folios dirty for at least `expire_ns` are written back and become clean (the
     /// write completes at once). Returns the pages cleaned.
     pub fn writeback_expired(&mut self, expire_ns: u64) -> u64 {
-        let now = self.now_ns;
+        let now = self.cur.now_ns;
         let ids: Vec<FolioId> = self
-            .page_cache
+            .cache
+            .index
             .iter()
             .map(|(_, id)| id)
             .filter(|&id| {

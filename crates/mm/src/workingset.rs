@@ -203,13 +203,13 @@ impl Workingset {
 impl Mm {
     /// `workingset_age_nonresident`.
     pub(crate) fn workingset_age(&mut self, nr: u64) {
-        self.workingset.nonresident_age += nr;
+        self.reclaim.workingset.nonresident_age += nr;
     }
 
     /// The eviction stamp of `workingset_eviction`: the age *before* this eviction, which then
     /// ages the non-resident pages by the folio's size.
     pub(crate) fn workingset_eviction_age(&mut self, nr: u64) -> u64 {
-        let eviction = self.workingset.nonresident_age;
+        let eviction = self.reclaim.workingset.nonresident_age;
         self.workingset_age(nr);
         eviction
     }
@@ -232,7 +232,7 @@ impl Mm {
         let (mapping, index, nr, workingset) = (f.mapping, f.index, 1u64 << f.order, f.workingset);
         if mapping != 0 {
             let eviction = self.workingset_eviction_age(nr);
-            let ws = &mut self.workingset;
+            let ws = &mut self.reclaim.workingset;
             // A stale shadow in the range (a folio added without `workingset_refault`) goes.
             ws.take_range(mapping, index, nr);
             let seq = ws.next_seq;
@@ -248,9 +248,9 @@ impl Mm {
                 },
             );
             let bound = self.workingset_shadow_bound();
-            while self.workingset.len() > bound {
-                let &(_, m, s) = self.workingset.fifo.first().expect("shadows");
-                self.workingset.remove(m, s);
+            while self.reclaim.workingset.len() > bound {
+                let &(_, m, s) = self.reclaim.workingset.fifo.first().expect("shadows");
+                self.reclaim.workingset.remove(m, s);
                 self.count(Stat::workingset_nodereclaim, 1);
             }
         }
@@ -261,8 +261,8 @@ impl Mm {
     /// workingset: active file pages; plus inactive file for an anon refault; plus, when swap
     /// has room, active anon — and inactive anon for a file refault.
     pub fn workingset_test_recent(&self, eviction: u64, file: bool) -> bool {
-        let p = &self.lruvec.pages;
-        let distance = self.workingset.nonresident_age.wrapping_sub(eviction);
+        let p = &self.reclaim.lruvec.pages;
+        let distance = self.reclaim.workingset.nonresident_age.wrapping_sub(eviction);
         let mut ws = p[LRU_ACTIVE_FILE as usize];
         if !file {
             ws += p[LRU_INACTIVE_FILE as usize];
@@ -323,7 +323,7 @@ impl Mm {
             return;
         }
         let (mapping, index, nr) = (f.mapping, f.index, 1u64 << f.order);
-        let Some(sh) = self.workingset.take_range(mapping, index, nr) else {
+        let Some(sh) = self.reclaim.workingset.take_range(mapping, index, nr) else {
             return;
         };
         self.workingset_refault_shadow(id, sh.eviction, sh.workingset);
@@ -337,6 +337,6 @@ impl Mm {
     /// Drops the page-cache shadows of `mapping` (truncate/unlink: `truncate_inode_pages`
     /// clears shadow entries too).
     pub fn workingset_forget_mapping(&mut self, mapping: u32) {
-        self.workingset.forget_mapping(mapping);
+        self.reclaim.workingset.forget_mapping(mapping);
     }
 }

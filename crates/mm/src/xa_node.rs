@@ -285,19 +285,19 @@ impl Mm {
     /// Turns the xarray-node model on or off; to be set at boot, before any page-cache
     /// insertion (the `[model] xa_nodes` switch).
     pub fn set_xa_nodes(&mut self, on: bool) {
-        self.xa.enabled = on;
-        self.page_cache.xa_log_on = on;
-        self.workingset.xa_log_on = on;
+        self.cache.xa.enabled = on;
+        self.cache.index.xa_log_on = on;
+        self.reclaim.workingset.xa_log_on = on;
     }
 
     /// Declares `mapping` to stand for files of `pages` pages each, laid end to end (file `k`
     /// holds indices `[k * pages, (k + 1) * pages)`), each with its own xarray; 0 = one file.
     pub fn xa_set_file_pages(&mut self, mapping: u32, pages: u64) {
         let m = (mapping - 1) as usize;
-        if self.xa.file_pages.len() <= m {
-            self.xa.file_pages.resize(m + 1, 0);
+        if self.cache.xa.file_pages.len() <= m {
+            self.cache.xa.file_pages.resize(m + 1, 0);
         }
-        self.xa.file_pages[m] = pages;
+        self.cache.xa.file_pages[m] = pages;
     }
 
     /// Brings the xarray nodes in line with the page cache and shadow entries changed since the
@@ -308,26 +308,28 @@ impl Mm {
     /// entered reclaim, which evicted page cache) returns at once and the outer call settles
     /// the new changes too.
     pub(crate) fn xa_settle(&mut self, cpu: u32) {
-        if !self.xa.enabled || self.xa.in_settle {
+        if !self.cache.xa.enabled || self.cache.xa.in_settle {
             return;
         }
-        if self.page_cache.xa_log.is_empty() && self.workingset.xa_log.is_empty() {
+        if self.cache.index.xa_log.is_empty() && self.reclaim.workingset.xa_log.is_empty() {
             return;
         }
-        self.xa.in_settle = true;
+        self.cache.xa.in_settle = true;
         let mut touched = Vec::new();
         loop {
-            let mut ev = std::mem::take(&mut self.page_cache.xa_log);
-            ev.append(&mut self.workingset.xa_log);
+            let mut ev = std::mem::take(&mut self.cache.index.xa_log);
+            ev.append(&mut self.reclaim.workingset.xa_log);
             if ev.is_empty() {
-                if self.xa.stats.shadow_nodes > self.xa_max_shadow_nodes() && self.xa_reclaim_shadow_node() {
+                if self.cache.xa.stats.shadow_nodes > self.xa_max_shadow_nodes()
+                    && self.xa_reclaim_shadow_node()
+                {
                     continue;
                 }
                 break;
             }
             touched.clear();
             for e in ev {
-                self.xa.apply(e, &mut touched);
+                self.cache.xa.apply(e, &mut touched);
             }
             touched.sort_unstable();
             touched.dedup();
@@ -335,41 +337,42 @@ impl Mm {
                 self.xa_sync(cpu, k);
             }
         }
-        self.xa.in_settle = false;
+        self.cache.xa.in_settle = false;
     }
 
     /// `xas_create` / `xas_delete_node` for one node place: allocates the node it needs or
     /// frees the one it no longer needs.
     fn xa_sync(&mut self, cpu: u32, k: NodeKey) {
-        let need = self.xa.required(k);
-        let has = self.xa.group(k).and_then(|g| g.node);
+        let need = self.cache.xa.required(k);
+        let has = self.cache.xa.group(k).and_then(|g| g.node);
         match (need, has) {
             (true, None) => {
                 let base = self
+                    .cache
                     .xa
                     .add_gfp
-                    .unwrap_or_else(|| self.mappings[(k.mapping - 1) as usize].gfp);
+                    .unwrap_or_else(|| self.cache.mappings[(k.mapping - 1) as usize].gfp);
                 match self.xa_node_alloc(cpu, base) {
-                    Some(slot) => self.xa.group_mut(k).node = Some(slot),
-                    None => self.xa.stats.alloc_failed += 1,
+                    Some(slot) => self.cache.xa.group_mut(k).node = Some(slot),
+                    None => self.cache.xa.stats.alloc_failed += 1,
                 }
             }
             (false, Some(slot)) => {
-                self.xa.group_mut(k).node = None;
+                self.cache.xa.group_mut(k).node = None;
                 self.xa_node_free(cpu, slot);
             }
             _ => {}
         }
-        if self.xa.group(k).is_some() {
-            let g = self.xa.group_mut(k);
+        if self.cache.xa.group(k).is_some() {
+            let g = self.cache.xa.group_mut(k);
             debug_assert!(g.count >= 0, "xarray node place {k:?} has {} entries", g.count);
             let so = k.level == 0 && g.node.is_some() && g.count > 0 && g.count == g.shadows;
             if so != g.shadow_only {
                 g.shadow_only = so;
                 if so {
-                    self.xa.stats.shadow_nodes += 1;
+                    self.cache.xa.stats.shadow_nodes += 1;
                 } else {
-                    self.xa.stats.shadow_nodes -= 1;
+                    self.cache.xa.stats.shadow_nodes -= 1;
                 }
             }
         }
@@ -389,10 +392,10 @@ impl Mm {
     /// bound is exceeded, not only from reclaim's `shrink_slab`. Returns false with no shadow
     /// left.
     fn xa_reclaim_shadow_node(&mut self) -> bool {
-        let Some((m, s, nr)) = self.workingset.oldest() else {
+        let Some((m, s, nr)) = self.reclaim.workingset.oldest() else {
             return false;
         };
-        let fp = self.xa.file_pages(m);
+        let fp = self.cache.xa.file_pages(m);
         let base = s.checked_div(fp).map_or(0, |f| f * fp);
         let chunk = 1u64 << XA_CHUNK_SHIFT;
         let g = (s - base) >> XA_CHUNK_SHIFT;
@@ -402,7 +405,7 @@ impl Mm {
             level: 0,
             group: g,
         };
-        let whole = self.xa.group(key).is_some_and(|g| g.shadow_only);
+        let whole = self.cache.xa.group(key).is_some_and(|g| g.shadow_only);
         if whole {
             let lo = base + g * chunk;
             let hi = if fp == 0 {
@@ -410,11 +413,11 @@ impl Mm {
             } else {
                 (lo + chunk).min(base + fp)
             };
-            self.workingset.forget_range(m, lo, hi - lo);
+            self.reclaim.workingset.forget_range(m, lo, hi - lo);
             // WORKINGSET_NODERECLAIM counts nodes the shrinker reclaimed, not single shadows.
             self.count(crate::vmstat::Stat::workingset_nodereclaim, 1);
         } else {
-            self.workingset.forget_range(m, s, nr);
+            self.reclaim.workingset.forget_range(m, s, nr);
         }
         true
     }
@@ -426,20 +429,20 @@ impl Mm {
     /// to `GFP_RECLAIM_MASK`; __GFP_RECLAIMABLE is added (SLAB_RECLAIM_ACCOUNT). Returns the
     /// slab slot, or None if both page allocations failed.
     fn xa_node_alloc(&mut self, cpu: u32, gfp: Gfp) -> Option<u32> {
-        while let Some(&s) = self.xa.partial.last() {
-            match self.xa.slabs[s as usize].as_mut() {
+        while let Some(&s) = self.cache.xa.partial.last() {
+            match self.cache.xa.slabs[s as usize].as_mut() {
                 Some(p) if p.on_partial => {
                     p.live += 1;
                     if p.live == p.cap {
                         p.on_partial = false;
-                        self.xa.partial.pop();
+                        self.cache.xa.partial.pop();
                     }
-                    self.xa.stats.allocs += 1;
-                    self.xa.stats.nodes += 1;
+                    self.cache.xa.stats.allocs += 1;
+                    self.cache.xa.stats.nodes += 1;
                     return Some(s);
                 }
                 _ => {
-                    self.xa.partial.pop();
+                    self.cache.xa.partial.pop();
                 }
             }
         }
@@ -457,11 +460,11 @@ impl Mm {
             ),
         };
         if order == 0 {
-            self.xa.stats.slabs_order0 += 1;
+            self.cache.xa.stats.slabs_order0 += 1;
         } else {
-            self.xa.stats.slabs_high += 1;
+            self.cache.xa.stats.slabs_high += 1;
         }
-        self.xa.stats.pages += 1 << order;
+        self.cache.xa.stats.pages += 1 << order;
         let token = self.folios.get(folio).token;
         let slab = NodeSlab {
             folio,
@@ -470,41 +473,41 @@ impl Mm {
             cap,
             on_partial: cap > 1,
         };
-        let s = match self.xa.free_slots.pop() {
+        let s = match self.cache.xa.free_slots.pop() {
             Some(s) => {
-                self.xa.slabs[s as usize] = Some(slab);
+                self.cache.xa.slabs[s as usize] = Some(slab);
                 s
             }
             None => {
-                self.xa.slabs.push(Some(slab));
-                (self.xa.slabs.len() - 1) as u32
+                self.cache.xa.slabs.push(Some(slab));
+                (self.cache.xa.slabs.len() - 1) as u32
             }
         };
         if cap > 1 {
-            self.xa.partial.push(s);
+            self.cache.xa.partial.push(s);
         }
-        self.xa.stats.allocs += 1;
-        self.xa.stats.nodes += 1;
+        self.cache.xa.stats.allocs += 1;
+        self.cache.xa.stats.nodes += 1;
         Some(s)
     }
 
     /// `radix_tree_node_rcu_free` → `kmem_cache_free`: the node goes back to its slab, and the
     /// slab page is freed with its last node (no RCU grace period, no empty-slab caching).
     fn xa_node_free(&mut self, cpu: u32, s: u32) {
-        let p = self.xa.slabs[s as usize]
+        let p = self.cache.xa.slabs[s as usize]
             .as_mut()
             .expect("xarray node of a live slab");
         assert!(p.live > 0, "double free of an xarray node");
         p.live -= 1;
-        self.xa.stats.frees += 1;
-        self.xa.stats.nodes -= 1;
+        self.cache.xa.stats.frees += 1;
+        self.cache.xa.stats.nodes -= 1;
         if p.live == 0 {
             let (folio, token, cap) = (p.folio, p.token, p.cap);
-            self.xa.slabs[s as usize] = None;
-            self.xa.free_slots.push(s);
+            self.cache.xa.slabs[s as usize] = None;
+            self.cache.xa.free_slots.push(s);
             let f = self.folios.get(folio);
             assert!(f.token == token, "xarray node slab {folio} freed behind its back");
-            self.xa.stats.pages -= if cap == XA_OBJS_PER_SLAB {
+            self.cache.xa.stats.pages -= if cap == XA_OBJS_PER_SLAB {
                 1 << XA_SLAB_ORDER
             } else {
                 1
@@ -512,7 +515,7 @@ impl Mm {
             self.free_folio(cpu, folio);
         } else if !p.on_partial {
             p.on_partial = true;
-            self.xa.partial.push(s);
+            self.cache.xa.partial.push(s);
         }
     }
 }
@@ -521,10 +524,10 @@ impl Mm {
     /// Whether the xarray-node model is on and has nothing left to settle (so that
     /// [`Mm::xa_check`] applies).
     pub fn xa_settled(&self) -> bool {
-        self.xa.enabled
-            && !self.xa.in_settle
-            && self.page_cache.xa_log.is_empty()
-            && self.workingset.xa_log.is_empty()
+        self.cache.xa.enabled
+            && !self.cache.xa.in_settle
+            && self.cache.index.xa_log.is_empty()
+            && self.reclaim.workingset.xa_log.is_empty()
     }
 
     /// Consistency of the xarray-node model (for tests and debug-vm): recounts every node place
@@ -532,18 +535,18 @@ impl Mm {
     /// a node hold one, failed allocations aside (`allow_missing`), and that the slab counters
     /// agree. Only meaningful when nothing is left to settle.
     pub fn xa_check(&self, allow_missing: bool) -> Result<(), String> {
-        if !self.xa.enabled {
+        if !self.cache.xa.enabled {
             return Ok(());
         }
-        if !self.page_cache.xa_log.is_empty() || !self.workingset.xa_log.is_empty() {
+        if !self.cache.index.xa_log.is_empty() || !self.reclaim.workingset.xa_log.is_empty() {
             return Err("unsettled xarray changes".into());
         }
         let mut fresh = XaNodes {
-            file_pages: self.xa.file_pages.clone(),
+            file_pages: self.cache.xa.file_pages.clone(),
             ..Default::default()
         };
         let mut touched = Vec::new();
-        for ((m, i), id) in self.page_cache.iter() {
+        for ((m, i), id) in self.cache.index.iter() {
             let nr = 1u64 << self.folios.folios[id as usize].order;
             let e = XaEvent {
                 mapping: m,
@@ -554,7 +557,7 @@ impl Mm {
             };
             fresh.apply(e, &mut touched);
         }
-        for ((m, s), sh) in self.workingset.iter() {
+        for ((m, s), sh) in self.reclaim.workingset.iter() {
             let e = XaEvent {
                 mapping: m,
                 start: s,
@@ -565,7 +568,7 @@ impl Mm {
             fresh.apply(e, &mut touched);
         }
         let mut nodes = 0;
-        let mine = self.xa.all_groups();
+        let mine = self.cache.xa.all_groups();
         for (k, g) in &mine {
             let want = fresh.group(*k).map_or(0, |f| f.count);
             let want_sh = fresh.group(*k).map_or(0, |f| f.shadows);
@@ -577,8 +580,8 @@ impl Mm {
             }
         }
         for (k, g) in &fresh.all_groups() {
-            let have = self.xa.group(*k).and_then(|g| g.node);
-            if g.count != 0 && self.xa.group(*k).is_none() {
+            let have = self.cache.xa.group(*k).and_then(|g| g.node);
+            if g.count != 0 && self.cache.xa.group(*k).is_none() {
                 return Err(format!("{k:?}: {} entries not counted", g.count));
             }
             let need = fresh.required(*k);
@@ -591,17 +594,17 @@ impl Mm {
             nodes += have.is_some() as u64;
         }
         let shadow_only = mine.iter().filter(|(_, g)| g.shadow_only).count() as u64;
-        if shadow_only != self.xa.stats.shadow_nodes {
+        if shadow_only != self.cache.xa.stats.shadow_nodes {
             return Err(format!(
                 "{shadow_only} shadow-only nodes, {} counted",
-                self.xa.stats.shadow_nodes
+                self.cache.xa.stats.shadow_nodes
             ));
         }
-        let live: u64 = self.xa.slabs.iter().flatten().map(|s| s.live as u64).sum();
-        if nodes != self.xa.stats.nodes || live != nodes {
+        let live: u64 = self.cache.xa.slabs.iter().flatten().map(|s| s.live as u64).sum();
+        if nodes != self.cache.xa.stats.nodes || live != nodes {
             return Err(format!(
                 "{nodes} nodes in place, {} counted, {live} live in slabs",
-                self.xa.stats.nodes
+                self.cache.xa.stats.nodes
             ));
         }
         Ok(())

@@ -74,7 +74,7 @@ proptest! {
     ) {
         let tun = Tunables { defrag_mode: defrag, ..Tunables::default() };
         let mut mm = Mm::new(&MachineConfig::x86_64(64 << 20, true, 2).unwrap(), tun).unwrap();
-        mm.compaction.folio_mode = mode;
+        mm.compact.cfg.folio_mode = mode;
         // (id, token): direct reclaim in the slow path may evict page-cache folios, and a freed
         // id can be reused, so a folio is ours only while its token matches.
         let mut live: Vec<(FolioId, u64)> = Vec::new();

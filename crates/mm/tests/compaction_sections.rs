@@ -90,12 +90,12 @@ fn s9_2_4_fragindex_below_threshold_skips_costly() {
         mm.compaction_suit_allocation_order(DMA32, 9, 1, MIN, false, false),
         CompactResult::Continue
     );
-    mm.compaction.extfrag_threshold = fi; // fi ≤ threshold: "lack of memory, reclaim instead"
+    mm.compact.cfg.extfrag_threshold = fi; // fi ≤ threshold: "lack of memory, reclaim instead"
     assert_eq!(
         mm.compaction_suit_allocation_order(DMA32, 9, 1, MIN, false, false),
         CompactResult::Skipped
     );
-    mm.compaction.extfrag_threshold = fi - 1; // fi above the threshold: worth compacting
+    mm.compact.cfg.extfrag_threshold = fi - 1; // fi above the threshold: worth compacting
     assert_eq!(
         mm.compaction_suit_allocation_order(DMA32, 9, 1, MIN, false, false),
         CompactResult::Continue
@@ -351,7 +351,7 @@ fn s9_8_5_free_page_split_vs_exact_order() {
         (FolioMode::MigrateNoFreeSplit, false),
     ] {
         let mut mm = small(16);
-        mm.compaction.folio_mode = mode;
+        mm.compact.cfg.folio_mode = mode;
         // Holes of order 1 (pairs of pages freed); order-0 folios to move.
         fill_free(&mut mm, |i| i % 4 < 2);
         let st = mm.compact_memory();
@@ -371,13 +371,13 @@ fn s9_11_kcompactd_work_counts_and_defers_on_failure() {
         mm.wakeup_kcompactd(9, 1),
         "suitable: free memory but no order-9 chunk"
     );
-    assert_eq!(mm.kcompactd.max_order, 9);
+    assert_eq!(mm.compact.kcompactd.max_order, 9);
     let st = mm.kcompactd_do_work();
     assert_eq!(mm.stat(Stat::compact_daemon_wake), 1);
     assert_eq!(mm.stat(Stat::compact_daemon_migrate_scanned), st.migrate_scanned);
     assert_eq!(mm.stat(Stat::compact_daemon_free_scanned), st.free_scanned);
     assert!(st.migrate_scanned > 0);
-    assert_eq!(mm.kcompactd.max_order, 0, "cleared after the work");
+    assert_eq!(mm.compact.kcompactd.max_order, 0, "cleared after the work");
     check(&mm);
 }
 
@@ -385,7 +385,7 @@ fn s9_11_kcompactd_work_counts_and_defers_on_failure() {
 fn s9_11_2_order_zero_is_ignored() {
     let mut mm = small(4);
     assert!(!mm.wakeup_kcompactd(0, 1));
-    assert_eq!(mm.kcompactd.max_order, 0);
+    assert_eq!(mm.compact.kcompactd.max_order, 0);
 }
 
 #[test]
@@ -393,7 +393,7 @@ fn s9_12_scores_and_thresholds() {
     let mut mm = small(16);
     assert_eq!(mm.fragmentation_score_wmark(true), 80);
     assert_eq!(mm.fragmentation_score_wmark(false), 90);
-    mm.compaction.proactiveness = 100;
+    mm.compact.cfg.proactiveness = 100;
     assert_eq!(
         (
             mm.fragmentation_score_wmark(true),
@@ -401,7 +401,7 @@ fn s9_12_scores_and_thresholds() {
         ),
         (0, 0)
     );
-    mm.compaction.proactiveness = 20;
+    mm.compact.cfg.proactiveness = 20;
     assert_eq!(
         mm.fragmentation_score_node(),
         0,
@@ -412,7 +412,7 @@ fn s9_12_scores_and_thresholds() {
     assert_eq!(mm.fragmentation_score_zone(DMA32), 100);
     assert_eq!(mm.fragmentation_score_node(), 99);
     // Not while kswapd runs (the fill woke it).
-    assert_eq!(mm.kswapd.phase, fraglab_mm::kswapd::KswapdPhase::Running);
+    assert_eq!(mm.reclaim.kswapd.phase, fraglab_mm::kswapd::KswapdPhase::Running);
     assert!(!mm.should_proactive_compact_node());
     mm.kswapd_until_sleep(4);
     assert!(mm.should_proactive_compact_node());
@@ -423,7 +423,7 @@ fn s9_12_scores_and_thresholds() {
         "stops at the low threshold or when the scanners meet"
     );
     assert_eq!(c.next_timeout_ms, Some(500), "the score went down: no back-off");
-    mm.compaction.proactiveness = 0;
+    mm.compact.cfg.proactiveness = 0;
     assert!(!mm.should_proactive_compact_node());
     check(&mm);
 }
@@ -442,13 +442,13 @@ fn s9_11_5_kcompactd_loop_backs_off_when_proactive_compaction_makes_no_progress(
     }
     mm.drain_all_pages();
     mm.kswapd_until_sleep(20);
-    mm.trace_mask = fraglab_mm::node::trace_kind::COMPACTION_KCOMPACTD;
+    mm.trace.mask = fraglab_mm::node::trace_kind::COMPACTION_KCOMPACTD;
     assert!(mm.should_proactive_compact_node());
     let c = mm.kcompactd_cycle();
     assert!(c.proactive && c.stats.migrated_pages == 0);
     assert_eq!(c.next_timeout_ms, Some(500 << 6), "no progress: 32 s back-off");
-    assert_eq!(mm.kcompactd.next_timeout_ms, Some(32_000));
-    let last = mm.trace_buf.last().unwrap();
+    assert_eq!(mm.compact.kcompactd.next_timeout_ms, Some(32_000));
+    let last = mm.trace.buf.last().unwrap();
     assert!(matches!(
         last.event,
         fraglab_mm::trace::TraceEvent::MmCompactionKcompactdSleep { nid: 0 }
@@ -458,9 +458,9 @@ fn s9_11_5_kcompactd_loop_backs_off_when_proactive_compaction_makes_no_progress(
     let c = mm.kcompactd_cycle();
     assert!(c.did_work && !c.proactive);
     assert_eq!(c.next_timeout_ms, Some(500));
-    assert_eq!(mm.kcompactd.max_order, 0);
+    assert_eq!(mm.compact.kcompactd.max_order, 0);
     // Proactiveness 0: no proactive work and no timeout.
-    mm.compaction.proactiveness = 0;
+    mm.compact.cfg.proactiveness = 0;
     let c = mm.kcompactd_cycle();
     assert!(!c.proactive && !c.did_work && c.next_timeout_ms.is_none());
     check(&mm);

@@ -37,13 +37,13 @@ fn s10_1_wakeup_records_and_wakes_only_a_waiting_thread() {
         1,
         "{w:?}"
     );
-    assert_eq!(mm.kswapd.phase, KswapdPhase::Running);
+    assert_eq!(mm.reclaim.kswapd.phase, KswapdPhase::Running);
     mm.wakeup_kswapd(DMA32, Gfp::GFP_KERNEL, 3, ZoneType::Dma32);
     mm.wakeup_kswapd(DMA32, Gfp::GFP_KERNEL, 1, ZoneType::Normal);
     assert!(mm.take_wakeups().is_empty());
-    assert_eq!(mm.kswapd.order, 3, "the highest order is kept");
+    assert_eq!(mm.reclaim.kswapd.order, 3, "the highest order is kept");
     // GFP_HIGHUSER_MOVABLE's zone is Movable: the highest index asked for is kept.
-    assert_eq!(mm.kswapd.highest_zoneidx, Some(ZoneType::Movable.idx()));
+    assert_eq!(mm.reclaim.kswapd.highest_zoneidx, Some(ZoneType::Movable.idx()));
     check(&mm);
 }
 
@@ -56,7 +56,7 @@ fn s10_2_balance_pgdat_reclaims_to_the_high_watermark_then_sleeps() {
     let first = cycles[0];
     assert!(first.balanced_run && first.reclaimed > 0 && first.napping);
     assert!(cycles.last().unwrap().asleep);
-    assert_eq!(mm.kswapd.phase, KswapdPhase::Sleeping);
+    assert_eq!(mm.reclaim.kswapd.phase, KswapdPhase::Sleeping);
     assert!(free(&mm) > high, "free {} high {high}", free(&mm));
     // kswapd_shrink_node asks for max(high, 32) per zone and stops at balance: it does not
     // reclaim the whole page cache.
@@ -64,13 +64,13 @@ fn s10_2_balance_pgdat_reclaims_to_the_high_watermark_then_sleeps() {
     assert_eq!(mm.stat(Stat::pageoutrun), 1);
     assert_eq!(mm.stat(Stat::pgsteal_kswapd), first.reclaimed);
     assert_eq!(mm.stat(Stat::pgsteal_direct), 0);
-    assert_eq!(mm.kswapd_failures, 0);
+    assert_eq!(mm.reclaim.kswapd_failures, 0);
     // Balanced and asleep: a new order-0 wake does not wake it (§10.1.3), and neither emits
     // anything for kcompactd at order 0.
     mm.take_wakeups();
     mm.wakeup_kswapd(DMA32, Gfp::GFP_KERNEL, 0, ZoneType::Dma32);
     assert!(mm.take_wakeups().is_empty());
-    assert_eq!(mm.kswapd.phase, KswapdPhase::Sleeping);
+    assert_eq!(mm.reclaim.kswapd.phase, KswapdPhase::Sleeping);
     check(&mm);
 }
 
@@ -84,14 +84,14 @@ fn s10_2_high_order_reclaim_drops_to_order_0_after_compact_gap_and_hands_off_to_
     mm.take_wakeups();
     assert!(!mm.pgdat_balanced(9, DMA32) && mm.pgdat_balanced(0, DMA32));
     mm.wakeup_kswapd(DMA32, Gfp::GFP_KERNEL, 9, ZoneType::Dma32);
-    assert_eq!(mm.kswapd.phase, KswapdPhase::Running);
+    assert_eq!(mm.reclaim.kswapd.phase, KswapdPhase::Running);
     let c = mm.kswapd_run();
     assert_eq!(c.alloc_order, 9);
     assert_eq!(c.reclaim_order, 0, "order dropped once 2<<9 pages were reclaimed");
     assert!(c.reclaimed >= 1024, "{c:?}");
     // It naps for order 0 and wakes kcompactd for the allocation's order 9.
     assert!(c.napping);
-    assert_eq!(mm.kcompactd.max_order, 9);
+    assert_eq!(mm.compact.kcompactd.max_order, 9);
     assert!(mm.take_wakeups().contains(&Wakeup::Kcompactd {
         order: 9,
         highest_zoneidx: DMA32
@@ -116,10 +116,10 @@ fn s10_1_balanced_node_wakes_kcompactd_for_non_reclaiming_gfp() {
     assert!(mm.take_wakeups().is_empty());
     // kswapd_failures at MAX_RECLAIM_RETRIES: the node is hopeless — a non-reclaiming order-9
     // request wakes kcompactd instead; a reclaiming one wakes nobody.
-    mm.kswapd_failures = 16;
+    mm.reclaim.kswapd_failures = 16;
     mm.wakeup_kswapd(DMA32, Gfp::GFP_TRANSHUGE, 9, ZoneType::Dma32);
     assert!(mm.take_wakeups().is_empty());
-    assert_eq!(mm.kswapd.phase, KswapdPhase::Sleeping);
+    assert_eq!(mm.reclaim.kswapd.phase, KswapdPhase::Sleeping);
     let light = Gfp::GFP_TRANSHUGE_LIGHT.union(Gfp::KSWAPD_RECLAIM);
     mm.wakeup_kswapd(DMA32, light, 9, ZoneType::Dma32);
     assert_eq!(
@@ -137,16 +137,16 @@ fn s10_2_nothing_reclaimable_counts_failures_until_hopeless() {
     // Anonymous memory without swap cannot be reclaimed.
     let mut mm = dma32(16, 1, tun_kb(512));
     while mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false).is_some() {}
-    assert_eq!(mm.kswapd.phase, KswapdPhase::Running);
+    assert_eq!(mm.reclaim.kswapd.phase, KswapdPhase::Running);
     let cycles = mm.kswapd_until_sleep(64);
     let runs = cycles.iter().filter(|c| c.balanced_run).count();
     assert_eq!(
         runs, 16,
         "one failure per balance_pgdat until MAX_RECLAIM_RETRIES"
     );
-    assert_eq!(mm.kswapd_failures, 16);
+    assert_eq!(mm.reclaim.kswapd_failures, 16);
     assert_eq!(
-        mm.kswapd.phase,
+        mm.reclaim.kswapd.phase,
         KswapdPhase::Sleeping,
         "hopeless nodes let kswapd sleep"
     );
@@ -166,7 +166,7 @@ fn s10_2_3_a_wake_during_the_nap_cuts_it_short() {
     // The allocation that finds the node below low takes the slow path and wakes kswapd.
     for _ in 0..10_000 {
         mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false).unwrap();
-        if !mm.wakeups.is_empty() {
+        if !mm.outbox.wakeups.is_empty() {
             break;
         }
     }
@@ -177,7 +177,7 @@ fn s10_2_3_a_wake_during_the_nap_cuts_it_short() {
     let n = mm.kswapd_nap_done();
     assert!(!n.asleep);
     assert_eq!(mm.stat(Stat::kswapd_low_wmark_hit_quickly), 1);
-    assert_eq!(mm.kswapd.phase, KswapdPhase::Running);
+    assert_eq!(mm.reclaim.kswapd.phase, KswapdPhase::Running);
     let more = mm.kswapd_until_sleep(8);
     assert!(more[0].reclaimed > 0);
     assert!(more.last().unwrap().asleep);
@@ -194,14 +194,17 @@ fn s10_2_boosted_reclaim_clears_the_boost_and_wakes_kcompactd_for_a_pageblock() 
     mm.zones[DMA32].watermark_boost = 64;
     mm.wakeup_kswapd(DMA32, Gfp(0), 0, ZoneType::Dma32);
     assert_eq!(
-        mm.kswapd.phase,
+        mm.reclaim.kswapd.phase,
         KswapdPhase::Running,
         "a boost wakes a balanced node's kswapd"
     );
     let c = mm.kswapd_run();
     assert!(c.balanced_run);
     assert_eq!(mm.zones[DMA32].watermark_boost, 0);
-    assert!(mm.kcompactd.max_order >= 9, "kcompactd asked for pageblock order");
+    assert!(
+        mm.compact.kcompactd.max_order >= 9,
+        "kcompactd asked for pageblock order"
+    );
     check(&mm);
 }
 
@@ -231,7 +234,7 @@ fn s8_d6_slowpath_wakes_kswapd_with_pageblock_order_from_kswapd_assist() {
             })
             .collect();
         assert_eq!(orders, vec![want], "{mode} {stage:?}");
-        assert_eq!(mm.kswapd.order, want, "{mode} {stage:?}");
+        assert_eq!(mm.reclaim.kswapd.order, want, "{mode} {stage:?}");
     }
 }
 

@@ -32,7 +32,7 @@ fn s10_3_2_new_folios_enter_the_inactive_lists_at_the_head() {
         vec![f2, f1],
         "newest at the head"
     );
-    assert_eq!(mm.lruvec.pages[LRU_INACTIVE_FILE as usize], 5);
+    assert_eq!(mm.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize], 5);
     assert_eq!(mm.stat(Stat::nr_inactive_file), 5);
     assert_eq!(mm.stat(Stat::nr_slab_unreclaimable), 1);
     assert!(mm.lru_folios(LRU_ACTIVE_FILE).is_empty());

@@ -80,7 +80,7 @@ fn s12_5_write_gfp_per_policy() {
 /// reclaim can free; kswapd asleep.
 fn fragmented(policy: CostlyOrderPolicy) -> (Mm, u32) {
     let mut mm = dma32(16, 1, tun_kb(128));
-    mm.pagecache.costly_order_policy = policy;
+    mm.cache.cfg.costly_order_policy = policy;
     let mut anon = Vec::new();
     while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {
         anon.push(id);
@@ -183,7 +183,10 @@ fn s12_5_write_work_per_policy_on_a_fragmented_machine() {
             .take_wakeups()
             .iter()
             .any(|w| matches!(w, Wakeup::Kswapd { order: 6, .. }));
-        assert!(woke || mm.kswapd.order >= 6, "{p:?}: kswapd asked for order 6");
+        assert!(
+            woke || mm.reclaim.kswapd.order >= 6,
+            "{p:?}: kswapd asked for order 6"
+        );
         check(&mm);
     }
 
@@ -216,12 +219,12 @@ fn s12_5_write_work_per_policy_on_a_fragmented_machine() {
             assert_eq!(a.work.kcompactd_wakes, 1, "{a:?}");
         }
     }
-    assert!(mm.kcompactd.max_order >= 4);
+    assert!(mm.compact.kcompactd.max_order >= 4);
     check(&mm);
 
     // V4 after it: one async compaction per costly attempt, then the exit (no reclaim).
     let (mut mm, xfs) = fragmented(V4KcompactdBackground);
-    mm.pagecache.v4_position = V4Position::AfterInitialCompaction;
+    mm.cache.cfg.v4_position = V4Position::AfterInitialCompaction;
     let st = mm.filemap_write(0, xfs, 0, 256 << 10);
     let first = st.attempts[0];
     assert_eq!(first.order, 6);

@@ -23,7 +23,7 @@ fn mixed(swap: u64, swappiness: u32) -> (Mm, Vec<FolioId>, Vec<FolioId>) {
         ..tun_kb(512)
     };
     let mut mm = dma32(16, 1, tun);
-    mm.swap.total = swap;
+    mm.reclaim.swap.total = swap;
     let (anon, file) = fill_anon_and_file(&mut mm);
     (mm, anon, file)
 }
@@ -51,7 +51,7 @@ fn s10_4_2_no_swap_or_swappiness_0_scans_file_only() {
     assert_eq!(b, ScanBalance::Equal);
     assert_eq!(
         nr[LRU_INACTIVE_ANON as usize],
-        mm.lruvec.pages[LRU_INACTIVE_ANON as usize]
+        mm.reclaim.lruvec.pages[LRU_INACTIVE_ANON as usize]
     );
 }
 
@@ -59,7 +59,7 @@ fn s10_4_2_no_swap_or_swappiness_0_scans_file_only() {
 fn s10_3_6_anon_is_swapped_out_only_with_room() {
     // Only anonymous memory, swap of 200 pages: kswapd swaps out until the node is balanced.
     let mut mm = dma32(16, 1, tun_kb(512));
-    mm.swap.total = 200;
+    mm.reclaim.swap.total = 200;
     let mut anon = Vec::new();
     while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {
         anon.push(id);
@@ -67,7 +67,7 @@ fn s10_3_6_anon_is_swapped_out_only_with_room() {
     mm.kswapd_until_sleep(32);
     let out = mm.stat(Stat::pswpout);
     assert!(out > 0 && out <= 200, "pswpout {out}");
-    assert_eq!(mm.swap.used, out);
+    assert_eq!(mm.reclaim.swap.used, out);
     assert_eq!(mm.stat(Stat::pgsteal_anon), out);
     // Swapped contents are gone from memory and counted by token; swap-in brings one page back.
     let gone: Vec<FolioId> = anon
@@ -96,22 +96,22 @@ fn s10_3_6_swap_in_and_free() {
     // Reclaim the whole inactive anon tail directly.
     mm.shrink_inactive_list(64, LRU_INACTIVE_ANON, &mut sc);
     assert!(mm.swapped(t) == 1, "the oldest anon page is in swap");
-    let used = mm.swap.used;
+    let used = mm.reclaim.swap.used;
     let back = mm.swap_in(0, t).unwrap();
     assert_eq!(mm.folios.get(back).token, t);
-    assert_eq!(mm.swap.used, used - 1);
+    assert_eq!(mm.reclaim.swap.used, used - 1);
     assert_eq!(mm.stat(Stat::pswpin), 1);
     assert_eq!(mm.swap_in(0, t), None, "nothing left in swap for it");
     let t2 = mm.folios.folios[anon[1] as usize].token;
     mm.swap_free_token(t2);
-    assert_eq!(mm.swap.used, used - 2);
+    assert_eq!(mm.reclaim.swap.used, used - 2);
     check(&mm);
 }
 
 #[test]
 fn s10_3_6_large_anon_folio_is_split_when_swap_lacks_room() {
     let mut mm = dma32(16, 1, tun_kb(128));
-    mm.swap.total = 100;
+    mm.reclaim.swap.total = 100;
     let thp = mm
         .alloc_folio(0, Gfp::GFP_TRANSHUGE, 9, FolioKind::Anon, false)
         .unwrap();
@@ -125,7 +125,7 @@ fn s10_3_6_large_anon_folio_is_split_when_swap_lacks_room() {
     check(&mm);
     // With room, a THP swaps out whole.
     let mut mm = dma32(16, 1, tun_kb(128));
-    mm.swap.total = 1024;
+    mm.reclaim.swap.total = 1024;
     mm.alloc_folio(0, Gfp::GFP_TRANSHUGE, 9, FolioKind::Anon, false)
         .unwrap();
     let mut sc = ScanControl::direct(3, 0, 0);
@@ -150,19 +150,22 @@ fn s10_3_8_refault_within_the_workingset_activates() {
             mm.folio_mark_accessed(id);
         }
     }
-    assert_eq!(mm.lruvec.pages[fraglab_mm::vmscan::LRU_ACTIVE_FILE as usize], 50);
+    assert_eq!(
+        mm.reclaim.lruvec.pages[fraglab_mm::vmscan::LRU_ACTIVE_FILE as usize],
+        50
+    );
     // Evict the ten oldest clean pages (they are not referenced).
     let mut sc = ScanControl::direct(3, 0, 0);
     let evicted = mm.shrink_inactive_list(10, LRU_INACTIVE_FILE, &mut sc);
     assert_eq!(evicted, 10);
-    assert_eq!(mm.workingset.len(), 10);
+    assert_eq!(mm.reclaim.workingset.len(), 10);
     // Re-reading them: each is a refault; the distance (≤ 10) is within the workingset.
     let mut ra = fraglab_mm::filemap::ReadaheadState::default();
     let st = mm.filemap_read(0, m, &mut ra, 0, 10, 100);
     assert_eq!(st.miss_pages, 10);
     assert_eq!(mm.stat(Stat::workingset_refault_file), 10);
     assert_eq!(mm.stat(Stat::workingset_activate_file), 10);
-    assert!(mm.workingset.is_empty());
+    assert!(mm.reclaim.workingset.is_empty());
     check(&mm);
 }
 
@@ -199,7 +202,7 @@ fn s10_5_4_compaction_ready_stops_costly_direct_reclaim() {
         mm.free_folio(0, *id);
     }
     mm.drain_all_pages();
-    mm.trace_mask = trace_kind::VMSCAN_DIRECT;
+    mm.trace.mask = trace_kind::VMSCAN_DIRECT;
     assert_eq!(mm.try_to_free_pages(0, Gfp::GFP_TRANSHUGE, 9), 1);
     assert_eq!(mm.stat(Stat::pgscan_direct), 0);
     let got = mm.try_to_free_pages(0, Gfp::GFP_KERNEL, 3);
@@ -235,7 +238,7 @@ fn s10_5_4_compaction_ready_stops_costly_direct_reclaim() {
 #[test]
 fn s15_3_lru_tracepoints_render_as_the_kernel_prints_them() {
     let (mut mm, _, _) = mixed(0, 60);
-    mm.trace_mask = trace_kind::VMSCAN;
+    mm.trace.mask = trace_kind::VMSCAN;
     mm.kswapd_until_sleep(8);
     let recs = mm.take_trace();
     let text = render_trace(&recs);
@@ -278,7 +281,7 @@ fn add_to_page_cache(mm: &mut Mm, mapping: u32, index: u64, order: u32) -> Folio
     let id = mm
         .alloc_folio(0, NO_RECLAIM, order, FolioKind::File, false)
         .unwrap();
-    mm.page_cache.insert(mapping, index, order, id);
+    mm.cache.index.insert(mapping, index, order, id);
     let f = &mut mm.folios.folios[id as usize];
     f.mapping = mapping;
     f.index = index;
@@ -324,7 +327,7 @@ fn s10_4_4_skipped_folios_count_as_scanned_and_go_to_the_head() {
     assert!(normal.len() > 100 && dma32.len() > 32);
     let before = mm.lru_folios(LRU_INACTIVE_FILE);
     assert!(before.ends_with(&normal.iter().rev().copied().collect::<Vec<_>>()));
-    mm.trace_mask = trace_kind::VMSCAN_LRU;
+    mm.trace.mask = trace_kind::VMSCAN_LRU;
     let mut sc = sc_at(12);
     sc.reclaim_idx = DMA32;
     sc.kswapd = false;
@@ -358,7 +361,7 @@ fn s10_4_4_skipped_folios_count_as_scanned_and_go_to_the_head() {
 #[test]
 fn s10_3_7_deactivation_sets_workingset_and_keeps_file_referenced() {
     let mut mm = dma32(16, 1, tun_kb(128));
-    mm.swap.total = 1000;
+    mm.reclaim.swap.total = 1000;
     let f: Vec<FolioId> = (0..3)
         .map(|_| mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::File, false).unwrap())
         .collect();
@@ -369,7 +372,7 @@ fn s10_3_7_deactivation_sets_workingset_and_keeps_file_referenced() {
         mm.folio_mark_accessed(id); // referenced again while active
         assert!(mm.folios.get(id).active && mm.folios.get(id).referenced);
     }
-    mm.trace_mask = trace_kind::VMSCAN_LRU;
+    mm.trace.mask = trace_kind::VMSCAN_LRU;
     let mut sc = sc_at(12);
     mm.shrink_active_list(32, LRU_ACTIVE_FILE, &mut sc);
     mm.shrink_active_list(32, LRU_ACTIVE_ANON, &mut sc);
@@ -414,8 +417,8 @@ fn s10_4_2_fraction_rounds_down_over_eligible_zones() {
         sc.priority = prio;
         let (b, nr) = mm.get_scan_count(&sc);
         assert_eq!(b, ScanBalance::Fract);
-        let anon = mm.lruvec.pages[LRU_INACTIVE_ANON as usize] >> prio;
-        let file = mm.lruvec.pages[LRU_INACTIVE_FILE as usize] >> prio;
+        let anon = mm.reclaim.lruvec.pages[LRU_INACTIVE_ANON as usize] >> prio;
+        let file = mm.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize] >> prio;
         assert_eq!(nr[LRU_INACTIVE_ANON as usize], anon * 60 / 200, "prio {prio}");
         assert_eq!(nr[LRU_INACTIVE_FILE as usize], file * 140 / 200, "prio {prio}");
         seen_remainder |= anon * 60 % 200 != 0;
@@ -438,7 +441,7 @@ fn s10_4_3_proportional_adjustment_then_stop() {
         ..tun_kb(128)
     };
     let mut mm = dma32(16, 1, tun);
-    mm.swap.total = 100_000;
+    mm.reclaim.swap.total = 100_000;
     for _ in 0..4000 {
         mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false).unwrap();
     }
@@ -478,10 +481,10 @@ fn s10_4_3_anon_aging_needs_a_swap_device_not_room() {
         }
         mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::File, false).unwrap();
         // A full device: every slot holds some other content.
-        mm.swap.total = total;
+        mm.reclaim.swap.total = total;
         if total > 0 {
-            mm.swap.map.insert(u64::MAX, total);
-            mm.swap.used = total;
+            mm.reclaim.swap.map.insert(u64::MAX, total);
+            mm.reclaim.swap.used = total;
         }
         assert!(!mm.can_reclaim_anon());
         let mut sc = sc_at(12);
@@ -561,24 +564,24 @@ fn s10_3_8_refault_distance_boundary() {
             mm.folio_mark_accessed(id);
             mm.folio_mark_accessed(id);
         }
-        assert_eq!(mm.lruvec.pages[LRU_ACTIVE_FILE as usize], 50);
-        let age0 = mm.workingset.nonresident_age;
+        assert_eq!(mm.reclaim.lruvec.pages[LRU_ACTIVE_FILE as usize], 50);
+        let age0 = mm.reclaim.workingset.nonresident_age;
         let mut sc = sc_at(12);
         assert_eq!(
             mm.shrink_inactive_list(50 + extra, LRU_INACTIVE_FILE, &mut sc),
             50 + extra
         );
         assert!(victims.iter().all(|&id| !mm.folios.folios[id as usize].live));
-        let (start, sh) = mm.workingset.get(m, 0).unwrap();
+        let (start, sh) = mm.reclaim.workingset.get(m, 0).unwrap();
         assert_eq!((start, sh.eviction, sh.nr, sh.workingset), (0, age0, 1, false));
-        assert_eq!(mm.workingset.nonresident_age, age0 + 50 + extra);
+        assert_eq!(mm.reclaim.workingset.nonresident_age, age0 + 50 + extra);
         let act = mm.stat(Stat::pgactivate);
         let id = add_to_page_cache(&mut mm, m, 0, 0);
         assert_eq!(mm.stat(Stat::workingset_refault_file), 1);
         assert_eq!(mm.folios.get(id).active, activates, "distance {}", 50 + extra);
         assert_eq!(mm.stat(Stat::workingset_activate_file), activates as u64);
         assert_eq!(mm.stat(Stat::pgactivate), act);
-        assert!(mm.workingset.get(m, 0).is_none());
+        assert!(mm.reclaim.workingset.get(m, 0).is_none());
         check(&mm);
     }
 }
@@ -605,32 +608,38 @@ fn s10_3_8_restore_and_large_shadows() {
     }
     // Evict a (deactivated, so oldest) and the order-2 folio.
     assert_eq!(mm.shrink_inactive_list(5, LRU_INACTIVE_FILE, &mut sc), 5);
-    assert!(mm.workingset.get(m, 0).unwrap().1.workingset);
+    assert!(mm.reclaim.workingset.get(m, 0).unwrap().1.workingset);
     assert_eq!(
-        mm.workingset.get(m, 11).unwrap(),
-        mm.workingset.get(m, 8).unwrap()
+        mm.reclaim.workingset.get(m, 11).unwrap(),
+        mm.reclaim.workingset.get(m, 8).unwrap()
     );
-    let cost = mm.lruvec.file_cost;
+    let cost = mm.reclaim.lruvec.file_cost;
     let a2 = add_to_page_cache(&mut mm, m, 0, 0);
     assert!(mm.folios.get(a2).active && mm.folios.get(a2).workingset);
     assert_eq!(mm.stat(Stat::workingset_restore_file), 1);
-    assert!(mm.lruvec.file_cost > cost, "lru_note_cost_refault");
+    assert!(mm.reclaim.lruvec.file_cost > cost, "lru_note_cost_refault");
     // An order-0 refault at 9: one page counted, shadows [8, 9) and [10, 12) stay.
     add_to_page_cache(&mut mm, m, 9, 0);
     assert_eq!(mm.stat(Stat::workingset_refault_file), 2);
-    assert_eq!(mm.workingset.get(m, 8).map(|(s, sh)| (s, sh.nr)), Some((8, 1)));
-    assert_eq!(mm.workingset.get(m, 11).map(|(s, sh)| (s, sh.nr)), Some((10, 2)));
-    assert!(mm.workingset.get(m, 9).is_none());
+    assert_eq!(
+        mm.reclaim.workingset.get(m, 8).map(|(s, sh)| (s, sh.nr)),
+        Some((8, 1))
+    );
+    assert_eq!(
+        mm.reclaim.workingset.get(m, 11).map(|(s, sh)| (s, sh.nr)),
+        Some((10, 2))
+    );
+    assert!(mm.reclaim.workingset.get(m, 9).is_none());
     // An order-2 refault over [8, 12) takes both remaining parts and counts its 4 pages.
-    mm.page_cache_evict(0, mm.page_cache.get(m, 9).unwrap());
-    assert_eq!(mm.workingset.len(), 3);
+    mm.page_cache_evict(0, mm.cache.index.get(m, 9).unwrap());
+    assert_eq!(mm.reclaim.workingset.len(), 3);
     add_to_page_cache(&mut mm, m, 8, 2);
     assert_eq!(mm.stat(Stat::workingset_refault_file), 6);
-    assert!((8..12).all(|i| mm.workingset.get(m, i).is_none()));
+    assert!((8..12).all(|i| mm.reclaim.workingset.get(m, i).is_none()));
     // Truncation forgets the mapping's shadows.
-    mm.page_cache_evict(0, mm.page_cache.get(m, 100).unwrap());
+    mm.page_cache_evict(0, mm.cache.index.get(m, 100).unwrap());
     mm.workingset_forget_mapping(m);
-    assert!(mm.workingset.is_empty());
+    assert!(mm.reclaim.workingset.is_empty());
     check(&mm);
 }
 
@@ -643,13 +652,13 @@ fn s10_3_8_swap_in_is_an_anon_refault() {
     let mut sc = sc_at(12);
     mm.shrink_inactive_list(1, LRU_INACTIVE_ANON, &mut sc);
     assert_eq!(mm.swapped(t), 1);
-    assert!(mm.swap.shadows.contains_key(&t));
+    assert!(mm.reclaim.swap.shadows.contains_key(&t));
     let id = mm.swap_in(0, t).unwrap();
     assert_eq!(mm.stat(Stat::workingset_refault_anon), 1);
     assert_eq!(mm.stat(Stat::workingset_activate_anon), 1);
     assert!(mm.folios.get(id).active);
     assert!(
-        !mm.swap.shadows.contains_key(&t),
+        !mm.reclaim.swap.shadows.contains_key(&t),
         "the shadow goes with the last slot"
     );
     check(&mm);
@@ -660,7 +669,7 @@ fn s10_3_8_swap_in_is_an_anon_refault() {
 #[test]
 fn s10_3_6_mthp_swpout_counters() {
     let mut mm = dma32(16, 1, tun_kb(128));
-    mm.swap.total = 24;
+    mm.reclaim.swap.total = 24;
     let mut sc = sc_at(12);
     mm.alloc_folio(0, NO_RECLAIM, 4, FolioKind::Anon, false).unwrap();
     assert_eq!(mm.shrink_inactive_list(16, LRU_INACTIVE_ANON, &mut sc), 16);
@@ -669,12 +678,12 @@ fn s10_3_6_mthp_swpout_counters() {
     assert_eq!(mm.shrink_inactive_list(16, LRU_INACTIVE_ANON, &mut sc), 8);
     assert_eq!(mm.mthp.swpout_fallback[4], 1);
     assert_eq!(mm.stat(Stat::thp_swpout_fallback), 0, "not PMD-sized");
-    assert_eq!(mm.lruvec.pages[LRU_ACTIVE_ANON as usize], 8);
+    assert_eq!(mm.reclaim.lruvec.pages[LRU_ACTIVE_ANON as usize], 8);
     // Swap full: an order-2 folio is still split (folio_alloc_swap failed) and activated.
     mm.alloc_folio(0, NO_RECLAIM, 2, FolioKind::Anon, false).unwrap();
     assert_eq!(mm.shrink_inactive_list(4, LRU_INACTIVE_ANON, &mut sc), 0);
     assert_eq!(mm.mthp.swpout_fallback[2], 1);
-    assert_eq!(mm.lruvec.pages[LRU_ACTIVE_ANON as usize], 12);
+    assert_eq!(mm.reclaim.lruvec.pages[LRU_ACTIVE_ANON as usize], 12);
     assert_eq!(mm.stat(Stat::pgactivate), 12);
     check(&mm);
 }
@@ -697,14 +706,14 @@ fn s19_1_8_slab_shrink_follows_do_shrink_slab() {
     // (4096 >> 12)·4/2 = 2 < 128: deferred.
     assert_eq!(mm.shrink_slab(&mut sc), 0);
     assert_eq!(mm.stat(Stat::slabs_scanned), 0);
-    assert_eq!(mm.slab_shrinker.nr_deferred, 2);
+    assert_eq!(mm.reclaim.slab_shrinker.nr_deferred, 2);
     sc.priority = 6;
     // (4096 >> 6)·2 = 128 (+ 2 >> 6): one batch, the 128 oldest.
     let before = sc.nr_reclaimed;
     assert_eq!(mm.shrink_slab(&mut sc), 128);
     assert_eq!(sc.nr_reclaimed - before, 128, "slab pages count as reclaimed");
     assert_eq!(mm.stat(Stat::slabs_scanned), 128);
-    assert_eq!(mm.slab_shrinker.nr_deferred, 2);
+    assert_eq!(mm.reclaim.slab_shrinker.nr_deferred, 2);
     assert!(slab[..128].iter().all(|&(id, t)| !mm.folio_is(id, t)));
     assert!(slab[128..].iter().all(|&(id, t)| mm.folio_is(id, t)));
     // The owner frees all but ten itself; one freed id is reused by a new, undeclared slab
@@ -720,7 +729,7 @@ fn s19_1_8_slab_shrink_follows_do_shrink_slab() {
     assert_eq!(mm.shrink_slab(&mut sc), 10);
     assert_eq!(mm.stat(Stat::slabs_scanned), 148);
     assert!(mm.folio_is(reused, reused_token));
-    assert!(mm.shrinkable_slab.is_empty());
+    assert!(mm.reclaim.shrinkable_slab.is_empty());
     // vfs_cache_pressure 0: count_objects reports nothing.
     let id = mm.alloc_folio(0, g, 0, FolioKind::Slab, false).unwrap();
     mm.set_slab_shrinkable(id);
@@ -737,12 +746,12 @@ fn s10_4_5_shrink_node_progress_resets_kswapd_failures() {
     for _ in 0..2000 {
         mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false).unwrap();
     }
-    mm.kswapd_failures = 5;
+    mm.reclaim.kswapd_failures = 5;
     let mut sc = ScanControl::direct(3, 0, 0);
     sc.priority = 4;
     mm.shrink_node(&mut sc);
     assert_eq!(
-        (sc.nr_reclaimed, mm.kswapd_failures),
+        (sc.nr_reclaimed, mm.reclaim.kswapd_failures),
         (0, 5),
         "nothing reclaimable"
     );
@@ -753,7 +762,7 @@ fn s10_4_5_shrink_node_progress_resets_kswapd_failures() {
     sc.priority = 4;
     mm.shrink_node(&mut sc);
     assert!(sc.nr_reclaimed > 0);
-    assert_eq!(mm.kswapd_failures, 0);
+    assert_eq!(mm.reclaim.kswapd_failures, 0);
     check(&mm);
 }
 
@@ -787,7 +796,7 @@ fn s10_4_5_reclaim_compaction_mode_continues() {
     assert!(
         mm.zones[DMA32].area.nr_free[9..].iter().any(|&n| n > 0)
             || mm.compaction_suitable(DMA32, 9, min, 3)
-            || mm.lruvec.pages[LRU_INACTIVE_FILE as usize] <= 2 << 9
+            || mm.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize] <= 2 << 9
     );
     check(&mm);
 }
@@ -802,9 +811,9 @@ fn s15_3_direct_reclaim_lines_exact() {
         ids.push(id);
     }
     mm.folio_mark_dirty(ids[0], true);
-    let t = mm.lruvec.pages[LRU_INACTIVE_FILE as usize] >> 12;
+    let t = mm.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize] >> 12;
     assert!(t >= 1);
-    mm.trace_mask = trace_kind::VMSCAN;
+    mm.trace.mask = trace_kind::VMSCAN;
     let got = mm.try_to_free_pages(0, Gfp::GFP_KERNEL, 0);
     let text = render_trace(&mm.take_trace());
     let lines: Vec<&str> = text.lines().map(|l| l.split_once(": ").unwrap().1).collect();

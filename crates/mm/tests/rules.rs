@@ -849,7 +849,7 @@ fn s7_6_4_forced_unreserve_before_failing() {
         "no reserves, no slow-path work"
     );
     assert!(mm.alloc_pages(0, Gfp::GFP_KERNEL, 0).is_some());
-    assert_eq!(mm.last_alloc.reclaimed, 0);
+    assert_eq!(mm.work.last_alloc.reclaimed, 0);
     assert_eq!(
         mm.zones[DMA32].nr_free_highatomic, 0,
         "the HighAtomic block was given back"
@@ -1069,9 +1069,9 @@ fn s4_1_gfp_to_alloc_flags_atomic() {
         gfp: Gfp::GFP_KERNEL.0,
     };
     assert_eq!(mm.take_wakeups(), vec![wake]);
-    assert_eq!(mm.kswapd.phase, fraglab_mm::kswapd::KswapdPhase::Running);
+    assert_eq!(mm.reclaim.kswapd.phase, fraglab_mm::kswapd::KswapdPhase::Running);
     assert_eq!(
-        (mm.kswapd.order, mm.kswapd.highest_zoneidx),
+        (mm.reclaim.kswapd.order, mm.reclaim.kswapd.highest_zoneidx),
         (0, Some(ZoneType::Normal.idx()))
     );
     // One fruitless direct reclaim counts two allocstalls: do_try_to_free_pages runs its

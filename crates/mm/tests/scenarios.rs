@@ -179,7 +179,7 @@ fn s8_defrag_mode_unmovable_requests_never_pollute_movable_blocks_before_d5() {
                         let polluted = pollution(&mm) > before;
                         if defrag_mode && polluted {
                             assert!(
-                                gfp.intersects(Gfp::DIRECT_RECLAIM) && mm.last_alloc.nofragment_dropped,
+                                gfp.intersects(Gfp::DIRECT_RECLAIM) && mm.work.last_alloc.nofragment_dropped,
                                 "seed {seed}: {gfp:?} order {order} polluted a MOVABLE block"
                             );
                         }
@@ -200,7 +200,7 @@ fn s8_defrag_mode_unmovable_requests_never_pollute_movable_blocks_before_d5() {
                         }
                     }
                 }
-                if mm.kswapd.phase != fraglab_mm::kswapd::KswapdPhase::Sleeping {
+                if mm.reclaim.kswapd.phase != fraglab_mm::kswapd::KswapdPhase::Sleeping {
                     mm.kswapd_until_sleep(4);
                 }
                 mm.take_wakeups();
@@ -274,7 +274,10 @@ fn s8_defrag_mode_gfp_atomic_fails_with_movable_memory_free() {
         if defrag_mode {
             assert_eq!(r, None, "defrag_mode: GFP_ATOMIC fails");
             assert_eq!(pollution(&mm), before);
-            assert!(!mm.last_alloc.nofragment_dropped, "fails at step 7, before D5");
+            assert!(
+                !mm.work.last_alloc.nofragment_dropped,
+                "fails at step 7, before D5"
+            );
         } else {
             assert!(r.is_some(), "vanilla: GFP_ATOMIC steals from a MOVABLE block");
             assert!(pollution(&mm) > before);

@@ -37,7 +37,7 @@ fn s7_4_costly_noretry_compacts_async_once_and_never_reclaims() {
     let (mut mm, _) = fragmented(tun_kb(128));
     let gfp = Gfp::GFP_TRANSHUGE.union(Gfp::NORETRY);
     let page = mm.alloc_pages(0, gfp, 9);
-    let w = mm.last_alloc;
+    let w = mm.work.last_alloc;
     assert!(w.slowpath);
     assert!(w.compact_stalls >= 1, "{w:?}");
     assert_eq!(mm.stat(Stat::compact_stall), w.compact_stalls as u64);
@@ -56,7 +56,7 @@ fn s7_4_costly_noretry_compacts_async_once_and_never_reclaims() {
 fn s7_4_no_direct_reclaim_never_compacts_or_reclaims() {
     let (mut mm, _) = fragmented(tun_kb(128));
     assert_eq!(mm.alloc_pages(0, Gfp::GFP_TRANSHUGE_LIGHT, 9), None);
-    let w = mm.last_alloc;
+    let w = mm.work.last_alloc;
     assert_eq!((w.compact_stalls, w.reclaim_calls), (0, 0));
     assert_eq!(mm.stat(Stat::compact_stall), 0);
     assert_eq!(mm.stat(Stat::allocstall_movable), 0);
@@ -72,7 +72,7 @@ fn s7_5_skipped_compaction_counts_nothing() {
     let gfp = Gfp::GFP_TRANSHUGE.union(Gfp::NORETRY);
     assert_eq!(mm.alloc_pages(0, gfp, 9), None);
     assert_eq!(mm.stat(Stat::compact_stall), 0);
-    assert_eq!(mm.last_alloc.reclaim_calls, 0, "fails before any reclaim");
+    assert_eq!(mm.work.last_alloc.reclaim_calls, 0, "fails before any reclaim");
     check(&mm);
 }
 
@@ -82,7 +82,7 @@ fn s7_4_madvised_thp_compacts_and_succeeds_on_a_fragmented_machine() {
     // SYNC_LIGHT compaction; memory is half free, so it succeeds.
     let (mut mm, kept) = fragmented(tun_kb(128));
     let page = mm.alloc_pages(0, Gfp::GFP_TRANSHUGE, 9);
-    assert!(page.is_some(), "{:?}", mm.last_alloc);
+    assert!(page.is_some(), "{:?}", mm.work.last_alloc);
     assert!(mm.stat(Stat::compact_success) >= 1);
     assert!(mm.stat(Stat::pgmigrate_success) > 0);
     for id in kept {
@@ -107,10 +107,10 @@ fn s8_d5_defrag_mode_drops_nofragment_only_at_the_end() {
         None,
         "non-blocking: no fallback"
     );
-    assert!(!mm.last_alloc.nofragment_dropped);
+    assert!(!mm.work.last_alloc.nofragment_dropped);
     let p = mm.alloc_pages(0, Gfp::GFP_KERNEL, 0);
     assert!(p.is_some());
-    assert!(mm.last_alloc.nofragment_dropped, "{:?}", mm.last_alloc);
+    assert!(mm.work.last_alloc.nofragment_dropped, "{:?}", mm.work.last_alloc);
     check(&mm);
 }
 
@@ -120,13 +120,13 @@ fn two_tasks() -> Mm {
     let mut mm = dma32(16, 1, tun_kb(128));
     let mut n = 0u64;
     loop {
-        mm.cur_pid = if n.is_multiple_of(4) { 100 } else { 200 };
+        mm.cur.pid = if n.is_multiple_of(4) { 100 } else { 200 };
         if mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false).is_none() {
             break;
         }
         n += 1;
     }
-    mm.cur_pid = 300;
+    mm.cur.pid = 300;
     mm
 }
 
@@ -146,8 +146,8 @@ fn s7_4_13_oom_kills_the_largest_task_and_the_allocation_succeeds() {
     let p = mm.alloc_pages(0, Gfp::GFP_KERNEL, 0);
     assert!(p.is_some());
     assert_eq!(mm.stat(Stat::oom_kill), 1);
-    assert_eq!(mm.oom_victims, vec![200]);
-    assert_eq!(mm.last_alloc.oom_kills, 1);
+    assert_eq!(mm.outbox.oom_victims, vec![200]);
+    assert_eq!(mm.work.last_alloc.oom_kills, 1);
     assert_eq!(task_pages(&mm, 200), 0);
     assert_eq!(task_pages(&mm, 100), small, "only the victim's memory is freed");
     // Reclaim ran first and found nothing (allocstall counted before the kill).
@@ -168,8 +168,8 @@ fn s7_4_13_oom_is_skipped_for_mayfail_thisnode_costly_lowmem_and_nofs() {
         let mut mm = two_tasks();
         assert_eq!(mm.alloc_pages(0, gfp, order), None, "{what}");
         assert_eq!(mm.stat(Stat::oom_kill), 0, "{what}");
-        assert!(mm.oom_victims.is_empty(), "{what}");
-        assert_eq!(mm.last_alloc.oom_nofs_fail, what == "NOFS", "{what}");
+        assert!(mm.outbox.oom_victims.is_empty(), "{what}");
+        assert_eq!(mm.work.last_alloc.oom_nofs_fail, what == "NOFS", "{what}");
         check(&mm);
     }
 }
@@ -188,12 +188,12 @@ fn s7_4_14_nofail_without_a_victim_empties_the_reserves_then_reports_failure() {
     let mut served = 0;
     let nofail = Gfp::GFP_KERNEL.union(Gfp::NOFAIL);
     while mm.alloc_pages(0, nofail, 0).is_some() {
-        assert!(!mm.last_alloc.nofail_failed);
+        assert!(!mm.work.last_alloc.nofail_failed);
         served += 1;
         assert!(served < 10_000);
     }
     assert!(served >= before, "served {served} of {before}");
-    assert!(mm.last_alloc.nofail_failed);
+    assert!(mm.work.last_alloc.nofail_failed);
     assert_eq!(mm.zones[DMA32].nr_free_pages(), 0);
     // A plain GFP_KERNEL request is not given the reserves.
     let mut mm2 = dma32(16, 1, tun_kb(2048));
@@ -202,7 +202,7 @@ fn s7_4_14_nofail_without_a_victim_empties_the_reserves_then_reports_failure() {
         .is_some()
     {}
     assert_eq!(mm2.alloc_pages(0, Gfp::GFP_KERNEL, 0), None);
-    assert!(!mm2.last_alloc.nofail_failed);
+    assert!(!mm2.work.last_alloc.nofail_failed);
     assert!(mm2.zones[DMA32].nr_free_pages() >= 300);
     assert_eq!(mm.stat(Stat::oom_kill), 0);
     check(&mm);

@@ -25,25 +25,25 @@ fn nodes_follow_reads_truncation_and_the_switch() {
         let mut ra = ReadaheadState::default();
         let st = mm.filemap_fault(0, f, &mut ra, RANDOM, 0, 1);
         assert_eq!(st.miss_pages, 1);
-        assert_eq!(mm.page_cache.len(), 1);
-        assert_eq!(mm.xa.stats.nodes, 0);
+        assert_eq!(mm.cache.index.len(), 1);
+        assert_eq!(mm.cache.xa.stats.nodes, 0);
         // 200 pages: indices 0..200 in four level-0 nodes under one level-1 node.
         let mut ra = ReadaheadState::default();
         let st = mm.filemap_read(0, f, &mut ra, 0, 200, 200);
         assert_eq!(st.failed_pages, 0);
         mm.xa_check(false).unwrap();
         let want = if on { 5 } else { 0 };
-        assert_eq!(mm.xa.stats.nodes, want);
+        assert_eq!(mm.cache.xa.stats.nodes, want);
         // Nodes are reclaimable slab: one order-1 slab holds them all.
         if on {
-            assert_eq!(mm.xa.stats.slabs_high, 1);
-            assert_eq!(mm.xa.stats.pages, 1 << XA_SLAB_ORDER);
+            assert_eq!(mm.cache.xa.stats.slabs_high, 1);
+            assert_eq!(mm.cache.xa.stats.pages, 1 << XA_SLAB_ORDER);
             assert_eq!(mm.stats[Stat::nr_slab_reclaimable as usize], 1 << XA_SLAB_ORDER);
         }
         mm.filemap_truncate(0, f);
         mm.xa_check(false).unwrap();
-        assert_eq!(mm.xa.stats.nodes, 0);
-        assert_eq!(mm.xa.stats.pages, 0);
+        assert_eq!(mm.cache.xa.stats.nodes, 0);
+        assert_eq!(mm.cache.xa.stats.pages, 0);
         assert_eq!(mm.stats[Stat::nr_slab_reclaimable as usize], 0);
         check(&mm);
     }
@@ -62,13 +62,13 @@ fn files_of_a_mapping_have_their_own_xarrays() {
             mm.filemap_fault(0, f, &mut ra, RANDOM, file * 16 + i, 1 << 20);
         }
     }
-    assert_eq!(mm.page_cache.len(), 16);
+    assert_eq!(mm.cache.index.len(), 16);
     mm.xa_check(false).unwrap();
-    assert_eq!(mm.xa.stats.nodes, 8);
+    assert_eq!(mm.cache.xa.stats.nodes, 8);
     // Only index 0 left in a file: back in xa_head, the node goes.
     mm.filemap_truncate_range(0, f, 1, 1);
     mm.xa_check(false).unwrap();
-    assert_eq!(mm.xa.stats.nodes, 7);
+    assert_eq!(mm.cache.xa.stats.nodes, 7);
 }
 
 #[test]
@@ -78,21 +78,21 @@ fn shadows_keep_nodes_and_refaults_reuse_them() {
     let f = mm.add_mapping(Mapping::no_large_folios());
     let mut ra = ReadaheadState::default();
     mm.filemap_read(0, f, &mut ra, 0, 32, 32);
-    assert_eq!(mm.xa.stats.nodes, 1);
+    assert_eq!(mm.cache.xa.stats.nodes, 1);
     // Evict everything: the shadows keep the node.
     for i in 0..32 {
         let id = mm.filemap_lookup(f, i).unwrap();
         mm.page_cache_evict(0, id);
     }
-    assert_eq!(mm.page_cache.len(), 0);
+    assert_eq!(mm.cache.index.len(), 0);
     mm.xa_check(false).unwrap();
-    assert_eq!(mm.xa.stats.nodes, 1);
-    let allocs = mm.xa.stats.allocs;
+    assert_eq!(mm.cache.xa.stats.nodes, 1);
+    let allocs = mm.cache.xa.stats.allocs;
     // A refault replaces a shadow: no new node.
     let mut ra = ReadaheadState::default();
     mm.filemap_read(0, f, &mut ra, 0, 32, 32);
     mm.xa_check(false).unwrap();
-    assert_eq!(mm.xa.stats.allocs, allocs);
+    assert_eq!(mm.cache.xa.stats.allocs, allocs);
     // The slab page is a reclaimable allocation.
     let st = mm.stats[Stat::nr_slab_reclaimable as usize];
     assert_eq!(st, 1 << XA_SLAB_ORDER);
@@ -113,15 +113,15 @@ fn shadow_only_nodes_are_bounded_by_present_pages_over_8() {
             mm.filemap_fault(0, f, &mut ra, RANDOM, file * 16 + i, 1 << 30);
         }
     }
-    assert_eq!(mm.xa.stats.nodes, files);
-    assert_eq!(mm.xa.stats.shadow_nodes, 0);
-    let ids: Vec<_> = mm.page_cache.iter().map(|(_, id)| id).collect();
+    assert_eq!(mm.cache.xa.stats.nodes, files);
+    assert_eq!(mm.cache.xa.stats.shadow_nodes, 0);
+    let ids: Vec<_> = mm.cache.index.iter().map(|(_, id)| id).collect();
     for id in ids {
         mm.page_cache_evict(0, id);
     }
     mm.xa_check(false).unwrap();
-    assert_eq!(mm.xa.stats.shadow_nodes, bound);
-    assert_eq!(mm.xa.stats.nodes, bound);
+    assert_eq!(mm.cache.xa.stats.shadow_nodes, bound);
+    assert_eq!(mm.cache.xa.stats.nodes, bound);
     assert_eq!(mm.stats[Stat::workingset_nodereclaim as usize], 500);
     check(&mm);
 }

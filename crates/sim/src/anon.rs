@@ -153,7 +153,7 @@ impl AnonVma {
             }
             return Touch::Hit;
         }
-        let before = mm.work_sum;
+        let before = mm.work.sum;
         let mut pt = false;
         if self.regions[ri].pt.is_none() {
             let g = Gfp::GFP_KERNEL.union(Gfp::ACCOUNT);
@@ -164,7 +164,7 @@ impl AnonVma {
                 }
                 None => {
                     return Touch::Failed {
-                        work: mm.work_sum.since(&before),
+                        work: mm.work.sum.since(&before),
                     }
                 }
             }
@@ -172,7 +172,7 @@ impl AnonVma {
         let max = self.max_order(vpage);
         let Some(id) = mm.do_anonymous_fault_upto(cpu, self.madvised, max) else {
             return Touch::Failed {
-                work: mm.work_sum.since(&before),
+                work: mm.work.sum.since(&before),
             };
         };
         let f = mm.folios.get(id);
@@ -186,7 +186,7 @@ impl AnonVma {
         Touch::Fault {
             order,
             pt,
-            work: mm.work_sum.since(&before),
+            work: mm.work.sum.since(&before),
         }
     }
 

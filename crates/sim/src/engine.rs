@@ -208,7 +208,7 @@ impl Engine {
         };
         e.kswapd = e.add_task(Box::new(KswapdTask), TaskState::Waiting, 60);
         e.kcompactd = e.add_task(Box::new(KcompactdTask), TaskState::Waiting, 61);
-        if let Some(t) = e.mm.kcompactd.next_timeout_ms {
+        if let Some(t) = e.mm.compact.kcompactd.next_timeout_ms {
             e.schedule_timer(e.kcompactd, t * MS);
         }
         e.schedule(e.tick_ns, EventKind::Tick);
@@ -412,11 +412,11 @@ impl Engine {
         let now = self.now;
         let task = &mut self.tasks[id];
         task.stats.runq_wait_ns += now - task.ready_since;
-        self.mm.now_ns = now;
-        self.mm.cur_pid = task.pid;
+        self.mm.cur.now_ns = now;
+        self.mm.cur.pid = task.pid;
         let comm = task.body.comm().to_string();
-        if self.mm.cur_comm != comm {
-            self.mm.cur_comm = comm;
+        if self.mm.cur.comm != comm {
+            self.mm.cur.comm = comm;
         }
         let mut cx = Cx {
             mm: &mut self.mm,
@@ -527,11 +527,11 @@ impl TaskBody for KswapdTask {
     }
 
     fn step(&mut self, cx: &mut Cx) -> Step {
-        match cx.mm.kswapd.phase {
+        match cx.mm.reclaim.kswapd.phase {
             KswapdPhase::Running => {
-                let folios_before = cx.mm.reclaimed_folios;
+                let folios_before = cx.mm.reclaim.reclaimed_folios;
                 let c = cx.mm.kswapd_run();
-                let folios = cx.mm.reclaimed_folios - folios_before;
+                let folios = cx.mm.reclaim.reclaimed_folios - folios_before;
                 let ran = cx
                     .cost
                     .reclaim(c.scanned.max(c.reclaimed), folios)

@@ -177,7 +177,7 @@ fn result(
 /// The allocator's work that /proc/vmstat does not count, and the kernel threads' CPU time
 /// and the time they were runnable but waited for a CPU (`[model] sched`).
 fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
-    let w = &e.mm.work_sum;
+    let w = &e.mm.work.sum;
     let (ks, kc) = (e.task_stats(e.kswapd), e.task_stats(e.kcompactd));
     [
         ("alloc_slowpaths", w.slowpaths),

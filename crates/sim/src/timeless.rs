@@ -258,7 +258,7 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                 );
             }
             Op::Kswapd { .. } => {
-                let phase = mm.kswapd.phase;
+                let phase = mm.reclaim.kswapd.phase;
                 let cycles = mm.kswapd_until_sleep(64);
                 mm.debug_check();
                 let runs = cycles.iter().filter(|c| c.balanced_run).count();
@@ -266,7 +266,7 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                 let _ = writeln!(
                     out,
                     "# op[{i}] kswapd: was {phase:?}; {runs} balance_pgdat runs, {reclaimed} pages reclaimed; now {:?}",
-                    mm.kswapd.phase
+                    mm.reclaim.kswapd.phase
                 );
             }
             Op::DrainAllPages { .. } => {
@@ -442,7 +442,7 @@ fn block_state(mm: &Mm, start: u32, z_start: u32, z_end: u32) -> BlockState {
             PageKind::Buddy => s.free_pages += nr,
             PageKind::Allocated => {
                 s.used_pages += nr;
-                s.mixed |= alloc_mixes(mt, mm.pages.b[head as usize] as usize);
+                s.mixed |= alloc_mixes(mt, mm.pages.alloc_migratetype(head) as usize);
             }
             _ => s.used_pages += nr,
         }

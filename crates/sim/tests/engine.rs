@@ -206,7 +206,7 @@ impl TaskBody for Filler {
         {
             self.ids.push(id);
         }
-        let ran = cx.cost.fault_base_ns + cx.cost.slowpath(&cx.mm.last_alloc);
+        let ran = cx.cost.fault_base_ns + cx.cost.slowpath(&cx.mm.work.last_alloc);
         if self.left.is_multiple_of(512) {
             Step::Sleep { ran, sleep: 50 * MS }
         } else {
@@ -241,7 +241,7 @@ fn kswapd_runs_in_the_background_when_the_workload_wakes_it() {
     assert!(e.task_stats(e.kswapd).cpu_ns > 0);
     // Let the machine settle: kswapd naps and goes to sleep.
     e.run(end + 2 * SEC, |_| false);
-    assert_eq!(e.mm.kswapd.phase, KswapdPhase::Sleeping);
+    assert_eq!(e.mm.reclaim.kswapd.phase, KswapdPhase::Sleeping);
     assert_eq!(e.task_state(e.kswapd), TaskState::Waiting);
     e.mm.check_invariants().unwrap();
 }

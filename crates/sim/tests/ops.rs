@@ -190,6 +190,6 @@ fn machine_swap_and_swappiness_reach_the_model() {
     )
     .unwrap();
     let mm = fraglab_sim::boot(&spec).unwrap();
-    assert_eq!(mm.swap.total, 2048);
+    assert_eq!(mm.reclaim.swap.total, 2048);
     assert_eq!(mm.tun.swappiness, 100);
 }

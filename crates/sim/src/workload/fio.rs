@@ -99,13 +99,13 @@ impl TaskBody for FioSmallFiles {
             };
         }
         // balance_dirty_pages: above the dirty limit, the writer waits for writeback.
-        if cx.mm.nr_dirty > cx.mm.dirty_thresholds().1 {
+        if cx.mm.cache.nr_dirty > cx.mm.dirty_thresholds().1 {
             return Step::Sleep {
                 ran: 0,
                 sleep: 10 * MS,
             };
         }
-        let before = cx.mm.work_sum;
+        let before = cx.mm.work.sum;
         let mut ns = 0;
         for _ in 0..FIO_FILES_PER_STEP {
             let slot = self.job * sh.slots + self.next % sh.slots;
@@ -143,7 +143,7 @@ impl TaskBody for FioSmallFiles {
             ns += write_cost(cx, &st, pages);
             sh.created += 1;
         }
-        ns += cx.cost.alloc_work(&cx.mm.work_sum.since(&before)).min(ns);
+        ns += cx.cost.alloc_work(&cx.mm.work.sum.since(&before)).min(ns);
         Step::Ran(ns.max(1))
     }
 }

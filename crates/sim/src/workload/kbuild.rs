@@ -319,11 +319,11 @@ impl KbuildWorker {
         }
         sh.untarring = true;
         sh.start_build(cx);
-        let before = cx.mm.work_sum;
+        let before = cx.mm.work.sum;
         let cur = sh.cur;
         sh.delete_tree(cx.mm, cx.cpu, cur);
         sh.tar_ra = Default::default();
-        let ns = sys(&cx.mm.work_sum.since(&before), cx);
+        let ns = sys(&cx.mm.work.sum.since(&before), cx);
         sh.charge_system(ns);
         self.phase = JobPhase::Untar { file: 0 };
         Step::Ran(ns + cx.cost.context_switch_ns)
@@ -333,7 +333,7 @@ impl KbuildWorker {
     /// readahead), then the file is created (a dentry and an inode, and the cost of creating a
     /// file) and written (dirty page cache, cleaned by the flusher).
     fn untar(&mut self, sh: &mut KbuildShared, cx: &mut Cx, file: u64) -> Step {
-        let before = cx.mm.work_sum;
+        let before = cx.mm.work.sum;
         let fp = file_pages(&sh.p);
         let files = (pages_of(sh.p.source_bytes) / fp).max(1);
         let tarball = sh.tarball.expect("untar has a tarball");
@@ -355,7 +355,7 @@ impl KbuildWorker {
             pages += fp;
             f += 1;
         }
-        let ns = sys(&cx.mm.work_sum.since(&before), cx) + created * cx.cost.file_create_ns;
+        let ns = sys(&cx.mm.work.sum.since(&before), cx) + created * cx.cost.file_create_ns;
         sh.charge_system(ns);
         if f == files {
             sh.untarred = true;
@@ -371,7 +371,7 @@ impl KbuildWorker {
     /// vmalloc (`alloc_thread_stack_node`), or a stack freed lately on this CPU
     /// (`NR_CACHED_STACKS`). Simplified: vmalloc's own vmap_area objects are not allocated.
     fn start(&mut self, sh: &mut KbuildShared, cx: &mut Cx) -> Step {
-        let before = cx.mm.work_sum;
+        let before = cx.mm.work.sum;
         let g = Gfp::GFP_KERNEL.union(Gfp::ACCOUNT);
         self.stack = match sh.stack_cache.entry(cx.cpu).or_default().pop() {
             Some(stack) => stack,
@@ -394,7 +394,7 @@ impl KbuildWorker {
                 self.kobjs.push((false, o));
             }
         }
-        let ns = sys(&cx.mm.work_sum.since(&before), cx);
+        let ns = sys(&cx.mm.work.sum.since(&before), cx);
         sh.charge_system(ns);
         self.phase = JobPhase::Touch {
             vma: AnonVma::new(pages.max(1), false),
@@ -423,7 +423,7 @@ impl KbuildWorker {
     /// (`filemap_read` with a fresh readahead state), at random places in the tree.
     fn read(&mut self, sh: &mut KbuildShared, cx: &mut Cx, vma: AnonVma, left: u64) -> Step {
         let mut io = 0;
-        let before = cx.mm.work_sum;
+        let before = cx.mm.work.sum;
         let fp = file_pages(&sh.p);
         let source_pages = pages_of(sh.p.source_bytes);
         let files = source_pages / fp;
@@ -446,7 +446,7 @@ impl KbuildWorker {
             let st = cx.mm.filemap_read(cx.cpu, source, &mut ra, f, fp, source_pages);
             io += st.miss_pages;
         }
-        let ns = sys(&cx.mm.work_sum.since(&before), cx);
+        let ns = sys(&cx.mm.work.sum.since(&before), cx);
         sh.charge_system(ns);
         let left = left.saturating_sub(CHUNK);
         self.phase = if left == 0 {
@@ -462,7 +462,7 @@ impl KbuildWorker {
 
     /// Reclaimable slab (dentries, inodes) the job allocates, kept as cache.
     fn slab(&mut self, sh: &mut KbuildShared, cx: &mut Cx, vma: AnonVma, left: u64) -> Step {
-        let before = cx.mm.work_sum;
+        let before = cx.mm.work.sum;
         let g = Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE);
         for _ in 0..left.min(CHUNK) {
             if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::Slab, false) {
@@ -479,7 +479,7 @@ impl KbuildWorker {
                 cx.mm.free_folio(cx.cpu, id);
             }
         }
-        let ns = sys(&cx.mm.work_sum.since(&before), cx);
+        let ns = sys(&cx.mm.work.sum.since(&before), cx);
         sh.charge_system(ns);
         let left = left.saturating_sub(CHUNK);
         self.phase = if left == 0 {
@@ -512,7 +512,7 @@ impl KbuildWorker {
     /// The object file: created (a dentry and an inode, until "make clean") at the first
     /// step, then written as order-0 dirty page-cache folios.
     fn write(&mut self, sh: &mut KbuildShared, cx: &mut Cx, vma: AnonVma, left: u64) -> Step {
-        let before = cx.mm.work_sum;
+        let before = cx.mm.work.sum;
         let first = left == pages_of(sh.p.job_obj_bytes);
         if first {
             // Creating the object file: its dentry and inode, until "make clean".
@@ -529,7 +529,7 @@ impl KbuildWorker {
                 sh.objects.push((id, t, cx.now));
             }
         }
-        let mut ns = sys(&cx.mm.work_sum.since(&before), cx);
+        let mut ns = sys(&cx.mm.work.sum.since(&before), cx);
         if first {
             // The cost of creating the file (docs/costs.md `file_create_ns`).
             ns += cx.cost.file_create_ns;

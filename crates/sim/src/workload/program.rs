@@ -153,7 +153,7 @@ impl ProgramTask {
         let ra = self.ra.entry(file).or_default();
         let pages = length.div_ceil(4096);
         let file_pages = file_size.div_ceil(4096);
-        let before = cx.mm.work_sum;
+        let before = cx.mm.work.sum;
         let mut io = false;
         let n = (pages - self.progress).min(256);
         if random {
@@ -177,7 +177,7 @@ impl ProgramTask {
         if self.progress >= pages {
             self.next();
         }
-        let ns = cx.cost.alloc_work(&cx.mm.work_sum.since(&before)) + n * cx.cost.free_page_ns;
+        let ns = cx.cost.alloc_work(&cx.mm.work.sum.since(&before)) + n * cx.cost.free_page_ns;
         if io {
             Step::Sleep {
                 ran: ns,
@@ -192,7 +192,7 @@ impl ProgramTask {
     /// (balance_dirty_pages).
     fn write(&mut self, cx: &mut Cx, file: &str, offset: u64, length: u64, chunk: u64) -> Step {
         let mapping = self.files.borrow()[file];
-        if cx.mm.nr_dirty > cx.mm.dirty_thresholds().1 {
+        if cx.mm.cache.nr_dirty > cx.mm.dirty_thresholds().1 {
             return Step::Sleep {
                 ran: 0,
                 sleep: 10 * MS,
@@ -221,7 +221,7 @@ impl ProgramTask {
         } else {
             FolioKind::Kernel
         };
-        let before = cx.mm.work_sum;
+        let before = cx.mm.work.sum;
         let n = (count - self.progress).min(CHUNK);
         for _ in 0..n {
             if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, kind, false) {
@@ -235,7 +235,7 @@ impl ProgramTask {
         if self.progress >= count {
             self.next();
         }
-        Step::Ran(cx.cost.alloc_work(&cx.mm.work_sum.since(&before)).max(1))
+        Step::Ran(cx.cost.alloc_work(&cx.mm.work.sum.since(&before)).max(1))
     }
 }
 
