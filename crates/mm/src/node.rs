@@ -33,6 +33,16 @@ pub struct Tunables {
     pub swappiness: u32,
     /// `vm.vfs_cache_pressure` (slab shrinking scale, 100 = default).
     pub vfs_cache_pressure: u32,
+    /// `vm.dirty_background_ratio` and `vm.dirty_ratio`: percent of the dirtyable memory at
+    /// which background writeback starts and writers are throttled (`global_dirty_limits`).
+    pub dirty_background_ratio: u32,
+    pub dirty_ratio: u32,
+    /// `vm.dirty_expire_centisecs`: how old dirty data must be before the flusher's periodic
+    /// pass writes it back (`wb_over_bg_thresh`/`wb_check_old_data_flush`).
+    pub dirty_expire_centisecs: u32,
+    /// `vm.dirty_writeback_centisecs`: the interval of the flusher's periodic pass; 0 disables
+    /// periodic writeback (`wb_wakeup_delayed`).
+    pub dirty_writeback_centisecs: u32,
 }
 
 impl Default for Tunables {
@@ -48,6 +58,10 @@ impl Default for Tunables {
             thp_enabled: true,
             swappiness: 60,
             vfs_cache_pressure: 100,
+            dirty_background_ratio: 10,
+            dirty_ratio: 20,
+            dirty_expire_centisecs: 3000,
+            dirty_writeback_centisecs: 500,
         }
     }
 }

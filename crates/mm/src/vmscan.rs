@@ -1049,15 +1049,23 @@ impl Mm {
         self.folios.folios[id as usize].dirty = dirty;
     }
 
-    /// The dirty thresholds (`global_dirty_limits` with the default ratios): background
-    /// writeback starts above 10 % and writers are throttled above 20 % of the dirtyable memory
-    /// (free pages + file LRU pages).
+    /// The dirty thresholds (`global_dirty_limits`, mm/page-writeback.c): background writeback
+    /// starts above `vm.dirty_background_ratio` percent (default 10) and writers are throttled
+    /// above `vm.dirty_ratio` percent (default 20) of the dirtyable memory (free pages + file
+    /// LRU pages; `global_dirtyable_memory` without the reserves and highmem); a background
+    /// threshold at or above the throttling one is halved from it, as the kernel does.
+    /// Simplified: the `*_bytes` forms and the per-wb (bdi) split are not modelled.
     pub fn dirty_thresholds(&self) -> (u64, u64) {
         let free: i64 = self.zones.iter().map(|z| z.nr_free_pages()).sum();
         let file = self.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize]
             + self.reclaim.lruvec.pages[LRU_ACTIVE_FILE as usize];
         let avail = free.max(0) as u64 + file;
-        (avail / 10, avail / 5)
+        let thresh = avail * self.tun.dirty_ratio as u64 / 100;
+        let mut bg = avail * self.tun.dirty_background_ratio as u64 / 100;
+        if bg >= thresh {
+            bg = thresh / 2;
+        }
+        (bg, thresh)
     }
 
     /// Background writeback: cleans the oldest dirty page-cache folios until at most `target`
@@ -1087,10 +1095,11 @@ impl Mm {
     }
 
     /// The writeback flusher's periodic pass (`wb_workfn` for expired inodes, §19.1 item 9):
-    /// page-cache folios dirty for at least `expire_ns` are written back and become clean (the
-    /// write completes at once). Returns the pages cleaned.
-    pub fn writeback_expired(&mut self, expire_ns: u64) -> u64 {
+    /// page-cache folios dirty for at least `vm.dirty_expire_centisecs` are written back and
+    /// become clean (the write completes at once). Returns the pages cleaned.
+    pub fn writeback_expired(&mut self) -> u64 {
         let now = self.cur.now_ns;
+        let expire_ns = self.dirty_expire_ns();
         let ids: Vec<FolioId> = self
             .cache
             .index
@@ -1107,6 +1116,18 @@ impl Mm {
             self.folio_mark_dirty(id, false);
         }
         n
+    }
+}
+
+impl Mm {
+    /// `vm.dirty_expire_centisecs` in ns.
+    pub fn dirty_expire_ns(&self) -> u64 {
+        self.tun.dirty_expire_centisecs as u64 * 10_000_000
+    }
+
+    /// `vm.dirty_writeback_centisecs` in ns (0: periodic writeback is off).
+    pub fn dirty_writeback_ns(&self) -> u64 {
+        self.tun.dirty_writeback_centisecs as u64 * 10_000_000
     }
 }
 

@@ -454,3 +454,40 @@ fn filemap_fault_read_around_and_hugepage() {
     assert_eq!(st.added.iter().sum::<u64>(), 1);
     assert!(mm.filemap_lookup(r, 11).is_none());
 }
+
+/// §19.1 item 9, `global_dirty_limits`: the background and throttling thresholds are
+/// `vm.dirty_background_ratio` and `vm.dirty_ratio` percent of the dirtyable memory, and a
+/// background ratio at or above the other is halved from it.
+#[test]
+fn s19_1_9_dirty_thresholds_follow_the_ratios() {
+    let mut mm = dma32(16, 1, tun_kb(1024));
+    let free: u64 = mm.zones.iter().map(|z| z.nr_free_pages().max(0) as u64).sum();
+    assert_eq!(
+        mm.dirty_thresholds(),
+        (free * 10 / 100, free * 20 / 100),
+        "6.18 defaults"
+    );
+    mm.tun.dirty_ratio = 40;
+    mm.tun.dirty_background_ratio = 5;
+    assert_eq!(mm.dirty_thresholds(), (free * 5 / 100, free * 40 / 100));
+    mm.tun.dirty_background_ratio = 50;
+    assert_eq!(mm.dirty_thresholds(), (free * 40 / 100 / 2, free * 40 / 100));
+}
+
+/// `vm.dirty_expire_centisecs`: the flusher's pass writes back only what has been dirty for
+/// that long.
+#[test]
+fn s19_1_9_writeback_expired_follows_dirty_expire_centisecs() {
+    let mut mm = dma32(16, 1, tun_kb(1024));
+    let m = mm.add_mapping(Mapping::xfs_like());
+    let st = mm.filemap_write(0, m, 0, 16 << 10);
+    assert!(st.added.iter().sum::<u64>() > 0);
+    let dirty = mm.cache.nr_dirty;
+    assert!(dirty > 0);
+    mm.tun.dirty_expire_centisecs = 100; // 1 s
+    mm.cur.now_ns = 999_999_999;
+    assert_eq!(mm.writeback_expired(), 0, "dirty for less than 1 s");
+    mm.cur.now_ns = 1_000_000_000;
+    assert_eq!(mm.writeback_expired(), dirty);
+    assert_eq!(mm.cache.nr_dirty, 0);
+}

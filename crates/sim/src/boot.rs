@@ -130,6 +130,18 @@ pub fn tunables(spec: &Spec) -> Tunables {
     if let Some(v) = int(spec, "vm.vfs_cache_pressure") {
         t.vfs_cache_pressure = v as u32;
     }
+    if let Some(v) = int(spec, "vm.dirty_background_ratio") {
+        t.dirty_background_ratio = v as u32;
+    }
+    if let Some(v) = int(spec, "vm.dirty_ratio") {
+        t.dirty_ratio = v as u32;
+    }
+    if let Some(v) = int(spec, "vm.dirty_expire_centisecs") {
+        t.dirty_expire_centisecs = v as u32;
+    }
+    if let Some(v) = int(spec, "vm.dirty_writeback_centisecs") {
+        t.dirty_writeback_centisecs = v as u32;
+    }
     t
 }
 

@@ -7,7 +7,7 @@ use fraglab_mm::Mm;
 
 use crate::anon::{AllocPath, AnonVma, Touch};
 use crate::cost::CostModel;
-use crate::engine::{Cx, Step, TaskBody, MS, SEC};
+use crate::engine::{Cx, Step, TaskBody, MS};
 use crate::metrics::Metrics;
 use crate::slab::{Obj, SlabCache};
 
@@ -90,9 +90,11 @@ pub fn write_cost(cx: &Cx, st: &fraglab_mm::filemap::WriteStats, pages: u64) -> 
 }
 
 /// The writeback flusher for page-cache workloads (until `until_ns`): every 100 ms it writes
-/// back folios dirty for 30 s (`dirty_expire_centisecs` 3000) and, above the background
-/// threshold (10 %), the oldest dirty folios down to it. Simplification: writeback completes
-/// at once and costs the flusher, not the device.
+/// back folios dirty for longer than `vm.dirty_expire_centisecs` (default 30 s) and, above the
+/// background threshold (`vm.dirty_background_ratio`, default 10 %), the oldest dirty folios
+/// down to it. Simplifications: writeback completes at once and costs the flusher, not the
+/// device; the expiry is checked every 100 ms rather than every `dirty_writeback_centisecs`
+/// (the kernel also wakes the flusher as soon as the background threshold is crossed).
 pub struct PageCacheFlusher {
     pub until_ns: u64,
 }
@@ -108,7 +110,7 @@ impl TaskBody for PageCacheFlusher {
         }
         // Every 100 ms: expired folios, then background writeback down to the background
         // threshold.
-        let mut n = cx.mm.writeback_expired(30 * SEC);
+        let mut n = cx.mm.writeback_expired();
         let (bg, _) = cx.mm.dirty_thresholds();
         n += cx.mm.writeback_oldest(bg);
         Step::Sleep {

@@ -19,7 +19,7 @@ use rand::Rng;
 use super::common::{alloc_file_objs, touch_range, CHUNK, COMPUTE_SLICE_NS};
 use super::{pages_of, Generator, Run, Shared};
 use crate::anon::AnonVma;
-use crate::engine::{Cx, Step, TaskBody, MS, SEC};
+use crate::engine::{Cx, Step, TaskBody, MS};
 use crate::metrics::{Build, Metrics};
 use crate::slab::{Obj, SlabCache};
 
@@ -601,7 +601,9 @@ impl TaskBody for KbuildWorker {
     }
 }
 
-/// The writeback flusher: every 5 s, writes back (cleans) object-file pages dirty for 30 s.
+/// The writeback flusher: every `vm.dirty_writeback_centisecs` (default 5 s), writes back
+/// (cleans) object-file pages dirty for longer than `vm.dirty_expire_centisecs` (default 30 s);
+/// with periodic writeback off (`dirty_writeback_centisecs` = 0) it never runs.
 pub struct Flusher {
     pub shared: Shared<KbuildShared>,
 }
@@ -613,19 +615,20 @@ impl TaskBody for Flusher {
 
     fn step(&mut self, cx: &mut Cx) -> Step {
         let sh = self.shared.borrow();
-        if sh.finished() {
+        let (expire, interval) = (cx.mm.dirty_expire_ns(), cx.mm.dirty_writeback_ns());
+        if sh.finished() || interval == 0 {
             return Step::Exit(0);
         }
         let mut n = 0;
         for &(id, t, at) in &sh.objects {
-            if cx.now >= at + 30 * SEC && cx.mm.folio_is(id, t) && cx.mm.folios.get(id).dirty {
+            if cx.now >= at + expire && cx.mm.folio_is(id, t) && cx.mm.folios.get(id).dirty {
                 cx.mm.folio_mark_dirty(id, false);
                 n += 1;
             }
         }
         Step::Sleep {
             ran: n * cx.cost.free_page_ns,
-            sleep: 5 * SEC,
+            sleep: interval,
         }
     }
 }
