@@ -190,8 +190,13 @@ enum Cmd {
     },
     /// List the built-in examples, or print one (`fraglab examples NAME`).
     Examples { name: Option<String> },
-    /// List the kernel knobs a spec may set, with their kinds and defaults.
-    Knobs,
+    /// List the kernel knobs a spec may set, with their kinds and defaults (`--markdown`: the
+    /// text of docs/knobs.md, every knob and model switch with what it models, generated from
+    /// their declarations).
+    Knobs {
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Boot a machine of the given size and report the model's host memory per simulated page.
     Footprint {
         /// RAM of the simulated machine, e.g. 24GiB or 1TiB.
@@ -244,7 +249,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
         Cmd::Bench { max_sim } => bench_experiments(max_sim),
         Cmd::Examples { name } => examples::examples(name),
         Cmd::Footprint { memory } => footprint::footprint(memory),
-        Cmd::Knobs => knobs::knobs(),
+        Cmd::Knobs { markdown } => knobs::knobs(markdown),
     }
 }
 
