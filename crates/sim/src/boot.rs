@@ -16,7 +16,7 @@ use fraglab_mm::types::{MAX_NR_ZONES, PAGEBLOCK_ORDER};
 use fraglab_mm::{Gfp, MmConfig};
 use fraglab_spec::{KnobValue, MappingKind, Spec, KNOBS};
 
-use crate::timeless::RunError;
+use crate::error::RunError;
 
 /// The integer value of knob `name` (the spec's, else the kernel default).
 fn int(spec: &Spec, name: &str) -> Option<i64> {

@@ -7,6 +7,7 @@ pub mod boot;
 pub mod compare;
 pub mod cost;
 pub mod engine;
+pub mod error;
 pub mod metrics;
 pub mod slab;
 pub mod snapshot;
@@ -15,4 +16,5 @@ pub mod timeless;
 pub mod workload;
 
 pub use boot::{boot, machine_config, mm_config, tunables};
-pub use timeless::{run_ops, RunError};
+pub use error::RunError;
+pub use timeless::run_ops;

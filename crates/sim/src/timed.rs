@@ -13,9 +13,9 @@ use fraglab_spec::Spec;
 use crate::boot::boot;
 use crate::cost::CostModel;
 use crate::engine::Engine;
+use crate::error::RunError;
 use crate::metrics::Metrics;
 use crate::snapshot::{histogram, pageblock_snapshot, proc_snapshot, sample, vmstat_values};
-use crate::timeless::RunError;
 use crate::workload::{generators, Run};
 
 /// The cost model of a spec: defaults with its `[cost]` overrides.

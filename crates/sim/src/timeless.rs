@@ -13,17 +13,7 @@ use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, r
 use fraglab_spec::result::pageblock::{alloc_mixes, BlockState};
 use fraglab_spec::{Op, PrintWhat, Spec};
 
-/// A run that could not complete: names the spec file, line and op.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunError(pub String);
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for RunError {}
+use crate::error::RunError;
 
 /// A named set of allocated folios, each with its content token: reclaim or the OOM killer
 /// may free a folio behind the set's back, and folio ids are reused, so a member is only
