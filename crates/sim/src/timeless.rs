@@ -63,21 +63,45 @@ fn by_order(counts: &[u64; 11]) -> String {
 /// Runs every op of `spec` in order and returns the text its `print` ops produced, with a
 /// `#`-prefixed log line per op. Deterministic: no randomness is involved.
 pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
-    let mut mm = crate::boot::boot(spec)?;
-    let mut out = String::new();
+    let mut r = OpRunner {
+        spec,
+        mm: crate::boot::boot(spec)?,
+        out: String::new(),
+        sets: Vec::new(),
+        ra_states: std::collections::BTreeMap::new(),
+    };
     let unused = crate::boot::unread_knobs(spec);
     if !unused.is_empty() {
         let _ = writeln!(
-            out,
+            r.out,
             "# note: knobs not read by this model version: {}",
             unused.join(", ")
         );
     }
-    let mut sets: Vec<ChunkSet> = Vec::new();
-    let mut ra_states: std::collections::BTreeMap<String, fraglab_mm::filemap::ReadaheadState> =
-        std::collections::BTreeMap::new();
-    mm.debug_check();
+    r.mm.debug_check();
     for (i, op) in spec.ops.iter().enumerate() {
+        r.op(i, op)?;
+    }
+    if spec.run.debug_vm {
+        r.mm.check_invariants()
+            .map_err(|e| RunError(format!("{}: {e}", spec.file)))?;
+    }
+    Ok(r.out)
+}
+
+/// The state of a timeless run: the model, the named sets of folios, each file's readahead
+/// state, and the text printed so far.
+struct OpRunner<'s> {
+    spec: &'s Spec,
+    mm: Mm,
+    out: String,
+    sets: Vec<ChunkSet>,
+    ra_states: std::collections::BTreeMap<String, fraglab_mm::filemap::ReadaheadState>,
+}
+
+impl OpRunner<'_> {
+    /// Runs op `i`, appending its log line (and what a `print` prints) to the output.
+    fn op(&mut self, i: usize, op: &Op) -> Result<(), RunError> {
         match op {
             Op::Alloc {
                 set,
@@ -89,138 +113,28 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                 kind,
                 nofs,
                 ..
-            } => {
-                let si = set_index(&mut sets, set);
-                let mut failed = 0u32;
-                for n in 0..*count {
-                    match mm.alloc_folio(*cpu, *gfp, *order, *kind, *nofs) {
-                        Some(id) => {
-                            sets[si].chunks.push((id, mm.folios.get(id).token));
-                        }
-                        None if *must_succeed => {
-                            return Err(RunError(format!(
-                                "{}: alloc {set}: allocation {} of {count} (order {order}) failed and must_succeed is set",
-                                spec.op_where(i),
-                                n + 1
-                            )));
-                        }
-                        None => failed += 1,
-                    }
-                    mm.debug_check();
-                }
-                let _ = writeln!(
-                    out,
-                    "# op[{i}] alloc {set}: {count} x order {order} {} {}: {} allocated, {failed} failed",
-                    kind.name(),
-                    fraglab_mm::trace::show_gfp_flags(*gfp),
-                    count - failed
-                );
-            }
+            } => self.alloc(i, set, *count, *order, *gfp, *cpu, *must_succeed, *kind, *nofs)?,
             Op::Free {
                 set,
                 every,
                 offset,
                 cpu,
                 ..
-            } => {
-                let si = sets
-                    .iter()
-                    .position(|s| &s.name == set)
-                    .ok_or_else(|| RunError(format!("{}: free {set}: no such set", spec.op_where(i))))?;
-                let chunks = std::mem::take(&mut sets[si].chunks);
-                let mut kept = Vec::with_capacity(chunks.len());
-                let mut freed = 0;
-                let mut gone = 0;
-                for (n, (id, token)) in chunks.into_iter().enumerate() {
-                    if n as u32 % every == *offset {
-                        if mm.folio_is(id, token) {
-                            mm.free_folio(*cpu, id);
-                            mm.debug_check();
-                            freed += 1;
-                        } else {
-                            gone += 1;
-                        }
-                    } else {
-                        kept.push((id, token));
-                    }
-                }
-                let left = kept.len();
-                sets[si].chunks = kept;
-                let gone = if gone > 0 {
-                    format!(" ({gone} already freed by reclaim or OOM)")
-                } else {
-                    String::new()
-                };
-                let _ = writeln!(
-                    out,
-                    "# op[{i}] free {set} every {every} offset {offset}: {freed} freed, {left} left{gone}"
-                );
-            }
+            } => self.free(i, set, *every, *offset, *cpu)?,
             Op::Fault {
                 set,
                 count,
                 madvised,
                 cpu,
                 ..
-            } => {
-                let si = set_index(&mut sets, set);
-                let mut by_order = [0u64; NR_PAGE_ORDERS];
-                let mut failed = 0;
-                for _ in 0..*count {
-                    match mm.do_anonymous_fault(*cpu, *madvised) {
-                        Some(id) => {
-                            let f = mm.folios.get(id);
-                            by_order[f.order as usize] += 1;
-                            sets[si].chunks.push((id, f.token));
-                        }
-                        None => failed += 1,
-                    }
-                    mm.debug_check();
-                }
-                let orders: Vec<String> = by_order
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, n)| **n > 0)
-                    .map(|(o, n)| format!("{n} x order {o}"))
-                    .collect();
-                let _ = writeln!(
-                    out,
-                    "# op[{i}] fault {set}: {count} faults{}: {}{}",
-                    if *madvised { " (MADV_HUGEPAGE)" } else { "" },
-                    if orders.is_empty() {
-                        "none".to_string()
-                    } else {
-                        orders.join(", ")
-                    },
-                    if failed > 0 {
-                        format!(", {failed} failed")
-                    } else {
-                        String::new()
-                    }
-                );
-            }
+            } => self.fault(i, set, *count, *madvised, *cpu),
             Op::Write {
                 file,
                 offset,
                 length,
                 cpu,
                 ..
-            } => {
-                let mapping = file_mapping(spec, file);
-                let st = mm.filemap_write(*cpu, mapping, offset / 4096, *length);
-                mm.debug_check();
-                let _ = writeln!(
-                    out,
-                    "# op[{i}] write {file}: {length} bytes at {offset}: {} pages cached, folios added {}; {} allocation attempts ({} failed), {} compact stalls, {} direct reclaims{}",
-                    st.hit_pages,
-                    by_order(&st.added),
-                    st.attempts.len(),
-                    st.attempts.iter().filter(|a| !a.ok).count(),
-                    st.attempts.iter().map(|a| a.work.compact_stalls).sum::<u32>(),
-                    st.attempts.iter().map(|a| a.work.reclaim_calls).sum::<u32>(),
-                    if st.failed_pages > 0 { format!("; {} pages failed", st.failed_pages) } else { String::new() }
-                );
-            }
+            } => self.write(i, file, *offset, *length, *cpu),
             Op::Read {
                 file,
                 offset,
@@ -228,25 +142,174 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                 file_size,
                 cpu,
                 ..
-            } => {
-                let mapping = file_mapping(spec, file);
-                let ra = ra_states.entry(file.clone()).or_default();
-                let first = offset / 4096;
-                let last = (offset + length).div_ceil(4096);
-                let st = mm.filemap_read(*cpu, mapping, ra, first, last - first, file_size.div_ceil(4096));
-                mm.debug_check();
-                let _ = writeln!(
-                    out,
-                    "# op[{i}] read {file}: {length} bytes at {offset}: {} pages cached, {} read; readahead {} sync, {} async, folios added {}, {} large-folio failures{}",
-                    st.hit_pages,
-                    st.miss_pages,
-                    st.sync_ra,
-                    st.async_ra,
-                    by_order(&st.added),
-                    st.alloc_failures,
-                    if st.failed_pages > 0 { format!("; {} pages failed", st.failed_pages) } else { String::new() }
-                );
+            } => self.read(i, file, *offset, *length, *file_size, *cpu),
+            Op::Print { what, zone, .. } => {
+                let _ = writeln!(self.out, "# op[{i}] print {}", what.name());
+                print(&mut self.mm, *what, *zone, &mut self.out);
             }
+            _ => self.mechanism(i, op),
+        }
+        Ok(())
+    }
+
+    /// `alloc`: `count` folios into set `set`.
+    #[allow(clippy::too_many_arguments)]
+    fn alloc(
+        &mut self,
+        i: usize,
+        set: &str,
+        count: u32,
+        order: u32,
+        gfp: fraglab_mm::Gfp,
+        cpu: u32,
+        must_succeed: bool,
+        kind: FolioKind,
+        nofs: bool,
+    ) -> Result<(), RunError> {
+        let (mm, out) = (&mut self.mm, &mut self.out);
+        let si = set_index(&mut self.sets, set);
+        let mut failed = 0u32;
+        for n in 0..count {
+            match mm.alloc_folio(cpu, gfp, order, kind, nofs) {
+                Some(id) => {
+                    self.sets[si].chunks.push((id, mm.folios.get(id).token));
+                }
+                None if must_succeed => {
+                    return Err(RunError(format!(
+                        "{}: alloc {set}: allocation {} of {count} (order {order}) failed and must_succeed is set",
+                        self.spec.op_where(i),
+                        n + 1
+                    )));
+                }
+                None => failed += 1,
+            }
+            mm.debug_check();
+        }
+        let _ = writeln!(
+            out,
+            "# op[{i}] alloc {set}: {count} x order {order} {} {}: {} allocated, {failed} failed",
+            kind.name(),
+            fraglab_mm::trace::show_gfp_flags(gfp),
+            count - failed
+        );
+        Ok(())
+    }
+
+    /// `free`: the members `n` of set `set` with `n % every == offset` that are still its own.
+    fn free(&mut self, i: usize, set: &str, every: u32, offset: u32, cpu: u32) -> Result<(), RunError> {
+        let mm = &mut self.mm;
+        let si = self
+            .sets
+            .iter()
+            .position(|s| s.name == set)
+            .ok_or_else(|| RunError(format!("{}: free {set}: no such set", self.spec.op_where(i))))?;
+        let chunks = std::mem::take(&mut self.sets[si].chunks);
+        let mut kept = Vec::with_capacity(chunks.len());
+        let mut freed = 0;
+        let mut gone = 0;
+        for (n, (id, token)) in chunks.into_iter().enumerate() {
+            if n as u32 % every == offset {
+                if mm.folio_is(id, token) {
+                    mm.free_folio(cpu, id);
+                    mm.debug_check();
+                    freed += 1;
+                } else {
+                    gone += 1;
+                }
+            } else {
+                kept.push((id, token));
+            }
+        }
+        let left = kept.len();
+        self.sets[si].chunks = kept;
+        let gone = if gone > 0 {
+            format!(" ({gone} already freed by reclaim or OOM)")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            self.out,
+            "# op[{i}] free {set} every {every} offset {offset}: {freed} freed, {left} left{gone}"
+        );
+        Ok(())
+    }
+
+    /// `fault`: `count` anonymous faults on fresh 2 MiB ranges, the folios into set `set`.
+    fn fault(&mut self, i: usize, set: &str, count: u32, madvised: bool, cpu: u32) {
+        let mm = &mut self.mm;
+        let si = set_index(&mut self.sets, set);
+        let mut orders = [0u64; NR_PAGE_ORDERS];
+        let mut failed = 0;
+        for _ in 0..count {
+            match mm.do_anonymous_fault(cpu, madvised) {
+                Some(id) => {
+                    let f = mm.folios.get(id);
+                    orders[f.order as usize] += 1;
+                    self.sets[si].chunks.push((id, f.token));
+                }
+                None => failed += 1,
+            }
+            mm.debug_check();
+        }
+        let _ = writeln!(
+            self.out,
+            "# op[{i}] fault {set}: {count} faults{}: {}{}",
+            if madvised { " (MADV_HUGEPAGE)" } else { "" },
+            by_order(&orders),
+            if failed > 0 {
+                format!(", {failed} failed")
+            } else {
+                String::new()
+            }
+        );
+    }
+
+    /// `write`: a buffered write through iomap (§12.3).
+    fn write(&mut self, i: usize, file: &str, offset: u64, length: u64, cpu: u32) {
+        let mapping = file_mapping(self.spec, file);
+        let st = self.mm.filemap_write(cpu, mapping, offset / 4096, length);
+        self.mm.debug_check();
+        let _ = writeln!(
+            self.out,
+            "# op[{i}] write {file}: {length} bytes at {offset}: {} pages cached, folios added {}; {} allocation attempts ({} failed), {} compact stalls, {} direct reclaims{}",
+            st.hit_pages,
+            by_order(&st.added),
+            st.attempts.len(),
+            st.attempts.iter().filter(|a| !a.ok).count(),
+            st.attempts.iter().map(|a| a.work.compact_stalls).sum::<u32>(),
+            st.attempts.iter().map(|a| a.work.reclaim_calls).sum::<u32>(),
+            if st.failed_pages > 0 { format!("; {} pages failed", st.failed_pages) } else { String::new() }
+        );
+    }
+
+    /// `read`: a buffered read with readahead (§12.2).
+    fn read(&mut self, i: usize, file: &str, offset: u64, length: u64, file_size: u64, cpu: u32) {
+        let mapping = file_mapping(self.spec, file);
+        let ra = self.ra_states.entry(file.to_string()).or_default();
+        let first = offset / 4096;
+        let last = (offset + length).div_ceil(4096);
+        let st = self
+            .mm
+            .filemap_read(cpu, mapping, ra, first, last - first, file_size.div_ceil(4096));
+        self.mm.debug_check();
+        let _ = writeln!(
+            self.out,
+            "# op[{i}] read {file}: {length} bytes at {offset}: {} pages cached, {} read; readahead {} sync, {} async, folios added {}, {} large-folio failures{}",
+            st.hit_pages,
+            st.miss_pages,
+            st.sync_ra,
+            st.async_ra,
+            by_order(&st.added),
+            st.alloc_failures,
+            if st.failed_pages > 0 { format!("; {} pages failed", st.failed_pages) } else { String::new() }
+        );
+    }
+
+    /// The ops that run one mechanism directly: kswapd, drain_all_pages, compact_memory,
+    /// direct compaction, kcompactd and its proactive timer.
+    fn mechanism(&mut self, i: usize, op: &Op) {
+        let (mm, out) = (&mut self.mm, &mut self.out);
+        match op {
             Op::Kswapd { .. } => {
                 let phase = mm.reclaim.kswapd.phase;
                 let cycles = mm.kswapd_until_sleep(64);
@@ -314,17 +377,14 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
                     run_stats(&st)
                 );
             }
-            Op::Print { what, zone, .. } => {
-                let _ = writeln!(out, "# op[{i}] print {}", what.name());
-                print(&mut mm, *what, *zone, &mut out);
-            }
+            Op::Alloc { .. }
+            | Op::Free { .. }
+            | Op::Fault { .. }
+            | Op::Write { .. }
+            | Op::Read { .. }
+            | Op::Print { .. } => unreachable!("handled by OpRunner::op"),
         }
     }
-    if spec.run.debug_vm {
-        mm.check_invariants()
-            .map_err(|e| RunError(format!("{}: {e}", spec.file)))?;
-    }
-    Ok(out)
 }
 
 /// Appends one report to `out`.
