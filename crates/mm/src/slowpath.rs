@@ -89,6 +89,22 @@ impl WorkSum {
 /// piece of work on it and returns the allocation work done meanwhile, the difference of two
 /// readings of `Mm::work.sum`, so that callers charging time for it need no readings of their
 /// own.
+///
+/// ```
+/// use fraglab_mm::slowpath::{MeasureWork, WorkSum};
+/// struct Meter(WorkSum);
+/// impl MeasureWork for Meter {
+///     fn work_sum(&self) -> WorkSum {
+///         self.0
+///     }
+/// }
+/// let mut m = Meter(WorkSum { allocs: 5, ..Default::default() });
+/// let (r, work) = m.measure(|m| {
+///     m.0.allocs += 2;
+///     "done"
+/// });
+/// assert_eq!((r, work.allocs), ("done", 2));
+/// ```
 pub trait MeasureWork {
     /// The model's `Mm::work.sum` now.
     fn work_sum(&self) -> WorkSum;
