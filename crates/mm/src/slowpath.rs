@@ -85,6 +85,47 @@ impl WorkSum {
     }
 }
 
+/// Whatever holds the model (`Mm` itself, or an engine's context around it): `measure` runs a
+/// piece of work on it and returns the allocation work done meanwhile, the difference of two
+/// readings of `Mm::work.sum`, so that callers charging time for it need no readings of their
+/// own.
+///
+/// ```
+/// use fraglab_mm::slowpath::{MeasureWork, WorkSum};
+/// struct Meter(WorkSum);
+/// impl MeasureWork for Meter {
+///     fn work_sum(&self) -> WorkSum {
+///         self.0
+///     }
+/// }
+/// let mut m = Meter(WorkSum { allocs: 5, ..Default::default() });
+/// let (r, work) = m.measure(|m| {
+///     m.0.allocs += 2;
+///     "done"
+/// });
+/// assert_eq!((r, work.allocs), ("done", 2));
+/// ```
+pub trait MeasureWork {
+    /// The model's `Mm::work.sum` now.
+    fn work_sum(&self) -> WorkSum;
+
+    /// Runs `f` and returns its result with the allocation work (`WorkSum`) it did.
+    fn measure<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> (R, WorkSum)
+    where
+        Self: Sized,
+    {
+        let before = self.work_sum();
+        let r = f(self);
+        (r, self.work_sum().since(&before))
+    }
+}
+
+impl MeasureWork for Mm {
+    fn work_sum(&self) -> WorkSum {
+        self.work.sum
+    }
+}
+
 /// The work one allocation's slow path did (for a cost model), reset by every `alloc_pages`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AllocWork {

@@ -14,7 +14,7 @@
 //! folio split to the deferred-split shrinker).
 
 use fraglab_mm::folio::{FolioId, FolioKind};
-use fraglab_mm::slowpath::WorkSum;
+use fraglab_mm::slowpath::{MeasureWork, WorkSum};
 use fraglab_mm::types::HPAGE_PMD_ORDER;
 use fraglab_mm::{Gfp, Mm};
 
@@ -44,7 +44,7 @@ impl AllocPath {
         }
     }
 
-    /// The path of the work between two readings of `Mm::work_sum`.
+    /// The path of the work `MeasureWork::measure` returned.
     pub fn of(w: &WorkSum) -> AllocPath {
         if w.reclaim_calls > 0 {
             AllocPath::DirectReclaim
@@ -153,28 +153,28 @@ impl AnonVma {
             }
             return Touch::Hit;
         }
-        let before = mm.work.sum;
+        let (fault, work) = mm.measure(|mm| self.fault(mm, cpu, vpage));
+        match fault {
+            Some((order, pt)) => Touch::Fault { order, pt, work },
+            None => Touch::Failed { work },
+        }
+    }
+
+    /// The fault of `touch` at unpopulated `vpage`: the region's page-table page if it has
+    /// none, then `do_anonymous_fault_upto` of the largest order that fits. Returns the folio's
+    /// order and whether a page-table page was allocated, or None if an allocation failed.
+    fn fault(&mut self, mm: &mut Mm, cpu: u32, vpage: u64) -> Option<(u32, bool)> {
+        let ri = (vpage / REGION) as usize;
+        let off = (vpage % REGION) as u32;
         let mut pt = false;
         if self.regions[ri].pt.is_none() {
             let g = Gfp::GFP_KERNEL.union(Gfp::ACCOUNT);
-            match mm.alloc_folio(cpu, g, 0, FolioKind::PageTable, false) {
-                Some(id) => {
-                    self.regions[ri].pt = Some((id, mm.folios.get(id).token));
-                    pt = true;
-                }
-                None => {
-                    return Touch::Failed {
-                        work: mm.work.sum.since(&before),
-                    }
-                }
-            }
+            let id = mm.alloc_folio(cpu, g, 0, FolioKind::PageTable, false)?;
+            self.regions[ri].pt = Some((id, mm.folios.get(id).token));
+            pt = true;
         }
         let max = self.max_order(vpage);
-        let Some(id) = mm.do_anonymous_fault_upto(cpu, self.madvised, max) else {
-            return Touch::Failed {
-                work: mm.work.sum.since(&before),
-            };
-        };
+        let id = mm.do_anonymous_fault_upto(cpu, self.madvised, max)?;
         let f = mm.folios.get(id);
         let (order, token) = (f.order as u32, f.token);
         let n = 1u32 << order;
@@ -183,11 +183,7 @@ impl AnonVma {
         r.set(start, n, true);
         r.folios.push((start, id, token, order as u8));
         self.rss += n as u64;
-        Touch::Fault {
-            order,
-            pt,
-            work: mm.work.sum.since(&before),
-        }
+        Some((order, pt))
     }
 
     /// MADV_DONTNEED of pages [`start`, `start + n`): folios wholly inside are freed, large

@@ -2,7 +2,7 @@
 //! of an anonymous mapping, a file's dentry and inode, the step sizes, and the run's writeback
 //! flusher for page-cache workloads.
 
-use fraglab_mm::slowpath::WorkSum;
+use fraglab_mm::slowpath::{MeasureWork, WorkSum};
 use fraglab_mm::Mm;
 
 use crate::anon::{AllocPath, AnonVma, Touch};
@@ -17,6 +17,13 @@ pub const CHUNK: u64 = 64;
 /// The longest step a `compute` step of a `[[workload.task]]` takes at once (a kbuild job's
 /// compile slice is the same).
 pub const COMPUTE_SLICE_NS: u64 = 10 * MS;
+
+/// A step measures the allocation work of its model calls with `cx.measure(|cx| ...)`.
+impl MeasureWork for Cx<'_> {
+    fn work_sum(&self) -> WorkSum {
+        self.mm.work_sum()
+    }
+}
 
 /// The cost of a fault that mapped an order-`order` folio (zeroed) after `work`.
 pub fn fault_cost(cost: &CostModel, order: u32, pt: bool, work: &WorkSum) -> u64 {

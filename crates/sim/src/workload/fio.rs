@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use fraglab_mm::slowpath::MeasureWork;
 use fraglab_mm::types::PAGEBLOCK_ORDER;
 use fraglab_mm::{Gfp, Mm};
 use fraglab_spec::FioSmallFilesParams;
@@ -105,45 +106,47 @@ impl TaskBody for FioSmallFiles {
                 sleep: 10 * MS,
             };
         }
-        let before = cx.mm.work.sum;
-        let mut ns = 0;
-        for _ in 0..FIO_FILES_PER_STEP {
-            let slot = self.job * sh.slots + self.next % sh.slots;
-            self.next += 1;
-            let index = slot * sh.file_pages;
-            let (dir, pages) = (sh.dir, sh.file_pages);
-            if let Some((d, i)) = sh.files[slot as usize].take() {
-                let freed = cx.mm.filemap_truncate_range(cx.cpu, dir, index, pages);
-                let cached_d = sh.dentry.free(cx.mm, cx.cpu, d);
-                let cached_i = sh.inode.free(cx.mm, cx.cpu, i);
-                // The shrinker took the old file's dentry or inode: unlink looks the file up
-                // again (d_alloc, iget), and the new objects go with the unlink. Simplified: the
-                // inode read (its inode-table block may be out of the page cache) is not charged.
-                if !cached_d {
-                    if let Some(d) = sh.dentry.alloc(cx.mm, cx.cpu) {
-                        sh.dentry.free(cx.mm, cx.cpu, d);
+        let (mut ns, work) = cx.measure(|cx| {
+            let mut ns = 0;
+            for _ in 0..FIO_FILES_PER_STEP {
+                let slot = self.job * sh.slots + self.next % sh.slots;
+                self.next += 1;
+                let index = slot * sh.file_pages;
+                let (dir, pages) = (sh.dir, sh.file_pages);
+                if let Some((d, i)) = sh.files[slot as usize].take() {
+                    let freed = cx.mm.filemap_truncate_range(cx.cpu, dir, index, pages);
+                    let cached_d = sh.dentry.free(cx.mm, cx.cpu, d);
+                    let cached_i = sh.inode.free(cx.mm, cx.cpu, i);
+                    // The shrinker took the old file's dentry or inode: unlink looks the file up
+                    // again (d_alloc, iget), and the new objects go with the unlink. Simplified: the
+                    // inode read (its inode-table block may be out of the page cache) is not charged.
+                    if !cached_d {
+                        if let Some(d) = sh.dentry.alloc(cx.mm, cx.cpu) {
+                            sh.dentry.free(cx.mm, cx.cpu, d);
+                        }
                     }
-                }
-                if !cached_i {
-                    if let Some(i) = sh.inode.alloc(cx.mm, cx.cpu) {
-                        sh.inode.free(cx.mm, cx.cpu, i);
+                    if !cached_i {
+                        if let Some(i) = sh.inode.alloc(cx.mm, cx.cpu) {
+                            sh.inode.free(cx.mm, cx.cpu, i);
+                        }
                     }
+                    ns += cx.cost.file_unlink_ns + freed * cx.cost.free_page_ns;
                 }
-                ns += cx.cost.file_unlink_ns + freed * cx.cost.free_page_ns;
+                // The per-file cost varies (measured p10–p90 11–22 µs around a 14 µs median,
+                // docs/costs.md): drawn uniformly within ±40 % of the mean, so the runs of
+                // different seeds take different paths, as repeated runs of fio do.
+                ns += cx.cost.file_create_ns * cx.rng.gen_range(60..=140) / 100;
+                let FioShared {
+                    dentry, inode, files, ..
+                } = &mut *sh;
+                files[slot as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
+                let st = cx.mm.filemap_write(cx.cpu, dir, index, pages * 4096);
+                ns += write_cost(cx, &st, pages);
+                sh.created += 1;
             }
-            // The per-file cost varies (measured p10–p90 11–22 µs around a 14 µs median,
-            // docs/costs.md): drawn uniformly within ±40 % of the mean, so the runs of
-            // different seeds take different paths, as repeated runs of fio do.
-            ns += cx.cost.file_create_ns * cx.rng.gen_range(60..=140) / 100;
-            let FioShared {
-                dentry, inode, files, ..
-            } = &mut *sh;
-            files[slot as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
-            let st = cx.mm.filemap_write(cx.cpu, dir, index, pages * 4096);
-            ns += write_cost(cx, &st, pages);
-            sh.created += 1;
-        }
-        ns += cx.cost.alloc_work(&cx.mm.work.sum.since(&before)).min(ns);
+            ns
+        });
+        ns += cx.cost.alloc_work(&work).min(ns);
         Step::Ran(ns.max(1))
     }
 }

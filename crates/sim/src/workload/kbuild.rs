@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use fraglab_mm::filemap::ReadaheadState;
 use fraglab_mm::folio::{FolioId, FolioKind};
-use fraglab_mm::slowpath::WorkSum;
+use fraglab_mm::slowpath::{MeasureWork, WorkSum};
 use fraglab_mm::vmstat::Stat;
 use fraglab_mm::{Gfp, Mm};
 use fraglab_spec::result::{BuildResult, RunResult};
@@ -319,11 +319,12 @@ impl KbuildWorker {
         }
         sh.untarring = true;
         sh.start_build(cx);
-        let before = cx.mm.work.sum;
-        let cur = sh.cur;
-        sh.delete_tree(cx.mm, cx.cpu, cur);
-        sh.tar_ra = Default::default();
-        let ns = sys(&cx.mm.work.sum.since(&before), cx);
+        let ((), work) = cx.measure(|cx| {
+            let cur = sh.cur;
+            sh.delete_tree(cx.mm, cx.cpu, cur);
+            sh.tar_ra = Default::default();
+        });
+        let ns = sys(&work, cx);
         sh.charge_system(ns);
         self.phase = JobPhase::Untar { file: 0 };
         Step::Ran(ns + cx.cost.context_switch_ns)
@@ -333,29 +334,31 @@ impl KbuildWorker {
     /// readahead), then the file is created (a dentry and an inode, and the cost of creating a
     /// file) and written (dirty page cache, cleaned by the flusher).
     fn untar(&mut self, sh: &mut KbuildShared, cx: &mut Cx, file: u64) -> Step {
-        let before = cx.mm.work.sum;
         let fp = file_pages(&sh.p);
         let files = (pages_of(sh.p.source_bytes) / fp).max(1);
         let tarball = sh.tarball.expect("untar has a tarball");
         let cur = sh.cur;
         let mapping = sh.trees[cur].mapping;
-        let (mut f, mut pages, mut io, mut created) = (file, 0, 0, 0);
-        while f < files && pages < CHUNK {
-            let KbuildShared { tar_ra, .. } = &mut *sh;
-            let st = cx
-                .mm
-                .filemap_read(cx.cpu, tarball, tar_ra, f * fp, fp, files * fp);
-            io += st.miss_pages;
-            let KbuildShared {
-                dentry, inode, trees, ..
-            } = &mut *sh;
-            trees[cur].objs[f as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
-            cx.mm.filemap_write(cx.cpu, mapping, f * fp, fp * 4096);
-            created += 1;
-            pages += fp;
-            f += 1;
-        }
-        let ns = sys(&cx.mm.work.sum.since(&before), cx) + created * cx.cost.file_create_ns;
+        let ((f, io, created), work) = cx.measure(|cx| {
+            let (mut f, mut pages, mut io, mut created) = (file, 0, 0, 0);
+            while f < files && pages < CHUNK {
+                let KbuildShared { tar_ra, .. } = &mut *sh;
+                let st = cx
+                    .mm
+                    .filemap_read(cx.cpu, tarball, tar_ra, f * fp, fp, files * fp);
+                io += st.miss_pages;
+                let KbuildShared {
+                    dentry, inode, trees, ..
+                } = &mut *sh;
+                trees[cur].objs[f as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
+                cx.mm.filemap_write(cx.cpu, mapping, f * fp, fp * 4096);
+                created += 1;
+                pages += fp;
+                f += 1;
+            }
+            (f, io, created)
+        });
+        let ns = sys(&work, cx) + created * cx.cost.file_create_ns;
         sh.charge_system(ns);
         if f == files {
             sh.untarred = true;
@@ -371,30 +374,32 @@ impl KbuildWorker {
     /// vmalloc (`alloc_thread_stack_node`), or a stack freed lately on this CPU
     /// (`NR_CACHED_STACKS`). Simplified: vmalloc's own vmap_area objects are not allocated.
     fn start(&mut self, sh: &mut KbuildShared, cx: &mut Cx) -> Step {
-        let before = cx.mm.work.sum;
-        let g = Gfp::GFP_KERNEL.union(Gfp::ACCOUNT);
-        self.stack = match sh.stack_cache.entry(cx.cpu).or_default().pop() {
-            Some(stack) => stack,
-            None => (0..STACK_PAGES)
-                .filter_map(|_| {
-                    let id = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::Kernel, false)?;
-                    Some((id, cx.mm.folios.get(id).token))
-                })
-                .collect(),
-        };
-        let anon = pages_of(sh.p.job_anon_bytes);
-        let pages = anon / 2 + cx.rng.gen_range(0..=anon);
-        // fork + exec: the process's kernel objects (a task_struct and, for its mappings,
-        // files and signal state, about 40 small objects).
-        if let Some(o) = sh.task.alloc(cx.mm, cx.cpu) {
-            self.kobjs.push((true, o));
-        }
-        for _ in 0..JOB_KERNEL_OBJECTS {
-            if let Some(o) = sh.vma.alloc(cx.mm, cx.cpu) {
-                self.kobjs.push((false, o));
+        let (pages, work) = cx.measure(|cx| {
+            let g = Gfp::GFP_KERNEL.union(Gfp::ACCOUNT);
+            self.stack = match sh.stack_cache.entry(cx.cpu).or_default().pop() {
+                Some(stack) => stack,
+                None => (0..STACK_PAGES)
+                    .filter_map(|_| {
+                        let id = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::Kernel, false)?;
+                        Some((id, cx.mm.folios.get(id).token))
+                    })
+                    .collect(),
+            };
+            let anon = pages_of(sh.p.job_anon_bytes);
+            let pages = anon / 2 + cx.rng.gen_range(0..=anon);
+            // fork + exec: the process's kernel objects (a task_struct and, for its mappings,
+            // files and signal state, about 40 small objects).
+            if let Some(o) = sh.task.alloc(cx.mm, cx.cpu) {
+                self.kobjs.push((true, o));
             }
-        }
-        let ns = sys(&cx.mm.work.sum.since(&before), cx);
+            for _ in 0..JOB_KERNEL_OBJECTS {
+                if let Some(o) = sh.vma.alloc(cx.mm, cx.cpu) {
+                    self.kobjs.push((false, o));
+                }
+            }
+            pages
+        });
+        let ns = sys(&work, cx);
         sh.charge_system(ns);
         self.phase = JobPhase::Touch {
             vma: AnonVma::new(pages.max(1), false),
@@ -422,31 +427,33 @@ impl KbuildWorker {
     /// Source and header files (`source_file`), each opened and read sequentially
     /// (`filemap_read` with a fresh readahead state), at random places in the tree.
     fn read(&mut self, sh: &mut KbuildShared, cx: &mut Cx, vma: AnonVma, left: u64) -> Step {
-        let mut io = 0;
-        let before = cx.mm.work.sum;
         let fp = file_pages(&sh.p);
         let source_pages = pages_of(sh.p.source_bytes);
         let files = source_pages / fp;
         let cur = sh.cur;
         let source = sh.trees[cur].mapping;
-        for _ in 0..(left.min(CHUNK) / fp).max(1) {
-            if files == 0 {
-                break;
+        let (io, work) = cx.measure(|cx| {
+            let mut io = 0;
+            for _ in 0..(left.min(CHUNK) / fp).max(1) {
+                if files == 0 {
+                    break;
+                }
+                let fi = cx.rng.gen_range(0..files);
+                let f = fi * fp;
+                // The path lookup creates the file's dentry and inode the first time.
+                if sh.trees[cur].objs[fi as usize].is_none() {
+                    let KbuildShared {
+                        dentry, inode, trees, ..
+                    } = &mut *sh;
+                    trees[cur].objs[fi as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
+                }
+                let mut ra = ReadaheadState::default();
+                let st = cx.mm.filemap_read(cx.cpu, source, &mut ra, f, fp, source_pages);
+                io += st.miss_pages;
             }
-            let fi = cx.rng.gen_range(0..files);
-            let f = fi * fp;
-            // The path lookup creates the file's dentry and inode the first time.
-            if sh.trees[cur].objs[fi as usize].is_none() {
-                let KbuildShared {
-                    dentry, inode, trees, ..
-                } = &mut *sh;
-                trees[cur].objs[fi as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
-            }
-            let mut ra = ReadaheadState::default();
-            let st = cx.mm.filemap_read(cx.cpu, source, &mut ra, f, fp, source_pages);
-            io += st.miss_pages;
-        }
-        let ns = sys(&cx.mm.work.sum.since(&before), cx);
+            io
+        });
+        let ns = sys(&work, cx);
         sh.charge_system(ns);
         let left = left.saturating_sub(CHUNK);
         self.phase = if left == 0 {
@@ -462,24 +469,25 @@ impl KbuildWorker {
 
     /// Reclaimable slab (dentries, inodes) the job allocates, kept as cache.
     fn slab(&mut self, sh: &mut KbuildShared, cx: &mut Cx, vma: AnonVma, left: u64) -> Step {
-        let before = cx.mm.work.sum;
-        let g = Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE);
-        for _ in 0..left.min(CHUNK) {
-            if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::Slab, false) {
-                let t = cx.mm.folios.get(id).token;
-                cx.mm.set_slab_shrinkable(id);
-                sh.slab.push_back((id, t));
+        let ((), work) = cx.measure(|cx| {
+            let g = Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE);
+            for _ in 0..left.min(CHUNK) {
+                if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::Slab, false) {
+                    let t = cx.mm.folios.get(id).token;
+                    cx.mm.set_slab_shrinkable(id);
+                    sh.slab.push_back((id, t));
+                }
             }
-        }
-        // The dentry cache is also bounded by the source tree's size (besides the slab
-        // shrinker): the oldest entries are dropped.
-        while sh.slab.len() as u64 > pages_of(sh.p.source_bytes) {
-            let (id, t) = sh.slab.pop_front().unwrap();
-            if cx.mm.folio_is(id, t) {
-                cx.mm.free_folio(cx.cpu, id);
+            // The dentry cache is also bounded by the source tree's size (besides the slab
+            // shrinker): the oldest entries are dropped.
+            while sh.slab.len() as u64 > pages_of(sh.p.source_bytes) {
+                let (id, t) = sh.slab.pop_front().unwrap();
+                if cx.mm.folio_is(id, t) {
+                    cx.mm.free_folio(cx.cpu, id);
+                }
             }
-        }
-        let ns = sys(&cx.mm.work.sum.since(&before), cx);
+        });
+        let ns = sys(&work, cx);
         sh.charge_system(ns);
         let left = left.saturating_sub(CHUNK);
         self.phase = if left == 0 {
@@ -512,24 +520,25 @@ impl KbuildWorker {
     /// The object file: created (a dentry and an inode, until "make clean") at the first
     /// step, then written as order-0 dirty page-cache folios.
     fn write(&mut self, sh: &mut KbuildShared, cx: &mut Cx, vma: AnonVma, left: u64) -> Step {
-        let before = cx.mm.work.sum;
         let first = left == pages_of(sh.p.job_obj_bytes);
-        if first {
-            // Creating the object file: its dentry and inode, until "make clean".
-            let KbuildShared { dentry, inode, .. } = &mut *sh;
-            if let Some(objs) = alloc_file_objs(dentry, inode, cx.mm, cx.cpu) {
-                sh.obj_file_objs.push(objs);
+        let ((), work) = cx.measure(|cx| {
+            if first {
+                // Creating the object file: its dentry and inode, until "make clean".
+                let KbuildShared { dentry, inode, .. } = &mut *sh;
+                if let Some(objs) = alloc_file_objs(dentry, inode, cx.mm, cx.cpu) {
+                    sh.obj_file_objs.push(objs);
+                }
             }
-        }
-        for _ in 0..left.min(CHUNK) {
-            let g = Gfp::GFP_HIGHUSER_MOVABLE;
-            if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::File, false) {
-                cx.mm.folio_mark_dirty(id, true);
-                let t = cx.mm.folios.get(id).token;
-                sh.objects.push((id, t, cx.now));
+            for _ in 0..left.min(CHUNK) {
+                let g = Gfp::GFP_HIGHUSER_MOVABLE;
+                if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::File, false) {
+                    cx.mm.folio_mark_dirty(id, true);
+                    let t = cx.mm.folios.get(id).token;
+                    sh.objects.push((id, t, cx.now));
+                }
             }
-        }
-        let mut ns = sys(&cx.mm.work.sum.since(&before), cx);
+        });
+        let mut ns = sys(&work, cx);
         if first {
             // The cost of creating the file (docs/costs.md `file_create_ns`).
             ns += cx.cost.file_create_ns;

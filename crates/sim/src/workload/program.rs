@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use fraglab_mm::filemap::ReadaheadState;
 use fraglab_mm::folio::{FolioId, FolioKind};
+use fraglab_mm::slowpath::MeasureWork;
 use fraglab_mm::Gfp;
 use fraglab_spec::{TaskParams, TaskStep};
 use rand::Rng;
@@ -153,31 +154,33 @@ impl ProgramTask {
         let ra = self.ra.entry(file).or_default();
         let pages = length.div_ceil(4096);
         let file_pages = file_size.div_ceil(4096);
-        let before = cx.mm.work.sum;
-        let mut io = false;
         let n = (pages - self.progress).min(256);
-        if random {
-            for _ in 0..n {
-                let p = cx.rng.gen_range(0..file_pages.max(1));
-                io |= cx
+        let (io, work) = cx.measure(|cx| {
+            let mut io = false;
+            if random {
+                for _ in 0..n {
+                    let p = cx.rng.gen_range(0..file_pages.max(1));
+                    io |= cx
+                        .mm
+                        .filemap_read(cx.cpu, mapping, ra, p, 1, file_pages)
+                        .miss_pages
+                        > 0;
+                }
+            } else {
+                let first = offset / 4096 + self.progress;
+                io = cx
                     .mm
-                    .filemap_read(cx.cpu, mapping, ra, p, 1, file_pages)
+                    .filemap_read(cx.cpu, mapping, ra, first, n, file_pages)
                     .miss_pages
                     > 0;
             }
-        } else {
-            let first = offset / 4096 + self.progress;
-            io = cx
-                .mm
-                .filemap_read(cx.cpu, mapping, ra, first, n, file_pages)
-                .miss_pages
-                > 0;
-        }
+            io
+        });
         self.progress += n;
         if self.progress >= pages {
             self.next();
         }
-        let ns = cx.cost.alloc_work(&cx.mm.work.sum.since(&before)) + n * cx.cost.free_page_ns;
+        let ns = cx.cost.alloc_work(&work) + n * cx.cost.free_page_ns;
         if io {
             Step::Sleep {
                 ran: ns,
@@ -221,21 +224,22 @@ impl ProgramTask {
         } else {
             FolioKind::Kernel
         };
-        let before = cx.mm.work.sum;
         let n = (count - self.progress).min(CHUNK);
-        for _ in 0..n {
-            if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, kind, false) {
-                if reclaimable {
-                    cx.mm.set_slab_shrinkable(id);
+        let ((), work) = cx.measure(|cx| {
+            for _ in 0..n {
+                if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, kind, false) {
+                    if reclaimable {
+                        cx.mm.set_slab_shrinkable(id);
+                    }
+                    self.objects.push((id, cx.mm.folios.get(id).token));
                 }
-                self.objects.push((id, cx.mm.folios.get(id).token));
             }
-        }
+        });
         self.progress += n;
         if self.progress >= count {
             self.next();
         }
-        Step::Ran(cx.cost.alloc_work(&cx.mm.work.sum.since(&before)).max(1))
+        Step::Ran(cx.cost.alloc_work(&work).max(1))
     }
 }
 

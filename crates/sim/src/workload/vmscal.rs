@@ -23,6 +23,7 @@ use std::rc::Rc;
 
 use fraglab_mm::filemap::{FileVma, Mapping, ReadStats, ReadaheadState};
 use fraglab_mm::folio::{FolioId, FolioKind};
+use fraglab_mm::slowpath::MeasureWork;
 use fraglab_mm::types::HPAGE_PMD_ORDER;
 use fraglab_mm::{Gfp, Mm};
 use fraglab_spec::result::{RunResult, VmScalabilityResult};
@@ -253,11 +254,11 @@ impl VmScalTask {
             }
             Some(id)
         } else {
-            let before = cx.mm.work.sum;
-            let st = cx
-                .mm
-                .filemap_fault(cx.cpu, self.mapping, &mut self.ra, vma, index, file_pages);
-            ns += cx.cost.fault_base_ns + Self::read_cost(cx, &st, &cx.mm.work.sum.since(&before));
+            let (st, work) = cx.measure(|cx| {
+                cx.mm
+                    .filemap_fault(cx.cpu, self.mapping, &mut self.ra, vma, index, file_pages)
+            });
+            ns += cx.cost.fault_base_ns + Self::read_cost(cx, &st, &work);
             if write {
                 self.writable[p as usize] = true;
             }
@@ -279,15 +280,16 @@ impl VmScalTask {
                 // mmap(2) of the next VMA.
                 ns += cx.cost.fault_base_ns;
                 if (p / unit_pages).is_multiple_of(VMAS_PER_SLAB_PAGE) {
-                    let before = cx.mm.work.sum;
-                    self.alloc_held(cx, FolioKind::Slab);
-                    ns += cx.cost.alloc_work(&cx.mm.work.sum.since(&before));
+                    let (_, work) = cx.measure(|cx| self.alloc_held(cx, FolioKind::Slab));
+                    ns += cx.cost.alloc_work(&work);
                 }
             }
-            let before = cx.mm.work.sum;
-            ns += self.page_table(cx, p);
-            cx.mm.count(fraglab_mm::vmstat::Stat::pgfault, 1);
-            ns += cx.cost.fault_base_ns + cx.cost.alloc_work(&cx.mm.work.sum.since(&before));
+            let (pt_ns, work) = cx.measure(|cx| {
+                let pt_ns = self.page_table(cx, p);
+                cx.mm.count(fraglab_mm::vmstat::Stat::pgfault, 1);
+                pt_ns
+            });
+            ns += pt_ns + cx.cost.fault_base_ns + cx.cost.alloc_work(&work);
         }
         ns
     }
@@ -297,11 +299,11 @@ impl VmScalTask {
     fn dd_read(&mut self, cx: &mut Cx, n: u64, file_pages: u64) -> u64 {
         let mut ns = 0;
         for p in self.pos..self.pos + n {
-            let before = cx.mm.work.sum;
-            let st = cx
-                .mm
-                .filemap_read(cx.cpu, self.mapping, &mut self.ra, p, 1, file_pages);
-            ns += cx.cost.zero_page_ns + Self::read_cost(cx, &st, &cx.mm.work.sum.since(&before));
+            let (st, work) = cx.measure(|cx| {
+                cx.mm
+                    .filemap_read(cx.cpu, self.mapping, &mut self.ra, p, 1, file_pages)
+            });
+            ns += cx.cost.zero_page_ns + Self::read_cost(cx, &st, &work);
         }
         ns
     }
