@@ -1,8 +1,8 @@
 //! Live tests of the host engine on this machine's kernel: opt-in, with `cargo test -p
 //! fraglab-host --features live` (or `tools/full-tests.sh`, which adds it as root). Without the
-//! feature cargo lists each as ignored. With it, each needs what the engine needs (root, Linux
-//! >= 6.15, MemAvailable >= 6 GiB, no other host run) and fails, saying which is missing,
-//! where the machine does not have it. Each keeps its anonymous memory at or under 1 GiB.
+//! feature cargo lists each as ignored. With it, each needs what the engine needs (root,
+//! Linux >= 6.15, MemAvailable >= 6 GiB, no other host run) and fails, saying which is
+//! missing, where the machine does not have it. Each keeps its anonymous memory at or under 1 GiB.
 //!
 //! The knobs these tests change are low-impact ones (writeback and khugepaged periods, moved by
 //! one unit) so that other measurements on the machine are not disturbed; THP enabled/defrag
