@@ -348,6 +348,17 @@ fn defrag_mode_in_the_seeds_regime_moves_compaction_to_kcompactd_not_thp_success
 }
 
 /// The CI slice of the shapes above: the same assertions, on one seed or a shorter run.
+///
+/// Left to the full suite, as no slice measured holds their margins:
+/// - `defrag_mode_raises_thp_success_under_small_file_churn`: one seed at full size misses a
+///   margin on seeds 1 and 3 (free memory in reclaimable blocks +8.7 % on seed 1 against the
+///   asserted +10 %; the huge-step latency +0.2 % on seed 3 against −3 %), and a 1 GiB
+///   miniature (256 MiB thpchallenge after 10 s of fio) loses the direction (THP fault alloc
+///   24–43 with defrag_mode against 27–31 without, alloc stalls lower).
+/// - `defrag_mode_in_the_seeds_regime_moves_compaction_to_kcompactd_not_thp_success`: one seed
+///   of the 2 GiB miniature misses the kcompactd margins (migrate scanning +2.7 % on seed 1
+///   against +20 %, wake-ups +7.9 % on seed 3 against +10 %), and a 1 GiB, 30 s miniature
+///   reverses direct compaction successes (26 with defrag_mode against 19 without).
 mod ci {
     use super::*;
 
