@@ -285,11 +285,7 @@ Node 0, zone   Normal            3            4            1            0       
 
     #[test]
     fn zone_min_watermarks_summed() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/reference/samples/zoneinfo.txt"
-        );
-        let t = &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let t = include_str!("../tests/data/zoneinfo.txt");
         let want: u64 = t
             .lines()
             .filter_map(|l| {

@@ -1,6 +1,8 @@
-//! Live tests of the host engine on this machine's kernel. Each runs only where the engine may
-//! run (root, Linux >= 6.15, MemAvailable >= 6 GiB, no other host run); otherwise it prints why
-//! and returns. Each keeps its anonymous memory at or under 1 GiB.
+//! Live tests of the host engine on this machine's kernel: opt-in, with `cargo test -p
+//! fraglab-host --features live` (or `tools/full-tests.sh`, which adds it as root). Without the
+//! feature cargo lists each as ignored. With it, each needs what the engine needs (root,
+//! Linux >= 6.15, MemAvailable >= 6 GiB, no other host run) and fails, saying which is
+//! missing, where the machine does not have it. Each keeps its anonymous memory at or under 1 GiB.
 //!
 //! The knobs these tests change are low-impact ones (writeback and khugepaged periods, moved by
 //! one unit) so that other measurements on the machine are not disturbed; THP enabled/defrag
@@ -8,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use fraglab_host::{
@@ -44,15 +46,14 @@ fn skip_reason() -> Option<String> {
     None
 }
 
-macro_rules! live_or_return {
-    () => {{
-        let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(why) = skip_reason() {
-            eprintln!("skipped: {why}");
-            return;
-        }
-        guard
-    }};
+/// Takes the lock of the knob-changing tests; fails the test where the machine cannot run the
+/// engine (the live tests are opt-in: whoever runs them says the machine can).
+fn live() -> MutexGuard<'static, ()> {
+    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = skip_reason() {
+        panic!("the live tests need root, Linux >= 6.15 and MemAvailable >= 6 GiB: {why}");
+    }
+    guard
 }
 
 fn knob(name: &str) -> String {
@@ -90,10 +91,55 @@ fn state_path(tag: &str) -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn fragmenting_thp_run_produces_a_result_and_restores_knobs() {
-    let _g = live_or_return!();
+    let _g = live();
     let k = test_knobs();
-    let s = spec(&format!(
+    let s = fragmenting_thp_spec(&k);
+    let opts = HostOptions {
+        state_file: Some(state_path("normal")),
+        ..Default::default()
+    };
+    let plan = preflight(&s, &opts).unwrap();
+    let shown = plan.to_string();
+    for (n, cur, new) in &k {
+        assert!(
+            shown.contains(&format!("{cur} -> {new}")),
+            "{n} missing from the plan:\n{shown}"
+        );
+    }
+    assert_eq!(plan.processes, 3);
+    assert_eq!(plan.planned_anon_bytes, (128 + 128 + 32) << 20);
+
+    eprintln!("{plan}");
+    let t = Instant::now();
+    let r = host_run(&s, &opts).unwrap();
+    eprintln!("run took {:?}", t.elapsed());
+
+    // Knobs: applied during the run (recorded in proc_start), restored after.
+    for (n, cur, new) in &k {
+        assert!(
+            r.proc_start["knobs"].contains(&format!("{n} = {new}\n")),
+            "{n} not applied: {}",
+            r.proc_start["knobs"]
+        );
+        assert_eq!(&knob(n), cur, "{n} not restored");
+    }
+    assert!(
+        !state_path("normal").exists(),
+        "state file left after a clean run"
+    );
+
+    print_fragmenting_thp_result(&r);
+    check_result_and_samples(&r);
+    check_faults_and_bursts(&r);
+    check_proc_files_and_cleanup(&r);
+}
+
+/// The fragmenting run: a task that touches 128 MiB at random and punches holes in it between
+/// pipes, slab, a write and a read; a task faulting 128 MiB of madvised THPs; and three bursts.
+fn fragmenting_thp_spec(k: &[(&str, String, String)]) -> fraglab_spec::Spec {
+    spec(&format!(
         r#"
 name = "live-frag-thp"
 [machine]
@@ -132,42 +178,12 @@ hold = "200ms"
 bursts = 3
 start = "200ms"
 "#,
-        knobs_toml(&k)
-    ));
-    let opts = HostOptions {
-        state_file: Some(state_path("normal")),
-        ..Default::default()
-    };
-    let plan = preflight(&s, &opts).unwrap();
-    let shown = plan.to_string();
-    for (n, cur, new) in &k {
-        assert!(
-            shown.contains(&format!("{cur} -> {new}")),
-            "{n} missing from the plan:\n{shown}"
-        );
-    }
-    assert_eq!(plan.processes, 3);
-    assert_eq!(plan.planned_anon_bytes, (128 + 128 + 32) << 20);
+        knobs_toml(k)
+    ))
+}
 
-    eprintln!("{plan}");
-    let t = Instant::now();
-    let r = host_run(&s, &opts).unwrap();
-    eprintln!("run took {:?}", t.elapsed());
-
-    // Knobs: applied during the run (recorded in proc_start), restored after.
-    for (n, cur, new) in &k {
-        assert!(
-            r.proc_start["knobs"].contains(&format!("{n} = {new}\n")),
-            "{n} not applied: {}",
-            r.proc_start["knobs"]
-        );
-        assert_eq!(&knob(n), cur, "{n} not restored");
-    }
-    assert!(
-        !state_path("normal").exists(),
-        "state file left after a clean run"
-    );
-
+/// What the fragmenting run measured (shown with --nocapture).
+fn print_fragmenting_thp_result(r: &fraglab_spec::result::RunResult) {
     let huge_h = r.fault_latency.iter().find(|h| h.order == 9);
     let base_h = r.fault_latency.iter().find(|h| h.order == 0);
     let mean = |h: Option<&fraglab_spec::result::LatencyHistogram>| {
@@ -190,6 +206,10 @@ start = "200ms"
         r.proc_start["host"],
         r.proc_end["host"],
     );
+}
+
+/// The result's identity and its samples: ordered, monotonic, every zone's free lists.
+fn check_result_and_samples(r: &fraglab_spec::result::RunResult) {
     assert_eq!(r.engine, "host");
     assert_eq!(r.spec_name.as_deref(), Some("live-frag-thp"));
     assert!(
@@ -217,7 +237,10 @@ start = "200ms"
             smp.blocks_by_type
         );
     }
-    // THP: the madvised task and the bursts fault 2 MiB folios on an unfragmented machine.
+}
+
+/// THP: the madvised task and the bursts fault 2 MiB folios on an unfragmented machine.
+fn check_faults_and_bursts(r: &fraglab_spec::result::RunResult) {
     let thp = r.vmstat_delta["thp_fault_alloc"];
     assert!(thp >= 32, "thp_fault_alloc delta {thp}");
     let last = r.samples.last().unwrap();
@@ -249,6 +272,10 @@ start = "200ms"
         assert!(b.alloc_ns > 0);
     }
     assert!(r.bursts[1].start_ns >= r.bursts[0].start_ns + 350_000_000);
+}
+
+/// The /proc snapshots at both ends, the run's directory gone, and the JSON round trip.
+fn check_proc_files_and_cleanup(r: &fraglab_spec::result::RunResult) {
     for key in ["buddyinfo", "pagetypeinfo", "zoneinfo", "vmstat", "knobs", "host"] {
         assert!(
             r.proc_start.contains_key(key) && r.proc_end.contains_key(key),
@@ -267,14 +294,15 @@ start = "200ms"
         })
         .collect();
     assert!(left.is_empty(), "run directory left: {left:?}");
-    let json = serde_json::to_string(&r).unwrap();
+    let json = serde_json::to_string(r).unwrap();
     let back: fraglab_spec::result::RunResult = serde_json::from_str(&json).unwrap();
-    assert_eq!(back, r);
+    assert_eq!(&back, r);
 }
 
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn thpchallenge_counts_every_step() {
-    let _g = live_or_return!();
+    let _g = live();
     let s = spec(
         r#"
 [machine]
@@ -303,8 +331,9 @@ hold = "100ms"
 /// thpchallenge runs, are stopped when thpchallenge is done (the run does not wait for the
 /// deadline), and the files go with the run's directory.
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn fio_background_runs_beside_thpchallenge_and_stops_with_it() {
-    let _g = live_or_return!();
+    let _g = live();
     let s = spec(
         r#"
 [machine]
@@ -353,8 +382,9 @@ hold = "100ms"
 }
 
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn knob_guard_restores_while_unwinding() {
-    let _g = live_or_return!();
+    let _g = live();
     let k = test_knobs();
     let state = state_path("panic");
     let new: Vec<(String, String)> = k.iter().map(|(n, _, v)| (n.to_string(), v.clone())).collect();
@@ -374,8 +404,9 @@ fn knob_guard_restores_while_unwinding() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn unsafe_specs_are_refused() {
-    let _g = live_or_return!();
+    let _g = live();
     let s = spec(
         r#"
 [machine]
@@ -413,12 +444,20 @@ jobs = 4
 }
 
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn memory_floor_stops_the_run_and_restores() {
-    let _g = live_or_return!();
+    let _g = live();
     let k = test_knobs();
     let s = spec(&format!(
-        "[machine]\nmemory = \"1GiB\"\n[knobs]\n{}[workload]\nduration = \"20s\"\n\
-         [[workload.task]]\nsteps = [{{ mmap = \"a\", size = \"16MiB\" }}, {{ touch = \"a\" }}, {{ sleep = \"15s\" }}]\n",
+        r#"
+[machine]
+memory = "1GiB"
+[knobs]
+{}[workload]
+duration = "20s"
+[[workload.task]]
+steps = [{{ mmap = "a", size = "16MiB" }}, {{ touch = "a" }}, {{ sleep = "15s" }}]
+"#,
         knobs_toml(&k)
     ));
     let avail = fraglab_host::procfs::mem_available().unwrap();
@@ -450,8 +489,9 @@ fn memory_floor_stops_the_run_and_restores() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn tracing_counts_events_and_cleans_up() {
-    let _g = live_or_return!();
+    let _g = live();
     let mounts = |fs: &str| -> Vec<String> {
         std::fs::read_to_string("/proc/mounts")
             .unwrap()
@@ -496,8 +536,9 @@ steps = [{ mmap = "a", size = "16MiB" }, { touch = "a" }]
 }
 
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn snapshot_has_proc_files_and_knobs() {
-    let _g = live_or_return!();
+    let _g = live();
     let r = snapshot().unwrap();
     assert_eq!(r.engine, "host");
     assert_eq!(r.samples.len(), 1);
@@ -515,26 +556,43 @@ fn snapshot_has_proc_files_and_knobs() {
 
 const CHILD_ENV: &str = "FRAGLAB_HOST_TEST_CHILD";
 
-/// Not a test of its own: the body of the child process of the kill tests (it does nothing
-/// unless CHILD_ENV is set). It runs a spec that sets the knobs given in the environment and
-/// sleeps, and exits with the engine's exit code.
+/// Not a test of its own: the body of the child process of the kill tests, which run it with
+/// `--ignored` (it fails when CHILD_ENV is not set). It runs a spec that sets the knobs given in
+/// the environment and sleeps, and is to be stopped by a signal: a run that ends by itself or
+/// fails otherwise fails the test (exit code 101, which the kill tests reject); a run
+/// interrupted by SIGTERM exits with the engine's exit code (128 + SIGTERM).
 #[test]
+#[ignore = "the child process of the kill tests, which run it"]
 fn child_helper() {
-    let Ok(state) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+    let state = std::env::var(CHILD_ENV)
+        .expect("child_helper is the run of the kill tests (knobs_restored_when_the_run_gets_sigterm, state_file_restores_after_sigkill): run those");
     let knobs = std::env::var("FRAGLAB_HOST_TEST_KNOBS").unwrap();
     let s = spec(&format!(
-        "[machine]\nmemory = \"1GiB\"\n[knobs]\n{knobs}[workload]\nduration = \"60s\"\n\
-         [[workload.task]]\ncount = 2\nsteps = [{{ mmap = \"a\", size = \"32MiB\" }}, {{ touch = \"a\" }}, {{ sleep = \"50s\" }}]\n"
+        r#"
+[machine]
+memory = "1GiB"
+[knobs]
+{knobs}[workload]
+duration = "60s"
+[[workload.task]]
+count = 2
+steps = [{{ mmap = "a", size = "32MiB" }}, {{ touch = "a" }}, {{ sleep = "50s" }}]
+"#
     ));
     let opts = HostOptions {
         state_file: Some(PathBuf::from(state)),
         ..Default::default()
     };
     match host_run(&s, &opts) {
-        Ok(_) => std::process::exit(0),
+        Ok(r) => panic!(
+            "child: the run ended by itself after {} ns; the kill tests stop it",
+            r.duration_ns
+        ),
         Err(e) => {
+            assert!(
+                matches!(e, HostError::Interrupted(_)),
+                "child: the run failed instead of being interrupted: {e}"
+            );
             eprintln!("child: {e}");
             std::process::exit(e.exit_code())
         }
@@ -561,7 +619,13 @@ fn start_child(tag: &str, k: &[(&str, String, String)]) -> (std::process::Child,
     let state = state_path(tag);
     let _ = std::fs::remove_file(&state);
     let child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_helper", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_helper",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, &state)
         .env("FRAGLAB_HOST_TEST_KNOBS", knobs_toml(k))
         .stdout(std::process::Stdio::null())
@@ -594,8 +658,9 @@ fn wait_gone(state: &Path) {
 }
 
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn knobs_restored_when_the_run_gets_sigterm() {
-    let _g = live_or_return!();
+    let _g = live();
     let k = test_knobs();
     let (mut child, state) = start_child("term", &k);
     // SAFETY: signalling the child this test started, by its pid.
@@ -610,8 +675,9 @@ fn knobs_restored_when_the_run_gets_sigterm() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn state_file_restores_after_sigkill() {
-    let _g = live_or_return!();
+    let _g = live();
     let k = test_knobs();
     let (mut child, state) = start_child("kill", &k);
     // SAFETY: signalling the child this test started, by its pid.
@@ -666,12 +732,14 @@ fn state_file_restores_after_sigkill() {
 /// pool in its cleanup puts the pool back after a killed run; a target above the machine is
 /// refused.
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn fit_memory_holds_a_hugetlb_pool_for_the_run_and_gives_it_back() {
-    let _g = live_or_return!();
-    if fraglab_host::hugetlb::current_pages().unwrap() != 0 {
-        eprintln!("skipped: this machine already has a hugetlb pool");
-        return;
-    }
+    let _g = live();
+    assert_eq!(
+        fraglab_host::hugetlb::current_pages().unwrap(),
+        0,
+        "this test needs a machine without a hugetlb pool"
+    );
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
     let total = fraglab_host::procfs::meminfo_bytes(&meminfo, "MemTotal").unwrap();
     let target_kib = (total - GIB) >> 10;

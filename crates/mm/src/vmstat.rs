@@ -287,7 +287,9 @@ pub fn render_vmstat(zones: &[ZoneView], stats: &[u64; NR_STATS]) -> String {
 mod tests {
     use super::*;
 
-    const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/reference/samples/");
+    /// Verbatim copies of the reference machine's /proc files (`shared/reference/samples/`,
+    /// vendored: tests/data/README.md).
+    const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
 
     fn sample(name: &str) -> String {
         let path = format!("{SAMPLES}{name}");

@@ -278,8 +278,9 @@ fn zones(extra: &[&str]) -> Vec<&'static str> {
     v
 }
 
+/// A zone's own sizes: present within spanned, managed within present.
 #[test]
-fn zone_errors() {
+fn zone_size_errors() {
     // present > spanned
     check(
         &[
@@ -307,6 +308,12 @@ fn zone_errors() {
         "machine.zone[0].managed",
         "901 is larger than present (900)",
     );
+}
+
+/// The zones together: the kernel's order without overlap, each type once, known names, an
+/// empty ZONE_MOVABLE.
+#[test]
+fn zone_layout_errors() {
     // overlap
     check(
         &zones(&[
@@ -370,6 +377,11 @@ fn zone_errors() {
         "machine.zone[1].present",
         "512: ZONE_MOVABLE must be empty (expected present = 0; fraglab models no movablecore)",
     );
+}
+
+/// Limits of the machine: DMA32 below 4 GiB, at least one pageblock managed.
+#[test]
+fn zone_limit_errors() {
     // DMA32 above 4 GiB
     check(
         &[
@@ -396,6 +408,11 @@ fn zone_errors() {
         "machine.zone",
         "the zones manage 511 pages in total, less than one pageblock (512 pages = 2 MiB)",
     );
+}
+
+/// The keys of a [[machine.zone]] table and what may stand beside the tables.
+#[test]
+fn zone_key_errors() {
     // missing field
     check(
         &[
