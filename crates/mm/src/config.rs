@@ -1,6 +1,6 @@
 //! The whole configuration of a model at boot: the machine, the allocator tunables, the THP,
 //! compaction and page-cache settings and the model switches, built in one place by whoever
-//! reads a spec (`fraglab_sim::boot`) and handed to [`Mm::from_config`]. After boot a setting
+//! reads a spec (`fraglab_sim::boot`) and handed to [`crate::Mm::from_config`]. After boot a setting
 //! changes only as a sysctl write would change it on the kernel (a test may write one).
 
 use crate::compaction::CompactionConfig;

@@ -46,12 +46,12 @@ pub struct Folio {
     /// none, and the page index of its first page there.
     pub mapping: u32,
     pub index: u64,
-    /// The task that allocated the folio (`Mm::cur_pid` at allocation; 0 = the kernel): the
+    /// The task that allocated the folio (`mm.cur.pid` at allocation; 0 = the kernel): the
     /// OOM killer's unit.
     pub owner: u32,
     /// PG_readahead: reading this page-cache folio triggers asynchronous readahead (§12.2.4).
     pub readahead_mark: bool,
-    /// When the folio last became dirty (`Mm::now_ns`), for the flusher's expiry.
+    /// When the folio last became dirty (`mm.cur.now_ns`), for the flusher's expiry.
     pub dirtied_ns: u64,
     /// PG_workingset: the folio was deactivated from an active list (`shrink_active_list`)
     /// or restored on refault; its shadow entry remembers it (`workingset_restore_*`, §10.3.8).

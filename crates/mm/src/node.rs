@@ -255,7 +255,7 @@ pub struct Work {
     pub sum: crate::slowpath::WorkSum,
 }
 
-/// Bits of `Mm::trace_mask`.
+/// Bits of `mm.trace.mask`.
 pub mod trace_kind {
     pub const MM_PAGE_ALLOC: u32 = 1;
     pub const MM_PAGE_FREE: u32 = 2;

@@ -958,7 +958,7 @@ impl Mm {
     /// The allocation entry, `__alloc_pages` (§4.4): the fast path at the low watermark, then
     /// the slow path. Emits mm_page_alloc for success and failure.
     ///
-    /// What the slow path did is left in `Mm::last_alloc` for whoever charges time for it.
+    /// What the slow path did is left in `mm.work.last_alloc` for whoever charges time for it.
     pub fn alloc_pages(&mut self, cpu: u32, gfp: Gfp, order: u32) -> Option<u32> {
         if order > MAX_PAGE_ORDER {
             // The kernel warns (unless __GFP_NOWARN) and returns NULL, without a trace event.

@@ -374,7 +374,7 @@ impl Mm {
     /// page-table pages (`oom_badness` without swap entries or mapped file pages; ties → the
     /// lowest id; task 0 (the kernel) and task 1 (init, `is_global_init`) are never chosen) is killed and its memory freed at once
     /// (the OOM reaper's work, without its delay). Counts `oom_kill` and records the victim in
-    /// `Mm::oom_victims` for the owner of the tasks. Returns whether a task was killed.
+    /// `mm.outbox.oom_victims` for the owner of the tasks. Returns whether a task was killed.
     pub fn out_of_memory(&mut self, cpu: u32, gfp: Gfp) -> bool {
         use crate::folio::FolioKind;
         if !gfp.intersects(Gfp::FS) {

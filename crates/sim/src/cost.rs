@@ -119,8 +119,8 @@ impl CostModel {
         pages * self.reclaim_scan_page_ns + folios * self.reclaim_clean_ns
     }
 
-    /// The cost of the allocation work between two readings of `Mm::work_sum`: the fast path
-    /// of every allocation plus compaction, reclaim and drain IPIs in slow paths.
+    /// The cost of allocation work (`MeasureWork::measure`'s `WorkSum`): the fast path of every
+    /// allocation plus compaction, reclaim and drain IPIs in slow paths.
     pub fn alloc_work(&self, w: &fraglab_mm::slowpath::WorkSum) -> u64 {
         w.allocs * self.alloc_fast_ns
             + self.compaction(&w.compaction)
@@ -135,7 +135,7 @@ impl CostModel {
         cpus * self.drain_ipi_ns + pages * self.drain_page_ns
     }
 
-    /// The cost of one allocation's slow-path work (`Mm::last_alloc`), beyond the fast path.
+    /// The cost of one allocation's slow-path work (`mm.work.last_alloc`), beyond the fast path.
     pub fn slowpath(&self, w: &fraglab_mm::slowpath::AllocWork) -> u64 {
         if !w.slowpath {
             return 0;
