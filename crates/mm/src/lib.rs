@@ -12,6 +12,7 @@ pub mod filemap;
 pub mod folio;
 pub mod gfp;
 pub mod huge_memory;
+pub mod hugetlb;
 pub mod kswapd;
 pub mod migrate;
 pub mod mmzone;

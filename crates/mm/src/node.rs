@@ -149,6 +149,8 @@ pub struct Mm {
     /// THP knobs (§11.1) and the per-size mTHP stats.
     pub thp: crate::huge_memory::ThpConfig,
     pub mthp: crate::huge_memory::MthpStats,
+    /// The default hstate's hugetlb pool (§28).
+    pub hugetlb: crate::hugetlb::Hstate,
     /// The task the current operation runs for and the time, put on trace records and folios
     /// (set by the engine; 0 and pid 1 without a clock).
     pub cur: Current,
@@ -405,6 +407,7 @@ impl Mm {
             },
             thp: cfg.thp.clone(),
             mthp: Default::default(),
+            hugetlb: Default::default(),
             cur: Current::default(),
             trace: Tracing::default(),
             outbox: Outbox::default(),
