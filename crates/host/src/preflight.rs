@@ -328,6 +328,20 @@ fn supported_workload(spec: &Spec) -> Result<&WorkloadSpec, HostError> {
             spec.file, v.line
         )));
     }
+    // Resizing the pool at run time needs its old size recorded in the run's state file before
+    // any worker starts and written back on every way out, as --fit-memory's pool is; until the
+    // run records it, the step is refused here (the simulator runs it).
+    if let Some(t) = w
+        .task
+        .iter()
+        .find(|t| t.steps.iter().any(|s| matches!(s, TaskStep::NrHugepages { .. })))
+    {
+        return Err(HostError::Unsupported(format!(
+            "{}:{}: workload.task {:?}: the nr_hugepages step (the host engine does not resize \
+             the hugetlb pool yet; the simulator runs it)",
+            spec.file, t.line, t.name
+        )));
+    }
     Ok(w)
 }
 
@@ -618,5 +632,21 @@ steps = [
         assert_eq!(a, 96 << 20);
         assert_eq!(p, 30);
         assert_eq!(f, 15 * FILES_PER_SLAB_PAGE);
+    }
+
+    /// §28.1's `nr_hugepages` step is refused on the host (the pool's restore is not in the
+    /// state file yet), naming the file, the task's line and the step.
+    #[test]
+    fn s28_1_nr_hugepages_step_is_refused_with_the_task_named() {
+        let text = "[machine]\nmemory = \"1GiB\"\n[workload]\nduration = \"10s\"\n\
+                    [[workload.task]]\nname = \"pool\"\nsteps = [{ nr_hugepages = 4 }]\n";
+        let spec = fraglab_spec::parse_spec(text, "t.toml").unwrap();
+        let e = supported_workload(&spec).unwrap_err().to_string();
+        assert!(
+            e.contains("t.toml:5: workload.task \"pool\": the nr_hugepages step"),
+            "{e}"
+        );
+        let ok = text.replace("{ nr_hugepages = 4 }", "{ compute = \"1ms\" }");
+        assert!(supported_workload(&fraglab_spec::parse_spec(&ok, "t.toml").unwrap()).is_ok());
     }
 }

@@ -561,6 +561,10 @@ fn run_task(
                 }
                 TaskStep::CompactMemory => write_proc("/proc/sys/vm/compact_memory", "1")?,
                 TaskStep::DropCaches => write_proc("/proc/sys/vm/drop_caches", "3")?,
+                // Refused by preflight: the pool's old size must be in the state file first.
+                TaskStep::NrHugepages { .. } => {
+                    return Err("nr_hugepages steps are not run by the host engine".into())
+                }
             }
         }
     }

@@ -8,12 +8,11 @@
 //! each declaration's `read` to what this file does.
 
 use fraglab_mm::filemap::{Mapping, PagecacheConfig};
-use fraglab_mm::folio::FolioKind;
 use fraglab_mm::huge_memory::{ThpConfig, ThpDefrag, ThpEnabled};
 use fraglab_mm::mmzone::{MachineConfig, ZoneConfig};
 use fraglab_mm::node::{trace_kind, Mm, Tunables};
-use fraglab_mm::types::{MAX_NR_ZONES, PAGEBLOCK_ORDER};
-use fraglab_mm::{Gfp, MmConfig};
+use fraglab_mm::types::MAX_NR_ZONES;
+use fraglab_mm::MmConfig;
 use fraglab_spec::{KnobValue, MappingKind, Spec, KNOBS};
 
 use crate::error::RunError;
@@ -178,28 +177,20 @@ pub fn unread_knobs(spec: &Spec) -> Vec<&str> {
 }
 
 /// `[machine] hugetlb_pages`: fills the hugetlb pool at boot as `echo N >
-/// /proc/sys/vm/nr_hugepages` does (`alloc_pool_huge_folio` → `__alloc_pages` with
-/// `htlb_alloc_mask` = GFP_HIGHUSER_MOVABLE | __GFP_COMP | __GFP_RETRY_MAYFAIL | __GFP_NOWARN at
-/// pageblock order); the pages stay allocated for the whole run. Simplified: on a machine that
-/// has just booted every request is served from the free lists, so the pool takes whichever
-/// free pageblocks the allocator hands out first; a pool filled on a running machine (as the host
-/// engine's is) takes blocks scattered among the ones in use. A pool the machine cannot hold is
-/// an error.
+/// /proc/sys/vm/nr_hugepages` does ([`Mm::set_max_huge_pages`], kernel-model.md §28.1), so the
+/// pool's allocations count in `htlb_buddy_alloc_success` as on the kernel. Simplified: on a
+/// machine that has just booted every request is served from the free lists, so the pool takes
+/// whichever free pageblocks the allocator hands out first; a pool filled on a running machine
+/// (as the host engine's is) takes blocks scattered among the ones in use. A pool the machine
+/// cannot hold is an error (the kernel would keep what fit).
 fn reserve_hugetlb(mm: &mut Mm, spec: &Spec) -> Result<(), RunError> {
-    let gfp = Gfp::GFP_HIGHUSER_MOVABLE
-        .union(Gfp::COMP)
-        .union(Gfp::RETRY_MAYFAIL)
-        .union(Gfp::NOWARN);
-    for i in 0..spec.machine.hugetlb_pages {
-        if mm
-            .alloc_folio(0, gfp, PAGEBLOCK_ORDER, FolioKind::Hugetlb, false)
-            .is_none()
-        {
-            return Err(RunError(format!(
-                "{}: machine.hugetlb_pages: only {i} of {} pages of 2 MiB fit on this machine",
-                spec.file, spec.machine.hugetlb_pages
-            )));
-        }
+    let want = spec.machine.hugetlb_pages;
+    let r = mm.set_max_huge_pages(0, want);
+    if r.pool < want {
+        return Err(RunError(format!(
+            "{}: machine.hugetlb_pages: only {} of {want} pages of 2 MiB fit on this machine",
+            spec.file, r.pool
+        )));
     }
     Ok(())
 }

@@ -147,6 +147,7 @@ impl OpRunner<'_> {
                 let _ = writeln!(self.out, "# op[{i}] print {}", what.name());
                 print(&mut self.mm, *what, *zone, &mut self.out);
             }
+            Op::NrHugepages { count, .. } => self.nr_hugepages(i, *count),
             _ => self.mechanism(i, op),
         }
         Ok(())
@@ -305,6 +306,29 @@ impl OpRunner<'_> {
         );
     }
 
+    /// `nr_hugepages`: `echo count > /proc/sys/vm/nr_hugepages` (`set_max_huge_pages`,
+    /// kernel-model.md §28.1) on CPU 0; logs the pool before and after, the counters as
+    /// /proc/vmstat shows them and the slow-path work of the write's allocations.
+    fn nr_hugepages(&mut self, i: usize, count: u64) {
+        use fraglab_mm::slowpath::MeasureWork;
+        use fraglab_mm::vmstat::Stat;
+        let (r, work) = self.mm.measure(|mm| mm.set_max_huge_pages(0, count));
+        self.mm.debug_check();
+        let _ = writeln!(
+            self.out,
+            "# op[{i}] nr_hugepages {count}: pool {} -> {} ({} allocated, {} freed{}); htlb_buddy_alloc_success {} htlb_buddy_alloc_fail {}; {} compact stalls, {} direct reclaims",
+            r.before,
+            r.pool,
+            r.allocated,
+            r.freed,
+            if r.failed { ", stopped at the first failure" } else { "" },
+            self.mm.stat(Stat::htlb_buddy_alloc_success),
+            self.mm.stat(Stat::htlb_buddy_alloc_fail),
+            work.compact_stalls,
+            work.reclaim_calls,
+        );
+    }
+
     /// The ops that run one mechanism directly: kswapd, drain_all_pages, compact_memory,
     /// direct compaction, kcompactd and its proactive timer.
     fn mechanism(&mut self, i: usize, op: &Op) {
@@ -382,6 +406,7 @@ impl OpRunner<'_> {
             | Op::Fault { .. }
             | Op::Write { .. }
             | Op::Read { .. }
+            | Op::NrHugepages { .. }
             | Op::Print { .. } => unreachable!("handled by OpRunner::op"),
         }
     }

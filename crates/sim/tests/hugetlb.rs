@@ -1,4 +1,6 @@
-//! `[machine] hugetlb_pages`: the hugetlb pool filled at boot (as `vm.nr_hugepages`).
+//! The hugetlb pool (kernel-model.md §28): `[machine] hugetlb_pages` filled at boot as
+//! `vm.nr_hugepages` is, the `nr_hugepages` op of a timeless run and the `nr_hugepages` task step
+//! of a timed run.
 
 use fraglab_mm::folio::FolioKind;
 use fraglab_sim::boot::boot;
@@ -19,6 +21,9 @@ fn pool_is_taken_at_boot_and_compaction_steps_over_it() {
     assert_eq!(free(&plain) - free(&mm), 100 * 512);
     assert_eq!(mm.folios.census_of(FolioKind::Hugetlb)[9], 100);
     assert_eq!(mm.stats[fraglab_mm::vmstat::Stat::nr_hugetlb as usize], 0);
+    // Filled through set_max_huge_pages (§28.1): counted as the kernel counts a write.
+    assert_eq!(mm.hugetlb.nr_huge_pages(), 100);
+    assert_eq!(mm.stat(fraglab_mm::vmstat::Stat::htlb_buddy_alloc_success), 100);
     let before = mm.folios.census_of(FolioKind::Hugetlb);
     mm.compact_node(false);
     assert_eq!(
@@ -32,4 +37,100 @@ fn pool_is_taken_at_boot_and_compaction_steps_over_it() {
         Err(e) => e.to_string(),
     };
     assert!(e.contains("machine.hugetlb_pages") && e.contains("of 600"), "{e}");
+}
+
+const SMALL: &str = "[machine]\nmemory = \"64MiB\"\ncpus = 1\n";
+
+/// §28.1–§28.2 through the timeless engine: on a machine whose free memory is scattered, the
+/// write compacts page by page, stops at the first failure, and the log shows the pool and the
+/// counters; a second write shrinks the pool.
+#[test]
+fn s28_1_nr_hugepages_op_grows_until_the_first_failure_then_shrinks() {
+    let text = format!(
+        "{SMALL}
+[[op]]
+alloc = \"a\"
+count = 15000
+gfp = \"GFP_HIGHUSER_MOVABLE\"
+[[op]]
+free = \"a\"
+every = 2
+[[op]]
+nr_hugepages = 30
+[[op]]
+print = \"folios\"
+[[op]]
+nr_hugepages = 2
+"
+    );
+    let spec = fraglab_spec::parse_spec(&text, "t.toml").unwrap();
+    let out = fraglab_sim::run_ops(&spec).unwrap();
+    let line = |op: usize| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("# op[{op}] nr_hugepages")))
+            .unwrap_or_else(|| panic!("no op[{op}] line in\n{out}"))
+            .to_string()
+    };
+    let grow = line(2);
+    assert!(grow.starts_with("# op[2] nr_hugepages 30: pool 0 -> "), "{grow}");
+    assert!(grow.contains("stopped at the first failure"), "{grow}");
+    assert!(grow.contains("htlb_buddy_alloc_fail 1;"), "{grow}");
+    assert!(!grow.contains(" 0 compact stalls"), "the write compacted: {grow}");
+    let pool: u64 = grow["# op[2] nr_hugepages 30: pool 0 -> ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(pool > 2 && pool < 30, "{grow}");
+    assert!(grow.contains(&format!("({pool} allocated, 0 freed")), "{grow}");
+    assert!(
+        grow.contains(&format!("htlb_buddy_alloc_success {pool} ")),
+        "{grow}"
+    );
+    let hugetlb = out.lines().find(|l| l.starts_with("hugetlb")).unwrap();
+    assert!(hugetlb.ends_with(&format!(" {}", pool * 512)), "{hugetlb}");
+    assert_eq!(
+        line(4),
+        format!(
+            "# op[4] nr_hugepages 2: pool {pool} -> 2 (0 allocated, {} freed); \
+             htlb_buddy_alloc_success {pool} htlb_buddy_alloc_fail 1; 0 compact stalls, 0 direct reclaims",
+            pool - 2
+        )
+    );
+}
+
+/// The task step: a program fills memory, frees every other page, then writes nr_hugepages;
+/// the result has the counters in its vmstat delta and the pool in proc_end.
+#[test]
+fn s28_1_nr_hugepages_task_step_reports_the_pool_and_the_counters() {
+    let text = format!(
+        "{SMALL}
+[workload]
+duration = \"10s\"
+[[workload.task]]
+name = \"pool\"
+steps = [
+  {{ mmap = \"m\", size = \"56MiB\" }},
+  {{ touch = \"m\" }},
+  {{ dontneed = \"m\", offset = \"0\", length = \"28MiB\" }},
+  {{ nr_hugepages = 64 }},
+  {{ sleep = \"1s\" }},
+]
+"
+    );
+    let spec = fraglab_spec::parse_spec(&text, "t.toml").unwrap();
+    let r = fraglab_sim::timed::run_workload(&spec).unwrap();
+    let ok = r.vmstat_delta["htlb_buddy_alloc_success"];
+    assert!(ok > 0 && ok < 64, "{ok}");
+    assert_eq!(r.vmstat_delta["htlb_buddy_alloc_fail"], 1);
+    assert_eq!(r.proc_end["nr_hugepages"], format!("{ok}\n"));
+    // A spec without the step has no such entry.
+    let plain = text
+        .replace("  {{ nr_hugepages = 64 }},\n", "")
+        .replace("  { nr_hugepages = 64 },\n", "");
+    let spec = fraglab_spec::parse_spec(&plain, "t.toml").unwrap();
+    let r = fraglab_sim::timed::run_workload(&spec).unwrap();
+    assert!(!r.proc_end.contains_key("nr_hugepages"));
+    assert_eq!(r.vmstat_delta["htlb_buddy_alloc_success"], 0);
 }

@@ -73,6 +73,14 @@ const OP_ROWS: &[(&str, &str, &str)] = &[
          `/proc/sys/vm/compact_memory`",
         "§9",
     ),
+    (
+        "`nr_hugepages`",
+        "`set_max_huge_pages`: one order-9 page per iteration with `htlb_alloc_mask` \\| \
+         `__GFP_THISNODE` \\| `__GFP_RETRY_MAYFAIL` through the slow path, stop at the first \
+         failure, join after the loop; shrinking frees the pool's free-list heads \
+         (`htlb_buddy_alloc_success`/`_fail`)",
+        "§28.1–28.2",
+    ),
 ];
 
 /// Workload generators and task steps, as (key, what it runs, kernel paths it exercises).
@@ -121,6 +129,13 @@ const GENERATOR_ROWS: &[(&str, &str, &str)] = &[
         "unlink a file: `truncate_inode_pages_final` (dirty pages dropped unwritten, shadows \
          forgotten)",
         "mm/truncate.c",
+    ),
+    (
+        "task step `nr_hugepages`",
+        "write the count to `vm.nr_hugepages` as the `nr_hugepages` op does; the step's time is \
+         the slow-path work of its allocations; the pool size read back is `proc_end[\"nr_hugepages\"]` and \
+         the vmstat delta has `htlb_buddy_alloc_success`/`_fail`",
+        "§28.1–28.2",
     ),
 ];
 

@@ -324,6 +324,18 @@ pub(crate) const OP_COMPACT_MEMORY: &[KeyDef] = &[action(
     KeyKind::True,
     "write 1 to /proc/sys/vm/compact_memory",
 )];
+/// The value of `nr_hugepages` (op and task step).
+const NR_HUGEPAGES: KeyKind = KeyKind::Int {
+    lo: 0,
+    hi: 1 << 30,
+    range: "0..=2^30",
+};
+/// `[[op]]` with `nr_hugepages`.
+pub(crate) const OP_NR_HUGEPAGES: &[KeyDef] = &[action(
+    "nr_hugepages",
+    NR_HUGEPAGES,
+    "write this count to /proc/sys/vm/nr_hugepages: grow or shrink the 2 MiB hugetlb pool (kernel-model.md §28)",
+)];
 /// `[[op]]` with `compact`.
 pub(crate) const OP_COMPACT: &[KeyDef] = &[
     action(
@@ -423,6 +435,7 @@ pub(crate) const OPS: &[&[KeyDef]] = &[
     OP_KSWAPD,
     OP_WRITE,
     OP_READ,
+    OP_NR_HUGEPAGES,
 ];
 
 /// `[workload]`.
@@ -743,6 +756,11 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
         "drop_caches",
         KeyKind::True,
         "write 3 to /proc/sys/vm/drop_caches",
+    )],
+    &[action(
+        "nr_hugepages",
+        NR_HUGEPAGES,
+        "write this count to /proc/sys/vm/nr_hugepages: grow or shrink the 2 MiB hugetlb pool (kernel-model.md §28)",
     )],
 ];
 

@@ -54,7 +54,8 @@
 //!                      # migrate:* and vmscan:* select a group; default none
 //!
 //! # Each [[op]] has exactly one action key (alloc, free, print, drain_all_pages,
-//! # compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read) and only
+//! # compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read,
+//! # nr_hugepages) and only
 //! # that action's other keys. A spec has either [[op]]s (a timeless run) or a [workload] (a
 //! # timed run; see WorkloadSpec and the README), not both.
 //!
@@ -97,6 +98,10 @@
 //!
 //! [[op]]
 //! proactive_compact = true # one expiry of kcompactd's 500 ms timer (the proactive check)
+//!
+//! [[op]]
+//! nr_hugepages = 64    # echo 64 > /proc/sys/vm/nr_hugepages (0..=2^30): grow the 2 MiB hugetlb
+//!                      # pool until it holds 64 or an allocation fails, or shrink it
 //!
 //! [[op]]
 //! fault = "thp"        # anonymous faults on fresh 2 MiB ranges; the folios join the set
@@ -377,6 +382,10 @@ pub enum Op {
         file_size: u64,
         cpu: u32,
     },
+    /// Write `count` to /proc/sys/vm/nr_hugepages: the 2 MiB hugetlb pool grows one page at a
+    /// time through the allocator until it holds `count` pages or an allocation fails, or
+    /// shrinks to `count` (kernel-model.md §28.1).
+    NrHugepages { line: usize, count: u64 },
 }
 
 impl Op {
@@ -393,12 +402,13 @@ impl Op {
             | Op::Fault { line, .. }
             | Op::Kswapd { line }
             | Op::Write { line, .. }
-            | Op::Read { line, .. } => line,
+            | Op::Read { line, .. }
+            | Op::NrHugepages { line, .. } => line,
         }
     }
 
     /// The action key: `alloc`, `free`, `print`, `drain_all_pages`, `compact_memory`, `compact`,
-    /// `kcompactd`, `proactive_compact`, `fault` or `kswapd`.
+    /// `kcompactd`, `proactive_compact`, `fault`, `kswapd`, `write`, `read` or `nr_hugepages`.
     pub fn action(&self) -> &'static str {
         match self {
             Op::Alloc { .. } => "alloc",
@@ -413,6 +423,7 @@ impl Op {
             Op::Kswapd { .. } => "kswapd",
             Op::Write { .. } => "write",
             Op::Read { .. } => "read",
+            Op::NrHugepages { .. } => "nr_hugepages",
         }
     }
 }

@@ -305,4 +305,9 @@ pub enum TaskStep {
     },
     CompactMemory,
     DropCaches,
+    /// Write `count` to /proc/sys/vm/nr_hugepages (the 2 MiB hugetlb pool, kernel-model.md
+    /// §28.1): the pool grows until it holds `count` pages or an allocation fails, or shrinks.
+    NrHugepages {
+        count: u64,
+    },
 }

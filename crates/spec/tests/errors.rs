@@ -616,7 +616,7 @@ fn op_structure_errors() {
         &with_machine(&["", "[[op]]", "count = 3"]),
         4,
         "op[0]",
-        "no action (expected one of the keys alloc, free, print, drain_all_pages, compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read)",
+        "no action (expected one of the keys alloc, free, print, drain_all_pages, compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read, nr_hugepages)",
     );
     check(
         &plus(alloc_a(), &["free = \"a\""]),
@@ -1590,5 +1590,40 @@ fn machine_hugetlb_pages_out_of_range() {
         3,
         "machine.hugetlb_pages",
         "600000 is out of range (expected 0..=524288)",
+    );
+}
+
+/// `nr_hugepages` (op and task step, kernel-model.md §28.1): a count 0..=2^30, nothing else.
+#[test]
+fn s28_1_nr_hugepages_errors() {
+    check(
+        &with_machine(&["[[op]]", "nr_hugepages = -1"]),
+        4,
+        "op[0].nr_hugepages",
+        "-1 is out of range (expected 0..=2^30)",
+    );
+    check(
+        &with_machine(&["[[op]]", "nr_hugepages = \"many\""]),
+        4,
+        "op[0].nr_hugepages",
+        "expected an integer, found a string",
+    );
+    check(
+        &with_machine(&["[[op]]", "nr_hugepages = 4", "cpu = 1"]),
+        5,
+        "op[0].cpu",
+        "not allowed in a nr_hugepages op (it takes no other keys)",
+    );
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ nr_hugepages = 2000000000 }]"]),
+        4,
+        "workload.task[0].steps[0].nr_hugepages",
+        "2000000000 is out of range (expected 0..=2^30)",
+    );
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ nr_hugepages = true }]"]),
+        4,
+        "workload.task[0].steps[0].nr_hugepages",
+        "expected an integer, found a boolean",
     );
 }

@@ -35,6 +35,8 @@ pub struct ProgramTask {
     ra: BTreeMap<String, ReadaheadState>,
     objects: Vec<(FolioId, u64)>,
     metrics: Shared<Metrics>,
+    /// The pool size the last `nr_hugepages` step of any task read back (shared by the run).
+    hugetlb_pool: Shared<Option<u64>>,
 }
 
 impl ProgramTask {
@@ -55,6 +57,7 @@ impl ProgramTask {
             ra: Default::default(),
             objects: Vec::new(),
             metrics,
+            hugetlb_pool: Default::default(),
         }
     }
 
@@ -243,6 +246,21 @@ impl ProgramTask {
     }
 }
 
+impl ProgramTask {
+    /// `nr_hugepages`: `echo count > /proc/sys/vm/nr_hugepages` (`set_max_huge_pages`,
+    /// kernel-model.md §28.1) in one step: the step's time is the sysctl write (a context
+    /// switch), the allocator work of its order-9 allocations (fast path, slow path with its
+    /// compaction and reclaim, §28.2) and one `free_page_ns` per page given back. The pool size
+    /// read back is kept for the result. Simplified: the kernel drops the resize lock and calls
+    /// `cond_resched` between pages, so a long write shares its CPU; here it holds it.
+    fn nr_hugepages(&mut self, cx: &mut Cx, count: u64) -> Step {
+        let (r, work) = cx.measure(|cx| cx.mm.set_max_huge_pages(cx.cpu, count));
+        *self.hugetlb_pool.borrow_mut() = Some(r.pool);
+        self.next();
+        Step::Ran(cx.cost.context_switch_ns + cx.cost.alloc_work(&work) + r.freed * cx.cost.free_page_ns)
+    }
+}
+
 impl TaskBody for ProgramTask {
     fn comm(&self) -> &str {
         &self.name
@@ -308,6 +326,7 @@ impl TaskBody for ProgramTask {
                 self.next();
                 Step::Ran(freed * cx.cost.free_page_ns)
             }
+            S::NrHugepages { count } => self.nr_hugepages(cx, count),
             S::DropCaches => {
                 let freed = cx.mm.drop_caches(cx.cpu);
                 self.next();
@@ -322,12 +341,14 @@ impl TaskBody for ProgramTask {
 /// `start`.
 pub struct Programs {
     params: Vec<TaskParams>,
+    hugetlb_pool: Shared<Option<u64>>,
 }
 
 impl Programs {
     pub fn new(params: &[TaskParams]) -> Programs {
         Programs {
             params: params.to_vec(),
+            hugetlb_pool: Default::default(),
         }
     }
 }
@@ -354,12 +375,22 @@ impl Generator for Programs {
             .any(|t| t.steps.iter().any(|s| matches!(s, TaskStep::Write { .. })));
         for t in &self.params {
             for _ in 0..t.count {
-                let task = ProgramTask::new(t, files.clone(), run.metrics.clone());
+                let mut task = ProgramTask::new(t, files.clone(), run.metrics.clone());
+                task.hugetlb_pool = self.hugetlb_pool.clone();
                 run.e.spawn_at(t.start_ns, Box::new(task));
             }
         }
         if any_write {
             run.spawn_flusher();
+        }
+    }
+
+    /// After a `nr_hugepages` step ran: the pool size it read back, as the text of
+    /// /proc/sys/vm/nr_hugepages in `proc_end["nr_hugepages"]` (the counters are in the
+    /// vmstat delta: `htlb_buddy_alloc_success`, `htlb_buddy_alloc_fail`).
+    fn result(&self, _metrics: &Metrics, r: &mut fraglab_spec::result::RunResult) {
+        if let Some(pool) = *self.hugetlb_pool.borrow() {
+            r.proc_end.insert("nr_hugepages".into(), format!("{pool}\n"));
         }
     }
 }

@@ -108,6 +108,10 @@ impl Cx<'_> {
             "compact" | "kcompactd" => self.op_compact(t, action, line, machine)?,
             "free" => self.op_free(t, action, line, machine, named)?,
             "print" => self.op_print(t, action, line, machine)?,
+            "nr_hugepages" => Op::NrHugepages {
+                line,
+                count: self.int_key(t, "nr_hugepages")? as u64,
+            },
             flag => {
                 match action.node.val {
                     Val::Bool(true) => {}

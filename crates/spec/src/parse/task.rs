@@ -162,6 +162,9 @@ impl Cx<'_> {
                 count: self.int_key(s, &a.key)? as u64,
                 reclaimable: a.key == "slab",
             },
+            "nr_hugepages" => TaskStep::NrHugepages {
+                count: self.int_key(s, "nr_hugepages")? as u64,
+            },
             "compact_memory" | "drop_caches" => {
                 match a.node.val {
                     Val::Bool(true) => {}
