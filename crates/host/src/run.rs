@@ -6,13 +6,15 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fraglab_spec::result::{BurstResult, Histogram, RunResult, Sample, ThpChallengeResult, RESULT_SCHEMA};
+use fraglab_spec::result::{
+    BurstResult, Histogram, HostConfounders, RunResult, Sample, ThpChallengeResult, RESULT_SCHEMA,
+};
 use fraglab_spec::{Spec, WorkloadSpec, TRACE_EVENTS};
 
 use crate::preflight::{fio_rings, preflight, Plan};
 use crate::{
-    default_state_file, hugetlb, knobs, procfs, read_all_knobs, signals, start_proc, trace, worker,
-    HostError, HostOptions, KnobGuard,
+    confounders, default_state_file, hugetlb, knobs, procfs, read_all_knobs, signals, start_proc, trace,
+    worker, HostError, HostOptions, KnobGuard,
 };
 
 /// The run's directory, removed (with everything in it) on drop.
@@ -116,6 +118,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let run_knobs = read_all_knobs();
     let mut tracing = start_tracing(spec, opts, &mut guard)?;
     let proc_start = run_proc_start(&plan, pool.as_ref(), &run_knobs)?;
+    let confounders_start = confounders::read();
     let vm_start = procfs::parse_vmstat(&procfs::read("/proc/vmstat")?);
     let t0 = Instant::now();
     let clock = worker::Clock {
@@ -142,6 +145,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         samples.push(procfs::sample(end_ns)?);
     }
     let vm_end = procfs::parse_vmstat(&procfs::read("/proc/vmstat")?);
+    let confounders_end = confounders::read();
     let mut proc_end = start_proc(&run_knobs)?;
     let trace_counts = finish_tracing(tracing.take(), &mut proc_end);
     guard.restore()?;
@@ -178,6 +182,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         proc_start,
         proc_end,
         wall_ns: end_ns,
+        confounders: Some(HostConfounders::from_readings(confounders_start, confounders_end)),
     })
 }
 
