@@ -327,6 +327,62 @@ hold = "100ms"
     assert!(r.vmstat_delta["thp_fault_alloc"] >= t.huge.count as i64);
 }
 
+/// Issue 19 item 5: a host run records the confounders at its start and end (free page
+/// reporting, DAMON, THP settings, read_ahead_kb, swap, load, CPU steal) as the files read;
+/// a snapshot records them too.
+#[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
+fn host_results_record_the_confounders() {
+    let _g = live();
+    let s = spec(
+        r#"
+[machine]
+memory = "1GiB"
+[workload]
+duration = "3s"
+[[workload.task]]
+steps = [{ mmap = "a", size = "64MiB" }, { touch = "a" }, { sleep = "2s" }]
+"#,
+    );
+    let r = host_run(&s, &HostOptions::default()).unwrap();
+    let c = r
+        .confounders
+        .as_ref()
+        .expect("host results carry the confounders");
+    print!("{}", c.summary());
+    for reading in [&c.start, &c.end] {
+        assert_eq!(
+            reading.thp.get("enabled").map(String::as_str),
+            Some(knob("transparent_hugepage/enabled").as_str())
+        );
+        assert!(reading.loadavg.is_some());
+        assert!(reading.cpu_ticks.is_some());
+        assert!(reading.swap.is_some());
+        for (dev, kb) in &reading.read_ahead_kb {
+            let f = format!("/sys/block/{dev}/queue/read_ahead_kb");
+            assert_eq!(std::fs::read_to_string(f).unwrap().trim(), kb.to_string());
+        }
+    }
+    assert!(c.end.cpu_ticks.unwrap().total > c.start.cpu_ticks.unwrap().total);
+    let steal = c.steal_share.expect("ticks passed during the run");
+    assert!((0.0..=1.0).contains(&steal));
+    let reporting = Path::new("/sys/module/page_reporting/parameters/reported_kib").exists();
+    assert_eq!(c.end.page_reporting.is_some(), reporting);
+    assert_eq!(c.reported_kib_delta.is_some(), reporting);
+    let damon = Path::new("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds");
+    if let Ok(n) = std::fs::read_to_string(damon) {
+        let d = c.end.damon.as_ref().expect("DAMON's sysfs tree is there");
+        assert_eq!(d.nr_kdamonds.to_string(), n.trim());
+        assert_eq!(d.kdamonds.len(), d.nr_kdamonds as usize);
+    }
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(json.contains("\"confounders\""));
+    let snap = snapshot().unwrap();
+    let sc = snap.confounders.expect("snapshots carry the confounders");
+    assert_eq!(sc.start, sc.end);
+    assert!(sc.start.loadavg.is_some());
+}
+
 /// fio small-file background on the host: its jobs create files in the run's directory while
 /// thpchallenge runs, are stopped when thpchallenge is done (the run does not wait for the
 /// deadline), and the files go with the run's directory.
