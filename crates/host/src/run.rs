@@ -106,6 +106,11 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
             ..Default::default()
         },
     )?;
+    let damon_turned_off = if spec.host.damon_off {
+        damon_off(&mut guard)?
+    } else {
+        Vec::new()
+    };
     // --fit-memory: the pool is recorded in the state file before it is filled, and given
     // back (Pool's drop) on every way out of this function.
     let mut pool = match &plan.fit {
@@ -182,8 +187,29 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         proc_start,
         proc_end,
         wall_ns: end_ns,
-        confounders: Some(HostConfounders::from_readings(confounders_start, confounders_end)),
+        confounders: Some(HostConfounders {
+            damon_turned_off,
+            ..HostConfounders::from_readings(confounders_start, confounders_end)
+        }),
     })
+}
+
+/// `[host] damon = "off"`: records the kdamonds that are on in the state file, then turns them
+/// off (the guard turns them back on with the knobs). Returns their indices.
+fn damon_off(guard: &mut KnobGuard) -> Result<Vec<u32>, HostError> {
+    let on = crate::damon::running();
+    guard.update_cleanup(|c| c.damon_on = on.clone())?;
+    for p in &on {
+        crate::damon::set_state(p, "off").map_err(|why| HostError::KnobWrite {
+            name: "[host] damon".into(),
+            value: "off".into(),
+            why,
+        })?;
+    }
+    Ok(on
+        .iter()
+        .filter_map(|p| p.parent()?.file_name()?.to_str()?.parse().ok())
+        .collect())
 }
 
 /// The run's files (`read` and `write` steps) under its directory, by the spec's name for

@@ -25,6 +25,10 @@ pub struct HostConfounders {
     /// share (0–1) of all its ticks over the run (None if /proc/stat is absent or no tick
     /// passed).
     pub steal_share: Option<f64>,
+    /// `[host] damon = "off"`: the indices of the kdamonds the run turned off (and back on at
+    /// its end).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub damon_turned_off: Vec<u32>,
 }
 
 /// The confounders read once.
@@ -165,6 +169,7 @@ impl HostConfounders {
             end,
             reported_kib_delta,
             steal_share,
+            damon_turned_off: Vec::new(),
         }
     }
 
@@ -225,6 +230,17 @@ impl HostConfounders {
                 }
             }
             None => t.push_str("#   DAMON: absent\n"),
+        }
+        if !self.damon_turned_off.is_empty() {
+            let _ = writeln!(
+                t,
+                "#   DAMON turned off for the run ([host] damon = \"off\") and back on after: kdamond {}",
+                self.damon_turned_off
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
         }
         let thp = |k: &str| e.thp.get(k).map_or("?", String::as_str);
         let _ = writeln!(
