@@ -7,7 +7,8 @@
 //! - [`host_run`] applies the knobs under a [`KnobGuard`] (state file first, restored on every
 //!   way out: normal end, error, panic, SIGINT/SIGTERM), forks one process per task instance and
 //!   generator, samples /proc every second, and restores everything at the end.
-//! - [`restore_from_state_file`] puts back the knobs of a run that was killed with SIGKILL.
+//! - [`restore_from_state_file`] puts back the knobs of a run that was killed with SIGKILL
+//!   (and turns back on the kdamonds a `[host] damon = "off"` run turned off, [`damon`]).
 //! - [`snapshot`] captures the /proc files and all knobs once.
 //!
 //! Where the host result differs from the simulator's (see the README of this crate in the
