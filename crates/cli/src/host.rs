@@ -66,6 +66,9 @@ fn run(
         r.duration_ns as f64 / 1e9,
         r.bursts.len()
     );
+    if let Some(c) = &r.confounders {
+        print!("{}", c.summary());
+    }
     print!("{}", fraglab_spec::result::rows::mmtests_rows(&r));
     if let Some(p) = output {
         write_json(&p, serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?)?;
@@ -89,6 +92,12 @@ pub fn validate(
         ..Default::default()
     };
     let host = fraglab_host::host_run(&spec, &opts).unwrap_or_else(|e| fail(e));
+    // The kernel run's confounders: before the table, or on standard error where standard
+    // output is machine-readable (json, csv, markdown).
+    let confounders = host.confounders.as_ref().map(|c| c.summary()).unwrap_or_default();
+    if format != "table" {
+        eprint!("{confounders}");
+    }
     let sim = fraglab_sim::timed::run_workload(&spec).map_err(|e| e.to_string())?;
     let labels = vec!["kernel".to_string(), "simulator".to_string()];
     let report = fraglab_sim::compare::compare(&labels, &[vec![host], vec![sim]]);
@@ -97,7 +106,7 @@ pub fn validate(
         "csv" => fraglab_sim::compare::format_csv(&report),
         "markdown" => fraglab_sim::compare::format_markdown(&report),
         _ => format!(
-            "# fraglab validate {}: the kernel's figures, then the simulator's with its difference\n{}",
+            "# fraglab validate {}: the kernel's figures, then the simulator's with its difference\n{confounders}{}",
             spec.file,
             fraglab_sim::compare::format_table(&report)
         ),

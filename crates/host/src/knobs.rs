@@ -125,6 +125,10 @@ pub struct Cleanup {
     /// `--fit-memory`: the hugetlb pool size (`vm.nr_hugepages`) to write back.
     #[serde(default)]
     pub hugetlb_pages: Option<u64>,
+    /// `[host] damon = "off"`: the `state` files of the kdamonds the run turned off, to turn
+    /// back on (only `/sys/kernel/mm/damon/admin/kdamonds/N/state`; [`crate::damon`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub damon_on: Vec<PathBuf>,
 }
 
 fn ours(p: &Path, prefix: &str) -> bool {
@@ -154,6 +158,7 @@ impl Cleanup {
                 let _ = std::fs::remove_dir(m);
             }
         }
+        failed.extend(crate::damon::turn_on(&self.damon_on));
         if let Some(n) = self.hugetlb_pages {
             if let Err(e) = std::fs::write(crate::hugetlb::NR_HUGEPAGES, n.to_string()) {
                 failed.push(format!("{}: {e}", crate::hugetlb::NR_HUGEPAGES));
@@ -205,8 +210,10 @@ fn write_state_file(path: &Path, state: &StateFile) -> Result<(), HostError> {
 }
 
 /// Puts back the knobs saved in a state file left by a run that was killed (SIGKILL) before it
-/// could restore them, then removes the file. Refuses while the process that wrote it is still
-/// alive (it would restore under a running workload). Returns the restored (name, value)s.
+/// could restore them (and what its cleanup lists: kdamonds turned off, the hugetlb pool, ...),
+/// then removes the file. Refuses while the process that wrote it is still alive (it would
+/// restore under a running workload). Returns the restored (name, value)s, a kdamond turned
+/// back on as (its state file, "on").
 pub fn restore_from_state_file(path: &Path) -> Result<Vec<(String, String)>, HostError> {
     let text = std::fs::read_to_string(path).map_err(|e| HostError::io(path.display().to_string(), e))?;
     let state: StateFile = serde_json::from_str(&text)
@@ -231,6 +238,18 @@ pub fn restore_from_state_file(path: &Path) -> Result<Vec<(String, String)>, Hos
             )));
         }
     }
+    if let Some(p) = state
+        .cleanup
+        .damon_on
+        .iter()
+        .find(|p| !crate::damon::is_state_file(p))
+    {
+        return Err(HostError::BadStateFile(format!(
+            "{}: {} is not a kdamond state file",
+            path.display(),
+            p.display()
+        )));
+    }
     let mut failed = restore_list(&state.knobs);
     failed.extend(state.cleanup.run());
     if !failed.is_empty() {
@@ -241,6 +260,13 @@ pub fn restore_from_state_file(path: &Path) -> Result<Vec<(String, String)>, Hos
         .knobs
         .iter()
         .map(|k| (k.name.clone(), k.value.clone()))
+        .chain(
+            state
+                .cleanup
+                .damon_on
+                .iter()
+                .map(|p| (p.display().to_string(), "on".to_string())),
+        )
         .collect())
 }
 
@@ -341,13 +367,15 @@ impl KnobGuard {
         &self.saved
     }
 
-    /// Writes the saved values back and removes the state file (kept if anything failed).
+    /// Writes the saved values back, turns back on the kdamonds the run turned off
+    /// ([`Cleanup::damon_on`]) and removes the state file (kept if anything failed).
     pub fn restore(&mut self) -> Result<(), HostError> {
         if self.restored {
             return Ok(());
         }
         self.restored = true;
-        let failed = restore_list(&self.saved);
+        let mut failed = restore_list(&self.saved);
+        failed.extend(crate::damon::turn_on(&self.cleanup.damon_on));
         if !failed.is_empty() {
             return Err(HostError::RestoreFailed(failed));
         }

@@ -7,7 +7,8 @@
 //! - [`host_run`] applies the knobs under a [`KnobGuard`] (state file first, restored on every
 //!   way out: normal end, error, panic, SIGINT/SIGTERM), forks one process per task instance and
 //!   generator, samples /proc every second, and restores everything at the end.
-//! - [`restore_from_state_file`] puts back the knobs of a run that was killed with SIGKILL.
+//! - [`restore_from_state_file`] puts back the knobs of a run that was killed with SIGKILL
+//!   (and turns back on the kdamonds a `[host] damon = "off"` run turned off, [`damon`]).
 //! - [`snapshot`] captures the /proc files and all knobs once.
 //!
 //! Where the host result differs from the simulator's (see the README of this crate in the
@@ -16,14 +17,17 @@
 //! `mixed_blocks` is 0 unless the kernel prints "Number of mixed blocks" (CONFIG_PAGE_OWNER);
 //! `proc_start`/`proc_end` also hold `knobs` (`name = value` lines), `host` (kernel release,
 //! free page reporting's reported_kib, DAMON threads) and, with tracing, `trace_counts` and
-//! `trace`.
+//! `trace`. Host results (runs and snapshots) carry [`HostConfounders`] ([`confounders`]): free
+//! page reporting, DAMON's schemes, THP settings, read_ahead_kb, swap, load and CPU steal.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use fraglab_spec::result::{RunResult, RESULT_SCHEMA};
+use fraglab_spec::result::{HostConfounders, RunResult, RESULT_SCHEMA};
 
+pub mod confounders;
+pub mod damon;
 mod error;
 pub mod hugetlb;
 pub mod knobs;
@@ -108,10 +112,13 @@ pub(crate) fn start_proc(knobs: &BTreeMap<String, String>) -> Result<BTreeMap<St
 
 /// One-shot capture: one [`Sample`](fraglab_spec::result::Sample), /proc/buddyinfo, pagetypeinfo, zoneinfo, vmstat, every
 /// known knob (`proc_start["knobs"]`, `name = value` lines; [`read_all_knobs`] gives them as a
-/// map) and the host facts (`proc_start["host"]`). `proc_end` is the same as `proc_start`.
+/// map), the host facts (`proc_start["host"]`) and the confounders (one reading, as both start
+/// and end). `proc_end` is the same as `proc_start`.
 pub fn snapshot() -> Result<RunResult, HostError> {
     let proc_start = start_proc(&read_all_knobs())?;
+    let reading = confounders::read();
     Ok(RunResult {
+        confounders: Some(HostConfounders::from_readings(reading.clone(), reading)),
         schema: RESULT_SCHEMA,
         engine: "host".into(),
         samples: vec![procfs::sample(0)?],

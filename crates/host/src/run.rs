@@ -6,13 +6,15 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fraglab_spec::result::{BurstResult, Histogram, RunResult, Sample, ThpChallengeResult, RESULT_SCHEMA};
+use fraglab_spec::result::{
+    BurstResult, Histogram, HostConfounders, RunResult, Sample, ThpChallengeResult, RESULT_SCHEMA,
+};
 use fraglab_spec::{Spec, WorkloadSpec, TRACE_EVENTS};
 
 use crate::preflight::{fio_rings, preflight, Plan};
 use crate::{
-    default_state_file, hugetlb, knobs, procfs, read_all_knobs, signals, start_proc, trace, worker,
-    HostError, HostOptions, KnobGuard,
+    confounders, default_state_file, hugetlb, knobs, procfs, read_all_knobs, signals, start_proc, trace,
+    worker, HostError, HostOptions, KnobGuard,
 };
 
 /// The run's directory, removed (with everything in it) on drop.
@@ -104,6 +106,11 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
             ..Default::default()
         },
     )?;
+    let damon_turned_off = if spec.host.damon_off {
+        damon_off(&mut guard)?
+    } else {
+        Vec::new()
+    };
     // --fit-memory: the pool is recorded in the state file before it is filled, and given
     // back (Pool's drop) on every way out of this function.
     let mut pool = match &plan.fit {
@@ -116,6 +123,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let run_knobs = read_all_knobs();
     let mut tracing = start_tracing(spec, opts, &mut guard)?;
     let proc_start = run_proc_start(&plan, pool.as_ref(), &run_knobs)?;
+    let confounders_start = confounders::read();
     let vm_start = procfs::parse_vmstat(&procfs::read("/proc/vmstat")?);
     let t0 = Instant::now();
     let clock = worker::Clock {
@@ -142,6 +150,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         samples.push(procfs::sample(end_ns)?);
     }
     let vm_end = procfs::parse_vmstat(&procfs::read("/proc/vmstat")?);
+    let confounders_end = confounders::read();
     let mut proc_end = start_proc(&run_knobs)?;
     let trace_counts = finish_tracing(tracing.take(), &mut proc_end);
     guard.restore()?;
@@ -178,7 +187,29 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         proc_start,
         proc_end,
         wall_ns: end_ns,
+        confounders: Some(HostConfounders {
+            damon_turned_off,
+            ..HostConfounders::from_readings(confounders_start, confounders_end)
+        }),
     })
+}
+
+/// `[host] damon = "off"`: records the kdamonds that are on in the state file, then turns them
+/// off (the guard turns them back on with the knobs). Returns their indices.
+fn damon_off(guard: &mut KnobGuard) -> Result<Vec<u32>, HostError> {
+    let on = crate::damon::running();
+    guard.update_cleanup(|c| c.damon_on = on.clone())?;
+    for p in &on {
+        crate::damon::set_state(p, "off").map_err(|why| HostError::KnobWrite {
+            name: "[host] damon".into(),
+            value: "off".into(),
+            why,
+        })?;
+    }
+    Ok(on
+        .iter()
+        .filter_map(|p| p.parent()?.file_name()?.to_str()?.parse().ok())
+        .collect())
 }
 
 /// The run's files (`read` and `write` steps) under its directory, by the spec's name for

@@ -327,6 +327,62 @@ hold = "100ms"
     assert!(r.vmstat_delta["thp_fault_alloc"] >= t.huge.count as i64);
 }
 
+/// Issue 19 item 5: a host run records the confounders at its start and end (free page
+/// reporting, DAMON, THP settings, read_ahead_kb, swap, load, CPU steal) as the files read;
+/// a snapshot records them too.
+#[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
+fn host_results_record_the_confounders() {
+    let _g = live();
+    let s = spec(
+        r#"
+[machine]
+memory = "1GiB"
+[workload]
+duration = "3s"
+[[workload.task]]
+steps = [{ mmap = "a", size = "64MiB" }, { touch = "a" }, { sleep = "2s" }]
+"#,
+    );
+    let r = host_run(&s, &HostOptions::default()).unwrap();
+    let c = r
+        .confounders
+        .as_ref()
+        .expect("host results carry the confounders");
+    print!("{}", c.summary());
+    for reading in [&c.start, &c.end] {
+        assert_eq!(
+            reading.thp.get("enabled").map(String::as_str),
+            Some(knob("transparent_hugepage/enabled").as_str())
+        );
+        assert!(reading.loadavg.is_some());
+        assert!(reading.cpu_ticks.is_some());
+        assert!(reading.swap.is_some());
+        for (dev, kb) in &reading.read_ahead_kb {
+            let f = format!("/sys/block/{dev}/queue/read_ahead_kb");
+            assert_eq!(std::fs::read_to_string(f).unwrap().trim(), kb.to_string());
+        }
+    }
+    assert!(c.end.cpu_ticks.unwrap().total > c.start.cpu_ticks.unwrap().total);
+    let steal = c.steal_share.expect("ticks passed during the run");
+    assert!((0.0..=1.0).contains(&steal));
+    let reporting = Path::new("/sys/module/page_reporting/parameters/reported_kib").exists();
+    assert_eq!(c.end.page_reporting.is_some(), reporting);
+    assert_eq!(c.reported_kib_delta.is_some(), reporting);
+    let damon = Path::new("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds");
+    if let Ok(n) = std::fs::read_to_string(damon) {
+        let d = c.end.damon.as_ref().expect("DAMON's sysfs tree is there");
+        assert_eq!(d.nr_kdamonds.to_string(), n.trim());
+        assert_eq!(d.kdamonds.len(), d.nr_kdamonds as usize);
+    }
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(json.contains("\"confounders\""));
+    let snap = snapshot().unwrap();
+    let sc = snap.confounders.expect("snapshots carry the confounders");
+    assert_eq!(sc.start, sc.end);
+    assert!(sc.start.loadavg.is_some());
+}
+
 /// fio small-file background on the host: its jobs create files in the run's directory while
 /// thpchallenge runs, are stopped when thpchallenge is done (the run does not wait for the
 /// deadline), and the files go with the run's directory.
@@ -567,12 +623,13 @@ fn child_helper() {
     let state = std::env::var(CHILD_ENV)
         .expect("child_helper is the run of the kill tests (knobs_restored_when_the_run_gets_sigterm, state_file_restores_after_sigkill): run those");
     let knobs = std::env::var("FRAGLAB_HOST_TEST_KNOBS").unwrap();
+    let extra = std::env::var("FRAGLAB_HOST_TEST_EXTRA").unwrap_or_default();
     let s = spec(&format!(
         r#"
 [machine]
 memory = "1GiB"
 [knobs]
-{knobs}[workload]
+{knobs}{extra}[workload]
 duration = "60s"
 [[workload.task]]
 count = 2
@@ -616,6 +673,11 @@ fn processes_with(state: &Path) -> Vec<u32> {
 
 /// Starts the child run and waits until its knobs are applied and its workers run.
 fn start_child(tag: &str, k: &[(&str, String, String)]) -> (std::process::Child, PathBuf) {
+    start_child_with(tag, k, "")
+}
+
+/// [`start_child`] with more tables in the child's spec (`extra`, TOML after `[knobs]`).
+fn start_child_with(tag: &str, k: &[(&str, String, String)], extra: &str) -> (std::process::Child, PathBuf) {
     let state = state_path(tag);
     let _ = std::fs::remove_file(&state);
     let child = Command::new(std::env::current_exe().unwrap())
@@ -628,6 +690,7 @@ fn start_child(tag: &str, k: &[(&str, String, String)]) -> (std::process::Child,
         ])
         .env(CHILD_ENV, &state)
         .env("FRAGLAB_HOST_TEST_KNOBS", knobs_toml(k))
+        .env("FRAGLAB_HOST_TEST_EXTRA", extra)
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -819,4 +882,189 @@ madvised = true
     let plain = HostOptions::default();
     assert_eq!(preflight(&own, &plain).unwrap().fit.unwrap().pages, 8);
     assert!(matches!(preflight(&own, &opts), Err(HostError::Unsupported(_))));
+}
+
+// ---- [host] damon = "off": DAMON turned off for a run and back on. ----
+
+const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
+
+/// A kdamond to turn off: the machine's own if one is on, else one made for the test (a `stat`
+/// scheme over physical memory, which only monitors) and removed when dropped.
+struct TestKdamond {
+    made: bool,
+}
+
+impl TestKdamond {
+    fn ensure() -> TestKdamond {
+        if !fraglab_host::damon::running().is_empty() {
+            return TestKdamond { made: false };
+        }
+        let nr = std::fs::read_to_string(format!("{KDAMONDS}/nr_kdamonds"))
+            .expect("DAMON's sysfs interface (CONFIG_DAMON_SYSFS)");
+        assert_eq!(
+            nr.trim(),
+            "0",
+            "kdamonds configured but none on: leaving them alone"
+        );
+        let w = |rel: &str, v: &str| {
+            std::fs::write(format!("{KDAMONDS}/{rel}"), v).unwrap_or_else(|e| panic!("{rel}: {e}"))
+        };
+        let t = TestKdamond { made: true };
+        w("nr_kdamonds", "1");
+        w("0/contexts/nr_contexts", "1");
+        w("0/contexts/0/operations", "paddr");
+        w("0/contexts/0/targets/nr_targets", "1");
+        w("0/contexts/0/schemes/nr_schemes", "1");
+        let s = "0/contexts/0/schemes/0";
+        w(&format!("{s}/action"), "stat");
+        w(&format!("{s}/access_pattern/nr_accesses/max"), "1");
+        w(&format!("{s}/access_pattern/age/min"), "12");
+        w(&format!("{s}/quotas/ms"), "50");
+        w(&format!("{s}/quotas/bytes"), "134217728");
+        w(&format!("{s}/quotas/reset_interval_ms"), "1000");
+        w(&format!("{s}/ops_filters/nr_filters"), "2");
+        w(&format!("{s}/ops_filters/0/type"), "anon");
+        w(&format!("{s}/ops_filters/0/allow"), "N");
+        w(&format!("{s}/ops_filters/1/type"), "unmapped");
+        w(&format!("{s}/ops_filters/1/allow"), "Y");
+        w("0/state", "on");
+        t
+    }
+}
+
+impl Drop for TestKdamond {
+    fn drop(&mut self) {
+        if self.made {
+            let _ = std::fs::write(format!("{KDAMONDS}/0/state"), "off");
+            let _ = std::fs::write(format!("{KDAMONDS}/nr_kdamonds"), "0");
+        }
+    }
+}
+
+/// Every parameter file of the kdamonds (not the state, pid, stats and tried regions, which
+/// change by themselves), as `path:value` lines.
+fn damon_parameters() -> Vec<String> {
+    fn walk(d: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(d).unwrap().filter_map(Result::ok) {
+            let p = e.path();
+            let n = e.file_name().to_string_lossy().into_owned();
+            if ["stats", "tried_regions", "state", "pid", "effective_bytes"].contains(&n.as_str()) {
+                continue;
+            }
+            if p.is_dir() {
+                walk(&p, out);
+            } else if let Ok(v) = std::fs::read_to_string(&p) {
+                out.push(format!("{}:{}", p.display(), v.trim()));
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(Path::new(KDAMONDS), &mut v);
+    v.sort();
+    v
+}
+
+fn kdamond_pids() -> Vec<String> {
+    fraglab_host::damon::running()
+        .iter()
+        .map(|s| {
+            std::fs::read_to_string(s.with_file_name("pid"))
+                .unwrap()
+                .trim()
+                .to_string()
+        })
+        .collect()
+}
+
+/// `[host] damon = "off"`: the run's start reading shows every kdamond off and no kdamond
+/// thread; at the end the same kdamonds are on again (new threads) with the same parameters.
+#[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
+fn damon_off_for_a_run_and_back_on_with_the_same_scheme() {
+    let _g = live();
+    let _k = TestKdamond::ensure();
+    let on = fraglab_host::damon::running();
+    let params = damon_parameters();
+    let pids = kdamond_pids();
+    let s = spec(
+        r#"
+[machine]
+memory = "1GiB"
+[host]
+damon = "off"
+[workload]
+duration = "2s"
+[[workload.task]]
+steps = [{ mmap = "a", size = "32MiB" }, { touch = "a" }, { sleep = "1s" }]
+"#,
+    );
+    let r = host_run(&s, &HostOptions::default());
+    let after = fraglab_host::damon::running();
+    assert_eq!(after, on, "kdamonds not back on after the run");
+    assert_eq!(damon_parameters(), params, "DAMON's parameters changed");
+    assert_ne!(kdamond_pids(), pids, "the kdamonds were not restarted");
+    let r = r.unwrap();
+    let c = r.confounders.expect("confounders");
+    print!("{}", c.summary());
+    let want: Vec<u32> = on
+        .iter()
+        .map(|p| {
+            p.parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(c.damon_turned_off, want);
+    for reading in [&c.start, &c.end] {
+        let d = reading.damon.as_ref().expect("DAMON tree");
+        assert!(
+            d.threads.is_empty(),
+            "a kdamond ran during the run: {:?}",
+            d.threads
+        );
+        assert!(d.kdamonds.iter().all(|k| k.state == "off"));
+    }
+    assert!(c.summary().contains("DAMON turned off for the run"));
+}
+
+/// A run with `[host] damon = "off"` killed with SIGKILL leaves DAMON off and its state file
+/// naming the kdamonds; restoring from it (what `fraglab host restore` does) turns them back on
+/// with the same parameters.
+#[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
+fn damon_back_on_from_the_state_file_after_sigkill() {
+    let _g = live();
+    let _k = TestKdamond::ensure();
+    let on = fraglab_host::damon::running();
+    let params = damon_parameters();
+    let k = test_knobs();
+    let (mut child, state) = start_child_with("damon", &k, "[host]\ndamon = \"off\"\n");
+    let off_during_run = fraglab_host::damon::running().is_empty();
+    // SAFETY: signalling the child this test started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let left_off = fraglab_host::damon::running().is_empty();
+    let saved: Option<fraglab_host::StateFile> = std::fs::read_to_string(&state)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    // Restore before asserting, so that a failed assertion does not leave DAMON off.
+    let restored = restore_from_state_file(&state);
+    assert_eq!(fraglab_host::damon::running(), on, "kdamonds not back on");
+    for (n, cur, _) in &k {
+        assert_eq!(&knob(n), cur, "{n} not restored from the state file");
+    }
+    assert_eq!(damon_parameters(), params, "DAMON's parameters changed");
+    assert!(off_during_run, "DAMON was on during the run");
+    assert!(left_off, "DAMON back on without the state file?");
+    assert_eq!(saved.expect("state file after SIGKILL").cleanup.damon_on, on);
+    let restored = restored.unwrap();
+    for p in &on {
+        assert!(restored.contains(&(p.display().to_string(), "on".to_string())));
+    }
+    wait_gone(&state);
 }

@@ -159,6 +159,12 @@ pub(crate) const TOP: &[KeyDef] = &[
         "how the run is made",
     ),
     key(
+        "host",
+        KeyKind::Table("[host]"),
+        KeyDefault::Text("the machine as it is"),
+        "settings of the host engine only (the simulator ignores them)",
+    ),
+    key(
         "op",
         KeyKind::Table("[[op]]"),
         KeyDefault::Text("none"),
@@ -251,6 +257,15 @@ pub(crate) const RUN: &[KeyDef] = &[
         "the trace events to record",
     ),
 ];
+
+/// `[host]`: what the host engine changes on the live machine beyond the knobs. Declared here
+/// and parsed like every key, never read by the simulator (the model has no DAMON).
+pub(crate) const HOST: &[KeyDef] = &[key(
+    "damon",
+    KeyKind::Form("keep or off"),
+    KeyDefault::Str("keep"),
+    "host engine: \"off\" turns every running kdamond off for the run (through DAMON's sysfs `state`) and back on at its end or by `fraglab host restore`; the simulator ignores it",
+)];
 
 /// `[[op]]` with `alloc`.
 pub(crate) const OP_ALLOC: &[KeyDef] = &[
@@ -879,6 +894,7 @@ pub fn spec_keys() -> Vec<SpecKey> {
         ("[machine]".into(), MACHINE),
         ("[[machine.zone]]".into(), ZONE),
         ("[run]".into(), RUN),
+        ("[host]".into(), HOST),
     ];
     tables.extend(OPS.iter().map(|t| (format!("[[op]] {}", t[0].name), *t)));
     tables.extend([

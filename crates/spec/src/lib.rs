@@ -217,6 +217,8 @@ pub struct Spec {
     /// `[model]`: fraglab's model switches.
     pub model: ModelSpec,
     pub run: RunSpec,
+    /// `[host]`: host-engine settings (the simulator does not read them).
+    pub host: HostSpec,
     pub ops: Vec<Op>,
     /// `[workload]`: what a timed run executes (`None`: the spec is a list of ops).
     pub workload: Option<WorkloadSpec>,
@@ -280,6 +282,15 @@ impl ZoneSpec {
     pub fn end_pfn(&self) -> u64 {
         self.start_pfn + self.spanned
     }
+}
+
+/// `[host]`: what the host engine does to the live machine beyond the knobs. Only the host
+/// engine reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostSpec {
+    /// `damon = "off"`: every kdamond that is on is turned off for the run and back on after
+    /// (default `"keep"`: DAMON is left as it is).
+    pub damon_off: bool,
 }
 
 /// `[run]`.

@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod confounders;
 pub mod hist;
 pub mod pageblock;
 pub mod rows;
 
+pub use confounders::HostConfounders;
 pub use hist::Histogram;
 
 /// Version of this schema; bumped on any incompatible change.
@@ -59,6 +61,11 @@ pub struct RunResult {
     /// Simulator only: host wall time of the run (not deterministic, so not in the
     /// byte-identical part: written as 0 unless asked for).
     pub wall_ns: u64,
+    /// Host only: free page reporting, DAMON, THP settings, read_ahead_kb, swap, load and CPU
+    /// steal at the start and end of the run ([`confounders`]). Absent from simulator results
+    /// (and from their JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confounders: Option<HostConfounders>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -469,7 +469,7 @@ fn unknown_top_level_keys() {
         &["title = \"x\"", "[machine]", "memory = \"1G\""],
         1,
         "title",
-        "unknown key (expected one of: name, description, machine, knobs, model, run, op, workload, cost)",
+        "unknown key (expected one of: name, description, machine, knobs, model, run, host, op, workload, cost)",
     );
     check(
         &["name = 3", "[machine]", "memory = \"1G\""],

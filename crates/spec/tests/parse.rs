@@ -92,6 +92,7 @@ fn full_spec_parses_to_the_expected_structure() {
             // In TRACE_EVENTS order, not the spec's.
             trace: vec!["mm_page_alloc".into(), "mm_page_alloc_extfrag".into()],
         },
+        host: Default::default(),
         workload: None,
         files: Vec::new(),
         cost: Default::default(),

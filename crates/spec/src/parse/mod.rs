@@ -16,7 +16,7 @@ use fraglab_types::page::{ZoneType, PAGEBLOCK_NR_PAGES, PAGE_SIZE};
 use crate::keys::{self, KeyDef, KeyDefault, KeyKind};
 use crate::suggest::{did_you_mean, hint};
 use crate::tree::{self, join, quote, Entry, Lines, Node, Val};
-use crate::{MachineSpec, ModelSpec, RunSpec, Spec, SpecError};
+use crate::{HostSpec, MachineSpec, ModelSpec, RunSpec, Spec, SpecError};
 
 /// The smallest machine: one pageblock (2 MiB).
 pub const MIN_MEMORY_BYTES: u64 = PAGEBLOCK_NR_PAGES as u64 * PAGE_SIZE;
@@ -104,6 +104,10 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         Some(t) => cx.run(&t)?,
         None => RunSpec::default(),
     };
+    let host = match cx.sub(&top, "host", keys::HOST)? {
+        Some(t) => cx.host(&t)?,
+        None => HostSpec::default(),
+    };
     let (ops, files) = match top.get("op") {
         Some(e) => cx.ops(&e.node, &machine)?,
         None => (Vec::new(), Vec::new()),
@@ -137,6 +141,7 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         knobs,
         model,
         run,
+        host,
         ops,
         workload,
         files,

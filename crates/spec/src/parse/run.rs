@@ -59,6 +59,26 @@ impl Cx<'_> {
         })
     }
 
+    /// `[host]`: `damon = "keep"` (default) or `"off"`.
+    pub(super) fn host(&self, t: &Tbl) -> R<HostSpec> {
+        self.check_keys(t)?;
+        let damon_off = match t.get("damon") {
+            None => false,
+            Some(e) => match self.str(&e.node, &t.key("damon"))? {
+                "keep" => false,
+                "off" => true,
+                other => {
+                    return Err(self.err(
+                        e.node.pos,
+                        &t.key("damon"),
+                        format!("{} is not keep or off", quote(other)),
+                    ))
+                }
+            },
+        };
+        Ok(HostSpec { damon_off })
+    }
+
     pub(super) fn cost(&self, t: &Tbl) -> R<BTreeMap<String, u64>> {
         self.check_keys_in(t, crate::COST_KEYS)?;
         let KeyKind::Int { lo, hi, range } = keys::cost_kind() else {
