@@ -156,6 +156,17 @@ impl Pool {
         Ok(pool)
     }
 
+    /// §28.1's `nr_hugepages` task step: the pool is `before` pages now and the run's tasks
+    /// resize it (`set_max_huge_pages` through the sysctl); this only writes `before` back by
+    /// [`Pool::release`] or on drop, like a reserved pool.
+    pub fn hold(before: u64) -> Pool {
+        Pool {
+            before,
+            released: false,
+            pages: before,
+        }
+    }
+
     /// Memory left to the page allocator: `mem_total` minus the pool.
     pub fn outside(&self, fit: &Fit) -> u64 {
         fit.mem_total.saturating_sub(self.pages * fit.page_bytes)

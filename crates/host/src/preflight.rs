@@ -48,6 +48,9 @@ pub struct Plan {
     pub duration: Duration,
     /// `--fit-memory`: the hugetlb pool the run will hold.
     pub fit: Option<hugetlb::Fit>,
+    /// §28.1: the largest `nr_hugepages` step of any task (2 MiB pages), when the spec has one:
+    /// the run records the pool's size before it in the state file and writes it back after.
+    pub hugetlb_step_pages: Option<u64>,
     /// Things to know about this machine (free page reporting, DAMON, tracefs).
     pub notes: Vec<String>,
 }
@@ -107,6 +110,14 @@ impl fmt::Display for Plan {
                 gib(fit.mem_total),
                 fit.before,
                 fit.pages
+            )?;
+        }
+        if let Some(n) = self.hugetlb_step_pages {
+            writeln!(
+                f,
+                "nr_hugepages steps: the hugetlb pool resized by the tasks, up to {n} pages ({}); \
+                 vm.nr_hugepages 0 restored at the end",
+                gib(n << 21)
             )?;
         }
         if self.planned_slab_files > 0 {
@@ -243,8 +254,20 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
     let fp = footprint(spec, w);
     let meminfo = procfs::read("/proc/meminfo")?;
     let fit = fit_memory(spec, opts, &meminfo)?;
-    // The pool comes out of what is available now.
+    let step = nr_hugepages_step(w);
+    let step_pages = match step {
+        Some(_) => {
+            let before = hugetlb::current_pages()?;
+            check_nr_hugepages_step(spec, opts, step, before)?
+        }
+        None => None,
+    };
+    // The pool comes out of what is available now (the largest step's pool too).
     let avail = procfs::mem_available()?.saturating_sub(fit.as_ref().map_or(0, |f| f.bytes()));
+    if let (Some((t, count)), Some(_)) = (step, step_pages) {
+        check_step_floor(spec, t, count, avail, opts.mem_floor_bytes)?;
+    }
+    let avail = avail.saturating_sub(step_pages.unwrap_or(0) << 21);
     check_memory_limits(opts, &fp, avail)?;
     let parent = opts.workdir.clone().unwrap_or_else(|| PathBuf::from("/var/tmp"));
     check_disk(&parent, &fp)?;
@@ -270,8 +293,85 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
         workdir_parent: parent,
         duration,
         fit,
+        hugetlb_step_pages: step_pages,
         notes,
     })
+}
+
+/// §28.1's `nr_hugepages` task step (`set_max_huge_pages` through /proc/sys/vm/nr_hugepages):
+/// the task with the largest step and that count, if any task has one.
+fn nr_hugepages_step(w: &WorkloadSpec) -> Option<(&TaskParams, u64)> {
+    let mut best: Option<(&TaskParams, u64)> = None;
+    for t in &w.task {
+        for s in &t.steps {
+            if let TaskStep::NrHugepages { count } = s {
+                if best.is_none_or(|(_, c)| *count > c) {
+                    best = Some((t, *count));
+                }
+            }
+        }
+    }
+    best
+}
+
+/// The step resizes the machine's one default-size pool, which the run must own: refused with
+/// `--fit-memory` or `machine.hugetlb_pages` (they hold the pool for the whole run) and when
+/// the pool is already in use (`before` pages), since the run writes its old size back at the
+/// end. Returns the largest step's page count.
+fn check_nr_hugepages_step(
+    spec: &Spec,
+    opts: &HostOptions,
+    step: Option<(&TaskParams, u64)>,
+    before: u64,
+) -> Result<Option<u64>, HostError> {
+    let Some((t, count)) = step else {
+        return Ok(None);
+    };
+    let at = format!(
+        "{}:{}: workload.task {:?}: the nr_hugepages step",
+        spec.file, t.line, t.name
+    );
+    if opts.fit_memory {
+        return Err(HostError::Unsupported(format!(
+            "{at} with --fit-memory (both resize vm.nr_hugepages)"
+        )));
+    }
+    if spec.machine.hugetlb_pages > 0 {
+        return Err(HostError::Unsupported(format!(
+            "{at} with machine.hugetlb_pages (both resize vm.nr_hugepages)"
+        )));
+    }
+    if before != 0 {
+        return Err(HostError::Unsafe(format!(
+            "{at}: vm.nr_hugepages is already {before}; the run would change another user's pool"
+        )));
+    }
+    Ok(Some(count))
+}
+
+/// The largest step's pool (`count` 2 MiB pages) comes out of MemAvailable (`avail`): refused
+/// when that would leave less than the floor.
+fn check_step_floor(
+    spec: &Spec,
+    t: &TaskParams,
+    count: u64,
+    avail: u64,
+    floor: u64,
+) -> Result<(), HostError> {
+    let bytes = count << 21;
+    if avail.saturating_sub(bytes) < floor {
+        return Err(HostError::Unsafe(format!(
+            "{}:{}: workload.task {:?}: nr_hugepages = {count} ({}) would leave MemAvailable {} \
+             under the floor of {}",
+            spec.file,
+            t.line,
+            t.name,
+            gib(bytes),
+            gib(avail),
+            gib(floor)
+        )));
+    }
+    Ok(())
 }
 
 /// Linux, root, a kernel of at least [`MIN_KERNEL`]; returns the kernel release.
@@ -326,20 +426,6 @@ fn supported_workload(spec: &Spec) -> Result<&WorkloadSpec, HostError> {
         return Err(HostError::Unsupported(format!(
             "{}:{}: [[workload.vm_scalability]]",
             spec.file, v.line
-        )));
-    }
-    // Resizing the pool at run time needs its old size recorded in the run's state file before
-    // any worker starts and written back on every way out, as --fit-memory's pool is; until the
-    // run records it, the step is refused here (the simulator runs it).
-    if let Some(t) = w
-        .task
-        .iter()
-        .find(|t| t.steps.iter().any(|s| matches!(s, TaskStep::NrHugepages { .. })))
-    {
-        return Err(HostError::Unsupported(format!(
-            "{}:{}: workload.task {:?}: the nr_hugepages step (the host engine does not resize \
-             the hugetlb pool yet; the simulator runs it)",
-            spec.file, t.line, t.name
         )));
     }
     Ok(w)
@@ -634,19 +720,77 @@ steps = [
         assert_eq!(f, 15 * FILES_PER_SLAB_PAGE);
     }
 
-    /// §28.1's `nr_hugepages` step is refused on the host (the pool's restore is not in the
-    /// state file yet), naming the file, the task's line and the step.
-    #[test]
-    fn s28_1_nr_hugepages_step_is_refused_with_the_task_named() {
-        let text = "[machine]\nmemory = \"1GiB\"\n[workload]\nduration = \"10s\"\n\
-                    [[workload.task]]\nname = \"pool\"\nsteps = [{ nr_hugepages = 4 }]\n";
+    const POOL: &str = "[machine]\nmemory = \"1GiB\"\n[workload]\nduration = \"10s\"\n\
+                        [[workload.task]]\nname = \"pool\"\nsteps = [{ nr_hugepages = 4 }, \
+                        { nr_hugepages = 64 }, { nr_hugepages = 0 }]\n";
+
+    fn step_check(text: &str, opts: &HostOptions, before: u64) -> Result<Option<u64>, HostError> {
         let spec = fraglab_spec::parse_spec(text, "t.toml").unwrap();
-        let e = supported_workload(&spec).unwrap_err().to_string();
+        let w = supported_workload(&spec)?;
+        let step = nr_hugepages_step(w);
+        check_nr_hugepages_step(&spec, opts, step, before)
+    }
+
+    /// §28.1: the `nr_hugepages` step runs on the host; the largest count is the one planned.
+    #[test]
+    fn s28_1_nr_hugepages_step_is_planned_at_its_largest_count() {
+        assert_eq!(step_check(POOL, &HostOptions::default(), 0).unwrap(), Some(64));
+        let none = POOL
+            .replace("nr_hugepages = 64", "compute = \"1ms\"")
+            .replace("{ nr_hugepages = 4 }, ", "");
+        let none = none.replace(", { nr_hugepages = 0 }", "");
+        assert_eq!(step_check(&none, &HostOptions::default(), 0).unwrap(), None);
+    }
+
+    /// §28.1: with --fit-memory the step is refused, naming the file, the task's line and the step.
+    #[test]
+    fn s28_1_nr_hugepages_step_is_refused_with_fit_memory() {
+        let opts = HostOptions {
+            fit_memory: true,
+            ..HostOptions::default()
+        };
+        let e = step_check(POOL, &opts, 0).unwrap_err().to_string();
         assert!(
-            e.contains("t.toml:5: workload.task \"pool\": the nr_hugepages step"),
+            e.contains("t.toml:5: workload.task \"pool\": the nr_hugepages step with --fit-memory"),
             "{e}"
         );
-        let ok = text.replace("{ nr_hugepages = 4 }", "{ compute = \"1ms\" }");
-        assert!(supported_workload(&fraglab_spec::parse_spec(&ok, "t.toml").unwrap()).is_ok());
+    }
+
+    /// §28.1: with `[machine] hugetlb_pages` the step is refused.
+    #[test]
+    fn s28_1_nr_hugepages_step_is_refused_with_hugetlb_pages() {
+        let text = POOL.replace("memory = \"1GiB\"\n", "memory = \"1GiB\"\nhugetlb_pages = 8\n");
+        let e = step_check(&text, &HostOptions::default(), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t.toml:6: workload.task \"pool\": the nr_hugepages step with machine.hugetlb_pages"),
+            "{e}"
+        );
+    }
+
+    /// §28.1: a pool already in use is refused (the run writes the old size back).
+    #[test]
+    fn s28_1_nr_hugepages_step_is_refused_with_a_pool_in_use() {
+        let e = step_check(POOL, &HostOptions::default(), 3)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("vm.nr_hugepages is already 3"), "{e}");
+    }
+
+    /// §28.1: the largest step's pool must leave MemAvailable above the floor.
+    #[test]
+    fn s28_1_nr_hugepages_step_is_refused_under_the_memory_floor() {
+        let spec = fraglab_spec::parse_spec(POOL, "t.toml").unwrap();
+        let t = &spec.workload.as_ref().unwrap().task[0];
+        let floor = 3 * GIB;
+        assert!(check_step_floor(&spec, t, 64, floor + (128 << 20), floor).is_ok());
+        let e = check_step_floor(&spec, t, 64, floor + (127 << 20), floor)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t.toml:5: workload.task \"pool\": nr_hugepages = 64"),
+            "{e}"
+        );
     }
 }

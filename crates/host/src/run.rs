@@ -120,6 +120,17 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         }
         None => None,
     };
+    // §28.1's nr_hugepages step: the pool's size before the run (preflight checked it is 0)
+    // goes in the state file before any worker can resize it (`fraglab host restore` writes it
+    // back after a SIGKILL), and is written back on every way out of this function.
+    let mut step_pool = match plan.hugetlb_step_pages {
+        Some(_) => {
+            let before = hugetlb::current_pages()?;
+            guard.update_cleanup(|c| c.hugetlb_pages = Some(before))?;
+            Some(hugetlb::Pool::hold(before))
+        }
+        None => None,
+    };
     let run_knobs = read_all_knobs();
     let mut tracing = start_tracing(spec, opts, &mut guard)?;
     let proc_start = run_proc_start(&plan, pool.as_ref(), &run_knobs)?;
@@ -153,6 +164,12 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let confounders_end = confounders::read();
     let mut proc_end = start_proc(&run_knobs)?;
     let trace_counts = finish_tracing(tracing.take(), &mut proc_end);
+    if let Some(p) = step_pool.as_mut() {
+        // The pool the tasks' nr_hugepages steps left, as the simulator records the pool its
+        // last step read back.
+        proc_end.insert("nr_hugepages".into(), format!("{}\n", hugetlb::current_pages()?));
+        p.release()?;
+    }
     guard.restore()?;
     if let Some(p) = pool.as_mut() {
         p.release()?;

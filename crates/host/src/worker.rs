@@ -561,9 +561,12 @@ fn run_task(
                 }
                 TaskStep::CompactMemory => write_proc("/proc/sys/vm/compact_memory", "1")?,
                 TaskStep::DropCaches => write_proc("/proc/sys/vm/drop_caches", "3")?,
-                // Refused by preflight: the pool's old size must be in the state file first.
-                TaskStep::NrHugepages { .. } => {
-                    return Err("nr_hugepages steps are not run by the host engine".into())
+                // §28.1: `echo count > /proc/sys/vm/nr_hugepages` (set_max_huge_pages), then
+                // the pool reached read back, as the kernel reports it (the run records the
+                // old size and writes it back; the htlb_buddy_alloc_* counters are in vmstat).
+                TaskStep::NrHugepages { count } => {
+                    write_proc(crate::hugetlb::NR_HUGEPAGES, &count.to_string())?;
+                    crate::hugetlb::current_pages().map_err(|e| e.to_string())?;
                 }
             }
         }

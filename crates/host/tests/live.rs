@@ -624,6 +624,7 @@ fn child_helper() {
         .expect("child_helper is the run of the kill tests (knobs_restored_when_the_run_gets_sigterm, state_file_restores_after_sigkill): run those");
     let knobs = std::env::var("FRAGLAB_HOST_TEST_KNOBS").unwrap();
     let extra = std::env::var("FRAGLAB_HOST_TEST_EXTRA").unwrap_or_default();
+    let first = std::env::var("FRAGLAB_HOST_TEST_FIRST_STEPS").unwrap_or_default();
     let s = spec(&format!(
         r#"
 [machine]
@@ -633,7 +634,7 @@ memory = "1GiB"
 duration = "60s"
 [[workload.task]]
 count = 2
-steps = [{{ mmap = "a", size = "32MiB" }}, {{ touch = "a" }}, {{ sleep = "50s" }}]
+steps = [{first}{{ mmap = "a", size = "32MiB" }}, {{ touch = "a" }}, {{ sleep = "50s" }}]
 "#
     ));
     let opts = HostOptions {
@@ -678,6 +679,17 @@ fn start_child(tag: &str, k: &[(&str, String, String)]) -> (std::process::Child,
 
 /// [`start_child`] with more tables in the child's spec (`extra`, TOML after `[knobs]`).
 fn start_child_with(tag: &str, k: &[(&str, String, String)], extra: &str) -> (std::process::Child, PathBuf) {
+    start_child_steps(tag, k, extra, "")
+}
+
+/// [`start_child_with`] with steps (`first`, TOML inline tables each followed by ", ") before
+/// the child's tasks' own.
+fn start_child_steps(
+    tag: &str,
+    k: &[(&str, String, String)],
+    extra: &str,
+    first: &str,
+) -> (std::process::Child, PathBuf) {
     let state = state_path(tag);
     let _ = std::fs::remove_file(&state);
     let child = Command::new(std::env::current_exe().unwrap())
@@ -691,6 +703,7 @@ fn start_child_with(tag: &str, k: &[(&str, String, String)], extra: &str) -> (st
         .env(CHILD_ENV, &state)
         .env("FRAGLAB_HOST_TEST_KNOBS", knobs_toml(k))
         .env("FRAGLAB_HOST_TEST_EXTRA", extra)
+        .env("FRAGLAB_HOST_TEST_FIRST_STEPS", first)
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -1067,4 +1080,132 @@ fn damon_back_on_from_the_state_file_after_sigkill() {
         assert!(restored.contains(&(p.display().to_string(), "on".to_string())));
     }
     wait_gone(&state);
+}
+
+/// Free page reporting and DAMON of this VM, printed beside a live hugetlb measurement
+/// (live-kernel-notes.md: both are recorded with every measurement).
+fn print_vm_confounders(r: &fraglab_spec::result::RunResult) {
+    let c = r
+        .confounders
+        .as_ref()
+        .expect("host results record the confounders");
+    println!(
+        "free page reporting: reported_kib delta {:?}; DAMON: {} kdamonds at the start, {} at \
+         the end",
+        c.reported_kib_delta,
+        c.start.damon.as_ref().map_or(0, |d| d.nr_kdamonds),
+        c.end.damon.as_ref().map_or(0, |d| d.nr_kdamonds)
+    );
+}
+
+/// kernel-model.md §28.1 on the live kernel: a task's `{ nr_hugepages = 64 }` step fills the
+/// pool (`set_max_huge_pages`: 64 pages of 2 MiB from the buddy allocator, counted in
+/// `htlb_buddy_alloc_success`), the result records the pool read back in
+/// `proc_end["nr_hugepages"]`, and the run writes the old size (0) back at its end.
+#[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
+fn s28_1_nr_hugepages_step_fills_the_pool_and_the_run_gives_it_back() {
+    let _g = live();
+    assert_eq!(
+        fraglab_host::hugetlb::current_pages().unwrap(),
+        0,
+        "this test needs a machine without a hugetlb pool"
+    );
+    let s = spec(
+        r#"
+[machine]
+memory = "1GiB"
+[workload]
+duration = "3s"
+[[workload.task]]
+name = "pool"
+steps = [{ nr_hugepages = 64 }, { sleep = "1s" }]
+"#,
+    );
+    let opts = HostOptions::default();
+    let plan = preflight(&s, &opts).unwrap();
+    assert_eq!(plan.hugetlb_step_pages, Some(64));
+    let r = host_run(&s, &opts);
+    let after = fraglab_host::hugetlb::current_pages().unwrap();
+    if after != 0 {
+        std::fs::write(fraglab_host::hugetlb::NR_HUGEPAGES, "0").unwrap();
+    }
+    let r = r.unwrap();
+    assert_eq!(after, 0, "pool not given back after the run");
+    print_vm_confounders(&r);
+    let success = r
+        .vmstat_delta
+        .get("htlb_buddy_alloc_success")
+        .copied()
+        .unwrap_or(0);
+    let fail = r.vmstat_delta.get("htlb_buddy_alloc_fail").copied().unwrap_or(0);
+    println!(
+        "pool read back {:?}; htlb_buddy_alloc_success {success} htlb_buddy_alloc_fail {fail}",
+        r.proc_end.get("nr_hugepages")
+    );
+    assert_eq!(r.proc_end.get("nr_hugepages").map(String::as_str), Some("64\n"));
+    assert!(success >= 64, "htlb_buddy_alloc_success moved by {success}");
+}
+
+/// §28.1: a run killed (SIGKILL) while its task holds a 64-page pool leaves the old size in
+/// its state file, and `restore_from_state_file` (`fraglab host restore`) writes it back.
+#[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
+fn s28_1_nr_hugepages_pool_is_restored_after_sigkill() {
+    let _g = live();
+    assert_eq!(
+        fraglab_host::hugetlb::current_pages().unwrap(),
+        0,
+        "this test needs a machine without a hugetlb pool"
+    );
+    let (mut child, state) = start_child_steps("hugekill", &[], "", "{ nr_hugepages = 64 }, ");
+    let held = fraglab_host::hugetlb::current_pages().unwrap();
+    // SAFETY: signalling the child this test started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), None, "killed by a signal");
+    wait_gone(&state);
+    let kept = fraglab_host::hugetlb::current_pages().unwrap();
+    let saved: fraglab_host::StateFile =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap_or_default()).unwrap();
+    // Restore before asserting, so that a failed assertion does not leave the pool held.
+    let restored = restore_from_state_file(&state);
+    let now = fraglab_host::hugetlb::current_pages().unwrap();
+    if now != 0 {
+        std::fs::write(fraglab_host::hugetlb::NR_HUGEPAGES, "0").unwrap();
+    }
+    restored.unwrap();
+    assert_eq!(held, 64, "the task's step did not fill the pool");
+    assert_eq!(kept, 64, "the pool was given back without the state file?");
+    assert_eq!(saved.cleanup.hugetlb_pages, Some(0));
+    assert_eq!(now, 0, "restore did not give the pool back");
+    assert!(!state.exists(), "state file not removed after restore");
+}
+
+/// §28.1: a run stopped by SIGTERM while its task holds a 64-page pool writes the old size (0)
+/// back before it exits, and removes its state file.
+#[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
+fn s28_1_nr_hugepages_pool_is_restored_after_sigterm() {
+    let _g = live();
+    assert_eq!(
+        fraglab_host::hugetlb::current_pages().unwrap(),
+        0,
+        "this test needs a machine without a hugetlb pool"
+    );
+    let (mut child, state) = start_child_steps("hugeterm", &[], "", "{ nr_hugepages = 64 }, ");
+    let held = fraglab_host::hugetlb::current_pages().unwrap();
+    // SAFETY: signalling the child this test started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let st = child.wait().unwrap();
+    wait_gone(&state);
+    let now = fraglab_host::hugetlb::current_pages().unwrap();
+    if now != 0 {
+        let _ = restore_from_state_file(&state);
+        std::fs::write(fraglab_host::hugetlb::NR_HUGEPAGES, "0").unwrap();
+    }
+    assert_eq!(st.code(), Some(128 + libc::SIGTERM), "exit status {st:?}");
+    assert_eq!(held, 64, "the task's step did not fill the pool");
+    assert_eq!(now, 0, "pool not given back after SIGTERM");
+    assert!(!state.exists(), "state file left after a clean restore");
 }
