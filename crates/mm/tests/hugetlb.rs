@@ -4,34 +4,12 @@
 mod common;
 
 use common::*;
-use fraglab_mm::folio::{FolioId, FolioKind};
+use fraglab_mm::folio::FolioKind;
 use fraglab_mm::vmstat::Stat;
-use fraglab_mm::{Gfp, Mm};
-
-const NO_RECLAIM: Gfp = Gfp::GFP_HIGHUSER_MOVABLE.without(Gfp::DIRECT_RECLAIM);
+use fraglab_mm::Mm;
 
 fn pool_tokens(mm: &Mm) -> Vec<u64> {
     mm.hugetlb.folios().map(|id| mm.folios.get(id).token).collect()
-}
-
-/// Anon order-0 folios everywhere, every other one freed: half the memory free, no free
-/// order-9 chunk; the anon folios can migrate, so compaction can make 2 MiB chunks.
-fn fragmented() -> (Mm, Vec<FolioId>) {
-    let mut mm = dma32(16, 1, tun_kb(128));
-    let mut all = Vec::new();
-    while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {
-        all.push(id);
-    }
-    let mut kept = Vec::new();
-    for (i, id) in all.into_iter().enumerate() {
-        if i % 2 == 0 {
-            mm.free_folio(0, id);
-        } else {
-            kept.push(id);
-        }
-    }
-    mm.drain_all_pages();
-    (mm, kept)
 }
 
 #[test]
@@ -109,7 +87,7 @@ fn s28_1_shrinking_frees_the_heads_back_to_the_buddy_allocator() {
 
 #[test]
 fn s28_2_retry_mayfail_compacts_and_never_oom_kills() {
-    let (mut mm, _kept) = fragmented();
+    let (mut mm, _kept) = fragmented(tun_kb(128));
     let r = mm.set_max_huge_pages(0, 16);
     // No free order-9 chunk at the start: every page came from the slow path's compaction.
     assert!(r.allocated > 0, "{r:?}");
@@ -131,7 +109,7 @@ fn s28_2_retry_mayfail_compacts_and_never_oom_kills() {
 
 #[test]
 fn s28_2_compaction_never_moves_pool_pages() {
-    let (mut mm, _kept) = fragmented();
+    let (mut mm, _kept) = fragmented(tun_kb(128));
     mm.set_max_huge_pages(0, 3);
     let pfns: Vec<u32> = mm.hugetlb.folios().map(|id| mm.folios.get(id).pfn).collect();
     mm.compact_memory();

@@ -3,31 +3,11 @@
 mod common;
 
 use common::*;
-use fraglab_mm::folio::{FolioId, FolioKind};
+use fraglab_mm::folio::FolioKind;
 use fraglab_mm::vmstat::Stat;
 use fraglab_mm::{Gfp, Mm, Tunables};
 
 const NO_RECLAIM: Gfp = Gfp::GFP_HIGHUSER_MOVABLE.without(Gfp::DIRECT_RECLAIM);
-
-/// Anon order-0 folios everywhere, every other one freed: plenty of free memory, no free
-/// order-9 chunk (fragmentation index near 1000).
-fn fragmented(tun: Tunables) -> (Mm, Vec<FolioId>) {
-    let mut mm = dma32(16, 1, tun);
-    let mut all = Vec::new();
-    while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {
-        all.push(id);
-    }
-    let mut kept = Vec::new();
-    for (i, id) in all.into_iter().enumerate() {
-        if i % 2 == 0 {
-            mm.free_folio(0, id);
-        } else {
-            kept.push(id);
-        }
-    }
-    mm.drain_all_pages();
-    (mm, kept)
-}
 
 #[test]
 fn s7_4_costly_noretry_compacts_async_once_and_never_reclaims() {

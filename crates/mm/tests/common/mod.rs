@@ -259,3 +259,26 @@ pub fn fill_anon_and_file(mm: &mut Mm) -> (Vec<fraglab_mm::folio::FolioId>, Vec<
     }
     (anon, file)
 }
+
+/// Anon order-0 folios in every page of a 16-block DMA32 zone, every other one freed: half the
+/// memory free, no free order-9 chunk (fragmentation index near 1000); the anon folios can
+/// migrate, so compaction can make 2 MiB chunks. Returns the folios kept.
+#[allow(dead_code)]
+pub fn fragmented(tun: Tunables) -> (Mm, Vec<fraglab_mm::folio::FolioId>) {
+    let no_reclaim = fraglab_mm::Gfp::GFP_HIGHUSER_MOVABLE.without(fraglab_mm::Gfp::DIRECT_RECLAIM);
+    let mut mm = dma32(16, 1, tun);
+    let mut all = Vec::new();
+    while let Some(id) = mm.alloc_folio(0, no_reclaim, 0, fraglab_mm::folio::FolioKind::Anon, false) {
+        all.push(id);
+    }
+    let mut kept = Vec::new();
+    for (i, id) in all.into_iter().enumerate() {
+        if i % 2 == 0 {
+            mm.free_folio(0, id);
+        } else {
+            kept.push(id);
+        }
+    }
+    mm.drain_all_pages();
+    (mm, kept)
+}
