@@ -142,7 +142,7 @@ pub fn load_config(c: &str) -> Result<(String, fraglab_spec::Spec), String> {
 
 /// Runs every spec `runs` times (seed, seed + 1, ...) on `jobs` threads; the results are in
 /// (spec, run) order whatever the scheduling, so the output is deterministic.
-fn run_many(
+pub(crate) fn run_many(
     specs: &[fraglab_spec::Spec],
     runs: u32,
     jobs: usize,

@@ -15,6 +15,7 @@ mod host;
 mod knobs;
 mod report;
 mod run;
+mod validate;
 
 use examples::example;
 use run::parse_folio_mode;
@@ -159,10 +160,38 @@ enum Cmd {
         output: PathBuf,
     },
     /// Run a spec on both engines (the live kernel, then the simulator) and print them side by
-    /// side (the same as `fraglab host validate`).
+    /// side (the same as `fraglab host validate`); or, with `--suite DIR`, every scenario of a
+    /// validation suite on both engines, scored row by row against the tolerances (THP success
+    /// ±10 pp, work counters ×1.5, census ±15 %, latency ×2), written to DIR/README.md and
+    /// DIR/scoreboard.json (a whole run with the kernel only).
     Validate {
         /// The spec: a file or `example:NAME`, optionally with overrides as in `compare`.
-        spec: String,
+        #[arg(required_unless_present = "suite", conflicts_with = "suite")]
+        spec: Option<String>,
+        /// A validation suite directory (suite.toml, or its *.toml specs).
+        #[arg(long)]
+        suite: Option<PathBuf>,
+        /// Runs per arm and scenario (`--suite`).
+        #[arg(long, default_value_t = 3, requires = "suite")]
+        runs: u32,
+        /// Only these scenarios (`--suite`; repeatable).
+        #[arg(long, requires = "suite")]
+        only: Vec<String>,
+        /// The simulator's arms only (`--suite`): the kernel's columns say n/a.
+        #[arg(long, requires = "suite")]
+        sim_only: bool,
+        /// Only the scenarios marked `ci = true` (`--suite`).
+        #[arg(long, requires = "suite")]
+        ci: bool,
+        /// Seconds of idle /proc/vmstat before each host run, subtracted as a baseline (`--suite`).
+        #[arg(long, default_value_t = 5.0, requires = "suite")]
+        idle: f64,
+        /// Simulator threads (`--suite`; default 2).
+        #[arg(long, requires = "suite")]
+        jobs: Option<usize>,
+        /// Do not write DIR/README.md and DIR/scoreboard.json (`--suite`).
+        #[arg(long, requires = "suite")]
+        no_write: bool,
         #[arg(long, default_value = "3GiB")]
         floor: String,
         #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
@@ -241,11 +270,35 @@ fn dispatch(cli: Cli) -> Result<(), String> {
         Cmd::Host { cmd } => host::host(cmd),
         Cmd::Validate {
             spec,
+            suite,
+            runs,
+            only,
+            sim_only,
+            ci,
+            idle,
+            jobs,
+            no_write,
             floor,
             format,
             fit_memory,
             dir,
-        } => host::validate(spec, floor, format, fit_memory, dir),
+        } => match (spec, suite) {
+            (_, Some(suite)) => validate::suite(validate::SuiteOptions {
+                dir: suite,
+                runs,
+                only,
+                sim_only,
+                ci,
+                format,
+                floor,
+                idle_secs: idle,
+                jobs,
+                no_write,
+                workdir: dir,
+            }),
+            (Some(spec), None) => host::validate(spec, floor, format, fit_memory, dir),
+            (None, None) => Err("validate: a SPEC or --suite DIR".into()),
+        },
         Cmd::Bench { max_sim } => bench_experiments(max_sim),
         Cmd::Examples { name } => examples::examples(name),
         Cmd::Footprint { memory } => footprint::footprint(memory),

@@ -444,6 +444,10 @@ fn table(c: &CompareReport) -> String {
     for row in &c.rows {
         let _ = write!(s, "<tr><td>{}</td><td>{}</td>", esc(&row.stat), esc(&row.metric));
         for (i, v) in row.values.iter().enumerate() {
+            if !row.measured(i) {
+                s.push_str("<td>n/a</td>");
+                continue;
+            }
             let p = row.shown_change(i).map_or("n/a".into(), |p| format!("{p:+.2}%"));
             if row.significant.get(i).copied().unwrap_or(false) {
                 let _ = write!(s, "<td class=\"sig\">{v:.2} *{p}*</td>");

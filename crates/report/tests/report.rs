@@ -41,6 +41,7 @@ fn compare() -> CompareReport {
             change_pct: vec![None, Some(50.0)],
             significant: vec![false, true],
             per_run: vec![],
+            unmeasured: vec![],
         }],
     }
 }

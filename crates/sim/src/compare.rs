@@ -66,6 +66,7 @@ pub fn compare(labels: &[String], results: &[Vec<RunResult>]) -> CompareReport {
     for (name, center) in &metrics {
         let vals: Vec<Vec<f64>> = per.iter().map(|p| get(p, name)).collect();
         let sums: Vec<Summary> = vals.iter().map(|v| summarize(v, *center)).collect();
+        let unmeasured: Vec<usize> = (0..vals.len()).filter(|i| vals[*i].is_empty()).collect();
         let sig: Vec<bool> = vals
             .iter()
             .enumerate()
@@ -98,7 +99,14 @@ pub fn compare(labels: &[String], results: &[Vec<RunResult>]) -> CompareReport {
                 change_pct: values
                     .iter()
                     .enumerate()
-                    .map(|(i, v)| if i == 0 { None } else { change(*v, values[0]) })
+                    .map(|(i, v)| {
+                        let both = !unmeasured.contains(&i) && !unmeasured.contains(&0);
+                        if i == 0 || !both {
+                            None
+                        } else {
+                            change(*v, values[0])
+                        }
+                    })
                     .collect(),
                 significant: if is_center {
                     sig.clone()
@@ -107,6 +115,7 @@ pub fn compare(labels: &[String], results: &[Vec<RunResult>]) -> CompareReport {
                 },
                 per_run: if is_center { vals.clone() } else { Vec::new() },
                 values,
+                unmeasured: unmeasured.clone(),
             });
         }
     }
@@ -124,6 +133,10 @@ pub fn compare(labels: &[String], results: &[Vec<RunResult>]) -> CompareReport {
             .collect()
     };
     let mut derived: Vec<(&str, Vec<f64>)> = Vec::new();
+    // A derived row is measured where its first input is.
+    let thp_unmeasured: Vec<usize> = (0..per.len())
+        .filter(|i| values(&per[*i], "THP fault alloc").is_empty())
+        .collect();
     if centers.contains_key("THP fault alloc") {
         let (a, f) = (c("THP fault alloc"), c("THP fault fallback"));
         let tot: Vec<f64> = a.iter().zip(&f).map(|(x, y)| x + y).collect();
@@ -155,11 +168,19 @@ pub fn compare(labels: &[String], results: &[Vec<RunResult>]) -> CompareReport {
             change_pct: values
                 .iter()
                 .enumerate()
-                .map(|(i, v)| if i == 0 { None } else { change(*v, values[0]) })
+                .map(|(i, v)| {
+                    let both = !thp_unmeasured.contains(&i) && !thp_unmeasured.contains(&0);
+                    if i == 0 || !both {
+                        None
+                    } else {
+                        change(*v, values[0])
+                    }
+                })
                 .collect(),
             significant: vec![false; values.len()],
             per_run: Vec::new(),
             values,
+            unmeasured: thp_unmeasured.clone(),
         });
     }
     CompareReport {
@@ -190,7 +211,11 @@ pub fn format_table(r: &CompareReport) -> String {
     for row in &r.rows {
         let _ = write!(out, "{:<9} {:<34}", row.stat, row.metric);
         for (i, v) in row.values.iter().enumerate() {
-            let _ = write!(out, " {:>25}", cell(*v, row.shown_change(i), row.significant[i]));
+            if row.measured(i) {
+                let _ = write!(out, " {:>25}", cell(*v, row.shown_change(i), row.significant[i]));
+            } else {
+                let _ = write!(out, " {:>25}", "n/a");
+            }
         }
         out.push('\n');
     }
@@ -212,6 +237,10 @@ pub fn format_markdown(r: &CompareReport) -> String {
     for row in &r.rows {
         let _ = write!(out, "| {} | {} |", row.stat, row.metric);
         for (i, v) in row.values.iter().enumerate() {
+            if !row.measured(i) {
+                out.push_str(" n/a |");
+                continue;
+            }
             let pct = row
                 .shown_change(i)
                 .map_or("n/a".to_string(), |p| format!("{p:+.2}%"));
@@ -243,7 +272,11 @@ pub fn format_csv(r: &CompareReport) -> String {
                 q(&row.metric),
                 q(&row.stat),
                 q(&r.configs[i]),
-                v,
+                if row.measured(i) {
+                    v.to_string()
+                } else {
+                    "n/a".into()
+                },
                 row.change_pct[i].map_or(String::new(), |p| format!("{p}")),
                 row.significant[i]
             );

@@ -173,3 +173,39 @@ fn hugealloc_rows_are_per_build_mean_and_stddev() {
     let sd = row("Hugealloc Time stddev (us)");
     assert!((sd[0] - 200f64.sqrt()).abs() < 1e-9 && sd[1] == 0.0, "{sd:?}");
 }
+
+/// issue 19: a metric one configuration does not measure (a host result has no allocator work
+/// counters) is `n/a` in every format, never 0, and has no change against it.
+#[test]
+fn unmeasured_rows_print_na() {
+    let mut host = RunResult {
+        engine: "host".into(),
+        ..Default::default()
+    };
+    host.vmstat_delta.insert("compact_stall".into(), 5);
+    let mut sim = host.clone();
+    sim.engine = "sim".into();
+    sim.sim_work.insert("drain_all_pages".into(), 7);
+    let labels = vec!["kernel".to_string(), "simulator".to_string()];
+    let r = compare(&labels, &[vec![host], vec![sim]]);
+    let drain = r
+        .rows
+        .iter()
+        .find(|x| x.metric == "drain_all_pages calls" && x.stat == "Amean")
+        .unwrap();
+    assert_eq!(drain.unmeasured, vec![0]);
+    assert_eq!(drain.change_pct[1], None);
+    let line = format_table(&r)
+        .lines()
+        .find(|l| l.contains("Amean") && l.contains("drain_all_pages calls"))
+        .unwrap()
+        .to_string();
+    assert!(line.contains("n/a") && line.contains("7.00"), "{line}");
+    let stall = r
+        .rows
+        .iter()
+        .find(|x| x.metric == "Direct compact stall")
+        .unwrap();
+    assert!(stall.unmeasured.is_empty());
+    assert!(format_markdown(&r).contains("| n/a |"));
+}

@@ -10,6 +10,7 @@ pub mod confounders;
 pub mod hist;
 pub mod pageblock;
 pub mod rows;
+pub mod scoreboard;
 
 pub use confounders::HostConfounders;
 pub use hist::Histogram;
@@ -192,9 +193,19 @@ pub struct CompareRow {
     /// The per-run values behind the row, per configuration (empty for derived rows).
     #[serde(default)]
     pub per_run: Vec<Vec<f64>>,
+    /// The configurations that do not measure this metric (their `values` hold 0 and the
+    /// tables print `n/a`): a host result has no allocator work counters, a configuration
+    /// without bursts no Hugealloc rows. Empty when every configuration measures it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured: Vec<usize>,
 }
 
 impl CompareRow {
+    /// Whether configuration `i` measures this metric.
+    pub fn measured(&self, i: usize) -> bool {
+        !self.unmeasured.contains(&i)
+    }
+
     /// The change shown in column `i`: 0 for the baseline, `None` (shown "n/a") where there is
     /// none (a zero base).
     pub fn shown_change(&self, i: usize) -> Option<f64> {
