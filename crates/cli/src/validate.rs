@@ -417,31 +417,30 @@ fn kernel_arm(
     (label.into(), out)
 }
 
-/// Recorded host results matching `glob` (a path relative to `dir` whose file name may hold
-/// one `*`).
+/// Recorded host results matching `glob`, a path relative to `dir` in which any component may
+/// hold one `*` (`live/run-*/vanilla.json`), in path order.
 fn recorded(dir: &Path, glob: &str) -> Result<Vec<RunResult>, String> {
-    let p = dir.join(glob);
-    let parent = p.parent().ok_or_else(|| format!("{glob}: no directory"))?;
-    let pat = p
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let (pre, post) = pat.split_once('*').unwrap_or((&pat, ""));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(parent)
-        .map_err(|e| format!("{}: {e}", parent.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|f| {
-            let n = f
-                .file_name()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if pat.contains('*') {
-                n.starts_with(pre) && n.ends_with(post) && n.len() >= pre.len() + post.len()
-            } else {
-                n == pat
+    let mut paths = vec![dir.to_path_buf()];
+    for comp in Path::new(glob).components() {
+        let pat = comp.as_os_str().to_string_lossy().into_owned();
+        let mut next = Vec::new();
+        for p in &paths {
+            match pat.split_once('*') {
+                None => next.push(p.join(&pat)),
+                Some((pre, post)) => {
+                    let Ok(rd) = std::fs::read_dir(p) else { continue };
+                    for e in rd.filter_map(|e| e.ok()) {
+                        let n = e.file_name().to_string_lossy().into_owned();
+                        if n.starts_with(pre) && n.ends_with(post) && n.len() >= pre.len() + post.len() {
+                            next.push(e.path());
+                        }
+                    }
+                }
             }
-        })
-        .collect();
+        }
+        paths = next;
+    }
+    let mut files: Vec<PathBuf> = paths.into_iter().filter(|p| p.is_file()).collect();
     files.sort();
     files
         .iter()
