@@ -32,7 +32,7 @@ fn nr_mlock(mm: &Mm) -> i64 {
     mm.zone_stat_sum(Stat::nr_mlock)
 }
 
-/// The zone filled with order-0 anon folios, every other one freed, the rest mlocked.
+/// The zone filled with order-0 anon folios, those at even pfns freed, the rest mlocked.
 fn scattered_mlocked(allowed: bool) -> (Mm, Vec<FolioId>) {
     let mut mm = dma32(8, 1, tun_kb(128));
     mm.compact.cfg.unevictable_allowed = allowed;
@@ -41,8 +41,8 @@ fn scattered_mlocked(allowed: bool) -> (Mm, Vec<FolioId>) {
         all.push(id);
     }
     let mut kept = Vec::new();
-    for (i, id) in all.into_iter().enumerate() {
-        if i % 2 == 0 {
+    for id in all {
+        if mm.folios.get(id).pfn % 2 == 0 {
             mm.free_folio(0, id);
         } else {
             mm.mlock_folio(id);
@@ -192,4 +192,45 @@ fn s29_2_4_compaction_skips_unevictable_when_not_allowed() {
     }
     mm.compact_memory();
     assert!(mm.stat(Stat::pgmigrate_success) > 0);
+}
+
+/// §29.2.4: at 0, one unevictable page abandons its whole cc.order sub-block in async direct
+/// compaction (skip-on-failure): with one mlocked page per pageblock an order-9 async
+/// compaction isolates nothing, though every block is half evictable pages; at 1 it isolates,
+/// and at 0 sync compaction takes the evictable pages around the mlocked ones.
+#[test]
+fn s29_2_4_async_direct_compaction_abandons_sub_blocks_with_unevictable_pages() {
+    use fraglab_mm::compaction::CompactPriority;
+    use fraglab_mm::AllocFlags;
+    let min = AllocFlags(AllocFlags::WMARK_MIN);
+    let layout = |allowed: bool| {
+        let (mut mm, kept) = scattered_mlocked(allowed);
+        for &id in &kept {
+            if mm.folios.get(id).pfn % 512 != 1 {
+                mm.munlock_folio(id);
+            }
+        }
+        check(&mm);
+        mm
+    };
+    let mut mm = layout(false);
+    let (rc, _, st) = mm.try_to_compact_pages(0, Gfp::GFP_TRANSHUGE, 9, min, CompactPriority::Async);
+    assert!(st.migrate_scanned > 0, "{rc:?} {st:?}");
+    assert_eq!(st.isolated, 0, "every sub-block abandoned: {st:?}");
+    check(&mm);
+    // Allowed: the same async compaction isolates.
+    let mut mm = layout(true);
+    let (_, _, st) = mm.try_to_compact_pages(0, Gfp::GFP_TRANSHUGE, 9, min, CompactPriority::Async);
+    assert!(st.isolated > 0, "{st:?}");
+    // Not allowed, sync: the evictable pages are taken, the mlocked ones stay.
+    let mut mm = layout(false);
+    let (_, _, st) = mm.try_to_compact_pages(0, Gfp::GFP_TRANSHUGE, 9, min, CompactPriority::SyncFull);
+    assert!(st.isolated > 0, "{st:?}");
+    let moved_locked = mm
+        .folios
+        .live()
+        .filter(|(_, f)| f.mlocked && f.migrations > 0)
+        .count();
+    assert_eq!(moved_locked, 0);
+    check(&mm);
 }
