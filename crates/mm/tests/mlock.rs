@@ -42,7 +42,7 @@ fn scattered_mlocked(allowed: bool) -> (Mm, Vec<FolioId>) {
     }
     let mut kept = Vec::new();
     for id in all {
-        if mm.folios.get(id).pfn % 2 == 0 {
+        if mm.folios.get(id).pfn.is_multiple_of(2) {
             mm.free_folio(0, id);
         } else {
             mm.mlock_folio(id);
