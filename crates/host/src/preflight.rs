@@ -163,7 +163,9 @@ fn kernel_version(release: &str) -> Option<(u32, u32)> {
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
-/// Peak anonymous bytes, pipe pages and slab files of one instance of a task program.
+/// Peak anonymous bytes, pipe pages and slab files of one instance of a task program. Locked
+/// mappings (`locked = true`, `mlock` steps, kernel-model.md §29) count as anonymous memory
+/// like any other mapping: their whole size, in the footprint and the anonymous cap.
 fn task_footprint(t: &TaskParams) -> (u64, u64, u64) {
     let mut live: BTreeMap<&str, u64> = BTreeMap::new();
     let (mut peak, mut pipes, mut files) = (0u64, 0u64, 0u64);

@@ -294,6 +294,9 @@ struct Vma {
     populated: Vec<bool>,
     /// 2 MiB regions whose first touch was classified.
     checked: Vec<bool>,
+    /// VM_LOCKED: mlock(2) (or `locked = true` on mmap) ran on the whole mapping
+    /// (kernel-model.md §29.1).
+    locked: bool,
 }
 
 impl Vma {
@@ -335,7 +338,39 @@ impl Vma {
             len,
             populated: vec![false; pages],
             checked: vec![false; pages.div_ceil(PMD_PAGES)],
+            locked: false,
         })
+    }
+
+    /// mlock(2) of the whole mapping (kernel-model.md §29.1.2): VM_LOCKED, every page
+    /// populated and mlocked inside the call. Also how `locked = true` on mmap runs: MAP_LOCKED
+    /// on the over-sized mapping `new` trims would populate and mlock the trimmed head and tail
+    /// too, so the aligned mapping is mlocked after the trim instead (same population, same
+    /// counters for the mapping's pages). The faults happen inside the call: they are not
+    /// timed one by one. Needs CAP_IPC_LOCK or RLIMIT_MEMLOCK room (root here has the former).
+    fn mlock(&mut self) -> Result<(), String> {
+        // SAFETY: our own mapping.
+        if unsafe { libc::mlock(self.base as *const _, self.len) } != 0 {
+            return Err(format!(
+                "mlock {} bytes: {}",
+                self.len,
+                std::io::Error::last_os_error()
+            ));
+        }
+        self.locked = true;
+        self.populated.fill(true);
+        self.checked.fill(true);
+        Ok(())
+    }
+
+    /// munlock(2) of the whole mapping (§29.1.5).
+    fn munlock(&mut self) -> Result<(), String> {
+        // SAFETY: our own mapping.
+        if unsafe { libc::munlock(self.base as *const _, self.len) } != 0 {
+            return Err(format!("munlock: {}", std::io::Error::last_os_error()));
+        }
+        self.locked = false;
+        Ok(())
     }
 
     fn pages(&self) -> usize {
@@ -376,8 +411,12 @@ impl Vma {
         (total, huge)
     }
 
-    /// MADV_DONTNEED of [offset, offset + length) (page-rounded, clamped to the mapping).
+    /// MADV_DONTNEED of [offset, offset + length) (page-rounded, clamped to the mapping). On a
+    /// locked mapping the kernel refuses it (EINVAL): nothing happens, as in the simulator.
     fn dontneed(&mut self, offset: u64, length: u64) -> Result<(), String> {
+        if self.locked {
+            return Ok(());
+        }
         let first = (offset as usize / PAGE).min(self.pages());
         let end = (offset as usize / PAGE + (length as usize).div_ceil(PAGE)).min(self.pages());
         if end <= first {
@@ -487,10 +526,15 @@ fn run_task(
                     vma,
                     size_bytes,
                     madvise,
+                    locked,
                 } => {
                     // Replacing a mapping unmaps the old one first (as the simulator does).
                     vmas.remove(vma);
-                    vmas.insert(vma.clone(), Vma::new(*size_bytes, *madvise)?);
+                    let mut v = Vma::new(*size_bytes, *madvise)?;
+                    if *locked {
+                        v.mlock()?;
+                    }
+                    vmas.insert(vma.clone(), v);
                 }
                 TaskStep::Touch { vma, random } => {
                     let v = vmas
@@ -568,6 +612,15 @@ fn run_task(
                     write_proc(crate::hugetlb::NR_HUGEPAGES, &count.to_string())?;
                     crate::hugetlb::current_pages().map_err(|e| e.to_string())?;
                 }
+                // mlock (H2, kernel-model.md §29); munmap (dropping the Vma) munlocks.
+                TaskStep::Mlock { vma } => vmas
+                    .get_mut(vma)
+                    .ok_or_else(|| format!("mlock of unmapped {vma}"))?
+                    .mlock()?,
+                TaskStep::Munlock { vma } => vmas
+                    .get_mut(vma)
+                    .ok_or_else(|| format!("munlock of unmapped {vma}"))?
+                    .munlock()?,
             }
         }
     }

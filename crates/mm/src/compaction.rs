@@ -80,7 +80,8 @@ pub struct CompactionConfig {
     pub extfrag_threshold: i32,
     /// `vm.compaction_proactiveness` (§9.12).
     pub proactiveness: u32,
-    /// `vm.compact_unevictable_allowed` (the model has no unevictable folios yet).
+    /// `vm.compact_unevictable_allowed` (§29.2): isolation takes PG_unevictable folios only
+    /// when true (ISOLATE_UNEVICTABLE).
     pub unevictable_allowed: bool,
 }
 
@@ -624,6 +625,13 @@ impl Mm {
     fn folio_isolatable(&self, cc: &CompactControl, id: FolioId) -> bool {
         let f = &self.folios.folios[id as usize];
         if f.isolated || !f.kind.on_lru() {
+            return false;
+        }
+        // §29.2.2/§29.2.4 (`isolate_migratepages_block`): without ISOLATE_UNEVICTABLE an
+        // unevictable folio fails isolation (and so, in async direct compaction, abandons its
+        // cc.order sub-block below). Every compaction of the model reads the sysctl; the
+        // alloc_contig_range callers that always take them (§29.2.5) are not modelled.
+        if f.unevictable && !self.compact.cfg.unevictable_allowed {
             return false;
         }
         let order = f.order as u32;

@@ -64,7 +64,7 @@ struct ZoneMapCount {
 
 /// The folio gauges as the folios add them up: inactive anon, active anon, inactive file, active
 /// file, isolated anon, isolated file, anon pages, file pages.
-type FolioGauges = [u64; 8];
+type FolioGauges = [u64; 10];
 
 type Check = Result<(), InvariantViolation>;
 
@@ -425,8 +425,8 @@ impl Mm {
     fn check_folio_gauges(&self) -> Result<FolioGauges, InvariantViolation> {
         use crate::folio::FolioKind;
         // inactive anon, active anon, inactive file, active file, isolated anon, isolated
-        // file, anon pages, file pages
-        let mut expect = [0u64; 8];
+        // file, anon pages, file pages, unevictable (§29.1.4), mlocked (NR_MLOCK)
+        let mut expect = [0u64; 10];
         for (_, f) in self.folios.live() {
             let nr = 1u64 << f.order;
             let anon = match f.kind {
@@ -436,11 +436,16 @@ impl Mm {
             };
             let i = if f.isolated {
                 4 + !anon as usize
+            } else if f.unevictable {
+                8
             } else {
                 2 * !anon as usize + f.active as usize
             };
             expect[i] += nr;
             expect[6 + !anon as usize] += nr;
+            if f.mlocked {
+                expect[9] += nr;
+            }
         }
         let got = [
             self.stat(Stat::nr_inactive_anon),
@@ -451,8 +456,10 @@ impl Mm {
             self.stat(Stat::nr_isolated_file),
             self.stat(Stat::nr_anon_pages),
             self.stat(Stat::nr_file_pages),
+            self.stat(Stat::nr_unevictable),
+            self.zone_stat_sum(Stat::nr_mlock) as u64,
         ];
-        ensure!(got == expect, "folio gauges {got:?} != {expect:?} (inactive/active anon, inactive/active file, isolated anon/file, anon, file)");
+        ensure!(got == expect, "folio gauges {got:?} != {expect:?} (inactive/active anon, inactive/active file, isolated anon/file, anon, file, unevictable, mlock)");
         Ok(expect)
     }
 
@@ -534,12 +541,13 @@ impl Mm {
             Stat::nr_zone_active_anon,
             Stat::nr_zone_inactive_file,
             Stat::nr_zone_active_file,
+            Stat::nr_zone_unevictable,
         ]
         .iter()
         .map(|&s| self.zone_stat_sum(s))
         .sum();
         ensure!(
-            zone_sum as u64 == expect[..4].iter().sum::<u64>(),
+            zone_sum as u64 == expect[..4].iter().sum::<u64>() + expect[8],
             "zone LRU gauges {zone_sum} != {:?}",
             &expect[..4]
         );

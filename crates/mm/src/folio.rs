@@ -56,6 +56,11 @@ pub struct Folio {
     /// PG_workingset: the folio was deactivated from an active list (`shrink_active_list`)
     /// or restored on refault; its shadow entry remembers it (`workingset_restore_*`, §10.3.8).
     pub workingset: bool,
+    /// PG_mlocked: mapped by a VM_LOCKED mapping (§29.1.2, `mlock.rs`).
+    pub mlocked: bool,
+    /// PG_unevictable: on the unevictable LRU (§29.1.3); never scanned by reclaim, isolated by
+    /// compaction only with `vm.compact_unevictable_allowed` = 1 (§29.2).
+    pub unevictable: bool,
 }
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -116,6 +121,8 @@ impl FolioTable {
             readahead_mark: false,
             dirtied_ns: 0,
             workingset: false,
+            mlocked: false,
+            unevictable: false,
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
@@ -178,7 +185,15 @@ impl Mm {
     /// tables.
     pub(crate) fn account_folio(&mut self, id: FolioId, sign: i64) {
         let f = &self.folios.folios[id as usize];
-        let (pfn, order, kind, isolated, active) = (f.pfn, f.order as u32, f.kind, f.isolated, f.active);
+        let (pfn, order, kind, isolated, active, unevictable, mlocked) = (
+            f.pfn,
+            f.order as u32,
+            f.kind,
+            f.isolated,
+            f.active,
+            f.unevictable,
+            f.mlocked,
+        );
         let nr = sign << order;
         if !isolated {
             let m = folio_mobility(kind, self.pages.b[pfn as usize]);
@@ -207,6 +222,8 @@ impl Mm {
             FolioKind::Anon | FolioKind::File => {
                 let anon = kind == FolioKind::Anon;
                 let (list, zone_list) = match (anon, active) {
+                    // §29.1.4: an unevictable folio counts in nr_unevictable, not in its list.
+                    _ if unevictable => (Stat::nr_unevictable, Stat::nr_zone_unevictable),
                     (true, false) => (Stat::nr_inactive_anon, Stat::nr_zone_inactive_anon),
                     (true, true) => (Stat::nr_active_anon, Stat::nr_zone_active_anon),
                     (false, false) => (Stat::nr_inactive_file, Stat::nr_zone_inactive_file),
@@ -234,6 +251,10 @@ impl Mm {
                 }
                 if !isolated {
                     self.mod_zone_stat(zi, zone_list, nr);
+                }
+                if mlocked {
+                    // NR_MLOCK is a zone item (meminfo Mlocked); `stat` sums it.
+                    self.mod_zone_stat(zi, Stat::nr_mlock, nr);
                 }
             }
             FolioKind::Slab => {
@@ -281,6 +302,10 @@ impl Mm {
             "free of folio {id} while it is isolated for migration"
         );
         self.account_folio(id, -1);
+        if f.mlocked {
+            // __page_cache_release: freed still mlocked (NR_MLOCK fell with the gauges above).
+            self.count(Stat::unevictable_pgs_cleared, 1u64 << f.order);
+        }
         if f.lru != crate::vmscan::LRU_NONE {
             self.lru_del(id);
         }
@@ -335,6 +360,9 @@ impl Mm {
             nf.mapping = f.mapping;
             nf.owner = f.owner;
             nf.workingset = f.workingset;
+            // The pieces keep PG_mlocked and PG_unevictable (§29.1; no counter moves).
+            nf.mlocked = f.mlocked;
+            nf.unevictable = f.unevictable;
             nf.index = f.index + i as u64;
             if f.mapping != 0 {
                 if i == 0 {

@@ -15,6 +15,7 @@ pub mod huge_memory;
 pub mod hugetlb;
 pub mod kswapd;
 pub mod migrate;
+pub mod mlock;
 pub mod mmzone;
 pub mod node;
 pub mod page_alloc;

@@ -40,6 +40,9 @@ impl Mm {
         };
         debug_assert_eq!(self.pages.kind(dst), PageKind::Allocated);
         debug_assert_eq!(self.pages.order(dst), order);
+        // §29.2.3: unmapping the source munlocks it; the VM_LOCKED mapping re-mlocks the
+        // destination once it is back on the LRU (mlock.rs).
+        let mlocked = self.migrate_munlock_source(id);
         self.pages.a[dst as usize] = id;
         self.pages.b[dst as usize] = self.pages.b[src as usize];
         self.account_folio(id, -1);
@@ -51,6 +54,9 @@ impl Mm {
         self.pages.a[src as usize] = crate::mmzone::NIL;
         self.pages.set_flag(src, PG_LRU, false);
         self.putback_lru_folio(id);
+        if mlocked {
+            self.mlock_folio(id);
+        }
         self.free_pages(cc.cpu, src, order);
     }
 

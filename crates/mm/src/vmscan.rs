@@ -43,9 +43,13 @@ pub struct Lruvec {
 }
 
 impl Mm {
-    /// `folio_lru_list`: the list a folio belongs on (anon/file × active).
+    /// `folio_lru_list`: the list a folio belongs on (anon/file × active, or unevictable,
+    /// §29.1.3).
     pub fn folio_lru_list(&self, id: FolioId) -> u8 {
         let f = &self.folios.folios[id as usize];
+        if f.unevictable {
+            return LRU_UNEVICTABLE;
+        }
         let base = if f.kind == FolioKind::Anon {
             LRU_INACTIVE_ANON
         } else {
@@ -105,9 +109,11 @@ impl Mm {
         self.account_folio(id, 1);
     }
 
-    /// `folio_putback_lru`: back on the head of its list.
+    /// `folio_putback_lru`: back on the head of its list (after `lru_add`'s evictability
+    /// check, §29.1.3).
     pub(crate) fn putback_lru_folio(&mut self, id: FolioId) {
         self.account_folio(id, -1);
+        self.lru_add_evictable_check(id);
         self.folios.folios[id as usize].isolated = false;
         self.lru_add(id);
         self.account_folio(id, 1);
@@ -124,7 +130,8 @@ impl Mm {
         }
         if !f.referenced {
             self.folios.folios[id as usize].referenced = true;
-        } else if !f.active {
+        } else if !f.active && !f.unevictable {
+            // An unevictable folio is not activated (§29.1).
             let nr = 1u64 << f.order;
             self.move_to_active(id);
             self.count(crate::vmstat::Stat::pgactivate, nr);
@@ -285,7 +292,7 @@ impl Mm {
     /// before `folio_add_lru`, as a refault does).
     pub(crate) fn move_to_active(&mut self, id: FolioId) {
         let f = &self.folios.folios[id as usize];
-        if f.active || f.isolated || f.lru == LRU_NONE {
+        if f.active || f.isolated || f.lru == LRU_NONE || f.unevictable {
             return;
         }
         self.account_folio(id, -1);

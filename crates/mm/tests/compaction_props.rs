@@ -9,8 +9,21 @@ use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Alloc { kind: u8, order: u32, n: u16 },
-    Free { frac: u8, seed: u16 },
+    Alloc {
+        kind: u8,
+        order: u32,
+        n: u16,
+    },
+    Free {
+        frac: u8,
+        seed: u16,
+    },
+    /// mlock (or munlock) a random fraction of the live folios (§29.1).
+    Mlock {
+        frac: u8,
+        seed: u16,
+        munlock: bool,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -22,6 +35,11 @@ fn op() -> impl Strategy<Value = Op> {
         )
             .prop_map(|(kind, order, n)| Op::Alloc { kind, order, n }),
         (1u8..8, any::<u16>()).prop_map(|(frac, seed)| Op::Free { frac, seed }),
+        (1u8..8, any::<u16>(), any::<bool>()).prop_map(|(frac, seed, munlock)| Op::Mlock {
+            frac,
+            seed,
+            munlock
+        }),
     ]
 }
 
@@ -71,10 +89,12 @@ proptest! {
             Just(FolioMode::SkipLarge), Just(FolioMode::SplitLarge),
             Just(FolioMode::MigrateNoFreeSplit), Just(FolioMode::MigrateFreeSplit)],
         defrag in any::<bool>(),
+        unevictable_allowed in any::<bool>(),
     ) {
         let tun = Tunables { defrag_mode: defrag, ..Tunables::default() };
         let mut mm = Mm::new(&MachineConfig::x86_64(64 << 20, true, 2).unwrap(), tun).unwrap();
         mm.compact.cfg.folio_mode = mode;
+        mm.compact.cfg.unevictable_allowed = unevictable_allowed;
         // (id, token): direct reclaim in the slow path may evict page-cache folios, and a freed
         // id can be reused, so a folio is ours only while its token matches.
         let mut live: Vec<(FolioId, u64)> = Vec::new();
@@ -100,6 +120,15 @@ proptest! {
                         if (x >> 8) % 8 < frac as usize { mm.free_folio(0, id); false } else { true }
                     });
                 }
+                Op::Mlock { frac, seed, munlock } => {
+                    let mut x = seed as usize;
+                    for &(id, _) in &live {
+                        x = x.wrapping_mul(1103515245).wrapping_add(12345);
+                        if (x >> 8) % 8 < frac as usize {
+                            if munlock { mm.munlock_folio(id) } else { mm.mlock_folio(id) }
+                        }
+                    }
+                }
             }
         }
         mm.check_invariants().unwrap();
@@ -109,6 +138,12 @@ proptest! {
         let tokens_before: std::collections::BTreeMap<u64, u64> = before.iter().fold(Default::default(), |mut m, b| {
             *m.entry(b.3).or_insert(0) += 1u64 << b.2; m
         });
+        // §29.2: unevictable folios, and what they hold, before compaction.
+        let unevictable: Vec<(FolioId, u32, u32)> = mm.folios.live()
+            .filter(|(_, f)| f.unevictable)
+            .map(|(id, f)| (id, f.pfn, f.migrations))
+            .collect();
+        let nr_mlock = mm.zone_stat_sum(fraglab_mm::vmstat::Stat::nr_mlock);
         for c in compactions {
             match c {
                 Compact::Memory => { mm.compact_memory(); }
@@ -120,6 +155,14 @@ proptest! {
                 Compact::Proactive => { mm.kcompactd_timer(); }
             }
             mm.check_invariants().unwrap();
+        }
+        // Migration keeps mlock (§29.2.3); at 0 no unevictable folio moved (§29.2.4).
+        prop_assert_eq!(mm.zone_stat_sum(fraglab_mm::vmstat::Stat::nr_mlock), nr_mlock);
+        if !unevictable_allowed {
+            for &(id, pfn, migrations) in &unevictable {
+                let f = mm.folios.get(id);
+                prop_assert_eq!((f.pfn, f.migrations), (pfn, migrations));
+            }
         }
         // Unmovable folios stayed where they were, with their order.
         for (id, pfn, order, token, kind) in &before {

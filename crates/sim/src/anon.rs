@@ -107,6 +107,9 @@ pub struct AnonVma {
     regions: Vec<Region>,
     /// Pages currently populated.
     pub rss: u64,
+    /// VM_LOCKED (mlock(2) or MAP_LOCKED, kernel-model.md §29.1.2): its folios are mlocked,
+    /// new faults included (`mlock_new_folio`).
+    pub locked: bool,
 }
 
 impl AnonVma {
@@ -116,6 +119,41 @@ impl AnonVma {
             madvised,
             regions: vec![Region::default(); nr_pages.div_ceil(REGION) as usize],
             rss: 0,
+            locked: false,
+        }
+    }
+
+    /// The live folios of the mapping.
+    fn live_folios(&self, mm: &Mm) -> Vec<FolioId> {
+        self.regions
+            .iter()
+            .flat_map(|r| &r.folios)
+            .filter(|&&(_, id, token, _)| mm.folio_is(id, token))
+            .map(|&(_, id, _, _)| id)
+            .collect()
+    }
+
+    /// The VM_LOCKED half of mlock(2) (`mlock_fixup`, §29.1.2): the mapping becomes locked
+    /// and its present folios are mlocked (`mlock_folio`). The caller populates the rest
+    /// (`__mm_populate`) by touching every page. Already locked: nothing.
+    pub fn mlock(&mut self, mm: &mut Mm) {
+        if self.locked {
+            return;
+        }
+        self.locked = true;
+        for id in self.live_folios(mm) {
+            mm.mlock_folio(id);
+        }
+    }
+
+    /// munlock(2) of the whole mapping (§29.1.5): VM_LOCKED cleared, every folio munlocked.
+    pub fn munlock(&mut self, mm: &mut Mm) {
+        if !self.locked {
+            return;
+        }
+        self.locked = false;
+        for id in self.live_folios(mm) {
+            mm.munlock_folio(id);
         }
     }
 
@@ -175,6 +213,10 @@ impl AnonVma {
         }
         let max = self.max_order(vpage);
         let id = mm.do_anonymous_fault_upto(cpu, self.madvised, max)?;
+        if self.locked {
+            // A fault in a VM_LOCKED mapping: `mlock_new_folio` (§29.1.2).
+            mm.mlock_folio(id);
+        }
         let f = mm.folios.get(id);
         let (order, token) = (f.order as u32, f.token);
         let n = 1u32 << order;
@@ -188,8 +230,12 @@ impl AnonVma {
 
     /// MADV_DONTNEED of pages [`start`, `start + n`): folios wholly inside are freed, large
     /// folios straddling the range are split and their pieces inside freed. Page tables stay.
-    /// Returns the pages freed.
+    /// Returns the pages freed. On a locked mapping madvise(MADV_DONTNEED) fails with EINVAL
+    /// (`madvise_dontneed_free_valid_vma`): nothing is freed.
     pub fn dontneed(&mut self, mm: &mut Mm, cpu: u32, start: u64, n: u64) -> u64 {
+        if self.locked {
+            return 0;
+        }
         let end = (start + n).min(self.nr_pages);
         let mut freed = 0;
         for ri in (start / REGION) as usize..end.div_ceil(REGION) as usize {
@@ -234,8 +280,10 @@ impl AnonVma {
         freed
     }
 
-    /// munmap: frees every folio and page table still owned. Returns the pages freed.
+    /// munmap: frees every folio and page table still owned (a locked mapping's folios are
+    /// munlocked first, as unmapping them does, §29.1.5). Returns the pages freed.
     pub fn unmap(&mut self, mm: &mut Mm, cpu: u32) -> u64 {
+        self.munlock(mm);
         let mut freed = 0;
         for r in &mut self.regions {
             for &(_, id, token, order) in &r.folios {

@@ -156,6 +156,10 @@ pub fn mm_config(spec: &Spec) -> Result<MmConfig, RunError> {
     if let Some(v) = int(spec, "vm.compaction_proactiveness") {
         cfg.compaction.proactiveness = v as u32;
     }
+    // §29.2: isolation of unevictable (mlocked) folios.
+    if let Some(v) = int(spec, "vm.compact_unevictable_allowed") {
+        cfg.compaction.unevictable_allowed = v != 0;
+    }
     cfg.pagecache = PagecacheConfig {
         costly_order_policy: spec.model.costly_order_policy,
         v4_position: spec.model.v4_position,

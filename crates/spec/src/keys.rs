@@ -693,6 +693,11 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
             "the mapping's size",
         ),
         boolean("madvise", false, "MADV_HUGEPAGE"),
+        boolean(
+            "locked",
+            false,
+            "MAP_LOCKED: populate and mlock the mapping at mmap (kernel-model.md §29.1.2)",
+        ),
     ],
     &[
         action("touch", VMA, "write-touch every page of the mapping"),
@@ -776,6 +781,17 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
         "nr_hugepages",
         NR_HUGEPAGES,
         "write this count to /proc/sys/vm/nr_hugepages: grow or shrink the 2 MiB hugetlb pool (kernel-model.md §28)",
+    )],
+    // mlock (H2, kernel-model.md §29).
+    &[action(
+        "mlock",
+        VMA,
+        "mlock(2) the whole mapping: populate it (every page faulted) and mlock it (kernel-model.md §29.1)",
+    )],
+    &[action(
+        "munlock",
+        VMA,
+        "munlock(2) the whole mapping (kernel-model.md §29.1.5)",
     )],
 ];
 

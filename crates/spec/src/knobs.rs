@@ -265,9 +265,9 @@ pub const KNOBS: &[KnobDef] = &[
         kind: int(0, 1),
         default: "1",
         doc: "1: compaction may migrate unevictable (mlocked) pages",
-        models: "isolation of unevictable folios",
-        section: "§9.6.3",
-        read: Read::No("no unevictable folios yet"),
+        models: "isolate_migratepages_block takes PG_unevictable (mlocked) folios only at 1; at 0 they pin their pageblocks and, in async direct compaction, abandon their cc.order sub-block",
+        section: "§29.2",
+        read: Read::Yes,
     },
     KnobDef {
         name: "vm.swappiness",

@@ -250,11 +250,13 @@ pub struct TaskParams {
 /// One step of a task program (`steps = [{ mmap = "a", size = "64MiB" }, ...]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TaskStep {
-    /// An anonymous mapping named `vma` of `size_bytes`, MADV_HUGEPAGE if `madvise`.
+    /// An anonymous mapping named `vma` of `size_bytes`, MADV_HUGEPAGE if `madvise`;
+    /// MAP_LOCKED if `locked` (populated and mlocked at mmap, kernel-model.md §29.1.2).
     Mmap {
         vma: String,
         size_bytes: u64,
         madvise: bool,
+        locked: bool,
     },
     /// Write-touch every page of `vma` (in address order, or in a random order).
     Touch {
@@ -309,5 +311,16 @@ pub enum TaskStep {
     /// §28.1): the pool grows until it holds `count` pages or an allocation fails, or shrinks.
     NrHugepages {
         count: u64,
+    },
+    // mlock (H2, kernel-model.md §29).
+    /// mlock(2) of the whole of `vma`: VM_LOCKED, every page populated (faulted like a
+    /// touch) and mlocked (§29.1.2). Later faults in the mapping are mlocked too; munmap
+    /// munlocks (§29.1.5).
+    Mlock {
+        vma: String,
+    },
+    /// munlock(2) of the whole of `vma` (§29.1.5).
+    Munlock {
+        vma: String,
     },
 }

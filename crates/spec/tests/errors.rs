@@ -1583,6 +1583,44 @@ fn task_step_errors() {
     );
 }
 
+/// §29.1: `mlock`/`munlock` name a mapping of an earlier mmap step; `locked` is a boolean.
+#[test]
+fn s29_mlock_step_errors() {
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ mlock = \"heap\" }]"]),
+        4,
+        "workload.task[0].steps[0].mlock",
+        "mapping \"heap\" is not created by an earlier mmap step",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ mmap = \"heap\", size = \"1MiB\" }, { munmap = \"heap\" }, { munlock = \"heap\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[2].munlock",
+        "mapping \"heap\" is not created by an earlier mmap step",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ mmap = \"heap\", size = \"1MiB\", locked = \"yes\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[0].locked",
+        "expected a boolean, found a string",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ mmap = \"heap\", size = \"1MiB\" }, { mlock = \"heap\", locked = true }]",
+        ]),
+        4,
+        "workload.task[0].steps[1].locked",
+        "unknown key (expected one of: mlock)",
+    );
+}
+
 #[test]
 fn machine_hugetlb_pages_out_of_range() {
     check(

@@ -871,3 +871,31 @@ fn spec_keys_are_the_keys_the_parser_accepts() {
         );
     }
 }
+
+/// §29.1: `locked = true` on mmap (MAP_LOCKED), and the `mlock`/`munlock` steps.
+#[test]
+fn s29_mlock_steps_parse() {
+    use fraglab_spec::TaskStep;
+    let text = "[machine]\nmemory = \"1GiB\"\n[workload]\nduration = \"1s\"\n[[workload.task]]\nsteps = [{ mmap = \"a\", size = \"8MiB\", locked = true }, { mmap = \"b\", size = \"4MiB\" }, { mlock = \"b\" }, { munlock = \"a\" }, { compact_memory = true }]\n";
+    let spec = parse_spec(text, "m.toml").unwrap();
+    let steps = &spec.workload.as_ref().unwrap().task[0].steps;
+    assert_eq!(
+        steps[..4],
+        [
+            TaskStep::Mmap {
+                vma: "a".into(),
+                size_bytes: 8 << 20,
+                madvise: false,
+                locked: true
+            },
+            TaskStep::Mmap {
+                vma: "b".into(),
+                size_bytes: 4 << 20,
+                madvise: false,
+                locked: false
+            },
+            TaskStep::Mlock { vma: "b".into() },
+            TaskStep::Munlock { vma: "a".into() },
+        ]
+    );
+}

@@ -81,16 +81,35 @@ impl ProgramTask {
         freed
     }
 
-    /// `mmap`: a new anonymous mapping (a mapping of the same name is unmapped first).
-    fn mmap(&mut self, cx: &mut Cx, vma: String, size_bytes: u64, madvise: bool) -> Step {
-        if let Some(mut old) = self
-            .vmas
-            .insert(vma, AnonVma::new(size_bytes.div_ceil(4096), madvise))
-        {
-            old.unmap(cx.mm, cx.cpu);
+    /// `mmap`: a new anonymous mapping (a mapping of the same name is unmapped first). With
+    /// `locked` (MAP_LOCKED, kernel-model.md §29.1.2) the mapping is VM_LOCKED and populated
+    /// in `CHUNK`-page steps as `touch` does, each fault mlocking its folio.
+    fn mmap(&mut self, cx: &mut Cx, vma: String, size_bytes: u64, madvise: bool, locked: bool) -> Step {
+        if self.progress == 0 {
+            let mut v = AnonVma::new(size_bytes.div_ceil(4096), madvise);
+            v.locked = locked;
+            if let Some(mut old) = self.vmas.insert(vma.clone(), v) {
+                old.unmap(cx.mm, cx.cpu);
+            }
+        }
+        if locked {
+            return self.touch(cx, &vma, false);
         }
         self.next();
         Step::Ran(cx.cost.context_switch_ns)
+    }
+
+    /// `mlock` (mlock(2) of the whole mapping, §29.1.2): at the step's start the mapping
+    /// becomes VM_LOCKED and its present folios are mlocked; then every page is populated in
+    /// `CHUNK`-page steps as `touch` does (`__mm_populate`), each fault mlocking its folio.
+    fn mlock(&mut self, cx: &mut Cx, vma: &str) -> Step {
+        if self.progress == 0 {
+            self.vmas
+                .get_mut(vma)
+                .expect("validated: mapped by an earlier step")
+                .mlock(cx.mm);
+        }
+        self.touch(cx, vma, false)
     }
 
     /// `touch`: up to `CHUNK` pages, in address order or in a random order (a shuffle of the
@@ -282,7 +301,8 @@ impl TaskBody for ProgramTask {
                 vma,
                 size_bytes,
                 madvise,
-            } => self.mmap(cx, vma, size_bytes, madvise),
+                locked,
+            } => self.mmap(cx, vma, size_bytes, madvise, locked),
             S::Touch { vma, random } => self.touch(cx, &vma, random),
             S::Dontneed { vma, offset, length } => {
                 let v = self.vmas.get_mut(&vma).expect("validated");
@@ -327,6 +347,15 @@ impl TaskBody for ProgramTask {
                 Step::Ran(freed * cx.cost.free_page_ns)
             }
             S::NrHugepages { count } => self.nr_hugepages(cx, count),
+            // mlock (H2, kernel-model.md §29).
+            S::Mlock { vma } => self.mlock(cx, &vma),
+            S::Munlock { vma } => {
+                if let Some(v) = self.vmas.get_mut(&vma) {
+                    v.munlock(cx.mm);
+                }
+                self.next();
+                Step::Ran(cx.cost.context_switch_ns)
+            }
             S::DropCaches => {
                 let freed = cx.mm.drop_caches(cx.cpu);
                 self.next();

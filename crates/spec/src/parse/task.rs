@@ -128,6 +128,7 @@ impl Cx<'_> {
                     vma: v,
                     size_bytes,
                     madvise: self.bool_key(s, "madvise")?,
+                    locked: self.bool_key(s, "locked")?,
                 }
             }
             "touch" => TaskStep::Touch {
@@ -176,6 +177,13 @@ impl Cx<'_> {
                     TaskStep::DropCaches
                 }
             }
+            // mlock (H2, kernel-model.md §29).
+            "mlock" => TaskStep::Mlock {
+                vma: self.step_vma(s, a, vmas)?,
+            },
+            "munlock" => TaskStep::Munlock {
+                vma: self.step_vma(s, a, vmas)?,
+            },
             _ => unreachable!("keys::STEPS"),
         })
     }
