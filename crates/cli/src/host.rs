@@ -98,7 +98,32 @@ pub fn validate(
     if format != "table" {
         eprint!("{confounders}");
     }
-    let sim = fraglab_sim::timed::run_workload(&spec).map_err(|e| e.to_string())?;
+    // --fit-memory: the simulator boots the zones the kernel had once fitted (offlining), else
+    // the spec's own machine.
+    let sim_spec = if fit_memory {
+        fraglab_host::sim_spec_for(&spec, &host)
+    } else {
+        spec.clone()
+    };
+    let sim_zones = match (&host.fit_memory, &sim_spec.machine.zones) {
+        (Some(f), Some(z)) if spec.machine.zones.is_none() => format!(
+            "# simulator on the kernel's zones once fitted ({}): {}\n",
+            f.method,
+            z.iter()
+                .map(|z| format!("{} {} pages managed", z.zone.name(), z.managed))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (Some(f), _) => format!(
+            "# simulator on the spec's machine (the kernel was fitted by {})\n",
+            f.method
+        ),
+        _ => String::new(),
+    };
+    if format != "table" {
+        eprint!("{sim_zones}");
+    }
+    let sim = fraglab_sim::timed::run_workload(&sim_spec).map_err(|e| e.to_string())?;
     let labels = vec!["kernel".to_string(), "simulator".to_string()];
     let report = fraglab_sim::compare::compare(&labels, &[vec![host], vec![sim]]);
     let text = match format.as_str() {
@@ -106,7 +131,7 @@ pub fn validate(
         "csv" => fraglab_sim::compare::format_csv(&report),
         "markdown" => fraglab_sim::compare::format_markdown(&report),
         _ => format!(
-            "# fraglab validate {}: the kernel's figures, then the simulator's with its difference\n{confounders}{}",
+            "# fraglab validate {}: the kernel's figures, then the simulator's with its difference\n{confounders}{sim_zones}{}",
             spec.file,
             fraglab_sim::compare::format_table(&report)
         ),

@@ -72,8 +72,11 @@ enum HostCmd {
         /// Count the compaction tracepoints and kmem:mm_page_alloc_extfrag during the run.
         #[arg(long)]
         trace: bool,
-        /// Hold MemTotal minus the spec's machine.memory in a hugetlb pool for the run
-        /// (vm.nr_hugepages, restored after), so memory pressure comes at the spec's size.
+        /// Take MemTotal minus the spec's machine.memory out of the machine for the run, so
+        /// memory pressure comes at the spec's size: memory blocks of zone Normal offlined from
+        /// the top (onlined after, also by `host restore`), or where offlining is unavailable a
+        /// hugetlb pool (vm.nr_hugepages, restored after). `validate` then simulates the zones
+        /// the kernel had once fitted.
         #[arg(long)]
         fit_memory: bool,
     },

@@ -129,6 +129,12 @@ pub struct Cleanup {
     /// back on (only `/sys/kernel/mm/damon/admin/kdamonds/N/state`; [`crate::damon`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub damon_on: Vec<PathBuf>,
+    /// `--fit-memory` by offlining: the memory blocks (`memoryN` indices under
+    /// /sys/devices/system/memory) the run may have taken offline, each recorded before
+    /// `offline` was written to it; those that read offline are onlined again
+    /// ([`crate::memblock::online_blocks`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offline_blocks: Vec<u64>,
 }
 
 fn ours(p: &Path, prefix: &str) -> bool {
@@ -159,6 +165,10 @@ impl Cleanup {
             }
         }
         failed.extend(crate::damon::turn_on(&self.damon_on));
+        failed.extend(crate::memblock::online_blocks(
+            Path::new(crate::memblock::MEMORY_SYSFS),
+            &self.offline_blocks,
+        ));
         if let Some(n) = self.hugetlb_pages {
             if let Err(e) = std::fs::write(crate::hugetlb::NR_HUGEPAGES, n.to_string()) {
                 failed.push(format!("{}: {e}", crate::hugetlb::NR_HUGEPAGES));
@@ -210,10 +220,11 @@ fn write_state_file(path: &Path, state: &StateFile) -> Result<(), HostError> {
 }
 
 /// Puts back the knobs saved in a state file left by a run that was killed (SIGKILL) before it
-/// could restore them (and what its cleanup lists: kdamonds turned off, the hugetlb pool, ...),
+/// could restore them (and what its cleanup lists: kdamonds turned off, memory blocks taken
+/// offline, the hugetlb pool, ...),
 /// then removes the file. Refuses while the process that wrote it is still alive (it would
 /// restore under a running workload). Returns the restored (name, value)s, a kdamond turned
-/// back on as (its state file, "on").
+/// back on as (its state file, "on"), a memory block as (its state file, "online").
 pub fn restore_from_state_file(path: &Path) -> Result<Vec<(String, String)>, HostError> {
     let text = std::fs::read_to_string(path).map_err(|e| HostError::io(path.display().to_string(), e))?;
     let state: StateFile = serde_json::from_str(&text)
@@ -267,6 +278,14 @@ pub fn restore_from_state_file(path: &Path) -> Result<Vec<(String, String)>, Hos
                 .iter()
                 .map(|p| (p.display().to_string(), "on".to_string())),
         )
+        .chain(state.cleanup.offline_blocks.iter().map(|i| {
+            (
+                crate::memblock::state_path(Path::new(crate::memblock::MEMORY_SYSFS), *i)
+                    .display()
+                    .to_string(),
+                "online".to_string(),
+            )
+        }))
         .collect())
 }
 

@@ -25,12 +25,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use fraglab_spec::result::{HostConfounders, RunResult, RESULT_SCHEMA};
+use fraglab_spec::{Spec, ZoneSpec, ZoneType};
 
 pub mod confounders;
 pub mod damon;
 mod error;
 pub mod hugetlb;
 pub mod knobs;
+pub mod memblock;
 mod preflight;
 pub mod procfs;
 mod run;
@@ -79,9 +81,12 @@ pub struct HostOptions {
     /// page cache (POSIX_FADV_DONTNEED), so reads do I/O; false: sparse files (default true).
     pub prefill_read_files: bool,
     /// Take the difference between this machine's MemTotal and the spec's `machine.memory`
-    /// out of the page allocator for the run, as a hugetlb pool ([`hugetlb`]), so memory
-    /// pressure comes at the spec's size (default false).
+    /// out of the machine for the run, so memory pressure comes at the spec's size (default
+    /// false): memory blocks of zone Normal taken offline ([`memblock`]), or where that is
+    /// unavailable a hugetlb pool ([`hugetlb`]).
     pub fit_memory: bool,
+    /// With `fit_memory`: always the hugetlb pool, never offlining (default false).
+    pub fit_by_hugetlb: bool,
 }
 
 impl Default for HostOptions {
@@ -98,8 +103,41 @@ impl Default for HostOptions {
             state_file: None,
             prefill_read_files: true,
             fit_memory: false,
+            fit_by_hugetlb: false,
         }
     }
+}
+
+/// The spec the simulator's arm of `fraglab validate --fit-memory` runs: `spec` with
+/// `[[machine.zone]]`s equal to the zones the host run had once it was fitted by offlining
+/// memory blocks (its [`FitMemory::zones`](fraglab_spec::result::FitMemory): this VM's DMA
+/// and DMA32 and the Normal zone that is left, `memory` then unset as with explicit zones).
+/// A host run fitted by the hugetlb pool (whose zones still span the whole machine) or not
+/// fitted at all gives `spec` unchanged.
+pub fn sim_spec_for(spec: &Spec, host: &RunResult) -> Spec {
+    let mut s = spec.clone();
+    let Some(fit) = host.fit_memory.as_ref().filter(|f| f.method == "offline") else {
+        return s;
+    };
+    let zones: Vec<ZoneSpec> = fit
+        .zones
+        .iter()
+        .filter_map(|z| {
+            Some(ZoneSpec {
+                zone: ZoneType::from_name(&z.name).filter(|t| *t != ZoneType::Device)?,
+                start_pfn: z.start_pfn,
+                spanned: z.spanned,
+                present: z.present,
+                managed: z.managed,
+            })
+        })
+        .collect();
+    if zones.is_empty() {
+        return s;
+    }
+    s.machine.zones = Some(zones);
+    s.machine.memory_bytes = None;
+    s
 }
 
 /// `proc_start`/`proc_end` of a run: the /proc files, `knobs` and the `host` facts.

@@ -9,7 +9,8 @@ use std::time::Duration;
 use fraglab_spec::{Spec, TaskParams, TaskStep, WorkloadSpec};
 
 use crate::{
-    hugetlb, knob_path, knobs, procfs, trace, HostError, HostOptions, FILES_PER_SLAB_PAGE, GIB, MIN_KERNEL,
+    hugetlb, knob_path, knobs, memblock, procfs, trace, HostError, HostOptions, FILES_PER_SLAB_PAGE, GIB,
+    MIN_KERNEL,
 };
 
 /// One knob as the run will change it.
@@ -46,8 +47,13 @@ pub struct Plan {
     /// The parent of the run's directory.
     pub workdir_parent: PathBuf,
     pub duration: Duration,
-    /// `--fit-memory`: the hugetlb pool the run will hold.
+    /// `--fit-memory` by the hugetlb pool (the fallback), or `machine.hugetlb_pages`: the pool
+    /// the run will hold.
     pub fit: Option<hugetlb::Fit>,
+    /// `--fit-memory` by offlining: the memory blocks the run will take offline.
+    pub offline: Option<memblock::OfflinePlan>,
+    /// `--fit-memory` by the hugetlb pool: why offlining was not used.
+    pub fit_fallback: Option<String>,
     /// §28.1: the largest `nr_hugepages` step of any task (2 MiB pages), when the spec has one:
     /// the run records the pool's size before it in the state file and writes it back after.
     pub hugetlb_step_pages: Option<u64>,
@@ -99,10 +105,20 @@ impl fmt::Display for Plan {
             gib(self.mem_available_bytes),
             gib(self.mem_floor_bytes)
         )?;
+        if let Some(o) = &self.offline {
+            writeln!(
+                f,
+                "fit: {}, each recorded in the state file before it goes offline and onlined again at the end",
+                o.describe()
+            )?;
+        }
+        if let Some(why) = &self.fit_fallback {
+            writeln!(f, "fit: offlining unavailable ({why}): hugetlb pool instead")?;
+        }
         if let Some(fit) = &self.fit {
             writeln!(
                 f,
-                "fit memory: {} hugetlb pages ({}) held for the run, leaving {} of {} to the \
+                "fit: hugetlb pool: {} hugetlb pages ({}) held for the run, leaving {} of {} to the \
                  page allocator (vm.nr_hugepages {} -> {}, restored at the end)",
                 fit.pages,
                 gib(fit.bytes()),
@@ -255,7 +271,7 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
     let knobs = planned_knobs(spec)?;
     let fp = footprint(spec, w);
     let meminfo = procfs::read("/proc/meminfo")?;
-    let fit = fit_memory(spec, opts, &meminfo)?;
+    let (fit, offline, fit_fallback) = fit_memory(spec, opts, &meminfo)?;
     let step = nr_hugepages_step(w);
     let step_pages = match step {
         Some(_) => {
@@ -266,6 +282,11 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
     };
     // The pool comes out of what is available now (the largest step's pool too).
     let avail = procfs::mem_available()?.saturating_sub(fit.as_ref().map_or(0, |f| f.bytes()));
+    if let Some(o) = &offline {
+        check_offline_floor(o, avail, opts.mem_floor_bytes)?;
+    }
+    // Offlining migrates the blocks' pages into the rest of the machine.
+    let avail = avail.saturating_sub(offline.as_ref().map_or(0, |o| o.bytes()));
     if let (Some((t, count)), Some(_)) = (step, step_pages) {
         check_step_floor(spec, t, count, avail, opts.mem_floor_bytes)?;
     }
@@ -273,7 +294,7 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
     check_memory_limits(opts, &fp, avail)?;
     let parent = opts.workdir.clone().unwrap_or_else(|| PathBuf::from("/var/tmp"));
     check_disk(&parent, &fp)?;
-    let notes = machine_notes(spec, w, opts, &parent, fit.is_some());
+    let notes = machine_notes(spec, w, opts, &parent, fit.is_some(), offline.is_some());
     let mut duration = Duration::from_nanos(w.duration_ns);
     if let Some(m) = opts.max_duration {
         duration = duration.min(m);
@@ -295,6 +316,8 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
         workdir_parent: parent,
         duration,
         fit,
+        offline,
+        fit_fallback,
         hugetlb_step_pages: step_pages,
         notes,
     })
@@ -496,29 +519,61 @@ fn footprint(spec: &Spec, w: &WorkloadSpec) -> Footprint {
     fp
 }
 
-/// The hugetlb pool of the run: the spec's `machine.hugetlb_pages`, or with `--fit-memory` the
-/// difference between MemTotal and the spec's `machine.memory` ([`hugetlb::plan`]).
-fn fit_memory(spec: &Spec, opts: &HostOptions, meminfo: &str) -> Result<Option<hugetlb::Fit>, HostError> {
-    Ok(if spec.machine.hugetlb_pages > 0 {
+/// The fitting of the run, as (pool, blocks to offline, why the pool instead of offlining):
+/// the spec's `machine.hugetlb_pages` (a pool), or with `--fit-memory` the difference between
+/// MemTotal and the spec's `machine.memory` taken out by offlining memory blocks
+/// ([`memblock::plan`]), or where that is unavailable (or `fit_by_hugetlb`) held in a hugetlb
+/// pool ([`hugetlb::plan`]).
+type Fitting = (
+    Option<hugetlb::Fit>,
+    Option<memblock::OfflinePlan>,
+    Option<String>,
+);
+
+fn fit_memory(spec: &Spec, opts: &HostOptions, meminfo: &str) -> Result<Fitting, HostError> {
+    if spec.machine.hugetlb_pages > 0 {
         if opts.fit_memory {
             return Err(HostError::Unsupported(format!(
                 "{}: --fit-memory with machine.hugetlb_pages (the spec already sets the pool)",
                 spec.file
             )));
         }
-        Some(hugetlb::exact(
-            meminfo,
-            hugetlb::current_pages()?,
-            spec.machine.hugetlb_pages,
-        )?)
-    } else if opts.fit_memory {
-        let target = spec.machine.memory_bytes.ok_or_else(|| {
-            HostError::Unsupported(format!("{}: --fit-memory needs machine.memory", spec.file))
-        })?;
-        Some(hugetlb::plan(meminfo, hugetlb::current_pages()?, target)?)
+        let pool = hugetlb::exact(meminfo, hugetlb::current_pages()?, spec.machine.hugetlb_pages)?;
+        return Ok((Some(pool), None, None));
+    }
+    if !opts.fit_memory {
+        return Ok((None, None, None));
+    }
+    let target = spec
+        .machine
+        .memory_bytes
+        .ok_or_else(|| HostError::Unsupported(format!("{}: --fit-memory needs machine.memory", spec.file)))?;
+    let why = if opts.fit_by_hugetlb {
+        "the hugetlb pool asked for".to_string()
     } else {
-        None
-    })
+        match memblock::plan(Path::new(memblock::MEMORY_SYSFS), meminfo, target)? {
+            memblock::Availability::Offline(p) => return Ok((None, Some(p), None)),
+            memblock::Availability::Unavailable(why) => why,
+        }
+    };
+    let pool = hugetlb::plan(meminfo, hugetlb::current_pages()?, target)?;
+    Ok((Some(pool), None, Some(why)))
+}
+
+/// Offlining migrates what the blocks hold into the rest of the machine: refused when
+/// MemAvailable (`avail`) minus the memory taken would go under the floor.
+fn check_offline_floor(o: &memblock::OfflinePlan, avail: u64, floor: u64) -> Result<(), HostError> {
+    if avail.saturating_sub(o.bytes()) < floor {
+        return Err(HostError::Unsafe(format!(
+            "--fit-memory: taking {} offline ({} blocks) would leave MemAvailable {} under the \
+             floor of {} (--floor)",
+            gib(o.bytes()),
+            o.blocks,
+            gib(avail.saturating_sub(o.bytes())),
+            gib(floor)
+        )));
+    }
+    Ok(())
 }
 
 /// The anonymous cap, the MemAvailable floor (`avail` net of the pool) and the slab-file limit.
@@ -580,7 +635,14 @@ fn check_disk(parent: &Path, fp: &Footprint) -> Result<(), HostError> {
 
 /// Things to know about this machine and how the run fits it (the plan's `note:` lines), in
 /// order: the run directory's filesystem, the host's features, then the spec against the machine.
-fn machine_notes(spec: &Spec, w: &WorkloadSpec, opts: &HostOptions, parent: &Path, fit: bool) -> Vec<String> {
+fn machine_notes(
+    spec: &Spec,
+    w: &WorkloadSpec,
+    opts: &HostOptions,
+    parent: &Path,
+    fit: bool,
+    offline: bool,
+) -> Vec<String> {
     let mut notes = Vec::new();
     let facts = procfs::host_facts();
     if !fio_rings(spec).is_empty()
@@ -617,13 +679,19 @@ fn machine_notes(spec: &Spec, w: &WorkloadSpec, opts: &HostOptions, parent: &Pat
             None => "tracefs not mounted: it will be mounted for the run and unmounted after".into(),
         });
     }
-    notes.extend(spec_vs_machine_notes(spec, w, opts, fit));
+    notes.extend(spec_vs_machine_notes(spec, w, opts, fit, offline));
     notes
 }
 
 /// Where the spec and this machine differ (memory, CPUs), steps that act on the whole machine,
 /// and a `run.trace` that tracing off will not record.
-fn spec_vs_machine_notes(spec: &Spec, w: &WorkloadSpec, opts: &HostOptions, fit: bool) -> Vec<String> {
+fn spec_vs_machine_notes(
+    spec: &Spec,
+    w: &WorkloadSpec,
+    opts: &HostOptions,
+    fit: bool,
+    offline: bool,
+) -> Vec<String> {
     let mut notes = Vec::new();
     let total = procfs::read("/proc/meminfo")
         .ok()
@@ -639,12 +707,18 @@ fn spec_vs_machine_notes(spec: &Spec, w: &WorkloadSpec, opts: &HostOptions, fit:
                 .and_then(|z| procfs::zone_min_pages(&z))
                 .map_or("?".to_string(), |p| p.to_string())
         ));
+    } else if offline {
+        notes.push(
+            "the blocks taken offline leave the zones: watermarks and compaction are those of the \
+             smaller machine (the result records the zones once fitted)"
+                .into(),
+        );
     } else if let Some(m) = spec.machine.memory_bytes {
         if m.abs_diff(total) > total / 10 {
             notes.push(format!(
                 "the spec's machine.memory ({}) is the simulator's; this machine has {} \
                  (MemTotal), and the workload runs at the spec's absolute sizes \
-                 (--fit-memory holds the difference in a hugetlb pool)",
+                 (--fit-memory takes the difference offline)",
                 gib(m),
                 gib(total)
             ));

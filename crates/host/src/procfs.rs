@@ -136,6 +136,44 @@ pub fn zone_min_pages(zoneinfo: &str) -> Option<u64> {
     (!v.is_empty()).then(|| v.iter().sum())
 }
 
+/// Node 0's zones in /proc/zoneinfo (`Node 0, zone NAME` sections: `spanned`, `present`,
+/// `managed`, `start_pfn:`), the populated ones (spanned > 0), in pfn order.
+pub fn parse_zones(zoneinfo: &str) -> Vec<fraglab_spec::result::ZoneLayout> {
+    let mut zones = Vec::new();
+    let mut cur: Option<fraglab_spec::result::ZoneLayout> = None;
+    for l in zoneinfo.lines() {
+        if let Some(rest) = l.strip_prefix("Node ") {
+            zones.extend(cur.take());
+            if let Some((node, zone)) = rest.split_once(", zone") {
+                if node.trim() == "0" {
+                    cur = Some(fraglab_spec::result::ZoneLayout {
+                        name: zone.trim().to_string(),
+                        ..Default::default()
+                    });
+                }
+            }
+            continue;
+        }
+        let Some(z) = cur.as_mut() else { continue };
+        let mut it = l.split_whitespace();
+        let (Some(k), Some(v)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let Ok(v) = v.parse::<u64>() else { continue };
+        match k {
+            "spanned" => z.spanned = v,
+            "present" => z.present = v,
+            "managed" => z.managed = v,
+            "start_pfn:" => z.start_pfn = v,
+            _ => {}
+        }
+    }
+    zones.extend(cur);
+    zones.retain(|z| z.spanned > 0);
+    zones.sort_by_key(|z| z.start_pfn);
+    zones
+}
+
 /// MemAvailable in bytes, now.
 pub fn mem_available() -> Result<u64, HostError> {
     let t = read("/proc/meminfo")?;
@@ -297,5 +335,25 @@ Node 0, zone   Normal            3            4            1            0       
         assert!(want > 0);
         assert_eq!(zone_min_pages(t), Some(want));
         assert_eq!(zone_min_pages("Node 0, zone DMA\n  pages free 3\n"), None);
+    }
+
+    #[test]
+    fn zones_of_node_0_from_zoneinfo() {
+        let z = parse_zones(include_str!("../tests/data/zoneinfo.txt"));
+        let got: Vec<(&str, u64, u64, u64, u64)> = z
+            .iter()
+            .map(|z| (z.name.as_str(), z.start_pfn, z.spanned, z.present, z.managed))
+            .collect();
+        // Movable and Device span nothing and are left out.
+        assert_eq!(
+            got,
+            vec![
+                ("DMA", 1, 4095, 3998, 3840),
+                ("DMA32", 4096, 1_044_480, 782_336, 772_917),
+                ("Normal", 1_048_576, 5_505_024, 5_505_024, 327_680),
+            ]
+        );
+        let node1 = "Node 1, zone   Normal\n        spanned  10\n  start_pfn: 5\n";
+        assert!(parse_zones(node1).is_empty());
     }
 }

@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fraglab_spec::result::{
-    BurstResult, Histogram, HostConfounders, RunResult, Sample, ThpChallengeResult, RESULT_SCHEMA,
+    BurstResult, FitMemory, Histogram, HostConfounders, RunResult, Sample, ThpChallengeResult, RESULT_SCHEMA,
 };
 use fraglab_spec::{Spec, WorkloadSpec, TRACE_EVENTS};
 
 use crate::preflight::{fio_rings, preflight, Plan};
 use crate::{
-    confounders, default_state_file, hugetlb, knobs, procfs, read_all_knobs, signals, start_proc, trace,
-    worker, HostError, HostOptions, KnobGuard,
+    confounders, default_state_file, hugetlb, knobs, memblock, procfs, read_all_knobs, signals, start_proc,
+    trace, worker, HostError, HostOptions, KnobGuard,
 };
 
 /// The run's directory, removed (with everything in it) on drop.
@@ -111,8 +111,14 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     } else {
         Vec::new()
     };
-    // --fit-memory: the pool is recorded in the state file before it is filled, and given
-    // back (Pool's drop) on every way out of this function.
+    // --fit-memory by offlining: each block is recorded in the state file before it goes
+    // offline, and onlined again (Offlined's drop) on every way out of this function.
+    let mut blocks = match &plan.offline {
+        Some(o) => Some(take_offline(o, &mut guard, &signals)?),
+        None => None,
+    };
+    // --fit-memory by the pool: the pool is recorded in the state file before it is filled,
+    // and given back (Pool's drop) on every way out of this function.
     let mut pool = match &plan.fit {
         Some(fit) => {
             guard.update_cleanup(|c| c.hugetlb_pages = Some(fit.before))?;
@@ -131,6 +137,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         }
         None => None,
     };
+    let fit_memory = fitted(&plan, blocks.as_ref(), pool.as_ref(), opts)?;
     let run_knobs = read_all_knobs();
     let mut tracing = start_tracing(spec, opts, &mut guard)?;
     let proc_start = run_proc_start(&plan, pool.as_ref(), &run_knobs)?;
@@ -170,6 +177,9 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         proc_end.insert("nr_hugepages".into(), format!("{}\n", hugetlb::current_pages()?));
         p.release()?;
     }
+    if let Some(b) = blocks.as_mut() {
+        b.release()?;
+    }
     guard.restore()?;
     if let Some(p) = pool.as_mut() {
         p.release()?;
@@ -206,9 +216,75 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         wall_ns: end_ns,
         confounders: Some(HostConfounders {
             damon_turned_off,
+            fit_memory: fit_memory.as_ref().map(|f| f.description.clone()),
             ..HostConfounders::from_readings(confounders_start, confounders_end)
         }),
+        fit_memory,
     })
+}
+
+/// `--fit-memory` by offlining ([`memblock::offline`]): each block recorded in the state file
+/// before it goes offline; a SIGINT/SIGTERM meanwhile stops (the blocks taken are onlined).
+fn take_offline(
+    o: &memblock::OfflinePlan,
+    guard: &mut KnobGuard,
+    signals: &signals::SignalFlag,
+) -> Result<memblock::Offlined, HostError> {
+    let limits = memblock::Limits::for_plan(o);
+    let mut write = |p: &Path, v: &str| memblock::write_bounded(p, v, limits.per_block);
+    let mut record = |i: u64| {
+        if let Some(sig) = signals.caught() {
+            return Err(HostError::Interrupted(sig));
+        }
+        guard.update_cleanup(|c| c.offline_blocks.push(i))
+    };
+    memblock::offline(o, limits, &mut write, &mut record)
+}
+
+/// The result's record of `--fit-memory` (None without it): the method, the plan's line, and
+/// MemTotal and node 0's zones once fitted.
+fn fitted(
+    plan: &Plan,
+    blocks: Option<&memblock::Offlined>,
+    pool: Option<&hugetlb::Pool>,
+    opts: &HostOptions,
+) -> Result<Option<FitMemory>, HostError> {
+    if !opts.fit_memory {
+        return Ok(None);
+    }
+    let meminfo = procfs::read("/proc/meminfo")?;
+    let total = procfs::meminfo_bytes(&meminfo, "MemTotal").unwrap_or(0);
+    let zones = procfs::parse_zones(&procfs::read("/proc/zoneinfo")?);
+    let mut f = FitMemory {
+        mem_total_fitted: total,
+        zones,
+        ..Default::default()
+    };
+    if let (Some(o), Some(b)) = (&plan.offline, blocks) {
+        f.method = "offline".into();
+        f.description = b.describe(o);
+        f.target_bytes = o.target;
+        f.mem_total_before = o.mem_total;
+        f.blocks = b.blocks.clone();
+        f.block_bytes = b.block_bytes;
+    } else if let (Some(fit), Some(p)) = (&plan.fit, pool) {
+        f.method = "hugetlb".into();
+        f.description = format!(
+            "hugetlb pool of {} pages of {} MiB ({} asked; {} MiB of MemTotal {} MiB left to the \
+             page allocator for machine.memory {} MiB; offlining unavailable: {})",
+            p.pages,
+            fit.page_bytes >> 20,
+            fit.pages,
+            p.outside(fit) >> 20,
+            fit.mem_total >> 20,
+            fit.target >> 20,
+            plan.fit_fallback.as_deref().unwrap_or("?")
+        );
+        f.target_bytes = fit.target;
+        f.mem_total_before = fit.mem_total;
+        f.hugetlb_pages = p.pages;
+    }
+    Ok(Some(f))
 }
 
 /// `[host] damon = "off"`: records the kdamonds that are on in the state file, then turns them

@@ -625,10 +625,13 @@ fn child_helper() {
     let knobs = std::env::var("FRAGLAB_HOST_TEST_KNOBS").unwrap();
     let extra = std::env::var("FRAGLAB_HOST_TEST_EXTRA").unwrap_or_default();
     let first = std::env::var("FRAGLAB_HOST_TEST_FIRST_STEPS").unwrap_or_default();
+    // --fit-memory to this many KiB (the offlining kill tests).
+    let fit = std::env::var("FRAGLAB_HOST_TEST_FIT_KIB").ok();
+    let memory = fit.as_ref().map_or("1GiB".to_string(), |k| format!("{k}KiB"));
     let s = spec(&format!(
         r#"
 [machine]
-memory = "1GiB"
+memory = "{memory}"
 [knobs]
 {knobs}{extra}[workload]
 duration = "60s"
@@ -639,6 +642,7 @@ steps = [{first}{{ mmap = "a", size = "32MiB" }}, {{ touch = "a" }}, {{ sleep = 
     ));
     let opts = HostOptions {
         state_file: Some(PathBuf::from(state)),
+        fit_memory: fit.is_some(),
         ..Default::default()
     };
     match host_run(&s, &opts) {
@@ -690,9 +694,24 @@ fn start_child_steps(
     extra: &str,
     first: &str,
 ) -> (std::process::Child, PathBuf) {
+    start_child_fit(tag, k, extra, first, None)
+}
+
+/// [`start_child_steps`], the child run with `--fit-memory` to `fit_kib` KiB when given.
+fn start_child_fit(
+    tag: &str,
+    k: &[(&str, String, String)],
+    extra: &str,
+    first: &str,
+    fit_kib: Option<u64>,
+) -> (std::process::Child, PathBuf) {
     let state = state_path(tag);
     let _ = std::fs::remove_file(&state);
-    let child = Command::new(std::env::current_exe().unwrap())
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    if let Some(f) = fit_kib {
+        cmd.env("FRAGLAB_HOST_TEST_FIT_KIB", f.to_string());
+    }
+    let child = cmd
         .args([
             "--exact",
             "child_helper",
@@ -803,7 +822,8 @@ fn state_file_restores_after_sigkill() {
     ));
 }
 
-/// `--fit-memory`: the run holds MemTotal minus the spec's memory in a hugetlb pool (here
+/// `--fit-memory` with the hugetlb pool (the fallback of offlining, forced here by
+/// `fit_by_hugetlb`): the run holds MemTotal minus the spec's memory in a hugetlb pool (here
 /// 1 GiB: a target 1 GiB under MemTotal) and gives it back at the end; a state file with the
 /// pool in its cleanup puts the pool back after a killed run; a target above the machine is
 /// refused.
@@ -833,10 +853,12 @@ madvised = true
     ));
     let opts = HostOptions {
         fit_memory: true,
+        fit_by_hugetlb: true,
         ..Default::default()
     };
     let plan = preflight(&s, &opts).unwrap();
     let fit = plan.fit.clone().expect("a planned pool");
+    assert!(plan.offline.is_none());
     assert_eq!(fit.pages, (total - (target_kib << 10)) / fit.page_bytes);
     assert!(plan.to_string().contains("hugetlb pages"), "{plan}");
     let r = host_run(&s, &opts).unwrap();
@@ -1207,5 +1229,247 @@ fn s28_1_nr_hugepages_pool_is_restored_after_sigterm() {
     assert_eq!(st.code(), Some(128 + libc::SIGTERM), "exit status {st:?}");
     assert_eq!(held, 64, "the task's step did not fill the pool");
     assert_eq!(now, 0, "pool not given back after SIGTERM");
+    assert!(!state.exists(), "state file left after a clean restore");
+}
+
+// ---- --fit-memory by offlining memory blocks (issue 19, item 4). ----
+
+/// The memory blocks that read `offline` now.
+fn offline_blocks() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(fraglab_host::memblock::MEMORY_SYSFS)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| {
+                    std::fs::read_to_string(e.path().join("state")).is_ok_and(|s| s.trim() == "offline")
+                })
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn mem_total() -> u64 {
+    let m = std::fs::read_to_string("/proc/meminfo").unwrap();
+    fraglab_host::procfs::meminfo_bytes(&m, "MemTotal").unwrap()
+}
+
+/// Onlines every block the test may have left offline (after an assertion failed).
+fn online_all(blocks: &[String]) {
+    for b in blocks {
+        let p = Path::new(fraglab_host::memblock::MEMORY_SYSFS)
+            .join(b)
+            .join("state");
+        let _ = std::fs::write(p, "online_kernel");
+    }
+}
+
+/// A target 2 GiB under MemTotal: 16 blocks of 128 MiB on this VM.
+fn fit_target() -> (u64, u64) {
+    let total = mem_total();
+    (total, (total - 2 * GIB) >> 10)
+}
+
+/// `--fit-memory` by offlining: preflight plans blocks from the top of zone Normal, the run
+/// takes them offline (MemTotal sampled during the run is the target plus less than one block,
+/// and the result records the method, the blocks and the zones once fitted), and every block
+/// is online again after the run.
+#[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
+fn fit_memory_offlines_blocks_for_the_run_and_onlines_them_after() {
+    let _g = live();
+    assert!(
+        offline_blocks().is_empty(),
+        "blocks offline before the test: {:?}",
+        offline_blocks()
+    );
+    let (total, target_kib) = fit_target();
+    let target = target_kib << 10;
+    let s = spec(&format!(
+        r#"
+[machine]
+memory = "{target_kib}KiB"
+[workload]
+duration = "3s"
+[[workload.task]]
+steps = [{{ mmap = "a", size = "32MiB" }}, {{ touch = "a" }}, {{ sleep = "2s" }}]
+"#
+    ));
+    let opts = HostOptions {
+        fit_memory: true,
+        ..Default::default()
+    };
+    let plan = preflight(&s, &opts).unwrap();
+    let o = plan.offline.clone().expect("offlining planned on this VM");
+    assert!(plan.fit.is_none(), "no pool with offlining");
+    assert_eq!(o.blocks, (total - target) / o.block_bytes);
+    assert!(
+        plan.to_string().contains("fit: offline 16 blocks of 128 MiB ("),
+        "{plan}"
+    );
+    let run = std::thread::spawn(move || host_run(&s, &opts));
+    let mut min_total = total;
+    while !run.is_finished() {
+        min_total = min_total.min(mem_total());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = run.join().unwrap();
+    let left = offline_blocks();
+    online_all(&left);
+    let r = r.unwrap();
+    let f = r.fit_memory.clone().expect("the result records the fitting");
+    println!(
+        "fit: {}; MemTotal {} -> {} (sampled minimum {}), target {target}",
+        f.description, total, f.mem_total_fitted, min_total
+    );
+    for z in &f.zones {
+        println!(
+            "  zone {} start_pfn {} spanned {} present {} managed {}",
+            z.name, z.start_pfn, z.spanned, z.present, z.managed
+        );
+    }
+    assert!(left.is_empty(), "blocks left offline after the run: {left:?}");
+    assert_eq!(mem_total(), total, "MemTotal not back after the run");
+    assert_eq!(f.method, "offline");
+    assert_eq!(f.blocks.len() as u64, o.blocks);
+    assert!(
+        (target..target + o.block_bytes).contains(&min_total),
+        "MemTotal during the run {min_total}, target {target}"
+    );
+    assert_eq!(min_total, f.mem_total_fitted);
+    assert!(
+        r.confounders
+            .as_ref()
+            .unwrap()
+            .summary()
+            .contains("#   fit: offline 16 blocks of 128 MiB ("),
+        "{}",
+        r.confounders.as_ref().unwrap().summary()
+    );
+    // The zones once fitted: Normal lost the blocks' pages; the simulator boots them.
+    let normal = f
+        .zones
+        .iter()
+        .find(|z| z.name == "Normal")
+        .expect("a Normal zone");
+    let before = fraglab_host::procfs::parse_zones(&std::fs::read_to_string("/proc/zoneinfo").unwrap());
+    let normal_now = before.iter().find(|z| z.name == "Normal").unwrap();
+    assert_eq!(
+        normal_now.present - normal.present,
+        o.blocks * (o.block_bytes >> 12)
+    );
+    let sim = fraglab_host::sim_spec_for(&preflight_spec(target_kib), &r);
+    assert_eq!(sim.machine.zones.as_ref().map(Vec::len), Some(f.zones.len()));
+}
+
+fn preflight_spec(target_kib: u64) -> fraglab_spec::Spec {
+    spec(&format!(
+        "[machine]\nmemory = \"{target_kib}KiB\"\n[workload]\nduration = \"1s\"\n\
+         [[workload.task]]\nsteps = [{{ sleep = \"1s\" }}]\n"
+    ))
+}
+
+/// Preflight refuses offlining that would leave MemAvailable under the floor, before anything
+/// changes.
+#[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
+fn fit_memory_offlining_is_refused_under_the_floor() {
+    let _g = live();
+    let (_, target_kib) = fit_target();
+    let avail = fraglab_host::procfs::mem_available().unwrap();
+    let opts = HostOptions {
+        fit_memory: true,
+        // 1 GiB under MemAvailable: taking 2 GiB goes under it.
+        mem_floor_bytes: avail - GIB,
+        ..Default::default()
+    };
+    let e = preflight(&preflight_spec(target_kib), &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("--fit-memory: taking 2.00 GiB offline (16 blocks)"),
+        "{e}"
+    );
+    assert!(offline_blocks().is_empty());
+}
+
+/// A run with `--fit-memory` killed with SIGKILL leaves its blocks offline and listed in its
+/// state file; `restore_from_state_file` (`fraglab host restore`) onlines every one.
+#[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
+fn fit_memory_blocks_are_onlined_by_restore_after_sigkill() {
+    let _g = live();
+    assert!(
+        offline_blocks().is_empty(),
+        "blocks offline before the test: {:?}",
+        offline_blocks()
+    );
+    let (total, target_kib) = fit_target();
+    let (mut child, state) = start_child_fit("fitkill", &[], "", "", Some(target_kib));
+    let during = mem_total();
+    // SAFETY: signalling the child this test started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let st = child.wait().unwrap();
+    wait_gone(&state);
+    let left = offline_blocks();
+    let saved: Option<fraglab_host::StateFile> = std::fs::read_to_string(&state)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    // Restore before asserting, so that a failed assertion does not leave blocks offline.
+    let restored = restore_from_state_file(&state);
+    let after = offline_blocks();
+    online_all(&after);
+    assert_eq!(st.code(), None, "killed by a signal");
+    let saved = saved.expect("a state file after SIGKILL");
+    println!(
+        "MemTotal during the run {during} of {total}; offline after SIGKILL: {}",
+        left.len()
+    );
+    assert_eq!(left.len(), 16, "the killed run's blocks: {left:?}");
+    let listed: Vec<String> = saved
+        .cleanup
+        .offline_blocks
+        .iter()
+        .map(|i| format!("memory{i}"))
+        .collect();
+    assert!(
+        left.iter().all(|b| listed.contains(b)),
+        "{left:?} not all in {listed:?}"
+    );
+    let restored = restored.unwrap();
+    assert_eq!(restored.len(), listed.len());
+    assert!(after.is_empty(), "blocks still offline after restore: {after:?}");
+    assert_eq!(mem_total(), total);
+    assert!(during < total - GIB, "MemTotal {during} during the run");
+    assert!(!state.exists(), "state file not removed after restore");
+}
+
+/// A run with `--fit-memory` stopped by SIGTERM onlines its blocks before it exits.
+#[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
+fn fit_memory_blocks_are_onlined_after_sigterm() {
+    let _g = live();
+    assert!(
+        offline_blocks().is_empty(),
+        "blocks offline before the test: {:?}",
+        offline_blocks()
+    );
+    let (total, target_kib) = fit_target();
+    let (mut child, state) = start_child_fit("fitterm", &[], "", "", Some(target_kib));
+    let during = offline_blocks().len();
+    // SAFETY: signalling the child this test started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let st = child.wait().unwrap();
+    wait_gone(&state);
+    let after = offline_blocks();
+    if !after.is_empty() {
+        let _ = restore_from_state_file(&state);
+        online_all(&after);
+    }
+    assert_eq!(st.code(), Some(128 + libc::SIGTERM), "exit status {st:?}");
+    assert_eq!(during, 16);
+    assert!(after.is_empty(), "blocks left offline after SIGTERM: {after:?}");
+    assert_eq!(mem_total(), total);
     assert!(!state.exists(), "state file left after a clean restore");
 }

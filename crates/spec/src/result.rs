@@ -67,6 +67,45 @@ pub struct RunResult {
     /// (and from their JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confounders: Option<HostConfounders>,
+    /// Host only, `--fit-memory`: how the machine was fitted to the spec's `machine.memory`
+    /// and the zones it had once fitted. Absent otherwise (and from the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit_memory: Option<FitMemory>,
+}
+
+/// How a host run fitted the machine to the spec's `machine.memory` (`--fit-memory`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FitMemory {
+    /// "offline" (memory blocks taken offline) or "hugetlb" (a hugetlb pool held, the fallback).
+    pub method: String,
+    /// The plan's line, as printed: `offline N blocks of 128 MiB (…)` or `hugetlb pool …`.
+    pub description: String,
+    /// The spec's `machine.memory`.
+    pub target_bytes: u64,
+    /// MemTotal before fitting and once fitted.
+    pub mem_total_before: u64,
+    pub mem_total_fitted: u64,
+    /// "offline": the memory blocks taken (`memoryN` indices) and their size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<u64>,
+    #[serde(default)]
+    pub block_bytes: u64,
+    /// "hugetlb": the pages held in the pool.
+    #[serde(default)]
+    pub hugetlb_pages: u64,
+    /// Node 0's populated zones from /proc/zoneinfo once fitted, in pfn order.
+    pub zones: Vec<ZoneLayout>,
+}
+
+/// One zone as /proc/zoneinfo describes it (pages).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZoneLayout {
+    /// DMA, DMA32, Normal, Movable.
+    pub name: String,
+    pub start_pfn: u64,
+    pub spanned: u64,
+    pub present: u64,
+    pub managed: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -29,6 +29,10 @@ pub struct HostConfounders {
     /// its end).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub damon_turned_off: Vec<u32>,
+    /// `--fit-memory`: how the machine was fitted (`offline N blocks of 128 MiB (…)` or
+    /// `hugetlb pool …`; [`crate::result::FitMemory`] has the figures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit_memory: Option<String>,
 }
 
 /// The confounders read once.
@@ -170,6 +174,7 @@ impl HostConfounders {
             reported_kib_delta,
             steal_share,
             damon_turned_off: Vec::new(),
+            fit_memory: None,
         }
     }
 
@@ -303,6 +308,9 @@ impl HostConfounders {
             self.steal_share
                 .map_or("?".into(), |x| format!("{:.2} %", x * 100.0))
         );
+        if let Some(f) = &self.fit_memory {
+            let _ = writeln!(t, "#   fit: {f}");
+        }
         t
     }
 }

@@ -1,0 +1,75 @@
+//! `--fit-memory` by offlining (issue 19, item 4): the simulator's arm of `fraglab validate`
+//! boots the zones the host had once fitted ([`fraglab_host::sim_spec_for`]). The offlining
+//! itself is tested on fake sysfs trees in `src/memblock.rs` and live in `tests/live.rs`.
+
+use fraglab_host::sim_spec_for;
+use fraglab_spec::result::{FitMemory, RunResult, ZoneLayout};
+use fraglab_spec::{parse_spec, ZoneSpec, ZoneType};
+
+const SPEC: &str = r#"[machine]
+memory = "8GiB"
+[workload]
+duration = "2s"
+[[workload.task]]
+steps = [{ mmap = "a", size = "16MiB" }, { touch = "a" }]
+"#;
+
+fn zone(name: &str, start_pfn: u64, spanned: u64, present: u64, managed: u64) -> ZoneLayout {
+    ZoneLayout {
+        name: name.into(),
+        start_pfn,
+        spanned,
+        present,
+        managed,
+    }
+}
+
+/// This VM after offlining its Normal zone down to 4 GiB: DMA and DMA32 as they were, Normal
+/// spanning what is left (zoneinfo of a fitted run).
+fn fitted(method: &str) -> RunResult {
+    RunResult {
+        engine: "host".into(),
+        fit_memory: Some(FitMemory {
+            method: method.into(),
+            zones: vec![
+                zone("DMA", 1, 4095, 3998, 3840),
+                zone("DMA32", 4096, 1_044_480, 782_336, 772_915),
+                zone("Normal", 1_048_576, 1_048_576, 1_048_576, 1_032_000),
+            ],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn sim_spec_for_boots_the_hosts_zones_after_offlining() {
+    let spec = parse_spec(SPEC, "spec.toml").unwrap();
+    let s = sim_spec_for(&spec, &fitted("offline"));
+    let zones = s.machine.zones.as_ref().expect("explicit zones");
+    assert_eq!(
+        zones[2],
+        ZoneSpec {
+            zone: ZoneType::Normal,
+            start_pfn: 1_048_576,
+            spanned: 1_048_576,
+            present: 1_048_576,
+            managed: 1_032_000,
+        }
+    );
+    assert_eq!(zones.len(), 3);
+    assert_eq!(s.machine.memory_bytes, None);
+    // The simulator accepts the layout: the zones it boots are the host's.
+    let mc = fraglab_sim::boot::machine_config(&s).unwrap();
+    let managed: Vec<u64> = mc.zones.iter().map(|z| z.managed as u64).collect();
+    assert_eq!(managed, vec![3840, 772_915, 1_032_000]);
+    // Everything else is the spec's.
+    assert_eq!(s.workload, spec.workload);
+}
+
+#[test]
+fn sim_spec_for_keeps_the_spec_after_a_hugetlb_pool_or_without_fitting() {
+    let spec = parse_spec(SPEC, "spec.toml").unwrap();
+    assert_eq!(sim_spec_for(&spec, &fitted("hugetlb")), spec);
+    assert_eq!(sim_spec_for(&spec, &RunResult::default()), spec);
+}
