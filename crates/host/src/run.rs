@@ -186,13 +186,13 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         p.release()?;
     }
     let workers: Vec<worker::Worker> = workers.into_iter().flatten().collect();
-    let mut reports = collect_reports(&workers, &ended, &mut proc_end)?;
     // Phases: with a `measure` step, the deltas start at the vmstat its worker read, and the
     // part before it is the prelude.
     let mark = workers
         .iter()
         .filter_map(|w| w.measure())
         .min_by_key(|m| m.measure_ns);
+    let mut reports = collect_reports(&workers, &ended, mark.is_some(), &mut proc_end)?;
     drop(workers);
     drop(phases);
     let (vmstat_delta, prelude) = match &mark {
@@ -277,8 +277,8 @@ fn task_gates(tasks: &[fraglab_spec::TaskParams], jobs: usize) -> Vec<Option<Gat
             .filter(|(_, u)| u.name == *a)
             .flat_map(|(k, u)| first[k]..first[k] + u.count as usize)
             .collect();
-        for j in first[i]..first[i] + t.count as usize {
-            gates[j] = Some(Gate {
+        for g in &mut gates[first[i]..first[i] + t.count as usize] {
+            *g = Some(Gate {
                 after: after.clone(),
                 start_ns: t.start_ns,
             });
@@ -588,16 +588,24 @@ struct Reports {
 
 /// Merges the workers' reports (bursts by start time). Workers the run ended by force may
 /// have none; they are counted in `proc_end["host"]`. Any other failed worker fails the run.
+/// With phases (`measuring`), the histograms of workers that ended before the measured part
+/// started are left out.
 fn collect_reports(
     workers: &[worker::Worker],
     ended: &Ended,
+    measuring: bool,
     proc_end: &mut BTreeMap<String, String>,
 ) -> Result<Reports, HostError> {
     let mut reports = Reports::default();
     let mut errors = Vec::new();
     for wk in workers {
         match wk.report() {
-            Ok(r) => {
+            Ok(mut r) => {
+                if measuring && !r.measured {
+                    r.faults.clear();
+                    r.thpc_huge = Histogram::default();
+                    r.thpc_base = Histogram::default();
+                }
                 for (o, h) in &r.faults {
                     reports.faults.entry(*o).or_default().merge(h);
                 }

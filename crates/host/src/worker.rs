@@ -45,6 +45,10 @@ pub struct WorkerReport {
     pub thpc_base: Histogram,
     /// The worker stopped because the run's duration ended.
     pub hit_deadline: bool,
+    /// Phases: the measured part had started when the worker ended (its histograms cover
+    /// that part; otherwise they are the prelude's, and the engine leaves them out).
+    #[serde(default)]
+    pub measured: bool,
     pub error: Option<String>,
 }
 
@@ -573,6 +577,10 @@ fn run_job(job: &Job, clock: Clock, pipe: &File) -> WorkerReport {
     if let Err(e) = r {
         cx.report.error = Some(e);
     }
+    // Phases: a worker that has not recorded since the measured part started has recorded
+    // only before it.
+    cx.check_measuring();
+    cx.report.measured = cx.measuring;
     cx.report
 }
 
@@ -939,5 +947,40 @@ mod tests {
         assert!(!v.populated[0] && !v.populated[1] && v.populated[2]);
         v.touch(0..4, &mut cx);
         assert!(v.populated[..4].iter().all(|x| *x));
+    }
+
+    /// Phases: the first worker to run the step starts the measured part (once per run);
+    /// every worker's histograms restart the first time it records after that, and a worker
+    /// that saw nothing of it reports `measured = false`.
+    #[test]
+    fn phases_histograms_restart_at_the_measured_part() {
+        let board = PhaseBoard::new().unwrap();
+        let clock = Clock {
+            t0: Instant::now(),
+            deadline: Instant::now() + Duration::from_secs(60),
+            seed: 1,
+            phases: board,
+        };
+        let mut cx = Cx {
+            clock,
+            pagemap: None,
+            report: WorkerReport::default(),
+            rng: ChaCha8Rng::seed_from_u64(1),
+            pipe: None,
+            measuring: false,
+        };
+        cx.fault(0, 10);
+        cx.fault(0, 20);
+        cx.check_measuring();
+        assert!(!cx.measuring);
+        assert_eq!(board.measure_start(), None);
+        assert!(board.try_start(5));
+        assert!(!board.try_start(6));
+        assert_eq!(board.measure_start(), Some(5));
+        cx.fault(9, 30);
+        assert!(cx.measuring);
+        assert_eq!(cx.report.faults.len(), 1);
+        assert_eq!(cx.report.faults[&9].count, 1);
+        board.unmap();
     }
 }
