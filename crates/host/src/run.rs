@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fraglab_spec::result::{
-    BurstResult, FitMemory, Histogram, HostConfounders, RunResult, Sample, ThpChallengeResult, RESULT_SCHEMA,
+    vmstat_delta_between, BurstResult, FitMemory, Histogram, HostConfounders, Prelude, RunResult,
+    Sample, ThpChallengeResult, RESULT_SCHEMA,
 };
 use fraglab_spec::{Spec, WorkloadSpec, TRACE_EVENTS};
 
@@ -143,17 +144,24 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let proc_start = run_proc_start(&plan, pool.as_ref(), &run_knobs)?;
     let confounders_start = confounders::read();
     let vm_start = procfs::parse_vmstat(&procfs::read("/proc/vmstat")?);
+    let phases = Phases(worker::PhaseBoard::new()?);
     let t0 = Instant::now();
     let clock = worker::Clock {
         t0,
         deadline: t0 + plan.duration,
         seed: spec.run.seed,
+        phases: phases.0,
     };
     let mut samples: Vec<Sample> = vec![procfs::sample(0)?];
     let (jobs, foreground) = build_jobs(spec, w, &dir, &files, &slab_dir)?;
+    // Phases: the jobs of a task with `after` start when the jobs they wait for are done.
+    let gates = task_gates(&w.task, jobs.len());
     let mut workers = Vec::new();
-    for j in &jobs {
-        workers.push(worker::spawn(j, clock)?);
+    for (j, g) in jobs.iter().zip(&gates) {
+        workers.push(match g {
+            None => Some(worker::spawn(j, clock)?),
+            Some(_) => None,
+        });
     }
     let supervisor = Supervisor {
         opts,
@@ -161,6 +169,9 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         t0,
         duration: plan.duration,
         foreground,
+        jobs: &jobs,
+        gates: &gates,
+        clock,
     };
     let ended = supervisor.run(&mut workers, &mut guard, &mut samples)?;
     let end_ns = t0.elapsed().as_nanos() as u64;
@@ -184,11 +195,29 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     if let Some(p) = pool.as_mut() {
         p.release()?;
     }
-    let reports = collect_reports(&workers, &ended, &mut proc_end)?;
-    let vmstat_delta = vm_end
+    let workers: Vec<worker::Worker> = workers.into_iter().flatten().collect();
+    // Phases: with a `measure` step, the deltas start at the vmstat its worker read, and the
+    // part before it is the prelude.
+    let mark = workers
         .iter()
-        .map(|(k, v)| (k.clone(), v - vm_start.get(k).copied().unwrap_or(0)))
-        .collect();
+        .filter_map(|w| w.measure())
+        .min_by_key(|m| m.measure_ns);
+    let mut reports = collect_reports(&workers, &ended, mark.is_some(), &mut proc_end)?;
+    drop(workers);
+    drop(phases);
+    let (vmstat_delta, prelude) = match &mark {
+        None => (vmstat_delta_between(&vm_start, &vm_end), None),
+        Some(m) => (
+            vmstat_delta_between(&m.vmstat, &vm_end),
+            Some(Prelude {
+                duration_ns: m.measure_ns,
+                vmstat_delta: vmstat_delta_between(&vm_start, &m.vmstat),
+            }),
+        ),
+    };
+    if let Some(m) = &mark {
+        reports.bursts.retain(|b| b.start_ns >= m.measure_ns);
+    }
     Ok(RunResult {
         schema: RESULT_SCHEMA,
         engine: "host".into(),
@@ -220,7 +249,68 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
             ..HostConfounders::from_readings(confounders_start, confounders_end)
         }),
         fit_memory,
+        measure_start_ns: mark.map(|m| m.measure_ns),
+        prelude,
     })
+}
+
+/// Phases: the shared word, unmapped when the run is over (after its workers are reaped).
+struct Phases(worker::PhaseBoard);
+
+impl Drop for Phases {
+    fn drop(&mut self) {
+        self.0.unmap();
+    }
+}
+
+/// Phases: a job that waits for other jobs (by index) to be done, and then `start_ns` more.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Gate {
+    after: Vec<usize>,
+    start_ns: u64,
+}
+
+/// The gates of `jobs` jobs whose first are the task instances in [`build_jobs`]'s order: an
+/// instance of a task with `after = "NAME"` waits for every instance of every task named NAME
+/// (the spec checked the names and that they make no cycle).
+fn task_gates(tasks: &[fraglab_spec::TaskParams], jobs: usize) -> Vec<Option<Gate>> {
+    let mut first = Vec::new();
+    let mut n = 0usize;
+    for t in tasks {
+        first.push(n);
+        n += t.count as usize;
+    }
+    let mut gates = vec![None; jobs.max(n)];
+    for (i, t) in tasks.iter().enumerate() {
+        let Some(a) = &t.after else { continue };
+        let after: Vec<usize> = tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| u.name == *a)
+            .flat_map(|(k, u)| first[k]..first[k] + u.count as usize)
+            .collect();
+        for g in &mut gates[first[i]..first[i] + t.count as usize] {
+            *g = Some(Gate {
+                after: after.clone(),
+                start_ns: t.start_ns,
+            });
+        }
+    }
+    gates.truncate(jobs);
+    gates
+}
+
+/// Phases: the gated jobs not started yet (`started` false) whose jobs to wait for are all
+/// done.
+fn ready_jobs(gates: &[Option<Gate>], started: &[bool], done: &[bool]) -> Vec<usize> {
+    (0..gates.len())
+        .filter(|&i| !started[i])
+        .filter(|&i| {
+            gates[i]
+                .as_ref()
+                .is_some_and(|g| g.after.iter().all(|&d| done[d]))
+        })
+        .collect()
 }
 
 /// `--fit-memory` by offlining ([`memblock::offline`]): each block recorded in the state file
@@ -445,12 +535,39 @@ struct Supervisor<'a> {
     /// The workers before this index are the foreground; the fio workers after it are
     /// background load when there is a foreground.
     foreground: usize,
+    /// Phases: the jobs, those that wait for others (`after`) and the run's clock, to start
+    /// them when the jobs they wait for are done.
+    jobs: &'a [worker::Job],
+    gates: &'a [Option<Gate>],
+    clock: worker::Clock,
 }
 
 impl Supervisor<'_> {
+    /// Phases: starts the gated jobs whose jobs to wait for are done, their `start` counted
+    /// from now (before the deadline only).
+    fn start_ready(&self, workers: &mut [Option<worker::Worker>]) -> Result<(), HostError> {
+        let started: Vec<bool> = workers.iter().map(Option::is_some).collect();
+        let done: Vec<bool> = workers
+            .iter_mut()
+            .map(|w| w.as_mut().is_some_and(|w| w.poll()))
+            .collect();
+        let el = self.t0.elapsed();
+        if el >= self.duration {
+            return Ok(());
+        }
+        for i in ready_jobs(self.gates, &started, &done) {
+            let mut job = self.jobs[i].clone();
+            if let worker::Job::Task { params, .. } = &mut job {
+                params.start_ns += el.as_nanos() as u64;
+            }
+            workers[i] = Some(worker::spawn(&job, self.clock)?);
+        }
+        Ok(())
+    }
+
     fn run(
         &self,
-        workers: &mut [worker::Worker],
+        workers: &mut [Option<worker::Worker>],
         guard: &mut KnobGuard,
         samples: &mut Vec<Sample>,
     ) -> Result<Ended, HostError> {
@@ -461,8 +578,15 @@ impl Supervisor<'_> {
         let mut next_sample = self.opts.sample_interval;
         let mut ended = Ended::default();
         let grace = Duration::from_secs(5);
+        // Phases: with jobs waiting for others, a shorter poll, so that they start within
+        // 5 ms of the last job they wait for.
+        let tick = if self.gates.iter().any(Option::is_some) {
+            Duration::from_millis(5)
+        } else {
+            Duration::from_millis(50)
+        };
         loop {
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(tick);
             if let Some(sig) = self.signals.caught() {
                 stop(workers, guard)?;
                 return Err(HostError::Interrupted(sig));
@@ -475,14 +599,20 @@ impl Supervisor<'_> {
                     floor: self.opts.mem_floor_bytes,
                 });
             }
+            self.start_ready(workers)?;
             let mut running = 0;
             for (i, wk) in workers.iter_mut().enumerate() {
-                if !wk.poll() && (i < foreground || !fio_background) {
+                let live = match wk {
+                    Some(wk) => !wk.poll(),
+                    // A job waiting for others counts as running until the deadline.
+                    None => self.t0.elapsed() < self.duration,
+                };
+                if live && (i < foreground || !fio_background) {
                     running += 1;
                 }
             }
             if running == 0 && fio_background {
-                for wk in workers[foreground..].iter_mut() {
+                for wk in workers[foreground..].iter_mut().flatten() {
                     if !wk.poll() {
                         wk.kill();
                         ended.stopped_background.push(wk.pid);
@@ -501,7 +631,7 @@ impl Supervisor<'_> {
                 // Workers stop themselves at the deadline; one still running 5 s later is stuck
                 // in a long step (a big write, compact_memory) and is killed without failing the
                 // run.
-                for wk in workers.iter_mut() {
+                for wk in workers.iter_mut().flatten() {
                     if !wk.poll() {
                         wk.kill();
                         ended.killed_at_deadline.push(wk.pid);
@@ -515,8 +645,8 @@ impl Supervisor<'_> {
 }
 
 /// Kills every worker and restores the knobs.
-fn stop(workers: &mut [worker::Worker], guard: &mut KnobGuard) -> Result<(), HostError> {
-    for wk in workers.iter_mut() {
+fn stop(workers: &mut [Option<worker::Worker>], guard: &mut KnobGuard) -> Result<(), HostError> {
+    for wk in workers.iter_mut().flatten() {
         wk.kill();
     }
     guard.restore()
@@ -534,16 +664,24 @@ struct Reports {
 
 /// Merges the workers' reports (bursts by start time). Workers the run ended by force may
 /// have none; they are counted in `proc_end["host"]`. Any other failed worker fails the run.
+/// With phases (`measuring`), the histograms of workers that ended before the measured part
+/// started are left out.
 fn collect_reports(
     workers: &[worker::Worker],
     ended: &Ended,
+    measuring: bool,
     proc_end: &mut BTreeMap<String, String>,
 ) -> Result<Reports, HostError> {
     let mut reports = Reports::default();
     let mut errors = Vec::new();
     for wk in workers {
         match wk.report() {
-            Ok(r) => {
+            Ok(mut r) => {
+                if measuring && !r.measured {
+                    r.faults.clear();
+                    r.thpc_huge = Histogram::default();
+                    r.thpc_base = Histogram::default();
+                }
                 for (o, h) in &r.faults {
                     reports.faults.entry(*o).or_default().merge(h);
                 }
@@ -576,4 +714,79 @@ fn collect_reports(
     }
     reports.bursts.sort_by_key(|b| b.start_ns);
     Ok(reports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(name: &str, count: u32, after: Option<&str>, start_ns: u64) -> fraglab_spec::TaskParams {
+        fraglab_spec::TaskParams {
+            line: 1,
+            name: name.into(),
+            count,
+            start_ns,
+            loops: 1,
+            steps: vec![fraglab_spec::TaskStep::Measure],
+            after: after.map(str::to_string),
+        }
+    }
+
+    /// Phases: `after` gates every instance of a task on every instance of the tasks of that
+    /// name; a chain starts one link at a time, each as the one before is done.
+    #[test]
+    fn phases_after_starts_jobs_in_order() {
+        // Jobs: age[0], age[1], run (after age), tail (after run), then one other job (fio).
+        let tasks = [
+            task("run", 1, Some("age"), 7),
+            task("age", 2, None, 0),
+            task("tail", 1, Some("run"), 0),
+        ];
+        let gates = task_gates(&tasks, 5);
+        assert_eq!(
+            gates,
+            vec![
+                Some(Gate {
+                    after: vec![1, 2],
+                    start_ns: 7
+                }),
+                None,
+                None,
+                Some(Gate {
+                    after: vec![0],
+                    start_ns: 0
+                }),
+                None,
+            ]
+        );
+        let started = [false, true, true, false, true];
+        // Nothing is ready while an instance of age runs.
+        assert!(ready_jobs(&gates, &started, &[false, true, false, false, false]).is_empty());
+        // Both instances done: run starts, tail still waits.
+        assert_eq!(
+            ready_jobs(&gates, &started, &[false, true, true, false, false]),
+            vec![0]
+        );
+        // run started and done: tail starts.
+        let started = [true, true, true, false, true];
+        assert_eq!(
+            ready_jobs(&gates, &started, &[true, true, true, false, false]),
+            vec![3]
+        );
+        // A started job is never started again.
+        assert!(ready_jobs(&gates, &[true; 5], &[true; 5]).is_empty());
+    }
+
+    /// Phases: a worker's measure message comes before its report on the pipe.
+    #[test]
+    fn phases_measure_message_before_the_report() {
+        let (lines, report) =
+            worker::split_messages_for_test(b"{\"measure_ns\":5,\"vmstat\":{\"pgfault\":3}}\n{\"x\":1}");
+        assert_eq!(lines.len(), 1);
+        assert_eq!(report, b"{\"x\":1}");
+        let m: worker::MeasureMsg = serde_json::from_slice(lines[0]).unwrap();
+        assert_eq!(m.measure_ns, 5);
+        assert_eq!(m.vmstat["pgfault"], 3);
+        assert_eq!(worker::split_messages_for_test(b"{}").1, b"{}");
+    }
 }

@@ -45,6 +45,10 @@ pub struct WorkerReport {
     pub thpc_base: Histogram,
     /// The worker stopped because the run's duration ended.
     pub hit_deadline: bool,
+    /// Phases: the measured part had started when the worker ended (its histograms cover
+    /// that part; otherwise they are the prelude's, and the engine leaves them out).
+    #[serde(default)]
+    pub measured: bool,
     pub error: Option<String>,
 }
 
@@ -98,6 +102,79 @@ pub struct Clock {
     pub t0: Instant,
     pub deadline: Instant,
     pub seed: u64,
+    /// Phases: where the workers learn that the measured part has started.
+    pub phases: PhaseBoard,
+}
+
+/// Phases (`{ measure = true }`): one word of memory shared by the engine and every worker
+/// (an anonymous MAP_SHARED mapping made before the workers are forked, mmap(2)): 0 until
+/// the measured part starts, then its start in ns since `t0`, plus 1. The first worker to
+/// run the step sets it (compare-and-swap, so at most once per run), reads /proc/vmstat and
+/// sends both to the engine through its pipe ([`MeasureMsg`]); every worker empties its
+/// latency histograms the first time it sees the word set, so that they cover the measured
+/// part. The engine unmaps it when the run is over ([`PhaseBoard::unmap`]); the workers'
+/// copies go with them.
+#[derive(Clone, Copy, Debug)]
+pub struct PhaseBoard(usize);
+
+impl PhaseBoard {
+    pub fn new() -> Result<PhaseBoard, crate::HostError> {
+        // SAFETY: a fresh shared anonymous page, only used through `word`.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(crate::HostError::io(
+                "mmap (phases)",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(PhaseBoard(p as usize))
+    }
+
+    fn word(&self) -> &std::sync::atomic::AtomicU64 {
+        // SAFETY: a page-aligned mapping of PAGE bytes that lives until `unmap`, which is
+        // called after every worker has been reaped; the page starts zeroed.
+        unsafe { &*(self.0 as *const std::sync::atomic::AtomicU64) }
+    }
+
+    /// When the measured part started (ns since `t0`), if it has.
+    pub fn measure_start(&self) -> Option<u64> {
+        self.word()
+            .load(std::sync::atomic::Ordering::Acquire)
+            .checked_sub(1)
+    }
+
+    /// Starts the measured part at `t_ns`; false if it had started already.
+    fn try_start(&self, t_ns: u64) -> bool {
+        use std::sync::atomic::Ordering;
+        self.word()
+            .compare_exchange(0, t_ns + 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Unmaps the word (the engine, once every worker is reaped).
+    pub fn unmap(self) {
+        // SAFETY: our own mapping, not used after this.
+        unsafe {
+            libc::munmap(self.0 as *mut _, PAGE);
+        }
+    }
+}
+
+/// Phases: what the worker that started the measured part sends the engine (one line of JSON
+/// before its report): when, and /proc/vmstat then.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MeasureMsg {
+    pub measure_ns: u64,
+    pub vmstat: BTreeMap<String, i64>,
 }
 
 /// Forks a worker for `job`. The child never returns from this function.
@@ -126,12 +203,12 @@ pub fn spawn(job: &Job, clock: Clock) -> Result<Worker, crate::HostError> {
             }
         }
         crate::signals::reset_in_child();
-        let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(job, clock)))
+        let mut f = File::from(wr);
+        let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(job, clock, &f)))
             .unwrap_or_else(|_| WorkerReport {
                 error: Some("worker panicked".into()),
                 ..Default::default()
             });
-        let mut f = File::from(wr);
         let ok = report.error.is_none();
         let _ = f.write_all(serde_json::to_string(&report).unwrap_or_default().as_bytes());
         drop(f);
@@ -193,10 +270,16 @@ impl Worker {
         }
     }
 
+    /// Phases: the measure message the worker sent, if it started the measured part.
+    pub fn measure(&self) -> Option<MeasureMsg> {
+        let (lines, _) = split_messages(&self.buf);
+        lines.iter().find_map(|l| serde_json::from_slice(l).ok())
+    }
+
     /// The report, once the worker has exited.
     pub fn report(&self) -> Result<WorkerReport, String> {
         let st = self.status.unwrap_or(-1);
-        let rep: Option<WorkerReport> = serde_json::from_slice(&self.buf).ok();
+        let rep: Option<WorkerReport> = serde_json::from_slice(split_messages(&self.buf).1).ok();
         match rep {
             Some(r) => match &r.error {
                 Some(e) => Err(format!("{}: {e}", self.name)),
@@ -213,6 +296,20 @@ impl Worker {
     }
 }
 
+/// What a worker wrote: the lines of its messages (each ending with a newline) and its report
+/// (after the last newline; serde_json writes none inside a value).
+fn split_messages(buf: &[u8]) -> (Vec<&[u8]>, &[u8]) {
+    match buf.iter().rposition(|&b| b == b'\n') {
+        Some(i) => (buf[..i].split(|&b| b == b'\n').collect(), &buf[i + 1..]),
+        None => (Vec::new(), buf),
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn split_messages_for_test(buf: &[u8]) -> (Vec<&[u8]>, &[u8]) {
+    split_messages(buf)
+}
+
 impl Drop for Worker {
     fn drop(&mut self) {
         self.kill();
@@ -220,14 +317,50 @@ impl Drop for Worker {
 }
 
 /// A worker's own state.
-struct Cx {
+struct Cx<'p> {
     clock: Clock,
     pagemap: Option<File>,
     report: WorkerReport,
     rng: ChaCha8Rng,
+    /// The pipe to the engine (phases' measure message).
+    pipe: Option<&'p File>,
+    /// Phases: the histograms were emptied when the measured part started.
+    measuring: bool,
 }
 
-impl Cx {
+impl Cx<'_> {
+    /// Phases: the first time this worker sees that the measured part has started, its
+    /// latency histograms restart empty.
+    fn check_measuring(&mut self) {
+        if !self.measuring && self.clock.phases.measure_start().is_some() {
+            self.measuring = true;
+            self.report.faults.clear();
+            self.report.thpc_huge = Histogram::default();
+            self.report.thpc_base = Histogram::default();
+        }
+    }
+
+    /// `{ measure = true }`: the first worker to get here starts the measured part now, reads
+    /// /proc/vmstat and sends both to the engine.
+    fn measure(&mut self) -> Result<(), String> {
+        let now = self.since_t0(Instant::now());
+        if !self.clock.phases.try_start(now) {
+            return Ok(());
+        }
+        let text = std::fs::read_to_string("/proc/vmstat").map_err(|e| format!("/proc/vmstat: {e}"))?;
+        let msg = MeasureMsg {
+            measure_ns: now,
+            vmstat: crate::procfs::parse_vmstat(&text).into_iter().collect(),
+        };
+        let mut line = serde_json::to_string(&msg).map_err(|e| e.to_string())?;
+        line.push('\n');
+        if let Some(mut p) = self.pipe {
+            p.write_all(line.as_bytes()).map_err(|e| format!("pipe: {e}"))?;
+        }
+        self.check_measuring();
+        Ok(())
+    }
+
     fn past_deadline(&mut self) -> bool {
         if Instant::now() >= self.clock.deadline {
             self.report.hit_deadline = true;
@@ -256,6 +389,7 @@ impl Cx {
     }
 
     fn fault(&mut self, order: u32, ns: u64) {
+        self.check_measuring();
         self.report.faults.entry(order).or_default().record(ns);
     }
 
@@ -448,7 +582,7 @@ impl Drop for Vma {
     }
 }
 
-fn run_job(job: &Job, clock: Clock) -> WorkerReport {
+fn run_job(job: &Job, clock: Clock, pipe: &File) -> WorkerReport {
     let salt = match job {
         Job::Task { instance, params, .. } => ((params.line as u64) << 20) + *instance as u64 + 1,
         Job::ThpBurst(p) => (p.line as u64) << 20,
@@ -460,6 +594,8 @@ fn run_job(job: &Job, clock: Clock) -> WorkerReport {
         pagemap: File::open("/proc/self/pagemap").ok(),
         report: WorkerReport::default(),
         rng: ChaCha8Rng::seed_from_u64(clock.seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        pipe: Some(pipe),
+        measuring: false,
     };
     let r = match job {
         Job::Task {
@@ -480,6 +616,10 @@ fn run_job(job: &Job, clock: Clock) -> WorkerReport {
     if let Err(e) = r {
         cx.report.error = Some(e);
     }
+    // Phases: a worker that has not recorded since the measured part started has recorded
+    // only before it.
+    cx.check_measuring();
+    cx.report.measured = cx.measuring;
     cx.report
 }
 
@@ -621,6 +761,8 @@ fn run_task(
                     .get_mut(vma)
                     .ok_or_else(|| format!("munlock of unmapped {vma}"))?
                     .munlock()?,
+                // Phases (issue 19).
+                TaskStep::Measure => cx.measure()?,
             }
         }
     }
@@ -779,6 +921,7 @@ fn run_challenge(p: &ThpChallengeParams, cx: &mut Cx) -> Result<(), String> {
             break;
         }
         let (ns, huge) = v.touch(s..(s + PMD_PAGES).min(pages), cx);
+        cx.check_measuring();
         if huge > 0 {
             cx.report.thpc_huge.record(ns);
         } else {
@@ -835,12 +978,15 @@ mod tests {
             t0: Instant::now(),
             deadline: Instant::now() + Duration::from_secs(60),
             seed: 1,
+            phases: PhaseBoard::new().unwrap(),
         };
         let mut cx = Cx {
             clock,
             pagemap: File::open("/proc/self/pagemap").ok(),
             report: WorkerReport::default(),
             rng: ChaCha8Rng::seed_from_u64(1),
+            pipe: None,
+            measuring: false,
         };
         let mut v = Vma::new(4 << 20, false).unwrap();
         assert_eq!(v.base % PMD, 0);
@@ -854,5 +1000,40 @@ mod tests {
         assert!(!v.populated[0] && !v.populated[1] && v.populated[2]);
         v.touch(0..4, &mut cx);
         assert!(v.populated[..4].iter().all(|x| *x));
+    }
+
+    /// Phases: the first worker to run the step starts the measured part (once per run);
+    /// every worker's histograms restart the first time it records after that, and a worker
+    /// that saw nothing of it reports `measured = false`.
+    #[test]
+    fn phases_histograms_restart_at_the_measured_part() {
+        let board = PhaseBoard::new().unwrap();
+        let clock = Clock {
+            t0: Instant::now(),
+            deadline: Instant::now() + Duration::from_secs(60),
+            seed: 1,
+            phases: board,
+        };
+        let mut cx = Cx {
+            clock,
+            pagemap: None,
+            report: WorkerReport::default(),
+            rng: ChaCha8Rng::seed_from_u64(1),
+            pipe: None,
+            measuring: false,
+        };
+        cx.fault(0, 10);
+        cx.fault(0, 20);
+        cx.check_measuring();
+        assert!(!cx.measuring);
+        assert_eq!(board.measure_start(), None);
+        assert!(board.try_start(5));
+        assert!(!board.try_start(6));
+        assert_eq!(board.measure_start(), Some(5));
+        cx.fault(9, 30);
+        assert!(cx.measuring);
+        assert_eq!(cx.report.faults.len(), 1);
+        assert_eq!(cx.report.faults[&9].count, 1);
+        board.unmap();
     }
 }

@@ -181,6 +181,9 @@ pub struct Engine {
     pub kcompactd_wakes: u64,
     /// How CPUs pick their next task.
     pub sched: Sched,
+    /// Tasks created asleep that start `delay` ns after every task of their list has exited
+    /// (`[[workload.task]] after`, [`Engine::gate`]).
+    gated: Vec<(TaskId, Vec<TaskId>, u64)>,
 }
 
 impl Engine {
@@ -205,6 +208,7 @@ impl Engine {
             kswapd_wakes: 0,
             kcompactd_wakes: 0,
             sched: Sched::Fifo,
+            gated: Vec::new(),
         };
         e.kswapd = e.add_task(Box::new(KswapdTask), TaskState::Waiting, 60);
         e.kcompactd = e.add_task(Box::new(KcompactdTask), TaskState::Waiting, 61);
@@ -266,6 +270,37 @@ impl Engine {
         self.tasks[id].stats.start_ns = at;
         self.schedule_timer(id, at.saturating_sub(self.now));
         id
+    }
+
+    /// Creates a task that does not start until [`Engine::gate`] releases it (its pid is
+    /// assigned now, in creation order, as [`Engine::spawn_at`] assigns it).
+    pub fn spawn_gated(&mut self, body: Box<dyn TaskBody>) -> TaskId {
+        let pid = self.next_pid;
+        self.next_pid += 1;
+        self.add_task(body, TaskState::Sleeping, pid)
+    }
+
+    /// Starts task `id` (made by [`Engine::spawn_gated`]) `delay` ns after every task of
+    /// `after` has exited (at once, `delay` from now, if they all have).
+    pub fn gate(&mut self, id: TaskId, after: Vec<TaskId>, delay: u64) {
+        self.gated.push((id, after, delay));
+        let now = self.now;
+        self.start_gated(now);
+    }
+
+    /// Starts the gated tasks whose tasks to wait for have all exited (the last at `end`).
+    fn start_gated(&mut self, end: u64) {
+        let tasks = &self.tasks;
+        let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.gated)
+            .into_iter()
+            .partition(|(_, after, _)| after.iter().all(|&d| tasks[d].state == TaskState::Exited));
+        self.gated = waiting;
+        for (id, _, delay) in ready {
+            let at = end + delay;
+            self.tasks[id].stats.start_ns = at;
+            let gen = self.tasks[id].gen;
+            self.schedule(at, EventKind::Timer { task: id, gen });
+        }
     }
 
     pub fn task_stats(&self, id: TaskId) -> TaskStats {
@@ -462,6 +497,9 @@ impl Engine {
             }
         }
         self.schedule(end, EventKind::CpuFree(cpu as u32));
+        if matches!(step, Step::Exit(_)) && !self.gated.is_empty() {
+            self.start_gated(end);
+        }
         self.handle_wakeups();
     }
 

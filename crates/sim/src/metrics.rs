@@ -46,9 +46,30 @@ pub struct Metrics {
     /// got a PMD THP (mmtests' "huge") or not ("base").
     pub thpchallenge_huge: Histogram,
     pub thpchallenge_base: Histogram,
+    /// Phases: where the measured part of the run started (a task's `{ measure = true }`).
+    pub measure: Option<MeasureMark>,
+}
+
+/// The start of a run's measured part: its time and /proc/vmstat then.
+#[derive(Clone, Debug, Default)]
+pub struct MeasureMark {
+    pub t_ns: u64,
+    pub vmstat: Vec<(String, i64)>,
 }
 
 impl Metrics {
+    /// Phases: the measured part starts at `t_ns` (the first call only; later ones are
+    /// ignored). The latency histograms restart empty, so that they cover the measured part.
+    pub fn start_measuring(&mut self, t_ns: u64, vmstat: Vec<(String, i64)>) {
+        if self.measure.is_some() {
+            return;
+        }
+        self.measure = Some(MeasureMark { t_ns, vmstat });
+        self.fault_latency.clear();
+        self.thpchallenge_huge = Histogram::default();
+        self.thpchallenge_base = Histogram::default();
+    }
+
     pub fn fault(&mut self, order: u32, path: AllocPath, ns: u64) {
         self.fault_latency.entry((order, path)).or_default().record(ns);
     }

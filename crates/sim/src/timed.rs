@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use fraglab_mm::Mm;
-use fraglab_spec::result::{PageblockMap, RunResult, Sample, RESULT_SCHEMA};
+use fraglab_spec::result::{vmstat_delta_between, PageblockMap, Prelude, RunResult, Sample, RESULT_SCHEMA};
 use fraglab_spec::Spec;
 
 use crate::boot::boot;
@@ -61,7 +61,21 @@ pub fn run_workload_with_progress(
             spec.file
         ))
     })?;
-    let mut r = result(spec, &mut e, &rec, proc_start, &start, end_ns);
+    // Phases: with a `measure` step, the deltas start where it ran, and the part before it
+    // is the prelude.
+    let mark = metrics.borrow().measure.clone();
+    let measured_from = mark.as_ref().map_or(&start, |m| &m.vmstat);
+    let mut r = result(spec, &mut e, &rec, proc_start, measured_from, end_ns);
+    if let Some(m) = &mark {
+        r.measure_start_ns = Some(m.t_ns);
+        r.prelude = Some(Prelude {
+            duration_ns: m.t_ns,
+            vmstat_delta: vmstat_delta_between(
+                &start.iter().cloned().collect(),
+                &m.vmstat.iter().cloned().collect(),
+            ),
+        });
+    }
     let m = metrics.borrow();
     r.fault_latency = m
         .fault_latency
@@ -70,6 +84,11 @@ pub fn run_workload_with_progress(
         .collect();
     for g in &gens {
         g.result(&m, &mut r);
+    }
+    if let Some(t) = r.measure_start_ns {
+        // Phases: the bursts and builds of the measured part (started in it).
+        r.bursts.retain(|b| b.start_ns >= t);
+        r.builds.retain(|b| b.start_ns >= t);
     }
     Ok(r)
 }

@@ -671,6 +671,13 @@ pub(crate) const TASK: &[KeyDef] = &[
         KeyDefault::Required("an array of steps such as [{ mmap = \"a\", size = \"64MiB\" }]"),
         "the program: one action per step",
     ),
+    // Phases (issue 19).
+    key(
+        "after",
+        KeyKind::Form("the name of another [[workload.task]]"),
+        KeyDefault::Text("none (start at `start`)"),
+        "start when every instance of that task has finished its program; `start` then counts from that moment",
+    ),
 ];
 
 const VMA: KeyKind = KeyKind::Form("the name of a mapping of an earlier mmap step");
@@ -792,6 +799,12 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
         "munlock",
         VMA,
         "munlock(2) the whole mapping (kernel-model.md §29.1.5)",
+    )],
+    // Phases (issue 19).
+    &[action(
+        "measure",
+        KeyKind::True,
+        "the measured part of the run starts here (the first time any task runs this step): vmstat deltas, latency histograms and rows cover it only",
     )],
 ];
 

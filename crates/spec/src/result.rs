@@ -67,6 +67,18 @@ pub struct RunResult {
     /// (and from their JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confounders: Option<HostConfounders>,
+    /// Phases (a task's `{ measure = true }` step): when the measured part of the run started,
+    /// on the run's clock. When set, `vmstat_delta`, `fault_latency`, `bursts`, `thpchallenge`
+    /// (and so the mmtests rows) cover the measured part only, from this moment to the end;
+    /// `samples`, `pageblock_maps`, `trace_counts`, `sim_work` and `duration_ns` keep the whole
+    /// run (their time axis unchanged). Absent when no task has the step (or none reached it):
+    /// then the whole run is measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure_start_ns: Option<u64>,
+    /// Phases: the part of the run before the measured part (the prelude), with its own
+    /// vmstat deltas. Absent with `measure_start_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prelude: Option<Prelude>,
     /// Host only, `--fit-memory`: how the machine was fitted to the spec's `machine.memory`
     /// and the zones it had once fitted. Absent otherwise (and from the JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -106,6 +118,26 @@ pub struct ZoneLayout {
     pub spanned: u64,
     pub present: u64,
     pub managed: u64,
+}
+
+/// The part of a run before its measured part (`RunResult::prelude`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Prelude {
+    /// From the run's start to the measured part's (= `measure_start_ns`).
+    pub duration_ns: u64,
+    /// /proc/vmstat deltas over the prelude, by kernel name (every item of `vmstat_delta`).
+    pub vmstat_delta: BTreeMap<String, i64>,
+}
+
+/// Phases: `end - start` for every item of `end` (an item missing from `start` counts from 0),
+/// as both engines take the vmstat deltas of a run and of its prelude.
+pub fn vmstat_delta_between(
+    start: &BTreeMap<String, i64>,
+    end: &BTreeMap<String, i64>,
+) -> BTreeMap<String, i64> {
+    end.iter()
+        .map(|(k, v)| (k.clone(), v - start.get(k).copied().unwrap_or(0)))
+        .collect()
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -245,6 +245,9 @@ pub struct TaskParams {
     pub start_ns: u64,
     pub loops: u32,
     pub steps: Vec<TaskStep>,
+    /// `after = "NAME"`: the instances start when every instance of the task(s) named NAME
+    /// has finished its program, `start_ns` after that moment (phases, issue 19).
+    pub after: Option<String>,
 }
 
 /// One step of a task program (`steps = [{ mmap = "a", size = "64MiB" }, ...]`).
@@ -323,4 +326,7 @@ pub enum TaskStep {
     Munlock {
         vma: String,
     },
+    /// `{ measure = true }`: the measured part of the run starts the first time any task runs
+    /// this step (at most once per run); before it is the prelude (phases, issue 19).
+    Measure,
 }

@@ -1665,3 +1665,74 @@ fn s28_1_nr_hugepages_errors() {
         "expected an integer, found a boolean",
     );
 }
+
+/// Phases (issue 19): `after` names another task, not itself, and makes no cycle; `measure`
+/// is `true`.
+#[test]
+fn phases_after_and_measure_errors() {
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "name = \"age\"",
+            "steps = [{ compute = \"1s\" }]",
+            "[[workload.task]]",
+            "name = \"run\"",
+            "after = \"aeg\"",
+            "steps = [{ compute = \"1s\" }]",
+        ]),
+        8,
+        "workload.task[1].after",
+        "no [[workload.task]] is named \"aeg\"; did you mean \"age\"?",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "name = \"run\"",
+            "after = \"run\"",
+            "steps = [{ compute = \"1s\" }]",
+        ]),
+        5,
+        "workload.task[0].after",
+        "task \"run\" cannot start after itself",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "name = \"a\"",
+            "after = \"c\"",
+            "steps = [{ compute = \"1s\" }]",
+            "[[workload.task]]",
+            "name = \"b\"",
+            "after = \"a\"",
+            "steps = [{ compute = \"1s\" }]",
+            "[[workload.task]]",
+            "name = \"c\"",
+            "after = \"b\"",
+            "steps = [{ compute = \"1s\" }]",
+        ]),
+        5,
+        "workload.task[0].after",
+        "a cycle: task \"a\" starts after \"c\", which waits for it",
+    );
+    check(
+        &with_machine(&["[[workload.task]]", "after = 3", "steps = [{ compute = \"1s\" }]"]),
+        4,
+        "workload.task[0].after",
+        "expected a string, found an integer",
+    );
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ measure = \"now\" }]"]),
+        4,
+        "workload.task[0].steps[0].measure",
+        "expected true, found a string",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ measure = true, compute = \"1s\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[0].compute",
+        "a step has exactly one action, and this one already has measure",
+    );
+}

@@ -872,6 +872,40 @@ fn spec_keys_are_the_keys_the_parser_accepts() {
     }
 }
 
+/// Phases (issue 19): `after` and the `measure` step parse; without them nothing changes.
+#[test]
+fn phases_after_and_measure_parse() {
+    let s = fraglab_spec::parse_spec(
+        r#"
+[machine]
+memory = "1GiB"
+[workload]
+duration = "10s"
+[[workload.task]]
+name = "age"
+steps = [{ compute = "1s" }]
+[[workload.task]]
+name = "run"
+after = "age"
+start = "2s"
+steps = [{ measure = true }, { compute = "1s" }]
+"#,
+        "phases.toml",
+    )
+    .unwrap();
+    let t = &s.workload.as_ref().unwrap().task;
+    assert_eq!(t[0].after, None);
+    assert_eq!(t[1].after.as_deref(), Some("age"));
+    assert_eq!(t[1].start_ns, 2_000_000_000);
+    assert_eq!(
+        t[1].steps,
+        vec![
+            fraglab_spec::TaskStep::Measure,
+            fraglab_spec::TaskStep::Compute { ns: 1_000_000_000 }
+        ]
+    );
+}
+
 /// §29.1: `locked = true` on mmap (MAP_LOCKED), and the `mlock`/`munlock` steps.
 #[test]
 fn s29_mlock_steps_parse() {

@@ -280,6 +280,18 @@ impl ProgramTask {
     }
 }
 
+impl ProgramTask {
+    /// `{ measure = true }` (phases): the first time any task runs it, the measured part of
+    /// the run starts now: /proc/vmstat is read (the deltas of the result are taken from
+    /// here) and the latency histograms restart.
+    fn measure(&mut self, cx: &mut Cx) {
+        let mut m = self.metrics.borrow_mut();
+        if m.measure.is_none() {
+            m.start_measuring(cx.now, crate::snapshot::vmstat_values(cx.mm));
+        }
+    }
+}
+
 impl TaskBody for ProgramTask {
     fn comm(&self) -> &str {
         &self.name
@@ -287,13 +299,22 @@ impl TaskBody for ProgramTask {
 
     fn step(&mut self, cx: &mut Cx) -> Step {
         use fraglab_spec::TaskStep as S;
-        if self.pc == self.steps.len() {
-            self.loops_left -= 1;
-            if self.loops_left == 0 {
-                let freed = self.release(cx);
-                return Step::Exit(freed * cx.cost.free_page_ns);
+        loop {
+            if self.pc == self.steps.len() {
+                self.loops_left -= 1;
+                if self.loops_left == 0 {
+                    let freed = self.release(cx);
+                    return Step::Exit(freed * cx.cost.free_page_ns);
+                }
+                self.pc = 0;
             }
-            self.pc = 0;
+            // Phases: a `measure` step takes no time and runs with the step after it, so
+            // that a run with the marker is the run without it.
+            if !matches!(self.steps[self.pc], S::Measure) {
+                break;
+            }
+            self.measure(cx);
+            self.next();
         }
         let step = self.steps[self.pc].clone();
         match step {
@@ -356,6 +377,7 @@ impl TaskBody for ProgramTask {
                 self.next();
                 Step::Ran(cx.cost.context_switch_ns)
             }
+            S::Measure => unreachable!("run with the next step"),
             S::DropCaches => {
                 let freed = cx.mm.drop_caches(cx.cpu);
                 self.next();
@@ -402,11 +424,32 @@ impl Generator for Programs {
             .params
             .iter()
             .any(|t| t.steps.iter().any(|s| matches!(s, TaskStep::Write { .. })));
+        // Task ids per entry; the instances of an entry with `after` are gated on the
+        // instances of every entry of that name, and start `start` after the last exits.
+        let mut ids = Vec::new();
         for t in &self.params {
+            let mut mine = Vec::new();
             for _ in 0..t.count {
                 let mut task = ProgramTask::new(t, files.clone(), run.metrics.clone());
                 task.hugetlb_pool = self.hugetlb_pool.clone();
-                run.e.spawn_at(t.start_ns, Box::new(task));
+                mine.push(match t.after {
+                    None => run.e.spawn_at(t.start_ns, Box::new(task)),
+                    Some(_) => run.e.spawn_gated(Box::new(task)),
+                });
+            }
+            ids.push(mine);
+        }
+        for (t, mine) in self.params.iter().zip(&ids) {
+            let Some(after) = &t.after else { continue };
+            let deps: Vec<_> = self
+                .params
+                .iter()
+                .zip(&ids)
+                .filter(|(u, _)| u.name == *after)
+                .flat_map(|(_, d)| d.iter().copied())
+                .collect();
+            for &id in mine {
+                run.e.gate(id, deps.clone(), t.start_ns);
             }
         }
         if any_write {

@@ -45,7 +45,59 @@ impl Cx<'_> {
             start_ns,
             loops,
             steps,
+            after: self.opt_str(k, "after")?,
         })
+    }
+
+    /// The `after` keys of the `[[workload.task]]` tables `items` (parsed as `tasks`): each
+    /// names another task, and following them never comes back to where it started.
+    pub(super) fn task_order(&self, items: &[Tbl], tasks: &[TaskParams]) -> R<()> {
+        let err = |i: usize, msg: String| {
+            let e = items[i].get("after").expect("a task with after");
+            self.err(e.node.pos, &items[i].key("after"), msg)
+        };
+        for (i, t) in tasks.iter().enumerate() {
+            let Some(a) = &t.after else { continue };
+            if *a == t.name {
+                return Err(err(i, format!("task {} cannot start after itself", quote(a))));
+            }
+            if !tasks.iter().any(|u| u.name == *a) {
+                let dym = did_you_mean(a, tasks.iter().map(|u| u.name.as_str()))
+                    .map(|c| format!("; did you mean {}?", quote(c)))
+                    .unwrap_or_default();
+                return Err(err(i, format!("no [[workload.task]] is named {}{dym}", quote(a))));
+            }
+        }
+        // A cycle: from task i, following `after` through every task of that name comes
+        // back to i's name.
+        for (i, t) in tasks.iter().enumerate() {
+            let Some(a) = &t.after else { continue };
+            let mut seen = vec![t.name.as_str()];
+            let mut todo = vec![a.as_str()];
+            while let Some(n) = todo.pop() {
+                if n == t.name {
+                    return Err(err(
+                        i,
+                        format!(
+                            "a cycle: task {} starts after {}, which waits for it",
+                            quote(&t.name),
+                            quote(a)
+                        ),
+                    ));
+                }
+                if seen.contains(&n) {
+                    continue;
+                }
+                seen.push(n);
+                todo.extend(
+                    tasks
+                        .iter()
+                        .filter(|u| u.name == n)
+                        .filter_map(|u| u.after.as_deref()),
+                );
+            }
+        }
+        Ok(())
     }
 
     /// The one action of step `s`.
@@ -166,15 +218,15 @@ impl Cx<'_> {
             "nr_hugepages" => TaskStep::NrHugepages {
                 count: self.int_key(s, "nr_hugepages")? as u64,
             },
-            "compact_memory" | "drop_caches" => {
+            "compact_memory" | "drop_caches" | "measure" => {
                 match a.node.val {
                     Val::Bool(true) => {}
                     _ => return Err(self.type_err(&a.node, &s.key(&a.key), "true")),
                 }
-                if a.key == "compact_memory" {
-                    TaskStep::CompactMemory
-                } else {
-                    TaskStep::DropCaches
+                match a.key.as_str() {
+                    "compact_memory" => TaskStep::CompactMemory,
+                    "drop_caches" => TaskStep::DropCaches,
+                    _ => TaskStep::Measure,
                 }
             }
             // mlock (H2, kernel-model.md §29).

@@ -30,6 +30,7 @@ impl Cx<'_> {
             )?,
             task: self.generator(t, "task", keys::TASK, Self::task)?,
         };
+        self.task_order(&self.items(t, "task", keys::TASK)?, &w.task)?;
         if w.kbuild.is_empty()
             && w.thp_burst.is_empty()
             && w.thpchallenge.is_empty()
