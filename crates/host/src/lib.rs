@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use fraglab_spec::result::{HostConfounders, RunResult, RESULT_SCHEMA};
 
+pub mod census;
 pub mod confounders;
 pub mod damon;
 mod error;

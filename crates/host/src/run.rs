@@ -208,6 +208,8 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
             damon_turned_off,
             ..HostConfounders::from_readings(confounders_start, confounders_end)
         }),
+        census: reports.census,
+        task_reads: reports.reads,
     })
 }
 
@@ -454,6 +456,8 @@ struct Reports {
     /// thpchallenge faults that got a huge page, and the others.
     huge: Histogram,
     base: Histogram,
+    census: Vec<fraglab_spec::result::CensusResult>,
+    reads: Vec<fraglab_spec::result::TaskReadResult>,
 }
 
 /// Merges the workers' reports (bursts by start time). Workers the run ended by force may
@@ -474,6 +478,8 @@ fn collect_reports(
                 reports.bursts.extend(r.bursts);
                 reports.huge.merge(&r.thpc_huge);
                 reports.base.merge(&r.thpc_base);
+                reports.census.extend(r.census);
+                reports.reads.extend(r.reads);
             }
             Err(_)
                 if ended.killed_at_deadline.contains(&wk.pid)
@@ -499,5 +505,9 @@ fn collect_reports(
         return Err(HostError::Worker(errors.join("; ")));
     }
     reports.bursts.sort_by_key(|b| b.start_ns);
+    reports.census.sort_by_key(|c| c.at_ns);
+    reports
+        .reads
+        .sort_by(|a, b| (&a.task, a.instance).cmp(&(&b.task, b.instance)));
     Ok(reports)
 }

@@ -46,6 +46,13 @@ pub struct WorkerReport {
     /// The worker stopped because the run's duration ended.
     pub hit_deadline: bool,
     pub error: Option<String>,
+    // H5: census steps and read throughput.
+    /// The `census` steps this worker ran.
+    #[serde(default)]
+    pub census: Vec<fraglab_spec::result::CensusResult>,
+    /// A task's `read` steps: bytes read and the wall time they took (None without reads).
+    #[serde(default)]
+    pub reads: Option<fraglab_spec::result::TaskReadResult>,
 }
 
 /// What a worker runs.
@@ -530,7 +537,20 @@ fn run_task(
                     length,
                     file_size,
                     random,
-                } => read_file(&files[file], *offset, *length, *file_size, *random, cx)?,
+                } => {
+                    let t = Instant::now();
+                    let bytes = read_file(&files[file], *offset, *length, *file_size, *random, cx)?;
+                    let r = cx
+                        .report
+                        .reads
+                        .get_or_insert_with(|| fraglab_spec::result::TaskReadResult {
+                            task: p.name.clone(),
+                            instance,
+                            ..Default::default()
+                        });
+                    r.bytes += bytes;
+                    r.ns += t.elapsed().as_nanos() as u64;
+                }
                 TaskStep::Write {
                     file,
                     offset,
@@ -567,6 +587,18 @@ fn run_task(
                 TaskStep::NrHugepages { count } => {
                     write_proc(crate::hugetlb::NR_HUGEPAGES, &count.to_string())?;
                     crate::hugetlb::current_pages().map_err(|e| e.to_string())?;
+                }
+                // H5: the page-cache census (crate::census, kernel-model.md §30.2).
+                TaskStep::Census { file } => {
+                    let at_ns = cx.since_t0(Instant::now());
+                    let (pages_per_order, folios_per_order) = crate::census::file_census(&files[file])?;
+                    cx.report.census.push(fraglab_spec::result::CensusResult {
+                        task: p.name.clone(),
+                        file: file.clone(),
+                        at_ns,
+                        pages_per_order,
+                        folios_per_order,
+                    });
                 }
             }
         }
@@ -622,9 +654,10 @@ fn read_file(
     file_size: u64,
     random: bool,
     cx: &mut Cx,
-) -> Result<(), String> {
+) -> Result<u64, String> {
     let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let err = |e: std::io::Error| format!("read {}: {e}", path.display());
+    let mut done = 0u64;
     if random {
         let mut b = [0u8; PAGE];
         let pages = file_size.div_ceil(PAGE as u64).max(1);
@@ -633,11 +666,10 @@ fn read_file(
                 break;
             }
             let p = cx.rng.gen_range(0..pages);
-            f.read_at(&mut b, p * PAGE as u64).map_err(err)?;
+            done += f.read_at(&mut b, p * PAGE as u64).map_err(err)? as u64;
         }
     } else {
         let mut b = vec![0u8; 128 << 10];
-        let mut done = 0u64;
         while done < length {
             if cx.past_deadline() {
                 break;
@@ -650,7 +682,7 @@ fn read_file(
             done += got as u64;
         }
     }
-    Ok(())
+    Ok(done)
 }
 
 fn write_file(

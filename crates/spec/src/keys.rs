@@ -777,6 +777,12 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
         NR_HUGEPAGES,
         "write this count to /proc/sys/vm/nr_hugepages: grow or shrink the 2 MiB hugetlb pool (kernel-model.md §28)",
     )],
+    // H5: the page-cache census.
+    &[action(
+        "census",
+        KeyKind::Form("the name of a file an earlier read or write step of the task names"),
+        "record the page-cache folio orders of this file now (pages and folios per order; /proc/kpageflags on the host, kernel-model.md §30.2)",
+    )],
 ];
 
 /// The keys of `[cost]` (all `COST_KEYS`, in that order).

@@ -1627,3 +1627,51 @@ fn s28_1_nr_hugepages_errors() {
         "expected an integer, found a boolean",
     );
 }
+
+/// `census` task step (issue 19 item 1, kernel-model.md §30.2): a file an earlier read or write
+/// step of the same task names, nothing else.
+#[test]
+fn s30_2_census_errors() {
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ census = \"data\" }]"]),
+        4,
+        "workload.task[0].steps[0].census",
+        "file \"data\" is not read or written by an earlier step of this task",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ read = \"data\", length = \"1MiB\" }, { census = \"dota\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[1].census",
+        "file \"dota\" is not read or written by an earlier step of this task; did you mean \"data\"?",
+    );
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ census = 3 }]"]),
+        4,
+        "workload.task[0].steps[0].census",
+        "expected a string, found an integer",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ write = \"log\", length = \"1MiB\" }, { census = \"log\", length = 1 }]",
+        ]),
+        4,
+        "workload.task[0].steps[1].length",
+        "unknown key (expected one of: census)",
+    );
+    let s = parse_spec(
+        &spec(&with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ write = \"log\", length = \"1MiB\" }, { census = \"log\" }]",
+        ])),
+        "spec.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        s.workload.unwrap().task[0].steps[1],
+        fraglab_spec::TaskStep::Census { file: "log".into() }
+    );
+}
