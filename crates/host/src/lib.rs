@@ -32,6 +32,7 @@ pub mod damon;
 mod error;
 pub mod hugetlb;
 pub mod knobs;
+pub mod loops;
 mod preflight;
 pub mod procfs;
 mod run;

@@ -93,7 +93,12 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let dir = WorkDir::create(&plan.workdir_parent)?;
     let slab_dir = dir.0.join("slab");
     std::fs::create_dir(&slab_dir).map_err(|e| HostError::io(slab_dir.display().to_string(), e))?;
-    let files = create_files(&plan, &dir, opts, &signals)?;
+    // With loop images the files are made after the images, which come after the state file.
+    let mut files = if spec.host.loop_images {
+        BTreeMap::new()
+    } else {
+        create_files(&plan, &dir, opts, &signals)?
+    };
     let state_file = opts
         .state_file
         .clone()
@@ -131,9 +136,26 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         }
         None => None,
     };
+    // `[host] loop_images`: each image recorded in the state file before it is made; the
+    // images are torn down (LoopImages' drop) before the run's directory is removed.
+    let images = if spec.host.loop_images {
+        let images = crate::loops::LoopImages::create(&dir.0, &plan.loop_images, |v| {
+            guard.update_cleanup(|c| c.loop_images = v)
+        })?;
+        if let Some(sig) = signals.caught() {
+            return Err(HostError::Interrupted(sig));
+        }
+        files = create_files_on(&plan, &images, opts, &signals)?;
+        Some(images)
+    } else {
+        None
+    };
     let run_knobs = read_all_knobs();
     let mut tracing = start_tracing(spec, opts, &mut guard)?;
-    let proc_start = run_proc_start(&plan, pool.as_ref(), &run_knobs)?;
+    let mut proc_start = run_proc_start(&plan, pool.as_ref(), &run_knobs)?;
+    if let Some(i) = &images {
+        proc_start.entry("host".into()).or_default().push_str(&i.facts());
+    }
     let confounders_start = confounders::read();
     let vm_start = procfs::parse_vmstat(&procfs::read("/proc/vmstat")?);
     let t0 = Instant::now();
@@ -169,6 +191,13 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         // last step read back.
         proc_end.insert("nr_hugepages".into(), format!("{}\n", hugetlb::current_pages()?));
         p.release()?;
+    }
+    // The images go before the state file does (guard.restore removes it).
+    if let Some(mut i) = images {
+        let failed = i.teardown();
+        if !failed.is_empty() {
+            return Err(HostError::RestoreFailed(failed));
+        }
     }
     guard.restore()?;
     if let Some(p) = pool.as_mut() {
@@ -244,6 +273,34 @@ fn create_files(
         files
             .entry(name.clone())
             .or_insert_with(|| dir.0.join(format!("file{i}")));
+    }
+    for (name, size) in &plan.read_files {
+        make_read_file(&files[name], *size, opts.prefill_read_files)?;
+        if let Some(sig) = signals.caught() {
+            return Err(HostError::Interrupted(sig));
+        }
+    }
+    Ok(files)
+}
+
+/// `[host] loop_images`: the run's files on the image of their filesystem (`fileN` in its
+/// mount point), the read files made as [`create_files`] makes them.
+fn create_files_on(
+    plan: &Plan,
+    images: &crate::loops::LoopImages,
+    opts: &HostOptions,
+    signals: &signals::SignalFlag,
+) -> Result<BTreeMap<String, PathBuf>, HostError> {
+    let mut files = BTreeMap::new();
+    for (i, name) in plan.read_files.keys().chain(plan.write_files.keys()).enumerate() {
+        if files.contains_key(name) {
+            continue;
+        }
+        let fs = plan.file_fs.get(name).copied().unwrap_or(crate::loops::Fs::Xfs);
+        let mnt = images
+            .mount_of(fs)
+            .ok_or_else(|| HostError::LoopImage(format!("no {} image for file {name}", fs.name())))?;
+        files.insert(name.clone(), mnt.join(format!("file{i}")));
     }
     for (name, size) in &plan.read_files {
         make_read_file(&files[name], *size, opts.prefill_read_files)?;
