@@ -1675,3 +1675,21 @@ fn s30_2_census_errors() {
         fraglab_spec::TaskStep::Census { file: "log".into() }
     );
 }
+
+/// `[host] loop_images` (issue 19 item 1): a boolean, default false.
+#[test]
+fn host_loop_images_errors() {
+    check(
+        &with_machine(&["[host]", "loop_images = \"yes\""]),
+        4,
+        "host.loop_images",
+        "expected a boolean, found a string",
+    );
+    let s = parse_spec(
+        &spec(&with_machine(&["[host]", "loop_images = true"])),
+        "spec.toml",
+    )
+    .unwrap();
+    assert!(s.host.loop_images);
+    assert!(!parse_spec(&spec(MACHINE), "spec.toml").unwrap().host.loop_images);
+}
