@@ -37,6 +37,9 @@ pub enum HostError {
     RestoreFailed(Vec<String>),
     /// A state file could not be parsed.
     BadStateFile(String),
+    /// `[host] loop_images`: a tool is missing, the disk lacks room, or mkfs/losetup/mount
+    /// failed.
+    LoopImage(String),
 }
 
 impl HostError {
@@ -56,6 +59,7 @@ impl HostError {
             HostError::Worker(_) => 20,
             HostError::RestoreFailed(_) => 21,
             HostError::BadStateFile(_) => 22,
+            HostError::LoopImage(_) => 23,
             HostError::Interrupted(sig) => 128 + sig,
         }
     }
@@ -100,6 +104,7 @@ impl fmt::Display for HostError {
             }
             HostError::RestoreFailed(v) => write!(f, "knobs not restored: {}", v.join("; ")),
             HostError::BadStateFile(s) => write!(f, "bad state file: {s}"),
+            HostError::LoopImage(s) => write!(f, "loop image: {s}"),
         }
     }
 }

@@ -135,6 +135,10 @@ pub struct Cleanup {
     /// ([`crate::memblock::online_blocks`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub offline_blocks: Vec<u64>,
+    /// `[host] loop_images`: (image, mount point) of each image, recorded before it is made:
+    /// unmounted, its loop devices detached (`losetup -j`), deleted ([`crate::loops`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loop_images: Vec<(PathBuf, PathBuf)>,
 }
 
 fn ours(p: &Path, prefix: &str) -> bool {
@@ -173,6 +177,10 @@ impl Cleanup {
             if let Err(e) = std::fs::write(crate::hugetlb::NR_HUGEPAGES, n.to_string()) {
                 failed.push(format!("{}: {e}", crate::hugetlb::NR_HUGEPAGES));
             }
+        }
+        // The images live in the run's directory: unmount and detach before it is removed.
+        for (image, mnt) in self.loop_images.iter().rev() {
+            failed.extend(crate::loops::teardown_one(image, mnt));
         }
         if let Some(w) = &self.workdir {
             if w.is_dir() && ours(w, "fraglab-host-") {

@@ -27,11 +27,13 @@ use std::time::Duration;
 use fraglab_spec::result::{HostConfounders, RunResult, RESULT_SCHEMA};
 use fraglab_spec::{Spec, ZoneSpec, ZoneType};
 
+pub mod census;
 pub mod confounders;
 pub mod damon;
 mod error;
 pub mod hugetlb;
 pub mod knobs;
+pub mod loops;
 pub mod memblock;
 mod preflight;
 pub mod procfs;

@@ -59,6 +59,10 @@ pub struct Plan {
     pub hugetlb_step_pages: Option<u64>,
     /// Things to know about this machine (free page reporting, DAMON, tracefs).
     pub notes: Vec<String>,
+    /// `[host] loop_images`: the filesystem of each task file and the size of each image (empty
+    /// without it).
+    pub file_fs: BTreeMap<String, crate::loops::Fs>,
+    pub loop_images: BTreeMap<crate::loops::Fs, u64>,
 }
 
 fn gib(b: u64) -> String {
@@ -294,6 +298,19 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
     check_memory_limits(opts, &fp, avail)?;
     let parent = opts.workdir.clone().unwrap_or_else(|| PathBuf::from("/var/tmp"));
     check_disk(&parent, &fp)?;
+    let (file_fs, loop_images) = if spec.host.loop_images {
+        let file_fs = crate::loops::file_filesystems(w);
+        let mut bytes = fp.read_files.clone();
+        for (f, b) in &fp.write_files {
+            let e = bytes.entry(f.clone()).or_default();
+            *e = (*e).max(*b);
+        }
+        let need = crate::loops::images_needed(&file_fs, &bytes);
+        crate::loops::check(&parent, &need).map_err(HostError::LoopImage)?;
+        (file_fs, need)
+    } else {
+        Default::default()
+    };
     let notes = machine_notes(spec, w, opts, &parent, fit.is_some(), offline.is_some());
     let mut duration = Duration::from_nanos(w.duration_ns);
     if let Some(m) = opts.max_duration {
@@ -320,6 +337,8 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
         fit_fallback,
         hugetlb_step_pages: step_pages,
         notes,
+        file_fs,
+        loop_images,
     })
 }
 

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fraglab_spec::result::{
-    vmstat_delta_between, BurstResult, FitMemory, Histogram, HostConfounders, Prelude, RunResult,
-    Sample, ThpChallengeResult, RESULT_SCHEMA,
+    vmstat_delta_between, BurstResult, FitMemory, Histogram, HostConfounders, Prelude, RunResult, Sample,
+    ThpChallengeResult, RESULT_SCHEMA,
 };
 use fraglab_spec::{Spec, WorkloadSpec, TRACE_EVENTS};
 
@@ -94,7 +94,12 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let dir = WorkDir::create(&plan.workdir_parent)?;
     let slab_dir = dir.0.join("slab");
     std::fs::create_dir(&slab_dir).map_err(|e| HostError::io(slab_dir.display().to_string(), e))?;
-    let files = create_files(&plan, &dir, opts, &signals)?;
+    // With loop images the files are made after the images, which come after the state file.
+    let mut files = if spec.host.loop_images {
+        BTreeMap::new()
+    } else {
+        create_files(&plan, &dir, opts, &signals)?
+    };
     let state_file = opts
         .state_file
         .clone()
@@ -139,9 +144,26 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         None => None,
     };
     let fit_memory = fitted(&plan, blocks.as_ref(), pool.as_ref(), opts)?;
+    // `[host] loop_images`: each image recorded in the state file before it is made; the
+    // images are torn down (LoopImages' drop) before the run's directory is removed.
+    let images = if spec.host.loop_images {
+        let images = crate::loops::LoopImages::create(&dir.0, &plan.loop_images, |v| {
+            guard.update_cleanup(|c| c.loop_images = v)
+        })?;
+        if let Some(sig) = signals.caught() {
+            return Err(HostError::Interrupted(sig));
+        }
+        files = create_files_on(&plan, &images, opts, &signals)?;
+        Some(images)
+    } else {
+        None
+    };
     let run_knobs = read_all_knobs();
     let mut tracing = start_tracing(spec, opts, &mut guard)?;
-    let proc_start = run_proc_start(&plan, pool.as_ref(), &run_knobs)?;
+    let mut proc_start = run_proc_start(&plan, pool.as_ref(), &run_knobs)?;
+    if let Some(i) = &images {
+        proc_start.entry("host".into()).or_default().push_str(&i.facts());
+    }
     let confounders_start = confounders::read();
     let vm_start = procfs::parse_vmstat(&procfs::read("/proc/vmstat")?);
     let phases = Phases(worker::PhaseBoard::new()?);
@@ -190,6 +212,13 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     }
     if let Some(b) = blocks.as_mut() {
         b.release()?;
+    }
+    // The images go before the state file does (guard.restore removes it).
+    if let Some(mut i) = images {
+        let failed = i.teardown();
+        if !failed.is_empty() {
+            return Err(HostError::RestoreFailed(failed));
+        }
     }
     guard.restore()?;
     if let Some(p) = pool.as_mut() {
@@ -251,6 +280,8 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         fit_memory,
         measure_start_ns: mark.map(|m| m.measure_ns),
         prelude,
+        census: reports.census,
+        task_reads: reports.reads,
     })
 }
 
@@ -408,6 +439,34 @@ fn create_files(
         files
             .entry(name.clone())
             .or_insert_with(|| dir.0.join(format!("file{i}")));
+    }
+    for (name, size) in &plan.read_files {
+        make_read_file(&files[name], *size, opts.prefill_read_files)?;
+        if let Some(sig) = signals.caught() {
+            return Err(HostError::Interrupted(sig));
+        }
+    }
+    Ok(files)
+}
+
+/// `[host] loop_images`: the run's files on the image of their filesystem (`fileN` in its
+/// mount point), the read files made as [`create_files`] makes them.
+fn create_files_on(
+    plan: &Plan,
+    images: &crate::loops::LoopImages,
+    opts: &HostOptions,
+    signals: &signals::SignalFlag,
+) -> Result<BTreeMap<String, PathBuf>, HostError> {
+    let mut files = BTreeMap::new();
+    for (i, name) in plan.read_files.keys().chain(plan.write_files.keys()).enumerate() {
+        if files.contains_key(name) {
+            continue;
+        }
+        let fs = plan.file_fs.get(name).copied().unwrap_or(crate::loops::Fs::Xfs);
+        let mnt = images
+            .mount_of(fs)
+            .ok_or_else(|| HostError::LoopImage(format!("no {} image for file {name}", fs.name())))?;
+        files.insert(name.clone(), mnt.join(format!("file{i}")));
     }
     for (name, size) in &plan.read_files {
         make_read_file(&files[name], *size, opts.prefill_read_files)?;
@@ -660,6 +719,8 @@ struct Reports {
     /// thpchallenge faults that got a huge page, and the others.
     huge: Histogram,
     base: Histogram,
+    census: Vec<fraglab_spec::result::CensusResult>,
+    reads: Vec<fraglab_spec::result::TaskReadResult>,
 }
 
 /// Merges the workers' reports (bursts by start time). Workers the run ended by force may
@@ -688,6 +749,8 @@ fn collect_reports(
                 reports.bursts.extend(r.bursts);
                 reports.huge.merge(&r.thpc_huge);
                 reports.base.merge(&r.thpc_base);
+                reports.census.extend(r.census);
+                reports.reads.extend(r.reads);
             }
             Err(_)
                 if ended.killed_at_deadline.contains(&wk.pid)
@@ -713,6 +776,10 @@ fn collect_reports(
         return Err(HostError::Worker(errors.join("; ")));
     }
     reports.bursts.sort_by_key(|b| b.start_ns);
+    reports.census.sort_by_key(|c| c.at_ns);
+    reports
+        .reads
+        .sort_by(|a, b| (&a.task, a.instance).cmp(&(&b.task, b.instance)));
     Ok(reports)
 }
 

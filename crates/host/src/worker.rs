@@ -50,6 +50,13 @@ pub struct WorkerReport {
     #[serde(default)]
     pub measured: bool,
     pub error: Option<String>,
+    // H5: census steps and read throughput.
+    /// The `census` steps this worker ran.
+    #[serde(default)]
+    pub census: Vec<fraglab_spec::result::CensusResult>,
+    /// A task's `read` steps: bytes read and the wall time they took (None without reads).
+    #[serde(default)]
+    pub reads: Option<fraglab_spec::result::TaskReadResult>,
 }
 
 /// What a worker runs.
@@ -714,7 +721,20 @@ fn run_task(
                     length,
                     file_size,
                     random,
-                } => read_file(&files[file], *offset, *length, *file_size, *random, cx)?,
+                } => {
+                    let t = Instant::now();
+                    let bytes = read_file(&files[file], *offset, *length, *file_size, *random, cx)?;
+                    let r = cx
+                        .report
+                        .reads
+                        .get_or_insert_with(|| fraglab_spec::result::TaskReadResult {
+                            task: p.name.clone(),
+                            instance,
+                            ..Default::default()
+                        });
+                    r.bytes += bytes;
+                    r.ns += t.elapsed().as_nanos() as u64;
+                }
                 TaskStep::Write {
                     file,
                     offset,
@@ -763,6 +783,18 @@ fn run_task(
                     .munlock()?,
                 // Phases (issue 19).
                 TaskStep::Measure => cx.measure()?,
+                // H5: the page-cache census (crate::census, kernel-model.md §30.2).
+                TaskStep::Census { file } => {
+                    let at_ns = cx.since_t0(Instant::now());
+                    let (pages_per_order, folios_per_order) = crate::census::file_census(&files[file])?;
+                    cx.report.census.push(fraglab_spec::result::CensusResult {
+                        task: p.name.clone(),
+                        file: file.clone(),
+                        at_ns,
+                        pages_per_order,
+                        folios_per_order,
+                    });
+                }
             }
         }
     }
@@ -817,9 +849,10 @@ fn read_file(
     file_size: u64,
     random: bool,
     cx: &mut Cx,
-) -> Result<(), String> {
+) -> Result<u64, String> {
     let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let err = |e: std::io::Error| format!("read {}: {e}", path.display());
+    let mut done = 0u64;
     if random {
         let mut b = [0u8; PAGE];
         let pages = file_size.div_ceil(PAGE as u64).max(1);
@@ -828,11 +861,10 @@ fn read_file(
                 break;
             }
             let p = cx.rng.gen_range(0..pages);
-            f.read_at(&mut b, p * PAGE as u64).map_err(err)?;
+            done += f.read_at(&mut b, p * PAGE as u64).map_err(err)? as u64;
         }
     } else {
         let mut b = vec![0u8; 128 << 10];
-        let mut done = 0u64;
         while done < length {
             if cx.past_deadline() {
                 break;
@@ -845,7 +877,7 @@ fn read_file(
             done += got as u64;
         }
     }
-    Ok(())
+    Ok(done)
 }
 
 fn write_file(

@@ -1473,3 +1473,46 @@ fn fit_memory_blocks_are_onlined_after_sigterm() {
     assert_eq!(mem_total(), total);
     assert!(!state.exists(), "state file left after a clean restore");
 }
+
+/// `[host] loop_images = true` and the census step (issue 19 item 1, kernel-model.md §30.2): a
+/// cold sequential read of a 256 MiB file on the run's xfs image; the census counts every page
+/// of the file once, some in large folios; the image, its mount and its loop device are gone
+/// afterwards, and the result names them.
+#[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
+fn loop_image_cold_read_census_and_cleanup() {
+    let _g = live();
+    let s = spec(
+        "[machine]\nmemory = \"24GiB\"\ncpus = 2\n[host]\nloop_images = true\n[workload]\nduration = \"60s\"\n\
+         [[workload.task]]\nname = \"reader\"\nsteps = [{ read = \"big\", length = \"256MiB\" }, { census = \"big\" }]\n",
+    );
+    let opts = HostOptions {
+        state_file: Some(state_path("loop")),
+        ..Default::default()
+    };
+    let r = host_run(&s, &opts).unwrap();
+    assert_eq!(r.census.len(), 1, "{:?}", r.census);
+    let c = &r.census[0];
+    assert_eq!(c.pages(), 65536, "{c:?}");
+    assert!(c.pages_per_order[1..].iter().sum::<u64>() > 0, "{c:?}");
+    for o in 0..11 {
+        assert_eq!(c.pages_per_order[o], c.folios_per_order[o] << o);
+    }
+    assert_eq!(r.task_reads.len(), 1);
+    assert_eq!(r.task_reads[0].bytes, 256 << 20);
+    let host = &r.proc_start["host"];
+    let line = host
+        .lines()
+        .find(|l| l.starts_with("loop_image xfs dev /dev/loop"))
+        .unwrap_or_else(|| panic!("{host}"));
+    let dev = line.split(' ').nth(3).unwrap();
+    let out = Command::new("losetup").arg("-a").output().unwrap();
+    let loops = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !loops.contains("fraglab-host-"),
+        "loop device left: {loops} ({dev})"
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains("fraglab-host-"), "mount left: {mounts}");
+    assert!(!state_path("loop").exists());
+}

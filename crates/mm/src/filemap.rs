@@ -350,6 +350,23 @@ impl Mm {
         self.cache.index.lookup(mapping, index)
     }
 
+    /// The page cache of `mapping` by folio order (issue 19's census; on the host, the same
+    /// figures come from /proc/kpageflags, kernel-model.md §30.2): cached pages in folios of
+    /// each order 0..=10, and the number of folios of each order. Walks the mapping's entries
+    /// in the page cache's index (the xarray's walk in `filemap_get_folios`, without the
+    /// shadow entries).
+    pub fn filemap_census(&self, mapping: u32) -> ([u64; 11], [u64; 11]) {
+        let (mut pages, mut folios) = ([0u64; 11], [0u64; 11]);
+        let mut index = 0;
+        while let Some((id, i)) = self.cache.index.next_from(mapping, index) {
+            let order = (self.folios.get(id).order as usize).min(10);
+            pages[order] += 1 << order;
+            folios[order] += 1;
+            index = i + 1;
+        }
+        (pages, folios)
+    }
+
     /// Whether pages [index, index + 2^order) of `mapping` are all uncached.
     fn filemap_range_empty(&self, mapping: u32, index: u64, order: u32) -> bool {
         let end = index + (1u64 << order);

@@ -137,6 +137,13 @@ const GENERATOR_ROWS: &[(&str, &str, &str)] = &[
          the vmstat delta has `htlb_buddy_alloc_success`/`_fail`",
         "§28.1–28.2",
     ),
+    (
+        "task step `census`",
+        "record the page-cache folio orders of a file (pages and folios per order 0..=10) in the \
+         result's `census`: the page cache's index in the simulator, mincore + pagemap + \
+         /proc/kpageflags on the host",
+        "§30.2",
+    ),
 ];
 
 /// The text of docs/knobs.md.

@@ -260,12 +260,20 @@ pub(crate) const RUN: &[KeyDef] = &[
 
 /// `[host]`: what the host engine changes on the live machine beyond the knobs. Declared here
 /// and parsed like every key, never read by the simulator (the model has no DAMON).
-pub(crate) const HOST: &[KeyDef] = &[key(
-    "damon",
-    KeyKind::Form("keep or off"),
-    KeyDefault::Str("keep"),
-    "host engine: \"off\" turns every running kdamond off for the run (through DAMON's sysfs `state`) and back on at its end or by `fraglab host restore`; the simulator ignores it",
-)];
+pub(crate) const HOST: &[KeyDef] = &[
+    key(
+        "damon",
+        KeyKind::Form("keep or off"),
+        KeyDefault::Str("keep"),
+        "host engine: \"off\" turns every running kdamond off for the run (through DAMON's sysfs `state`) and back on at its end or by `fraglab host restore`; the simulator ignores it",
+    ),
+    // H5: loop-mounted filesystem images.
+    boolean(
+        "loop_images",
+        false,
+        "host engine: put each task file on a loop-mounted filesystem image made by the run (xfs for xfs mappings, ext4 for large_folios, ext4 data=journal for no_large_folios; mkfs without discard, mounted without discard), unmounted, detached and deleted on every exit path; the simulator ignores it",
+    ),
+];
 
 /// `[[op]]` with `alloc`.
 pub(crate) const OP_ALLOC: &[KeyDef] = &[
@@ -805,6 +813,12 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
         "measure",
         KeyKind::True,
         "the measured part of the run starts here (the first time any task runs this step): vmstat deltas, latency histograms and rows cover it only",
+    )],
+    // H5: the page-cache census.
+    &[action(
+        "census",
+        KeyKind::Form("the name of a file an earlier read or write step of the task names"),
+        "record the page-cache folio orders of this file now (pages and folios per order; /proc/kpageflags on the host, kernel-model.md §30.2)",
     )],
 ];
 

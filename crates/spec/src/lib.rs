@@ -291,6 +291,9 @@ pub struct HostSpec {
     /// `damon = "off"`: every kdamond that is on is turned off for the run and back on after
     /// (default `"keep"`: DAMON is left as it is).
     pub damon_off: bool,
+    /// `loop_images = true`: task files go on loop-mounted ext4/xfs images the run makes
+    /// (default false: files in the run's directory).
+    pub loop_images: bool,
 }
 
 /// `[run]`.

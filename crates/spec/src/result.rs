@@ -83,6 +83,14 @@ pub struct RunResult {
     /// and the zones it had once fitted. Absent otherwise (and from the JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit_memory: Option<FitMemory>,
+    /// `census` task steps: the page-cache folio orders of a file at that point, in the order
+    /// the steps ran (absent from the JSON when no step took one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub census: Vec<CensusResult>,
+    /// Per task instance with `read` steps: bytes read and time spent in them, for the read
+    /// throughput rows (absent from the JSON when no task reads).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_reads: Vec<TaskReadResult>,
 }
 
 /// How a host run fitted the machine to the spec's `machine.memory` (`--fit-memory`).
@@ -138,6 +146,59 @@ pub fn vmstat_delta_between(
     end.iter()
         .map(|(k, v)| (k.clone(), v - start.get(k).copied().unwrap_or(0)))
         .collect()
+}
+
+/// One `census` step: the page cache of `file` in folios of each order 0..=10.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CensusResult {
+    /// The task's name (instances of one task share it).
+    pub task: String,
+    /// The spec's name for the file.
+    pub file: String,
+    /// When the step ran, from the start of the run.
+    pub at_ns: u64,
+    /// Cached pages of the file in folios of each order.
+    pub pages_per_order: [u64; 11],
+    /// Folios of each order.
+    pub folios_per_order: [u64; 11],
+}
+
+impl CensusResult {
+    /// Cached pages of the file.
+    pub fn pages(&self) -> u64 {
+        self.pages_per_order.iter().sum()
+    }
+
+    /// Percent of the cached pages in folios of order `min` or more (0 when nothing is cached).
+    pub fn pct_at_least(&self, min: usize) -> f64 {
+        let all = self.pages();
+        if all == 0 {
+            return 0.0;
+        }
+        self.pages_per_order[min.min(11)..].iter().sum::<u64>() as f64 * 100.0 / all as f64
+    }
+}
+
+/// The `read` steps of one task instance: bytes read and the time they took.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskReadResult {
+    pub task: String,
+    pub instance: u32,
+    pub bytes: u64,
+    /// Time from each read step's start to its end, summed (simulated time in the simulator,
+    /// wall time on the host).
+    pub ns: u64,
+}
+
+impl TaskReadResult {
+    /// MiB/s over the read steps (0 when they took no time).
+    pub fn mib_per_s(&self) -> f64 {
+        if self.ns == 0 {
+            0.0
+        } else {
+            self.bytes as f64 / (1u64 << 20) as f64 / (self.ns as f64 / 1e9)
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -329,4 +329,11 @@ pub enum TaskStep {
     /// `{ measure = true }`: the measured part of the run starts the first time any task runs
     /// this step (at most once per run); before it is the prelude (phases, issue 19).
     Measure,
+    // H5: the page-cache census (issue 19 item 1).
+    /// Record the page-cache folio order distribution of `file` now (pages and folios per order
+    /// 0..=10, kernel-model.md §30.2 on the host, the page cache's index in the simulator) into
+    /// the result's `census`.
+    Census {
+        file: String,
+    },
 }

@@ -1736,3 +1736,68 @@ fn phases_after_and_measure_errors() {
         "a step has exactly one action, and this one already has measure",
     );
 }
+/// `census` task step (issue 19 item 1, kernel-model.md §30.2): a file an earlier read or write
+/// step of the same task names, nothing else.
+#[test]
+fn s30_2_census_errors() {
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ census = \"data\" }]"]),
+        4,
+        "workload.task[0].steps[0].census",
+        "file \"data\" is not read or written by an earlier step of this task",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ read = \"data\", length = \"1MiB\" }, { census = \"dota\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[1].census",
+        "file \"dota\" is not read or written by an earlier step of this task; did you mean \"data\"?",
+    );
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ census = 3 }]"]),
+        4,
+        "workload.task[0].steps[0].census",
+        "expected a string, found an integer",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ write = \"log\", length = \"1MiB\" }, { census = \"log\", length = 1 }]",
+        ]),
+        4,
+        "workload.task[0].steps[1].length",
+        "unknown key (expected one of: census)",
+    );
+    let s = parse_spec(
+        &spec(&with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ write = \"log\", length = \"1MiB\" }, { census = \"log\" }]",
+        ])),
+        "spec.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        s.workload.unwrap().task[0].steps[1],
+        fraglab_spec::TaskStep::Census { file: "log".into() }
+    );
+}
+
+/// `[host] loop_images` (issue 19 item 1): a boolean, default false.
+#[test]
+fn host_loop_images_errors() {
+    check(
+        &with_machine(&["[host]", "loop_images = \"yes\""]),
+        4,
+        "host.loop_images",
+        "expected a boolean, found a string",
+    );
+    let s = parse_spec(
+        &spec(&with_machine(&["[host]", "loop_images = true"])),
+        "spec.toml",
+    )
+    .unwrap();
+    assert!(s.host.loop_images);
+    assert!(!parse_spec(&spec(MACHINE), "spec.toml").unwrap().host.loop_images);
+}

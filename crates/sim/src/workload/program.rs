@@ -9,6 +9,7 @@ use fraglab_mm::filemap::ReadaheadState;
 use fraglab_mm::folio::{FolioId, FolioKind};
 use fraglab_mm::slowpath::MeasureWork;
 use fraglab_mm::Gfp;
+use fraglab_spec::result::{CensusResult, TaskReadResult};
 use fraglab_spec::{TaskParams, TaskStep};
 use rand::Rng;
 
@@ -37,6 +38,13 @@ pub struct ProgramTask {
     metrics: Shared<Metrics>,
     /// The pool size the last `nr_hugepages` step of any task read back (shared by the run).
     hugetlb_pool: Shared<Option<u64>>,
+    // H5: census and read throughput.
+    instance: u32,
+    /// When the current read step started.
+    read_start: Option<u64>,
+    /// The census steps' results and every instance's read bytes and time (shared by the run).
+    census: Shared<Vec<CensusResult>>,
+    reads: Shared<BTreeMap<(String, u32), (u64, u64)>>,
 }
 
 impl ProgramTask {
@@ -58,6 +66,10 @@ impl ProgramTask {
             objects: Vec::new(),
             metrics,
             hugetlb_pool: Default::default(),
+            instance: 0,
+            read_start: None,
+            census: Default::default(),
+            reads: Default::default(),
         }
     }
 
@@ -177,6 +189,9 @@ impl ProgramTask {
         let pages = length.div_ceil(4096);
         let file_pages = file_size.div_ceil(4096);
         let n = (pages - self.progress).min(256);
+        if self.progress == 0 {
+            self.read_start = Some(cx.now);
+        }
         let (io, work) = cx.measure(|cx| {
             let mut io = false;
             if random {
@@ -199,15 +214,19 @@ impl ProgramTask {
             io
         });
         self.progress += n;
+        let ns = cx.cost.alloc_work(&work) + n * cx.cost.free_page_ns;
+        let sleep = if io { cx.cost.read_io_ns } else { 0 };
         if self.progress >= pages {
             self.next();
+            // The step ends when its last chunk's CPU time and device wait are over.
+            let start = self.read_start.take().unwrap_or(cx.now);
+            let mut reads = self.reads.borrow_mut();
+            let e = reads.entry((self.name.clone(), self.instance)).or_default();
+            e.0 += length;
+            e.1 += cx.now + ns + sleep - start;
         }
-        let ns = cx.cost.alloc_work(&work) + n * cx.cost.free_page_ns;
         if io {
-            Step::Sleep {
-                ran: ns,
-                sleep: cx.cost.read_io_ns,
-            }
+            Step::Sleep { ran: ns, sleep }
         } else {
             Step::Ran(ns)
         }
@@ -289,6 +308,23 @@ impl ProgramTask {
         if m.measure.is_none() {
             m.start_measuring(cx.now, crate::snapshot::vmstat_values(cx.mm));
         }
+    }
+
+    /// `census`: the page-cache folio orders of `file` now ([`fraglab_mm::Mm::filemap_census`]),
+    /// recorded for the result; the step itself takes a context switch (the host's mincore and
+    /// /proc reads are not modelled).
+    fn census(&mut self, cx: &mut Cx, file: String) -> Step {
+        let mapping = self.files.borrow()[&file];
+        let (pages_per_order, folios_per_order) = cx.mm.filemap_census(mapping);
+        self.census.borrow_mut().push(CensusResult {
+            task: self.name.clone(),
+            file,
+            at_ns: cx.now,
+            pages_per_order,
+            folios_per_order,
+        });
+        self.next();
+        Step::Ran(cx.cost.context_switch_ns)
     }
 }
 
@@ -383,6 +419,8 @@ impl TaskBody for ProgramTask {
                 self.next();
                 Step::Ran(freed * cx.cost.free_page_ns)
             }
+            // H5: the page-cache census.
+            S::Census { file } => self.census(cx, file),
         }
     }
 }
@@ -393,6 +431,8 @@ impl TaskBody for ProgramTask {
 pub struct Programs {
     params: Vec<TaskParams>,
     hugetlb_pool: Shared<Option<u64>>,
+    census: Shared<Vec<CensusResult>>,
+    reads: Shared<BTreeMap<(String, u32), (u64, u64)>>,
 }
 
 impl Programs {
@@ -400,6 +440,8 @@ impl Programs {
         Programs {
             params: params.to_vec(),
             hugetlb_pool: Default::default(),
+            census: Default::default(),
+            reads: Default::default(),
         }
     }
 }
@@ -429,9 +471,12 @@ impl Generator for Programs {
         let mut ids = Vec::new();
         for t in &self.params {
             let mut mine = Vec::new();
-            for _ in 0..t.count {
+            for i in 0..t.count {
                 let mut task = ProgramTask::new(t, files.clone(), run.metrics.clone());
                 task.hugetlb_pool = self.hugetlb_pool.clone();
+                task.instance = i;
+                task.census = self.census.clone();
+                task.reads = self.reads.clone();
                 mine.push(match t.after {
                     None => run.e.spawn_at(t.start_ns, Box::new(task)),
                     Some(_) => run.e.spawn_gated(Box::new(task)),
@@ -464,5 +509,20 @@ impl Generator for Programs {
         if let Some(pool) = *self.hugetlb_pool.borrow() {
             r.proc_end.insert("nr_hugepages".into(), format!("{pool}\n"));
         }
+        // H5: census steps in the order they ran, and the read time of every instance that
+        // finished a read step.
+        r.census.extend(self.census.borrow().iter().cloned());
+        r.task_reads
+            .extend(
+                self.reads
+                    .borrow()
+                    .iter()
+                    .map(|((task, instance), (bytes, ns))| TaskReadResult {
+                        task: task.clone(),
+                        instance: *instance,
+                        bytes: *bytes,
+                        ns: *ns,
+                    }),
+            );
     }
 }

@@ -59,7 +59,7 @@ impl Cx<'_> {
         })
     }
 
-    /// `[host]`: `damon = "keep"` (default) or `"off"`.
+    /// `[host]`: `damon = "keep"` (default) or `"off"`; `loop_images` (default false).
     pub(super) fn host(&self, t: &Tbl) -> R<HostSpec> {
         self.check_keys(t)?;
         let damon_off = match t.get("damon") {
@@ -76,7 +76,10 @@ impl Cx<'_> {
                 }
             },
         };
-        Ok(HostSpec { damon_off })
+        Ok(HostSpec {
+            damon_off,
+            loop_images: self.bool_key(t, "loop_images")?,
+        })
     }
 
     pub(super) fn cost(&self, t: &Tbl) -> R<BTreeMap<String, u64>> {

@@ -33,7 +33,8 @@ impl Cx<'_> {
                 _ => keys::names(s.keys),
             };
             self.check_keys_in(&s, &allowed)?;
-            steps.push(self.step(&s, a, &mut vmas)?);
+            let step = self.step(&s, a, &mut vmas, &steps)?;
+            steps.push(step);
         }
         if steps.is_empty() {
             return Err(self.err(se.key_pos, &k.key("steps"), "no steps (expected at least one)"));
@@ -167,7 +168,7 @@ impl Cx<'_> {
     }
 
     /// Step `s` with action `a`; `vmas` are the mappings the steps before it left mapped.
-    fn step(&self, s: &Tbl, a: &Entry, vmas: &mut Vec<String>) -> R<TaskStep> {
+    fn step(&self, s: &Tbl, a: &Entry, vmas: &mut Vec<String>, steps: &[TaskStep]) -> R<TaskStep> {
         Ok(match a.key.as_str() {
             "mmap" => {
                 let v = self.str(&a.node, &s.key("mmap"))?.to_string();
@@ -236,8 +237,39 @@ impl Cx<'_> {
             "munlock" => TaskStep::Munlock {
                 vma: self.step_vma(s, a, vmas)?,
             },
+            // H5: the page-cache census.
+            "census" => TaskStep::Census {
+                file: self.step_census_file(s, a, steps)?,
+            },
             _ => unreachable!("keys::STEPS"),
         })
+    }
+
+    /// The file a `census` step names: one an earlier read or write step of the task names
+    /// (the run creates only those files).
+    fn step_census_file(&self, s: &Tbl, a: &Entry, steps: &[TaskStep]) -> R<String> {
+        let file = self.step_file(s, a)?;
+        let named: Vec<&str> = steps
+            .iter()
+            .filter_map(|x| match x {
+                TaskStep::Read { file, .. } | TaskStep::Write { file, .. } => Some(file.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !named.contains(&file.as_str()) {
+            let dym = did_you_mean(&file, named.iter().copied())
+                .map(|c| format!("; did you mean {}?", quote(c)))
+                .unwrap_or_default();
+            return Err(self.err(
+                a.node.pos,
+                &s.key(&a.key),
+                format!(
+                    "file {} is not read or written by an earlier step of this task{dym}",
+                    quote(&file)
+                ),
+            ));
+        }
+        Ok(file)
     }
 
     /// A `read` or `write` step.

@@ -251,7 +251,121 @@ pub fn samples_of(results: &[RunResult]) -> Vec<Samples> {
         Center::Amean,
         thp.iter().map(|t| t.huge_pct).collect(),
     );
+    for (name, v) in census_and_read_samples(results) {
+        let center = if name.ends_with("(MiB/s)") {
+            Center::Hmean
+        } else {
+            Center::Amean
+        };
+        push(&name, center, v);
+    }
     out
+}
+
+/// The last census of each (task, file) in each result, by (task, file), in first-seen order.
+fn last_censuses(r: &RunResult) -> Vec<&super::CensusResult> {
+    let mut out: Vec<&super::CensusResult> = Vec::new();
+    for c in &r.census {
+        match out.iter_mut().find(|x| x.task == c.task && x.file == c.file) {
+            Some(x) => *x = c,
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// The census rows (issue 19 item 1): per file, the pages in folios of each order that any
+/// result has, the percent in order >= 4 and >= 9 (from the last census of each task's file in
+/// each result), and the read throughput rows: per task, bytes read / time in read steps, in
+/// MiB/s, summed over the task's instances' bytes and averaged over their times.
+pub fn census_and_read_samples(results: &[RunResult]) -> Vec<(String, Vec<f64>)> {
+    let mut out: Vec<(String, Vec<f64>)> = Vec::new();
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in results {
+        for c in last_censuses(r) {
+            let k = (c.task.clone(), c.file.clone());
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    // A file two tasks census is labelled with the task's name too.
+    let mut files: Vec<&str> = keys.iter().map(|(_, f)| f.as_str()).collect();
+    files.sort_unstable();
+    files.dedup();
+    let multi_task = files.len() != keys.len();
+    for (task, file) in &keys {
+        let label = if multi_task {
+            format!("{task}:{file}")
+        } else {
+            file.clone()
+        };
+        let cs: Vec<&super::CensusResult> = results
+            .iter()
+            .filter_map(|r| {
+                last_censuses(r)
+                    .into_iter()
+                    .find(|c| &c.task == task && &c.file == file)
+            })
+            .collect();
+        for o in 0..11 {
+            if cs.iter().any(|c| c.pages_per_order[o] > 0) {
+                out.push((
+                    census_row(&label, o),
+                    cs.iter().map(|c| c.pages_per_order[o] as f64).collect(),
+                ));
+            }
+        }
+        for min in [4, 9] {
+            out.push((
+                format!("{label}: % in order >= {min}"),
+                cs.iter().map(|c| c.pct_at_least(min)).collect(),
+            ));
+        }
+    }
+    let mut tasks: Vec<&str> = Vec::new();
+    for r in results {
+        for t in &r.task_reads {
+            if !tasks.contains(&t.task.as_str()) {
+                tasks.push(&t.task);
+            }
+        }
+    }
+    for task in tasks {
+        let v: Vec<f64> = results
+            .iter()
+            .filter_map(|r| {
+                let ts: Vec<&super::TaskReadResult> =
+                    r.task_reads.iter().filter(|t| t.task == task).collect();
+                if ts.is_empty() {
+                    return None;
+                }
+                // The instances read side by side: their bytes over their mean time.
+                let bytes: u64 = ts.iter().map(|t| t.bytes).sum();
+                let ns = ts.iter().map(|t| t.ns).sum::<u64>() / ts.len() as u64;
+                Some(
+                    super::TaskReadResult {
+                        bytes,
+                        ns,
+                        ..Default::default()
+                    }
+                    .mib_per_s(),
+                )
+            })
+            .collect();
+        out.push((read_row(task), v));
+    }
+    out
+}
+
+/// The census row of `file`'s pages in folios of `order`.
+pub fn census_row(file: &str, order: usize) -> String {
+    format!("{file}: pages in order-{order} folios")
+}
+
+/// The read throughput row of `task`.
+pub fn read_row(task: &str) -> String {
+    format!("{task}: read (MiB/s)")
 }
 
 /// lkp's metric name, the case in the testcase column's place.
@@ -341,6 +455,9 @@ pub fn mmtests_rows(r: &RunResult) -> String {
     }
     for v in &r.vm_scalability {
         let _ = writeln!(out, "{:<34} {:>14.0}", vm_scalability_row(&v.case), v.throughput);
+    }
+    for (name, v) in census_and_read_samples(std::slice::from_ref(r)) {
+        let _ = writeln!(out, "{:<34} {:>14.2}", name, amean(&v));
     }
     out
 }
@@ -533,5 +650,64 @@ mod tests {
         assert_eq!(hmean(&[1.0, 0.0]), 0.0);
         assert_eq!((stddev(&[3.0]), amean(&[])), (0.0, 0.0));
         assert_eq!(summarize(&[1.0, 4.0], Center::Hmean).center, 1.6);
+    }
+
+    /// Issue 19 item 1: the census rows come from the last census of each file, per order with
+    /// pages, and the % in order >= 4 and >= 9; the read row is MiB/s over the read steps.
+    #[test]
+    fn census_and_read_rows() {
+        use crate::result::{CensusResult, TaskReadResult};
+        let mut pages = [0u64; 11];
+        pages[0] = 100;
+        pages[9] = 900;
+        let r = RunResult {
+            census: vec![
+                CensusResult {
+                    task: "reader".into(),
+                    file: "big".into(),
+                    at_ns: 1,
+                    pages_per_order: [7; 11],
+                    ..Default::default()
+                },
+                CensusResult {
+                    task: "reader".into(),
+                    file: "big".into(),
+                    at_ns: 2,
+                    pages_per_order: pages,
+                    ..Default::default()
+                },
+            ],
+            task_reads: vec![
+                TaskReadResult {
+                    task: "reader".into(),
+                    instance: 0,
+                    bytes: 512 << 20,
+                    ns: 1_000_000_000,
+                },
+                TaskReadResult {
+                    task: "reader".into(),
+                    instance: 1,
+                    bytes: 512 << 20,
+                    ns: 3_000_000_000,
+                },
+            ],
+            ..Default::default()
+        };
+        let s = samples_of(std::slice::from_ref(&r));
+        assert_eq!(values(&s, &census_row("big", 0)), &[100.0]);
+        assert_eq!(values(&s, &census_row("big", 9)), &[900.0]);
+        assert!(
+            values(&s, &census_row("big", 3)).is_empty(),
+            "orders without pages have no row"
+        );
+        assert_eq!(values(&s, "big: % in order >= 4"), &[90.0]);
+        assert_eq!(values(&s, "big: % in order >= 9"), &[90.0]);
+        // 1 GiB in a mean of 2 s.
+        assert_eq!(values(&s, &read_row("reader")), &[512.0]);
+        let rows = mmtests_rows(&r);
+        assert!(rows.contains("big: pages in order-9 folios"), "{rows}");
+        assert!(rows.contains("reader: read (MiB/s)"), "{rows}");
+        // Without census or reads: no such rows.
+        assert!(census_and_read_samples(&[RunResult::default()]).is_empty());
     }
 }
