@@ -129,6 +129,39 @@ pub struct Cleanup {
     /// back on (only `/sys/kernel/mm/damon/admin/kdamonds/N/state`; [`crate::damon`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub damon_on: Vec<PathBuf>,
+    /// Block devices' `queue/read_ahead_kb` files the run changed and their values before
+    /// ([`KnobGuard::set_read_ahead_kb`]; only `/sys/block/DEV/queue/read_ahead_kb`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_ahead_kb: Vec<(PathBuf, u64)>,
+}
+
+/// `/sys/block/DEV/queue/read_ahead_kb` (the bdi's `ra_pages` in KiB, kernel-model.md §23.1).
+pub fn read_ahead_kb_path(dev: &str) -> PathBuf {
+    PathBuf::from(format!("/sys/block/{dev}/queue/read_ahead_kb"))
+}
+
+/// Whether `p` is a `/sys/block/DEV/queue/read_ahead_kb` file (guards a hand-edited state file).
+fn is_read_ahead_kb(p: &Path) -> bool {
+    let dev = p
+        .strip_prefix("/sys/block")
+        .ok()
+        .and_then(|r| r.to_str())
+        .and_then(|r| r.strip_suffix("/queue/read_ahead_kb"));
+    dev.is_some_and(|d| !d.is_empty() && !d.contains('/') && d != "..")
+}
+
+/// Writes back saved read_ahead_kb values, last changed first; returns the failures.
+fn restore_read_ahead(saved: &[(PathBuf, u64)]) -> Vec<String> {
+    saved
+        .iter()
+        .rev()
+        .filter(|(p, _)| is_read_ahead_kb(p))
+        .filter_map(|(p, v)| {
+            std::fs::write(p, v.to_string())
+                .err()
+                .map(|e| format!("{}: {e}", p.display()))
+        })
+        .collect()
 }
 
 fn ours(p: &Path, prefix: &str) -> bool {
@@ -159,6 +192,7 @@ impl Cleanup {
             }
         }
         failed.extend(crate::damon::turn_on(&self.damon_on));
+        failed.extend(restore_read_ahead(&self.read_ahead_kb));
         if let Some(n) = self.hugetlb_pages {
             if let Err(e) = std::fs::write(crate::hugetlb::NR_HUGEPAGES, n.to_string()) {
                 failed.push(format!("{}: {e}", crate::hugetlb::NR_HUGEPAGES));
@@ -246,6 +280,18 @@ pub fn restore_from_state_file(path: &Path) -> Result<Vec<(String, String)>, Hos
     {
         return Err(HostError::BadStateFile(format!(
             "{}: {} is not a kdamond state file",
+            path.display(),
+            p.display()
+        )));
+    }
+    if let Some((p, _)) = state
+        .cleanup
+        .read_ahead_kb
+        .iter()
+        .find(|(p, _)| !is_read_ahead_kb(p))
+    {
+        return Err(HostError::BadStateFile(format!(
+            "{}: {} is not a block device's read_ahead_kb",
             path.display(),
             p.display()
         )));
@@ -362,6 +408,31 @@ impl KnobGuard {
         )
     }
 
+    /// Sets block device `dev`'s read_ahead_kb (`/sys/block/DEV/queue/read_ahead_kb`,
+    /// kernel-model.md §23.1) to `kb` for the run: the value before is recorded in the state
+    /// file first (once per device) and written back by [`KnobGuard::restore`], on drop, and by
+    /// `fraglab host restore` after a SIGKILL. Files opened afterwards copy the new `ra_pages`.
+    pub fn set_read_ahead_kb(&mut self, dev: &str, kb: u64) -> Result<(), HostError> {
+        let path = read_ahead_kb_path(dev);
+        if !is_read_ahead_kb(&path) || !path.exists() {
+            return Err(HostError::MissingKnob {
+                name: "read_ahead_kb".into(),
+                path: path.display().to_string(),
+            });
+        }
+        let old: u64 = read_knob(&path)?.trim().parse().map_err(|_| {
+            HostError::io(
+                path.display().to_string(),
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "not a number"),
+            )
+        })?;
+        if !self.cleanup.read_ahead_kb.iter().any(|(p, _)| *p == path) {
+            let p = path.clone();
+            self.update_cleanup(|c| c.read_ahead_kb.push((p, old)))?;
+        }
+        std::fs::write(&path, kb.to_string()).map_err(|e| HostError::io(path.display().to_string(), e))
+    }
+
     /// The saved (pre-run) values.
     pub fn saved(&self) -> &[SavedKnob] {
         &self.saved
@@ -376,6 +447,7 @@ impl KnobGuard {
         self.restored = true;
         let mut failed = restore_list(&self.saved);
         failed.extend(crate::damon::turn_on(&self.cleanup.damon_on));
+        failed.extend(restore_read_ahead(&self.cleanup.read_ahead_kb));
         if !failed.is_empty() {
             return Err(HostError::RestoreFailed(failed));
         }

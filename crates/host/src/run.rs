@@ -131,6 +131,17 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         }
         None => None,
     };
+    // `[machine] read_ahead_kb` (§23.1): the run directory's device, recorded in the state
+    // file and restored with the knobs.
+    if let Some(kb) = plan.read_ahead_kb {
+        let dev = block_device_of(&dir.0).ok_or_else(|| {
+            HostError::Unsafe(format!(
+                "machine.read_ahead_kb: {} is not on a block device",
+                dir.0.display()
+            ))
+        })?;
+        guard.set_read_ahead_kb(&dev, kb)?;
+    }
     let run_knobs = read_all_knobs();
     let mut tracing = start_tracing(spec, opts, &mut guard)?;
     let proc_start = run_proc_start(&plan, pool.as_ref(), &run_knobs)?;
@@ -249,7 +260,41 @@ fn create_files(
             return Err(HostError::Interrupted(sig));
         }
     }
+    // File sets of `files` steps: a directory each, its files made now when the first step
+    // naming the set reads it.
+    for (i, (name, fs)) in plan.file_sets.iter().enumerate() {
+        let d = dir.0.join(format!("set{i}"));
+        std::fs::create_dir(&d).map_err(|e| HostError::io(d.display().to_string(), e))?;
+        if fs.prefill {
+            for j in 0..fs.count {
+                make_read_file(&d.join(j.to_string()), fs.size, opts.prefill_read_files)?;
+                if let Some(sig) = signals.caught() {
+                    return Err(HostError::Interrupted(sig));
+                }
+            }
+        }
+        files.insert(name.clone(), d);
+    }
     Ok(files)
+}
+
+/// The block device holding `path` (its name under /sys/block: the whole disk for a
+/// partition), or `None` when `path` is not on a block device (tmpfs, overlay).
+pub fn block_device_of(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    if major == 0 {
+        return None;
+    }
+    let sys = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    let disk = if sys.join("partition").exists() {
+        sys.parent()?.to_path_buf()
+    } else {
+        sys
+    };
+    let name = disk.file_name()?.to_str()?.to_string();
+    knobs::read_ahead_kb_path(&name).exists().then_some(name)
 }
 
 /// With tracing on, a private trace instance recording the spec's events, recorded in the

@@ -21,7 +21,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use fraglab_spec::result::{BurstResult, Histogram};
-use fraglab_spec::{FioSmallFilesParams, TaskParams, TaskStep, ThpBurstParams, ThpChallengeParams};
+use fraglab_spec::{
+    Fadvice, FilesOp, FioSmallFilesParams, TaskParams, TaskStep, ThpBurstParams, ThpChallengeParams,
+};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -54,7 +56,8 @@ pub enum Job {
     Task {
         params: TaskParams,
         instance: u32,
-        /// Spec file name → path in the run's directory.
+        /// Spec file name → path in the run's directory (a file set's name → its directory,
+        /// holding files `0`, `1`, ...).
         files: BTreeMap<String, PathBuf>,
         /// Where `slab` steps create their files.
         slab_dir: PathBuf,
@@ -449,6 +452,12 @@ fn run_job(job: &Job, clock: Clock) -> WorkerReport {
 struct Held {
     pipes: Vec<(OwnedFd, OwnedFd)>,
     dirs: Vec<PathBuf>,
+    /// The files of `slab` steps not yet unlinked by a `free` step: (index in `dirs`, name).
+    slab_files: Vec<(u32, u64)>,
+    /// The task's open files (`read` and `fadvise` steps): one open file per name for the
+    /// task's life, so its readahead state (f_ra, FMODE_RANDOM) carries from one step to the
+    /// next, as the simulator keeps one per task and file.
+    open: BTreeMap<String, File>,
 }
 
 impl Drop for Held {
@@ -530,12 +539,17 @@ fn run_task(
                     length,
                     file_size,
                     random,
-                } => read_file(&files[file], *offset, *length, *file_size, *random, cx)?,
+                    ..
+                } => {
+                    let f = open_file(&mut held, file, &files[file])?;
+                    read_file(f, &files[file], *offset, *length, *file_size, *random, cx)?
+                }
                 TaskStep::Write {
                     file,
                     offset,
                     length,
                     chunk,
+                    ..
                 } => write_file(&files[file], *offset, *length, *chunk, cx)?,
                 TaskStep::Slab { count, reclaimable } => {
                     if *reclaimable {
@@ -543,18 +557,21 @@ fn run_task(
                         nslab += 1;
                         std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
                         held.dirs.push(d.clone());
+                        let di = held.dirs.len() as u32 - 1;
                         for i in 0..count * FILES_PER_SLAB_PAGE {
                             if i % 1024 == 0 && cx.past_deadline() {
                                 break 'run;
                             }
                             let f = d.join(i.to_string());
                             File::create(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+                            held.slab_files.push((di, i));
                         }
                     } else {
                         fill_pipes(*count, &mut held, cx)?;
                     }
                 }
                 TaskStep::Delete { file } => {
+                    held.open.remove(file);
                     if let Some(path) = files.get(file) {
                         let _ = std::fs::remove_file(path);
                     }
@@ -567,6 +584,28 @@ fn run_task(
                 TaskStep::NrHugepages { count } => {
                     write_proc(crate::hugetlb::NR_HUGEPAGES, &count.to_string())?;
                     crate::hugetlb::current_pages().map_err(|e| e.to_string())?;
+                }
+                TaskStep::Free { reclaimable, every } => free_every(&mut held, *reclaimable, *every)?,
+                TaskStep::Files {
+                    set,
+                    count,
+                    size_bytes,
+                    op,
+                    random,
+                    ..
+                } => {
+                    if !files_step(&files[set], *count, *size_bytes, *op, *random, cx)? {
+                        break 'run;
+                    }
+                }
+                TaskStep::Fadvise {
+                    file,
+                    advice,
+                    offset,
+                    length,
+                } => {
+                    let f = open_file(&mut held, file, &files[file])?;
+                    fadvise(f, &files[file], *advice, *offset, *length)?;
                 }
             }
         }
@@ -616,6 +655,7 @@ fn fill_pipes(pages: u64, held: &mut Held, cx: &mut Cx) -> Result<(), String> {
 }
 
 fn read_file(
+    f: &File,
     path: &std::path::Path,
     offset: u64,
     length: u64,
@@ -623,7 +663,6 @@ fn read_file(
     random: bool,
     cx: &mut Cx,
 ) -> Result<(), String> {
-    let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let err = |e: std::io::Error| format!("read {}: {e}", path.display());
     if random {
         let mut b = [0u8; PAGE];
@@ -802,4 +841,109 @@ mod tests {
         v.touch(0..4, &mut cx);
         assert!(v.populated[..4].iter().all(|x| *x));
     }
+}
+
+/// The task's open file `name` at `path`, opened read-only on first use ([`Held::open`]).
+fn open_file<'h>(held: &'h mut Held, name: &str, path: &std::path::Path) -> Result<&'h File, String> {
+    if !held.open.contains_key(name) {
+        let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        held.open.insert(name.to_string(), f);
+    }
+    Ok(&held.open[name])
+}
+
+/// `free`: unlink every `every`th file of the task's `slab` steps (their dentries and inodes
+/// are freed: `kmem_cache_free`, the slab page only once all its objects are) or close every
+/// `every`th pipe (its buffer pages freed, `free_pipe_info`), in creation order.
+fn free_every(held: &mut Held, reclaimable: bool, every: u64) -> Result<(), String> {
+    let pick = |k: usize| (k as u64 + 1).is_multiple_of(every);
+    if reclaimable {
+        let mut k = 0;
+        let mut kept = Vec::with_capacity(held.slab_files.len());
+        for (d, i) in std::mem::take(&mut held.slab_files) {
+            k += 1;
+            if pick(k - 1) {
+                let f = held.dirs[d as usize].join(i.to_string());
+                std::fs::remove_file(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+            } else {
+                kept.push((d, i));
+            }
+        }
+        held.slab_files = kept;
+    } else {
+        let mut k = 0;
+        held.pipes.retain(|_| {
+            k += 1;
+            !pick(k - 1)
+        });
+    }
+    Ok(())
+}
+
+/// `files`: files `dir/0` .. `dir/{count - 1}` in order or in a seeded random order: create
+/// (O_CREAT | O_TRUNC and one buffered write of `size` bytes), read (the whole file, 128 KiB
+/// reads) or delete (unlink; a missing file is skipped). False when the deadline passed.
+fn files_step(
+    dir: &std::path::Path,
+    count: u64,
+    size: u64,
+    op: FilesOp,
+    random: bool,
+    cx: &mut Cx,
+) -> Result<bool, String> {
+    let mut order: Vec<u64> = (0..count).collect();
+    if random {
+        order.shuffle(&mut cx.rng);
+    }
+    let data = vec![0x5au8; if op == FilesOp::Create { size as usize } else { 0 }];
+    let mut buf = vec![0u8; 128 << 10];
+    for (n, i) in order.into_iter().enumerate() {
+        if n % 64 == 0 && cx.past_deadline() {
+            return Ok(false);
+        }
+        let path = dir.join(i.to_string());
+        let err = |e: std::io::Error| format!("{}: {e}", path.display());
+        match op {
+            FilesOp::Create => File::create(&path)
+                .and_then(|mut f| f.write_all(&data))
+                .map_err(err)?,
+            FilesOp::Read => {
+                let mut f = File::open(&path).map_err(err)?;
+                while std::io::Read::read(&mut f, &mut buf).map_err(err)? > 0 {}
+            }
+            FilesOp::Delete => match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(err(e)),
+            },
+        }
+    }
+    Ok(true)
+}
+
+/// `fadvise`: posix_fadvise(2) on the task's open file (`length` `None` = 0, to the end).
+fn fadvise(
+    f: &File,
+    path: &std::path::Path,
+    advice: Fadvice,
+    offset: u64,
+    length: Option<u64>,
+) -> Result<(), String> {
+    let a = match advice {
+        Fadvice::Normal => libc::POSIX_FADV_NORMAL,
+        Fadvice::Random => libc::POSIX_FADV_RANDOM,
+        Fadvice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
+        Fadvice::Willneed => libc::POSIX_FADV_WILLNEED,
+        Fadvice::Dontneed => libc::POSIX_FADV_DONTNEED,
+    };
+    // SAFETY: advice on our own open file.
+    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), offset as i64, length.unwrap_or(0) as i64, a) };
+    if r != 0 {
+        return Err(format!(
+            "posix_fadvise {}: {}",
+            path.display(),
+            std::io::Error::from_raw_os_error(r)
+        ));
+    }
+    Ok(())
 }
