@@ -524,4 +524,26 @@ mod tests {
         assert!(!value_fits(f("vm.lowmem_reserve_ratio"), "256 256"));
         assert!(value_fits(f("vm.swappiness"), "60"));
     }
+
+    /// `[machine] read_ahead_kb`: only `/sys/block/DEV/queue/read_ahead_kb` is restored from a
+    /// state file; an old state file without the field still reads.
+    #[test]
+    fn read_ahead_kb_paths_and_state_file() {
+        assert_eq!(
+            read_ahead_kb_path("vda"),
+            PathBuf::from("/sys/block/vda/queue/read_ahead_kb")
+        );
+        assert!(is_read_ahead_kb(Path::new(
+            "/sys/block/loop3/queue/read_ahead_kb"
+        )));
+        assert!(!is_read_ahead_kb(Path::new("/sys/block/../queue/read_ahead_kb")));
+        assert!(!is_read_ahead_kb(Path::new("/sys/block/a/b/queue/read_ahead_kb")));
+        assert!(!is_read_ahead_kb(Path::new("/etc/passwd")));
+        let old: StateFile = serde_json::from_str(r#"{"pid": 1, "knobs": []}"#).unwrap();
+        assert!(old.cleanup.read_ahead_kb.is_empty());
+        let mut st = old.clone();
+        st.cleanup.read_ahead_kb.push((read_ahead_kb_path("vda"), 8192));
+        let back: StateFile = serde_json::from_str(&serde_json::to_string(&st).unwrap()).unwrap();
+        assert_eq!(back, st);
+    }
 }

@@ -811,38 +811,6 @@ fn run_fio(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn vma_touch_and_dontneed() {
-        let clock = Clock {
-            t0: Instant::now(),
-            deadline: Instant::now() + Duration::from_secs(60),
-            seed: 1,
-        };
-        let mut cx = Cx {
-            clock,
-            pagemap: File::open("/proc/self/pagemap").ok(),
-            report: WorkerReport::default(),
-            rng: ChaCha8Rng::seed_from_u64(1),
-        };
-        let mut v = Vma::new(4 << 20, false).unwrap();
-        assert_eq!(v.base % PMD, 0);
-        assert_eq!(v.pages(), 1024);
-        v.touch(0..1024, &mut cx);
-        let n: u64 = cx.report.faults.values().map(|h| h.count).sum();
-        // Every page is either its own fault or part of a THP.
-        let huge = cx.report.faults.get(&9).map_or(0, |h| h.count);
-        assert_eq!(n - huge + huge * 512, 1024);
-        v.dontneed(0, 8192).unwrap();
-        assert!(!v.populated[0] && !v.populated[1] && v.populated[2]);
-        v.touch(0..4, &mut cx);
-        assert!(v.populated[..4].iter().all(|x| *x));
-    }
-}
-
 /// The task's open file `name` at `path`, opened read-only on first use ([`Held::open`]).
 fn open_file<'h>(held: &'h mut Held, name: &str, path: &std::path::Path) -> Result<&'h File, String> {
     if !held.open.contains_key(name) {
@@ -946,4 +914,99 @@ fn fadvise(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vma_touch_and_dontneed() {
+        let clock = Clock {
+            t0: Instant::now(),
+            deadline: Instant::now() + Duration::from_secs(60),
+            seed: 1,
+        };
+        let mut cx = Cx {
+            clock,
+            pagemap: File::open("/proc/self/pagemap").ok(),
+            report: WorkerReport::default(),
+            rng: ChaCha8Rng::seed_from_u64(1),
+        };
+        let mut v = Vma::new(4 << 20, false).unwrap();
+        assert_eq!(v.base % PMD, 0);
+        assert_eq!(v.pages(), 1024);
+        v.touch(0..1024, &mut cx);
+        let n: u64 = cx.report.faults.values().map(|h| h.count).sum();
+        // Every page is either its own fault or part of a THP.
+        let huge = cx.report.faults.get(&9).map_or(0, |h| h.count);
+        assert_eq!(n - huge + huge * 512, 1024);
+        v.dontneed(0, 8192).unwrap();
+        assert!(!v.populated[0] && !v.populated[1] && v.populated[2]);
+        v.touch(0..4, &mut cx);
+        assert!(v.populated[..4].iter().all(|x| *x));
+    }
+
+    fn test_cx() -> Cx {
+        let clock = Clock {
+            t0: Instant::now(),
+            deadline: Instant::now() + Duration::from_secs(60),
+            seed: 1,
+        };
+        Cx {
+            clock,
+            pagemap: None,
+            report: WorkerReport::default(),
+            rng: ChaCha8Rng::seed_from_u64(1),
+        }
+    }
+
+    /// `files` create/read/delete and `free` of slab files and pipes (issue 19 item 3).
+    #[test]
+    fn files_and_free_steps() {
+        let mut cx = test_cx();
+        let dir = std::env::temp_dir().join(format!("fraglab-h3-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(files_step(&dir, 10, 5000, FilesOp::Create, false, &mut cx).unwrap());
+        let n = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(n, 10);
+        assert_eq!(std::fs::metadata(dir.join("9")).unwrap().len(), 5000);
+        assert!(files_step(&dir, 10, 5000, FilesOp::Read, true, &mut cx).unwrap());
+        assert!(files_step(&dir, 10, 5000, FilesOp::Delete, false, &mut cx).unwrap());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        // free: every 3rd slab file unlinked, every 2nd pipe closed.
+        let mut held = Held::default();
+        held.dirs.push(dir.clone());
+        for i in 0..9u64 {
+            File::create(dir.join(i.to_string())).unwrap();
+            held.slab_files.push((0, i));
+        }
+        free_every(&mut held, true, 3).unwrap();
+        let mut left: Vec<u64> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_str().unwrap().parse().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, vec![0, 1, 3, 4, 6, 7]);
+        assert_eq!(held.slab_files.len(), 6);
+        fill_pipes(4 * 256, &mut held, &mut cx).unwrap();
+        let pipes = held.pipes.len();
+        free_every(&mut held, false, 2).unwrap();
+        assert_eq!(held.pipes.len(), pipes - pipes / 2);
+        drop(held);
+        assert!(!dir.exists());
+    }
+
+    /// `fadvise` on an open file: every advice is accepted by posix_fadvise(2).
+    #[test]
+    fn fadvise_step() {
+        let path = std::env::temp_dir().join(format!("fraglab-h3-fadvise-{}", std::process::id()));
+        std::fs::write(&path, vec![1u8; 1 << 16]).unwrap();
+        let f = File::open(&path).unwrap();
+        for a in Fadvice::ALL {
+            fadvise(&f, &path, a, 0, None).unwrap();
+            fadvise(&f, &path, a, 4096, Some(8192)).unwrap();
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
 }
