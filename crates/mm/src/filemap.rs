@@ -944,16 +944,36 @@ impl Mm {
         st
     }
 
-    /// POSIX_FADV_DONTNEED's `mapping_try_invalidate` over pages [index, index + n) (the
-    /// kernel rounds the byte range inward to whole pages; `generic_fadvise`): every folio
-    /// lying wholly in the range that is clean and not isolated is removed from the page cache
-    /// and freed, without a shadow entry (invalidation is not eviction). Simplified: the
-    /// kernel first starts writeback of the range's dirty pages (`__filemap_fdatawrite_range`,
-    /// WB_SYNC_NONE) and they are still under writeback when it invalidates, so they stay; here
-    /// dirty folios stay dirty and are written by the flusher later. Mapped folios are not told
-    /// apart (as `drop_caches`). Returns the pages freed.
+    /// POSIX_FADV_DONTNEED (`generic_fadvise`) over pages [index, index + n) (the kernel
+    /// rounds the byte range inward to whole pages for the invalidation): first the writeback
+    /// of the range's dirty folios is started (`__filemap_fdatawrite_range`, WB_SYNC_NONE) —
+    /// here it completes at once, as the flusher's does ([`Mm::filemap_writeback_range`]) —
+    /// then `mapping_try_invalidate` removes and frees every folio lying wholly in the range
+    /// that is clean, not under writeback and not isolated, without a shadow entry
+    /// (invalidation is not eviction). The folios just written are still under writeback in
+    /// the kernel when it invalidates, so they stay (clean: a second DONTNEED drops them).
+    /// Simplified: mapped folios are not told apart (as `drop_caches`), and the lru_add_drain
+    /// that lets the kernel invalidate folios still in a per-CPU LRU batch is implicit.
+    /// Returns the pages freed.
     pub fn fadvise_dontneed(&mut self, cpu: u32, mapping: u32, index: u64, n: u64) -> u64 {
         let end = index.saturating_add(n);
+        // The writeback covers every dirty folio overlapping the range.
+        let mut under_writeback = std::collections::BTreeSet::new();
+        let first = self
+            .filemap_lookup(mapping, index)
+            .map_or(index, |id| self.folios.folios[id as usize].index);
+        let mut pos = first;
+        while let Some((id, i)) = self.cache.index.next_from(mapping, pos) {
+            let f = &self.folios.folios[id as usize];
+            if i >= end {
+                break;
+            }
+            pos = i + (1u64 << f.order);
+            if pos > index && f.dirty {
+                under_writeback.insert(id);
+                self.folio_mark_dirty(id, false);
+            }
+        }
         let mut freed = 0;
         let mut pos = index;
         while let Some((id, i)) = self.cache.index.next_from(mapping, pos) {
@@ -963,7 +983,7 @@ impl Mm {
                 break;
             }
             pos = fend;
-            if i < index || fend > end || f.dirty || f.isolated {
+            if i < index || fend > end || f.dirty || f.isolated || under_writeback.contains(&id) {
                 continue;
             }
             freed += 1u64 << f.order;

@@ -641,9 +641,10 @@ impl ProgramTask {
     /// `ra_pages` (2 × the device's) and clears FMODE_RANDOM; RANDOM sets FMODE_RANDOM (a miss
     /// reads just the request, §23.3 item 2); NORMAL restores the device's `ra_pages` and
     /// clears it; WILLNEED reads the range at min order (`force_page_cache_ra`, capped at the
-    /// file's `ra_pages`, no marker, the state untouched); DONTNEED invalidates the clean pages
-    /// wholly in the range (`mapping_try_invalidate`; dirty pages stay, written later by the
-    /// flusher: see [`fraglab_mm::Mm::fadvise_dontneed`]). `length` `None` = to the end of the
+    /// file's `ra_pages`, no marker, the state untouched); DONTNEED starts the writeback of the
+    /// range's dirty pages and invalidates the clean pages wholly in the range
+    /// (`mapping_try_invalidate`; the pages just written stay: see
+    /// [`fraglab_mm::Mm::fadvise_dontneed`]). `length` `None` = to the end of the
     /// file (its size as the read and write steps know it).
     fn fadvise(
         &mut self,
