@@ -604,8 +604,11 @@ fn run_task(
                     offset,
                     length,
                 } => {
-                    let f = open_file(&mut held, file, &files[file])?;
-                    fadvise(f, &files[file], *advice, *offset, *length)?;
+                    let path = files
+                        .get(file)
+                        .ok_or_else(|| format!("fadvise of {file}: no read or write step names it"))?;
+                    let f = open_file(&mut held, file, path)?;
+                    fadvise(f, path, *advice, *offset, *length)?;
                 }
             }
         }
