@@ -139,6 +139,39 @@ pub struct Cleanup {
     /// unmounted, its loop devices detached (`losetup -j`), deleted ([`crate::loops`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loop_images: Vec<(PathBuf, PathBuf)>,
+    /// Block devices' `queue/read_ahead_kb` files the run changed and their values before
+    /// ([`KnobGuard::set_read_ahead_kb`]; only `/sys/block/DEV/queue/read_ahead_kb`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_ahead_kb: Vec<(PathBuf, u64)>,
+}
+
+/// `/sys/block/DEV/queue/read_ahead_kb` (the bdi's `ra_pages` in KiB, kernel-model.md §23.1).
+pub fn read_ahead_kb_path(dev: &str) -> PathBuf {
+    PathBuf::from(format!("/sys/block/{dev}/queue/read_ahead_kb"))
+}
+
+/// Whether `p` is a `/sys/block/DEV/queue/read_ahead_kb` file (guards a hand-edited state file).
+fn is_read_ahead_kb(p: &Path) -> bool {
+    let dev = p
+        .strip_prefix("/sys/block")
+        .ok()
+        .and_then(|r| r.to_str())
+        .and_then(|r| r.strip_suffix("/queue/read_ahead_kb"));
+    dev.is_some_and(|d| !d.is_empty() && !d.contains('/') && d != "..")
+}
+
+/// Writes back saved read_ahead_kb values, last changed first; returns the failures.
+fn restore_read_ahead(saved: &[(PathBuf, u64)]) -> Vec<String> {
+    saved
+        .iter()
+        .rev()
+        .filter(|(p, _)| is_read_ahead_kb(p))
+        .filter_map(|(p, v)| {
+            std::fs::write(p, v.to_string())
+                .err()
+                .map(|e| format!("{}: {e}", p.display()))
+        })
+        .collect()
 }
 
 fn ours(p: &Path, prefix: &str) -> bool {
@@ -173,6 +206,7 @@ impl Cleanup {
             Path::new(crate::memblock::MEMORY_SYSFS),
             &self.offline_blocks,
         ));
+        failed.extend(restore_read_ahead(&self.read_ahead_kb));
         if let Some(n) = self.hugetlb_pages {
             if let Err(e) = std::fs::write(crate::hugetlb::NR_HUGEPAGES, n.to_string()) {
                 failed.push(format!("{}: {e}", crate::hugetlb::NR_HUGEPAGES));
@@ -265,6 +299,18 @@ pub fn restore_from_state_file(path: &Path) -> Result<Vec<(String, String)>, Hos
     {
         return Err(HostError::BadStateFile(format!(
             "{}: {} is not a kdamond state file",
+            path.display(),
+            p.display()
+        )));
+    }
+    if let Some((p, _)) = state
+        .cleanup
+        .read_ahead_kb
+        .iter()
+        .find(|(p, _)| !is_read_ahead_kb(p))
+    {
+        return Err(HostError::BadStateFile(format!(
+            "{}: {} is not a block device's read_ahead_kb",
             path.display(),
             p.display()
         )));
@@ -389,6 +435,31 @@ impl KnobGuard {
         )
     }
 
+    /// Sets block device `dev`'s read_ahead_kb (`/sys/block/DEV/queue/read_ahead_kb`,
+    /// kernel-model.md §23.1) to `kb` for the run: the value before is recorded in the state
+    /// file first (once per device) and written back by [`KnobGuard::restore`], on drop, and by
+    /// `fraglab host restore` after a SIGKILL. Files opened afterwards copy the new `ra_pages`.
+    pub fn set_read_ahead_kb(&mut self, dev: &str, kb: u64) -> Result<(), HostError> {
+        let path = read_ahead_kb_path(dev);
+        if !is_read_ahead_kb(&path) || !path.exists() {
+            return Err(HostError::MissingKnob {
+                name: "read_ahead_kb".into(),
+                path: path.display().to_string(),
+            });
+        }
+        let old: u64 = read_knob(&path)?.trim().parse().map_err(|_| {
+            HostError::io(
+                path.display().to_string(),
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "not a number"),
+            )
+        })?;
+        if !self.cleanup.read_ahead_kb.iter().any(|(p, _)| *p == path) {
+            let p = path.clone();
+            self.update_cleanup(|c| c.read_ahead_kb.push((p, old)))?;
+        }
+        std::fs::write(&path, kb.to_string()).map_err(|e| HostError::io(path.display().to_string(), e))
+    }
+
     /// The saved (pre-run) values.
     pub fn saved(&self) -> &[SavedKnob] {
         &self.saved
@@ -403,6 +474,7 @@ impl KnobGuard {
         self.restored = true;
         let mut failed = restore_list(&self.saved);
         failed.extend(crate::damon::turn_on(&self.cleanup.damon_on));
+        failed.extend(restore_read_ahead(&self.cleanup.read_ahead_kb));
         if !failed.is_empty() {
             return Err(HostError::RestoreFailed(failed));
         }
@@ -478,5 +550,27 @@ mod tests {
         assert!(value_fits(f("vm.lowmem_reserve_ratio"), "256 256 32 0 0"));
         assert!(!value_fits(f("vm.lowmem_reserve_ratio"), "256 256"));
         assert!(value_fits(f("vm.swappiness"), "60"));
+    }
+
+    /// `[machine] read_ahead_kb`: only `/sys/block/DEV/queue/read_ahead_kb` is restored from a
+    /// state file; an old state file without the field still reads.
+    #[test]
+    fn read_ahead_kb_paths_and_state_file() {
+        assert_eq!(
+            read_ahead_kb_path("vda"),
+            PathBuf::from("/sys/block/vda/queue/read_ahead_kb")
+        );
+        assert!(is_read_ahead_kb(Path::new(
+            "/sys/block/loop3/queue/read_ahead_kb"
+        )));
+        assert!(!is_read_ahead_kb(Path::new("/sys/block/../queue/read_ahead_kb")));
+        assert!(!is_read_ahead_kb(Path::new("/sys/block/a/b/queue/read_ahead_kb")));
+        assert!(!is_read_ahead_kb(Path::new("/etc/passwd")));
+        let old: StateFile = serde_json::from_str(r#"{"pid": 1, "knobs": []}"#).unwrap();
+        assert!(old.cleanup.read_ahead_kb.is_empty());
+        let mut st = old.clone();
+        st.cleanup.read_ahead_kb.push((read_ahead_kb_path("vda"), 8192));
+        let back: StateFile = serde_json::from_str(&serde_json::to_string(&st).unwrap()).unwrap();
+        assert_eq!(back, st);
     }
 }

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use fraglab_spec::{MappingKind, TaskStep, WorkloadSpec};
+use fraglab_spec::{MappingKind, WorkloadSpec};
 
 use crate::HostError;
 
@@ -80,26 +80,9 @@ impl Fs {
     }
 }
 
-/// The mapping kind of each file a task step names. H3: replace with w.task_files()
-fn task_files(w: &WorkloadSpec) -> Vec<(String, MappingKind)> {
-    let mut v: Vec<(String, MappingKind)> = Vec::new();
-    for t in &w.task {
-        for s in &t.steps {
-            if let TaskStep::Read { file, .. } | TaskStep::Write { file, .. } | TaskStep::Delete { file } = s
-            {
-                if !v.iter().any(|(f, _)| f == file) {
-                    // Today's simulator default for task files.
-                    v.push((file.clone(), MappingKind::Xfs));
-                }
-            }
-        }
-    }
-    v
-}
-
 /// The filesystem of each file of the run.
 pub fn file_filesystems(w: &WorkloadSpec) -> BTreeMap<String, Fs> {
-    task_files(w)
+    w.task_files()
         .into_iter()
         .map(|(f, m)| (f, Fs::for_mapping(m)))
         .collect()

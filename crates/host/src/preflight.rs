@@ -22,6 +22,17 @@ pub struct PlannedKnob {
     pub new: String,
 }
 
+/// One file set of `files` steps: its files `0..count` in a directory of the run's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileSetPlan {
+    /// The largest count and size any step names.
+    pub count: u64,
+    pub size: u64,
+    /// The first step naming the set reads it: its files are created (on disk) before the run,
+    /// as the files of `read` steps are.
+    pub prefill: bool,
+}
+
 /// What [`host_run`](crate::host_run) would do: the `--dry-run` output.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -41,6 +52,10 @@ pub struct Plan {
     pub write_files: BTreeMap<String, u64>,
     /// fio small-file rings: (jobs, file size, files per job), one per `[[workload.fio_smallfiles]]`.
     pub fio: Vec<(u32, u64, u64)>,
+    /// File sets of `files` steps, by name.
+    pub file_sets: BTreeMap<String, FileSetPlan>,
+    /// `[machine] read_ahead_kb`: written to the run directory's device for the run.
+    pub read_ahead_kb: Option<u64>,
     pub mem_available_bytes: u64,
     pub mem_floor_bytes: u64,
     pub anon_cap_bytes: u64,
@@ -148,6 +163,27 @@ impl fmt::Display for Plan {
         }
         for (n, s) in &self.write_files {
             writeln!(f, "file {n}: {} written", gib(*s))?;
+        }
+        for (n, fs) in &self.file_sets {
+            writeln!(
+                f,
+                "file set {n}: {} files of {} bytes ({} on disk, {} inodes and dentries){}",
+                fs.count,
+                fs.size,
+                gib(fs.count * fs.size),
+                fs.count,
+                if fs.prefill {
+                    ", created before the run"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        if let Some(kb) = self.read_ahead_kb {
+            writeln!(
+                f,
+                "read_ahead_kb: {kb} on the device of the run's directory (restored at the end)"
+            )?;
         }
         for (jobs, size, per_job) in &self.fio {
             writeln!(
@@ -260,6 +296,7 @@ struct Footprint {
     read_files: BTreeMap<String, u64>,
     write_files: BTreeMap<String, u64>,
     fio: Vec<(u32, u64, u64)>,
+    file_sets: BTreeMap<String, FileSetPlan>,
     /// Bytes and files of the fio rings on disk.
     fio_disk: u64,
     fio_files: u64,
@@ -305,6 +342,10 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
             let e = bytes.entry(f.clone()).or_default();
             *e = (*e).max(*b);
         }
+        // File sets: count files of size each (whole 4 KiB blocks).
+        for (n, s) in &fp.file_sets {
+            *bytes.entry(n.clone()).or_default() += s.count * s.size.div_ceil(4096) * 4096;
+        }
         let need = crate::loops::images_needed(&file_fs, &bytes);
         crate::loops::check(&parent, &need).map_err(HostError::LoopImage)?;
         (file_fs, need)
@@ -327,6 +368,8 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
         read_files: fp.read_files,
         write_files: fp.write_files,
         fio: fp.fio,
+        file_sets: fp.file_sets,
+        read_ahead_kb: spec.machine.read_ahead_kb,
         mem_available_bytes: avail,
         mem_floor_bytes: opts.mem_floor_bytes,
         anon_cap_bytes: opts.anon_cap_bytes,
@@ -517,6 +560,19 @@ fn footprint(spec: &Spec, w: &WorkloadSpec) -> Footprint {
                     let e = fp.write_files.entry(file.clone()).or_default();
                     *e = (*e).max(offset + length);
                 }
+                TaskStep::Files {
+                    set,
+                    count,
+                    size_bytes,
+                    op,
+                    ..
+                } => {
+                    let new = !fp.file_sets.contains_key(set);
+                    let e = fp.file_sets.entry(set.clone()).or_default();
+                    e.prefill |= new && *op == fraglab_spec::FilesOp::Read;
+                    e.count = e.count.max(*count);
+                    e.size = e.size.max(*size_bytes);
+                }
                 _ => {}
             }
         }
@@ -619,6 +675,15 @@ fn check_memory_limits(opts: &HostOptions, fp: &Footprint, avail: u64) -> Result
             opts.max_slab_files
         )));
     }
+    // The files of `files` steps: a dentry and an inode each, like the slab steps' files.
+    let set_files: u64 = fp.file_sets.values().map(|s| s.count).sum();
+    if files + set_files > opts.max_slab_files {
+        return Err(HostError::Unsafe(format!(
+            "slab and files steps would create {} files, over the limit of {}",
+            files + set_files,
+            opts.max_slab_files
+        )));
+    }
     Ok(())
 }
 
@@ -631,7 +696,14 @@ fn check_disk(parent: &Path, fp: &Footprint) -> Result<(), HostError> {
             std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
         ));
     }
-    let disk: u64 = fp.read_files.values().sum::<u64>() + fp.write_files.values().sum::<u64>() + fp.fio_disk;
+    let sets = || fp.file_sets.values();
+    let disk: u64 = fp.read_files.values().sum::<u64>()
+        + fp.write_files.values().sum::<u64>()
+        + fp.fio_disk
+        + sets()
+            .map(|s| s.count * s.size.next_multiple_of(4096))
+            .sum::<u64>();
+    let set_files: u64 = sets().map(|s| s.count).sum();
     if let Some((bytes, inodes)) = statvfs(parent) {
         if disk + GIB > bytes {
             return Err(HostError::Unsafe(format!(
@@ -641,10 +713,10 @@ fn check_disk(parent: &Path, fp: &Footprint) -> Result<(), HostError> {
                 gib(bytes)
             )));
         }
-        if fp.files + fp.fio_files + 10_000 > inodes {
+        if fp.files + fp.fio_files + set_files + 10_000 > inodes {
             return Err(HostError::Unsafe(format!(
-                "slab steps and fio need {} inodes, {} has {inodes} free",
-                fp.files + fp.fio_files,
+                "slab steps, files steps and fio need {} inodes, {} has {inodes} free",
+                fp.files + fp.fio_files + set_files,
                 parent.display()
             )));
         }

@@ -98,7 +98,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let mut files = if spec.host.loop_images {
         BTreeMap::new()
     } else {
-        create_files(&plan, &dir, opts, &signals)?
+        create_files(&plan, &|_| Ok(dir.0.clone()), opts, &signals)?
     };
     let state_file = opts
         .state_file
@@ -153,11 +153,36 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         if let Some(sig) = signals.caught() {
             return Err(HostError::Interrupted(sig));
         }
-        files = create_files_on(&plan, &images, opts, &signals)?;
+        files = create_files(&plan, &|n| image_base(&plan, &images, n), opts, &signals)?;
         Some(images)
     } else {
         None
     };
+    // `[machine] read_ahead_kb` (§23.1): the run directory's device, recorded in the state
+    // file and restored with the knobs.
+    if let Some(kb) = plan.read_ahead_kb {
+        let dev = block_device_of(&dir.0).ok_or_else(|| {
+            HostError::Unsafe(format!(
+                "machine.read_ahead_kb: {} is not on a block device",
+                dir.0.display()
+            ))
+        })?;
+        guard.set_read_ahead_kb(&dev, kb)?;
+        // The run's own loop devices get it too (not recorded: they are detached, and their
+        // setting gone, when the images are torn down).
+        for i in images.iter().flat_map(|l| &l.images) {
+            let Some(name) = i
+                .dev
+                .as_ref()
+                .and_then(|d| d.file_name())
+                .and_then(|n| n.to_str())
+            else {
+                continue;
+            };
+            let p = knobs::read_ahead_kb_path(name);
+            std::fs::write(&p, kb.to_string()).map_err(|e| HostError::io(p.display().to_string(), e))?;
+        }
+    }
     let run_knobs = read_all_knobs();
     let mut tracing = start_tracing(spec, opts, &mut guard)?;
     let mut proc_start = run_proc_start(&plan, pool.as_ref(), &run_knobs)?;
@@ -426,55 +451,73 @@ fn damon_off(guard: &mut KnobGuard) -> Result<Vec<u32>, HostError> {
         .collect())
 }
 
-/// The run's files (`read` and `write` steps) under its directory, by the spec's name for
-/// them; the files `read` steps read are created now ([`make_read_file`]).
+/// The run's files (`read` and `write` steps) and file sets (`files` steps), by the spec's
+/// name for them, under the directory `base_of` gives each name (the run's directory, or with
+/// `[host] loop_images` the mount point of the image of the name's filesystem); the files
+/// `read` steps read, and the sets a `files` step reads first, are created now
+/// ([`make_read_file`]).
 fn create_files(
     plan: &Plan,
-    dir: &WorkDir,
+    base_of: &dyn Fn(&str) -> Result<PathBuf, HostError>,
     opts: &HostOptions,
     signals: &signals::SignalFlag,
 ) -> Result<BTreeMap<String, PathBuf>, HostError> {
     let mut files = BTreeMap::new();
     for (i, name) in plan.read_files.keys().chain(plan.write_files.keys()).enumerate() {
-        files
-            .entry(name.clone())
-            .or_insert_with(|| dir.0.join(format!("file{i}")));
+        if !files.contains_key(name) {
+            files.insert(name.clone(), base_of(name)?.join(format!("file{i}")));
+        }
     }
     for (name, size) in &plan.read_files {
         make_read_file(&files[name], *size, opts.prefill_read_files)?;
         if let Some(sig) = signals.caught() {
             return Err(HostError::Interrupted(sig));
         }
+    }
+    // File sets of `files` steps: a directory each, its files made now when the first step
+    // naming the set reads it.
+    for (i, (name, fs)) in plan.file_sets.iter().enumerate() {
+        let d = base_of(name)?.join(format!("set{i}"));
+        std::fs::create_dir(&d).map_err(|e| HostError::io(d.display().to_string(), e))?;
+        if fs.prefill {
+            for j in 0..fs.count {
+                make_read_file(&d.join(j.to_string()), fs.size, opts.prefill_read_files)?;
+                if let Some(sig) = signals.caught() {
+                    return Err(HostError::Interrupted(sig));
+                }
+            }
+        }
+        files.insert(name.clone(), d);
     }
     Ok(files)
 }
 
-/// `[host] loop_images`: the run's files on the image of their filesystem (`fileN` in its
-/// mount point), the read files made as [`create_files`] makes them.
-fn create_files_on(
-    plan: &Plan,
-    images: &crate::loops::LoopImages,
-    opts: &HostOptions,
-    signals: &signals::SignalFlag,
-) -> Result<BTreeMap<String, PathBuf>, HostError> {
-    let mut files = BTreeMap::new();
-    for (i, name) in plan.read_files.keys().chain(plan.write_files.keys()).enumerate() {
-        if files.contains_key(name) {
-            continue;
-        }
-        let fs = plan.file_fs.get(name).copied().unwrap_or(crate::loops::Fs::Xfs);
-        let mnt = images
-            .mount_of(fs)
-            .ok_or_else(|| HostError::LoopImage(format!("no {} image for file {name}", fs.name())))?;
-        files.insert(name.clone(), mnt.join(format!("file{i}")));
+/// `[host] loop_images`: the mount point of the image of `name`'s filesystem.
+fn image_base(plan: &Plan, images: &crate::loops::LoopImages, name: &str) -> Result<PathBuf, HostError> {
+    let fs = plan.file_fs.get(name).copied().unwrap_or(crate::loops::Fs::Xfs);
+    images
+        .mount_of(fs)
+        .map(Path::to_path_buf)
+        .ok_or_else(|| HostError::LoopImage(format!("no {} image for file {name}", fs.name())))
+}
+
+/// The block device holding `path` (its name under /sys/block: the whole disk for a
+/// partition), or `None` when `path` is not on a block device (tmpfs, overlay).
+pub fn block_device_of(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    if major == 0 {
+        return None;
     }
-    for (name, size) in &plan.read_files {
-        make_read_file(&files[name], *size, opts.prefill_read_files)?;
-        if let Some(sig) = signals.caught() {
-            return Err(HostError::Interrupted(sig));
-        }
-    }
-    Ok(files)
+    let sys = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    let disk = if sys.join("partition").exists() {
+        sys.parent()?.to_path_buf()
+    } else {
+        sys
+    };
+    let name = disk.file_name()?.to_str()?.to_string();
+    knobs::read_ahead_kb_path(&name).exists().then_some(name)
 }
 
 /// With tracing on, a private trace instance recording the spec's events, recorded in the

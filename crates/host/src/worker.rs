@@ -21,7 +21,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use fraglab_spec::result::{BurstResult, Histogram};
-use fraglab_spec::{FioSmallFilesParams, TaskParams, TaskStep, ThpBurstParams, ThpChallengeParams};
+use fraglab_spec::{
+    Fadvice, FilesOp, FioSmallFilesParams, TaskParams, TaskStep, ThpBurstParams, ThpChallengeParams,
+};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -65,7 +67,8 @@ pub enum Job {
     Task {
         params: TaskParams,
         instance: u32,
-        /// Spec file name → path in the run's directory.
+        /// Spec file name → path in the run's directory (a file set's name → its directory,
+        /// holding files `0`, `1`, ...).
         files: BTreeMap<String, PathBuf>,
         /// Where `slab` steps create their files.
         slab_dir: PathBuf,
@@ -635,6 +638,12 @@ fn run_job(job: &Job, clock: Clock, pipe: &File) -> WorkerReport {
 struct Held {
     pipes: Vec<(OwnedFd, OwnedFd)>,
     dirs: Vec<PathBuf>,
+    /// The files of `slab` steps not yet unlinked by a `free` step: (index in `dirs`, name).
+    slab_files: Vec<(u32, u64)>,
+    /// The task's open files (`read` and `fadvise` steps): one open file per name for the
+    /// task's life, so its readahead state (f_ra, FMODE_RANDOM) carries from one step to the
+    /// next, as the simulator keeps one per task and file.
+    open: BTreeMap<String, File>,
 }
 
 impl Drop for Held {
@@ -721,9 +730,11 @@ fn run_task(
                     length,
                     file_size,
                     random,
+                    ..
                 } => {
                     let t = Instant::now();
-                    let bytes = read_file(&files[file], *offset, *length, *file_size, *random, cx)?;
+                    let f = open_file(&mut held, file, &files[file])?;
+                    let bytes = read_file(f, &files[file], *offset, *length, *file_size, *random, cx)?;
                     let r = cx
                         .report
                         .reads
@@ -740,6 +751,7 @@ fn run_task(
                     offset,
                     length,
                     chunk,
+                    ..
                 } => write_file(&files[file], *offset, *length, *chunk, cx)?,
                 TaskStep::Slab { count, reclaimable } => {
                     if *reclaimable {
@@ -747,18 +759,21 @@ fn run_task(
                         nslab += 1;
                         std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
                         held.dirs.push(d.clone());
+                        let di = held.dirs.len() as u32 - 1;
                         for i in 0..count * FILES_PER_SLAB_PAGE {
                             if i % 1024 == 0 && cx.past_deadline() {
                                 break 'run;
                             }
                             let f = d.join(i.to_string());
                             File::create(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+                            held.slab_files.push((di, i));
                         }
                     } else {
                         fill_pipes(*count, &mut held, cx)?;
                     }
                 }
                 TaskStep::Delete { file } => {
+                    held.open.remove(file);
                     if let Some(path) = files.get(file) {
                         let _ = std::fs::remove_file(path);
                     }
@@ -794,6 +809,31 @@ fn run_task(
                         pages_per_order,
                         folios_per_order,
                     });
+                }
+                TaskStep::Free { reclaimable, every } => free_every(&mut held, *reclaimable, *every)?,
+                TaskStep::Files {
+                    set,
+                    count,
+                    size_bytes,
+                    op,
+                    random,
+                    ..
+                } => {
+                    if !files_step(&files[set], *count, *size_bytes, *op, *random, cx)? {
+                        break 'run;
+                    }
+                }
+                TaskStep::Fadvise {
+                    file,
+                    advice,
+                    offset,
+                    length,
+                } => {
+                    let path = files
+                        .get(file)
+                        .ok_or_else(|| format!("fadvise of {file}: no read or write step names it"))?;
+                    let f = open_file(&mut held, file, path)?;
+                    fadvise(f, path, *advice, *offset, *length)?;
                 }
             }
         }
@@ -843,6 +883,7 @@ fn fill_pipes(pages: u64, held: &mut Held, cx: &mut Cx) -> Result<(), String> {
 }
 
 fn read_file(
+    f: &File,
     path: &std::path::Path,
     offset: u64,
     length: u64,
@@ -850,7 +891,6 @@ fn read_file(
     random: bool,
     cx: &mut Cx,
 ) -> Result<u64, String> {
-    let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let err = |e: std::io::Error| format!("read {}: {e}", path.display());
     let mut done = 0u64;
     if random {
@@ -1000,6 +1040,111 @@ fn run_fio(
     }
 }
 
+/// The task's open file `name` at `path`, opened read-only on first use ([`Held::open`]).
+fn open_file<'h>(held: &'h mut Held, name: &str, path: &std::path::Path) -> Result<&'h File, String> {
+    if !held.open.contains_key(name) {
+        let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        held.open.insert(name.to_string(), f);
+    }
+    Ok(&held.open[name])
+}
+
+/// `free`: unlink every `every`th file of the task's `slab` steps (their dentries and inodes
+/// are freed: `kmem_cache_free`, the slab page only once all its objects are) or close every
+/// `every`th pipe (its buffer pages freed, `free_pipe_info`), in creation order.
+fn free_every(held: &mut Held, reclaimable: bool, every: u64) -> Result<(), String> {
+    let pick = |k: usize| (k as u64 + 1).is_multiple_of(every);
+    if reclaimable {
+        let mut k = 0;
+        let mut kept = Vec::with_capacity(held.slab_files.len());
+        for (d, i) in std::mem::take(&mut held.slab_files) {
+            k += 1;
+            if pick(k - 1) {
+                let f = held.dirs[d as usize].join(i.to_string());
+                std::fs::remove_file(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+            } else {
+                kept.push((d, i));
+            }
+        }
+        held.slab_files = kept;
+    } else {
+        let mut k = 0;
+        held.pipes.retain(|_| {
+            k += 1;
+            !pick(k - 1)
+        });
+    }
+    Ok(())
+}
+
+/// `files`: files `dir/0` .. `dir/{count - 1}` in order or in a seeded random order: create
+/// (O_CREAT | O_TRUNC and one buffered write of `size` bytes), read (the whole file, 128 KiB
+/// reads) or delete (unlink; a missing file is skipped). False when the deadline passed.
+fn files_step(
+    dir: &std::path::Path,
+    count: u64,
+    size: u64,
+    op: FilesOp,
+    random: bool,
+    cx: &mut Cx,
+) -> Result<bool, String> {
+    let mut order: Vec<u64> = (0..count).collect();
+    if random {
+        order.shuffle(&mut cx.rng);
+    }
+    let data = vec![0x5au8; if op == FilesOp::Create { size as usize } else { 0 }];
+    let mut buf = vec![0u8; 128 << 10];
+    for (n, i) in order.into_iter().enumerate() {
+        if n % 64 == 0 && cx.past_deadline() {
+            return Ok(false);
+        }
+        let path = dir.join(i.to_string());
+        let err = |e: std::io::Error| format!("{}: {e}", path.display());
+        match op {
+            FilesOp::Create => File::create(&path)
+                .and_then(|mut f| f.write_all(&data))
+                .map_err(err)?,
+            FilesOp::Read => {
+                let mut f = File::open(&path).map_err(err)?;
+                while std::io::Read::read(&mut f, &mut buf).map_err(err)? > 0 {}
+            }
+            FilesOp::Delete => match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(err(e)),
+            },
+        }
+    }
+    Ok(true)
+}
+
+/// `fadvise`: posix_fadvise(2) on the task's open file (`length` `None` = 0, to the end).
+fn fadvise(
+    f: &File,
+    path: &std::path::Path,
+    advice: Fadvice,
+    offset: u64,
+    length: Option<u64>,
+) -> Result<(), String> {
+    let a = match advice {
+        Fadvice::Normal => libc::POSIX_FADV_NORMAL,
+        Fadvice::Random => libc::POSIX_FADV_RANDOM,
+        Fadvice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
+        Fadvice::Willneed => libc::POSIX_FADV_WILLNEED,
+        Fadvice::Dontneed => libc::POSIX_FADV_DONTNEED,
+    };
+    // SAFETY: advice on our own open file.
+    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), offset as i64, length.unwrap_or(0) as i64, a) };
+    if r != 0 {
+        return Err(format!(
+            "posix_fadvise {}: {}",
+            path.display(),
+            std::io::Error::from_raw_os_error(r)
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1067,5 +1212,71 @@ mod tests {
         assert_eq!(cx.report.faults.len(), 1);
         assert_eq!(cx.report.faults[&9].count, 1);
         board.unmap();
+    }
+
+    fn test_cx() -> Cx<'static> {
+        let clock = Clock {
+            t0: Instant::now(),
+            deadline: Instant::now() + Duration::from_secs(60),
+            seed: 1,
+            phases: PhaseBoard::new().unwrap(),
+        };
+        Cx {
+            clock,
+            pagemap: None,
+            report: WorkerReport::default(),
+            rng: ChaCha8Rng::seed_from_u64(1),
+            pipe: None,
+            measuring: false,
+        }
+    }
+
+    /// `files` create/read/delete and `free` of slab files and pipes (issue 19 item 3).
+    #[test]
+    fn files_and_free_steps() {
+        let mut cx = test_cx();
+        let dir = std::env::temp_dir().join(format!("fraglab-h3-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(files_step(&dir, 10, 5000, FilesOp::Create, false, &mut cx).unwrap());
+        let n = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(n, 10);
+        assert_eq!(std::fs::metadata(dir.join("9")).unwrap().len(), 5000);
+        assert!(files_step(&dir, 10, 5000, FilesOp::Read, true, &mut cx).unwrap());
+        assert!(files_step(&dir, 10, 5000, FilesOp::Delete, false, &mut cx).unwrap());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        // free: every 3rd slab file unlinked, every 2nd pipe closed.
+        let mut held = Held::default();
+        held.dirs.push(dir.clone());
+        for i in 0..9u64 {
+            File::create(dir.join(i.to_string())).unwrap();
+            held.slab_files.push((0, i));
+        }
+        free_every(&mut held, true, 3).unwrap();
+        let mut left: Vec<u64> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_str().unwrap().parse().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, vec![0, 1, 3, 4, 6, 7]);
+        assert_eq!(held.slab_files.len(), 6);
+        fill_pipes(4 * 256, &mut held, &mut cx).unwrap();
+        let pipes = held.pipes.len();
+        free_every(&mut held, false, 2).unwrap();
+        assert_eq!(held.pipes.len(), pipes - pipes / 2);
+        drop(held);
+        assert!(!dir.exists());
+    }
+
+    /// `fadvise` on an open file: every advice is accepted by posix_fadvise(2).
+    #[test]
+    fn fadvise_step() {
+        let path = std::env::temp_dir().join(format!("fraglab-h3-fadvise-{}", std::process::id()));
+        std::fs::write(&path, vec![1u8; 1 << 16]).unwrap();
+        let f = File::open(&path).unwrap();
+        for a in Fadvice::ALL {
+            fadvise(&f, &path, a, 0, None).unwrap();
+            fadvise(&f, &path, a, 4096, Some(8192)).unwrap();
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -4,11 +4,28 @@
 pub use fraglab_types::switches::{CostlyOrderPolicy, V4Position};
 
 /// The page-cache switches of a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PagecacheConfig {
     pub costly_order_policy: CostlyOrderPolicy,
     pub v4_position: V4Position,
+    /// The block device's `ra_pages` (`read_ahead_kb / 4`, kernel-model.md §23.1): what every
+    /// file opened on it copies into its readahead state (`file_ra_state_init`). Default 32,
+    /// the kernel's `VM_READAHEAD_PAGES` (128 KiB) for a new device.
+    pub ra_pages: u64,
 }
+
+impl Default for PagecacheConfig {
+    fn default() -> Self {
+        PagecacheConfig {
+            costly_order_policy: CostlyOrderPolicy::default(),
+            v4_position: V4Position::default(),
+            ra_pages: VM_READAHEAD_PAGES,
+        }
+    }
+}
+
+/// `VM_READAHEAD_PAGES` (include/linux/pagemap.h): 128 KiB, a new bdi's `ra_pages` (§23.1).
+pub const VM_READAHEAD_PAGES: u64 = 32;
 
 /// The page cache of every mapping (the xarrays of `struct address_space`): (mapping, page
 /// index of a folio's first page) → folio. Mapping 0 means "not in the page cache".
@@ -277,6 +294,9 @@ pub struct ReadaheadState {
     /// `mmap_miss`: page faults on this file that missed the page cache, less those that hit
     /// (read-around stops above `MMAP_LOTSAMISS`).
     pub mmap_miss: u32,
+    /// `FMODE_RANDOM` of the open file (POSIX_FADV_RANDOM): a miss reads exactly the request
+    /// at min order, no window and no marker (§23.3 item 2).
+    pub random: bool,
 }
 
 impl Default for ReadaheadState {
@@ -287,8 +307,9 @@ impl Default for ReadaheadState {
             async_size: 0,
             order: 0,
             prev_index: u64::MAX,
-            ra_pages: 32,
+            ra_pages: VM_READAHEAD_PAGES,
             mmap_miss: 0,
+            random: false,
         }
     }
 }
@@ -545,6 +566,17 @@ impl Mm {
         file_pages: u64,
         st: &mut ReadStats,
     ) {
+        if ra.ra_pages == 0 {
+            // §23.3 item 1: no readahead (read_ahead_kb 0): the page asked for only.
+            self.ra_order0(cpu, mapping, index, 1, file_pages, st);
+            return;
+        }
+        if ra.random {
+            // §23.3 item 2: FMODE_RANDOM reads the request (force_page_cache_ra, capped at the
+            // file's ra_pages — io_pages is not modelled, §23.2), state untouched.
+            self.ra_order0(cpu, mapping, index, req.min(ra.ra_pages.max(1)), file_pages, st);
+            return;
+        }
         let max = ra.ra_pages;
         let sequential = index == 0 || req > max || index.wrapping_sub(ra.prev_index) <= 1;
         if sequential {
@@ -593,6 +625,10 @@ impl Mm {
         st: &mut ReadStats,
     ) {
         let max = ra.ra_pages;
+        if max == 0 {
+            // §23.4 item 1.
+            return;
+        }
         ra.start += ra.size;
         ra.size = ra.size.max(get_next_ra_size(ra.size, max));
         ra.order += 2;
@@ -886,6 +922,91 @@ impl Mm {
         }
         if end > index {
             self.reclaim.workingset.forget_range(mapping, index, end - index);
+            self.xa_settle(cpu);
+        }
+        freed
+    }
+}
+
+/// Issue 19 item 3: the device's read-ahead and `posix_fadvise` (mm/fadvise.c
+/// `generic_fadvise`, kernel-model.md §23.1 and §23.6).
+impl Mm {
+    /// `file_ra_state_init` (§23.1 item 4): the readahead state of a file opened now, with the
+    /// device's `ra_pages` (`[machine] read_ahead_kb / 4`).
+    pub fn file_ra_state_init(&self) -> ReadaheadState {
+        ReadaheadState {
+            ra_pages: self.cache.cfg.ra_pages,
+            ..Default::default()
+        }
+    }
+
+    /// `force_page_cache_ra` (§23.6: POSIX_FADV_WILLNEED, readahead(2)): reads the uncached
+    /// pages of [index, index + min(nr, ra.ra_pages)) at the mapping's min order; no marker,
+    /// the readahead state untouched. Simplified: the cap is the file's `ra_pages` (the kernel's
+    /// `max(io_pages, ra_pages)`; `io_pages` is not modelled, §23.2), and the 2 MiB chunks
+    /// are one.
+    pub fn force_page_cache_ra(
+        &mut self,
+        cpu: u32,
+        mapping: u32,
+        ra: &ReadaheadState,
+        index: u64,
+        nr: u64,
+        file_pages: u64,
+    ) -> ReadStats {
+        let mut st = ReadStats::default();
+        let n = nr.min(ra.ra_pages);
+        self.ra_order0(cpu, mapping, index, n, file_pages, &mut st);
+        st.miss_pages = (0..11).map(|o| st.added[o] << o).sum();
+        st
+    }
+
+    /// POSIX_FADV_DONTNEED (`generic_fadvise`) over pages [index, index + n) (the kernel
+    /// rounds the byte range inward to whole pages for the invalidation): first the writeback
+    /// of the range's dirty folios is started (`__filemap_fdatawrite_range`, WB_SYNC_NONE) —
+    /// here it completes at once, as the flusher's does ([`Mm::filemap_writeback_range`]) —
+    /// then `mapping_try_invalidate` removes and frees every folio lying wholly in the range
+    /// that is clean, not under writeback and not isolated, without a shadow entry
+    /// (invalidation is not eviction). The folios just written are still under writeback in
+    /// the kernel when it invalidates, so they stay (clean: a second DONTNEED drops them).
+    /// Simplified: mapped folios are not told apart (as `drop_caches`), and the lru_add_drain
+    /// that lets the kernel invalidate folios still in a per-CPU LRU batch is implicit.
+    /// Returns the pages freed.
+    pub fn fadvise_dontneed(&mut self, cpu: u32, mapping: u32, index: u64, n: u64) -> u64 {
+        let end = index.saturating_add(n);
+        // The writeback covers every dirty folio overlapping the range.
+        let mut under_writeback = std::collections::BTreeSet::new();
+        let first = self
+            .filemap_lookup(mapping, index)
+            .map_or(index, |id| self.folios.folios[id as usize].index);
+        let mut pos = first;
+        while let Some((id, i)) = self.cache.index.next_from(mapping, pos) {
+            let f = &self.folios.folios[id as usize];
+            if i >= end {
+                break;
+            }
+            pos = i + (1u64 << f.order);
+            if pos > index && f.dirty {
+                under_writeback.insert(id);
+                self.folio_mark_dirty(id, false);
+            }
+        }
+        let mut freed = 0;
+        let mut pos = index;
+        while let Some((id, i)) = self.cache.index.next_from(mapping, pos) {
+            let f = &self.folios.folios[id as usize];
+            let fend = i + (1u64 << f.order);
+            if i >= end {
+                break;
+            }
+            pos = fend;
+            if i < index || fend > end || f.dirty || f.isolated || under_writeback.contains(&id) {
+                continue;
+            }
+            freed += 1u64 << f.order;
+            self.free_folio(cpu, id);
+        }
+        if freed > 0 {
             self.xa_settle(cpu);
         }
         freed

@@ -163,6 +163,11 @@ pub fn mm_config(spec: &Spec) -> Result<MmConfig, RunError> {
     cfg.pagecache = PagecacheConfig {
         costly_order_policy: spec.model.costly_order_policy,
         v4_position: spec.model.v4_position,
+        // §23.1: `[machine] read_ahead_kb` (default 128 KiB, VM_READAHEAD_PAGES) / 4.
+        ra_pages: spec
+            .machine
+            .read_ahead_kb
+            .map_or(fraglab_mm::filemap::VM_READAHEAD_PAGES, |kb| kb / 4),
     };
     cfg.xa_nodes = spec.model.xa_nodes;
     cfg.swap_pages = spec.machine.swap_bytes / 4096;

@@ -286,7 +286,8 @@ impl OpRunner<'_> {
     /// `read`: a buffered read with readahead (§12.2).
     fn read(&mut self, i: usize, file: &str, offset: u64, length: u64, file_size: u64, cpu: u32) {
         let mapping = file_mapping(self.spec, file);
-        let ra = self.ra_states.entry(file.to_string()).or_default();
+        let init = self.mm.file_ra_state_init();
+        let ra = self.ra_states.entry(file.to_string()).or_insert(init);
         let first = offset / 4096;
         let last = (offset + length).div_ceil(4096);
         let st = self

@@ -209,6 +209,16 @@ pub(crate) const MACHINE: &[KeyDef] = &[
         0,
         "the hugetlb pool (2 MiB pages)",
     ),
+    key(
+        "read_ahead_kb",
+        KeyKind::Int {
+            lo: 0,
+            hi: 1 << 20,
+            range: "0..=1048576",
+        },
+        KeyDefault::Int(128),
+        "the block device's read_ahead_kb (every file's ra_pages = read_ahead_kb / 4, kernel-model.md §23.1); the host engine sets it only when given",
+    ),
 ];
 
 /// `[[machine.zone]]`.
@@ -689,6 +699,13 @@ pub(crate) const TASK: &[KeyDef] = &[
 ];
 
 const VMA: KeyKind = KeyKind::Form("the name of a mapping of an earlier mmap step");
+/// `mapping` of the steps that name a file or file set: the first such step sets the kind.
+const STEP_MAPPING: KeyDef = key(
+    "mapping",
+    MAPPING_FORM,
+    KeyDefault::Str("xfs"),
+    "the file's mapping kind (set by the first step that names the file)",
+);
 const PATTERN: KeyDef = key(
     "pattern",
     KeyKind::Form("sequential or random"),
@@ -751,6 +768,7 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
             "the file's size",
         ),
         PATTERN,
+        STEP_MAPPING,
     ],
     &[
         action("write", KeyKind::Str, "buffered write to this file"),
@@ -762,6 +780,7 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
             "bytes written",
         ),
         size("chunk", 4096, 1 << 20, "the size of each write"),
+        STEP_MAPPING,
     ],
     &[action("delete", KeyKind::Str, "unlink this file")],
     &[action(
@@ -820,6 +839,58 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
         KeyKind::Form("the name of a file an earlier read or write step of the task names"),
         "record the page-cache folio orders of this file now (pages and folios per order; /proc/kpageflags on the host, kernel-model.md §30.2)",
     )],
+    // Issue 19 item 3 (H3): free, files, fadvise.
+    &[
+        action(
+            "free",
+            KeyKind::Form("slab or pipes"),
+            "free every Nth object this task's slab or pipes steps allocated",
+        ),
+        int("every", 2, 1 << 30, "2..=2^30", 2, "free one object in every N"),
+    ],
+    &[
+        action("files", KeyKind::Str, "a set of small files SET/0..count-1"),
+        key(
+            "count",
+            KeyKind::Int {
+                lo: 1,
+                hi: 1 << 20,
+                range: "1..=1048576",
+            },
+            KeyDefault::Required("a number of files such as 1000"),
+            "files in the set",
+        ),
+        size("size", 1, 64 << 10, "each file's size"),
+        key(
+            "op",
+            KeyKind::Form("create, read or delete"),
+            KeyDefault::Required("one of create, read, delete"),
+            "create (a buffered write each), read (each file whole) or delete (unlink all)",
+        ),
+        key(
+            "pattern",
+            KeyKind::Form("sequential or random"),
+            KeyDefault::Str("sequential"),
+            "the order of the files (random: a seeded shuffle)",
+        ),
+        STEP_MAPPING,
+    ],
+    &[
+        action("fadvise", KeyKind::Str, "posix_fadvise on this file"),
+        key(
+            "advice",
+            KeyKind::Form("dontneed, sequential, willneed, random or normal"),
+            KeyDefault::Required("one of dontneed, sequential, willneed, random, normal"),
+            "POSIX_FADV_* (kernel-model.md §23.6)",
+        ),
+        size("offset", 0, 0, "where the range starts"),
+        key(
+            "length",
+            KeyKind::Size { min: 1 },
+            KeyDefault::Text("the whole file"),
+            "the range's length",
+        ),
+    ],
 ];
 
 /// The keys of `[cost]` (all `COST_KEYS`, in that order).

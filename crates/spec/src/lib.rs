@@ -22,6 +22,8 @@
 //! swap = "1GiB"        # a swap device of this size; default none
 //! hugetlb_pages = 0    # 2 MiB pages of the hugetlb pool (vm.nr_hugepages) taken at boot, default 0;
 //!                      # the host engine reserves the same pool for the run
+//! read_ahead_kb = 128  # the block device's read-ahead (ra_pages = read_ahead_kb / 4), default
+//!                      # 128; the host engine sets the run directory's device only when given
 //!
 //! # Instead of `memory` (and `dma`): explicit zones, in kernel zone order and increasing pfn
 //! # order, without overlap. present defaults to spanned, managed to present.
@@ -152,8 +154,8 @@ pub use knobs::{find_knob, KnobDef, KnobKind, KnobValue, Read, INT_MAX, KNOBS};
 pub use model::{find_model_switch, ModelSpec, ModelSwitchDef, MODEL_SWITCHES};
 pub use parse::{parse_size, MAX_MEMORY_BYTES, MIN_MEMORY_BYTES};
 pub use workload::{
-    parse_duration, FioSmallFilesParams, KbuildParams, PgbenchParams, TaskParams, TaskStep, ThpBurstParams,
-    ThpChallengeParams, VmScalabilityCase, VmScalabilityParams, WorkloadSpec, COST_KEYS,
+    parse_duration, Fadvice, FilesOp, FioSmallFilesParams, KbuildParams, PgbenchParams, TaskParams, TaskStep,
+    ThpBurstParams, ThpChallengeParams, VmScalabilityCase, VmScalabilityParams, WorkloadSpec, COST_KEYS,
 };
 
 /// The owner kind of an `alloc` op's folios (`kind`): the model's own [`FolioKind`] (anon, file,
@@ -262,6 +264,10 @@ pub struct MachineSpec {
     /// `hugetlb_pages`: 2 MiB pages of the hugetlb pool (`vm.nr_hugepages`) reserved at boot,
     /// before the workload (default 0). The host engine reserves the same pool for the run.
     pub hugetlb_pages: u64,
+    /// `read_ahead_kb`: the block device's read-ahead in KiB (kernel-model.md §23.1); `None`
+    /// when not given: the model uses the kernel's default for a new device (128), the host
+    /// engine leaves the device as it is.
+    pub read_ahead_kb: Option<u64>,
 }
 
 /// One `[[machine.zone]]`, as /proc/zoneinfo describes a zone.

@@ -290,6 +290,8 @@ pub enum TaskStep {
         length: u64,
         file_size: u64,
         random: bool,
+        /// The file's mapping kind (the first step naming the file set it; default XFS).
+        mapping: crate::MappingKind,
     },
     /// Buffered write (iomap) of `length` bytes at `offset` of `file`, in `chunk`-byte writes.
     Write {
@@ -297,6 +299,8 @@ pub enum TaskStep {
         offset: u64,
         length: u64,
         chunk: u64,
+        /// The file's mapping kind (the first step naming the file set it; default XFS).
+        mapping: crate::MappingKind,
     },
     /// Allocate `count` small kernel objects (order-0 pages) held until the task ends:
     /// reclaimable slab (dentries/inodes, shrinkable) or unmovable (pipe buffers).
@@ -336,4 +340,115 @@ pub enum TaskStep {
     Census {
         file: String,
     },
+    // Issue 19 item 3 (H3): free, files, fadvise.
+    /// Free every `every`th object (the `every`th, `2·every`th, ...) of this task's population
+    /// of `slab` (reclaimable, `reclaimable = true`) or `pipes` objects now.
+    Free {
+        reclaimable: bool,
+        every: u64,
+    },
+    /// A set of `count` small files `set/0..count-1` of `size_bytes` each: created (a dentry, an
+    /// inode and a buffered write each), read whole (in order, or in a seeded random order) or
+    /// deleted (unlinked).
+    Files {
+        set: String,
+        count: u64,
+        size_bytes: u64,
+        op: FilesOp,
+        random: bool,
+        /// The set's mapping kind (the first step naming the set set it; default XFS).
+        mapping: crate::MappingKind,
+    },
+    /// `posix_fadvise(file, offset, length, advice)`; `length` `None` = to the end of the file.
+    Fadvise {
+        file: String,
+        advice: Fadvice,
+        offset: u64,
+        length: Option<u64>,
+    },
+}
+
+/// What a `files` step does to its set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilesOp {
+    Create,
+    Read,
+    Delete,
+}
+
+impl FilesOp {
+    pub const ALL: [FilesOp; 3] = [FilesOp::Create, FilesOp::Read, FilesOp::Delete];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FilesOp::Create => "create",
+            FilesOp::Read => "read",
+            FilesOp::Delete => "delete",
+        }
+    }
+}
+
+/// `POSIX_FADV_*` (mm/fadvise.c `generic_fadvise`, kernel-model.md §23.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fadvice {
+    Normal,
+    Random,
+    Sequential,
+    Willneed,
+    Dontneed,
+}
+
+impl Fadvice {
+    pub const ALL: [Fadvice; 5] = [
+        Fadvice::Dontneed,
+        Fadvice::Sequential,
+        Fadvice::Willneed,
+        Fadvice::Random,
+        Fadvice::Normal,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fadvice::Normal => "normal",
+            Fadvice::Random => "random",
+            Fadvice::Sequential => "sequential",
+            Fadvice::Willneed => "willneed",
+            Fadvice::Dontneed => "dontneed",
+        }
+    }
+}
+
+impl TaskStep {
+    /// The file or file set this step names with its mapping kind, if it sets one (`read`,
+    /// `write`, `files`); `delete` and `fadvise` name a file without a kind.
+    pub fn file(&self) -> Option<(&str, Option<crate::MappingKind>)> {
+        match self {
+            TaskStep::Read { file, mapping, .. } | TaskStep::Write { file, mapping, .. } => {
+                Some((file, Some(*mapping)))
+            }
+            TaskStep::Files { set, mapping, .. } => Some((set, Some(*mapping))),
+            TaskStep::Delete { file } | TaskStep::Fadvise { file, .. } => Some((file, None)),
+            _ => None,
+        }
+    }
+}
+
+impl WorkloadSpec {
+    /// Every file and file set the tasks' steps name, in the order first named, with its
+    /// mapping kind (a file named only by `delete` or `fadvise` steps is XFS-like, as the
+    /// simulator makes it). A file set is listed by its name (its files are `SET/0`, ...).
+    pub fn task_files(&self) -> Vec<(String, crate::MappingKind)> {
+        let steps = || self.task.iter().flat_map(|t| &t.steps).filter_map(TaskStep::file);
+        let mut out: Vec<(String, crate::MappingKind)> = Vec::new();
+        for (f, _) in steps() {
+            if !out.iter().any(|(n, _)| n == f) {
+                // The parser gave every read, write and files step naming `f` the same kind.
+                let kind = steps()
+                    .find_map(|(g, k)| if g == f { k } else { None })
+                    .unwrap_or(crate::MappingKind::Xfs);
+                out.push((f.to_string(), kind));
+            }
+        }
+        out
+    }
 }

@@ -258,7 +258,7 @@ fn cpus_range_and_unknown_machine_key() {
         &["[machine]", "memory = \"1G\"", "numa_nodes = 2"],
         3,
         "machine.numa_nodes",
-        "unknown key (expected one of: memory, cpus, dma, zone, swap, hugetlb_pages)",
+        "unknown key (expected one of: memory, cpus, dma, zone, swap, hugetlb_pages, read_ahead_kb)",
     );
 }
 
@@ -1800,4 +1800,124 @@ fn host_loop_images_errors() {
     .unwrap();
     assert!(s.host.loop_images);
     assert!(!parse_spec(&spec(MACHINE), "spec.toml").unwrap().host.loop_images);
+}
+
+/// Issue 19 item 3: `free`, `files`, `fadvise`, per-file `mapping`, `read_ahead_kb`.
+#[test]
+fn h3_free_files_fadvise_mapping_errors() {
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ free = \"dentries\" }]"]),
+        4,
+        "workload.task[0].steps[0].free",
+        "unknown object kind \"dentries\" (expected one of: slab, pipes)",
+    );
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ free = \"slab\", every = 1 }]"]),
+        4,
+        "workload.task[0].steps[0].every",
+        "1 is out of range (expected 2..=2^30)",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ files = \"s\", op = \"create\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[0].count",
+        "missing (expected a number of files such as 1000)",
+    );
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ files = \"s\", count = 4 }]"]),
+        4,
+        "workload.task[0].steps[0].op",
+        "missing (expected one of create, read, delete)",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ files = \"s\", count = 4, op = \"append\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[0].op",
+        "unknown files op \"append\" (expected one of: create, read, delete)",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ files = \"s\", count = 4, op = \"read\", size = 0 }]",
+        ]),
+        4,
+        "workload.task[0].steps[0].size",
+        "0 bytes is below the minimum of 1",
+    );
+    check(
+        &with_machine(&["[[workload.task]]", "steps = [{ fadvise = \"f\" }]"]),
+        4,
+        "workload.task[0].steps[0].advice",
+        "missing (expected one of dontneed, sequential, willneed, random, normal)",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ fadvise = \"f\", advice = \"noreuse\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[0].advice",
+        "unknown advice \"noreuse\" (expected one of: dontneed, sequential, willneed, random, normal)",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ fadvise = \"f\", advice = \"normal\", length = 0 }]",
+        ]),
+        4,
+        "workload.task[0].steps[0].length",
+        "0 bytes is below the minimum of 1",
+    );
+    // A file's mapping is set by the first step naming it, across tasks; the error names both
+    // lines.
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ write = \"f\", length = 4096, mapping = \"large_folios\" }]",
+            "[[workload.task]]",
+            "steps = [{ read = \"f\", length = 4096, mapping = \"no_large_folios\" }]",
+        ]),
+        6,
+        "workload.task[1].steps[0].mapping",
+        "\"f\" already has mapping \"large_folios\" from the step on line 4 (the first step that names a file sets its mapping)",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ write = \"f\", length = 4096 }, { read = \"f\", length = 4096, mapping = \"large_folios\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[1].mapping",
+        "\"f\" already has mapping \"xfs\" from the step on line 4 (the first step that names a file sets its mapping)",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ files = \"f\", count = 2, op = \"read\", mapping = \"ext4\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[0].mapping",
+        "unknown mapping \"ext4\" (expected one of: xfs, large_folios, no_large_folios)",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "steps = [{ files = \"f\", count = 2, op = \"create\" }, { delete = \"f\" }]",
+        ]),
+        4,
+        "workload.task[0].steps[1].delete",
+        "\"f\" names a file here but a file set in an earlier step (a name is one or the other)",
+    );
+    check(
+        &["[machine]", "memory = \"1GiB\"", "read_ahead_kb = -1"],
+        3,
+        "machine.read_ahead_kb",
+        "-1 is out of range (expected 0..=1048576)",
+    );
 }

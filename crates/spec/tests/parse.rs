@@ -83,6 +83,7 @@ fn full_spec_parses_to_the_expected_structure() {
             swap_bytes: 0,
             zones: None,
             hugetlb_pages: 0,
+            read_ahead_kb: None,
         },
         knobs,
         model: ModelSpec::default(),
@@ -161,6 +162,7 @@ fn minimal_spec_gets_the_defaults() {
             swap_bytes: 0,
             zones: None,
             hugetlb_pages: 0,
+            read_ahead_kb: None,
         }
     );
     assert!(spec.knobs.is_empty());
@@ -228,6 +230,7 @@ zone = "DMA32"
             dma: true,
             swap_bytes: 0,
             hugetlb_pages: 0,
+            read_ahead_kb: None,
             zones: Some(vec![
                 z(ZoneType::Dma, 1, 4095, 3998, 3840),
                 z(ZoneType::Dma32, 4096, 1044480, 782336, 772917),
@@ -932,4 +935,114 @@ fn s29_mlock_steps_parse() {
             TaskStep::Munlock { vma: "a".into() },
         ]
     );
+}
+
+/// Issue 19 item 3: the `free`, `files` and `fadvise` steps, per-file `mapping` on `read`,
+/// `write` and `files`, `[machine] read_ahead_kb`, and `WorkloadSpec::task_files`.
+#[test]
+fn h3_free_files_fadvise_mapping_and_read_ahead_kb() {
+    use fraglab_spec::{Fadvice, FilesOp, MappingKind, TaskStep};
+    let text = r#"
+[machine]
+memory = "1GiB"
+read_ahead_kb = 8192
+
+[[workload.task]]
+steps = [
+  { slab = 10 }, { free = "slab" }, { pipes = 4 }, { free = "pipes", every = 3 },
+  { files = "small", count = 100, op = "create", mapping = "large_folios" },
+  { files = "small", count = 100, op = "read", pattern = "random" },
+  { files = "small", count = 100, op = "delete", size = "16KiB" },
+  { delete = "log" },
+  { write = "data", length = "1MiB", mapping = "no_large_folios" },
+  { fadvise = "data", advice = "willneed" },
+  { fadvise = "data", advice = "dontneed", offset = 4096, length = 8192 },
+]
+
+[[workload.task]]
+steps = [{ read = "data", length = 4096 }, { write = "log", length = 4096 }]
+"#;
+    let s = parse_spec(text, "t.toml").unwrap();
+    assert_eq!(s.machine.read_ahead_kb, Some(8192));
+    let w = s.workload.as_ref().unwrap();
+    let st = &w.task[0].steps;
+    assert_eq!(
+        st[1],
+        TaskStep::Free {
+            reclaimable: true,
+            every: 2
+        }
+    );
+    assert_eq!(
+        st[3],
+        TaskStep::Free {
+            reclaimable: false,
+            every: 3
+        }
+    );
+    assert_eq!(
+        st[4],
+        TaskStep::Files {
+            set: "small".into(),
+            count: 100,
+            size_bytes: 64 << 10,
+            op: FilesOp::Create,
+            random: false,
+            mapping: MappingKind::LargeFolios,
+        }
+    );
+    // Later steps naming the set keep its kind.
+    assert!(matches!(
+        st[5],
+        TaskStep::Files {
+            op: FilesOp::Read,
+            random: true,
+            mapping: MappingKind::LargeFolios,
+            ..
+        }
+    ));
+    assert!(matches!(
+        st[6],
+        TaskStep::Files {
+            op: FilesOp::Delete,
+            size_bytes: 16384,
+            ..
+        }
+    ));
+    assert_eq!(
+        st[9],
+        TaskStep::Fadvise {
+            file: "data".into(),
+            advice: Fadvice::Willneed,
+            offset: 0,
+            length: None
+        }
+    );
+    assert_eq!(
+        st[10],
+        TaskStep::Fadvise {
+            file: "data".into(),
+            advice: Fadvice::Dontneed,
+            offset: 4096,
+            length: Some(8192)
+        }
+    );
+    assert!(matches!(
+        &w.task[1].steps[0],
+        TaskStep::Read {
+            mapping: MappingKind::NoLargeFolios,
+            ..
+        }
+    ));
+    assert_eq!(
+        w.task_files(),
+        vec![
+            ("small".to_string(), MappingKind::LargeFolios),
+            ("log".to_string(), MappingKind::Xfs),
+            ("data".to_string(), MappingKind::NoLargeFolios),
+        ]
+    );
+    // Not given: None (the model's 128, the host leaves the device alone).
+    let s = parse_spec("[machine]\nmemory = \"1GiB\"\n", "t.toml").unwrap();
+    assert_eq!(s.machine.read_ahead_kb, None);
 }

@@ -103,7 +103,7 @@ impl KbuildShared {
             trees,
             cur: 0,
             tarball,
-            tar_ra: Default::default(),
+            tar_ra: mm.file_ra_state_init(),
             untarred: false,
             untarring: false,
             stack_cache: Default::default(),
@@ -322,7 +322,7 @@ impl KbuildWorker {
         let ((), work) = cx.measure(|cx| {
             let cur = sh.cur;
             sh.delete_tree(cx.mm, cx.cpu, cur);
-            sh.tar_ra = Default::default();
+            sh.tar_ra = cx.mm.file_ra_state_init();
         });
         let ns = sys(&work, cx);
         sh.charge_system(ns);
@@ -447,7 +447,7 @@ impl KbuildWorker {
                     } = &mut *sh;
                     trees[cur].objs[fi as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
                 }
-                let mut ra = ReadaheadState::default();
+                let mut ra = cx.mm.file_ra_state_init();
                 let st = cx.mm.filemap_read(cx.cpu, source, &mut ra, f, fp, source_pages);
                 io += st.miss_pages;
             }

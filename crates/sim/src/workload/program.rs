@@ -10,14 +10,15 @@ use fraglab_mm::folio::{FolioId, FolioKind};
 use fraglab_mm::slowpath::MeasureWork;
 use fraglab_mm::Gfp;
 use fraglab_spec::result::{CensusResult, TaskReadResult};
-use fraglab_spec::{TaskParams, TaskStep};
+use fraglab_spec::{Fadvice, FilesOp, MappingKind, TaskParams, TaskStep};
 use rand::Rng;
 
-use super::common::{touch_range, write_cost, CHUNK, COMPUTE_SLICE_NS};
+use super::common::{alloc_file_objs, touch_range, write_cost, CHUNK, COMPUTE_SLICE_NS};
 use super::{Generator, Run, Shared};
 use crate::anon::AnonVma;
 use crate::engine::{Cx, Step, TaskBody, MS};
 use crate::metrics::Metrics;
+use crate::slab::{Obj, SlabCache};
 
 /// A task running a `[[workload.task]]` program (issue 5's workload primitives): each engine
 /// step does one step of the program, or one chunk of a long one (64 pages touched, 1 MiB of
@@ -34,7 +35,10 @@ pub struct ProgramTask {
     /// File name → mapping id (shared by every task of the run) and this task's readahead state.
     files: Shared<BTreeMap<String, u32>>,
     ra: BTreeMap<String, ReadaheadState>,
-    objects: Vec<(FolioId, u64)>,
+    /// The `slab` and `pipes` objects held: folio, token, reclaimable (a `slab` object).
+    objects: Vec<(FolioId, u64, bool)>,
+    /// The file sets of `files` steps and the files' sizes in pages (shared by the run).
+    sets: Shared<FileSets>,
     metrics: Shared<Metrics>,
     /// The pool size the last `nr_hugepages` step of any task read back (shared by the run).
     hugetlb_pool: Shared<Option<u64>>,
@@ -64,6 +68,7 @@ impl ProgramTask {
             files,
             ra: Default::default(),
             objects: Vec::new(),
+            sets: Default::default(),
             metrics,
             hugetlb_pool: Default::default(),
             instance: 0,
@@ -84,7 +89,7 @@ impl ProgramTask {
         for (_, mut v) in std::mem::take(&mut self.vmas) {
             freed += v.unmap(cx.mm, cx.cpu);
         }
-        for (id, t) in std::mem::take(&mut self.objects) {
+        for (id, t, _) in std::mem::take(&mut self.objects) {
             if cx.mm.folio_is(id, t) {
                 cx.mm.free_folio(cx.cpu, id);
                 freed += 1;
@@ -185,7 +190,8 @@ impl ProgramTask {
         random: bool,
     ) -> Step {
         let mapping = self.files.borrow()[&file];
-        let ra = self.ra.entry(file).or_default();
+        let init = cx.mm.file_ra_state_init();
+        let ra = self.ra.entry(file).or_insert(init);
         let pages = length.div_ceil(4096);
         let file_pages = file_size.div_ceil(4096);
         let n = (pages - self.progress).min(256);
@@ -272,7 +278,7 @@ impl ProgramTask {
                     if reclaimable {
                         cx.mm.set_slab_shrinkable(id);
                     }
-                    self.objects.push((id, cx.mm.folios.get(id).token));
+                    self.objects.push((id, cx.mm.folios.get(id).token, reclaimable));
                 }
             }
         });
@@ -383,12 +389,14 @@ impl TaskBody for ProgramTask {
                 length,
                 file_size,
                 random,
+                ..
             } => self.read(cx, file, offset, length, file_size, random),
             S::Write {
                 file,
                 offset,
                 length,
                 chunk,
+                ..
             } => self.write(cx, &file, offset, length, chunk),
             S::Slab { count, reclaimable } => self.slab(cx, count, reclaimable),
             S::CompactMemory => {
@@ -414,6 +422,21 @@ impl TaskBody for ProgramTask {
                 Step::Ran(cx.cost.context_switch_ns)
             }
             S::Measure => unreachable!("run with the next step"),
+            S::Free { reclaimable, every } => self.free(cx, reclaimable, every),
+            S::Files {
+                set,
+                size_bytes,
+                op,
+                random,
+                count,
+                ..
+            } => self.files_step(cx, &set, count, size_bytes, op, random),
+            S::Fadvise {
+                file,
+                advice,
+                offset,
+                length,
+            } => self.fadvise(cx, file, advice, offset, length),
             S::DropCaches => {
                 let freed = cx.mm.drop_caches(cx.cpu);
                 self.next();
@@ -449,23 +472,61 @@ impl Programs {
 impl Generator for Programs {
     fn spawn(&mut self, run: &mut Run<'_>) {
         let files = Rc::new(RefCell::new(BTreeMap::new()));
+        let sets: Shared<FileSets> = Default::default();
+        // A file's kind: the one its read, write and files steps carry (the parser made them
+        // agree), XFS-like for a file only deleted or advised.
+        let kind_of = |name: &str| {
+            self.params
+                .iter()
+                .flat_map(|t| &t.steps)
+                .filter_map(TaskStep::file)
+                .find_map(|(f, k)| if f == name { k } else { None })
+                .unwrap_or(MappingKind::Xfs)
+        };
         for t in &self.params {
             for s in &t.steps {
                 if let TaskStep::Read { file, .. }
                 | TaskStep::Write { file, .. }
-                | TaskStep::Delete { file } = s
+                | TaskStep::Delete { file }
+                | TaskStep::Fadvise { file, .. } = s
                 {
                     if !files.borrow().contains_key(file) {
-                        let id = run.e.mm.add_mapping(fraglab_mm::filemap::Mapping::xfs_like());
+                        let id = run.e.mm.add_mapping(mapping_of(kind_of(file)));
                         files.borrow_mut().insert(file.clone(), id);
+                    }
+                    let end = match s {
+                        TaskStep::Read { file_size, .. } => file_size.div_ceil(4096),
+                        TaskStep::Write { offset, length, .. } => (offset + length).div_ceil(4096),
+                        _ => 0,
+                    };
+                    let mut sh = sets.borrow_mut();
+                    let e = sh.file_pages.entry(file.clone()).or_default();
+                    *e = (*e).max(end);
+                }
+                if let TaskStep::Files { set, count, .. } = s {
+                    let mut sh = sets.borrow_mut();
+                    let fs = sh.sets.entry(set.clone()).or_default();
+                    // One mapping per file (each file its own address_space), made for the
+                    // largest count any step names.
+                    while (fs.mappings.len() as u64) < *count {
+                        fs.mappings.push(run.e.mm.add_mapping(mapping_of(kind_of(set))));
+                        fs.objs.push(None);
                     }
                 }
             }
         }
-        let any_write = self
-            .params
-            .iter()
-            .any(|t| t.steps.iter().any(|s| matches!(s, TaskStep::Write { .. })));
+        let any_write = self.params.iter().any(|t| {
+            t.steps.iter().any(|s| {
+                matches!(
+                    s,
+                    TaskStep::Write { .. }
+                        | TaskStep::Files {
+                            op: FilesOp::Create,
+                            ..
+                        }
+                )
+            })
+        });
         // Task ids per entry; the instances of an entry with `after` are gated on the
         // instances of every entry of that name, and start `start` after the last exits.
         let mut ids = Vec::new();
@@ -473,6 +534,7 @@ impl Generator for Programs {
             let mut mine = Vec::new();
             for i in 0..t.count {
                 let mut task = ProgramTask::new(t, files.clone(), run.metrics.clone());
+                task.sets = sets.clone();
                 task.hugetlb_pool = self.hugetlb_pool.clone();
                 task.instance = i;
                 task.census = self.census.clone();
@@ -524,5 +586,248 @@ impl Generator for Programs {
                         ns: *ns,
                     }),
             );
+    }
+}
+
+/// The page-cache mapping of a file of this kind.
+fn mapping_of(kind: MappingKind) -> fraglab_mm::filemap::Mapping {
+    use fraglab_mm::filemap::Mapping;
+    match kind {
+        MappingKind::Xfs => Mapping::xfs_like(),
+        MappingKind::LargeFolios => Mapping::large_folios(),
+        MappingKind::NoLargeFolios => Mapping::no_large_folios(),
+    }
+}
+
+/// Files of `files` steps a task program handles in one engine step.
+const FILES_PER_STEP: u64 = 16;
+
+/// Pipe-buffer pages of one pipe on the host (F_SETPIPE_SZ 1 MiB): a `free = "pipes"` step
+/// frees whole pipes, every Nth group of this many of the task's pipe pages.
+pub const PIPE_PAGES: u64 = 256;
+
+/// The file sets of the run's `files` steps, their files' dentries and inodes, and the sizes of
+/// the single files (for `fadvise` ranges).
+pub struct FileSets {
+    sets: BTreeMap<String, FileSet>,
+    /// The files' dentries and inodes (unused objects of closed files on the dcache and inode
+    /// LRUs, shrinkable, as fio's: `fio.rs`).
+    dentry: SlabCache,
+    inode: SlabCache,
+    /// Single files (read, write, delete, fadvise steps): size in pages as the steps know it
+    /// (a read's `file_size`, a write's end).
+    file_pages: BTreeMap<String, u64>,
+}
+
+impl Default for FileSets {
+    fn default() -> Self {
+        FileSets {
+            sets: BTreeMap::new(),
+            dentry: SlabCache::new("dentry", 0, 21, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)).shrinkable(),
+            inode: SlabCache::new("xfs_inode", 3, 28, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)).shrinkable(),
+            file_pages: BTreeMap::new(),
+        }
+    }
+}
+
+/// One file set: per file its mapping and, while it exists in the cache, its dentry and inode.
+#[derive(Default)]
+struct FileSet {
+    mappings: Vec<u32>,
+    objs: Vec<Option<(Obj, Obj)>>,
+}
+
+/// Issue 19 item 3: `free`, `files`, `fadvise`.
+impl ProgramTask {
+    /// `free`: frees every `every`th object of this task's `slab` (reclaimable) or `pipes`
+    /// population now, in allocation order (the `every`th, `2·every`th, ...). A `slab` object
+    /// is one page of reclaimable slab (as the `slab` step models dentries and inodes: the
+    /// host unlinks every Nth of its files, `kmem_cache_free` of their dentries and inodes;
+    /// simplified: here whole pages go, on the host objects go and a slab page is freed only
+    /// when all its objects are); a `pipes` object is one pipe of [`PIPE_PAGES`] pages
+    /// (closing a pipe frees its buffers, `free_pipe_info`), as the host closes every Nth
+    /// pipe. Objects the shrinker already took count in the order but free nothing.
+    fn free(&mut self, cx: &mut Cx, reclaimable: bool, every: u64) -> Step {
+        let unit = if reclaimable { 1 } else { PIPE_PAGES };
+        let mut k = 0u64;
+        let mut freed = 0u64;
+        let mut kept = Vec::with_capacity(self.objects.len());
+        for (id, t, r) in std::mem::take(&mut self.objects) {
+            if r == reclaimable {
+                let group = k / unit;
+                k += 1;
+                if (group + 1).is_multiple_of(every) {
+                    if cx.mm.folio_is(id, t) {
+                        cx.mm.free_folio(cx.cpu, id);
+                        freed += 1;
+                    }
+                    continue;
+                }
+            }
+            kept.push((id, t, r));
+        }
+        self.objects = kept;
+        self.next();
+        Step::Ran(cx.cost.context_switch_ns + freed * cx.cost.free_page_ns)
+    }
+
+    /// `files`: up to [`FILES_PER_STEP`] files of set `set` per engine step, in order or in a
+    /// random order (a shuffle drawn at the step's start). Create: a dentry and an inode
+    /// (`d_alloc`, `alloc_inode`; an existing file is truncated first, O_TRUNC) and a buffered
+    /// write of the file (iomap, §12.3), throttled above the dirty limit; read: the file read
+    /// whole with a readahead state fresh from the open (`file_ra_state_init`, §23.1), its
+    /// dentry and inode looked up if not cached; delete: unlink (its page cache truncated,
+    /// dirty pages dropped, dentry and inode freed).
+    fn files_step(
+        &mut self,
+        cx: &mut Cx,
+        set: &str,
+        count: u64,
+        size: u64,
+        op: FilesOp,
+        random: bool,
+    ) -> Step {
+        if op == FilesOp::Create && cx.mm.cache.nr_dirty > cx.mm.dirty_thresholds().1 {
+            return Step::Sleep {
+                ran: 0,
+                sleep: 10 * MS,
+            };
+        }
+        if random && self.order.is_empty() {
+            let mut o: Vec<u64> = (0..count).collect();
+            for i in (1..o.len()).rev() {
+                o.swap(i, cx.rng.gen_range(0..=i));
+            }
+            self.order = o;
+        }
+        let pages = size.div_ceil(4096);
+        let mut sh = self.sets.borrow_mut();
+        let FileSets {
+            sets, dentry, inode, ..
+        } = &mut *sh;
+        let fs = sets.get_mut(set).expect("registered at spawn");
+        let mut ns = 0;
+        let mut io = false;
+        let (n, work) = cx.measure(|cx| {
+            let mut n = 0;
+            while n < FILES_PER_STEP && self.progress < count {
+                let i = if random {
+                    self.order[self.progress as usize]
+                } else {
+                    self.progress
+                } as usize;
+                self.progress += 1;
+                n += 1;
+                let m = fs.mappings[i];
+                match op {
+                    FilesOp::Create => {
+                        if fs.objs[i].is_some() {
+                            ns += cx.mm.filemap_truncate(cx.cpu, m) * cx.cost.free_page_ns;
+                        } else {
+                            fs.objs[i] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
+                        }
+                        ns += cx.cost.file_create_ns;
+                        let st = cx.mm.filemap_write(cx.cpu, m, 0, size);
+                        ns += write_cost(cx, &st, pages);
+                    }
+                    FilesOp::Read => {
+                        if fs.objs[i].is_none() {
+                            fs.objs[i] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
+                        }
+                        let mut ra = cx.mm.file_ra_state_init();
+                        let st = cx.mm.filemap_read(cx.cpu, m, &mut ra, 0, pages, pages);
+                        io |= st.miss_pages > 0;
+                        ns += pages * cx.cost.free_page_ns;
+                    }
+                    FilesOp::Delete => {
+                        let existed = fs.objs[i].take().map(|(d, ino)| {
+                            dentry.free(cx.mm, cx.cpu, d);
+                            inode.free(cx.mm, cx.cpu, ino);
+                        });
+                        let freed = cx.mm.filemap_truncate(cx.cpu, m);
+                        if existed.is_some() || freed > 0 {
+                            ns += cx.cost.file_unlink_ns + freed * cx.cost.free_page_ns;
+                        }
+                    }
+                }
+            }
+            n
+        });
+        drop(sh);
+        if self.progress >= count {
+            self.next();
+        }
+        let ns = (ns + cx.cost.alloc_work(&work)).max(n);
+        if io {
+            Step::Sleep {
+                ran: ns,
+                sleep: cx.cost.read_io_ns,
+            }
+        } else {
+            Step::Ran(ns)
+        }
+    }
+
+    /// `fadvise` (mm/fadvise.c `generic_fadvise`, kernel-model.md §23.6) on this task's open
+    /// file (its readahead state, kept across its steps): SEQUENTIAL doubles the file's
+    /// `ra_pages` (2 × the device's) and clears FMODE_RANDOM; RANDOM sets FMODE_RANDOM (a miss
+    /// reads just the request, §23.3 item 2); NORMAL restores the device's `ra_pages` and
+    /// clears it; WILLNEED reads the range at min order (`force_page_cache_ra`, capped at the
+    /// file's `ra_pages`, no marker, the state untouched); DONTNEED starts the writeback of the
+    /// range's dirty pages and invalidates the clean pages wholly in the range
+    /// (`mapping_try_invalidate`; the pages just written stay: see
+    /// [`fraglab_mm::Mm::fadvise_dontneed`]). `length` `None` = to the end of the
+    /// file (its size as the read and write steps know it).
+    fn fadvise(
+        &mut self,
+        cx: &mut Cx,
+        file: String,
+        advice: Fadvice,
+        offset: u64,
+        length: Option<u64>,
+    ) -> Step {
+        let mapping = self.files.borrow()[&file];
+        let file_pages = self.sets.borrow().file_pages.get(&file).copied().unwrap_or(0);
+        let bdi = cx.mm.file_ra_state_init().ra_pages;
+        let init = cx.mm.file_ra_state_init();
+        let ra = self.ra.entry(file).or_insert(init);
+        let mut ns = cx.cost.context_switch_ns;
+        match advice {
+            Fadvice::Normal => {
+                ra.ra_pages = bdi;
+                ra.random = false;
+            }
+            Fadvice::Random => ra.random = true,
+            Fadvice::Sequential => {
+                ra.ra_pages = 2 * bdi;
+                ra.random = false;
+            }
+            Fadvice::Willneed => {
+                let first = offset / 4096;
+                let nr = match length {
+                    Some(l) => (offset + l - 1) / 4096 + 1 - first,
+                    None => u64::MAX - first,
+                };
+                let ra = *ra;
+                let (_, work) = cx.measure(|cx| {
+                    cx.mm
+                        .force_page_cache_ra(cx.cpu, mapping, &ra, first, nr, file_pages)
+                });
+                ns += cx.cost.alloc_work(&work);
+            }
+            Fadvice::Dontneed => {
+                let first = offset.div_ceil(4096);
+                let end = match length {
+                    Some(l) => (offset + l) / 4096,
+                    None => u64::MAX,
+                };
+                let freed = cx
+                    .mm
+                    .fadvise_dontneed(cx.cpu, mapping, first, end.saturating_sub(first));
+                ns += freed * cx.cost.free_page_ns;
+            }
+        }
+        self.next();
+        Step::Ran(ns)
     }
 }

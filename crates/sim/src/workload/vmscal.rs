@@ -150,7 +150,7 @@ pub struct VmScalTask {
 }
 
 impl VmScalTask {
-    pub fn new(shared: Shared<VmScalShared>, index: u32) -> VmScalTask {
+    pub fn new(shared: Shared<VmScalShared>, index: u32, ra: ReadaheadState) -> VmScalTask {
         let (mapping, first, pages, slot) = {
             let mut sh = shared.borrow_mut();
             let task_pages = sh.task_pages;
@@ -170,7 +170,7 @@ impl VmScalTask {
             first,
             pages,
             pos: 0,
-            ra: ReadaheadState::default(),
+            ra,
             held: Vec::new(),
             pt_regions: vec![false; pages.div_ceil(1 << HPAGE_PMD_ORDER) as usize + 1],
             writable: Vec::new(),
@@ -422,8 +422,9 @@ impl Generator for VmScalability {
             let shared = VmScalShared::new(&mut run.e.mm, v, run.spec.machine.cpus, mem_pages);
             let processes = shared.borrow().processes();
             for i in 0..processes {
+                let ra = run.e.mm.file_ra_state_init();
                 run.e
-                    .spawn_at(v.start_ns, Box::new(VmScalTask::new(shared.clone(), i)));
+                    .spawn_at(v.start_ns, Box::new(VmScalTask::new(shared.clone(), i, ra)));
             }
             self.shared.push(shared);
         }

@@ -29,6 +29,7 @@ impl Cx<'_> {
         let dma = self.bool_key(&m, "dma")?;
         let swap_bytes = self.size_key(&m, "swap")?;
         let hugetlb_pages = self.int_key(&m, "hugetlb_pages")? as u64;
+        let read_ahead_kb = self.opt_int_key(&m, "read_ahead_kb")?.map(|v| v as u64);
         match (m.get("memory"), m.get("zone")) {
             (Some(mem), Some(z)) => Err(self.err(
                 z.key_pos,
@@ -48,6 +49,7 @@ impl Cx<'_> {
                     swap_bytes,
                     zones: None,
                     hugetlb_pages,
+                    read_ahead_kb,
                 })
             }
             (None, Some(z)) => {
@@ -67,6 +69,7 @@ impl Cx<'_> {
                     swap_bytes,
                     zones: Some(zones),
                     hugetlb_pages,
+                    read_ahead_kb,
                 })
             }
         }

@@ -69,6 +69,7 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
     let cx = Cx {
         file,
         lines: Lines::new(text),
+        task_files: Default::default(),
     };
     let root = tree::parse(text).map_err(|(pos, msg)| {
         SpecError::new(
@@ -152,6 +153,9 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
 struct Cx<'a> {
     file: &'a str,
     lines: Lines,
+    /// The files and file sets task steps have named so far: name, whether a set (`files`
+    /// steps), its mapping kind once a read, write or files step set it, and that step's line.
+    task_files: std::cell::RefCell<Vec<task::NamedFile>>,
 }
 
 /// A table being validated: its key path for messages, position, entries and declared keys.

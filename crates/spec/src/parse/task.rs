@@ -1,7 +1,16 @@
 //! `[[workload.task]]`: a program of steps, each with exactly one action.
 
 use super::*;
-use crate::{TaskParams, TaskStep};
+use crate::{Fadvice, FilesOp, MappingKind, TaskParams, TaskStep};
+
+/// A file or file set task steps name (see `Cx::task_files`).
+#[derive(Clone, Debug, Default)]
+pub(super) struct NamedFile {
+    name: String,
+    set: bool,
+    /// The kind and the line of the step that set it.
+    kind: Option<(MappingKind, usize)>,
+}
 
 impl Cx<'_> {
     /// One `[[workload.task]]`: its program of steps, each with exactly one action.
@@ -209,9 +218,46 @@ impl Cx<'_> {
                 ns: self.duration_key(s, "sleep")?,
             },
             "read" | "write" => self.step_io(s, a)?,
-            "delete" => TaskStep::Delete {
-                file: self.step_file(s, a)?,
-            },
+            "delete" => {
+                let file = self.step_file(s, a)?;
+                self.step_names(s, a, &file, false)?;
+                TaskStep::Delete { file }
+            }
+            "free" => {
+                let kinds = [("slab", true), ("pipes", false)];
+                TaskStep::Free {
+                    reclaimable: self
+                        .opt_word(s, "free", "object kind", &kinds)?
+                        .expect("the action"),
+                    every: self.int_key(s, "every")? as u64,
+                }
+            }
+            "files" => {
+                let set = self.step_file(s, a)?;
+                self.need_key(s, "count")?;
+                self.need_key(s, "op")?;
+                let ops: Vec<(&str, FilesOp)> = FilesOp::ALL.iter().map(|o| (o.name(), *o)).collect();
+                TaskStep::Files {
+                    count: self.int_key(s, "count")? as u64,
+                    size_bytes: self.size_key(s, "size")?,
+                    op: self.opt_word(s, "op", "files op", &ops)?.expect("required"),
+                    random: self.step_random(s)?,
+                    mapping: self.step_mapping(s, a, &set, true)?,
+                    set,
+                }
+            }
+            "fadvise" => {
+                let file = self.step_file(s, a)?;
+                self.step_names(s, a, &file, false)?;
+                self.need_key(s, "advice")?;
+                let advice: Vec<(&str, Fadvice)> = Fadvice::ALL.iter().map(|o| (o.name(), *o)).collect();
+                TaskStep::Fadvise {
+                    file,
+                    advice: self.opt_word(s, "advice", "advice", &advice)?.expect("required"),
+                    offset: self.size_key(s, "offset")?,
+                    length: self.opt_size_key(s, "length")?,
+                }
+            }
             "slab" | "pipes" => TaskStep::Slab {
                 count: self.int_key(s, &a.key)? as u64,
                 reclaimable: a.key == "slab",
@@ -278,6 +324,7 @@ impl Cx<'_> {
         self.need_key(s, "length")?;
         let offset = self.size_key(s, "offset")?;
         let length = self.size_key(s, "length")?;
+        let mapping = self.step_mapping(s, a, &file, false)?;
         Ok(if a.key == "read" {
             TaskStep::Read {
                 file,
@@ -288,6 +335,7 @@ impl Cx<'_> {
                     .unwrap_or(offset + length)
                     .max(offset + length),
                 random: self.step_random(s)?,
+                mapping,
             }
         } else {
             TaskStep::Write {
@@ -295,7 +343,67 @@ impl Cx<'_> {
                 offset,
                 length,
                 chunk: self.size_key(s, "chunk")?,
+                mapping,
             }
         })
+    }
+
+    /// Records that step `s` (action `a`) names `name`, a file set if `set`: a name is either a
+    /// file or a file set throughout the workload.
+    fn step_names(&self, s: &Tbl, a: &Entry, name: &str, set: bool) -> R<usize> {
+        let mut named = self.task_files.borrow_mut();
+        match named.iter().position(|f| f.name == name) {
+            Some(i) if named[i].set != set => {
+                let (is, was) = if set {
+                    ("file set", "file")
+                } else {
+                    ("file", "file set")
+                };
+                Err(self.err(
+                    a.node.pos,
+                    &s.key(&a.key),
+                    format!(
+                        "{} names a {is} here but a {was} in an earlier step (a name is one or the other)",
+                        quote(name)
+                    ),
+                ))
+            }
+            Some(i) => Ok(i),
+            None => {
+                named.push(NamedFile {
+                    name: name.to_string(),
+                    set,
+                    kind: None,
+                });
+                Ok(named.len() - 1)
+            }
+        }
+    }
+
+    /// The mapping kind of the file (or set) `name` step `s` names: the first read, write or
+    /// files step naming it sets it (its `mapping`, default xfs), as the first `[[op]]` naming
+    /// a file does; a later step giving another kind is an error naming both lines.
+    fn step_mapping(&self, s: &Tbl, a: &Entry, name: &str, set: bool) -> R<MappingKind> {
+        let i = self.step_names(s, a, name, set)?;
+        let given = self.opt_mapping(s)?;
+        let mut named = self.task_files.borrow_mut();
+        match (named[i].kind, given) {
+            (None, g) => {
+                let line = self.lines.line(g.map_or(s.pos, |(_, e)| e.key_pos));
+                let kind = g.map_or(MappingKind::Xfs, |(m, _)| m);
+                named[i].kind = Some((kind, line));
+                Ok(kind)
+            }
+            (Some((have, line)), Some((m, e))) if have != m => Err(self.err(
+                e.node.pos,
+                &s.key("mapping"),
+                format!(
+                    "{} already has mapping {} from the step on line {line} (the first step that names a file sets its mapping)",
+                    quote(name),
+                    quote(have.name())
+                ),
+            )),
+            (Some((have, _)), _) => Ok(have),
+        }
     }
 }
