@@ -186,6 +186,11 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
             ("work counters", scoreboard::Class::Work.tolerance()),
             ("census", scoreboard::Class::Census.tolerance()),
             ("latency p50/p99", scoreboard::Class::Latency.tolerance()),
+            (
+                "page-cache folio orders",
+                scoreboard::Class::FolioOrders.tolerance(),
+            ),
+            ("read throughput", scoreboard::Class::Throughput.tolerance()),
         ]
         .into_iter()
         .collect(),
@@ -478,7 +483,8 @@ fn idle_rates(secs: f64) -> Result<BTreeMap<String, f64>, String> {
 /// Subtracts the idle rates over the run's duration from its vmstat deltas (at least 0); the
 /// scored items that changed, for the notes.
 fn subtract_idle(r: &mut RunResult, rates: &BTreeMap<String, f64>) -> Vec<String> {
-    let secs = r.duration_ns as f64 / 1e9;
+    // Over the measured part only (from a `measure` step on, when the spec has one).
+    let secs = r.duration_ns.saturating_sub(r.measure_start_ns.unwrap_or(0)) as f64 / 1e9;
     let mut changed = Vec::new();
     for (k, rate) in rates {
         if let Some(v) = r.vmstat_delta.get_mut(k) {

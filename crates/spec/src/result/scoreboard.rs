@@ -67,6 +67,11 @@ pub enum Class {
     Work,
     Census,
     Latency,
+    /// The page-cache folio order distribution of a file (`census` steps): percent of its cached
+    /// pages in folios of order 0, 1–3, 4–8 and ≥ 9.
+    FolioOrders,
+    /// Read throughput (MiB/s) of a task's read steps.
+    Throughput,
 }
 
 impl Class {
@@ -77,6 +82,8 @@ impl Class {
             Class::Work => "×1.5",
             Class::Census => "±15 %",
             Class::Latency => "×2",
+            Class::FolioOrders => "±10 pp",
+            Class::Throughput => "×2",
         }
     }
 
@@ -89,7 +96,8 @@ impl Class {
             Class::Census => {
                 (sim - kernel).abs() <= CENSUS_SLACK || (sim - kernel).abs() <= 0.15 * kernel.abs()
             }
-            Class::Latency => within_ratio(kernel, sim, 2.0),
+            Class::Latency | Class::Throughput => within_ratio(kernel, sim, 2.0),
+            Class::FolioOrders => (sim - kernel).abs() <= 10.0,
         }
     }
 }
@@ -214,6 +222,32 @@ pub fn run_rows(r: &RunResult) -> Vec<(String, Class, Value)> {
             Ok(s.mixed_blocks as f64)
         };
         out.push(("mixed blocks (end)".to_string(), Class::Census, mixed));
+    }
+    // Each census step, numbered per file in the order they ran (the same on both engines).
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in &r.census {
+        let k = seen.entry(c.file.as_str()).or_default();
+        *k += 1;
+        let all = c.pages();
+        for (lo, hi, name) in [(0, 0, "0"), (1, 3, "1-3"), (4, 8, "4-8"), (9, 10, ">=9")] {
+            let v = if all == 0 {
+                Err(format!("census {} #{k}: no page of the file cached", c.file))
+            } else {
+                Ok(c.pages_per_order[lo..=hi].iter().sum::<u64>() as f64 * 100.0 / all as f64)
+            };
+            out.push((
+                format!("census {} #{k}: % in order {name}", c.file),
+                Class::FolioOrders,
+                v,
+            ));
+        }
+    }
+    let mut tasks: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for t in &r.task_reads {
+        tasks.entry(t.task.as_str()).or_default().push(t.mib_per_s());
+    }
+    for (t, v) in tasks {
+        out.push((format!("{t}: read MiB/s"), Class::Throughput, Ok(amean(&v))));
     }
     for (order, h) in latency_by_order(r) {
         for (q, name) in [(0.5, "p50"), (0.99, "p99")] {
@@ -507,5 +541,29 @@ mod tests {
         let s2 = vec![run("sim", &[("pgmigrate_success", 500_000)])];
         let r2 = score(&k, &s2);
         assert!(!row(&r2, "pgmigrate_success").off_by_3());
+    }
+
+    #[test]
+    fn census_rows_are_shares_of_the_cached_pages() {
+        use crate::result::CensusResult;
+        let mut c = CensusResult {
+            task: "r".into(),
+            file: "data".into(),
+            ..Default::default()
+        };
+        c.pages_per_order[0] = 10;
+        c.pages_per_order[9] = 90;
+        let mut k = run("host", &[]);
+        k.census.push(c.clone());
+        let mut s = run("sim", &[]);
+        c.pages_per_order[5] = 90;
+        c.pages_per_order[9] = 0;
+        s.census.push(c);
+        let rows = score(&[k], &[s]);
+        let r9 = row(&rows, "census data #1: % in order >=9");
+        assert_eq!(r9.kernel.unwrap().mean, 90.0);
+        assert_eq!(r9.sim.unwrap().mean, 0.0);
+        assert_eq!(r9.verdict, Verdict::Fail);
+        assert_eq!(row(&rows, "census data #1: % in order 0").verdict, Verdict::Pass);
     }
 }
