@@ -151,3 +151,102 @@ fn recorded_kernel_results_are_scored_and_written() {
     assert!(readme.contains("| tiny | recorded (2 runs"), "{readme}");
     assert!(Path::new(&d.join("scoreboard.json")).exists());
 }
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The CI slice of experiments/validation (issue 19: under 2 minutes): every scenario marked
+/// `ci = true` runs in the simulator and is scored with the kernel's side n/a.
+#[test]
+fn the_ci_slice_of_the_suite_runs_in_the_simulator() {
+    let suite = repo().join("experiments/validation");
+    let t = std::time::Instant::now();
+    let (ok, out, err) = run(&[
+        "validate",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--ci",
+        "--sim-only",
+        "--runs",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let v = json(&out);
+    let scenarios = v["scenarios"].as_array().unwrap();
+    assert!(scenarios.len() >= 4, "{}", scenarios.len());
+    for sc in scenarios {
+        assert_eq!(sc["sim_runs"], 1, "{}", sc["name"]);
+        assert!(
+            sc["notes"].as_array().unwrap().is_empty(),
+            "{}: {}",
+            sc["name"],
+            sc["notes"]
+        );
+        assert!(sc["rows"].as_array().unwrap().len() > 20, "{}", sc["name"]);
+    }
+    // The cold reads are scored by their page-cache census.
+    let cold = scenarios.iter().find(|s| s["name"] == "cold-read-ext4").unwrap();
+    assert!(
+        cold["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["row"].as_str().unwrap().starts_with("census ")),
+        "{cold}"
+    );
+    println!(
+        "CI slice: {} scenarios in {:.1} s",
+        scenarios.len(),
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// The host arm on the live kernel where it can run (root, Linux >= 6.15): a small scenario
+/// without --fit-memory, run once on each side; elsewhere the test says why it did not run.
+#[test]
+fn a_host_arm_runs_where_the_kernel_allows() {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let v: Vec<u32> = release
+        .trim()
+        .split(['.', '-'])
+        .take(2)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc_geteuid() } == 0;
+    if !root || v.len() < 2 || (v[0], v[1]) < (6, 15) {
+        println!(
+            "host arm not run: root {root}, kernel {:?} (needs root and Linux >= 6.15)",
+            release.trim()
+        );
+        return;
+    }
+    let d = temp_dir("host");
+    std::fs::write(d.join("tiny.toml"), TINY).unwrap();
+    let (ok, out, err) = run(&[
+        "validate",
+        "--suite",
+        d.to_str().unwrap(),
+        "--runs",
+        "1",
+        "--idle",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let v = json(&out);
+    let sc = &v["scenarios"][0];
+    assert_eq!(sc["kernel"], "host", "{sc}");
+    assert_eq!(sc["kernel_runs"], 1, "{sc}");
+    assert!(v["pass"].as_u64().unwrap() > 0, "{out}");
+    assert!(d.join("scoreboard.json").exists());
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
