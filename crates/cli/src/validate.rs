@@ -219,10 +219,14 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
     Ok(())
 }
 
+/// A diagnosis's row pattern: exact, `PREFIX*` or `*SUFFIX`.
 fn row_matches(pat: &str, row: &str) -> bool {
-    match pat.strip_suffix('*') {
-        Some(p) => row.starts_with(p),
-        None => pat == row,
+    if let Some(p) = pat.strip_suffix('*') {
+        row.starts_with(p)
+    } else if let Some(p) = pat.strip_prefix('*') {
+        row.ends_with(p)
+    } else {
+        pat == row
     }
 }
 
@@ -731,6 +735,7 @@ mod tests {
         assert!(row_matches("free pages order *", "free pages order 3 (end)"));
         assert!(row_matches("pgmigrate_success", "pgmigrate_success"));
         assert!(!row_matches("pgmigrate_success", "pgmigrate_fail"));
+        assert!(row_matches("*read MiB/s", "seq: read MiB/s"));
     }
 
     #[test]
