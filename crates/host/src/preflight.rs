@@ -127,7 +127,7 @@ impl fmt::Display for Plan {
         if let Some(o) = &self.offline {
             writeln!(
                 f,
-                "fit: {}, each recorded in the state file before it goes offline and onlined again at the end",
+                "fit: {}, each recorded in the state file before it goes offline and onlined again at the end; best effort: the blocks that refuse are made up by a hugetlb pool of 2 MiB pages, recorded in the state file before it is filled and given back at the end",
                 o.describe()
             )?;
         }
