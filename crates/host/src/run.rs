@@ -146,8 +146,13 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     };
     // §28.1's nr_hugepages step: the pool's size before the run (preflight checked it is 0)
     // goes in the state file before any worker can resize it (`fraglab host restore` writes it
-    // back after a SIGKILL), and is written back on every way out of this function.
+    // back after a SIGKILL), and is written back on every way out of this function. With a
+    // pool of the run's own (machine.hugetlb_pages, --fit-memory) that pool's record (the
+    // size before it was filled) stands and its release writes it back: the steps' pages go
+    // with it. The steps count on top of the pool held now (the base).
+    let hugetlb_base = pool.as_ref().map_or(0, |p| p.pages);
     let mut step_pool = match plan.hugetlb_step_pages {
+        Some(_) if pool.is_some() => None,
         Some(_) => {
             let before = hugetlb::current_pages()?;
             guard.update_cleanup(|c| c.hugetlb_pages = Some(before))?;
@@ -210,6 +215,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         deadline: t0 + plan.duration,
         seed: spec.run.seed,
         phases: phases.0,
+        hugetlb_base,
     };
     let mut samples: Vec<Sample> = vec![procfs::sample(0)?];
     let (jobs, foreground) = build_jobs(spec, w, &dir, &files, &slab_dir)?;
@@ -241,10 +247,13 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let confounders_end = confounders::read();
     let mut proc_end = start_proc(&run_knobs)?;
     let trace_counts = finish_tracing(tracing.take(), &mut proc_end);
+    if plan.hugetlb_step_pages.is_some() {
+        // The pool the tasks' nr_hugepages steps left on top of the base, as the simulator
+        // records the pool its last step read back.
+        let now = hugetlb::current_pages()?.saturating_sub(hugetlb_base);
+        proc_end.insert("nr_hugepages".into(), format!("{now}\n"));
+    }
     if let Some(p) = step_pool.as_mut() {
-        // The pool the tasks' nr_hugepages steps left, as the simulator records the pool its
-        // last step read back.
-        proc_end.insert("nr_hugepages".into(), format!("{}\n", hugetlb::current_pages()?));
         p.release()?;
     }
     if let Some(b) = blocks.as_mut() {
