@@ -121,6 +121,11 @@ pub fn exact(meminfo: &str, before: u64, pages: u64) -> Result<Fit, HostError> {
     })
 }
 
+/// [`Pool::reserve`]: writes in a row that add no page before it gives up.
+pub const RESERVE_TRIES: u32 = 3;
+/// [`Pool::reserve`]: the writes at most this long in all.
+pub const RESERVE_TIME: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// The pool while the run holds it: written back to [`Fit::before`] by [`Pool::release`] or on
 /// drop (error paths, unwinding).
 pub struct Pool {
@@ -152,16 +157,25 @@ fn write_pages(n: u64) -> Result<(), HostError> {
 
 impl Pool {
     /// Fills the pool. The kernel may find fewer free 2 MiB blocks than asked for (it reclaims
-    /// and compacts for them first); a pool more than 1 % short is an error (the pool is given
-    /// back), a smaller shortfall is kept and recorded.
+    /// and compacts for them first, and `set_max_huge_pages` stops at the first allocation that
+    /// fails even with most of the machine in reclaimable page cache, as on this VM): the write
+    /// is repeated while it makes progress (at most [`RESERVE_TRIES`] writes in a row without
+    /// progress, [`RESERVE_TIME`] in all). A pool more than 1 % short then is an error (the
+    /// pool is given back), a smaller shortfall is kept and recorded.
     pub fn reserve(fit: &Fit) -> Result<Pool, HostError> {
         let mut pool = Pool {
             before: fit.before,
             released: false,
             pages: fit.before,
         };
-        write_pages(fit.pages)?;
-        pool.pages = current_pages()?;
+        let t = std::time::Instant::now();
+        let mut idle = 0;
+        while pool.pages < fit.pages && idle < RESERVE_TRIES && t.elapsed() < RESERVE_TIME {
+            write_pages(fit.pages)?;
+            let now = current_pages()?;
+            idle = if now > pool.pages { 0 } else { idle + 1 };
+            pool.pages = now;
+        }
         if pool.pages * 100 < fit.pages * 99 {
             return Err(HostError::Unsafe(format!(
                 "--fit-memory: the kernel put {} of {} hugetlb pages in the pool (memory too \
