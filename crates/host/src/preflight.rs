@@ -150,9 +150,14 @@ impl fmt::Display for Plan {
         if let Some(n) = self.hugetlb_step_pages {
             writeln!(
                 f,
-                "nr_hugepages steps: the hugetlb pool resized by the tasks, up to {n} pages ({}); \
+                "nr_hugepages steps: the hugetlb pool resized by the tasks, up to {n} pages ({}){}; \
                  vm.nr_hugepages 0 restored at the end",
-                gib(n << 21)
+                gib(n << 21),
+                if self.fit.is_some() || self.offline.is_some() {
+                    " on top of the run's pool (base + count written, the pool minus the base reported)"
+                } else {
+                    ""
+                }
             )?;
         }
         if self.planned_slab_files > 0 {
