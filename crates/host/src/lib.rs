@@ -114,11 +114,18 @@ impl Default for HostOptions {
 /// `[[machine.zone]]`s equal to the zones the host run had once it was fitted by offlining
 /// memory blocks (its [`FitMemory::zones`](fraglab_spec::result::FitMemory): this VM's DMA
 /// and DMA32 and the Normal zone that is left, `memory` then unset as with explicit zones).
-/// A host run fitted by the hugetlb pool (whose zones still span the whole machine) or not
-/// fitted at all gives `spec` unchanged.
+/// A run fitted by offlining what would go and a hugetlb pool for the rest (method
+/// `offline+hugetlb`) gives those zones and `machine.hugetlb_pages` = the pool's pages, so the
+/// simulator boots the same zones with the same memory taken out (kernel-model.md §28.1).
+/// A host run fitted by the hugetlb pool alone (whose zones still span the whole machine) or
+/// not fitted at all gives `spec` unchanged.
 pub fn sim_spec_for(spec: &Spec, host: &RunResult) -> Spec {
     let mut s = spec.clone();
-    let Some(fit) = host.fit_memory.as_ref().filter(|f| f.method == "offline") else {
+    let Some(fit) = host
+        .fit_memory
+        .as_ref()
+        .filter(|f| f.method == "offline" || f.method == "offline+hugetlb")
+    else {
         return s;
     };
     let zones: Vec<ZoneSpec> = fit
@@ -139,6 +146,9 @@ pub fn sim_spec_for(spec: &Spec, host: &RunResult) -> Spec {
     }
     s.machine.zones = Some(zones);
     s.machine.memory_bytes = None;
+    if fit.method == "offline+hugetlb" {
+        s.machine.hugetlb_pages = fit.hugetlb_pages;
+    }
     s
 }
 

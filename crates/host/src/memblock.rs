@@ -21,6 +21,11 @@
 //! onlines what was taken and fails. Every block is recorded (the `record` callback: the run's
 //! state file) before `offline` is written to it, and [`Offlined`] onlines them again on
 //! [`Offlined::release`] or on drop; [`online_blocks`] does it from a state file after SIGKILL.
+//!
+//! A run uses [`offline_best_effort`]: on this VM most blocks of Normal refuse, so instead of
+//! failing when the candidates (or the limits) run out it keeps the blocks that went, and the
+//! run holds the rest of the difference ([`Offlined::shortfall`]) as a hugetlb pool of 2 MiB
+//! pages ([`crate::hugetlb::shortfall`]; result method `offline+hugetlb`).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -295,6 +300,10 @@ pub struct Offlined {
     /// Blocks that refused (`memoryN: why`).
     pub refused: Vec<String>,
     pub block_bytes: u64,
+    /// Best effort ([`offline_best_effort`]): blocks the plan asked for.
+    pub asked: u64,
+    /// Best effort: why fewer than asked were taken (None when all were).
+    pub stopped: Option<String>,
     released: bool,
 }
 
@@ -309,17 +318,55 @@ pub fn offline(
     write: &mut dyn FnMut(&Path, &str) -> io::Result<()>,
     record: &mut dyn FnMut(u64) -> Result<(), HostError>,
 ) -> Result<Offlined, HostError> {
+    take(plan, limits, write, record, false)
+}
+
+/// [`offline`] as best effort, what `--fit-memory` uses: the candidates are tried in order
+/// within the same `limits`, and when they run out (every other block refusing with EBUSY, as
+/// on this VM after a day of builds) the blocks that did go are kept rather than onlined:
+/// [`Offlined::shortfall`] is what is left to take out another way (the run holds it in a
+/// hugetlb pool, [`crate::hugetlb`]). A write error other than a refusal, or a failing
+/// `record`, still onlines what was taken and fails.
+pub fn offline_best_effort(
+    plan: &OfflinePlan,
+    limits: Limits,
+    write: &mut dyn FnMut(&Path, &str) -> io::Result<()>,
+    record: &mut dyn FnMut(u64) -> Result<(), HostError>,
+) -> Result<Offlined, HostError> {
+    take(plan, limits, write, record, true)
+}
+
+fn take(
+    plan: &OfflinePlan,
+    limits: Limits,
+    write: &mut dyn FnMut(&Path, &str) -> io::Result<()>,
+    record: &mut dyn FnMut(u64) -> Result<(), HostError>,
+    best_effort: bool,
+) -> Result<Offlined, HostError> {
     let mut held = Offlined {
         root: plan.root.clone(),
         blocks: Vec::new(),
         refused: Vec::new(),
         block_bytes: plan.block_bytes,
+        asked: plan.blocks,
+        stopped: None,
         released: false,
     };
     let t = Instant::now();
     let mut attempts = 0u64;
     let mut cands = plan.candidates.iter();
     while (held.blocks.len() as u64) < plan.blocks {
+        let out_of_bounds = attempts >= limits.max_attempts || t.elapsed() > limits.total || cands.len() == 0;
+        if best_effort && out_of_bounds {
+            held.stopped = Some(if cands.len() == 0 {
+                "no candidate block left".to_string()
+            } else if attempts >= limits.max_attempts {
+                format!("{} attempts", limits.max_attempts)
+            } else {
+                format!("over {:.0} s", limits.total.as_secs_f64())
+            });
+            break;
+        }
         let Some(&i) = cands.next() else {
             return Err(give_up(
                 &mut held,
@@ -440,16 +487,29 @@ impl Offlined {
         self.blocks.len() as u64 * self.block_bytes
     }
 
+    /// The blocks asked for that did not go offline, in bytes (0 when the target was reached).
+    pub fn shortfall(&self) -> u64 {
+        self.asked.saturating_sub(self.blocks.len() as u64) * self.block_bytes
+    }
+
     /// The result's line: `offline N blocks of 128 MiB (…)`.
     pub fn describe(&self, plan: &OfflinePlan) -> String {
         format!(
             "offline {} blocks of {} MiB (memory{}..memory{} from the top of zone Normal, {} \
-             refused; MemTotal {} -> {} MiB for machine.memory {} MiB)",
-            self.blocks.len(),
+             refused{}; MemTotal {} -> {} MiB for machine.memory {} MiB)",
+            if (self.blocks.len() as u64) < self.asked {
+                format!("{} of {}", self.blocks.len(), self.asked)
+            } else {
+                self.blocks.len().to_string()
+            },
             self.block_bytes >> 20,
             self.blocks.iter().min().copied().unwrap_or(0),
             self.blocks.iter().max().copied().unwrap_or(0),
             self.refused.len(),
+            match &self.stopped {
+                Some(why) => format!(", stopped: {why}"),
+                None => String::new(),
+            },
             plan.mem_total >> 20,
             (plan.mem_total - self.bytes()) >> 20,
             plan.target >> 20
@@ -675,6 +735,77 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("1 of 3 blocks") && e.contains("memory8"), "{e}");
+        assert_eq!(f.state(11), "online_kernel");
+    }
+
+    /// Best effort: the blocks that refuse are skipped, those that go are kept (not onlined)
+    /// when the candidates run out, and the shortfall is what is left to hold another way.
+    #[test]
+    fn best_effort_keeps_the_blocks_that_went_and_reports_the_shortfall() {
+        let f = machine("best");
+        // 3 blocks asked; 8, 7, 6 and 5 refuse: 11 and 4 go, one block short.
+        let p = plan_of(&f, 11 * MIB128, 8 * MIB128);
+        let mut w = writer(vec![8, 7, 6, 5], libc::EBUSY);
+        let mut recorded = Vec::new();
+        let mut record = |i: u64| {
+            recorded.push(i);
+            Ok(())
+        };
+        let held = offline_best_effort(&p, Limits::for_plan(&p), &mut w, &mut record).unwrap();
+        assert_eq!(held.blocks, vec![11, 4]);
+        assert_eq!(recorded, vec![11, 8, 7, 6, 5, 4]);
+        assert_eq!(held.refused.len(), 4);
+        assert_eq!(held.shortfall(), MIB128);
+        assert_eq!(held.stopped.as_deref(), Some("no candidate block left"));
+        assert_eq!(f.state(11), "offline");
+        assert_eq!(f.state(4), "offline");
+        assert!(
+            held.describe(&p)
+                .starts_with("offline 2 of 3 blocks of 128 MiB (memory4..memory11"),
+            "{}",
+            held.describe(&p)
+        );
+        drop(held);
+        assert_eq!(f.state(11), "online_kernel");
+        assert_eq!(f.state(4), "online_kernel");
+
+        // Within the limits: the attempts bound stops it too, keeping what went.
+        let f = machine("best-bound");
+        let p = plan_of(&f, 11 * MIB128, 8 * MIB128);
+        let mut w = writer(vec![8, 7], libc::EBUSY);
+        let limits = Limits {
+            max_attempts: 3,
+            ..Limits::for_plan(&p)
+        };
+        let held = offline_best_effort(&p, limits, &mut w, &mut |_| Ok(())).unwrap();
+        assert_eq!(held.blocks, vec![11]);
+        assert_eq!(held.shortfall(), 2 * MIB128);
+        assert_eq!(held.stopped.as_deref(), Some("3 attempts"));
+
+        // Every block refusing: nothing taken, the whole difference is the shortfall.
+        let f = machine("best-none");
+        let p = plan_of(&f, 11 * MIB128, 8 * MIB128);
+        let mut w = writer(vec![11, 8, 7, 6, 5, 4], libc::EBUSY);
+        let held = offline_best_effort(&p, Limits::for_plan(&p), &mut w, &mut |_| Ok(())).unwrap();
+        assert!(held.blocks.is_empty());
+        assert_eq!(held.shortfall(), 3 * MIB128);
+
+        // All taken: no shortfall, the plan's line.
+        let f = machine("best-all");
+        let p = plan_of(&f, 11 * MIB128, 8 * MIB128);
+        let mut w = writer(Vec::new(), 0);
+        let held = offline_best_effort(&p, Limits::for_plan(&p), &mut w, &mut |_| Ok(())).unwrap();
+        assert_eq!((held.blocks.len(), held.shortfall()), (3, 0));
+        assert!(held.describe(&p).starts_with("offline 3 blocks of 128 MiB ("));
+
+        // A write error other than a refusal still fails and onlines what was taken.
+        let f = machine("best-perm");
+        let p = plan_of(&f, 11 * MIB128, 8 * MIB128);
+        let mut w = writer(vec![8], libc::EPERM);
+        let e = offline_best_effort(&p, Limits::for_plan(&p), &mut w, &mut |_| Ok(()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("memory8"), "{e}");
         assert_eq!(f.state(11), "online_kernel");
     }
 

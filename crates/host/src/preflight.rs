@@ -127,7 +127,7 @@ impl fmt::Display for Plan {
         if let Some(o) = &self.offline {
             writeln!(
                 f,
-                "fit: {}, each recorded in the state file before it goes offline and onlined again at the end",
+                "fit: {}, each recorded in the state file before it goes offline and onlined again at the end; best effort: the blocks that refuse are made up by a hugetlb pool of 2 MiB pages, recorded in the state file before it is filled and given back at the end",
                 o.describe()
             )?;
         }
@@ -150,9 +150,14 @@ impl fmt::Display for Plan {
         if let Some(n) = self.hugetlb_step_pages {
             writeln!(
                 f,
-                "nr_hugepages steps: the hugetlb pool resized by the tasks, up to {n} pages ({}); \
+                "nr_hugepages steps: the hugetlb pool resized by the tasks, up to {n} pages ({}){}; \
                  vm.nr_hugepages 0 restored at the end",
-                gib(n << 21)
+                gib(n << 21),
+                if self.fit.is_some() || self.offline.is_some() {
+                    " on top of the run's pool (base + count written, the pool minus the base reported)"
+                } else {
+                    ""
+                }
             )?;
         }
         if self.planned_slab_files > 0 {
@@ -317,7 +322,7 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
     let step_pages = match step {
         Some(_) => {
             let before = hugetlb::current_pages()?;
-            check_nr_hugepages_step(spec, opts, step, before)?
+            check_nr_hugepages_step(spec, step, before)?
         }
         None => None,
     };
@@ -401,13 +406,13 @@ fn nr_hugepages_step(w: &WorkloadSpec) -> Option<(&TaskParams, u64)> {
     best
 }
 
-/// The step resizes the machine's one default-size pool, which the run must own: refused with
-/// `--fit-memory` or `machine.hugetlb_pages` (they hold the pool for the whole run) and when
+/// The step resizes the machine's one default-size pool, which the run must own: refused when
 /// the pool is already in use (`before` pages), since the run writes its old size back at the
-/// end. Returns the largest step's page count.
+/// end. With `--fit-memory`'s pool or `machine.hugetlb_pages` the step's count is the pool
+/// the workload asks for on top of the run's pool (the run writes base + count and reports
+/// the pool minus the base). Returns the largest step's page count.
 fn check_nr_hugepages_step(
     spec: &Spec,
-    opts: &HostOptions,
     step: Option<(&TaskParams, u64)>,
     before: u64,
 ) -> Result<Option<u64>, HostError> {
@@ -418,16 +423,6 @@ fn check_nr_hugepages_step(
         "{}:{}: workload.task {:?}: the nr_hugepages step",
         spec.file, t.line, t.name
     );
-    if opts.fit_memory {
-        return Err(HostError::Unsupported(format!(
-            "{at} with --fit-memory (both resize vm.nr_hugepages)"
-        )));
-    }
-    if spec.machine.hugetlb_pages > 0 {
-        return Err(HostError::Unsupported(format!(
-            "{at} with machine.hugetlb_pages (both resize vm.nr_hugepages)"
-        )));
-    }
     if before != 0 {
         return Err(HostError::Unsafe(format!(
             "{at}: vm.nr_hugepages is already {before}; the run would change another user's pool"
@@ -891,11 +886,11 @@ steps = [
                         [[workload.task]]\nname = \"pool\"\nsteps = [{ nr_hugepages = 4 }, \
                         { nr_hugepages = 64 }, { nr_hugepages = 0 }]\n";
 
-    fn step_check(text: &str, opts: &HostOptions, before: u64) -> Result<Option<u64>, HostError> {
+    fn step_check(text: &str, _opts: &HostOptions, before: u64) -> Result<Option<u64>, HostError> {
         let spec = fraglab_spec::parse_spec(text, "t.toml").unwrap();
         let w = supported_workload(&spec)?;
         let step = nr_hugepages_step(w);
-        check_nr_hugepages_step(&spec, opts, step, before)
+        check_nr_hugepages_step(&spec, step, before)
     }
 
     /// §28.1: the `nr_hugepages` step runs on the host; the largest count is the one planned.
@@ -909,31 +904,21 @@ steps = [
         assert_eq!(step_check(&none, &HostOptions::default(), 0).unwrap(), None);
     }
 
-    /// §28.1: with --fit-memory the step is refused, naming the file, the task's line and the step.
+    /// §28.1: with --fit-memory the step is accepted (its count is on top of the fit's pool).
     #[test]
-    fn s28_1_nr_hugepages_step_is_refused_with_fit_memory() {
+    fn s28_1_nr_hugepages_step_is_accepted_with_fit_memory() {
         let opts = HostOptions {
             fit_memory: true,
             ..HostOptions::default()
         };
-        let e = step_check(POOL, &opts, 0).unwrap_err().to_string();
-        assert!(
-            e.contains("t.toml:5: workload.task \"pool\": the nr_hugepages step with --fit-memory"),
-            "{e}"
-        );
+        assert_eq!(step_check(POOL, &opts, 0).unwrap(), Some(64));
     }
 
-    /// §28.1: with `[machine] hugetlb_pages` the step is refused.
+    /// §28.1: with `[machine] hugetlb_pages` the step is accepted (on top of the machine's pool).
     #[test]
-    fn s28_1_nr_hugepages_step_is_refused_with_hugetlb_pages() {
+    fn s28_1_nr_hugepages_step_is_accepted_with_hugetlb_pages() {
         let text = POOL.replace("memory = \"1GiB\"\n", "memory = \"1GiB\"\nhugetlb_pages = 8\n");
-        let e = step_check(&text, &HostOptions::default(), 0)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("t.toml:6: workload.task \"pool\": the nr_hugepages step with machine.hugetlb_pages"),
-            "{e}"
-        );
+        assert_eq!(step_check(&text, &HostOptions::default(), 0).unwrap(), Some(64));
     }
 
     /// §28.1: a pool already in use is refused (the run writes the old size back).

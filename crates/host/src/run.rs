@@ -123,9 +123,21 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         Some(o) => Some(take_offline(o, &mut guard, &signals)?),
         None => None,
     };
-    // --fit-memory by the pool: the pool is recorded in the state file before it is filled,
-    // and given back (Pool's drop) on every way out of this function.
-    let mut pool = match &plan.fit {
+    // Offlining is best effort: the blocks that refused are made up by a hugetlb pool of 2 MiB
+    // pages, planned on the MemTotal left once the blocks that went are gone.
+    let pool_fit = match (&plan.fit, &blocks) {
+        (Some(fit), _) => Some(fit.clone()),
+        (None, Some(b)) if b.shortfall() > 0 => {
+            let o = plan.offline.as_ref().expect("blocks come from an offline plan");
+            let meminfo = procfs::read("/proc/meminfo")?;
+            Some(hugetlb::shortfall(&meminfo, hugetlb::current_pages()?, o.target)?)
+        }
+        _ => None,
+    };
+    // --fit-memory by the pool (or the shortfall of offlining): the pool is recorded in the
+    // state file before it is filled, and given back (Pool's drop) on every way out of this
+    // function.
+    let mut pool = match &pool_fit {
         Some(fit) => {
             guard.update_cleanup(|c| c.hugetlb_pages = Some(fit.before))?;
             Some(hugetlb::Pool::reserve(fit)?)
@@ -134,8 +146,13 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     };
     // §28.1's nr_hugepages step: the pool's size before the run (preflight checked it is 0)
     // goes in the state file before any worker can resize it (`fraglab host restore` writes it
-    // back after a SIGKILL), and is written back on every way out of this function.
+    // back after a SIGKILL), and is written back on every way out of this function. With a
+    // pool of the run's own (machine.hugetlb_pages, --fit-memory) that pool's record (the
+    // size before it was filled) stands and its release writes it back: the steps' pages go
+    // with it. The steps count on top of the pool held now (the base).
+    let hugetlb_base = pool.as_ref().map_or(0, |p| p.pages);
     let mut step_pool = match plan.hugetlb_step_pages {
+        Some(_) if pool.is_some() => None,
         Some(_) => {
             let before = hugetlb::current_pages()?;
             guard.update_cleanup(|c| c.hugetlb_pages = Some(before))?;
@@ -143,7 +160,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         }
         None => None,
     };
-    let fit_memory = fitted(&plan, blocks.as_ref(), pool.as_ref(), opts)?;
+    let fit_memory = fitted(&plan, blocks.as_ref(), pool_fit.as_ref(), pool.as_ref(), opts)?;
     // `[host] loop_images`: each image recorded in the state file before it is made; the
     // images are torn down (LoopImages' drop) before the run's directory is removed.
     let images = if spec.host.loop_images {
@@ -185,7 +202,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     }
     let run_knobs = read_all_knobs();
     let mut tracing = start_tracing(spec, opts, &mut guard)?;
-    let mut proc_start = run_proc_start(&plan, pool.as_ref(), &run_knobs)?;
+    let mut proc_start = run_proc_start(pool_fit.as_ref(), pool.as_ref(), &run_knobs)?;
     if let Some(i) = &images {
         proc_start.entry("host".into()).or_default().push_str(&i.facts());
     }
@@ -198,6 +215,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         deadline: t0 + plan.duration,
         seed: spec.run.seed,
         phases: phases.0,
+        hugetlb_base,
     };
     let mut samples: Vec<Sample> = vec![procfs::sample(0)?];
     let (jobs, foreground) = build_jobs(spec, w, &dir, &files, &slab_dir)?;
@@ -229,10 +247,13 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let confounders_end = confounders::read();
     let mut proc_end = start_proc(&run_knobs)?;
     let trace_counts = finish_tracing(tracing.take(), &mut proc_end);
+    if plan.hugetlb_step_pages.is_some() {
+        // The pool the tasks' nr_hugepages steps left on top of the base, as the simulator
+        // records the pool its last step read back.
+        let now = hugetlb::current_pages()?.saturating_sub(hugetlb_base);
+        proc_end.insert("nr_hugepages".into(), format!("{now}\n"));
+    }
     if let Some(p) = step_pool.as_mut() {
-        // The pool the tasks' nr_hugepages steps left, as the simulator records the pool its
-        // last step read back.
-        proc_end.insert("nr_hugepages".into(), format!("{}\n", hugetlb::current_pages()?));
         p.release()?;
     }
     if let Some(b) = blocks.as_mut() {
@@ -369,8 +390,9 @@ fn ready_jobs(gates: &[Option<Gate>], started: &[bool], done: &[bool]) -> Vec<us
         .collect()
 }
 
-/// `--fit-memory` by offlining ([`memblock::offline`]): each block recorded in the state file
-/// before it goes offline; a SIGINT/SIGTERM meanwhile stops (the blocks taken are onlined).
+/// `--fit-memory` by offlining ([`memblock::offline_best_effort`]): each block recorded in the
+/// state file before it goes offline; a SIGINT/SIGTERM meanwhile stops (the blocks taken are
+/// onlined). The blocks that refuse are left to the run's hugetlb pool.
 fn take_offline(
     o: &memblock::OfflinePlan,
     guard: &mut KnobGuard,
@@ -384,7 +406,7 @@ fn take_offline(
         }
         guard.update_cleanup(|c| c.offline_blocks.push(i))
     };
-    memblock::offline(o, limits, &mut write, &mut record)
+    memblock::offline_best_effort(o, limits, &mut write, &mut record)
 }
 
 /// The result's record of `--fit-memory` (None without it): the method, the plan's line, and
@@ -392,6 +414,7 @@ fn take_offline(
 fn fitted(
     plan: &Plan,
     blocks: Option<&memblock::Offlined>,
+    pool_fit: Option<&hugetlb::Fit>,
     pool: Option<&hugetlb::Pool>,
     opts: &HostOptions,
 ) -> Result<Option<FitMemory>, HostError> {
@@ -413,7 +436,21 @@ fn fitted(
         f.mem_total_before = o.mem_total;
         f.blocks = b.blocks.clone();
         f.block_bytes = b.block_bytes;
-    } else if let (Some(fit), Some(p)) = (&plan.fit, pool) {
+        if let (Some(fit), Some(p)) = (pool_fit, pool) {
+            f.method = "offline+hugetlb".into();
+            f.description = format!(
+                "{}; the shortfall held in a hugetlb pool of {} pages of {} MiB ({} asked; {} MiB \
+                 of MemTotal {} MiB left to the page allocator)",
+                b.describe(o),
+                p.pages,
+                fit.page_bytes >> 20,
+                fit.pages,
+                p.outside(fit) >> 20,
+                fit.mem_total >> 20
+            );
+            f.hugetlb_pages = p.pages;
+        }
+    } else if let (Some(fit), Some(p)) = (pool_fit, pool) {
         f.method = "hugetlb".into();
         f.description = format!(
             "hugetlb pool of {} pages of {} MiB ({} asked; {} MiB of MemTotal {} MiB left to the \
@@ -560,12 +597,12 @@ fn finish_tracing(
 
 /// `proc_start` of the run ([`start_proc`]), with the `--fit-memory` pool in its `host` facts.
 fn run_proc_start(
-    plan: &Plan,
+    pool_fit: Option<&hugetlb::Fit>,
     pool: Option<&hugetlb::Pool>,
     run_knobs: &BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, String>, HostError> {
     let mut proc_start = start_proc(run_knobs)?;
-    if let (Some(fit), Some(p)) = (&plan.fit, pool) {
+    if let (Some(fit), Some(p)) = (pool_fit, pool) {
         let host = proc_start.entry("host".into()).or_default();
         host.push_str(&format!(
             "fit_memory_target_bytes {}\nfit_memory_hugetlb_pages {}\nfit_memory_hugetlb_pages_asked {}\nfit_memory_outside_bytes {}\n",

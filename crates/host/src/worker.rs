@@ -114,6 +114,9 @@ pub struct Clock {
     pub seed: u64,
     /// Phases: where the workers learn that the measured part has started.
     pub phases: PhaseBoard,
+    /// H7: the hugetlb pool the run holds before any step (`machine.hugetlb_pages` or
+    /// `--fit-memory`'s pool; 0 without): `nr_hugepages` steps write it plus their count.
+    pub hugetlb_base: u64,
 }
 
 /// Phases (`{ measure = true }`): one word of memory shared by the engine and every worker
@@ -783,8 +786,10 @@ fn run_task(
                 // §28.1: `echo count > /proc/sys/vm/nr_hugepages` (set_max_huge_pages), then
                 // the pool reached read back, as the kernel reports it (the run records the
                 // old size and writes it back; the htlb_buddy_alloc_* counters are in vmstat).
+                // The count is on top of the pool the run holds (the base): base + count.
                 TaskStep::NrHugepages { count } => {
-                    write_proc(crate::hugetlb::NR_HUGEPAGES, &count.to_string())?;
+                    let pages = cx.clock.hugetlb_base + count;
+                    write_proc(crate::hugetlb::NR_HUGEPAGES, &pages.to_string())?;
                     crate::hugetlb::current_pages().map_err(|e| e.to_string())?;
                 }
                 // mlock (H2, kernel-model.md §29); munmap (dropping the Vma) munlocks.
@@ -1156,6 +1161,7 @@ mod tests {
             deadline: Instant::now() + Duration::from_secs(60),
             seed: 1,
             phases: PhaseBoard::new().unwrap(),
+            hugetlb_base: 0,
         };
         let mut cx = Cx {
             clock,
@@ -1190,6 +1196,7 @@ mod tests {
             deadline: Instant::now() + Duration::from_secs(60),
             seed: 1,
             phases: board,
+            hugetlb_base: 0,
         };
         let mut cx = Cx {
             clock,
@@ -1220,6 +1227,7 @@ mod tests {
             deadline: Instant::now() + Duration::from_secs(60),
             seed: 1,
             phases: PhaseBoard::new().unwrap(),
+            hugetlb_base: 0,
         };
         Cx {
             clock,

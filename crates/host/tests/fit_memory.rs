@@ -73,3 +73,21 @@ fn sim_spec_for_keeps_the_spec_after_a_hugetlb_pool_or_without_fitting() {
     assert_eq!(sim_spec_for(&spec, &fitted("hugetlb")), spec);
     assert_eq!(sim_spec_for(&spec, &RunResult::default()), spec);
 }
+
+/// A mixed fit (offlining what went, a hugetlb pool for the rest): the simulator boots the
+/// host's zones with the pool taken out at boot (`machine.hugetlb_pages`, kernel-model.md
+/// §28.1), as the host held it.
+#[test]
+fn sim_spec_for_boots_the_zones_and_the_pool_of_a_mixed_fit() {
+    let spec = parse_spec(SPEC, "spec.toml").unwrap();
+    let mut host = fitted("offline+hugetlb");
+    host.fit_memory.as_mut().unwrap().hugetlb_pages = 300;
+    let s = sim_spec_for(&spec, &host);
+    assert_eq!(s.machine.zones.as_ref().map(Vec::len), Some(3));
+    assert_eq!(s.machine.hugetlb_pages, 300);
+    assert_eq!(s.machine.memory_bytes, None);
+    // Offlining alone leaves the spec's pool (none) alone.
+    assert_eq!(sim_spec_for(&spec, &fitted("offline")).machine.hugetlb_pages, 0);
+    // The simulator boots it: the pool's pages are out of the buddy allocator.
+    fraglab_sim::boot::machine_config(&s).unwrap();
+}

@@ -134,3 +134,28 @@ steps = [
     assert!(!r.proc_end.contains_key("nr_hugepages"));
     assert_eq!(r.vmstat_delta["htlb_buddy_alloc_success"], 0);
 }
+
+/// §28.1: the step's count is the pool the workload asks for on top of the machine's pool
+/// (`machine.hugetlb_pages` = N): the step writes N + M, the pool reaches N + M, and the
+/// result reports M (the pool minus the machine's); shrinking to 0 gives back only the
+/// workload's part.
+#[test]
+fn s28_1_nr_hugepages_task_step_counts_on_top_of_the_machines_pool() {
+    let text = "[machine]\nmemory = \"1GiB\"\ncpus = 1\nhugetlb_pages = 40\n\
+        [workload]\nduration = \"2s\"\n[[workload.task]]\nname = \"pool\"\n\
+        steps = [{ nr_hugepages = 24 }, { sleep = \"1s\" }]\n";
+    let spec = fraglab_spec::parse_spec(text, "t.toml").unwrap();
+    let r = fraglab_sim::timed::run_workload(&spec).unwrap();
+    // 24 more pages than the 40 the machine holds, all of them allocated by the step.
+    assert_eq!(r.vmstat_delta["htlb_buddy_alloc_success"], 24);
+    assert_eq!(r.proc_end["nr_hugepages"], "24\n");
+    // Back to 0: the workload's 24 are given back, the machine's 40 stay.
+    let down = text.replace(
+        "nr_hugepages = 24 }, {",
+        "nr_hugepages = 24 }, { nr_hugepages = 0 }, {",
+    );
+    let spec = fraglab_spec::parse_spec(&down, "t.toml").unwrap();
+    let r = fraglab_sim::timed::run_workload(&spec).unwrap();
+    assert_eq!(r.proc_end["nr_hugepages"], "0\n");
+    assert_eq!(r.vmstat_delta["htlb_buddy_alloc_success"], 24);
+}

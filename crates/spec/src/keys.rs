@@ -814,7 +814,7 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
     &[action(
         "nr_hugepages",
         NR_HUGEPAGES,
-        "write this count to /proc/sys/vm/nr_hugepages: grow or shrink the 2 MiB hugetlb pool (kernel-model.md §28)",
+        "the 2 MiB hugetlb pool the workload asks for on top of the pool the machine holds (machine.hugetlb_pages, or --fit-memory's pool on the host): base + count is written to /proc/sys/vm/nr_hugepages, growing or shrinking the pool, and the pool minus the base is reported (kernel-model.md §28)",
     )],
     // mlock (H2, kernel-model.md §29).
     &[action(

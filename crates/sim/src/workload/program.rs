@@ -42,6 +42,8 @@ pub struct ProgramTask {
     metrics: Shared<Metrics>,
     /// The pool size the last `nr_hugepages` step of any task read back (shared by the run).
     hugetlb_pool: Shared<Option<u64>>,
+    // H7: the pool the machine holds (`machine.hugetlb_pages`), the base of `nr_hugepages`.
+    hugetlb_base: u64,
     // H5: census and read throughput.
     instance: u32,
     /// When the current read step started.
@@ -71,6 +73,7 @@ impl ProgramTask {
             sets: Default::default(),
             metrics,
             hugetlb_pool: Default::default(),
+            hugetlb_base: 0,
             instance: 0,
             read_start: None,
             census: Default::default(),
@@ -297,9 +300,15 @@ impl ProgramTask {
     /// compaction and reclaim, §28.2) and one `free_page_ns` per page given back. The pool size
     /// read back is kept for the result. Simplified: the kernel drops the resize lock and calls
     /// `cond_resched` between pages, so a long write shares its CPU; here it holds it.
+    ///
+    /// `count` is the pool the workload asks for on top of the pool the machine holds
+    /// (`machine.hugetlb_pages`, the base): `base + count` is written, and the pool read back
+    /// minus the base is reported, as the host engine does with its base (the machine's or
+    /// `--fit-memory`'s pool). Without a machine pool the base is 0 and this is the plain write.
     fn nr_hugepages(&mut self, cx: &mut Cx, count: u64) -> Step {
-        let (r, work) = cx.measure(|cx| cx.mm.set_max_huge_pages(cx.cpu, count));
-        *self.hugetlb_pool.borrow_mut() = Some(r.pool);
+        let base = self.hugetlb_base;
+        let (r, work) = cx.measure(|cx| cx.mm.set_max_huge_pages(cx.cpu, base + count));
+        *self.hugetlb_pool.borrow_mut() = Some(r.pool.saturating_sub(base));
         self.next();
         Step::Ran(cx.cost.context_switch_ns + cx.cost.alloc_work(&work) + r.freed * cx.cost.free_page_ns)
     }
@@ -536,6 +545,7 @@ impl Generator for Programs {
                 let mut task = ProgramTask::new(t, files.clone(), run.metrics.clone());
                 task.sets = sets.clone();
                 task.hugetlb_pool = self.hugetlb_pool.clone();
+                task.hugetlb_base = run.spec.machine.hugetlb_pages;
                 task.instance = i;
                 task.census = self.census.clone();
                 task.reads = self.reads.clone();
