@@ -312,7 +312,24 @@ fn run_scenario(d: &ScenarioDef, o: &SuiteOptions) -> Result<ScenarioScore, Stri
     }
     let mut notes = Vec::new();
     let (kernel_label, kernel) = kernel_arm(d, &spec, runs, o, &mut notes);
-    let sim_spec = spec.clone();
+    // With --fit-memory the simulator boots the machine the kernel's first run was fitted to:
+    // its zones once fitted and, for a mixed fit, the hugetlb pool that made up the rest
+    // (`sim_spec_for`); later runs' fits may differ by a few blocks.
+    let sim_spec = match kernel.first() {
+        Some(h) if d.fit_memory && d.kernel == "host" => fraglab_host::sim_spec_for(&spec, h),
+        _ => spec.clone(),
+    };
+    if d.fit_memory && d.kernel == "host" && sim_spec.machine.zones != spec.machine.zones {
+        let pool = sim_spec.machine.hugetlb_pages;
+        notes.push(format!(
+            "simulator: booted with the zones of the kernel's first run once fitted{}",
+            if pool > 0 {
+                format!(", {pool} pages of 2 MiB held in a hugetlb pool as on the kernel")
+            } else {
+                String::new()
+            }
+        ));
+    }
     eprintln!("  simulator: {runs} runs");
     let sim = match run_many(std::slice::from_ref(&sim_spec), runs, o.jobs.unwrap_or(2).max(1)) {
         Ok(mut v) => v.remove(0),
