@@ -270,6 +270,18 @@ fn host_counts_mixed(r: &RunResult) -> bool {
         .is_some_and(|t| t.contains("Number of mixed blocks"))
 }
 
+/// The pages the page allocator manages at the end of a run: the sum of `managed` over the
+/// zones of its /proc/zoneinfo (both engines print it in the kernel's format).
+fn managed_pages(r: &RunResult) -> Option<u64> {
+    let z = r.proc_end.get("zoneinfo")?;
+    let v: Vec<u64> = z
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("managed"))
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum())
+}
+
 /// The fault-latency log2 buckets per folio order, every allocation path merged.
 fn latency_by_order(r: &RunResult) -> BTreeMap<u32, Vec<u64>> {
     let mut m: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
@@ -327,6 +339,18 @@ pub fn score(kernel: &[RunResult], sim: &[RunResult]) -> Vec<ScoreRow> {
     let mut order = Vec::new();
     let k = collect(kernel, &mut order);
     let s = collect(sim, &mut order);
+    // A census of free lists and pageblocks compares only machines of the same size.
+    let machines_differ = match (
+        kernel.first().and_then(managed_pages),
+        sim.first().and_then(managed_pages),
+    ) {
+        (Some(a), Some(b)) if a.max(b) as f64 > 1.1 * a.min(b) as f64 => Some(format!(
+            "the machines differ: the kernel manages {} MiB, the simulator {} MiB (scenario not fitted)",
+            a / 256,
+            b / 256
+        )),
+        _ => None,
+    };
     order
         .into_iter()
         .map(|(row, class)| {
@@ -347,6 +371,9 @@ pub fn score(kernel: &[RunResult], sim: &[RunResult]) -> Vec<ScoreRow> {
                 _ => None,
             };
             let verdict = match (&ks, &ss) {
+                _ if class == Class::Census && machines_differ.is_some() => {
+                    Verdict::NotMeasured(machines_differ.clone().unwrap_or_default())
+                }
                 (Ok(a), Ok(b)) if class.agrees(a.mean, b.mean) => Verdict::Pass,
                 (Ok(_), Ok(_)) => Verdict::Fail,
                 (Err(why), _) | (_, Err(why)) => Verdict::NotMeasured(why.clone()),
@@ -419,6 +446,39 @@ mod tests {
 
     fn row<'a>(rows: &'a [ScoreRow], name: &str) -> &'a ScoreRow {
         rows.iter().find(|r| r.row == name).expect(name)
+    }
+
+    fn with_managed(mut r: RunResult, managed: u64) -> RunResult {
+        r.proc_end.insert(
+            "zoneinfo".into(),
+            format!("Node 0, zone   Normal\n  pages free     10\n        managed  {managed}\n"),
+        );
+        r.samples.push(Sample {
+            free_by_order: vec![10; 11],
+            blocks_by_type: vec![1, 2, 0, 0, 0],
+            ..Default::default()
+        });
+        r
+    }
+
+    #[test]
+    fn census_rows_are_na_when_the_machines_differ() {
+        let k = with_managed(run("host", &[]), 6_000_000);
+        let same = with_managed(run("sim", &[]), 5_900_000);
+        let rows = score(std::slice::from_ref(&k), std::slice::from_ref(&same));
+        assert_eq!(row(&rows, "free pages order 3 (end)").verdict, Verdict::Pass);
+        let small = with_managed(run("sim", &[]), 1_000_000);
+        let rows = score(&[k], &[small]);
+        for name in ["free pages order 3 (end)", "Movable blocks (end)"] {
+            match &row(&rows, name).verdict {
+                Verdict::NotMeasured(why) => assert!(why.contains("machines differ"), "{why}"),
+                v => panic!("{name}: {v:?}"),
+            }
+        }
+        assert_eq!(
+            row(&rows, "compact_stall").verdict,
+            Verdict::NotMeasured("host has no compact_stall in its /proc/vmstat".into())
+        );
     }
 
     #[test]
