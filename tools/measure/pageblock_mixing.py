@@ -233,6 +233,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--every", type=float, default=45.0)
     ap.add_argument("--buffer-kb", type=int, default=65536)
+    ap.add_argument("--no-free-event", action="store_true", help="leave mm_page_free off (fewer lost events)")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
@@ -256,6 +257,8 @@ def main():
     try:
         open(os.path.join(inst, "buffer_size_kb"), "w").write(str(a.buffer_kb))
         for e in EVENTS:
+            if e == "mm_page_free" and a.no_free_event:
+                continue
             open(os.path.join(inst, "events/kmem", e, "enable"), "w").write("1")
         tr = Tracer(inst, max_pfn)
         th = threading.Thread(target=tr.run, daemon=True)
@@ -299,6 +302,7 @@ def main():
 
         def attribute(blocks, label):
             cats = {"pre-existing": 0, "fallback": 0, "stale-pcp": 0, "retyped": 0, "unexplained": 0}
+            detail = {}
             for b, (s, l, *_) in blocks.items():
                 if not (s and l):
                     continue
@@ -312,7 +316,16 @@ def main():
                     cats["retyped"] += 1
                 else:
                     cats["unexplained"] += 1
+                    f = first.get(b, (0, 0, 0, 0, 0))
+                    t = tr.known[b]
+                    # Which part was there at the first census, and the block's known type.
+                    k = "%s before, type %s" % (
+                        "slab" if f[0] else "LRU" if f[1] else "neither",
+                        "UMRHCI"[t] if t < 6 else "?",
+                    )
+                    detail[k] = detail.get(k, 0) + 1
             rec["attribution_" + label] = cats
+            rec["unexplained_" + label] = detail
 
         attribute(last, "peak")
         attribute(end, "after_exit")
