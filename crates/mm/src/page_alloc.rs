@@ -347,7 +347,10 @@ impl Mm {
     }
 
     /// `rmqueue_pcplist` / `__rmqueue_pcplist` (§2.3): take the head of the (order, mt) list,
-    /// refilling it from the buddy when empty.
+    /// refilling it from the buddy when empty. As in the kernel, the head is handed out without
+    /// looking at its block: a page cached while its block had type `mt` is handed out under
+    /// `mt` even if a claim has retyped the block since (docs/pageblock-mixing.md rule 3; a
+    /// mixed block without an extfrag event of its own).
     fn rmqueue_pcplist(
         &mut self,
         cpu: u32,
@@ -567,7 +570,9 @@ impl Mm {
     /// Frees a chunk allocated by [`Mm::alloc_pages`] (`__free_pages` → `__free_frozen_pages`,
     /// §1.5, §2.4): orders the PCP caches go to the CPU's list (HighAtomic blocks to the
     /// MOVABLE list, Isolate blocks straight to the buddy), others to the buddy lists, split
-    /// into pageblocks first. Counts pgfree and emits mm_page_free.
+    /// into pageblocks first. Counts pgfree and emits mm_page_free. The list is chosen by the
+    /// block's type at free time (`get_pfnblock_migratetype`, §2.1.3), not by the type the
+    /// page was allocated with (docs/pageblock-mixing.md rule 4).
     pub fn free_pages(&mut self, cpu: u32, pfn: u32, order: u32) {
         assert!(
             self.pages.kind(pfn) == PageKind::Allocated && self.pages.order(pfn) == order,
