@@ -184,6 +184,8 @@ pub const COST_KEYS: &[&str] = &[
     "context_switch_ns",
     "read_io_ns",
     "write_io_ns",
+    "read_req_ns",
+    "read_page_ns",
     "alloc_fast_ns",
     "free_page_ns",
     "file_create_ns",
