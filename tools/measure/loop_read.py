@@ -16,7 +16,10 @@ dropped from the (inner) page cache with POSIX_FADV_DONTNEED.
            the cold file in 128 KiB reads (read_ahead_kb 128, the loop device's setting in
            cold-read-ext4) and, after POSIX_FADV_DONTNEED, 65,536 random 4 KiB reads; MiB/s.
 
-Usage (root): python3 tools/measure/loop_read.py [--runs N] [--per-size N]
+  vda      (`--vda`) the same O_DIRECT preads of a 1 GiB file on the root filesystem (vda, the
+           virtio disk: the device of scenarios without loop images), then the buffered reads.
+
+Usage (root): python3 tools/measure/loop_read.py [--runs N] [--per-size N] [--vda]
 Records free page reporting (reported_kib) and DAMON (nr_kdamonds) before and after. Uses
 about 1 GiB of disk and up to 2 GiB of page cache (the inner file and the image's blocks);
 unmounts, detaches and removes everything on every exit path.
@@ -90,6 +93,7 @@ def teardown(dev):
 
 
 def drop_inner():
+    global FILE
     fd = os.open(FILE, os.O_RDONLY)
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     os.close(fd)
@@ -97,6 +101,10 @@ def drop_inner():
 
 def direct(per_size, rng):
     fd = os.open(FILE, os.O_RDONLY | os.O_DIRECT)
+    return direct_fd(fd, per_size, rng)
+
+
+def direct_fd(fd, per_size, rng):
     buf = mmap.mmap(-1, 1 << 20)
     out = {}
     for kib in SIZES_KIB:
@@ -142,6 +150,37 @@ def buffered(rng):
     return seq, rand
 
 
+def vda(runs, per_size):
+    global FILE
+    os.makedirs(WORK, exist_ok=True)
+    FILE = f"{WORK}/vda-big"
+    try:
+        fd = os.open(FILE, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+        b = b"\x3c" * (1 << 20)
+        for off in range(0, SIZE, len(b)):
+            os.pwrite(fd, b, off)
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+        rng = random.Random(1)
+        for r in range(runs):
+            med = direct(per_size, rng)
+            a0, b0 = fit(med)
+            for kib in SIZES_KIB:
+                p50, p10, p90 = med[kib]
+                print(f"vda run {r + 1} direct {kib:5d} KiB p50 {p50:9d} ns p10 {p10:9d} p90 {p90:9d}")
+            print(f"vda run {r + 1} fit: read_req_ns {a0:.0f} read_page_ns {b0:.0f}", flush=True)
+            seq, rand = buffered(rng)
+            print(f"vda run {r + 1} buffered: seq 128 KiB reads {seq:.0f} MiB/s, random 4 KiB {rand:.0f} MiB/s",
+                  flush=True)
+    finally:
+        try:
+            os.unlink(FILE)
+            os.rmdir(WORK)
+        except OSError:
+            pass
+
+
 def main():
     runs, per_size = 3, 2000
     a = sys.argv[1:]
@@ -150,6 +189,10 @@ def main():
     if "--per-size" in a:
         per_size = int(a[a.index("--per-size") + 1])
     print("before:", confounders(), flush=True)
+    if "--vda" in a:
+        vda(runs, per_size)
+        print("after:", confounders())
+        return
     dev = setup()
     try:
         rng = random.Random(1)

@@ -186,6 +186,8 @@ pub const COST_KEYS: &[&str] = &[
     "write_io_ns",
     "read_req_ns",
     "read_page_ns",
+    "loop_read_req_ns",
+    "loop_read_page_ns",
     "alloc_fast_ns",
     "free_page_ns",
     "file_create_ns",
