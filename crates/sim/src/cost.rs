@@ -36,9 +36,22 @@ pub struct CostModel {
     pub drain_page_ns: u64,
     /// A context switch between tasks on one CPU.
     pub context_switch_ns: u64,
-    /// Latency of a read I/O (page-cache miss) and of a write I/O (writeback).
+    /// Latency of a read I/O (a page-cache miss of a kbuild job or a small-file read: vda's
+    /// random 4 KiB read) and of a write I/O (writeback).
     pub read_io_ns: u64,
     pub write_io_ns: u64,
+    /// The read device of `read` steps: each read request (a readahead window, or the page of
+    /// a random read) costs `read_req_ns` plus `read_page_ns` per 4 KiB page it reads (this
+    /// VM's virtio disk, vda; docs/costs.md).
+    pub read_req_ns: u64,
+    pub read_page_ns: u64,
+    /// The same for files on a loop device over a file on vda (`[host] loop_images`, the
+    /// suite's cold-read scenarios): the loop driver copies from vda's page cache.
+    pub loop_read_req_ns: u64,
+    pub loop_read_page_ns: u64,
+    /// Whether `read` steps read from the loop device (`[host] loop_images`; not a `[cost]`
+    /// key: `timed::cost_model` sets it from the spec).
+    pub read_on_loop: bool,
     /// The fast path of one page allocation (buddy/PCP), and unmapping and freeing one page of a
     /// task's memory.
     pub alloc_fast_ns: u64,
@@ -67,6 +80,11 @@ impl Default for CostModel {
             context_switch_ns: 4_000,
             read_io_ns: 80_000,
             write_io_ns: 63_000,
+            read_req_ns: 29_000,
+            read_page_ns: 3_200,
+            loop_read_req_ns: 18_000,
+            loop_read_page_ns: 800,
+            read_on_loop: false,
             alloc_fast_ns: 175,
             free_page_ns: 280,
             file_create_ns: 14_000,
@@ -96,6 +114,10 @@ impl CostModel {
             "context_switch_ns" => &mut self.context_switch_ns,
             "read_io_ns" => &mut self.read_io_ns,
             "write_io_ns" => &mut self.write_io_ns,
+            "read_req_ns" => &mut self.read_req_ns,
+            "read_page_ns" => &mut self.read_page_ns,
+            "loop_read_req_ns" => &mut self.loop_read_req_ns,
+            "loop_read_page_ns" => &mut self.loop_read_page_ns,
             "alloc_fast_ns" => &mut self.alloc_fast_ns,
             "free_page_ns" => &mut self.free_page_ns,
             "file_create_ns" => &mut self.file_create_ns,
@@ -143,5 +165,51 @@ impl CostModel {
         self.compaction(&w.compaction)
             + self.reclaim(w.reclaimed, w.reclaimed_folios)
             + self.drain_wait(w.drain_ipis as u64, w.drained_pages)
+    }
+
+    /// The device time of the reads that `st` sums (`filemap_read`, kernel-model.md §12.2,
+    /// §23): every readahead call that added folios (`page_cache_sync_ra` or
+    /// `page_cache_async_ra`, mm/readahead.c `read_pages` submits its window as one request)
+    /// is one request of `read_req_ns`, and every page it brought in costs `read_page_ns`
+    /// (`loop_read_req_ns` and `loop_read_page_ns` when the files are on loop images).
+    /// Simplifications: a window is one request whatever the device's `max_sectors_kb`
+    /// (a loop device's is 1280 KiB here, a window of 8 MiB would be split); requests of
+    /// different tasks do not queue behind each other (one reader at a time in the suite's
+    /// scenarios).
+    pub fn read_device(&self, st: &fraglab_mm::filemap::ReadStats) -> u64 {
+        let pages: u64 = st.added.iter().enumerate().map(|(o, n)| n << o).sum();
+        let requests = (st.sync_ra + st.async_ra).min(pages);
+        let (req, page) = if self.read_on_loop {
+            (self.loop_read_req_ns, self.loop_read_page_ns)
+        } else {
+            (self.read_req_ns, self.read_page_ns)
+        };
+        requests * req + pages * page
+    }
+
+    /// How long a reader waits for the device in a step of reads (`st`) whose CPU work ends at
+    /// `at`, given `ready_at`, when the requests it issued before complete (updated: the
+    /// device serves one request after another). A synchronous miss (`page_cache_sync_ra`;
+    /// `filemap_get_pages` then waits on the folio's lock until the read completes) issues its
+    /// window and waits for it. A step that reaches a PG_readahead marker
+    /// (`page_cache_async_ra`, §23.4: the marker is on the first folio of the window issued
+    /// before) issues the next window and waits only for the current one, so a sequential
+    /// reader copies window N while window N+1 is read: the read runs at the slower of the
+    /// device and the reader. Simplifications: a step's requests are issued together, when
+    /// its CPU work ends; a step that issues no request does not wait, so the last window of a
+    /// read (read by steps past the last marker) is not waited for.
+    pub fn read_wait(&self, st: &fraglab_mm::filemap::ReadStats, at: u64, ready_at: &mut u64) -> u64 {
+        let device = self.read_device(st);
+        let start = (*ready_at).max(at);
+        if st.sync_ra > 0 {
+            *ready_at = start + device;
+            *ready_at - at
+        } else if device > 0 {
+            let wait = start - at;
+            *ready_at = start + device;
+            wait
+        } else {
+            0
+        }
     }
 }

@@ -18,9 +18,13 @@ use crate::metrics::Metrics;
 use crate::snapshot::{histogram, pageblock_snapshot, proc_snapshot, sample, vmstat_values};
 use crate::workload::{generators, Run};
 
-/// The cost model of a spec: defaults with its `[cost]` overrides.
+/// The cost model of a spec: defaults with its `[cost]` overrides; `read` steps read from the
+/// loop device when the spec's files are on loop images (`[host] loop_images`).
 pub fn cost_model(spec: &Spec) -> CostModel {
-    let mut c = CostModel::default();
+    let mut c = CostModel {
+        read_on_loop: spec.host.loop_images,
+        ..CostModel::default()
+    };
     for (k, v) in &spec.cost {
         *c.get_mut(k).expect("[cost] keys are validated against COST_KEYS") = *v;
     }

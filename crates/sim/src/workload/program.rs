@@ -48,6 +48,8 @@ pub struct ProgramTask {
     instance: u32,
     /// When the current read step started.
     read_start: Option<u64>,
+    /// When the read requests this task issued complete (cost.rs `read_wait`).
+    read_ready_at: u64,
     /// The census steps' results and every instance's read bytes and time (shared by the run).
     census: Shared<Vec<CensusResult>>,
     reads: Shared<BTreeMap<(String, u32), (u64, u64)>>,
@@ -76,6 +78,7 @@ impl ProgramTask {
             hugetlb_base: 0,
             instance: 0,
             read_start: None,
+            read_ready_at: 0,
             census: Default::default(),
             reads: Default::default(),
         }
@@ -201,30 +204,30 @@ impl ProgramTask {
         if self.progress == 0 {
             self.read_start = Some(cx.now);
         }
-        let (io, work) = cx.measure(|cx| {
-            let mut io = false;
+        let (rs, work) = cx.measure(|cx| {
+            let mut rs = fraglab_mm::filemap::ReadStats::default();
             if random {
                 for _ in 0..n {
                     let p = cx.rng.gen_range(0..file_pages.max(1));
-                    io |= cx
-                        .mm
-                        .filemap_read(cx.cpu, mapping, ra, p, 1, file_pages)
-                        .miss_pages
-                        > 0;
+                    let st = cx.mm.filemap_read(cx.cpu, mapping, ra, p, 1, file_pages);
+                    rs.miss_pages += st.miss_pages;
+                    rs.sync_ra += st.sync_ra;
+                    rs.async_ra += st.async_ra;
+                    for (a, b) in rs.added.iter_mut().zip(st.added) {
+                        *a += b;
+                    }
                 }
             } else {
                 let first = offset / 4096 + self.progress;
-                io = cx
-                    .mm
-                    .filemap_read(cx.cpu, mapping, ra, first, n, file_pages)
-                    .miss_pages
-                    > 0;
+                rs = cx.mm.filemap_read(cx.cpu, mapping, ra, first, n, file_pages);
             }
-            io
+            rs
         });
         self.progress += n;
         let ns = cx.cost.alloc_work(&work) + n * cx.cost.free_page_ns;
-        let sleep = if io { cx.cost.read_io_ns } else { 0 };
+        // The device: the readahead requests this step issued (cost.rs `read_wait`).
+        let sleep = cx.cost.read_wait(&rs, cx.now + ns, &mut self.read_ready_at);
+        let io = sleep > 0;
         if self.progress >= pages {
             self.next();
             // The step ends when its last chunk's CPU time and device wait are over.
