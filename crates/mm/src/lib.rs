@@ -13,6 +13,7 @@ pub mod folio;
 pub mod gfp;
 pub mod huge_memory;
 pub mod hugetlb;
+pub mod kcompactd;
 pub mod kswapd;
 pub mod migrate;
 pub mod mlock;

@@ -150,6 +150,9 @@ enum EventKind {
     Timer { task: TaskId, gen: u64 },
     /// The periodic tick.
     Tick,
+    /// kcompactd's step has been charged: its loop reaches the top and waits (§26.2 item 1,
+    /// [`Mm::kcompactd_wait`]); ignored if `gen` is stale.
+    KcompactdWait { gen: u64 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -212,6 +215,7 @@ impl Engine {
         };
         e.kswapd = e.add_task(Box::new(KswapdTask), TaskState::Waiting, 60);
         e.kcompactd = e.add_task(Box::new(KcompactdTask), TaskState::Waiting, 61);
+        e.mm.compact.kcompactd.threaded = true;
         if let Some(t) = e.mm.compact.kcompactd.next_timeout_ms {
             e.schedule_timer(e.kcompactd, t * MS);
         }
@@ -487,7 +491,11 @@ impl Engine {
                 task.state = TaskState::Waiting;
                 task.gen += 1;
                 let gen = task.gen;
-                if let Some(t) = timeout {
+                if id == self.kcompactd {
+                    // kcompactd stays off its wait queue while its work is charged: the wait
+                    // (and its timeout) begins when the step ends.
+                    self.schedule(end, EventKind::KcompactdWait { gen });
+                } else if let Some(t) = timeout {
                     self.schedule(end + t, EventKind::Timer { task: id, gen });
                 }
             }
@@ -518,7 +526,23 @@ impl Engine {
                 EventKind::Timer { task, gen } => {
                     let t = &self.tasks[task];
                     if t.gen == gen && matches!(t.state, TaskState::Sleeping | TaskState::Waiting) {
+                        if task == self.kcompactd {
+                            self.mm.kcompactd_timed_out();
+                        }
                         self.make_ready(task);
+                    }
+                }
+                EventKind::KcompactdWait { gen } => {
+                    let t = &self.tasks[self.kcompactd];
+                    if t.gen == gen && t.state == TaskState::Waiting {
+                        self.mm.cur.now_ns = self.now;
+                        self.mm.cur.pid = t.pid;
+                        if self.mm.cur.comm != "kcompactd0" {
+                            self.mm.cur.comm = "kcompactd0".to_string();
+                        }
+                        if let Some(ms) = self.mm.kcompactd_wait() {
+                            self.schedule_timer(self.kcompactd, ms * MS);
+                        }
                     }
                 }
                 EventKind::Tick => {
@@ -602,8 +626,9 @@ impl TaskBody for KswapdTask {
     }
 }
 
-/// The kcompactd thread (§9.11.5): one `kcompactd_cycle` per step, then wait for a wake-up or
-/// its timeout.
+/// The kcompactd thread (§9.11.5, §26.2): one pass of its loop per step (`kcompactd_run`);
+/// the wait that follows begins when the step's cost has been charged
+/// ([`EventKind::KcompactdWait`]), so wake-ups during the work find it awake.
 struct KcompactdTask;
 
 impl TaskBody for KcompactdTask {
@@ -612,10 +637,10 @@ impl TaskBody for KcompactdTask {
     }
 
     fn step(&mut self, cx: &mut Cx) -> Step {
-        let c = cx.mm.kcompactd_cycle();
+        let c = cx.mm.kcompactd_run();
         Step::Wait {
             ran: cx.cost.compaction(&c.stats),
-            timeout: c.next_timeout_ms.map(|t| t * MS),
+            timeout: None,
         }
     }
 }

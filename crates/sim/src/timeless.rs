@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use fraglab_mm::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC;
 use fraglab_mm::folio::{FolioId, FolioKind};
 use fraglab_mm::mmzone::PageKind;
 use fraglab_mm::node::Mm;
@@ -11,7 +12,7 @@ use fraglab_mm::trace::render_trace;
 use fraglab_mm::types::*;
 use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo};
 use fraglab_spec::result::pageblock::{alloc_mixes, BlockState};
-use fraglab_spec::{Op, PrintWhat, Spec};
+use fraglab_spec::{KcompactdMode, Op, PrintWhat, ProactiveMode, Spec};
 
 use crate::error::RunError;
 
@@ -380,26 +381,48 @@ impl OpRunner<'_> {
                     run_stats(&st)
                 );
             }
-            Op::Kcompactd { order, .. } => {
+            Op::Kcompactd { order, mode, .. } => {
                 let woken = mm.wakeup_kcompactd(*order, ZoneType::Normal.idx());
-                let st = mm.kcompactd_do_work();
+                // Force: kcompactd_do_work at once, woken or not (the op before §26). Wake: the
+                // loop runs only if the wake-up woke it (§26.1), until it waits again.
+                let (ran, st) = match mode {
+                    KcompactdMode::Force => (true, mm.kcompactd_do_work()),
+                    KcompactdMode::Wake if woken => (true, mm.kcompactd_until_wait()),
+                    KcompactdMode::Wake => (false, Default::default()),
+                };
                 mm.debug_check();
                 let _ = writeln!(
                     out,
-                    "# op[{i}] kcompactd order {order} (suitable: {woken}): {}",
+                    "# op[{i}] kcompactd order {order} (suitable: {woken}){}: {}",
+                    if ran { "" } else { " recorded, not run" },
                     run_stats(&st)
                 );
             }
-            Op::ProactiveCompact { .. } => {
+            Op::ProactiveCompact { mode, .. } => {
                 let score = mm.fragmentation_score_node();
-                let st = mm.kcompactd_timer();
+                let st = match mode {
+                    ProactiveMode::Timer => Some(mm.kcompactd_timer()),
+                    ProactiveMode::Tick => mm.kcompactd_tick(HPAGE_FRAG_CHECK_INTERVAL_MSEC),
+                    ProactiveMode::Trigger => Some(mm.kcompactd_trigger().1),
+                    ProactiveMode::Force => Some(mm.compact_node(true)),
+                };
                 mm.debug_check();
                 let _ = writeln!(
                     out,
                     "# op[{i}] proactive_compact: node score {score} -> {} (high {}); {}",
                     mm.fragmentation_score_node(),
                     mm.fragmentation_score_wmark(false),
-                    run_stats(&st)
+                    match st {
+                        Some(st) => run_stats(&st),
+                        None => format!(
+                            "kcompactd sleeps on ({} of {} ms)",
+                            mm.compact.kcompactd.waited_ms,
+                            mm.compact
+                                .kcompactd
+                                .next_timeout_ms
+                                .map_or("no timeout".to_string(), |t| t.to_string())
+                        ),
+                    }
                 );
             }
             Op::Alloc { .. }

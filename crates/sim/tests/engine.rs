@@ -329,3 +329,66 @@ fn an_idle_cpu_takes_a_waiting_task_from_another() {
         assert!(wait <= 20 * MS, "{sched:?}: {wait} ns waited on run queues");
     }
 }
+
+/// Calls `wakeup_kcompactd(9)` twice per step, every 100 ms, and records what each returned.
+struct KcompactdWaker {
+    seen: std::rc::Rc<std::cell::RefCell<Vec<(bool, bool)>>>,
+    left: u32,
+}
+
+impl TaskBody for KcompactdWaker {
+    fn comm(&self) -> &str {
+        "waker"
+    }
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        let zone = cx.mm.kcompactd_max_zoneidx();
+        let a = cx.mm.wakeup_kcompactd(9, zone);
+        let b = cx.mm.wakeup_kcompactd(9, zone);
+        self.seen.borrow_mut().push((a, b));
+        self.left -= 1;
+        if self.left == 0 {
+            Step::Exit(1000)
+        } else {
+            Step::Sleep {
+                ran: 1000,
+                sleep: 100 * MS,
+            }
+        }
+    }
+}
+
+/// §26.1 `wq_has_sleeper` and §26.2 in the engine: a wake-up finds kcompactd asleep and wakes
+/// it; a second one before it has waited again finds it awake (no suitability check, no
+/// wake-up) and is served by the same run; once it waits again, it can be woken again.
+#[test]
+fn section_26_1_engine_wakes_kcompactd_only_while_it_sleeps() {
+    let mut mm = machine(16, 1);
+    let mut ids = Vec::new();
+    while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {
+        ids.push(id);
+    }
+    for id in ids.into_iter().step_by(2) {
+        mm.free_folio(0, id);
+    }
+    mm.drain_all_pages();
+    mm.kswapd_until_sleep(8);
+    mm.take_wakeups();
+    mm.compact.cfg.proactiveness = 0;
+    mm.compact.kcompactd.next_timeout_ms = None;
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let mut e = Engine::new(mm, CostModel::default(), 1);
+    e.spawn(Box::new(KcompactdWaker {
+        seen: seen.clone(),
+        left: 1,
+    }));
+    e.run(SEC, |_| false);
+    assert_eq!(
+        seen.borrow()[0],
+        (true, false),
+        "the second call found kcompactd awake"
+    );
+    assert_eq!(e.kcompactd_wakes, 1);
+    assert_eq!(e.mm.stat(Stat::compact_daemon_wake), 1, "one run served both");
+    assert!(!e.mm.compact.kcompactd.awake, "waiting again after its run");
+    assert_eq!(e.task_state(e.kcompactd), TaskState::Waiting);
+}

@@ -193,3 +193,52 @@ fn machine_swap_and_swappiness_reach_the_model() {
     assert_eq!(mm.reclaim.swap.total, 2048);
     assert_eq!(mm.tun.swappiness, 100);
 }
+
+/// kernel-model.md §26: the `mode` of the kcompactd ops. A `kcompactd` op on a fresh machine
+/// (order 9 already available, so no zone is suitable) runs `kcompactd_do_work` with "force" but
+/// only records the order with "wake"; `proactive_compact` "tick" ends kcompactd's 500 ms wait on
+/// its first tick, and "force" skips the node-score check (each zone still stops at low).
+#[test]
+fn section_26_op_modes() {
+    let out = run(r#"
+[[op]]
+kcompactd = 9
+[[op]]
+kcompactd = 9
+mode = "wake"
+[[op]]
+proactive_compact = true
+mode = "tick"
+[[op]]
+proactive_compact = true
+mode = "force"
+[[op]]
+print = "vmstat"
+"#);
+    let line = |i: usize| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("# op[{i}]")))
+            .unwrap()
+    };
+    assert!(line(0).contains("(suitable: false): "), "{}", line(0));
+    assert!(
+        line(1).contains("(suitable: false) recorded, not run"),
+        "{}",
+        line(1)
+    );
+    // The recorded order is served at the timeout, before any proactive check.
+    assert!(line(2).contains("zone runs"), "{}", line(2));
+    // Forced, but a zone at or below the low threshold (score 0 here) is not compacted.
+    assert!(
+        line(3).contains("node score 0 -> 0 (high 90); 0 zone runs"),
+        "{}",
+        line(3)
+    );
+    let wakes: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("compact_daemon_wake "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(wakes, 2, "the forced op and the timeout's kcompactd_do_work");
+}

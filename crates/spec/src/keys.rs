@@ -391,17 +391,33 @@ pub(crate) const OP_COMPACT: &[KeyDef] = &[
     CPU,
 ];
 /// `[[op]]` with `kcompactd`.
-pub(crate) const OP_KCOMPACTD: &[KeyDef] = &[action(
-    "kcompactd",
-    KeyKind::Form("an order 1..=10"),
-    "wake kcompactd for this order and run it",
-)];
+pub(crate) const OP_KCOMPACTD: &[KeyDef] = &[
+    action(
+        "kcompactd",
+        KeyKind::Form("an order 1..=10"),
+        "wake kcompactd for this order and run it",
+    ),
+    key(
+        "mode",
+        KeyKind::Form("force or wake"),
+        KeyDefault::Str("force"),
+        "force: record the order and run kcompactd_do_work at once; wake: the kernel's wakeup_kcompactd, the loop runs only if it woke kcompactd (kernel-model.md §26.1)",
+    ),
+];
 /// `[[op]]` with `proactive_compact`.
-pub(crate) const OP_PROACTIVE: &[KeyDef] = &[action(
-    "proactive_compact",
-    KeyKind::True,
-    "one round of proactive compaction",
-)];
+pub(crate) const OP_PROACTIVE: &[KeyDef] = &[
+    action(
+        "proactive_compact",
+        KeyKind::True,
+        "one round of proactive compaction",
+    ),
+    key(
+        "mode",
+        KeyKind::Form("timer, tick, trigger or force"),
+        KeyDefault::Str("timer"),
+        "timer: kcompactd's wait times out now (a 32 s back-off is not honoured); tick: 500 ms pass, honouring the back-off; trigger: a compaction_proactiveness write; force: compact_node(proactive) regardless of the node score (kernel-model.md §26.2-§26.3)",
+    ),
+];
 /// `[[op]]` with `fault`.
 pub(crate) const OP_FAULT: &[KeyDef] = &[
     action("fault", KeyKind::Str, "THP faults into this named set"),
@@ -1071,6 +1087,12 @@ mod tests {
         }
         for p in crate::PrintWhat::ALL {
             assert!(matches!(find(OP_PRINT, "print").kind, KeyKind::Form(f) if f.contains(p.name())));
+        }
+        for (m, _) in crate::KCOMPACTD_MODES {
+            assert!(matches!(find(OP_KCOMPACTD, "mode").kind, KeyKind::Form(f) if f.contains(m)));
+        }
+        for (m, _) in crate::PROACTIVE_MODES {
+            assert!(matches!(find(OP_PROACTIVE, "mode").kind, KeyKind::Form(f) if f.contains(m)));
         }
         for (p, _) in crate::COMPACT_PRIORITIES {
             assert!(matches!(find(OP_COMPACT, "priority").kind, KeyKind::Form(f) if f.contains(p)));

@@ -97,9 +97,12 @@
 //!
 //! [[op]]
 //! kcompactd = 9        # wake kcompactd for order 1..=10 and run one kcompactd_do_work
+//! mode = "force"       # force (default: run it anyway) or wake (only if wakeup_kcompactd woke it)
 //!
 //! [[op]]
 //! proactive_compact = true # one expiry of kcompactd's 500 ms timer (the proactive check)
+//! mode = "timer"       # timer (default: the timeout ends now), tick (500 ms pass; honours the
+//!                      # 32 s back-off), trigger (a proactiveness write), force (compact_node)
 //!
 //! [[op]]
 //! nr_hugepages = 64    # echo 64 > /proc/sys/vm/nr_hugepages (0..=2^30): grow the 2 MiB hugetlb
@@ -168,6 +171,48 @@ pub const COMPACT_PRIORITIES: &[(&str, CompactPriority)] = &[
     ("async", CompactPriority::Async),
     ("sync_light", CompactPriority::SyncLight),
     ("sync_full", CompactPriority::SyncFull),
+];
+
+/// How a `kcompactd` op drives kcompactd (its `mode` key; kernel-model.md §26.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KcompactdMode {
+    /// Record the order and run `kcompactd_do_work` at once, whether or not `wakeup_kcompactd`
+    /// would have woken the thread (the default, the op's behaviour before §26).
+    Force,
+    /// The kernel's `wakeup_kcompactd`: the loop runs only if the call woke kcompactd (it sleeps
+    /// and `kcompactd_node_suitable` found a zone); otherwise the order stays recorded for the
+    /// next timeout.
+    Wake,
+}
+
+/// The `mode` words of a `kcompactd` op.
+pub const KCOMPACTD_MODES: &[(&str, KcompactdMode)] =
+    &[("force", KcompactdMode::Force), ("wake", KcompactdMode::Wake)];
+
+/// How a `proactive_compact` op drives kcompactd (its `mode` key; kernel-model.md §26.2–§26.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProactiveMode {
+    /// kcompactd's wait times out now, whatever is left of its timeout (a 32 s back-off is not
+    /// honoured); the loop serves a recorded order or runs the proactive check with its score
+    /// thresholds (the default, the op's behaviour before §26).
+    Timer,
+    /// 500 ms pass: the timeout expires only once the wait has lasted its full timeout (500 ms,
+    /// 32 s after a proactive run that did not lower the score, never at proactiveness 0).
+    Tick,
+    /// A non-zero write to `vm.compaction_proactiveness`: `proactive_compact_trigger` is set and
+    /// kcompactd woken; the check still honours the score thresholds, a pending order runs after.
+    Trigger,
+    /// `compact_node(proactive)` now: no node-score check, no back-off (each zone still stops at
+    /// its low threshold).
+    Force,
+}
+
+/// The `mode` words of a `proactive_compact` op.
+pub const PROACTIVE_MODES: &[(&str, ProactiveMode)] = &[
+    ("timer", ProactiveMode::Timer),
+    ("tick", ProactiveMode::Tick),
+    ("trigger", ProactiveMode::Trigger),
+    ("force", ProactiveMode::Force),
 ];
 
 /// The trace events a spec may ask for in `run.trace`, with their `group:` prefix, in the order
@@ -368,10 +413,15 @@ pub enum Op {
         priority: CompactPriority,
         cpu: u32,
     },
-    /// Wake kcompactd for `order` (1..=10) and run one kcompactd_do_work.
-    Kcompactd { line: usize, order: u32 },
-    /// One expiry of kcompactd's 500 ms timer (the proactive-compaction check).
-    ProactiveCompact { line: usize },
+    /// Wake kcompactd for `order` (1..=10) and run one kcompactd_do_work (`mode` "force"), or
+    /// only as the kernel's wake-up would (`mode` "wake").
+    Kcompactd {
+        line: usize,
+        order: u32,
+        mode: KcompactdMode,
+    },
+    /// One expiry of kcompactd's 500 ms timer (the proactive-compaction check), or as `mode` says.
+    ProactiveCompact { line: usize, mode: ProactiveMode },
     /// `count` anonymous page faults, each on a fresh, empty, PMD-aligned 2 MiB range of a VMA
     /// with (`madvised`) or without MADV_HUGEPAGE (`do_anonymous_fault`: THP, mTHP ladder,
     /// order 0 per the THP knobs), on `cpu`; the folios join set `set`.
@@ -418,7 +468,7 @@ impl Op {
             | Op::CompactMemory { line }
             | Op::Compact { line, .. }
             | Op::Kcompactd { line, .. }
-            | Op::ProactiveCompact { line }
+            | Op::ProactiveCompact { line, .. }
             | Op::Fault { line, .. }
             | Op::Kswapd { line }
             | Op::Write { line, .. }

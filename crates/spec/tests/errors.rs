@@ -960,7 +960,7 @@ fn model_and_compaction_op_errors() {
         &with_machine(&["[[op]]", "proactive_compact = true", "cpu = 0"]),
         5,
         "op[0].cpu",
-        "not allowed in a proactive_compact op (it takes no other keys)",
+        "not allowed in a proactive_compact op (allowed: mode)",
     );
 }
 
@@ -1021,9 +1021,22 @@ fn model_and_compaction_ops_parse() {
             ..
         }
     ));
-    assert_eq!(s.ops[3], Op::Kcompactd { line: 16, order: 9 });
+    assert_eq!(
+        s.ops[3],
+        Op::Kcompactd {
+            line: 16,
+            order: 9,
+            mode: fraglab_spec::KcompactdMode::Force
+        }
+    );
     assert_eq!(s.ops[4], Op::CompactMemory { line: 18 });
-    assert_eq!(s.ops[5], Op::ProactiveCompact { line: 20 });
+    assert_eq!(
+        s.ops[5],
+        Op::ProactiveCompact {
+            line: 20,
+            mode: fraglab_spec::ProactiveMode::Timer
+        }
+    );
     assert_eq!(s.ops[5].action(), "proactive_compact");
 }
 
@@ -1264,7 +1277,7 @@ fn kcompactd_op_errors() {
         &with_machine(&["[[op]]", "kcompactd = 9", "gfp = \"GFP_KERNEL\""]),
         5,
         "op[0].gfp",
-        "not allowed in a kcompactd op (it takes no other keys)",
+        "not allowed in a kcompactd op (allowed: mode)",
     );
     check(
         &with_machine(&["[[op]]", "kcompacd = 9"]),
@@ -1919,5 +1932,65 @@ fn h3_free_files_fadvise_mapping_errors() {
         3,
         "machine.read_ahead_kb",
         "-1 is out of range (expected 0..=1048576)",
+    );
+}
+
+/// Issue 20 item 4 (kernel-model.md §26): the `mode` of `kcompactd` and `proactive_compact`.
+#[test]
+fn section_26_op_mode_errors_and_defaults() {
+    use fraglab_spec::Op;
+    check(
+        &with_machine(&["[[op]]", "kcompactd = 9", "mode = \"tick\""]),
+        5,
+        "op[0].mode",
+        "unknown mode \"tick\" (expected one of: force, wake)",
+    );
+    check(
+        &with_machine(&["[[op]]", "proactive_compact = true", "mode = \"tik\""]),
+        5,
+        "op[0].mode",
+        "unknown mode \"tik\" (did you mean \"tick\"?)",
+    );
+    check(
+        &with_machine(&["[[op]]", "proactive_compact = true", "mode = 1"]),
+        5,
+        "op[0].mode",
+        "expected a string, found an integer",
+    );
+    let s = parse_spec(
+        &spec(&with_machine(&[
+            "[[op]]",
+            "kcompactd = 9",
+            "mode = \"wake\"",
+            "[[op]]",
+            "proactive_compact = true",
+            "mode = \"tick\"",
+            "[[op]]",
+            "proactive_compact = true",
+        ])),
+        "spec.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        s.ops[0],
+        Op::Kcompactd {
+            line: 3,
+            order: 9,
+            mode: fraglab_spec::KcompactdMode::Wake
+        }
+    );
+    assert_eq!(
+        s.ops[1],
+        Op::ProactiveCompact {
+            line: 6,
+            mode: fraglab_spec::ProactiveMode::Tick
+        }
+    );
+    assert_eq!(
+        s.ops[2],
+        Op::ProactiveCompact {
+            line: 9,
+            mode: fraglab_spec::ProactiveMode::Timer
+        }
     );
 }

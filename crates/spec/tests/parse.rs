@@ -564,8 +564,15 @@ fn compaction_spec_parses_to_the_expected_structure() {
             priority: CompactPriority::SyncLight,
             cpu: 3,
         },
-        Op::Kcompactd { line: 50, order: 10 },
-        Op::ProactiveCompact { line: 53 },
+        Op::Kcompactd {
+            line: 50,
+            order: 10,
+            mode: fraglab_spec::KcompactdMode::Force,
+        },
+        Op::ProactiveCompact {
+            line: 53,
+            mode: fraglab_spec::ProactiveMode::Timer,
+        },
         Op::Print {
             line: 56,
             what: PrintWhat::Folios,
@@ -663,7 +670,11 @@ fn compaction_ops_as_inline_tables_and_every_priority() {
                     priority: *prio,
                     cpu: 0
                 },
-                Op::Kcompactd { line: 1, order: 1 },
+                Op::Kcompactd {
+                    line: 1,
+                    order: 1,
+                    mode: fraglab_spec::KcompactdMode::Force
+                },
             ]
         );
     }

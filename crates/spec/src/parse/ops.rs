@@ -1,7 +1,10 @@
 //! `[[op]]`: the operations of a timeless run, each with exactly one action.
 
 use super::*;
-use crate::{FolioKindSpec, MappingKind, Op, PrintWhat, COMPACT_PRIORITIES};
+use crate::{
+    FolioKindSpec, KcompactdMode, MappingKind, Op, PrintWhat, ProactiveMode, COMPACT_PRIORITIES,
+    KCOMPACTD_MODES, PROACTIVE_MODES,
+};
 use fraglab_types::page::MAX_PAGE_ORDER;
 use fraglab_types::switches::CompactPriority;
 
@@ -128,7 +131,12 @@ impl Cx<'_> {
                     "drain_all_pages" => Op::DrainAllPages { line },
                     "compact_memory" => Op::CompactMemory { line },
                     "kswapd" => Op::Kswapd { line },
-                    _ => Op::ProactiveCompact { line },
+                    _ => Op::ProactiveCompact {
+                        line,
+                        mode: self
+                            .opt_word(t, "mode", "mode", PROACTIVE_MODES)?
+                            .unwrap_or(ProactiveMode::Timer),
+                    },
                 }
             }
         })
@@ -298,7 +306,10 @@ impl Cx<'_> {
         }
         let order = self.int_in(&action.node, &key, 1, max, &format!("1..={max}"))? as u32;
         if action.key == "kcompactd" {
-            return Ok(Op::Kcompactd { line, order });
+            let mode = self
+                .opt_word(t, "mode", "mode", KCOMPACTD_MODES)?
+                .unwrap_or(KcompactdMode::Force);
+            return Ok(Op::Kcompactd { line, order, mode });
         }
         let gfp = match t.get("gfp") {
             Some(g) => self.gfp(&g.node, &t.key("gfp"))?,
