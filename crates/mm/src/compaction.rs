@@ -5,11 +5,19 @@
 //! kcompactd's work function, proactive compaction and /proc/sys/vm/compact_memory. Models
 //! mm/compaction.c of Linux 6.18; migration itself is in `migrate.rs`.
 //!
-//! Simplifications (§19.1 items 5 and 13), each named where it applies:
-//! * the fast searches (`fast_find_migrateblock`, `fast_isolate_freepages`) are not modelled:
-//!   both scanners search linearly from their cached positions, honouring skip bits;
-//! * no lock contention, `need_resched` or fatal signals (no CONTENDED from those; the −ENOMEM
-//!   CONTENDED is kept); `too_many_isolated` is not modelled (no LRU sizes yet);
+//! The fast paths (§24) are modelled as the kernel has them: `fast_find_migrateblock` (the
+//! migration scanner's jump to a block that already has free MOVABLE chunks of orders
+//! cc.order−1..3, with the one rewind per run) and `fast_isolate_freepages` (one free chunk per
+//! call from the MOVABLE lists near the free scanner, plus `fast_isolate_around`), sharing
+//! `fast_search_fail` and `freelist_scan_limit`; both are off for order −1 and the migration
+//! one also when skip hints are ignored. The free-list rotations are exact. `too_many_isolated`
+//! (§24.4) is evaluated on the model's own NR_ISOLATED_* at each `isolate_migratepages_block`
+//! entry (−EAGAIN → CONTENDED).
+//!
+//! Simplifications (§19.1 item 5, §24.7), each named where it applies:
+//! * no lock contention, `need_resched` or fatal signals (`contended` is never set, no
+//!   CONTENDED from those; the −ENOMEM and the −EAGAIN CONTENDED are kept); the sync-mode
+//!   `reclaim_throttle(ISOLATED)` wait is not modelled (nothing else runs while it would wait);
 //! * no LRU-add batches (`lru_add_drain` is a no-op); the drain check drains this CPU's PCP
 //!   lists for the zone, as `lru_add_drain_cpu_zone` does;
 //! * no writeback/dirty state yet, so ISOLATE_ASYNC_MIGRATE skips nothing.
@@ -135,10 +143,22 @@ pub struct CompactControl {
     pub total_free_scanned: u64,
     /// The CPU the compactor runs on (its PCP receives migrated-away sources).
     pub cpu: u32,
+    /// `fast_search_fail` (§24.1): shared by both fast paths; a failure of either increments
+    /// it, a success of either resets it. The scan limit is `(32 >> fail) + 1`.
+    pub fast_search_fail: u32,
+    /// `search_order` (§24.3): where `fast_isolate_freepages` starts its round-robin over
+    /// orders; set to the order requested by the callers (compact_zone_order, kcompactd).
+    pub search_order: i32,
+    /// `fast_start_pfn` (§24.2.4–5): the lowest block `fast_find_migrateblock` chose in this
+    /// run (0 = none yet, `u32::MAX` = the one rewind was made and recording has stopped).
+    pub fast_start_pfn: u32,
 }
 
 impl CompactControl {
-    pub(crate) fn new(zi: usize, order: i32, gfp: Gfp, mode: MigrateMode, cpu: u32) -> Self {
+    /// A control block as the callers build it (§9.1): no flags set, scan totals zero,
+    /// `search_order` = `order` (compact_zone_order and kcompactd set it so; order −1 runs
+    /// never read it).
+    pub fn new(zi: usize, order: i32, gfp: Gfp, mode: MigrateMode, cpu: u32) -> Self {
         CompactControl {
             zi,
             order,
@@ -162,8 +182,29 @@ impl CompactControl {
             total_migrate_scanned: 0,
             total_free_scanned: 0,
             cpu,
+            fast_search_fail: 0,
+            search_order: order.max(0),
+            fast_start_pfn: 0,
         }
     }
+
+    /// `freelist_scan_limit` (§24.1): `(COMPACT_CLUSTER_MAX >> fast_search_fail) + 1` — 33,
+    /// 17, 9, 5, 3, 2, 1, … entries.
+    pub fn freelist_scan_limit(&self) -> u32 {
+        (COMPACT_CLUSTER_MAX as u32)
+            .checked_shr(self.fast_search_fail)
+            .unwrap_or(0)
+            + 1
+    }
+}
+
+/// What `isolate_migratepages` reports (`isolate_migrate_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IsolateMigrate {
+    /// −EAGAIN/−EINTR from `isolate_migratepages_block`: compact_zone ends CONTENDED.
+    Abort,
+    None,
+    Success,
 }
 
 /// What one `compact_zone` run did, for whoever charges time for it.
@@ -623,8 +664,31 @@ impl Mm {
         true
     }
 
-    /// `isolate_migratepages_block` (§9.6.3) over [low, end). Returns the pfn where it stopped.
-    fn isolate_migratepages_block(&mut self, cc: &mut CompactControl, mut low: u32, end: u32) -> u32 {
+    /// `too_many_isolated` (§24.4.2, compaction.c): NR_ISOLATED_ANON + NR_ISOLATED_FILE >
+    /// (inactive + active)/2 over the node's anon and file LRUs, with active and inactive first
+    /// divided by 8 for __GFP_FS compactors (LRU/16; NOFS compactors get LRU/2).
+    pub fn too_many_isolated(&self, cc: &CompactControl) -> bool {
+        let g = |s: Stat| self.stat(s);
+        let mut inactive = g(Stat::nr_inactive_file) + g(Stat::nr_inactive_anon);
+        let mut active = g(Stat::nr_active_file) + g(Stat::nr_active_anon);
+        let isolated = g(Stat::nr_isolated_file) + g(Stat::nr_isolated_anon);
+        if cc.gfp.intersects(Gfp::FS) {
+            inactive >>= 3;
+            active >>= 3;
+        }
+        isolated > (inactive + active) / 2
+    }
+
+    /// `isolate_migratepages_block` (§9.6.3) over [low, end). Returns the pfn where it stopped,
+    /// or `None` for −EAGAIN: on entry (before every batch of at most 32 pages) `too_many_isolated`
+    /// (§24.4) with pages already isolated in this run or in ASYNC mode. Simplified (§24.7,
+    /// single-threaded model): in sync modes `reclaim_throttle(ISOLATED)` would wait for other
+    /// isolators to put pages back; the model has none running meanwhile, so the wait is not
+    /// modelled and isolation proceeds (no −EINTR: no signals).
+    fn isolate_migratepages_block(&mut self, cc: &mut CompactControl, mut low: u32, end: u32) -> Option<u32> {
+        if self.too_many_isolated(cc) && (cc.nr_migratepages > 0 || cc.mode == MigrateMode::Async) {
+            return None;
+        }
         let start = low;
         let (mut nr_scanned, mut nr_isolated) = (0u64, 0u64);
         let skip_on_failure = cc.direct_compaction && cc.mode == MigrateMode::Async && cc.order > 0;
@@ -730,49 +794,169 @@ impl Mm {
         };
         self.ctrace(trace_kind::COMPACTION_ISOLATE, ev);
         cc.migrate_pfn = low;
-        let _ = start;
-        low
+        Some(low)
     }
 
-    /// `isolate_migratepages` (§9.6.2): the first suitable pageblock from cc.migrate_pfn.
-    /// Returns true if anything was isolated. (Fast search not modelled.)
-    fn isolate_migratepages(&mut self, cc: &mut CompactControl) -> bool {
-        let z = &self.zones[cc.zi];
-        let zstart = z.start_pfn;
-        let mut low = cc.migrate_pfn;
+    /// Rotates free_list[order][mt] of zone `zi` so that `last` becomes its tail (the entries
+    /// after it move to the front, keeping their order). This is `move_freelist_tail(list,
+    /// last)` and, with `last` = the entry before `freepage`, `move_freelist_head(list,
+    /// freepage)` (§24.2.3, §24.3).
+    fn rotate_free_list(&mut self, zi: usize, order: u32, mt: MigrateType, last: u32) {
+        let l = self.zones[zi].area.lists[order as usize][mt.idx()];
+        let next = self.list_next(last);
+        if next == NIL || l.first == NIL {
+            return;
+        }
+        // Splice [first, last] after the old tail.
+        self.pages.a[l.last as usize] = l.first;
+        self.pages.b[l.first as usize] = l.last;
+        self.pages.a[last as usize] = NIL;
+        self.pages.b[next as usize] = NIL;
+        let h = &mut self.zones[zi].area.lists[order as usize][mt.idx()];
+        h.first = next;
+        h.last = last;
+    }
+
+    /// `update_fast_start_pfn` (§24.2.4): the lowest free-chunk pfn chosen in this run, until
+    /// the one rewind stops the recording.
+    fn update_fast_start_pfn(cc: &mut CompactControl, pfn: u32) {
+        if cc.fast_start_pfn == u32::MAX {
+            return;
+        }
+        if cc.fast_start_pfn == 0 {
+            cc.fast_start_pfn = pfn;
+        }
+        cc.fast_start_pfn = cc.fast_start_pfn.min(pfn);
+    }
+
+    /// `reinit_migrate_pfn` (§24.2.5): once per run, rewind the migration scanner to
+    /// `fast_start_pfn`, then stop recording.
+    fn reinit_migrate_pfn(cc: &mut CompactControl) -> u32 {
+        if cc.fast_start_pfn == 0 || cc.fast_start_pfn == u32::MAX {
+            return cc.migrate_pfn;
+        }
+        cc.migrate_pfn = cc.fast_start_pfn;
+        cc.fast_start_pfn = u32::MAX;
+        cc.migrate_pfn
+    }
+
+    /// `fast_find_migrateblock` (§24.2, compaction.c): the pfn where the migration scanner
+    /// starts its linear search. Preconditions: skip hints honoured, block not being finished,
+    /// scanner at a block start or the zone start, cc.order > 3, not direct compaction for a
+    /// non-MOVABLE type; otherwise `cc.migrate_pfn` unchanged (and no fail counted). Walks the
+    /// MOVABLE lists of orders cc.order−1 down to 3 from the head, at most
+    /// `freelist_scan_limit` entries in all (the entry that hits the limit is counted too, as
+    /// the kernel's post-increment does), for a chunk below
+    /// `block_start(migrate_pfn + d)` (d = half the scanner gap at the zone start, an eighth
+    /// otherwise) whose block's skip bit is clear. A hit rotates the list so that it is the
+    /// tail, records `fast_start_pfn`, resets `fast_search_fail` and returns its block start (a
+    /// jump: the blocks in between are not scanned in this run). A miss increments
+    /// `fast_search_fail` and rewinds to `fast_start_pfn` once per run. Entries examined are
+    /// added to compact_migrate_scanned. The list rotation is exact (§24.7 allows approximating
+    /// it). Public for the section tests.
+    pub fn fast_find_migrateblock(&mut self, cc: &mut CompactControl) -> u32 {
+        let zi = cc.zi;
+        let zstart = self.zones[zi].start_pfn;
+        let limit = cc.freelist_scan_limit();
+        let mut pfn = cc.migrate_pfn;
+        if cc.ignore_skip_hint || cc.finish_pageblock {
+            return pfn;
+        }
+        if pfn != zstart && pfn != pb_start(pfn) {
+            return pfn;
+        }
+        if cc.order <= PAGE_ALLOC_COSTLY_ORDER as i32 {
+            return pfn;
+        }
+        if cc.direct_compaction && cc.migratetype != MigrateType::Movable {
+            return pfn;
+        }
+        let mut distance = cc.free_pfn.saturating_sub(cc.migrate_pfn) >> 1;
+        if cc.migrate_pfn != zstart {
+            distance >>= 2;
+        }
+        let high_pfn = pb_start(cc.migrate_pfn + distance);
+        let mut nr_scanned = 0u32;
+        let mut found = false;
+        let mut order = cc.order - 1;
+        while order >= PAGE_ALLOC_COSTLY_ORDER as i32 && !found && nr_scanned < limit {
+            let o = order as u32;
+            order -= 1;
+            if self.zones[zi].area.nr_free[o as usize] == 0 {
+                continue;
+            }
+            let mut e = self.zones[zi].area.lists[o as usize][MigrateType::Movable.idx()].first;
+            while e != NIL {
+                let scanned = nr_scanned;
+                nr_scanned += 1;
+                if scanned >= limit {
+                    self.rotate_free_list(zi, o, MigrateType::Movable, e);
+                    break;
+                }
+                if e < high_pfn {
+                    if self.block_skip(e) {
+                        e = self.list_next(e);
+                        continue;
+                    }
+                    self.rotate_free_list(zi, o, MigrateType::Movable, e);
+                    Self::update_fast_start_pfn(cc, e);
+                    pfn = pb_start(e).max(zstart);
+                    cc.fast_search_fail = 0;
+                    found = true;
+                    break;
+                }
+                e = self.list_next(e);
+            }
+        }
+        cc.total_migrate_scanned += nr_scanned as u64;
+        if !found {
+            cc.fast_search_fail += 1;
+            pfn = Self::reinit_migrate_pfn(cc);
+        }
+        pfn
+    }
+
+    /// `isolate_migratepages` (§9.6.2, §24.2): starts where `fast_find_migrateblock` says, then
+    /// the first suitable pageblock from there. A block the fast path found is exempt from the
+    /// skip check (`suitable_migration_source` still applies). Blocks jumped over are not
+    /// scanned; the cached migrate pfn only moves forward (`update_cached_migrate`).
+    fn isolate_migratepages(&mut self, cc: &mut CompactControl) -> IsolateMigrate {
+        let zstart = self.zones[cc.zi].start_pfn;
+        let mut low = self.fast_find_migrateblock(cc);
         let mut block_start = pb_start(low).max(zstart);
+        let mut fast_find_block = low != cc.migrate_pfn && cc.fast_search_fail == 0;
         let mut block_end = pb_start(low) + PAGEBLOCK_NR_PAGES;
         while block_end <= cc.free_pfn {
+            let mut next = false;
             if !self.block_in_zone(cc.zi, block_start, block_end) {
+                next = true;
+            } else {
+                let aligned = low & (PAGEBLOCK_NR_PAGES - 1) == 0 || low == zstart;
+                if aligned && !fast_find_block && !cc.ignore_skip_hint && self.block_skip(block_start) {
+                    next = true;
+                } else if !self.suitable_migration_source(cc, pb_start(block_start)) {
+                    self.update_cached_migrate(cc, block_end);
+                    next = true;
+                }
+            }
+            if next {
+                fast_find_block = false;
                 cc.migrate_pfn = block_end;
                 low = block_end;
                 block_start = block_end;
                 block_end += PAGEBLOCK_NR_PAGES;
                 continue;
             }
-            let aligned = low & (PAGEBLOCK_NR_PAGES - 1) == 0 || low == zstart;
-            if aligned && !cc.ignore_skip_hint && self.block_skip(block_start) {
-                cc.migrate_pfn = block_end;
-                low = block_end;
-                block_start = block_end;
-                block_end += PAGEBLOCK_NR_PAGES;
-                continue;
+            if self.isolate_migratepages_block(cc, low, block_end).is_none() {
+                return IsolateMigrate::Abort;
             }
-            if !self.suitable_migration_source(cc, pb_start(block_start)) {
-                self.update_cached_migrate(cc, block_end);
-                cc.migrate_pfn = block_end;
-                low = block_end;
-                block_start = block_end;
-                block_end += PAGEBLOCK_NR_PAGES;
-                continue;
-            }
-            self.isolate_migratepages_block(cc, low, block_end);
             break;
         }
-        if block_end > cc.free_pfn && cc.migrate_pfn < block_start {
-            cc.migrate_pfn = block_start;
+        if cc.nr_migratepages > 0 {
+            IsolateMigrate::Success
+        } else {
+            IsolateMigrate::None
         }
-        cc.nr_migratepages > 0
     }
 
     // ---- the free scanner (§9.8) ------------------------------------------------------------
@@ -877,10 +1061,193 @@ impl Mm {
         cc.ignore_block_suitable || self.block_mt(start) == MigrateType::Movable
     }
 
-    /// `isolate_freepages` (§9.8.1, §9.8.3): the linear free scanner, downward from
-    /// cc.free_pfn, until as many pages are isolated as there are to migrate. (Fast path not
-    /// modelled.)
+    /// `fast_isolate_around` (§9.8.2, §24.3): after the fast free search, scan the rest of
+    /// `pfn`'s pageblock with stride 1 (not for async direct compaction, nor when enough pages
+    /// are isolated already), and mark the block skip if the scan reached its end.
+    fn fast_isolate_around(&mut self, cc: &mut CompactControl, pfn: u32) {
+        if cc.nr_freepages >= cc.nr_migratepages {
+            return;
+        }
+        if cc.direct_compaction && cc.mode == MigrateMode::Async {
+            return;
+        }
+        let z = &self.zones[cc.zi];
+        let start = pb_start(pfn).max(z.start_pfn);
+        let end = (pb_start(pfn) + PAGEBLOCK_NR_PAGES).min(z.end_pfn());
+        if !self.block_in_zone(cc.zi, start, end) {
+            return;
+        }
+        let (stop, _) = self.isolate_freepages_block(cc, start, end, 1);
+        if stop == end {
+            self.set_block_skip(start, true);
+        }
+    }
+
+    /// `next_search_order` (§24.3): round-robin from `cc.search_order` downward, wrapping to
+    /// cc.order−1; −1 once the search is back at `search_order` (which then moves down one).
+    fn next_search_order(cc: &mut CompactControl, order: i32) -> i32 {
+        let mut order = order - 1;
+        if order < 0 {
+            order = cc.order - 1;
+        }
+        if order == cc.search_order {
+            cc.search_order -= 1;
+            if cc.search_order < 0 {
+                cc.search_order = cc.order - 1;
+            }
+            return -1;
+        }
+        order
+    }
+
+    /// `fast_isolate_freepages` (§9.8.2, §24.3, compaction.c), for cc.order > 0 only. Preferred
+    /// range: pfn ≥ `block_start(free_pfn − gap/4)`; fallback: ≥ `block_start(free_pfn −
+    /// gap/2)`. Orders round-robin from `cc.search_order`; each MOVABLE list is walked from the
+    /// tail (skip bits are not read), up to max(1, limit/2) entries (256 at scan start, when
+    /// free_pfn ≥ the zone's `compact_init_free_pfn`), halved on each fallback candidate and for
+    /// the next order once a list used it up. The first preferred chunk, or else the order's
+    /// highest fallback candidate, is isolated whole (`__isolate_free_page`; a refusal aborts
+    /// the search) and the list rotated so that it is the head (`move_freelist_head`). `highest`
+    /// is the highest block start among all entries examined. On failure `fast_search_fail`++,
+    /// and at scan start the free scanner moves to `highest` (if ≥ the fallback bound) or, for
+    /// direct compaction, to the fallback bound, and isolates around that block. If `highest` ≥
+    /// the cached free pfn, the cached free pfn becomes `highest − 512`. compact_free_scanned
+    /// += entries examined + 2^order − 1 for the isolated chunk; tracepoint
+    /// mm_compaction_fast_isolate_freepages (min bound, free_pfn, nr_scanned, nr_taken). Then
+    /// `fast_isolate_around` the chosen chunk. Public for the section tests.
+    pub fn fast_isolate_freepages(&mut self, cc: &mut CompactControl) {
+        if cc.order <= 0 {
+            return;
+        }
+        let zi = cc.zi;
+        let (zstart, zend) = (self.zones[zi].start_pfn, self.zones[zi].end_pfn());
+        let mut limit = (cc.freelist_scan_limit() >> 1).max(1);
+        let (mut nr_scanned, mut total_isolated) = (0u64, 0u64);
+        let mut highest: u32 = 0;
+        let mut scan_start = false;
+        if cc.free_pfn >= self.zones[zi].compact.init_free_pfn {
+            limit = PAGEBLOCK_NR_PAGES >> 1;
+            scan_start = true;
+        }
+        let distance = cc.free_pfn.saturating_sub(cc.migrate_pfn);
+        let mut low_pfn = pb_start(cc.free_pfn - (distance >> 2));
+        let min_pfn = pb_start(cc.free_pfn - (distance >> 1));
+        if min_pfn > low_pfn {
+            low_pfn = min_pfn;
+        }
+        cc.search_order = cc.search_order.min(cc.order - 1);
+        let mut page: Option<u32> = None;
+        let mut order = cc.search_order;
+        while page.is_none() && order >= 0 {
+            let o = order as u32;
+            if self.zones[zi].area.nr_free[o as usize] == 0 {
+                order = Self::next_search_order(cc, order);
+                continue;
+            }
+            let mut order_scanned = 0u32;
+            let mut high_pfn = 0u32;
+            // list_for_each_entry_reverse; `stop` is the entry the walk broke at (None: ran
+            // off the head, then the list is not reordered).
+            let mut stop: Option<u32> = None;
+            let mut e = self.zones[zi].area.lists[o as usize][MigrateType::Movable.idx()].last;
+            while e != NIL {
+                order_scanned += 1;
+                nr_scanned += 1;
+                if e >= highest {
+                    highest = pb_start(e).max(zstart);
+                }
+                if e >= low_pfn {
+                    cc.fast_search_fail = 0;
+                    cc.search_order = order;
+                    page = Some(e);
+                    stop = Some(e);
+                    break;
+                }
+                if e >= min_pfn && e > high_pfn {
+                    high_pfn = e;
+                    limit >>= 1;
+                }
+                if order_scanned >= limit {
+                    stop = Some(e);
+                    break;
+                }
+                e = self.list_prev(e);
+            }
+            if page.is_none() && high_pfn != 0 {
+                page = Some(high_pfn);
+                stop = Some(high_pfn);
+            }
+            // move_freelist_head: the entries before `stop` go to the tail.
+            if let Some(f) = stop {
+                let prev = self.list_prev(f);
+                if prev != NIL {
+                    self.rotate_free_list(zi, o, MigrateType::Movable, prev);
+                }
+            }
+            if let Some(p) = page {
+                if self.isolate_free_page(zi, p, o) {
+                    let n = 1u64 << o;
+                    nr_scanned += n - 1;
+                    total_isolated += n;
+                    cc.nr_freepages += n;
+                    cc.freepages[o as usize].push(p);
+                    self.count(Stat::compact_isolated, n);
+                } else {
+                    order = cc.search_order + 1;
+                    page = None;
+                }
+            }
+            if cc.nr_freepages >= cc.nr_migratepages {
+                break;
+            }
+            if order_scanned >= limit {
+                limit = (limit >> 1).max(1);
+            }
+            order = Self::next_search_order(cc, order);
+        }
+        let ev = TraceEvent::MmCompactionFastIsolateFreepages {
+            start_pfn: min_pfn,
+            end_pfn: cc.free_pfn,
+            nr_scanned,
+            nr_taken: total_isolated,
+        };
+        self.ctrace(trace_kind::COMPACTION_ISOLATE, ev);
+        if page.is_none() {
+            cc.fast_search_fail += 1;
+            if scan_start {
+                if highest >= min_pfn {
+                    page = Some(highest);
+                    cc.free_pfn = highest;
+                } else if cc.direct_compaction && self.zones[zi].spans(min_pfn) {
+                    let end = (min_pfn + PAGEBLOCK_NR_PAGES).min(zend);
+                    if self.block_in_zone(zi, min_pfn, end)
+                        && self.suitable_migration_target(cc, min_pfn.max(zstart))
+                    {
+                        page = Some(min_pfn);
+                    }
+                    cc.free_pfn = min_pfn;
+                }
+            }
+        }
+        let c = &mut self.zones[zi].compact;
+        if highest != 0 && highest >= c.cached_free_pfn {
+            c.cached_free_pfn = highest.wrapping_sub(PAGEBLOCK_NR_PAGES);
+        }
+        cc.total_free_scanned += nr_scanned;
+        if let Some(p) = page {
+            self.fast_isolate_around(cc, p);
+        }
+    }
+
+    /// `isolate_freepages` (§9.8.1–3): first `fast_isolate_freepages`; if anything is isolated
+    /// after it (`nr_freepages` > 0, including chunks isolated earlier in the run), return;
+    /// otherwise the linear free scanner, downward from cc.free_pfn, until as many pages are
+    /// isolated as there are to migrate.
     fn isolate_freepages(&mut self, cc: &mut CompactControl) {
+        self.fast_isolate_freepages(cc);
+        if cc.nr_freepages > 0 {
+            return;
+        }
         let z = &self.zones[cc.zi];
         let zend = z.end_pfn();
         let mut isolate_start = cc.free_pfn;
@@ -1103,6 +1470,7 @@ impl Mm {
             }
         }
         let sync = cc.mode != MigrateMode::Async;
+        cc.fast_start_pfn = 0;
         if cc.whole_zone {
             cc.migrate_pfn = zstart;
             cc.free_pfn = pb_start(zend - 1);
@@ -1145,7 +1513,17 @@ impl Mm {
             let mut rescan = true;
             while rescan {
                 rescan = false;
-                if !self.isolate_migratepages(cc) {
+                let isolated = self.isolate_migratepages(cc);
+                if isolated == IsolateMigrate::Abort {
+                    // §9.4.5b, §24.4.4: put back whatever was isolated, end CONTENDED.
+                    for id in std::mem::take(&mut cc.migratepages) {
+                        self.putback_lru_folio(id);
+                    }
+                    cc.nr_migratepages = 0;
+                    ret = CompactResult::Contended;
+                    return self.compact_zone_out(cc, ret, isolated_before, mig_before, fail_before);
+                }
+                if isolated == IsolateMigrate::None {
                     if update_cached {
                         let c = &mut self.zones[zi].compact;
                         c.cached_migrate_pfn[1] = c.cached_migrate_pfn[0];
