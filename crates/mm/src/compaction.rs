@@ -159,6 +159,9 @@ pub struct CompactControl {
     pub total_free_scanned: u64,
     /// The CPU the compactor runs on (its PCP receives migrated-away sources).
     pub cpu: u32,
+    /// Migration's extra passes and writeback waits in this run (`migrate.rs`, §25.2).
+    pub migrate_retries: u64,
+    pub migrate_wait_ns: u64,
 }
 
 impl CompactControl {
@@ -186,6 +189,8 @@ impl CompactControl {
             total_migrate_scanned: 0,
             total_free_scanned: 0,
             cpu,
+            migrate_retries: 0,
+            migrate_wait_ns: 0,
         }
     }
 }
@@ -199,6 +204,9 @@ pub struct CompactRunStats {
     pub migrated_pages: u64,
     pub failed_pages: u64,
     pub runs: u64,
+    /// Migration's extra passes and its SYNC waits for writeback (§25.2, `migrate.rs`).
+    pub migrate_retries: u64,
+    pub migrate_wait_ns: u64,
 }
 
 impl CompactRunStats {
@@ -209,6 +217,8 @@ impl CompactRunStats {
         self.migrated_pages += o.migrated_pages;
         self.failed_pages += o.failed_pages;
         self.runs += o.runs;
+        self.migrate_retries += o.migrate_retries;
+        self.migrate_wait_ns += o.migrate_wait_ns;
     }
 }
 
@@ -644,7 +654,7 @@ impl Mm {
         if f.kind == crate::folio::FolioKind::File && !cc.gfp.intersects(Gfp::FS) {
             return false;
         }
-        true
+        self.migrate_isolation_ok(cc.mode, id)
     }
 
     /// `isolate_migratepages_block` (§9.6.3) over [low, end). Returns the pfn where it stopped.
@@ -1188,11 +1198,25 @@ impl Mm {
                 self.ctrace(trace_kind::COMPACTION_RUN, ev);
                 cc.nr_migratepages = 0;
                 if err {
-                    // −ENOMEM (the only error the model produces).
+                    // −ENOMEM.
                     if (cc.free_pfn >> PAGEBLOCK_ORDER) > (cc.migrate_pfn >> PAGEBLOCK_ORDER) {
                         ret = CompactResult::Contended;
                         return self.compact_zone_out(cc, ret, isolated_before, mig_before, fail_before);
                     }
+                }
+                // §25.2.5 / §9.4.5d: a failure (migrate_pages returned non-zero) mid-block
+                // below SYNC rescans the rest of the block once, finishing it.
+                if (err || self.compact.last_migrate.nr_failed > 0)
+                    && cc.migrate_pfn & (PAGEBLOCK_NR_PAGES - 1) != 0
+                    && !cc.ignore_skip_hint
+                    && !cc.finish_pageblock
+                    && cc.mode < MigrateMode::Sync
+                {
+                    cc.finish_pageblock = true;
+                    if cc.order == HPAGE_PMD_ORDER as i32 {
+                        last_migrated = 0;
+                    }
+                    rescan = true;
                 }
                 if self.compact.capc.is_some_and(|c| c.page.is_some()) {
                     ret = CompactResult::Success;
@@ -1251,6 +1275,8 @@ impl Mm {
             migrated_pages: self.stat(Stat::pgmigrate_success) - mig_before,
             failed_pages: self.stat(Stat::pgmigrate_fail) - fail_before,
             runs: 1,
+            migrate_retries: cc.migrate_retries,
+            migrate_wait_ns: cc.migrate_wait_ns,
         };
         (ret, stats)
     }
