@@ -152,6 +152,9 @@ pub struct CompactControl {
     /// `fast_start_pfn` (§24.2.4–5): the lowest block `fast_find_migrateblock` chose in this
     /// run (0 = none yet, `u32::MAX` = the one rewind was made and recording has stopped).
     pub fast_start_pfn: u32,
+    /// Migration's extra passes and writeback waits in this run (`migrate.rs`, §25.2).
+    pub migrate_retries: u64,
+    pub migrate_wait_ns: u64,
 }
 
 impl CompactControl {
@@ -185,6 +188,8 @@ impl CompactControl {
             fast_search_fail: 0,
             search_order: order.max(0),
             fast_start_pfn: 0,
+            migrate_retries: 0,
+            migrate_wait_ns: 0,
         }
     }
 
@@ -216,6 +221,9 @@ pub struct CompactRunStats {
     pub migrated_pages: u64,
     pub failed_pages: u64,
     pub runs: u64,
+    /// Migration's extra passes and its SYNC waits for writeback (§25.2, `migrate.rs`).
+    pub migrate_retries: u64,
+    pub migrate_wait_ns: u64,
 }
 
 impl CompactRunStats {
@@ -226,6 +234,8 @@ impl CompactRunStats {
         self.migrated_pages += o.migrated_pages;
         self.failed_pages += o.failed_pages;
         self.runs += o.runs;
+        self.migrate_retries += o.migrate_retries;
+        self.migrate_wait_ns += o.migrate_wait_ns;
     }
 }
 
@@ -661,7 +671,7 @@ impl Mm {
         if f.kind == crate::folio::FolioKind::File && !cc.gfp.intersects(Gfp::FS) {
             return false;
         }
-        true
+        self.migrate_isolation_ok(cc.mode, id)
     }
 
     /// `too_many_isolated` (§24.4.2, compaction.c): NR_ISOLATED_ANON + NR_ISOLATED_FILE >
@@ -1542,11 +1552,25 @@ impl Mm {
                 self.ctrace(trace_kind::COMPACTION_RUN, ev);
                 cc.nr_migratepages = 0;
                 if err {
-                    // −ENOMEM (the only error the model produces).
+                    // −ENOMEM.
                     if (cc.free_pfn >> PAGEBLOCK_ORDER) > (cc.migrate_pfn >> PAGEBLOCK_ORDER) {
                         ret = CompactResult::Contended;
                         return self.compact_zone_out(cc, ret, isolated_before, mig_before, fail_before);
                     }
+                }
+                // §25.2.5 / §9.4.5d: a failure (migrate_pages returned non-zero) mid-block
+                // below SYNC rescans the rest of the block once, finishing it.
+                if (err || self.compact.last_migrate.nr_failed > 0)
+                    && cc.migrate_pfn & (PAGEBLOCK_NR_PAGES - 1) != 0
+                    && !cc.ignore_skip_hint
+                    && !cc.finish_pageblock
+                    && cc.mode < MigrateMode::Sync
+                {
+                    cc.finish_pageblock = true;
+                    if cc.order == HPAGE_PMD_ORDER as i32 {
+                        last_migrated = 0;
+                    }
+                    rescan = true;
                 }
                 if self.compact.capc.is_some_and(|c| c.page.is_some()) {
                     ret = CompactResult::Success;
@@ -1605,6 +1629,8 @@ impl Mm {
             migrated_pages: self.stat(Stat::pgmigrate_success) - mig_before,
             failed_pages: self.stat(Stat::pgmigrate_fail) - fail_before,
             runs: 1,
+            migrate_retries: cc.migrate_retries,
+            migrate_wait_ns: cc.migrate_wait_ns,
         };
         (ret, stats)
     }

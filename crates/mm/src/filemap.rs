@@ -153,6 +153,8 @@ pub struct Mapping {
     pub max_order: u32,
     /// `mapping_gfp_mask`.
     pub gfp: Gfp,
+    /// `a_ops->migrate_folio` exists (§25.1 #9; every kind the spec names has one).
+    pub migrate_folio: bool,
 }
 
 impl Mapping {
@@ -163,6 +165,7 @@ impl Mapping {
             min_order: 0,
             max_order: MAX_PAGECACHE_ORDER,
             gfp: Gfp::GFP_HIGHUSER_MOVABLE.without(Gfp::FS),
+            migrate_folio: true,
         }
     }
 
@@ -173,6 +176,7 @@ impl Mapping {
             min_order: 0,
             max_order: MAX_PAGECACHE_ORDER,
             gfp: Gfp::GFP_HIGHUSER_MOVABLE,
+            migrate_folio: true,
         }
     }
 
@@ -182,6 +186,7 @@ impl Mapping {
             min_order: 0,
             max_order: 0,
             gfp: Gfp::GFP_HIGHUSER_MOVABLE,
+            migrate_folio: true,
         }
     }
 

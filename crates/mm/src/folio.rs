@@ -61,6 +61,21 @@ pub struct Folio {
     /// PG_unevictable: on the unevictable LRU (§29.1.3); never scanned by reclaim, isolated by
     /// compaction only with `vm.compact_unevictable_allowed` = 1 (§29.2).
     pub unevictable: bool,
+    /// A GUP pin (`folio_maybe_dma_pinned`, §25.4): compaction does not isolate a pinned anon
+    /// folio (§25.3) and migration fails at the reference count for any other (§25.1 #7). No
+    /// workload of the model pins memory yet (no O_DIRECT, io_uring or vfio generator): the
+    /// flag exists for the rule and its tests.
+    pub pinned: bool,
+    /// PG_writeback lasts until this time (`mm.cur.now_ns`; 0 = never under writeback): set by
+    /// the flusher when it submits the folio to the device queue, the I/O completing at the
+    /// queue's service time (`writeback.rs`, §25.4). `Mm::folio_test_writeback` compares it with
+    /// the current time.
+    pub writeback_end_ns: u64,
+    /// Locked for a read in flight (PG_locked and not PG_uptodate, §25.4). Nothing sets it: the
+    /// model's reads complete within the reading task's step (the read's latency is charged to
+    /// the reader as `read_io_ns`, the folio is uptodate as soon as another task can see it), so
+    /// no compaction ever meets a folio with its read in flight.
+    pub io_locked: bool,
 }
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -123,6 +138,9 @@ impl FolioTable {
             workingset: false,
             mlocked: false,
             unevictable: false,
+            pinned: false,
+            writeback_end_ns: 0,
+            io_locked: false,
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
@@ -363,6 +381,10 @@ impl Mm {
             // The pieces keep PG_mlocked and PG_unevictable (§29.1; no counter moves).
             nf.mlocked = f.mlocked;
             nf.unevictable = f.unevictable;
+            // §25.4: a split keeps the pieces' pin, writeback and lock state.
+            nf.pinned = f.pinned;
+            nf.writeback_end_ns = f.writeback_end_ns;
+            nf.io_locked = f.io_locked;
             nf.index = f.index + i as u64;
             if f.mapping != 0 {
                 if i == 0 {

@@ -28,6 +28,7 @@ pub mod vmscan;
 pub mod vmstat;
 mod vmstat_items;
 pub mod workingset;
+pub mod writeback;
 pub mod xa_node;
 
 pub use config::MmConfig;

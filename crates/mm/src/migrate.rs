@@ -1,18 +1,53 @@
-//! `migrate_pages` for folios of any order, as compaction uses it (`kernel-model.md` §13).
+//! `migrate_pages` for folios of any order, as compaction uses it (`kernel-model.md` §13), with
+//! the per-folio outcomes, passes and accounting of §25 (`migrate_pages`, `migrate_pages_batch`,
+//! `migrate_pages_sync`, `migrate_folio_unmap`, `migrate_folio_move`, `move_to_new_folio`).
 //!
-//! Simplification: folios in the model are never locked, pinned, dirty or under writeback, so
-//! there are no transient (−EAGAIN) failures and one pass suffices in every mode; the only
-//! failure is −ENOMEM when `compaction_alloc` has no target. The batch structure (unmap all,
-//! then move) is not observable without transient failures and is not modelled.
+//! **Per-folio state (§25.4)** — [`MigrateKind`] from the folio's owner and its mapping's
+//! filesystem; `pinned` (a GUP pin: no workload sets it yet, the flag carries the rule);
+//! `dirty`; PG_writeback from the flusher's submission to the device's completion
+//! (`writeback.rs`); `io_locked` (a read in flight: never set, the model's reads complete
+//! within the reader's step); `unevictable`. Folios are otherwise never locked, and the model
+//! has no partially mapped large folios (#0 of §25.1 is not produced), no buffer-head state
+//! (#8/#8b: a buffer is locked only for its I/O, i.e. under writeback, which #4 handles
+//! first), no inaccessible mappings (#6), no PTEs that survive unmapping (#5) and no
+//! `release_folio` that can fail (#9b).
+//!
+//! **Outcomes (§25.1)**, checked in the kernel's order after the destination is allocated
+//! (`compaction_alloc` first, so −ENOMEM, #2, comes before everything else): #3 a locked
+//! folio (`io_locked`) is EAGAIN in ASYNC, for a PF_MEMALLOC caller (direct compaction) and in
+//! SYNC_LIGHT (a read in flight is not uptodate); SYNC from kcompactd or /proc waits. #4 under
+//! writeback is permanent (−EBUSY) in ASYNC and SYNC_LIGHT; SYNC waits for the end of the
+//! write (the wait is reported as `wait_ns`). #7 a pinned folio is EAGAIN. #9 a dirty folio of
+//! a mapping without `migrate_folio` fails permanently in every mode; every other dirty folio
+//! migrates, carrying PG_dirty.
+//!
+//! **Passes (§25.2, §25.4)**: nothing changes state during an instantaneous `migrate_pages`,
+//! so an EAGAIN is a failure for the call; the passes only add work, counted in
+//! [`MigrateStats::retries`] (one destination allocate and free per retried folio and pass):
+//! ASYNC retries an EAGAIN folio for all 10 passes; SYNC_LIGHT and SYNC first run the ASYNC
+//! batch with 3 passes, then retry every folio not migrated (EAGAIN and ASYNC-permanent alike,
+//! so a folio under writeback gets its SYNC wait) alone in the real mode with 7 passes. Split
+//! pieces (after −ENOMEM on a large folio) get one ASYNC pass. The destination of a folio that
+//! fails goes back to the compactor's free lists (`compaction_free`).
+//!
+//! **Accounting**: `pgmigrate_fail` counts the pages whose final outcome was failure (failed
+//! pieces of a split folio count; the split folio itself does not, E22);
+//! [`MigrateStats::nr_failed`] is `migrate_pages`' return value (failed folios, a split
+//! counting once), which makes `compact_zone` rescan the rest of the block below SYNC
+//! (§25.2 item 5, `finish_pageblock`).
 
-use crate::compaction::{CompactControl, FolioMode};
-use crate::folio::FolioId;
+use crate::compaction::{CompactControl, FolioMode, MigrateMode};
+use crate::folio::{FolioId, FolioKind};
 use crate::mmzone::{PageKind, PG_LRU};
 use crate::node::Mm;
 use crate::types::*;
 use crate::vmstat::Stat;
 
-/// What one `migrate_pages` call did (the fields of the mm_migrate_pages tracepoint).
+/// `NR_MAX_MIGRATE_PAGES_RETRY`: the passes of an ASYNC `migrate_pages` (§25.2.1).
+pub const NR_MAX_MIGRATE_PAGES_RETRY: u64 = 10;
+
+/// What one `migrate_pages` call did (the fields of the mm_migrate_pages tracepoint, and the
+/// work of its passes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MigrateStats {
     pub nr_succeeded: u64,
@@ -21,6 +56,62 @@ pub struct MigrateStats {
     pub nr_thp_failed: u64,
     pub nr_thp_split: u64,
     pub nr_split: u64,
+    /// `migrate_pages`' return value when positive: folios that failed, a split large folio
+    /// counting once (§25.2.4).
+    pub nr_failed: u64,
+    /// Extra attempts beyond each folio's first (§25.4: a destination allocate and free per
+    /// retried folio and pass).
+    pub retries: u64,
+    /// Time a SYNC migration waited for the end of writeback (§25.1 #4), summed over folios.
+    pub wait_ns: u64,
+}
+
+/// How a folio's owner migrates it (§25.4 "kind"): the address space operation
+/// `move_to_new_folio` calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MigrateKind {
+    /// Anonymous memory (no mapping: `migrate_folio` semantics).
+    Anon,
+    /// Swap cache (`swap_aops.migrate_folio`). The model's swap device is synchronous: no
+    /// folio stays in the swap cache, so this kind is never produced.
+    SwapCache,
+    /// shmem/tmpfs (`shmem_aops.migrate_folio`): not produced (no shmem in the model).
+    Shmem,
+    /// A file mapping with a plain `migrate_folio` (`filemap_migrate_folio`: XFS, the model's
+    /// `xfs` mappings).
+    FileMigrateFolio,
+    /// A file mapping with buffer heads (`buffer_migrate_folio`: ext4, the model's
+    /// `large_folios` mappings).
+    FileBufferHeads,
+    /// Buffer heads, `buffer_migrate_folio_norefs` (ext4 data=journal, block devices: the
+    /// model's `no_large_folios` mappings, which the host engine mounts data=journal).
+    FileBufferHeadsNorefs,
+    /// A file mapping without `migrate_folio` (`fallback_migrate_folio`): none of the model's
+    /// mapping kinds (a `Mapping` with `migrate_folio = false`, built by tests).
+    FileNoMigrateFolio,
+    /// Non-LRU movable pages (`movable_ops`: zsmalloc, balloon): not produced.
+    MovableOps,
+    /// hugetlb: compaction never isolates it (§9.6.3).
+    Hugetlb,
+}
+
+impl MigrateKind {
+    /// Whether the mapping has a `migrate_folio` operation (dirty folios migrate without
+    /// writeout, §25.1 last note).
+    pub fn has_migrate_folio(self) -> bool {
+        self != MigrateKind::FileNoMigrateFolio
+    }
+}
+
+/// A folio's outcome in one mode (§25.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrateOutcome {
+    /// Migrated (SYNC may first have waited for a lock or for writeback).
+    Success,
+    /// −EAGAIN: retried in a later pass (in the model, a failure for the call).
+    Again,
+    /// A permanent failure for this call (−EBUSY under writeback, −EINVAL for #9).
+    Fail,
 }
 
 impl Mm {
@@ -60,11 +151,145 @@ impl Mm {
         self.free_pages(cc.cpu, src, order);
     }
 
+    /// The folio's [`MigrateKind`] (§25.4): anon; a page-cache folio by its mapping's
+    /// filesystem — `xfs` mappings (no __GFP_FS) have `filemap_migrate_folio`, `large_folios`
+    /// mappings are ext4 (`buffer_migrate_folio`), `no_large_folios` mappings ext4
+    /// data=journal (`buffer_migrate_folio_norefs`), a mapping built with `migrate_folio =
+    /// false` has none (`fallback_migrate_folio`); a file folio outside the page cache is
+    /// treated as `filemap_migrate_folio`; hugetlb; anything else (never isolated) as
+    /// movable_ops.
+    pub fn folio_migrate_kind(&self, id: FolioId) -> MigrateKind {
+        let f = &self.folios.folios[id as usize];
+        match f.kind {
+            FolioKind::Anon => MigrateKind::Anon,
+            FolioKind::File if f.mapping == 0 => MigrateKind::FileMigrateFolio,
+            FolioKind::File => {
+                let m = self.mapping(f.mapping);
+                if !m.migrate_folio {
+                    MigrateKind::FileNoMigrateFolio
+                } else if m.nofs() {
+                    MigrateKind::FileMigrateFolio
+                } else if m.large_folio_support() {
+                    MigrateKind::FileBufferHeads
+                } else {
+                    MigrateKind::FileBufferHeadsNorefs
+                }
+            }
+            FolioKind::Hugetlb => MigrateKind::Hugetlb,
+            _ => MigrateKind::MovableOps,
+        }
+    }
+
+    /// The isolation filters of §25.3 that depend on migration state
+    /// (`isolate_migratepages_block`, §9.6.3): a pinned anon folio (refcount − 1 > mapcount)
+    /// is never isolated; ASYNC and SYNC_LIGHT (ISOLATE_ASYNC_MIGRATE) do not isolate a folio
+    /// under writeback, a dirty folio whose mapping has no `migrate_folio`, nor a dirty folio
+    /// that is locked (the mapping test needs a trylock). The other filters (order, NOFS,
+    /// unevictable, non-LRU) are compaction.rs's `folio_isolatable`.
+    pub(crate) fn migrate_isolation_ok(&self, mode: MigrateMode, id: FolioId) -> bool {
+        let f = &self.folios.folios[id as usize];
+        if f.pinned && f.kind == FolioKind::Anon {
+            return false;
+        }
+        if mode == MigrateMode::Sync {
+            return true;
+        }
+        if self.folio_test_writeback(id) {
+            return false;
+        }
+        !(f.dirty && (f.io_locked || !self.folio_migrate_kind(id).has_migrate_folio()))
+    }
+
+    /// The outcome of one attempt at migrating folio `id` in `mode` (§25.1, the mode's column;
+    /// `pf_memalloc`: the caller is direct compaction), once its destination is allocated.
+    /// Unmap phase (`migrate_folio_unmap`): the folio lock (#3), writeback (#4); move phase
+    /// (`move_to_new_folio`): the reference count (#7, pins), a dirty folio without
+    /// `migrate_folio` (#9).
+    pub fn migrate_folio_outcome(&self, id: FolioId, mode: MigrateMode, pf_memalloc: bool) -> MigrateOutcome {
+        let f = &self.folios.folios[id as usize];
+        if f.io_locked && (mode != MigrateMode::Sync || pf_memalloc) {
+            // ASYNC: no trylock; PF_MEMALLOC never sleeps on a folio lock; SYNC_LIGHT does
+            // not wait for I/O (a read in flight is not uptodate).
+            return MigrateOutcome::Again;
+        }
+        if self.folio_test_writeback(id) && mode != MigrateMode::Sync {
+            return MigrateOutcome::Fail;
+        }
+        if f.pinned {
+            return MigrateOutcome::Again;
+        }
+        if f.dirty && !self.folio_migrate_kind(id).has_migrate_folio() {
+            return MigrateOutcome::Fail;
+        }
+        MigrateOutcome::Success
+    }
+
+    /// `compaction_free`: a destination whose migration failed goes back to the compactor's
+    /// isolated free list of its order, at the head (§9.8.6).
+    fn compaction_free(&mut self, cc: &mut CompactControl, dst: u32, order: u32) {
+        self.pages.set(dst, PageKind::Isolated, order);
+        cc.freepages[order as usize].insert(0, dst);
+        cc.nr_freepages += 1 << order;
+        cc.nr_migratepages += 1 << order;
+    }
+
+    /// One folio through the passes of §25.2 in `mode`, its destination `dst` allocated:
+    /// migrates it or frees `dst` and puts the folio back. Returns whether it migrated and adds
+    /// its retries and waits to `st`.
+    fn migrate_one(
+        &mut self,
+        cc: &mut CompactControl,
+        id: FolioId,
+        dst: u32,
+        mode: MigrateMode,
+        passes: u64,
+        st: &mut MigrateStats,
+    ) -> bool {
+        let pf_memalloc = cc.direct_compaction;
+        let order = self.folios.folios[id as usize].order as u32;
+        // ASYNC alone, or the ASYNC phase of SYNC_LIGHT/SYNC (3 passes), then the real mode
+        // alone (7 passes).
+        let (first_passes, real) = if mode == MigrateMode::Async {
+            (passes, None)
+        } else {
+            (3, Some(mode))
+        };
+        let mut out = self.migrate_folio_outcome(id, MigrateMode::Async, pf_memalloc);
+        if out == MigrateOutcome::Again {
+            st.retries += first_passes - 1;
+        }
+        if out != MigrateOutcome::Success {
+            if let Some(m) = real {
+                // A fresh attempt (and destination) for every folio not migrated.
+                st.retries += 1;
+                out = self.migrate_folio_outcome(id, m, pf_memalloc);
+                if out == MigrateOutcome::Again {
+                    st.retries += 6;
+                }
+                if out == MigrateOutcome::Success && m == MigrateMode::Sync {
+                    // folio_wait_writeback: the compactor sleeps until the write completes.
+                    let end = self.folios.folios[id as usize].writeback_end_ns;
+                    st.wait_ns += end.saturating_sub(self.cur.now_ns);
+                }
+            }
+        }
+        if out == MigrateOutcome::Success {
+            self.move_folio(cc, id, dst);
+            true
+        } else {
+            self.compaction_free(cc, dst, order);
+            self.putback_folio(id);
+            false
+        }
+    }
+
     /// `migrate_pages(cc->migratepages, compaction_alloc, compaction_free, mode, MR_COMPACTION)`
-    /// (§13): each folio gets a target of its order; with none, a large folio is split and its
-    /// pieces are migrated after the batch in one pass, an order-0 folio ends the call with
-    /// −ENOMEM (the rest are put back). Returns true on −ENOMEM. Counts pgmigrate_* and
-    /// thp_migration_*. With `folio_mode = split_large` every large folio is split first.
+    /// (§13, §25): each folio gets a target of its order; with none, a large folio is split and
+    /// its pieces are migrated after the batch in one ASYNC pass, an order-0 folio ends the
+    /// call with −ENOMEM (the rest are put back). Each folio with a target then meets the
+    /// outcomes of §25.1 over the passes of §25.2 (see the module doc). Returns true on
+    /// −ENOMEM. Counts pgmigrate_* and thp_migration_*. With `folio_mode = split_large` every
+    /// large folio is split first.
     pub(crate) fn migrate_pages(&mut self, cc: &mut CompactControl) -> bool {
         let list = std::mem::take(&mut cc.migratepages);
         let nr_pages: u64 = list
@@ -94,6 +319,7 @@ impl Mm {
             if order > 0 && split_first {
                 pieces.extend(self.split_folio(id));
                 st.nr_split += 1;
+                st.nr_failed += 1;
                 if order == HPAGE_PMD_ORDER {
                     st.nr_thp_split += 1;
                 }
@@ -101,22 +327,31 @@ impl Mm {
             }
             match self.compaction_alloc(cc, order) {
                 Some(dst) => {
-                    self.move_folio(cc, id, dst);
-                    st.nr_succeeded += 1 << order;
-                    if order == HPAGE_PMD_ORDER {
-                        st.nr_thp_succeeded += 1;
+                    if self.migrate_one(cc, id, dst, cc.mode, NR_MAX_MIGRATE_PAGES_RETRY, &mut st) {
+                        st.nr_succeeded += 1 << order;
+                        if order == HPAGE_PMD_ORDER {
+                            st.nr_thp_succeeded += 1;
+                        }
+                    } else {
+                        st.nr_failed += 1;
+                        st.nr_failed_pages += 1 << order;
+                        if order == HPAGE_PMD_ORDER {
+                            st.nr_thp_failed += 1;
+                        }
                     }
                 }
                 None if order > 0 => {
                     // try_split_folio: allowed for compaction; the pieces need order-0 targets.
                     pieces.extend(self.split_folio(id));
                     st.nr_split += 1;
+                    st.nr_failed += 1;
                     if order == HPAGE_PMD_ORDER {
                         st.nr_thp_split += 1;
                     }
                 }
                 None => {
                     enomem = true;
+                    st.nr_failed += 1;
                     st.nr_failed_pages += 1;
                     self.putback_folio(id);
                 }
@@ -129,8 +364,12 @@ impl Mm {
             }
             match self.compaction_alloc(cc, 0) {
                 Some(dst) => {
-                    self.move_folio(cc, id, dst);
-                    st.nr_succeeded += 1;
+                    // One ASYNC pass for split pieces (§25.2.3).
+                    if self.migrate_one(cc, id, dst, MigrateMode::Async, 1, &mut st) {
+                        st.nr_succeeded += 1;
+                    } else {
+                        st.nr_failed_pages += 1;
+                    }
                 }
                 None => {
                     enomem = true;
@@ -159,6 +398,8 @@ impl Mm {
                 },
             );
         }
+        cc.migrate_retries += st.retries;
+        cc.migrate_wait_ns += st.wait_ns;
         self.compact.last_migrate = st;
         self.compact.last_migrate_nr_pages = nr_pages;
         enomem

@@ -211,6 +211,8 @@ pub struct PageCacheState {
     pub xa: crate::xa_node::XaNodes,
     /// Dirty page-cache pages (`NR_FILE_DIRTY`).
     pub nr_dirty: u64,
+    /// The writeback device queue (PG_writeback's timeline, `writeback.rs`).
+    pub writeback: crate::writeback::WritebackQueue,
 }
 
 /// The task the current operation runs for (`current`), and the time.

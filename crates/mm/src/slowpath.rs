@@ -72,6 +72,8 @@ impl WorkSum {
                 migrated_pages: c.migrated_pages - e.migrated_pages,
                 failed_pages: c.failed_pages - e.failed_pages,
                 runs: c.runs - e.runs,
+                migrate_retries: c.migrate_retries - e.migrate_retries,
+                migrate_wait_ns: c.migrate_wait_ns - e.migrate_wait_ns,
             },
             compact_stalls: self.compact_stalls - earlier.compact_stalls,
             reclaim_calls: self.reclaim_calls - earlier.reclaim_calls,
@@ -551,5 +553,7 @@ fn add_stats(a: CompactRunStats, b: CompactRunStats) -> CompactRunStats {
         migrated_pages: a.migrated_pages + b.migrated_pages,
         failed_pages: a.failed_pages + b.failed_pages,
         runs: a.runs + b.runs,
+        migrate_retries: a.migrate_retries + b.migrate_retries,
+        migrate_wait_ns: a.migrate_wait_ns + b.migrate_wait_ns,
     }
 }

@@ -248,6 +248,8 @@ pub struct SlabShrinker {
 pub struct ReclaimStat {
     pub nr_dirty: u64,
     pub nr_unqueued_dirty: u64,
+    /// Pages found under writeback (§10.3.6, `writeback.rs`).
+    pub nr_writeback: u64,
     /// Pages written by reclaim (anon to swap; file folios are never written by 6.18 reclaim).
     pub nr_pageout: u64,
     /// Activated pages, [anon, file].
@@ -469,7 +471,7 @@ impl Mm {
                 nr_scanned: nr_scanned as i64,
                 nr_reclaimed: reclaimed as i64,
                 nr_dirty: stat.nr_dirty as i64,
-                nr_writeback: 0,
+                nr_writeback: stat.nr_writeback as i64,
                 nr_congested: 0,
                 nr_immediate: 0,
                 nr_activate: [stat.nr_activate[0] as i32, stat.nr_activate[1] as i32],
@@ -491,8 +493,9 @@ impl Mm {
     ///   bit is cleared (`folio_test_clear_referenced`).
     /// * A dirty page-cache folio is not written by reclaim (6.18): it counts in `nr_dirty`,
     ///   `nr_unqueued_dirty` and node `nr_vmscan_immediate_reclaim`, and is activated (the
-    ///   flusher writes it; there is no writeback state in the model, so `nr_writeback`,
-    ///   `nr_immediate` and `nr_congested` stay 0). A clean one leaves the page cache through
+    ///   flusher writes it). A folio under writeback (`writeback.rs`) counts in `nr_writeback`
+    ///   and is activated (global reclaim sets PG_reclaim and keeps it; `nr_immediate` and
+    ///   `nr_congested` stay 0). A clean one leaves the page cache through
     ///   [`Mm::page_cache_evict`] (shadow entry) and is freed whole at its order.
     /// * An anonymous folio needs __GFP_IO and swap room for all its pages (`folio_alloc_swap`):
     ///   then it is "paged out" — the device is synchronous (zram-like), so the write completes
@@ -502,7 +505,7 @@ impl Mm {
     ///   once and the tail pieces go to the end of the batch; an order-0 folio without room is
     ///   activated. Swapped content leaves an anon shadow (the eviction age) in the swap map.
     ///
-    /// Simplifications: mapped folios always unmap; no PG_reclaim/writeback, no demotion, no
+    /// Simplifications: mapped folios always unmap; no PG_reclaim, no demotion, no
     /// lazyfree, no zero-filled-page elision (`swpout_zero`).
     fn shrink_folio_list(&mut self, folios: Vec<FolioId>, sc: &ScanControl) -> ReclaimStat {
         use crate::vmstat::Stat;
@@ -514,6 +517,14 @@ impl Mm {
             let (referenced, dirty, token) = (f.referenced, f.dirty, f.token);
             if file {
                 self.folios.folios[id as usize].referenced = false;
+                if self.folio_test_writeback(id) {
+                    // §10.3.6 / §25.4: under writeback (global reclaim,
+                    // `writeback_throttling_sane`): PG_reclaim, counted, activated.
+                    stat.nr_writeback += nr;
+                    stat.nr_activate[1] += nr;
+                    self.putback_isolated(id, true);
+                    continue;
+                }
                 if dirty {
                     stat.nr_dirty += nr;
                     stat.nr_unqueued_dirty += nr;
@@ -1075,8 +1086,9 @@ impl Mm {
         (bg, thresh)
     }
 
-    /// Background writeback: cleans the oldest dirty page-cache folios until at most `target`
-    /// pages are dirty. Returns the pages cleaned.
+    /// Background writeback: submits the oldest dirty page-cache folios for writeback
+    /// ([`Mm::folio_start_writeback`], which cleans them) until at most `target` pages are
+    /// dirty. Returns the pages submitted.
     pub fn writeback_oldest(&mut self, target: u64) -> u64 {
         if self.cache.nr_dirty <= target {
             return 0;
@@ -1095,15 +1107,15 @@ impl Mm {
             if self.cache.nr_dirty <= target {
                 break;
             }
-            n += 1u64 << self.folios.folios[id as usize].order;
-            self.folio_mark_dirty(id, false);
+            n += self.folio_start_writeback(id);
         }
         n
     }
 
     /// The writeback flusher's periodic pass (`wb_workfn` for expired inodes, §19.1 item 9):
-    /// page-cache folios dirty for at least `vm.dirty_expire_centisecs` are written back and
-    /// become clean (the write completes at once). Returns the pages cleaned.
+    /// page-cache folios dirty for at least `vm.dirty_expire_centisecs` are submitted for
+    /// writeback ([`Mm::folio_start_writeback`]: clean, under writeback until the device
+    /// completes them). Returns the pages submitted.
     pub fn writeback_expired(&mut self) -> u64 {
         let now = self.cur.now_ns;
         let expire_ns = self.dirty_expire_ns();
@@ -1119,8 +1131,7 @@ impl Mm {
             .collect();
         let mut n = 0;
         for id in ids {
-            n += 1u64 << self.folios.folios[id as usize].order;
-            self.folio_mark_dirty(id, false);
+            n += self.folio_start_writeback(id);
         }
         n
     }

@@ -133,6 +133,8 @@ impl CostModel {
             + st.free_scanned * self.free_scan_pfn_ns_x1000 / 1000
             + st.isolated * self.isolate_page_ns
             + st.migrated_pages * self.migrate_page_ns
+            + st.migrate_retries * self.isolate_page_ns
+            + st.migrate_wait_ns
     }
 
     /// The cost of reclaim over `pages` pages (scanned where known, else reclaimed) that

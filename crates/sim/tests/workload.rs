@@ -58,6 +58,7 @@ fn run(seed: u64, defrag_mode: bool) -> (Engine, Metrics, u64) {
     }
     e.spawn(Box::new(Flusher {
         shared: shared.clone(),
+        next_pass_ns: 0,
     }));
     e.spawn(Box::new(ThpBurst::new(
         ThpBurstParams {

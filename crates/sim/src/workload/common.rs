@@ -96,12 +96,15 @@ pub fn write_cost(cx: &Cx, st: &fraglab_mm::filemap::WriteStats, pages: u64) -> 
     work + pages * cx.cost.zero_page_ns
 }
 
-/// The writeback flusher for page-cache workloads (until `until_ns`): every 100 ms it writes
-/// back folios dirty for longer than `vm.dirty_expire_centisecs` (default 30 s) and, above the
-/// background threshold (`vm.dirty_background_ratio`, default 10 %), the oldest dirty folios
-/// down to it. Simplifications: writeback completes at once and costs the flusher, not the
-/// device; the expiry is checked every 100 ms rather than every `dirty_writeback_centisecs`
-/// (the kernel also wakes the flusher as soon as the background threshold is crossed).
+/// The writeback flusher for page-cache workloads (until `until_ns`): every 100 ms it submits
+/// for writeback the folios dirty for longer than `vm.dirty_expire_centisecs` (default 30 s)
+/// and, above the background threshold (`vm.dirty_background_ratio`, default 10 %), the oldest
+/// dirty folios down to it. The writes take the device's time (`write_io_ns` per 128 KiB, one
+/// queue: `fraglab_mm::writeback`), the folios staying under writeback until then; each wake
+/// retires completed writes from `nr_writeback`. Simplifications: submission costs the flusher
+/// `free_page_ns` per page; the expiry is checked every 100 ms rather than every
+/// `dirty_writeback_centisecs` (the kernel also wakes the flusher as soon as the background
+/// threshold is crossed).
 pub struct PageCacheFlusher {
     pub until_ns: u64,
 }
@@ -115,8 +118,10 @@ impl TaskBody for PageCacheFlusher {
         if cx.now >= self.until_ns {
             return Step::Exit(0);
         }
-        // Every 100 ms: expired folios, then background writeback down to the background
-        // threshold.
+        // Every 100 ms: completions, expired folios, then background writeback down to the
+        // background threshold.
+        cx.mm.cache.writeback.io_ns = cx.cost.write_io_ns;
+        cx.mm.writeback_settle();
         let mut n = cx.mm.writeback_expired();
         let (bg, _) = cx.mm.dirty_thresholds();
         n += cx.mm.writeback_oldest(bg);

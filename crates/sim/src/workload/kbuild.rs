@@ -610,11 +610,16 @@ impl TaskBody for KbuildWorker {
     }
 }
 
-/// The writeback flusher: every `vm.dirty_writeback_centisecs` (default 5 s), writes back
-/// (cleans) object-file pages dirty for longer than `vm.dirty_expire_centisecs` (default 30 s);
-/// with periodic writeback off (`dirty_writeback_centisecs` = 0) it never runs.
+/// The writeback flusher: every `vm.dirty_writeback_centisecs` (default 5 s), submits for
+/// writeback the object-file pages dirty for longer than `vm.dirty_expire_centisecs` (default
+/// 30 s): they are clean at once and under writeback until the device has written them
+/// (`write_io_ns` per 128 KiB, `fraglab_mm::writeback`); in between it wakes when the device
+/// queue drains, to retire the completed writes from `nr_writeback`. With periodic writeback
+/// off (`dirty_writeback_centisecs` = 0) it never runs.
 pub struct Flusher {
     pub shared: Shared<KbuildShared>,
+    /// When the next periodic pass is due (0: at the first step).
+    pub next_pass_ns: u64,
 }
 
 impl TaskBody for Flusher {
@@ -628,16 +633,27 @@ impl TaskBody for Flusher {
         if sh.finished() || interval == 0 {
             return Step::Exit(0);
         }
+        cx.mm.cache.writeback.io_ns = cx.cost.write_io_ns;
+        cx.mm.writeback_settle();
         let mut n = 0;
-        for &(id, t, at) in &sh.objects {
-            if cx.now >= at + expire && cx.mm.folio_is(id, t) && cx.mm.folios.get(id).dirty {
-                cx.mm.folio_mark_dirty(id, false);
-                n += 1;
+        if cx.now >= self.next_pass_ns {
+            self.next_pass_ns = cx.now + interval;
+            for &(id, t, at) in &sh.objects {
+                if cx.now >= at + expire && cx.mm.folio_is(id, t) && cx.mm.folios.get(id).dirty {
+                    n += cx.mm.folio_start_writeback(id);
+                }
             }
         }
+        // Wake for the pass, or earlier when the queue has drained.
+        let busy = cx.mm.cache.writeback.busy_until_ns;
+        let wake = if busy > cx.now {
+            self.next_pass_ns.min(busy)
+        } else {
+            self.next_pass_ns
+        };
         Step::Sleep {
             ran: n * cx.cost.free_page_ns,
-            sleep: interval,
+            sleep: wake.saturating_sub(cx.now).max(1),
         }
     }
 }
@@ -662,7 +678,10 @@ impl Generator for Kbuild {
             for _ in 0..k.jobs_parallel {
                 run.e.spawn(Box::new(KbuildWorker::new(shared.clone())));
             }
-            run.e.spawn(Box::new(Flusher { shared }));
+            run.e.spawn(Box::new(Flusher {
+                shared,
+                next_pass_ns: 0,
+            }));
             if k.untar {
                 // The unpacked trees are dirty page cache of their own: the general flusher
                 // writes them back (expired after 30 s, or above the background threshold).
