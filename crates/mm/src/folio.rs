@@ -61,6 +61,9 @@ pub struct Folio {
     /// PG_unevictable: on the unevictable LRU (§29.1.3); never scanned by reclaim, isolated by
     /// compaction only with `vm.compact_unevictable_allowed` = 1 (§29.2).
     pub unevictable: bool,
+    /// PG_idle (`damon.rs`, §27.2 item 2): set when DAMON samples the folio, cleared by every
+    /// access the model records (`folio_mark_accessed`, the fault and touch paths).
+    pub idle: bool,
 }
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -123,6 +126,7 @@ impl FolioTable {
             workingset: false,
             mlocked: false,
             unevictable: false,
+            idle: false,
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
