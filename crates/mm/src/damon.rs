@@ -82,6 +82,8 @@ pub struct DamonConfig {
     /// `access_pattern/age/{min,max}` (aggregation intervals).
     pub nr_accesses: (u32, u32),
     pub age: (u32, u32),
+    /// `access_pattern/sz/{min,max}`: region size bounds, bytes.
+    pub sz: (u64, u64),
     /// `quotas/ms`, `quotas/bytes`, `quotas/reset_interval_ms` (0: no limit).
     pub quota_ms: u64,
     pub quota_bytes: u64,
@@ -107,6 +109,7 @@ impl DamonConfig {
             max_nr_regions: 1000,
             nr_accesses: (0, 0),
             age: (120_000_000 / 100_000, u32::MAX),
+            sz: (PAGE, u64::MAX),
             quota_ms: 10,
             quota_bytes: 128 << 20,
             quota_reset_interval_ms: 1000,
@@ -132,6 +135,7 @@ impl DamonConfig {
             max_nr_regions: 8192,
             nr_accesses: (0, 1),
             age: (12, u32::MAX),
+            sz: (0, u64::MAX),
             quota_ms: 50,
             quota_bytes: 128 << 20,
             quota_reset_interval_ms: 1000,
@@ -497,7 +501,8 @@ impl Kdamond {
     fn pattern_matches(&self, r: &Region) -> bool {
         let (a0, a1) = self.cfg.nr_accesses;
         let (g0, g1) = self.cfg.age;
-        (a0..=a1).contains(&r.nr_accesses) && (g0..=g1).contains(&r.age)
+        let (s0, s1) = self.cfg.sz;
+        (s0..=s1).contains(&r.bytes()) && (a0..=a1).contains(&r.nr_accesses) && (g0..=g1).contains(&r.age)
     }
 
     /// `damon_cold_score` (`damon_pa_scheme_score` for pageout) with DAMON_RECLAIM's and S2's

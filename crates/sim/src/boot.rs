@@ -198,6 +198,8 @@ pub fn damon_config(spec: &Spec) -> Option<DamonConfig> {
     c.nr_accesses.1 = u32v("nr_accesses_max").unwrap_or(c.nr_accesses.1);
     c.age.0 = u32v("age_min").unwrap_or(c.age.0);
     c.age.1 = u32v("age_max").unwrap_or(c.age.1);
+    c.sz.0 = v("sz_min").unwrap_or(c.sz.0);
+    c.sz.1 = v("sz_max").unwrap_or(c.sz.1);
     c.quota_ms = v("quota_ms").unwrap_or(c.quota_ms);
     c.quota_bytes = v("quota_bytes").unwrap_or(c.quota_bytes);
     c.quota_reset_interval_ms = v("quota_reset_interval_ms").unwrap_or(c.quota_reset_interval_ms);

@@ -320,6 +320,18 @@ pub(crate) const DAMON: &[KeyDef] = &[
     damon_int("nr_accesses_max", 0, u32::MAX as i64, "0..=4294967295", "schemes/0/access_pattern/nr_accesses/max"),
     damon_int("age_min", 0, u32::MAX as i64, "0..=4294967295", "schemes/0/access_pattern/age/min: aggregation intervals"),
     damon_int("age_max", 0, u32::MAX as i64, "0..=4294967295", "schemes/0/access_pattern/age/max"),
+    key(
+        "sz_min",
+        KeyKind::Size { min: 0 },
+        KeyDefault::Text("the preset's"),
+        "schemes/0/access_pattern/sz/min: the smallest region the scheme applies to, bytes",
+    ),
+    key(
+        "sz_max",
+        KeyKind::Size { min: 0 },
+        KeyDefault::Text("the preset's"),
+        "schemes/0/access_pattern/sz/max: the largest region the scheme applies to, bytes",
+    ),
     damon_int("quota_ms", 0, 1 << 40, "0..=2^40", "schemes/0/quotas/ms: time quota per window (0: none)"),
     key(
         "quota_bytes",

@@ -30,13 +30,16 @@ impl Cx<'_> {
                 }
             }
         }
-        if let Some(v) = self.opt_size_key(t, "quota_bytes")? {
-            values.insert("quota_bytes".into(), v);
+        for k in ["quota_bytes", "sz_min", "sz_max"] {
+            if let Some(v) = self.opt_size_key(t, k)? {
+                values.insert(k.into(), v);
+            }
         }
         for (lo, hi) in [
             ("min_nr_regions", "max_nr_regions"),
             ("nr_accesses_min", "nr_accesses_max"),
             ("age_min", "age_max"),
+            ("sz_min", "sz_max"),
         ] {
             if let (Some(a), Some(b)) = (values.get(lo), values.get(hi)) {
                 if a > b {
