@@ -129,6 +129,8 @@ fn section_27_2_quota_bounds_region_span_per_window() {
 #[test]
 fn section_27_3_s2_filters_free_only_unmapped_page_cache() {
     let (mut mm, file, anon) = cached(8192, 4096);
+    // With swap, an anonymous folio that passed the filters would be swapped out.
+    mm.reclaim.swap.total = 1 << 20;
     let file_before = pages_of(&mm, FolioKind::File);
     let mut kd = Kdamond::new(s2_small(), &mm, 7);
     let mut now = 0;
@@ -143,6 +145,7 @@ fn section_27_3_s2_filters_free_only_unmapped_page_cache() {
         |&id| mm.folios.folios[id as usize].live && mm.folios.folios[id as usize].kind == FolioKind::Anon
     ));
     assert_eq!(kd.stats.sz_applied, (file_before - file_after) * 4096);
+    assert_eq!(mm.stat(Stat::pswpout), 0);
     check(&mm);
 }
 
