@@ -315,10 +315,19 @@ fn run_scenario(d: &ScenarioDef, o: &SuiteOptions) -> Result<ScenarioScore, Stri
     // With --fit-memory the simulator boots the machine the kernel's first run was fitted to:
     // its zones once fitted and, for a mixed fit, the hugetlb pool that made up the rest
     // (`sim_spec_for`); later runs' fits may differ by a few blocks.
-    let sim_spec = match kernel.first() {
+    let mut sim_spec = match kernel.first() {
         Some(h) if d.fit_memory && d.kernel == "host" => fraglab_host::sim_spec_for(&spec, h),
         _ => spec.clone(),
     };
+    // kernel-model.md §27.3: the model runs the pageout scheme the kernel's first run had on
+    // (none: DAMON stays off), unless the spec sets its own `[damon]`.
+    let damon = kernel.first().and_then(|h| h.confounders.as_ref());
+    if let Some(dm) = damon.and_then(fraglab_host::damon::damon_spec_for) {
+        if !sim_spec.damon.enabled {
+            notes.push("simulator: DAMON on with the kernel's recorded pageout scheme (§27.3)".into());
+            sim_spec.damon = dm;
+        }
+    }
     if d.fit_memory && d.kernel == "host" && sim_spec.machine.zones != spec.machine.zones {
         let pool = sim_spec.machine.hugetlb_pages;
         notes.push(format!(

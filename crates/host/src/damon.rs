@@ -11,7 +11,11 @@
 //! written ([`crate::Cleanup::damon_on`]), so `fraglab host restore` turns them back on after a
 //! SIGKILL.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use fraglab_spec::result::confounders::HostConfounders;
+use fraglab_spec::DamonSpec;
 
 /// The directory of the kdamonds.
 pub const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
@@ -65,6 +69,69 @@ pub fn set_state(p: &Path, word: &str) -> Result<(), String> {
     }
 }
 
+/// kernel-model.md §27.3: the simulator's `[damon]` for the DAMON a host run ran with, so that
+/// `fraglab validate` runs the model with the same scheme. The first kdamond that was `on` at
+/// the run's start (and not turned off by it, `[host] damon = "off"`) with a `paddr` context
+/// and a `pageout` scheme gives the intervals, region bounds, access pattern, quotas,
+/// watermarks and ops filters (the `anon`, `unmapped` and `young` filters that match; other
+/// filter types are not modelled and left out). `None` when no such kdamond ran — as on a
+/// machine with `nr_kdamonds` 0 — and the model's DAMON stays off. The monitored ranges are not
+/// carried over: the model monitors its whole memory (§27.4).
+pub fn damon_spec_for(c: &HostConfounders) -> Option<DamonSpec> {
+    let d = c.start.damon.as_ref()?;
+    let (ctx, scheme) = d
+        .kdamonds
+        .iter()
+        .filter(|k| k.state == "on" && !c.damon_turned_off.contains(&k.index))
+        .flat_map(|k| k.contexts.iter())
+        .filter(|x| x.operations == "paddr")
+        .find_map(|x| Some((x, x.schemes.iter().find(|s| s.action == "pageout")?)))?;
+    let mut values = BTreeMap::new();
+    let mut put = |k: &str, v: Option<u64>| {
+        if let Some(v) = v {
+            values.insert(k.to_string(), v);
+        }
+    };
+    put("sample_us", ctx.sample_us);
+    put("aggr_us", ctx.aggr_us);
+    put("min_nr_regions", ctx.nr_regions.0);
+    put("max_nr_regions", ctx.nr_regions.1);
+    put("nr_accesses_min", scheme.nr_accesses.0);
+    put(
+        "nr_accesses_max",
+        scheme.nr_accesses.1.map(|v| v.min(u32::MAX as u64)),
+    );
+    put("age_min", scheme.age.0);
+    put("age_max", scheme.age.1.map(|v| v.min(u32::MAX as u64)));
+    put("sz_min", scheme.sz.0);
+    put("sz_max", scheme.sz.1);
+    put("quota_ms", scheme.quota_ms);
+    put("quota_bytes", scheme.quota_bytes);
+    put("quota_reset_interval_ms", scheme.quota_reset_interval_ms);
+    let free_mem_rate = scheme.watermark_metric == "free_mem_rate";
+    if free_mem_rate {
+        for (k, v) in ["wmarks_interval_us", "wmarks_high", "wmarks_mid", "wmarks_low"]
+            .iter()
+            .zip(scheme.watermarks)
+        {
+            put(k, v);
+        }
+    }
+    let filters = scheme
+        .filters
+        .iter()
+        .filter(|f| f.matching && ["anon", "unmapped", "young"].contains(&f.kind.as_str()))
+        .map(|f| (f.kind.clone(), f.allow))
+        .collect();
+    Some(DamonSpec {
+        enabled: true,
+        preset: "s2".into(),
+        values,
+        wmarks_free_mem_rate: Some(free_mem_rate),
+        filters: Some(filters),
+    })
+}
+
 /// Turns the kdamonds of `states` back on; returns the failures.
 pub fn turn_on(states: &[PathBuf]) -> Vec<String> {
     states.iter().filter_map(|p| set_state(p, "on").err()).collect()
@@ -92,5 +159,47 @@ mod tests {
             assert!(!is_state_file(Path::new(bad)), "{bad}");
         }
         assert!(set_state(Path::new("/tmp/0/state"), "on").is_err());
+    }
+
+    /// kernel-model.md §27.3: the fixture's kdamond (S2's scheme, recorded while off) gives
+    /// nothing; switched on, it gives the simulator S2's parameters; turned off by the run or
+    /// absent (`nr_kdamonds` 0, as on this machine now), nothing.
+    #[test]
+    fn section_27_3_damon_spec_of_the_recorded_scheme() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/confounders");
+        let reading = crate::confounders::read_at(&root);
+        let mut c = HostConfounders {
+            start: reading.clone(),
+            end: reading,
+            ..Default::default()
+        };
+        assert_eq!(damon_spec_for(&c), None, "recorded while off");
+        c.start.damon.as_mut().unwrap().kdamonds[0].state = "on".into();
+        let d = damon_spec_for(&c).expect("on");
+        assert!(d.enabled);
+        let v = |k: &str| d.values.get(k).copied();
+        // The fixture's kdamond kept the sysfs defaults of the intervals, the region bounds
+        // and the ranges it did not write (0..0, as the kernel's `damon_sysfs_ul_range_alloc`
+        // leaves them): they are carried over as read.
+        assert_eq!((v("sample_us"), v("aggr_us")), (Some(5_000), Some(100_000)));
+        assert_eq!((v("min_nr_regions"), v("max_nr_regions")), (Some(10), Some(1000)));
+        assert_eq!((v("nr_accesses_min"), v("nr_accesses_max")), (Some(0), Some(1)));
+        assert_eq!((v("age_min"), v("age_max")), (Some(12), Some(0)));
+        assert_eq!((v("sz_min"), v("sz_max")), (Some(0), Some(0)));
+        assert_eq!(
+            (v("quota_ms"), v("quota_bytes"), v("quota_reset_interval_ms")),
+            (Some(50), Some(128 << 20), Some(1000))
+        );
+        assert_eq!(d.wmarks_free_mem_rate, Some(false));
+        assert_eq!(
+            d.filters,
+            Some(vec![("anon".to_string(), false), ("unmapped".to_string(), true)])
+        );
+        c.damon_turned_off = vec![0];
+        assert_eq!(damon_spec_for(&c), None, "turned off by the run");
+        c.damon_turned_off.clear();
+        c.start.damon.as_mut().unwrap().kdamonds.clear();
+        c.start.damon.as_mut().unwrap().nr_kdamonds = 0;
+        assert_eq!(damon_spec_for(&c), None, "no kdamond");
     }
 }

@@ -796,6 +796,7 @@ impl Mm {
                 self.page_cache_async_ra(cpu, mapping, ra, file_pages, &mut st);
             }
             self.folios.folios[id as usize].referenced = true;
+            self.folios.folios[id as usize].idle = false;
             st.hit_pages = 1;
             return st;
         }
@@ -843,6 +844,7 @@ impl Mm {
         match id {
             Some(id) => {
                 self.folios.folios[id as usize].referenced = true;
+                self.folios.folios[id as usize].idle = false;
                 if self.folios.folios[id as usize].token < first_new {
                     st.hit_pages = 1;
                 } else {

@@ -76,6 +76,9 @@ pub struct Folio {
     /// the reader as `read_io_ns`, the folio is uptodate as soon as another task can see it), so
     /// no compaction ever meets a folio with its read in flight.
     pub io_locked: bool,
+    /// PG_idle (`damon.rs`, §27.2 item 2): set when DAMON samples the folio, cleared by every
+    /// access the model records (`folio_mark_accessed`, the fault and touch paths).
+    pub idle: bool,
 }
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -141,6 +144,7 @@ impl FolioTable {
             pinned: false,
             writeback_end_ns: 0,
             io_locked: false,
+            idle: false,
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {

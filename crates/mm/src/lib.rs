@@ -7,6 +7,7 @@
 pub mod buddy;
 pub mod compaction;
 pub mod config;
+pub mod damon;
 pub mod debug_vm;
 pub mod filemap;
 pub mod folio;

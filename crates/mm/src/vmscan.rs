@@ -124,6 +124,8 @@ impl Mm {
     /// `pgactivate` += its pages) and `workingset_activation` ages the node's non-resident
     /// pages by its size (§10.3.8).
     pub fn folio_mark_accessed(&mut self, id: FolioId) {
+        // PG_idle is cleared by any access (`folio_clear_idle`, §27.2 item 2).
+        self.folios.folios[id as usize].idle = false;
         let f = &self.folios.folios[id as usize];
         if !f.kind.on_lru() || f.isolated {
             return;
@@ -507,7 +509,7 @@ impl Mm {
     ///
     /// Simplifications: mapped folios always unmap; no PG_reclaim, no demotion, no
     /// lazyfree, no zero-filled-page elision (`swpout_zero`).
-    fn shrink_folio_list(&mut self, folios: Vec<FolioId>, sc: &ScanControl) -> ReclaimStat {
+    pub(crate) fn shrink_folio_list(&mut self, folios: Vec<FolioId>, sc: &ScanControl) -> ReclaimStat {
         use crate::vmstat::Stat;
         let mut stat = ReclaimStat::default();
         let mut queue: std::collections::VecDeque<FolioId> = folios.into();

@@ -187,6 +187,7 @@ impl AnonVma {
             {
                 if mm.folio_is(id, token) {
                     mm.folios.folios[id as usize].referenced = true;
+                    mm.folios.folios[id as usize].idle = false;
                 }
             }
             return Touch::Hit;

@@ -7,6 +7,7 @@
 //! the line here that reads it; `knob_declarations_match_what_boot_reads` (tests below) holds
 //! each declaration's `read` to what this file does.
 
+use fraglab_mm::damon::{DamonConfig, FilterKind, OpsFilter, Watermarks};
 use fraglab_mm::filemap::{Mapping, PagecacheConfig};
 use fraglab_mm::huge_memory::{ThpConfig, ThpDefrag, ThpEnabled};
 use fraglab_mm::mmzone::{MachineConfig, ZoneConfig};
@@ -173,6 +174,66 @@ pub fn mm_config(spec: &Spec) -> Result<MmConfig, RunError> {
     cfg.swap_pages = spec.machine.swap_bytes / 4096;
     cfg.debug_vm = spec.run.debug_vm;
     Ok(cfg)
+}
+
+/// `[damon]` (kernel-model.md §27): the kdamond's configuration, the preset's values overridden
+/// by the keys given; `None` when the table is absent or `enabled = false`. Timed runs start it
+/// (`Engine::start_kdamond`); the timeless engine has no clock and ignores it.
+pub fn damon_config(spec: &Spec) -> Option<DamonConfig> {
+    let d = &spec.damon;
+    if !d.enabled {
+        return None;
+    }
+    let mut c = match d.preset.as_str() {
+        "s2" => DamonConfig::s2(),
+        _ => DamonConfig::damon_reclaim(),
+    };
+    let v = |k: &str| d.values.get(k).copied();
+    let u32v = |k: &str| v(k).map(|x| x.min(u32::MAX as u64) as u32);
+    c.sample_us = v("sample_us").unwrap_or(c.sample_us);
+    c.aggr_us = v("aggr_us").unwrap_or(c.aggr_us);
+    c.min_nr_regions = u32v("min_nr_regions").unwrap_or(c.min_nr_regions);
+    c.max_nr_regions = u32v("max_nr_regions").unwrap_or(c.max_nr_regions);
+    c.nr_accesses.0 = u32v("nr_accesses_min").unwrap_or(c.nr_accesses.0);
+    c.nr_accesses.1 = u32v("nr_accesses_max").unwrap_or(c.nr_accesses.1);
+    c.age.0 = u32v("age_min").unwrap_or(c.age.0);
+    c.age.1 = u32v("age_max").unwrap_or(c.age.1);
+    c.sz.0 = v("sz_min").unwrap_or(c.sz.0);
+    c.sz.1 = v("sz_max").unwrap_or(c.sz.1);
+    c.quota_ms = v("quota_ms").unwrap_or(c.quota_ms);
+    c.quota_bytes = v("quota_bytes").unwrap_or(c.quota_bytes);
+    c.quota_reset_interval_ms = v("quota_reset_interval_ms").unwrap_or(c.quota_reset_interval_ms);
+    let wm_keys = ["wmarks_interval_us", "wmarks_high", "wmarks_mid", "wmarks_low"];
+    let free_mem_rate = d
+        .wmarks_free_mem_rate
+        .unwrap_or(c.wmarks.is_some() || wm_keys.iter().any(|k| v(k).is_some()));
+    c.wmarks = free_mem_rate.then(|| {
+        // Values not given come from the preset, else from DAMON_RECLAIM's (§27.1).
+        let base = c
+            .wmarks
+            .or(DamonConfig::damon_reclaim().wmarks)
+            .expect("damon_reclaim has watermarks");
+        Watermarks {
+            interval_us: v("wmarks_interval_us").unwrap_or(base.interval_us),
+            high: v("wmarks_high").unwrap_or(base.high),
+            mid: v("wmarks_mid").unwrap_or(base.mid),
+            low: v("wmarks_low").unwrap_or(base.low),
+        }
+    });
+    if let Some(f) = &d.filters {
+        c.filters = f
+            .iter()
+            .map(|(ty, allow)| OpsFilter {
+                kind: match ty.as_str() {
+                    "anon" => FilterKind::Anon,
+                    "unmapped" => FilterKind::Unmapped,
+                    _ => FilterKind::Young,
+                },
+                allow: *allow,
+            })
+            .collect();
+    }
+    Some(c)
 }
 
 /// The knobs a spec sets that this version of the model does not read (`Read::No` in

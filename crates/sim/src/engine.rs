@@ -567,6 +567,19 @@ impl Engine {
         self.now
     }
 
+    /// Starts the model's kdamond (`[damon]`, kernel-model.md §27) now: a kernel thread (pid 62,
+    /// not waited for by `workload_done`) that runs one sample interval of
+    /// [`fraglab_mm::damon::Kdamond::step`] per step and sleeps the interval it returns. Created
+    /// only when DAMON is on, after the workload's tasks, so runs without it keep their task
+    /// ids and random streams.
+    pub fn start_kdamond(&mut self, cfg: fraglab_mm::damon::DamonConfig) -> TaskId {
+        let kd = fraglab_mm::damon::Kdamond::new(cfg, &self.mm, self.seed);
+        let id = self.add_task(Box::new(KdamondTask(kd)), TaskState::Sleeping, 62);
+        self.tasks[id].daemon = true;
+        self.make_ready(id);
+        id
+    }
+
     /// Whether every task spawned by the workload (not the kernel threads) has exited.
     pub fn workload_done(&self) -> bool {
         self.tasks
@@ -642,5 +655,28 @@ impl TaskBody for KcompactdTask {
             ran: cx.cost.compaction(&c.stats),
             timeout: None,
         }
+    }
+}
+
+/// The kdamond thread (§27.2): one sample interval of `kdamond_fn` per step, then sleep for the
+/// sample interval (or the watermarks' interval while the scheme is inactive). Its CPU time is a
+/// context switch per step plus the reclaim cost of what `reclaim_pages` freed (simplified: the
+/// sampling and region walks are not charged).
+pub struct KdamondTask(pub fraglab_mm::damon::Kdamond);
+
+impl TaskBody for KdamondTask {
+    fn comm(&self) -> &str {
+        "kdamond.0"
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        let folios_before = cx.mm.reclaim.reclaimed_folios;
+        let freed_before = self.0.stats.sz_applied;
+        self.0.cpu = cx.cpu;
+        let sleep = self.0.step(cx.mm, cx.now);
+        let pages = (self.0.stats.sz_applied - freed_before) / 4096;
+        let folios = cx.mm.reclaim.reclaimed_folios - folios_before;
+        let ran = cx.cost.reclaim(pages, folios).max(cx.cost.context_switch_ns);
+        Step::Sleep { ran, sleep }
     }
 }

@@ -55,6 +55,9 @@ pub fn run_workload_with_progress(
     for g in &mut gens {
         g.spawn(&mut run);
     }
+    if let Some(cfg) = crate::boot::damon_config(spec) {
+        e.start_kdamond(cfg);
+    }
     let rec = Recorder::install(&mut e, w.duration_ns);
     let proc_start = proc_snapshot(&e.mm);
     let start = vmstat_values(&e.mm);

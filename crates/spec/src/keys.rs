@@ -177,6 +177,12 @@ pub(crate) const TOP: &[KeyDef] = &[
         "a timed run's generators (not with [[op]])",
     ),
     key(
+        "damon",
+        KeyKind::Table("[damon]"),
+        KeyDefault::Text("off"),
+        "the simulator's kdamond: one DAMOS pageout scheme over physical memory (kernel-model.md §27); timed runs only",
+    ),
+    key(
         "cost",
         KeyKind::Table("[cost]"),
         KeyDefault::Text("the cost model's"),
@@ -282,6 +288,73 @@ pub(crate) const HOST: &[KeyDef] = &[
         "loop_images",
         false,
         "host engine: put each task file on a loop-mounted filesystem image made by the run (xfs for xfs mappings, ext4 for large_folios, ext4 data=journal for no_large_folios; mkfs without discard, mounted without discard), unmounted, detached and deleted on every exit path; the simulator ignores it",
+    ),
+];
+
+/// A `[damon]` parameter that overrides its preset's value.
+const fn damon_int(name: &'static str, lo: i64, hi: i64, range: &'static str, doc: &'static str) -> KeyDef {
+    key(
+        name,
+        KeyKind::Int { lo, hi, range },
+        KeyDefault::Text("the preset's"),
+        doc,
+    )
+}
+
+/// `[damon]` (kernel-model.md §27): the simulator's kdamond, named after DAMON's sysfs files
+/// (`/sys/kernel/mm/damon/admin/kdamonds/N/contexts/0/...`). The table switches it on; each key
+/// overrides its preset's value. The host engine ignores it.
+pub(crate) const DAMON: &[KeyDef] = &[
+    boolean("enabled", true, "run the kdamond (the table's presence switches it on; false keeps it off)"),
+    key(
+        "preset",
+        KeyKind::Form("damon_reclaim or s2"),
+        KeyDefault::Str("damon_reclaim"),
+        "the parameters the keys below override: damon_reclaim = DAMON_RECLAIM's module defaults (§27.1), s2 = the S2 VM's sysfs kdamond (§27.3)",
+    ),
+    damon_int("sample_us", 1, 1 << 40, "1..=2^40", "monitoring_attrs/intervals/sample_us: the sampling interval, µs"),
+    damon_int("aggr_us", 1, 1 << 40, "1..=2^40", "monitoring_attrs/intervals/aggr_us: the aggregation interval, µs (schemes apply at each)"),
+    damon_int("min_nr_regions", 3, u32::MAX as i64, "3..=4294967295", "monitoring_attrs/nr_regions/min"),
+    damon_int("max_nr_regions", 3, u32::MAX as i64, "3..=4294967295", "monitoring_attrs/nr_regions/max"),
+    damon_int("nr_accesses_min", 0, u32::MAX as i64, "0..=4294967295", "schemes/0/access_pattern/nr_accesses/min: samples per aggregation"),
+    damon_int("nr_accesses_max", 0, u32::MAX as i64, "0..=4294967295", "schemes/0/access_pattern/nr_accesses/max"),
+    damon_int("age_min", 0, u32::MAX as i64, "0..=4294967295", "schemes/0/access_pattern/age/min: aggregation intervals"),
+    damon_int("age_max", 0, u32::MAX as i64, "0..=4294967295", "schemes/0/access_pattern/age/max"),
+    key(
+        "sz_min",
+        KeyKind::Size { min: 0 },
+        KeyDefault::Text("the preset's"),
+        "schemes/0/access_pattern/sz/min: the smallest region the scheme applies to, bytes",
+    ),
+    key(
+        "sz_max",
+        KeyKind::Size { min: 0 },
+        KeyDefault::Text("the preset's"),
+        "schemes/0/access_pattern/sz/max: the largest region the scheme applies to, bytes",
+    ),
+    damon_int("quota_ms", 0, 1 << 40, "0..=2^40", "schemes/0/quotas/ms: time quota per window (0: none)"),
+    key(
+        "quota_bytes",
+        KeyKind::Size { min: 0 },
+        KeyDefault::Text("the preset's"),
+        "schemes/0/quotas/bytes: bytes of region span charged per window (0: none)",
+    ),
+    damon_int("quota_reset_interval_ms", 0, 1 << 40, "0..=2^40", "schemes/0/quotas/reset_interval_ms: the charge window"),
+    key(
+        "wmarks_metric",
+        KeyKind::Form("none or free_mem_rate"),
+        KeyDefault::Text("the preset's"),
+        "schemes/0/watermarks/metric: none = always active; free_mem_rate = free pages per thousand of RAM",
+    ),
+    damon_int("wmarks_interval_us", 1, 1 << 40, "1..=2^40", "schemes/0/watermarks/interval_us: how long an inactive scheme waits before checking again"),
+    damon_int("wmarks_high", 0, 1000, "0..=1000", "schemes/0/watermarks/high: above it the scheme is deactivated"),
+    damon_int("wmarks_mid", 0, 1000, "0..=1000", "schemes/0/watermarks/mid: an inactive scheme activates below it"),
+    damon_int("wmarks_low", 0, 1000, "0..=1000", "schemes/0/watermarks/low: below it the scheme is deactivated (left to kswapd)"),
+    key(
+        "filters",
+        KeyKind::Form("a comma-separated list of type:allow|reject, types anon, unmapped, young (\"\" for none)"),
+        KeyDefault::Text("the preset's"),
+        "schemes/0/ops_filters, in order (matching = Y); the first match decides",
     ),
 ];
 
@@ -1025,6 +1098,7 @@ pub fn spec_keys() -> Vec<SpecKey> {
         ("[[machine.zone]]".into(), ZONE),
         ("[run]".into(), RUN),
         ("[host]".into(), HOST),
+        ("[damon]".into(), DAMON),
     ];
     tables.extend(OPS.iter().map(|t| (format!("[[op]] {}", t[0].name), *t)));
     tables.extend([

@@ -266,6 +266,8 @@ pub struct Spec {
     pub run: RunSpec,
     /// `[host]`: host-engine settings (the simulator does not read them).
     pub host: HostSpec,
+    /// `[damon]`: the simulator's kdamond (off unless the table is given).
+    pub damon: DamonSpec,
     pub ops: Vec<Op>,
     /// `[workload]`: what a timed run executes (`None`: the spec is a list of ops).
     pub workload: Option<WorkloadSpec>,
@@ -345,6 +347,22 @@ pub struct HostSpec {
     /// `loop_images = true`: task files go on loop-mounted ext4/xfs images the run makes
     /// (default false: files in the run's directory).
     pub loop_images: bool,
+}
+
+/// `[damon]` (kernel-model.md §27): the simulator's kdamond. The values given override the
+/// preset's; the simulator's boot resolves them (`fraglab_sim::boot::damon_config`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DamonSpec {
+    /// The table was given and `enabled` is not false.
+    pub enabled: bool,
+    /// `damon_reclaim` (default) or `s2`.
+    pub preset: String,
+    /// The integer and size keys given, by key name.
+    pub values: BTreeMap<String, u64>,
+    /// `wmarks_metric` if given: true for `free_mem_rate`.
+    pub wmarks_free_mem_rate: Option<bool>,
+    /// `filters` if given: (type, allow) in order.
+    pub filters: Option<Vec<(String, bool)>>,
 }
 
 /// `[run]`.

@@ -469,7 +469,7 @@ fn unknown_top_level_keys() {
         &["title = \"x\"", "[machine]", "memory = \"1G\""],
         1,
         "title",
-        "unknown key (expected one of: name, description, machine, knobs, model, run, host, op, workload, cost)",
+        "unknown key (expected one of: name, description, machine, knobs, model, run, host, op, workload, damon, cost)",
     );
     check(
         &["name = 3", "[machine]", "memory = \"1G\""],
@@ -1992,5 +1992,40 @@ fn section_26_op_mode_errors_and_defaults() {
             line: 9,
             mode: fraglab_spec::ProactiveMode::Timer
         }
+    );
+}
+
+/// `[damon]` (kernel-model.md §27): a bad preset, range, order or filter names its key and line.
+#[test]
+fn section_27_damon_keys_bad_values() {
+    check(
+        &with_machine(&["[damon]", "preset = \"s3\""]),
+        4,
+        "damon.preset",
+        "\"s3\" is not damon_reclaim or s2",
+    );
+    check(
+        &with_machine(&["[damon]", "min_nr_regions = 2"]),
+        4,
+        "damon.min_nr_regions",
+        "2 is out of range (expected 3..=4294967295)",
+    );
+    check(
+        &with_machine(&["[damon]", "age_min = 9", "age_max = 3"]),
+        4,
+        "damon.age_min",
+        "9 is above age_max = 3",
+    );
+    check(
+        &with_machine(&["[damon]", "filters = \"anon:reject,mapped:allow\""]),
+        4,
+        "damon.filters",
+        "\"mapped:allow\" is not type:allow or type:reject with type anon, unmapped or young (did you mean \"unmapped\"?)",
+    );
+    check(
+        &with_machine(&["[damon]", "sample_ms = 5"]),
+        4,
+        "damon.sample_ms",
+        "unknown key (did you mean \"sample_us\"?)",
     );
 }

@@ -94,6 +94,7 @@ fn full_spec_parses_to_the_expected_structure() {
             trace: vec!["mm_page_alloc".into(), "mm_page_alloc_extfrag".into()],
         },
         host: Default::default(),
+        damon: Default::default(),
         workload: None,
         files: Vec::new(),
         cost: Default::default(),
@@ -1056,4 +1057,34 @@ steps = [{ read = "data", length = 4096 }, { write = "log", length = 4096 }]
     // Not given: None (the model's 128, the host leaves the device alone).
     let s = parse_spec("[machine]\nmemory = \"1GiB\"\n", "t.toml").unwrap();
     assert_eq!(s.machine.read_ahead_kb, None);
+}
+
+/// `[damon]` (kernel-model.md §27): off without the table; the table switches it on with its
+/// preset (default damon_reclaim), keys given override it.
+#[test]
+fn section_27_damon_table() {
+    let s = parse_spec("[machine]\nmemory = \"1GiB\"\n", "a.toml").unwrap();
+    assert!(!s.damon.enabled);
+    let s = parse_spec(
+        "[machine]\nmemory = \"1GiB\"\n[damon]\npreset = \"s2\"\nquota_bytes = \"64MiB\"\nage_min = 6\nwmarks_metric = \"free_mem_rate\"\nfilters = \"anon:reject, unmapped:allow\"\n",
+        "a.toml",
+    )
+    .unwrap();
+    assert!(s.damon.enabled);
+    assert_eq!(s.damon.preset, "s2");
+    assert_eq!(s.damon.values["quota_bytes"], 64 << 20);
+    assert_eq!(s.damon.values["age_min"], 6);
+    assert_eq!(s.damon.values.len(), 2);
+    assert_eq!(s.damon.wmarks_free_mem_rate, Some(true));
+    assert_eq!(
+        s.damon.filters,
+        Some(vec![("anon".to_string(), false), ("unmapped".to_string(), true)])
+    );
+    let s = parse_spec(
+        "[machine]\nmemory = \"1GiB\"\n[damon]\nenabled = false\n",
+        "a.toml",
+    )
+    .unwrap();
+    assert!(!s.damon.enabled);
+    assert_eq!(s.damon.preset, "damon_reclaim");
 }

@@ -248,6 +248,7 @@ impl VmScalTask {
             let id = cached.expect("a hit is cached");
             let f = &mut cx.mm.folios.folios[id as usize];
             f.referenced = true;
+            f.idle = false;
             // Each page fault-around maps that is not PG_workingset lowers mmap_miss.
             if !f.workingset && !write {
                 self.ra.mmap_miss = self.ra.mmap_miss.saturating_sub(1);

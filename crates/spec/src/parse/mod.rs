@@ -1,6 +1,7 @@
 //! Validation of the spanned tree into a [`Spec`]: the top level here, each table in a module of
 //! its own. Every key's form, range and default come from its declaration in `crate::keys`.
 
+mod damon;
 mod knobs;
 mod machine;
 mod ops;
@@ -16,7 +17,7 @@ use fraglab_types::page::{ZoneType, PAGEBLOCK_NR_PAGES, PAGE_SIZE};
 use crate::keys::{self, KeyDef, KeyDefault, KeyKind};
 use crate::suggest::{did_you_mean, hint};
 use crate::tree::{self, join, quote, Entry, Lines, Node, Val};
-use crate::{HostSpec, MachineSpec, ModelSpec, RunSpec, Spec, SpecError};
+use crate::{DamonSpec, HostSpec, MachineSpec, ModelSpec, RunSpec, Spec, SpecError};
 
 /// The smallest machine: one pageblock (2 MiB).
 pub const MIN_MEMORY_BYTES: u64 = PAGEBLOCK_NR_PAGES as u64 * PAGE_SIZE;
@@ -109,6 +110,10 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         Some(t) => cx.host(&t)?,
         None => HostSpec::default(),
     };
+    let damon = match cx.sub(&top, "damon", keys::DAMON)? {
+        Some(t) => cx.damon(&t)?,
+        None => DamonSpec::default(),
+    };
     let (ops, files) = match top.get("op") {
         Some(e) => cx.ops(&e.node, &machine)?,
         None => (Vec::new(), Vec::new()),
@@ -143,6 +148,7 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         model,
         run,
         host,
+        damon,
         ops,
         workload,
         files,

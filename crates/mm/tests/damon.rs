@@ -1,0 +1,302 @@
+//! DAMON-based reclaim (kernel-model.md §27): the kdamond's pageout scheme on paddr regions.
+
+mod common;
+
+use common::*;
+use fraglab_mm::damon::{DamonConfig, Kdamond};
+use fraglab_mm::filemap::{Mapping, ReadaheadState};
+use fraglab_mm::folio::{FolioId, FolioKind};
+use fraglab_mm::vmstat::Stat;
+use fraglab_mm::Mm;
+
+const SEC: u64 = 1_000_000_000;
+
+/// Runs `kd` for `secs` of virtual time from `*now`; returns the time reached.
+fn run(kd: &mut Kdamond, mm: &mut Mm, now: &mut u64, secs: u64) {
+    let end = *now + secs * SEC;
+    while *now < end {
+        *now += kd.step(mm, *now);
+    }
+}
+
+/// A 64 MiB machine whose page cache (one large-folio file read in full, `pages` pages) and
+/// `anon` anonymous order-0 folios fill it; returns the file's folios and the anon folios.
+fn cached(pages: u64, anon: usize) -> (Mm, Vec<FolioId>, Vec<FolioId>) {
+    let mut mm = dma32(32, 1, tun_kb(128));
+    let f = mm.add_mapping(Mapping::large_folios());
+    let mut ra = ReadaheadState {
+        ra_pages: 512,
+        ..Default::default()
+    };
+    let mut pos = 0;
+    while pos < pages {
+        mm.filemap_read(0, f, &mut ra, pos, 64, pages);
+        pos += 64;
+    }
+    let g = fraglab_mm::Gfp::GFP_HIGHUSER_MOVABLE.without(fraglab_mm::Gfp::DIRECT_RECLAIM);
+    let anon: Vec<FolioId> = (0..anon)
+        .map_while(|_| mm.alloc_folio(0, g, 0, FolioKind::Anon, false))
+        .collect();
+    let file: Vec<FolioId> = mm
+        .folios
+        .live()
+        .filter(|(_, f)| f.kind == FolioKind::File)
+        .map(|(id, _)| id)
+        .collect();
+    (mm, file, anon)
+}
+
+/// S2's scheme with a smaller region count for a 64 MiB machine.
+fn s2_small() -> DamonConfig {
+    DamonConfig {
+        min_nr_regions: 16,
+        max_nr_regions: 128,
+        ..DamonConfig::s2()
+    }
+}
+
+fn pages_of(mm: &Mm, kind: FolioKind) -> u64 {
+    mm.folios
+        .live()
+        .filter(|(_, f)| f.kind == kind)
+        .map(|(_, f)| 1u64 << f.order)
+        .sum()
+}
+
+/// §27.2 item 4, §27.3: each application (one per 5 s aggregation, a fresh 1 s window each
+/// time) charges at most the size quota of region span, whole regions with the last split at
+/// the remaining quota; the next window resumes after the last charged address.
+#[test]
+fn section_27_2_quota_bounds_region_span_per_window() {
+    let (mut mm, _, _) = cached(8192, 1024);
+    let cfg = DamonConfig {
+        quota_bytes: 4 << 20,
+        ..s2_small()
+    };
+    let mut kd = Kdamond::new(cfg, &mm, 1);
+    let mut now = 0;
+    run(&mut kd, &mut mm, &mut now, 150);
+    let mut windows: Vec<(u64, Vec<(u32, u32)>)> = Vec::new();
+    for a in &kd.applied {
+        match windows.last_mut() {
+            Some((t, v)) if *t == a.now_ns => v.push((a.start, a.end)),
+            _ => windows.push((a.now_ns, vec![(a.start, a.end)])),
+        }
+    }
+    assert!(windows.len() >= 10, "applications in {} windows", windows.len());
+    for (t, v) in &windows {
+        let span: u64 = v.iter().map(|(s, e)| (e - s) as u64 * 4096).sum();
+        assert!(span <= 4 << 20, "at {t}: {span} bytes charged");
+        assert!(
+            v.windows(2).all(|w| w[0].1 <= w[1].0),
+            "address order at {t}: {v:?}"
+        );
+    }
+    // Windows that reached the quota charged exactly it (the last region split).
+    let full = windows
+        .iter()
+        .filter(|(_, v)| v.iter().map(|(s, e)| (e - s) as u64 * 4096).sum::<u64>() == 4 << 20)
+        .count();
+    assert!(full >= 5, "{full} full windows");
+    // The window after a full one starts after (one page past, `charge_addr_from` = end + 1)
+    // where it stopped, unless it wrapped around to the start of memory.
+    let mut resumed = 0;
+    for w in windows.windows(2) {
+        let last_end = w[0].1.last().unwrap().1;
+        let next_start = w[1].1[0].0;
+        if next_start >= last_end {
+            resumed += 1;
+        }
+    }
+    assert!(
+        resumed >= windows.len() / 2,
+        "{resumed} of {} windows resumed",
+        windows.len()
+    );
+    assert_eq!(
+        kd.stats.sz_tried,
+        windows
+            .iter()
+            .flat_map(|(_, v)| v)
+            .map(|(s, e)| (e - s) as u64 * 4096)
+            .sum::<u64>()
+    );
+    check(&mm);
+}
+
+/// §27.3: with S2's filters [anon reject, unmapped allow] only page cache goes (the model's
+/// file folios are unmapped), every anonymous folio stays.
+#[test]
+fn section_27_3_s2_filters_free_only_unmapped_page_cache() {
+    let (mut mm, file, anon) = cached(8192, 4096);
+    // With swap, an anonymous folio that passed the filters would be swapped out.
+    mm.reclaim.swap.total = 1 << 20;
+    let file_before = pages_of(&mm, FolioKind::File);
+    let mut kd = Kdamond::new(s2_small(), &mm, 7);
+    let mut now = 0;
+    run(&mut kd, &mut mm, &mut now, 300);
+    let file_after = pages_of(&mm, FolioKind::File);
+    assert!(
+        file_after < file_before / 4,
+        "file pages {file_before} -> {file_after}"
+    );
+    assert!(file.iter().any(|&id| !mm.folios.folios[id as usize].live));
+    assert!(anon.iter().all(
+        |&id| mm.folios.folios[id as usize].live && mm.folios.folios[id as usize].kind == FolioKind::Anon
+    ));
+    assert_eq!(kd.stats.sz_applied, (file_before - file_after) * 4096);
+    assert_eq!(mm.stat(Stat::pswpout), 0);
+    check(&mm);
+}
+
+/// §27.2 item 6: DAMON's pageout bypasses the LRU scan: no pgscan/pgsteal, but pgfree; dirty
+/// file folios are activated (pgactivate, nr_vmscan_immediate_reclaim), not freed.
+#[test]
+fn section_27_2_no_pgscan_pgsteal() {
+    let (mut mm, file, _) = cached(4096, 0);
+    let dirty: Vec<FolioId> = file.iter().copied().step_by(3).collect();
+    for &id in &dirty {
+        mm.folio_mark_dirty(id, true);
+    }
+    let (free0, act0) = (mm.stat(Stat::pgfree), mm.stat(Stat::pgactivate));
+    let mut kd = Kdamond::new(s2_small(), &mm, 3);
+    let mut now = 0;
+    run(&mut kd, &mut mm, &mut now, 200);
+    for s in [
+        Stat::pgscan_kswapd,
+        Stat::pgscan_direct,
+        Stat::pgsteal_kswapd,
+        Stat::pgsteal_direct,
+        Stat::pgsteal_file,
+        Stat::pgsteal_anon,
+    ] {
+        assert_eq!(mm.stat(s), 0, "{s:?}");
+    }
+    assert!(mm.stat(Stat::pgfree) > free0);
+    assert!(mm.stat(Stat::pgactivate) > act0);
+    assert!(mm.stat(Stat::nr_vmscan_immediate_reclaim) > 0);
+    assert!(dirty
+        .iter()
+        .all(|&id| mm.folios.folios[id as usize].live && mm.folios.folios[id as usize].active));
+    check(&mm);
+}
+
+/// §27.2 item 5, §27.4: a clean file folio is freed whole, at its order (its pages become one
+/// free chunk at least that large), and leaves a shadow entry.
+#[test]
+fn section_27_2_freed_at_their_order() {
+    let (mut mm, file, _) = cached(8192, 0);
+    let large: Vec<(FolioId, u32, u8, u64)> = file
+        .iter()
+        .map(|&id| {
+            let f = &mm.folios.folios[id as usize];
+            (id, f.pfn, f.order, f.token)
+        })
+        .filter(|&(_, _, o, _)| o >= 2)
+        .collect();
+    assert!(large.len() > 10, "{} large folios", large.len());
+    assert_eq!(mm.reclaim.workingset.len(), 0);
+    let mut kd = Kdamond::new(s2_small(), &mm, 5);
+    let mut now = 0;
+    run(&mut kd, &mut mm, &mut now, 100);
+    let mut freed = 0;
+    for &(id, pfn, order, token) in &large {
+        if mm.folio_is(id, token) {
+            continue;
+        }
+        freed += 1;
+        match mm.enclosing_chunk(pfn) {
+            Some((head, o)) => {
+                if mm.folio_at(head).is_none() {
+                    assert!(
+                        o >= order as u32,
+                        "folio of order {order} at {pfn:#x}: free chunk of order {o}"
+                    );
+                }
+            }
+            None => panic!("no chunk at {pfn:#x}"),
+        }
+    }
+    assert!(freed > 10, "{freed} large folios freed");
+    assert!(!mm.reclaim.workingset.is_empty(), "shadow entries");
+    check(&mm);
+}
+
+/// §27.2 item 1: with DAMON_RECLAIM's watermarks (500/400/200 per thousand) the scheme is
+/// inactive above 50 % free and below 20 % free, activates below 40 %, and, once active, runs
+/// until free memory exceeds 50 %.
+#[test]
+fn section_27_2_watermarks_activate_and_deactivate() {
+    let cfg = DamonConfig {
+        age: (0, u32::MAX),
+        wmarks: Some(fraglab_mm::damon::Watermarks {
+            interval_us: 1_000_000,
+            high: 500,
+            mid: 400,
+            low: 200,
+        }),
+        ..DamonConfig::damon_reclaim()
+    };
+    // Mostly free (> 50 %): never active, nothing applied.
+    let (mut mm, _, _) = cached(2048, 0);
+    assert!(Kdamond::free_mem_rate(&mm) > 500);
+    let mut kd = Kdamond::new(cfg.clone(), &mm, 2);
+    let mut now = 0;
+    run(&mut kd, &mut mm, &mut now, 20);
+    assert!(!kd.active && kd.applied.is_empty());
+    // About 30 % free: active; reclaims until above 50 %, then deactivated.
+    let (mut mm, _, _) = cached(11_000, 0);
+    let rate = Kdamond::free_mem_rate(&mm);
+    assert!((200..400).contains(&rate), "free rate {rate}");
+    let mut kd = Kdamond::new(cfg.clone(), &mm, 2);
+    let mut now = kd.step(&mut mm, 0);
+    assert!(kd.active, "active at {rate}");
+    run(&mut kd, &mut mm, &mut now, 60);
+    assert!(!kd.applied.is_empty());
+    let after = Kdamond::free_mem_rate(&mm);
+    assert!(after > 500, "free rate {rate} -> {after}");
+    assert!(!kd.active, "deactivated above high");
+    let n = kd.applied.len();
+    run(&mut kd, &mut mm, &mut now, 20);
+    assert_eq!(kd.applied.len(), n, "nothing applied while inactive");
+    // Below 20 % free: left to kswapd.
+    let (mut mm, _, _) = cached(8192, 6000);
+    let rate = Kdamond::free_mem_rate(&mm);
+    assert!(rate < 200, "free rate {rate}");
+    let mut kd = Kdamond::new(cfg, &mm, 2);
+    let mut now = 0;
+    run(&mut kd, &mut mm, &mut now, 20);
+    assert!(!kd.active && kd.applied.is_empty());
+    check(&mm);
+}
+
+/// §27.2 items 2–3: a region whose pages are read at every sample counts accesses and is not
+/// aged; unread regions age by one per aggregation.
+#[test]
+fn section_27_2_sampling_counts_accesses_and_ages_idle_regions() {
+    let (mut mm, file, _) = cached(8192, 0);
+    let cfg = DamonConfig {
+        age: (u32::MAX, u32::MAX),
+        ..s2_small()
+    };
+    let mut kd = Kdamond::new(cfg, &mm, 9);
+    let mut now = 0;
+    // Read every file folio between samples (folio_mark_accessed clears PG_idle).
+    for _ in 0..200 {
+        now += kd.step(&mut mm, now);
+        for &id in &file {
+            if mm.folios.folios[id as usize].live {
+                mm.folio_mark_accessed(id);
+            }
+        }
+    }
+    let f = &mm.folios.folios[file[0] as usize];
+    let hot = kd
+        .regions
+        .iter()
+        .find(|r| r.start <= f.pfn && f.pfn < r.end)
+        .unwrap();
+    assert!(hot.last_nr_accesses >= 5, "{hot:?}");
+    let cold = kd.regions.last().unwrap();
+    assert!(cold.age >= 10 && cold.last_nr_accesses == 0, "{cold:?}");
+}
