@@ -963,7 +963,7 @@ pub struct FileVma {
 
 impl Mm {
     /// A page fault on page `index` of a file mapping (`filemap_fault`, mm/filemap.c, Linux
-    /// 6.18; kernel-model.md is silent on it, so this follows the 6.18 source):
+    /// 6.18; kernel-model.md §23.6 "other entry points"):
     /// * hit: `do_async_mmap_readahead` — `mmap_miss` decremented, and on a PG_readahead folio
     ///   (unless VM_RAND_READ) `page_cache_async_ra` (§12.2.4);
     /// * miss: `do_sync_mmap_readahead` — VM_HUGEPAGE: a window of two PMD folios
