@@ -34,7 +34,8 @@ pub fn read_at(root: &Path) -> ConfounderReading {
         page_reporting: page_reporting(root),
         damon: damon(root),
         thp: thp(&root.join("sys/kernel/mm/transparent_hugepage")),
-        read_ahead_kb: read_ahead_kb(&root.join("sys/block")),
+        read_ahead_kb: queue_kb(&root.join("sys/block"), "read_ahead_kb"),
+        max_sectors_kb: queue_kb(&root.join("sys/block"), "max_sectors_kb"),
         swap: meminfo
             .as_deref()
             .and_then(|m| parse_swap(m, text(&root.join("proc/swaps")).as_deref())),
@@ -231,11 +232,12 @@ fn thp(dir: &Path) -> BTreeMap<String, String> {
     m
 }
 
-/// `NAME/queue/read_ahead_kb` of every device under `sys/block`.
-fn read_ahead_kb(dir: &Path) -> BTreeMap<String, u64> {
+/// `NAME/queue/FILE` of every device under `sys/block` (`read_ahead_kb`: the bdi's
+/// `ra_pages` × 4; `max_sectors_kb`: its `io_pages` × 4, kernel-model.md §23.1).
+fn queue_kb(dir: &Path, file: &str) -> BTreeMap<String, u64> {
     entries(dir)
         .into_iter()
-        .filter_map(|(n, p)| Some((n, num(&p.join("queue/read_ahead_kb"))?)))
+        .filter_map(|(n, p)| Some((n, num(&p.join("queue").join(file))?)))
         .collect()
 }
 
@@ -357,6 +359,9 @@ mod tests {
         assert_eq!(r.thp["hugepages-64kB/enabled"], "never");
         assert_eq!(r.read_ahead_kb["vda"], 8192);
         assert_eq!(r.read_ahead_kb["loop0"], 128);
+        // §23.1 item 5: vda's io_pages is 1024 (max_sectors_kb 4096).
+        assert_eq!(r.max_sectors_kb["vda"], 4096);
+        assert_eq!(r.max_sectors_kb["zram0"], 124);
     }
 
     #[test]

@@ -12,6 +12,10 @@ pub struct PagecacheConfig {
     /// file opened on it copies into its readahead state (`file_ra_state_init`). Default 32,
     /// the kernel's `VM_READAHEAD_PAGES` (128 KiB) for a new device.
     pub ra_pages: u64,
+    /// The block device's `io_pages` (`max_sectors_kb / 4`, §23.1 item 2): the per-request
+    /// ceiling a large read may raise its window to (§23.2) and the cap of forced readahead.
+    /// Default 32, a new bdi's value (`VM_READAHEAD_PAGES`, §23.1 item 1).
+    pub io_pages: u64,
 }
 
 impl Default for PagecacheConfig {
@@ -20,6 +24,7 @@ impl Default for PagecacheConfig {
             costly_order_policy: CostlyOrderPolicy::default(),
             v4_position: V4Position::default(),
             ra_pages: VM_READAHEAD_PAGES,
+            io_pages: VM_READAHEAD_PAGES,
         }
     }
 }
@@ -190,6 +195,55 @@ impl Mapping {
         }
     }
 
+    /// ext4 on 6.18 (kernel-model.md §23.7, fs/ext4/inode.c `ext4_should_enable_large_folio`,
+    /// `ext4_set_inode_mapping_order`): a regular file gets orders [0, min(9, 11 + blkbits −
+    /// 12)] — 9 for 1–4 KiB blocks — unless the filesystem is mounted `data=journal` (or the
+    /// inode has the journal-data flag, or the filesystem has `verity`/`encrypt`): order 0.
+    /// The gfp is the default GFP_HIGHUSER_MOVABLE.
+    pub fn ext4(block_size: u64, data_journal: bool) -> Mapping {
+        let blkbits = 63 - block_size.max(1024).leading_zeros();
+        let max = if data_journal {
+            0
+        } else {
+            MAX_PAGECACHE_ORDER.min(11 + blkbits - 12)
+        };
+        Mapping {
+            min_order: 0,
+            max_order: max,
+            gfp: Gfp::GFP_HIGHUSER_MOVABLE,
+            migrate_folio: true,
+        }
+    }
+
+    /// XFS with a block size of `block_size` bytes (§23.7, `xfs_setup_inode` →
+    /// `mapping_set_folio_min_order`): every inode, orders [min, 9] with min = log2(block size
+    /// / page size) when the block is larger than a page, else 0; no __GFP_FS.
+    pub fn xfs(block_size: u64) -> Mapping {
+        let min = (63 - block_size.max(4096).leading_zeros()) - 12;
+        Mapping {
+            min_order: min.min(MAX_PAGECACHE_ORDER),
+            ..Mapping::xfs_like()
+        }
+    }
+
+    /// btrfs data inodes (§23.7): large folios only with CONFIG_BTRFS_EXPERIMENTAL, which a
+    /// distribution kernel does not set: order 0.
+    pub fn btrfs() -> Mapping {
+        Mapping::no_large_folios()
+    }
+
+    /// A tmpfs file under the mount's `huge=` (§23.7): `never`, the default, gives order 0;
+    /// otherwise orders up to the PMD order. Simplified: shmem chooses its orders per write and
+    /// fault (`always`/`within_size`/`advise`), not through readahead, which the model does
+    /// not tell apart; the mapping only records whether large folios are possible.
+    pub fn tmpfs(huge_never: bool) -> Mapping {
+        if huge_never {
+            Mapping::no_large_folios()
+        } else {
+            Mapping::large_folios()
+        }
+    }
+
     /// `mapping_large_folio_support`.
     pub fn large_folio_support(&self) -> bool {
         self.max_order > 0
@@ -302,6 +356,10 @@ pub struct ReadaheadState {
     /// `FMODE_RANDOM` of the open file (POSIX_FADV_RANDOM): a miss reads exactly the request
     /// at min order, no window and no marker (§23.3 item 2).
     pub random: bool,
+    /// The bdi's `io_pages` (§23.1 item 2), read by `ractl_max_pages` and
+    /// `force_page_cache_ra` (the kernel reads it from the bdi at each call; the model's bdi
+    /// never changes during a run, so the open file keeps a copy).
+    pub io_pages: u64,
 }
 
 impl Default for ReadaheadState {
@@ -315,7 +373,26 @@ impl Default for ReadaheadState {
             ra_pages: VM_READAHEAD_PAGES,
             mmap_miss: 0,
             random: false,
+            io_pages: VM_READAHEAD_PAGES,
         }
+    }
+}
+
+impl ReadaheadState {
+    /// `ractl_max_pages` (mm/readahead.c, kernel-model.md §23.2): the window ceiling of a
+    /// request of `req` pages — `ra_pages`, unless the request is larger and the device's
+    /// `io_pages` is too: then `min(req, io_pages)`.
+    pub fn max_pages(&self, req: u64) -> u64 {
+        if req > self.ra_pages && self.io_pages > self.ra_pages {
+            req.min(self.io_pages)
+        } else {
+            self.ra_pages
+        }
+    }
+
+    /// The cap of `force_page_cache_ra` (§23.2, §23.6): `max(io_pages, ra_pages)`.
+    pub fn forced_max(&self) -> u64 {
+        self.io_pages.max(self.ra_pages)
     }
 }
 
@@ -358,6 +435,10 @@ pub struct ReadStats {
     pub async_ra: u64,
     /// Pages that could not be read (even an order-0 folio failed).
     pub failed_pages: u64,
+    /// Each `page_cache_ra_order` window of the call: (start, size, the clamped order it
+    /// asked for — 0 without large-folio support), as `readahead:page_cache_ra_order` shows
+    /// the window (§23.8; the tracepoint prints the order before the clamp).
+    pub windows: Vec<(u64, u64, u32)>,
 }
 
 impl Mm {
@@ -518,18 +599,28 @@ impl Mm {
         let end = (index + nr).min(file_pages);
         let mut pos = index;
         while pos < end {
+            // `filemap_get_pages`: the request runs to `last_index` (not cut at EOF).
+            let last_index = index + nr;
             let (id, _) = match self.filemap_lookup(mapping, pos) {
                 Some(id) => {
                     if self.folios.folios[id as usize].readahead_mark {
-                        self.folios.folios[id as usize].readahead_mark = false;
-                        st.async_ra += 1;
-                        self.page_cache_async_ra(cpu, mapping, ra, file_pages, &mut st);
+                        let fi = self.folios.folios[id as usize].index;
+                        self.page_cache_async_ra(
+                            cpu,
+                            mapping,
+                            ra,
+                            id,
+                            fi,
+                            last_index - fi,
+                            file_pages,
+                            &mut st,
+                        );
                     }
                     (id, true)
                 }
                 None => {
                     st.sync_ra += 1;
-                    self.page_cache_sync_ra(cpu, mapping, ra, pos, end - pos, file_pages, &mut st);
+                    self.page_cache_sync_ra(cpu, mapping, ra, pos, last_index - pos, file_pages, &mut st);
                     match self.filemap_lookup(mapping, pos) {
                         Some(id) => (id, false),
                         None => {
@@ -554,12 +645,20 @@ impl Mm {
         st
     }
 
-    /// `page_cache_sync_ra` (§12.2.3): a read at the start of the file, a sequential (or
-    /// same-page) miss or an oversize request starts a new window (`get_init_ra_size`, order
-    /// 0). Otherwise the history probe (`page_cache_prev_miss`) counts the cached pages just
-    /// before the miss: no more than the request → a standalone random read of the request with
-    /// order-0 folios; more → a window of that many plus the request (twice that many if the
-    /// file is cached from its start), capped at the maximum, with an async size of 1.
+    /// `page_cache_sync_ra` (mm/readahead.c, kernel-model.md §23.3), a miss at `index` for a
+    /// request of `req` pages:
+    /// 1. `ra_pages` 0: a forced read of the one page (cgroup congestion is not modelled);
+    /// 2. FMODE_RANDOM: `force_page_cache_ra` of the request (capped at
+    ///    `max(io_pages, ra_pages)`), the state untouched;
+    /// 3. start of file, `req > max` (max = `ractl_max_pages`, §23.2) or `index − prev_index ≤ 1`:
+    ///    `start = index`, `size = get_init_ra_size(req, max)`, `async_size = size − req` (or
+    ///    `size / 2`);
+    /// 4. otherwise the history probe (`page_cache_prev_miss` over at most `max` pages before
+    ///    the miss, exact): no more cached pages than `req` → the request alone at min order
+    ///    (`do_page_cache_ra` without a mark, state untouched); more → a stream: `contig`
+    ///    doubled if the file is cached from page 0, `size = min(contig + req, max)`,
+    ///    `async_size = 1`;
+    /// 5. `ra.order = 0`, then §23.5. Not simplified (§23.8 would allow it).
     #[allow(clippy::too_many_arguments)]
     fn page_cache_sync_ra(
         &mut self,
@@ -572,38 +671,40 @@ impl Mm {
         st: &mut ReadStats,
     ) {
         if ra.ra_pages == 0 {
-            // §23.3 item 1: no readahead (read_ahead_kb 0): the page asked for only.
-            self.ra_order0(cpu, mapping, index, 1, file_pages, st);
+            // §23.3 item 1: a forced read of the page asked for only.
+            self.force_ra(cpu, mapping, ra, index, 1, file_pages, st);
             return;
         }
         if ra.random {
-            // §23.3 item 2: FMODE_RANDOM reads the request (force_page_cache_ra, capped at the
-            // file's ra_pages — io_pages is not modelled, §23.2), state untouched.
-            self.ra_order0(cpu, mapping, index, req.min(ra.ra_pages.max(1)), file_pages, st);
+            // §23.3 item 2.
+            self.force_ra(cpu, mapping, ra, index, req, file_pages, st);
             return;
         }
-        let max = ra.ra_pages;
+        let max = ra.max_pages(req);
         let sequential = index == 0 || req > max || index.wrapping_sub(ra.prev_index) <= 1;
         if sequential {
             ra.start = index;
             ra.size = get_init_ra_size(req, max);
             ra.async_size = if ra.size > req { ra.size - req } else { ra.size / 2 };
         } else {
-            let mut contig = 0;
+            // `page_cache_prev_miss(index − 1, max)`: `contig` cached pages before `index`;
+            // a full scan finds `max − 1` (the walk stops on the last cached page it loads);
+            // walking off page 0 is the "cached from the start" case (miss = ULONG_MAX).
+            let mut contig = max.saturating_sub(1);
             let mut from_start = false;
-            while contig < max {
-                if contig == index {
+            for j in 1..=max {
+                if j > index {
+                    contig = index;
                     from_start = true;
                     break;
                 }
-                if self.filemap_lookup(mapping, index - 1 - contig).is_none() {
+                if self.filemap_lookup(mapping, index - j).is_none() {
+                    contig = j - 1;
                     break;
                 }
-                contig += 1;
             }
             if contig <= req {
-                let n = req.min(max.max(1));
-                self.ra_order0(cpu, mapping, index, n, file_pages, st);
+                self.ra_unbounded(cpu, mapping, index, req, 0, file_pages, st);
                 return;
             }
             if from_start {
@@ -614,28 +715,60 @@ impl Mm {
             ra.async_size = 1;
         }
         ra.order = 0;
-        self.page_cache_ra_order(cpu, mapping, ra, file_pages, st);
+        let start = ra.start;
+        self.page_cache_ra_order(cpu, mapping, ra, start, file_pages, st);
     }
 
-    /// `page_cache_async_ra` (§12.2.4): the next window, larger (never smaller), with the order
-    /// raised by 2 and the window's end rounded down to 2^min(order, ffs(max) − 1) pages when
-    /// that leaves a window. Simplification: every marker hit is taken as the expected
-    /// sequential one (no interleaved-read recovery through `page_cache_next_miss`).
+    /// `page_cache_async_ra` (mm/readahead.c, kernel-model.md §23.4): an access at `findex`
+    /// (the readahead index: the folio's first page for read(2), the faulting page for a
+    /// fault) for `req` pages reached folio `folio`, which carries PG_readahead.
+    /// 1. `ra_pages` 0, or the folio under writeback (PG_readahead is PG_reclaim's bit): nothing,
+    ///    the mark stays. Otherwise the mark is cleared (cgroup congestion not modelled).
+    /// 2. The expected hit (`start + size − async_size` rounded down to the folio's size): the
+    ///    window moves on, `size = max(size, get_next_ra_size(size, max))`.
+    /// 3. Any other hit (interleaved streams): `page_cache_next_miss(findex + 1, max)`; none
+    ///    within `max` → nothing more; else the window starts there with
+    ///    `size = get_next_ra_size(start − findex + req, max)`.
+    /// 4. `ra.order += 2`; the window end is rounded down to 2^min(order, ffs(max) − 1) unless
+    ///    that empties it; `async_size = size` (the mark on the first folio); then §23.5.
+    #[allow(clippy::too_many_arguments)]
     fn page_cache_async_ra(
         &mut self,
         cpu: u32,
         mapping: u32,
         ra: &mut ReadaheadState,
+        folio: FolioId,
+        findex: u64,
+        req: u64,
         file_pages: u64,
         st: &mut ReadStats,
     ) {
-        let max = ra.ra_pages;
-        if max == 0 {
-            // §23.4 item 1.
+        if ra.ra_pages == 0 || self.folio_under_writeback(folio) {
             return;
         }
-        ra.start += ra.size;
-        ra.size = ra.size.max(get_next_ra_size(ra.size, max));
+        self.folios.folios[folio as usize].readahead_mark = false;
+        st.async_ra += 1;
+        let max = ra.max_pages(req);
+        let nr = 1u64 << self.folios.folios[folio as usize].order;
+        let expected = (ra.start + ra.size - ra.async_size) / nr * nr;
+        if findex == expected {
+            ra.start += ra.size;
+            ra.size = ra.size.max(get_next_ra_size(ra.size, max));
+        } else {
+            // `page_cache_next_miss(findex + 1, max)`: the first uncached page.
+            let mut start = findex + 1 + max;
+            for i in findex + 1..findex + 1 + max {
+                if self.filemap_lookup(mapping, i).is_none() {
+                    start = i;
+                    break;
+                }
+            }
+            if start - findex > max {
+                return;
+            }
+            ra.start = start;
+            ra.size = get_next_ra_size(start - findex + req, max);
+        }
         ra.order += 2;
         let align = 1u64 << ra.order.min(max.max(1).trailing_zeros());
         let end = ra.start + ra.size;
@@ -644,77 +777,168 @@ impl Mm {
             ra.size -= end - aligned_end;
         }
         ra.async_size = ra.size;
-        self.page_cache_ra_order(cpu, mapping, ra, file_pages, st);
+        let start = ra.start;
+        self.page_cache_ra_order(cpu, mapping, ra, start, file_pages, st);
     }
 
-    /// `page_cache_ra_order` (§12.2.5): folios of `clamp(ra.order, min, min(max, ilog2(size)))`,
-    /// smaller where the index is unaligned or the window/EOF ends; on the first failed
-    /// allocation the rest of the window is read with order-0 folios. The folio at
-    /// `start + size − async_size` carries the PG_readahead marker. GFP: the mapping's, with
-    /// __GFP_NORETRY | __GFP_NOWARN, and without __GFP_FS (the memalloc_nofs scope).
+    /// Whether `folio` is under writeback (PG_writeback, which PG_readahead shares its bit
+    /// with: §23.4 item 1): from the flusher's submission until the device completes it
+    /// (`writeback.rs`, §25.4).
+    fn folio_under_writeback(&self, folio: FolioId) -> bool {
+        self.folio_test_writeback(folio)
+    }
+
+    /// `page_cache_ra_order` (mm/readahead.c, kernel-model.md §23.5), a window of `ra.size`
+    /// pages from `start` (the kernel's `ractl->_index`; equal to `ra.start` except on the
+    /// VM_HUGEPAGE fault, which does not set `ra.start`):
+    /// 1. no large-folio support: `ra.order = 0`, the window at min order;
+    /// 2. `new = max(min(ra.order, mapping max, ilog2(size)), mapping min)`, stored back in
+    ///    `ra.order` (the next +2 starts from it);
+    /// 3. folios of `new`, smaller where the index is unaligned or the window/EOF ends; gfp =
+    ///    the mapping's | __GFP_NORETRY | __GFP_NOWARN, without __GFP_FS (the memalloc_nofs
+    ///    scope); the folio holding page `start + size − async_size` gets PG_readahead;
+    /// 4. the first error — a failed allocation, or −EEXIST where a page of the folio's range
+    ///    is already cached — ends the large folios: the rest of the window is read by
+    ///    `do_page_cache_ra` at min order (skipping cached pages, the same mark); `ra.order`
+    ///    is not lowered.
     fn page_cache_ra_order(
         &mut self,
         cpu: u32,
         mapping: u32,
-        ra: &ReadaheadState,
+        ra: &mut ReadaheadState,
+        start: u64,
         file_pages: u64,
         st: &mut ReadStats,
     ) {
         let m = self.mapping(mapping);
-        let limit = (ra.start + ra.size).min(file_pages);
-        if !m.large_folio_support() {
-            self.ra_order0(
+        let mark = start + ra.size - ra.async_size;
+        let lookahead = ra.async_size;
+        let mut index = start;
+        if m.large_folio_support() {
+            let limit = file_pages.min(start + ra.size);
+            let cap = m.max_order.min(63 - ra.size.max(1).leading_zeros());
+            let new_order = ra.order.min(cap).max(m.min_order);
+            ra.order = new_order;
+            st.windows.push((start, ra.size, new_order));
+            let gfp = m.gfp.union(Gfp::NORETRY).union(Gfp::NOWARN).without(Gfp::FS);
+            let mut err = false;
+            while index < limit {
+                let mut order = new_order;
+                if index & ((1u64 << order) - 1) != 0 {
+                    order = index.trailing_zeros().min(order);
+                }
+                while order > m.min_order && index + (1u64 << order) > limit {
+                    order -= 1;
+                }
+                if !self.filemap_range_empty(mapping, index, order) {
+                    // −EEXIST from `filemap_add_folio`.
+                    err = true;
+                    break;
+                }
+                let Some(id) = self.filemap_add(cpu, mapping, index, order, gfp) else {
+                    if order > 0 {
+                        st.alloc_failures += 1;
+                    }
+                    err = true;
+                    break;
+                };
+                self.read_in(st, order);
+                if index == mark / (1u64 << order) * (1u64 << order) {
+                    self.folios.folios[id as usize].readahead_mark = true;
+                }
+                index += 1u64 << order;
+            }
+            if !err {
+                return;
+            }
+        } else {
+            ra.order = 0;
+            st.windows.push((start, ra.size, 0));
+        }
+        // `fallback:` the rest of the window (if any) at min order, with the same mark.
+        if ra.size > index - start {
+            self.ra_unbounded(
                 cpu,
                 mapping,
-                ra.start,
-                limit.saturating_sub(ra.start),
+                index,
+                ra.size - (index - start),
+                lookahead,
                 file_pages,
                 st,
             );
-            self.mark_readahead(mapping, ra);
-            return;
         }
-        let cap = m.max_order.min(63 - ra.size.max(1).leading_zeros());
-        let new_order = ra.order.clamp(m.min_order, cap.max(m.min_order));
-        let gfp = m.gfp.union(Gfp::NORETRY).union(Gfp::NOWARN).without(Gfp::FS);
-        let mut index = ra.start;
-        while index < limit {
-            let mut order = new_order;
-            if index & ((1u64 << order) - 1) != 0 {
-                order = index.trailing_zeros().min(order);
-            }
-            while order > m.min_order && index + (1u64 << order) > limit {
-                order -= 1;
-            }
-            if !self.filemap_range_empty(mapping, index, order) {
-                index += 1;
-                continue;
-            }
-            if self.filemap_add(cpu, mapping, index, order, gfp).is_none() {
-                if order > 0 {
-                    st.alloc_failures += 1;
-                }
-                self.ra_order0(cpu, mapping, index, limit - index, file_pages, st);
-                break;
-            }
-            self.read_in(st, order);
-            index += 1u64 << order;
-        }
-        self.mark_readahead(mapping, ra);
     }
 
-    /// `do_page_cache_ra` with order-0 folios over [index, index + n), skipping cached pages.
-    fn ra_order0(&mut self, cpu: u32, mapping: u32, index: u64, n: u64, file_pages: u64, st: &mut ReadStats) {
+    /// `do_page_cache_ra` → `page_cache_ra_unbounded` (mm/readahead.c): min-order folios over
+    /// [index, index + n) cut at EOF, skipping cached pages; the folio at `n − lookahead` from
+    /// `index` (when `lookahead ≤ n`, and 0 means none) gets PG_readahead; the first failed
+    /// allocation ends the read.
+    #[allow(clippy::too_many_arguments)]
+    fn ra_unbounded(
+        &mut self,
+        cpu: u32,
+        mapping: u32,
+        index: u64,
+        n: u64,
+        lookahead: u64,
+        file_pages: u64,
+        st: &mut ReadStats,
+    ) {
+        if index >= file_pages {
+            return;
+        }
+        // `do_page_cache_ra`: cut at EOF before the mark is placed.
+        let n = n.min(file_pages - index);
         let m = self.mapping(mapping);
+        let mark = if lookahead > 0 && lookahead <= n {
+            Some(index + n - lookahead)
+        } else {
+            None
+        };
         let gfp = m.gfp.union(Gfp::NORETRY).union(Gfp::NOWARN).without(Gfp::FS);
-        for i in index..(index + n).min(file_pages) {
+        let step = 1u64 << m.min_order;
+        let mut i = index;
+        while i < index + n {
             if self.filemap_lookup(mapping, i).is_some() {
+                i += 1;
                 continue;
             }
-            if self.filemap_add(cpu, mapping, i, m.min_order, gfp).is_none() {
+            let Some(id) = self.filemap_add(cpu, mapping, i, m.min_order, gfp) else {
+                break;
+            };
+            self.read_in(st, m.min_order);
+            if mark.is_some_and(|k| k >= i && k < i + step) {
+                self.folios.folios[id as usize].readahead_mark = true;
+            }
+            i += step;
+        }
+    }
+
+    /// `force_page_cache_ra` (mm/readahead.c, §23.2, §23.6): `min(nr, max(io_pages, ra_pages))`
+    /// pages from `index`, in 2 MiB chunks, each a `do_page_cache_ra` at min order without a
+    /// mark (a failed allocation ends its chunk only); the readahead state untouched.
+    #[allow(clippy::too_many_arguments)]
+    fn force_ra(
+        &mut self,
+        cpu: u32,
+        mapping: u32,
+        ra: &ReadaheadState,
+        index: u64,
+        nr: u64,
+        file_pages: u64,
+        st: &mut ReadStats,
+    ) {
+        const CHUNK: u64 = (2 << 20) / 4096;
+        let mut left = nr.min(ra.forced_max());
+        let mut i = index;
+        while left > 0 {
+            let n = left.min(CHUNK);
+            if i >= file_pages {
                 break;
             }
-            self.read_in(st, m.min_order);
+            self.ra_unbounded(cpu, mapping, i, n, 0, file_pages, st);
+            i += n;
+            left -= n;
         }
     }
 
@@ -726,17 +950,6 @@ impl Mm {
     fn read_in(&mut self, st: &mut ReadStats, order: u32) {
         st.added[order as usize] += 1;
         self.count(crate::vmstat::Stat::pgpgin, 8 << order);
-    }
-
-    /// Sets PG_readahead on the folio holding page `start + size − async_size`.
-    fn mark_readahead(&mut self, mapping: u32, ra: &ReadaheadState) {
-        if ra.async_size == 0 {
-            return;
-        }
-        let mark = ra.start + ra.size - ra.async_size;
-        if let Some(id) = self.filemap_lookup(mapping, mark) {
-            self.folios.folios[id as usize].readahead_mark = true;
-        }
     }
 }
 
@@ -757,7 +970,7 @@ pub struct FileVma {
 
 impl Mm {
     /// A page fault on page `index` of a file mapping (`filemap_fault`, mm/filemap.c, Linux
-    /// 6.18; kernel-model.md is silent on it, so this follows the 6.18 source):
+    /// 6.18; kernel-model.md §23.6 "other entry points"):
     /// * hit: `do_async_mmap_readahead` — `mmap_miss` decremented, and on a PG_readahead folio
     ///   (unless VM_RAND_READ) `page_cache_async_ra` (§12.2.4);
     /// * miss: `do_sync_mmap_readahead` — VM_HUGEPAGE: a window of two PMD folios
@@ -791,9 +1004,10 @@ impl Mm {
         if let Some(id) = self.filemap_lookup(mapping, index) {
             ra.mmap_miss = ra.mmap_miss.saturating_sub(1);
             if self.folios.folios[id as usize].readahead_mark && !vma.rand_read {
-                self.folios.folios[id as usize].readahead_mark = false;
-                st.async_ra += 1;
-                self.page_cache_async_ra(cpu, mapping, ra, file_pages, &mut st);
+                // `do_async_mmap_readahead`: the request is `ra_pages`, and the readahead
+                // index is the faulting page (not the folio's first, as for read(2)).
+                let req = ra.ra_pages;
+                self.page_cache_async_ra(cpu, mapping, ra, id, index, req, file_pages, &mut st);
             }
             self.folios.folios[id as usize].referenced = true;
             self.folios.folios[id as usize].idle = false;
@@ -804,13 +1018,16 @@ impl Mm {
         self.count(crate::vmstat::Stat::pgmajfault, 1);
         let first_new = self.folios.next_token();
         if vma.hugepage {
+            // The window starts at the PMD-aligned index, but 6.18 sets only `ractl->_index`,
+            // not `ra->start` (so a later mark hit is "expected" only if `ra.start` happens
+            // to match, §23.4 item 3 otherwise).
             let nr = 1u64 << crate::types::HPAGE_PMD_ORDER;
-            ra.start = index & !(nr - 1);
+            let start = index & !(nr - 1);
             ra.size = if vma.rand_read { nr } else { 2 * nr };
             ra.async_size = nr;
             ra.order = crate::types::HPAGE_PMD_ORDER;
             st.sync_ra += 1;
-            self.page_cache_ra_order(cpu, mapping, ra, file_pages, &mut st);
+            self.page_cache_ra_order(cpu, mapping, ra, start, file_pages, &mut st);
         } else if vma.rand_read || ra.ra_pages == 0 {
             // No readahead.
         } else if vma.seq_read {
@@ -827,7 +1044,8 @@ impl Mm {
                 ra.async_size = ra.ra_pages / 4;
                 ra.order = 0;
                 st.sync_ra += 1;
-                self.page_cache_ra_order(cpu, mapping, ra, file_pages, &mut st);
+                let start = ra.start;
+                self.page_cache_ra_order(cpu, mapping, ra, start, file_pages, &mut st);
             }
         }
         let id = match self.filemap_lookup(mapping, index) {
@@ -943,15 +1161,14 @@ impl Mm {
     pub fn file_ra_state_init(&self) -> ReadaheadState {
         ReadaheadState {
             ra_pages: self.cache.cfg.ra_pages,
+            io_pages: self.cache.cfg.io_pages,
             ..Default::default()
         }
     }
 
     /// `force_page_cache_ra` (§23.6: POSIX_FADV_WILLNEED, readahead(2)): reads the uncached
-    /// pages of [index, index + min(nr, ra.ra_pages)) at the mapping's min order; no marker,
-    /// the readahead state untouched. Simplified: the cap is the file's `ra_pages` (the kernel's
-    /// `max(io_pages, ra_pages)`; `io_pages` is not modelled, §23.2), and the 2 MiB chunks
-    /// are one.
+    /// pages of [index, index + min(nr, max(io_pages, ra_pages))) at the mapping's min order,
+    /// in 2 MiB chunks; no marker, the readahead state untouched.
     pub fn force_page_cache_ra(
         &mut self,
         cpu: u32,
@@ -962,8 +1179,7 @@ impl Mm {
         file_pages: u64,
     ) -> ReadStats {
         let mut st = ReadStats::default();
-        let n = nr.min(ra.ra_pages);
-        self.ra_order0(cpu, mapping, index, n, file_pages, &mut st);
+        self.force_ra(cpu, mapping, ra, index, nr, file_pages, &mut st);
         st.miss_pages = (0..11).map(|o| st.added[o] << o).sum();
         st
     }

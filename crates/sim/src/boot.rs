@@ -169,6 +169,11 @@ pub fn mm_config(spec: &Spec) -> Result<MmConfig, RunError> {
             .machine
             .read_ahead_kb
             .map_or(fraglab_mm::filemap::VM_READAHEAD_PAGES, |kb| kb / 4),
+        // §23.1 item 2: `io_pages = max_sectors_kb / 4`; default a new bdi's 32.
+        io_pages: spec
+            .machine
+            .max_sectors_kb
+            .map_or(fraglab_mm::filemap::VM_READAHEAD_PAGES, |kb| kb / 4),
     };
     cfg.xa_nodes = spec.model.xa_nodes;
     cfg.swap_pages = spec.machine.swap_bytes / 4096;

@@ -57,9 +57,10 @@ const OP_ROWS: &[(&str, &str, &str)] = &[
     ),
     (
         "`read`",
-        "`filemap_read` with `page_cache_sync_ra`/`async_ra` and `page_cache_ra_order` (ra order \
-         +2, first-failure fallback)",
-        "§12.2",
+        "`filemap_read` in read(2) calls of 128 KiB with `page_cache_sync_ra`/`async_ra` \
+         (`ractl_max_pages`: `io_pages`) and `page_cache_ra_order` (ra order +2, clamp kept, \
+         first-error fallback at order 0)",
+        "§12.2, §23",
     ),
     (
         "`kswapd`",

@@ -225,6 +225,16 @@ pub(crate) const MACHINE: &[KeyDef] = &[
         KeyDefault::Int(128),
         "the block device's read_ahead_kb (every file's ra_pages = read_ahead_kb / 4, kernel-model.md §23.1); the host engine sets it only when given",
     ),
+    key(
+        "max_sectors_kb",
+        KeyKind::Int {
+            lo: 4,
+            hi: 1 << 20,
+            range: "4..=1048576",
+        },
+        KeyDefault::Int(128),
+        "the block device's max_sectors_kb (io_pages = max_sectors_kb / 4: a read larger than ra_pages may get a window of up to io_pages, forced readahead reads up to max(io_pages, ra_pages), kernel-model.md §23.1–§23.2); default 128, a new bdi's io_pages (32); the host engine records the device's value and does not set it",
+    ),
 ];
 
 /// `[[machine.zone]]`.

@@ -24,6 +24,9 @@
 //!                      # the host engine reserves the same pool for the run
 //! read_ahead_kb = 128  # the block device's read-ahead (ra_pages = read_ahead_kb / 4), default
 //!                      # 128; the host engine sets the run directory's device only when given
+//! max_sectors_kb = 128 # the device's largest request (io_pages = max_sectors_kb / 4, §23.1): a read
+//!                      # larger than ra_pages may get a window up to io_pages; default 128 (a new
+//!                      # bdi's io_pages, 32); the host engine records the device's value only
 //!
 //! # Instead of `memory` (and `dma`): explicit zones, in kernel zone order and increasing pfn
 //! # order, without overlap. present defaults to spanned, managed to present.
@@ -315,6 +318,10 @@ pub struct MachineSpec {
     /// when not given: the model uses the kernel's default for a new device (128), the host
     /// engine leaves the device as it is.
     pub read_ahead_kb: Option<u64>,
+    /// `max_sectors_kb`: the block device's largest request in KiB, whose quarter is the bdi's
+    /// `io_pages` (kernel-model.md §23.1 item 2, §23.2); `None` when not given: the model uses
+    /// a new bdi's `io_pages` (32, i.e. 128 KiB). The host engine does not set it.
+    pub max_sectors_kb: Option<u64>,
 }
 
 /// One `[[machine.zone]]`, as /proc/zoneinfo describes a zone.

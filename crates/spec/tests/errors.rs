@@ -258,7 +258,7 @@ fn cpus_range_and_unknown_machine_key() {
         &["[machine]", "memory = \"1G\"", "numa_nodes = 2"],
         3,
         "machine.numa_nodes",
-        "unknown key (expected one of: memory, cpus, dma, zone, swap, hugetlb_pages, read_ahead_kb)",
+        "unknown key (expected one of: memory, cpus, dma, zone, swap, hugetlb_pages, read_ahead_kb, max_sectors_kb)",
     );
 }
 
@@ -1932,6 +1932,12 @@ fn h3_free_files_fadvise_mapping_errors() {
         3,
         "machine.read_ahead_kb",
         "-1 is out of range (expected 0..=1048576)",
+    );
+    check(
+        &["[machine]", "memory = \"1GiB\"", "max_sectors_kb = 2"],
+        3,
+        "machine.max_sectors_kb",
+        "2 is out of range (expected 4..=1048576)",
     );
 }
 

@@ -84,6 +84,7 @@ fn full_spec_parses_to_the_expected_structure() {
             zones: None,
             hugetlb_pages: 0,
             read_ahead_kb: None,
+            max_sectors_kb: None,
         },
         knobs,
         model: ModelSpec::default(),
@@ -164,6 +165,7 @@ fn minimal_spec_gets_the_defaults() {
             zones: None,
             hugetlb_pages: 0,
             read_ahead_kb: None,
+            max_sectors_kb: None,
         }
     );
     assert!(spec.knobs.is_empty());
@@ -232,6 +234,7 @@ zone = "DMA32"
             swap_bytes: 0,
             hugetlb_pages: 0,
             read_ahead_kb: None,
+            max_sectors_kb: None,
             zones: Some(vec![
                 z(ZoneType::Dma, 1, 4095, 3998, 3840),
                 z(ZoneType::Dma32, 4096, 1044480, 782336, 772917),
@@ -958,6 +961,7 @@ fn h3_free_files_fadvise_mapping_and_read_ahead_kb() {
 [machine]
 memory = "1GiB"
 read_ahead_kb = 8192
+max_sectors_kb = 4096
 
 [[workload.task]]
 steps = [
@@ -976,6 +980,7 @@ steps = [{ read = "data", length = 4096 }, { write = "log", length = 4096 }]
 "#;
     let s = parse_spec(text, "t.toml").unwrap();
     assert_eq!(s.machine.read_ahead_kb, Some(8192));
+    assert_eq!(s.machine.max_sectors_kb, Some(4096));
     let w = s.workload.as_ref().unwrap();
     let st = &w.task[0].steps;
     assert_eq!(

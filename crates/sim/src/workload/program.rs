@@ -20,6 +20,10 @@ use crate::engine::{Cx, Step, TaskBody, MS};
 use crate::metrics::Metrics;
 use crate::slab::{Obj, SlabCache};
 
+/// Pages of one read(2) call of a `read` or `files` step: 128 KiB, the buffer the host engine
+/// reads with (crates/host worker.rs), since the request size shapes readahead (§23.3, §23.8).
+const READ_CALL_PAGES: u64 = 32;
+
 /// A task running a `[[workload.task]]` program (issue 5's workload primitives): each engine
 /// step does one step of the program, or one chunk of a long one (64 pages touched, 1 MiB of
 /// reads, one write chunk, 10 ms of compute).
@@ -218,8 +222,24 @@ impl ProgramTask {
                     }
                 }
             } else {
+                // read(2) calls of READ_CALL_PAGES, the host engine's buffer: the request size
+                // sets the readahead windows (kernel-model.md §23.8). The chunk waits for the
+                // device if any call read from it: a call whose pages the previous call's
+                // async readahead brought in counts them as hits, but that I/O is this
+                // chunk's (as when the chunk was one call).
                 let first = offset / 4096 + self.progress;
-                rs = cx.mm.filemap_read(cx.cpu, mapping, ra, first, n, file_pages);
+                let mut p = first;
+                while p < first + n {
+                    let req = (first + n - p).min(READ_CALL_PAGES);
+                    let st = cx.mm.filemap_read(cx.cpu, mapping, ra, p, req, file_pages);
+                    rs.miss_pages += st.miss_pages;
+                    rs.sync_ra += st.sync_ra;
+                    rs.async_ra += st.async_ra;
+                    for (a, b) in rs.added.iter_mut().zip(st.added) {
+                        *a += b;
+                    }
+                    p += req;
+                }
             }
             rs
         });
@@ -748,8 +768,13 @@ impl ProgramTask {
                             fs.objs[i] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
                         }
                         let mut ra = cx.mm.file_ra_state_init();
-                        let st = cx.mm.filemap_read(cx.cpu, m, &mut ra, 0, pages, pages);
-                        io |= st.miss_pages > 0;
+                        let mut p = 0;
+                        while p < pages {
+                            let req = (pages - p).min(READ_CALL_PAGES);
+                            let st = cx.mm.filemap_read(cx.cpu, m, &mut ra, p, req, pages);
+                            io |= st.miss_pages > 0 || st.added.iter().any(|&a| a > 0);
+                            p += req;
+                        }
                         ns += pages * cx.cost.free_page_ns;
                     }
                     FilesOp::Delete => {

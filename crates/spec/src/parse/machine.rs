@@ -30,6 +30,7 @@ impl Cx<'_> {
         let swap_bytes = self.size_key(&m, "swap")?;
         let hugetlb_pages = self.int_key(&m, "hugetlb_pages")? as u64;
         let read_ahead_kb = self.opt_int_key(&m, "read_ahead_kb")?.map(|v| v as u64);
+        let max_sectors_kb = self.opt_int_key(&m, "max_sectors_kb")?.map(|v| v as u64);
         match (m.get("memory"), m.get("zone")) {
             (Some(mem), Some(z)) => Err(self.err(
                 z.key_pos,
@@ -50,6 +51,7 @@ impl Cx<'_> {
                     zones: None,
                     hugetlb_pages,
                     read_ahead_kb,
+                    max_sectors_kb,
                 })
             }
             (None, Some(z)) => {
@@ -70,6 +72,7 @@ impl Cx<'_> {
                     zones: Some(zones),
                     hugetlb_pages,
                     read_ahead_kb,
+                    max_sectors_kb,
                 })
             }
         }

@@ -48,6 +48,10 @@ pub struct ConfounderReading {
     pub thp: BTreeMap<String, String>,
     /// /sys/block/NAME/queue/read_ahead_kb of every block device, by NAME.
     pub read_ahead_kb: BTreeMap<String, u64>,
+    /// /sys/block/NAME/queue/max_sectors_kb of every block device, by NAME: the bdi's
+    /// `io_pages` × 4 (kernel-model.md §23.1 item 2; `[machine] max_sectors_kb`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub max_sectors_kb: BTreeMap<String, u64>,
     /// SwapTotal/SwapFree and /proc/swaps (None if /proc/meminfo is absent).
     pub swap: Option<Swap>,
     /// /proc/loadavg's 1, 5 and 15 minute load averages.
@@ -274,7 +278,14 @@ impl HostConfounders {
                 }
             }
         );
-        let ra: Vec<String> = e.read_ahead_kb.iter().map(|(d, v)| format!("{d} {v}")).collect();
+        let ra: Vec<String> = e
+            .read_ahead_kb
+            .iter()
+            .map(|(d, v)| match e.max_sectors_kb.get(d) {
+                Some(m) => format!("{d} {v} (max_sectors_kb {m})"),
+                None => format!("{d} {v}"),
+            })
+            .collect();
         let _ = writeln!(
             t,
             "#   read_ahead_kb: {}",
