@@ -114,3 +114,29 @@ fn section_23_5_one_request_per_readahead_window() {
     assert_eq!(c.read_device(&st), 0);
     assert_eq!(c.read_wait(&st, 0, &mut ready), 0);
 }
+
+/// When the task reaches its `measure` step after reading 1,024 cold files of 64 KiB (never
+/// cached: the set is read without being created first) in a random order (a `files` step).
+fn files_read_done_ns() -> u64 {
+    let text = "name = \"f\"\n[machine]\nmemory = \"1GiB\"\ncpus = 2\n[workload]\nduration = \"60s\"\n\
+         [[workload.task]]\nname = \"t\"\nsteps = [\n  \
+         { files = \"s\", count = 1024, size = \"64KiB\", op = \"read\", pattern = \"random\" },\n  \
+         { measure = true },\n]\n";
+    let r = run_workload(&fraglab_spec::parse_spec(text, "f.toml").unwrap()).unwrap();
+    r.measure_start_ns.expect("the measure step ran")
+}
+
+/// §23.3 (a cold file's first read is a synchronous window of its own) for `files` reads, as
+/// mmtests' fio readers do them: each cold 64 KiB file costs at least one device request
+/// (`read_req_ns` + 16 × `read_page_ns` = 80 µs on vda), so 1,024 of them take at least
+/// 82 ms. (One `read_io_ns` per step of 16 files gave about 5 ms.)
+#[test]
+fn section_23_3_each_cold_small_file_is_a_device_request() {
+    let c = CostModel::default();
+    let took = files_read_done_ns();
+    let floor = 1024 * (c.read_req_ns + 16 * c.read_page_ns);
+    assert!(
+        took >= floor,
+        "1,024 cold 64 KiB files read in {took} ns, under {floor} ns"
+    );
+}

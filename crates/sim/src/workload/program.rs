@@ -740,7 +740,7 @@ impl ProgramTask {
         } = &mut *sh;
         let fs = sets.get_mut(set).expect("registered at spawn");
         let mut ns = 0;
-        let mut io = false;
+        let mut rs = fraglab_mm::filemap::ReadStats::default();
         let (n, work) = cx.measure(|cx| {
             let mut n = 0;
             while n < FILES_PER_STEP && self.progress < count {
@@ -772,7 +772,12 @@ impl ProgramTask {
                         while p < pages {
                             let req = (pages - p).min(READ_CALL_PAGES);
                             let st = cx.mm.filemap_read(cx.cpu, m, &mut ra, p, req, pages);
-                            io |= st.miss_pages > 0 || st.added.iter().any(|&a| a > 0);
+                            rs.miss_pages += st.miss_pages;
+                            rs.sync_ra += st.sync_ra;
+                            rs.async_ra += st.async_ra;
+                            for (a, b) in rs.added.iter_mut().zip(st.added) {
+                                *a += b;
+                            }
                             p += req;
                         }
                         ns += pages * cx.cost.free_page_ns;
@@ -796,11 +801,11 @@ impl ProgramTask {
             self.next();
         }
         let ns = (ns + cx.cost.alloc_work(&work)).max(n);
-        if io {
-            Step::Sleep {
-                ran: ns,
-                sleep: cx.cost.read_io_ns,
-            }
+        // The device (cost.rs `read_wait`): each cold file is read by its own readahead
+        // requests, as the `read` step's are; the step waits for the ones it issued.
+        let sleep = cx.cost.read_wait(&rs, cx.now + ns, &mut self.read_ready_at);
+        if sleep > 0 {
+            Step::Sleep { ran: ns, sleep }
         } else {
             Step::Ran(ns)
         }
