@@ -441,6 +441,22 @@ pub struct ReadStats {
     pub windows: Vec<(u64, u64, u32)>,
 }
 
+impl ReadStats {
+    /// Adds the figures of a later call `o` (several read(2) calls of one step).
+    pub fn add(&mut self, o: &ReadStats) {
+        self.hit_pages += o.hit_pages;
+        self.miss_pages += o.miss_pages;
+        for (a, b) in self.added.iter_mut().zip(o.added) {
+            *a += b;
+        }
+        self.alloc_failures += o.alloc_failures;
+        self.sync_ra += o.sync_ra;
+        self.async_ra += o.async_ra;
+        self.failed_pages += o.failed_pages;
+        self.windows.extend_from_slice(&o.windows);
+    }
+}
+
 impl Mm {
     /// Registers a mapping; its id (≥ 1) names it in folios and the page cache.
     pub fn add_mapping(&mut self, m: Mapping) -> u32 {

@@ -214,12 +214,7 @@ impl ProgramTask {
                 for _ in 0..n {
                     let p = cx.rng.gen_range(0..file_pages.max(1));
                     let st = cx.mm.filemap_read(cx.cpu, mapping, ra, p, 1, file_pages);
-                    rs.miss_pages += st.miss_pages;
-                    rs.sync_ra += st.sync_ra;
-                    rs.async_ra += st.async_ra;
-                    for (a, b) in rs.added.iter_mut().zip(st.added) {
-                        *a += b;
-                    }
+                    rs.add(&st);
                 }
             } else {
                 // read(2) calls of READ_CALL_PAGES, the host engine's buffer: the request size
@@ -232,12 +227,7 @@ impl ProgramTask {
                 while p < first + n {
                     let req = (first + n - p).min(READ_CALL_PAGES);
                     let st = cx.mm.filemap_read(cx.cpu, mapping, ra, p, req, file_pages);
-                    rs.miss_pages += st.miss_pages;
-                    rs.sync_ra += st.sync_ra;
-                    rs.async_ra += st.async_ra;
-                    for (a, b) in rs.added.iter_mut().zip(st.added) {
-                        *a += b;
-                    }
+                    rs.add(&st);
                     p += req;
                 }
             }
@@ -772,12 +762,7 @@ impl ProgramTask {
                         while p < pages {
                             let req = (pages - p).min(READ_CALL_PAGES);
                             let st = cx.mm.filemap_read(cx.cpu, m, &mut ra, p, req, pages);
-                            rs.miss_pages += st.miss_pages;
-                            rs.sync_ra += st.sync_ra;
-                            rs.async_ra += st.async_ra;
-                            for (a, b) in rs.added.iter_mut().zip(st.added) {
-                                *a += b;
-                            }
+                            rs.add(&st);
                             p += req;
                         }
                         ns += pages * cx.cost.free_page_ns;
