@@ -9,12 +9,13 @@ use std::path::{Path, PathBuf};
 /// Which fraglab crates each crate may depend on (normal and dev dependencies alike).
 const ALLOWED: &[(&str, &[&str])] = &[
     ("types", &[]),
+    ("state", &["types"]),
     ("mm", &["types"]),
     ("spec", &["types"]),
-    ("sim", &["types", "mm", "spec"]),
+    ("sim", &["types", "state", "mm", "spec"]),
     ("report", &["types", "spec", "sim"]),
-    ("host", &["types", "spec", "sim"]),
-    ("cli", &["types", "mm", "spec", "sim", "report", "host"]),
+    ("host", &["types", "state", "spec", "sim"]),
+    ("cli", &["types", "state", "mm", "spec", "sim", "report", "host"]),
 ];
 
 /// Crates that a crate's *library* (its `[dependencies]`, not its tests) must not use: the
@@ -24,7 +25,8 @@ const LIB_FORBIDDEN: &[(&str, &[&str])] = &[
     ("report", &["mm", "sim"]),
     ("host", &["mm", "sim"]),
     ("spec", &["mm", "sim", "host", "report"]),
-    ("mm", &["spec", "sim", "host", "report"]),
+    ("mm", &["spec", "sim", "host", "report", "state"]),
+    ("state", &["mm", "spec", "sim", "host", "report"]),
 ];
 
 fn crates_dir() -> PathBuf {

@@ -1,0 +1,175 @@
+//! A snapshot of a machine's physical memory (issue 21 item 1, kernel-model.md §30): one
+//! [`page`](crate::page) byte per pfn from pfn 0 to `end_pfn`, and the /proc texts, knobs and
+//! confounders read around it.
+//!
+//! File: the [`container`](crate::container) layout with magic `FRAGSNAP`, the
+//! [`SnapshotHeader`] as the JSON header and the page bytes in `PAGE` sections of
+//! [`SECTION_CHUNK`](crate::container::SECTION_CHUNK) bytes, in pfn order.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::container::{ContainerReader, ContainerWriter};
+use crate::StateError;
+
+pub const SNAPSHOT_MAGIC: [u8; 8] = *b"FRAGSNAP";
+pub const PAGE_TAG: [u8; 4] = *b"PAGE";
+
+/// One zone as /proc/zoneinfo gives it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZoneSpan {
+    pub node: u32,
+    /// "DMA", "DMA32", "Normal", "Movable", ...
+    pub name: String,
+    pub start_pfn: u64,
+    pub spanned: u64,
+    pub present: u64,
+    pub managed: u64,
+    /// Watermarks (pages): min, low, high.
+    pub min: u64,
+    pub low: u64,
+    pub high: u64,
+    /// Pages on the zone's PCP lists summed over CPUs (`count:` lines): free pages that show no
+    /// flags (§30.2.3).
+    pub pcp_count: u64,
+}
+
+/// Everything but the page bytes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotHeader {
+    /// Seconds since the epoch when the pfn read began.
+    pub taken_at_unix_s: u64,
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel: String,
+    pub nr_cpus: u32,
+    /// Number of pfns covered (the page bytes' length).
+    pub end_pfn: u64,
+    /// System RAM as [start_pfn, end_pfn) ranges (/proc/iomem).
+    pub ram_ranges: Vec<[u64; 2]>,
+    pub zones: Vec<ZoneSpan>,
+    /// /proc files read just before the pfn read, by name ("buddyinfo", "pagetypeinfo",
+    /// "zoneinfo", "vmstat", "meminfo").
+    pub proc_before: BTreeMap<String, String>,
+    /// The same files read just after (§30.5 item 6: bracket the read).
+    pub proc_after: BTreeMap<String, String>,
+    /// Every knob the spec language names, by its sysctl/sysfs name, as read.
+    pub knobs: BTreeMap<String, String>,
+    /// Free page reporting and DAMON at the time (the host engine's confounders record).
+    pub confounders: serde_json::Value,
+    /// Block types from page_owner (§30.4) when the kernel has it: (pageblock index, type name).
+    pub page_owner_blocks: Option<Vec<(u64, String)>>,
+    /// How long the pfn read took (ns).
+    pub read_ns: u64,
+}
+
+/// A snapshot in memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    pub header: SnapshotHeader,
+    /// One byte per pfn (`crate::page`), `header.end_pfn` of them.
+    pub pages: Vec<u8>,
+}
+
+impl Snapshot {
+    /// Writes the snapshot to `path` (through `PATH.partial`, renamed when complete).
+    pub fn write(&self, path: &Path) -> Result<(), StateError> {
+        let mut w = ContainerWriter::create(path, &SNAPSHOT_MAGIC, &self.header_json())?;
+        self.write_sections(&mut w)?;
+        w.finish()
+    }
+
+    pub fn header_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.header).expect("the header serializes")
+    }
+
+    /// Writes the page bytes as `PAGE` sections (a trace file embeds its snapshot this way).
+    pub fn write_sections(&self, w: &mut ContainerWriter) -> Result<(), StateError> {
+        w.sections(&PAGE_TAG, &self.pages)
+    }
+
+    /// Reads a snapshot file.
+    pub fn read(path: &Path) -> Result<Snapshot, StateError> {
+        let mut r = ContainerReader::open(path, &SNAPSHOT_MAGIC, "snapshot")?;
+        let header: SnapshotHeader = serde_json::from_value(r.header.clone())
+            .map_err(|e| StateError::new(path, Some(16), format!("snapshot header: {e}")))?;
+        let mut pages = Vec::new();
+        Self::read_pages(&mut r, &header, &mut pages, true)?;
+        Ok(Snapshot { header, pages })
+    }
+
+    /// Reads `PAGE` sections from `r` into `pages` until `header.end_pfn` bytes are there. With
+    /// `to_end`, the file must then end (its end marker); otherwise the reader is left at the
+    /// section after the pages.
+    pub fn read_pages(
+        r: &mut ContainerReader,
+        header: &SnapshotHeader,
+        pages: &mut Vec<u8>,
+        to_end: bool,
+    ) -> Result<(), StateError> {
+        let want = header.end_pfn as usize;
+        pages.reserve(want);
+        while pages.len() < want {
+            let at = r.offset();
+            match r.next_section()? {
+                Some((tag, raw)) if tag == PAGE_TAG => {
+                    if pages.len() + raw.len() > want {
+                        return Err(StateError::new(
+                            r.path(),
+                            Some(at),
+                            format!("more page bytes than end_pfn {want}: corrupt"),
+                        ));
+                    }
+                    pages.extend_from_slice(&raw);
+                }
+                Some((tag, _)) => {
+                    return Err(StateError::new(
+                        r.path(),
+                        Some(at),
+                        format!(
+                            "section {:?} where page bytes were expected ({} of {want} read)",
+                            String::from_utf8_lossy(&tag),
+                            pages.len()
+                        ),
+                    ))
+                }
+                None => {
+                    return Err(StateError::new(
+                        r.path(),
+                        Some(at),
+                        format!("file ends after {} of {want} page bytes (truncated)", pages.len()),
+                    ))
+                }
+            }
+        }
+        if let Some(bad) = pages
+            .iter()
+            .position(|&b| crate::page::PageClass::of(b).is_none())
+        {
+            return Err(StateError::new(
+                r.path(),
+                None,
+                format!(
+                    "page byte of pfn {bad} has class {} (0..=11 expected): corrupt",
+                    pages[bad] & 0x0f
+                ),
+            ));
+        }
+        if to_end {
+            let at = r.offset();
+            if let Some((tag, _)) = r.next_section()? {
+                return Err(StateError::new(
+                    r.path(),
+                    Some(at),
+                    format!(
+                        "unexpected section {:?} after the page bytes",
+                        String::from_utf8_lossy(&tag)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
