@@ -1,0 +1,324 @@
+//! `[machine] snapshot` (issue 21 item 2, kernel-model.md §30.5): a spec boots in a
+//! reconstructed state and runs ops or a workload from there. The reconstruction here is
+//! hand-made (`fraglab_sim::restore::preload` puts it in the cache for a file), so the tests do
+//! not depend on the inference.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo};
+use fraglab_sim::restore::{loaded, preload, to_restore};
+use fraglab_spec::parse_spec;
+use fraglab_state::reconstruct::{MatchReport, RFolio, RFree, RKind, RZone, Reconstruction};
+use fraglab_state::snapshot::SnapshotHeader;
+
+const BASE: u64 = 4096;
+const PB: u64 = 512;
+const BLOCKS: u64 = 32;
+
+fn blk(i: u64) -> u64 {
+    BASE + i * PB
+}
+
+/// Greedy aligned cut of [start, end) (§30.3 item 2).
+fn cut(start: u64, end: u64) -> Vec<RFree> {
+    let mut out = Vec::new();
+    let mut pfn = start;
+    while pfn < end {
+        let mut order = 10u32;
+        while order > 0 && (pfn & ((1 << order) - 1) != 0 || pfn + (1 << order) > end) {
+            order -= 1;
+        }
+        out.push(RFree {
+            pfn,
+            order: order as u8,
+        });
+        pfn += 1 << order;
+    }
+    out
+}
+
+fn folio(pfn: u64, order: u8, kind: RKind) -> RFolio {
+    RFolio {
+        pfn,
+        order,
+        kind,
+        active: false,
+        referenced: false,
+        unevictable: false,
+    }
+}
+
+/// A 64 MiB DMA32 zone at pfn 4096: reserved pages and a hole in block 0, an Unmovable and a
+/// Reclaimable block, eight blocks of anon pages with every other page free (fragmented), four
+/// blocks of sparse page cache, an anon THP, a hugetlb page, the rest free.
+fn reconstruction() -> Reconstruction {
+    let mut r = Reconstruction {
+        end_pfn: blk(BLOCKS),
+        zones: vec![RZone {
+            name: "DMA32".into(),
+            start_pfn: BASE,
+            spanned: BLOCKS * PB,
+            present: BLOCKS * PB - 64,
+            managed: BLOCKS * PB - 128,
+        }],
+        reserved: vec![[BASE, BASE + 64]],
+        holes: vec![[BASE + 64, BASE + 128]],
+        block_types: vec![1; (blk(BLOCKS) / PB) as usize],
+        free: Vec::new(),
+        folios: Vec::new(),
+        report: MatchReport::default(),
+    };
+    r.block_types[(blk(1) / PB) as usize] = 0;
+    r.block_types[(blk(2) / PB) as usize] = 2;
+    r.free.extend(cut(BASE + 128, blk(1)));
+    for i in 0..8 {
+        r.folios.push(folio(blk(1) + i, 0, RKind::SlabUnreclaimable));
+    }
+    for i in 8..12 {
+        r.folios.push(folio(blk(1) + i, 0, RKind::PageTable));
+    }
+    r.folios.push(folio(blk(1) + 12, 2, RKind::Kernel));
+    r.free.extend(cut(blk(1) + 16, blk(2)));
+    for i in 0..16 {
+        r.folios.push(folio(blk(2) + 2 * i, 1, RKind::SlabReclaimable));
+    }
+    r.free.extend(cut(blk(2) + 32, blk(3)));
+    // Free pages at even pfns: the free scanner's strides (powers of two from a block's start)
+    // land on them.
+    for p in (blk(3)..blk(11)).step_by(2) {
+        let mut f = folio(p + 1, 0, RKind::Anon);
+        f.active = p % 4 == 0;
+        r.folios.push(f);
+        r.free.push(RFree { pfn: p, order: 0 });
+    }
+    for p in (blk(11)..blk(15)).step_by(4) {
+        r.folios.push(folio(p, 0, RKind::File));
+        r.free.extend(cut(p + 1, p + 4));
+    }
+    r.folios.push(folio(blk(15), 9, RKind::Anon));
+    r.folios.push(folio(blk(16), 9, RKind::Hugetlb));
+    r.free.extend(cut(blk(17), blk(BLOCKS)));
+    r
+}
+
+fn header() -> SnapshotHeader {
+    let knobs: BTreeMap<String, String> = [
+        ("vm.min_free_kbytes", "2345"),
+        ("vm.watermark_scale_factor", "50"),
+        ("transparent_hugepage/enabled", "always [madvise] never"),
+        (
+            "transparent_hugepage/defrag",
+            "always defer [defer+madvise] madvise never",
+        ),
+        ("vm.defrag_mode", "1"),
+        ("vm.compaction_proactiveness", "0"),
+        ("vm.extfrag_threshold", "700"),
+        // Not a value the declaration accepts: skipped, the kernel default is used.
+        ("vm.swappiness", "lots"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    SnapshotHeader {
+        nr_cpus: 4,
+        end_pfn: blk(BLOCKS),
+        knobs,
+        ..Default::default()
+    }
+}
+
+/// A directory of its own for a test, with a stand-in snapshot file whose reconstruction is
+/// [`reconstruction`] (preloaded).
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fraglab-restore-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let file = d.join("state.fsnap");
+    std::fs::write(&file, b"stand-in").unwrap();
+    preload(&file, loaded(&file, header(), reconstruction()).unwrap()).unwrap();
+    d
+}
+
+fn spec_at(d: &Path, body: &str) -> fraglab_spec::Spec {
+    let file = d.join("spec.toml");
+    let text = format!("[machine]\nsnapshot = \"state.fsnap\"\n{body}");
+    parse_spec(&text, file.to_str().unwrap()).unwrap()
+}
+
+#[test]
+fn section_30_5_snapshot_boot_reproduces_blocks_and_free_table() {
+    let d = dir("exact");
+    let spec = spec_at(&d, "[run]\ndebug_vm = true\n");
+    let mm = fraglab_sim::boot(&spec).unwrap();
+    mm.check_invariants().unwrap();
+    let rec = reconstruction();
+    let views = mm.zone_views();
+    let text = render_pagetypeinfo(0, &views);
+    // Blocks per type: 1 Unmovable, 30 Movable, 1 Reclaimable.
+    assert!(
+        text.contains(
+            "Node 0, zone    DMA32            1           30            1            0            0"
+        ),
+        "{text}"
+    );
+    // The free table per type and order, and buddyinfo.
+    let mut want = [[0u64; 11]; 5];
+    let mut by_order = [0u64; 11];
+    for c in &rec.free {
+        want[rec.block_types[(c.pfn / PB) as usize] as usize][c.order as usize] += 1;
+        by_order[c.order as usize] += 1;
+    }
+    let z = &views[1];
+    for (mt, row) in want.iter().enumerate() {
+        assert_eq!(&z.nr_free_by_type[mt], row, "free chunks of type {mt}");
+    }
+    assert_eq!(z.nr_free, by_order);
+    let buddy: Vec<u64> = render_buddyinfo(0, &views)
+        .split_whitespace()
+        .skip(4)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(buddy, by_order);
+    // CPUs from the snapshot (the spec gives none); the hugetlb pool is the snapshot's page.
+    assert_eq!(mm.nr_cpus, 4);
+    assert_eq!(mm.hugetlb.nr_huge_pages(), 1);
+    let _ = std::fs::remove_dir_all(d);
+}
+
+/// The spec's knob wins, else the snapshot's, else the kernel default (module doc of
+/// `fraglab_sim::restore`).
+#[test]
+fn section_30_5_snapshot_knobs_spec_then_snapshot_then_default() {
+    let d = dir("knobs");
+    let spec = spec_at(
+        &d,
+        "cpus = 2\n[knobs]\n\"vm.watermark_scale_factor\" = 20\n\"transparent_hugepage/defrag\" = \"never\"\n",
+    );
+    let mm = fraglab_sim::boot(&spec).unwrap();
+    assert_eq!(mm.nr_cpus, 2, "the spec's cpus");
+    assert_eq!(mm.tun.watermark_scale_factor, 20, "the spec's value wins");
+    assert_eq!(mm.min_free_kbytes, 2345, "the snapshot's min_free_kbytes");
+    assert!(mm.tun.defrag_mode, "the snapshot's defrag_mode");
+    assert_eq!(
+        mm.thp.enabled,
+        fraglab_mm::huge_memory::ThpEnabled::Madvise,
+        "the snapshot's THP enabled (the bracketed word)"
+    );
+    assert_eq!(
+        mm.thp.defrag,
+        fraglab_mm::huge_memory::ThpDefrag::Never,
+        "the spec's"
+    );
+    assert_eq!(mm.compact.cfg.proactiveness, 0);
+    assert_eq!(mm.compact.cfg.extfrag_threshold, 700);
+    assert_eq!(
+        mm.tun.swappiness, 60,
+        "unparsable snapshot value: the kernel default"
+    );
+    assert_eq!(
+        mm.tun.vfs_cache_pressure, 100,
+        "not in the snapshot: the kernel default"
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn section_30_5_compact_memory_from_a_snapshot_moves_pages() {
+    let d = dir("compact");
+    let spec = spec_at(
+        &d,
+        "[knobs]\n\"vm.defrag_mode\" = 0\n[run]\ndebug_vm = true\n[[op]]\ncompact_memory = true\n[[op]]\nprint = \"vmstat\"\n",
+    );
+    let out = fraglab_sim::run_ops(&spec).unwrap();
+    let item = |name: &str| -> u64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} not printed:\n{out}"))
+    };
+    assert!(item("compact_migrate_scanned") > 0);
+    assert!(item("pgmigrate_success") > 0, "{out}");
+    // Determinism: the same spec and snapshot give the same output.
+    assert_eq!(out, fraglab_sim::run_ops(&spec).unwrap());
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn section_30_5_workload_from_a_snapshot_is_deterministic() {
+    let d = dir("workload");
+    let body = "[run]\nseed = 3\n[workload]\nduration = \"5s\"\n[[workload.thp_burst]]\ninterval = \"500ms\"\nsize = \"8MiB\"\nhold = \"200ms\"\nbursts = 4\n";
+    let spec = spec_at(&d, body);
+    let a = fraglab_sim::timed::run_workload(&spec).unwrap();
+    assert_eq!(a.bursts.len(), 4);
+    let b = fraglab_sim::timed::run_workload(&spec).unwrap();
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn snapshot_spec_errors_name_file_line_and_key() {
+    let err = |text: &str| parse_spec(text, "s.toml").unwrap_err().to_string();
+    let e = err("[machine]\nsnapshot = \"x.fsnap\"\nmemory = \"1GiB\"\n");
+    assert!(
+        e.starts_with("s.toml:3: key machine.memory:") && e.contains("line 2"),
+        "{e}"
+    );
+    let e = err("[machine]\nsnapshot = \"x.fsnap\"\n[[machine.zone]]\nname = \"DMA32\"\nstart_pfn = 4096\nspanned = 4096\n");
+    assert!(e.contains("machine.zone") && e.contains("snapshot"), "{e}");
+    let e = err("[machine]\ndma = false\nsnapshot = \"x.fsnap\"\n");
+    assert!(e.starts_with("s.toml:2: key machine.dma:"), "{e}");
+    let e = err("[machine]\nsnapshot = 3\n");
+    assert!(e.starts_with("s.toml:2: key machine.snapshot:"), "{e}");
+    // A missing file: the spec's file, line and key, then the snapshot's path.
+    let d = std::env::temp_dir().join(format!("fraglab-restore-{}-missing", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let spec = parse_spec(
+        "[machine]\nsnapshot = \"nope.fsnap\"\n",
+        d.join("m.toml").to_str().unwrap(),
+    )
+    .unwrap();
+    let e = fraglab_sim::boot(&spec).err().unwrap().0;
+    assert!(
+        e.contains("m.toml:2: machine.snapshot:") && e.contains("nope.fsnap"),
+        "{e}"
+    );
+    // A corrupt file: the snapshot's path and a byte offset.
+    std::fs::write(d.join("bad.fsnap"), b"FRAGSNAPxxxxxxxxxxxxxxxxxxxxxxx").unwrap();
+    let spec = parse_spec(
+        "[machine]\nsnapshot = \"bad.fsnap\"\n",
+        d.join("m.toml").to_str().unwrap(),
+    )
+    .unwrap();
+    let e = fraglab_sim::boot(&spec).err().unwrap().0;
+    assert!(
+        e.contains("m.toml:2: machine.snapshot:") && e.contains("bad.fsnap") && e.contains("offset"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn reconstruction_converts_kinds_and_clips_ranges() {
+    let mut rec = reconstruction();
+    // A range partly outside the zone is clipped; an Isolate block boots Movable.
+    rec.reserved.push([0, 10]);
+    rec.block_types[(blk(20) / PB) as usize] = 4;
+    let r = to_restore(&rec).unwrap();
+    assert_eq!(r.reserved, vec![[BASE as u32, BASE as u32 + 64]]);
+    assert_eq!(r.zones[0].present, (BLOCKS * PB - 64) as u32);
+    assert_eq!(r.zones[0].managed, (BLOCKS * PB - 128) as u32);
+    assert_eq!(
+        r.block_types[(blk(20) / PB) as usize],
+        fraglab_mm::MigrateType::Movable
+    );
+    let slab: Vec<_> = r
+        .folios
+        .iter()
+        .filter(|f| f.kind == fraglab_mm::folio::FolioKind::Slab)
+        .map(|f| f.alloc_mt)
+        .collect();
+    assert!(slab.contains(&fraglab_mm::MigrateType::Reclaimable));
+    assert!(slab.contains(&fraglab_mm::MigrateType::Unmovable));
+}
