@@ -29,6 +29,9 @@
 //!   LRU (swap-backed, `folio_is_file_lru` false), so reclaim treats them as the model treats
 //!   anon; the model has no shmem, so they count in nr_anon_pages rather than nr_shmem /
 //!   nr_file_pages.
+//!//! * With `[model] xa_nodes`, the restored page cache's xarray nodes are allocated after boot
+//!   as for any insertion (reclaimable slab on CPU 0): the snapshot's own radix_tree_node slab
+//!   pages are already among its slab folios, so those nodes are counted twice.
 //! * **hugetlb** pages (order 9) join the pool's free list in pfn order: kpageflags does not say
 //!   whether a hugetlb page is mapped, and the model's pool has only free pages.
 //! * HighAtomic blocks count in the zone's `nr_reserved_highatomic`; an Isolate block type is
@@ -197,6 +200,9 @@ impl Mm {
             folios: folios.len() as u64,
             ..Default::default()
         };
+        // With the xarray-node model, the restored page cache is logged and settled after boot
+        // like any insertion (below).
+        mm.cache.index.xa_log_on = cfg.xa_nodes;
         let mut next_index = 0u64;
         for f in &folios {
             mm.restore_claim(&mut covered, f.pfn, f.order as u32, "folio")?;
@@ -243,6 +249,7 @@ impl Mm {
             }
         }
         mm.finish_boot(cfg);
+        mm.xa_settle(0);
         Ok((mm, summary))
     }
 

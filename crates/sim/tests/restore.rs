@@ -322,3 +322,18 @@ fn reconstruction_converts_kinds_and_clips_ranges() {
     assert!(slab.contains(&fraglab_mm::MigrateType::Reclaimable));
     assert!(slab.contains(&fraglab_mm::MigrateType::Unmovable));
 }
+
+/// With the xarray-node model on, the restored page cache is settled like any other (the
+/// snapshot's radix_tree_node slab is already among its slab pages).
+#[test]
+fn section_30_5_snapshot_boot_with_xa_nodes_holds_invariants() {
+    let d = dir("xa");
+    let spec = spec_at(
+        &d,
+        "[model]\nxa_nodes = \"true\"\n[run]\ndebug_vm = true\n[[op]]\ncompact_memory = true\n",
+    );
+    let mm = fraglab_sim::boot(&spec).unwrap();
+    mm.check_invariants().unwrap();
+    fraglab_sim::run_ops(&spec).unwrap();
+    let _ = std::fs::remove_dir_all(d);
+}
