@@ -113,6 +113,26 @@ pub fn loaded(path: &Path, header: SnapshotHeader, rec: Reconstruction) -> Resul
     })
 }
 
+/// The match report as the result schema keeps it (`RunResult::snapshot`).
+pub fn snapshot_match(file: &str, r: &MatchReport) -> fraglab_spec::result::SnapshotMatch {
+    let rows = |v: &[fraglab_state::reconstruct::MatchRow]| {
+        v.iter()
+            .map(|m| (m.what.clone(), m.captured, m.reconstructed))
+            .collect()
+    };
+    fraglab_spec::result::SnapshotMatch {
+        file: file.to_string(),
+        blocks: rows(&r.blocks),
+        free_by_type: rows(&r.free_by_type),
+        free_by_order: rows(&r.free_by_order),
+        mixed_blocks: r.mixed_blocks,
+        content_disagrees: r.content_disagrees,
+        swaps: r.swaps,
+        l1_before: r.l1_before,
+        l1_after: r.l1_after,
+    }
+}
+
 /// The match report as printed on stderr: one line per row that does not match exactly, and a
 /// summary.
 pub fn match_report_text(path: &Path, r: &MatchReport) -> String {

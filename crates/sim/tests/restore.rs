@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo};
 use fraglab_sim::restore::{loaded, preload, to_restore};
 use fraglab_spec::parse_spec;
-use fraglab_state::reconstruct::{MatchReport, RFolio, RFree, RKind, RZone, Reconstruction};
+use fraglab_state::reconstruct::{MatchReport, MatchRow, RFolio, RFree, RKind, RZone, Reconstruction};
 use fraglab_state::snapshot::SnapshotHeader;
 
 const BASE: u64 = 4096;
@@ -67,7 +67,14 @@ fn reconstruction() -> Reconstruction {
         block_types: vec![1; (blk(BLOCKS) / PB) as usize],
         free: Vec::new(),
         folios: Vec::new(),
-        report: MatchReport::default(),
+        report: MatchReport {
+            blocks: vec![MatchRow {
+                what: "DMA32 blocks Movable".into(),
+                captured: 30,
+                reconstructed: 30,
+            }],
+            ..Default::default()
+        },
     };
     r.block_types[(blk(1) / PB) as usize] = 0;
     r.block_types[(blk(2) / PB) as usize] = 2;
@@ -249,6 +256,10 @@ fn section_30_5_workload_from_a_snapshot_is_deterministic() {
     let spec = spec_at(&d, body);
     let a = fraglab_sim::timed::run_workload(&spec).unwrap();
     assert_eq!(a.bursts.len(), 4);
+    // The result names the snapshot and keeps the match report.
+    let m = a.snapshot.as_ref().expect("the snapshot's match report");
+    assert_eq!(m.file, "state.fsnap");
+    assert_eq!(m.blocks, vec![("DMA32 blocks Movable".to_string(), 30, 30)]);
     let b = fraglab_sim::timed::run_workload(&spec).unwrap();
     assert_eq!(
         serde_json::to_string(&a).unwrap(),
