@@ -39,6 +39,7 @@ mod preflight;
 pub mod procfs;
 mod run;
 mod signals;
+pub mod snapshot;
 pub mod trace;
 mod worker;
 

@@ -236,6 +236,7 @@ impl ContainerReader {
 
     /// The next section as (tag, decompressed bytes), `None` at the end marker. A file that
     /// ends without the end marker is an error (truncated).
+    #[allow(clippy::type_complexity)]
     pub fn next_section(&mut self) -> Result<Option<([u8; 4], Vec<u8>)>, StateError> {
         if self.done {
             return Ok(None);
