@@ -348,3 +348,71 @@ fn section_30_5_snapshot_boot_with_xa_nodes_holds_invariants() {
     fraglab_sim::run_ops(&spec).unwrap();
     let _ = std::fs::remove_dir_all(d);
 }
+
+/// The committed S2 snapshot (crates/state/tests/data, helper A's capture of this machine) boots
+/// with pagetypeinfo's blocks per type exactly and its free pages per (type, order) within 1 %
+/// (the L1 distance of the page tables, per zone, against the zone's captured free pages), the
+/// free table being exactly the reconstruction's; debug-vm's invariants hold.
+#[test]
+fn section_30_5_s2_fixture_boots_exact_blocks_free_within_1pct() {
+    use fraglab_state::procparse::parse_pagetypeinfo;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../state/tests/data/s2-snapshot.fsnap");
+    let text = format!(
+        "[machine]\nsnapshot = \"{}\"\n[run]\ndebug_vm = true\n",
+        path.display()
+    );
+    let spec = parse_spec(&text, "fixture.toml").unwrap();
+    let l = fraglab_sim::restore::load(&spec).unwrap();
+    let mm = fraglab_sim::boot(&spec).unwrap();
+    mm.check_invariants().unwrap();
+    assert_eq!(mm.nr_cpus, l.header.nr_cpus);
+    let views = mm.zone_views();
+    // The boot holds the reconstruction's free chunks, by block type, exactly.
+    let rec = &l.reconstruction;
+    let mut want = vec![[[0u64; 11]; 5]; views.len()];
+    for c in &rec.free {
+        let zi = mm.pfn_zone(c.pfn as u32).unwrap();
+        let t = rec.block_types[(c.pfn / PB) as usize] as usize;
+        want[zi][if t == 4 { 1 } else { t }][c.order as usize] += 1;
+    }
+    for (zi, v) in views.iter().enumerate() {
+        assert_eq!(v.nr_free_by_type, want[zi], "zone {}", v.zone_type.name());
+    }
+    // Against the captured tables: the closer of the two reads that bracket the pfn read.
+    let best = ["before", "after"]
+        .iter()
+        .map(|which| {
+            let read = if *which == "before" {
+                &l.header.proc_before
+            } else {
+                &l.header.proc_after
+            };
+            let pti = parse_pagetypeinfo(&read["pagetypeinfo"]);
+            let mut worst = 0f64;
+            for v in views.iter().filter(|v| v.present > 0) {
+                let c = &pti[v.zone_type.name()];
+                assert_eq!(
+                    v.blocks_by_type,
+                    c.blocks,
+                    "{which}: blocks of zone {}",
+                    v.zone_type.name()
+                );
+                let cap: u64 = (0..5)
+                    .flat_map(|t| (0..11).map(move |o| (t, o)))
+                    .map(|(t, o)| c.free[t][o] << o)
+                    .sum();
+                let l1: u64 = (0..5)
+                    .flat_map(|t| (0..11).map(move |o| (t, o)))
+                    .map(|(t, o)| (c.free[t][o] << o).abs_diff(v.nr_free_by_type[t][o] << o))
+                    .sum();
+                worst = worst.max(l1 as f64 / cap.max(1) as f64);
+            }
+            worst
+        })
+        .fold(f64::MAX, f64::min);
+    assert!(
+        best <= 0.01,
+        "free pages per (type, order) off by {:.3} %",
+        best * 100.0
+    );
+}
