@@ -57,20 +57,47 @@ pub struct TraceHeader {
     /// Lines in the file's TEXT sections (the writer sets it at `finish`).
     #[serde(default)]
     pub lines: u64,
+    /// The trace clock of the timestamps ("mono": CLOCK_MONOTONIC; "" for unknown, e.g. plain
+    /// text, where the kernel's default is "local").
+    #[serde(default)]
+    pub clock: String,
+    /// When the events were enabled and disabled, on `clock` (ns).
+    #[serde(default)]
+    pub trace_start_ns: u64,
+    #[serde(default)]
+    pub trace_end_ns: u64,
+    /// When the embedded snapshot's pfn read began and ended, on `clock` (ns). Events with
+    /// timestamps inside this window may or may not be reflected in the snapshot's bytes.
+    #[serde(default)]
+    pub snapshot_window_ns: Option<[u64; 2]>,
+    /// Lines whose pid is the recorder's (`recorder_pid` or its reader thread): the recording's
+    /// own allocations and frees.
+    #[serde(default)]
+    pub recorder_lines: u64,
+    /// Tids of the recorder's threads (the reader thread's lines carry its tid).
+    #[serde(default)]
+    pub recorder_tids: Vec<u32>,
+    /// The recording was stopped early by this signal (SIGINT, SIGTERM); the lines up to then
+    /// are all there.
+    #[serde(default)]
+    pub interrupted_by: Option<i32>,
 }
 
 /// Writes a trace file (through `PATH.partial`).
 ///
 /// The header is at the start of the file but is only complete at the end (durations, lost
-/// events, end state), so the sections (the snapshot's `PAGE`s, then the `TEXT`s) go to a spool,
-/// `PATH.body.partial`, as they come; [`TraceWriter::finish`] writes the header into
-/// `PATH.partial`, copies the spool's sections after it verbatim and renames the result into
+/// events, end state), so the sections go to spools as they come: the `TEXT`s to
+/// `PATH.body.partial`, the snapshot's `PAGE`s to `PATH.pages.partial` (the snapshot may be
+/// given after lines, [`TraceWriter::set_snapshot`]: the recorder traces while it reads the
+/// snapshot). [`TraceWriter::finish`] writes the header into `PATH.partial`, copies the `PAGE`
+/// spool then the `TEXT` spool after it verbatim (no recompression) and renames the result into
 /// place. Memory: one section of lines (at most [`SECTION_CHUNK`] bytes) plus its compressed
-/// form. A writer dropped without `finish` removes its spool and partial file.
+/// form. A writer dropped without `finish` removes its spools and partial file.
 pub struct TraceWriter {
     path: PathBuf,
     spool_path: PathBuf,
     spool: Option<ContainerWriter>,
+    pages_path: PathBuf,
     /// Whole lines, each with its newline, not yet in a section.
     buf: Vec<u8>,
     snapshot: Option<SnapshotHeader>,
@@ -79,10 +106,17 @@ pub struct TraceWriter {
     finished: bool,
 }
 
-/// `PATH.body.partial`: where a [`TraceWriter`] spools its sections.
+/// `PATH.body.partial`: where a [`TraceWriter`] spools its `TEXT` sections.
 pub fn spool_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(".body.partial");
+    PathBuf::from(s)
+}
+
+/// `PATH.pages.partial`: where a [`TraceWriter`] spools the snapshot's `PAGE` sections.
+pub fn pages_spool_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".pages.partial");
     PathBuf::from(s)
 }
 
@@ -98,11 +132,12 @@ impl TraceWriter {
         serde_json::to_value(header)
             .map_err(|e| StateError::new(path, None, format!("trace header: {e}")))?;
         let spool_path = spool_path(path);
-        let mut spool = ContainerWriter::create_spool(&spool_path)?;
+        let spool = ContainerWriter::create_spool(&spool_path)?;
         let mut w = TraceWriter {
             path: path.to_path_buf(),
             spool_path,
-            spool: None,
+            spool: Some(spool),
+            pages_path: pages_spool_path(path),
             buf: Vec::with_capacity(SECTION_CHUNK),
             snapshot: None,
             lines: 0,
@@ -110,22 +145,37 @@ impl TraceWriter {
             finished: false,
         };
         if let Some(s) = snapshot {
-            if s.pages.len() as u64 != s.header.end_pfn {
-                return Err(StateError::new(
-                    path,
-                    None,
-                    format!(
-                        "the snapshot to embed has {} page bytes, its end_pfn says {}",
-                        s.pages.len(),
-                        s.header.end_pfn
-                    ),
-                ));
-            }
-            s.write_sections(&mut spool)?;
-            w.snapshot = Some(s.header.clone());
+            w.set_snapshot(s)?;
         }
-        w.spool = Some(spool);
         Ok(w)
+    }
+
+    /// Embeds `snapshot` (written at once to the `PAGE` spool; the caller may drop it). At most
+    /// one snapshot per file; it may come before or after lines.
+    pub fn set_snapshot(&mut self, snapshot: &Snapshot) -> Result<(), StateError> {
+        if self.snapshot.is_some() {
+            return Err(StateError::new(
+                &self.path,
+                None,
+                "a trace file embeds one snapshot; a second was given",
+            ));
+        }
+        if snapshot.pages.len() as u64 != snapshot.header.end_pfn {
+            return Err(StateError::new(
+                &self.path,
+                None,
+                format!(
+                    "the snapshot to embed has {} page bytes, its end_pfn says {}",
+                    snapshot.pages.len(),
+                    snapshot.header.end_pfn
+                ),
+            ));
+        }
+        let mut pages = ContainerWriter::create_spool(&self.pages_path)?;
+        snapshot.write_sections(&mut pages)?;
+        pages.finish_spool()?;
+        self.snapshot = Some(snapshot.header.clone());
+        Ok(())
     }
 
     /// Appends one line of ftrace text (without its newline).
@@ -191,9 +241,13 @@ impl TraceWriter {
         let json = serde_json::to_value(&h)
             .map_err(|e| StateError::new(&self.path, None, format!("trace header: {e}")))?;
         let mut out = ContainerWriter::create(&self.path, &TRACE_MAGIC, &json)?;
+        if self.snapshot.is_some() {
+            out.append_spool(&self.pages_path)?;
+        }
         out.append_spool(&self.spool_path)?;
         out.finish()?;
         self.finished = true;
+        let _ = std::fs::remove_file(&self.pages_path);
         std::fs::remove_file(&self.spool_path)
             .map_err(|e| StateError::new(&self.spool_path, None, format!("cannot remove: {e}")))
     }
@@ -204,6 +258,7 @@ impl Drop for TraceWriter {
         if !self.finished {
             drop(self.spool.take());
             let _ = std::fs::remove_file(&self.spool_path);
+            let _ = std::fs::remove_file(&self.pages_path);
             let _ = std::fs::remove_file(partial_path(&self.path));
         }
     }
@@ -418,16 +473,31 @@ impl TraceReader {
     }
 }
 
+/// The `[cpu]` column of an ftrace line: (byte index of its `[`, index just after its `] `).
+fn cpu_column(line: &str) -> Option<(usize, usize)> {
+    line.match_indices("] ").find_map(|(i, _)| {
+        let open = line[..i].rfind('[')?;
+        let digits = &line[open + 1..i];
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some((open, i + 2))
+    })
+}
+
+/// The pid of an ftrace line (`comm-PID`, before the optional record-tgid column and `[cpu]`).
+pub fn line_pid(line: &str) -> Option<u32> {
+    let (open, _) = cpu_column(line)?;
+    let mut head = line[..open].trim_end();
+    if head.ends_with(')') {
+        head = head[..head.rfind('(')?].trim_end();
+    }
+    head.rsplit_once('-')?.1.parse().ok()
+}
+
 /// The event name of an ftrace line ("mm_page_alloc" in
 /// `"  dd-1234  [001] d..1. 123.456789: mm_page_alloc: page=..."`), `None` for a line without
 /// the `comm-pid [cpu] ... ts: name:` layout (e.g. `CPU:1 [LOST 12 EVENTS]`).
 pub fn event_name(line: &str) -> Option<&str> {
     // The "[cpu]" column: the first "] " preceded by "[digits".
-    let after_cpu = line.match_indices("] ").find_map(|(i, _)| {
-        let open = line[..i].rfind('[')?;
-        let digits = &line[open + 1..i];
-        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(i + 2)
-    })?;
+    let (_, after_cpu) = cpu_column(line)?;
     let rest = &line[after_cpu..];
     let ts_end = rest.find(": ")?;
     let rest = &rest[ts_end + 2..];

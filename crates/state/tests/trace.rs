@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use fraglab_state::container::{partial_path, ContainerReader, SECTION_CHUNK};
 use fraglab_state::snapshot::{Snapshot, SnapshotHeader};
 use fraglab_state::trace::{
-    event_name, lost_events_line, spool_path, TraceHeader, TraceReader, TraceWriter, TEXT_TAG, TRACE_MAGIC,
+    event_name, line_pid, lost_events_line, pages_spool_path, spool_path, TraceHeader, TraceReader,
+    TraceWriter, TEXT_TAG, TRACE_MAGIC,
 };
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -128,6 +129,31 @@ fn issue_21_item_4_round_trip_with_snapshot() {
     assert!(r.header().snapshot.is_some());
     assert!(r.take_snapshot().is_none());
     assert_eq!(read_all(&mut r), lines);
+}
+
+#[test]
+fn issue_21_item_4_snapshot_after_lines() {
+    // The recorder traces while it reads the snapshot: the snapshot comes after lines, and the
+    // file still holds it before them.
+    let d = tmpdir("snaplate");
+    let p = d.join("t.trace");
+    let s = snapshot(70_000);
+    let lines: Vec<String> = (0..5000).map(alloc_line).collect();
+    let mut w = TraceWriter::create(&p, &TraceHeader::default(), None).unwrap();
+    for l in &lines[..2000] {
+        w.line(l).unwrap();
+    }
+    w.set_snapshot(&s).unwrap();
+    assert!(w.set_snapshot(&s).is_err(), "one snapshot per file");
+    for l in &lines[2000..] {
+        w.line(l).unwrap();
+    }
+    w.finish(&header()).unwrap();
+    assert!(!pages_spool_path(&p).exists());
+    let mut r = TraceReader::open(&p).unwrap();
+    assert_eq!(r.take_snapshot().as_ref(), Some(&s));
+    assert_eq!(read_all(&mut r), lines);
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -293,6 +319,7 @@ fn issue_21_item_4_unfinished_writer_leaves_nothing() {
     }
     assert!(!p.exists());
     assert!(!spool_path(&p).exists());
+    assert!(!pages_spool_path(&p).exists());
     assert!(!partial_path(&p).exists());
 }
 
@@ -309,6 +336,9 @@ fn section_15_event_name_and_lost_lines() {
         Some("mm_vmscan_kswapd_wake")
     );
     assert_eq!(event_name("CPU:1 [LOST 12 EVENTS]"), None);
+    assert_eq!(line_pid(&alloc_line(7)), Some(1000));
+    assert_eq!(line_pid("  a] b-c-77 (     77) [000] 5.5: x: y"), Some(77));
+    assert_eq!(line_pid("CPU:1 [LOST 12 EVENTS]"), None);
     assert_eq!(event_name("# tracer: nop"), None);
     assert_eq!(lost_events_line("CPU:1 [LOST 12 EVENTS]"), Some(12));
     assert_eq!(lost_events_line(&alloc_line(1)), None);
