@@ -38,6 +38,7 @@ pub fn host(cmd: HostCmd) -> Result<(), String> {
         } => validate(spec, floor, format, fit_memory, dir),
         HostCmd::Snapshot { output } => snapshot(output),
         HostCmd::Restore { state_file } => restore(state_file),
+        HostCmd::Record(a) => crate::record::record(a),
     }
 }
 

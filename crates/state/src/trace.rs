@@ -511,3 +511,21 @@ pub fn lost_events_line(line: &str) -> Option<u64> {
     let (_, rest) = rest.split_once(" [LOST ")?;
     rest.strip_suffix(" EVENTS]")?.parse().ok()
 }
+
+/// Events per name in the rest of a trace, the lines that are no event, and the events lost
+/// by `CPU:N [LOST M EVENTS]` lines (streamed: a trace larger than memory is counted line by
+/// line).
+pub fn count_events(r: &mut TraceReader) -> Result<(BTreeMap<String, u64>, u64, u64), StateError> {
+    let mut counts = BTreeMap::new();
+    let (mut other, mut lost) = (0u64, 0u64);
+    while let Some(l) = r.next_line()? {
+        if let Some(n) = lost_events_line(&l) {
+            lost += n;
+        } else if let Some(e) = event_name(&l) {
+            *counts.entry(e.to_string()).or_insert(0) += 1;
+        } else {
+            other += 1;
+        }
+    }
+    Ok((counts, other, lost))
+}
