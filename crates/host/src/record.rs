@@ -141,6 +141,19 @@ struct Progress {
     self_lines: AtomicU64,
     tid: AtomicU32,
     failed: AtomicBool,
+    /// The reader thread's CPU time (user, system; µs), at its end.
+    cpu_user_us: AtomicU64,
+    cpu_sys_us: AtomicU64,
+}
+
+/// The calling thread's CPU time (user, system) in µs.
+fn thread_cpu_us() -> (u64, u64) {
+    // SAFETY: a zeroed rusage to fill.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD with a valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    (us(ru.ru_utime), us(ru.ru_stime))
 }
 
 /// The tracefs instance, the reader thread and the command: everything [`record`] must undo.
@@ -345,6 +358,9 @@ fn reader(
         }
     };
     let r = run();
+    let (u, sy) = thread_cpu_us();
+    prog.cpu_user_us.store(u, Ordering::SeqCst);
+    prog.cpu_sys_us.store(sy, Ordering::SeqCst);
     if let Err(e) = r {
         prog.failed.store(true, Ordering::SeqCst);
         return Err(e);
@@ -432,10 +448,10 @@ pub fn record(opts: &RecordOptions) -> Result<TraceHeader, HostError> {
             inst.join("events").join(group).join(name).join("enable")
         };
         if !p.exists() {
-            return Err(HostError::Unsupported(format!(
-                "event {ev}: {} does not exist on this kernel",
-                p.display()
-            )));
+            return Err(HostError::io(
+                format!("event {ev}: {}", p.display()),
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such event on this kernel"),
+            ));
         }
         write(&p, "1")?;
     }
@@ -525,7 +541,9 @@ pub fn record(opts: &RecordOptions) -> Result<TraceHeader, HostError> {
     let mut proc_end = procfs::proc_snapshot()?;
     proc_end.insert("meminfo".into(), procfs::read("/proc/meminfo")?);
     header.proc_end = proc_end;
+    let t_drain = Instant::now();
     let mut writer = s.join_reader().expect("the reader runs until joined")?;
+    let drain_s = t_drain.elapsed().as_secs_f64();
     header.lost_events = lost_events(&inst).max(prog.lost_lines.load(Ordering::SeqCst));
     drop(s);
     let conf_end = confounders::read();
@@ -543,12 +561,16 @@ pub fn record(opts: &RecordOptions) -> Result<TraceHeader, HostError> {
     header.snapshot = snapshot.map(|s| s.header);
     if opts.progress {
         eprintln!(
-            "record: {} events in {:.1} s ({:.0}/s), {} lost, {} by the recorder itself; {}",
+            "record: {} events in {:.1} s ({:.0}/s), {} lost, {} by the recorder itself; \
+             reader CPU {:.1} s user + {:.1} s system, {:.1} s draining after the end; {}",
             header.lines,
             header.duration_ns as f64 / 1e9,
             header.lines as f64 / (header.duration_ns.max(1) as f64 / 1e9),
             header.lost_events,
             header.recorder_lines,
+            prog.cpu_user_us.load(Ordering::SeqCst) as f64 / 1e6,
+            prog.cpu_sys_us.load(Ordering::SeqCst) as f64 / 1e6,
+            drain_s,
             opts.output.display()
         );
     }
