@@ -16,6 +16,7 @@ mod knobs;
 mod record;
 mod report;
 mod run;
+mod snapshot;
 mod validate;
 
 use examples::example;
@@ -81,10 +82,16 @@ enum HostCmd {
         #[arg(long)]
         fit_memory: bool,
     },
-    /// Capture /proc/{buddyinfo,pagetypeinfo,zoneinfo,vmstat} and every knob as a result file.
+    /// Capture /proc/{buddyinfo,pagetypeinfo,zoneinfo,vmstat} and every knob as a result file;
+    /// with `--pages`, this machine's physical state (a byte per pfn from /proc/kpageflags, the
+    /// zones, the /proc tables around the read, knobs) as a snapshot file (`-o STATE`) that
+    /// `[machine] snapshot` boots from (kernel-model.md §30). Read-only; needs root.
     Snapshot {
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// Capture every pfn's state into a snapshot file (`-o STATE` required).
+        #[arg(long)]
+        pages: bool,
     },
     /// Run a spec on both engines (the live kernel, then the simulator) and print, row by row,
     /// kernel against simulator with the relative difference (the compare layout, kernel first).
@@ -216,6 +223,12 @@ enum Cmd {
         #[command(subcommand)]
         cmd: HostCmd,
     },
+    /// Snapshot files (`fraglab host snapshot --pages`): what one holds and how its
+    /// reconstruction matches the captured tables.
+    Snapshot {
+        #[command(subcommand)]
+        cmd: snapshot::SnapshotCmd,
+    },
     /// The standard performance figures: simulated seconds per wall second of each experiment
     /// (one configuration, run once), allocate/free operations per second, compaction pfns
     /// scanned per second, host memory per simulated page.
@@ -280,6 +293,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             output,
         } => report::report(results, compare, output),
         Cmd::Host { cmd } => host::host(cmd),
+        Cmd::Snapshot { cmd } => snapshot::snapshot(cmd),
         Cmd::Validate {
             spec,
             suite,

@@ -40,6 +40,7 @@ pub mod procfs;
 pub mod record;
 mod run;
 mod signals;
+pub mod snapshot;
 pub mod trace;
 mod worker;
 
