@@ -13,6 +13,7 @@ mod examples;
 mod footprint;
 mod host;
 mod knobs;
+mod record;
 mod report;
 mod run;
 mod snapshot;
@@ -112,6 +113,9 @@ enum HostCmd {
     /// Restore the knobs recorded in a state file left by a killed run
     /// (/run/fraglab-host-PID.restore); without a file, every such file found.
     Restore { state_file: Option<PathBuf> },
+    /// Record the live kernel's allocation tracepoints (private tracefs instance, removed on
+    /// every exit) into a trace file, with a snapshot at the start: `-o TRACE [-- CMD ARGS...]`.
+    Record(record::RecordArgs),
 }
 
 #[derive(Subcommand)]
@@ -242,6 +246,11 @@ enum Cmd {
         #[arg(long)]
         markdown: bool,
     },
+    /// Trace files (`host record`) and plain ftrace text.
+    Trace {
+        #[command(subcommand)]
+        cmd: record::TraceCmd,
+    },
     /// Boot a machine of the given size and report the model's host memory per simulated page.
     Footprint {
         /// RAM of the simulated machine, e.g. 24GiB or 1TiB.
@@ -319,6 +328,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
         Cmd::Bench { max_sim } => bench_experiments(max_sim),
         Cmd::Examples { name } => examples::examples(name),
         Cmd::Footprint { memory } => footprint::footprint(memory),
+        Cmd::Trace { cmd } => record::trace(cmd),
         Cmd::Knobs { markdown } => knobs::knobs(markdown),
     }
 }
