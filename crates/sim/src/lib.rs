@@ -9,6 +9,7 @@ pub mod cost;
 pub mod engine;
 pub mod error;
 pub mod metrics;
+pub mod replay;
 pub mod slab;
 pub mod snapshot;
 pub mod timed;
