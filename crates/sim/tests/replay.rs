@@ -342,3 +342,30 @@ fn section_6_5_replay_defrag_mode_cuts_fragmenting_fallbacks() {
         d0.fragmenting
     );
 }
+
+/// The recorded column's end state comes from the trace header's /proc files (§16.2:
+/// pagetypeinfo's block counts, buddyinfo's free chunks); read back from the model's own
+/// renderings they give the model's census.
+#[test]
+fn section_30_4_recorded_end_state_reads_pagetypeinfo_and_buddyinfo() {
+    use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo};
+    let p = policy("sim", "");
+    let mm = fraglab_sim::boot(&p.spec).unwrap();
+    let views = mm.zone_views();
+    let mut proc_end = std::collections::BTreeMap::new();
+    proc_end.insert("pagetypeinfo".to_string(), render_pagetypeinfo(0, &views));
+    proc_end.insert("buddyinfo".to_string(), render_buddyinfo(0, &views));
+    let end = fraglab_sim::replay::report::recorded_end_state(&proc_end);
+    let s = fraglab_sim::snapshot::sample(&mm, 0);
+    assert_eq!(end.blocks_by_type.unwrap().to_vec(), s.blocks_by_type);
+    assert_eq!(end.free_pages_by_order.unwrap().to_vec(), s.free_by_order);
+    // No page_owner: no mixed-block section, n/a.
+    assert_eq!(end.mixed_blocks, None);
+    // With page_owner's section (6.18 layout, CMA column included in the total only).
+    let mut pti = proc_end["pagetypeinfo"].clone();
+    pti.push_str("\nNumber of mixed blocks    Unmovable      Movable  Reclaimable   HighAtomic          CMA      Isolate \nNode 0, zone      DMA            0            1            0            0            0            0 \nNode 0, zone    DMA32            2            3            1            0            1            0 \n");
+    proc_end.insert("pagetypeinfo".into(), pti);
+    let end = fraglab_sim::replay::report::recorded_end_state(&proc_end);
+    assert_eq!(end.mixed_blocks, Some(8));
+    assert_eq!(end.blocks_by_type.unwrap().to_vec(), s.blocks_by_type);
+}

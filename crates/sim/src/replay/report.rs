@@ -181,8 +181,9 @@ pub struct ReplayCounts {
     pub order_mismatches: u64,
     /// Frees of folios the simulator had already freed (reclaim, OOM kill).
     pub frees_of_reclaimed: u64,
-    /// Allocations at a pfn the recording still held allocated (a free was lost): the old
-    /// simulated folio is freed first.
+    /// Allocations at a pfn the recording still held allocated (a free was lost, or a
+    /// snapshot's folio was freed before the first line): the old simulated folio is freed
+    /// first.
     pub lost_frees: u64,
     /// Folios of a snapshot boot freed by the recording (tracked by folio id).
     pub snapshot_frees: u64,
