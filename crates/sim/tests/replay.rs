@@ -369,3 +369,40 @@ fn section_30_4_recorded_end_state_reads_pagetypeinfo_and_buddyinfo() {
     assert_eq!(end.mixed_blocks, Some(8));
     assert_eq!(end.blocks_by_type.unwrap().to_vec(), s.blocks_by_type);
 }
+
+/// Requests the simulated machine cannot serve the way the recorded one did (a ZONE_DMA request
+/// on a machine without ZONE_DMA, an order-10 request, a request from a CPU the machine does
+/// not have) are replayed or counted, never a crash; an order above MAX_PAGE_ORDER is a
+/// malformed line.
+#[test]
+fn section_15_replay_odd_requests_are_counted_not_fatal() {
+    let mut t = Trace::new();
+    t.alloc(0x50_0000, 0, Gfp(Gfp::GFP_KERNEL.0 | Gfp::DMA.0));
+    t.alloc(0x50_0400, 10, Gfp::GFP_HIGHUSER_MOVABLE);
+    t.ev(
+        7,
+        0,
+        TraceEvent::MmPageAlloc {
+            pfn: Some(0x50_1000),
+            order: 0,
+            gfp: Gfp::GFP_KERNEL,
+            migratetype: 0,
+        },
+    );
+    t.free(0x50_0000, 0);
+    t.free(0x50_0400, 10);
+    t.free(0x50_1000, 0);
+    let r = replay(&t.write("odd.trace"), &[policy("sim", "")], &mut |_, _| {}).unwrap();
+    let c = r.columns[1].counts.clone().unwrap();
+    assert_eq!(c.allocs, 3, "{c:?}");
+    assert_eq!(c.never_freed, 0, "{c:?}");
+    let mut t = Trace::new();
+    t.raw("          worker-100     [000] .....     1.500000: mm_page_free: page=ffffea0000000000 pfn=0x100 order=11");
+    let e = replay(&t.write("order.trace"), &[policy("sim", "")], &mut |_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("order.trace:3:") && e.contains("MAX_PAGE_ORDER"),
+        "{e}"
+    );
+}

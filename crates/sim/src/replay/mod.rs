@@ -244,6 +244,18 @@ impl Replay {
                 file.display()
             ))
         })?;
+        // An order the kernel cannot print (above MAX_PAGE_ORDER) is a malformed line.
+        let order = match rec.event {
+            TraceEvent::MmPageAlloc { order, .. } | TraceEvent::MmPageFree { order, .. } => order,
+            _ => 0,
+        };
+        if order as usize >= fraglab_mm::types::NR_PAGE_ORDERS {
+            return Err(RunError(format!(
+                "{}:{line_no}: {name} with order {order} (above MAX_PAGE_ORDER {}): {line:?}",
+                file.display(),
+                fraglab_mm::types::NR_PAGE_ORDERS - 1
+            )));
+        }
         // The task context and the time.
         let t0 = *self.t0.get_or_insert(rec.ts_ns);
         let now = rec.ts_ns.saturating_sub(t0).max(self.last_ts);
