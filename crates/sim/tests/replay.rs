@@ -48,7 +48,7 @@ impl Trace {
     }
     fn alloc(&mut self, pfn: u32, order: u32, gfp: Gfp) {
         self.ev(
-            (pfn & 1) as u32,
+            pfn & 1,
             100,
             TraceEvent::MmPageAlloc {
                 pfn: Some(pfn),

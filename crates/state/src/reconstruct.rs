@@ -597,26 +597,32 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
     // the two units' chunk counts only (at most 22 cells), never by a recount.
     let mut rng = Rng(opt.seed ^ 0x5eed_f1a6_0000_0021);
     let mut swaps = 0u64;
-    let delta_of = |pred: &Vec<[[i64; 11]; 5]>, zi: usize, ta: usize, tb: usize, hu: &[i64; 11], hv: &[i64; 11]| {
-        let mut delta = 0i64;
-        for o in 0..11 {
-            let d = hv[o] - hu[o];
-            if d == 0 {
-                continue;
+    let delta_of =
+        |pred: &Vec<[[i64; 11]; 5]>, zi: usize, ta: usize, tb: usize, hu: &[i64; 11], hv: &[i64; 11]| {
+            let mut delta = 0i64;
+            for o in 0..11 {
+                let d = hv[o] - hu[o];
+                if d == 0 {
+                    continue;
+                }
+                let (pa, pb) = (pred[zi][ta][o], pred[zi][tb][o]);
+                let (ca, cb) = (capt[zi][ta][o], capt[zi][tb][o]);
+                let (ka, kb) = (capped[zi][ta][o], capped[zi][tb][o]);
+                delta += cell_err(pa + d, ca, ka) - cell_err(pa, ca, ka);
+                delta += cell_err(pb - d, cb, kb) - cell_err(pb, cb, kb);
             }
-            let (pa, pb) = (pred[zi][ta][o], pred[zi][tb][o]);
-            let (ca, cb) = (capt[zi][ta][o], capt[zi][tb][o]);
-            let (ka, kb) = (capped[zi][ta][o], capped[zi][tb][o]);
-            delta += cell_err(pa + d, ca, ka) - cell_err(pa, ca, ka);
-            delta += cell_err(pb - d, cb, kb) - cell_err(pb, cb, kb);
-        }
-        delta
-    };
+            delta
+        };
     'sweeps: for _sweep in 0..64 {
         let mut movers: Vec<u32> = Vec::new();
         for zi in 0..nz {
             let major = (0..5)
-                .max_by_key(|&t| (lists[zi][t][0].len() + 2 * lists[zi][t][1].len(), std::cmp::Reverse(t)))
+                .max_by_key(|&t| {
+                    (
+                        lists[zi][t][0].len() + 2 * lists[zi][t][1].len(),
+                        std::cmp::Reverse(t),
+                    )
+                })
                 .unwrap_or(1);
             for t in (0..5).filter(|&t| t != major) {
                 for s in 0..2 {
