@@ -35,7 +35,8 @@ pub fn host(cmd: HostCmd) -> Result<(), String> {
             format,
             fit_memory,
             dir,
-        } => validate(spec, floor, format, fit_memory, dir),
+            capture_snapshot,
+        } => validate(spec, floor, format, fit_memory, dir, capture_snapshot),
         HostCmd::Snapshot { output, pages: true } => crate::snapshot::capture(output),
         HostCmd::Snapshot { output, pages: false } => snapshot(output),
         HostCmd::Restore { state_file } => restore(state_file),
@@ -85,8 +86,20 @@ pub fn validate(
     format: String,
     fit_memory: bool,
     dir: Option<PathBuf>,
+    capture_snapshot: bool,
 ) -> Result<(), String> {
     let (_, spec) = load_config(&spec)?;
+    if capture_snapshot {
+        // Issue 21 item 3: both engines start from this moment, the kernel right after the
+        // capture, the simulator booted from it.
+        let snap = spec.machine.snapshot.as_ref().ok_or_else(|| {
+            format!(
+                "{}: --capture-snapshot needs [machine] snapshot = \"FILE\" (where to capture)",
+                spec.file
+            )
+        })?;
+        crate::snapshot::capture(Some(snap.resolved.clone()))?;
+    }
     let opts = fraglab_host::HostOptions {
         mem_floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
         fit_memory,

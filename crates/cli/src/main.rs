@@ -110,6 +110,11 @@ enum HostCmd {
         /// Scratch directory for the spec's files (created and removed).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// First capture this machine's pages into the spec's `machine.snapshot` file
+        /// (overwriting it, as `host snapshot --pages`), then run the kernel at once and the
+        /// simulator from that snapshot: both engines start from the same moment.
+        #[arg(long, conflicts_with = "fit_memory")]
+        capture_snapshot: bool,
     },
     /// Restore the knobs recorded in a state file left by a killed run
     /// (/run/fraglab-host-PID.restore); without a file, every such file found.
@@ -353,7 +358,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
                 no_write,
                 workdir: dir,
             }),
-            (Some(spec), None) => host::validate(spec, floor, format, fit_memory, dir),
+            (Some(spec), None) => host::validate(spec, floor, format, fit_memory, dir, false),
             (None, None) => Err("validate: a SPEC or --suite DIR".into()),
         },
         Cmd::Replay {
