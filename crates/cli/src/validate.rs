@@ -406,6 +406,22 @@ fn kernel_arm(
                 BTreeMap::new()
             }
         };
+        // A spec booting from a snapshot (issue 21 item 3): capture this machine into the
+        // snapshot file right before each kernel run, so the kernel starts from the state the
+        // simulator boots from (the capture before the last kernel run, when runs > 1).
+        if let Some(sn) = &s.machine.snapshot {
+            let captured = fraglab_host::snapshot::capture(&Default::default(), &mut |_, _| {})
+                .map_err(|e| e.to_string())
+                .and_then(|snap| snap.write(&sn.resolved).map_err(|e| e.to_string()));
+            match captured {
+                Ok(()) => notes.push(format!(
+                    "kernel run {}: this machine captured into {} just before it",
+                    i + 1,
+                    sn.path
+                )),
+                Err(e) => return (format!("skipped: snapshot capture: {e}"), Vec::new()),
+            }
+        }
         let t = std::time::Instant::now();
         eprintln!("  kernel: run {}/{runs}", i + 1);
         match fraglab_host::host_run(&s, &opts) {
