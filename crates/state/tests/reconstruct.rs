@@ -78,7 +78,7 @@ fn section_30_5_free_per_order_and_type_within_1_percent() {
     // Free pages per zone and type, summed over orders, also within 1 %.
     let pti = parse_pagetypeinfo(&fitted_read(&s, &r)["pagetypeinfo"]);
     for z in &r.zones {
-        for t in 0..5 {
+        for (t, name) in TYPE_NAMES.iter().enumerate() {
             let cap: i64 = (0..11).map(|o| (pti[&z.name].free[t][o] << o) as i64).sum();
             let rec: i64 = r
                 .free
@@ -89,9 +89,8 @@ fn section_30_5_free_per_order_and_type_within_1_percent() {
                 .sum();
             assert!(
                 (rec - cap).abs() * 100 <= cap,
-                "{} {}: pages {cap} vs {rec}",
-                z.name,
-                TYPE_NAMES[t]
+                "{} {name}: pages {cap} vs {rec}",
+                z.name
             );
         }
     }
@@ -256,12 +255,8 @@ fn section_30_3_nonmergeable_order9_buddies_stay_apart() {
     // Blocks 2–3: an order-9 anon THP, then order-0 file pages with a stray tail.
     let anon = PageClass::Anon as u8;
     pages[1024] = anon;
-    for p in 1025..1536 {
-        pages[p] = anon | TAIL;
-    }
-    for p in 1536..2048 {
-        pages[p] = PageClass::File as u8;
-    }
+    pages[1025..1536].fill(anon | TAIL);
+    pages[1536..2048].fill(PageClass::File as u8);
     pages[1600] = PageClass::File as u8 | TAIL;
     let pti = format!(
         "{PTI_HEAD}Node    0, zone   Normal, type   HighAtomic      0      0      0      0      0      0      0      0      0      2      0 \n\n{BLOCKS_HEAD}Node 0, zone   Normal            0            2            0            2            0 \n"
