@@ -39,6 +39,7 @@ pub fn host(cmd: HostCmd) -> Result<(), String> {
         HostCmd::Snapshot { output, pages: true } => crate::snapshot::capture(output),
         HostCmd::Snapshot { output, pages: false } => snapshot(output),
         HostCmd::Restore { state_file } => restore(state_file),
+        HostCmd::Record(a) => crate::record::record(a),
     }
 }
 

@@ -13,6 +13,8 @@ mod examples;
 mod footprint;
 mod host;
 mod knobs;
+mod record;
+mod replay;
 mod report;
 mod run;
 mod snapshot;
@@ -112,6 +114,9 @@ enum HostCmd {
     /// Restore the knobs recorded in a state file left by a killed run
     /// (/run/fraglab-host-PID.restore); without a file, every such file found.
     Restore { state_file: Option<PathBuf> },
+    /// Record the live kernel's allocation tracepoints (private tracefs instance, removed on
+    /// every exit) into a trace file, with a snapshot at the start: `-o TRACE [-- CMD ARGS...]`.
+    Record(record::RecordArgs),
 }
 
 #[derive(Subcommand)]
@@ -233,6 +238,36 @@ enum Cmd {
         #[arg(long)]
         max_sim: Option<String>,
     },
+    /// Replay a recorded allocation trace (ftrace text of kmem:mm_page_alloc, mm_page_free,
+    /// mm_page_free_batched; with mm_page_alloc_extfrag and compaction events for the recorded
+    /// column) through the simulated allocator, and print simulated against recorded side by
+    /// side: extfrag events, claims and steals, compaction, end state, unmatched frees.
+    ///
+    /// Columns: the recording, then every --config crossed with every --set. `--config` is
+    /// compare's `[LABEL=]SPEC[@KEY=VALUE,...]` (the spec's [machine], knobs and model
+    /// switches; its ops and workload are not run); each `--set KEY=VALUE[,KEY=VALUE...]` is
+    /// one policy on top of each config, e.g. `--config s2.toml --set vm.defrag_mode=0 --set
+    /// vm.defrag_mode=1` gives two simulated columns.
+    Replay {
+        /// The trace: a plain ftrace text file (`cat trace`, `trace-cmd report`).
+        trace: PathBuf,
+        /// Boot from this snapshot instead of a fresh machine.
+        #[arg(long)]
+        snapshot: Option<PathBuf>,
+        /// A machine/policy spec (repeatable: one column each, times the --set policies).
+        #[arg(long = "config")]
+        configs: Vec<String>,
+        /// A policy: KEY=VALUE[,KEY=VALUE...] applied to every --config (repeatable: one
+        /// column each).
+        #[arg(long = "set")]
+        sets: Vec<String>,
+        /// Print the report as JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Also write the report's JSON to this file.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
     /// List the built-in examples, or print one (`fraglab examples NAME`).
     Examples { name: Option<String> },
     /// List the kernel knobs a spec may set, with their kinds and defaults (`--markdown`: the
@@ -241,6 +276,11 @@ enum Cmd {
     Knobs {
         #[arg(long)]
         markdown: bool,
+    },
+    /// Trace files (`host record`) and plain ftrace text.
+    Trace {
+        #[command(subcommand)]
+        cmd: record::TraceCmd,
     },
     /// Boot a machine of the given size and report the model's host memory per simulated page.
     Footprint {
@@ -316,9 +356,18 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             (Some(spec), None) => host::validate(spec, floor, format, fit_memory, dir),
             (None, None) => Err("validate: a SPEC or --suite DIR".into()),
         },
+        Cmd::Replay {
+            trace,
+            snapshot,
+            configs,
+            sets,
+            json,
+            output,
+        } => replay::replay(trace, snapshot, configs, sets, json, output),
         Cmd::Bench { max_sim } => bench_experiments(max_sim),
         Cmd::Examples { name } => examples::examples(name),
         Cmd::Footprint { memory } => footprint::footprint(memory),
+        Cmd::Trace { cmd } => record::trace(cmd),
         Cmd::Knobs { markdown } => knobs::knobs(markdown),
     }
 }

@@ -37,6 +37,7 @@ pub mod loops;
 pub mod memblock;
 mod preflight;
 pub mod procfs;
+pub mod record;
 mod run;
 mod signals;
 pub mod snapshot;

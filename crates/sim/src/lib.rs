@@ -9,6 +9,7 @@ pub mod cost;
 pub mod engine;
 pub mod error;
 pub mod metrics;
+pub mod replay;
 pub mod restore;
 pub mod slab;
 pub mod snapshot;

@@ -581,7 +581,6 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
     // Local search: lists of swappable units per (zone, type, size).
     let mut lists: Vec<[[Vec<u32>; 2]; 5]> = (0..nz).map(|_| Default::default()).collect();
     let mut pos = vec![0usize; units.len()];
-    let mut zone_units: Vec<Vec<u32>> = vec![Vec::new(); nz];
     for (u, un) in units.iter().enumerate() {
         if fixed[u].is_some() {
             continue;
@@ -589,60 +588,88 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
         let l = &mut lists[un.zone][utype[u] as usize][un.size as usize - 1];
         pos[u] = l.len();
         l.push(u as u32);
-        zone_units[un.zone].push(u as u32);
     }
-    let total: usize = zone_units.iter().map(Vec::len).sum();
+    // Best-improvement sweeps: every swap that changes anything pairs units of two different
+    // types, so one of them is of a type other than the zone's most common one. For each such
+    // unit u (in an order rotated by the seed) take the unit v of another type, same zone and
+    // size, whose swap with u lowers the L1 error most, and swap if it does; repeat until a
+    // sweep swaps nothing or `max_swaps` swaps are made. The error's change is computed from
+    // the two units' chunk counts only (at most 22 cells), never by a recount.
     let mut rng = Rng(opt.seed ^ 0x5eed_f1a6_0000_0021);
     let mut swaps = 0u64;
-    if total > 0 {
-        for _ in 0..opt.max_swaps {
-            let mut r = rng.below(total);
-            let mut zi = 0;
-            while r >= zone_units[zi].len() {
-                r -= zone_units[zi].len();
-                zi += 1;
-            }
-            let u = zone_units[zi][r] as usize;
-            let (ta, s) = (utype[u] as usize, units[u].size as usize - 1);
-            let others: Vec<usize> = (0..5)
-                .filter(|&t| t != ta && !lists[zi][t][s].is_empty())
-                .collect();
-            if others.is_empty() {
+    let delta_of = |pred: &Vec<[[i64; 11]; 5]>, zi: usize, ta: usize, tb: usize, hu: &[i64; 11], hv: &[i64; 11]| {
+        let mut delta = 0i64;
+        for o in 0..11 {
+            let d = hv[o] - hu[o];
+            if d == 0 {
                 continue;
             }
-            let tb = others[rng.below(others.len())];
-            let v = lists[zi][tb][s][rng.below(lists[zi][tb][s].len())] as usize;
-            let (hu, hv) = (units[u].hist, units[v].hist);
-            if hu == hv {
-                continue;
+            let (pa, pb) = (pred[zi][ta][o], pred[zi][tb][o]);
+            let (ca, cb) = (capt[zi][ta][o], capt[zi][tb][o]);
+            let (ka, kb) = (capped[zi][ta][o], capped[zi][tb][o]);
+            delta += cell_err(pa + d, ca, ka) - cell_err(pa, ca, ka);
+            delta += cell_err(pb - d, cb, kb) - cell_err(pb, cb, kb);
+        }
+        delta
+    };
+    'sweeps: for _sweep in 0..64 {
+        let mut movers: Vec<u32> = Vec::new();
+        for zi in 0..nz {
+            let major = (0..5)
+                .max_by_key(|&t| (lists[zi][t][0].len() + 2 * lists[zi][t][1].len(), std::cmp::Reverse(t)))
+                .unwrap_or(1);
+            for t in (0..5).filter(|&t| t != major) {
+                for s in 0..2 {
+                    movers.extend_from_slice(&lists[zi][t][s]);
+                }
             }
-            let mut delta = 0i64;
+        }
+        if movers.is_empty() {
+            break;
+        }
+        movers.sort_unstable();
+        let rot = rng.below(movers.len());
+        movers.rotate_left(rot);
+        let mut swapped = false;
+        for &u in &movers {
+            let u = u as usize;
+            let (zi, ta, s) = (units[u].zone, utype[u] as usize, units[u].size as usize - 1);
+            let hu = units[u].hist;
+            let mut best: Option<(i64, usize, usize)> = None;
+            for tb in (0..5).filter(|&t| t != ta) {
+                for &v in &lists[zi][tb][s] {
+                    let hv = units[v as usize].hist;
+                    if hv == hu {
+                        continue;
+                    }
+                    let d = delta_of(&pred, zi, ta, tb, &hu, &hv);
+                    if d < 0 && !matches!(best, Some((bd, _, _)) if bd <= d) {
+                        best = Some((d, tb, v as usize));
+                    }
+                }
+            }
+            let Some((_, tb, v)) = best else { continue };
+            let hv = units[v].hist;
             for o in 0..11 {
-                if hu[o] == hv[o] {
-                    continue;
-                }
-                let (pa, pb) = (pred[zi][ta][o], pred[zi][tb][o]);
                 let d = hv[o] - hu[o];
-                delta += cell_err(pa + d, capt[zi][ta][o], capped[zi][ta][o])
-                    - cell_err(pa, capt[zi][ta][o], capped[zi][ta][o]);
-                delta += cell_err(pb - d, capt[zi][tb][o], capped[zi][tb][o])
-                    - cell_err(pb, capt[zi][tb][o], capped[zi][tb][o]);
+                pred[zi][ta][o] += d;
+                pred[zi][tb][o] -= d;
             }
-            if delta < 0 {
-                for o in 0..11 {
-                    let d = hv[o] - hu[o];
-                    pred[zi][ta][o] += d;
-                    pred[zi][tb][o] -= d;
-                }
-                let (pu, pv) = (pos[u], pos[v]);
-                lists[zi][ta][s][pu] = v as u32;
-                lists[zi][tb][s][pv] = u as u32;
-                pos[u] = pv;
-                pos[v] = pu;
-                utype[u] = tb as u8;
-                utype[v] = ta as u8;
-                swaps += 1;
+            let (pu, pv) = (pos[u], pos[v]);
+            lists[zi][ta][s][pu] = v as u32;
+            lists[zi][tb][s][pv] = u as u32;
+            pos[u] = pv;
+            pos[v] = pu;
+            utype[u] = tb as u8;
+            utype[v] = ta as u8;
+            swaps += 1;
+            swapped = true;
+            if swaps >= opt.max_swaps {
+                break 'sweeps;
             }
+        }
+        if !swapped {
+            break;
         }
     }
     let l1_after = l1(&pred);
