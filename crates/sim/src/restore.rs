@@ -74,9 +74,18 @@ pub fn load(spec: &Spec) -> Result<Arc<Loaded>, RunError> {
     if let Some((_, l)) = CACHE.lock().unwrap().iter().find(|(k, _)| *k == key) {
         return Ok(l.clone());
     }
+    let t0 = std::time::Instant::now();
     let s = Snapshot::read(path).map_err(|e| RunError(format!("{at}: {e}")))?;
+    let t1 = std::time::Instant::now();
     let rec = reconstruct(&s, &ReconstructOptions::default())
         .map_err(|e| RunError(format!("{at}: {}: reconstruction: {e}", path.display())))?;
+    // Host wall times go to stderr only: results stay deterministic.
+    eprintln!(
+        "snapshot {}: read in {} ms, reconstructed in {} ms",
+        path.display(),
+        (t1 - t0).as_millis(),
+        t1.elapsed().as_millis()
+    );
     eprint!("{}", match_report_text(path, &rec.report));
     for note in effective_spec(spec, &s.header).1 {
         eprintln!("{at}: {note}");
