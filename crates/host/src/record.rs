@@ -187,6 +187,7 @@ impl Session {
                 (dir.clone(), Some(dir))
             }
         };
+        remove_stale_instances(&root.join("instances"));
         let mut s = Session {
             mounted,
             instance: root.join("instances").join(instance_name(pid)),
@@ -269,6 +270,31 @@ impl Drop for Session {
     }
 }
 
+/// Removes the instances of recorders that died without cleaning up (SIGKILL): an instance
+/// outlives its process and even an unmount of tracefs, keeping its buffer and, if its events
+/// are on, tracing. `fraglab-record-PID` where no process PID exists.
+pub fn remove_stale_instances(instances: &Path) {
+    for e in std::fs::read_dir(instances).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("fraglab-record-")
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let _ = std::fs::write(e.path().join("events/enable"), "0");
+        match std::fs::remove_dir(e.path()) {
+            Ok(()) => {
+                eprintln!("fraglab host record: removed the stale instance {name} (its recorder is gone)")
+            }
+            Err(err) => eprintln!("fraglab host record: cannot remove the stale instance {name}: {err}"),
+        }
+    }
+}
+
 /// Events dropped by the kernel: the sum over CPUs of `overrun` (overwritten before they were
 /// read) and `dropped events` (buffer full in non-overwrite mode) of `per_cpu/cpuN/stats`.
 pub fn lost_events(instance: &Path) -> u64 {
@@ -292,11 +318,19 @@ pub fn lost_events(instance: &Path) -> u64 {
     lost
 }
 
-/// The snapshot at the start: `fraglab_host::snapshot::capture` (issue 21 item 1, helper A).
-/// Until that is in this build, none (the trace is written without one, and says so).
-fn take_snapshot() -> Result<Option<Snapshot>, HostError> {
-    eprintln!("fraglab host record: snapshot capture is not in this build yet; recording without one");
-    Ok(None)
+/// The snapshot at the start: [`crate::snapshot::capture`] (issue 21 item 1), read while the
+/// events are already on.
+fn take_snapshot(progress: bool) -> Result<Snapshot, HostError> {
+    let t = Instant::now();
+    let snap = crate::snapshot::capture(&crate::snapshot::CaptureOptions::default(), &mut |_, _| {})?;
+    if progress {
+        eprintln!(
+            "record: snapshot of {} pfns in {:.1} s",
+            snap.header.end_pfn,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    Ok(snap)
 }
 
 /// The reader thread: drains `trace_pipe` (non-blocking reads; each returns at most a page of
@@ -476,11 +510,9 @@ pub fn record(opts: &RecordOptions) -> Result<TraceHeader, HostError> {
 
     let snapshot = if opts.snapshot {
         let a = mono_ns();
-        let snap = take_snapshot()?;
-        if snap.is_some() {
-            header.snapshot_window_ns = Some([a, mono_ns()]);
-        }
-        snap
+        let snap = take_snapshot(opts.progress)?;
+        header.snapshot_window_ns = Some([a, mono_ns()]);
+        Some(snap)
     } else {
         None
     };
