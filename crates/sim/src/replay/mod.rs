@@ -131,6 +131,13 @@ pub fn event_name(line: &str) -> Option<&str> {
     None
 }
 
+/// The count of a trace_pipe `CPU:N [LOST M EVENTS]` line.
+fn lost_events_line(line: &str) -> Option<u64> {
+    let rest = line.trim().strip_prefix("CPU:")?;
+    let (_, rest) = rest.split_once(" [LOST ")?;
+    rest.strip_suffix(" EVENTS]")?.parse().ok()
+}
+
 /// A recorded allocation still live: where the simulated folio is (id and content token), its
 /// order, and, once a part of it was freed, the order-0 pieces still allocated (by offset).
 struct Live {
@@ -217,7 +224,10 @@ impl Replay {
     fn line(&mut self, line: &str, file: &Path, line_no: u64) -> Result<(), RunError> {
         self.counts.lines += 1;
         let Some(name) = event_name(line) else {
-            self.counts.unknown_lines += 1;
+            match lost_events_line(line) {
+                Some(n) => self.counts.lost_events += n,
+                None => self.counts.unknown_lines += 1,
+            }
             return Ok(());
         };
         if !READ_EVENTS.contains(&name) {

@@ -161,6 +161,9 @@ pub struct ReplayCounts {
     /// Event lines read (any event), lines that were not an event the parser knows (skipped).
     pub lines: u64,
     pub unknown_lines: u64,
+    /// Events the kernel dropped, from trace_pipe's `CPU:N [LOST M EVENTS]` lines (their
+    /// allocations and frees are missing: expect unmatched frees and lost frees).
+    pub lost_events: u64,
     /// Known events that the replay does not drive (zone_locked, pcpu_drain, vmscan, ...).
     pub other_events: u64,
     /// mm_page_alloc with a page, replayed; and those that failed in the simulator.
@@ -278,7 +281,7 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
         });
     }
     type PickCount = fn(&ReplayCounts) -> u64;
-    let counts: [(&str, PickCount); 14] = [
+    let counts: [(&str, PickCount); 15] = [
         ("replay allocs", |c| c.allocs),
         ("replay frees", |c| c.frees + c.frees_batched),
         ("replay sim failed allocs", |c| c.sim_failed_allocs),
@@ -291,6 +294,7 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
         ("replay snapshot frees", |c| c.snapshot_frees),
         ("replay never freed", |c| c.never_freed),
         ("replay unknown lines", |c| c.unknown_lines),
+        ("replay lost events", |c| c.lost_events),
         ("replay oom kills", |c| c.oom_kills),
         ("replay kcompactd timer runs", |c| c.kcompactd_timer_runs),
     ];
