@@ -36,13 +36,15 @@ pub fn host(cmd: HostCmd) -> Result<(), String> {
             fit_memory,
             dir,
         } => validate(spec, floor, format, fit_memory, dir),
-        HostCmd::Snapshot { output } => snapshot(output),
+        HostCmd::Snapshot { output, pages: true } => crate::snapshot::capture(output),
+        HostCmd::Snapshot { output, pages: false } => snapshot(output),
         HostCmd::Restore { state_file } => restore(state_file),
+        HostCmd::Record(a) => crate::record::record(a),
     }
 }
 
 /// Reports a host error and exits with its code.
-fn fail(e: fraglab_host::HostError) -> ! {
+pub(crate) fn fail(e: fraglab_host::HostError) -> ! {
     eprintln!("fraglab host: {e}");
     std::process::exit(e.exit_code())
 }

@@ -13,9 +13,11 @@ mod examples;
 mod footprint;
 mod host;
 mod knobs;
+mod record;
 mod replay;
 mod report;
 mod run;
+mod snapshot;
 mod validate;
 
 use examples::example;
@@ -81,10 +83,16 @@ enum HostCmd {
         #[arg(long)]
         fit_memory: bool,
     },
-    /// Capture /proc/{buddyinfo,pagetypeinfo,zoneinfo,vmstat} and every knob as a result file.
+    /// Capture /proc/{buddyinfo,pagetypeinfo,zoneinfo,vmstat} and every knob as a result file;
+    /// with `--pages`, this machine's physical state (a byte per pfn from /proc/kpageflags, the
+    /// zones, the /proc tables around the read, knobs) as a snapshot file (`-o STATE`) that
+    /// `[machine] snapshot` boots from (kernel-model.md §30). Read-only; needs root.
     Snapshot {
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// Capture every pfn's state into a snapshot file (`-o STATE` required).
+        #[arg(long)]
+        pages: bool,
     },
     /// Run a spec on both engines (the live kernel, then the simulator) and print, row by row,
     /// kernel against simulator with the relative difference (the compare layout, kernel first).
@@ -106,6 +114,9 @@ enum HostCmd {
     /// Restore the knobs recorded in a state file left by a killed run
     /// (/run/fraglab-host-PID.restore); without a file, every such file found.
     Restore { state_file: Option<PathBuf> },
+    /// Record the live kernel's allocation tracepoints (private tracefs instance, removed on
+    /// every exit) into a trace file, with a snapshot at the start: `-o TRACE [-- CMD ARGS...]`.
+    Record(record::RecordArgs),
 }
 
 #[derive(Subcommand)]
@@ -213,6 +224,12 @@ enum Cmd {
         #[command(subcommand)]
         cmd: HostCmd,
     },
+    /// Snapshot files (`fraglab host snapshot --pages`): what one holds and how its
+    /// reconstruction matches the captured tables.
+    Snapshot {
+        #[command(subcommand)]
+        cmd: snapshot::SnapshotCmd,
+    },
     /// The standard performance figures: simulated seconds per wall second of each experiment
     /// (one configuration, run once), allocate/free operations per second, compaction pfns
     /// scanned per second, host memory per simulated page.
@@ -260,6 +277,11 @@ enum Cmd {
         #[arg(long)]
         markdown: bool,
     },
+    /// Trace files (`host record`) and plain ftrace text.
+    Trace {
+        #[command(subcommand)]
+        cmd: record::TraceCmd,
+    },
     /// Boot a machine of the given size and report the model's host memory per simulated page.
     Footprint {
         /// RAM of the simulated machine, e.g. 24GiB or 1TiB.
@@ -302,6 +324,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             output,
         } => report::report(results, compare, output),
         Cmd::Host { cmd } => host::host(cmd),
+        Cmd::Snapshot { cmd } => snapshot::snapshot(cmd),
         Cmd::Validate {
             spec,
             suite,
@@ -344,6 +367,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
         Cmd::Bench { max_sim } => bench_experiments(max_sim),
         Cmd::Examples { name } => examples::examples(name),
         Cmd::Footprint { memory } => footprint::footprint(memory),
+        Cmd::Trace { cmd } => record::trace(cmd),
         Cmd::Knobs { markdown } => knobs::knobs(markdown),
     }
 }

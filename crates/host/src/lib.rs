@@ -37,8 +37,10 @@ pub mod loops;
 pub mod memblock;
 mod preflight;
 pub mod procfs;
+pub mod record;
 mod run;
 mod signals;
+pub mod snapshot;
 pub mod trace;
 mod worker;
 

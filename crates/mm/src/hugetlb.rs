@@ -54,6 +54,13 @@ impl Hstate {
     pub fn folios(&self) -> impl Iterator<Item = FolioId> + '_ {
         self.free.iter().copied()
     }
+
+    /// Adds a restored page at the tail of the free list (`Mm::from_restore`): the pool grows
+    /// by one persistent page.
+    pub(crate) fn restore_free(&mut self, id: FolioId) {
+        self.free.push_back(id);
+        self.max_huge_pages += 1;
+    }
 }
 
 /// What one write of `vm.nr_hugepages` did.

@@ -379,43 +379,8 @@ impl Mm {
     pub fn from_config(cfg: &crate::config::MmConfig) -> Result<Mm, MachineError> {
         let machine = &cfg.machine;
         machine.validate()?;
-        let end_pfn = machine.end_pfn();
-        let nr_cpus = machine.nr_cpus;
-        let mut zones: Vec<Zone> = ZoneType::ALL
-            .iter()
-            .map(|&t| Zone::new(t, nr_cpus as usize))
-            .collect();
-        let nr_blocks = (end_pfn as usize).div_ceil(PAGEBLOCK_NR_PAGES as usize);
-        let mut mm = Mm {
-            zones: Vec::new(),
-            pages: PageArray::new(end_pfn as usize),
-            blocks: vec![MigrateType::Movable as u8; nr_blocks],
-            block_content: vec![[0; 3]; nr_blocks],
-            tun: cfg.tun.clone(),
-            min_free_kbytes: 0,
-            nr_cpus,
-            stats: [0; NR_STATS],
-            fallbacks: FallbackStats::default(),
-            debug_vm: cfg.debug_vm,
-            folios: Default::default(),
-            reclaim: Reclaim::default(),
-            compact: Compact {
-                cfg: cfg.compaction.clone(),
-                ..Default::default()
-            },
-            cache: PageCacheState {
-                cfg: cfg.pagecache,
-                ..Default::default()
-            },
-            thp: cfg.thp.clone(),
-            mthp: Default::default(),
-            hugetlb: Default::default(),
-            cur: Current::default(),
-            trace: Tracing::default(),
-            outbox: Outbox::default(),
-            work: Work::default(),
-            end_pfn,
-        };
+        let mut mm = Mm::blank(cfg, machine.end_pfn());
+        let mut zones = std::mem::take(&mut mm.zones);
         for zc in &machine.zones {
             let z = &mut zones[zc.zone_type.idx()];
             z.start_pfn = zc.start_pfn;
@@ -446,19 +411,68 @@ impl Mm {
                 pfn += 1 << order;
             }
         }
-        mm.setup_min_free_kbytes();
-        mm.setup_per_zone_wmarks();
-        mm.setup_per_zone_lowmem_reserve();
-        mm.setup_pcp();
-        for zi in 0..mm.zones.len() {
-            mm.reset_cached_positions(zi);
-        }
-        mm.reclaim.swap.total = cfg.swap_pages;
-        mm.set_xa_nodes(cfg.xa_nodes);
-        mm.compact.kcompactd.highest_zoneidx = mm.kcompactd_max_zoneidx();
-        mm.compact.kcompactd.next_timeout_ms =
-            (mm.compact.cfg.proactiveness > 0).then_some(crate::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);
+        mm.finish_boot(cfg);
         Ok(mm)
+    }
+
+    /// The model before its memory map is laid out: every zone empty, every page a hole, every
+    /// pageblock MOVABLE, the configuration's settings in place (the first half of
+    /// [`Mm::from_config`], shared with [`Mm::from_restore`](crate::restore)).
+    pub(crate) fn blank(cfg: &crate::config::MmConfig, end_pfn: u32) -> Mm {
+        let nr_cpus = cfg.machine.nr_cpus;
+        let zones: Vec<Zone> = ZoneType::ALL
+            .iter()
+            .map(|&t| Zone::new(t, nr_cpus as usize))
+            .collect();
+        let nr_blocks = (end_pfn as usize).div_ceil(PAGEBLOCK_NR_PAGES as usize);
+        Mm {
+            zones,
+            pages: PageArray::new(end_pfn as usize),
+            blocks: vec![MigrateType::Movable as u8; nr_blocks],
+            block_content: vec![[0; 3]; nr_blocks],
+            tun: cfg.tun.clone(),
+            min_free_kbytes: 0,
+            nr_cpus,
+            stats: [0; NR_STATS],
+            fallbacks: FallbackStats::default(),
+            debug_vm: cfg.debug_vm,
+            folios: Default::default(),
+            reclaim: Reclaim::default(),
+            compact: Compact {
+                cfg: cfg.compaction.clone(),
+                ..Default::default()
+            },
+            cache: PageCacheState {
+                cfg: cfg.pagecache,
+                ..Default::default()
+            },
+            thp: cfg.thp.clone(),
+            mthp: Default::default(),
+            hugetlb: Default::default(),
+            cur: Current::default(),
+            trace: Tracing::default(),
+            outbox: Outbox::default(),
+            work: Work::default(),
+            end_pfn,
+        }
+    }
+
+    /// The boot steps after the memory map is laid out (the second half of
+    /// [`Mm::from_config`]): min_free_kbytes, watermarks, lowmem reserves, PCP sizes, the
+    /// compaction scanners' cached positions, swap, the xarray-node model and kcompactd.
+    pub(crate) fn finish_boot(&mut self, cfg: &crate::config::MmConfig) {
+        self.setup_min_free_kbytes();
+        self.setup_per_zone_wmarks();
+        self.setup_per_zone_lowmem_reserve();
+        self.setup_pcp();
+        for zi in 0..self.zones.len() {
+            self.reset_cached_positions(zi);
+        }
+        self.reclaim.swap.total = cfg.swap_pages;
+        self.set_xa_nodes(cfg.xa_nodes);
+        self.compact.kcompactd.highest_zoneidx = self.kcompactd_max_zoneidx();
+        self.compact.kcompactd.next_timeout_ms =
+            (self.compact.cfg.proactiveness > 0).then_some(crate::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);
     }
 
     /// Frees one boot chunk through the normal merge path (to the tail, FPI_TO_TAIL).

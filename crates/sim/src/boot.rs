@@ -147,7 +147,12 @@ pub fn tunables(spec: &Spec) -> Tunables {
 
 /// The whole configuration of the model a spec describes: machine, knobs and model switches.
 pub fn mm_config(spec: &Spec) -> Result<MmConfig, RunError> {
-    let mut cfg = MmConfig::new(machine_config(spec)?);
+    Ok(mm_config_with(spec, machine_config(spec)?))
+}
+
+/// [`mm_config`] for a given machine (a snapshot's, `crate::restore`).
+pub fn mm_config_with(spec: &Spec, machine: MachineConfig) -> MmConfig {
+    let mut cfg = MmConfig::new(machine);
     cfg.tun = tunables(spec);
     cfg.thp = thp_config(spec);
     cfg.compaction.folio_mode = spec.model.folio_mode;
@@ -178,7 +183,7 @@ pub fn mm_config(spec: &Spec) -> Result<MmConfig, RunError> {
     cfg.xa_nodes = spec.model.xa_nodes;
     cfg.swap_pages = spec.machine.swap_bytes / 4096;
     cfg.debug_vm = spec.run.debug_vm;
-    Ok(cfg)
+    cfg
 }
 
 /// `[damon]` (kernel-model.md §27): the kdamond's configuration, the preset's values overridden
@@ -273,24 +278,72 @@ fn reserve_hugetlb(mm: &mut Mm, spec: &Spec) -> Result<(), RunError> {
 /// Boots the machine of a spec with its configuration ([`mm_config`]), fills the hugetlb pool,
 /// registers the files its ops name, and starts recording the trace events of `run.trace` (the
 /// pool's allocations are not traced: tracing starts with the run).
+///
+/// With `[machine] snapshot`, the machine boots in the snapshot's reconstructed state instead
+/// ([`boot_restored`]).
 pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
+    if spec.machine.snapshot.is_some() {
+        let loaded = crate::restore::load(spec)?;
+        return boot_restored(spec, &loaded);
+    }
     let mut mm =
         Mm::from_config(&mm_config(spec)?).map_err(|e| RunError(format!("{}: machine: {e}", spec.file)))?;
     reserve_hugetlb(&mut mm, spec)?;
-    for (_, kind) in &spec.files {
-        mm.add_mapping(match kind {
+    for m in spec_mappings(spec) {
+        mm.add_mapping(m);
+    }
+    start_tracing(&mut mm, spec)?;
+    Ok(mm)
+}
+
+/// The mappings of the files a spec's ops name, in `spec.files` order (ids 1..=n).
+fn spec_mappings(spec: &Spec) -> Vec<Mapping> {
+    spec.files
+        .iter()
+        .map(|(_, kind)| match kind {
             MappingKind::Xfs => Mapping::xfs_like(),
             MappingKind::LargeFolios => Mapping::large_folios(),
             MappingKind::NoLargeFolios => Mapping::no_large_folios(),
-        });
+        })
+        .collect()
+}
+
+/// Boots a spec with `[machine] snapshot` in the state of `loaded` (`crate::restore`): the
+/// spec's knobs, else the snapshot's, else the kernel defaults; the snapshot's zones; CPUs
+/// from the spec if given, else the snapshot's; the snapshot's hugetlb pool, resized to
+/// `hugetlb_pages` only if the spec gives it; the spec's files registered before the
+/// snapshot's page-cache mapping (so they keep ids 1..=n); tracing as [`boot`].
+pub fn boot_restored(spec: &Spec, loaded: &crate::restore::Loaded) -> Result<Mm, RunError> {
+    let snap = spec
+        .machine
+        .snapshot
+        .as_ref()
+        .ok_or_else(|| RunError(format!("{}: machine: no snapshot", spec.file)))?;
+    let (eff, _) = crate::restore::effective_spec(spec, &loaded.header);
+    let machine = MachineConfig {
+        zones: loaded.restore.zones.clone(),
+        nr_cpus: eff.machine.cpus,
+    };
+    let cfg = mm_config_with(&eff, machine);
+    let (mut mm, _) = Mm::from_restore_summary(&cfg, &loaded.restore, &spec_mappings(spec))
+        .map_err(|e| RunError(format!("{}: {}: {e}", snap.at(&spec.file), loaded.path.display())))?;
+    if snap.hugetlb_given {
+        reserve_hugetlb(&mut mm, spec)?;
     }
+    mm.debug_check();
+    start_tracing(&mut mm, spec)?;
+    Ok(mm)
+}
+
+/// Starts recording the trace events of `run.trace`.
+fn start_tracing(mm: &mut Mm, spec: &Spec) -> Result<(), RunError> {
     let mut mask = 0;
     for ev in &spec.run.trace {
         mask |= trace_kind::from_name(ev)
             .ok_or_else(|| RunError(format!("{}: run.trace: unknown event {ev}", spec.file)))?;
     }
     mm.set_trace_mask(mask);
-    Ok(mm)
+    Ok(())
 }
 
 #[cfg(test)]

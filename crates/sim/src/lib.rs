@@ -10,6 +10,7 @@ pub mod engine;
 pub mod error;
 pub mod metrics;
 pub mod replay;
+pub mod restore;
 pub mod slab;
 pub mod snapshot;
 pub mod timed;

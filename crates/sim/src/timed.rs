@@ -196,6 +196,13 @@ fn result(
             p
         },
         wall_ns: 0,
+        // The snapshot booted from is in the cache by now (`boot` loaded it).
+        snapshot: match &spec.machine.snapshot {
+            Some(s) => crate::restore::load(spec)
+                .ok()
+                .map(|l| crate::restore::snapshot_match(&s.path, &l.reconstruction.report)),
+            None => None,
+        },
         ..Default::default()
     }
 }

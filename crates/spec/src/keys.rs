@@ -235,6 +235,12 @@ pub(crate) const MACHINE: &[KeyDef] = &[
         KeyDefault::Int(128),
         "the block device's max_sectors_kb (io_pages = max_sectors_kb / 4: a read larger than ra_pages may get a window of up to io_pages, forced readahead reads up to max(io_pages, ra_pages), kernel-model.md §23.1–§23.2); default 128, a new bdi's io_pages (32); the host engine records the device's value and does not set it",
     ),
+    key(
+        "snapshot",
+        KeyKind::Str,
+        KeyDefault::Text("none: a freshly booted machine"),
+        "boot in the state of a snapshot file (`fraglab host snapshot`), relative to the spec's directory: zones, free chunks, folios and pageblock types from the snapshot's reconstruction (kernel-model.md §30.5); not with memory, dma or [[machine.zone]]; cpus default to the snapshot's; a knob the spec does not set takes the snapshot's value, else the kernel default; hugetlb_pages, if given, resizes the snapshot's pool",
+    ),
 ];
 
 /// `[[machine.zone]]`.

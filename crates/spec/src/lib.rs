@@ -322,6 +322,32 @@ pub struct MachineSpec {
     /// `io_pages` (kernel-model.md §23.1 item 2, §23.2); `None` when not given: the model uses
     /// a new bdi's `io_pages` (32, i.e. 128 KiB). The host engine does not set it.
     pub max_sectors_kb: Option<u64>,
+    /// `snapshot`: boot in the state of a snapshot file (issue 21); `None` for a freshly booted
+    /// machine. With a snapshot, `memory_bytes` and `zones` are `None` (the snapshot gives the
+    /// zones).
+    pub snapshot: Option<SnapshotSpec>,
+}
+
+/// `[machine] snapshot`: where the snapshot is and what the spec gives besides it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotSpec {
+    /// The path as written.
+    pub path: String,
+    /// The path relative to the spec file's directory (as the spec was named to the parser).
+    pub resolved: std::path::PathBuf,
+    /// The line of the key, for errors found when the snapshot is read.
+    pub line: usize,
+    /// `cpus` was given (else the machine has the snapshot's CPUs).
+    pub cpus_given: bool,
+    /// `hugetlb_pages` was given (else the pool is the snapshot's).
+    pub hugetlb_given: bool,
+}
+
+impl SnapshotSpec {
+    /// `spec.toml:3: machine.snapshot`, the prefix of an error about the snapshot.
+    pub fn at(&self, spec_file: &str) -> String {
+        format!("{spec_file}:{}: machine.snapshot", self.line)
+    }
 }
 
 /// One `[[machine.zone]]`, as /proc/zoneinfo describes a zone.

@@ -91,6 +91,31 @@ pub struct RunResult {
     /// throughput rows (absent from the JSON when no task reads).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub task_reads: Vec<TaskReadResult>,
+    /// Simulator runs of a spec with `[machine] snapshot` (issue 21): the snapshot booted from
+    /// and how well its reconstruction matched the captured tables. Absent otherwise (and from
+    /// the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotMatch>,
+}
+
+/// How well a snapshot's reconstruction matches what the kernel printed (kernel-model.md §30.5;
+/// `fraglab_state::reconstruct::MatchReport`, copied here because the result schema does not
+/// link the state crate).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotMatch {
+    /// The snapshot file as the spec names it.
+    pub file: String,
+    /// Blocks per (zone, type), free chunks per (zone, type, order) and per (zone, order):
+    /// (what, captured, reconstructed).
+    pub blocks: Vec<(String, i64, i64)>,
+    pub free_by_type: Vec<(String, i64, i64)>,
+    pub free_by_order: Vec<(String, i64, i64)>,
+    pub mixed_blocks: u64,
+    pub content_disagrees: u64,
+    /// The fit's local-search swaps and its L1 error before and after.
+    pub swaps: u64,
+    pub l1_before: u64,
+    pub l1_after: u64,
 }
 
 /// How a host run fitted the machine to the spec's `machine.memory` (`--fit-memory`).

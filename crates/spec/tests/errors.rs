@@ -258,7 +258,7 @@ fn cpus_range_and_unknown_machine_key() {
         &["[machine]", "memory = \"1G\"", "numa_nodes = 2"],
         3,
         "machine.numa_nodes",
-        "unknown key (expected one of: memory, cpus, dma, zone, swap, hugetlb_pages, read_ahead_kb, max_sectors_kb)",
+        "unknown key (expected one of: memory, cpus, dma, zone, swap, hugetlb_pages, read_ahead_kb, max_sectors_kb, snapshot)",
     );
 }
 

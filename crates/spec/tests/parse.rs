@@ -85,6 +85,7 @@ fn full_spec_parses_to_the_expected_structure() {
             hugetlb_pages: 0,
             read_ahead_kb: None,
             max_sectors_kb: None,
+            snapshot: None,
         },
         knobs,
         model: ModelSpec::default(),
@@ -166,6 +167,7 @@ fn minimal_spec_gets_the_defaults() {
             hugetlb_pages: 0,
             read_ahead_kb: None,
             max_sectors_kb: None,
+            snapshot: None,
         }
     );
     assert!(spec.knobs.is_empty());
@@ -235,6 +237,7 @@ zone = "DMA32"
             hugetlb_pages: 0,
             read_ahead_kb: None,
             max_sectors_kb: None,
+            snapshot: None,
             zones: Some(vec![
                 z(ZoneType::Dma, 1, 4095, 3998, 3840),
                 z(ZoneType::Dma32, 4096, 1044480, 782336, 772917),

@@ -103,6 +103,54 @@ impl ContainerWriter {
         Ok(())
     }
 
+    /// A writer of sections only, to `path` itself (no magic, no header, no rename): a spool a
+    /// writer fills while the header is not known yet, then copies into the real file with
+    /// [`ContainerWriter::append_spool`] (the trace recorder's lines). Finish it with
+    /// [`ContainerWriter::finish_spool`].
+    pub fn create_spool(path: &Path) -> Result<ContainerWriter, StateError> {
+        let f = File::create(path).map_err(|e| StateError::new(path, None, format!("cannot create: {e}")))?;
+        Ok(ContainerWriter {
+            path: path.to_path_buf(),
+            tmp: path.to_path_buf(),
+            out: BufWriter::with_capacity(1 << 20, f),
+            offset: 0,
+        })
+    }
+
+    /// Flushes a spool (no end marker); returns its length in bytes.
+    pub fn finish_spool(self) -> Result<u64, StateError> {
+        let mut f = self
+            .out
+            .into_inner()
+            .map_err(|e| StateError::new(&self.tmp, None, format!("write failed: {}", e.error())))?;
+        f.flush()
+            .map_err(|e| StateError::new(&self.tmp, None, format!("write failed: {e}")))?;
+        Ok(self.offset)
+    }
+
+    /// Appends a finished spool's sections verbatim (streamed, no recompression).
+    pub fn append_spool(&mut self, spool: &Path) -> Result<(), StateError> {
+        let f = File::open(spool).map_err(|e| StateError::new(spool, None, format!("cannot open: {e}")))?;
+        let mut inp = BufReader::with_capacity(1 << 20, f);
+        let mut buf = vec![0u8; 1 << 20];
+        let mut at = 0u64;
+        loop {
+            let n = inp
+                .read(&mut buf)
+                .map_err(|e| StateError::new(spool, Some(at), format!("read failed: {e}")))?;
+            if n == 0 {
+                return Ok(());
+            }
+            at += n as u64;
+            self.put(&buf[..n])?;
+        }
+    }
+
+    /// The number of bytes written so far.
+    pub fn written(&self) -> u64 {
+        self.offset
+    }
+
     /// Writes the end marker, flushes and renames the file into place.
     pub fn finish(mut self) -> Result<(), StateError> {
         self.put(&END_TAG)?;
@@ -236,6 +284,7 @@ impl ContainerReader {
 
     /// The next section as (tag, decompressed bytes), `None` at the end marker. A file that
     /// ends without the end marker is an error (truncated).
+    #[allow(clippy::type_complexity)]
     pub fn next_section(&mut self) -> Result<Option<([u8; 4], Vec<u8>)>, StateError> {
         if self.done {
             return Ok(None);

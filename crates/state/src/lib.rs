@@ -22,6 +22,7 @@
 pub mod container;
 pub mod error;
 pub mod page;
+pub mod procparse;
 pub mod reconstruct;
 pub mod snapshot;
 pub mod trace;

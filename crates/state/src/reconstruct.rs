@@ -5,9 +5,14 @@
 //! the simulator's boot (`fraglab_sim::restore`). Pfns are absolute; the simulator's memory map
 //! covers pfns 0..`end_pfn`.
 
+// The free tables are indexed by zone, type and order side by side.
+#![allow(clippy::needless_range_loop)]
+
 use serde::{Deserialize, Serialize};
 
-use crate::snapshot::Snapshot;
+use crate::page::{PageClass, ACTIVE, CLASS_MASK, REFERENCED, TAIL, UNEVICTABLE};
+use crate::procparse::{parse_buddyinfo, parse_pagetypeinfo, type_index, TYPE_NAMES};
+use crate::snapshot::{Snapshot, ZoneSpan};
 
 /// A zone to build (from zoneinfo, checked against the page bytes).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +92,37 @@ pub struct MatchReport {
     pub l1_after: u64,
     /// Pages by class as read.
     pub pages_by_class: Vec<(String, u64)>,
+    /// Which /proc read the fit used: "before" or "after" the pfn read (the one whose
+    /// buddyinfo is nearer the cut free chunks, §30.5 item 6).
+    #[serde(default)]
+    pub fitted_to: String,
+    /// Managed pages per zone: zoneinfo's `managed` against present pages that are neither
+    /// reserved nor holes (the difference: memblock allocations freed late, e.g. the memmap of
+    /// hot-added memory, and pages the kernel counts as managed but marks Reserved).
+    #[serde(default)]
+    pub managed: Vec<MatchRow>,
+    /// Free chunks per (zone, type) and order as grids (the rows of `free_by_type`, for
+    /// [`MatchReport::render`]).
+    #[serde(default)]
+    pub free_grid: Vec<FreeGrid>,
+    /// Head + tail runs that were not a power of two, not naturally aligned or larger than
+    /// order 10, and tail pages without a head before them: made into order-0 pieces.
+    #[serde(default)]
+    pub odd_compound: u64,
+    /// Order-10 chunks in non-mergeable blocks (HighAtomic, Isolate) split into two order-9
+    /// chunks (§30.3 item 3).
+    #[serde(default)]
+    pub split_order10: u64,
+}
+
+/// Free chunks of one (zone, type) per order: captured (pagetypeinfo) and reconstructed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FreeGrid {
+    pub zone: String,
+    /// A type name ("Unmovable", ...), or "all" for buddyinfo's per-order totals.
+    pub mtype: String,
+    pub captured: Vec<u64>,
+    pub reconstructed: Vec<u64>,
 }
 
 /// The reconstructed state.
@@ -125,7 +161,761 @@ impl Default for ReconstructOptions {
     }
 }
 
-/// Infers the initial state from a snapshot (§30.5).
-pub fn reconstruct(_snap: &Snapshot, _opt: &ReconstructOptions) -> Result<Reconstruction, String> {
-    todo!("issue 21 helper A")
+/// Pages per pageblock (`pageblock_nr_pages`, order 9 on x86-64).
+pub const PAGEBLOCK_PAGES: u64 = 512;
+/// The largest buddy order (`MAX_PAGE_ORDER`).
+pub const MAX_ORDER: u8 = 10;
+
+const UNMOVABLE: u8 = 0;
+const MOVABLE: u8 = 1;
+const RECLAIMABLE: u8 = 2;
+
+/// §30.3 items 1–2: cuts the run of free pfns [start, end) greedily into the largest naturally
+/// aligned chunks (order ≤ 10) that fit, lowest pfn first. This is the one cut of the run in
+/// which no two neighbouring chunks of equal order are buddies, i.e. the cut the buddy
+/// allocator's merging (`__free_one_page`) leaves. Item 3 (two order-9 buddies of non-mergeable
+/// types stay apart) needs the block types and is applied after the fit.
+pub fn cut_free_run(start: u64, end: u64, out: &mut Vec<RFree>) {
+    let mut p = start;
+    while p < end {
+        let mut o = MAX_ORDER;
+        while p & ((1u64 << o) - 1) != 0 || p + (1u64 << o) > end {
+            o -= 1;
+        }
+        out.push(RFree { pfn: p, order: o });
+        p += 1u64 << o;
+    }
+}
+
+/// A small deterministic generator (splitmix64) for the local search.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// The error of one cell of the free table: |reconstructed − captured|, or for a cell the
+/// kernel printed capped (">100000") only the shortfall.
+fn cell_err(pred: i64, capt: i64, capped: bool) -> i64 {
+    if capped {
+        (capt - pred).max(0)
+    } else {
+        (pred - capt).abs()
+    }
+}
+
+/// A fitting unit: one pageblock, or the two pageblocks an order-10 free chunk covers (its
+/// two blocks have one type: `__free_one_page` gives a merged buddy the type of the block it
+/// merges into, so the fit moves them together).
+struct Unit {
+    first_block: u64,
+    size: u8,
+    zone: usize,
+    hist: [i64; 11],
+}
+
+fn class_of(b: u8) -> PageClass {
+    PageClass::of(b).unwrap_or(PageClass::Kernel)
+}
+
+fn push_range(v: &mut Vec<[u64; 2]>, p: u64) {
+    match v.last_mut() {
+        Some(r) if r[1] == p => r[1] = p + 1,
+        _ => v.push([p, p + 1]),
+    }
+}
+
+/// Infers the initial state from a snapshot (kernel-model.md §30.3–§30.5).
+///
+/// 1. Geometry (§30.5 item 1): the zones of zoneinfo with pages; pfns reading Hole or Reserved
+///    are unusable (`holes`, `reserved`); the rest of a zone's span is managed.
+/// 2. Free chunks (§30.3): each maximal run of Free pfns within a zone, cut by
+///    [`cut_free_run`].
+/// 3. Folios (§30.5 item 3): a head is a page without TAIL; the run of TAIL pages of its class
+///    after it gives the order (a power of two, naturally aligned, at most order 10; anything
+///    else is counted in `odd_compound` and made order-0 pieces). Anon, File, Shmem, Slab,
+///    PageTable, Hugetlb keep their kind (slab split by its block's fitted type); Offline,
+///    Kernel and Unflagged pages are Kernel order-0 pages each (unflagged pages include free
+///    pages on PCP lists and under page reporting, §30.2.3: simplified to allocations).
+/// 4. Block types (§30.5 item 4): units (a block, or two under one order-10 chunk) are ranked
+///    by content evidence, pagetypeinfo's exact per-zone block counts are imposed by that
+///    ranking (Unmovable, then Reclaimable, HighAtomic, Isolate; Movable takes the rest), then a
+///    seeded local search swaps the types of two units of one zone and size whenever that
+///    lowers the L1 error of the per-(zone, type, order) free-chunk table. Blocks page_owner
+///    named (§30.4) are fixed to its type and never swapped. Counted blocks are those
+///    pagetypeinfo counts (`pagetypeinfo_showblockcount_print`): from the zone's start_pfn in
+///    steps of 512 whose pfn has a memmap (not Hole).
+///
+/// Which read is fitted: the snapshot brackets the pfn read with two /proc reads; the one whose
+/// buddyinfo is nearer (L1 over zones and orders) the cut chunks is used, "after" on a tie (on
+/// S2 orders 2–10 of the read after matched the cut exactly, §30.3).
+pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstruction, String> {
+    let h = &snap.header;
+    let pages = &snap.pages;
+    let end = h.end_pfn;
+    if pages.len() as u64 != end {
+        return Err(format!(
+            "snapshot has {} page bytes for end_pfn {end}",
+            pages.len()
+        ));
+    }
+    if let Some(bad) = pages.iter().position(|&b| PageClass::of(b).is_none()) {
+        return Err(format!("page byte of pfn {bad} has no class: corrupt"));
+    }
+    let mut spans: Vec<&ZoneSpan> = h.zones.iter().filter(|z| z.spanned > 0).collect();
+    spans.sort_by_key(|z| z.start_pfn);
+    for (i, z) in spans.iter().enumerate() {
+        if z.start_pfn + z.spanned > end {
+            return Err(format!(
+                "zone {} ends at pfn {} beyond the snapshot's end_pfn {end}",
+                z.name,
+                z.start_pfn + z.spanned
+            ));
+        }
+        if i > 0 && spans[i - 1].start_pfn + spans[i - 1].spanned > z.start_pfn {
+            return Err(format!("zones {} and {} overlap", spans[i - 1].name, z.name));
+        }
+    }
+    if spans.is_empty() {
+        return Err("snapshot has no populated zone".into());
+    }
+
+    let mut by_class = [0u64; 12];
+    for &b in pages {
+        by_class[(b & CLASS_MASK) as usize] += 1;
+    }
+
+    // Scan each zone: holes, reserved, free chunks, folios, block evidence.
+    let nblocks = end.div_ceil(PAGEBLOCK_PAGES) as usize;
+    let mut evidence = vec![[0u32; 12]; nblocks];
+    let mut holes = Vec::new();
+    let mut reserved = Vec::new();
+    let mut free = Vec::new();
+    let mut folios: Vec<RFolio> = Vec::new();
+    let mut slab_folios: Vec<usize> = Vec::new();
+    let mut zones = Vec::new();
+    let mut odd_compound = 0u64;
+    for z in &spans {
+        let (start, zend) = (z.start_pfn, z.start_pfn + z.spanned);
+        let mut unusable = 0u64;
+        let mut p = start;
+        while p < zend {
+            let b = pages[p as usize];
+            let c = class_of(b);
+            match c {
+                PageClass::Hole => {
+                    push_range(&mut holes, p);
+                    unusable += 1;
+                    p += 1;
+                }
+                PageClass::Reserved => {
+                    push_range(&mut reserved, p);
+                    evidence[(p / PAGEBLOCK_PAGES) as usize][c as usize] += 1;
+                    unusable += 1;
+                    p += 1;
+                }
+                PageClass::Free => {
+                    let s = p;
+                    while p < zend && class_of(pages[p as usize]) == PageClass::Free {
+                        evidence[(p / PAGEBLOCK_PAGES) as usize][c as usize] += 1;
+                        p += 1;
+                    }
+                    cut_free_run(s, p, &mut free);
+                }
+                PageClass::Offline | PageClass::Kernel | PageClass::Unflagged => {
+                    evidence[(p / PAGEBLOCK_PAGES) as usize][c as usize] += 1;
+                    folios.push(folio(p, 0, RKind::Kernel, b));
+                    p += 1;
+                }
+                _ => {
+                    let mut q = p + 1;
+                    while q < zend
+                        && q - p < 2048
+                        && pages[q as usize] & TAIL != 0
+                        && class_of(pages[q as usize]) == c
+                    {
+                        q += 1;
+                    }
+                    let n = q - p;
+                    for x in p..q {
+                        evidence[(x / PAGEBLOCK_PAGES) as usize][c as usize] += 1;
+                    }
+                    let kind = match c {
+                        PageClass::Anon => RKind::Anon,
+                        PageClass::File => RKind::File,
+                        PageClass::Shmem => RKind::Shmem,
+                        PageClass::Slab => RKind::SlabUnreclaimable,
+                        PageClass::PageTable => RKind::PageTable,
+                        _ => RKind::Hugetlb,
+                    };
+                    let whole = b & TAIL == 0 && n.is_power_of_two() && n <= 1 << MAX_ORDER && p % n == 0;
+                    let pieces: Vec<(u64, u8)> = if whole {
+                        vec![(p, n.trailing_zeros() as u8)]
+                    } else {
+                        odd_compound += 1;
+                        (p..q).map(|x| (x, 0)).collect()
+                    };
+                    for (x, o) in pieces {
+                        if kind == RKind::SlabUnreclaimable {
+                            slab_folios.push(folios.len());
+                        }
+                        folios.push(folio(x, o, kind, pages[x as usize]));
+                    }
+                    p = q;
+                }
+            }
+        }
+        zones.push(RZone {
+            name: z.name.clone(),
+            start_pfn: z.start_pfn,
+            spanned: z.spanned,
+            present: z.present,
+            managed: z.spanned - unusable,
+        });
+    }
+
+    // Which bracketing read to fit (see the doc comment).
+    let cut_by_order: Vec<[u64; 11]> = spans
+        .iter()
+        .map(|z| {
+            let mut a = [0u64; 11];
+            for f in free
+                .iter()
+                .filter(|f| f.pfn >= z.start_pfn && f.pfn < z.start_pfn + z.spanned)
+            {
+                a[f.order as usize] += 1;
+            }
+            a
+        })
+        .collect();
+    let buddy_l1 = |which: &std::collections::BTreeMap<String, String>| -> Option<u64> {
+        let bi = parse_buddyinfo(which.get("buddyinfo")?);
+        Some(
+            spans
+                .iter()
+                .zip(&cut_by_order)
+                .map(|(z, cut)| {
+                    let cap = bi.get(&z.name).copied().unwrap_or([0; 11]);
+                    (0..11).map(|o| cap[o].abs_diff(cut[o])).sum::<u64>()
+                })
+                .sum(),
+        )
+    };
+    let (before_l1, after_l1) = (buddy_l1(&h.proc_before), buddy_l1(&h.proc_after));
+    let use_before = match (before_l1, after_l1) {
+        (Some(b), Some(a)) => b < a,
+        (Some(_), None) => true,
+        _ => false,
+    } || !h.proc_after.contains_key("pagetypeinfo");
+    let (fitted_to, read) = if use_before {
+        ("before", &h.proc_before)
+    } else {
+        ("after", &h.proc_after)
+    };
+    let pti = parse_pagetypeinfo(
+        read.get("pagetypeinfo")
+            .ok_or("the snapshot has no /proc/pagetypeinfo read: block types cannot be fitted")?,
+    );
+    let buddy = parse_buddyinfo(read.get("buddyinfo").map(String::as_str).unwrap_or(""));
+
+    // Counted blocks (pagetypeinfo's walk) and fitting units.
+    let mut block_zone = vec![usize::MAX; nblocks];
+    for (zi, z) in spans.iter().enumerate() {
+        let mut p = z.start_pfn;
+        while p < z.start_pfn + z.spanned {
+            if class_of(pages[p as usize]) != PageClass::Hole {
+                block_zone[(p / PAGEBLOCK_PAGES) as usize] = zi;
+            }
+            p += PAGEBLOCK_PAGES;
+        }
+    }
+    let mut pair_start = vec![false; nblocks];
+    for f in &free {
+        if f.order == MAX_ORDER {
+            pair_start[(f.pfn / PAGEBLOCK_PAGES) as usize] = true;
+        }
+    }
+    let mut units: Vec<Unit> = Vec::new();
+    let mut unit_of = vec![u32::MAX; nblocks];
+    let mut b = 0usize;
+    while b < nblocks {
+        let zi = block_zone[b];
+        if zi == usize::MAX {
+            b += 1;
+            continue;
+        }
+        let size = if pair_start[b] && b + 1 < nblocks && block_zone[b + 1] == zi {
+            2
+        } else {
+            1
+        };
+        for k in 0..size {
+            unit_of[b + k] = units.len() as u32;
+        }
+        units.push(Unit {
+            first_block: b as u64,
+            size: size as u8,
+            zone: zi,
+            hist: [0; 11],
+        });
+        b += size;
+    }
+    for f in &free {
+        let u = unit_of[(f.pfn / PAGEBLOCK_PAGES) as usize];
+        if u != u32::MAX {
+            units[u as usize].hist[f.order as usize] += 1;
+        }
+    }
+
+    // page_owner's block types (§30.4) fix their units.
+    let mut fixed: Vec<Option<u8>> = vec![None; units.len()];
+    if let Some(po) = &h.page_owner_blocks {
+        for (blk, t) in po {
+            if let (Some(&u), Some(t)) = (unit_of.get(*blk as usize), type_index(t)) {
+                if u != u32::MAX {
+                    fixed[u as usize] = Some(t as u8);
+                }
+            }
+        }
+    }
+
+    // Content evidence (§30.5 item 4): PGTABLE, RESERVED, kernel and bare pages say Unmovable,
+    // SLAB Unmovable or Reclaimable, LRU/THP/HUGE/OFFLINE Movable; fully free blocks are
+    // Movable (the boot default).
+    let score = |u: &Unit, t: u8| -> i64 {
+        let mut s = 0i64;
+        for k in 0..u.size as u64 {
+            let e = &evidence[(u.first_block + k) as usize];
+            let g = |c: PageClass| e[c as usize] as i64;
+            let kern = g(PageClass::PageTable) + g(PageClass::Reserved) + g(PageClass::Kernel);
+            let movable = g(PageClass::Anon)
+                + g(PageClass::File)
+                + g(PageClass::Shmem)
+                + g(PageClass::Hugetlb)
+                + g(PageClass::Offline);
+            let slab = g(PageClass::Slab);
+            s += match t {
+                RECLAIMABLE => 4 * slab - 2 * kern - movable,
+                _ => 4 * kern + 2 * slab + g(PageClass::Unflagged) - movable,
+            };
+        }
+        s
+    };
+    let mut utype = vec![MOVABLE; units.len()];
+    let mut assigned = vec![false; units.len()];
+    for (u, f) in fixed.iter().enumerate() {
+        if let Some(t) = f {
+            utype[u] = *t;
+            assigned[u] = true;
+        }
+    }
+    for (zi, z) in spans.iter().enumerate() {
+        let target = pti.get(&z.name).map(|p| p.blocks).unwrap_or_default();
+        for t in [UNMOVABLE, RECLAIMABLE, 3, 4] {
+            let have: u64 = (0..units.len())
+                .filter(|&u| units[u].zone == zi && assigned[u] && utype[u] == t)
+                .map(|u| units[u].size as u64)
+                .sum();
+            let mut need = target[t as usize].saturating_sub(have);
+            let mut cand: Vec<(i64, usize)> = (0..units.len())
+                .filter(|&u| units[u].zone == zi && !assigned[u])
+                .map(|u| (-score(&units[u], t), u))
+                .collect();
+            cand.sort_unstable();
+            for (_, u) in cand {
+                if need == 0 {
+                    break;
+                }
+                if units[u].size as u64 <= need {
+                    utype[u] = t;
+                    assigned[u] = true;
+                    need -= units[u].size as u64;
+                }
+            }
+        }
+    }
+
+    // The free table: captured and predicted per (zone, type, order).
+    let nz = spans.len();
+    let mut capt = vec![[[0i64; 11]; 5]; nz];
+    let mut capped = vec![[[false; 11]; 5]; nz];
+    for (zi, z) in spans.iter().enumerate() {
+        if let Some(p) = pti.get(&z.name) {
+            for t in 0..5 {
+                for o in 0..11 {
+                    capt[zi][t][o] = p.free[t][o] as i64;
+                    capped[zi][t][o] = p.capped[t][o];
+                }
+            }
+        }
+    }
+    let mut pred = vec![[[0i64; 11]; 5]; nz];
+    for (u, un) in units.iter().enumerate() {
+        for o in 0..11 {
+            pred[un.zone][utype[u] as usize][o] += un.hist[o];
+        }
+    }
+    let l1 = |pred: &Vec<[[i64; 11]; 5]>| -> u64 {
+        let mut s = 0i64;
+        for zi in 0..nz {
+            for t in 0..5 {
+                for o in 0..11 {
+                    s += cell_err(pred[zi][t][o], capt[zi][t][o], capped[zi][t][o]);
+                }
+            }
+        }
+        s as u64
+    };
+    let l1_before = l1(&pred);
+
+    // Local search: lists of swappable units per (zone, type, size).
+    let mut lists: Vec<[[Vec<u32>; 2]; 5]> = (0..nz).map(|_| Default::default()).collect();
+    let mut pos = vec![0usize; units.len()];
+    for (u, un) in units.iter().enumerate() {
+        if fixed[u].is_some() {
+            continue;
+        }
+        let l = &mut lists[un.zone][utype[u] as usize][un.size as usize - 1];
+        pos[u] = l.len();
+        l.push(u as u32);
+    }
+    // Best-improvement sweeps: every swap that changes anything pairs units of two different
+    // types, so one of them is of a type other than the zone's most common one. For each such
+    // unit u (in an order rotated by the seed) take the unit v of another type, same zone and
+    // size, whose swap with u lowers the L1 error most, and swap if it does; repeat until a
+    // sweep swaps nothing or `max_swaps` swaps are made. The error's change is computed from
+    // the two units' chunk counts only (at most 22 cells), never by a recount.
+    let mut rng = Rng(opt.seed ^ 0x5eed_f1a6_0000_0021);
+    let mut swaps = 0u64;
+    let delta_of = |pred: &Vec<[[i64; 11]; 5]>, zi: usize, ta: usize, tb: usize, hu: &[i64; 11], hv: &[i64; 11]| {
+        let mut delta = 0i64;
+        for o in 0..11 {
+            let d = hv[o] - hu[o];
+            if d == 0 {
+                continue;
+            }
+            let (pa, pb) = (pred[zi][ta][o], pred[zi][tb][o]);
+            let (ca, cb) = (capt[zi][ta][o], capt[zi][tb][o]);
+            let (ka, kb) = (capped[zi][ta][o], capped[zi][tb][o]);
+            delta += cell_err(pa + d, ca, ka) - cell_err(pa, ca, ka);
+            delta += cell_err(pb - d, cb, kb) - cell_err(pb, cb, kb);
+        }
+        delta
+    };
+    'sweeps: for _sweep in 0..64 {
+        let mut movers: Vec<u32> = Vec::new();
+        for zi in 0..nz {
+            let major = (0..5)
+                .max_by_key(|&t| (lists[zi][t][0].len() + 2 * lists[zi][t][1].len(), std::cmp::Reverse(t)))
+                .unwrap_or(1);
+            for t in (0..5).filter(|&t| t != major) {
+                for s in 0..2 {
+                    movers.extend_from_slice(&lists[zi][t][s]);
+                }
+            }
+        }
+        if movers.is_empty() {
+            break;
+        }
+        movers.sort_unstable();
+        let rot = rng.below(movers.len());
+        movers.rotate_left(rot);
+        let mut swapped = false;
+        for &u in &movers {
+            let u = u as usize;
+            let (zi, ta, s) = (units[u].zone, utype[u] as usize, units[u].size as usize - 1);
+            let hu = units[u].hist;
+            let mut best: Option<(i64, usize, usize)> = None;
+            for tb in (0..5).filter(|&t| t != ta) {
+                for &v in &lists[zi][tb][s] {
+                    let hv = units[v as usize].hist;
+                    if hv == hu {
+                        continue;
+                    }
+                    let d = delta_of(&pred, zi, ta, tb, &hu, &hv);
+                    if d < 0 && !matches!(best, Some((bd, _, _)) if bd <= d) {
+                        best = Some((d, tb, v as usize));
+                    }
+                }
+            }
+            let Some((_, tb, v)) = best else { continue };
+            let hv = units[v].hist;
+            for o in 0..11 {
+                let d = hv[o] - hu[o];
+                pred[zi][ta][o] += d;
+                pred[zi][tb][o] -= d;
+            }
+            let (pu, pv) = (pos[u], pos[v]);
+            lists[zi][ta][s][pu] = v as u32;
+            lists[zi][tb][s][pv] = u as u32;
+            pos[u] = pv;
+            pos[v] = pu;
+            utype[u] = tb as u8;
+            utype[v] = ta as u8;
+            swaps += 1;
+            swapped = true;
+            if swaps >= opt.max_swaps {
+                break 'sweeps;
+            }
+        }
+        if !swapped {
+            break;
+        }
+    }
+    let l1_after = l1(&pred);
+
+    // Block types; §30.3 item 3: order-10 chunks in non-mergeable blocks are two order-9s.
+    let mut block_types = vec![MOVABLE; nblocks];
+    for (u, un) in units.iter().enumerate() {
+        for k in 0..un.size as u64 {
+            block_types[(un.first_block + k) as usize] = utype[u];
+        }
+    }
+    let mut split_order10 = 0u64;
+    let mut cut = Vec::with_capacity(free.len());
+    for f in free {
+        let t = block_types[(f.pfn / PAGEBLOCK_PAGES) as usize];
+        if f.order == MAX_ORDER && (t == 3 || t == 4) {
+            split_order10 += 1;
+            cut.push(RFree { pfn: f.pfn, order: 9 });
+            cut.push(RFree {
+                pfn: f.pfn + PAGEBLOCK_PAGES,
+                order: 9,
+            });
+        } else {
+            cut.push(f);
+        }
+    }
+    let free = cut;
+    for &i in &slab_folios {
+        if block_types[(folios[i].pfn / PAGEBLOCK_PAGES) as usize] == RECLAIMABLE {
+            folios[i].kind = RKind::SlabReclaimable;
+        }
+    }
+
+    // The match report.
+    let mut report = MatchReport {
+        fitted_to: fitted_to.to_string(),
+        swaps,
+        l1_before,
+        l1_after,
+        odd_compound,
+        split_order10,
+        pages_by_class: PageClass::ALL
+            .iter()
+            .map(|c| (c.name().to_string(), by_class[*c as usize]))
+            .collect(),
+        ..Default::default()
+    };
+    let mut final_free = vec![[[0u64; 11]; 5]; nz];
+    for f in &free {
+        let b = (f.pfn / PAGEBLOCK_PAGES) as usize;
+        let zi = block_zone[b];
+        let zi = if zi == usize::MAX {
+            match spans
+                .iter()
+                .position(|z| f.pfn >= z.start_pfn && f.pfn < z.start_pfn + z.spanned)
+            {
+                Some(z) => z,
+                None => continue,
+            }
+        } else {
+            zi
+        };
+        final_free[zi][block_types[b] as usize][f.order as usize] += 1;
+    }
+    for (zi, z) in spans.iter().enumerate() {
+        let p = pti.get(&z.name).cloned().unwrap_or_default();
+        let mut blocks = [0i64; 5];
+        for (b, &bz) in block_zone.iter().enumerate() {
+            if bz == zi {
+                blocks[block_types[b] as usize] += 1;
+            }
+        }
+        for t in 0..5 {
+            report.blocks.push(MatchRow {
+                what: format!("{} blocks {}", z.name, TYPE_NAMES[t]),
+                captured: p.blocks[t] as i64,
+                reconstructed: blocks[t],
+            });
+            for o in 0..11 {
+                if p.free[t][o] > 0 || final_free[zi][t][o] > 0 {
+                    report.free_by_type.push(MatchRow {
+                        what: format!("{} free {} order {o} (chunks)", z.name, TYPE_NAMES[t]),
+                        captured: p.free[t][o] as i64,
+                        reconstructed: final_free[zi][t][o] as i64,
+                    });
+                }
+            }
+            if p.blocks[t] > 0 || blocks[t] > 0 || p.free[t].iter().any(|&n| n > 0) {
+                report.free_grid.push(FreeGrid {
+                    zone: z.name.clone(),
+                    mtype: TYPE_NAMES[t].to_string(),
+                    captured: p.free[t].to_vec(),
+                    reconstructed: final_free[zi][t].to_vec(),
+                });
+            }
+        }
+        let bi = buddy.get(&z.name).copied().unwrap_or([0; 11]);
+        let mut all = [0u64; 11];
+        for t in 0..5 {
+            for o in 0..11 {
+                all[o] += final_free[zi][t][o];
+            }
+        }
+        for o in 0..11 {
+            report.free_by_order.push(MatchRow {
+                what: format!("{} free order {o} (chunks)", z.name),
+                captured: bi[o] as i64,
+                reconstructed: all[o] as i64,
+            });
+        }
+        report.free_grid.push(FreeGrid {
+            zone: z.name.clone(),
+            mtype: "all".into(),
+            captured: bi.to_vec(),
+            reconstructed: all.to_vec(),
+        });
+        report.managed.push(MatchRow {
+            what: format!("{} managed pages", z.name),
+            captured: z.managed as i64,
+            reconstructed: zones[zi].managed as i64,
+        });
+    }
+    // Mixed blocks: allocated pages of more than one mobility (slab counts Reclaimable in a
+    // Reclaimable block, Unmovable elsewhere; unflagged pages are not counted: they may be
+    // free PCP pages).
+    for (b, &bz) in block_zone.iter().enumerate() {
+        if bz == usize::MAX {
+            continue;
+        }
+        let e = &evidence[b];
+        let g = |c: PageClass| e[c as usize] > 0;
+        let t = block_types[b];
+        let slab = g(PageClass::Slab);
+        let unm = g(PageClass::PageTable) || g(PageClass::Kernel) || (slab && t != RECLAIMABLE);
+        let rec = slab && t == RECLAIMABLE;
+        let mov = g(PageClass::Anon)
+            || g(PageClass::File)
+            || g(PageClass::Shmem)
+            || g(PageClass::Hugetlb)
+            || g(PageClass::Offline);
+        if (unm as u8 + rec as u8 + mov as u8) > 1 {
+            report.mixed_blocks += 1;
+        }
+        let own = match t {
+            UNMOVABLE => unm,
+            MOVABLE => mov,
+            RECLAIMABLE => rec,
+            _ => true,
+        };
+        if (unm || rec || mov) && !own {
+            report.content_disagrees += 1;
+        }
+    }
+
+    Ok(Reconstruction {
+        end_pfn: end,
+        zones,
+        reserved,
+        holes,
+        block_types,
+        free,
+        folios,
+        report,
+    })
+}
+
+fn folio(pfn: u64, order: u8, kind: RKind, b: u8) -> RFolio {
+    RFolio {
+        pfn,
+        order,
+        kind,
+        active: b & ACTIVE != 0,
+        referenced: b & REFERENCED != 0,
+        unevictable: b & UNEVICTABLE != 0,
+    }
+}
+
+impl MatchReport {
+    /// A readable table: blocks per type, free chunks per order and type (captured over
+    /// reconstructed), buddyinfo's per-order totals, mixed blocks, the fit's swaps and L1.
+    pub fn render(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "snapshot reconstruction (kernel-model.md §30.5), fitted to the /proc read {} the pfn read",
+            self.fitted_to
+        );
+        let _ = writeln!(s, "  {:<28} {:>10} {:>14}", "blocks", "captured", "reconstructed");
+        for r in self
+            .blocks
+            .iter()
+            .filter(|r| r.captured != 0 || r.reconstructed != 0)
+        {
+            let _ = writeln!(s, "  {:<28} {:>10} {:>14}", r.what, r.captured, r.reconstructed);
+        }
+        let _ = writeln!(
+            s,
+            "  free chunks per order (c: captured pagetypeinfo/buddyinfo, r: reconstructed)"
+        );
+        let _ = write!(s, "  {:<24}", "");
+        for o in 0..11 {
+            let _ = write!(s, " {:>7}", format!("o{o}"));
+        }
+        s.push('\n');
+        for g in &self.free_grid {
+            for (tag, v) in [("c", &g.captured), ("r", &g.reconstructed)] {
+                let _ = write!(s, "  {:<22}{tag} ", format!("{} {}", g.zone, g.mtype));
+                for n in v {
+                    let _ = write!(s, " {n:>7}");
+                }
+                s.push('\n');
+            }
+        }
+        let worst = self
+            .free_by_type
+            .iter()
+            .map(|r| (r.reconstructed - r.captured, r))
+            .max_by_key(|(d, r)| (d.abs(), std::cmp::Reverse(r.what.clone())));
+        if let Some((d, r)) = worst {
+            let _ = writeln!(
+                s,
+                "  worst free cell: {} captured {} reconstructed {} ({d:+})",
+                r.what, r.captured, r.reconstructed
+            );
+        }
+        for r in &self.managed {
+            let _ = writeln!(
+                s,
+                "  {}: zoneinfo {} reconstructed {} ({:+})",
+                r.what,
+                r.captured,
+                r.reconstructed,
+                r.reconstructed - r.captured
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  mixed blocks {}, blocks whose content disagrees with their type {}, odd compound runs {}, order-10 splits {}",
+            self.mixed_blocks, self.content_disagrees, self.odd_compound, self.split_order10
+        );
+        let _ = writeln!(
+            s,
+            "  block-type fit: {} swaps, free-table L1 {} -> {}",
+            self.swaps, self.l1_before, self.l1_after
+        );
+        s
+    }
 }

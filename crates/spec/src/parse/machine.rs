@@ -31,6 +31,17 @@ impl Cx<'_> {
         let hugetlb_pages = self.int_key(&m, "hugetlb_pages")? as u64;
         let read_ahead_kb = self.opt_int_key(&m, "read_ahead_kb")?.map(|v| v as u64);
         let max_sectors_kb = self.opt_int_key(&m, "max_sectors_kb")?.map(|v| v as u64);
+        if let Some(snap) = m.get("snapshot") {
+            return self.snapshot_machine(
+                &m,
+                snap,
+                cpus,
+                swap_bytes,
+                hugetlb_pages,
+                read_ahead_kb,
+                max_sectors_kb,
+            );
+        }
         match (m.get("memory"), m.get("zone")) {
             (Some(mem), Some(z)) => Err(self.err(
                 z.key_pos,
@@ -52,6 +63,7 @@ impl Cx<'_> {
                     hugetlb_pages,
                     read_ahead_kb,
                     max_sectors_kb,
+                    snapshot: None,
                 })
             }
             (None, Some(z)) => {
@@ -73,9 +85,66 @@ impl Cx<'_> {
                     hugetlb_pages,
                     read_ahead_kb,
                     max_sectors_kb,
+                    snapshot: None,
                 })
             }
         }
+    }
+
+    /// `[machine]` with `snapshot`: the snapshot gives the zones (and, unless given, the CPUs
+    /// and the hugetlb pool), so `memory`, `dma` and `[[machine.zone]]` are errors.
+    #[allow(clippy::too_many_arguments)]
+    fn snapshot_machine(
+        &self,
+        m: &Tbl,
+        snap: &Entry,
+        cpus: u32,
+        swap_bytes: u64,
+        hugetlb_pages: u64,
+        read_ahead_kb: Option<u64>,
+        max_sectors_kb: Option<u64>,
+    ) -> R<MachineSpec> {
+        let line = self.lines.line(snap.key_pos);
+        for k in ["memory", "zone", "dma"] {
+            if let Some(e) = m.get(k) {
+                return Err(self.err(
+                    e.key_pos,
+                    &m.key(k),
+                    format!(
+                        "the snapshot (machine.snapshot, line {line}) gives the machine's zones; leave {} out",
+                        if k == "zone" { "[[machine.zone]]" } else { k }
+                    ),
+                ));
+            }
+        }
+        let path = self.str(&snap.node, "machine.snapshot")?;
+        if path.trim().is_empty() {
+            return Err(self.err(
+                snap.node.pos,
+                "machine.snapshot",
+                "an empty path (expected the path of a snapshot file)",
+            ));
+        }
+        let dir = std::path::Path::new(self.file)
+            .parent()
+            .unwrap_or(std::path::Path::new(""));
+        Ok(MachineSpec {
+            memory_bytes: None,
+            cpus,
+            dma: true,
+            swap_bytes,
+            zones: None,
+            hugetlb_pages,
+            read_ahead_kb,
+            max_sectors_kb,
+            snapshot: Some(crate::SnapshotSpec {
+                path: path.to_string(),
+                resolved: dir.join(path),
+                line,
+                cpus_given: m.get("cpus").is_some(),
+                hugetlb_given: m.get("hugetlb_pages").is_some(),
+            }),
+        })
     }
 
     fn memory(&self, node: &Node) -> R<u64> {

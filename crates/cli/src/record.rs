@@ -1,0 +1,232 @@
+//! `fraglab host record` (a live allocation trace into a trace file) and `fraglab trace info`
+//! (a trace file's summary), issue 21 item 4.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use std::collections::BTreeMap;
+
+use fraglab_state::trace::{event_name, lost_events_line, TraceReader};
+
+/// `fraglab host record`.
+#[derive(Args)]
+pub struct RecordArgs {
+    /// The trace file to write (written through TRACE.partial, renamed when complete).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// How long to record (e.g. 30s, 2min). Default: 30s without a command; with one, until
+    /// it exits (a duration then ends it with SIGTERM).
+    #[arg(long)]
+    duration: Option<String>,
+    /// Comma-separated events, `group:name` or `group:*` (default: kmem page events,
+    /// compaction:*, the vmscan events the model has).
+    #[arg(long, value_delimiter = ',')]
+    events: Vec<String>,
+    /// Per-CPU trace buffer of the private tracefs instance (KiB).
+    #[arg(long, default_value_t = fraglab_host::record::DEFAULT_BUFFER_KB)]
+    buffer_kb: u64,
+    /// Do not embed a snapshot of the physical memory taken at the start.
+    #[arg(long)]
+    no_snapshot: bool,
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+    /// The command to run while recording (after `--`).
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+/// `fraglab trace ...`.
+#[derive(Subcommand)]
+pub enum TraceCmd {
+    /// A trace file's summary: header, events per name (counted by streaming the lines),
+    /// duration, lost events, whether a snapshot is embedded. Plain ftrace text is read too.
+    Info {
+        trace: PathBuf,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `fraglab host record`: a host error exits with its own code (after the instance was removed).
+pub fn record(a: RecordArgs) -> Result<(), String> {
+    let duration = a
+        .duration
+        .as_deref()
+        .map(|d| fraglab_spec::parse_duration(d).map(Duration::from_nanos))
+        .transpose()
+        .map_err(|e| format!("--duration: {e}"))?;
+    let opts = fraglab_host::record::RecordOptions {
+        output: a.output,
+        duration,
+        events: a.events,
+        buffer_kb: a.buffer_kb,
+        snapshot: !a.no_snapshot,
+        command: a.command,
+        progress: !a.quiet,
+    };
+    match fraglab_host::record::record(&opts) {
+        Ok(h) => {
+            if let Some(sig) = h.interrupted_by {
+                eprintln!(
+                    "fraglab host record: interrupted by signal {sig}; {} written with the events up to then",
+                    opts.output.display()
+                );
+                std::process::exit(128 + sig);
+            }
+            if !opts.command.is_empty() && h.workload_status != Some(0) {
+                eprintln!(
+                    "fraglab host record: the command exited with {}",
+                    h.workload_status
+                        .map_or("a signal".to_string(), |c| format!("status {c}"))
+                );
+            }
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("fraglab host record: {e}");
+            std::process::exit(e.exit_code())
+        }
+    }
+}
+
+/// `fraglab trace ...`.
+pub fn trace(cmd: TraceCmd) -> Result<(), String> {
+    match cmd {
+        TraceCmd::Info { trace, json } => info(trace, json),
+    }
+}
+
+fn info(path: PathBuf, json: bool) -> Result<(), String> {
+    let mut per_name_parsed: BTreeMap<String, u64> = BTreeMap::new();
+    let mut r = TraceReader::open_without_snapshot(&path).map_err(|e| e.to_string())?;
+    let container = r.is_container();
+    let h = r.header().clone();
+    // Streamed: per event name, the lines and how many of them the model's parser reads
+    // (fraglab_mm::trace::parse_trace_line, what the replay uses).
+    let mut counts: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let (mut other, mut lost_lines) = (0u64, 0u64);
+    loop {
+        let l = match r.next_line() {
+            Ok(Some(l)) => l,
+            Ok(None) => break,
+            Err(e) => return Err(format!("{e} (after line {})", r.line_no())),
+        };
+        if let Some(n) = lost_events_line(&l) {
+            lost_lines += n;
+        } else if let Some(e) = event_name(&l) {
+            let c = counts.entry(e.to_string()).or_default();
+            c.0 += 1;
+            if fraglab_mm::trace::parse_trace_line(&l).is_some() {
+                c.1 += 1;
+            }
+        } else {
+            other += 1;
+        }
+    }
+    let parsed: u64 = counts.values().map(|c| c.1).sum();
+    let counts: BTreeMap<String, u64> = counts
+        .into_iter()
+        .map(|(k, (n, p))| {
+            per_name_parsed.insert(k.clone(), p);
+            (k, n)
+        })
+        .collect();
+    let events: u64 = counts.values().sum();
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let lost = h.lost_events.max(lost_lines);
+    if json {
+        let v = serde_json::json!({
+            "file": path.display().to_string(),
+            "format": if container { "fraglab-trace" } else { "ftrace-text" },
+            "bytes": size,
+            "events": events,
+            "events_per_name": counts,
+            "parsed_by_model": parsed,
+            "parsed_by_model_per_name": per_name_parsed,
+            "other_lines": other,
+            "lost_events": lost,
+            "duration_ns": h.duration_ns,
+            "snapshot": h.snapshot.as_ref().map(|s| serde_json::json!({
+                "end_pfn": s.end_pfn, "hostname": s.hostname, "kernel": s.kernel,
+                "taken_at_unix_s": s.taken_at_unix_s,
+            })),
+            "header": {
+                "events": h.events, "started_at_unix_s": h.started_at_unix_s,
+                "nr_cpus": h.nr_cpus, "buffer_size_kb": h.buffer_size_kb, "clock": h.clock,
+                "workload": h.workload, "workload_status": h.workload_status,
+                "recorder_pid": h.recorder_pid, "recorder_tids": h.recorder_tids,
+                "recorder_lines": h.recorder_lines, "interrupted_by": h.interrupted_by,
+                "lines": h.lines, "snapshot_window_ns": h.snapshot_window_ns,
+                "proc_end": h.proc_end.keys().collect::<Vec<_>>(),
+            },
+        });
+        println!("{}", serde_json::to_string_pretty(&v).expect("JSON serializes"));
+        return Ok(());
+    }
+    println!(
+        "file           {} ({:.1} MiB)",
+        path.display(),
+        size as f64 / (1 << 20) as f64
+    );
+    if !container {
+        println!("format         plain ftrace text (no header)");
+    } else {
+        println!("format         fraglab trace");
+        println!("events on      {}", h.events.join(" "));
+        println!("started at     {} (unix s)", h.started_at_unix_s);
+        println!(
+            "duration       {:.3} s (clock {})",
+            h.duration_ns as f64 / 1e9,
+            if h.clock.is_empty() { "?" } else { &h.clock }
+        );
+        println!(
+            "cpus           {}, buffer {} KiB per CPU",
+            h.nr_cpus, h.buffer_size_kb
+        );
+        if !h.workload.is_empty() {
+            println!(
+                "workload       {} (exit {})",
+                h.workload,
+                h.workload_status.map_or("-".to_string(), |c| c.to_string())
+            );
+        }
+        if let Some(p) = h.recorder_pid {
+            println!(
+                "recorder       pid {p}, threads {:?}: {} of the lines are its own",
+                h.recorder_tids, h.recorder_lines
+            );
+        }
+        if let Some(sig) = h.interrupted_by {
+            println!("interrupted    by signal {sig}");
+        }
+        println!(
+            "end state      {}",
+            h.proc_end.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    match &h.snapshot {
+        Some(s) => println!(
+            "snapshot       yes: {} pfns, {} {}, taken at {}",
+            s.end_pfn, s.hostname, s.kernel, s.taken_at_unix_s
+        ),
+        None => println!("snapshot       no"),
+    }
+    let rate = if h.duration_ns > 0 {
+        format!(" ({:.0}/s)", events as f64 / (h.duration_ns as f64 / 1e9))
+    } else {
+        String::new()
+    };
+    println!("events         {events}{rate}, {parsed} read by the model's parser");
+    println!("lost events    {lost}");
+    if other > 0 {
+        println!("other lines    {other}");
+    }
+    println!("  {:<40} {:>12} {:>12}", "event", "lines", "model reads");
+    for (name, n) in &counts {
+        println!("  {name:<40} {n:>12} {:>12}", per_name_parsed[name]);
+    }
+    Ok(())
+}

@@ -1,0 +1,582 @@
+//! `fraglab host record`: records the live kernel's allocation tracepoints into a trace file
+//! (issue 21 item 4; `fraglab_state::trace`), for the simulator's replay.
+//!
+//! A tracefs instance of its own (Documentation/trace/ftrace.rst, "Instances"),
+//! `instances/fraglab-record-PID`, on tracefs where /proc/mounts shows it or mounted at a private
+//! directory (`/run/fraglab-record-tracefs-PID`) otherwise. The instance gets its own per-CPU
+//! buffer (`buffer_size_kb`, default 32 MiB per CPU), `trace_clock` "mono" (CLOCK_MONOTONIC, so
+//! the header's times and the lines' timestamps are on one clock, comparable across CPUs) and the
+//! events; other users of tracefs are not disturbed. A reader thread (named "fraglab-record")
+//! drains the instance's `trace_pipe` into the [`TraceWriter`] while the duration runs or the
+//! command runs; the command starts after tracing is on. Then the end state (/proc pagetypeinfo,
+//! buddyinfo, vmstat, zoneinfo, meminfo) is read right after the events are disabled, the lost
+//! events from `per_cpu/cpuN/stats` ("overrun" + "dropped events"), the knobs (at the start) and
+//! the confounders (free page reporting, DAMON, ... at start and end).
+//!
+//! The start snapshot is read after tracing is on (events during the pfn read are recorded; the
+//! header gives the read's window on the trace clock, `snapshot_window_ns`).
+//!
+//! Every exit path removes the instance and unmounts what was mounted: normal end, error, panic
+//! (the [`Session`]'s `Drop`), SIGINT/SIGTERM (they stop the recording early; the file is still
+//! written, with `interrupted_by`, and the command is sent SIGTERM).
+//!
+//! The recorder's own allocations are in the trace (reading trace_pipe, spooling the file through
+//! the page cache, reading the snapshot): its lines carry its pid or its reader thread's tid
+//! (`recorder_pid`, `recorder_tids`), and the header counts them (`recorder_lines`).
+
+use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use fraglab_spec::result::HostConfounders;
+use fraglab_state::snapshot::Snapshot;
+use fraglab_state::trace::{line_pid, lost_events_line, TraceHeader, TraceWriter};
+
+use crate::signals::SignalFlag;
+use crate::trace::tracefs_mount;
+use crate::{confounders, knobs, procfs, HostError};
+
+/// The events recorded by default: the page allocator's (kmem), every compaction event the
+/// model has (compaction:* on 6.18 is exactly the 15 of kernel-model.md §15.2), and the reclaim
+/// events the model emits (§15.3).
+pub const DEFAULT_EVENTS: &[&str] = &[
+    "kmem:mm_page_alloc",
+    "kmem:mm_page_free",
+    "kmem:mm_page_free_batched",
+    "kmem:mm_page_pcpu_drain",
+    "kmem:mm_page_alloc_extfrag",
+    "compaction:*",
+    "vmscan:mm_vmscan_kswapd_wake",
+    "vmscan:mm_vmscan_kswapd_sleep",
+    "vmscan:mm_vmscan_wakeup_kswapd",
+    "vmscan:mm_vmscan_direct_reclaim_begin",
+    "vmscan:mm_vmscan_direct_reclaim_end",
+    "vmscan:mm_vmscan_lru_shrink_inactive",
+];
+
+/// Per-CPU ring buffer of the instance by default (KiB).
+pub const DEFAULT_BUFFER_KB: u64 = 32 << 10;
+
+/// Recording time when no command is given.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(30);
+
+/// What to record and how.
+#[derive(Clone, Debug)]
+pub struct RecordOptions {
+    pub output: PathBuf,
+    /// How long to record. None: [`DEFAULT_DURATION`] without a command, until the command
+    /// exits with one. With a command and a duration, the command gets SIGTERM at the end of
+    /// the duration if it is still running.
+    pub duration: Option<Duration>,
+    /// `group:name` or `group:*`; empty: [`DEFAULT_EVENTS`].
+    pub events: Vec<String>,
+    /// Per-CPU buffer (KiB).
+    pub buffer_kb: u64,
+    /// Embed a snapshot taken at the start.
+    pub snapshot: bool,
+    /// The command to run while recording (program and arguments), or empty.
+    pub command: Vec<String>,
+    /// Progress lines on stderr once a second.
+    pub progress: bool,
+}
+
+impl Default for RecordOptions {
+    fn default() -> RecordOptions {
+        RecordOptions {
+            output: PathBuf::from("fraglab.trace"),
+            duration: None,
+            events: Vec::new(),
+            buffer_kb: DEFAULT_BUFFER_KB,
+            snapshot: true,
+            command: Vec::new(),
+            progress: true,
+        }
+    }
+}
+
+/// The name of the instance a recorder with this pid uses.
+pub fn instance_name(pid: u32) -> String {
+    format!("fraglab-record-{pid}")
+}
+
+/// CLOCK_MONOTONIC now (ns): the clock of trace_clock "mono".
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u32 }
+}
+
+fn write(path: &Path, v: &str) -> Result<(), HostError> {
+    std::fs::write(path, v).map_err(|e| HostError::io(path.display().to_string(), e))
+}
+
+fn state_err(e: fraglab_state::StateError) -> HostError {
+    HostError::Io {
+        what: "trace file".into(),
+        err: std::io::Error::other(e.to_string()),
+    }
+}
+
+/// Counters the reader thread updates and the main thread prints.
+#[derive(Default)]
+struct Progress {
+    lines: AtomicU64,
+    text_bytes: AtomicU64,
+    spooled: AtomicU64,
+    lost_lines: AtomicU64,
+    self_lines: AtomicU64,
+    tid: AtomicU32,
+    failed: AtomicBool,
+    /// The reader thread's CPU time (user, system; µs), at its end.
+    cpu_user_us: AtomicU64,
+    cpu_sys_us: AtomicU64,
+}
+
+/// The calling thread's CPU time (user, system) in µs.
+fn thread_cpu_us() -> (u64, u64) {
+    // SAFETY: a zeroed rusage to fill.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD with a valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    (us(ru.ru_utime), us(ru.ru_stime))
+}
+
+/// The tracefs instance, the reader thread and the command: everything [`record`] must undo.
+/// `Drop` (every way out) disables the events, stops the reader (the pipe must be closed
+/// before the instance can be removed), ends the command, removes the instance and unmounts.
+struct Session {
+    mounted: Option<PathBuf>,
+    instance: PathBuf,
+    created: bool,
+    stop: Arc<AtomicBool>,
+    reader: Option<JoinHandle<Result<TraceWriter, HostError>>>,
+    child: Option<Child>,
+}
+
+impl Session {
+    fn open(pid: u32) -> Result<Session, HostError> {
+        let (root, mounted) = match tracefs_mount() {
+            Some(r) => (r, None),
+            None => {
+                let dir = PathBuf::from(format!("/run/fraglab-record-tracefs-{pid}"));
+                std::fs::create_dir_all(&dir).map_err(|e| HostError::io(dir.display().to_string(), e))?;
+                let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
+                let (src, tgt, ty) = (c("nodev"), c(&dir.to_string_lossy()), c("tracefs"));
+                // SAFETY: valid C strings; no mount data.
+                let r = unsafe { libc::mount(src.as_ptr(), tgt.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) };
+                if r != 0 {
+                    let e = std::io::Error::last_os_error();
+                    let _ = std::fs::remove_dir(&dir);
+                    return Err(HostError::io("mount tracefs", e));
+                }
+                (dir.clone(), Some(dir))
+            }
+        };
+        let mut s = Session {
+            mounted,
+            instance: root.join("instances").join(instance_name(pid)),
+            created: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            reader: None,
+            child: None,
+        };
+        std::fs::create_dir(&s.instance).map_err(|e| HostError::io(s.instance.display().to_string(), e))?;
+        s.created = true;
+        Ok(s)
+    }
+
+    fn disable_events(&self) {
+        if self.created {
+            let _ = std::fs::write(self.instance.join("events/enable"), "0");
+            let _ = std::fs::write(self.instance.join("tracing_on"), "0");
+        }
+    }
+
+    /// Stops the reader thread (after the events were disabled it drains what is left).
+    fn join_reader(&mut self) -> Option<Result<TraceWriter, HostError>> {
+        self.stop.store(true, Ordering::SeqCst);
+        let h = self.reader.take()?;
+        Some(
+            h.join()
+                .unwrap_or_else(|_| Err(HostError::Worker("the trace reader panicked".into()))),
+        )
+    }
+
+    /// SIGTERM to the command, SIGKILL after 5 s; its exit status.
+    fn end_child(&mut self) -> Option<std::process::ExitStatus> {
+        let mut c = self.child.take()?;
+        if let Ok(Some(st)) = c.try_wait() {
+            return Some(st);
+        }
+        // SAFETY: signalling the child this process started (still unreaped, so the pid is
+        // ours).
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(st)) = c.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = c.kill();
+        c.wait().ok()
+    }
+
+    fn cleanup(&mut self) {
+        self.end_child();
+        self.disable_events();
+        drop(self.join_reader());
+        if self.created {
+            self.created = false;
+            if let Err(e) = std::fs::remove_dir(&self.instance) {
+                eprintln!("fraglab-host: cannot remove {}: {e}", self.instance.display());
+            }
+        }
+        if let Some(dir) = self.mounted.take() {
+            let c = std::ffi::CString::new(dir.to_string_lossy().as_bytes()).expect("no NUL");
+            // SAFETY: unmounting the tracefs this session mounted.
+            if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
+                let _ = std::fs::remove_dir(&dir);
+            } else {
+                eprintln!(
+                    "fraglab-host: cannot unmount {}: {}",
+                    dir.display(),
+                    std::io::Error::last_os_error()
+                );
+            }
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
+
+/// Events dropped by the kernel: the sum over CPUs of `overrun` (overwritten before they were
+/// read) and `dropped events` (buffer full in non-overwrite mode) of `per_cpu/cpuN/stats`.
+pub fn lost_events(instance: &Path) -> u64 {
+    let mut lost = 0;
+    for e in std::fs::read_dir(instance.join("per_cpu"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let Ok(t) = std::fs::read_to_string(e.path().join("stats")) else {
+            continue;
+        };
+        for l in t.lines() {
+            if let Some((k, v)) = l.split_once(':') {
+                if k == "overrun" || k == "dropped events" {
+                    lost += v.trim().parse::<u64>().unwrap_or(0);
+                }
+            }
+        }
+    }
+    lost
+}
+
+/// The snapshot at the start: `fraglab_host::snapshot::capture` (issue 21 item 1, helper A).
+/// Until that is in this build, none (the trace is written without one, and says so).
+fn take_snapshot() -> Result<Option<Snapshot>, HostError> {
+    eprintln!("fraglab host record: snapshot capture is not in this build yet; recording without one");
+    Ok(None)
+}
+
+/// The reader thread: drains `trace_pipe` (non-blocking reads; each returns at most a page of
+/// formatted text) into the writer, whole lines only, until stopped and the pipe is empty.
+fn reader(
+    mut pipe: std::fs::File,
+    mut w: TraceWriter,
+    stop: Arc<AtomicBool>,
+    prog: Arc<Progress>,
+    pid: u32,
+) -> Result<TraceWriter, HostError> {
+    let tid = gettid();
+    prog.tid.store(tid, Ordering::SeqCst);
+    let mut buf = vec![0u8; 64 << 10];
+    let mut partial: Vec<u8> = Vec::new();
+    let mut idle_after_stop = 0;
+    let mut lines = 0u64;
+    let mut self_lines = 0u64;
+    let mut lost_lines = 0u64;
+    let mut run = || -> Result<(), HostError> {
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(n) if n > 0 => {
+                    idle_after_stop = 0;
+                    partial.extend_from_slice(&buf[..n]);
+                    let Some(last_nl) = partial.iter().rposition(|&b| b == b'\n') else {
+                        continue;
+                    };
+                    for raw in partial[..last_nl].split(|&b| b == b'\n') {
+                        let line = String::from_utf8_lossy(raw);
+                        if line.is_empty() {
+                            continue;
+                        }
+                        if let Some(n) = lost_events_line(&line) {
+                            lost_lines += n;
+                        } else if let Some(p) = line_pid(&line) {
+                            if p == pid || p == tid {
+                                self_lines += 1;
+                            }
+                        }
+                        w.line(&line).map_err(state_err)?;
+                        lines += 1;
+                    }
+                    partial.drain(..=last_nl);
+                    prog.lines.store(lines, Ordering::Relaxed);
+                    prog.text_bytes.store(w.text_bytes(), Ordering::Relaxed);
+                    prog.spooled.store(w.spooled_bytes(), Ordering::Relaxed);
+                    prog.self_lines.store(self_lines, Ordering::Relaxed);
+                    prog.lost_lines.store(lost_lines, Ordering::Relaxed);
+                }
+                Ok(_) => idle(&stop, &mut idle_after_stop),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => idle(&stop, &mut idle_after_stop),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(HostError::io("trace_pipe", e)),
+            }
+            if idle_after_stop > 2 {
+                return Ok(());
+            }
+        }
+    };
+    let r = run();
+    let (u, sy) = thread_cpu_us();
+    prog.cpu_user_us.store(u, Ordering::SeqCst);
+    prog.cpu_sys_us.store(sy, Ordering::SeqCst);
+    if let Err(e) = r {
+        prog.failed.store(true, Ordering::SeqCst);
+        return Err(e);
+    }
+    if !partial.is_empty() {
+        w.line(&String::from_utf8_lossy(&partial)).map_err(state_err)?;
+        prog.lines.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(w)
+}
+
+fn idle(stop: &AtomicBool, idle_after_stop: &mut u32) {
+    if stop.load(Ordering::SeqCst) {
+        *idle_after_stop += 1;
+    }
+    std::thread::sleep(Duration::from_millis(20));
+}
+
+/// Records the live kernel's tracepoints into `opts.output` (see the module doc); the header
+/// written.
+pub fn record(opts: &RecordOptions) -> Result<TraceHeader, HostError> {
+    if !cfg!(target_os = "linux") {
+        return Err(HostError::NotLinux);
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(HostError::NotRoot);
+    }
+    let events: Vec<String> = if opts.events.is_empty() {
+        DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect()
+    } else {
+        opts.events.clone()
+    };
+    for ev in &events {
+        let ok = ev
+            .split_once(':')
+            .is_some_and(|(g, n)| valid_name(g) && (n == "*" || valid_name(n)));
+        if !ok {
+            return Err(HostError::Unsupported(format!(
+                "event {ev:?}: expected group:name or group:* (e.g. kmem:mm_page_alloc)"
+            )));
+        }
+    }
+    if opts.buffer_kb == 0 {
+        return Err(HostError::Unsupported("--buffer-kb 0".into()));
+    }
+    let duration = match (opts.duration, opts.command.is_empty()) {
+        (Some(d), _) => Some(d),
+        (None, true) => Some(DEFAULT_DURATION),
+        (None, false) => None,
+    };
+    let pid = std::process::id();
+    let signals = SignalFlag::install();
+    let knobs = knobs::read_all_knobs();
+    let conf_start = confounders::read();
+    let started_at_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // SAFETY: sysconf has no preconditions.
+    let nr_cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32;
+
+    let mut header = TraceHeader {
+        events: events.clone(),
+        started_at_unix_s,
+        nr_cpus,
+        buffer_size_kb: opts.buffer_kb,
+        knobs,
+        workload: opts.command.join(" "),
+        recorder_pid: Some(pid),
+        clock: "mono".into(),
+        ..Default::default()
+    };
+    let writer = TraceWriter::create(&opts.output, &header, None).map_err(state_err)?;
+
+    let mut s = Session::open(pid)?;
+    let inst = s.instance.clone();
+    write(&inst.join("tracing_on"), "0")?;
+    write(&inst.join("buffer_size_kb"), &opts.buffer_kb.to_string())?;
+    write(&inst.join("trace_clock"), "mono")?;
+    for ev in &events {
+        let (group, name) = ev.split_once(':').expect("checked above");
+        let p = if name == "*" {
+            inst.join("events").join(group).join("enable")
+        } else {
+            inst.join("events").join(group).join(name).join("enable")
+        };
+        if !p.exists() {
+            return Err(HostError::io(
+                format!("event {ev}: {}", p.display()),
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such event on this kernel"),
+            ));
+        }
+        write(&p, "1")?;
+    }
+    let pipe = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(inst.join("trace_pipe"))
+        .map_err(|e| HostError::io("trace_pipe", e))?;
+    let prog = Arc::new(Progress::default());
+    {
+        let (stop, prog) = (s.stop.clone(), prog.clone());
+        s.reader = Some(
+            std::thread::Builder::new()
+                .name("fraglab-record".into())
+                .spawn(move || reader(pipe, writer, stop, prog, pid))
+                .map_err(|e| HostError::io("spawn the trace reader", e))?,
+        );
+    }
+    header.trace_start_ns = mono_ns();
+    write(&inst.join("tracing_on"), "1")?;
+    let t0 = Instant::now();
+
+    let snapshot = if opts.snapshot {
+        let a = mono_ns();
+        let snap = take_snapshot()?;
+        if snap.is_some() {
+            header.snapshot_window_ns = Some([a, mono_ns()]);
+        }
+        snap
+    } else {
+        None
+    };
+
+    if let Some((prog_name, args)) = opts.command.split_first() {
+        let child = Command::new(prog_name)
+            .args(args)
+            .spawn()
+            .map_err(|e| HostError::Worker(format!("cannot start {prog_name}: {e}")))?;
+        s.child = Some(child);
+    }
+    let deadline = duration.map(|d| t0 + d);
+    let mut last_print = Instant::now();
+    let mut last_lines = 0u64;
+    let mut child_status = None;
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        if let Some(sig) = signals.caught() {
+            header.interrupted_by = Some(sig);
+            break;
+        }
+        if prog.failed.load(Ordering::SeqCst) {
+            break;
+        }
+        if let Some(c) = s.child.as_mut() {
+            if let Ok(Some(st)) = c.try_wait() {
+                child_status = Some(st);
+                s.child = None;
+                break;
+            }
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        if opts.progress && last_print.elapsed() >= Duration::from_secs(1) {
+            let l = prog.lines.load(Ordering::Relaxed);
+            let dt = last_print.elapsed().as_secs_f64();
+            eprintln!(
+                "record: {:>4.0} s  {l} events  {:.0}/s  text {:.1} MiB  file {:.1} MiB  lost {}",
+                t0.elapsed().as_secs_f64(),
+                (l - last_lines) as f64 / dt,
+                prog.text_bytes.load(Ordering::Relaxed) as f64 / (1 << 20) as f64,
+                prog.spooled.load(Ordering::Relaxed) as f64 / (1 << 20) as f64,
+                prog.lost_lines.load(Ordering::Relaxed),
+            );
+            last_print = Instant::now();
+            last_lines = l;
+        }
+    }
+    if child_status.is_none() {
+        child_status = s.end_child();
+    }
+    // The end state as the last events left it: events off, then /proc.
+    write(&inst.join("tracing_on"), "0")?;
+    s.disable_events();
+    header.trace_end_ns = mono_ns();
+    header.duration_ns = header.trace_end_ns - header.trace_start_ns;
+    let mut proc_end = procfs::proc_snapshot()?;
+    proc_end.insert("meminfo".into(), procfs::read("/proc/meminfo")?);
+    header.proc_end = proc_end;
+    let t_drain = Instant::now();
+    let mut writer = s.join_reader().expect("the reader runs until joined")?;
+    let drain_s = t_drain.elapsed().as_secs_f64();
+    header.lost_events = lost_events(&inst).max(prog.lost_lines.load(Ordering::SeqCst));
+    drop(s);
+    let conf_end = confounders::read();
+    header.confounders = serde_json::to_value(HostConfounders::from_readings(conf_start, conf_end))
+        .expect("the confounders serialize");
+    header.workload_status = child_status.and_then(|st| st.code());
+    header.recorder_lines = prog.self_lines.load(Ordering::SeqCst);
+    header.recorder_tids = vec![prog.tid.load(Ordering::SeqCst)];
+    if let Some(snap) = &snapshot {
+        writer.set_snapshot(snap).map_err(state_err)?;
+    }
+    header.lines = writer.lines();
+    writer.finish(&header).map_err(state_err)?;
+    // What finish put in: the snapshot's header.
+    header.snapshot = snapshot.map(|s| s.header);
+    if opts.progress {
+        eprintln!(
+            "record: {} events in {:.1} s ({:.0}/s), {} lost, {} by the recorder itself; \
+             reader CPU {:.1} s user + {:.1} s system, {:.1} s draining after the end; {}",
+            header.lines,
+            header.duration_ns as f64 / 1e9,
+            header.lines as f64 / (header.duration_ns.max(1) as f64 / 1e9),
+            header.lost_events,
+            header.recorder_lines,
+            prog.cpu_user_us.load(Ordering::SeqCst) as f64 / 1e6,
+            prog.cpu_sys_us.load(Ordering::SeqCst) as f64 / 1e6,
+            drain_s,
+            opts.output.display()
+        );
+    }
+    Ok(header)
+}
+
+fn valid_name(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}

@@ -1,0 +1,337 @@
+//! `[machine] snapshot` (issue 21 item 2, kernel-model.md §30.5): a snapshot file read,
+//! reconstructed (`fraglab_state::reconstruct`), turned into the model's [`Restore`] and booted
+//! with [`Mm::from_restore`].
+//!
+//! * **Cache.** One process reconstructs a snapshot once: the result is kept per (path, size,
+//!   modification time), so `fraglab compare` of several configs sharing a snapshot, or the runs
+//!   of a seed sweep, pay for it once. The reconstruction's options are fixed (its own seed 1,
+//!   not the run's): the state is the machine's, not the run's.
+//! * **Match report.** The first reconstruction of a file prints how well it matches what the
+//!   kernel printed (blocks per type, free chunks per order and type, mixed blocks) to stderr,
+//!   once per process.
+//! * **Knobs.** A knob the spec sets wins; a knob it does not set takes the value the snapshot
+//!   recorded (`SnapshotHeader::knobs`, by sysctl/sysfs name), else the kernel default. This
+//!   holds for every knob boot reads (min_free_kbytes, watermark_scale_factor, THP
+//!   enabled/defrag, defrag_mode, compaction_proactiveness, extfrag_threshold, ...). A
+//!   recorded value the knob's declaration does not accept is skipped with a note on stderr.
+//! * **CPUs** come from the spec if it gives `cpus`, else from the snapshot; the hugetlb pool is
+//!   the snapshot's unless the spec gives `hugetlb_pages` (then it is resized to it, as a write
+//!   of vm.nr_hugepages would).
+//!
+//! From [`Reconstruction`] to [`Restore`], simplified: zone `present`/`managed` are counted from
+//! the hole and reserved ranges (clipped to the zone spans); an Isolate block (type 4) boots
+//! Movable (nothing would ever unisolate it); blocks past the reconstruction's table boot
+//! Movable; a folio above MAX_PAGE_ORDER (a gigantic hugetlb page) is cut into order-10 kernel
+//! folios, and a hugetlb folio not of order 9 is a kernel folio (the model's pool holds 2 MiB
+//! pages only).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use fraglab_mm::folio::FolioKind;
+use fraglab_mm::mmzone::{MachineConfig, ZoneConfig};
+use fraglab_mm::restore::{Restore, RestoreFolio};
+use fraglab_mm::types::{MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES};
+use fraglab_mm::{MigrateType, ZoneType};
+use fraglab_spec::{KnobKind, KnobValue, Spec, KNOBS};
+use fraglab_state::reconstruct::{reconstruct, MatchReport, RKind, ReconstructOptions, Reconstruction};
+use fraglab_state::snapshot::{Snapshot, SnapshotHeader};
+
+use crate::error::RunError;
+
+/// A snapshot read and reconstructed, ready to boot.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The file it came from.
+    pub path: PathBuf,
+    pub header: SnapshotHeader,
+    pub reconstruction: Reconstruction,
+    /// The reconstruction as the model boots it.
+    pub restore: Restore,
+}
+
+type CacheKey = (PathBuf, u64, Option<SystemTime>);
+
+static CACHE: Mutex<Vec<(CacheKey, Arc<Loaded>)>> = Mutex::new(Vec::new());
+
+/// The snapshot a spec names, read and reconstructed once per process (module doc). Errors name
+/// the spec file, line and key, then the snapshot file and offset.
+pub fn load(spec: &Spec) -> Result<Arc<Loaded>, RunError> {
+    let snap = spec
+        .machine
+        .snapshot
+        .as_ref()
+        .ok_or_else(|| RunError(format!("{}: machine: no snapshot", spec.file)))?;
+    let at = snap.at(&spec.file);
+    let path = &snap.resolved;
+    let meta = std::fs::metadata(path).map_err(|e| RunError(format!("{at}: {}: {e}", path.display())))?;
+    let key: CacheKey = (
+        std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()),
+        meta.len(),
+        meta.modified().ok(),
+    );
+    if let Some((_, l)) = CACHE.lock().unwrap().iter().find(|(k, _)| *k == key) {
+        return Ok(l.clone());
+    }
+    let s = Snapshot::read(path).map_err(|e| RunError(format!("{at}: {e}")))?;
+    let rec = reconstruct(&s, &ReconstructOptions::default())
+        .map_err(|e| RunError(format!("{at}: {}: reconstruction: {e}", path.display())))?;
+    eprint!("{}", match_report_text(path, &rec.report));
+    for note in effective_spec(spec, &s.header).1 {
+        eprintln!("{at}: {note}");
+    }
+    let loaded = Arc::new(loaded(path, s.header, rec).map_err(|e| RunError(format!("{at}: {e}")))?);
+    CACHE.lock().unwrap().push((key, loaded.clone()));
+    Ok(loaded)
+}
+
+/// Puts `loaded` in the cache as the reconstruction of the file at `path` as it is now, so
+/// that specs naming that file boot in it without reading it (tests; a tool that has already
+/// reconstructed a snapshot).
+pub fn preload(path: &Path, loaded: Loaded) -> Result<(), String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let key: CacheKey = (
+        std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+        meta.len(),
+        meta.modified().ok(),
+    );
+    let mut cache = CACHE.lock().unwrap();
+    cache.retain(|(k, _)| *k != key);
+    cache.push((key, Arc::new(loaded)));
+    Ok(())
+}
+
+/// A [`Loaded`] from a header and reconstruction already in memory (tests, and `load`).
+pub fn loaded(path: &Path, header: SnapshotHeader, rec: Reconstruction) -> Result<Loaded, String> {
+    let restore = to_restore(&rec).map_err(|e| format!("{}: reconstruction: {e}", path.display()))?;
+    Ok(Loaded {
+        path: path.to_path_buf(),
+        header,
+        reconstruction: rec,
+        restore,
+    })
+}
+
+/// The match report as the result schema keeps it (`RunResult::snapshot`).
+pub fn snapshot_match(file: &str, r: &MatchReport) -> fraglab_spec::result::SnapshotMatch {
+    let rows = |v: &[fraglab_state::reconstruct::MatchRow]| {
+        v.iter()
+            .map(|m| (m.what.clone(), m.captured, m.reconstructed))
+            .collect()
+    };
+    fraglab_spec::result::SnapshotMatch {
+        file: file.to_string(),
+        blocks: rows(&r.blocks),
+        free_by_type: rows(&r.free_by_type),
+        free_by_order: rows(&r.free_by_order),
+        mixed_blocks: r.mixed_blocks,
+        content_disagrees: r.content_disagrees,
+        swaps: r.swaps,
+        l1_before: r.l1_before,
+        l1_after: r.l1_after,
+    }
+}
+
+/// The match report as printed on stderr: one line per row that does not match exactly, and a
+/// summary.
+pub fn match_report_text(path: &Path, r: &MatchReport) -> String {
+    let mut out = format!("snapshot {}: reconstruction\n", path.display());
+    for (what, rows) in [
+        ("blocks per type", &r.blocks),
+        ("free chunks per type and order", &r.free_by_type),
+        ("free chunks per order", &r.free_by_order),
+    ] {
+        let exact = rows.iter().filter(|m| m.captured == m.reconstructed).count();
+        out += &format!("  {what}: {exact} of {} rows exact\n", rows.len());
+        for m in rows.iter().filter(|m| m.captured != m.reconstructed) {
+            out += &format!(
+                "    {}: captured {}, reconstructed {}\n",
+                m.what, m.captured, m.reconstructed
+            );
+        }
+    }
+    out += &format!(
+        "  mixed blocks {}, blocks whose content disagrees with their type {}, swaps {} (L1 error {} -> {})\n",
+        r.mixed_blocks, r.content_disagrees, r.swaps, r.l1_before, r.l1_after
+    );
+    out
+}
+
+fn pfn32(v: u64, what: &str) -> Result<u32, String> {
+    u32::try_from(v).map_err(|_| format!("{what} at pfn {v:#x} is beyond the 32-bit pfn limit"))
+}
+
+/// Ranges clipped to the zones' spans, split at zone boundaries.
+fn clip(ranges: &[[u64; 2]], zones: &[ZoneConfig]) -> Vec<[u32; 2]> {
+    let mut out = Vec::new();
+    for &[s, e] in ranges {
+        for z in zones {
+            let (zs, ze) = (z.start_pfn as u64, z.start_pfn as u64 + z.spanned as u64);
+            let (a, b) = (s.max(zs), e.min(ze));
+            if a < b {
+                out.push([a as u32, b as u32]);
+            }
+        }
+    }
+    out
+}
+
+/// The model's [`Restore`] of a reconstruction (module doc).
+pub fn to_restore(rec: &Reconstruction) -> Result<Restore, String> {
+    let mut zones = Vec::new();
+    for z in &rec.zones {
+        let zone_type = ZoneType::from_name(&z.name)
+            .filter(|t| *t != ZoneType::Device)
+            .ok_or_else(|| format!("zone {:?}: not a zone the model has", z.name))?;
+        if z.spanned == 0 {
+            continue;
+        }
+        let spanned = pfn32(z.spanned, "zone span")?;
+        zones.push(ZoneConfig {
+            zone_type,
+            start_pfn: pfn32(z.start_pfn, "zone start")?,
+            spanned,
+            present: spanned,
+            managed: spanned,
+        });
+    }
+    let holes = clip(&rec.holes, &zones);
+    let reserved = clip(&rec.reserved, &zones);
+    for z in &mut zones {
+        let (zs, ze) = (z.start_pfn, z.start_pfn + z.spanned);
+        let inside = |r: &[[u32; 2]]| -> u32 {
+            r.iter()
+                .filter(|[a, _]| *a >= zs && *a < ze)
+                .map(|[a, b]| b - a)
+                .sum()
+        };
+        z.present = z.spanned - inside(&holes);
+        z.managed = z.present.saturating_sub(inside(&reserved));
+    }
+    let end_pfn = MachineConfig {
+        zones: zones.clone(),
+        nr_cpus: 1,
+    }
+    .end_pfn();
+    let nr_blocks = (end_pfn as usize).div_ceil(PAGEBLOCK_NR_PAGES as usize);
+    let mut block_types = Vec::with_capacity(nr_blocks);
+    for b in 0..nr_blocks {
+        block_types.push(match rec.block_types.get(b).copied().unwrap_or(1) {
+            0 => MigrateType::Unmovable,
+            1 | 4 => MigrateType::Movable,
+            2 => MigrateType::Reclaimable,
+            3 => MigrateType::HighAtomic,
+            t => return Err(format!("pageblock {b}: type {t} is not a migratetype (0..=4)")),
+        });
+    }
+    let free = rec
+        .free
+        .iter()
+        .map(|c| Ok((pfn32(c.pfn, "free chunk")?, c.order)))
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut folios = Vec::with_capacity(rec.folios.len());
+    for f in &rec.folios {
+        let pfn = pfn32(f.pfn, "folio")?;
+        let (kind, alloc_mt, shmem) = match f.kind {
+            RKind::Anon => (FolioKind::Anon, MigrateType::Movable, false),
+            RKind::File => (FolioKind::File, MigrateType::Movable, false),
+            RKind::Shmem => (FolioKind::File, MigrateType::Movable, true),
+            RKind::SlabReclaimable => (FolioKind::Slab, MigrateType::Reclaimable, false),
+            RKind::SlabUnreclaimable => (FolioKind::Slab, MigrateType::Unmovable, false),
+            RKind::PageTable => (FolioKind::PageTable, MigrateType::Unmovable, false),
+            RKind::Hugetlb if f.order as u32 == fraglab_mm::hugetlb::HUGETLB_ORDER => {
+                (FolioKind::Hugetlb, MigrateType::Movable, false)
+            }
+            RKind::Hugetlb | RKind::Kernel => (FolioKind::Kernel, MigrateType::Unmovable, false),
+        };
+        let proto = RestoreFolio {
+            alloc_mt,
+            active: f.active,
+            referenced: f.referenced,
+            unevictable: f.unevictable,
+            mlocked: false,
+            shmem,
+            ..RestoreFolio::new(pfn, f.order, kind)
+        };
+        if f.order as u32 <= MAX_PAGE_ORDER {
+            folios.push(proto);
+        } else {
+            // A gigantic page: order-10 kernel pieces.
+            let piece = 1u32 << MAX_PAGE_ORDER;
+            for k in 0..(1u32 << (f.order as u32 - MAX_PAGE_ORDER)) {
+                folios.push(RestoreFolio::new(
+                    pfn + k * piece,
+                    MAX_PAGE_ORDER as u8,
+                    FolioKind::Kernel,
+                ));
+            }
+        }
+    }
+    Ok(Restore {
+        zones,
+        reserved,
+        holes,
+        block_types,
+        free,
+        folios,
+        pre_mappings: Vec::new(),
+    })
+}
+
+/// Parses a knob's recorded text (a sysfs choice file's bracketed word or the plain value, a
+/// list as whitespace-separated integers) by its declaration; `None` if the declaration does
+/// not accept it.
+fn knob_value(kind: KnobKind, text: &str) -> Option<KnobValue> {
+    let word = match (text.find('['), text.find(']')) {
+        (Some(a), Some(b)) if a < b => text[a + 1..b].trim(),
+        _ => text.trim(),
+    };
+    match kind {
+        KnobKind::Int { .. } | KnobKind::ZeroOrInt { .. } => {
+            let v: i64 = word.parse().ok()?;
+            kind.int_ok(v).then_some(KnobValue::Int(v))
+        }
+        KnobKind::Choice(words) => words.contains(&word).then(|| KnobValue::Str(word.to_string())),
+        KnobKind::IntList { len, .. } => {
+            let v: Vec<i64> = word
+                .split_whitespace()
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .ok()?;
+            (v.len() == len && v.iter().all(|&x| kind.int_ok(x))).then_some(KnobValue::List(v))
+        }
+    }
+}
+
+/// The spec as boot reads it with a snapshot: every knob boot reads that the spec does not set
+/// takes the snapshot's recorded value (module doc); `cpus` the snapshot's unless given. Returns
+/// the notes about recorded values that were skipped.
+pub fn effective_spec(spec: &Spec, header: &SnapshotHeader) -> (Spec, Vec<String>) {
+    let mut s = spec.clone();
+    let mut notes = Vec::new();
+    for k in KNOBS.iter().filter(|k| k.read.is_read()) {
+        if s.knobs.contains_key(k.name) {
+            continue;
+        }
+        let Some(text) = header.knobs.get(k.name) else {
+            continue;
+        };
+        match knob_value(k.kind, text) {
+            Some(v) => {
+                s.knobs.insert(k.name.to_string(), v);
+            }
+            None => notes.push(format!(
+                "the snapshot's {} = {text:?} is not {}: the kernel default is used",
+                k.name,
+                k.kind.expected()
+            )),
+        }
+    }
+    if let Some(snap) = &spec.machine.snapshot {
+        if !snap.cpus_given && (1..=256).contains(&header.nr_cpus) {
+            s.machine.cpus = header.nr_cpus;
+        }
+    }
+    (s, notes)
+}

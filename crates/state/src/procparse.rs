@@ -1,0 +1,260 @@
+//! Parsers of the /proc texts a snapshot keeps (kernel-model.md §30.1, §30.4; formats of
+//! mm/vmstat.c `zoneinfo_show_print`, `frag_show_print`, `pagetypeinfo_showfree_print`,
+//! `pagetypeinfo_showblockcount_print`, kernel/resource.c for /proc/iomem and
+//! mm/page_owner.c `print_page_owner` for /sys/kernel/debug/page_owner), per zone.
+//!
+//! The host engine has whole-machine parsers (`fraglab_host::procfs`); the reconstruction needs
+//! the per-zone tables, and this crate may not depend on the host engine.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+use crate::snapshot::ZoneSpan;
+
+/// Orders of the buddy allocator (`NR_PAGE_ORDERS` on x86-64).
+pub const NR_ORDERS: usize = 11;
+
+/// Migratetype names in the order of `fraglab_types::page::MigrateType` (0 Unmovable,
+/// 1 Movable, 2 Reclaimable, 3 HighAtomic, 4 Isolate). CMA is not configured on S2.
+pub const TYPE_NAMES: [&str; 5] = ["Unmovable", "Movable", "Reclaimable", "HighAtomic", "Isolate"];
+
+/// The index of a migratetype name in [`TYPE_NAMES`].
+pub fn type_index(name: &str) -> Option<usize> {
+    TYPE_NAMES.iter().position(|t| *t == name)
+}
+
+/// System RAM of /proc/iomem as pfn ranges [start, end): top-level "System RAM" lines only; a
+/// partial page at either end is left out (it has no whole page of RAM).
+pub fn parse_iomem_ram(text: &str) -> Vec<[u64; 2]> {
+    let mut v = Vec::new();
+    for line in text.lines() {
+        if line.starts_with(' ') {
+            continue;
+        }
+        let Some((range, name)) = line.split_once(" : ") else {
+            continue;
+        };
+        if name.trim() != "System RAM" {
+            continue;
+        }
+        let Some((a, b)) = range.trim().split_once('-') else {
+            continue;
+        };
+        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else {
+            continue;
+        };
+        let (s, e) = (a.div_ceil(4096), (b + 1) / 4096);
+        if e > s {
+            v.push([s, e]);
+        }
+    }
+    v.sort_unstable();
+    v
+}
+
+/// The zones of /proc/zoneinfo, every node, in file order: spans, watermarks (the bare
+/// `min`/`low`/`high` lines, not the PCP `high:` lines) and the PCP `count:` lines summed.
+pub fn parse_zoneinfo(text: &str) -> Vec<ZoneSpan> {
+    let mut zones: Vec<ZoneSpan> = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Node ") {
+            if let Some((node, zone)) = rest.split_once(", zone") {
+                zones.push(ZoneSpan {
+                    node: node.trim().parse().unwrap_or(0),
+                    name: zone.trim().to_string(),
+                    ..Default::default()
+                });
+            }
+            continue;
+        }
+        let Some(z) = zones.last_mut() else { continue };
+        let mut it = line.split_whitespace();
+        let (Some(key), Some(val)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let Ok(n) = val.parse::<u64>() else { continue };
+        match key {
+            "spanned" => z.spanned = n,
+            "present" => z.present = n,
+            "managed" => z.managed = n,
+            "min" => z.min = n,
+            "low" => z.low = n,
+            "high" => z.high = n,
+            "count:" => z.pcp_count += n,
+            "start_pfn:" => z.start_pfn = n,
+            _ => {}
+        }
+    }
+    zones
+}
+
+/// /proc/buddyinfo: free chunks per order, by zone name (node 0 and others summed by name).
+pub fn parse_buddyinfo(text: &str) -> BTreeMap<String, [u64; NR_ORDERS]> {
+    let mut m = BTreeMap::new();
+    for line in text.lines() {
+        let Some((_, rest)) = line.split_once("zone") else {
+            continue;
+        };
+        let mut it = rest.split_whitespace();
+        let Some(name) = it.next() else { continue };
+        let e: &mut [u64; NR_ORDERS] = m.entry(name.to_string()).or_insert([0; NR_ORDERS]);
+        for (o, n) in it.enumerate().take(NR_ORDERS) {
+            e[o] += n.parse::<u64>().unwrap_or(0);
+        }
+    }
+    m
+}
+
+/// One zone of /proc/pagetypeinfo.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PagetypeZone {
+    /// Free chunks per type ([`TYPE_NAMES`]) and order.
+    pub free: [[u64; NR_ORDERS]; 5],
+    /// Cells printed as ">100000": the kernel stopped counting there (the true count is at
+    /// least the value).
+    pub capped: [[bool; NR_ORDERS]; 5],
+    /// "Number of blocks type" per type.
+    pub blocks: [u64; 5],
+}
+
+/// /proc/pagetypeinfo by zone name (types other than [`TYPE_NAMES`], e.g. CMA, ignored).
+pub fn parse_pagetypeinfo(text: &str) -> BTreeMap<String, PagetypeZone> {
+    let mut m: BTreeMap<String, PagetypeZone> = BTreeMap::new();
+    let mut cols: Option<Vec<Option<usize>>> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Number of blocks type") {
+            cols = Some(rest.split_whitespace().map(type_index).collect());
+            continue;
+        }
+        if line.starts_with("Number of") {
+            // "Number of mixed blocks" (CONFIG_PAGE_OWNER): not a block count.
+            cols = None;
+            continue;
+        }
+        if line.trim().is_empty() {
+            cols = None;
+            continue;
+        }
+        if !line.starts_with("Node") {
+            continue;
+        }
+        let Some((_, rest)) = line.split_once("zone") else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        if let Some((zone, typed)) = rest.split_once(", type") {
+            let mut it = typed.split_whitespace();
+            let Some(t) = it.next().and_then(type_index) else {
+                continue;
+            };
+            let z = m.entry(zone.trim().to_string()).or_default();
+            for (o, n) in it.enumerate().take(NR_ORDERS) {
+                let capped = n.starts_with('>');
+                z.free[t][o] = n.trim_start_matches('>').parse().unwrap_or(0);
+                z.capped[t][o] = capped;
+            }
+        } else if let Some(cols) = &cols {
+            let mut it = rest.split_whitespace();
+            let Some(zone) = it.next() else { continue };
+            let z = m.entry(zone.to_string()).or_default();
+            for (c, n) in it.enumerate() {
+                if let Some(Some(t)) = cols.get(c) {
+                    z.blocks[*t] = n.parse().unwrap_or(0);
+                }
+            }
+        }
+    }
+    m
+}
+
+/// Block types from /sys/kernel/debug/page_owner (§30.4), read line by line (the file holds a
+/// record per allocated head page and can be larger than memory would like): each record's
+/// "PFN 0x… type <gfp migratetype> Block <pfn/512> type <block migratetype> Flags …" line gives
+/// (block index, block type). One entry per block, the last record read winning (a block's type
+/// can change while the file is read). Returns the blocks in index order and the number of
+/// lines that looked like a PFN line but did not parse.
+pub fn parse_page_owner(r: impl BufRead) -> std::io::Result<(Vec<(u64, String)>, u64)> {
+    let mut m: BTreeMap<u64, String> = BTreeMap::new();
+    let mut bad = 0u64;
+    for line in r.lines() {
+        let line = line?;
+        if !line.starts_with("PFN ") {
+            continue;
+        }
+        match page_owner_line(&line) {
+            Some((b, t)) => {
+                m.insert(b, t);
+            }
+            None => bad += 1,
+        }
+    }
+    Ok((m.into_iter().collect(), bad))
+}
+
+fn page_owner_line(line: &str) -> Option<(u64, String)> {
+    let (_, rest) = line.split_once(" Block ")?;
+    let mut it = rest.split_whitespace();
+    let block: u64 = it.next()?.parse().ok()?;
+    if it.next()? != "type" {
+        return None;
+    }
+    let t = it.next()?;
+    type_index(t)?;
+    Some((block, t.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_30_4_page_owner_records() {
+        let text = "\
+Page allocated via order 0, mask 0x152820(GFP_ATOMIC|__GFP_NOWARN|__GFP_NORETRY|__GFP_HARDWALL), pid 1, tgid 1 (swapper/0), ts 1234 ns
+PFN 0x1000 type Unmovable Block 8 type Unmovable Flags 0x4000000000000000(node=0|zone=1)
+ post_alloc_hook+0x1/0x2
+ get_page_from_freelist+0x1/0x2
+
+Page allocated via order 9, mask 0x140dca(GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO), pid 5, tgid 5 (a.out), ts 99 ns
+PFN 0x200400 type Movable Block 4098 type Movable Flags 0x17ffffc0000040(head|node=0|zone=2)
+ post_alloc_hook+0x1/0x2
+Page has been migrated, last migrate reason: compaction
+
+Page allocated via order 0, mask 0xcc0(GFP_KERNEL), pid 7, tgid 7 (x), ts 5 ns
+PFN 0x1001 type Unmovable Block 8 type Reclaimable Flags 0x0()
+PFN garbage
+";
+        let (v, bad) = parse_page_owner(text.as_bytes()).unwrap();
+        assert_eq!(
+            v,
+            vec![(8, "Reclaimable".to_string()), (4098, "Movable".to_string())]
+        );
+        assert_eq!(bad, 1);
+    }
+
+    #[test]
+    fn section_30_1_proc_texts() {
+        let iomem = "00000000-00000fff : Reserved\n00001000-0009fbff : System RAM\n00100000-bfffffff : System RAM\n  01000000-01ffffff : Kernel code\n100000000-63fffffff : System RAM\n";
+        assert_eq!(
+            parse_iomem_ram(iomem),
+            vec![[1, 0x9f], [0x100, 0xc0000], [0x100000, 0x640000]]
+        );
+        let zi = "Node 0, zone      DMA\n  pages free     3840\n        min      10\n        low      13\n        high     16\n        spanned  4095\n        present  3998\n        managed  3840\n  pagesets\n    cpu: 0\n              count:    5\n              high:     0\n    cpu: 1\n              count:    2\n              high:     9\n  start_pfn:           1\n";
+        let z = parse_zoneinfo(zi);
+        assert_eq!(z.len(), 1);
+        assert_eq!(
+            (z[0].start_pfn, z[0].spanned, z[0].present, z[0].managed),
+            (1, 4095, 3998, 3840)
+        );
+        assert_eq!((z[0].min, z[0].low, z[0].high, z[0].pcp_count), (10, 13, 16, 7));
+        let pti = "Free pages count per migrate type at order       0      1\nNode    0, zone   Normal, type    Unmovable      1      2 \nNode    0, zone   Normal, type      Movable >100000      0 \n\nNumber of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \nNode 0, zone   Normal          114        10375          263            0            0 \n";
+        let p = parse_pagetypeinfo(pti);
+        let n = &p["Normal"];
+        assert_eq!(n.free[0][..2], [1, 2]);
+        assert_eq!(n.free[1][0], 100000);
+        assert!(n.capped[1][0]);
+        assert_eq!(n.blocks, [114, 10375, 263, 0, 0]);
+        let bi = parse_buddyinfo("Node 0, zone      DMA      0      1      2\n");
+        assert_eq!(bi["DMA"][..3], [0, 1, 2]);
+    }
+}
