@@ -328,6 +328,8 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         prelude,
         census: reports.census,
         task_reads: reports.reads,
+        // The host is its own state: no reconstruction to report.
+        snapshot: None,
     })
 }
 
