@@ -476,6 +476,12 @@ fn section_30_5_replay_from_snapshot_frees_boot_folios() {
     let r = replay(&tpath, &[policy("sim", "")], &mut |_, _| {}).unwrap();
     let c = r.columns[1].counts.clone().unwrap();
     assert_eq!((c.snapshot_frees, c.unmatched_frees), (1, 0), "{c:?}");
+    // Its header lists the events without mm_page_alloc_extfrag: the recorded extfrag rows
+    // are n/a.
+    assert!(!r.columns[0].extfrag_measured);
+    let text = fraglab_sim::replay::format_text(&r);
+    let row = text.lines().find(|l| l.contains("extfrag events")).unwrap();
+    assert!(row.contains("n/a"), "{row}");
     let r = replay_with(
         &tpath,
         &[policy("sim", "")],

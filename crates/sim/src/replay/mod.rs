@@ -484,6 +484,7 @@ impl Replay {
         ReplayColumn {
             label: label.to_string(),
             extfrag: self.sim_extfrag.clone(),
+            extfrag_measured: true,
             compaction: CompactionStats {
                 stalls: Some(d[0]),
                 success: Some(d[1]),
@@ -597,9 +598,12 @@ pub fn replay_with(
             let mut compaction = r.rec_compaction.clone();
             let enabled = info.events.iter().any(|e| e.starts_with("compaction"));
             compaction.settle_recorded(enabled);
+            let extfrag_measured =
+                info.events.is_empty() || info.events.iter().any(|e| e.ends_with("mm_page_alloc_extfrag"));
             recorded = Some(ReplayColumn {
                 label: "recorded".into(),
                 extfrag: r.rec_extfrag.clone(),
+                extfrag_measured,
                 compaction,
                 end_state: report::recorded_end_state(&info.proc_end),
                 counts: None,
