@@ -254,12 +254,19 @@ enum Cmd {
     /// one policy on top of each config, e.g. `--config s2.toml --set vm.defrag_mode=0 --set
     /// vm.defrag_mode=1` gives two simulated columns.
     Replay {
-        /// The trace: a plain ftrace text file (`cat trace`, `trace-cmd report`).
+        /// The trace: a trace file (`fraglab host record`) or plain ftrace text (`cat trace`,
+        /// `trace-cmd report`).
         trace: PathBuf,
-        /// Boot from this snapshot instead of a fresh machine.
+        /// Boot every column in this snapshot's state (`fraglab host snapshot --pages`):
+        /// its zones, CPUs and, for knobs the config does not set, its knobs. Default: the
+        /// snapshot the trace file embeds, if any.
         #[arg(long)]
         snapshot: Option<PathBuf>,
-        /// A machine/policy spec (repeatable: one column each, times the --set policies).
+        /// Boot from the --config machines even when the trace embeds a snapshot.
+        #[arg(long, conflicts_with = "snapshot")]
+        fresh: bool,
+        /// A machine/policy spec (repeatable: one column each, times the --set policies;
+        /// optional with a snapshot).
         #[arg(long = "config")]
         configs: Vec<String>,
         /// A policy: KEY=VALUE[,KEY=VALUE...] applied to every --config (repeatable: one
@@ -364,11 +371,12 @@ fn dispatch(cli: Cli) -> Result<(), String> {
         Cmd::Replay {
             trace,
             snapshot,
+            fresh,
             configs,
             sets,
             json,
             output,
-        } => replay::replay(trace, snapshot, configs, sets, json, output),
+        } => replay::replay(trace, snapshot, fresh, configs, sets, json, output),
         Cmd::Bench { max_sim } => bench_experiments(max_sim),
         Cmd::Examples { name } => examples::examples(name),
         Cmd::Footprint { memory } => footprint::footprint(memory),

@@ -2,21 +2,53 @@
 //! more policies, beside the recording (`fraglab_sim::replay`).
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use fraglab_sim::replay::{format_text, replay as run_replay, Policy};
+use fraglab_sim::replay::{format_text, replay_with, Policy, ReplayOptions};
 
 use crate::compare::load_config;
 use crate::write_via_tmp;
 
 /// The columns: every `--config` (compare's `[LABEL=]SPEC[@KEY=VALUE,...]`) crossed with every
-/// `--set KEY=VALUE[,KEY=VALUE...]` (none: the config as it is).
-pub fn policies(configs: &[String], sets: &[String]) -> Result<Vec<Policy>, String> {
-    if configs.is_empty() {
-        return Err(
-            "replay: give the machine to replay on with --config SPEC.toml (its [machine], knobs and model switches)"
-                .into(),
-        );
+/// `--set KEY=VALUE[,KEY=VALUE...]` (none: the config as it is). Without `--config`, a
+/// snapshot boot (`snapshot`: the file booted from) has one config of its own, labelled
+/// `snapshot`: the snapshot's machine and knobs.
+pub fn policies(configs: &[String], sets: &[String], snapshot: Option<&Path>) -> Result<Vec<Policy>, String> {
+    let own = match (configs.is_empty(), snapshot) {
+        (true, Some(p)) => Some(format!("[machine]\nsnapshot = {:?}\n", p.display().to_string())),
+        (true, None) => {
+            return Err(
+                "replay: give the machine to replay on with --config SPEC.toml (its [machine], knobs and model switches), or a snapshot (--snapshot STATE, or a trace that embeds one)"
+                    .into(),
+            )
+        }
+        _ => None,
+    };
+    if let Some(text) = own {
+        let mut out = Vec::new();
+        let variants: Vec<Option<&String>> = if sets.is_empty() {
+            vec![None]
+        } else {
+            sets.iter().map(Some).collect()
+        };
+        for s in variants {
+            let mut overrides = Vec::new();
+            for kv in s
+                .map_or("", |s| s.as_str())
+                .split(',')
+                .filter(|kv| !kv.is_empty())
+            {
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| format!("--set {kv:?}: expected KEY=VALUE[,KEY=VALUE...]"))?;
+                overrides.push((k.trim().to_string(), v.trim().to_string()));
+            }
+            let t = fraglab_spec::apply_overrides(&text, &overrides)?;
+            let label = s.map_or("snapshot".to_string(), |s| format!("snapshot@{s}"));
+            let spec = fraglab_spec::parse_spec(&t, &label).map_err(|e| e.to_string())?;
+            out.push(Policy { label, spec });
+        }
+        return Ok(out);
     }
     let mut out: Vec<Policy> = Vec::new();
     for c in configs {
@@ -58,21 +90,29 @@ pub fn policies(configs: &[String], sets: &[String]) -> Result<Vec<Policy>, Stri
 }
 
 /// Runs the replay and prints the table (or the JSON with `--json`); `-o` writes the JSON.
+#[allow(clippy::too_many_arguments)]
 pub fn replay(
     trace: PathBuf,
     snapshot: Option<PathBuf>,
+    fresh: bool,
     configs: Vec<String>,
     sets: Vec<String>,
     json: bool,
     output: Option<PathBuf>,
 ) -> Result<(), String> {
-    if let Some(s) = snapshot {
-        return Err(format!(
-            "{}: --snapshot: booting from a snapshot is not available in this build",
-            s.display()
-        ));
-    }
-    let policies = policies(&configs, &sets)?;
+    let embedded = !fresh
+        && snapshot.is_none()
+        && fraglab_state::trace::TraceReader::open_without_snapshot(&trace)
+            .map_err(|e| e.to_string())?
+            .header()
+            .snapshot
+            .is_some();
+    let boot_from = snapshot.clone().or(embedded.then(|| trace.clone()));
+    let policies = policies(&configs, &sets, boot_from.as_deref())?;
+    let opts = ReplayOptions {
+        snapshot,
+        ignore_embedded: fresh,
+    };
     let bar = if std::io::stderr().is_terminal() {
         let b = indicatif::ProgressBar::new_spinner();
         b.set_style(
@@ -85,7 +125,7 @@ pub fn replay(
     };
     let n = policies.len();
     let t0 = std::time::Instant::now();
-    let report = run_replay(&trace, &policies, &mut |pass, lines| {
+    let report = replay_with(&trace, &policies, &opts, &mut |pass, lines| {
         if let Some(b) = &bar {
             b.set_message(format!(
                 "{} ({}/{n}): {lines} lines",

@@ -49,15 +49,18 @@ pub mod source;
 pub mod synth;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use fraglab_mm::folio::{FolioId, FolioKind};
 use fraglab_mm::node::{trace_kind, Mm, Wakeup};
 use fraglab_mm::trace::{parse_trace_line, TraceEvent};
 use fraglab_mm::vmstat::Stat;
-use fraglab_spec::Spec;
+use fraglab_spec::{SnapshotSpec, Spec};
+use fraglab_state::reconstruct::{reconstruct, ReconstructOptions};
+use fraglab_state::snapshot::Snapshot;
 
 use crate::error::RunError;
+use crate::restore::Loaded;
 use report::{CompactionStats, EndState, ExtfragStats, ReplayColumn, ReplayCounts, ReplayReport};
 
 /// One simulated column: a label and the spec whose `[machine]`, knobs and model switches the
@@ -131,6 +134,13 @@ pub fn event_name(line: &str) -> Option<&str> {
     None
 }
 
+/// The count of a trace_pipe `CPU:N [LOST M EVENTS]` line.
+fn lost_events_line(line: &str) -> Option<u64> {
+    let rest = line.trim().strip_prefix("CPU:")?;
+    let (_, rest) = rest.split_once(" [LOST ")?;
+    rest.strip_suffix(" EVENTS]")?.parse().ok()
+}
+
 /// A recorded allocation still live: where the simulated folio is (id and content token), its
 /// order, and, once a part of it was freed, the order-0 pieces still allocated (by offset).
 struct Live {
@@ -167,13 +177,12 @@ const COMPACTION_STATS: [Stat; 6] = [
 ];
 
 impl Replay {
-    fn new(spec: &Spec) -> Result<Replay, RunError> {
-        let mut mm = crate::boot::boot(spec)?;
+    fn new(mut mm: Mm) -> Replay {
         // Only the simulated extfrag events are recorded (drained after every operation).
         mm.set_trace_mask(trace_kind::MM_PAGE_ALLOC_EXTFRAG);
         mm.take_trace();
         let stats0 = COMPACTION_STATS.iter().map(|&s| mm.stat(s)).collect();
-        Ok(Replay {
+        Replay {
             mm,
             live: BTreeMap::new(),
             counts: ReplayCounts::default(),
@@ -184,13 +193,12 @@ impl Replay {
             t0: None,
             last_tick_ms: 0,
             last_ts: 0,
-        })
+        }
     }
 
     /// A snapshot boot: every folio the machine booted with is an allocation the recording may
     /// free, at the pfn it had at boot (the recording's pfns are the snapshot's); tracked by
     /// folio id and token, so the simulator may migrate it meanwhile.
-    #[allow(dead_code)]
     fn adopt_boot_folios(&mut self) {
         let boot: Vec<(u32, FolioId, u64, u32)> = self
             .mm
@@ -217,7 +225,10 @@ impl Replay {
     fn line(&mut self, line: &str, file: &Path, line_no: u64) -> Result<(), RunError> {
         self.counts.lines += 1;
         let Some(name) = event_name(line) else {
-            self.counts.unknown_lines += 1;
+            match lost_events_line(line) {
+                Some(n) => self.counts.lost_events += n,
+                None => self.counts.unknown_lines += 1,
+            }
             return Ok(());
         };
         if !READ_EVENTS.contains(&name) {
@@ -473,6 +484,7 @@ impl Replay {
         ReplayColumn {
             label: label.to_string(),
             extfrag: self.sim_extfrag.clone(),
+            extfrag_measured: true,
             compaction: CompactionStats {
                 stalls: Some(d[0]),
                 success: Some(d[1]),
@@ -491,26 +503,92 @@ impl Replay {
     }
 }
 
-/// Replays the trace at `path` under each policy (in order, each from a fresh boot) and
-/// returns the report: the recorded column, then one column per policy. `progress` is called
-/// every 65 536 lines with the lines read so far in the current pass (and the pass index).
+/// Where the simulated machines boot from.
+#[derive(Clone, Debug, Default)]
+pub struct ReplayOptions {
+    /// `--snapshot STATE`: every policy boots in this snapshot's state.
+    pub snapshot: Option<PathBuf>,
+    /// Boot from each policy's own `[machine]` even when the trace embeds a start snapshot.
+    pub ignore_embedded: bool,
+}
+
+/// A snapshot reconstructed once for all policies (its match report goes to stderr, as a
+/// `[machine] snapshot` boot prints it).
+fn load_snapshot(path: &Path, s: Snapshot) -> Result<Loaded, RunError> {
+    let rec = reconstruct(&s, &ReconstructOptions::default())
+        .map_err(|e| RunError(format!("{}: reconstruction: {e}", path.display())))?;
+    eprint!("{}", crate::restore::match_report_text(path, &rec.report));
+    crate::restore::loaded(path, s.header, rec).map_err(RunError)
+}
+
+/// Boots `spec` in the state of `loaded`: as `[machine] snapshot` would (its zones and CPUs
+/// and, for knobs the spec does not set, its recorded knobs, `crate::restore`); the spec's
+/// memory size or zones are not used.
+fn boot_snapshot(spec: &Spec, loaded: &Loaded) -> Result<Mm, RunError> {
+    let mut s = spec.clone();
+    s.machine.snapshot = Some(SnapshotSpec {
+        path: loaded.path.display().to_string(),
+        resolved: loaded.path.clone(),
+        line: 0,
+        cpus_given: false,
+        hugetlb_given: false,
+    });
+    s.machine.memory_bytes = None;
+    s.machine.zones = None;
+    crate::boot::boot_restored(&s, loaded)
+}
+
+/// Replays the trace at `path` under each policy ([`replay_with`], default options: a start
+/// snapshot the trace embeds is booted from).
 pub fn replay(
     path: &Path,
     policies: &[Policy],
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<ReplayReport, RunError> {
+    replay_with(path, policies, &ReplayOptions::default(), progress)
+}
+
+/// Replays the trace at `path` under each policy (in order, each from a fresh boot: from
+/// `opts.snapshot`, else the trace's embedded start snapshot, else the policy's `[machine]`)
+/// and returns the report: the recorded column, then one column per policy. With a snapshot
+/// boot every folio the machine booted with may be freed by the recording (tracked by folio
+/// id). `progress` is called every 65 536 lines with the pass index and the lines read so far.
+pub fn replay_with(
+    path: &Path,
+    policies: &[Policy],
+    opts: &ReplayOptions,
+    progress: &mut dyn FnMut(usize, u64),
+) -> Result<ReplayReport, RunError> {
     if policies.is_empty() {
         return Err(RunError("replay: no policy to replay under".into()));
     }
+    let loaded = match &opts.snapshot {
+        Some(p) => {
+            let s = Snapshot::read(p).map_err(|e| RunError(e.to_string()))?;
+            Some(load_snapshot(p, s)?)
+        }
+        None if !opts.ignore_embedded => match source::open(path, true)?.take_snapshot() {
+            Some(s) => Some(load_snapshot(path, s)?),
+            None => None,
+        },
+        None => None,
+    };
     let mut columns = Vec::new();
     let mut recorded: Option<ReplayColumn> = None;
     let mut duration_ns = 0;
     for (i, p) in policies.iter().enumerate() {
-        let mut lines = source::open(path)?;
-        let mut r = Replay::new(&p.spec)?;
+        let mut lines = source::open(path, false)?;
+        let mm = match &loaded {
+            Some(l) => boot_snapshot(&p.spec, l)?,
+            None => crate::boot::boot(&p.spec)?,
+        };
+        let mut r = Replay::new(mm);
+        if loaded.is_some() || p.spec.machine.snapshot.is_some() {
+            r.adopt_boot_folios();
+        }
         while let Some((line_no, line)) = lines.next_line()? {
             r.line(line, path, line_no)?;
-            if r.counts.lines % 65_536 == 0 {
+            if r.counts.lines.is_multiple_of(65_536) {
                 progress(i, r.counts.lines);
             }
         }
@@ -520,15 +598,19 @@ pub fn replay(
             let mut compaction = r.rec_compaction.clone();
             let enabled = info.events.iter().any(|e| e.starts_with("compaction"));
             compaction.settle_recorded(enabled);
+            let extfrag_measured =
+                info.events.is_empty() || info.events.iter().any(|e| e.ends_with("mm_page_alloc_extfrag"));
             recorded = Some(ReplayColumn {
                 label: "recorded".into(),
                 extfrag: r.rec_extfrag.clone(),
+                extfrag_measured,
                 compaction,
                 end_state: report::recorded_end_state(&info.proc_end),
                 counts: None,
             });
             duration_ns = r.last_ts;
         }
+        r.counts.lost_events = r.counts.lost_events.max(lines.info().lost_events);
         if p.spec.run.debug_vm {
             r.mm.check_invariants()
                 .map_err(|e| RunError(format!("{}: {e}", p.spec.file)))?;

@@ -161,6 +161,9 @@ pub struct ReplayCounts {
     /// Event lines read (any event), lines that were not an event the parser knows (skipped).
     pub lines: u64,
     pub unknown_lines: u64,
+    /// Events the kernel dropped, from trace_pipe's `CPU:N [LOST M EVENTS]` lines (their
+    /// allocations and frees are missing: expect unmatched frees and lost frees).
+    pub lost_events: u64,
     /// Known events that the replay does not drive (zone_locked, pcpu_drain, vmscan, ...).
     pub other_events: u64,
     /// mm_page_alloc with a page, replayed; and those that failed in the simulator.
@@ -203,10 +206,19 @@ pub struct ReplayCounts {
 pub struct ReplayColumn {
     pub label: String,
     pub extfrag: ExtfragStats,
+    /// False for a recording whose header lists its events without
+    /// kmem:mm_page_alloc_extfrag: its extfrag rows are n/a (a plain text file, whose events
+    /// are unknown, counts what it holds).
+    #[serde(default = "measured")]
+    pub extfrag_measured: bool,
     pub compaction: CompactionStats,
     pub end_state: EndState,
     /// The replay's counts (`None` for the recorded column).
     pub counts: Option<ReplayCounts>,
+}
+
+fn measured() -> bool {
+    true
 }
 
 /// The whole report: the recorded column first, then one per policy.
@@ -228,19 +240,20 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
     let mut row = |name: String, f: &dyn Fn(&ReplayColumn) -> Option<f64>| {
         rows.push((name, cols.iter().map(f).collect()));
     };
-    row("extfrag events".into(), &|c| Some(c.extfrag.events as f64));
+    let ef = |c: &ReplayColumn, v: f64| c.extfrag_measured.then_some(v);
+    row("extfrag events".into(), &|c| ef(c, c.extfrag.events as f64));
     row("extfrag fragmenting".into(), &|c| {
-        Some(c.extfrag.fragmenting as f64)
+        ef(c, c.extfrag.fragmenting as f64)
     });
     row("extfrag fragmenting %".into(), &|c| {
-        Some(c.extfrag.fragmenting_pct())
+        ef(c, c.extfrag.fragmenting_pct())
     });
-    row("extfrag claims".into(), &|c| Some(c.extfrag.claims as f64));
-    row("extfrag steals".into(), &|c| Some(c.extfrag.steals as f64));
+    row("extfrag claims".into(), &|c| ef(c, c.extfrag.claims as f64));
+    row("extfrag steals".into(), &|c| ef(c, c.extfrag.steals as f64));
     for o in 0..NR_PAGE_ORDERS {
         if cols.iter().any(|c| c.extfrag.by_fallback_order[o] > 0) {
             row(format!("extfrag fallback order {o}"), &|c| {
-                Some(c.extfrag.by_fallback_order[o] as f64)
+                ef(c, c.extfrag.by_fallback_order[o] as f64)
             });
         }
     }
@@ -249,7 +262,7 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
     pairs.dedup();
     for p in pairs {
         row(format!("extfrag {p}"), &|c| {
-            Some(c.extfrag.by_types.get(p).copied().unwrap_or(0) as f64)
+            ef(c, c.extfrag.by_types.get(p).copied().unwrap_or(0) as f64)
         });
     }
     type Pick = fn(&CompactionStats) -> Option<u64>;
@@ -278,7 +291,7 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
         });
     }
     type PickCount = fn(&ReplayCounts) -> u64;
-    let counts: [(&str, PickCount); 14] = [
+    let counts: [(&str, PickCount); 15] = [
         ("replay allocs", |c| c.allocs),
         ("replay frees", |c| c.frees + c.frees_batched),
         ("replay sim failed allocs", |c| c.sim_failed_allocs),
@@ -291,6 +304,7 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
         ("replay snapshot frees", |c| c.snapshot_frees),
         ("replay never freed", |c| c.never_freed),
         ("replay unknown lines", |c| c.unknown_lines),
+        ("replay lost events", |c| c.lost_events),
         ("replay oom kills", |c| c.oom_kills),
         ("replay kcompactd timer runs", |c| c.kcompactd_timer_runs),
     ];

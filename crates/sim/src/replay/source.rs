@@ -1,12 +1,13 @@
-//! Where the replay's lines come from: one function, [`open`], behind which the trace file is
-//! read line by line (never all in memory).
-//!
-//! Reads a plain ftrace text file (`cat /sys/kernel/tracing/trace`, `trace-cmd report`); comment
-//! lines (`#`) are skipped but counted for line numbers.
+//! Where the replay's lines come from: [`open`], a [`fraglab_state::trace::TraceReader`] (a
+//! FRAGTRCE trace file — header, embedded start snapshot, compressed text sections — or a plain
+//! ftrace text file), read line by line, never all in memory. Comment and blank lines are
+//! skipped but counted in line numbers.
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
+
+use fraglab_state::snapshot::Snapshot;
+use fraglab_state::trace::TraceReader;
 
 use crate::error::RunError;
 
@@ -17,26 +18,41 @@ pub struct RecordingInfo {
     pub events: Vec<String>,
     /// /proc files at the end of the recording ("pagetypeinfo", "buddyinfo").
     pub proc_end: BTreeMap<String, String>,
+    /// Events the kernel dropped (per-CPU buffer overruns), from the header.
+    pub lost_events: u64,
+    /// The file embeds a start snapshot.
+    pub has_snapshot: bool,
 }
 
 /// A stream of trace lines.
 pub struct Lines {
     path: PathBuf,
-    reader: Box<dyn BufRead>,
-    buf: Vec<u8>,
-    line_no: u64,
+    reader: TraceReader,
+    line: String,
     info: RecordingInfo,
 }
 
-/// Opens a trace for reading.
-pub fn open(path: &Path) -> Result<Lines, RunError> {
-    let f = std::fs::File::open(path).map_err(|e| RunError(format!("{}: {e}", path.display())))?;
+/// Opens a trace for reading; with `keep_snapshot`, the embedded start snapshot is read too
+/// ([`Lines::take_snapshot`]), otherwise its sections are skipped.
+pub fn open(path: &Path, keep_snapshot: bool) -> Result<Lines, RunError> {
+    let reader = if keep_snapshot {
+        TraceReader::open(path)
+    } else {
+        TraceReader::open_without_snapshot(path)
+    }
+    .map_err(|e| RunError(e.to_string()))?;
+    let h = reader.header();
+    let info = RecordingInfo {
+        events: h.events.clone(),
+        proc_end: h.proc_end.clone(),
+        lost_events: h.lost_events,
+        has_snapshot: h.snapshot.is_some(),
+    };
     Ok(Lines {
         path: path.to_path_buf(),
-        reader: Box::new(std::io::BufReader::with_capacity(1 << 20, f)),
-        buf: Vec::with_capacity(256),
-        line_no: 0,
-        info: RecordingInfo::default(),
+        reader,
+        line: String::new(),
+        info,
     })
 }
 
@@ -45,42 +61,23 @@ impl Lines {
         &self.info
     }
 
-    /// The line number (1-based) of the last line returned.
-    pub fn line_no(&self) -> u64 {
-        self.line_no
-    }
-
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The embedded start snapshot (once; `None` without one or when opened without it).
+    pub fn take_snapshot(&mut self) -> Option<Snapshot> {
+        self.reader.take_snapshot()
+    }
+
     /// The next non-comment line (without its newline) with its line number; `None` at the end.
     pub fn next_line(&mut self) -> Result<Option<(u64, &str)>, RunError> {
-        loop {
-            self.buf.clear();
-            let n = self
-                .reader
-                .read_until(b'\n', &mut self.buf)
-                .map_err(|e| RunError(format!("{}:{}: {e}", self.path.display(), self.line_no + 1)))?;
-            if n == 0 {
-                return Ok(None);
+        match self.reader.next_line().map_err(|e| RunError(e.to_string()))? {
+            Some(l) => {
+                self.line = l;
+                Ok(Some((self.reader.line_no(), &self.line)))
             }
-            self.line_no += 1;
-            while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
-                self.buf.pop();
-            }
-            if self.buf.first() == Some(&b'#') || self.buf.is_empty() {
-                continue;
-            }
-            break;
+            None => Ok(None),
         }
-        let n = self.line_no;
-        std::str::from_utf8(&self.buf).map(|l| Some((n, l))).map_err(|_| {
-            RunError(format!(
-                "{}:{}: not UTF-8 text",
-                self.path.display(),
-                self.line_no
-            ))
-        })
     }
 }
