@@ -218,7 +218,7 @@ impl Session {
         )
     }
 
-    /// SIGTERM to the command, SIGKILL after 5 s; its exit status.
+    /// SIGTERM to the command, SIGKILL after [`CHILD_GRACE`]; its exit status.
     fn end_child(&mut self) -> Option<std::process::ExitStatus> {
         let mut c = self.child.take()?;
         if let Ok(Some(st)) = c.try_wait() {
@@ -228,7 +228,7 @@ impl Session {
         // ours).
         unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
         let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(5) {
+        while t.elapsed() < CHILD_GRACE {
             if let Ok(Some(st)) = c.try_wait() {
                 return Some(st);
             }
@@ -269,6 +269,11 @@ impl Drop for Session {
         self.cleanup();
     }
 }
+
+/// How long a recorded command has after SIGTERM before SIGKILL: `fraglab host run` needs it
+/// to restore knobs, online memory blocks and remove its scratch files (11 GiB took longer than
+/// the 5 s this once was, and SIGKILL left them behind).
+const CHILD_GRACE: Duration = Duration::from_secs(120);
 
 /// Removes the instances of recorders that died without cleaning up (SIGKILL): an instance
 /// outlives its process and even an unmount of tracefs, keeping its buffer and, if its events
