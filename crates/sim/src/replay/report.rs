@@ -161,6 +161,10 @@ pub struct ReplayCounts {
     /// Event lines read (any event), lines that were not an event the parser knows (skipped).
     pub lines: u64,
     pub unknown_lines: u64,
+    /// Lines of compaction or extfrag events the parser could not read (counted, skipped:
+    /// they only feed the recorded column).
+    #[serde(default)]
+    pub unparsed_lines: u64,
     /// Events the kernel dropped, from trace_pipe's `CPU:N [LOST M EVENTS]` lines (their
     /// allocations and frees are missing: expect unmatched frees and lost frees).
     pub lost_events: u64,
@@ -291,7 +295,7 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
         });
     }
     type PickCount = fn(&ReplayCounts) -> u64;
-    let counts: [(&str, PickCount); 15] = [
+    let counts: [(&str, PickCount); 16] = [
         ("replay allocs", |c| c.allocs),
         ("replay frees", |c| c.frees + c.frees_batched),
         ("replay sim failed allocs", |c| c.sim_failed_allocs),
@@ -304,6 +308,7 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
         ("replay snapshot frees", |c| c.snapshot_frees),
         ("replay never freed", |c| c.never_freed),
         ("replay unknown lines", |c| c.unknown_lines),
+        ("replay unparsed lines", |c| c.unparsed_lines),
         ("replay lost events", |c| c.lost_events),
         ("replay oom kills", |c| c.oom_kills),
         ("replay kcompactd timer runs", |c| c.kcompactd_timer_runs),
