@@ -29,7 +29,6 @@
 //!   LRU (swap-backed, `folio_is_file_lru` false), so reclaim treats them as the model treats
 //!   anon; the model has no shmem, so they count in nr_anon_pages rather than nr_shmem /
 //!   nr_file_pages.
-//!
 //! * With `[model] xa_nodes`, the restored page cache's xarray nodes are allocated after boot
 //!   as for any insertion (reclaimable slab on CPU 0): the snapshot's own radix_tree_node slab
 //!   pages are already among its slab folios, so those nodes are counted twice.

@@ -71,7 +71,10 @@ pub fn load(spec: &Spec) -> Result<Arc<Loaded>, RunError> {
         meta.len(),
         meta.modified().ok(),
     );
-    if let Some((_, l)) = CACHE.lock().unwrap().iter().find(|(k, _)| *k == key) {
+    // The cache stays locked while a snapshot is read and reconstructed, so runs started
+    // together (`fraglab compare`'s threads) wait for the first and reuse its reconstruction.
+    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, l)) = cache.iter().find(|(k, _)| *k == key) {
         return Ok(l.clone());
     }
     let t0 = std::time::Instant::now();
@@ -91,7 +94,7 @@ pub fn load(spec: &Spec) -> Result<Arc<Loaded>, RunError> {
         eprintln!("{at}: {note}");
     }
     let loaded = Arc::new(loaded(path, s.header, rec).map_err(|e| RunError(format!("{at}: {e}")))?);
-    CACHE.lock().unwrap().push((key, loaded.clone()));
+    cache.push((key, loaded.clone()));
     Ok(loaded)
 }
 
@@ -105,7 +108,7 @@ pub fn preload(path: &Path, loaded: Loaded) -> Result<(), String> {
         meta.len(),
         meta.modified().ok(),
     );
-    let mut cache = CACHE.lock().unwrap();
+    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
     cache.retain(|(k, _)| *k != key);
     cache.push((key, Arc::new(loaded)));
     Ok(())

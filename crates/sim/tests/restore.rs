@@ -362,7 +362,16 @@ fn section_30_5_s2_fixture_boots_exact_blocks_free_within_1pct() {
         path.display()
     );
     let spec = parse_spec(&text, "fixture.toml").unwrap();
+    // Loaded once per process, also by runs started together (`fraglab compare`'s threads).
+    let loads: Vec<_> = (0..3)
+        .map(|_| {
+            let spec = spec.clone();
+            std::thread::spawn(move || fraglab_sim::restore::load(&spec).unwrap())
+        })
+        .collect();
+    let loads: Vec<_> = loads.into_iter().map(|t| t.join().unwrap()).collect();
     let l = fraglab_sim::restore::load(&spec).unwrap();
+    assert!(loads.iter().all(|x| std::sync::Arc::ptr_eq(x, &l)));
     let mm = fraglab_sim::boot(&spec).unwrap();
     mm.check_invariants().unwrap();
     assert_eq!(mm.nr_cpus, l.header.nr_cpus);
