@@ -33,6 +33,13 @@
 //!   allocations at a pfn the recording still held (a lost free: the old folio is freed first),
 //!   and allocations never freed. Lines of other events are skipped and counted; a line of an
 //!   event the replay reads that does not parse is an error naming the file and line.
+//! * Boot from a snapshot (`--snapshot STATE`, else the start snapshot a trace file embeds, else
+//!   the policy's `[machine]`; `crate::restore`, kernel-model.md §30.5): every folio the machine
+//!   boots with is an allocation the recording may free, at its boot pfn (the recording's pfns
+//!   are the snapshot's), tracked by folio id and token so compaction may move it meanwhile.
+//!   A recorded allocation over a snapshot folio frees that folio first (counted apart: the
+//!   snapshot saw it allocated, or the reconstruction put it there). The recorder's own
+//!   allocations (`fraglab host record`'s pid) are in the stream and replayed like any other.
 //! * Wake-ups: the model's `wakeup_kswapd`/`wakeup_kcompactd` requests (`mm.outbox.wakeups`)
 //!   run the daemon at once, before the next recorded event: kswapd until it sleeps
 //!   (`kswapd_until_sleep`, naps cut to their end), kcompactd until it waits
@@ -361,8 +368,12 @@ impl Replay {
         );
         stale.dedup();
         for s in stale {
-            self.counts.lost_frees += 1;
             let l = self.live.remove(&s).expect("a live record");
+            if l.boot {
+                self.counts.snapshot_overlaps += 1;
+            } else {
+                self.counts.lost_frees += 1;
+            }
             self.free_record(cpu, l);
         }
         let kind = FolioKind::from_gfp(gfp);

@@ -184,10 +184,13 @@ pub struct ReplayCounts {
     pub order_mismatches: u64,
     /// Frees of folios the simulator had already freed (reclaim, OOM kill).
     pub frees_of_reclaimed: u64,
-    /// Allocations at a pfn the recording still held allocated (a free was lost, or a
-    /// snapshot's folio was freed before the first line): the old simulated folio is freed
-    /// first.
+    /// Allocations at a pfn the recording still held allocated (a free was lost): the old
+    /// simulated folio is freed first.
     pub lost_frees: u64,
+    /// Snapshot folios freed because the recording allocated over them (freed before the first
+    /// line, or during the snapshot's read, or a page the reconstruction placed there).
+    #[serde(default)]
+    pub snapshot_overlaps: u64,
     /// Folios of a snapshot boot freed by the recording (tracked by folio id).
     pub snapshot_frees: u64,
     /// Replayed allocations still allocated at the end, and their pages.
@@ -291,7 +294,7 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
         });
     }
     type PickCount = fn(&ReplayCounts) -> u64;
-    let counts: [(&str, PickCount); 15] = [
+    let counts: [(&str, PickCount); 16] = [
         ("replay allocs", |c| c.allocs),
         ("replay frees", |c| c.frees + c.frees_batched),
         ("replay sim failed allocs", |c| c.sim_failed_allocs),
@@ -302,6 +305,7 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
         ("replay frees of reclaimed", |c| c.frees_of_reclaimed),
         ("replay lost frees", |c| c.lost_frees),
         ("replay snapshot frees", |c| c.snapshot_frees),
+        ("replay snapshot overlaps", |c| c.snapshot_overlaps),
         ("replay never freed", |c| c.never_freed),
         ("replay unknown lines", |c| c.unknown_lines),
         ("replay lost events", |c| c.lost_events),
