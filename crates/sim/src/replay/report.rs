@@ -164,6 +164,10 @@ pub struct ReplayCounts {
     /// Events the kernel dropped, from trace_pipe's `CPU:N [LOST M EVENTS]` lines (their
     /// allocations and frees are missing: expect unmatched frees and lost frees).
     pub lost_events: u64,
+    /// Compaction lines the strict parser refused, read leniently for their counts (e.g. the
+    /// kernel's mm_compaction_fast_isolate_freepages with bit 63 set in its range start).
+    #[serde(default)]
+    pub lenient_lines: u64,
     /// Known events that the replay does not drive (zone_locked, pcpu_drain, vmscan, ...).
     pub other_events: u64,
     /// mm_page_alloc with a page, replayed; and those that failed in the simulator.
