@@ -21,7 +21,12 @@
 //! * `mm_page_alloc` with a NULL page (failed in the recording): counted, not replayed (the
 //!   recorded attempt's reclaim and compaction are not reproduced).
 //! * `mm_page_free` (order) / `mm_page_free_batched` (order 0, `free_unref_folios`): the
-//!   allocation covering the recorded pfn. Its head with its order → the folio is freed
+//!   allocation covering the recorded pfn. On 6.18 a batched free emits both: mm_page_free
+//!   from `free_pages_prepare`, then mm_page_free_batched before `free_frozen_page_commit`
+//!   (measured on this machine: the batched lines matched nothing once their mm_page_free had
+//!   freed the page, as many as there were batched lines). So a batched line frees only a
+//!   pfn still live (its mm_page_free lost or not enabled) and is otherwise counted as a
+//!   duplicate, not as an unmatched free. Its head with its order → the folio is freed
 //!   (`Mm::free_folio`). A part of it (a non-compound high-order allocation freed piecewise
 //!   after `split_page`, or the tail pages `___free_pages` frees when the head's reference
 //!   was not the last) → the simulated folio is split into order-0 pieces
@@ -359,12 +364,20 @@ impl Replay {
             }
             TraceEvent::MmPageAlloc { pfn: None, .. } => self.counts.recorded_failed_allocs += 1,
             TraceEvent::MmPageFree { pfn, order } => {
-                if batched {
-                    self.counts.frees_batched += 1;
-                } else {
+                if !batched {
                     self.counts.frees += 1;
+                    self.free(cpu, pfn, order);
+                } else {
+                    self.counts.frees_batched += 1;
+                    // free_unref_folios: free_pages_prepare already emitted mm_page_free for
+                    // this page; the batched line only frees a page still live (its
+                    // mm_page_free lost, or not enabled).
+                    if self.covering(pfn).is_some() {
+                        self.free(cpu, pfn, order);
+                    } else {
+                        self.counts.batched_duplicates += 1;
+                    }
                 }
-                self.free(cpu, pfn, order);
             }
             ref ev @ TraceEvent::MmPageAllocExtfrag { .. } => self.rec_extfrag.add(ev),
             ref ev => self.rec_compaction.add_recorded(ev),

@@ -178,6 +178,10 @@ pub struct ReplayCounts {
     /// mm_page_free / mm_page_free_batched lines.
     pub frees: u64,
     pub frees_batched: u64,
+    /// mm_page_free_batched lines whose page its mm_page_free (from `free_pages_prepare`)
+    /// had already freed: the same free seen twice, not replayed again.
+    #[serde(default)]
+    pub batched_duplicates: u64,
     /// Frees of a pfn no replayed allocation covers (allocated before the recording began,
     /// through a path without mm_page_alloc such as the bulk allocator, or lost).
     pub unmatched_frees: u64,
@@ -298,12 +302,15 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
         });
     }
     type PickCount = fn(&ReplayCounts) -> u64;
-    let counts: [(&str, PickCount); 16] = [
+    let counts: [(&str, PickCount); 17] = [
         ("replay allocs", |c| c.allocs),
-        ("replay frees", |c| c.frees + c.frees_batched),
+        ("replay frees", |c| {
+            c.frees + c.frees_batched - c.batched_duplicates
+        }),
         ("replay sim failed allocs", |c| c.sim_failed_allocs),
         ("replay recorded failed allocs", |c| c.recorded_failed_allocs),
         ("replay unmatched frees", |c| c.unmatched_frees),
+        ("replay batched duplicates", |c| c.batched_duplicates),
         ("replay partial frees", |c| c.partial_frees),
         ("replay order mismatches", |c| c.order_mismatches),
         ("replay frees of reclaimed", |c| c.frees_of_reclaimed),
