@@ -161,13 +161,13 @@ pub struct ReplayCounts {
     /// Event lines read (any event), lines that were not an event the parser knows (skipped).
     pub lines: u64,
     pub unknown_lines: u64,
-    /// Lines of compaction or extfrag events the parser could not read (counted, skipped:
-    /// they only feed the recorded column).
-    #[serde(default)]
-    pub unparsed_lines: u64,
     /// Events the kernel dropped, from trace_pipe's `CPU:N [LOST M EVENTS]` lines (their
     /// allocations and frees are missing: expect unmatched frees and lost frees).
     pub lost_events: u64,
+    /// Compaction lines the strict parser refused, read leniently for their counts (e.g. the
+    /// kernel's mm_compaction_fast_isolate_freepages with bit 63 set in its range start).
+    #[serde(default)]
+    pub lenient_lines: u64,
     /// Known events that the replay does not drive (zone_locked, pcpu_drain, vmscan, ...).
     pub other_events: u64,
     /// mm_page_alloc with a page, replayed; and those that failed in the simulator.
@@ -178,6 +178,10 @@ pub struct ReplayCounts {
     /// mm_page_free / mm_page_free_batched lines.
     pub frees: u64,
     pub frees_batched: u64,
+    /// mm_page_free_batched lines whose page its mm_page_free (from `free_pages_prepare`)
+    /// had already freed: the same free seen twice, not replayed again.
+    #[serde(default)]
+    pub batched_duplicates: u64,
     /// Frees of a pfn no replayed allocation covers (allocated before the recording began,
     /// through a path without mm_page_alloc such as the bulk allocator, or lost).
     pub unmatched_frees: u64,
@@ -188,10 +192,13 @@ pub struct ReplayCounts {
     pub order_mismatches: u64,
     /// Frees of folios the simulator had already freed (reclaim, OOM kill).
     pub frees_of_reclaimed: u64,
-    /// Allocations at a pfn the recording still held allocated (a free was lost, or a
-    /// snapshot's folio was freed before the first line): the old simulated folio is freed
-    /// first.
+    /// Allocations at a pfn the recording still held allocated (a free was lost): the old
+    /// simulated folio is freed first.
     pub lost_frees: u64,
+    /// Snapshot folios freed because the recording allocated over them (freed before the first
+    /// line, or during the snapshot's read, or a page the reconstruction placed there).
+    #[serde(default)]
+    pub snapshot_overlaps: u64,
     /// Folios of a snapshot boot freed by the recording (tracked by folio id).
     pub snapshot_frees: u64,
     /// Replayed allocations still allocated at the end, and their pages.
@@ -295,20 +302,23 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
         });
     }
     type PickCount = fn(&ReplayCounts) -> u64;
-    let counts: [(&str, PickCount); 16] = [
+    let counts: [(&str, PickCount); 17] = [
         ("replay allocs", |c| c.allocs),
-        ("replay frees", |c| c.frees + c.frees_batched),
+        ("replay frees", |c| {
+            c.frees + c.frees_batched - c.batched_duplicates
+        }),
         ("replay sim failed allocs", |c| c.sim_failed_allocs),
         ("replay recorded failed allocs", |c| c.recorded_failed_allocs),
         ("replay unmatched frees", |c| c.unmatched_frees),
+        ("replay batched duplicates", |c| c.batched_duplicates),
         ("replay partial frees", |c| c.partial_frees),
         ("replay order mismatches", |c| c.order_mismatches),
         ("replay frees of reclaimed", |c| c.frees_of_reclaimed),
         ("replay lost frees", |c| c.lost_frees),
         ("replay snapshot frees", |c| c.snapshot_frees),
+        ("replay snapshot overlaps", |c| c.snapshot_overlaps),
         ("replay never freed", |c| c.never_freed),
         ("replay unknown lines", |c| c.unknown_lines),
-        ("replay unparsed lines", |c| c.unparsed_lines),
         ("replay lost events", |c| c.lost_events),
         ("replay oom kills", |c| c.oom_kills),
         ("replay kcompactd timer runs", |c| c.kcompactd_timer_runs),
