@@ -109,6 +109,7 @@ fn issue_21_item_4_round_trip_without_snapshot() {
     assert_eq!(rest, lines[1..]);
     assert_eq!(r.line_no(), 1000);
     assert_eq!(r.next_line().unwrap(), None);
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -129,6 +130,7 @@ fn issue_21_item_4_round_trip_with_snapshot() {
     assert!(r.header().snapshot.is_some());
     assert!(r.take_snapshot().is_none());
     assert_eq!(read_all(&mut r), lines);
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -164,6 +166,7 @@ fn issue_21_item_4_empty_trace() {
     let mut r = TraceReader::open(&p).unwrap();
     assert_eq!(r.next_line().unwrap(), None);
     assert_eq!(r.header().lines, 0);
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -230,6 +233,7 @@ fn issue_21_item_4_plain_text_import() {
     assert_eq!(r.next_line().unwrap(), Some(alloc_line(3)));
     assert_eq!(r.line_no(), 8);
     assert_eq!(r.next_line().unwrap(), None);
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -321,6 +325,7 @@ fn issue_21_item_4_unfinished_writer_leaves_nothing() {
     assert!(!spool_path(&p).exists());
     assert!(!pages_spool_path(&p).exists());
     assert!(!partial_path(&p).exists());
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
