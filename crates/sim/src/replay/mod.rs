@@ -506,10 +506,20 @@ impl Replay {
         self.counts.partial_frees += 1;
         if l.pieces.is_none() {
             l.pieces = Some(if self.mm.folio_is(l.id, l.token) {
-                if l.order > 0 {
+                let now = u32::from(self.mm.folios.get(l.id).order);
+                if l.order > 0 && now == l.order {
                     self.mm.split_folio(l.id).into_iter().map(Some).collect()
-                } else {
+                } else if l.order == 0 {
                     vec![Some(l.id)]
+                } else {
+                    // The simulator split it meanwhile (its pieces keep the token; only the
+                    // first keeps the id): the folio still known is freed with the first part
+                    // that covers its pages, the others stay allocated (counted never freed).
+                    self.counts.order_mismatches += 1;
+                    let mut v = vec![None; 1 << l.order];
+                    v[0] = Some(l.id);
+                    l.left = 1;
+                    v
                 }
             } else {
                 self.counts.frees_of_reclaimed += 1;
