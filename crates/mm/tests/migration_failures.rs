@@ -434,3 +434,21 @@ fn section_13_3_dirty_ext4_large_folio_split_fails_and_ends_compaction() {
     assert!(contended, "compact_zone ends CONTENDED");
     check(&dirty);
 }
+
+/// §13.3 (huge_memory.c `__folio_split`: −EBUSY under writeback): the same ext4 large folios,
+/// clean but under writeback, are isolated by compact_memory (SYNC) and not split either; the
+/// zone ends CONTENDED at the first of them.
+#[test]
+fn section_13_3_large_folio_under_writeback_is_not_split() {
+    let (mut mm, file) = ext4_large_folios_and_order0_holes(true);
+    under_writeback(&mut mm, &file);
+    assert!(file.iter().all(|&id| !mm.folios.get(id).dirty));
+    let st = mm.compact_memory();
+    assert!(
+        file.iter()
+            .all(|&id| mm.folios.folios[id as usize].live && mm.folios.get(id).order == 2),
+        "no folio under writeback is split"
+    );
+    assert!(st.migrated_pages < 100, "{st:?}");
+    check(&mm);
+}
