@@ -235,8 +235,9 @@ impl Mm {
     /// (`can_split_folio`: a GUP pin, −EAGAIN), and a page-cache folio whose private data
     /// cannot be released (−EBUSY): an ext4 folio (buffer heads) that is dirty has dirty
     /// buffers, which `try_to_free_buffers` keeps (`buffer_busy`). Measured on the live 6.18
-    /// kernel (docs/snapshot-compact.md): every `compact_memory` that ended a zone CONTENDED
-    /// did so at a dirty ext4 large folio with PG_private whose split failed.
+    /// kernel (docs/snapshot-compact.md): each `compact_memory` whose failing folio's flags were
+    /// read ended its Normal zone CONTENDED at a dirty ext4 large folio with PG_private.
+    /// kernel-model.md §13.3 says a failed split ends the call but not when a split fails.
     /// Simplified: XFS/iomap folios split when dirty — a folio dirtied by whole-folio writes
     /// carries no `iomap_folio_state` (`__iomap_write_begin` skips it), so
     /// `filemap_release_folio` has nothing to release; a partially written one (which has it,
@@ -317,10 +318,10 @@ impl Mm {
     /// (§13, §25): each folio gets a target of its order; with none, a large folio is split
     /// (if `try_split_folio_ok`) and its pieces are migrated after the batch in one ASYNC pass,
     /// while an order-0 folio or a large folio that cannot be split ends the call with −ENOMEM
-    /// (it and the rest are put back, counted whole in pgmigrate_fail). Each folio with a target then meets the
-    /// outcomes of §25.1 over the passes of §25.2 (see the module doc). Returns true on
-    /// −ENOMEM. Counts pgmigrate_* and thp_migration_*. With `folio_mode = split_large` every
-    /// large folio is split first.
+    /// (it and the rest are put back, counted whole in pgmigrate_fail). Each folio with a
+    /// target then meets the outcomes of §25.1 over the passes of §25.2 (see the module doc).
+    /// Returns true on −ENOMEM. Counts pgmigrate_* and thp_migration_*. With `folio_mode =
+    /// split_large` every large folio is split first.
     pub(crate) fn migrate_pages(&mut self, cc: &mut CompactControl) -> bool {
         let list = std::mem::take(&mut cc.migratepages);
         let nr_pages: u64 = list
