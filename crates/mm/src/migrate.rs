@@ -224,6 +224,37 @@ impl Mm {
         MigrateOutcome::Success
     }
 
+    /// Whether `try_split_folio` (§13.3) succeeds for isolated large folio `id` after
+    /// `compaction_alloc` returned NULL (migrate.c `migrate_pages_batch`, `try_split_folio`;
+    /// huge_memory.c `__folio_split`, `can_split_folio`; mm/filemap.c
+    /// `filemap_release_folio`; fs/ext4/inode.c `ext4_release_folio`; fs/jbd2/transaction.c
+    /// `jbd2_journal_try_to_free_buffers`; fs/buffer.c `try_to_free_buffers`, `buffer_busy`).
+    /// The −ENOMEM is met in the first pass, which is ASYNC in every mode (§13.2), so the split
+    /// needs a folio trylock: a locked folio (`io_locked`) fails (−EAGAIN). `__folio_split`
+    /// refuses a folio under writeback (−EBUSY), a folio with extra references
+    /// (`can_split_folio`: a GUP pin, −EAGAIN), and a page-cache folio whose private data
+    /// cannot be released (−EBUSY): an ext4 folio (buffer heads) that is dirty has dirty
+    /// buffers, which `try_to_free_buffers` keeps (`buffer_busy`). Measured on the live 6.18
+    /// kernel (docs/snapshot-compact.md): each `compact_memory` whose failing folio's flags were
+    /// read ended its Normal zone CONTENDED at a dirty ext4 large folio with PG_private.
+    /// kernel-model.md §13.3 says a failed split ends the call but not when a split fails.
+    /// Simplified: XFS/iomap folios split when dirty — a folio dirtied by whole-folio writes
+    /// carries no `iomap_folio_state` (`__iomap_write_begin` skips it), so
+    /// `filemap_release_folio` has nothing to release; a partially written one (which has it,
+    /// and `iomap_release_folio` refuses while dirty) is not told apart by the model. A folio
+    /// without `migrate_folio` (`fallback_migrate_folio`) is treated like XFS.
+    pub fn try_split_folio_ok(&self, id: FolioId) -> bool {
+        let f = &self.folios.folios[id as usize];
+        if f.io_locked || f.pinned || self.folio_test_writeback(id) {
+            return false;
+        }
+        let buffer_heads = matches!(
+            self.folio_migrate_kind(id),
+            MigrateKind::FileBufferHeads | MigrateKind::FileBufferHeadsNorefs
+        );
+        !(f.dirty && buffer_heads)
+    }
+
     /// `compaction_free`: a destination whose migration failed goes back to the compactor's
     /// isolated free list of its order, at the head (§9.8.6).
     fn compaction_free(&mut self, cc: &mut CompactControl, dst: u32, order: u32) {
@@ -284,12 +315,13 @@ impl Mm {
     }
 
     /// `migrate_pages(cc->migratepages, compaction_alloc, compaction_free, mode, MR_COMPACTION)`
-    /// (§13, §25): each folio gets a target of its order; with none, a large folio is split and
-    /// its pieces are migrated after the batch in one ASYNC pass, an order-0 folio ends the
-    /// call with −ENOMEM (the rest are put back). Each folio with a target then meets the
-    /// outcomes of §25.1 over the passes of §25.2 (see the module doc). Returns true on
-    /// −ENOMEM. Counts pgmigrate_* and thp_migration_*. With `folio_mode = split_large` every
-    /// large folio is split first.
+    /// (§13, §25): each folio gets a target of its order; with none, a large folio is split
+    /// (if `try_split_folio_ok`) and its pieces are migrated after the batch in one ASYNC pass,
+    /// while an order-0 folio or a large folio that cannot be split ends the call with −ENOMEM
+    /// (it and the rest are put back, counted whole in pgmigrate_fail). Each folio with a
+    /// target then meets the outcomes of §25.1 over the passes of §25.2 (see the module doc).
+    /// Returns true on −ENOMEM. Counts pgmigrate_* and thp_migration_*. With `folio_mode =
+    /// split_large` every large folio is split first.
     pub(crate) fn migrate_pages(&mut self, cc: &mut CompactControl) -> bool {
         let list = std::mem::take(&mut cc.migratepages);
         let nr_pages: u64 = list
@@ -340,7 +372,7 @@ impl Mm {
                         }
                     }
                 }
-                None if order > 0 => {
+                None if order > 0 && self.try_split_folio_ok(id) => {
                     // try_split_folio: allowed for compaction; the pieces need order-0 targets.
                     pieces.extend(self.split_folio(id));
                     st.nr_split += 1;
@@ -350,9 +382,14 @@ impl Mm {
                     }
                 }
                 None => {
+                    // −ENOMEM for an order-0 folio, or for a large folio whose split failed
+                    // (`try_split_folio_ok`): the call stops, the folio counts whole.
                     enomem = true;
                     st.nr_failed += 1;
-                    st.nr_failed_pages += 1;
+                    st.nr_failed_pages += 1 << order;
+                    if order == HPAGE_PMD_ORDER {
+                        st.nr_thp_failed += 1;
+                    }
                     self.putback_folio(id);
                 }
             }

@@ -338,3 +338,117 @@ fn section_25_4_writeback_lasts_until_the_device_completes() {
     assert_eq!(mm.stat(Stat::nr_writeback), 0);
     check(&mm);
 }
+
+/// A 16-block zone of anon order-0 folios with order-2 ext4 page-cache folios (buffer heads,
+/// written, so dirty) at pfn % 16 == 4..8 and order-0 holes at pfn % 16 ∈ {1, 9}: the free
+/// scanner can only isolate order-0 chunks, so every order-2 folio meets `compaction_alloc`
+/// returning NULL (§9.8.5). `dirty` false cleans the folios first.
+fn ext4_large_folios_and_order0_holes(dirty: bool) -> (Mm, Vec<FolioId>) {
+    let mut mm = dma32(16, 1, tun_kb(128));
+    let m = mm.add_mapping(Mapping::large_folios());
+    let mut all = Vec::new();
+    while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {
+        all.push(id);
+    }
+    let (mut kept, mut later) = (Vec::new(), Vec::new());
+    let mut holes = 0u64;
+    for id in all {
+        let r = mm.folios.get(id).pfn % 16;
+        if (4..8).contains(&r) {
+            mm.free_folio(0, id);
+            holes += 1;
+        } else if r == 1 || r == 9 {
+            later.push(id);
+        } else {
+            kept.push(id);
+        }
+    }
+    mm.drain_all_pages();
+    for i in 0..holes / 4 {
+        mm.filemap_write(0, m, i * 4, 16384);
+    }
+    for id in later {
+        mm.free_folio(0, id);
+    }
+    mm.drain_all_pages();
+    let file: Vec<FolioId> = mm
+        .folios
+        .live()
+        .filter(|(_, f)| f.kind == FolioKind::File)
+        .map(|(id, _)| id)
+        .collect();
+    assert!(file.len() > 200, "{} file folios", file.len());
+    assert!(file.iter().all(|&id| mm.folios.get(id).order == 2));
+    if !dirty {
+        for &id in &file {
+            mm.folio_mark_dirty(id, false);
+        }
+    }
+    check(&mm);
+    (mm, file)
+}
+
+/// §13.3 / §9.8.5 (migrate.c `try_split_folio`, huge_memory.c `__folio_split`,
+/// `filemap_release_folio` → `ext4_release_folio` → `try_to_free_buffers`): when no isolated
+/// free chunk fits a large folio, a clean ext4 folio is split and its pieces migrate, but a
+/// dirty one keeps its dirty buffers, so the split fails, `migrate_pages` returns −ENOMEM and
+/// `compact_memory` ends the zone CONTENDED at the first such folio (as the live kernel did in
+/// every contended zone of docs/snapshot-compact.md).
+#[test]
+fn section_13_3_dirty_ext4_large_folio_split_fails_and_ends_compaction() {
+    let (mut clean, _) = ext4_large_folios_and_order0_holes(false);
+    let st = clean.compact_memory();
+    // Split pieces are order-0 page-cache folios (the model reuses folio ids).
+    let split = clean
+        .folios
+        .live()
+        .filter(|(_, f)| f.kind == FolioKind::File && f.order == 0)
+        .count();
+    assert!(split > 100, "clean folios are split: {split} {st:?}");
+    assert!(st.migrated_pages > 500, "{st:?}");
+    check(&clean);
+
+    let (mut dirty, file) = ext4_large_folios_and_order0_holes(true);
+    dirty
+        .set_trace_mask(fraglab_mm::node::trace_kind::MIGRATE | fraglab_mm::node::trace_kind::COMPACTION_RUN);
+    let st = dirty.compact_memory();
+    assert!(
+        file.iter().all(|&id| dirty.folios.folios[id as usize].live
+            && dirty.folios.get(id).order == 2
+            && dirty.folios.get(id).dirty),
+        "no dirty ext4 folio is split"
+    );
+    assert!(
+        st.migrated_pages < 100,
+        "the zone ends at the first dirty large folio: {st:?}"
+    );
+    // The folio that failed counts whole in pgmigrate_fail.
+    assert!(dirty.stat(Stat::pgmigrate_fail) >= 4, "{st:?}");
+    let contended = dirty.take_trace().iter().any(|r| {
+        matches!(
+            r.event,
+            fraglab_mm::trace::TraceEvent::MmCompactionBeginEnd { status: Some(s), .. }
+                if s == fraglab_mm::compaction::CompactResult::Contended as u8
+        )
+    });
+    assert!(contended, "compact_zone ends CONTENDED");
+    check(&dirty);
+}
+
+/// §13.3 (huge_memory.c `__folio_split`: −EBUSY under writeback): the same ext4 large folios,
+/// clean but under writeback, are isolated by compact_memory (SYNC) and not split either; the
+/// zone ends CONTENDED at the first of them.
+#[test]
+fn section_13_3_large_folio_under_writeback_is_not_split() {
+    let (mut mm, file) = ext4_large_folios_and_order0_holes(true);
+    under_writeback(&mut mm, &file);
+    assert!(file.iter().all(|&id| !mm.folios.get(id).dirty));
+    let st = mm.compact_memory();
+    assert!(
+        file.iter()
+            .all(|&id| mm.folios.folios[id as usize].live && mm.folios.get(id).order == 2),
+        "no folio under writeback is split"
+    );
+    assert!(st.migrated_pages < 100, "{st:?}");
+    check(&mm);
+}
