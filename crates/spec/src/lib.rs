@@ -740,5 +740,12 @@ pub fn load_spec_with(path: &Path, overrides: &[(String, String)]) -> Result<Spe
     let list: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let name = format!("{file} [{}]", list.join(","));
     let text = apply_overrides(&text, overrides).map_err(|m| SpecError::new(name.clone(), 0, None, m))?;
-    parse_spec(&text, &name)
+    let mut spec = parse_spec(&text, &name)?;
+    // The display name carries the overrides (which may hold a '/', as in
+    // `transparent_hugepage/enabled=never`): a relative snapshot path is relative to the real
+    // file's directory.
+    if let Some(snap) = spec.machine.snapshot.as_mut() {
+        snap.resolved = path.parent().unwrap_or(Path::new("")).join(&snap.path);
+    }
+    Ok(spec)
 }

@@ -75,3 +75,21 @@ fn bad_paths_are_errors_that_name_the_key() {
     let e = set("workload..size", "1").unwrap_err();
     assert!(e.contains("empty key"), "{e}");
 }
+
+/// A relative `machine.snapshot` stays relative to the spec file's directory when overrides
+/// are given, even an override whose key holds a '/' (the display name carries it).
+#[test]
+fn a_snapshot_path_is_resolved_from_the_real_file_with_overrides() {
+    let dir = std::env::temp_dir().join(format!("fraglab-ovr-snap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("w.toml");
+    std::fs::write(
+        &file,
+        "name = \"w\"\n[machine]\nsnapshot = \"s.fsnap\"\n[workload]\nduration = \"1s\"\n[[workload.task]]\nname = \"t\"\nsteps = [{ sleep = \"1s\" }]\n",
+    )
+    .unwrap();
+    let ovr = [("transparent_hugepage/enabled".to_string(), "never".to_string())];
+    let s = fraglab_spec::load_spec_with(&file, &ovr).unwrap();
+    assert_eq!(s.machine.snapshot.unwrap().resolved, dir.join("s.fsnap"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
