@@ -111,7 +111,7 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let t0 = Instant::now();
-    let pages = read_pages(
+    let (pages, dirty) = read_pages(
         Path::new("/proc/kpageflags"),
         end_pfn,
         &ram_ranges,
@@ -137,21 +137,25 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
             confounders,
             page_owner_blocks,
             read_ns,
+            dirty_bitmap: true,
         },
         pages,
+        dirty,
     })
 }
 
 /// Reads the kpageflags-format file at `path` (8 bytes a pfn) for pfns 0..`end_pfn` in chunks
-/// and classifies each pfn; a short read (past the kernel's max_pfn) reads as 0.
+/// and classifies each pfn; a short read (past the kernel's max_pfn) reads as 0. Returns the
+/// page bytes and the dirty bitmap (`fraglab_state::page::is_dirty`, one bit per pfn).
 pub fn read_pages(
     path: &Path,
     end_pfn: u64,
     ram: &[[u64; 2]],
     chunk_pfns: u64,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<Vec<u8>, HostError> {
+) -> Result<(Vec<u8>, Vec<u8>), HostError> {
     let f = File::open(path).map_err(|e| HostError::io(path.display().to_string(), e))?;
+    let mut dirty = vec![0u8; end_pfn.div_ceil(8) as usize];
     let chunk = chunk_pfns.max(1);
     let mut buf = vec![0u8; (chunk * 8) as usize];
     let mut pages = Vec::with_capacity(end_pfn as usize);
@@ -183,10 +187,14 @@ pub fn read_pages(
             let in_ram = ri < ram.len() && ram[ri][0] <= p;
             let o = (i * 8) as usize;
             let flags = u64::from_ne_bytes(buf[o..o + 8].try_into().expect("8 bytes"));
-            pages.push(classify(flags, in_ram));
+            let b = classify(flags, in_ram);
+            if fraglab_state::page::is_dirty(flags, b) {
+                dirty[(p / 8) as usize] |= 1 << (p % 8);
+            }
+            pages.push(b);
         }
         pfn += n;
         progress(pfn, end_pfn);
     }
-    Ok(pages)
+    Ok((pages, dirty))
 }

@@ -67,6 +67,11 @@ pub struct RestoreFolio {
     /// A page-cache folio of shmem/tmpfs (swap-backed); with `kind` File. Restored as anon
     /// (module doc).
     pub shmem: bool,
+    /// PG_dirty (or PG_writeback, restored as dirty: the model's writeback needs a queued
+    /// I/O) of a page-cache folio: marked dirty at boot (`folio_mark_dirty`), so the flusher
+    /// writes it back after `dirty_expire` and migration meets it dirty until then (§25.1: a
+    /// dirty ext4 large folio cannot be split, `Mm::try_split_folio_ok`).
+    pub dirty: bool,
 }
 
 impl RestoreFolio {
@@ -87,6 +92,7 @@ impl RestoreFolio {
             unevictable: false,
             mlocked: false,
             shmem: false,
+            dirty: false,
         }
     }
 }
@@ -250,6 +256,14 @@ impl Mm {
         }
         mm.finish_boot(cfg);
         mm.xa_settle(0);
+        // Dirty page cache (restored as anon when shmem: the model's anon has no dirty state).
+        for f in folios
+            .iter()
+            .filter(|f| f.dirty && f.kind == FolioKind::File && !f.shmem)
+        {
+            let id = mm.folio_at(f.pfn).expect("a restored folio's head");
+            mm.folio_mark_dirty(id, true);
+        }
         Ok((mm, summary))
     }
 

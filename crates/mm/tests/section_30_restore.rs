@@ -299,3 +299,27 @@ fn section_30_5_restore_rejects_bad_states() {
     // Too few block types.
     bad(&|r| r.block_types.truncate(3), "pageblock types for");
 }
+
+/// A page-cache folio restored dirty (the snapshot's dirty bitmap) is dirty in the model:
+/// counted in nr_dirty, so the flusher and migration (§25.1) meet it dirty.
+#[test]
+fn section_30_2_restore_marks_dirty_page_cache() {
+    let mut r = state();
+    let mut want = 0u64;
+    for f in r
+        .folios
+        .iter_mut()
+        .filter(|f| f.kind == FolioKind::File && !f.shmem)
+    {
+        if f.order == 9 || f.pfn % 2 == 0 {
+            f.dirty = true;
+            want += 1 << f.order;
+        }
+    }
+    assert!(want > 512, "the state has dirty-able page cache");
+    let clean = boot(&state());
+    let mm = boot(&r);
+    let nr_dirty = |m: &Mm| vmstat_item(&render_vmstat(&m.zone_views(), &m.stats), "nr_dirty");
+    assert_eq!(nr_dirty(&clean), 0);
+    assert_eq!(nr_dirty(&mm), want);
+}

@@ -264,6 +264,7 @@ pub fn to_restore(rec: &Reconstruction) -> Result<Restore, String> {
             unevictable: f.unevictable,
             mlocked: false,
             shmem,
+            dirty: f.dirty,
             ..RestoreFolio::new(pfn, f.order, kind)
         };
         if f.order as u32 <= MAX_PAGE_ORDER {

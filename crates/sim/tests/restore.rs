@@ -46,6 +46,7 @@ fn folio(pfn: u64, order: u8, kind: RKind) -> RFolio {
         active: false,
         referenced: false,
         unevictable: false,
+        dirty: false,
     }
 }
 

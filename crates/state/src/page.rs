@@ -177,6 +177,15 @@ pub fn classify(flags: u64, in_ram: bool) -> u8 {
     b
 }
 
+/// Whether a page with kpageflags `flags` and byte `byte` goes into the snapshot's dirty
+/// bitmap: a page-cache page (File or Shmem) with PG_dirty or PG_writeback. Migration treats
+/// both specially (§25.1: a dirty ext4 folio's buffers block its split, a folio under writeback
+/// waits or fails), which the page byte cannot say.
+pub fn is_dirty(flags: u64, byte: u8) -> bool {
+    matches!(PageClass::of(byte), Some(PageClass::File | PageClass::Shmem))
+        && flags & (kpf::DIRTY | kpf::WRITEBACK) != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,6 +54,10 @@ pub struct RFolio {
     pub referenced: bool,
     /// PG_unevictable or PG_mlocked.
     pub unevictable: bool,
+    /// PG_dirty or PG_writeback of a page-cache folio (the snapshot's dirty bitmap at the
+    /// head; false for snapshots without one).
+    #[serde(default)]
+    pub dirty: bool,
 }
 
 /// A free buddy chunk (§30.3).
@@ -378,7 +382,9 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
                         if kind == RKind::SlabUnreclaimable {
                             slab_folios.push(folios.len());
                         }
-                        folios.push(folio(x, o, kind, pages[x as usize]));
+                        let mut f = folio(x, o, kind, pages[x as usize]);
+                        f.dirty = matches!(kind, RKind::File | RKind::Shmem) && snap.is_dirty(x);
+                        folios.push(f);
                     }
                     p = q;
                 }
@@ -1061,6 +1067,7 @@ fn folio(pfn: u64, order: u8, kind: RKind, b: u8) -> RFolio {
         active: b & ACTIVE != 0,
         referenced: b & REFERENCED != 0,
         unevictable: b & UNEVICTABLE != 0,
+        dirty: false,
     }
 }
 

@@ -16,6 +16,8 @@ use crate::StateError;
 
 pub const SNAPSHOT_MAGIC: [u8; 8] = *b"FRAGSNAP";
 pub const PAGE_TAG: [u8; 4] = *b"PAGE";
+/// The dirty bitmap's sections (after the page bytes, when `SnapshotHeader::dirty_bitmap`).
+pub const DIRT_TAG: [u8; 4] = *b"DIRT";
 
 /// One zone as /proc/zoneinfo gives it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +65,10 @@ pub struct SnapshotHeader {
     pub page_owner_blocks: Option<Vec<(u64, String)>>,
     /// How long the pfn read took (ns).
     pub read_ns: u64,
+    /// The file has a dirty bitmap after the page bytes (`DIRT` sections; files written before
+    /// it existed lack it and read as all clean).
+    #[serde(default)]
+    pub dirty_bitmap: bool,
 }
 
 /// A snapshot in memory.
@@ -71,6 +77,11 @@ pub struct Snapshot {
     pub header: SnapshotHeader,
     /// One byte per pfn (`crate::page`), `header.end_pfn` of them.
     pub pages: Vec<u8>,
+    /// PG_dirty or PG_writeback of page-cache pages (`File` and `Shmem` classes), one bit per
+    /// pfn (bit `pfn % 8` of byte `pfn / 8`); empty when the snapshot has none (all clean).
+    /// The page byte has no bit left for it (kernel-model.md §30.2: tail pages carry the
+    /// head's flags, so the head's bit is the folio's).
+    pub dirty: Vec<u8>,
 }
 
 impl Snapshot {
@@ -87,7 +98,23 @@ impl Snapshot {
 
     /// Writes the page bytes as `PAGE` sections (a trace file embeds its snapshot this way).
     pub fn write_sections(&self, w: &mut ContainerWriter) -> Result<(), StateError> {
-        w.sections(&PAGE_TAG, &self.pages)
+        w.sections(&PAGE_TAG, &self.pages)?;
+        if self.header.dirty_bitmap {
+            assert_eq!(
+                self.dirty.len() as u64,
+                self.header.end_pfn.div_ceil(8),
+                "the dirty bitmap covers every pfn"
+            );
+            w.sections(&DIRT_TAG, &self.dirty)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the page at `pfn` was dirty or under writeback (page cache only).
+    pub fn is_dirty(&self, pfn: u64) -> bool {
+        self.dirty
+            .get((pfn / 8) as usize)
+            .is_some_and(|b| b & (1 << (pfn % 8)) != 0)
     }
 
     /// Reads a snapshot file.
@@ -96,17 +123,19 @@ impl Snapshot {
         let header: SnapshotHeader = serde_json::from_value(r.header.clone())
             .map_err(|e| StateError::new(path, Some(16), format!("snapshot header: {e}")))?;
         let mut pages = Vec::new();
-        Self::read_pages(&mut r, &header, &mut pages, true)?;
-        Ok(Snapshot { header, pages })
+        let mut dirty = Vec::new();
+        Self::read_pages(&mut r, &header, &mut pages, &mut dirty, true)?;
+        Ok(Snapshot { header, pages, dirty })
     }
 
-    /// Reads `PAGE` sections from `r` into `pages` until `header.end_pfn` bytes are there. With
-    /// `to_end`, the file must then end (its end marker); otherwise the reader is left at the
-    /// section after the pages.
+    /// Reads `PAGE` sections from `r` into `pages` until `header.end_pfn` bytes are there, then
+    /// (with `header.dirty_bitmap`) the `DIRT` sections into `dirty`. With `to_end`, the file
+    /// must then end (its end marker); otherwise the reader is left at the section after them.
     pub fn read_pages(
         r: &mut ContainerReader,
         header: &SnapshotHeader,
         pages: &mut Vec<u8>,
+        dirty: &mut Vec<u8>,
         to_end: bool,
     ) -> Result<(), StateError> {
         let want = header.end_pfn as usize;
@@ -156,6 +185,35 @@ impl Snapshot {
                     pages[bad] & 0x0f
                 ),
             ));
+        }
+        if header.dirty_bitmap {
+            let want = header.end_pfn.div_ceil(8) as usize;
+            while dirty.len() < want {
+                let at = r.offset();
+                match r.next_section()? {
+                    Some((tag, raw)) if tag == DIRT_TAG && dirty.len() + raw.len() <= want => {
+                        dirty.extend_from_slice(&raw)
+                    }
+                    Some((tag, _)) => {
+                        return Err(StateError::new(
+                            r.path(),
+                            Some(at),
+                            format!(
+                                "section {:?} where the dirty bitmap was expected ({} of {want} bytes read): corrupt",
+                                String::from_utf8_lossy(&tag),
+                                dirty.len()
+                            ),
+                        ))
+                    }
+                    None => {
+                        return Err(StateError::new(
+                            r.path(),
+                            Some(at),
+                            format!("file ends after {} of {want} dirty-bitmap bytes (truncated)", dirty.len()),
+                        ))
+                    }
+                }
+            }
         }
         if to_end {
             let at = r.offset();

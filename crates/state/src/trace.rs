@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::container::{
     has_magic, partial_path, ContainerReader, ContainerWriter, MAX_SECTION_RAW, SECTION_CHUNK,
 };
-use crate::snapshot::{Snapshot, SnapshotHeader, PAGE_TAG};
+use crate::snapshot::{Snapshot, SnapshotHeader, DIRT_TAG, PAGE_TAG};
 use crate::StateError;
 
 pub const TRACE_MAGIC: [u8; 8] = *b"FRAGTRCE";
@@ -319,10 +319,12 @@ impl TraceReader {
             if let Some(sh) = &header.snapshot {
                 if keep_snapshot {
                     let mut pages = Vec::new();
-                    Snapshot::read_pages(&mut r, sh, &mut pages, false)?;
+                    let mut dirty = Vec::new();
+                    Snapshot::read_pages(&mut r, sh, &mut pages, &mut dirty, false)?;
                     snapshot = Some(Snapshot {
                         header: sh.clone(),
                         pages,
+                        dirty,
                     });
                 } else {
                     skip_pages = true;
@@ -438,7 +440,7 @@ impl TraceReader {
                             *text = raw;
                             *pos = 0;
                         }
-                        Some((tag, _)) if tag == PAGE_TAG && self.skip_pages => {}
+                        Some((tag, _)) if (tag == PAGE_TAG || tag == DIRT_TAG) && self.skip_pages => {}
                         Some((tag, _)) => {
                             return Err(StateError::new(
                                 &self.path,

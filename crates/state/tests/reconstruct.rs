@@ -239,6 +239,7 @@ fn synthetic(pages: Vec<u8>, pagetypeinfo: &str, buddyinfo: &str) -> Snapshot {
             ..Default::default()
         },
         pages,
+        dirty: Vec::new(),
     }
 }
 
@@ -283,6 +284,30 @@ fn section_30_3_nonmergeable_order9_buddies_stay_apart() {
         .free_by_type
         .iter()
         .all(|row| row.captured == row.reconstructed));
+}
+
+/// The dirty bitmap (PG_dirty/PG_writeback of page-cache pages, read with the page bytes): a
+/// page-cache folio whose head is marked comes out dirty; anon and unmarked folios do not.
+#[test]
+fn section_30_2_dirty_bitmap_marks_page_cache_folios() {
+    let mut pages = vec![PageClass::Free as u8; 2048];
+    let anon = PageClass::Anon as u8;
+    pages[1024] = anon;
+    pages[1025..1536].fill(anon | TAIL);
+    pages[1536..2048].fill(PageClass::File as u8);
+    let pti = format!(
+        "{PTI_HEAD}Node    0, zone   Normal, type      Movable      0      0      0      0      0      0      0      0      0      0      1 \n\n{BLOCKS_HEAD}Node 0, zone   Normal            0            4            0            0            0 \n"
+    );
+    let mut s = synthetic(pages, &pti, "Node 0, zone   Normal      0      0      0      0      0      0      0      0      0      0      1\n");
+    s.header.dirty_bitmap = true;
+    s.dirty = vec![0u8; 2048 / 8];
+    for p in [1024u64, 1537, 1600] {
+        s.dirty[(p / 8) as usize] |= 1 << (p % 8);
+    }
+    let r = fit(&s);
+    let dirty: Vec<u64> = r.folios.iter().filter(|f| f.dirty).map(|f| f.pfn).collect();
+    // The anon THP's head bit is ignored: only page cache carries PG_dirty in the model.
+    assert_eq!(dirty, vec![1537, 1600]);
 }
 
 /// §30.4: blocks page_owner names keep its type; the fit works around them.

@@ -60,11 +60,20 @@ fn snapshot(n: u64) -> Snapshot {
             nr_cpus: 2,
             end_pfn: n,
             ram_ranges: vec![[1, n]],
+            dirty_bitmap: true,
             ..Default::default()
         },
         // Classes 0..=11, flag bits above: every byte valid (page.rs).
         pages: (0..n)
             .map(|i| ((i % 12) as u8) | (((i / 12) % 16) as u8) << 4)
+            .collect(),
+        // Every 3rd pfn dirty: the bitmap's sections round-trip with the pages.
+        dirty: (0..n.div_ceil(8))
+            .map(|i| {
+                (0..8)
+                    .filter(|b| (i * 8 + b) % 3 == 0)
+                    .fold(0u8, |a, b| a | 1 << b)
+            })
             .collect(),
     }
 }
