@@ -10,9 +10,10 @@
 //! bit  7      UNEVICTABLE  KPF_UNEVICTABLE or KPF_MLOCKED
 //! ```
 //!
-//! What is dropped (a documented simplification): DIRTY, WRITEBACK, LOCKED, IDLE, MMAP and the
-//! map count; SWAPCACHE and KSM; which file a page-cache page belongs to (kpageflags does not
-//! say).
+//! DIRTY and WRITEBACK of page-cache pages go to the snapshot's dirty bitmap ([`is_dirty`],
+//! `Snapshot::dirty`). What is dropped (a documented simplification): LOCKED, IDLE, MMAP and the
+//! map count; SWAPCACHE and KSM; dirty state of anon pages; which file a page-cache page belongs
+//! to (kpageflags does not say).
 
 /// kpageflags bits (include/uapi/linux/kernel-page-flags.h; kernel-internal bits from 32 on,
 /// fs/proc/page.c). §30.2.
