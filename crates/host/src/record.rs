@@ -38,7 +38,7 @@ use fraglab_state::snapshot::Snapshot;
 use fraglab_state::trace::{line_pid, lost_events_line, TraceHeader, TraceWriter};
 
 use crate::signals::SignalFlag;
-use crate::trace::tracefs_mount;
+use crate::trace::{tracefs_root, unmount_private, write};
 use crate::{confounders, knobs, procfs, HostError};
 
 /// The events recorded by default: the page allocator's (kmem), every compaction event the
@@ -120,10 +120,6 @@ fn gettid() -> u32 {
     unsafe { libc::gettid() as u32 }
 }
 
-fn write(path: &Path, v: &str) -> Result<(), HostError> {
-    std::fs::write(path, v).map_err(|e| HostError::io(path.display().to_string(), e))
-}
-
 fn state_err(e: fraglab_state::StateError) -> HostError {
     HostError::Io {
         what: "trace file".into(),
@@ -170,23 +166,7 @@ struct Session {
 
 impl Session {
     fn open(pid: u32) -> Result<Session, HostError> {
-        let (root, mounted) = match tracefs_mount() {
-            Some(r) => (r, None),
-            None => {
-                let dir = PathBuf::from(format!("/run/fraglab-record-tracefs-{pid}"));
-                std::fs::create_dir_all(&dir).map_err(|e| HostError::io(dir.display().to_string(), e))?;
-                let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
-                let (src, tgt, ty) = (c("nodev"), c(&dir.to_string_lossy()), c("tracefs"));
-                // SAFETY: valid C strings; no mount data.
-                let r = unsafe { libc::mount(src.as_ptr(), tgt.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) };
-                if r != 0 {
-                    let e = std::io::Error::last_os_error();
-                    let _ = std::fs::remove_dir(&dir);
-                    return Err(HostError::io("mount tracefs", e));
-                }
-                (dir.clone(), Some(dir))
-            }
-        };
+        let (root, mounted) = tracefs_root(&format!("fraglab-record-tracefs-{pid}"))?;
         remove_stale_instances(&root.join("instances"));
         let mut s = Session {
             mounted,
@@ -249,17 +229,7 @@ impl Session {
             }
         }
         if let Some(dir) = self.mounted.take() {
-            let c = std::ffi::CString::new(dir.to_string_lossy().as_bytes()).expect("no NUL");
-            // SAFETY: unmounting the tracefs this session mounted.
-            if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
-                let _ = std::fs::remove_dir(&dir);
-            } else {
-                eprintln!(
-                    "fraglab-host: cannot unmount {}: {}",
-                    dir.display(),
-                    std::io::Error::last_os_error()
-                );
-            }
+            unmount_private(&dir);
         }
     }
 }

@@ -61,8 +61,45 @@ fn event_name(line: &str) -> Option<&str> {
     None
 }
 
-fn write(path: &Path, v: &str) -> Result<(), HostError> {
+/// Writes a tracefs control file.
+pub(crate) fn write(path: &Path, v: &str) -> Result<(), HostError> {
     std::fs::write(path, v).map_err(|e| HostError::io(path.display().to_string(), e))
+}
+
+/// The tracefs root to use: the mount /proc/mounts shows, else tracefs mounted at
+/// `/run/NAME` (returned second, for [`unmount_private`] when the session ends).
+pub(crate) fn tracefs_root(name: &str) -> Result<(PathBuf, Option<PathBuf>), HostError> {
+    if let Some(r) = tracefs_mount() {
+        return Ok((r, None));
+    }
+    let dir = PathBuf::from("/run").join(name);
+    std::fs::create_dir_all(&dir).map_err(|e| HostError::io(dir.display().to_string(), e))?;
+    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
+    let (src, tgt, ty) = (c("nodev"), c(&dir.to_string_lossy()), c("tracefs"));
+    // SAFETY: valid C strings; no mount data.
+    let r = unsafe { libc::mount(src.as_ptr(), tgt.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        let _ = std::fs::remove_dir(&dir);
+        return Err(HostError::io("mount tracefs", e));
+    }
+    Ok((dir.clone(), Some(dir)))
+}
+
+/// Unmounts a tracefs that [`tracefs_root`] mounted and removes its directory (a failure is
+/// reported on standard error: this runs on the way out).
+pub(crate) fn unmount_private(dir: &Path) {
+    let c = std::ffi::CString::new(dir.to_string_lossy().as_bytes()).expect("no NUL");
+    // SAFETY: unmounting the tracefs this process mounted.
+    if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
+        let _ = std::fs::remove_dir(dir);
+    } else {
+        eprintln!(
+            "fraglab-host: cannot unmount {}: {}",
+            dir.display(),
+            std::io::Error::last_os_error()
+        );
+    }
 }
 
 impl TraceSession {
@@ -70,23 +107,7 @@ impl TraceSession {
     /// trace text.
     pub fn start(events: &[String], keep_bytes: usize) -> Result<TraceSession, HostError> {
         let pid = std::process::id();
-        let (root, mounted) = match tracefs_mount() {
-            Some(r) => (r, None),
-            None => {
-                let dir = PathBuf::from(format!("/run/fraglab-host-tracefs-{pid}"));
-                std::fs::create_dir_all(&dir).map_err(|e| HostError::io(dir.display().to_string(), e))?;
-                let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
-                let (src, tgt, ty) = (c("nodev"), c(&dir.to_string_lossy()), c("tracefs"));
-                // SAFETY: valid C strings; no mount data.
-                let r = unsafe { libc::mount(src.as_ptr(), tgt.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) };
-                if r != 0 {
-                    let e = std::io::Error::last_os_error();
-                    let _ = std::fs::remove_dir(&dir);
-                    return Err(HostError::io("mount tracefs", e));
-                }
-                (dir.clone(), Some(dir))
-            }
-        };
+        let (root, mounted) = tracefs_root(&format!("fraglab-host-tracefs-{pid}"))?;
         let instance = root.join("instances").join(format!("fraglab-host-{pid}"));
         let mut s = TraceSession {
             mounted,
@@ -147,17 +168,7 @@ impl TraceSession {
             eprintln!("fraglab-host: cannot remove {}: {e}", self.instance.display());
         }
         if let Some(dir) = self.mounted.take() {
-            let c = std::ffi::CString::new(dir.to_string_lossy().as_bytes()).expect("no NUL");
-            // SAFETY: unmounting the tracefs this session mounted.
-            if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
-                let _ = std::fs::remove_dir(&dir);
-            } else {
-                eprintln!(
-                    "fraglab-host: cannot unmount {}: {}",
-                    dir.display(),
-                    std::io::Error::last_os_error()
-                );
-            }
+            unmount_private(&dir);
         }
     }
 }
