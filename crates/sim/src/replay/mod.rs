@@ -208,6 +208,20 @@ struct Live {
     boot: bool,
 }
 
+impl Live {
+    /// A whole, not yet partly freed folio.
+    fn whole(id: FolioId, token: u64, order: u32, boot: bool) -> Live {
+        Live {
+            id,
+            token,
+            order,
+            pieces: None,
+            left: 1 << order,
+            boot,
+        }
+    }
+}
+
 /// One replay of a trace under one policy, plus the recorded side (the same for every policy).
 struct Replay {
     mm: Mm,
@@ -262,17 +276,7 @@ impl Replay {
             .map(|(id, f)| (f.pfn, id, f.token, f.order as u32))
             .collect();
         for (pfn, id, token, order) in boot {
-            self.live.insert(
-                pfn,
-                Live {
-                    id,
-                    token,
-                    order,
-                    pieces: None,
-                    left: 1 << order,
-                    boot: true,
-                },
-            );
+            self.live.insert(pfn, Live::whole(id, token, order, true));
         }
     }
 
@@ -447,17 +451,7 @@ impl Replay {
         match self.mm.alloc_folio(cpu, gfp, order, kind, false) {
             Some(id) => {
                 let token = self.mm.folios.get(id).token;
-                self.live.insert(
-                    pfn,
-                    Live {
-                        id,
-                        token,
-                        order,
-                        pieces: None,
-                        left: 1 << order,
-                        boot: false,
-                    },
-                );
+                self.live.insert(pfn, Live::whole(id, token, order, false));
             }
             None => self.counts.sim_failed_allocs += 1,
         }
