@@ -16,7 +16,7 @@ run() { # label config...
     local label=$1
     shift
     "$BIN" compare "$@" --runs 1 --jobs 1 --format json --results-dir "$OUT/$label" -o "$OUT/$label.table.json" 2>"$OUT/$label.stderr" >/dev/null
-    sed -i -E 's/[0-9.]+ s (simulated )?in [0-9.]+ s.*//' "$OUT/$label.stderr"
+    sed -i -E -e 's/[0-9.]+ s (simulated )?in [0-9.]+ s.*//' -e 's/read in [0-9]+ ms, reconstructed in [0-9]+ ms//' "$OUT/$label.stderr"
     echo "$label done" >&2
 }
 "$BIN" run --example claim-steal-merge -o "$OUT/claim-steal-merge.txt"
