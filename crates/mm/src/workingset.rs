@@ -452,3 +452,153 @@ impl Mm {
         self.reclaim.workingset.forget_mapping(mapping);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// The shadow store this one replaced: a BTreeMap by (mapping, first index) and a BTreeSet
+    /// FIFO by (sequence, mapping, first index), with the same operations.
+    #[derive(Default)]
+    struct Old {
+        shadows: BTreeMap<(u32, u64), Shadow>,
+        fifo: BTreeSet<(u64, u32, u64)>,
+        log: Vec<crate::xa_node::XaEvent>,
+    }
+
+    impl Old {
+        fn ev(&mut self, mapping: u32, start: u64, nr: u64, delta: i8) {
+            self.log.push(crate::xa_node::XaEvent {
+                mapping,
+                start,
+                nr,
+                delta,
+                shadow: true,
+            });
+        }
+        fn get(&self, mapping: u32, index: u64) -> Option<(u64, Shadow)> {
+            let (&(m, start), &sh) = self.shadows.range(..=(mapping, index)).next_back()?;
+            (m == mapping && index < start + sh.nr).then_some((start, sh))
+        }
+        fn insert(&mut self, mapping: u32, start: u64, sh: Shadow) {
+            self.fifo.insert((sh.seq, mapping, start));
+            assert!(self.shadows.insert((mapping, start), sh).is_none());
+            self.ev(mapping, start, sh.nr, 1);
+        }
+        fn remove(&mut self, mapping: u32, start: u64) {
+            let sh = self.shadows.remove(&(mapping, start)).unwrap();
+            self.fifo.remove(&(sh.seq, mapping, start));
+            self.ev(mapping, start, sh.nr, -1);
+        }
+        fn take_range(&mut self, mapping: u32, index: u64, nr: u64) -> Option<Shadow> {
+            let end = index + nr;
+            let mut hits: Vec<(u64, Shadow)> = self.get(mapping, index).into_iter().collect();
+            for (&(_, start), &sh) in self.shadows.range((mapping, index + 1)..(mapping, end)) {
+                hits.push((start, sh));
+            }
+            let first = hits.first().map(|&(_, sh)| sh);
+            for (start, sh) in hits {
+                self.remove(mapping, start);
+                if start < index {
+                    self.insert(
+                        mapping,
+                        start,
+                        Shadow {
+                            nr: index - start,
+                            ..sh
+                        },
+                    );
+                }
+                if start + sh.nr > end {
+                    self.insert(
+                        mapping,
+                        end,
+                        Shadow {
+                            nr: start + sh.nr - end,
+                            ..sh
+                        },
+                    );
+                }
+            }
+            first
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Evict { mapping: u32, index: u64, order: u32 },
+        Take { mapping: u32, index: u64, nr: u64 },
+        DropOldest,
+        Forget { mapping: u32 },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (1u32..3, 0u64..1200, prop_oneof![Just(0u32), 0u32..10])
+                .prop_map(|(mapping, index, order)| Op::Evict { mapping, index, order }),
+            4 => (1u32..3, 0u64..1200, 1u64..100)
+                .prop_map(|(mapping, index, nr)| Op::Take { mapping, index, nr }),
+            1 => Just(Op::DropOldest),
+            1 => (1u32..3).prop_map(|mapping| Op::Forget { mapping }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// Same operations as the eviction, refault, bound and truncation paths perform: same
+        /// shadows found, same index order, same FIFO order, same xarray-node events.
+        #[test]
+        fn matches_btree_store(ops in proptest::collection::vec(op(), 1..150)) {
+            let mut new = Workingset { xa_log_on: true, ..Default::default() };
+            let mut old = Old::default();
+            let mut seq = 0;
+            for op in ops {
+                match op {
+                    Op::Evict { mapping, index, order } => {
+                        let nr = 1u64 << order;
+                        new.take_range(mapping, index, nr);
+                        old.take_range(mapping, index, nr);
+                        let sh = Shadow { eviction: seq * 3, nr, workingset: seq % 2 == 0, seq };
+                        seq += 1;
+                        new.insert(mapping, index, sh);
+                        old.insert(mapping, index, sh);
+                    }
+                    Op::Take { mapping, index, nr } => {
+                        prop_assert_eq!(new.get(mapping, index), old.get(mapping, index));
+                        prop_assert_eq!(new.take_range(mapping, index, nr), old.take_range(mapping, index, nr));
+                    }
+                    Op::DropOldest => {
+                        let o = old.fifo.first().copied();
+                        prop_assert_eq!(new.drop_oldest(), o.is_some());
+                        if let Some((_, m, s)) = o {
+                            old.remove(m, s);
+                        }
+                    }
+                    Op::Forget { mapping } => {
+                        new.forget_mapping(mapping);
+                        let keys: Vec<u64> = old.shadows.range((mapping, 0)..=(mapping, u64::MAX)).map(|(&(_, s), _)| s).collect();
+                        for s in keys {
+                            old.remove(mapping, s);
+                        }
+                    }
+                }
+                prop_assert_eq!(new.check(usize::MAX), Ok(()));
+                prop_assert_eq!(new.oldest(), old.fifo.first().map(|&(_, m, s)| (m, s, old.shadows[&(m, s)].nr)));
+                prop_assert_eq!(&new.xa_log, &old.log);
+                let a: Vec<_> = new.iter().collect();
+                let b: Vec<_> = old.shadows.iter().map(|(&k, &v)| (k, v)).collect();
+                prop_assert_eq!(a, b);
+            }
+            // The whole FIFO, oldest first.
+            while let Some(o) = old.fifo.first().copied() {
+                prop_assert_eq!(new.oldest().map(|(m, s, _)| (m, s)), Some((o.1, o.2)));
+                new.drop_oldest();
+                old.remove(o.1, o.2);
+            }
+            prop_assert!(new.is_empty());
+            prop_assert_eq!(new.index.nodes_in_use(), 0);
+        }
+    }
+}
