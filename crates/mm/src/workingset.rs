@@ -221,21 +221,17 @@ impl Workingset {
     fn take_range(&mut self, mapping: u32, index: u64, nr: u64) -> Option<Shadow> {
         let end = index + nr;
         let mut first = None;
-        if let Some(slot) = self.index.lookup(mapping, index) {
-            first = Some(self.cut(slot, index, end));
-        }
-        // Pieces a cut leaves start below `index` or at `end`: outside the walk.
-        let mut pos = index + 1;
+        // The shadow covering `index`, then those starting in (index, end) in index order;
+        // the pieces a cut leaves start below `index` or at `end`, outside the walk.
+        let mut pos = index;
         while pos < end {
-            let Some((start, slot)) = self.index.next_from(mapping, pos) else {
+            let Some(slot) = self.index.first_in(mapping, pos, end) else {
                 break;
             };
-            if start >= end {
-                break;
-            }
+            let start = self.recs[slot as usize].start;
             let sh = self.cut(slot, index, end);
             first.get_or_insert(sh);
-            pos = start + 1;
+            pos = start.max(index) + 1;
         }
         first
     }

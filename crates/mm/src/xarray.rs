@@ -139,6 +139,28 @@ impl XArray {
         (node.heads & (1 << j) != 0).then(|| node.slots[j as usize])
     }
 
+    /// The value of the entry covering `index` of `key`, else of the first entry starting in
+    /// `(index, end)`: one descent when the leaf of `index` answers.
+    pub fn first_in(&self, key: u32, index: u64, end: u64) -> Option<u32> {
+        if let Some(node) = self.leaf(key, index) {
+            let j = index & MASK;
+            if node.occ & (1 << j) != 0 {
+                return Some(node.slots[j as usize]);
+            }
+            let m = node.heads & ((!0u64 << j) << 1);
+            if m != 0 {
+                let j = m.trailing_zeros() as u64;
+                return ((index & !MASK) + j < end).then(|| node.slots[j as usize]);
+            }
+        }
+        let next = (index | MASK).checked_add(1)?;
+        if next >= end {
+            return None;
+        }
+        let (start, v) = self.next_from(key, next)?;
+        (start < end).then_some(v)
+    }
+
     /// The first entry of `key` starting at or after `index`: (its first index, its value).
     pub fn next_from(&self, key: u32, index: u64) -> Option<(u64, u32)> {
         let r = self.root(key);
@@ -475,6 +497,15 @@ mod tests {
                     Op::Next { key, index } => {
                         prop_assert_eq!(xa.next_from(key, index), rf.next_from(key, index));
                         prop_assert_eq!(xa.lookup(key, index), rf.lookup(key, index));
+                        for len in [1, 2, 63, 64, 65, 700] {
+                            let end = index.saturating_add(len);
+                            let want = rf.lookup(key, index).or_else(|| {
+                                rf.next_from(key, index.saturating_add(1))
+                                    .filter(|&(s, _)| s > index && s < end)
+                                    .map(|(_, v)| v)
+                            });
+                            prop_assert_eq!(xa.first_in(key, index, end), want);
+                        }
                         prop_assert_eq!(
                             xa.get(key, index),
                             rf.map.get(&(key, index)).map(|&(_, v)| v)
