@@ -419,10 +419,10 @@ impl Mm {
         }
         if let Some(pfn) = page {
             self.pages.set(pfn, PageKind::Allocated, order);
-            self.pages.a[pfn as usize] = NIL;
+            self.pages.set_a(pfn, NIL);
             // `b` of an allocated head: the migratetype it was allocated for (for the block
             // map's "mixed" census; the kernel keeps no such record outside page_owner).
-            self.pages.b[pfn as usize] = mt as u32;
+            self.pages.set_b(pfn, mt as u32);
             let pgalloc = [
                 Stat::pgalloc_dma,
                 Stat::pgalloc_dma32,
@@ -1002,7 +1002,7 @@ impl Mm {
             PageKind::Allocated,
             "pfn {pfn:#x} is not an allocated head"
         );
-        self.pages.a[pfn as usize] = owner;
+        self.pages.set_a(pfn, owner);
         self.pages.set_flag(pfn, PG_LRU, lru);
     }
 }
