@@ -93,6 +93,16 @@ impl PageArray {
         self.links[pfn as usize] = [a, b];
     }
 
+    /// A host-cache hint: starts loading `pfn`'s link words and state byte, which a list
+    /// operation on it is about to touch. No effect on the model.
+    #[inline]
+    pub fn prefetch(&self, pfn: u32) {
+        if let (Some(l), Some(st)) = (self.links.get(pfn as usize), self.state.get(pfn as usize)) {
+            prefetch(l);
+            prefetch(st);
+        }
+    }
+
     /// The migratetype an allocated chunk's head was allocated with (the gfp's, or the one
     /// compaction or a claim gave it); meaningless for other pages.
     #[inline]
@@ -148,6 +158,20 @@ impl PageArray {
     pub fn flag(&self, pfn: u32, flag: u8) -> bool {
         self.state[pfn as usize] & flag != 0
     }
+}
+
+/// A host-cache hint: asks the CPU to start loading the cache line of `p`. No effect on any
+/// value (a prefetch never faults), only on how long the next access to `p` takes.
+#[inline]
+pub fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` is a hint: it reads nothing the program can observe and cannot
+    // fault; `p` is a valid reference anyway. SSE is part of the x86-64 baseline.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const T as *const i8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Pageblock bits (`enum pageblock_bits`, §1.2): 3 bits migratetype, PB_compact_skip and the

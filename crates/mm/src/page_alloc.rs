@@ -80,6 +80,15 @@ impl Mm {
                 continue;
             };
             self.page_del_and_expand(zi, pfn, order, current, mt);
+            // Host-cache hint for the next take from this list (a PCP refill takes many in a
+            // row): the new first's state and its successor's links.
+            if let Some(n1) = self.zones[zi].free_list_first(current, mt) {
+                self.pages.prefetch(n1);
+                let n2 = self.pages.a(n1);
+                if n2 != NIL {
+                    self.pages.prefetch(n2);
+                }
+            }
             if self.trace_on(trace_kind::MM_PAGE_ALLOC_ZONE_LOCKED) {
                 let percpu_refill = pcp_allowed_order(order) && mt.idx() < MIGRATE_PCPTYPES;
                 self.emit(
@@ -373,6 +382,15 @@ impl Mm {
         let pfn = self.zones[zi].pcp[c].lists[pindex].first;
         self.pcp_list_del(zi, c, pindex, pfn);
         self.zones[zi].pcp[c].count -= 1 << order;
+        // Host-cache hint for the next allocation from this list.
+        let n1 = self.zones[zi].pcp[c].lists[pindex].first;
+        if n1 != NIL {
+            self.pages.prefetch(n1);
+            let n2 = self.pages.a(n1);
+            if n2 != NIL {
+                self.pages.prefetch(n2);
+            }
+        }
         Some(pfn)
     }
 
@@ -512,6 +530,17 @@ impl Mm {
                 let pfn = self.zones[zi].pcp[c].lists[idx].last;
                 let mt = self.block_mt(pfn);
                 self.pcp_list_del(zi, c, idx, pfn);
+                // Host-cache hint for the next chunk drained (the new tail), its predecessor
+                // and its buddy.
+                let p1 = self.zones[zi].pcp[c].lists[idx].last;
+                if p1 != NIL {
+                    self.pages.prefetch(p1);
+                    self.pages.prefetch(p1 ^ (1 << order));
+                    let p2 = self.pages.b(p1);
+                    if p2 != NIL {
+                        self.pages.prefetch(p2);
+                    }
+                }
                 count -= 1 << order;
                 self.zones[zi].pcp[c].count -= 1 << order;
                 self.free_one_page_core(zi, pfn, order, mt, false);
