@@ -248,6 +248,17 @@ impl Mm {
         );
         self.pages.set(pfn, PageKind::Tail, 0);
         self.account_freepages(zi, 1i64 << order, mt);
+        // Host-cache hint: the state bytes of the buddies at orders 6..9 lie on other cache
+        // lines than `pfn`'s; the merge loop below reads them one after the other.
+        for o in order.max(6)..PAGEBLOCK_ORDER.min(MAX_PAGE_ORDER) + 1 {
+            if let Some(st) = self
+                .pages
+                .state
+                .get(((pfn & !((1 << o) - 1)) ^ (1 << o)) as usize)
+            {
+                crate::mmzone::prefetch(st);
+            }
+        }
         let mut last_buddy = None;
         while order < MAX_PAGE_ORDER {
             if self.compact.capc.is_some() && self.compaction_capture(zi, order, mt) {

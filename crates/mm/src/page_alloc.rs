@@ -382,15 +382,6 @@ impl Mm {
         let pfn = self.zones[zi].pcp[c].lists[pindex].first;
         self.pcp_list_del(zi, c, pindex, pfn);
         self.zones[zi].pcp[c].count -= 1 << order;
-        // Host-cache hint for the next allocation from this list.
-        let n1 = self.zones[zi].pcp[c].lists[pindex].first;
-        if n1 != NIL {
-            self.pages.prefetch(n1);
-            let n2 = self.pages.a(n1);
-            if n2 != NIL {
-                self.pages.prefetch(n2);
-            }
-        }
         Some(pfn)
     }
 
@@ -530,16 +521,12 @@ impl Mm {
                 let pfn = self.zones[zi].pcp[c].lists[idx].last;
                 let mt = self.block_mt(pfn);
                 self.pcp_list_del(zi, c, idx, pfn);
-                // Host-cache hint for the next chunk drained (the new tail), its predecessor
-                // and its buddy.
+                // Host-cache hint for the next chunk drained (the new tail) and its buddy,
+                // without waiting for either.
                 let p1 = self.zones[zi].pcp[c].lists[idx].last;
                 if p1 != NIL {
                     self.pages.prefetch(p1);
                     self.pages.prefetch(p1 ^ (1 << order));
-                    let p2 = self.pages.b(p1);
-                    if p2 != NIL {
-                        self.pages.prefetch(p2);
-                    }
                 }
                 count -= 1 << order;
                 self.zones[zi].pcp[c].count -= 1 << order;
