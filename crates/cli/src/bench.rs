@@ -247,8 +247,8 @@ fn pages(memory: u64) -> f64 {
     (memory / 4096) as f64
 }
 
-/// The rows of one child run: simulated/wall, CPU seconds, peak RSS and bytes per simulated page
-/// at peak RSS.
+/// The rows of one child run: simulated/wall, simulated/CPU, CPU seconds, peak RSS and bytes
+/// per simulated page at peak RSS.
 pub fn child_rows(key: &str, label: &str, memory: u64, r: &ChildRun) -> Vec<Row> {
     let how = format!(
         "{:.1} s simulated in {:.1} s wall, {:.1} s CPU (child fraglab run)",
@@ -261,6 +261,15 @@ pub fn child_rows(key: &str, label: &str, memory: u64, r: &ChildRun) -> Vec<Row>
             value: r.sim_s / r.wall_s.max(1e-9),
             unit: "x",
             how: how.clone(),
+        },
+        Row {
+            key: format!("{key}.sim_per_cpu"),
+            what: format!("simulated/CPU: {label}"),
+            value: r.sim_s / r.cpu_s.max(1e-9),
+            unit: "x",
+            how: "simulated seconds per CPU second of the child (wall time is what a busy host \
+                  makes it; CPU time is not)"
+                .into(),
         },
         Row {
             key: format!("{key}.cpu_s"),
