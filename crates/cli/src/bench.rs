@@ -7,6 +7,10 @@
 //! executable) and reap it with `wait4`, whose `rusage` gives that run's own peak RSS
 //! (`ru_maxrss`) and CPU time. In-process, `VmHWM` never falls: a second run's peak would be
 //! hidden under the first's, and the bench's own allocations would be counted with it.
+//! `ru_maxrss` has one catch: exec records the old address space's high-water mark, and the
+//! child is spawned sharing the bench's (vfork-style), so the figure is at least the bench's
+//! own peak at the spawn. `fraglab bench` therefore runs its children before anything
+//! in-process, and a row whose peak does not exceed the bench's own says so.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -174,6 +178,8 @@ pub struct ChildRun {
     pub cpu_s: f64,
     /// The child's peak resident set (`ru_maxrss`), bytes.
     pub peak_rss: u64,
+    /// The bench's own peak (`VmHWM`) when it spawned the child: a floor under `peak_rss`.
+    pub spawn_floor: u64,
 }
 
 /// Runs `fraglab run` on `spec_text` in a child process (the current executable), its result
@@ -185,6 +191,7 @@ pub fn run_child(tag: &str, spec_text: &str) -> Result<ChildRun, String> {
     let out = base.with_extension("json");
     std::fs::write(&spec, spec_text).map_err(|e| format!("{}: {e}", spec.display()))?;
     let exe = std::env::current_exe().map_err(|e| format!("current executable: {e}"))?;
+    let spawn_floor = own_hwm();
     let t = Instant::now();
     let child = Command::new(exe)
         .arg("run")
@@ -216,7 +223,34 @@ pub fn run_child(tag: &str, spec_text: &str) -> Result<ChildRun, String> {
         cpu_s: secs(ru.ru_utime) + secs(ru.ru_stime),
         // Linux reports ru_maxrss in KiB.
         peak_rss: ru.ru_maxrss.max(0) as u64 * 1024,
+        spawn_floor,
     })
+}
+
+/// This process's peak resident set (`VmHWM` of /proc/self/status), bytes; 0 if unreadable.
+fn own_hwm() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+impl ChildRun {
+    /// How the peak RSS was read, and whether it is only the bench's own floor.
+    fn rss_how(&self) -> String {
+        if self.peak_rss <= self.spawn_floor {
+            format!(
+                "ru_maxrss of the child (wait4): AT MOST this, the bench's own peak at the spawn ({:.0} MiB) hides the child's",
+                self.spawn_floor as f64 / (1 << 20) as f64
+            )
+        } else {
+            "ru_maxrss of the child (wait4)".into()
+        }
+    }
 }
 
 /// `wait4(pid)`: the child's wait status and resource usage (its own, not its siblings').
@@ -283,14 +317,14 @@ pub fn child_rows(key: &str, label: &str, memory: u64, r: &ChildRun) -> Vec<Row>
             what: format!("peak RSS: {label}"),
             value: r.peak_rss as f64 / (1 << 20) as f64,
             unit: "MiB",
-            how: "ru_maxrss of the child (wait4)".into(),
+            how: r.rss_how(),
         },
         Row {
             key: format!("{key}.bytes_per_page"),
             what: format!("bytes per simulated page at peak RSS: {label}"),
             value: r.peak_rss as f64 / pages(memory),
             unit: "bytes",
-            how: format!("peak RSS / {} pages", memory / 4096),
+            how: format!("peak RSS / {} pages; {}", memory / 4096, r.rss_how()),
         },
     ]
 }
@@ -384,11 +418,16 @@ pub fn growth(sizes: &[u64], duration: &str) -> Result<Vec<Row>, String> {
             value: r.cpu_s,
             unit: "s",
             how: format!(
-                "{:.1} s wall, {:.2}x real time, peak RSS {:.0} MiB ({:.1} bytes/page)",
+                "{:.1} s wall, {:.2}x real time, peak RSS {:.0} MiB ({:.1} bytes/page){}",
                 r.wall_s,
                 r.sim_s / r.wall_s.max(1e-9),
                 r.peak_rss as f64 / (1 << 20) as f64,
-                r.peak_rss as f64 / pages(gib << 30)
+                r.peak_rss as f64 / pages(gib << 30),
+                if r.peak_rss <= r.spawn_floor {
+                    " AT MOST: the bench's own peak hides the child's"
+                } else {
+                    ""
+                }
             ),
         };
         eprint!("{}", format_line(&row));

@@ -479,7 +479,8 @@ struct BenchSel {
 }
 
 /// `fraglab bench`: the selected figures, each row printed to stderr as it is measured, then
-/// the table (or JSON) on stdout.
+/// the table (or JSON) on stdout. The child runs come first: a child's `ru_maxrss` is at least
+/// the bench's own peak when it spawns (see bench.rs), which the in-process figures would raise.
 fn bench_cmd(sel: BenchSel) -> Result<(), String> {
     let mut rows = Vec::new();
     let progress = |rows: &[bench::Row], from: usize| {
@@ -487,18 +488,6 @@ fn bench_cmd(sel: BenchSel) -> Result<(), String> {
             eprint!("{}", bench::format_line(r));
         }
     };
-    if sel.experiments {
-        for (key, label, text) in EXPERIMENTS {
-            let text = match &sel.max_sim {
-                Some(d) => bench::with_duration(text, d)?,
-                None => text.to_string(),
-            };
-            let spec = fraglab_spec::parse_spec(&text, label).map_err(|e| e.to_string())?;
-            eprintln!("bench: {label} ...");
-            rows.push(bench::sim_ratio(key, label, &spec)?);
-            progress(&rows, rows.len() - 1);
-        }
-    }
     if let Some(mode) = &sel.kbuild_thp {
         if mode != "exact" {
             return Err(format!(
@@ -533,14 +522,26 @@ fn bench_cmd(sel: BenchSel) -> Result<(), String> {
         rows.extend(bench::child_rows(key, &format!("{label}, {cap}"), memory, &r));
         progress(&rows, n);
     }
+    if let Some((dur, sizes)) = &sel.growth {
+        rows.extend(bench::growth(sizes, dur)?);
+    }
+    if sel.experiments {
+        for (key, label, text) in EXPERIMENTS {
+            let text = match &sel.max_sim {
+                Some(d) => bench::with_duration(text, d)?,
+                None => text.to_string(),
+            };
+            let spec = fraglab_spec::parse_spec(&text, label).map_err(|e| e.to_string())?;
+            eprintln!("bench: {label} ...");
+            rows.push(bench::sim_ratio(key, label, &spec)?);
+            progress(&rows, rows.len() - 1);
+        }
+    }
     if sel.core {
         eprintln!("bench: allocator, compaction, footprint ...");
         let n = rows.len();
         rows.extend(bench::core_rows());
         progress(&rows, n);
-    }
-    if let Some((dur, sizes)) = &sel.growth {
-        rows.extend(bench::growth(sizes, dur)?);
     }
     if sel.json {
         print!("{}", bench::json(&rows));
