@@ -10,51 +10,52 @@ use crate::vmstat::Stat;
 impl Mm {
     // ---- intrusive lists over the page arrays ------------------------------------------------
 
+    /// `list_add` / `list_add_tail` on an intrusive list threaded through the pages' link words
+    /// (`a` = next, `b` = prev, side by side in `PageArray::links`).
     #[inline]
     fn list_add(&mut self, head: ListRef, pfn: u32, tail: bool) {
         let l = self.list_mut(head);
         let (first, last) = (l.first, l.last);
         if tail {
-            self.pages.a[pfn as usize] = NIL;
-            self.pages.b[pfn as usize] = last;
+            l.last = pfn;
             if last == NIL {
-                let l = self.list_mut(head);
                 l.first = pfn;
-                l.last = pfn;
-            } else {
-                self.pages.a[last as usize] = pfn;
-                self.list_mut(head).last = pfn;
+            }
+            self.pages.links[pfn as usize] = [NIL, last];
+            if last != NIL {
+                self.pages.links[last as usize][0] = pfn;
             }
         } else {
-            self.pages.a[pfn as usize] = first;
-            self.pages.b[pfn as usize] = NIL;
+            l.first = pfn;
             if first == NIL {
-                let l = self.list_mut(head);
-                l.first = pfn;
                 l.last = pfn;
-            } else {
-                self.pages.b[first as usize] = pfn;
-                self.list_mut(head).first = pfn;
+            }
+            self.pages.links[pfn as usize] = [first, NIL];
+            if first != NIL {
+                self.pages.links[first as usize][1] = pfn;
             }
         }
     }
 
+    /// `list_del`: unlinks `pfn` and clears its link words.
     #[inline]
     fn list_del(&mut self, head: ListRef, pfn: u32) {
-        let next = self.pages.a[pfn as usize];
-        let prev = self.pages.b[pfn as usize];
-        if prev == NIL {
-            self.list_mut(head).first = next;
-        } else {
-            self.pages.a[prev as usize] = next;
+        let [next, prev] = std::mem::replace(&mut self.pages.links[pfn as usize], [NIL, NIL]);
+        if prev != NIL {
+            self.pages.links[prev as usize][0] = next;
         }
-        if next == NIL {
-            self.list_mut(head).last = prev;
-        } else {
-            self.pages.b[next as usize] = prev;
+        if next != NIL {
+            self.pages.links[next as usize][1] = prev;
         }
-        self.pages.a[pfn as usize] = NIL;
-        self.pages.b[pfn as usize] = NIL;
+        if prev == NIL || next == NIL {
+            let l = self.list_mut(head);
+            if prev == NIL {
+                l.first = next;
+            }
+            if next == NIL {
+                l.last = prev;
+            }
+        }
     }
 
     #[inline]
@@ -68,13 +69,13 @@ impl Mm {
     /// Next element after `pfn` in whatever list it is on (NIL at the end).
     #[inline]
     pub fn list_next(&self, pfn: u32) -> u32 {
-        self.pages.a[pfn as usize]
+        self.pages.a(pfn)
     }
 
     /// Previous element (NIL at the front).
     #[inline]
     pub fn list_prev(&self, pfn: u32) -> u32 {
-        self.pages.b[pfn as usize]
+        self.pages.b(pfn)
     }
 
     // ---- free-list accounting (§1.4.3) ------------------------------------------------------
@@ -247,17 +248,28 @@ impl Mm {
         );
         self.pages.set(pfn, PageKind::Tail, 0);
         self.account_freepages(zi, 1i64 << order, mt);
+        // Host-cache hint: the state bytes of the buddies at orders 6..9 lie on other cache
+        // lines than `pfn`'s; the merge loop below reads them one after the other.
+        for o in order.max(6)..PAGEBLOCK_ORDER.min(MAX_PAGE_ORDER) + 1 {
+            if let Some(st) = self
+                .pages
+                .state
+                .get(((pfn & !((1 << o) - 1)) ^ (1 << o)) as usize)
+            {
+                crate::mmzone::prefetch(st);
+            }
+        }
         let mut last_buddy = None;
         while order < MAX_PAGE_ORDER {
             if self.compact.capc.is_some() && self.compaction_capture(zi, order, mt) {
                 // The direct compactor takes the page (§9.10).
                 self.account_freepages(zi, -(1i64 << order), mt);
                 self.pages.set(pfn, PageKind::Allocated, order);
-                self.pages.a[pfn as usize] = NIL;
+                self.pages.set_a(pfn, NIL);
                 let capc = self.compact.capc.as_mut().expect("capture control");
                 capc.page = Some(pfn);
                 let want = capc.migratetype;
-                self.pages.b[pfn as usize] = want as u32;
+                self.pages.set_b(pfn, want as u32);
                 if mt != want && self.trace_on(crate::node::trace_kind::MM_PAGE_ALLOC_EXTFRAG) {
                     let ev = crate::trace::TraceEvent::MmPageAllocExtfrag {
                         pfn,

@@ -818,10 +818,10 @@ impl Mm {
             return;
         }
         // Splice [first, last] after the old tail.
-        self.pages.a[l.last as usize] = l.first;
-        self.pages.b[l.first as usize] = l.last;
-        self.pages.a[last as usize] = NIL;
-        self.pages.b[next as usize] = NIL;
+        self.pages.set_a(l.last, l.first);
+        self.pages.set_b(l.first, l.last);
+        self.pages.set_a(last, NIL);
+        self.pages.set_b(next, NIL);
         let h = &mut self.zones[zi].area.lists[order as usize][mt.idx()];
         h.first = next;
         h.last = last;
@@ -1357,7 +1357,7 @@ impl Mm {
         for o in 0..NR_PAGE_ORDERS {
             for pfn in std::mem::take(&mut cc.freepages[o]) {
                 self.pages.set(pfn, PageKind::Allocated, o as u32);
-                self.pages.b[pfn as usize] = MigrateType::Movable as u32;
+                self.pages.set_b(pfn, MigrateType::Movable as u32);
                 self.free_pages(cc.cpu, pfn, o as u32);
                 high = high.max(pfn);
             }

@@ -228,7 +228,7 @@ impl Mm {
     /// An allocated chunk that heads a live folio: the folio's order, not isolated between
     /// operations, and PageLRU set exactly for LRU kinds (§10.3).
     fn check_allocated_chunk(&self, pfn: u32, order: u32) -> Check {
-        let id = self.pages.a[pfn as usize];
+        let id = self.pages.a(pfn);
         if let Some(f) = self.folios.folios.get(id as usize) {
             if f.live && f.pfn == pfn {
                 ensure!(
@@ -504,7 +504,7 @@ impl Mm {
             if f.isolated {
                 continue;
             }
-            let m = crate::folio::folio_mobility(f.kind, self.pages.b[f.pfn as usize]);
+            let m = crate::folio::folio_mobility(f.kind, self.pages.b(f.pfn));
             let n = 1u32 << f.order;
             for k in 0..n.div_ceil(PAGEBLOCK_NR_PAGES) {
                 content[((f.pfn >> PAGEBLOCK_ORDER) + k) as usize][m] += n.min(PAGEBLOCK_NR_PAGES);
@@ -672,13 +672,13 @@ impl Mm {
             ensure!(
                 self.pages.kind(f.pfn) == PageKind::Allocated
                     && self.pages.order(f.pfn) == f.order as u32
-                    && self.pages.a[f.pfn as usize] == id,
+                    && self.pages.a(f.pfn) == id,
                 "folio {id} (order {}) claims pfn {:#x}, which is {:?} order {} owned by {}",
                 f.order,
                 f.pfn,
                 self.pages.kind(f.pfn),
                 self.pages.order(f.pfn),
-                self.pages.a[f.pfn as usize]
+                self.pages.a(f.pfn)
             );
         }
         Ok(())

@@ -32,15 +32,17 @@ impl Default for PagecacheConfig {
 /// `VM_READAHEAD_PAGES` (include/linux/pagemap.h): 128 KiB, a new bdi's `ra_pages` (§23.1).
 pub const VM_READAHEAD_PAGES: u64 = 32;
 
-/// The page cache of every mapping (the xarrays of `struct address_space`): (mapping, page
-/// index of a folio's first page) → folio. Mapping 0 means "not in the page cache".
+/// The page cache of every mapping (the xarrays of `struct address_space`, §12): (mapping,
+/// page index of a folio's first page) → folio. Mapping 0 means "not in the page cache".
+///
+/// One [`XArray`](crate::xarray::XArray) radix tree per mapping: every page a folio covers
+/// answers [`lookup`](PageCache::lookup) in one descent (the xarray's multi-index entries,
+/// stored here as the folio id in each covered slot), and the ordered walks (readahead,
+/// truncate, invalidate, writeback, drop_caches) visit folios by (mapping, first index) as the
+/// `BTreeMap` this replaced did. Memory grows with the folios cached, not with file offsets.
 #[derive(Clone, Debug, Default)]
 pub struct PageCache {
-    map: std::collections::BTreeMap<(u32, u64), crate::folio::FolioId>,
-    /// Per mapping (index `mapping - 1`), per page index: 1 + the folio covering that page, or
-    /// 0. A dense mirror of `map` for O(1) lookups (the xarray's multi-index entries); `map`
-    /// keeps the ordered walks.
-    dense: Vec<Vec<u32>>,
+    xa: crate::xarray::XArray,
     /// Insertions and removals not yet settled by the xarray-node model (`xa_node.rs`),
     /// recorded while `xa_log_on`.
     pub(crate) xa_log: Vec<crate::xa_node::XaEvent>,
@@ -48,31 +50,10 @@ pub struct PageCache {
 }
 
 impl PageCache {
-    fn dense_range(&mut self, mapping: u32, index: u64, order: u32) -> &mut [u32] {
-        let m = (mapping - 1) as usize;
-        if self.dense.len() <= m {
-            self.dense.resize_with(m + 1, Vec::new);
-        }
-        let end = (index + (1u64 << order)) as usize;
-        let v = &mut self.dense[m];
-        if v.len() < end {
-            v.resize(end.next_power_of_two().max(1024), 0);
-        }
-        &mut v[index as usize..end]
-    }
-
-    /// Records folio `id` of `order` at `index` of `mapping`; the slot must be empty.
+    /// Records folio `id` of `order` at `index` of `mapping`; its pages must be uncached.
     pub fn insert(&mut self, mapping: u32, index: u64, order: u32, id: crate::folio::FolioId) {
         assert_ne!(mapping, 0, "mapping 0 is not a mapping");
-        let old = self.map.insert((mapping, index), id);
-        assert!(
-            old.is_none(),
-            "page cache slot {mapping}:{index} already holds folio {old:?}"
-        );
-        for slot in self.dense_range(mapping, index, order) {
-            assert_eq!(*slot, 0, "page cache page {mapping}:{index} is already covered");
-            *slot = id + 1;
-        }
+        self.xa.insert(mapping, index, 1u64 << order, id);
         self.log_xa(mapping, index, order, 1);
     }
 
@@ -90,55 +71,38 @@ impl PageCache {
 
     /// Removes folio `id` of `order` from `index` of `mapping`.
     pub fn remove(&mut self, mapping: u32, index: u64, order: u32, id: crate::folio::FolioId) {
-        let old = self.map.remove(&(mapping, index));
-        assert_eq!(
-            old,
-            Some(id),
-            "page cache slot {mapping}:{index} does not hold folio {id}"
-        );
-        for slot in self.dense_range(mapping, index, order) {
-            assert_eq!(
-                *slot,
-                id + 1,
-                "page cache page {mapping}:{index} is not folio {id}'s"
-            );
-            *slot = 0;
-        }
+        self.xa.remove(mapping, index, 1u64 << order, id);
         self.log_xa(mapping, index, order, -1);
     }
 
     /// The folio whose first page is at `index` of `mapping`.
     pub fn get(&self, mapping: u32, index: u64) -> Option<crate::folio::FolioId> {
-        self.map.get(&(mapping, index)).copied()
+        self.xa.get(mapping, index)
     }
 
     /// The folio covering page `index` of `mapping`.
     #[inline]
     pub fn lookup(&self, mapping: u32, index: u64) -> Option<crate::folio::FolioId> {
-        let v = self.dense.get((mapping as usize).wrapping_sub(1))?;
-        match v.get(index as usize).copied() {
-            Some(x) if x != 0 => Some(x - 1),
-            _ => None,
-        }
+        self.xa.lookup(mapping, index)
     }
 
     /// The first entry of `mapping` at or after `index`: (folio, its index).
+    #[inline]
     pub fn next_from(&self, mapping: u32, index: u64) -> Option<(crate::folio::FolioId, u64)> {
-        let (&(m, i), &id) = self.map.range((mapping, index)..).next()?;
-        (m == mapping).then_some((id, i))
+        self.xa.next_from(mapping, index).map(|(i, id)| (id, i))
     }
 
     /// Entries in (mapping, index) order.
     pub fn iter(&self) -> impl Iterator<Item = ((u32, u64), crate::folio::FolioId)> + '_ {
-        self.map.iter().map(|(&k, &v)| (k, v))
+        self.xa.iter()
     }
 
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.xa.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.xa.is_empty()
     }
 }
 
@@ -1214,7 +1178,7 @@ impl Mm {
     pub fn fadvise_dontneed(&mut self, cpu: u32, mapping: u32, index: u64, n: u64) -> u64 {
         let end = index.saturating_add(n);
         // The writeback covers every dirty folio overlapping the range.
-        let mut under_writeback = std::collections::BTreeSet::new();
+        let mut under_writeback = Vec::new();
         let first = self
             .filemap_lookup(mapping, index)
             .map_or(index, |id| self.folios.folios[id as usize].index);
@@ -1226,10 +1190,11 @@ impl Mm {
             }
             pos = i + (1u64 << f.order);
             if pos > index && f.dirty {
-                under_writeback.insert(id);
+                under_writeback.push(id);
                 self.folio_mark_dirty(id, false);
             }
         }
+        under_writeback.sort_unstable();
         let mut freed = 0;
         let mut pos = index;
         while let Some((id, i)) = self.cache.index.next_from(mapping, pos) {
@@ -1239,7 +1204,8 @@ impl Mm {
                 break;
             }
             pos = fend;
-            if i < index || fend > end || f.dirty || f.isolated || under_writeback.contains(&id) {
+            if i < index || fend > end || f.dirty || f.isolated || under_writeback.binary_search(&id).is_ok()
+            {
                 continue;
             }
             freed += 1u64 << f.order;

@@ -218,7 +218,7 @@ impl Mm {
         );
         let nr = sign << order;
         if !isolated {
-            let m = folio_mobility(kind, self.pages.b[pfn as usize]);
+            let m = folio_mobility(kind, self.pages.b(pfn));
             let per_block = (1i64 << order).min(PAGEBLOCK_NR_PAGES as i64);
             let first = (pfn >> PAGEBLOCK_ORDER) as usize;
             let nblocks = ((1u32 << order) >> PAGEBLOCK_ORDER).max(1) as usize;
@@ -280,7 +280,7 @@ impl Mm {
                 }
             }
             FolioKind::Slab => {
-                let s = if self.pages.b[pfn as usize] == MigrateType::Reclaimable as u32 {
+                let s = if self.pages.b(pfn) == MigrateType::Reclaimable as u32 {
                     Stat::nr_slab_reclaimable
                 } else {
                     Stat::nr_slab_unreclaimable
@@ -307,7 +307,7 @@ impl Mm {
         let pfn = self.alloc_pages(cpu, gfp, order)?;
         let id = self.folios.insert(pfn, order, kind, nofs, None);
         self.folios.folios[id as usize].owner = self.cur.pid;
-        self.pages.a[pfn as usize] = id;
+        self.pages.set_a(pfn, id);
         self.pages.set_flag(pfn, PG_LRU, kind.on_lru());
         if kind.on_lru() {
             self.lru_add(id);
@@ -351,7 +351,7 @@ impl Mm {
         if self.pages.kind(pfn) != PageKind::Allocated {
             return None;
         }
-        let id = self.pages.a[pfn as usize];
+        let id = self.pages.a(pfn);
         let f = self.folios.folios.get(id as usize)?;
         (f.live && f.pfn == pfn).then_some(id)
     }
@@ -397,8 +397,8 @@ impl Mm {
                 self.cache.index.insert(f.mapping, f.index + i as u64, 0, pid);
             }
             self.pages.set(pfn, PageKind::Allocated, 0);
-            self.pages.a[pfn as usize] = pid;
-            self.pages.b[pfn as usize] = self.pages.b[f.pfn as usize];
+            self.pages.set_a(pfn, pid);
+            self.pages.set_b(pfn, self.pages.b(f.pfn));
             self.pages.set_flag(pfn, PG_LRU, lru && !f.isolated);
             if lru && !f.isolated {
                 // Simplification: pieces go to the list head (the kernel threads them in

@@ -32,6 +32,7 @@ mod vmstat_items;
 pub mod workingset;
 pub mod writeback;
 pub mod xa_node;
+pub mod xarray;
 
 pub use config::MmConfig;
 pub use gfp::{AllocFlags, Gfp};

@@ -134,15 +134,15 @@ impl Mm {
         // §29.2.3: unmapping the source munlocks it; the VM_LOCKED mapping re-mlocks the
         // destination once it is back on the LRU (mlock.rs).
         let mlocked = self.migrate_munlock_source(id);
-        self.pages.a[dst as usize] = id;
-        self.pages.b[dst as usize] = self.pages.b[src as usize];
+        self.pages.set_a(dst, id);
+        self.pages.set_b(dst, self.pages.b(src));
         self.account_folio(id, -1);
         let f = &mut self.folios.folios[id as usize];
         f.pfn = dst;
         f.migrations += 1;
         self.account_folio(id, 1);
         // The source page no longer belongs to the folio.
-        self.pages.a[src as usize] = crate::mmzone::NIL;
+        self.pages.set_a(src, crate::mmzone::NIL);
         self.pages.set_flag(src, PG_LRU, false);
         self.putback_lru_folio(id);
         if mlocked {

@@ -1,7 +1,7 @@
 //! Zones, pageblocks, per-page state and the buddy free lists (`kernel-model.md` §1.1–§1.4).
 //!
 //! Models include/linux/mmzone.h and include/linux/pageblock-flags.h. The per-page state is kept
-//! as dense arrays (struct of arrays): one state byte and two u32 link words per page, so a
+//! as dense arrays (struct of arrays): one state byte and two u32 link words (side by side) per page, so a
 //! simulated page costs 9 bytes of host memory plus 1/512 byte of pageblock bits.
 
 use crate::types::*;
@@ -43,23 +43,63 @@ pub const PG_LRU: u8 = 0x80;
 
 /// Per-page state, struct of arrays (architecture.md "Data structures").
 ///
-/// `a`/`b` are the list links (next/prev) of Buddy and Pcp heads; for Allocated heads `a` is the
-/// owner id given by the caller (folio id) and `b` the migratetype the chunk was allocated with
-/// (what page_owner records, kernel-model.md §30.4; read it with
-/// [`PageArray::alloc_migratetype`]).
+/// Each page has two u32 link words, `a` and `b`, kept side by side in one array (`links`), so
+/// that an intrusive-list operation, which reads or writes both words of a page, touches one
+/// host cache line per page instead of two. `a`/`b` are the list links (next/prev) of Buddy and
+/// Pcp heads (the kernel's `page->buddy_list` / `page->pcp_list`, kernel-model.md §1.4.1, §2.1);
+/// for Allocated heads `a` is the owner id given by the caller (folio id) and `b` the
+/// migratetype the chunk was allocated with (what page_owner records, kernel-model.md §30.4;
+/// read it with [`PageArray::alloc_migratetype`]).
 #[derive(Clone, Debug)]
 pub struct PageArray {
     pub state: Vec<u8>,
-    pub a: Vec<u32>,
-    pub b: Vec<u32>,
+    /// `[a, b]` per page.
+    pub links: Vec<[u32; 2]>,
 }
 
 impl PageArray {
     pub fn new(nr: usize) -> Self {
         PageArray {
             state: vec![0; nr],
-            a: vec![NIL; nr],
-            b: vec![NIL; nr],
+            links: vec![[NIL, NIL]; nr],
+        }
+    }
+
+    /// Link word `a` of `pfn` (list next; owner id of an allocated head).
+    #[inline]
+    pub fn a(&self, pfn: u32) -> u32 {
+        self.links[pfn as usize][0]
+    }
+
+    /// Link word `b` of `pfn` (list prev; allocation migratetype of an allocated head).
+    #[inline]
+    pub fn b(&self, pfn: u32) -> u32 {
+        self.links[pfn as usize][1]
+    }
+
+    #[inline]
+    pub fn set_a(&mut self, pfn: u32, v: u32) {
+        self.links[pfn as usize][0] = v;
+    }
+
+    #[inline]
+    pub fn set_b(&mut self, pfn: u32, v: u32) {
+        self.links[pfn as usize][1] = v;
+    }
+
+    /// Both link words at once.
+    #[inline]
+    pub fn set_ab(&mut self, pfn: u32, a: u32, b: u32) {
+        self.links[pfn as usize] = [a, b];
+    }
+
+    /// A host-cache hint: starts loading `pfn`'s link words and state byte, which a list
+    /// operation on it is about to touch. No effect on the model.
+    #[inline]
+    pub fn prefetch(&self, pfn: u32) {
+        if let (Some(l), Some(st)) = (self.links.get(pfn as usize), self.state.get(pfn as usize)) {
+            prefetch(l);
+            prefetch(st);
         }
     }
 
@@ -67,7 +107,7 @@ impl PageArray {
     /// compaction or a claim gave it); meaningless for other pages.
     #[inline]
     pub fn alloc_migratetype(&self, head: u32) -> u32 {
-        self.b[head as usize]
+        self.b(head)
     }
 
     #[inline]
@@ -118,6 +158,20 @@ impl PageArray {
     pub fn flag(&self, pfn: u32, flag: u8) -> bool {
         self.state[pfn as usize] & flag != 0
     }
+}
+
+/// A host-cache hint: asks the CPU to start loading the cache line of `p`. No effect on any
+/// value (a prefetch never faults), only on how long the next access to `p` takes.
+#[inline]
+pub fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` is a hint: it reads nothing the program can observe and cannot
+    // fault; `p` is a valid reference anyway. SSE is part of the x86-64 baseline.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const T as *const i8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Pageblock bits (`enum pageblock_bits`, §1.2): 3 bits migratetype, PB_compact_skip and the

@@ -707,10 +707,7 @@ impl Mm {
     /// Host memory held by the model's per-page and per-block state, in bytes (capacity of
     /// the dense arrays; the per-zone structures are a few KiB and not counted).
     pub fn host_bytes(&self) -> usize {
-        self.pages.state.capacity()
-            + 4 * self.pages.a.capacity()
-            + 4 * self.pages.b.capacity()
-            + self.blocks.capacity()
+        self.pages.state.capacity() + 8 * self.pages.links.capacity() + self.blocks.capacity()
     }
 
     // ---- views for /proc -----------------------------------------------------------------

@@ -80,6 +80,15 @@ impl Mm {
                 continue;
             };
             self.page_del_and_expand(zi, pfn, order, current, mt);
+            // Host-cache hint for the next take from this list (a PCP refill takes many in a
+            // row): the new first's state and its successor's links.
+            if let Some(n1) = self.zones[zi].free_list_first(current, mt) {
+                self.pages.prefetch(n1);
+                let n2 = self.pages.a(n1);
+                if n2 != NIL {
+                    self.pages.prefetch(n2);
+                }
+            }
             if self.trace_on(trace_kind::MM_PAGE_ALLOC_ZONE_LOCKED) {
                 let percpu_refill = pcp_allowed_order(order) && mt.idx() < MIGRATE_PCPTYPES;
                 self.emit(
@@ -419,10 +428,10 @@ impl Mm {
         }
         if let Some(pfn) = page {
             self.pages.set(pfn, PageKind::Allocated, order);
-            self.pages.a[pfn as usize] = NIL;
+            self.pages.set_a(pfn, NIL);
             // `b` of an allocated head: the migratetype it was allocated for (for the block
             // map's "mixed" census; the kernel keeps no such record outside page_owner).
-            self.pages.b[pfn as usize] = mt as u32;
+            self.pages.set_b(pfn, mt as u32);
             let pgalloc = [
                 Stat::pgalloc_dma,
                 Stat::pgalloc_dma32,
@@ -512,6 +521,13 @@ impl Mm {
                 let pfn = self.zones[zi].pcp[c].lists[idx].last;
                 let mt = self.block_mt(pfn);
                 self.pcp_list_del(zi, c, idx, pfn);
+                // Host-cache hint for the next chunk drained (the new tail) and its buddy,
+                // without waiting for either.
+                let p1 = self.zones[zi].pcp[c].lists[idx].last;
+                if p1 != NIL {
+                    self.pages.prefetch(p1);
+                    self.pages.prefetch(p1 ^ (1 << order));
+                }
                 count -= 1 << order;
                 self.zones[zi].pcp[c].count -= 1 << order;
                 self.free_one_page_core(zi, pfn, order, mt, false);
@@ -1002,7 +1018,7 @@ impl Mm {
             PageKind::Allocated,
             "pfn {pfn:#x} is not an allocated head"
         );
-        self.pages.a[pfn as usize] = owner;
+        self.pages.set_a(pfn, owner);
         self.pages.set_flag(pfn, PG_LRU, lru);
     }
 }

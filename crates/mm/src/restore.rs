@@ -373,9 +373,9 @@ impl Mm {
     fn restore_folio(&mut self, f: &RestoreFolio, kind: FolioKind, cache: Option<(u32, u64)>) {
         let (pfn, order) = (f.pfn, f.order as u32);
         self.pages.set(pfn, PageKind::Allocated, order);
-        self.pages.b[pfn as usize] = f.alloc_mt as u32;
+        self.pages.set_b(pfn, f.alloc_mt as u32);
         let id = self.folios.insert(pfn, order, kind, false, None);
-        self.pages.a[pfn as usize] = id;
+        self.pages.set_a(pfn, id);
         let lru = kind.on_lru();
         {
             let nf = &mut self.folios.folios[id as usize];
