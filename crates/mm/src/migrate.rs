@@ -137,9 +137,8 @@ impl Mm {
         self.pages.a[dst as usize] = id;
         self.pages.b[dst as usize] = self.pages.b[src as usize];
         self.account_folio(id, -1);
-        let f = &mut self.folios.folios[id as usize];
-        f.pfn = dst;
-        f.migrations += 1;
+        self.folios.folios[id as usize].pfn = dst;
+        self.folios.cold_mut(id).migrations += 1;
         self.account_folio(id, 1);
         // The source page no longer belongs to the folio.
         self.pages.a[src as usize] = crate::mmzone::NIL;
@@ -299,7 +298,7 @@ impl Mm {
                 }
                 if out == MigrateOutcome::Success && m == MigrateMode::Sync {
                     // folio_wait_writeback: the compactor sleeps until the write completes.
-                    let end = self.folios.folios[id as usize].writeback_end_ns;
+                    let end = self.folios.writeback_end_ns(id);
                     st.wait_ns += end.saturating_sub(self.cur.now_ns);
                 }
             }

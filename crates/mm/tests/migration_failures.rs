@@ -59,7 +59,7 @@ fn layout(mapping: Mapping) -> (Mm, u32, Vec<FolioId>) {
 
 fn moved(mm: &Mm, ids: &[FolioId]) -> usize {
     ids.iter()
-        .filter(|&&id| mm.folios.folios[id as usize].live && mm.folios.get(id).migrations > 0)
+        .filter(|&&id| mm.folios.folios[id as usize].live && mm.folios.migrations(id) > 0)
         .count()
 }
 
@@ -136,7 +136,7 @@ fn section_25_1_outcome_per_mode_and_caller() {
     // #4: under writeback: permanent below SYNC, SYNC waits.
     under_writeback(&mut mm, &[id]);
     assert_eq!(cols(&mm), [Fail, Fail, Fail, Success, Success]);
-    mm.cur.now_ns = mm.folios.get(id).writeback_end_ns;
+    mm.cur.now_ns = mm.folios.writeback_end_ns(id);
     assert!(!mm.folio_test_writeback(id));
     assert_eq!(cols(&mm), [Success; 5]);
     // #7: a pin fails every attempt.
