@@ -436,14 +436,14 @@ impl Mm {
             };
             let i = if f.isolated {
                 4 + !anon as usize
-            } else if f.unevictable {
+            } else if f.unevictable() {
                 8
             } else {
                 2 * !anon as usize + f.active as usize
             };
             expect[i] += nr;
             expect[6 + !anon as usize] += nr;
-            if f.mlocked {
+            if f.mlocked() {
                 expect[9] += nr;
             }
         }
@@ -660,10 +660,10 @@ impl Mm {
             if let Some(f) = self.folios.folios.get(id as usize) {
                 if f.live && f.token == token {
                     ensure!(
-                        f.kind == crate::folio::FolioKind::Slab && f.on_shrinker,
+                        f.kind == crate::folio::FolioKind::Slab && f.on_shrinker(),
                         "shrinkable entry {id} is a live {:?} folio (declared: {})",
                         f.kind,
-                        f.on_shrinker
+                        f.on_shrinker()
                     );
                     live += 1;
                 }

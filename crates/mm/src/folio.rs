@@ -25,9 +25,6 @@ pub struct Folio {
     pub kind: FolioKind,
     /// Isolated from the LRU by compaction (on a migrate list).
     pub isolated: bool,
-    /// A file folio of a mapping whose gfp lacks __GFP_FS (XFS-like): a NOFS compactor may not
-    /// migrate it (§9.6.3).
-    pub nofs_mapping: bool,
     /// The content's identity: set at allocation, carried by every migration and split piece.
     pub token: u64,
     pub live: bool,
@@ -53,32 +50,66 @@ pub struct Folio {
     /// PG_workingset: the folio was deactivated from an active list (`shrink_active_list`)
     /// or restored on refault; its shadow entry remembers it (`workingset_restore_*`, §10.3.8).
     pub workingset: bool,
+    /// PG_idle (`damon.rs`, §27.2 item 2): set when DAMON samples the folio, cleared by every
+    /// access the model records (`folio_mark_accessed`, the fault and touch paths).
+    pub idle: bool,
+    /// The rarer flags, one bit each (`Folio::F_*`; read and set with the accessors of the same
+    /// name): as the kernel packs page flags in one word.
+    flags: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Folio>() == 48);
+
+macro_rules! folio_flag {
+    ($get:ident, $set:ident, $bit:ident, $vis:vis) => {
+        #[inline]
+        $vis fn $get(&self) -> bool {
+            self.flags & Self::$bit != 0
+        }
+        #[inline]
+        $vis fn $set(&mut self, v: bool) {
+            if v {
+                self.flags |= Self::$bit;
+            } else {
+                self.flags &= !Self::$bit;
+            }
+        }
+    };
+}
+
+impl Folio {
+    /// A file folio of a mapping whose gfp lacks __GFP_FS (XFS-like): a NOFS compactor may not
+    /// migrate it (§9.6.3).
+    pub const F_NOFS_MAPPING: u8 = 1 << 0;
     /// PG_mlocked: mapped by a VM_LOCKED mapping (§29.1.2, `mlock.rs`).
-    pub mlocked: bool,
+    pub const F_MLOCKED: u8 = 1 << 1;
     /// PG_unevictable: on the unevictable LRU (§29.1.3); never scanned by reclaim, isolated by
     /// compaction only with `vm.compact_unevictable_allowed` = 1 (§29.2).
-    pub unevictable: bool,
+    pub const F_UNEVICTABLE: u8 = 1 << 2;
     /// A GUP pin (`folio_maybe_dma_pinned`, §25.4): compaction does not isolate a pinned anon
     /// folio (§25.3) and migration fails at the reference count for any other (§25.1 #7). No
     /// workload of the model pins memory yet (no O_DIRECT, io_uring or vfio generator): the
     /// flag exists for the rule and its tests.
-    pub pinned: bool,
+    pub const F_PINNED: u8 = 1 << 3;
     /// Locked for a read in flight (PG_locked and not PG_uptodate, §25.4). Nothing sets it: the
     /// model's reads complete within the reading task's step (the read's latency is charged to
     /// the reader as `read_io_ns`, the folio is uptodate as soon as another task can see it), so
     /// no compaction ever meets a folio with its read in flight.
-    pub io_locked: bool,
-    /// PG_idle (`damon.rs`, §27.2 item 2): set when DAMON samples the folio, cleared by every
-    /// access the model records (`folio_mark_accessed`, the fault and touch paths).
-    pub idle: bool,
+    pub const F_IO_LOCKED: u8 = 1 << 4;
     /// Declared to the slab shrinker ([`Mm::set_slab_shrinkable`]): the folio's entry in
     /// `reclaim.shrinkable_slab` is live and counted in [`FolioTable::nr_shrinkable`].
-    pub(crate) on_shrinker: bool,
+    pub const F_ON_SHRINKER: u8 = 1 << 5;
     /// The folio has an entry in `FolioTable::cold` (some field of [`FolioCold`] was set).
-    has_cold: bool,
-}
+    pub const F_HAS_COLD: u8 = 1 << 6;
 
-const _: () = assert!(std::mem::size_of::<Folio>() == 56);
+    folio_flag!(nofs_mapping, set_nofs_mapping, F_NOFS_MAPPING, pub);
+    folio_flag!(mlocked, set_mlocked, F_MLOCKED, pub);
+    folio_flag!(unevictable, set_unevictable, F_UNEVICTABLE, pub);
+    folio_flag!(pinned, set_pinned, F_PINNED, pub);
+    folio_flag!(io_locked, set_io_locked, F_IO_LOCKED, pub);
+    folio_flag!(on_shrinker, set_on_shrinker, F_ON_SHRINKER, pub(crate));
+    folio_flag!(has_cold, set_has_cold, F_HAS_COLD, pub(crate));
+}
 
 /// The cold part of a folio record: fields that most folios never set, kept in a side table
 /// (`FolioTable::cold`) for the folios that set them, so that the record every LRU walk and
@@ -148,7 +179,7 @@ impl FolioTable {
     /// The cold fields of folio `id` (defaults if it never set any).
     #[inline]
     pub fn cold(&self, id: FolioId) -> FolioCold {
-        if self.folios[id as usize].has_cold {
+        if self.folios[id as usize].has_cold() {
             self.cold[&id]
         } else {
             FolioCold::default()
@@ -157,7 +188,7 @@ impl FolioTable {
 
     /// The cold fields of folio `id`, for writing (creates its entry).
     pub(crate) fn cold_mut(&mut self, id: FolioId) -> &mut FolioCold {
-        self.folios[id as usize].has_cold = true;
+        self.folios[id as usize].set_has_cold(true);
         self.cold.entry(id).or_default()
     }
 
@@ -204,7 +235,6 @@ impl FolioTable {
             order: order as u8,
             kind,
             isolated: false,
-            nofs_mapping: nofs,
             token,
             live: true,
             active: false,
@@ -218,13 +248,8 @@ impl FolioTable {
             owner: 0,
             readahead_mark: false,
             workingset: false,
-            mlocked: false,
-            unevictable: false,
-            pinned: false,
-            io_locked: false,
             idle: false,
-            on_shrinker: false,
-            has_cold: false,
+            flags: if nofs { Folio::F_NOFS_MAPPING } else { 0 },
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
@@ -243,12 +268,12 @@ impl FolioTable {
         let f = &mut self.folios[id as usize];
         assert!(f.live, "double free of folio {id}");
         f.live = false;
-        if f.on_shrinker {
-            f.on_shrinker = false;
+        if f.on_shrinker() {
+            f.set_on_shrinker(false);
             self.nr_shrinkable -= 1;
         }
-        if f.has_cold {
-            f.has_cold = false;
+        if f.has_cold() {
+            f.set_has_cold(false);
             self.cold.remove(&id);
         }
         self.census[Self::kind_idx(f.kind)][f.order as usize] -= 1;
@@ -301,8 +326,8 @@ impl Mm {
             f.kind,
             f.isolated,
             f.active,
-            f.unevictable,
-            f.mlocked,
+            f.unevictable(),
+            f.mlocked(),
         );
         let nr = sign << order;
         if !isolated {
@@ -412,7 +437,7 @@ impl Mm {
             "free of folio {id} while it is isolated for migration"
         );
         self.account_folio(id, -1);
-        if f.mlocked {
+        if f.mlocked() {
             // __page_cache_release: freed still mlocked (NR_MLOCK fell with the gauges above).
             self.count(Stat::unevictable_pgs_cleared, 1u64 << f.order);
         }
@@ -453,7 +478,7 @@ impl Mm {
         assert!(f.order > 0, "split of an order-0 folio");
         // Its pieces carry its token and the first reuses its id: a declared slab folio's
         // shrinker entry would come back to life (the shrinker's count assumes it cannot).
-        assert!(!f.on_shrinker, "split of a shrinkable slab folio");
+        assert!(!f.on_shrinker(), "split of a shrinkable slab folio");
         self.account_folio(id, -1);
         if f.lru != crate::vmscan::LRU_NONE {
             self.lru_del(id);
@@ -463,7 +488,9 @@ impl Mm {
         let mut pieces = Vec::with_capacity(1 << f.order);
         for i in 0..(1u32 << f.order) {
             let pfn = f.pfn + i;
-            let pid = self.folios.insert(pfn, 0, f.kind, f.nofs_mapping, Some(f.token));
+            let pid = self
+                .folios
+                .insert(pfn, 0, f.kind, f.nofs_mapping(), Some(f.token));
             *self.folios.cold_mut(pid) = FolioCold {
                 split_from: Some(id),
                 migrations: 0,
@@ -480,11 +507,11 @@ impl Mm {
             nf.owner = f.owner;
             nf.workingset = f.workingset;
             // The pieces keep PG_mlocked and PG_unevictable (§29.1; no counter moves).
-            nf.mlocked = f.mlocked;
-            nf.unevictable = f.unevictable;
+            nf.set_mlocked(f.mlocked());
+            nf.set_unevictable(f.unevictable());
             // §25.4: a split keeps the pieces' pin and lock state.
-            nf.pinned = f.pinned;
-            nf.io_locked = f.io_locked;
+            nf.set_pinned(f.pinned());
+            nf.set_io_locked(f.io_locked());
             nf.index = f.index + i as u64;
             if f.mapping != 0 {
                 if i == 0 {

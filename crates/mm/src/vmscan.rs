@@ -47,7 +47,7 @@ impl Mm {
     /// §29.1.3).
     pub fn folio_lru_list(&self, id: FolioId) -> u8 {
         let f = &self.folios.folios[id as usize];
-        if f.unevictable {
+        if f.unevictable() {
             return LRU_UNEVICTABLE;
         }
         let base = if f.kind == FolioKind::Anon {
@@ -132,7 +132,7 @@ impl Mm {
         }
         if !f.referenced {
             self.folios.folios[id as usize].referenced = true;
-        } else if !f.active && !f.unevictable {
+        } else if !f.active && !f.unevictable() {
             // An unevictable folio is not activated (§29.1).
             let nr = 1u64 << f.order;
             self.move_to_active(id);
@@ -296,7 +296,7 @@ impl Mm {
     /// before `folio_add_lru`, as a refault does).
     pub(crate) fn move_to_active(&mut self, id: FolioId) {
         let f = &self.folios.folios[id as usize];
-        if f.active || f.isolated || f.lru == LRU_NONE || f.unevictable {
+        if f.active || f.isolated || f.lru == LRU_NONE || f.unevictable() {
             return;
         }
         self.account_folio(id, -1);
@@ -810,9 +810,9 @@ impl Mm {
     pub fn set_slab_shrinkable(&mut self, id: FolioId) {
         let f = self.folios.get(id);
         assert_eq!(f.kind, FolioKind::Slab, "only slab folios are shrinkable");
-        assert!(!f.on_shrinker, "slab folio {id} declared shrinkable twice");
+        assert!(!f.on_shrinker(), "slab folio {id} declared shrinkable twice");
         let token = f.token;
-        self.folios.folios[id as usize].on_shrinker = true;
+        self.folios.folios[id as usize].set_on_shrinker(true);
         self.folios.nr_shrinkable += 1;
         self.reclaim.shrinkable_slab.push_back((id, token));
         self.slab_shrinker_compact();
@@ -900,7 +900,7 @@ impl Mm {
         while let Some((id, token)) = self.reclaim.shrinkable_slab.pop_front() {
             let f = &self.folios.folios[id as usize];
             if f.live && f.token == token {
-                debug_assert!(f.on_shrinker);
+                debug_assert!(f.on_shrinker());
                 return Some(id);
             }
         }

@@ -140,7 +140,7 @@ proptest! {
         });
         // §29.2: unevictable folios, and what they hold, before compaction.
         let unevictable: Vec<(FolioId, u32, u32)> = mm.folios.live()
-            .filter(|(_, f)| f.unevictable)
+            .filter(|(_, f)| f.unevictable())
             .map(|(id, f)| (id, f.pfn, mm.folios.migrations(id)))
             .collect();
         let nr_mlock = mm.zone_stat_sum(fraglab_mm::vmstat::Stat::nr_mlock);
