@@ -658,7 +658,7 @@ impl Mm {
         // unevictable folio fails isolation (and so, in async direct compaction, abandons its
         // cc.order sub-block below). Every compaction of the model reads the sysctl; the
         // alloc_contig_range callers that always take them (§29.2.5) are not modelled.
-        if f.unevictable && !self.compact.cfg.unevictable_allowed {
+        if f.unevictable() && !self.compact.cfg.unevictable_allowed {
             return false;
         }
         let order = f.order as u32;

@@ -748,7 +748,7 @@ impl Kdamond {
             }
             passed += nr as u64;
             mm.folios.folios[id as usize].referenced = false;
-            if mm.folios.folios[id as usize].unevictable {
+            if mm.folios.folios[id as usize].unevictable() {
                 continue;
             }
             mm.isolate_lru_folio(id);

@@ -436,14 +436,14 @@ impl Mm {
             };
             let i = if f.isolated {
                 4 + !anon as usize
-            } else if f.unevictable {
+            } else if f.unevictable() {
                 8
             } else {
                 2 * !anon as usize + f.active as usize
             };
             expect[i] += nr;
             expect[6 + !anon as usize] += nr;
-            if f.mlocked {
+            if f.mlocked() {
                 expect[9] += nr;
             }
         }
@@ -652,17 +652,28 @@ impl Mm {
         Ok(())
     }
 
-    /// Shrinkable slab entries that are still live are slab folios.
+    /// Shrinkable slab entries that are still live are slab folios declared to the shrinker,
+    /// and the shrinker's live count is their number.
     fn check_shrinkable_slab(&self) -> Check {
+        let mut live = 0u64;
         for &(id, token) in &self.reclaim.shrinkable_slab {
             if let Some(f) = self.folios.folios.get(id as usize) {
-                ensure!(
-                    !(f.live && f.token == token) || f.kind == crate::folio::FolioKind::Slab,
-                    "shrinkable entry {id} is a live {:?} folio",
-                    f.kind
-                );
+                if f.live && f.token == token {
+                    ensure!(
+                        f.kind == crate::folio::FolioKind::Slab && f.on_shrinker(),
+                        "shrinkable entry {id} is a live {:?} folio (declared: {})",
+                        f.kind,
+                        f.on_shrinker()
+                    );
+                    live += 1;
+                }
             }
         }
+        ensure!(
+            live == self.folios.nr_shrinkable,
+            "{live} live shrinkable slab entries, count {}",
+            self.folios.nr_shrinkable
+        );
         Ok(())
     }
 

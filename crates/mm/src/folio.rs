@@ -14,7 +14,10 @@ use crate::vmstat::Stat;
 
 pub use fraglab_types::folio::{FolioId, FolioKind};
 
-/// One folio.
+/// One folio: the hot part of the record, which every allocation, free, LRU walk and
+/// accounting touches (56 bytes, asserted below; `struct folio` is 64 bytes of `struct page`s
+/// in the kernel). The rarely set fields are in [`FolioCold`], kept only for the folios that
+/// have them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Folio {
     pub pfn: u32,
@@ -22,15 +25,8 @@ pub struct Folio {
     pub kind: FolioKind,
     /// Isolated from the LRU by compaction (on a migrate list).
     pub isolated: bool,
-    /// A file folio of a mapping whose gfp lacks __GFP_FS (XFS-like): a NOFS compactor may not
-    /// migrate it (§9.6.3).
-    pub nofs_mapping: bool,
     /// The content's identity: set at allocation, carried by every migration and split piece.
     pub token: u64,
-    /// The folio this one was split from (None if allocated whole).
-    pub split_from: Option<FolioId>,
-    /// Number of times this folio was migrated.
-    pub migrations: u32,
     pub live: bool,
     /// PG_active: on (or returns to) the active list.
     pub active: bool,
@@ -51,35 +47,108 @@ pub struct Folio {
     pub owner: u32,
     /// PG_readahead: reading this page-cache folio triggers asynchronous readahead (§12.2.4).
     pub readahead_mark: bool,
-    /// When the folio last became dirty (`mm.cur.now_ns`), for the flusher's expiry.
-    pub dirtied_ns: u64,
     /// PG_workingset: the folio was deactivated from an active list (`shrink_active_list`)
     /// or restored on refault; its shadow entry remembers it (`workingset_restore_*`, §10.3.8).
     pub workingset: bool,
+    /// PG_idle (`damon.rs`, §27.2 item 2): set when DAMON samples the folio, cleared by every
+    /// access the model records (`folio_mark_accessed`, the fault and touch paths).
+    pub idle: bool,
+    /// The rarer flags, one bit each (`Folio::F_*`; read and set with the accessors of the same
+    /// name): as the kernel packs page flags in one word.
+    flags: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Folio>() == 48);
+
+macro_rules! folio_flag {
+    ($get:ident, $set:ident, $bit:ident, $vis:vis) => {
+        #[inline]
+        $vis fn $get(&self) -> bool {
+            self.flags & Self::$bit != 0
+        }
+        #[inline]
+        $vis fn $set(&mut self, v: bool) {
+            if v {
+                self.flags |= Self::$bit;
+            } else {
+                self.flags &= !Self::$bit;
+            }
+        }
+    };
+}
+
+impl Folio {
+    /// A file folio of a mapping whose gfp lacks __GFP_FS (XFS-like): a NOFS compactor may not
+    /// migrate it (§9.6.3).
+    pub const F_NOFS_MAPPING: u8 = 1 << 0;
     /// PG_mlocked: mapped by a VM_LOCKED mapping (§29.1.2, `mlock.rs`).
-    pub mlocked: bool,
+    pub const F_MLOCKED: u8 = 1 << 1;
     /// PG_unevictable: on the unevictable LRU (§29.1.3); never scanned by reclaim, isolated by
     /// compaction only with `vm.compact_unevictable_allowed` = 1 (§29.2).
-    pub unevictable: bool,
+    pub const F_UNEVICTABLE: u8 = 1 << 2;
     /// A GUP pin (`folio_maybe_dma_pinned`, §25.4): compaction does not isolate a pinned anon
     /// folio (§25.3) and migration fails at the reference count for any other (§25.1 #7). No
     /// workload of the model pins memory yet (no O_DIRECT, io_uring or vfio generator): the
     /// flag exists for the rule and its tests.
-    pub pinned: bool,
+    pub const F_PINNED: u8 = 1 << 3;
+    /// Locked for a read in flight (PG_locked and not PG_uptodate, §25.4). Nothing sets it: the
+    /// model's reads complete within the reading task's step (the read's latency is charged to
+    /// the reader as `read_io_ns`, the folio is uptodate as soon as another task can see it), so
+    /// no compaction ever meets a folio with its read in flight.
+    pub const F_IO_LOCKED: u8 = 1 << 4;
+    /// Declared to the slab shrinker ([`Mm::set_slab_shrinkable`]): the folio's entry in
+    /// `reclaim.shrinkable_slab` is live and counted in [`FolioTable::nr_shrinkable`].
+    pub const F_ON_SHRINKER: u8 = 1 << 5;
+    /// The folio has an entry in `FolioTable::cold` (some field of [`FolioCold`] was set).
+    pub const F_HAS_COLD: u8 = 1 << 6;
+
+    folio_flag!(nofs_mapping, set_nofs_mapping, F_NOFS_MAPPING, pub);
+    folio_flag!(mlocked, set_mlocked, F_MLOCKED, pub);
+    folio_flag!(unevictable, set_unevictable, F_UNEVICTABLE, pub);
+    folio_flag!(pinned, set_pinned, F_PINNED, pub);
+    folio_flag!(io_locked, set_io_locked, F_IO_LOCKED, pub);
+    folio_flag!(on_shrinker, set_on_shrinker, F_ON_SHRINKER, pub(crate));
+    folio_flag!(has_cold, set_has_cold, F_HAS_COLD, pub(crate));
+}
+
+/// The cold part of a folio record: fields that most folios never set, kept in a side table
+/// (`FolioTable::cold`) for the folios that set them, so that the record every LRU walk and
+/// allocation touches stays small. A folio without an entry has the default (all zero/None).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FolioCold {
+    /// The folio this one was split from (None if allocated whole).
+    pub split_from: Option<FolioId>,
+    /// Number of times this folio was migrated.
+    pub migrations: u32,
+    /// When the folio last became dirty (`mm.cur.now_ns`), for the flusher's expiry.
+    pub dirtied_ns: u64,
     /// PG_writeback lasts until this time (`mm.cur.now_ns`; 0 = never under writeback): set by
     /// the flusher when it submits the folio to the device queue, the I/O completing at the
     /// queue's service time (`writeback.rs`, §25.4). `Mm::folio_test_writeback` compares it with
     /// the current time.
     pub writeback_end_ns: u64,
-    /// Locked for a read in flight (PG_locked and not PG_uptodate, §25.4). Nothing sets it: the
-    /// model's reads complete within the reading task's step (the read's latency is charged to
-    /// the reader as `read_io_ns`, the folio is uptodate as soon as another task can see it), so
-    /// no compaction ever meets a folio with its read in flight.
-    pub io_locked: bool,
-    /// PG_idle (`damon.rs`, §27.2 item 2): set when DAMON samples the folio, cleared by every
-    /// access the model records (`folio_mark_accessed`, the fault and touch paths).
-    pub idle: bool,
 }
+
+/// A hasher for folio ids (small dense integers): one multiply, no per-process seed. The cold
+/// table is only looked up, never iterated, so its order is irrelevant.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type ColdMap = std::collections::HashMap<FolioId, FolioCold, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
 /// needed: reuse is LIFO, deterministic).
@@ -92,6 +161,12 @@ pub struct FolioTable {
     pub census: [[u64; NR_PAGE_ORDERS]; FolioKind::ALL.len()],
     /// Anonymous and page-table pages per killable owner (pid > 1): the OOM killer's badness.
     pub rss: std::collections::BTreeMap<u32, u64>,
+    /// Live folios declared to the slab shrinker (`on_shrinker`): the shrinker's
+    /// `count_objects` (§19.1 item 8), kept as folios are declared and freed so that
+    /// `shrink_slab` need not re-check every declared folio on every call.
+    pub(crate) nr_shrinkable: u64,
+    /// The cold parts of the live folios that have one (`Folio::has_cold`).
+    cold: ColdMap,
 }
 
 impl FolioTable {
@@ -99,6 +174,44 @@ impl FolioTable {
         let f = &self.folios[id as usize];
         assert!(f.live, "folio {id} is not live");
         f
+    }
+
+    /// The cold fields of folio `id` (defaults if it never set any).
+    #[inline]
+    pub fn cold(&self, id: FolioId) -> FolioCold {
+        if self.folios[id as usize].has_cold() {
+            self.cold[&id]
+        } else {
+            FolioCold::default()
+        }
+    }
+
+    /// The cold fields of folio `id`, for writing (creates its entry).
+    pub(crate) fn cold_mut(&mut self, id: FolioId) -> &mut FolioCold {
+        self.folios[id as usize].set_has_cold(true);
+        self.cold.entry(id).or_default()
+    }
+
+    /// The folio `id` was split from (None if allocated whole).
+    pub fn split_from(&self, id: FolioId) -> Option<FolioId> {
+        self.cold(id).split_from
+    }
+
+    /// Number of times folio `id` was migrated.
+    pub fn migrations(&self, id: FolioId) -> u32 {
+        self.cold(id).migrations
+    }
+
+    /// When folio `id` last became dirty.
+    #[inline]
+    pub fn dirtied_ns(&self, id: FolioId) -> u64 {
+        self.cold(id).dirtied_ns
+    }
+
+    /// When folio `id`'s PG_writeback ends (0: never under writeback).
+    #[inline]
+    pub fn writeback_end_ns(&self, id: FolioId) -> u64 {
+        self.cold(id).writeback_end_ns
     }
 
     fn kind_idx(kind: FolioKind) -> usize {
@@ -122,10 +235,7 @@ impl FolioTable {
             order: order as u8,
             kind,
             isolated: false,
-            nofs_mapping: nofs,
             token,
-            split_from: None,
-            migrations: 0,
             live: true,
             active: false,
             referenced: false,
@@ -137,14 +247,9 @@ impl FolioTable {
             index: 0,
             owner: 0,
             readahead_mark: false,
-            dirtied_ns: 0,
             workingset: false,
-            mlocked: false,
-            unevictable: false,
-            pinned: false,
-            writeback_end_ns: 0,
-            io_locked: false,
             idle: false,
+            flags: if nofs { Folio::F_NOFS_MAPPING } else { 0 },
         };
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
@@ -163,6 +268,14 @@ impl FolioTable {
         let f = &mut self.folios[id as usize];
         assert!(f.live, "double free of folio {id}");
         f.live = false;
+        if f.on_shrinker() {
+            f.set_on_shrinker(false);
+            self.nr_shrinkable -= 1;
+        }
+        if f.has_cold() {
+            f.set_has_cold(false);
+            self.cold.remove(&id);
+        }
         self.census[Self::kind_idx(f.kind)][f.order as usize] -= 1;
         self.free_ids.push(id);
     }
@@ -213,8 +326,8 @@ impl Mm {
             f.kind,
             f.isolated,
             f.active,
-            f.unevictable,
-            f.mlocked,
+            f.unevictable(),
+            f.mlocked(),
         );
         let nr = sign << order;
         if !isolated {
@@ -324,7 +437,7 @@ impl Mm {
             "free of folio {id} while it is isolated for migration"
         );
         self.account_folio(id, -1);
-        if f.mlocked {
+        if f.mlocked() {
             // __page_cache_release: freed still mlocked (NR_MLOCK fell with the gauges above).
             self.count(Stat::unevictable_pgs_cleared, 1u64 << f.order);
         }
@@ -361,7 +474,11 @@ impl Mm {
     /// Counts `thp_split_page` for PMD-size folios.
     pub fn split_folio(&mut self, id: FolioId) -> Vec<FolioId> {
         let f = self.folios.get(id).clone();
+        let cold = self.folios.cold(id);
         assert!(f.order > 0, "split of an order-0 folio");
+        // Its pieces carry its token and the first reuses its id: a declared slab folio's
+        // shrinker entry would come back to life (the shrinker's count assumes it cannot).
+        assert!(!f.on_shrinker(), "split of a shrinkable slab folio");
         self.account_folio(id, -1);
         if f.lru != crate::vmscan::LRU_NONE {
             self.lru_del(id);
@@ -371,24 +488,30 @@ impl Mm {
         let mut pieces = Vec::with_capacity(1 << f.order);
         for i in 0..(1u32 << f.order) {
             let pfn = f.pfn + i;
-            let pid = self.folios.insert(pfn, 0, f.kind, f.nofs_mapping, Some(f.token));
+            let pid = self
+                .folios
+                .insert(pfn, 0, f.kind, f.nofs_mapping(), Some(f.token));
+            *self.folios.cold_mut(pid) = FolioCold {
+                split_from: Some(id),
+                migrations: 0,
+                dirtied_ns: cold.dirtied_ns,
+                // §25.4: a split keeps the pieces' writeback state.
+                writeback_end_ns: cold.writeback_end_ns,
+            };
             let nf = &mut self.folios.folios[pid as usize];
-            nf.split_from = Some(id);
             nf.isolated = f.isolated;
             nf.active = f.active;
             nf.referenced = f.referenced;
             nf.dirty = f.dirty;
-            nf.dirtied_ns = f.dirtied_ns;
             nf.mapping = f.mapping;
             nf.owner = f.owner;
             nf.workingset = f.workingset;
             // The pieces keep PG_mlocked and PG_unevictable (§29.1; no counter moves).
-            nf.mlocked = f.mlocked;
-            nf.unevictable = f.unevictable;
-            // §25.4: a split keeps the pieces' pin, writeback and lock state.
-            nf.pinned = f.pinned;
-            nf.writeback_end_ns = f.writeback_end_ns;
-            nf.io_locked = f.io_locked;
+            nf.set_mlocked(f.mlocked());
+            nf.set_unevictable(f.unevictable());
+            // §25.4: a split keeps the pieces' pin and lock state.
+            nf.set_pinned(f.pinned());
+            nf.set_io_locked(f.io_locked());
             nf.index = f.index + i as u64;
             if f.mapping != 0 {
                 if i == 0 {
@@ -412,5 +535,36 @@ impl Mm {
             self.count(Stat::thp_split_page, 1);
         }
         pieces
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cold side table behaves as the former in-record fields did: defaults for a new
+    /// folio, kept while it lives, gone with it (a reused id starts from the defaults).
+    #[test]
+    fn cold_fields_live_and_die_with_their_folio() {
+        let mut t = FolioTable::default();
+        let a = t.insert(0, 0, FolioKind::File, false, None);
+        let b = t.insert(1, 0, FolioKind::File, false, None);
+        assert_eq!(t.cold(a), FolioCold::default());
+        t.cold_mut(a).migrations += 2;
+        t.cold_mut(a).writeback_end_ns = 7;
+        t.cold_mut(b).dirtied_ns = 5;
+        assert_eq!(
+            (t.migrations(a), t.writeback_end_ns(a), t.dirtied_ns(a)),
+            (2, 7, 0)
+        );
+        assert_eq!((t.migrations(b), t.dirtied_ns(b), t.split_from(b)), (0, 5, None));
+        t.remove(a);
+        assert_eq!(t.cold.len(), 1);
+        let c = t.insert(2, 0, FolioKind::Anon, false, None);
+        assert_eq!(c, a, "ids are reused");
+        assert_eq!(t.cold(c), FolioCold::default());
+        t.remove(b);
+        t.remove(c);
+        assert!(t.cold.is_empty());
     }
 }

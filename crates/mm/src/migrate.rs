@@ -137,9 +137,8 @@ impl Mm {
         self.pages.set_a(dst, id);
         self.pages.set_b(dst, self.pages.b(src));
         self.account_folio(id, -1);
-        let f = &mut self.folios.folios[id as usize];
-        f.pfn = dst;
-        f.migrations += 1;
+        self.folios.folios[id as usize].pfn = dst;
+        self.folios.cold_mut(id).migrations += 1;
         self.account_folio(id, 1);
         // The source page no longer belongs to the folio.
         self.pages.set_a(src, crate::mmzone::NIL);
@@ -188,7 +187,7 @@ impl Mm {
     /// unevictable, non-LRU) are compaction.rs's `folio_isolatable`.
     pub(crate) fn migrate_isolation_ok(&self, mode: MigrateMode, id: FolioId) -> bool {
         let f = &self.folios.folios[id as usize];
-        if f.pinned && f.kind == FolioKind::Anon {
+        if f.pinned() && f.kind == FolioKind::Anon {
             return false;
         }
         if mode == MigrateMode::Sync {
@@ -197,7 +196,7 @@ impl Mm {
         if self.folio_test_writeback(id) {
             return false;
         }
-        !(f.dirty && (f.io_locked || !self.folio_migrate_kind(id).has_migrate_folio()))
+        !(f.dirty && (f.io_locked() || !self.folio_migrate_kind(id).has_migrate_folio()))
     }
 
     /// The outcome of one attempt at migrating folio `id` in `mode` (§25.1, the mode's column;
@@ -207,7 +206,7 @@ impl Mm {
     /// `migrate_folio` (#9).
     pub fn migrate_folio_outcome(&self, id: FolioId, mode: MigrateMode, pf_memalloc: bool) -> MigrateOutcome {
         let f = &self.folios.folios[id as usize];
-        if f.io_locked && (mode != MigrateMode::Sync || pf_memalloc) {
+        if f.io_locked() && (mode != MigrateMode::Sync || pf_memalloc) {
             // ASYNC: no trylock; PF_MEMALLOC never sleeps on a folio lock; SYNC_LIGHT does
             // not wait for I/O (a read in flight is not uptodate).
             return MigrateOutcome::Again;
@@ -215,7 +214,7 @@ impl Mm {
         if self.folio_test_writeback(id) && mode != MigrateMode::Sync {
             return MigrateOutcome::Fail;
         }
-        if f.pinned {
+        if f.pinned() {
             return MigrateOutcome::Again;
         }
         if f.dirty && !self.folio_migrate_kind(id).has_migrate_folio() {
@@ -245,7 +244,7 @@ impl Mm {
     /// without `migrate_folio` (`fallback_migrate_folio`) is treated like XFS.
     pub fn try_split_folio_ok(&self, id: FolioId) -> bool {
         let f = &self.folios.folios[id as usize];
-        if f.io_locked || f.pinned || self.folio_test_writeback(id) {
+        if f.io_locked() || f.pinned() || self.folio_test_writeback(id) {
             return false;
         }
         let buffer_heads = matches!(
@@ -299,7 +298,7 @@ impl Mm {
                 }
                 if out == MigrateOutcome::Success && m == MigrateMode::Sync {
                     // folio_wait_writeback: the compactor sleeps until the write completes.
-                    let end = self.folios.folios[id as usize].writeback_end_ns;
+                    let end = self.folios.writeback_end_ns(id);
                     st.wait_ns += end.saturating_sub(self.cur.now_ns);
                 }
             }

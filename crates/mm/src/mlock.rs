@@ -30,7 +30,7 @@ use crate::vmstat::Stat;
 impl Mm {
     /// `folio_evictable` (§29.1.1): not mlocked (the model has no unevictable mappings).
     pub fn folio_evictable(&self, id: FolioId) -> bool {
-        !self.folios.folios[id as usize].mlocked
+        !self.folios.folios[id as usize].mlocked()
     }
 
     /// `mlock_folio` / `mlock_new_folio` followed by the batch's `__mlock_folio` /
@@ -41,16 +41,16 @@ impl Mm {
     pub fn mlock_folio(&mut self, id: FolioId) {
         let f = &self.folios.folios[id as usize];
         assert!(f.live, "mlock of dead folio {id}");
-        if f.mlocked || !f.kind.on_lru() {
+        if f.mlocked() || !f.kind.on_lru() {
             return;
         }
         let nr = 1u64 << f.order;
         self.account_folio(id, -1);
-        self.folios.folios[id as usize].mlocked = true;
+        self.folios.folios[id as usize].set_mlocked(true);
         self.account_folio(id, 1);
         self.count(Stat::unevictable_pgs_mlocked, nr);
         let f = &self.folios.folios[id as usize];
-        if !f.isolated && f.lru != LRU_NONE && !f.unevictable {
+        if !f.isolated && f.lru != LRU_NONE && !f.unevictable() {
             self.move_to_unevictable(id, true);
             self.count(Stat::unevictable_pgs_culled, nr);
         }
@@ -64,14 +64,14 @@ impl Mm {
     pub fn munlock_folio(&mut self, id: FolioId) {
         let f = &self.folios.folios[id as usize];
         assert!(f.live, "munlock of dead folio {id}");
-        if !f.mlocked {
+        if !f.mlocked() {
             return;
         }
         let nr = 1u64 << f.order;
         let on_lru = !f.isolated && f.lru != LRU_NONE;
-        let unevictable = f.unevictable;
+        let unevictable = f.unevictable();
         self.account_folio(id, -1);
-        self.folios.folios[id as usize].mlocked = false;
+        self.folios.folios[id as usize].set_mlocked(false);
         self.account_folio(id, 1);
         if on_lru || !unevictable {
             self.count(Stat::unevictable_pgs_munlocked, nr);
@@ -91,7 +91,7 @@ impl Mm {
         self.account_folio(id, -1);
         self.lru_del(id);
         let f = &mut self.folios.folios[id as usize];
-        f.unevictable = unevictable;
+        f.set_unevictable(unevictable);
         if unevictable {
             f.active = false;
         }
@@ -107,13 +107,13 @@ impl Mm {
         let evictable = self.folio_evictable(id);
         let f = &mut self.folios.folios[id as usize];
         let nr = 1u64 << f.order;
-        match (evictable, f.unevictable) {
+        match (evictable, f.unevictable()) {
             (true, true) => {
-                f.unevictable = false;
+                f.set_unevictable(false);
                 self.count(Stat::unevictable_pgs_rescued, nr);
             }
             (false, false) => {
-                f.unevictable = true;
+                f.set_unevictable(true);
                 f.active = false;
                 self.count(Stat::unevictable_pgs_culled, nr);
             }
@@ -131,7 +131,7 @@ impl Mm {
     /// += pages, NR_MLOCK and nr_unevictable unchanged. Returns whether the folio was mlocked
     /// (the caller re-mlocks it after the putback).
     pub(crate) fn migrate_munlock_source(&mut self, id: FolioId) -> bool {
-        if !self.folios.folios[id as usize].mlocked {
+        if !self.folios.folios[id as usize].mlocked() {
             return false;
         }
         self.munlock_folio(id);

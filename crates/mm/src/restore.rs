@@ -384,8 +384,8 @@ impl Mm {
             let unevictable = lru && (f.unevictable || f.mlocked);
             nf.active = f.active && !unevictable;
             nf.referenced = f.referenced;
-            nf.unevictable = unevictable;
-            nf.mlocked = lru && f.mlocked;
+            nf.set_unevictable(unevictable);
+            nf.set_mlocked(lru && f.mlocked);
         }
         if let Some((mapping, index)) = cache {
             let nf = &mut self.folios.folios[id as usize];

@@ -47,7 +47,7 @@ impl Mm {
     /// §29.1.3).
     pub fn folio_lru_list(&self, id: FolioId) -> u8 {
         let f = &self.folios.folios[id as usize];
-        if f.unevictable {
+        if f.unevictable() {
             return LRU_UNEVICTABLE;
         }
         let base = if f.kind == FolioKind::Anon {
@@ -132,7 +132,7 @@ impl Mm {
         }
         if !f.referenced {
             self.folios.folios[id as usize].referenced = true;
-        } else if !f.active && !f.unevictable {
+        } else if !f.active && !f.unevictable() {
             // An unevictable folio is not activated (§29.1).
             let nr = 1u64 << f.order;
             self.move_to_active(id);
@@ -296,7 +296,7 @@ impl Mm {
     /// before `folio_add_lru`, as a refault does).
     pub(crate) fn move_to_active(&mut self, id: FolioId) {
         let f = &self.folios.folios[id as usize];
-        if f.active || f.isolated || f.lru == LRU_NONE || f.unevictable {
+        if f.active || f.isolated || f.lru == LRU_NONE || f.unevictable() {
             return;
         }
         self.account_folio(id, -1);
@@ -810,7 +810,28 @@ impl Mm {
     pub fn set_slab_shrinkable(&mut self, id: FolioId) {
         let f = self.folios.get(id);
         assert_eq!(f.kind, FolioKind::Slab, "only slab folios are shrinkable");
-        self.reclaim.shrinkable_slab.push_back((id, f.token));
+        assert!(!f.on_shrinker(), "slab folio {id} declared shrinkable twice");
+        let token = f.token;
+        self.folios.folios[id as usize].set_on_shrinker(true);
+        self.folios.nr_shrinkable += 1;
+        self.reclaim.shrinkable_slab.push_back((id, token));
+        self.slab_shrinker_compact();
+    }
+
+    /// Drops the stale entries of `reclaim.shrinkable_slab` (folios freed since they were
+    /// declared) once they outnumber the live ones, so the queue stays within twice the live
+    /// count. The live entries keep their order: which folio the shrinker frees next is the
+    /// same as with an eager clean-up.
+    fn slab_shrinker_compact(&mut self) {
+        let q = &mut self.reclaim.shrinkable_slab;
+        if q.len() as u64 > 2 * self.folios.nr_shrinkable + 64 {
+            let folios = &self.folios.folios;
+            q.retain(|&(id, token)| {
+                let f = &folios[id as usize];
+                f.live && f.token == token
+            });
+            debug_assert_eq!(q.len() as u64, self.folios.nr_shrinkable);
+        }
     }
 
     /// Whether folio `id` is live and holds content `token` (the owner's check for folios
@@ -824,8 +845,10 @@ impl Mm {
 
     /// `shrink_slab` → `do_shrink_slab` (mm/shrinker.c, §19.1 item 8) for the model's one
     /// shrinker, whose objects are the declared slab folios (one object per folio):
-    /// * `count_objects` = live declared folios, scaled by vm.vfs_cache_pressure/100 (as the
-    ///   dcache/inode shrinkers' `vfs_pressure_ratio` does); 0 → nothing;
+    /// * `count_objects` = live declared folios (`FolioTable::nr_shrinkable`, kept as folios
+    ///   are declared and freed, as the kernel's list_lru keeps its count), scaled by
+    ///   vm.vfs_cache_pressure/100 (as the dcache/inode shrinkers' `vfs_pressure_ratio`
+    ///   does); 0 → nothing;
     /// * delta = (freeable >> priority) · 4 / DEFAULT_SEEKS; total_scan = (nr_deferred >>
     ///   priority) + delta, at most 2 · freeable;
     /// * scan in batches of min(SHRINK_BATCH, total_scan) while total_scan ≥ SHRINK_BATCH or
@@ -838,12 +861,9 @@ impl Mm {
     /// only (older kernels used the LRU scanned/eligible ratio).
     pub fn shrink_slab(&mut self, sc: &mut ScanControl) -> u64 {
         use crate::vmstat::Stat;
-        let folios = &self.folios.folios;
-        self.reclaim.shrinkable_slab.retain(|&(id, token)| {
-            let f = &folios[id as usize];
-            f.live && f.token == token
-        });
-        let freeable = self.reclaim.shrinkable_slab.len() as u64 * self.tun.vfs_cache_pressure as u64 / 100;
+        // The queue may hold stale entries (folios the owner freed): they are skipped where
+        // they are met, at its front, and dropped in bulk by `slab_shrinker_compact`.
+        let freeable = self.folios.nr_shrinkable * self.tun.vfs_cache_pressure as u64 / 100;
         if freeable == 0 {
             return 0;
         }
@@ -855,7 +875,7 @@ impl Mm {
         while total_scan >= SHRINK_BATCH || total_scan >= freeable {
             let n = SHRINK_BATCH.min(total_scan);
             for _ in 0..n {
-                let Some((id, _)) = self.reclaim.shrinkable_slab.pop_front() else {
+                let Some(id) = self.pop_live_shrinkable() else {
                     break;
                 };
                 freed_pages += 1u64 << self.folios.folios[id as usize].order;
@@ -866,8 +886,25 @@ impl Mm {
             scanned += n;
         }
         self.reclaim.slab_shrinker.nr_deferred = (nr + delta).saturating_sub(scanned).min(2 * freeable);
+        if self.folios.nr_shrinkable == 0 {
+            // Nothing live is left: the rest are stale.
+            self.reclaim.shrinkable_slab.clear();
+        }
         sc.nr_reclaimed += freed_pages;
         freed_pages
+    }
+
+    /// The oldest live entry of `reclaim.shrinkable_slab`, taken off the queue with the stale
+    /// entries before it.
+    fn pop_live_shrinkable(&mut self) -> Option<FolioId> {
+        while let Some((id, token)) = self.reclaim.shrinkable_slab.pop_front() {
+            let f = &self.folios.folios[id as usize];
+            if f.live && f.token == token {
+                debug_assert!(f.on_shrinker());
+                return Some(id);
+            }
+        }
+        None
     }
 
     /// `in_reclaim_compaction`: compaction allowed and (costly order, or order > 0 with the
@@ -1053,11 +1090,12 @@ impl Mm {
     /// `folio_mark_dirty` for a file folio (written to by the workload; the flusher cleans it).
     pub fn folio_mark_dirty(&mut self, id: FolioId, dirty: bool) {
         let now = self.cur.now_ns;
-        let f = &mut self.folios.folios[id as usize];
+        let f = &self.folios.folios[id as usize];
         assert_eq!(f.kind, FolioKind::File, "only file folios are dirtied");
         if dirty && !f.dirty {
-            f.dirtied_ns = now;
+            self.folios.cold_mut(id).dirtied_ns = now;
         }
+        let f = &mut self.folios.folios[id as usize];
         let nr = 1u64 << f.order;
         match (f.dirty, dirty) {
             (false, true) => self.cache.nr_dirty += nr,
@@ -1101,7 +1139,7 @@ impl Mm {
             .iter()
             .map(|(_, id)| id)
             .filter(|&id| self.folios.folios[id as usize].dirty)
-            .map(|id| (self.folios.folios[id as usize].dirtied_ns, id))
+            .map(|id| (self.folios.dirtied_ns(id), id))
             .collect();
         dirty.sort_unstable();
         let mut n = 0;
@@ -1127,8 +1165,7 @@ impl Mm {
             .iter()
             .map(|(_, id)| id)
             .filter(|&id| {
-                let f = &self.folios.folios[id as usize];
-                f.dirty && now >= f.dirtied_ns + expire_ns
+                self.folios.folios[id as usize].dirty && now >= self.folios.dirtied_ns(id) + expire_ns
             })
             .collect();
         let mut n = 0;

@@ -60,7 +60,7 @@ impl Mm {
     /// PG_writeback of folio `id` now (§25.4).
     #[inline]
     pub fn folio_test_writeback(&self, id: FolioId) -> bool {
-        self.folios.folios[id as usize].writeback_end_ns > self.cur.now_ns
+        self.folios.writeback_end_ns(id) > self.cur.now_ns
     }
 
     /// Submits dirty page-cache folio `id` for writeback (`folio_clear_dirty_for_io` +
@@ -88,7 +88,7 @@ impl Mm {
         q.inflight.push_back((done, pages));
         q.nr_writeback += pages;
         self.stats[Stat::nr_writeback as usize] = q.nr_writeback;
-        self.folios.folios[id as usize].writeback_end_ns = done;
+        self.folios.cold_mut(id).writeback_end_ns = done;
         pages
     }
 

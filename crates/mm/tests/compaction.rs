@@ -74,7 +74,7 @@ fn s9_compact_memory_rebuilds_free_pageblocks() {
     assert_eq!(mm.stat(Stat::pgmigrate_success), stats.migrated_pages);
     assert!(mm.stat(Stat::compact_migrate_scanned) > 0 && mm.stat(Stat::compact_free_scanned) > 0);
     check_identity(&mm, &kept);
-    assert!(kept.iter().any(|(id, _)| mm.folios.get(*id).migrations > 0));
+    assert!(kept.iter().any(|(id, _)| mm.folios.migrations(*id) > 0));
 }
 
 /// Seed 000: with order-4 folios on the LRU, skip_large cannot empty their pageblocks;

@@ -140,8 +140,8 @@ proptest! {
         });
         // §29.2: unevictable folios, and what they hold, before compaction.
         let unevictable: Vec<(FolioId, u32, u32)> = mm.folios.live()
-            .filter(|(_, f)| f.unevictable)
-            .map(|(id, f)| (id, f.pfn, f.migrations))
+            .filter(|(_, f)| f.unevictable())
+            .map(|(id, f)| (id, f.pfn, mm.folios.migrations(id)))
             .collect();
         let nr_mlock = mm.zone_stat_sum(fraglab_mm::vmstat::Stat::nr_mlock);
         for c in compactions {
@@ -161,7 +161,7 @@ proptest! {
         if !unevictable_allowed {
             for &(id, pfn, migrations) in &unevictable {
                 let f = mm.folios.get(id);
-                prop_assert_eq!((f.pfn, f.migrations), (pfn, migrations));
+                prop_assert_eq!((f.pfn, mm.folios.migrations(id)), (pfn, migrations));
             }
         }
         // Unmovable folios stayed where they were, with their order.
@@ -171,15 +171,15 @@ proptest! {
                 prop_assert_eq!(f.pfn, *pfn);
                 prop_assert_eq!(f.order, *order);
                 prop_assert_eq!(f.token, *token);
-                prop_assert_eq!(f.migrations, 0);
+                prop_assert_eq!(mm.folios.migrations(*id), 0);
             }
         }
         // Every piece of content survives: pages per token are unchanged (a split keeps the
         // token on every piece), and only modes that split may change a folio's order.
         let mut tokens_after: std::collections::BTreeMap<u64, u64> = Default::default();
-        for (_, f) in mm.folios.live() {
+        for (id, f) in mm.folios.live() {
             *tokens_after.entry(f.token).or_insert(0) += 1u64 << f.order;
-            if f.split_from.is_some() {
+            if mm.folios.split_from(id).is_some() {
                 prop_assert!(mode != FolioMode::SkipLarge);
             }
         }

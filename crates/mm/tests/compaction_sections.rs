@@ -266,7 +266,7 @@ fn s9_6_3_nofs_compactor_skips_file_folios_and_unmovable_never_moves() {
     let (_, _, st) = mm.try_to_compact_pages(0, Gfp::GFP_TRANSHUGE, 9, MIN, CompactPriority::SyncFull);
     assert!(st.migrated_pages > 0);
     for k in kern {
-        assert_eq!(mm.folios.get(k).migrations, 0, "non-LRU folios never move");
+        assert_eq!(mm.folios.migrations(k), 0, "non-LRU folios never move");
     }
     check(&mm);
 }

@@ -59,7 +59,7 @@ fn layout(mapping: Mapping) -> (Mm, u32, Vec<FolioId>) {
 
 fn moved(mm: &Mm, ids: &[FolioId]) -> usize {
     ids.iter()
-        .filter(|&&id| mm.folios.folios[id as usize].live && mm.folios.get(id).migrations > 0)
+        .filter(|&&id| mm.folios.folios[id as usize].live && mm.folios.migrations(id) > 0)
         .count()
 }
 
@@ -130,19 +130,19 @@ fn section_25_1_outcome_per_mode_and_caller() {
     // Dirty, with migrate_folio: migrates in every mode.
     assert_eq!(cols(&mm), [Success; 5]);
     // #3: locked with a read in flight: only SYNC from kcompactd or /proc waits for it.
-    mm.folios.folios[id as usize].io_locked = true;
+    mm.folios.folios[id as usize].set_io_locked(true);
     assert_eq!(cols(&mm), [Again, Again, Again, Again, Success]);
-    mm.folios.folios[id as usize].io_locked = false;
+    mm.folios.folios[id as usize].set_io_locked(false);
     // #4: under writeback: permanent below SYNC, SYNC waits.
     under_writeback(&mut mm, &[id]);
     assert_eq!(cols(&mm), [Fail, Fail, Fail, Success, Success]);
-    mm.cur.now_ns = mm.folios.get(id).writeback_end_ns;
+    mm.cur.now_ns = mm.folios.writeback_end_ns(id);
     assert!(!mm.folio_test_writeback(id));
     assert_eq!(cols(&mm), [Success; 5]);
     // #7: a pin fails every attempt.
-    mm.folios.folios[id as usize].pinned = true;
+    mm.folios.folios[id as usize].set_pinned(true);
     assert_eq!(cols(&mm), [Again; 5]);
-    mm.folios.folios[id as usize].pinned = false;
+    mm.folios.folios[id as usize].set_pinned(false);
     // #9: dirty without migrate_folio: permanent in every mode; clean it migrates.
     let (mut mm, _, file) = layout(Mapping {
         migrate_folio: false,
@@ -269,7 +269,7 @@ fn section_25_1_7_pins_fail_and_pinned_anon_is_not_isolated() {
         .map(|(id, _)| id)
         .collect();
     for &id in anon.iter().chain(&file) {
-        mm.folios.folios[id as usize].pinned = true;
+        mm.folios.folios[id as usize].set_pinned(true);
     }
     mm.set_trace_mask(fraglab_mm::node::trace_kind::COMPACTION_ISOLATE);
     let st = mm.compact_memory();
@@ -290,7 +290,7 @@ fn section_25_1_7_pins_fail_and_pinned_anon_is_not_isolated() {
     // Direct ASYNC: 10 passes.
     let (mut mm, _, file) = layout(Mapping::large_folios());
     for &id in &file {
-        mm.folios.folios[id as usize].pinned = true;
+        mm.folios.folios[id as usize].set_pinned(true);
     }
     let st = direct(&mut mm, CompactPriority::Async);
     let fail = mm.stat(Stat::pgmigrate_fail);

@@ -74,7 +74,7 @@ fn s29_1_2_mlock_sets_mlocked_and_culls_to_unevictable() {
     assert_eq!(mm.stat(Stat::nr_inactive_anon), 0);
     assert_eq!(mm.stat(Stat::nr_anon_pages), 5, "still anonymous memory");
     assert_eq!(mm.folios.get(a).lru, LRU_UNEVICTABLE);
-    assert!(mm.folios.get(b).mlocked && mm.folios.get(b).unevictable);
+    assert!(mm.folios.get(b).mlocked() && mm.folios.get(b).unevictable());
     // mlock of an mlocked folio changes nothing (mlock_fixup of an unchanged VMA).
     mm.mlock_folio(a);
     assert_eq!(ev(&mm), [5, 0, 5, 0, 0, 0]);
@@ -95,7 +95,7 @@ fn s29_1_5_munlock_rescues_and_free_of_mlocked_clears() {
         LRU_INACTIVE_ANON,
         "back on its evictable list"
     );
-    assert!(!mm.folios.get(a).mlocked && !mm.folios.get(a).unevictable);
+    assert!(!mm.folios.get(a).mlocked() && !mm.folios.get(a).unevictable());
     assert_eq!(nr_mlock(&mm), 2);
     assert_eq!(mm.stat(Stat::nr_unevictable), 2);
     // Freed while still mlocked: __page_cache_release counts _cleared.
@@ -150,10 +150,7 @@ fn s29_2_2_compaction_migrates_mlocked_folios_when_allowed() {
     let before = ev(&mm);
     mm.compact_memory();
     check(&mm);
-    let moved: u64 = kept
-        .iter()
-        .filter(|&&id| mm.folios.get(id).migrations > 0)
-        .count() as u64;
+    let moved: u64 = kept.iter().filter(|&&id| mm.folios.migrations(id) > 0).count() as u64;
     assert!(moved > 0, "compaction isolated mlocked folios");
     assert_eq!(mm.stat(Stat::pgmigrate_success), moved);
     // §29.2.3: each migrated page moves _stranded, _rescued, _mlocked and _culled once.
@@ -172,7 +169,7 @@ fn s29_2_2_compaction_migrates_mlocked_folios_when_allowed() {
     );
     assert!(kept
         .iter()
-        .all(|&id| mm.folios.get(id).mlocked && mm.folios.get(id).unevictable));
+        .all(|&id| mm.folios.get(id).mlocked() && mm.folios.get(id).unevictable()));
 }
 
 #[test]
@@ -181,7 +178,7 @@ fn s29_2_4_compaction_skips_unevictable_when_not_allowed() {
     let before = ev(&mm);
     mm.compact_memory();
     check(&mm);
-    assert!(kept.iter().all(|&id| mm.folios.get(id).migrations == 0));
+    assert!(kept.iter().all(|&id| mm.folios.migrations(id) == 0));
     assert_eq!(mm.stat(Stat::pgmigrate_success), 0);
     assert_eq!(mm.stat(Stat::compact_isolated), 0);
     assert_eq!(ev(&mm), before);
@@ -229,7 +226,7 @@ fn s29_2_4_async_direct_compaction_abandons_sub_blocks_with_unevictable_pages() 
     let moved_locked = mm
         .folios
         .live()
-        .filter(|(_, f)| f.mlocked && f.migrations > 0)
+        .filter(|&(id, f)| f.mlocked() && mm.folios.migrations(id) > 0)
         .count();
     assert_eq!(moved_locked, 0);
     check(&mm);

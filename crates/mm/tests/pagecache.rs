@@ -118,7 +118,7 @@ fn s12_3_write_walks_orders_down_one_at_a_time() {
     // The folios are dirty page cache of the XFS mapping, not migratable by a NOFS compactor.
     let id = mm.filemap_lookup(xfs, 17).unwrap();
     let f = mm.folios.get(id);
-    assert!(f.dirty && f.nofs_mapping && f.kind == FolioKind::File && f.index == 17);
+    assert!(f.dirty && f.nofs_mapping() && f.kind == FolioKind::File && f.index == 17);
     // Writing again hits the cache.
     let again = mm.filemap_write(0, xfs, 0, 256 << 10);
     assert_eq!((again.hit_pages, again.attempts.len()), (64, 0));
