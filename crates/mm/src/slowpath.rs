@@ -58,6 +58,16 @@ impl WorkSum {
         self.oom_kills += w.oom_kills as u64;
     }
 
+    /// The allocations done between reading `earlier` and reading `self` if none of them
+    /// entered the slow path (None if one did): then every other counter is unchanged, since
+    /// only `alloc_pages_slowpath` (which counts in `slowpaths`) raises them, and
+    /// `self.since(earlier)` is `WorkSum { allocs, ..Default::default() }`. A cheap check for
+    /// the common case, so that callers build a whole difference only after a slow path.
+    #[inline]
+    pub fn fast_allocs_since(&self, earlier: &WorkSum) -> Option<u64> {
+        (self.slowpaths == earlier.slowpaths).then(|| self.allocs - earlier.allocs)
+    }
+
     /// The work done between reading `earlier` and reading `self`.
     pub fn since(&self, earlier: &WorkSum) -> WorkSum {
         let c = &self.compaction;

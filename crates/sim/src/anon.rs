@@ -15,6 +15,8 @@
 
 use fraglab_mm::folio::{FolioId, FolioKind};
 use fraglab_mm::slowpath::{MeasureWork, WorkSum};
+
+use crate::cost::CostModel;
 use fraglab_mm::types::HPAGE_PMD_ORDER;
 use fraglab_mm::{Gfp, Mm};
 
@@ -22,6 +24,12 @@ const REGION: u64 = 1 << HPAGE_PMD_ORDER;
 
 /// How many folios ahead `unmap` prefetches the folio record.
 const UNMAP_PREFETCH: usize = 4;
+
+/// A region with more folios than this keeps an index by page offset (`Region::index`).
+const INDEX_MIN_FOLIOS: usize = 8;
+
+/// `Region::index`: no folio at this page offset.
+const NO_FOLIO: u16 = u16::MAX;
 
 /// Where the time of an allocation went (for latency histograms).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -61,15 +69,59 @@ impl AllocPath {
     }
 }
 
+/// The allocation work of one fault (what `MeasureWork::measure` would return), kept small
+/// for the common case: when no allocation of the fault entered the slow path, every counter
+/// of the `WorkSum` but `allocs` is zero (`WorkSum::fast_allocs_since`), so only that is kept;
+/// the full sum is built (and boxed) only when a slow path ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultWork {
+    /// Fast-path allocations only: `WorkSum { allocs, ..Default::default() }`.
+    Fast { allocs: u64 },
+    /// A slow path ran: the whole sum.
+    Slow(Box<WorkSum>),
+}
+
+impl FaultWork {
+    /// The `WorkSum` this stands for.
+    pub fn sum(&self) -> WorkSum {
+        match self {
+            FaultWork::Fast { allocs } => WorkSum {
+                allocs: *allocs,
+                ..Default::default()
+            },
+            FaultWork::Slow(w) => **w,
+        }
+    }
+
+    /// `AllocPath::of` the sum.
+    #[inline]
+    pub fn path(&self) -> AllocPath {
+        match self {
+            FaultWork::Fast { .. } => AllocPath::Fast,
+            FaultWork::Slow(w) => AllocPath::of(w),
+        }
+    }
+
+    /// `CostModel::alloc_work` of the sum (fast path only: `allocs` × `alloc_fast_ns`, the
+    /// other terms being zero).
+    #[inline]
+    pub fn cost(&self, cost: &CostModel) -> u64 {
+        match self {
+            FaultWork::Fast { allocs } => allocs * cost.alloc_fast_ns,
+            FaultWork::Slow(w) => cost.alloc_work(w),
+        }
+    }
+}
+
 /// What one touch did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Touch {
     /// Already populated: no fault.
     Hit,
     /// A fault mapped a folio of `order` (plus a page-table page if `pt`), doing `work`.
-    Fault { order: u32, pt: bool, work: WorkSum },
+    Fault { order: u32, pt: bool, work: FaultWork },
     /// The fault could not be served (the task would be killed or loop; the model reports it).
-    Failed { work: WorkSum },
+    Failed { work: FaultWork },
 }
 
 /// One folio mapped in a region: 16 bytes (the first page's offset in the region fits a u16).
@@ -88,6 +140,11 @@ struct Region {
     /// The folios mapped, in the order they were mapped (the order unmap frees them in).
     folios: Vec<Mapped>,
     populated: [u64; 8],
+    /// Host-side lookup only (no kernel counterpart; the kernel finds the folio through the
+    /// PTE): with more than `INDEX_MIN_FOLIOS` folios, for every page offset the position in
+    /// `folios` of the first entry covering it (`NO_FOLIO` if none), so that a touch of a
+    /// populated page finds its folio in O(1) instead of scanning `folios`.
+    index: Option<Box<[u16; REGION as usize]>>,
 }
 
 /// The bits of word `w` (of the region bitmap) that lie in pages [`off`, `off + n`).
@@ -124,6 +181,67 @@ impl Region {
     fn empty_range(&self, off: u32, n: u32) -> bool {
         n == 0
             || (off / 64..=(off + n - 1) / 64).all(|w| self.populated[w as usize] & word_mask(w, off, n) == 0)
+    }
+
+    fn full_range(&self, off: u32, n: u32) -> bool {
+        n == 0
+            || (off / 64..=(off + n - 1) / 64).all(|w| {
+                let m = word_mask(w, off, n);
+                self.populated[w as usize] & m == m
+            })
+    }
+
+    /// The position in `folios` of the first entry whose pages include `off`.
+    #[inline]
+    fn find(&self, off: u32) -> Option<usize> {
+        match &self.index {
+            Some(ix) => {
+                let i = ix[off as usize];
+                (i != NO_FOLIO).then_some(i as usize)
+            }
+            None => self
+                .folios
+                .iter()
+                .position(|m| off >= m.off as u32 && off < m.off as u32 + (1u32 << m.order)),
+        }
+    }
+
+    /// Records `folios[i]` in the index (where no earlier entry is recorded).
+    fn index_entry(ix: &mut [u16; REGION as usize], i: usize, m: &Mapped) {
+        let start = m.off as usize;
+        for slot in &mut ix[start..start + (1usize << m.order)] {
+            if *slot == NO_FOLIO {
+                *slot = i as u16;
+            }
+        }
+    }
+
+    /// Builds the index from `folios` if there are enough of them, else drops it.
+    fn reindex(&mut self) {
+        if self.folios.len() <= INDEX_MIN_FOLIOS {
+            self.index = None;
+            return;
+        }
+        let mut ix = self
+            .index
+            .take()
+            .unwrap_or_else(|| Box::new([NO_FOLIO; REGION as usize]));
+        ix.fill(NO_FOLIO);
+        for (i, m) in self.folios.iter().enumerate() {
+            Region::index_entry(&mut ix, i, m);
+        }
+        self.index = Some(ix);
+    }
+
+    /// Appends `m` to `folios`, keeping the index.
+    fn push(&mut self, m: Mapped) {
+        self.folios.push(m);
+        let i = self.folios.len() - 1;
+        match &mut self.index {
+            Some(ix) => Region::index_entry(ix, i, &m),
+            None if self.folios.len() > INDEX_MIN_FOLIOS => self.reindex(),
+            None => {}
+        }
     }
 }
 
@@ -203,29 +321,55 @@ impl AnonVma {
 
     /// Touches page `vpage` (write access): a fault if it is not populated.
     pub fn touch(&mut self, mm: &mut Mm, cpu: u32, vpage: u64) -> Touch {
+        self.touch_run(mm, cpu, vpage, vpage + 1).0
+    }
+
+    /// Touches page `vpage` like `touch`, and with it, when it is a hit, the pages after it
+    /// up to `end` that the same folio maps (touching them would be the same hit again: the
+    /// same folio marked referenced). Returns what the touch of `vpage` did and how many pages
+    /// from `vpage` on were touched (at least 1; 1 after a fault).
+    pub fn touch_run(&mut self, mm: &mut Mm, cpu: u32, vpage: u64, end: u64) -> (Touch, u64) {
         assert!(vpage < self.nr_pages, "touch beyond the VMA");
         let ri = (vpage / REGION) as usize;
         let off = (vpage % REGION) as u32;
-        if self.regions[ri].is_set(off) {
+        let r = &self.regions[ri];
+        if r.is_set(off) {
+            let mut run = 1;
             // The access sets the PTE young bit: PG_referenced stands in for it (reclaim keeps
             // referenced anonymous folios, §10.3.5).
-            if let Some(&Mapped { id, token, .. }) = self.regions[ri]
-                .folios
-                .iter()
-                .find(|m| off >= m.off as u32 && off < m.off as u32 + (1u32 << m.order))
-            {
+            if let Some(i) = r.find(off) {
+                let Mapped {
+                    id,
+                    token,
+                    off: fo,
+                    order,
+                } = r.folios[i];
                 if mm.folio_is(id, token) {
                     mm.folios.folios[id as usize].referenced = true;
                     mm.folios.folios[id as usize].idle = false;
                 }
+                // The rest of this folio's pages (populated, and found in this same entry, as
+                // entries never overlap) within [vpage, end).
+                let fend = (fo as u32 + (1u32 << order)) as u64 + ri as u64 * REGION;
+                let n = (fend.min(end).min(self.nr_pages) - vpage) as u32;
+                if n > 1 && r.full_range(off, n) {
+                    run = n as u64;
+                }
             }
-            return Touch::Hit;
+            return (Touch::Hit, run);
         }
-        let (fault, work) = mm.measure(|mm| self.fault(mm, cpu, vpage));
-        match fault {
+        let before = mm.work_sum();
+        let fault = self.fault(mm, cpu, vpage);
+        let after = &mm.work.sum;
+        let work = match after.fast_allocs_since(&before) {
+            Some(allocs) => FaultWork::Fast { allocs },
+            None => FaultWork::Slow(Box::new(after.since(&before))),
+        };
+        let t = match fault {
             Some((order, pt)) => Touch::Fault { order, pt, work },
             None => Touch::Failed { work },
-        }
+        };
+        (t, 1)
     }
 
     /// The fault of `touch` at unpopulated `vpage`: the region's page-table page if it has
@@ -253,7 +397,7 @@ impl AnonVma {
         let start = off & !(n - 1);
         let r = &mut self.regions[ri];
         r.set(start, n, true);
-        r.folios.push(Mapped {
+        r.push(Mapped {
             token,
             id,
             off: start as u16,
@@ -317,6 +461,7 @@ impl AnonVma {
                 }
             }
             self.regions[ri].folios = keep;
+            self.regions[ri].reindex();
         }
         self.rss -= freed;
         freed

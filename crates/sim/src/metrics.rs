@@ -1,8 +1,6 @@
 //! What a timed run measures besides /proc/vmstat: latency histograms per allocation order and
 //! path, and the workload generators' own figures.
 
-use std::collections::BTreeMap;
-
 use crate::anon::AllocPath;
 
 /// The latency histogram of both engines (power-of-two nanosecond buckets).
@@ -37,7 +35,7 @@ pub struct Build {
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
     /// Fault latency (cost charged for the fault) by folio order and path.
-    pub fault_latency: BTreeMap<(u32, AllocPath), Histogram>,
+    pub fault_latency: FaultLatency,
     pub bursts: Vec<Burst>,
     pub builds: Vec<Build>,
     /// Faults that could not be served.
@@ -48,6 +46,83 @@ pub struct Metrics {
     pub thpchallenge_base: Histogram,
     /// Phases: where the measured part of the run started (a task's `{ measure = true }`).
     pub measure: Option<MeasureMark>,
+}
+
+/// The fault latency histograms by (folio order, allocation path), in key order as a
+/// `BTreeMap<(u32, AllocPath), Histogram>` would hold them (a key is present once a fault of it
+/// was recorded), with an O(1) lookup for orders up to `FAST_ORDERS - 1`.
+#[derive(Clone, Debug, Default)]
+pub struct FaultLatency {
+    /// The histograms, sorted by key.
+    entries: Vec<((u32, AllocPath), Histogram)>,
+    /// For order o < `FAST_ORDERS` and path p: 1 + the position of (o, p) in `entries`, or 0.
+    slot: [[u8; 4]; FaultLatency::FAST_ORDERS],
+}
+
+impl FaultLatency {
+    const FAST_ORDERS: usize = 11;
+
+    /// Records `ns` in the histogram of (`order`, `path`), creating it if needed.
+    #[inline]
+    pub fn record(&mut self, order: u32, path: AllocPath, ns: u64) {
+        if let Some(row) = self.slot.get(order as usize) {
+            let s = row[path as usize];
+            if s != 0 {
+                self.entries[s as usize - 1].1.record(ns);
+                return;
+            }
+        }
+        self.record_slow(order, path, ns);
+    }
+
+    fn record_slow(&mut self, order: u32, path: AllocPath, ns: u64) {
+        let key = (order, path);
+        let i = match self.entries.binary_search_by(|(k, _)| k.cmp(&key)) {
+            Ok(i) => i,
+            Err(i) => {
+                self.entries.insert(i, (key, Histogram::default()));
+                self.slot = Default::default();
+                for (j, &((o, p), _)) in self.entries.iter().enumerate() {
+                    if let Some(row) = self.slot.get_mut(o as usize) {
+                        row[p as usize] = j as u8 + 1;
+                    }
+                }
+                i
+            }
+        };
+        self.entries[i].1.record(ns);
+    }
+
+    /// The histograms in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&(u32, AllocPath), &Histogram)> {
+        self.entries.iter().map(|(k, h)| (k, h))
+    }
+
+    /// The keys in order.
+    pub fn keys(&self) -> impl Iterator<Item = &(u32, AllocPath)> {
+        self.entries.iter().map(|(k, _)| k)
+    }
+
+    pub fn get(&self, key: &(u32, AllocPath)) -> Option<&Histogram> {
+        self.entries.iter().find(|(k, _)| k == key).map(|(_, h)| h)
+    }
+
+    pub fn contains_key(&self, key: &(u32, AllocPath)) -> bool {
+        self.get(key).is_some()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.slot = Default::default();
+    }
 }
 
 /// The start of a run's measured part: its time and /proc/vmstat then.
@@ -71,6 +146,54 @@ impl Metrics {
     }
 
     pub fn fault(&mut self, order: u32, path: AllocPath, ns: u64) {
-        self.fault_latency.entry((order, path)).or_default().record(ns);
+        self.fault_latency.record(order, path, ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// `FaultLatency` holds what a `BTreeMap<(u32, AllocPath), Histogram>` filled with the same
+    /// records holds, in the same order (orders beyond the fast table included).
+    #[test]
+    fn fault_latency_matches_btreemap() {
+        let paths = [
+            AllocPath::Fast,
+            AllocPath::AfterKswapd,
+            AllocPath::DirectReclaim,
+            AllocPath::DirectCompaction,
+        ];
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..50 {
+            let mut fl = FaultLatency::default();
+            let mut bt: BTreeMap<(u32, AllocPath), Histogram> = BTreeMap::new();
+            for i in 0..500 {
+                let order = (rnd() % 13) as u32;
+                let path = paths[(rnd() % 4) as usize];
+                let ns = rnd() % 1_000_000;
+                fl.record(order, path, ns);
+                bt.entry((order, path)).or_default().record(ns);
+                if round % 7 == 0 && i == 250 {
+                    fl.clear();
+                    bt.clear();
+                }
+            }
+            let a: Vec<_> = fl.iter().map(|(k, h)| (*k, h.clone())).collect();
+            let b: Vec<_> = bt.iter().map(|(k, h)| (*k, h.clone())).collect();
+            assert_eq!(a, b);
+            assert_eq!(fl.len(), bt.len());
+            for k in bt.keys() {
+                assert!(fl.contains_key(k));
+            }
+        }
     }
 }

@@ -5,7 +5,7 @@
 use fraglab_mm::slowpath::{MeasureWork, WorkSum};
 use fraglab_mm::Mm;
 
-use crate::anon::{AllocPath, AnonVma, Touch};
+use crate::anon::{AnonVma, Touch};
 use crate::cost::CostModel;
 use crate::engine::{Cx, Step, TaskBody, MS};
 use crate::metrics::Metrics;
@@ -27,10 +27,13 @@ impl MeasureWork for Cx<'_> {
 
 /// The cost of a fault that mapped an order-`order` folio (zeroed) after `work`.
 pub fn fault_cost(cost: &CostModel, order: u32, pt: bool, work: &WorkSum) -> u64 {
-    cost.fault_base_ns
-        + (1u64 << order) * cost.zero_page_ns
-        + (pt as u64) * cost.zero_page_ns
-        + cost.alloc_work(work)
+    fault_cost_with(cost, order, pt, cost.alloc_work(work))
+}
+
+/// `fault_cost` given the cost of the allocation work, `alloc_ns`.
+#[inline]
+fn fault_cost_with(cost: &CostModel, order: u32, pt: bool, alloc_ns: u64) -> u64 {
+    cost.fault_base_ns + (1u64 << order) * cost.zero_page_ns + (pt as u64) * cost.zero_page_ns + alloc_ns
 }
 
 /// Touches every page of `[start, start+n)` of `vma`, recording each fault. Returns the time
@@ -38,18 +41,24 @@ pub fn fault_cost(cost: &CostModel, order: u32, pt: bool, work: &WorkSum) -> u64
 pub fn touch_range(cx: &mut Cx, vma: &mut AnonVma, start: u64, n: u64, metrics: &mut Metrics) -> (u64, u64) {
     let mut ns = 0;
     let mut huge = 0;
-    for p in start..(start + n).min(vma.nr_pages) {
-        match vma.touch(cx.mm, cx.cpu, p) {
+    let end = (start + n).min(vma.nr_pages);
+    let mut p = start;
+    // Page by page, except that a hit's run of pages of the same folio is one step
+    // (`AnonVma::touch_run`).
+    while p < end {
+        let (t, run) = vma.touch_run(cx.mm, cx.cpu, p, end);
+        p += run;
+        match t {
             Touch::Hit => {}
             Touch::Fault { order, pt, work } => {
-                let c = fault_cost(cx.cost, order, pt, &work);
-                metrics.fault(order, AllocPath::of(&work), c);
+                let c = fault_cost_with(cx.cost, order, pt, work.cost(cx.cost));
+                metrics.fault(order, work.path(), c);
                 ns += c;
                 huge += (order == fraglab_mm::types::HPAGE_PMD_ORDER) as u64;
             }
             Touch::Failed { work } => {
                 metrics.failed_faults += 1;
-                ns += cx.cost.fault_base_ns + cx.cost.alloc_work(&work);
+                ns += cx.cost.fault_base_ns + work.cost(cx.cost);
             }
         }
     }

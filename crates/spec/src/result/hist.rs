@@ -19,6 +19,7 @@ pub struct Histogram {
 }
 
 impl Histogram {
+    #[inline]
     pub fn record(&mut self, ns: u64) {
         let b = 63 - ns.max(1).leading_zeros() as usize;
         if self.buckets.len() <= b {
