@@ -304,19 +304,24 @@ impl AnonVma {
         }
     }
 
-    /// The largest order whose aligned range around `vpage` is empty and inside the VMA.
+    /// The largest order whose aligned range around `vpage` is empty and inside the VMA (0 if
+    /// none). The orders that qualify are downward closed (a smaller aligned range around
+    /// `vpage` lies inside a larger one), so the search goes up from order 1 and stops at the
+    /// first that fails: a page among populated ones costs one check, not ten.
     fn max_order(&self, vpage: u64) -> u32 {
         let r = &self.regions[(vpage / REGION) as usize];
         let off = (vpage % REGION) as u32;
-        for order in (0..=HPAGE_PMD_ORDER).rev() {
+        let base = (vpage / REGION) * REGION;
+        let mut best = 0;
+        for order in 1..=HPAGE_PMD_ORDER {
             let n = 1u32 << order;
             let start = off & !(n - 1);
-            let abs = (vpage / REGION) * REGION + start as u64;
-            if abs + n as u64 <= self.nr_pages && r.empty_range(start, n) {
-                return order;
+            if base + start as u64 + n as u64 > self.nr_pages || !r.empty_range(start, n) {
+                break;
             }
+            best = order;
         }
-        0
+        best
     }
 
     /// Touches page `vpage` (write access): a fault if it is not populated.
@@ -528,6 +533,156 @@ mod tests {
                 bits[w] |= 1 << b;
             } else {
                 bits[w] &= !(1 << b);
+            }
+        }
+    }
+
+    fn machine() -> Mm {
+        use fraglab_mm::mmzone::{MachineConfig, ZoneConfig};
+        use fraglab_mm::types::ZoneType;
+        let pages = 64 * 256;
+        let z = ZoneConfig {
+            zone_type: ZoneType::Dma32,
+            start_pfn: 4096,
+            spanned: pages,
+            present: pages,
+            managed: pages,
+        };
+        let m = MachineConfig {
+            zones: vec![z],
+            nr_cpus: 2,
+        };
+        Mm::new(&m, fraglab_mm::Tunables::default()).unwrap()
+    }
+
+    fn flags(mm: &Mm) -> Vec<(bool, bool)> {
+        mm.folios.folios.iter().map(|f| (f.referenced, f.idle)).collect()
+    }
+
+    /// `touch_run` over a range does what `touch` page by page did (the per-page loop with a
+    /// linear scan of `folios`, the code it replaces): same results, same folio flags; and
+    /// every region's offset index answers as the linear scan, through faults (THP and base),
+    /// MADV_DONTNEED with splits, and reference clearing in between.
+    #[test]
+    fn touch_run_and_index_match_per_page_touch() {
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..6 {
+            let (mut ma, mut mb) = (machine(), machine());
+            let nr = 3 * REGION + 77;
+            let madvised = round % 2 == 0;
+            let (mut va, mut vb) = (AnonVma::new(nr, madvised), AnonVma::new(nr, madvised));
+            for _ in 0..150 {
+                let start = rnd() % nr;
+                let n = 1 + rnd() % 700;
+                match rnd() % 4 {
+                    0 => {
+                        let (a, b) = (
+                            va.dontneed(&mut ma, 0, start, n),
+                            vb.dontneed(&mut mb, 0, start, n),
+                        );
+                        assert_eq!(a, b);
+                    }
+                    1 => {
+                        // Reference clearing (reclaim's aging) on the same folios of both.
+                        for i in 0..ma.folios.folios.len() {
+                            if rnd() % 2 == 0 {
+                                ma.folios.folios[i].referenced = false;
+                                mb.folios.folios[i].referenced = false;
+                                ma.folios.folios[i].idle = true;
+                                mb.folios.folios[i].idle = true;
+                            }
+                        }
+                    }
+                    _ => {
+                        let end = (start + n).min(nr);
+                        let mut want = Vec::new();
+                        for p in start..end {
+                            // The replaced hit path: a linear scan of the folios.
+                            let (ri, off) = ((p / REGION) as usize, (p % REGION) as u32);
+                            if va.regions[ri].is_set(off) {
+                                let lin = va.regions[ri].folios.iter().position(|m| {
+                                    off >= m.off as u32 && off < m.off as u32 + (1u32 << m.order)
+                                });
+                                assert_eq!(va.regions[ri].find(off), lin);
+                            }
+                            want.push(va.touch(&mut ma, 0, p));
+                        }
+                        let mut got = Vec::new();
+                        let mut p = start;
+                        while p < end {
+                            let (t, run) = vb.touch_run(&mut mb, 0, p, end);
+                            assert!(run >= 1 && p + run <= end);
+                            got.push(t);
+                            got.extend((1..run).map(|_| Touch::Hit));
+                            p += run;
+                        }
+                        assert_eq!(want, got);
+                    }
+                }
+                assert_eq!(flags(&ma), flags(&mb));
+                assert_eq!(va.rss, vb.rss);
+                for r in va.regions.iter().chain(&vb.regions) {
+                    for off in 0..REGION as u32 {
+                        let lin = r
+                            .folios
+                            .iter()
+                            .position(|m| off >= m.off as u32 && off < m.off as u32 + (1u32 << m.order));
+                        assert_eq!(r.find(off), lin);
+                    }
+                }
+            }
+            va.unmap(&mut ma, 0);
+            vb.unmap(&mut mb, 0);
+            assert_eq!(flags(&ma), flags(&mb));
+        }
+    }
+
+    /// `max_order`'s upward search answers as the downward one it replaced, for every
+    /// unpopulated page of random bitmaps (VMA ends inside the region included).
+    #[test]
+    fn max_order_matches_downward_search() {
+        let mut x = 0x0bad_cafe_dead_beefu64;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..300 {
+            let nr = REGION + 1 + rnd() % REGION;
+            let mut v = AnonVma::new(nr, false);
+            let density = rnd() % 6;
+            for ri in 0..2 {
+                for w in 0..8 {
+                    let mut b = rnd();
+                    for _ in 0..density {
+                        b &= rnd();
+                    }
+                    v.regions[ri].populated[w] = b;
+                }
+            }
+            for vpage in 0..nr {
+                let r = &v.regions[(vpage / REGION) as usize];
+                let off = (vpage % REGION) as u32;
+                if r.is_set(off) {
+                    continue;
+                }
+                let old = (0..=HPAGE_PMD_ORDER)
+                    .rev()
+                    .find(|&order| {
+                        let n = 1u32 << order;
+                        let start = off & !(n - 1);
+                        let abs = (vpage / REGION) * REGION + start as u64;
+                        abs + n as u64 <= nr && r.empty_range(start, n)
+                    })
+                    .unwrap_or(0);
+                assert_eq!(v.max_order(vpage), old, "vpage {vpage}");
             }
         }
     }
