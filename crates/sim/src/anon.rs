@@ -480,10 +480,12 @@ impl AnonVma {
         for r in &mut self.regions {
             for (i, &Mapped { id, token, order, .. }) in r.folios.iter().enumerate() {
                 // Host-cache hint: the folio record a few entries ahead (freeing is a chain of
-                // dependent misses otherwise).
+                // dependent misses otherwise), both its start and the line of its `live` flag
+                // (a record may straddle two cache lines).
                 if let Some(ahead) = r.folios.get(i + UNMAP_PREFETCH) {
                     if let Some(f) = mm.folios.folios.get(ahead.id as usize) {
                         fraglab_mm::mmzone::prefetch(f);
+                        fraglab_mm::mmzone::prefetch(&f.live);
                     }
                 }
                 if mm.folio_is(id, token) {
