@@ -129,8 +129,9 @@ pub struct FolioCold {
     pub writeback_end_ns: u64,
 }
 
-/// A hasher for folio ids (small dense integers): one multiply, no per-process seed. The cold
-/// table is only looked up, never iterated, so its order is irrelevant.
+/// A hasher for folio ids and pids (small integers): one multiply, no per-process seed. The
+/// cold table is only looked up, never iterated, so its order is irrelevant; the rss map is
+/// iterated only for a maximum (see [`FolioTable::rss`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct IdHasher(u64);
 
@@ -148,6 +149,9 @@ impl std::hash::Hasher for IdHasher {
     }
 }
 
+/// Per-owner rss ([`FolioTable::rss`]), keyed by pid.
+pub type RssMap = std::collections::HashMap<u32, u64, std::hash::BuildHasherDefault<IdHasher>>;
+
 type ColdMap = std::collections::HashMap<FolioId, FolioCold, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -160,7 +164,10 @@ pub struct FolioTable {
     /// Live folios per kind and order (the folio-order census).
     pub census: [[u64; NR_PAGE_ORDERS]; FolioKind::ALL.len()],
     /// Anonymous and page-table pages per killable owner (pid > 1): the OOM killer's badness.
-    pub rss: std::collections::BTreeMap<u32, u64>,
+    /// A hash map (every anon fault and unmap updates it, so a tree's search was a visible
+    /// host cost): its only reader that iterates, the OOM killer, takes a maximum under a total
+    /// order (pages, then lowest pid), so the iteration order changes nothing.
+    pub rss: RssMap,
     /// Live folios declared to the slab shrinker (`on_shrinker`): the shrinker's
     /// `count_objects` (§19.1 item 8), kept as folios are declared and freed so that
     /// `shrink_slab` need not re-check every declared folio on every call.
