@@ -414,6 +414,51 @@ impl Mm {
         }
     }
 
+    /// The gauges' part of `folio_isolate_lru` for an LRU folio not yet isolated: what
+    /// `account_folio(id, -1)`, setting `isolated` and `account_folio(id, 1)` do together, with
+    /// the terms that cancel (nr_anon/file_pages, THP items, NR_MLOCK, rss) left out. The pages
+    /// leave their pageblocks' content and their list's node and zone gauges and join
+    /// nr_isolated_anon/file. Sets `isolated`.
+    pub(crate) fn account_isolate(&mut self, id: FolioId) {
+        let f = &mut self.folios.folios[id as usize];
+        debug_assert!(!f.isolated && f.kind.on_lru(), "folio {id} cannot be isolated");
+        f.isolated = true;
+        let (pfn, order, anon, active, unevictable) = (
+            f.pfn,
+            f.order as u32,
+            f.kind == FolioKind::Anon,
+            f.active,
+            f.unevictable(),
+        );
+        let nr = 1i64 << order;
+        // LRU folios are movable (`folio_mobility`).
+        let per_block = nr.min(PAGEBLOCK_NR_PAGES as i64);
+        let first = (pfn >> PAGEBLOCK_ORDER) as usize;
+        let nblocks = ((1u32 << order) >> PAGEBLOCK_ORDER).max(1) as usize;
+        for b in first..first + nblocks {
+            let c = &mut self.block_content[b][1];
+            *c = (*c as i64 - per_block) as u32;
+        }
+        let (list, zone_list) = match (anon, active) {
+            _ if unevictable => (Stat::nr_unevictable, Stat::nr_zone_unevictable),
+            (true, false) => (Stat::nr_inactive_anon, Stat::nr_zone_inactive_anon),
+            (true, true) => (Stat::nr_active_anon, Stat::nr_zone_active_anon),
+            (false, false) => (Stat::nr_inactive_file, Stat::nr_zone_inactive_file),
+            (false, true) => (Stat::nr_active_file, Stat::nr_zone_active_file),
+        };
+        let isolated = if anon {
+            Stat::nr_isolated_anon
+        } else {
+            Stat::nr_isolated_file
+        };
+        let v = &mut self.stats[list as usize];
+        *v = (*v as i64 - nr) as u64;
+        let v = &mut self.stats[isolated as usize];
+        *v = (*v as i64 + nr) as u64;
+        let zi = self.zone_of(pfn);
+        self.mod_zone_stat(zi, zone_list, -nr);
+    }
+
     /// Allocates a folio of `order` for an owner of `kind` (`__alloc_pages` + folio setup; LRU
     /// folios are added to the LRU at once — the model has no LRU-add batches yet).
     pub fn alloc_folio(

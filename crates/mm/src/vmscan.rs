@@ -103,10 +103,8 @@ impl Mm {
 
     /// `folio_isolate_lru` as compaction uses it: off the list, counted in NR_ISOLATED_*.
     pub(crate) fn isolate_lru_folio(&mut self, id: FolioId) {
-        self.account_folio(id, -1);
         self.lru_del(id);
-        self.folios.folios[id as usize].isolated = true;
-        self.account_folio(id, 1);
+        self.account_isolate(id);
     }
 
     /// `folio_putback_lru`: back on the head of its list (after `lru_add`'s evictability
@@ -335,6 +333,8 @@ impl Mm {
         while id != NIL && scan < nr_to_scan {
             let f = &self.folios.folios[id as usize];
             let (prev, nr) = (f.lru_prev, 1u64 << f.order);
+            // A host-cache hint, no effect on the model: the page flags `lru_del` will clear.
+            self.pages.prefetch(f.pfn);
             let zi = self.zone_of(f.pfn);
             total_scan += nr;
             if (skipped.len() as u64) < SWAP_CLUSTER_MAX_SKIPPED && zi > sc.reclaim_idx {
