@@ -420,9 +420,30 @@ impl Mm {
     /// leave their pageblocks' content and their list's node and zone gauges and join
     /// nr_isolated_anon/file. Sets `isolated`.
     pub(crate) fn account_isolate(&mut self, id: FolioId) {
+        debug_assert!(
+            !self.folios.folios[id as usize].isolated,
+            "folio {id} is isolated"
+        );
+        self.account_isolation(id, -1);
+    }
+
+    /// The reverse of [`Mm::account_isolate`], for the putback of an isolated LRU folio (after
+    /// `lru_add_evictable_check`, whose flags choose the list gauge): what
+    /// `account_folio(id, -1)`, clearing `isolated` and `account_folio(id, 1)` do together.
+    /// Clears `isolated`.
+    pub(crate) fn account_putback(&mut self, id: FolioId) {
+        debug_assert!(
+            self.folios.folios[id as usize].isolated,
+            "folio {id} is not isolated"
+        );
+        self.account_isolation(id, 1);
+    }
+
+    /// `sign` = −1: into isolation; 1: out of it (see the two callers).
+    fn account_isolation(&mut self, id: FolioId, sign: i64) {
         let f = &mut self.folios.folios[id as usize];
-        debug_assert!(!f.isolated && f.kind.on_lru(), "folio {id} cannot be isolated");
-        f.isolated = true;
+        debug_assert!(f.kind.on_lru(), "folio {id} is not an LRU folio");
+        f.isolated = sign < 0;
         let (pfn, order, anon, active, unevictable) = (
             f.pfn,
             f.order as u32,
@@ -430,14 +451,14 @@ impl Mm {
             f.active,
             f.unevictable(),
         );
-        let nr = 1i64 << order;
+        let nr = sign << order;
         // LRU folios are movable (`folio_mobility`).
-        let per_block = nr.min(PAGEBLOCK_NR_PAGES as i64);
+        let per_block = sign * (1i64 << order).min(PAGEBLOCK_NR_PAGES as i64);
         let first = (pfn >> PAGEBLOCK_ORDER) as usize;
         let nblocks = ((1u32 << order) >> PAGEBLOCK_ORDER).max(1) as usize;
         for b in first..first + nblocks {
             let c = &mut self.block_content[b][1];
-            *c = (*c as i64 - per_block) as u32;
+            *c = (*c as i64 + per_block) as u32;
         }
         let (list, zone_list) = match (anon, active) {
             _ if unevictable => (Stat::nr_unevictable, Stat::nr_zone_unevictable),
@@ -452,11 +473,11 @@ impl Mm {
             Stat::nr_isolated_file
         };
         let v = &mut self.stats[list as usize];
-        *v = (*v as i64 - nr) as u64;
-        let v = &mut self.stats[isolated as usize];
         *v = (*v as i64 + nr) as u64;
+        let v = &mut self.stats[isolated as usize];
+        *v = (*v as i64 - nr) as u64;
         let zi = self.zone_of(pfn);
-        self.mod_zone_stat(zi, zone_list, -nr);
+        self.mod_zone_stat(zi, zone_list, nr);
     }
 
     /// Allocates a folio of `order` for an owner of `kind` (`__alloc_pages` + folio setup; LRU
@@ -618,5 +639,76 @@ mod tests {
         t.remove(b);
         t.remove(c);
         assert!(t.cold.is_empty());
+    }
+    /// `account_isolate` / `account_putback` leave every gauge, pageblock content and rss
+    /// exactly as `account_folio(-1)`, flipping `isolated`, `account_folio(1)` did, for anon
+    /// and file folios of several orders, active or not, mlocked and unevictable or not.
+    #[test]
+    fn isolation_accounting_matches_the_double_account() {
+        use crate::{MachineConfig, Tunables, ZoneConfig, ZoneType};
+        let z = ZoneConfig {
+            zone_type: ZoneType::Dma32,
+            start_pfn: 4096,
+            spanned: 8 * PAGEBLOCK_NR_PAGES,
+            present: 8 * PAGEBLOCK_NR_PAGES,
+            managed: 8 * PAGEBLOCK_NR_PAGES,
+        };
+        let m = MachineConfig {
+            zones: vec![z],
+            nr_cpus: 1,
+        };
+        let make = || {
+            let mut mm = Mm::new(&m, Tunables::default()).unwrap();
+            mm.cur.pid = 7;
+            let mut ids = Vec::new();
+            for (i, (kind, order)) in [
+                (FolioKind::Anon, 0),
+                (FolioKind::File, 0),
+                (FolioKind::Anon, 2),
+                (FolioKind::File, 3),
+                (FolioKind::Anon, HPAGE_PMD_ORDER),
+                (FolioKind::File, 0),
+                (FolioKind::Anon, 0),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let id = mm
+                    .alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, order, kind, false)
+                    .unwrap();
+                let f = &mut mm.folios.folios[id as usize];
+                f.active = i % 2 == 1;
+                if i >= 5 {
+                    f.set_mlocked(true);
+                    f.set_unevictable(true);
+                }
+                ids.push(id);
+            }
+            (mm, ids)
+        };
+        let (mut mm, ids) = make();
+        let (mut old, _) = make();
+        let gauges = |mm: &Mm| {
+            (
+                mm.stats,
+                mm.zones.iter().map(|z| z.stats).collect::<Vec<_>>(),
+                mm.block_content.clone(),
+                mm.folios.rss.clone(),
+                mm.folios.folios.clone(),
+            )
+        };
+        assert_eq!(mm.stats, old.stats);
+        for id in ids {
+            old.account_folio(id, -1);
+            old.folios.folios[id as usize].isolated = true;
+            old.account_folio(id, 1);
+            mm.account_isolate(id);
+            assert_eq!(gauges(&mm), gauges(&old), "isolate {id}");
+            old.account_folio(id, -1);
+            old.folios.folios[id as usize].isolated = false;
+            old.account_folio(id, 1);
+            mm.account_putback(id);
+            assert_eq!(gauges(&mm), gauges(&old), "putback {id}");
+        }
     }
 }
