@@ -472,11 +472,9 @@ impl Mm {
                 *rss.entry(f.owner).or_insert(0u64) += 1u64 << f.order;
             }
         }
-        ensure!(
-            rss == self.folios.rss,
-            "per-owner rss {:?} != {rss:?}",
-            self.folios.rss
-        );
+        let kept: std::collections::BTreeMap<u32, u64> =
+            self.folios.rss.iter().map(|(&k, &v)| (k, v)).collect();
+        ensure!(rss == kept, "per-owner rss {kept:?} != {rss:?}");
         Ok(())
     }
 

@@ -129,8 +129,9 @@ pub struct FolioCold {
     pub writeback_end_ns: u64,
 }
 
-/// A hasher for folio ids (small dense integers): one multiply, no per-process seed. The cold
-/// table is only looked up, never iterated, so its order is irrelevant.
+/// A hasher for folio ids and pids (small integers): one multiply, no per-process seed. The
+/// cold table is only looked up, never iterated, so its order is irrelevant; the rss map is
+/// iterated only for a maximum (see [`FolioTable::rss`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct IdHasher(u64);
 
@@ -148,6 +149,9 @@ impl std::hash::Hasher for IdHasher {
     }
 }
 
+/// Per-owner rss ([`FolioTable::rss`]), keyed by pid.
+pub type RssMap = std::collections::HashMap<u32, u64, std::hash::BuildHasherDefault<IdHasher>>;
+
 type ColdMap = std::collections::HashMap<FolioId, FolioCold, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
@@ -160,7 +164,10 @@ pub struct FolioTable {
     /// Live folios per kind and order (the folio-order census).
     pub census: [[u64; NR_PAGE_ORDERS]; FolioKind::ALL.len()],
     /// Anonymous and page-table pages per killable owner (pid > 1): the OOM killer's badness.
-    pub rss: std::collections::BTreeMap<u32, u64>,
+    /// A hash map (every anon fault and unmap updates it, so a tree's search was a visible
+    /// host cost): its only reader that iterates, the OOM killer, takes a maximum under a total
+    /// order (pages, then lowest pid), so the iteration order changes nothing.
+    pub rss: RssMap,
     /// Live folios declared to the slab shrinker (`on_shrinker`): the shrinker's
     /// `count_objects` (§19.1 item 8), kept as folios are declared and freed so that
     /// `shrink_slab` need not re-check every declared folio on every call.
@@ -407,6 +414,72 @@ impl Mm {
         }
     }
 
+    /// The gauges' part of `folio_isolate_lru` for an LRU folio not yet isolated: what
+    /// `account_folio(id, -1)`, setting `isolated` and `account_folio(id, 1)` do together, with
+    /// the terms that cancel (nr_anon/file_pages, THP items, NR_MLOCK, rss) left out. The pages
+    /// leave their pageblocks' content and their list's node and zone gauges and join
+    /// nr_isolated_anon/file. Sets `isolated`.
+    pub(crate) fn account_isolate(&mut self, id: FolioId) {
+        debug_assert!(
+            !self.folios.folios[id as usize].isolated,
+            "folio {id} is isolated"
+        );
+        self.account_isolation(id, -1);
+    }
+
+    /// The reverse of [`Mm::account_isolate`], for the putback of an isolated LRU folio (after
+    /// `lru_add_evictable_check`, whose flags choose the list gauge): what
+    /// `account_folio(id, -1)`, clearing `isolated` and `account_folio(id, 1)` do together.
+    /// Clears `isolated`.
+    pub(crate) fn account_putback(&mut self, id: FolioId) {
+        debug_assert!(
+            self.folios.folios[id as usize].isolated,
+            "folio {id} is not isolated"
+        );
+        self.account_isolation(id, 1);
+    }
+
+    /// `sign` = −1: into isolation; 1: out of it (see the two callers).
+    fn account_isolation(&mut self, id: FolioId, sign: i64) {
+        let f = &mut self.folios.folios[id as usize];
+        debug_assert!(f.kind.on_lru(), "folio {id} is not an LRU folio");
+        f.isolated = sign < 0;
+        let (pfn, order, anon, active, unevictable) = (
+            f.pfn,
+            f.order as u32,
+            f.kind == FolioKind::Anon,
+            f.active,
+            f.unevictable(),
+        );
+        let nr = sign << order;
+        // LRU folios are movable (`folio_mobility`).
+        let per_block = sign * (1i64 << order).min(PAGEBLOCK_NR_PAGES as i64);
+        let first = (pfn >> PAGEBLOCK_ORDER) as usize;
+        let nblocks = ((1u32 << order) >> PAGEBLOCK_ORDER).max(1) as usize;
+        for b in first..first + nblocks {
+            let c = &mut self.block_content[b][1];
+            *c = (*c as i64 + per_block) as u32;
+        }
+        let (list, zone_list) = match (anon, active) {
+            _ if unevictable => (Stat::nr_unevictable, Stat::nr_zone_unevictable),
+            (true, false) => (Stat::nr_inactive_anon, Stat::nr_zone_inactive_anon),
+            (true, true) => (Stat::nr_active_anon, Stat::nr_zone_active_anon),
+            (false, false) => (Stat::nr_inactive_file, Stat::nr_zone_inactive_file),
+            (false, true) => (Stat::nr_active_file, Stat::nr_zone_active_file),
+        };
+        let isolated = if anon {
+            Stat::nr_isolated_anon
+        } else {
+            Stat::nr_isolated_file
+        };
+        let v = &mut self.stats[list as usize];
+        *v = (*v as i64 + nr) as u64;
+        let v = &mut self.stats[isolated as usize];
+        *v = (*v as i64 - nr) as u64;
+        let zi = self.zone_of(pfn);
+        self.mod_zone_stat(zi, zone_list, nr);
+    }
+
     /// Allocates a folio of `order` for an owner of `kind` (`__alloc_pages` + folio setup; LRU
     /// folios are added to the LRU at once — the model has no LRU-add batches yet).
     pub fn alloc_folio(
@@ -566,5 +639,76 @@ mod tests {
         t.remove(b);
         t.remove(c);
         assert!(t.cold.is_empty());
+    }
+    /// `account_isolate` / `account_putback` leave every gauge, pageblock content and rss
+    /// exactly as `account_folio(-1)`, flipping `isolated`, `account_folio(1)` did, for anon
+    /// and file folios of several orders, active or not, mlocked and unevictable or not.
+    #[test]
+    fn isolation_accounting_matches_the_double_account() {
+        use crate::{MachineConfig, Tunables, ZoneConfig, ZoneType};
+        let z = ZoneConfig {
+            zone_type: ZoneType::Dma32,
+            start_pfn: 4096,
+            spanned: 8 * PAGEBLOCK_NR_PAGES,
+            present: 8 * PAGEBLOCK_NR_PAGES,
+            managed: 8 * PAGEBLOCK_NR_PAGES,
+        };
+        let m = MachineConfig {
+            zones: vec![z],
+            nr_cpus: 1,
+        };
+        let make = || {
+            let mut mm = Mm::new(&m, Tunables::default()).unwrap();
+            mm.cur.pid = 7;
+            let mut ids = Vec::new();
+            for (i, (kind, order)) in [
+                (FolioKind::Anon, 0),
+                (FolioKind::File, 0),
+                (FolioKind::Anon, 2),
+                (FolioKind::File, 3),
+                (FolioKind::Anon, HPAGE_PMD_ORDER),
+                (FolioKind::File, 0),
+                (FolioKind::Anon, 0),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let id = mm
+                    .alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, order, kind, false)
+                    .unwrap();
+                let f = &mut mm.folios.folios[id as usize];
+                f.active = i % 2 == 1;
+                if i >= 5 {
+                    f.set_mlocked(true);
+                    f.set_unevictable(true);
+                }
+                ids.push(id);
+            }
+            (mm, ids)
+        };
+        let (mut mm, ids) = make();
+        let (mut old, _) = make();
+        let gauges = |mm: &Mm| {
+            (
+                mm.stats,
+                mm.zones.iter().map(|z| z.stats).collect::<Vec<_>>(),
+                mm.block_content.clone(),
+                mm.folios.rss.clone(),
+                mm.folios.folios.clone(),
+            )
+        };
+        assert_eq!(mm.stats, old.stats);
+        for id in ids {
+            old.account_folio(id, -1);
+            old.folios.folios[id as usize].isolated = true;
+            old.account_folio(id, 1);
+            mm.account_isolate(id);
+            assert_eq!(gauges(&mm), gauges(&old), "isolate {id}");
+            old.account_folio(id, -1);
+            old.folios.folios[id as usize].isolated = false;
+            old.account_folio(id, 1);
+            mm.account_putback(id);
+            assert_eq!(gauges(&mm), gauges(&old), "putback {id}");
+        }
     }
 }

@@ -103,20 +103,16 @@ impl Mm {
 
     /// `folio_isolate_lru` as compaction uses it: off the list, counted in NR_ISOLATED_*.
     pub(crate) fn isolate_lru_folio(&mut self, id: FolioId) {
-        self.account_folio(id, -1);
         self.lru_del(id);
-        self.folios.folios[id as usize].isolated = true;
-        self.account_folio(id, 1);
+        self.account_isolate(id);
     }
 
     /// `folio_putback_lru`: back on the head of its list (after `lru_add`'s evictability
     /// check, §29.1.3).
     pub(crate) fn putback_lru_folio(&mut self, id: FolioId) {
-        self.account_folio(id, -1);
         self.lru_add_evictable_check(id);
-        self.folios.folios[id as usize].isolated = false;
+        self.account_putback(id);
         self.lru_add(id);
-        self.account_folio(id, 1);
     }
 
     /// `folio_mark_accessed` (§10.3.3, mm/swap.c): an unreferenced folio becomes referenced; a
@@ -311,12 +307,10 @@ impl Mm {
     /// Puts an isolated folio back on the head of the list its flags name (`move_folios_to_lru`
     /// for one folio).
     fn putback_isolated(&mut self, id: FolioId, active: bool) {
-        self.account_folio(id, -1);
-        let f = &mut self.folios.folios[id as usize];
-        f.isolated = false;
-        f.active = active;
+        // An isolated folio's gauges do not depend on PG_active: set it before the putback.
+        self.folios.folios[id as usize].active = active;
+        self.account_putback(id);
         self.lru_add(id);
-        self.account_folio(id, 1);
     }
 
     /// `isolate_lru_folios` (§10.4.4): walks list `lru` from its tail (oldest) until
@@ -335,6 +329,8 @@ impl Mm {
         while id != NIL && scan < nr_to_scan {
             let f = &self.folios.folios[id as usize];
             let (prev, nr) = (f.lru_prev, 1u64 << f.order);
+            // A host-cache hint, no effect on the model: the page flags `lru_del` will clear.
+            self.pages.prefetch(f.pfn);
             let zi = self.zone_of(f.pfn);
             total_scan += nr;
             if (skipped.len() as u64) < SWAP_CLUSTER_MAX_SKIPPED && zi > sc.reclaim_idx {
@@ -592,9 +588,7 @@ impl Mm {
     /// Ends an isolation before the folio is freed (the folio is off every list; only the
     /// NR_ISOLATED gauges change back).
     fn putback_isolated_for_free(&mut self, id: FolioId) {
-        self.account_folio(id, -1);
-        self.folios.folios[id as usize].isolated = false;
-        self.account_folio(id, 1);
+        self.account_putback(id);
     }
 
     /// `lru_note_cost` (mm/swap.c): the cost of reclaiming from one side — pages that needed
