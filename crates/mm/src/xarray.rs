@@ -199,14 +199,22 @@ impl XArray {
         (0..self.roots.len() as u32).flat_map(move |k| self.iter_key(k).map(move |(i, v)| ((k, i), v)))
     }
 
-    /// Entries of `key` in index order: (first index, value).
+    /// Entries of `key` in index order: (first index, value). One depth-first walk of the
+    /// tree (`xas_for_each`): each node is read once, not one root-to-leaf descent per entry —
+    /// a whole-cache walk (`writeback_expired`) on a deep tree (a 2 TiB file) was dominated by
+    /// those descents.
     pub fn iter_key(&self, key: u32) -> impl Iterator<Item = (u64, u32)> + '_ {
-        let mut pos = Some(0u64);
-        std::iter::from_fn(move || {
-            let (i, v) = self.next_from(key, pos?)?;
-            pos = i.checked_add(1);
-            Some((i, v))
-        })
+        let mut it = KeyIter {
+            xa: self,
+            stack: [(NIL, 0, 0, 0); MAX_DEPTH],
+            depth: 0,
+        };
+        let r = self.root(key);
+        if r.node != NIL {
+            it.stack[0] = (r.node, r.shift, 0, self.nodes[r.node as usize].heads);
+            it.depth = 1;
+        }
+        it
     }
 
     /// Stores an entry of `value` covering `[index, index + nr)` of `key`; every index of the
@@ -413,6 +421,44 @@ impl XArray {
             m &= m - 1;
         }
         Ok((node.heads, total))
+    }
+}
+
+/// The walk of [`XArray::iter_key`]: a stack of (node, slot shift, first index, heads not yet
+/// visited), root first.
+struct KeyIter<'a> {
+    xa: &'a XArray,
+    stack: [(u32, u32, u64, u64); MAX_DEPTH],
+    depth: usize,
+}
+
+impl Iterator for KeyIter<'_> {
+    type Item = (u64, u32);
+
+    fn next(&mut self) -> Option<(u64, u32)> {
+        while self.depth > 0 {
+            let top = &mut self.stack[self.depth - 1];
+            let (n, shift, base, m) = *top;
+            if m == 0 {
+                self.depth -= 1;
+                continue;
+            }
+            let j = m.trailing_zeros() as u64;
+            top.3 = m & (m - 1);
+            let slot = self.xa.nodes[n as usize].slots[j as usize];
+            if shift == 0 {
+                return Some((base + j, slot));
+            }
+            // An interior head bit: the child's subtree holds a head.
+            self.stack[self.depth] = (
+                slot,
+                shift - SHIFT,
+                base + (j << shift),
+                self.xa.nodes[slot as usize].heads,
+            );
+            self.depth += 1;
+        }
+        None
     }
 }
 
