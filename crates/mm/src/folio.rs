@@ -15,7 +15,7 @@ use crate::vmstat::Stat;
 pub use fraglab_types::folio::{FolioId, FolioKind};
 
 /// One folio: the hot part of the record, which every allocation, free, LRU walk and
-/// accounting touches (56 bytes, asserted below; `struct folio` is 64 bytes of `struct page`s
+/// accounting touches (48 bytes, asserted below; `struct folio` is 64 bytes of `struct page`s
 /// in the kernel). The rarely set fields are in [`FolioCold`], kept only for the folios that
 /// have them.
 #[derive(Clone, Debug, PartialEq, Eq)]
