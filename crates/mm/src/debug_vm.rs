@@ -478,14 +478,19 @@ impl Mm {
         Ok(())
     }
 
-    /// NR_FILE_DIRTY: `nr_dirty` equals the pages of dirty live folios.
+    /// NR_FILE_DIRTY: `nr_dirty` equals the pages of dirty live folios; `oldest_dirty_ns` is a
+    /// lower bound of every dirty folio's `dirtied_ns` (the flusher's skip is then exact).
     fn check_dirty(&self) -> Check {
-        let dirty: u64 = self
-            .folios
-            .live()
-            .filter(|(_, f)| f.dirty)
-            .map(|(_, f)| 1u64 << f.order)
-            .sum();
+        let mut dirty = 0u64;
+        for (id, f) in self.folios.live().filter(|(_, f)| f.dirty) {
+            dirty += 1u64 << f.order;
+            let d = self.folios.dirtied_ns(id);
+            ensure!(
+                d >= self.cache.oldest_dirty_ns,
+                "folio {id} dirtied at {d} ns, before oldest_dirty_ns {}",
+                self.cache.oldest_dirty_ns
+            );
+        }
         ensure!(
             dirty == self.cache.nr_dirty,
             "nr_dirty {} != {dirty} dirty pages",

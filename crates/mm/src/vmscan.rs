@@ -1088,6 +1088,7 @@ impl Mm {
         assert_eq!(f.kind, FolioKind::File, "only file folios are dirtied");
         if dirty && !f.dirty {
             self.folios.cold_mut(id).dirtied_ns = now;
+            self.cache.oldest_dirty_ns = self.cache.oldest_dirty_ns.min(now);
         }
         let f = &mut self.folios.folios[id as usize];
         let nr = 1u64 << f.order;
@@ -1153,19 +1154,47 @@ impl Mm {
     pub fn writeback_expired(&mut self) -> u64 {
         let now = self.cur.now_ns;
         let expire_ns = self.dirty_expire_ns();
+        if self.cache.nr_dirty == 0 || now < self.cache.oldest_dirty_ns.saturating_add(expire_ns) {
+            // No dirty folio, or none old enough: the walk below would select nothing.
+            return 0;
+        }
+        // The walk also finds the oldest dirtying among the folios it leaves dirty (the new
+        // lower bound, if it saw every dirty folio); a selected folio that stays dirty (already
+        // under writeback) counts too.
+        let mut oldest = u64::MAX;
+        let mut seen = 0u64;
+        let dirty_before = self.cache.nr_dirty;
         let ids: Vec<FolioId> = self
             .cache
             .index
             .iter()
             .map(|(_, id)| id)
             .filter(|&id| {
-                self.folios.folios[id as usize].dirty && now >= self.folios.dirtied_ns(id) + expire_ns
+                let f = &self.folios.folios[id as usize];
+                if !f.dirty {
+                    return false;
+                }
+                seen += 1u64 << f.order;
+                let d = self.folios.dirtied_ns(id);
+                let expired = now >= d + expire_ns;
+                if !expired {
+                    oldest = oldest.min(d);
+                }
+                expired
             })
             .collect();
         let mut n = 0;
-        for id in ids {
+        for &id in &ids {
             n += self.folio_start_writeback(id);
         }
+        for &id in &ids {
+            if self.folios.folios[id as usize].dirty {
+                oldest = oldest.min(self.folios.dirtied_ns(id));
+            }
+        }
+        // A dirty folio outside the index (isolated, being migrated or split) was not seen:
+        // the bound is then unknown until the next walk.
+        self.cache.oldest_dirty_ns = if seen == dirty_before { oldest } else { 0 };
         n
     }
 }
