@@ -553,8 +553,36 @@ fn bench_cmd(sel: BenchSel) -> Result<(), String> {
 
 /// Writes `contents` to `path` through a temporary file renamed over it, so nothing is
 /// half-written.
+///
+/// Only a regular file (or a new one) is replaced that way. A device, FIFO or socket
+/// (`-o /dev/null`, `-o /dev/stdout`, a named pipe) is written in place: renaming over it would
+/// replace the special file itself — run as root, `-o /dev/null` once turned the machine's
+/// /dev/null into a regular file, which every later reader of /dev/null (cargo's rustc probe
+/// among them) then read back. A symlink is followed, so the link stays and its target is
+/// replaced.
 fn write_via_tmp(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), String> {
-    let tmp = path.with_extension("tmp-fraglab");
-    std::fs::write(&tmp, contents).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+    let err = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::metadata(path) {
+            // A dangling link is replaced by the file.
+            Err(_) => path.to_path_buf(),
+            Ok(_) => std::fs::canonicalize(path).map_err(|e| err(path, e))?,
+        },
+        _ => path.to_path_buf(),
+    };
+    if let Ok(m) = std::fs::metadata(&target) {
+        if !m.file_type().is_file() {
+            if m.is_dir() {
+                return Err(format!("{}: is a directory", path.display()));
+            }
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&target)
+                .map_err(|e| err(path, e))?;
+            return std::io::Write::write_all(&mut f, contents.as_ref()).map_err(|e| err(path, e));
+        }
+    }
+    let tmp = target.with_extension("tmp-fraglab");
+    std::fs::write(&tmp, contents).map_err(|e| err(&tmp, e))?;
+    std::fs::rename(&tmp, &target).map_err(|e| err(path, e))
 }

@@ -276,3 +276,60 @@ fn host_dry_run_and_refusals() {
     );
     assert!(String::from_utf8_lossy(&o.stderr).contains("[[workload.kbuild]]"));
 }
+
+/// `-o` onto a special file writes into it and leaves it in place; `-o` onto a symlink keeps
+/// the link. (Renaming a temporary file over the path — right for regular files, so nothing is
+/// half-written — once replaced the machine's /dev/null with a regular file when run as root.)
+#[test]
+fn output_to_fifo_or_symlink_keeps_the_special_file() {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let d = temp_dir("special-out");
+    let spec = d.join("spec.toml");
+    std::fs::write(&spec, GOOD).unwrap();
+
+    let fifo = d.join("pipe");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo has no other preconditions.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            std::fs::File::open(&fifo)
+                .unwrap()
+                .read_to_string(&mut s)
+                .unwrap();
+            s
+        })
+    };
+    let o = fraglab()
+        .arg("run")
+        .arg(&spec)
+        .arg("-o")
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got = reader.join().unwrap();
+    assert!(got.contains("Node 0"), "the FIFO's reader got {got:?}");
+    let m = std::fs::symlink_metadata(&fifo).unwrap();
+    assert!(m.file_type().is_fifo(), "the FIFO was replaced: {m:?}");
+    assert!(!d.join("pipe.tmp-fraglab").exists());
+
+    let file = d.join("real.txt");
+    std::fs::write(&file, "old").unwrap();
+    let link = d.join("link.txt");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let o = fraglab()
+        .arg("run")
+        .arg(&spec)
+        .arg("-o")
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::read_to_string(&file).unwrap().contains("Node 0"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
