@@ -9,6 +9,7 @@ pub mod compaction;
 pub mod config;
 pub mod damon;
 pub mod debug_vm;
+pub mod fault_run;
 pub mod filemap;
 pub mod folio;
 pub mod gfp;

@@ -257,6 +257,8 @@ pub struct AnonVma {
     /// VM_LOCKED (mlock(2) or MAP_LOCKED, kernel-model.md §29.1.2): its folios are mlocked,
     /// new faults included (`mlock_new_folio`).
     pub locked: bool,
+    /// `fault_run`'s buffer of new folios (host-side only, reused).
+    run_buf: Vec<FolioId>,
 }
 
 impl AnonVma {
@@ -267,6 +269,7 @@ impl AnonVma {
             regions: vec![Region::default(); nr_pages.div_ceil(REGION) as usize],
             rss: 0,
             locked: false,
+            run_buf: Vec::new(),
         }
     }
 
@@ -329,10 +332,13 @@ impl AnonVma {
         self.touch_run(mm, cpu, vpage, vpage + 1).0
     }
 
-    /// Touches page `vpage` like `touch`, and with it, when it is a hit, the pages after it
-    /// up to `end` that the same folio maps (touching them would be the same hit again: the
-    /// same folio marked referenced). Returns what the touch of `vpage` did and how many pages
-    /// from `vpage` on were touched (at least 1; 1 after a fault).
+    /// Touches page `vpage` like `touch`, and with it the pages after it up to `end` that
+    /// would do the same: when it is a hit, the pages the same folio maps (touching them would
+    /// be the same hit again: the same folio marked referenced); when it is a fault that
+    /// `Mm::anon_fault_run` can serve, the unpopulated pages after it in the same region for as
+    /// long as it can (each an order-0 fault with one fast-path allocation, as `fault` would
+    /// do one by one). Returns what the touch of `vpage` did and how many pages from `vpage`
+    /// on were touched (at least 1), each of which did the same.
     pub fn touch_run(&mut self, mm: &mut Mm, cpu: u32, vpage: u64, end: u64) -> (Touch, u64) {
         assert!(vpage < self.nr_pages, "touch beyond the VMA");
         let ri = (vpage / REGION) as usize;
@@ -363,6 +369,14 @@ impl AnonVma {
             }
             return (Touch::Hit, run);
         }
+        if let Some(run) = self.fault_run(mm, cpu, vpage, end) {
+            let t = Touch::Fault {
+                order: 0,
+                pt: false,
+                work: FaultWork::Fast { allocs: 1 },
+            };
+            return (t, run);
+        }
         let before = mm.work_sum();
         let fault = self.fault(mm, cpu, vpage);
         let after = &mm.work.sum;
@@ -375,6 +389,50 @@ impl AnonVma {
             None => Touch::Failed { work },
         };
         (t, 1)
+    }
+
+    /// The faults of unpopulated pages from `vpage` on (before `end`, in `vpage`'s region),
+    /// as many as `Mm::anon_fault_run` serves: None if it serves none (then the ordinary
+    /// `fault` runs). Only where `fault` would allocate nothing but one order-0 folio per
+    /// page: the region has its page-table page, the mapping is not VM_LOCKED (whose faults
+    /// mlock each folio) and its faults try no large order. Maps each folio as `fault` does.
+    fn fault_run(&mut self, mm: &mut Mm, cpu: u32, vpage: u64, end: u64) -> Option<u64> {
+        let ri = (vpage / REGION) as usize;
+        if self.locked || self.regions[ri].pt.is_none() {
+            return None;
+        }
+        let off = (vpage % REGION) as u32;
+        let stop = (end.min(self.nr_pages).min((ri as u64 + 1) * REGION) - vpage) as u32;
+        let r = &self.regions[ri];
+        // Unpopulated pages from `off` on: up to the next populated one.
+        let mut n = 0;
+        while n < stop {
+            let o = off + n;
+            let w = r.populated[(o / 64) as usize] >> (o % 64);
+            if w != 0 {
+                n += w.trailing_zeros();
+                break;
+            }
+            n += 64 - o % 64;
+        }
+        let n = n.min(stop);
+        let mut out = std::mem::take(&mut self.run_buf);
+        out.clear();
+        let k = mm.anon_fault_run(cpu, self.madvised, n as usize, &mut out);
+        let r = &mut self.regions[ri];
+        for (i, &id) in out.iter().enumerate() {
+            let token = mm.folios.folios[id as usize].token;
+            r.set(off + i as u32, 1, true);
+            r.push(Mapped {
+                token,
+                id,
+                off: (off + i as u32) as u16,
+                order: 0,
+            });
+        }
+        self.run_buf = out;
+        self.rss += k as u64;
+        (k > 0).then_some(k as u64)
     }
 
     /// The fault of `touch` at unpopulated `vpage`: the region's page-table page if it has
@@ -620,8 +678,12 @@ mod tests {
                         while p < end {
                             let (t, run) = vb.touch_run(&mut mb, 0, p, end);
                             assert!(run >= 1 && p + run <= end);
+                            let again = match t {
+                                Touch::Fault { .. } => t.clone(),
+                                _ => Touch::Hit,
+                            };
                             got.push(t);
-                            got.extend((1..run).map(|_| Touch::Hit));
+                            got.extend((1..run).map(|_| again.clone()));
                             p += run;
                         }
                         assert_eq!(want, got);

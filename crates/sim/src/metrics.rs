@@ -75,6 +75,25 @@ impl FaultLatency {
         self.record_slow(order, path, ns);
     }
 
+    /// `n` calls of `record(order, path, ns)` (one lookup).
+    pub fn record_n(&mut self, order: u32, path: AllocPath, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.record(order, path, ns);
+        let s = self.slot.get(order as usize).map_or(0, |row| row[path as usize]);
+        let h = if s != 0 {
+            &mut self.entries[s as usize - 1].1
+        } else {
+            let key = (order, path);
+            let i = self.entries.binary_search_by(|(k, _)| k.cmp(&key)).unwrap();
+            &mut self.entries[i].1
+        };
+        for _ in 1..n {
+            h.record(ns);
+        }
+    }
+
     fn record_slow(&mut self, order: u32, path: AllocPath, ns: u64) {
         let key = (order, path);
         let i = match self.entries.binary_search_by(|(k, _)| k.cmp(&key)) {
@@ -147,6 +166,11 @@ impl Metrics {
 
     pub fn fault(&mut self, order: u32, path: AllocPath, ns: u64) {
         self.fault_latency.record(order, path, ns);
+    }
+
+    /// `n` calls of `fault(order, path, ns)`.
+    pub fn faults(&mut self, order: u32, path: AllocPath, ns: u64, n: u64) {
+        self.fault_latency.record_n(order, path, ns, n);
     }
 }
 

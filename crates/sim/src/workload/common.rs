@@ -43,8 +43,9 @@ pub fn touch_range(cx: &mut Cx, vma: &mut AnonVma, start: u64, n: u64, metrics: 
     let mut huge = 0;
     let end = (start + n).min(vma.nr_pages);
     let mut p = start;
-    // Page by page, except that a hit's run of pages of the same folio is one step
-    // (`AnonVma::touch_run`).
+    // Page by page, except that a hit's run of pages of the same folio, and a run of faults
+    // served alike (`AnonVma::touch_run`), are one step: `run` equal faults are recorded as
+    // `run` single ones.
     while p < end {
         let (t, run) = vma.touch_run(cx.mm, cx.cpu, p, end);
         p += run;
@@ -52,9 +53,9 @@ pub fn touch_range(cx: &mut Cx, vma: &mut AnonVma, start: u64, n: u64, metrics: 
             Touch::Hit => {}
             Touch::Fault { order, pt, work } => {
                 let c = fault_cost_with(cx.cost, order, pt, work.cost(cx.cost));
-                metrics.fault(order, work.path(), c);
-                ns += c;
-                huge += (order == fraglab_mm::types::HPAGE_PMD_ORDER) as u64;
+                metrics.faults(order, work.path(), c, run);
+                ns += c * run;
+                huge += (order == fraglab_mm::types::HPAGE_PMD_ORDER) as u64 * run;
             }
             Touch::Failed { work } => {
                 metrics.failed_faults += 1;
