@@ -159,7 +159,7 @@ type ColdMap = std::collections::HashMap<FolioId, FolioCold, std::hash::BuildHas
 #[derive(Clone, Debug, Default)]
 pub struct FolioTable {
     pub folios: Vec<Folio>,
-    free_ids: Vec<FolioId>,
+    pub(crate) free_ids: Vec<FolioId>,
     next_token: u64,
     /// Live folios per kind and order (the folio-order census).
     pub census: [[u64; NR_PAGE_ORDERS]; FolioKind::ALL.len()],

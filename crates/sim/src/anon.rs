@@ -259,6 +259,9 @@ pub struct AnonVma {
     pub locked: bool,
     /// `fault_run`'s buffer of new folios (host-side only, reused).
     run_buf: Vec<FolioId>,
+    /// Tests: no `fault_run`, every fault the ordinary way (the reference).
+    #[cfg(test)]
+    per_page: bool,
 }
 
 impl AnonVma {
@@ -270,6 +273,8 @@ impl AnonVma {
             rss: 0,
             locked: false,
             run_buf: Vec::new(),
+            #[cfg(test)]
+            per_page: false,
         }
     }
 
@@ -398,6 +403,10 @@ impl AnonVma {
     /// mlock each folio) and its faults try no large order. Maps each folio as `fault` does.
     fn fault_run(&mut self, mm: &mut Mm, cpu: u32, vpage: u64, end: u64) -> Option<u64> {
         let ri = (vpage / REGION) as usize;
+        #[cfg(test)]
+        if self.per_page {
+            return None;
+        }
         if self.locked || self.regions[ri].pt.is_none() {
             return None;
         }
@@ -420,9 +429,9 @@ impl AnonVma {
         out.clear();
         let k = mm.anon_fault_run(cpu, self.madvised, n as usize, &mut out);
         let r = &mut self.regions[ri];
+        r.set(off, k as u32, true);
         for (i, &id) in out.iter().enumerate() {
             let token = mm.folios.folios[id as usize].token;
-            r.set(off + i as u32, 1, true);
             r.push(Mapped {
                 token,
                 id,
@@ -705,6 +714,113 @@ mod tests {
             vb.unmap(&mut mb, 0);
             assert_eq!(flags(&ma), flags(&mb));
         }
+    }
+
+    /// Everything faults may touch in the model, for comparison.
+    fn mm_state(mm: &Mm) -> String {
+        let mut rss: Vec<_> = mm.folios.rss.iter().collect();
+        rss.sort();
+        format!(
+            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+            mm.zones,
+            mm.pages,
+            mm.block_content,
+            mm.stats,
+            mm.folios.folios,
+            rss,
+            mm.folios.census,
+            mm.reclaim.lruvec,
+            mm.work.sum,
+            mm.mthp,
+            mm.trace.buf,
+        )
+    }
+
+    /// Fault runs (`fault_run`, `Mm::anon_fault_run`) leave the machine and the mappings as
+    /// the same faults one by one: same touch results page by page, same buddy and PCP state,
+    /// folio table, LRU order, pageblock contents, vmstat, rss, work sum and trace events —
+    /// with several mappings (THP-madvised, locked) filling a small machine until the OOM
+    /// killer runs, MADV_DONTNEED and unmaps in between.
+    #[test]
+    fn fault_runs_match_per_page_faults() {
+        let mut x = 0x5eed_f00d_1234_abcdu64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut ma, mut mb) = (machine(), machine());
+        ma.set_trace_mask(fraglab_mm::node::trace_kind::MM_PAGE_ALLOC);
+        mb.set_trace_mask(fraglab_mm::node::trace_kind::MM_PAGE_ALLOC);
+        let nr = 3 * REGION + 77;
+        let new = |i: usize| {
+            let mut v = AnonVma::new(nr, i % 5 == 4);
+            v.locked = i % 7 == 6;
+            v
+        };
+        let mut va: Vec<AnonVma> = (0..16).map(new).collect();
+        let mut vb: Vec<AnonVma> = (0..16).map(new).collect();
+        for v in &mut va {
+            v.per_page = true;
+        }
+        let mut runs = 0;
+        for step in 0..300 {
+            let i = (rnd() % 16) as usize;
+            let cpu = (rnd() % 2) as u32;
+            ma.cur.pid = 2 + i as u32;
+            mb.cur.pid = 2 + i as u32;
+            let start = rnd() % nr;
+            let n = 1 + rnd() % 600;
+            match rnd() % 12 {
+                0 => assert_eq!(
+                    va[i].dontneed(&mut ma, cpu, start, n),
+                    vb[i].dontneed(&mut mb, cpu, start, n)
+                ),
+                1 if step % 4 == 0 => {
+                    va[i].unmap(&mut ma, cpu);
+                    vb[i].unmap(&mut mb, cpu);
+                    va[i] = new(i);
+                    va[i].per_page = true;
+                    vb[i] = new(i);
+                }
+                _ => {
+                    let end = (start + n).min(nr);
+                    let want: Vec<Touch> = (start..end).map(|p| va[i].touch(&mut ma, cpu, p)).collect();
+                    let mut got = Vec::new();
+                    let mut p = start;
+                    while p < end {
+                        let (t, run) = vb[i].touch_run(&mut mb, cpu, p, end);
+                        assert!(run >= 1 && p + run <= end);
+                        let again = match t {
+                            Touch::Fault { .. } => {
+                                runs += (run > 1) as u32;
+                                t.clone()
+                            }
+                            _ => Touch::Hit,
+                        };
+                        got.push(t);
+                        got.extend((1..run).map(|_| again.clone()));
+                        p += run;
+                    }
+                    assert_eq!(want, got, "step {step}");
+                }
+            }
+            assert_eq!(va[i].rss, vb[i].rss);
+            assert_eq!(va[i].regions.len(), vb[i].regions.len());
+            for (ra, rb) in va[i].regions.iter().zip(&vb[i].regions) {
+                assert_eq!(ra.populated, rb.populated);
+                assert_eq!(format!("{:?}", ra.folios), format!("{:?}", rb.folios));
+            }
+            if step % 5 == 0 {
+                assert!(mm_state(&ma) == mm_state(&mb), "step {step}");
+            }
+        }
+        assert!(mm_state(&ma) == mm_state(&mb));
+        assert!(runs > 50, "only {runs} runs");
+        // The machine filled up: slow paths, OOM kills (which free the victim's folios, so
+        // that faults rarely fail).
+        assert!(mb.work.sum.slowpaths > 0 && mb.work.sum.oom_kills > 0);
     }
 
     /// `max_order`'s upward search answers as the downward one it replaced, for every

@@ -181,7 +181,8 @@ mod tests {
     use super::*;
 
     /// `FaultLatency` holds what a `BTreeMap<(u32, AllocPath), Histogram>` filled with the same
-    /// records holds, in the same order (orders beyond the fast table included).
+    /// records holds, in the same order (orders beyond the fast table included); `record_n`
+    /// is n single records.
     #[test]
     fn fault_latency_matches_btreemap() {
         let paths = [
@@ -204,8 +205,17 @@ mod tests {
                 let order = (rnd() % 13) as u32;
                 let path = paths[(rnd() % 4) as usize];
                 let ns = rnd() % 1_000_000;
-                fl.record(order, path, ns);
-                bt.entry((order, path)).or_default().record(ns);
+                if i % 3 == 0 {
+                    // `record_n`: n single records (none for 0).
+                    let n = rnd() % 5;
+                    fl.record_n(order, path, ns, n);
+                    for _ in 0..n {
+                        bt.entry((order, path)).or_default().record(ns);
+                    }
+                } else {
+                    fl.record(order, path, ns);
+                    bt.entry((order, path)).or_default().record(ns);
+                }
                 if round % 7 == 0 && i == 250 {
                     fl.clear();
                     bt.clear();
