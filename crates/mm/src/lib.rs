@@ -11,6 +11,7 @@ pub mod damon;
 pub mod debug_vm;
 pub mod filemap;
 pub mod folio;
+pub mod free_run;
 pub mod gfp;
 pub mod huge_memory;
 pub mod hugetlb;

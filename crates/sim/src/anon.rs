@@ -474,14 +474,19 @@ impl AnonVma {
 
     /// munmap: frees every folio and page table still owned (a locked mapping's folios are
     /// munlocked first, as unmapping them does, §29.1.5). Returns the pages freed.
+    ///
+    /// The folios are freed region by region, each region's folios in the order they were
+    /// mapped and then its page-table page, in one `Mm::free_folio_run` (the same state as
+    /// `free_folio` on each in that order). The swap slots of the folios reclaimed to swap are
+    /// released as they are met, before the run: the swap map and the free path share no state.
     pub fn unmap(&mut self, mm: &mut Mm, cpu: u32) -> u64 {
         self.munlock(mm);
         let mut freed = 0;
+        let mut ids = Vec::with_capacity(self.regions.iter().map(|r| r.folios.len() + 1).sum());
         for r in &mut self.regions {
             for (i, &Mapped { id, token, order, .. }) in r.folios.iter().enumerate() {
-                // Host-cache hint: the folio record a few entries ahead (freeing is a chain of
-                // dependent misses otherwise), both its start and the line of its `live` flag
-                // (a record may straddle two cache lines).
+                // Host-cache hint: the folio record a few entries ahead (both its start and
+                // the line of its `live` flag: a record may straddle two cache lines).
                 if let Some(ahead) = r.folios.get(i + UNMAP_PREFETCH) {
                     if let Some(f) = mm.folios.folios.get(ahead.id as usize) {
                         fraglab_mm::mmzone::prefetch(f);
@@ -489,7 +494,7 @@ impl AnonVma {
                     }
                 }
                 if mm.folio_is(id, token) {
-                    mm.free_folio(cpu, id);
+                    ids.push(id);
                     freed += 1u64 << order;
                 } else {
                     // Reclaimed to swap (or killed): release its slots.
@@ -498,11 +503,12 @@ impl AnonVma {
             }
             if let Some((id, token)) = r.pt {
                 if mm.folio_is(id, token) {
-                    mm.free_folio(cpu, id);
+                    ids.push(id);
                 }
             }
             *r = Region::default();
         }
+        mm.free_folio_run(cpu, &ids);
         self.rss = 0;
         freed
     }
