@@ -388,3 +388,79 @@ mod tests {
         }
     }
 }
+
+/// Host-time comparison of `free_folio_run` with `free_folio` one by one (not a test of the
+/// model: run by hand with `cargo test --release -p fraglab-mm --lib free_run_timing --
+/// --ignored --nocapture`).
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::gfp::Gfp;
+    use crate::mmzone::{MachineConfig, ZoneConfig};
+
+    fn machine() -> Mm {
+        let pages = 1 << 18;
+        let z = ZoneConfig {
+            zone_type: ZoneType::Normal,
+            start_pfn: 1 << 20,
+            spanned: pages,
+            present: pages,
+            managed: pages,
+        };
+        let m = MachineConfig {
+            zones: vec![z],
+            nr_cpus: 2,
+        };
+        Mm::new(&m, crate::Tunables::default()).unwrap()
+    }
+
+    /// Four "tasks" fault 40k pages each, interleaved, with frees in between (so pfns and ids
+    /// are scattered); then each task's folios are freed in fault order.
+    fn run(batched: bool) -> std::time::Duration {
+        let mut mm = machine();
+        let mut tasks: Vec<Vec<FolioId>> = vec![Vec::new(); 4];
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let t = (x % 4) as usize;
+            mm.cur.pid = 2 + t as u32;
+            if i % 5 == 4 && !tasks[t].is_empty() {
+                let k = (x >> 8) as usize % tasks[t].len();
+                let id = tasks[t].swap_remove(k);
+                mm.free_folio(0, id);
+                continue;
+            }
+            if let Some(id) = mm.alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::Anon, false) {
+                tasks[t].push(id);
+            }
+        }
+        let start = std::time::Instant::now();
+        for ids in &tasks {
+            if batched {
+                for chunk in ids.chunks(512) {
+                    mm.free_folio_run(0, chunk);
+                }
+            } else {
+                for &id in ids {
+                    mm.free_folio(0, id);
+                }
+            }
+        }
+        start.elapsed()
+    }
+
+    #[test]
+    #[ignore]
+    fn free_run_timing() {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..7 {
+            a.push(run(false));
+            b.push(run(true));
+        }
+        a.sort();
+        b.sort();
+        eprintln!("per-folio median {:?}, run median {:?}", a[3], b[3]);
+    }
+}
