@@ -12,6 +12,7 @@ pub mod debug_vm;
 pub mod fault_run;
 pub mod filemap;
 pub mod folio;
+pub mod free_run;
 pub mod gfp;
 pub mod huge_memory;
 pub mod hugetlb;

@@ -598,6 +598,15 @@ impl Mm {
         );
         assert!(cpu < self.nr_cpus, "cpu {cpu} out of range");
         let zi = self.zone_of(pfn);
+        self.free_pages_zone(cpu, zi, pfn, order);
+    }
+
+    /// [`Mm::free_pages`] of an allocated chunk whose zone `zi` the caller knows
+    /// (`free_folio_run` has it from the folio's accounting).
+    #[inline]
+    pub(crate) fn free_pages_zone(&mut self, cpu: u32, zi: usize, pfn: u32, order: u32) {
+        debug_assert!(self.pages.kind(pfn) == PageKind::Allocated && self.pages.order(pfn) == order);
+        debug_assert!(cpu < self.nr_cpus && zi == self.zone_of(pfn));
         if self.trace_on(trace_kind::MM_PAGE_FREE) {
             self.emit(cpu, TraceEvent::MmPageFree { pfn, order });
         }

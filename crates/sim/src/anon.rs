@@ -23,7 +23,7 @@ use fraglab_mm::{Gfp, Mm};
 const REGION: u64 = 1 << HPAGE_PMD_ORDER;
 
 /// How many folios ahead `unmap` prefetches the folio record.
-const UNMAP_PREFETCH: usize = 4;
+const UNMAP_PREFETCH: usize = 12;
 
 /// A region with more folios than this keeps an index by page offset (`Region::index`).
 const INDEX_MIN_FOLIOS: usize = 8;
@@ -483,12 +483,18 @@ impl AnonVma {
     /// folios straddling the range are split and their pieces inside freed. Page tables stay.
     /// Returns the pages freed. On a locked mapping madvise(MADV_DONTNEED) fails with EINVAL
     /// (`madvise_dontneed_free_valid_vma`): nothing is freed.
+    ///
+    /// The frees are gathered and done by `Mm::free_folio_run` in the order met, the run cut
+    /// before each split (a split inserts folios, so the frees before it must have happened
+    /// for the folio table's reusable ids to be the same): the same state as `free_folio` on
+    /// each as met.
     pub fn dontneed(&mut self, mm: &mut Mm, cpu: u32, start: u64, n: u64) -> u64 {
         if self.locked {
             return 0;
         }
         let end = (start + n).min(self.nr_pages);
         let mut freed = 0;
+        let mut run: Vec<FolioId> = Vec::new();
         for ri in (start / REGION) as usize..end.div_ceil(REGION) as usize {
             let base = ri as u64 * REGION;
             let (lo, hi) = (start.max(base) - base, end.min(base + REGION) - base);
@@ -510,16 +516,18 @@ impl AnonVma {
                     continue;
                 }
                 if fo >= lo && fo + fn_ <= hi {
-                    mm.free_folio(cpu, id);
+                    run.push(id);
                     self.regions[ri].set(off, fn_ as u32, false);
                     freed += fn_;
                     continue;
                 }
+                mm.free_folio_run(cpu, &run);
+                run.clear();
                 for (i, piece) in mm.split_folio(id).into_iter().enumerate() {
                     let p = fo + i as u64;
                     let t = mm.folios.get(piece).token;
                     if p >= lo && p < hi {
-                        mm.free_folio(cpu, piece);
+                        run.push(piece);
                         self.regions[ri].set(p as u32, 1, false);
                         freed += 1;
                     } else {
@@ -535,20 +543,28 @@ impl AnonVma {
             self.regions[ri].folios = keep;
             self.regions[ri].reindex();
         }
+        mm.free_folio_run(cpu, &run);
         self.rss -= freed;
         freed
     }
 
     /// munmap: frees every folio and page table still owned (a locked mapping's folios are
     /// munlocked first, as unmapping them does, §29.1.5). Returns the pages freed.
+    ///
+    /// The folios are freed region by region: each region's folios in the order they were
+    /// mapped and then its page-table page, in one `Mm::free_folio_run` (the same state as
+    /// `free_folio` on each in that order). The swap slots of the region's folios reclaimed to
+    /// swap are released as they are met, before its run: the swap map and the free path
+    /// share no state.
     pub fn unmap(&mut self, mm: &mut Mm, cpu: u32) -> u64 {
         self.munlock(mm);
         let mut freed = 0;
+        let mut ids = Vec::new();
         for r in &mut self.regions {
+            ids.clear();
             for (i, &Mapped { id, token, order, .. }) in r.folios.iter().enumerate() {
-                // Host-cache hint: the folio record a few entries ahead (freeing is a chain of
-                // dependent misses otherwise), both its start and the line of its `live` flag
-                // (a record may straddle two cache lines).
+                // Host-cache hint: the folio record some entries ahead (both its start and the
+                // line of its `live` flag: a record may straddle two cache lines).
                 if let Some(ahead) = r.folios.get(i + UNMAP_PREFETCH) {
                     if let Some(f) = mm.folios.folios.get(ahead.id as usize) {
                         fraglab_mm::mmzone::prefetch(f);
@@ -556,7 +572,7 @@ impl AnonVma {
                     }
                 }
                 if mm.folio_is(id, token) {
-                    mm.free_folio(cpu, id);
+                    ids.push(id);
                     freed += 1u64 << order;
                 } else {
                     // Reclaimed to swap (or killed): release its slots.
@@ -565,9 +581,10 @@ impl AnonVma {
             }
             if let Some((id, token)) = r.pt {
                 if mm.folio_is(id, token) {
-                    mm.free_folio(cpu, id);
+                    ids.push(id);
                 }
             }
+            mm.free_folio_run(cpu, &ids);
             *r = Region::default();
         }
         self.rss = 0;
@@ -716,6 +733,88 @@ mod tests {
         }
     }
 
+    /// The per-folio `dontneed` that `free_folio_run` replaced (a `free_folio` as each folio
+    /// or piece is met).
+    fn dontneed_per_folio(v: &mut AnonVma, mm: &mut Mm, cpu: u32, start: u64, n: u64) -> u64 {
+        if v.locked {
+            return 0;
+        }
+        let end = (start + n).min(v.nr_pages);
+        let mut freed = 0;
+        for ri in (start / REGION) as usize..end.div_ceil(REGION) as usize {
+            let base = ri as u64 * REGION;
+            let (lo, hi) = (start.max(base) - base, end.min(base + REGION) - base);
+            let folios = std::mem::take(&mut v.regions[ri].folios);
+            let mut keep = Vec::with_capacity(folios.len());
+            for m in folios {
+                let Mapped { id, token, order, .. } = m;
+                let off = m.off as u32;
+                let (fo, fn_) = (off as u64, 1u64 << order);
+                let alive = mm.folio_is(id, token);
+                if fo + fn_ <= lo || fo >= hi {
+                    if alive {
+                        keep.push(m);
+                    }
+                    continue;
+                }
+                if !alive {
+                    v.regions[ri].set(off, fn_ as u32, false);
+                    continue;
+                }
+                if fo >= lo && fo + fn_ <= hi {
+                    mm.free_folio(cpu, id);
+                    v.regions[ri].set(off, fn_ as u32, false);
+                    freed += fn_;
+                    continue;
+                }
+                for (i, piece) in mm.split_folio(id).into_iter().enumerate() {
+                    let p = fo + i as u64;
+                    let t = mm.folios.get(piece).token;
+                    if p >= lo && p < hi {
+                        mm.free_folio(cpu, piece);
+                        v.regions[ri].set(p as u32, 1, false);
+                        freed += 1;
+                    } else {
+                        keep.push(Mapped {
+                            token: t,
+                            id: piece,
+                            off: p as u16,
+                            order: 0,
+                        });
+                    }
+                }
+            }
+            v.regions[ri].folios = keep;
+            v.regions[ri].reindex();
+        }
+        v.rss -= freed;
+        freed
+    }
+
+    /// The per-folio `unmap` that `free_folio_run` replaced.
+    fn unmap_per_folio(v: &mut AnonVma, mm: &mut Mm, cpu: u32) -> u64 {
+        v.munlock(mm);
+        let mut freed = 0;
+        for r in &mut v.regions {
+            for &Mapped { id, token, order, .. } in &r.folios {
+                if mm.folio_is(id, token) {
+                    mm.free_folio(cpu, id);
+                    freed += 1u64 << order;
+                } else {
+                    mm.swap_free_token(token);
+                }
+            }
+            if let Some((id, token)) = r.pt {
+                if mm.folio_is(id, token) {
+                    mm.free_folio(cpu, id);
+                }
+            }
+            *r = Region::default();
+        }
+        v.rss = 0;
+        freed
+    }
+
     /// Everything faults may touch in the model, for comparison.
     fn mm_state(mm: &Mm) -> String {
         let mut rss: Vec<_> = mm.folios.rss.iter().collect();
@@ -821,6 +920,60 @@ mod tests {
         // The machine filled up: slow paths, OOM kills (which free the victim's folios, so
         // that faults rarely fail).
         assert!(mb.work.sum.slowpaths > 0 && mb.work.sum.oom_kills > 0);
+    }
+
+    /// `dontneed` and `unmap` through `free_folio_run` leave the machine as the per-folio
+    /// versions did (the run cut before each split keeps the reused ids' order: the faults
+    /// after get the same folios), over random faults, MADV_DONTNEED with splits, mlock and
+    /// unmaps of several mappings.
+    #[test]
+    fn dontneed_and_unmap_runs_match_per_folio_frees() {
+        let mut x = 0x5151_7e57_0ddb_a11du64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..8 {
+            let (mut ma, mut mb) = (machine(), machine());
+            let nr = 2 * REGION + 129;
+            let mut va: Vec<AnonVma> = (0..3).map(|i| AnonVma::new(nr, (round + i) % 2 == 0)).collect();
+            let mut vb = va.clone();
+            for step in 0..120 {
+                let k = (rnd() % 3) as usize;
+                let start = rnd() % nr;
+                let n = 1 + rnd() % 600;
+                ma.cur.pid = 2 + k as u32;
+                mb.cur.pid = 2 + k as u32;
+                match rnd() % 8 {
+                    0 | 1 => {
+                        let a = dontneed_per_folio(&mut va[k], &mut ma, 1, start, n);
+                        assert_eq!(a, vb[k].dontneed(&mut mb, 1, start, n));
+                    }
+                    2 if step % 3 == 0 => {
+                        let a = unmap_per_folio(&mut va[k], &mut ma, 0);
+                        assert_eq!(a, vb[k].unmap(&mut mb, 0));
+                    }
+                    3 if step % 7 == 0 => {
+                        va[k].mlock(&mut ma);
+                        vb[k].mlock(&mut mb);
+                    }
+                    _ => {
+                        for p in start..(start + n).min(nr) {
+                            assert_eq!(va[k].touch(&mut ma, 0, p), vb[k].touch(&mut mb, 0, p));
+                        }
+                    }
+                }
+                if step % 8 == 7 {
+                    assert_eq!(mm_state(&ma), mm_state(&mb), "round {round} step {step}");
+                }
+            }
+            for k in 0..3 {
+                assert_eq!(unmap_per_folio(&mut va[k], &mut ma, 0), vb[k].unmap(&mut mb, 0));
+            }
+            assert_eq!(mm_state(&ma), mm_state(&mb));
+        }
     }
 
     /// `max_order`'s upward search answers as the downward one it replaced, for every
