@@ -472,8 +472,7 @@ impl Mm {
                 *rss.entry(f.owner).or_insert(0u64) += 1u64 << f.order;
             }
         }
-        let kept: std::collections::BTreeMap<u32, u64> =
-            self.folios.rss.iter().map(|(&k, &v)| (k, v)).collect();
+        let kept: std::collections::BTreeMap<u32, u64> = self.folios.rss.iter().collect();
         ensure!(rss == kept, "per-owner rss {kept:?} != {rss:?}");
         Ok(())
     }

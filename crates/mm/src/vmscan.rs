@@ -78,6 +78,17 @@ impl Mm {
         self.pages.set_flag(pfn, PG_LRU, true);
     }
 
+    /// A host-cache hint: starts loading the records of LRU neighbours `prev` and `next`
+    /// (`NIL` for none), whose links an `lru_del` is about to write. No effect on the model.
+    #[inline]
+    pub(crate) fn lru_prefetch_neighbours(&self, prev: FolioId, next: FolioId) {
+        for n in [prev, next] {
+            if let Some(f) = self.folios.folios.get(n as usize) {
+                crate::mmzone::prefetch(&f.lru_next);
+            }
+        }
+    }
+
     /// `lruvec_del_folio`: takes a folio off its list and clears PageLRU.
     pub(crate) fn lru_del(&mut self, id: FolioId) {
         let f = &mut self.folios.folios[id as usize];
