@@ -24,9 +24,9 @@ const _: () = {
 };
 
 /// One folio: the hot part of the record, which every allocation, free, LRU walk and
-/// accounting touches (48 bytes, asserted below; `struct folio` is 64 bytes of `struct page`s
+/// accounting touches (40 bytes, asserted below; `struct folio` is 64 bytes of `struct page`s
 /// in the kernel). The rarely set fields are in [`FolioCold`], kept only for the folios that
-/// have them.
+/// have them; the LRU list links in [`FolioTable::lru_links`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Folio {
     pub pfn: u32,
@@ -43,10 +43,9 @@ pub struct Folio {
     pub referenced: bool,
     /// PG_dirty (file folios).
     pub dirty: bool,
-    /// The LRU list the folio is on (`vmscan::LRU_*`), or `vmscan::LRU_NONE`.
+    /// The LRU list the folio is on (`vmscan::LRU_*`), or `vmscan::LRU_NONE`; its links on
+    /// that list are in [`FolioTable::lru_links`].
     pub lru: u8,
-    pub lru_next: FolioId,
-    pub lru_prev: FolioId,
     /// The page-cache mapping of a file folio in the page cache (`filemap::PageCache`), 0 for
     /// none, and the page index of its first page there.
     pub mapping: u32,
@@ -67,7 +66,7 @@ pub struct Folio {
     flags: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<Folio>() == 48);
+const _: () = assert!(std::mem::size_of::<Folio>() == 40);
 
 macro_rules! folio_flag {
     ($get:ident, $set:ident, $bit:ident, $vis:vis) => {
@@ -231,6 +230,13 @@ type ColdMap = std::collections::HashMap<FolioId, FolioCold, std::hash::BuildHas
 #[derive(Clone, Debug, Default)]
 pub struct FolioTable {
     pub folios: Vec<Folio>,
+    /// `[next, prev]` of each folio on an LRU list (`folio->lru`, kernel-model.md §10.3;
+    /// `mmzone::NIL` at the list ends and for a folio on no list), indexed by id like
+    /// `folios`. Kept beside the records rather than in them: the list walks of reclaim
+    /// (`isolate_lru_folios`) chase these links from folio to folio, and eight of them share
+    /// a host cache line where one 40-byte record may span two; the record loads the walk
+    /// also needs then no longer wait on one another.
+    pub(crate) lru_links: Vec<[FolioId; 2]>,
     free_ids: Vec<FolioId>,
     next_token: u64,
     /// Live folios per kind and order (the folio-order census).
@@ -320,8 +326,6 @@ impl FolioTable {
             referenced: false,
             dirty: false,
             lru: crate::vmscan::LRU_NONE,
-            lru_next: crate::mmzone::NIL,
-            lru_prev: crate::mmzone::NIL,
             mapping: 0,
             index: 0,
             owner: 0,
@@ -334,6 +338,8 @@ impl FolioTable {
         match self.free_ids.pop() {
             Some(id) => {
                 self.folios[id as usize] = f;
+                // A folio leaves the table off every list (`lru_del` resets the links).
+                debug_assert_eq!(self.lru_links[id as usize], [crate::mmzone::NIL; 2]);
                 // A host-cache hint: the record the next insert will write (a freed record
                 // is usually out of cache by the time it is reused), both lines it may span.
                 if let Some(&next) = self.free_ids.last() {
@@ -345,6 +351,7 @@ impl FolioTable {
             }
             None => {
                 self.folios.push(f);
+                self.lru_links.push([crate::mmzone::NIL; 2]);
                 (self.folios.len() - 1) as FolioId
             }
         }
@@ -581,9 +588,9 @@ impl Mm {
     pub fn free_folio(&mut self, cpu: u32, id: FolioId) {
         let f = self.folios.get(id).clone();
         if f.lru != crate::vmscan::LRU_NONE {
-            // A host-cache hint: the neighbours `lru_del` will relink, loaded while the
-            // gauges are updated.
-            self.lru_prefetch_neighbours(f.lru_prev, f.lru_next);
+            // A host-cache hint: the folio's LRU links, which `lru_del` reads, loaded while
+            // the gauges are updated.
+            crate::mmzone::prefetch(&self.folios.lru_links[id as usize]);
         }
         assert!(
             !f.isolated,
