@@ -618,6 +618,19 @@ impl Mm {
         }
     }
 
+    /// A host-cache hint for a caller about to free or otherwise touch folio `id` (an unmap
+    /// loop a few folios ahead): starts loading both host cache lines its record may span and
+    /// its LRU links (which `free_folio`'s `lru_del` reads). No effect on the model; an id
+    /// out of range is ignored.
+    #[inline]
+    pub fn prefetch_folio(&self, id: FolioId) {
+        if let Some(f) = self.folios.folios.get(id as usize) {
+            crate::mmzone::prefetch(f);
+            crate::mmzone::prefetch(&f.flags);
+            crate::mmzone::prefetch(&self.folios.lru_links[id as usize]);
+        }
+    }
+
     /// The folio whose head is at `pfn`, if `pfn` is the head of an allocated folio.
     #[inline]
     pub fn folio_at(&self, pfn: u32) -> Option<FolioId> {
