@@ -341,11 +341,13 @@ impl FolioTable {
                 // A folio leaves the table off every list (`lru_del` resets the links).
                 debug_assert_eq!(self.lru_links[id as usize], [crate::mmzone::NIL; 2]);
                 // A host-cache hint: the record the next insert will write (a freed record
-                // is usually out of cache by the time it is reused), both lines it may span.
+                // is usually out of cache by the time it is reused), both lines it may span,
+                // and its LRU links, which `lru_add` writes.
                 if let Some(&next) = self.free_ids.last() {
                     let n = &self.folios[next as usize];
                     crate::mmzone::prefetch(n);
                     crate::mmzone::prefetch(&n.flags);
+                    crate::mmzone::prefetch(&self.lru_links[next as usize]);
                 }
                 id
             }
