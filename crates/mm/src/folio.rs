@@ -752,6 +752,53 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// The LRU lists threaded through `FolioTable::lru_links` keep the order of a plain
+        /// list model (head = newest) under any sequence of adds and deletes, for both walking
+        /// directions, and a folio off every list has NIL links.
+        #[test]
+        fn lru_links_match_a_list_model(ops in proptest::collection::vec((0usize..12, any::<bool>()), 1..200)) {
+            use crate::{MachineConfig, Tunables, ZoneConfig, ZoneType};
+            use crate::mmzone::NIL;
+            use crate::vmscan::{LRU_INACTIVE_FILE, LRU_NONE};
+            let z = ZoneConfig {
+                zone_type: ZoneType::Dma32,
+                start_pfn: 4096,
+                spanned: 4 * PAGEBLOCK_NR_PAGES,
+                present: 4 * PAGEBLOCK_NR_PAGES,
+                managed: 4 * PAGEBLOCK_NR_PAGES,
+            };
+            let m = MachineConfig { zones: vec![z], nr_cpus: 1 };
+            let mut mm = Mm::new(&m, Tunables::default()).unwrap();
+            let ids: Vec<FolioId> = (0..12)
+                .map(|_| mm.alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::File, false).unwrap())
+                .collect();
+            // alloc_folio adds each at the head.
+            let mut model: Vec<FolioId> = ids.iter().rev().copied().collect();
+            for (i, add) in ops {
+                let id = ids[i];
+                let on = mm.folios.folios[id as usize].lru != LRU_NONE;
+                if add && !on {
+                    mm.lru_add(id);
+                    model.insert(0, id);
+                } else if !add && on {
+                    mm.lru_del(id);
+                    model.retain(|&x| x != id);
+                    prop_assert_eq!(mm.folios.lru_links[id as usize], [NIL, NIL]);
+                }
+                prop_assert_eq!(mm.lru_folios(LRU_INACTIVE_FILE), model.clone());
+                let mut back = Vec::new();
+                let mut at = mm.reclaim.lruvec.lists[LRU_INACTIVE_FILE as usize].last;
+                while at != NIL {
+                    back.push(at);
+                    at = mm.folios.lru_links[at as usize][1];
+                }
+                back.reverse();
+                prop_assert_eq!(back, model.clone());
+            }
+        }
+    }
+
     /// The cold side table behaves as the former in-record fields did: defaults for a new
     /// folio, kept while it lives, gone with it (a reused id starts from the defaults).
     #[test]
