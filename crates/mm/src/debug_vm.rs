@@ -472,8 +472,7 @@ impl Mm {
                 *rss.entry(f.owner).or_insert(0u64) += 1u64 << f.order;
             }
         }
-        let kept: std::collections::BTreeMap<u32, u64> =
-            self.folios.rss.iter().map(|(&k, &v)| (k, v)).collect();
+        let kept: std::collections::BTreeMap<u32, u64> = self.folios.rss.iter().collect();
         ensure!(rss == kept, "per-owner rss {kept:?} != {rss:?}");
         Ok(())
     }
@@ -593,14 +592,15 @@ impl Mm {
                 "folio {id} on list {l} but belongs on {}",
                 self.folio_lru_list(id)
             );
-            ensure!(f.lru_prev == prev, "LRU list {l}: broken back link at folio {id}");
+            let [next, back] = self.folios.lru_links[id as usize];
+            ensure!(back == prev, "LRU list {l}: broken back link at folio {id}");
             ensure!(
                 self.pages.flag(f.pfn, PG_LRU),
                 "folio {id} on an LRU list without PageLRU"
             );
             pages += 1 << f.order;
             prev = id;
-            id = f.lru_next;
+            id = next;
             n += 1;
             ensure!(n <= self.folios.folios.len(), "LRU list {l} loops");
         }

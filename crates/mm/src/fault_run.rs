@@ -172,7 +172,7 @@ impl Mm {
         self.work.sum.allocs += nr;
         // account_folio(id, 1) of a new, inactive, evictable order-0 anonymous folio.
         if owner > 1 {
-            *self.folios.rss.entry(owner).or_default() += nr;
+            self.folios.rss.add(owner, nr as i64);
         }
         self.count(Stat::nr_inactive_anon, nr);
         self.count(Stat::nr_anon_pages, nr);

@@ -14,10 +14,19 @@ use crate::vmstat::Stat;
 
 pub use fraglab_types::folio::{FolioId, FolioKind};
 
+// `FolioTable::kind_idx` indexes the census by discriminant.
+const _: () = {
+    let mut i = 0;
+    while i < FolioKind::ALL.len() {
+        assert!(FolioKind::ALL[i] as usize == i);
+        i += 1;
+    }
+};
+
 /// One folio: the hot part of the record, which every allocation, free, LRU walk and
-/// accounting touches (48 bytes, asserted below; `struct folio` is 64 bytes of `struct page`s
+/// accounting touches (40 bytes, asserted below; `struct folio` is 64 bytes of `struct page`s
 /// in the kernel). The rarely set fields are in [`FolioCold`], kept only for the folios that
-/// have them.
+/// have them; the LRU list links in [`FolioTable::lru_links`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Folio {
     pub pfn: u32,
@@ -34,10 +43,9 @@ pub struct Folio {
     pub referenced: bool,
     /// PG_dirty (file folios).
     pub dirty: bool,
-    /// The LRU list the folio is on (`vmscan::LRU_*`), or `vmscan::LRU_NONE`.
+    /// The LRU list the folio is on (`vmscan::LRU_*`), or `vmscan::LRU_NONE`; its links on
+    /// that list are in [`FolioTable::lru_links`].
     pub lru: u8,
-    pub lru_next: FolioId,
-    pub lru_prev: FolioId,
     /// The page-cache mapping of a file folio in the page cache (`filemap::PageCache`), 0 for
     /// none, and the page index of its first page there.
     pub mapping: u32,
@@ -58,7 +66,7 @@ pub struct Folio {
     flags: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<Folio>() == 48);
+const _: () = assert!(std::mem::size_of::<Folio>() == 40);
 
 macro_rules! folio_flag {
     ($get:ident, $set:ident, $bit:ident, $vis:vis) => {
@@ -130,8 +138,8 @@ pub struct FolioCold {
 }
 
 /// A hasher for folio ids and pids (small integers): one multiply, no per-process seed. The
-/// cold table is only looked up, never iterated, so its order is irrelevant; the rss map is
-/// iterated only for a maximum (see [`FolioTable::rss`]).
+/// cold table is only looked up, never iterated, so its order is irrelevant; the sparse part of
+/// [`Rss`] is iterated only for a maximum (see [`FolioTable::rss`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct IdHasher(u64);
 
@@ -149,8 +157,71 @@ impl std::hash::Hasher for IdHasher {
     }
 }
 
-/// Per-owner rss ([`FolioTable::rss`]), keyed by pid.
-pub type RssMap = std::collections::HashMap<u32, u64, std::hash::BuildHasherDefault<IdHasher>>;
+/// Per-owner rss ([`FolioTable::rss`]): pages per pid, an owner with none having no entry
+/// (`get` = 0). The engine's pids count up from 100, one per task, so the pids below
+/// [`Rss::DENSE_PIDS`] are counted in a vector indexed by pid (every anon fault and unmap
+/// updates its owner's count: one indexed add, no hashing or probing); larger pids (a replayed
+/// trace's or a restored page_owner's) in a hash map.
+#[derive(Clone, Debug, Default)]
+pub struct Rss {
+    dense: Vec<u64>,
+    sparse: std::collections::HashMap<u32, u64, std::hash::BuildHasherDefault<IdHasher>>,
+}
+
+impl Rss {
+    /// Pids below this are counted in the dense vector (at most 512 KiB of it).
+    pub const DENSE_PIDS: u32 = 1 << 16;
+
+    /// Adds `nr` pages (negative: removes) to `pid`'s count.
+    #[inline]
+    pub fn add(&mut self, pid: u32, nr: i64) {
+        if pid < Self::DENSE_PIDS {
+            let i = pid as usize;
+            if i >= self.dense.len() {
+                self.dense.resize(i + 1, 0);
+            }
+            let e = &mut self.dense[i];
+            *e = (*e as i64 + nr) as u64;
+        } else {
+            let e = self.sparse.entry(pid).or_default();
+            *e = (*e as i64 + nr) as u64;
+            if *e == 0 {
+                self.sparse.remove(&pid);
+            }
+        }
+    }
+
+    /// `pid`'s pages (0 for an owner with none).
+    pub fn get(&self, pid: u32) -> u64 {
+        if pid < Self::DENSE_PIDS {
+            self.dense.get(pid as usize).copied().unwrap_or(0)
+        } else {
+            self.sparse.get(&pid).copied().unwrap_or(0)
+        }
+    }
+
+    /// The owners with pages and their counts: the dense ones by pid, then the sparse ones in
+    /// no particular order (its readers take a maximum under a total order or sort).
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.dense
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n != 0)
+            .map(|(p, &n)| (p as u32, n))
+            .chain(self.sparse.iter().map(|(&p, &n)| (p, n)))
+    }
+}
+
+impl PartialEq for Rss {
+    /// The same owners with the same counts (however the dense vector grew).
+    fn eq(&self, other: &Rss) -> bool {
+        let a: std::collections::BTreeMap<u32, u64> = self.iter().collect();
+        let b: std::collections::BTreeMap<u32, u64> = other.iter().collect();
+        a == b
+    }
+}
+
+impl Eq for Rss {}
 
 type ColdMap = std::collections::HashMap<FolioId, FolioCold, std::hash::BuildHasherDefault<IdHasher>>;
 
@@ -159,15 +230,21 @@ type ColdMap = std::collections::HashMap<FolioId, FolioCold, std::hash::BuildHas
 #[derive(Clone, Debug, Default)]
 pub struct FolioTable {
     pub folios: Vec<Folio>,
+    /// `[next, prev]` of each folio on an LRU list (`folio->lru`, kernel-model.md §10.3;
+    /// `mmzone::NIL` at the list ends and for a folio on no list), indexed by id like
+    /// `folios`. Kept beside the records rather than in them: the list walks of reclaim
+    /// (`isolate_lru_folios`) chase these links from folio to folio, and eight of them share
+    /// a host cache line where one 40-byte record may span two; the record loads the walk
+    /// also needs then no longer wait on one another.
+    pub(crate) lru_links: Vec<[FolioId; 2]>,
     pub(crate) free_ids: Vec<FolioId>,
     next_token: u64,
     /// Live folios per kind and order (the folio-order census).
     pub census: [[u64; NR_PAGE_ORDERS]; FolioKind::ALL.len()],
     /// Anonymous and page-table pages per killable owner (pid > 1): the OOM killer's badness.
-    /// A hash map (every anon fault and unmap updates it, so a tree's search was a visible
-    /// host cost): its only reader that iterates, the OOM killer, takes a maximum under a total
-    /// order (pages, then lowest pid), so the iteration order changes nothing.
-    pub rss: RssMap,
+    /// Its only reader that iterates, the OOM killer, takes a maximum under a total order
+    /// (pages, then lowest pid), so the iteration order changes nothing.
+    pub rss: Rss,
     /// Live folios declared to the slab shrinker (`on_shrinker`): the shrinker's
     /// `count_objects` (§19.1 item 8), kept as folios are declared and freed so that
     /// `shrink_slab` need not re-check every declared folio on every call.
@@ -221,8 +298,9 @@ impl FolioTable {
         self.cold(id).writeback_end_ns
     }
 
+    #[inline]
     fn kind_idx(kind: FolioKind) -> usize {
-        FolioKind::ALL.iter().position(|k| *k == kind).unwrap()
+        kind as usize
     }
 
     pub(crate) fn insert(
@@ -248,8 +326,6 @@ impl FolioTable {
             referenced: false,
             dirty: false,
             lru: crate::vmscan::LRU_NONE,
-            lru_next: crate::mmzone::NIL,
-            lru_prev: crate::mmzone::NIL,
             mapping: 0,
             index: 0,
             owner: 0,
@@ -262,10 +338,22 @@ impl FolioTable {
         match self.free_ids.pop() {
             Some(id) => {
                 self.folios[id as usize] = f;
+                // A folio leaves the table off every list (`lru_del` resets the links).
+                debug_assert_eq!(self.lru_links[id as usize], [crate::mmzone::NIL; 2]);
+                // A host-cache hint: the record the next insert will write (a freed record
+                // is usually out of cache by the time it is reused), both lines it may span,
+                // and its LRU links, which `lru_add` writes.
+                if let Some(&next) = self.free_ids.last() {
+                    let n = &self.folios[next as usize];
+                    crate::mmzone::prefetch(n);
+                    crate::mmzone::prefetch(&n.flags);
+                    crate::mmzone::prefetch(&self.lru_links[next as usize]);
+                }
                 id
             }
             None => {
                 self.folios.push(f);
+                self.lru_links.push([crate::mmzone::NIL; 2]);
                 (self.folios.len() - 1) as FolioId
             }
         }
@@ -327,7 +415,7 @@ impl Mm {
     /// tables.
     pub(crate) fn account_folio(&mut self, id: FolioId, sign: i64) {
         let f = &self.folios.folios[id as usize];
-        let (pfn, order, kind, isolated, active, unevictable, mlocked) = (
+        let (pfn, order, kind, isolated, active, unevictable, mlocked, owner) = (
             f.pfn,
             f.order as u32,
             f.kind,
@@ -335,6 +423,7 @@ impl Mm {
             f.active,
             f.unevictable(),
             f.mlocked(),
+            f.owner,
         );
         let nr = sign << order;
         if !isolated {
@@ -347,13 +436,8 @@ impl Mm {
                 *c = (*c as i64 + sign * per_block) as u32;
             }
         }
-        let f = &self.folios.folios[id as usize];
-        if f.owner > 1 && matches!(kind, FolioKind::Anon | FolioKind::PageTable) {
-            let e = self.folios.rss.entry(f.owner).or_default();
-            *e = (*e as i64 + nr) as u64;
-            if *e == 0 {
-                self.folios.rss.remove(&f.owner);
-            }
+        if owner > 1 && matches!(kind, FolioKind::Anon | FolioKind::PageTable) {
+            self.folios.rss.add(owner, nr);
         }
         let zi = self.zone_of(pfn);
         let mut node = |s: Stat| {
@@ -505,6 +589,11 @@ impl Mm {
     /// Frees a folio (`folio_put` of the last reference).
     pub fn free_folio(&mut self, cpu: u32, id: FolioId) {
         let f = self.folios.get(id).clone();
+        if f.lru != crate::vmscan::LRU_NONE {
+            // A host-cache hint: the folio's LRU links, which `lru_del` reads, loaded while
+            // the gauges are updated.
+            crate::mmzone::prefetch(&self.folios.lru_links[id as usize]);
+        }
         assert!(
             !f.isolated,
             "free of folio {id} while it is isolated for migration"
@@ -528,6 +617,19 @@ impl Mm {
         self.free_pages(cpu, f.pfn, f.order as u32);
         if f.mapping != 0 {
             self.xa_settle(cpu);
+        }
+    }
+
+    /// A host-cache hint for a caller about to free or otherwise touch folio `id` (an unmap
+    /// loop a few folios ahead): starts loading both host cache lines its record may span and
+    /// its LRU links (which `free_folio`'s `lru_del` reads). No effect on the model; an id
+    /// out of range is ignored.
+    #[inline]
+    pub fn prefetch_folio(&self, id: FolioId) {
+        if let Some(f) = self.folios.folios.get(id as usize) {
+            crate::mmzone::prefetch(f);
+            crate::mmzone::prefetch(&f.flags);
+            crate::mmzone::prefetch(&self.folios.lru_links[id as usize]);
         }
     }
 
@@ -614,6 +716,88 @@ impl Mm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `Rss` answers as the hash map it replaced (an entry per owner with pages, removed
+        /// at zero): the same counts, the same owners, the same OOM victim.
+        #[test]
+        fn rss_matches_the_hash_map(ops in proptest::collection::vec(
+            (prop_oneof![2u32..300, 65_530u32..65_545, 4_000_000u32..4_000_010], 0u32..4, any::<bool>()),
+            1..300,
+        )) {
+            let mut new = Rss::default();
+            let mut old: std::collections::HashMap<u32, u64> = Default::default();
+            for (pid, order, up) in ops {
+                // Never below zero, as the gauges never are.
+                let have = old.get(&pid).copied().unwrap_or(0) as i64;
+                let nr = if up || have < (1 << order) { 1i64 << order } else { -(1i64 << order) };
+                new.add(pid, nr);
+                let e = old.entry(pid).or_default();
+                *e = (*e as i64 + nr) as u64;
+                if *e == 0 {
+                    old.remove(&pid);
+                }
+                prop_assert_eq!(new.get(pid), old.get(&pid).copied().unwrap_or(0));
+                let a: std::collections::BTreeMap<u32, u64> = new.iter().collect();
+                let b: std::collections::BTreeMap<u32, u64> = old.iter().map(|(&k, &v)| (k, v)).collect();
+                prop_assert_eq!(&a, &b);
+                let victim_new = new.iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
+                let victim_old = old
+                    .iter()
+                    .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+                    .map(|(&k, &v)| (k, v));
+                prop_assert_eq!(victim_new, victim_old);
+            }
+        }
+    }
+
+    proptest! {
+        /// The LRU lists threaded through `FolioTable::lru_links` keep the order of a plain
+        /// list model (head = newest) under any sequence of adds and deletes, for both walking
+        /// directions, and a folio off every list has NIL links.
+        #[test]
+        fn lru_links_match_a_list_model(ops in proptest::collection::vec((0usize..12, any::<bool>()), 1..200)) {
+            use crate::{MachineConfig, Tunables, ZoneConfig, ZoneType};
+            use crate::mmzone::NIL;
+            use crate::vmscan::{LRU_INACTIVE_FILE, LRU_NONE};
+            let z = ZoneConfig {
+                zone_type: ZoneType::Dma32,
+                start_pfn: 4096,
+                spanned: 4 * PAGEBLOCK_NR_PAGES,
+                present: 4 * PAGEBLOCK_NR_PAGES,
+                managed: 4 * PAGEBLOCK_NR_PAGES,
+            };
+            let m = MachineConfig { zones: vec![z], nr_cpus: 1 };
+            let mut mm = Mm::new(&m, Tunables::default()).unwrap();
+            let ids: Vec<FolioId> = (0..12)
+                .map(|_| mm.alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::File, false).unwrap())
+                .collect();
+            // alloc_folio adds each at the head.
+            let mut model: Vec<FolioId> = ids.iter().rev().copied().collect();
+            for (i, add) in ops {
+                let id = ids[i];
+                let on = mm.folios.folios[id as usize].lru != LRU_NONE;
+                if add && !on {
+                    mm.lru_add(id);
+                    model.insert(0, id);
+                } else if !add && on {
+                    mm.lru_del(id);
+                    model.retain(|&x| x != id);
+                    prop_assert_eq!(mm.folios.lru_links[id as usize], [NIL, NIL]);
+                }
+                prop_assert_eq!(mm.lru_folios(LRU_INACTIVE_FILE), model.clone());
+                let mut back = Vec::new();
+                let mut at = mm.reclaim.lruvec.lists[LRU_INACTIVE_FILE as usize].last;
+                while at != NIL {
+                    back.push(at);
+                    at = mm.folios.lru_links[at as usize][1];
+                }
+                back.reverse();
+                prop_assert_eq!(back, model.clone());
+            }
+        }
+    }
 
     /// The cold side table behaves as the former in-record fields did: defaults for a new
     /// folio, kept while it lives, gone with it (a reused id starts from the defaults).

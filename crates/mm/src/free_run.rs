@@ -98,11 +98,7 @@ impl RunGauges {
     /// `account_folio`'s rss step for the pending sum.
     fn flush_rss(&mut self, mm: &mut Mm) {
         if let Some((owner, nr)) = self.rss.take() {
-            let e = mm.folios.rss.entry(owner).or_default();
-            *e = (*e as i64 + nr) as u64;
-            if *e == 0 {
-                mm.folios.rss.remove(&owner);
-            }
+            mm.folios.rss.add(owner, nr);
         }
     }
 
@@ -164,24 +160,23 @@ impl Mm {
         let mut g = RunGauges::default();
         for (i, &id) in ids.iter().enumerate() {
             // Host-cache hints (no effect on the model): the record of a folio further on
-            // (both ends: a 48-byte record may straddle two lines), and for a nearer one whose
-            // record should be in by now, its head page and its LRU neighbours.
-            if let Some(f) = ids
-                .get(i + PREFETCH_RECORD)
-                .and_then(|&a| self.folios.folios.get(a as usize))
-            {
-                prefetch(f);
-                prefetch(&f.live);
+            // (both lines a record may span, and its LRU links: `prefetch_folio`), and for a
+            // nearer one whose record should be in by now, its head page and its LRU
+            // neighbours.
+            if let Some(&a) = ids.get(i + PREFETCH_RECORD) {
+                self.prefetch_folio(a);
             }
             if let Some(f) = ids
                 .get(i + PREFETCH_PAGES)
                 .and_then(|&a| self.folios.folios.get(a as usize))
             {
                 self.pages.prefetch(f.pfn);
-                if let Some(n) = self.folios.folios.get(f.lru_next as usize) {
+                // The LRU neighbours whose links the unlink rewrites.
+                let [next, prev] = self.folios.lru_links[ids[i + PREFETCH_PAGES] as usize];
+                if let Some(n) = self.folios.lru_links.get(next as usize) {
                     prefetch(n);
                 }
-                if let Some(p) = self.folios.folios.get(f.lru_prev as usize) {
+                if let Some(p) = self.folios.lru_links.get(prev as usize) {
                     prefetch(p);
                 }
             }

@@ -402,11 +402,11 @@ impl Mm {
             self.work.last_alloc.oom_nofs_fail = true;
             return false;
         }
-        let Some((&victim, _)) = self
+        let Some((victim, _)) = self
             .folios
             .rss
             .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
         else {
             return false;
         };

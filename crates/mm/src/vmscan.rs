@@ -65,13 +65,13 @@ impl Mm {
         let f = &mut self.folios.folios[id as usize];
         debug_assert_eq!(f.lru, LRU_NONE, "folio {id} is already on a list");
         f.lru = l;
-        f.lru_prev = NIL;
-        f.lru_next = first;
         let (pfn, nr) = (f.pfn, 1u64 << f.order);
+        let links = &mut self.folios.lru_links;
+        links[id as usize] = [first, NIL];
         if first == NIL {
             self.reclaim.lruvec.lists[l as usize].last = id;
         } else {
-            self.folios.folios[first as usize].lru_prev = id;
+            links[first as usize][1] = id;
         }
         self.reclaim.lruvec.lists[l as usize].first = id;
         self.reclaim.lruvec.pages[l as usize] += nr;
@@ -83,19 +83,19 @@ impl Mm {
         let f = &mut self.folios.folios[id as usize];
         let l = f.lru;
         assert_ne!(l, LRU_NONE, "folio {id} is on no list");
-        let (next, prev, pfn, nr) = (f.lru_next, f.lru_prev, f.pfn, 1u64 << f.order);
+        let (pfn, nr) = (f.pfn, 1u64 << f.order);
         f.lru = LRU_NONE;
-        f.lru_next = NIL;
-        f.lru_prev = NIL;
+        let links = &mut self.folios.lru_links;
+        let [next, prev] = std::mem::replace(&mut links[id as usize], [NIL, NIL]);
         if prev == NIL {
             self.reclaim.lruvec.lists[l as usize].first = next;
         } else {
-            self.folios.folios[prev as usize].lru_next = next;
+            links[prev as usize][0] = next;
         }
         if next == NIL {
             self.reclaim.lruvec.lists[l as usize].last = prev;
         } else {
-            self.folios.folios[next as usize].lru_prev = prev;
+            links[next as usize][1] = prev;
         }
         self.reclaim.lruvec.pages[l as usize] -= nr;
         self.pages.set_flag(pfn, PG_LRU, false);
@@ -144,7 +144,7 @@ impl Mm {
         let mut id = self.reclaim.lruvec.lists[list as usize].first;
         while id != NIL {
             out.push(id);
-            id = self.folios.folios[id as usize].lru_next;
+            id = self.folios.lru_links[id as usize][0];
         }
         out
     }
@@ -327,8 +327,9 @@ impl Mm {
         let mut nr_skipped = [0u64; crate::types::MAX_NR_ZONES];
         let mut id = self.reclaim.lruvec.lists[lru as usize].last;
         while id != NIL && scan < nr_to_scan {
+            let prev = self.folios.lru_links[id as usize][1];
             let f = &self.folios.folios[id as usize];
-            let (prev, nr) = (f.lru_prev, 1u64 << f.order);
+            let nr = 1u64 << f.order;
             // A host-cache hint, no effect on the model: the page flags `lru_del` will clear.
             self.pages.prefetch(f.pfn);
             let zi = self.zone_of(f.pfn);

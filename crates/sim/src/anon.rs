@@ -563,13 +563,10 @@ impl AnonVma {
         for r in &mut self.regions {
             ids.clear();
             for (i, &Mapped { id, token, order, .. }) in r.folios.iter().enumerate() {
-                // Host-cache hint: the folio record some entries ahead (both its start and the
-                // line of its `live` flag: a record may straddle two cache lines).
+                // Host-cache hint: the folio record a few entries ahead (freeing is a chain of
+                // dependent misses otherwise), both lines it may span, and its LRU links.
                 if let Some(ahead) = r.folios.get(i + UNMAP_PREFETCH) {
-                    if let Some(f) = mm.folios.folios.get(ahead.id as usize) {
-                        fraglab_mm::mmzone::prefetch(f);
-                        fraglab_mm::mmzone::prefetch(&f.live);
-                    }
+                    mm.prefetch_folio(ahead.id);
                 }
                 if mm.folio_is(id, token) {
                     ids.push(id);
