@@ -524,15 +524,31 @@ impl Mm {
         Ok(())
     }
 
-    /// The page cache (§12): every (mapping, index) entry names a live folio at that index.
+    /// The page cache (§12): every (mapping, index) entry names a live folio at that index;
+    /// PAGECACHE_TAG_DIRTY marks exactly the dirty ones, and the marked walk visits them in
+    /// the full walk's order.
     fn check_page_cache(&self) -> Check {
+        let mut dirty = Vec::new();
         for ((m, i), id) in self.cache.index.iter() {
             let f = &self.folios.folios[id as usize];
             ensure!(
                 f.live && f.mapping == m && f.index == i,
                 "page cache {m}:{i} holds folio {id}, which is not live there"
             );
+            ensure!(
+                self.cache.index.is_dirty(m, i) == f.dirty,
+                "page cache {m}:{i}: folio {id} dirty {} but tagged {}",
+                f.dirty,
+                !f.dirty
+            );
+            if f.dirty {
+                dirty.push(((m, i), id));
+            }
         }
+        ensure!(
+            self.cache.index.iter_dirty().eq(dirty.iter().copied()),
+            "the dirty-tagged walk differs from the dirty folios of the full walk"
+        );
         Ok(())
     }
 

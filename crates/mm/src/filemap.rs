@@ -40,6 +40,14 @@ pub const VM_READAHEAD_PAGES: u64 = 32;
 /// stored here as the folio id in each covered slot), and the ordered walks (readahead,
 /// truncate, invalidate, writeback, drop_caches) visit folios by (mapping, first index) as the
 /// `BTreeMap` this replaced did. Memory grows with the folios cached, not with file offsets.
+///
+/// The xarray's mark is the page cache's `PAGECACHE_TAG_DIRTY` (§12; the writeback of §19.1
+/// item 9 and §25.4): an entry is marked exactly while its folio is dirty
+/// ([`Mm::folio_mark_dirty`] sets and clears it; an entry is inserted clean, and a split's
+/// dirty pieces are marked as they are inserted), so the flusher's walks
+/// ([`PageCache::iter_dirty`]) visit the dirty folios only, in the order of the full walk.
+/// Simplified: the kernel also tags PAGECACHE_TAG_WRITEBACK and TOWRITE; here PG_writeback is
+/// a time (`writeback.rs`) and nothing walks for it.
 #[derive(Clone, Debug, Default)]
 pub struct PageCache {
     xa: crate::xarray::XArray,
@@ -95,6 +103,24 @@ impl PageCache {
     /// Entries in (mapping, index) order.
     pub fn iter(&self) -> impl Iterator<Item = ((u32, u64), crate::folio::FolioId)> + '_ {
         self.xa.iter()
+    }
+
+    /// The dirty-tagged entries in (mapping, index) order (`xas_for_each_marked` with
+    /// PAGECACHE_TAG_DIRTY): [`PageCache::iter`] filtered by the folios' dirty flag.
+    pub fn iter_dirty(&self) -> impl Iterator<Item = ((u32, u64), crate::folio::FolioId)> + '_ {
+        self.xa.iter_marked()
+    }
+
+    /// Tags (`__folio_mark_dirty`'s `__xa_set_mark`) or untags (`folio_clear_dirty_for_io`,
+    /// `__folio_cancel_dirty`) folio `id` at `index` of `mapping` dirty. Returns false,
+    /// changing nothing, unless the folio is cached there.
+    pub fn set_dirty(&mut self, mapping: u32, index: u64, id: crate::folio::FolioId, dirty: bool) -> bool {
+        self.xa.set_mark(mapping, index, id, dirty)
+    }
+
+    /// Whether the entry at `index` of `mapping` is tagged dirty.
+    pub fn is_dirty(&self, mapping: u32, index: u64) -> bool {
+        self.xa.is_marked(mapping, index)
     }
 
     pub fn len(&self) -> usize {

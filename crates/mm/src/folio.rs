@@ -591,6 +591,11 @@ impl Mm {
                     self.cache.index.remove(f.mapping, f.index, f.order as u32, id);
                 }
                 self.cache.index.insert(f.mapping, f.index + i as u64, 0, pid);
+                if f.dirty {
+                    self.cache
+                        .index
+                        .set_dirty(f.mapping, f.index + i as u64, pid, true);
+                }
             }
             self.pages.set(pfn, PageKind::Allocated, 0);
             self.pages.set_a(pfn, pid);

@@ -1099,7 +1099,12 @@ impl Mm {
         }
         // NR_FILE_DIRTY, as /proc/vmstat's nr_dirty shows it.
         self.stats[crate::vmstat::Stat::nr_dirty as usize] = self.cache.nr_dirty;
+        let (was, mapping, index) = (f.dirty, f.mapping, f.index);
         self.folios.folios[id as usize].dirty = dirty;
+        // PAGECACHE_TAG_DIRTY follows PG_dirty (`filemap.rs`).
+        if was != dirty && mapping != 0 {
+            self.cache.index.set_dirty(mapping, index, id, dirty);
+        }
     }
 
     /// The dirty thresholds (`global_dirty_limits`, mm/page-writeback.c): background writeback
@@ -1131,10 +1136,8 @@ impl Mm {
         let mut dirty: Vec<(u64, FolioId)> = self
             .cache
             .index
-            .iter()
-            .map(|(_, id)| id)
-            .filter(|&id| self.folios.folios[id as usize].dirty)
-            .map(|id| (self.folios.dirtied_ns(id), id))
+            .iter_dirty()
+            .map(|(_, id)| (self.folios.dirtied_ns(id), id))
             .collect();
         dirty.sort_unstable();
         let mut n = 0;
@@ -1164,16 +1167,15 @@ impl Mm {
         let mut oldest = u64::MAX;
         let mut seen = 0u64;
         let dirty_before = self.cache.nr_dirty;
+        // The dirty-tagged folios, in the order of the whole cache's walk.
         let ids: Vec<FolioId> = self
             .cache
             .index
-            .iter()
+            .iter_dirty()
             .map(|(_, id)| id)
             .filter(|&id| {
                 let f = &self.folios.folios[id as usize];
-                if !f.dirty {
-                    return false;
-                }
+                debug_assert!(f.dirty, "folio {id} tagged dirty but clean");
                 seen += 1u64 << f.order;
                 let d = self.folios.dirtied_ns(id);
                 let expired = now >= d + expire_ns;
