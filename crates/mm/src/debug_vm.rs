@@ -549,6 +549,25 @@ impl Mm {
             self.cache.index.iter_dirty().eq(dirty.iter().copied()),
             "the dirty-tagged walk differs from the dirty folios of the full walk"
         );
+        // The tagged folios by age: the same folios, with their dirtying times and pages.
+        let mut by_age: Vec<(u64, u32)> = dirty
+            .iter()
+            .map(|&(_, id)| (self.folios.dirtied_ns(id), id))
+            .collect();
+        by_age.sort_unstable();
+        ensure!(
+            self.cache.index.dirty_by_age().eq(by_age.iter().copied()),
+            "the dirty page cache by age differs from the tagged folios' dirtying times"
+        );
+        let pages: u64 = dirty
+            .iter()
+            .map(|&(_, id)| 1u64 << self.folios.folios[id as usize].order)
+            .sum();
+        ensure!(
+            pages == self.cache.index.dirty_pages(),
+            "{} dirty-tagged pages counted, {pages} tagged",
+            self.cache.index.dirty_pages()
+        );
         Ok(())
     }
 

@@ -240,12 +240,12 @@ impl XArray {
     }
 
     /// Sets (`xa_set_mark`) or clears (`xa_clear_mark`) the mark of the entry of `value`
-    /// starting at `index` of `key`, propagating it up the tree. Returns false, changing
-    /// nothing, unless that entry is there.
-    pub fn set_mark(&mut self, key: u32, index: u64, value: u32, on: bool) -> bool {
+    /// starting at `index` of `key`, propagating it up the tree. Returns whether it was
+    /// marked before, or None, changing nothing, unless that entry is there.
+    pub fn set_mark(&mut self, key: u32, index: u64, value: u32, on: bool) -> Option<bool> {
         let r = self.root(key);
         if r.node == NIL || (index >> r.shift) > MASK {
-            return false;
+            return None;
         }
         let mut path = [(NIL, 0u32); MAX_DEPTH];
         let (mut n, mut shift, mut depth) = (r.node, r.shift, 0);
@@ -253,7 +253,7 @@ impl XArray {
             let j = (index >> shift) & MASK;
             let node = &self.nodes[n as usize];
             if node.occ & (1 << j) == 0 {
-                return false;
+                return None;
             }
             path[depth] = (n, j as u32);
             depth += 1;
@@ -263,8 +263,9 @@ impl XArray {
         let j = index & MASK;
         let leaf = &mut self.nodes[n as usize];
         if leaf.heads & (1 << j) == 0 || leaf.slots[j as usize] != value {
-            return false;
+            return None;
         }
+        let marked = leaf.marks & (1 << j) != 0;
         let was = leaf.marks != 0;
         if on {
             leaf.marks |= 1 << j;
@@ -289,7 +290,7 @@ impl XArray {
                 up = node.marks == 0;
             }
         }
-        true
+        Some(marked)
     }
 
     /// Stores an entry of `value` covering `[index, index + nr)` of `key`; every index of the
@@ -373,9 +374,10 @@ impl XArray {
     }
 
     /// Removes the entry of `value` covering `[index, index + nr)` of `key` (panics unless
-    /// exactly that entry is there).
-    pub fn remove(&mut self, key: u32, index: u64, nr: u64, value: u32) {
+    /// exactly that entry is there). Returns whether it was marked.
+    pub fn remove(&mut self, key: u32, index: u64, nr: u64, value: u32) -> bool {
         assert!(nr > 0, "an entry covers at least one index");
+        let mut was_marked = false;
         let last = index.checked_add(nr - 1).expect("entry range overflows");
         let r = self.root(key);
         assert!(
@@ -414,6 +416,7 @@ impl XArray {
                 );
                 leaf.heads &= !(1 << lo);
                 unmarked = leaf.marks & (1 << lo) != 0;
+                was_marked = unmarked;
                 leaf.marks &= !(1 << lo);
             }
             leaf.occ &= !mask;
@@ -453,6 +456,7 @@ impl XArray {
             chunk += 1;
         }
         self.len -= 1;
+        was_marked
     }
 
     /// Consistency of the bitmaps and the node arena (for tests): every node reachable once,
@@ -680,20 +684,19 @@ mod tests {
                     Op::Remove { pick } => {
                         if !rf.map.is_empty() {
                             let (&(k, s), &(nr, v)) = rf.map.iter().nth(pick % rf.map.len()).unwrap();
-                            xa.remove(k, s, nr, v);
+                            prop_assert_eq!(xa.remove(k, s, nr, v), rf.marked.remove(&(k, s)));
                             rf.map.remove(&(k, s));
-                            rf.marked.remove(&(k, s));
                         }
                     }
                     Op::Mark { pick, on, wrong } => {
                         if !rf.map.is_empty() {
                             let (&(k, s), &(_, v)) = rf.map.iter().nth(pick % rf.map.len()).unwrap();
                             if wrong {
-                                prop_assert!(!xa.set_mark(k, s, v + 1, on));
+                                prop_assert_eq!(xa.set_mark(k, s, v + 1, on), None);
                                 // Not an entry's start (values are unique).
-                                prop_assert!(!xa.set_mark(k, s.wrapping_add(1), v, on));
+                                prop_assert_eq!(xa.set_mark(k, s.wrapping_add(1), v, on), None);
                             } else {
-                                prop_assert!(xa.set_mark(k, s, v, on));
+                                prop_assert_eq!(xa.set_mark(k, s, v, on), Some(rf.marked.contains(&(k, s))));
                                 if on {
                                     rf.marked.insert((k, s));
                                 } else {
