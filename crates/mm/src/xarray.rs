@@ -730,7 +730,7 @@ mod tests {
                 let filtered: Vec<_> = xa.iter().filter(|&(k, _)| rf.marked.contains(&k)).collect();
                 prop_assert_eq!(marked, filtered);
             }
-            for (&(k, s), _) in &rf.map {
+            for &(k, s) in rf.map.keys() {
                 prop_assert_eq!(xa.is_marked(k, s), rf.marked.contains(&(k, s)));
             }
             for key in 0..3 {
