@@ -523,15 +523,45 @@ impl Mm {
         Ok(())
     }
 
-    /// The page cache (§12): every (mapping, index) entry names a live folio at that index.
+    /// The page cache (§12): every (mapping, index) entry names a live folio at that index;
+    /// PAGECACHE_TAG_DIRTY marks exactly the dirty ones, and the marked walk visits them in
+    /// the full walk's order.
     fn check_page_cache(&self) -> Check {
+        let mut dirty = Vec::new();
         for ((m, i), id) in self.cache.index.iter() {
             let f = &self.folios.folios[id as usize];
             ensure!(
                 f.live && f.mapping == m && f.index == i,
                 "page cache {m}:{i} holds folio {id}, which is not live there"
             );
+            if f.dirty {
+                dirty.push(((m, i), id));
+            }
         }
+        // Tagged exactly when dirty: the tagged walk is the full walk's dirty folios.
+        ensure!(
+            self.cache.index.iter_dirty().eq(dirty.iter().copied()),
+            "the dirty-tagged walk differs from the dirty folios of the full walk"
+        );
+        // The tagged folios by age: the same folios, with their dirtying times and pages.
+        let mut by_age: Vec<(u64, u32)> = dirty
+            .iter()
+            .map(|&(_, id)| (self.folios.dirtied_ns(id), id))
+            .collect();
+        by_age.sort_unstable();
+        ensure!(
+            self.cache.index.dirty_by_age().eq(by_age.iter().copied()),
+            "the dirty page cache by age differs from the tagged folios' dirtying times"
+        );
+        let pages: u64 = dirty
+            .iter()
+            .map(|&(_, id)| 1u64 << self.folios.folios[id as usize].order)
+            .sum();
+        ensure!(
+            pages == self.cache.index.dirty_pages(),
+            "{} dirty-tagged pages counted, {pages} tagged",
+            self.cache.index.dirty_pages()
+        );
         Ok(())
     }
 

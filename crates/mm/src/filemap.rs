@@ -40,9 +40,28 @@ pub const VM_READAHEAD_PAGES: u64 = 32;
 /// stored here as the folio id in each covered slot), and the ordered walks (readahead,
 /// truncate, invalidate, writeback, drop_caches) visit folios by (mapping, first index) as the
 /// `BTreeMap` this replaced did. Memory grows with the folios cached, not with file offsets.
+///
+/// The xarray's mark is the page cache's `PAGECACHE_TAG_DIRTY` (§12; the writeback of §19.1
+/// item 9 and §25.4): an entry is marked exactly while its folio is dirty
+/// ([`Mm::folio_mark_dirty`] sets and clears it; an entry is inserted clean, and a split's
+/// dirty pieces are marked as they are inserted), so the flusher's walks
+/// ([`PageCache::iter_dirty`]) visit the dirty folios only, in the order of the full walk.
+/// Simplified: the kernel also tags PAGECACHE_TAG_WRITEBACK and TOWRITE; here PG_writeback is
+/// a time (`writeback.rs`) and nothing walks for it. A tagged entry must be untagged before
+/// its removal (`__filemap_remove_folio` of a dirty folio cancels its dirty state first).
+///
+/// The tagged folios are also kept ordered by (dirtying time, folio id)
+/// ([`PageCache::dirty_by_age`]): the flusher's expiry and background passes take the oldest
+/// ones without visiting the younger. This stands for the kernel's per-wb `b_dirty` list of
+/// inodes ordered by `dirtied_when` (`move_expired_inodes`, fs/fs-writeback.c), which the
+/// model (one flusher, no inodes: §19.1 item 9) keeps per folio; host-side bookkeeping.
 #[derive(Clone, Debug, Default)]
 pub struct PageCache {
     xa: crate::xarray::XArray,
+    /// The dirty-tagged folios: (dirtied_ns, id).
+    dirty_age: std::collections::BTreeSet<(u64, crate::folio::FolioId)>,
+    /// Pages of the dirty-tagged folios.
+    dirty_pages: u64,
     /// Insertions and removals not yet settled by the xarray-node model (`xa_node.rs`),
     /// recorded while `xa_log_on`.
     pub(crate) xa_log: Vec<crate::xa_node::XaEvent>,
@@ -69,9 +88,14 @@ impl PageCache {
         }
     }
 
-    /// Removes folio `id` of `order` from `index` of `mapping`.
+    /// Removes folio `id` of `order` from `index` of `mapping` (untagged: panics if it is
+    /// still tagged dirty).
     pub fn remove(&mut self, mapping: u32, index: u64, order: u32, id: crate::folio::FolioId) {
-        self.xa.remove(mapping, index, 1u64 << order, id);
+        let tagged = self.xa.remove(mapping, index, 1u64 << order, id);
+        assert!(
+            !tagged,
+            "folio {id} removed from the page cache while tagged dirty"
+        );
         self.log_xa(mapping, index, order, -1);
     }
 
@@ -95,6 +119,66 @@ impl PageCache {
     /// Entries in (mapping, index) order.
     pub fn iter(&self) -> impl Iterator<Item = ((u32, u64), crate::folio::FolioId)> + '_ {
         self.xa.iter()
+    }
+
+    /// The dirty-tagged entries in (mapping, index) order (`xas_for_each_marked` with
+    /// PAGECACHE_TAG_DIRTY): [`PageCache::iter`] filtered by the folios' dirty flag.
+    pub fn iter_dirty(&self) -> impl Iterator<Item = ((u32, u64), crate::folio::FolioId)> + '_ {
+        self.xa.iter_marked()
+    }
+
+    /// Tags (`__folio_mark_dirty`'s `__xa_set_mark`) or untags (`folio_clear_dirty_for_io`,
+    /// `__folio_cancel_dirty`) folio `id` of `order` at `index` of `mapping` dirty;
+    /// `dirtied_ns` is its dirtying time (its place in [`PageCache::dirty_by_age`]). Returns
+    /// false, changing nothing, unless the folio is cached there.
+    pub fn set_dirty(
+        &mut self,
+        mapping: u32,
+        index: u64,
+        id: crate::folio::FolioId,
+        order: u32,
+        dirty: bool,
+        dirtied_ns: u64,
+    ) -> bool {
+        let Some(was) = self.xa.set_mark(mapping, index, id, dirty) else {
+            return false;
+        };
+        if was != dirty {
+            if dirty {
+                self.dirty_age.insert((dirtied_ns, id));
+                self.dirty_pages += 1u64 << order;
+            } else {
+                let found = self.dirty_age.remove(&(dirtied_ns, id));
+                assert!(
+                    found,
+                    "folio {id} tagged dirty without its dirtying time {dirtied_ns}"
+                );
+                self.dirty_pages -= 1u64 << order;
+            }
+        }
+        true
+    }
+
+    /// The dirty-tagged folios, oldest first: (dirtied_ns, id) in ascending order.
+    pub fn dirty_by_age(&self) -> impl Iterator<Item = (u64, crate::folio::FolioId)> + '_ {
+        self.dirty_age.iter().copied()
+    }
+
+    /// The first dirty-tagged folio after `(dirtied_ns, id)` in [`PageCache::dirty_by_age`]'s
+    /// order.
+    pub fn dirty_after(&self, after: (u64, crate::folio::FolioId)) -> Option<(u64, crate::folio::FolioId)> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        self.dirty_age.range((Excluded(after), Unbounded)).next().copied()
+    }
+
+    /// Pages of the dirty-tagged folios (the dirty pages in the page cache).
+    pub fn dirty_pages(&self) -> u64 {
+        self.dirty_pages
+    }
+
+    /// Whether the entry at `index` of `mapping` is tagged dirty.
+    pub fn is_dirty(&self, mapping: u32, index: u64) -> bool {
+        self.xa.is_marked(mapping, index)
     }
 
     pub fn len(&self) -> usize {
@@ -1215,5 +1299,46 @@ impl Mm {
             self.xa_settle(cpu);
         }
         freed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PageCache;
+
+    /// PAGECACHE_TAG_DIRTY and the by-age order: tagging is idempotent, the tagged walk is
+    /// in index order, the age order is (dirtied_ns, id), and a folio is untagged before its
+    /// removal.
+    #[test]
+    fn dirty_tag_and_age() {
+        let mut pc = PageCache::default();
+        pc.insert(1, 0, 0, 10);
+        pc.insert(1, 8, 3, 11);
+        pc.insert(2, 512, 9, 12);
+        assert!(pc.set_dirty(2, 512, 12, 9, true, 5));
+        assert!(pc.set_dirty(1, 8, 11, 3, true, 7));
+        assert!(
+            pc.set_dirty(1, 8, 11, 3, true, 7),
+            "tagging twice changes nothing"
+        );
+        assert!(pc.set_dirty(1, 0, 10, 0, true, 5));
+        assert!(!pc.set_dirty(1, 9, 11, 3, true, 7), "not the folio's first index");
+        assert!(!pc.set_dirty(1, 8, 10, 3, true, 7), "another folio");
+        assert_eq!(pc.dirty_pages(), 1 + 8 + 512);
+        let walk: Vec<_> = pc.iter_dirty().collect();
+        assert_eq!(walk, vec![((1, 0), 10), ((1, 8), 11), ((2, 512), 12)]);
+        let age: Vec<_> = pc.dirty_by_age().collect();
+        assert_eq!(age, vec![(5, 10), (5, 12), (7, 11)]);
+        assert_eq!(pc.dirty_after((5, 10)), Some((5, 12)));
+        assert_eq!(pc.dirty_after((7, 11)), None);
+        assert!(pc.set_dirty(1, 8, 11, 3, false, 7));
+        assert!(!pc.is_dirty(1, 8));
+        assert_eq!(pc.dirty_pages(), 1 + 512);
+        pc.remove(1, 8, 3, 11);
+        assert!(pc.set_dirty(1, 0, 10, 0, false, 5));
+        pc.remove(1, 0, 0, 10);
+        assert_eq!(pc.iter_dirty().collect::<Vec<_>>(), vec![((2, 512), 12)]);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pc.remove(2, 512, 9, 12)));
+        assert!(r.is_err(), "a tagged folio's removal panics");
     }
 }

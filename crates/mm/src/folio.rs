@@ -607,6 +607,13 @@ impl Mm {
             self.lru_del(id);
         }
         if f.mapping != 0 {
+            if f.dirty {
+                // Truncation cancels the dirty state first (`__folio_cancel_dirty`).
+                let d = self.folios.dirtied_ns(id);
+                self.cache
+                    .index
+                    .set_dirty(f.mapping, f.index, id, f.order as u32, false, d);
+            }
             self.cache.index.remove(f.mapping, f.index, f.order as u32, id);
         }
         if f.dirty {
@@ -690,9 +697,17 @@ impl Mm {
             nf.index = f.index + i as u64;
             if f.mapping != 0 {
                 if i == 0 {
-                    self.cache.index.remove(f.mapping, f.index, f.order as u32, id);
+                    let (d, o) = (cold.dirtied_ns, f.order as u32);
+                    self.cache.index.set_dirty(f.mapping, f.index, id, o, false, d);
+                    self.cache.index.remove(f.mapping, f.index, o, id);
                 }
                 self.cache.index.insert(f.mapping, f.index + i as u64, 0, pid);
+                if f.dirty {
+                    let d = cold.dirtied_ns;
+                    self.cache
+                        .index
+                        .set_dirty(f.mapping, f.index + i as u64, pid, 0, true, d);
+                }
             }
             self.pages.set(pfn, PageKind::Allocated, 0);
             self.pages.set_a(pfn, pid);

@@ -212,8 +212,8 @@ pub struct PageCacheState {
     /// Dirty page-cache pages (`NR_FILE_DIRTY`).
     pub nr_dirty: u64,
     /// A lower bound of `dirtied_ns` over the dirty page-cache folios (0: not known yet):
-    /// `writeback_expired` skips its walk of the whole cache while no dirty folio can have
-    /// expired. Host-side bookkeeping with no kernel counterpart (the kernel's flusher finds
+    /// `writeback_expired` skips its pass (over the dirty-tagged folios by age, `filemap.rs`)
+    /// while no dirty folio can have expired. Host-side bookkeeping with no kernel counterpart (the kernel's flusher finds
     /// expired inodes on its dirtied_when-ordered b_dirty list instead of walking the cache).
     pub oldest_dirty_ns: u64,
     /// The writeback device queue (PG_writeback's timeline, `writeback.rs`).

@@ -1100,7 +1100,13 @@ impl Mm {
         }
         // NR_FILE_DIRTY, as /proc/vmstat's nr_dirty shows it.
         self.stats[crate::vmstat::Stat::nr_dirty as usize] = self.cache.nr_dirty;
+        let (was, mapping, index, order) = (f.dirty, f.mapping, f.index, f.order as u32);
         self.folios.folios[id as usize].dirty = dirty;
+        // PAGECACHE_TAG_DIRTY follows PG_dirty (`filemap.rs`).
+        if was != dirty && mapping != 0 {
+            let d = self.folios.dirtied_ns(id);
+            self.cache.index.set_dirty(mapping, index, id, order, dirty, d);
+        }
     }
 
     /// The dirty thresholds (`global_dirty_limits`, mm/page-writeback.c): background writeback
@@ -1129,21 +1135,16 @@ impl Mm {
         if self.cache.nr_dirty <= target {
             return 0;
         }
-        let mut dirty: Vec<(u64, FolioId)> = self
-            .cache
-            .index
-            .iter()
-            .map(|(_, id)| id)
-            .filter(|&id| self.folios.folios[id as usize].dirty)
-            .map(|id| (self.folios.dirtied_ns(id), id))
-            .collect();
-        dirty.sort_unstable();
+        // The dirty page cache by (dirtying time, id), oldest first; submitting a folio
+        // cleans it or (under writeback already) leaves it in place, and dirties nothing.
         let mut n = 0;
-        for (_, id) in dirty {
+        let mut at = self.cache.index.dirty_by_age().next();
+        while let Some((d, id)) = at {
             if self.cache.nr_dirty <= target {
                 break;
             }
             n += self.folio_start_writeback(id);
+            at = self.cache.index.dirty_after((d, id));
         }
         n
     }
@@ -1159,42 +1160,37 @@ impl Mm {
             // No dirty folio, or none old enough: the walk below would select nothing.
             return 0;
         }
-        // The walk also finds the oldest dirtying among the folios it leaves dirty (the new
-        // lower bound, if it saw every dirty folio); a selected folio that stays dirty (already
-        // under writeback) counts too.
-        let mut oldest = u64::MAX;
-        let mut seen = 0u64;
+        // The dirty page cache's folios (dirty-tagged) that have expired: the oldest ones,
+        // submitted in (mapping, index) order, the order of a walk of the whole cache.
+        let seen = self.cache.index.dirty_pages();
         let dirty_before = self.cache.nr_dirty;
-        let ids: Vec<FolioId> = self
+        let mut ids: Vec<(u32, u64, FolioId)> = self
             .cache
             .index
-            .iter()
-            .map(|(_, id)| id)
-            .filter(|&id| {
+            .dirty_by_age()
+            .take_while(|&(d, _)| now >= d + expire_ns)
+            .map(|(_, id)| {
                 let f = &self.folios.folios[id as usize];
-                if !f.dirty {
-                    return false;
-                }
-                seen += 1u64 << f.order;
-                let d = self.folios.dirtied_ns(id);
-                let expired = now >= d + expire_ns;
-                if !expired {
-                    oldest = oldest.min(d);
-                }
-                expired
+                debug_assert!(f.dirty, "folio {id} tagged dirty but clean");
+                (f.mapping, f.index, id)
             })
             .collect();
+        ids.sort_unstable();
         let mut n = 0;
-        for &id in &ids {
+        for &(_, _, id) in &ids {
             n += self.folio_start_writeback(id);
         }
-        for &id in &ids {
-            if self.folios.folios[id as usize].dirty {
-                oldest = oldest.min(self.folios.dirtied_ns(id));
-            }
-        }
-        // A dirty folio outside the index (isolated, being migrated or split) was not seen:
-        // the bound is then unknown until the next walk.
+        // The oldest dirtying among the folios left dirty (the younger ones, and the selected
+        // ones already under writeback): the new lower bound, if the tags cover every dirty
+        // folio.
+        let oldest = self
+            .cache
+            .index
+            .dirty_by_age()
+            .next()
+            .map_or(u64::MAX, |(d, _)| d);
+        // A dirty folio outside the index (isolated, being migrated or split) is not tagged:
+        // the bound is then unknown until the next pass.
         self.cache.oldest_dirty_ns = if seen == dirty_before { oldest } else { 0 };
         n
     }

@@ -17,9 +17,18 @@
 //! held times the tree's height (at most 11 for 64-bit indices), not by the largest index: one
 //! entry at a 64 TiB offset costs 6 nodes.
 //!
+//! One mark per entry, as the kernel's `XA_MARK_0` (the page cache's `PAGECACHE_TAG_DIRTY`,
+//! include/linux/fs.h; kernel-model.md §12 for the page cache, §19.1 item 9 and §25.4 for the
+//! writeback that reads it): a third bitmap per node, leaf: the entry starting at the slot is
+//! marked; interior: the child's subtree holds a marked entry (the kernel's `node->marks[0]`,
+//! propagated up by `node_set_mark`/`node_clear_mark`). [`XArray::iter_marked`] visits the
+//! marked entries only, in the index order of [`XArray::iter`] (`xas_find_marked`), skipping
+//! unmarked subtrees 64 slots at a time. An entry is inserted unmarked and its mark goes with
+//! it on removal.
+//!
 //! Simplifications against the kernel's xarray: no multi-index (order ≥ 6) entries in interior
 //! nodes and no sibling entries — an entry writes its value into every leaf slot it covers (an
-//! order-9 folio fills 8 leaves); no marks, no RCU; a tree only shrinks when it empties (the
+//! order-9 folio fills 8 leaves); one mark instead of three, no RCU; a tree only shrinks when it empties (the
 //! kernel's `xas_shrink` also lowers the height). The nodes live in one arena per index with a
 //! free list (no allocation per entry). The *accounting* of the kernel's xarray nodes as slab
 //! memory is `xa_node.rs`, which does not depend on this representation.
@@ -29,7 +38,7 @@ const SHIFT: u32 = 6;
 const MASK: u64 = (1 << SHIFT) - 1;
 const NIL: u32 = u32::MAX;
 
-/// One node: 64 slots (leaf: values; interior: child node numbers) and its two bitmaps.
+/// One node: 64 slots (leaf: values; interior: child node numbers) and its three bitmaps.
 #[derive(Clone, Debug)]
 struct Node {
     slots: [u32; 64],
@@ -37,6 +46,9 @@ struct Node {
     occ: u64,
     /// Leaf: an entry starts at the slot. Interior: the child's subtree holds a head.
     heads: u64,
+    /// Leaf: the entry starting at the slot is marked. Interior: the child's subtree holds a
+    /// marked entry. Always a subset of `heads`.
+    marks: u64,
 }
 
 /// One key's tree: its root node (or none) and the shift of the root's slots (the root covers
@@ -83,6 +95,7 @@ impl XArray {
                 let node = &mut self.nodes[n as usize];
                 node.occ = 0;
                 node.heads = 0;
+                node.marks = 0;
                 n
             }
             None => {
@@ -90,6 +103,7 @@ impl XArray {
                     slots: [0; 64],
                     occ: 0,
                     heads: 0,
+                    marks: 0,
                 });
                 (self.nodes.len() - 1) as u32
             }
@@ -204,17 +218,79 @@ impl XArray {
     /// a whole-cache walk (`writeback_expired`) on a deep tree (a 2 TiB file) was dominated by
     /// those descents.
     pub fn iter_key(&self, key: u32) -> impl Iterator<Item = (u64, u32)> + '_ {
-        let mut it = KeyIter {
-            xa: self,
-            stack: [(NIL, 0, 0, 0); MAX_DEPTH],
-            depth: 0,
-        };
+        KeyIter::<false>::new(self, key)
+    }
+
+    /// The marked entries in (key, first index) order, as [`XArray::iter`] filtered by the
+    /// mark: ((key, first index), value). Each key's walk (`xas_for_each_marked`) descends only
+    /// into subtrees whose mark bit is set.
+    pub fn iter_marked(&self) -> impl Iterator<Item = ((u32, u64), u32)> + '_ {
+        (0..self.roots.len() as u32).flat_map(move |k| self.iter_key_marked(k).map(move |(i, v)| ((k, i), v)))
+    }
+
+    /// The marked entries of `key` in index order: (first index, value).
+    pub fn iter_key_marked(&self, key: u32) -> impl Iterator<Item = (u64, u32)> + '_ {
+        KeyIter::<true>::new(self, key)
+    }
+
+    /// Whether the entry starting at `index` of `key` is marked (`xa_get_mark`).
+    pub fn is_marked(&self, key: u32, index: u64) -> bool {
+        self.leaf(key, index)
+            .is_some_and(|node| node.marks & (1 << (index & MASK)) != 0)
+    }
+
+    /// Sets (`xa_set_mark`) or clears (`xa_clear_mark`) the mark of the entry of `value`
+    /// starting at `index` of `key`, propagating it up the tree. Returns whether it was
+    /// marked before, or None, changing nothing, unless that entry is there.
+    pub fn set_mark(&mut self, key: u32, index: u64, value: u32, on: bool) -> Option<bool> {
         let r = self.root(key);
-        if r.node != NIL {
-            it.stack[0] = (r.node, r.shift, 0, self.nodes[r.node as usize].heads);
-            it.depth = 1;
+        if r.node == NIL || (index >> r.shift) > MASK {
+            return None;
         }
-        it
+        let mut path = [(NIL, 0u32); MAX_DEPTH];
+        let (mut n, mut shift, mut depth) = (r.node, r.shift, 0);
+        while shift > 0 {
+            let j = (index >> shift) & MASK;
+            let node = &self.nodes[n as usize];
+            if node.occ & (1 << j) == 0 {
+                return None;
+            }
+            path[depth] = (n, j as u32);
+            depth += 1;
+            n = node.slots[j as usize];
+            shift -= SHIFT;
+        }
+        let j = index & MASK;
+        let leaf = &mut self.nodes[n as usize];
+        if leaf.heads & (1 << j) == 0 || leaf.slots[j as usize] != value {
+            return None;
+        }
+        let marked = leaf.marks & (1 << j) != 0;
+        let was = leaf.marks != 0;
+        if on {
+            leaf.marks |= 1 << j;
+            // `node_set_mark` upward until a node already led to a mark.
+            let mut up = !was;
+            while up && depth > 0 {
+                depth -= 1;
+                let (p, j) = path[depth];
+                let node = &mut self.nodes[p as usize];
+                up = node.marks == 0;
+                node.marks |= 1 << j;
+            }
+        } else {
+            leaf.marks &= !(1 << j);
+            // `node_clear_mark` upward while the node has no mark left.
+            let mut up = was && leaf.marks == 0;
+            while up && depth > 0 {
+                depth -= 1;
+                let (p, j) = path[depth];
+                let node = &mut self.nodes[p as usize];
+                node.marks &= !(1 << j);
+                up = node.marks == 0;
+            }
+        }
+        Some(marked)
     }
 
     /// Stores an entry of `value` covering `[index, index + nr)` of `key`; every index of the
@@ -236,11 +312,13 @@ impl XArray {
             while (last >> r.shift) > MASK {
                 let old = r.node;
                 let old_heads = self.nodes[old as usize].heads != 0;
+                let old_marks = self.nodes[old as usize].marks != 0;
                 let n = self.alloc_node();
                 let node = &mut self.nodes[n as usize];
                 node.slots[0] = old;
                 node.occ = 1;
                 node.heads = old_heads as u64;
+                node.marks = old_marks as u64;
                 r.node = n;
                 r.shift += SHIFT;
             }
@@ -296,9 +374,10 @@ impl XArray {
     }
 
     /// Removes the entry of `value` covering `[index, index + nr)` of `key` (panics unless
-    /// exactly that entry is there).
-    pub fn remove(&mut self, key: u32, index: u64, nr: u64, value: u32) {
+    /// exactly that entry is there). Returns whether it was marked.
+    pub fn remove(&mut self, key: u32, index: u64, nr: u64, value: u32) -> bool {
         assert!(nr > 0, "an entry covers at least one index");
+        let mut was_marked = false;
         let last = index.checked_add(nr - 1).expect("entry range overflows");
         let r = self.root(key);
         assert!(
@@ -328,21 +407,27 @@ impl XArray {
                 leaf.occ & mask == mask && leaf.slots[lo as usize..=hi as usize].iter().all(|&v| v == value),
                 "{key}:{index} (+{nr}) does not hold entry {value} throughout"
             );
+            // The entry's mark goes with it.
+            let mut unmarked = false;
             if head {
                 assert!(
                     leaf.heads & (1 << lo) != 0,
                     "{key}:{index} is not an entry's start"
                 );
                 leaf.heads &= !(1 << lo);
+                unmarked = leaf.marks & (1 << lo) != 0;
+                was_marked = unmarked;
+                leaf.marks &= !(1 << lo);
             }
             leaf.occ &= !mask;
-            // `xas_delete_node`: free emptied nodes upward; clear head bits that no longer lead
-            // to a head.
+            // `xas_delete_node`: free emptied nodes upward; clear head (mark) bits that no
+            // longer lead to a head (a marked entry).
             let (mut emptied, mut headless) = (leaf.occ == 0, leaf.heads == 0);
+            let mut markless = unmarked && leaf.marks == 0;
             if emptied {
                 self.free.push(n);
             }
-            while depth > 0 && (emptied || headless) {
+            while depth > 0 && (emptied || headless || markless) {
                 depth -= 1;
                 let (p, j) = path[depth];
                 let node = &mut self.nodes[p as usize];
@@ -352,8 +437,12 @@ impl XArray {
                 if headless {
                     node.heads &= !(1 << j);
                 }
+                if markless {
+                    node.marks &= !(1 << j);
+                }
                 emptied = node.occ == 0;
                 headless = node.heads == 0;
+                markless = markless && node.marks == 0;
                 if emptied {
                     self.free.push(p);
                 }
@@ -367,6 +456,7 @@ impl XArray {
             chunk += 1;
         }
         self.len -= 1;
+        was_marked
     }
 
     /// Consistency of the bitmaps and the node arena (for tests): every node reachable once,
@@ -383,7 +473,7 @@ impl XArray {
             if r.node == NIL {
                 continue;
             }
-            let (_, h) = self.check_node(key as u32, r.node, r.shift, &mut seen)?;
+            let (_, _, h) = self.check_node(key as u32, r.node, r.shift, &mut seen)?;
             heads += h;
         }
         if heads != self.len {
@@ -395,7 +485,13 @@ impl XArray {
         Ok(())
     }
 
-    fn check_node(&self, key: u32, n: u32, shift: u32, seen: &mut [bool]) -> Result<(u64, usize), String> {
+    fn check_node(
+        &self,
+        key: u32,
+        n: u32,
+        shift: u32,
+        seen: &mut [bool],
+    ) -> Result<(u64, u64, usize), String> {
         if std::mem::replace(&mut seen[n as usize], true) {
             return Err(format!("key {key}: node {n} reachable twice or free"));
         }
@@ -406,33 +502,66 @@ impl XArray {
         if node.heads & !node.occ != 0 {
             return Err(format!("key {key}: node {n} has heads in empty slots"));
         }
+        if node.marks & !node.heads != 0 {
+            return Err(format!("key {key}: node {n} has marks without heads"));
+        }
         if shift == 0 {
-            return Ok((node.heads, node.heads.count_ones() as usize));
+            return Ok((node.heads, node.marks, node.heads.count_ones() as usize));
         }
         let mut total = 0;
         let mut m = node.occ;
         while m != 0 {
             let j = m.trailing_zeros();
-            let (child_heads, h) = self.check_node(key, node.slots[j as usize], shift - SHIFT, seen)?;
+            let (child_heads, child_marks, h) =
+                self.check_node(key, node.slots[j as usize], shift - SHIFT, seen)?;
             if (child_heads != 0) != (node.heads & (1 << j) != 0) {
                 return Err(format!("key {key}: node {n} slot {j}: head bit wrong"));
+            }
+            if (child_marks != 0) != (node.marks & (1 << j) != 0) {
+                return Err(format!("key {key}: node {n} slot {j}: mark bit wrong"));
             }
             total += h;
             m &= m - 1;
         }
-        Ok((node.heads, total))
+        Ok((node.heads, node.marks, total))
     }
 }
 
-/// The walk of [`XArray::iter_key`]: a stack of (node, slot shift, first index, heads not yet
-/// visited), root first.
-struct KeyIter<'a> {
+/// The walk of [`XArray::iter_key`] (`MARKED`: of [`XArray::iter_key_marked`]): a stack of
+/// (node, slot shift, first index, heads (marks) not yet visited), root first.
+struct KeyIter<'a, const MARKED: bool> {
     xa: &'a XArray,
     stack: [(u32, u32, u64, u64); MAX_DEPTH],
     depth: usize,
 }
 
-impl Iterator for KeyIter<'_> {
+impl<'a, const MARKED: bool> KeyIter<'a, MARKED> {
+    fn new(xa: &'a XArray, key: u32) -> Self {
+        let mut it = KeyIter {
+            xa,
+            stack: [(NIL, 0, 0, 0); MAX_DEPTH],
+            depth: 0,
+        };
+        let r = xa.root(key);
+        if r.node != NIL {
+            it.stack[0] = (r.node, r.shift, 0, Self::bits(&xa.nodes[r.node as usize]));
+            it.depth = 1;
+        }
+        it
+    }
+
+    /// The bitmap the walk follows.
+    #[inline]
+    fn bits(node: &Node) -> u64 {
+        if MARKED {
+            node.marks
+        } else {
+            node.heads
+        }
+    }
+}
+
+impl<const MARKED: bool> Iterator for KeyIter<'_, MARKED> {
     type Item = (u64, u32);
 
     fn next(&mut self) -> Option<(u64, u32)> {
@@ -449,12 +578,12 @@ impl Iterator for KeyIter<'_> {
             if shift == 0 {
                 return Some((base + j, slot));
             }
-            // An interior head bit: the child's subtree holds a head.
+            // An interior head (mark) bit: the child's subtree holds a head (a marked one).
             self.stack[self.depth] = (
                 slot,
                 shift - SHIFT,
                 base + (j << shift),
-                self.xa.nodes[slot as usize].heads,
+                Self::bits(&self.xa.nodes[slot as usize]),
             );
             self.depth += 1;
         }
@@ -473,6 +602,8 @@ mod tests {
     #[derive(Default)]
     struct Reference {
         map: BTreeMap<(u32, u64), (u64, u32)>,
+        /// The marked entries' (key, first index).
+        marked: std::collections::BTreeSet<(u32, u64)>,
     }
 
     impl Reference {
@@ -491,9 +622,24 @@ mod tests {
 
     #[derive(Clone, Debug)]
     enum Op {
-        Insert { key: u32, index: u64, nr: u64 },
-        Remove { pick: usize },
-        Next { key: u32, index: u64 },
+        Insert {
+            key: u32,
+            index: u64,
+            nr: u64,
+        },
+        Remove {
+            pick: usize,
+        },
+        Next {
+            key: u32,
+            index: u64,
+        },
+        /// Sets or clears the mark of an entry (or of a wrong value / no entry: refused).
+        Mark {
+            pick: usize,
+            on: bool,
+            wrong: bool,
+        },
     }
 
     fn index() -> impl Strategy<Value = u64> {
@@ -511,6 +657,8 @@ mod tests {
                 .prop_map(|(key, index, nr)| Op::Insert { key, index, nr }),
             3 => any::<usize>().prop_map(|pick| Op::Remove { pick }),
             2 => (0u32..3, index()).prop_map(|(key, index)| Op::Next { key, index }),
+            4 => (any::<usize>(), prop_oneof![3 => Just(true), 2 => Just(false)], prop_oneof![9 => Just(false), 1 => Just(true)])
+                .prop_map(|(pick, on, wrong)| Op::Mark { pick, on, wrong }),
         ]
     }
 
@@ -536,8 +684,25 @@ mod tests {
                     Op::Remove { pick } => {
                         if !rf.map.is_empty() {
                             let (&(k, s), &(nr, v)) = rf.map.iter().nth(pick % rf.map.len()).unwrap();
-                            xa.remove(k, s, nr, v);
+                            prop_assert_eq!(xa.remove(k, s, nr, v), rf.marked.remove(&(k, s)));
                             rf.map.remove(&(k, s));
+                        }
+                    }
+                    Op::Mark { pick, on, wrong } => {
+                        if !rf.map.is_empty() {
+                            let (&(k, s), &(_, v)) = rf.map.iter().nth(pick % rf.map.len()).unwrap();
+                            if wrong {
+                                prop_assert_eq!(xa.set_mark(k, s, v + 1, on), None);
+                                // Not an entry's start (values are unique).
+                                prop_assert_eq!(xa.set_mark(k, s.wrapping_add(1), v, on), None);
+                            } else {
+                                prop_assert_eq!(xa.set_mark(k, s, v, on), Some(rf.marked.contains(&(k, s))));
+                                if on {
+                                    rf.marked.insert((k, s));
+                                } else {
+                                    rf.marked.remove(&(k, s));
+                                }
+                            }
                         }
                     }
                     Op::Next { key, index } => {
@@ -560,6 +725,18 @@ mod tests {
                 }
                 prop_assert_eq!(xa.check(), Ok(()));
                 prop_assert_eq!(xa.len(), rf.map.len());
+                // The marked walk is the full walk filtered by the mark: same entries, same order.
+                let marked: Vec<_> = xa.iter_marked().collect();
+                let filtered: Vec<_> = xa.iter().filter(|&(k, _)| rf.marked.contains(&k)).collect();
+                prop_assert_eq!(marked, filtered);
+            }
+            for &(k, s) in rf.map.keys() {
+                prop_assert_eq!(xa.is_marked(k, s), rf.marked.contains(&(k, s)));
+            }
+            for key in 0..3 {
+                let mine: Vec<_> = xa.iter_key_marked(key).map(|(i, _)| (key, i)).collect();
+                let theirs: Vec<_> = rf.marked.range((key, 0)..=(key, u64::MAX)).copied().collect();
+                prop_assert_eq!(mine, theirs);
             }
             let mine: Vec<_> = xa.iter().collect();
             let theirs: Vec<_> = rf.map.iter().map(|(&k, &(_, v))| (k, v)).collect();
