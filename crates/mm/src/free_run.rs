@@ -322,7 +322,7 @@ mod tests {
 
     /// Everything a free may touch, rendered comparable.
     fn state(mm: &Mm) -> String {
-        let mut rss: Vec<_> = mm.folios.rss.iter().map(|(k, v)| (*k, *v)).collect();
+        let mut rss: Vec<_> = mm.folios.rss.iter().collect();
         rss.sort();
         format!(
             "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{}",
