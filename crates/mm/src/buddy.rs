@@ -295,6 +295,11 @@ impl Mm {
                     break;
                 }
             }
+            // Host-cache hint, one step ahead: the next step's buddy (state byte and link
+            // words) starts loading while this buddy's list_del waits on its neighbours.
+            if order + 1 < MAX_PAGE_ORDER {
+                self.pages.prefetch((pfn & buddy) ^ (2 << order));
+            }
             self.del_from_free_list(zi, buddy, order, buddy_mt);
             if buddy_mt != mt {
                 // Match the buddy's block type, so later splits use the right lists (§1.5.2d).
