@@ -37,8 +37,9 @@ impl Mm {
         }
     }
 
-    /// `list_del`: unlinks `pfn` and clears its link words.
-    #[inline]
+    /// `list_del`: unlinks `pfn` and clears its link words. Always inlined: it sits in the
+    /// merge loop, the PCP drain and the refill, where a call costs more than its body.
+    #[inline(always)]
     fn list_del(&mut self, head: ListRef, pfn: u32) {
         let [next, prev] = std::mem::replace(&mut self.pages.links[pfn as usize], [NIL, NIL]);
         if prev != NIL {

@@ -522,11 +522,16 @@ impl Mm {
                 let mt = self.block_mt(pfn);
                 self.pcp_list_del(zi, c, idx, pfn);
                 // Host-cache hint for the next chunk drained (the new tail) and its buddy,
-                // without waiting for either.
+                // without waiting for either. At order 0 the buddy's state byte and link words
+                // lie on the same cache lines as the chunk's (an aligned pair of 1-byte states
+                // and of 8-byte link pairs, in arrays at least 16-byte aligned), so one hint
+                // covers both.
                 let p1 = self.zones[zi].pcp[c].lists[idx].last;
                 if p1 != NIL {
                     self.pages.prefetch(p1);
-                    self.pages.prefetch(p1 ^ (1 << order));
+                    if order > 0 {
+                        self.pages.prefetch(p1 ^ (1 << order));
+                    }
                 }
                 count -= 1 << order;
                 self.zones[zi].pcp[c].count -= 1 << order;
