@@ -38,10 +38,16 @@ const SHIFT: u32 = 6;
 const MASK: u64 = (1 << SHIFT) - 1;
 const NIL: u32 = u32::MAX;
 
-/// One node: 64 slots (leaf: values; interior: child node numbers) and its three bitmaps.
+/// One node: its three bitmaps and 64 slots (leaf: values; interior: child node numbers).
+///
+/// Laid out (`repr(C)`) with the bitmaps first: every descent and every removal reads a
+/// node's bitmaps before its slots; after the slots they sat 256 bytes in, a cache miss of
+/// their own. 280 bytes, 8-aligned: a cache-line alignment (320 bytes) or a 32-byte one (288)
+/// that keeps the bitmaps in one line cost 3-5 MiB of peak RSS on the kbuild experiment for no
+/// measurable speed.
 #[derive(Clone, Debug)]
+#[repr(C)]
 struct Node {
-    slots: [u32; 64],
     /// Leaf: the slot's index is covered. Interior: the child exists.
     occ: u64,
     /// Leaf: an entry starts at the slot. Interior: the child's subtree holds a head.
@@ -49,6 +55,7 @@ struct Node {
     /// Leaf: the entry starting at the slot is marked. Interior: the child's subtree holds a
     /// marked entry. Always a subset of `heads`.
     marks: u64,
+    slots: [u32; 64],
 }
 
 /// One key's tree: its root node (or none) and the shift of the root's slots (the root covers
@@ -618,6 +625,16 @@ mod tests {
             let (&(k, s), &(_, v)) = self.map.range((key, index)..).next()?;
             (k == key).then_some((s, v))
         }
+    }
+
+    /// The bitmaps lead the node (a descent's first read) and the node stays 280 bytes.
+    #[test]
+    fn node_layout_bitmaps_first() {
+        assert_eq!(std::mem::offset_of!(Node, occ), 0);
+        assert_eq!(std::mem::offset_of!(Node, heads), 8);
+        assert_eq!(std::mem::offset_of!(Node, marks), 16);
+        assert_eq!(std::mem::offset_of!(Node, slots), 24);
+        assert_eq!(std::mem::size_of::<Node>(), 280);
     }
 
     #[derive(Clone, Debug)]
