@@ -157,14 +157,7 @@ impl Mm {
         let nr = k as u64;
         // The counters each fault adds the same amount to.
         self.count(Stat::pgfault, nr);
-        let pgalloc = [
-            Stat::pgalloc_dma,
-            Stat::pgalloc_dma32,
-            Stat::pgalloc_normal,
-            Stat::pgalloc_movable,
-            Stat::pgalloc_device,
-        ];
-        self.count(pgalloc[zi], nr);
+        self.count(crate::page_alloc::PGALLOC_BY_ZONE[zi], nr);
         self.zones[zi].numa[0] += nr;
         self.zones[zi].numa[4] += nr;
         // alloc_pages: a fast-path allocation adds an empty `AllocWork` (allocs only).

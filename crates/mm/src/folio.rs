@@ -447,14 +447,7 @@ impl Mm {
         match kind {
             FolioKind::Anon | FolioKind::File => {
                 let anon = kind == FolioKind::Anon;
-                let (list, zone_list) = match (anon, active) {
-                    // §29.1.4: an unevictable folio counts in nr_unevictable, not in its list.
-                    _ if unevictable => (Stat::nr_unevictable, Stat::nr_zone_unevictable),
-                    (true, false) => (Stat::nr_inactive_anon, Stat::nr_zone_inactive_anon),
-                    (true, true) => (Stat::nr_active_anon, Stat::nr_zone_active_anon),
-                    (false, false) => (Stat::nr_inactive_file, Stat::nr_zone_inactive_file),
-                    (false, true) => (Stat::nr_active_file, Stat::nr_zone_active_file),
-                };
+                let (list, zone_list) = lru_gauges(anon, active, unevictable);
                 if isolated {
                     node(if anon {
                         Stat::nr_isolated_anon
@@ -544,13 +537,7 @@ impl Mm {
             let c = &mut self.block_content[b][1];
             *c = (*c as i64 + per_block) as u32;
         }
-        let (list, zone_list) = match (anon, active) {
-            _ if unevictable => (Stat::nr_unevictable, Stat::nr_zone_unevictable),
-            (true, false) => (Stat::nr_inactive_anon, Stat::nr_zone_inactive_anon),
-            (true, true) => (Stat::nr_active_anon, Stat::nr_zone_active_anon),
-            (false, false) => (Stat::nr_inactive_file, Stat::nr_zone_inactive_file),
-            (false, true) => (Stat::nr_active_file, Stat::nr_zone_active_file),
-        };
+        let (list, zone_list) = lru_gauges(anon, active, unevictable);
         let isolated = if anon {
             Stat::nr_isolated_anon
         } else {
@@ -725,6 +712,19 @@ impl Mm {
             self.count(Stat::thp_split_page, 1);
         }
         pieces
+    }
+}
+
+/// The node and zone gauges an LRU folio's pages count in (§14.2): its list's
+/// `nr_{in,}active_{anon,file}` and `nr_zone_*` pair, or, for an unevictable folio,
+/// nr_unevictable (§29.1.4: it counts there, not in its list).
+fn lru_gauges(anon: bool, active: bool, unevictable: bool) -> (Stat, Stat) {
+    match (anon, active) {
+        _ if unevictable => (Stat::nr_unevictable, Stat::nr_zone_unevictable),
+        (true, false) => (Stat::nr_inactive_anon, Stat::nr_zone_inactive_anon),
+        (true, true) => (Stat::nr_active_anon, Stat::nr_zone_active_anon),
+        (false, false) => (Stat::nr_inactive_file, Stat::nr_zone_inactive_file),
+        (false, true) => (Stat::nr_active_file, Stat::nr_zone_active_file),
     }
 }
 

@@ -69,6 +69,15 @@ pub fn should_try_claim_block(order: u32, start_mt: MigrateType) -> bool {
         || matches!(start_mt, MigrateType::Reclaimable | MigrateType::Unmovable)
 }
 
+/// `pgalloc_<zone>` of /proc/vmstat by zone index (§14.2): the pages allocated in each zone.
+pub(crate) const PGALLOC_BY_ZONE: [Stat; 5] = [
+    Stat::pgalloc_dma,
+    Stat::pgalloc_dma32,
+    Stat::pgalloc_normal,
+    Stat::pgalloc_movable,
+    Stat::pgalloc_device,
+];
+
 impl Mm {
     // ---- __rmqueue and its modes (§5.2, §6) -------------------------------------------------
 
@@ -432,14 +441,7 @@ impl Mm {
             // `b` of an allocated head: the migratetype it was allocated for (for the block
             // map's "mixed" census; the kernel keeps no such record outside page_owner).
             self.pages.set_b(pfn, mt as u32);
-            let pgalloc = [
-                Stat::pgalloc_dma,
-                Stat::pgalloc_dma32,
-                Stat::pgalloc_normal,
-                Stat::pgalloc_movable,
-                Stat::pgalloc_device,
-            ];
-            self.count(pgalloc[zi], 1 << order);
+            self.count(PGALLOC_BY_ZONE[zi], 1 << order);
             // zone_statistics on a single node: every allocation is a local hit.
             self.zones[zi].numa[0] += 1;
             self.zones[zi].numa[4] += 1;
