@@ -1128,6 +1128,19 @@ impl Mm {
         (bg, thresh)
     }
 
+    /// Whether a task dirtying page cache now must wait (`balance_dirty_pages`,
+    /// mm/page-writeback.c; kernel-model.md §25.4): its limit test (`balance_domain_limits` →
+    /// `domain_dirty_avail(dtc, true)`) counts NR_FILE_DIRTY **plus NR_WRITEBACK** against the
+    /// throttling threshold of [`Mm::dirty_thresholds`] — only the background test
+    /// (`domain_over_bg_thresh`) leaves the pages under writeback out. So writers cannot
+    /// run ahead of the device: the dirty and writeback pages together stay near
+    /// `vm.dirty_ratio` of the dirtyable memory. Simplified: the kernel's freerun ceiling and
+    /// proportional pauses (`wb_position_ratio`) are a fixed 10 ms sleep at the callers, and the
+    /// per-wb share of the threshold is the whole (one device).
+    pub fn dirty_exceeded(&self) -> bool {
+        self.cache.nr_dirty + self.nr_writeback_now() > self.dirty_thresholds().1
+    }
+
     /// Background writeback: submits the oldest dirty page-cache folios for writeback
     /// ([`Mm::folio_start_writeback`], which cleans them) until at most `target` pages are
     /// dirty. Returns the pages submitted.

@@ -92,6 +92,20 @@ impl Mm {
         pages
     }
 
+    /// Pages under writeback now: the gauge as of the last [`Mm::writeback_settle`] less the
+    /// I/Os completed since (read only: the gauge itself moves at the next settle).
+    pub fn nr_writeback_now(&self) -> u64 {
+        let q = &self.cache.writeback;
+        let now = self.cur.now_ns;
+        let done: u64 = q
+            .inflight
+            .iter()
+            .take_while(|&&(end, _)| end <= now)
+            .map(|&(_, p)| p)
+            .sum();
+        q.nr_writeback - done
+    }
+
     /// Retires the I/Os completed by now from the `nr_writeback` gauge (`__folio_end_writeback`).
     /// Returns the time of the next completion, if any I/O is still in flight.
     pub fn writeback_settle(&mut self) -> Option<u64> {

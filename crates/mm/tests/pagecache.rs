@@ -491,3 +491,39 @@ fn s19_1_9_writeback_expired_follows_dirty_expire_centisecs() {
     assert_eq!(mm.writeback_expired(), dirty);
     assert_eq!(mm.cache.nr_dirty, 0);
 }
+
+/// §25.4, `balance_dirty_pages` (`balance_domain_limits` → `domain_dirty_avail(dtc, true)`):
+/// a writer is throttled when its dirty pages **plus those under writeback** exceed the
+/// throttling threshold, so a writer cannot run ahead of a slow device by handing its dirty
+/// pages to the flusher; the pages leave the count when the device completes them, whether or
+/// not the gauge has been settled since.
+#[test]
+fn s25_4_dirty_throttle_counts_pages_under_writeback() {
+    let mut mm = dma32(16, 1, tun_kb(1024));
+    let thresh = mm.dirty_thresholds().1;
+    let m = mm.add_mapping(Mapping::no_large_folios());
+    let pages = thresh + 64;
+    mm.filemap_write(0, m, 0, pages * 4096);
+    assert!(mm.cache.nr_dirty > mm.dirty_thresholds().1);
+    assert!(mm.dirty_exceeded());
+    // The flusher hands everything to a slow device: nothing is dirty, all under writeback.
+    mm.cache.writeback.io_ns = 1_000_000;
+    mm.cur.now_ns = 1_000;
+    assert_eq!(mm.writeback_oldest(0), pages);
+    assert_eq!(mm.cache.nr_dirty, 0);
+    assert_eq!(mm.nr_writeback_now(), pages);
+    assert!(mm.dirty_exceeded(), "dirty + writeback above the threshold");
+    // The device completes all but 32 pages (one I/O): below the threshold, not yet settled.
+    let end = mm.cache.writeback.busy_until_ns;
+    mm.cur.now_ns = end - 1_000_000;
+    assert_eq!(mm.nr_writeback_now(), 32);
+    assert_eq!(
+        mm.stat(Stat::nr_writeback),
+        pages,
+        "the gauge moves at the next settle"
+    );
+    assert!(!mm.dirty_exceeded());
+    mm.writeback_settle();
+    assert_eq!(mm.stat(Stat::nr_writeback), 32);
+    assert_eq!(mm.nr_writeback_now(), 32);
+}

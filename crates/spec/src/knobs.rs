@@ -292,7 +292,7 @@ pub const KNOBS: &[KnobDef] = &[
         kind: int(0, 100),
         default: "20",
         doc: "Percent of available memory dirty at which writers are throttled",
-        models: "writers dirtying page cache above this share of the dirtyable memory (free + file LRU pages, `global_dirty_limits`) wait for writeback (`balance_dirty_pages`: the pgbench, fio and task-program writers)",
+        models: "writers wait for writeback while the dirty pages plus those under writeback exceed this share of the dirtyable memory (free + file LRU pages, `global_dirty_limits`) (`balance_dirty_pages`: the pgbench, fio and task-program writers)",
         section: "§19.1 item 9",
         read: Read::Where("timed runs"),
     },

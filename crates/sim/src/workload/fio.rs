@@ -100,7 +100,7 @@ impl TaskBody for FioSmallFiles {
             };
         }
         // balance_dirty_pages: above the dirty limit, the writer waits for writeback.
-        if cx.mm.cache.nr_dirty > cx.mm.dirty_thresholds().1 {
+        if cx.mm.dirty_exceeded() {
             return Step::Sleep {
                 ran: 0,
                 sleep: 10 * MS,

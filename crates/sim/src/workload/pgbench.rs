@@ -100,7 +100,7 @@ impl TaskBody for PgbenchClient {
         }
         let p = sh.p.clone();
         // balance_dirty_pages: above the dirty limit, the writer waits for writeback.
-        if cx.mm.cache.nr_dirty > cx.mm.dirty_thresholds().1 {
+        if cx.mm.dirty_exceeded() {
             return Step::Sleep {
                 ran: 0,
                 sleep: 10 * MS,
@@ -171,7 +171,7 @@ impl TaskBody for PgbenchCheckpointer {
             self.left = p.checkpoint_bytes;
             self.next += p.checkpoint_ns;
         }
-        if cx.mm.cache.nr_dirty > cx.mm.dirty_thresholds().1 {
+        if cx.mm.dirty_exceeded() {
             return Step::Sleep {
                 ran: 0,
                 sleep: 10 * MS,

@@ -258,7 +258,7 @@ impl ProgramTask {
     /// (balance_dirty_pages).
     fn write(&mut self, cx: &mut Cx, file: &str, offset: u64, length: u64, chunk: u64) -> Step {
         let mapping = self.files.borrow()[file];
-        if cx.mm.cache.nr_dirty > cx.mm.dirty_thresholds().1 {
+        if cx.mm.dirty_exceeded() {
             return Step::Sleep {
                 ran: 0,
                 sleep: 10 * MS,
@@ -710,7 +710,7 @@ impl ProgramTask {
         op: FilesOp,
         random: bool,
     ) -> Step {
-        if op == FilesOp::Create && cx.mm.cache.nr_dirty > cx.mm.dirty_thresholds().1 {
+        if op == FilesOp::Create && cx.mm.dirty_exceeded() {
             return Step::Sleep {
                 ran: 0,
                 sleep: 10 * MS,
