@@ -171,6 +171,20 @@ impl PageCache {
         self.dirty_age.range((Excluded(after), Unbounded)).next().copied()
     }
 
+    /// Host bytes of the index, the dirty set and the log (`host_mem.rs`), with the counts
+    /// that explain them.
+    pub(crate) fn host_bytes(&self) -> Vec<(&'static str, u64)> {
+        use crate::host_mem::{btree_set_bytes, vec_bytes};
+        vec![
+            ("pagecache.xarray", self.xa.host_bytes()),
+            ("pagecache.dirty_age", btree_set_bytes(&self.dirty_age)),
+            ("pagecache.xa_log", vec_bytes(&self.xa_log)),
+            ("count.pagecache_entries", self.xa.len() as u64),
+            ("count.pagecache_xa_nodes", self.xa.nodes_in_use() as u64),
+            ("count.pagecache_dirty", self.dirty_age.len() as u64),
+        ]
+    }
+
     /// Pages of the dirty-tagged folios (the dirty pages in the page cache).
     pub fn dirty_pages(&self) -> u64 {
         self.dirty_pages

@@ -389,6 +389,27 @@ impl FolioTable {
             .map(|(i, f)| (i as FolioId, f))
     }
 
+    /// Host bytes of the table's parts (`host_mem.rs`), with the counts that explain them.
+    pub(crate) fn host_bytes(&self) -> Vec<(&'static str, u64)> {
+        use crate::host_mem::{hash_bytes, vec_bytes};
+        vec![
+            ("folios (hot records)", vec_bytes(&self.folios)),
+            ("folios.lru_links", vec_bytes(&self.lru_links)),
+            ("folios.free_ids", vec_bytes(&self.free_ids)),
+            ("folios.cold", hash_bytes(&self.cold)),
+            (
+                "folios.rss",
+                vec_bytes(&self.rss.dense) + hash_bytes(&self.rss.sparse),
+            ),
+            ("count.folio_records", self.folios.len() as u64),
+            (
+                "count.folios_live",
+                (self.folios.len() - self.free_ids.len()) as u64,
+            ),
+            ("count.folios_cold", self.cold.len() as u64),
+        ]
+    }
+
     /// Census of live folios for a kind (index of `FolioKind::ALL`), per order.
     pub fn census_of(&self, kind: FolioKind) -> [u64; NR_PAGE_ORDERS] {
         self.census[Self::kind_idx(kind)]

@@ -91,6 +91,18 @@ impl Default for Workingset {
 }
 
 impl Workingset {
+    /// Host bytes of the shadow index, records and logs (`host_mem.rs`), with the counts that
+    /// explain them.
+    pub(crate) fn host_bytes(&self) -> Vec<(&'static str, u64)> {
+        use crate::host_mem::vec_bytes;
+        vec![
+            ("workingset.xarray", self.index.host_bytes()),
+            ("workingset.recs", vec_bytes(&self.recs) + vec_bytes(&self.free)),
+            ("workingset.xa_log", vec_bytes(&self.xa_log)),
+            ("count.shadows", self.len() as u64),
+        ]
+    }
+
     /// Number of shadow entries.
     pub fn len(&self) -> usize {
         self.index.len()

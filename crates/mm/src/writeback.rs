@@ -56,6 +56,13 @@ pub struct WritebackQueue {
     pub submitted_pages: u64,
 }
 
+impl WritebackQueue {
+    /// Host bytes of the in-flight queue (`host_mem.rs`).
+    pub(crate) fn host_bytes(&self) -> u64 {
+        crate::host_mem::deque_bytes(&self.inflight)
+    }
+}
+
 impl Mm {
     /// PG_writeback of folio `id` now (§25.4).
     #[inline]
