@@ -832,7 +832,7 @@ impl Mm {
             let last_index = index + nr;
             let (id, _) = match self.filemap_lookup(mapping, pos) {
                 Some(id) => {
-                    if self.folios.folios[id as usize].readahead_mark {
+                    if self.folios.folios[id as usize].readahead_mark() {
                         let fi = self.folios.folios[id as usize].index;
                         self.page_cache_async_ra(
                             cpu,
@@ -863,7 +863,7 @@ impl Mm {
             let f = &self.folios.folios[id as usize];
             let next = (f.index + (1u64 << f.order)).min(end);
             // Pages of folios this call's readahead brought in are misses.
-            if f.token < first_new {
+            if f.token() < first_new {
                 st.hit_pages += next - pos;
             } else {
                 st.miss_pages += next - pos;
@@ -975,7 +975,7 @@ impl Mm {
         if ra.ra_pages == 0 || self.folio_under_writeback(folio) {
             return;
         }
-        self.folios.folios[folio as usize].readahead_mark = false;
+        self.folios.folios[folio as usize].set_readahead_mark(false);
         st.async_ra += 1;
         let max = ra.max_pages(req);
         let nr = 1u64 << self.folios.folios[folio as usize].order;
@@ -1073,7 +1073,7 @@ impl Mm {
                 };
                 self.read_in(st, order);
                 if index == mark / (1u64 << order) * (1u64 << order) {
-                    self.folios.folios[id as usize].readahead_mark = true;
+                    self.folios.folios[id as usize].set_readahead_mark(true);
                 }
                 index += 1u64 << order;
             }
@@ -1137,7 +1137,7 @@ impl Mm {
             };
             self.read_in(st, m.min_order);
             if mark.is_some_and(|k| k >= i && k < i + step) {
-                self.folios.folios[id as usize].readahead_mark = true;
+                self.folios.folios[id as usize].set_readahead_mark(true);
             }
             i += step;
         }
@@ -1232,14 +1232,14 @@ impl Mm {
         self.count(crate::vmstat::Stat::pgfault, 1);
         if let Some(id) = self.filemap_lookup(mapping, index) {
             ra.mmap_miss = ra.mmap_miss.saturating_sub(1);
-            if self.folios.folios[id as usize].readahead_mark && !vma.rand_read {
+            if self.folios.folios[id as usize].readahead_mark() && !vma.rand_read {
                 // `do_async_mmap_readahead`: the request is `ra_pages`, and the readahead
                 // index is the faulting page (not the folio's first, as for read(2)).
                 let req = ra.ra_pages;
                 self.page_cache_async_ra(cpu, mapping, ra, id, index, req, file_pages, &mut st);
             }
-            self.folios.folios[id as usize].referenced = true;
-            self.folios.folios[id as usize].idle = false;
+            self.folios.folios[id as usize].set_referenced(true);
+            self.folios.folios[id as usize].set_idle(false);
             st.hit_pages = 1;
             return st;
         }
@@ -1290,9 +1290,9 @@ impl Mm {
         };
         match id {
             Some(id) => {
-                self.folios.folios[id as usize].referenced = true;
-                self.folios.folios[id as usize].idle = false;
-                if self.folios.folios[id as usize].token < first_new {
+                self.folios.folios[id as usize].set_referenced(true);
+                self.folios.folios[id as usize].set_idle(false);
+                if self.folios.folios[id as usize].token() < first_new {
                     st.hit_pages = 1;
                 } else {
                     st.miss_pages = 1;
@@ -1316,7 +1316,7 @@ impl Mm {
             }
             let f = &self.folios.folios[id as usize];
             pos = i + (1u64 << f.order);
-            if f.dirty {
+            if f.dirty() {
                 written += 1u64 << f.order;
                 self.folio_mark_dirty(id, false);
             }
@@ -1334,7 +1334,7 @@ impl Mm {
         let mut freed = 0;
         for id in ids {
             let f = &self.folios.folios[id as usize];
-            if f.dirty || f.isolated {
+            if f.dirty() || f.isolated() {
                 continue;
             }
             freed += 1u64 << f.order;
@@ -1368,7 +1368,7 @@ impl Mm {
                 break;
             }
             assert!(
-                !self.folios.folios[id as usize].isolated,
+                !self.folios.folios[id as usize].isolated(),
                 "truncate of folio {id} while compaction holds it isolated"
             );
             freed += 1u64 << self.folios.folios[id as usize].order;
@@ -1438,7 +1438,7 @@ impl Mm {
                 break;
             }
             pos = i + (1u64 << f.order);
-            if pos > index && f.dirty {
+            if pos > index && f.dirty() {
                 under_writeback.push(id);
                 self.folio_mark_dirty(id, false);
             }
@@ -1453,7 +1453,11 @@ impl Mm {
                 break;
             }
             pos = fend;
-            if i < index || fend > end || f.dirty || f.isolated || under_writeback.binary_search(&id).is_ok()
+            if i < index
+                || fend > end
+                || f.dirty()
+                || f.isolated()
+                || under_writeback.binary_search(&id).is_ok()
             {
                 continue;
             }

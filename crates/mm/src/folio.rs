@@ -24,49 +24,40 @@ const _: () = {
 };
 
 /// One folio: the hot part of the record, which every allocation, free, LRU walk and
-/// accounting touches (40 bytes, asserted below; `struct folio` is 64 bytes of `struct page`s
-/// in the kernel). The rarely set fields are in [`FolioCold`], kept only for the folios that
-/// have them; the LRU list links in [`FolioTable::lru_links`].
+/// accounting touches (32 bytes, asserted below, two to a host cache line; `struct folio` is 64
+/// bytes of `struct page`s in the kernel). The rarely set fields are in [`FolioCold`], kept
+/// only for the folios that have them; the LRU list links in [`FolioTable::lru_links`].
+///
+/// The page flags (PG_active, PG_dirty, ...) and the model's own booleans are bits of one word,
+/// as the kernel packs page flags in `page->flags`: read and set them with the accessors of
+/// the same name (`f.dirty()`, `f.set_dirty(true)`). The content token is 40 bits (a
+/// million million allocations; [`FolioTable::insert`] refuses more).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct Folio {
     pub pfn: u32,
     pub order: u8,
     pub kind: FolioKind,
-    /// Isolated from the LRU by compaction (on a migrate list).
-    pub isolated: bool,
-    /// The content's identity: set at allocation, carried by every migration and split piece.
-    pub token: u64,
-    pub live: bool,
-    /// PG_active: on (or returns to) the active list.
-    pub active: bool,
-    /// PG_referenced.
-    pub referenced: bool,
-    /// PG_dirty (file folios).
-    pub dirty: bool,
     /// The LRU list the folio is on (`vmscan::LRU_*`), or `vmscan::LRU_NONE`; its links on
     /// that list are in [`FolioTable::lru_links`].
     pub lru: u8,
+    /// Bits 32..40 of the content token ([`Folio::token`]).
+    token_hi: u8,
+    /// The flags, one bit each (`Folio::F_*`; read and set with the accessors of the same
+    /// name).
+    flags: u32,
+    /// Bits 0..32 of the content token.
+    token_lo: u32,
     /// The page-cache mapping of a file folio in the page cache (`filemap::PageCache`), 0 for
     /// none, and the page index of its first page there.
     pub mapping: u32,
-    pub index: u64,
     /// The task that allocated the folio (`mm.cur.pid` at allocation; 0 = the kernel): the
     /// OOM killer's unit.
     pub owner: u32,
-    /// PG_readahead: reading this page-cache folio triggers asynchronous readahead (§12.2.4).
-    pub readahead_mark: bool,
-    /// PG_workingset: the folio was deactivated from an active list (`shrink_active_list`)
-    /// or restored on refault; its shadow entry remembers it (`workingset_restore_*`, §10.3.8).
-    pub workingset: bool,
-    /// PG_idle (`damon.rs`, §27.2 item 2): set when DAMON samples the folio, cleared by every
-    /// access the model records (`folio_mark_accessed`, the fault and touch paths).
-    pub idle: bool,
-    /// The rarer flags, one bit each (`Folio::F_*`; read and set with the accessors of the same
-    /// name): as the kernel packs page flags in one word.
-    flags: u8,
+    pub index: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<Folio>() == 40);
+const _: () = assert!(std::mem::size_of::<Folio>() == 32);
 
 macro_rules! folio_flag {
     ($get:ident, $set:ident, $bit:ident, $vis:vis) => {
@@ -88,27 +79,48 @@ macro_rules! folio_flag {
 impl Folio {
     /// A file folio of a mapping whose gfp lacks __GFP_FS (XFS-like): a NOFS compactor may not
     /// migrate it (§9.6.3).
-    pub const F_NOFS_MAPPING: u8 = 1 << 0;
+    pub const F_NOFS_MAPPING: u32 = 1 << 0;
     /// PG_mlocked: mapped by a VM_LOCKED mapping (§29.1.2, `mlock.rs`).
-    pub const F_MLOCKED: u8 = 1 << 1;
+    pub const F_MLOCKED: u32 = 1 << 1;
     /// PG_unevictable: on the unevictable LRU (§29.1.3); never scanned by reclaim, isolated by
     /// compaction only with `vm.compact_unevictable_allowed` = 1 (§29.2).
-    pub const F_UNEVICTABLE: u8 = 1 << 2;
+    pub const F_UNEVICTABLE: u32 = 1 << 2;
     /// A GUP pin (`folio_maybe_dma_pinned`, §25.4): compaction does not isolate a pinned anon
     /// folio (§25.3) and migration fails at the reference count for any other (§25.1 #7). No
     /// workload of the model pins memory yet (no O_DIRECT, io_uring or vfio generator): the
     /// flag exists for the rule and its tests.
-    pub const F_PINNED: u8 = 1 << 3;
+    pub const F_PINNED: u32 = 1 << 3;
     /// Locked for a read in flight (PG_locked and not PG_uptodate, §25.4). Nothing sets it: the
     /// model's reads complete within the reading task's step (the read's latency is charged to
     /// the reader as `read_io_ns`, the folio is uptodate as soon as another task can see it), so
     /// no compaction ever meets a folio with its read in flight.
-    pub const F_IO_LOCKED: u8 = 1 << 4;
+    pub const F_IO_LOCKED: u32 = 1 << 4;
     /// Declared to the slab shrinker ([`Mm::set_slab_shrinkable`]): the folio's entry in
     /// `reclaim.shrinkable_slab` is live and counted in [`FolioTable::nr_shrinkable`].
-    pub const F_ON_SHRINKER: u8 = 1 << 5;
+    pub const F_ON_SHRINKER: u32 = 1 << 5;
     /// The folio has an entry in `FolioTable::cold` (some field of [`FolioCold`] was set).
-    pub const F_HAS_COLD: u8 = 1 << 6;
+    pub const F_HAS_COLD: u32 = 1 << 6;
+    /// Isolated from the LRU by compaction (on a migrate list).
+    pub const F_ISOLATED: u32 = 1 << 7;
+    /// The record holds a folio (it is not on the free-id list).
+    pub const F_LIVE: u32 = 1 << 8;
+    /// PG_active: on (or returns to) the active list.
+    pub const F_ACTIVE: u32 = 1 << 9;
+    /// PG_referenced.
+    pub const F_REFERENCED: u32 = 1 << 10;
+    /// PG_dirty (file folios).
+    pub const F_DIRTY: u32 = 1 << 11;
+    /// PG_readahead: reading this page-cache folio triggers asynchronous readahead (§12.2.4).
+    pub const F_READAHEAD_MARK: u32 = 1 << 12;
+    /// PG_workingset: the folio was deactivated from an active list (`shrink_active_list`)
+    /// or restored on refault; its shadow entry remembers it (`workingset_restore_*`, §10.3.8).
+    pub const F_WORKINGSET: u32 = 1 << 13;
+    /// PG_idle (`damon.rs`, §27.2 item 2): set when DAMON samples the folio, cleared by every
+    /// access the model records (`folio_mark_accessed`, the fault and touch paths).
+    pub const F_IDLE: u32 = 1 << 14;
+
+    /// The largest content token a folio can carry (40 bits).
+    pub const MAX_TOKEN: u64 = (1 << 40) - 1;
 
     folio_flag!(nofs_mapping, set_nofs_mapping, F_NOFS_MAPPING, pub);
     folio_flag!(mlocked, set_mlocked, F_MLOCKED, pub);
@@ -117,6 +129,31 @@ impl Folio {
     folio_flag!(io_locked, set_io_locked, F_IO_LOCKED, pub);
     folio_flag!(on_shrinker, set_on_shrinker, F_ON_SHRINKER, pub(crate));
     folio_flag!(has_cold, set_has_cold, F_HAS_COLD, pub(crate));
+    folio_flag!(isolated, set_isolated, F_ISOLATED, pub);
+    folio_flag!(live, set_live, F_LIVE, pub);
+    folio_flag!(active, set_active, F_ACTIVE, pub);
+    folio_flag!(referenced, set_referenced, F_REFERENCED, pub);
+    folio_flag!(dirty, set_dirty, F_DIRTY, pub);
+    folio_flag!(readahead_mark, set_readahead_mark, F_READAHEAD_MARK, pub);
+    folio_flag!(workingset, set_workingset, F_WORKINGSET, pub);
+    folio_flag!(idle, set_idle, F_IDLE, pub);
+
+    /// The content's identity: set at allocation, carried by every migration and split piece.
+    #[inline]
+    pub fn token(&self) -> u64 {
+        (self.token_hi as u64) << 32 | self.token_lo as u64
+    }
+
+    /// Sets the content token (at most [`Folio::MAX_TOKEN`]).
+    #[inline]
+    pub fn set_token(&mut self, t: u64) {
+        assert!(
+            t <= Self::MAX_TOKEN,
+            "content token {t} beyond the folio's 40 bits"
+        );
+        self.token_hi = (t >> 32) as u8;
+        self.token_lo = t as u32;
+    }
 }
 
 /// The cold part of a folio record: fields that most folios never set, kept in a side table
@@ -256,7 +293,7 @@ pub struct FolioTable {
 impl FolioTable {
     pub fn get(&self, id: FolioId) -> &Folio {
         let f = &self.folios[id as usize];
-        assert!(f.live, "folio {id} is not live");
+        assert!(f.live(), "folio {id} is not live");
         f
     }
 
@@ -315,25 +352,19 @@ impl FolioTable {
             self.next_token += 1;
             self.next_token
         });
-        let f = Folio {
+        let mut f = Folio {
             pfn,
             order: order as u8,
             kind,
-            isolated: false,
-            token,
-            live: true,
-            active: false,
-            referenced: false,
-            dirty: false,
             lru: crate::vmscan::LRU_NONE,
+            token_hi: 0,
+            flags: Folio::F_LIVE | if nofs { Folio::F_NOFS_MAPPING } else { 0 },
+            token_lo: 0,
             mapping: 0,
-            index: 0,
             owner: 0,
-            readahead_mark: false,
-            workingset: false,
-            idle: false,
-            flags: if nofs { Folio::F_NOFS_MAPPING } else { 0 },
+            index: 0,
         };
+        f.set_token(token);
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
             Some(id) => {
@@ -346,7 +377,7 @@ impl FolioTable {
                 if let Some(&next) = self.free_ids.last() {
                     let n = &self.folios[next as usize];
                     crate::mmzone::prefetch(n);
-                    crate::mmzone::prefetch(&n.flags);
+                    crate::mmzone::prefetch(&n.index);
                     crate::mmzone::prefetch(&self.lru_links[next as usize]);
                 }
                 id
@@ -361,8 +392,8 @@ impl FolioTable {
 
     pub(crate) fn remove(&mut self, id: FolioId) {
         let f = &mut self.folios[id as usize];
-        assert!(f.live, "double free of folio {id}");
-        f.live = false;
+        assert!(f.live(), "double free of folio {id}");
+        f.set_live(false);
         if f.on_shrinker() {
             f.set_on_shrinker(false);
             self.nr_shrinkable -= 1;
@@ -385,7 +416,7 @@ impl FolioTable {
         self.folios
             .iter()
             .enumerate()
-            .filter(|(_, f)| f.live)
+            .filter(|(_, f)| f.live())
             .map(|(i, f)| (i as FolioId, f))
     }
 
@@ -440,8 +471,8 @@ impl Mm {
             f.pfn,
             f.order as u32,
             f.kind,
-            f.isolated,
-            f.active,
+            f.isolated(),
+            f.active(),
             f.unevictable(),
             f.mlocked(),
             f.owner,
@@ -519,7 +550,7 @@ impl Mm {
     /// nr_isolated_anon/file. Sets `isolated`.
     pub(crate) fn account_isolate(&mut self, id: FolioId) {
         debug_assert!(
-            !self.folios.folios[id as usize].isolated,
+            !self.folios.folios[id as usize].isolated(),
             "folio {id} is isolated"
         );
         self.account_isolation(id, -1);
@@ -531,7 +562,7 @@ impl Mm {
     /// Clears `isolated`.
     pub(crate) fn account_putback(&mut self, id: FolioId) {
         debug_assert!(
-            self.folios.folios[id as usize].isolated,
+            self.folios.folios[id as usize].isolated(),
             "folio {id} is not isolated"
         );
         self.account_isolation(id, 1);
@@ -541,12 +572,12 @@ impl Mm {
     fn account_isolation(&mut self, id: FolioId, sign: i64) {
         let f = &mut self.folios.folios[id as usize];
         debug_assert!(f.kind.on_lru(), "folio {id} is not an LRU folio");
-        f.isolated = sign < 0;
+        f.set_isolated(sign < 0);
         let (pfn, order, anon, active, unevictable) = (
             f.pfn,
             f.order as u32,
             f.kind == FolioKind::Anon,
-            f.active,
+            f.active(),
             f.unevictable(),
         );
         let nr = sign << order;
@@ -603,7 +634,7 @@ impl Mm {
             crate::mmzone::prefetch(&self.folios.lru_links[id as usize]);
         }
         assert!(
-            !f.isolated,
+            !f.isolated(),
             "free of folio {id} while it is isolated for migration"
         );
         self.account_folio(id, -1);
@@ -615,7 +646,7 @@ impl Mm {
             self.lru_del(id);
         }
         if f.mapping != 0 {
-            if f.dirty {
+            if f.dirty() {
                 // Truncation cancels the dirty state first (`__folio_cancel_dirty`).
                 let d = self.folios.dirtied_ns(id);
                 self.cache
@@ -624,7 +655,7 @@ impl Mm {
             }
             self.cache.index.remove(f.mapping, f.index, f.order as u32, id);
         }
-        if f.dirty {
+        if f.dirty() {
             self.cache.nr_dirty -= 1u64 << f.order;
             self.stats[crate::vmstat::Stat::nr_dirty as usize] = self.cache.nr_dirty;
         }
@@ -643,7 +674,7 @@ impl Mm {
     pub fn prefetch_folio(&self, id: FolioId) {
         if let Some(f) = self.folios.folios.get(id as usize) {
             crate::mmzone::prefetch(f);
-            crate::mmzone::prefetch(&f.flags);
+            crate::mmzone::prefetch(&f.index);
             crate::mmzone::prefetch(&self.folios.lru_links[id as usize]);
         }
     }
@@ -656,7 +687,7 @@ impl Mm {
         }
         let id = self.pages.a(pfn);
         let f = self.folios.folios.get(id as usize)?;
-        (f.live && f.pfn == pfn).then_some(id)
+        (f.live() && f.pfn == pfn).then_some(id)
     }
 
     /// Splits a large folio into order-0 folios in place (`split_folio`): each piece is a new
@@ -680,7 +711,7 @@ impl Mm {
             let pfn = f.pfn + i;
             let pid = self
                 .folios
-                .insert(pfn, 0, f.kind, f.nofs_mapping(), Some(f.token));
+                .insert(pfn, 0, f.kind, f.nofs_mapping(), Some(f.token()));
             *self.folios.cold_mut(pid) = FolioCold {
                 split_from: Some(id),
                 migrations: 0,
@@ -689,13 +720,13 @@ impl Mm {
                 writeback_end_ns: cold.writeback_end_ns,
             };
             let nf = &mut self.folios.folios[pid as usize];
-            nf.isolated = f.isolated;
-            nf.active = f.active;
-            nf.referenced = f.referenced;
-            nf.dirty = f.dirty;
+            nf.set_isolated(f.isolated());
+            nf.set_active(f.active());
+            nf.set_referenced(f.referenced());
+            nf.set_dirty(f.dirty());
             nf.mapping = f.mapping;
             nf.owner = f.owner;
-            nf.workingset = f.workingset;
+            nf.set_workingset(f.workingset());
             // The pieces keep PG_mlocked and PG_unevictable (§29.1; no counter moves).
             nf.set_mlocked(f.mlocked());
             nf.set_unevictable(f.unevictable());
@@ -710,7 +741,7 @@ impl Mm {
                     self.cache.index.remove(f.mapping, f.index, o, id);
                 }
                 self.cache.index.insert(f.mapping, f.index + i as u64, 0, pid);
-                if f.dirty {
+                if f.dirty() {
                     let d = cold.dirtied_ns;
                     self.cache
                         .index
@@ -720,8 +751,8 @@ impl Mm {
             self.pages.set(pfn, PageKind::Allocated, 0);
             self.pages.set_a(pfn, pid);
             self.pages.set_b(pfn, self.pages.b(f.pfn));
-            self.pages.set_flag(pfn, PG_LRU, lru && !f.isolated);
-            if lru && !f.isolated {
+            self.pages.set_flag(pfn, PG_LRU, lru && !f.isolated());
+            if lru && !f.isolated() {
                 // Simplification: pieces go to the list head (the kernel threads them in
                 // right after the head's position, lru_add_split_folio).
                 self.lru_add(pid);
@@ -897,7 +928,7 @@ mod tests {
                     .alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, order, kind, false)
                     .unwrap();
                 let f = &mut mm.folios.folios[id as usize];
-                f.active = i % 2 == 1;
+                f.set_active(i % 2 == 1);
                 if i >= 5 {
                     f.set_mlocked(true);
                     f.set_unevictable(true);
@@ -920,12 +951,12 @@ mod tests {
         assert_eq!(mm.stats, old.stats);
         for id in ids {
             old.account_folio(id, -1);
-            old.folios.folios[id as usize].isolated = true;
+            old.folios.folios[id as usize].set_isolated(true);
             old.account_folio(id, 1);
             mm.account_isolate(id);
             assert_eq!(gauges(&mm), gauges(&old), "isolate {id}");
             old.account_folio(id, -1);
-            old.folios.folios[id as usize].isolated = false;
+            old.folios.folios[id as usize].set_isolated(false);
             old.account_folio(id, 1);
             mm.account_putback(id);
             assert_eq!(gauges(&mm), gauges(&old), "putback {id}");

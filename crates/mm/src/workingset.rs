@@ -350,7 +350,7 @@ impl Mm {
     pub fn page_cache_evict(&mut self, cpu: u32, id: FolioId) {
         let f = &self.folios.folios[id as usize];
         debug_assert_eq!(f.kind, FolioKind::File);
-        let (mapping, index, nr, workingset) = (f.mapping, f.index, 1u64 << f.order, f.workingset);
+        let (mapping, index, nr, workingset) = (f.mapping, f.index, 1u64 << f.order, f.workingset());
         if mapping != 0 {
             let eviction = self.workingset_eviction_age(nr);
             let ws = &mut self.reclaim.workingset;
@@ -426,7 +426,7 @@ impl Mm {
         self.workingset_age(nr);
         self.count(activate, nr);
         if workingset {
-            self.folios.folios[id as usize].workingset = true;
+            self.folios.folios[id as usize].set_workingset(true);
             self.lru_note_cost(file, nr, 0);
             self.count(restore, nr);
         }

@@ -77,7 +77,7 @@ impl Mm {
     pub fn folio_start_writeback(&mut self, id: FolioId) -> u64 {
         let f = &self.folios.folios[id as usize];
         debug_assert_eq!(f.kind, FolioKind::File, "only page-cache folios are written back");
-        if !f.dirty || self.folio_test_writeback(id) {
+        if !f.dirty() || self.folio_test_writeback(id) {
             return 0;
         }
         let pages = 1u64 << f.order;

@@ -479,7 +479,7 @@ impl Mm {
             self.cache.xa.stats.slabs_high += 1;
         }
         self.cache.xa.stats.pages += 1 << order;
-        let token = self.folios.get(folio).token;
+        let token = self.folios.get(folio).token();
         let slab = NodeSlab {
             folio,
             token,
@@ -520,7 +520,10 @@ impl Mm {
             self.cache.xa.slabs[s as usize] = None;
             self.cache.xa.free_slots.push(s);
             let f = self.folios.get(folio);
-            assert!(f.token == token, "xarray node slab {folio} freed behind its back");
+            assert!(
+                f.token() == token,
+                "xarray node slab {folio} freed behind its back"
+            );
             self.cache.xa.stats.pages -= if cap == XA_OBJS_PER_SLAB {
                 1 << XA_SLAB_ORDER
             } else {
