@@ -639,7 +639,11 @@ mod tests {
     }
 
     fn flags(mm: &Mm) -> Vec<(bool, bool)> {
-        mm.folios.folios.iter().map(|f| (f.referenced, f.idle)).collect()
+        mm.folios
+            .folios
+            .iter()
+            .map(|f| (f.referenced(), f.idle()))
+            .collect()
     }
 
     /// `touch_run` over a range does what `touch` page by page did (the per-page loop with a
@@ -675,10 +679,10 @@ mod tests {
                         // Reference clearing (reclaim's aging) on the same folios of both.
                         for i in 0..ma.folios.folios.len() {
                             if rnd() % 2 == 0 {
-                                ma.folios.folios[i].referenced = false;
-                                mb.folios.folios[i].referenced = false;
-                                ma.folios.folios[i].idle = true;
-                                mb.folios.folios[i].idle = true;
+                                ma.folios.folios[i].set_referenced(false);
+                                mb.folios.folios[i].set_referenced(false);
+                                ma.folios.folios[i].set_idle(true);
+                                mb.folios.folios[i].set_idle(true);
                             }
                         }
                     }
@@ -766,7 +770,7 @@ mod tests {
                 }
                 for (i, piece) in mm.split_folio(id).into_iter().enumerate() {
                     let p = fo + i as u64;
-                    let t = mm.folios.get(piece).token;
+                    let t = mm.folios.get(piece).token();
                     if p >= lo && p < hi {
                         mm.free_folio(cpu, piece);
                         v.regions[ri].set(p as u32, 1, false);
