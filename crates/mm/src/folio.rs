@@ -98,7 +98,7 @@ impl Folio {
     /// Declared to the slab shrinker ([`Mm::set_slab_shrinkable`]): the folio's entry in
     /// `reclaim.shrinkable_slab` is live and counted in [`FolioTable::nr_shrinkable`].
     pub const F_ON_SHRINKER: u32 = 1 << 5;
-    /// The folio has an entry in `FolioTable::cold` (some field of [`FolioCold`] was set).
+    /// The folio has an entry in `FolioTable::cold` (it was split from another or migrated).
     pub const F_HAS_COLD: u32 = 1 << 6;
     /// Isolated from the LRU by compaction (on a migrate list).
     pub const F_ISOLATED: u32 = 1 << 7;
@@ -118,6 +118,10 @@ impl Folio {
     /// PG_idle (`damon.rs`, §27.2 item 2): set when DAMON samples the folio, cleared by every
     /// access the model records (`folio_mark_accessed`, the fault and touch paths).
     pub const F_IDLE: u32 = 1 << 14;
+    /// The folio has an entry in `FolioTable::dirtied` (its dirtying time: set while dirty).
+    pub const F_HAS_DIRTIED: u32 = 1 << 15;
+    /// The folio has an entry in `FolioTable::wb_end` (its writeback's end).
+    pub const F_HAS_WB_END: u32 = 1 << 16;
 
     /// The largest content token a folio can carry (40 bits).
     pub const MAX_TOKEN: u64 = (1 << 40) - 1;
@@ -129,6 +133,8 @@ impl Folio {
     folio_flag!(io_locked, set_io_locked, F_IO_LOCKED, pub);
     folio_flag!(on_shrinker, set_on_shrinker, F_ON_SHRINKER, pub(crate));
     folio_flag!(has_cold, set_has_cold, F_HAS_COLD, pub(crate));
+    folio_flag!(has_dirtied, set_has_dirtied, F_HAS_DIRTIED, pub(crate));
+    folio_flag!(has_wb_end, set_has_wb_end, F_HAS_WB_END, pub(crate));
     folio_flag!(isolated, set_isolated, F_ISOLATED, pub);
     folio_flag!(live, set_live, F_LIVE, pub);
     folio_flag!(active, set_active, F_ACTIVE, pub);
@@ -156,16 +162,22 @@ impl Folio {
     }
 }
 
-/// The cold part of a folio record: fields that most folios never set, kept in a side table
-/// (`FolioTable::cold`) for the folios that set them, so that the record every LRU walk and
-/// allocation touches stays small. A folio without an entry has the default (all zero/None).
+/// The cold part of a folio record: fields that most folios never set, kept in side tables
+/// for the folios that set them, so that the record every LRU walk and allocation touches
+/// stays small (`FolioTable::cold` for the split origin and the migration count,
+/// `FolioTable::dirtied` and `FolioTable::wb_end` for the two times, 12-byte entries each:
+/// a dirty folio or one under writeback, the common case under a writing workload, pays for
+/// its one time only). A folio without an entry has the default (zero/None). This struct is
+/// the view [`FolioTable::cold`] assembles.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FolioCold {
     /// The folio this one was split from (None if allocated whole).
     pub split_from: Option<FolioId>,
     /// Number of times this folio was migrated.
     pub migrations: u32,
-    /// When the folio last became dirty (`mm.cur.now_ns`), for the flusher's expiry.
+    /// When the folio last became dirty (`mm.cur.now_ns`), for the flusher's expiry. Kept
+    /// while the folio is dirty ([`FolioTable::clear_dirtied_ns`] when it is cleaned: nothing
+    /// reads a clean folio's dirtying time), 0 otherwise.
     pub dirtied_ns: u64,
     /// PG_writeback lasts until this time (`mm.cur.now_ns`; 0 = never under writeback): set by
     /// the flusher when it submits the folio to the device queue, the I/O completing at the
@@ -260,7 +272,22 @@ impl PartialEq for Rss {
 
 impl Eq for Rss {}
 
-type ColdMap = std::collections::HashMap<FolioId, FolioCold, std::hash::BuildHasherDefault<IdHasher>>;
+/// A side table keyed by folio id: [split_from or `NO_FOLIO`, migrations] in `cold`, a time's
+/// two 32-bit halves (low, high) in `dirtied` and `wb_end` — 12-byte entries.
+type ColdMap = std::collections::HashMap<FolioId, [u32; 2], std::hash::BuildHasherDefault<IdHasher>>;
+
+/// `split_from` of a folio allocated whole, in `FolioTable::cold`.
+const NO_FOLIO: u32 = u32::MAX;
+
+#[inline]
+fn join(t: [u32; 2]) -> u64 {
+    (t[1] as u64) << 32 | t[0] as u64
+}
+
+#[inline]
+fn halves(t: u64) -> [u32; 2] {
+    [t as u32, (t >> 32) as u32]
+}
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
 /// needed: reuse is LIFO, deterministic).
@@ -286,8 +313,13 @@ pub struct FolioTable {
     /// `count_objects` (§19.1 item 8), kept as folios are declared and freed so that
     /// `shrink_slab` need not re-check every declared folio on every call.
     pub(crate) nr_shrinkable: u64,
-    /// The cold parts of the live folios that have one (`Folio::has_cold`).
+    /// The split origin and migration count of the live folios that have one
+    /// (`Folio::has_cold`).
     cold: ColdMap,
+    /// The dirtying time of the dirty folios that have one (`Folio::has_dirtied`).
+    dirtied: ColdMap,
+    /// The writeback end of the folios ever submitted for writeback (`Folio::has_wb_end`).
+    wb_end: ColdMap,
 }
 
 impl FolioTable {
@@ -300,39 +332,87 @@ impl FolioTable {
     /// The cold fields of folio `id` (defaults if it never set any).
     #[inline]
     pub fn cold(&self, id: FolioId) -> FolioCold {
-        if self.folios[id as usize].has_cold() {
-            self.cold[&id]
-        } else {
-            FolioCold::default()
+        FolioCold {
+            split_from: self.split_from(id),
+            migrations: self.migrations(id),
+            dirtied_ns: self.dirtied_ns(id),
+            writeback_end_ns: self.writeback_end_ns(id),
         }
     }
 
-    /// The cold fields of folio `id`, for writing (creates its entry).
-    pub(crate) fn cold_mut(&mut self, id: FolioId) -> &mut FolioCold {
+    /// The [split_from, migrations] entry of folio `id`, for writing (creates it).
+    fn cold_mut(&mut self, id: FolioId) -> &mut [u32; 2] {
         self.folios[id as usize].set_has_cold(true);
-        self.cold.entry(id).or_default()
+        self.cold.entry(id).or_insert([NO_FOLIO, 0])
     }
 
     /// The folio `id` was split from (None if allocated whole).
     pub fn split_from(&self, id: FolioId) -> Option<FolioId> {
-        self.cold(id).split_from
+        if !self.folios[id as usize].has_cold() {
+            return None;
+        }
+        let p = self.cold[&id][0];
+        (p != NO_FOLIO).then_some(p)
     }
 
     /// Number of times folio `id` was migrated.
     pub fn migrations(&self, id: FolioId) -> u32 {
-        self.cold(id).migrations
+        if self.folios[id as usize].has_cold() {
+            self.cold[&id][1]
+        } else {
+            0
+        }
     }
 
-    /// When folio `id` last became dirty.
+    /// Records that folio `id` was split from `parent`.
+    pub(crate) fn set_split_from(&mut self, id: FolioId, parent: FolioId) {
+        self.cold_mut(id)[0] = parent;
+    }
+
+    /// Counts a migration of folio `id`.
+    pub(crate) fn add_migration(&mut self, id: FolioId) {
+        self.cold_mut(id)[1] += 1;
+    }
+
+    /// When folio `id` last became dirty (0 for a clean folio).
     #[inline]
     pub fn dirtied_ns(&self, id: FolioId) -> u64 {
-        self.cold(id).dirtied_ns
+        if self.folios[id as usize].has_dirtied() {
+            join(self.dirtied[&id])
+        } else {
+            0
+        }
+    }
+
+    /// Sets folio `id`'s dirtying time.
+    pub(crate) fn set_dirtied_ns(&mut self, id: FolioId, t: u64) {
+        self.folios[id as usize].set_has_dirtied(true);
+        self.dirtied.insert(id, halves(t));
+    }
+
+    /// Forgets folio `id`'s dirtying time (it was cleaned).
+    pub(crate) fn clear_dirtied_ns(&mut self, id: FolioId) {
+        let f = &mut self.folios[id as usize];
+        if f.has_dirtied() {
+            f.set_has_dirtied(false);
+            self.dirtied.remove(&id);
+        }
     }
 
     /// When folio `id`'s PG_writeback ends (0: never under writeback).
     #[inline]
     pub fn writeback_end_ns(&self, id: FolioId) -> u64 {
-        self.cold(id).writeback_end_ns
+        if self.folios[id as usize].has_wb_end() {
+            join(self.wb_end[&id])
+        } else {
+            0
+        }
+    }
+
+    /// Sets when folio `id`'s PG_writeback ends.
+    pub(crate) fn set_writeback_end_ns(&mut self, id: FolioId, t: u64) {
+        self.folios[id as usize].set_has_wb_end(true);
+        self.wb_end.insert(id, halves(t));
     }
 
     #[inline]
@@ -402,6 +482,14 @@ impl FolioTable {
             f.set_has_cold(false);
             self.cold.remove(&id);
         }
+        if f.has_dirtied() {
+            f.set_has_dirtied(false);
+            self.dirtied.remove(&id);
+        }
+        if f.has_wb_end() {
+            f.set_has_wb_end(false);
+            self.wb_end.remove(&id);
+        }
         self.census[Self::kind_idx(f.kind)][f.order as usize] -= 1;
         self.free_ids.push(id);
     }
@@ -427,7 +515,9 @@ impl FolioTable {
             ("folios (hot records)", vec_bytes(&self.folios)),
             ("folios.lru_links", vec_bytes(&self.lru_links)),
             ("folios.free_ids", vec_bytes(&self.free_ids)),
-            ("folios.cold", hash_bytes(&self.cold)),
+            ("folios.cold (split, migrations)", hash_bytes(&self.cold)),
+            ("folios.dirtied", hash_bytes(&self.dirtied)),
+            ("folios.wb_end", hash_bytes(&self.wb_end)),
             (
                 "folios.rss",
                 vec_bytes(&self.rss.dense) + hash_bytes(&self.rss.sparse),
@@ -438,6 +528,8 @@ impl FolioTable {
                 (self.folios.len() - self.free_ids.len()) as u64,
             ),
             ("count.folios_cold", self.cold.len() as u64),
+            ("count.folios_dirtied", self.dirtied.len() as u64),
+            ("count.folios_wb_end", self.wb_end.len() as u64),
         ]
     }
 
@@ -712,13 +804,14 @@ impl Mm {
             let pid = self
                 .folios
                 .insert(pfn, 0, f.kind, f.nofs_mapping(), Some(f.token()));
-            *self.folios.cold_mut(pid) = FolioCold {
-                split_from: Some(id),
-                migrations: 0,
-                dirtied_ns: cold.dirtied_ns,
+            self.folios.set_split_from(pid, id);
+            if cold.dirtied_ns != 0 {
+                self.folios.set_dirtied_ns(pid, cold.dirtied_ns);
+            }
+            if cold.writeback_end_ns != 0 {
                 // §25.4: a split keeps the pieces' writeback state.
-                writeback_end_ns: cold.writeback_end_ns,
-            };
+                self.folios.set_writeback_end_ns(pid, cold.writeback_end_ns);
+            }
             let nf = &mut self.folios.folios[pid as usize];
             nf.set_isolated(f.isolated());
             nf.set_active(f.active());
@@ -874,22 +967,30 @@ mod tests {
         let a = t.insert(0, 0, FolioKind::File, false, None);
         let b = t.insert(1, 0, FolioKind::File, false, None);
         assert_eq!(t.cold(a), FolioCold::default());
-        t.cold_mut(a).migrations += 2;
-        t.cold_mut(a).writeback_end_ns = 7;
-        t.cold_mut(b).dirtied_ns = 5;
+        t.add_migration(a);
+        t.add_migration(a);
+        t.set_writeback_end_ns(a, 7 << 40 | 3);
+        t.set_dirtied_ns(b, 5);
+        t.set_split_from(b, 9);
         assert_eq!(
             (t.migrations(a), t.writeback_end_ns(a), t.dirtied_ns(a)),
-            (2, 7, 0)
+            (2, 7 << 40 | 3, 0)
         );
-        assert_eq!((t.migrations(b), t.dirtied_ns(b), t.split_from(b)), (0, 5, None));
+        assert_eq!(
+            (t.migrations(b), t.dirtied_ns(b), t.split_from(b)),
+            (0, 5, Some(9))
+        );
+        t.clear_dirtied_ns(b);
+        assert_eq!(t.dirtied_ns(b), 0);
+        t.set_dirtied_ns(b, 5);
         t.remove(a);
-        assert_eq!(t.cold.len(), 1);
+        assert_eq!((t.cold.len(), t.wb_end.len(), t.dirtied.len()), (1, 0, 1));
         let c = t.insert(2, 0, FolioKind::Anon, false, None);
         assert_eq!(c, a, "ids are reused");
         assert_eq!(t.cold(c), FolioCold::default());
         t.remove(b);
         t.remove(c);
-        assert!(t.cold.is_empty());
+        assert!(t.cold.is_empty() && t.dirtied.is_empty() && t.wb_end.is_empty());
     }
     /// `account_isolate` / `account_putback` leave every gauge, pageblock content and rss
     /// exactly as `account_folio(-1)`, flipping `isolated`, `account_folio(1)` did, for anon

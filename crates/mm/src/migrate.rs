@@ -138,7 +138,7 @@ impl Mm {
         self.pages.set_b(dst, self.pages.b(src));
         self.account_folio(id, -1);
         self.folios.folios[id as usize].pfn = dst;
-        self.folios.cold_mut(id).migrations += 1;
+        self.folios.add_migration(id);
         self.account_folio(id, 1);
         // The source page no longer belongs to the folio.
         self.pages.set_a(src, crate::mmzone::NIL);

@@ -1088,7 +1088,7 @@ impl Mm {
         let f = &self.folios.folios[id as usize];
         assert_eq!(f.kind, FolioKind::File, "only file folios are dirtied");
         if dirty && !f.dirty() {
-            self.folios.cold_mut(id).dirtied_ns = now;
+            self.folios.set_dirtied_ns(id, now);
             self.cache.oldest_dirty_ns = self.cache.oldest_dirty_ns.min(now);
         }
         let f = &mut self.folios.folios[id as usize];
@@ -1106,6 +1106,10 @@ impl Mm {
         if was != dirty && mapping != 0 {
             let d = self.folios.dirtied_ns(id);
             self.cache.index.set_dirty(mapping, index, id, order, dirty, d);
+        }
+        if was && !dirty {
+            // A clean folio's dirtying time is never read: its side-table entry goes.
+            self.folios.clear_dirtied_ns(id);
         }
     }
 

@@ -95,7 +95,7 @@ impl Mm {
         q.inflight.push_back((done, pages));
         q.nr_writeback += pages;
         self.stats[Stat::nr_writeback as usize] = q.nr_writeback;
-        self.folios.cold_mut(id).writeback_end_ns = done;
+        self.folios.set_writeback_end_ns(id, done);
         pages
     }
 
