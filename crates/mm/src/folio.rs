@@ -409,6 +409,15 @@ impl FolioTable {
         }
     }
 
+    /// Forgets folio `id`'s writeback end (its I/O completed).
+    pub(crate) fn clear_writeback_end_ns(&mut self, id: FolioId) {
+        let f = &mut self.folios[id as usize];
+        if f.has_wb_end() {
+            f.set_has_wb_end(false);
+            self.wb_end.remove(&id);
+        }
+    }
+
     /// Sets when folio `id`'s PG_writeback ends.
     pub(crate) fn set_writeback_end_ns(&mut self, id: FolioId, t: u64) {
         self.folios[id as usize].set_has_wb_end(true);
