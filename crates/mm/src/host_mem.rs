@@ -88,24 +88,25 @@ pub fn btree_set_bytes<K>(m: &BTreeSet<K>) -> u64 {
 
 impl Mm {
     /// The model's host memory by structure, in bytes (an estimate: see the module doc for
-    /// how each kind of container is counted), largest structures first in a fixed order of
-    /// names. Also lists a few counts (`count.*`: entries, not bytes) that explain the bytes.
+    /// how each kind of container is counted), in a fixed order: the per-pfn arrays, the folio
+    /// table, the page cache, reclaim's structures, the rest. Also lists a few counts (`count.*`: entries, not bytes) that explain the bytes.
     pub fn host_mem_by_structure(&self) -> Vec<(&'static str, u64)> {
-        let mut v: Vec<(&'static str, u64)> = Vec::new();
         // Per pfn.
-        v.push(("pages.state", vec_bytes(&self.pages.state)));
-        v.push((
-            "pages.links (buddy/pcp links, folio id)",
-            vec_bytes(&self.pages.links),
-        ));
-        v.push((
-            "pageblocks (type + content)",
-            vec_bytes(&self.blocks) + vec_bytes(&self.block_content),
-        ));
-        v.push((
-            "zones (pcp heads)",
-            self.zones.iter().map(|z| vec_bytes(&z.pcp)).sum::<u64>() + vec_bytes(&self.zones),
-        ));
+        let mut v: Vec<(&'static str, u64)> = vec![
+            ("pages.state", vec_bytes(&self.pages.state)),
+            (
+                "pages.links (buddy/pcp links, folio id)",
+                vec_bytes(&self.pages.links),
+            ),
+            (
+                "pageblocks (type + content)",
+                vec_bytes(&self.blocks) + vec_bytes(&self.block_content),
+            ),
+            (
+                "zones (pcp heads)",
+                self.zones.iter().map(|z| vec_bytes(&z.pcp)).sum::<u64>() + vec_bytes(&self.zones),
+            ),
+        ];
         // The folio table.
         v.extend(self.folios.host_bytes());
         // The page cache.
