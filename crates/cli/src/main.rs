@@ -353,6 +353,44 @@ enum Cmd {
     },
 }
 
+/// `FRAGLAB_HOST_MEM=1`: what `fraglab run` shows the model at the end of a timed run — one
+/// JSON object on stderr with the host bytes of each of the model's structures
+/// (`Mm::host_mem_by_structure`, estimates), their sum, malloc's bytes in use (`mallinfo2`: the whole
+/// process, the simulator's side included) and the peak RSS so far. Without the variable, nothing.
+fn host_mem_print() -> Box<dyn FnMut(&fraglab_mm::Mm)> {
+    if std::env::var("FRAGLAB_HOST_MEM").as_deref() != Ok("1") {
+        return Box::new(|_| {});
+    }
+    Box::new(|mm| {
+        let rows = mm.host_mem_by_structure();
+        let mut out = String::from("{\"host_mem\": {");
+        for (i, (k, b)) in rows.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&format!("{k:?}: {b}"));
+        }
+        let sum = mm.host_mem_total();
+        // SAFETY: plain libc calls filling values they return or the zeroed struct given.
+        let (mi, ru) = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+            (libc::mallinfo2(), ru)
+        };
+        let pages = mm.pages.state.len() as u64;
+        let rss = ru.ru_maxrss as u64 * 1024;
+        out.push_str(&format!(
+            "}}, \"sum\": {sum}, \"malloc_in_use\": {}, \"peak_rss\": {rss}, \"pfns\": {pages}, \
+             \"sum_per_pfn\": {:.2}, \"malloc_per_pfn\": {:.2}, \"peak_rss_per_pfn\": {:.2}}}",
+            mi.uordblks + mi.hblkhd,
+            sum as f64 / pages as f64,
+            (mi.uordblks + mi.hblkhd) as f64 / pages as f64,
+            rss as f64 / pages as f64,
+        ));
+        eprintln!("{out}");
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match dispatch(cli) {

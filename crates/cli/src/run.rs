@@ -77,8 +77,10 @@ fn print_to_stdout(text: &str) -> Result<(), String> {
 /// A timed run with a progress bar on a terminal (simulated seconds); quiet otherwise (CI).
 fn run_with_progress(spec: &fraglab_spec::Spec) -> Result<fraglab_spec::result::RunResult, String> {
     use std::io::IsTerminal;
+    let mut at_end = crate::host_mem_print();
     if !std::io::stderr().is_terminal() {
-        return fraglab_sim::timed::run_workload(spec).map_err(|e| e.to_string());
+        return fraglab_sim::timed::run_workload_inspect(spec, &mut |_, _| {}, &mut at_end)
+            .map_err(|e| e.to_string());
     }
     let end = spec.workload.as_ref().map_or(0, |w| w.duration_ns) / 1_000_000_000;
     let bar = indicatif::ProgressBar::new(end.max(1));
@@ -89,9 +91,11 @@ fn run_with_progress(spec: &fraglab_spec::Spec) -> Result<fraglab_spec::result::
         .expect("valid template")
         .progress_chars("=> "),
     );
-    let r = fraglab_sim::timed::run_workload_with_progress(spec, &mut |now, _| {
-        bar.set_position(now / 1_000_000_000)
-    });
+    let r = fraglab_sim::timed::run_workload_inspect(
+        spec,
+        &mut |now, _| bar.set_position(now / 1_000_000_000),
+        &mut at_end,
+    );
     bar.finish_and_clear();
     r.map_err(|e| e.to_string())
 }

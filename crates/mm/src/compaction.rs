@@ -651,7 +651,7 @@ impl Mm {
     /// with __GFP_FS, and with `folio_mode = skip_large` no large folio at all.
     fn folio_isolatable(&self, cc: &CompactControl, id: FolioId) -> bool {
         let f = &self.folios.folios[id as usize];
-        if f.isolated || !f.kind.on_lru() {
+        if f.isolated() || !f.kind.on_lru() {
             return false;
         }
         // §29.2.2/§29.2.4 (`isolate_migratepages_block`): without ISOLATE_UNEVICTABLE an

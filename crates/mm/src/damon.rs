@@ -381,7 +381,7 @@ impl Kdamond {
             if let Some(id) = mm.folio_at(head) {
                 let f = &mm.folios.folios[id as usize];
                 let covers = head + (1u32 << f.order) > pfn;
-                return (covers && f.lru != crate::vmscan::LRU_NONE && !f.isolated).then_some(id);
+                return (covers && f.lru != crate::vmscan::LRU_NONE && !f.isolated()).then_some(id);
             }
             if mm.pages.kind(head) != crate::mmzone::PageKind::Tail {
                 return None;
@@ -397,7 +397,7 @@ impl Kdamond {
             let pfn = self.rand(s as u64, e as u64) as u32;
             self.regions[i].sampling = pfn;
             if let Some(id) = Self::lru_folio(mm, pfn) {
-                mm.folios.folios[id as usize].idle = true;
+                mm.folios.folios[id as usize].set_idle(true);
             }
         }
     }
@@ -407,7 +407,8 @@ impl Kdamond {
     fn check_accesses(&mut self, mm: &Mm) -> u32 {
         let mut max = 0;
         for r in &mut self.regions {
-            let young = Self::lru_folio(mm, r.sampling).is_some_and(|id| !mm.folios.folios[id as usize].idle);
+            let young =
+                Self::lru_folio(mm, r.sampling).is_some_and(|id| !mm.folios.folios[id as usize].idle());
             if young {
                 r.nr_accesses += 1;
             }
@@ -711,9 +712,9 @@ impl Kdamond {
                 // Simplification: file folios are unmapped, anonymous ones mapped.
                 FilterKind::Unmapped => folio.kind != FolioKind::Anon,
                 FilterKind::Young => {
-                    let young = !folio.idle;
+                    let young = !folio.idle();
                     if young {
-                        mm.folios.folios[id as usize].idle = true;
+                        mm.folios.folios[id as usize].set_idle(true);
                     }
                     young
                 }
@@ -747,7 +748,7 @@ impl Kdamond {
                 continue;
             }
             passed += nr as u64;
-            mm.folios.folios[id as usize].referenced = false;
+            mm.folios.folios[id as usize].set_referenced(false);
             if mm.folios.folios[id as usize].unevictable() {
                 continue;
             }

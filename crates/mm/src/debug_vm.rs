@@ -230,14 +230,14 @@ impl Mm {
     fn check_allocated_chunk(&self, pfn: u32, order: u32) -> Check {
         let id = self.pages.a(pfn);
         if let Some(f) = self.folios.folios.get(id as usize) {
-            if f.live && f.pfn == pfn {
+            if f.live() && f.pfn == pfn {
                 ensure!(
                     f.order as u32 == order,
                     "folio {id} at {pfn:#x}: order {} but the chunk has order {order}",
                     f.order
                 );
                 ensure!(
-                    !f.isolated,
+                    !f.isolated(),
                     "folio {id} at {pfn:#x} is still isolated between operations"
                 );
                 ensure!(
@@ -434,12 +434,12 @@ impl Mm {
                 FolioKind::File => false,
                 _ => continue,
             };
-            let i = if f.isolated {
+            let i = if f.isolated() {
                 4 + !anon as usize
             } else if f.unevictable() {
                 8
             } else {
-                2 * !anon as usize + f.active as usize
+                2 * !anon as usize + f.active() as usize
             };
             expect[i] += nr;
             expect[6 + !anon as usize] += nr;
@@ -481,7 +481,7 @@ impl Mm {
     /// lower bound of every dirty folio's `dirtied_ns` (the flusher's skip is then exact).
     fn check_dirty(&self) -> Check {
         let mut dirty = 0u64;
-        for (id, f) in self.folios.live().filter(|(_, f)| f.dirty) {
+        for (id, f) in self.folios.live().filter(|(_, f)| f.dirty()) {
             dirty += 1u64 << f.order;
             let d = self.folios.dirtied_ns(id);
             ensure!(
@@ -503,7 +503,7 @@ impl Mm {
     fn check_block_content(&self) -> Check {
         let mut content = vec![[0u32; 3]; self.block_content.len()];
         for (_, f) in self.folios.live() {
-            if f.isolated {
+            if f.isolated() {
                 continue;
             }
             let m = crate::folio::folio_mobility(f.kind, self.pages.b(f.pfn));
@@ -531,10 +531,10 @@ impl Mm {
         for ((m, i), id) in self.cache.index.iter() {
             let f = &self.folios.folios[id as usize];
             ensure!(
-                f.live && f.mapping == m && f.index == i,
+                f.live() && f.mapping == m && f.index == i,
                 "page cache {m}:{i} holds folio {id}, which is not live there"
             );
-            if f.dirty {
+            if f.dirty() {
                 dirty.push(((m, i), id));
             }
         }
@@ -596,7 +596,7 @@ impl Mm {
         let lru_folios = self
             .folios
             .live()
-            .filter(|(_, f)| f.kind.on_lru() && !f.isolated)
+            .filter(|(_, f)| f.kind.on_lru() && !f.isolated())
             .count();
         ensure!(
             on_lists == lru_folios,
@@ -612,9 +612,9 @@ impl Mm {
         while id != NIL {
             let f = &self.folios.folios[id as usize];
             ensure!(
-                f.live && f.lru as usize == l,
+                f.live() && f.lru as usize == l,
                 "LRU list {l} holds folio {id} (live {}, lru {})",
-                f.live,
+                f.live(),
                 f.lru
             );
             ensure!(
@@ -691,7 +691,7 @@ impl Mm {
         let mut live = 0u64;
         for &(id, token) in &self.reclaim.shrinkable_slab {
             if let Some(f) = self.folios.folios.get(id as usize) {
-                if f.live && f.token == token {
+                if f.live() && f.token() == token {
                     ensure!(
                         f.kind == crate::folio::FolioKind::Slab && f.on_shrinker(),
                         "shrinkable entry {id} is a live {:?} folio (declared: {})",

@@ -290,10 +290,10 @@ mod tests {
                         if failed {
                             prop_assert!(b.do_anonymous_fault_upto(cpu, false, 0).is_none());
                         }
-                        live.extend(want.iter().filter(|&&id| a.folios.folios[id as usize].live));
+                        live.extend(want.iter().filter(|&&id| a.folios.folios[id as usize].live()));
                     }
                     Op::Free { cpu, at } => {
-                        live.retain(|&id| a.folios.folios[id as usize].live);
+                        live.retain(|&id| a.folios.folios[id as usize].live());
                         live.sort_unstable();
                         live.dedup();
                         if !live.is_empty() {

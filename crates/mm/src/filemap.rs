@@ -59,7 +59,7 @@ pub const VM_READAHEAD_PAGES: u64 = 32;
 pub struct PageCache {
     xa: crate::xarray::XArray,
     /// The dirty-tagged folios: (dirtied_ns, id).
-    dirty_age: std::collections::BTreeSet<(u64, crate::folio::FolioId)>,
+    dirty_age: DirtyAge,
     /// Pages of the dirty-tagged folios.
     dirty_pages: u64,
     /// Insertions and removals not yet settled by the xarray-node model (`xa_node.rs`),
@@ -145,10 +145,10 @@ impl PageCache {
         };
         if was != dirty {
             if dirty {
-                self.dirty_age.insert((dirtied_ns, id));
+                self.dirty_age.insert(dirtied_ns, id);
                 self.dirty_pages += 1u64 << order;
             } else {
-                let found = self.dirty_age.remove(&(dirtied_ns, id));
+                let found = self.dirty_age.remove(dirtied_ns, id);
                 assert!(
                     found,
                     "folio {id} tagged dirty without its dirtying time {dirtied_ns}"
@@ -161,14 +161,27 @@ impl PageCache {
 
     /// The dirty-tagged folios, oldest first: (dirtied_ns, id) in ascending order.
     pub fn dirty_by_age(&self) -> impl Iterator<Item = (u64, crate::folio::FolioId)> + '_ {
-        self.dirty_age.iter().copied()
+        self.dirty_age.iter()
     }
 
     /// The first dirty-tagged folio after `(dirtied_ns, id)` in [`PageCache::dirty_by_age`]'s
     /// order.
     pub fn dirty_after(&self, after: (u64, crate::folio::FolioId)) -> Option<(u64, crate::folio::FolioId)> {
-        use std::ops::Bound::{Excluded, Unbounded};
-        self.dirty_age.range((Excluded(after), Unbounded)).next().copied()
+        self.dirty_age.after(after)
+    }
+
+    /// Host bytes of the index, the dirty set and the log (`host_mem.rs`), with the counts
+    /// that explain them.
+    pub(crate) fn host_bytes(&self) -> Vec<(&'static str, u64)> {
+        use crate::host_mem::vec_bytes;
+        vec![
+            ("pagecache.xarray", self.xa.host_bytes()),
+            ("pagecache.dirty_age", self.dirty_age.host_bytes()),
+            ("pagecache.xa_log", vec_bytes(&self.xa_log)),
+            ("count.pagecache_entries", self.xa.len() as u64),
+            ("count.pagecache_xa_nodes", self.xa.nodes_in_use() as u64),
+            ("count.pagecache_dirty", self.dirty_age.len() as u64),
+        ]
     }
 
     /// Pages of the dirty-tagged folios (the dirty pages in the page cache).
@@ -187,6 +200,158 @@ impl PageCache {
 
     pub fn is_empty(&self) -> bool {
         self.xa.is_empty()
+    }
+}
+
+/// One entry of [`DirtyAge`]'s log: a dirtying time and a folio id ([`DirtyAge::HOLE`] once
+/// removed), 12 bytes.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
+struct AgeEntry {
+    t: u64,
+    id: u32,
+}
+
+/// The dirty-tagged folios ordered by (dirtying time, folio id) ([`PageCache::dirty_by_age`]):
+/// the set a `BTreeSet<(u64, FolioId)>` held, in less memory (12 bytes an entry instead of
+/// about 35). Host-side bookkeeping (see [`PageCache`]).
+///
+/// Folios are dirtied at the current time, which only grows, so almost every insertion is
+/// larger than every earlier one: those are appended to `log`, which stays sorted. A removal
+/// (the flusher cleans the oldest; truncation any) finds its entry by binary search and leaves
+/// a hole, popped at once at the front and swept out when the holes outnumber the entries. The
+/// rare insertion that is not larger than the last appended key (a split's dirty pieces keep
+/// their parent's older time; folios dirtied in the same nanosecond in falling id order) goes
+/// to `late`, an ordered set; walks merge the two. The visiting order is that of the set.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DirtyAge {
+    /// Appended entries, strictly ascending by (t, id) whatever their holes.
+    log: std::collections::VecDeque<AgeEntry>,
+    /// Holes in `log`.
+    holes: usize,
+    /// The last key appended to `log` (kept when it is removed): the next appended key must be
+    /// larger.
+    last: Option<(u64, FolioId)>,
+    /// Entries that arrived out of order.
+    late: std::collections::BTreeSet<(u64, FolioId)>,
+}
+
+impl DirtyAge {
+    /// The id of a removed entry of the log (no folio has it: ids index the folio table).
+    const HOLE: FolioId = FolioId::MAX;
+
+    /// Entries held.
+    pub(crate) fn len(&self) -> usize {
+        self.log.len() - self.holes + self.late.len()
+    }
+
+    /// Adds (t, id), which must not be held.
+    pub(crate) fn insert(&mut self, t: u64, id: FolioId) {
+        debug_assert_ne!(id, Self::HOLE);
+        if self.last.is_none_or(|l| (t, id) > l) {
+            self.log.push_back(AgeEntry { t, id });
+            self.last = Some((t, id));
+        } else {
+            let fresh = self.late.insert((t, id));
+            debug_assert!(fresh, "({t}, {id}) inserted twice");
+        }
+    }
+
+    /// The position in `log` of the live entry (t, id).
+    fn find(&self, t: u64, id: FolioId) -> Option<usize> {
+        let mut i = self.log.partition_point(|e| e.t < t);
+        while let Some(e) = self.log.get(i) {
+            let (et, eid) = (e.t, e.id);
+            if et != t {
+                return None;
+            }
+            if eid == id {
+                return Some(i);
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// Removes (t, id); false if it was not held.
+    pub(crate) fn remove(&mut self, t: u64, id: FolioId) -> bool {
+        if !self.late.is_empty() && self.late.remove(&(t, id)) {
+            return true;
+        }
+        let Some(i) = self.find(t, id) else {
+            return false;
+        };
+        self.log[i].id = Self::HOLE;
+        self.holes += 1;
+        while self.log.front().is_some_and(|e| e.id == Self::HOLE) {
+            self.log.pop_front();
+            self.holes -= 1;
+        }
+        if self.holes > 64 && self.holes * 2 > self.log.len() {
+            self.log.retain(|e| e.id != Self::HOLE);
+            self.holes = 0;
+        }
+        true
+    }
+
+    /// The live entries of the log from position `i` on, in order.
+    fn log_from(&self, i: usize) -> impl Iterator<Item = (u64, FolioId)> + '_ {
+        self.log
+            .range(i..)
+            .filter(|e| e.id != Self::HOLE)
+            .map(|e| (e.t, e.id))
+    }
+
+    /// All entries in ascending (t, id) order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, FolioId)> + '_ {
+        Merge {
+            a: self.log_from(0).peekable(),
+            b: self.late.iter().copied().peekable(),
+        }
+    }
+
+    /// The first entry larger than `after`.
+    pub(crate) fn after(&self, after: (u64, FolioId)) -> Option<(u64, FolioId)> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let i = self.log.partition_point(|e| e.t < after.0);
+        let a = self.log_from(i).find(|&k| k > after);
+        let b = if self.late.is_empty() {
+            None
+        } else {
+            self.late.range((Excluded(after), Unbounded)).next().copied()
+        };
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Host bytes (`host_mem.rs`).
+    pub(crate) fn host_bytes(&self) -> u64 {
+        crate::host_mem::deque_bytes(&self.log) + crate::host_mem::btree_set_bytes(&self.late)
+    }
+}
+
+/// The merge of two ascending sequences of distinct keys.
+struct Merge<A: Iterator<Item = (u64, FolioId)>, B: Iterator<Item = (u64, FolioId)>> {
+    a: std::iter::Peekable<A>,
+    b: std::iter::Peekable<B>,
+}
+
+impl<A: Iterator<Item = (u64, FolioId)>, B: Iterator<Item = (u64, FolioId)>> Iterator for Merge<A, B> {
+    type Item = (u64, FolioId);
+    fn next(&mut self) -> Option<(u64, FolioId)> {
+        match (self.a.peek(), self.b.peek()) {
+            (Some(x), Some(y)) => {
+                if x < y {
+                    self.a.next()
+                } else {
+                    self.b.next()
+                }
+            }
+            (Some(_), None) => self.a.next(),
+            (None, _) => self.b.next(),
+        }
     }
 }
 
@@ -667,7 +832,7 @@ impl Mm {
             let last_index = index + nr;
             let (id, _) = match self.filemap_lookup(mapping, pos) {
                 Some(id) => {
-                    if self.folios.folios[id as usize].readahead_mark {
+                    if self.folios.folios[id as usize].readahead_mark() {
                         let fi = self.folios.folios[id as usize].index;
                         self.page_cache_async_ra(
                             cpu,
@@ -698,7 +863,7 @@ impl Mm {
             let f = &self.folios.folios[id as usize];
             let next = (f.index + (1u64 << f.order)).min(end);
             // Pages of folios this call's readahead brought in are misses.
-            if f.token < first_new {
+            if f.token() < first_new {
                 st.hit_pages += next - pos;
             } else {
                 st.miss_pages += next - pos;
@@ -810,7 +975,7 @@ impl Mm {
         if ra.ra_pages == 0 || self.folio_under_writeback(folio) {
             return;
         }
-        self.folios.folios[folio as usize].readahead_mark = false;
+        self.folios.folios[folio as usize].set_readahead_mark(false);
         st.async_ra += 1;
         let max = ra.max_pages(req);
         let nr = 1u64 << self.folios.folios[folio as usize].order;
@@ -908,7 +1073,7 @@ impl Mm {
                 };
                 self.read_in(st, order);
                 if index == mark / (1u64 << order) * (1u64 << order) {
-                    self.folios.folios[id as usize].readahead_mark = true;
+                    self.folios.folios[id as usize].set_readahead_mark(true);
                 }
                 index += 1u64 << order;
             }
@@ -972,7 +1137,7 @@ impl Mm {
             };
             self.read_in(st, m.min_order);
             if mark.is_some_and(|k| k >= i && k < i + step) {
-                self.folios.folios[id as usize].readahead_mark = true;
+                self.folios.folios[id as usize].set_readahead_mark(true);
             }
             i += step;
         }
@@ -1067,14 +1232,14 @@ impl Mm {
         self.count(crate::vmstat::Stat::pgfault, 1);
         if let Some(id) = self.filemap_lookup(mapping, index) {
             ra.mmap_miss = ra.mmap_miss.saturating_sub(1);
-            if self.folios.folios[id as usize].readahead_mark && !vma.rand_read {
+            if self.folios.folios[id as usize].readahead_mark() && !vma.rand_read {
                 // `do_async_mmap_readahead`: the request is `ra_pages`, and the readahead
                 // index is the faulting page (not the folio's first, as for read(2)).
                 let req = ra.ra_pages;
                 self.page_cache_async_ra(cpu, mapping, ra, id, index, req, file_pages, &mut st);
             }
-            self.folios.folios[id as usize].referenced = true;
-            self.folios.folios[id as usize].idle = false;
+            self.folios.folios[id as usize].set_referenced(true);
+            self.folios.folios[id as usize].set_idle(false);
             st.hit_pages = 1;
             return st;
         }
@@ -1125,9 +1290,9 @@ impl Mm {
         };
         match id {
             Some(id) => {
-                self.folios.folios[id as usize].referenced = true;
-                self.folios.folios[id as usize].idle = false;
-                if self.folios.folios[id as usize].token < first_new {
+                self.folios.folios[id as usize].set_referenced(true);
+                self.folios.folios[id as usize].set_idle(false);
+                if self.folios.folios[id as usize].token() < first_new {
                     st.hit_pages = 1;
                 } else {
                     st.miss_pages = 1;
@@ -1151,7 +1316,7 @@ impl Mm {
             }
             let f = &self.folios.folios[id as usize];
             pos = i + (1u64 << f.order);
-            if f.dirty {
+            if f.dirty() {
                 written += 1u64 << f.order;
                 self.folio_mark_dirty(id, false);
             }
@@ -1169,7 +1334,7 @@ impl Mm {
         let mut freed = 0;
         for id in ids {
             let f = &self.folios.folios[id as usize];
-            if f.dirty || f.isolated {
+            if f.dirty() || f.isolated() {
                 continue;
             }
             freed += 1u64 << f.order;
@@ -1203,7 +1368,7 @@ impl Mm {
                 break;
             }
             assert!(
-                !self.folios.folios[id as usize].isolated,
+                !self.folios.folios[id as usize].isolated(),
                 "truncate of folio {id} while compaction holds it isolated"
             );
             freed += 1u64 << self.folios.folios[id as usize].order;
@@ -1273,7 +1438,7 @@ impl Mm {
                 break;
             }
             pos = i + (1u64 << f.order);
-            if pos > index && f.dirty {
+            if pos > index && f.dirty() {
                 under_writeback.push(id);
                 self.folio_mark_dirty(id, false);
             }
@@ -1288,7 +1453,11 @@ impl Mm {
                 break;
             }
             pos = fend;
-            if i < index || fend > end || f.dirty || f.isolated || under_writeback.binary_search(&id).is_ok()
+            if i < index
+                || fend > end
+                || f.dirty()
+                || f.isolated()
+                || under_writeback.binary_search(&id).is_ok()
             {
                 continue;
             }
@@ -1304,7 +1473,87 @@ impl Mm {
 
 #[cfg(test)]
 mod tests {
-    use super::PageCache;
+    use super::{DirtyAge, PageCache};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `DirtyAge` answers as the `BTreeSet<(dirtied_ns, id)>` it replaced: the same
+        /// removals found, the same walk in the same order, the same `after` answers — with
+        /// times that mostly grow (as the clock) and sometimes repeat or go back (a split's
+        /// pieces), and removals at the front (the flusher) and anywhere (truncation).
+        #[test]
+        fn dirty_age_matches_the_btree_set(ops in proptest::collection::vec(
+            (0u8..10, 0u64..4, 0u32..40, any::<prop::sample::Index>()),
+            1..400,
+        )) {
+            let mut new = DirtyAge::default();
+            let mut old = std::collections::BTreeSet::<(u64, u32)>::new();
+            let mut now = 0u64;
+            for (op, dt, id, pick) in ops {
+                match op {
+                    // Dirty at the current time (which advances by 0-3).
+                    0..=4 => {
+                        now += dt;
+                        if !old.iter().any(|&(_, i)| i == id) {
+                            old.insert((now, id));
+                            new.insert(now, id);
+                        }
+                    }
+                    // A split piece: an older time.
+                    5 => {
+                        let t = now.saturating_sub(dt * 3);
+                        if !old.iter().any(|&(_, i)| i == id) {
+                            old.insert((t, id));
+                            new.insert(t, id);
+                        }
+                    }
+                    // Clean the oldest.
+                    6 | 7 => {
+                        if let Some(&k) = old.iter().next() {
+                            old.remove(&k);
+                            prop_assert!(new.remove(k.0, k.1));
+                        }
+                    }
+                    // Clean any (or a key not held).
+                    _ => {
+                        let k = if old.is_empty() || op == 9 && dt == 0 {
+                            (now, id + 1000)
+                        } else {
+                            *old.iter().nth(pick.index(old.len())).unwrap()
+                        };
+                        prop_assert_eq!(new.remove(k.0, k.1), old.remove(&k));
+                    }
+                }
+                prop_assert_eq!(new.len(), old.len());
+                let a: Vec<_> = new.iter().collect();
+                let b: Vec<_> = old.iter().copied().collect();
+                prop_assert_eq!(&a, &b);
+                for t in 0..=now + 1 {
+                    for i in [0u32, id, 39] {
+                        use std::ops::Bound::{Excluded, Unbounded};
+                        let want = old.range((Excluded((t, i)), Unbounded)).next().copied();
+                        prop_assert_eq!(new.after((t, i)), want);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Many removals leave no more holes than entries (the log is swept).
+    #[test]
+    fn dirty_age_sweeps_its_holes() {
+        let mut d = DirtyAge::default();
+        for i in 0..10_000u32 {
+            d.insert(i as u64 / 3, i);
+        }
+        for i in (0..10_000u32).filter(|i| i % 10 != 0) {
+            assert!(d.remove(i as u64 / 3, i));
+        }
+        assert_eq!(d.len(), 1000);
+        assert!(d.holes <= 1000, "{}", d.holes);
+        assert_eq!(d.iter().count(), 1000);
+        assert!(!d.remove(0, 1));
+    }
 
     /// PAGECACHE_TAG_DIRTY and the by-age order: tagging is idempotent, the tagged walk is
     /// in index order, the age order is (dirtied_ns, id), and a folio is untagged before its

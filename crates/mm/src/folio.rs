@@ -24,49 +24,40 @@ const _: () = {
 };
 
 /// One folio: the hot part of the record, which every allocation, free, LRU walk and
-/// accounting touches (40 bytes, asserted below; `struct folio` is 64 bytes of `struct page`s
-/// in the kernel). The rarely set fields are in [`FolioCold`], kept only for the folios that
-/// have them; the LRU list links in [`FolioTable::lru_links`].
+/// accounting touches (32 bytes, asserted below, two to a host cache line; `struct folio` is 64
+/// bytes of `struct page`s in the kernel). The rarely set fields are in [`FolioCold`], kept
+/// only for the folios that have them; the LRU list links in [`FolioTable::lru_links`].
+///
+/// The page flags (PG_active, PG_dirty, ...) and the model's own booleans are bits of one word,
+/// as the kernel packs page flags in `page->flags`: read and set them with the accessors of
+/// the same name (`f.dirty()`, `f.set_dirty(true)`). The content token is 40 bits (a
+/// million million allocations; [`FolioTable::insert`] refuses more).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct Folio {
     pub pfn: u32,
     pub order: u8,
     pub kind: FolioKind,
-    /// Isolated from the LRU by compaction (on a migrate list).
-    pub isolated: bool,
-    /// The content's identity: set at allocation, carried by every migration and split piece.
-    pub token: u64,
-    pub live: bool,
-    /// PG_active: on (or returns to) the active list.
-    pub active: bool,
-    /// PG_referenced.
-    pub referenced: bool,
-    /// PG_dirty (file folios).
-    pub dirty: bool,
     /// The LRU list the folio is on (`vmscan::LRU_*`), or `vmscan::LRU_NONE`; its links on
     /// that list are in [`FolioTable::lru_links`].
     pub lru: u8,
+    /// Bits 32..40 of the content token ([`Folio::token`]).
+    token_hi: u8,
+    /// The flags, one bit each (`Folio::F_*`; read and set with the accessors of the same
+    /// name).
+    flags: u32,
+    /// Bits 0..32 of the content token.
+    token_lo: u32,
     /// The page-cache mapping of a file folio in the page cache (`filemap::PageCache`), 0 for
     /// none, and the page index of its first page there.
     pub mapping: u32,
-    pub index: u64,
     /// The task that allocated the folio (`mm.cur.pid` at allocation; 0 = the kernel): the
     /// OOM killer's unit.
     pub owner: u32,
-    /// PG_readahead: reading this page-cache folio triggers asynchronous readahead (§12.2.4).
-    pub readahead_mark: bool,
-    /// PG_workingset: the folio was deactivated from an active list (`shrink_active_list`)
-    /// or restored on refault; its shadow entry remembers it (`workingset_restore_*`, §10.3.8).
-    pub workingset: bool,
-    /// PG_idle (`damon.rs`, §27.2 item 2): set when DAMON samples the folio, cleared by every
-    /// access the model records (`folio_mark_accessed`, the fault and touch paths).
-    pub idle: bool,
-    /// The rarer flags, one bit each (`Folio::F_*`; read and set with the accessors of the same
-    /// name): as the kernel packs page flags in one word.
-    flags: u8,
+    pub index: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<Folio>() == 40);
+const _: () = assert!(std::mem::size_of::<Folio>() == 32);
 
 macro_rules! folio_flag {
     ($get:ident, $set:ident, $bit:ident, $vis:vis) => {
@@ -88,27 +79,52 @@ macro_rules! folio_flag {
 impl Folio {
     /// A file folio of a mapping whose gfp lacks __GFP_FS (XFS-like): a NOFS compactor may not
     /// migrate it (§9.6.3).
-    pub const F_NOFS_MAPPING: u8 = 1 << 0;
+    pub const F_NOFS_MAPPING: u32 = 1 << 0;
     /// PG_mlocked: mapped by a VM_LOCKED mapping (§29.1.2, `mlock.rs`).
-    pub const F_MLOCKED: u8 = 1 << 1;
+    pub const F_MLOCKED: u32 = 1 << 1;
     /// PG_unevictable: on the unevictable LRU (§29.1.3); never scanned by reclaim, isolated by
     /// compaction only with `vm.compact_unevictable_allowed` = 1 (§29.2).
-    pub const F_UNEVICTABLE: u8 = 1 << 2;
+    pub const F_UNEVICTABLE: u32 = 1 << 2;
     /// A GUP pin (`folio_maybe_dma_pinned`, §25.4): compaction does not isolate a pinned anon
     /// folio (§25.3) and migration fails at the reference count for any other (§25.1 #7). No
     /// workload of the model pins memory yet (no O_DIRECT, io_uring or vfio generator): the
     /// flag exists for the rule and its tests.
-    pub const F_PINNED: u8 = 1 << 3;
+    pub const F_PINNED: u32 = 1 << 3;
     /// Locked for a read in flight (PG_locked and not PG_uptodate, §25.4). Nothing sets it: the
     /// model's reads complete within the reading task's step (the read's latency is charged to
     /// the reader as `read_io_ns`, the folio is uptodate as soon as another task can see it), so
     /// no compaction ever meets a folio with its read in flight.
-    pub const F_IO_LOCKED: u8 = 1 << 4;
+    pub const F_IO_LOCKED: u32 = 1 << 4;
     /// Declared to the slab shrinker ([`Mm::set_slab_shrinkable`]): the folio's entry in
     /// `reclaim.shrinkable_slab` is live and counted in [`FolioTable::nr_shrinkable`].
-    pub const F_ON_SHRINKER: u8 = 1 << 5;
-    /// The folio has an entry in `FolioTable::cold` (some field of [`FolioCold`] was set).
-    pub const F_HAS_COLD: u8 = 1 << 6;
+    pub const F_ON_SHRINKER: u32 = 1 << 5;
+    /// The folio has an entry in `FolioTable::cold` (it was split from another or migrated).
+    pub const F_HAS_COLD: u32 = 1 << 6;
+    /// Isolated from the LRU by compaction (on a migrate list).
+    pub const F_ISOLATED: u32 = 1 << 7;
+    /// The record holds a folio (it is not on the free-id list).
+    pub const F_LIVE: u32 = 1 << 8;
+    /// PG_active: on (or returns to) the active list.
+    pub const F_ACTIVE: u32 = 1 << 9;
+    /// PG_referenced.
+    pub const F_REFERENCED: u32 = 1 << 10;
+    /// PG_dirty (file folios).
+    pub const F_DIRTY: u32 = 1 << 11;
+    /// PG_readahead: reading this page-cache folio triggers asynchronous readahead (§12.2.4).
+    pub const F_READAHEAD_MARK: u32 = 1 << 12;
+    /// PG_workingset: the folio was deactivated from an active list (`shrink_active_list`)
+    /// or restored on refault; its shadow entry remembers it (`workingset_restore_*`, §10.3.8).
+    pub const F_WORKINGSET: u32 = 1 << 13;
+    /// PG_idle (`damon.rs`, §27.2 item 2): set when DAMON samples the folio, cleared by every
+    /// access the model records (`folio_mark_accessed`, the fault and touch paths).
+    pub const F_IDLE: u32 = 1 << 14;
+    /// The folio has an entry in `FolioTable::dirtied` (its dirtying time: set while dirty).
+    pub const F_HAS_DIRTIED: u32 = 1 << 15;
+    /// The folio has an entry in `FolioTable::wb_end` (its writeback's end).
+    pub const F_HAS_WB_END: u32 = 1 << 16;
+
+    /// The largest content token a folio can carry (40 bits).
+    pub const MAX_TOKEN: u64 = (1 << 40) - 1;
 
     folio_flag!(nofs_mapping, set_nofs_mapping, F_NOFS_MAPPING, pub);
     folio_flag!(mlocked, set_mlocked, F_MLOCKED, pub);
@@ -117,18 +133,51 @@ impl Folio {
     folio_flag!(io_locked, set_io_locked, F_IO_LOCKED, pub);
     folio_flag!(on_shrinker, set_on_shrinker, F_ON_SHRINKER, pub(crate));
     folio_flag!(has_cold, set_has_cold, F_HAS_COLD, pub(crate));
+    folio_flag!(has_dirtied, set_has_dirtied, F_HAS_DIRTIED, pub(crate));
+    folio_flag!(has_wb_end, set_has_wb_end, F_HAS_WB_END, pub(crate));
+    folio_flag!(isolated, set_isolated, F_ISOLATED, pub);
+    folio_flag!(live, set_live, F_LIVE, pub);
+    folio_flag!(active, set_active, F_ACTIVE, pub);
+    folio_flag!(referenced, set_referenced, F_REFERENCED, pub);
+    folio_flag!(dirty, set_dirty, F_DIRTY, pub);
+    folio_flag!(readahead_mark, set_readahead_mark, F_READAHEAD_MARK, pub);
+    folio_flag!(workingset, set_workingset, F_WORKINGSET, pub);
+    folio_flag!(idle, set_idle, F_IDLE, pub);
+
+    /// The content's identity: set at allocation, carried by every migration and split piece.
+    #[inline]
+    pub fn token(&self) -> u64 {
+        (self.token_hi as u64) << 32 | self.token_lo as u64
+    }
+
+    /// Sets the content token (at most [`Folio::MAX_TOKEN`]).
+    #[inline]
+    pub fn set_token(&mut self, t: u64) {
+        assert!(
+            t <= Self::MAX_TOKEN,
+            "content token {t} beyond the folio's 40 bits"
+        );
+        self.token_hi = (t >> 32) as u8;
+        self.token_lo = t as u32;
+    }
 }
 
-/// The cold part of a folio record: fields that most folios never set, kept in a side table
-/// (`FolioTable::cold`) for the folios that set them, so that the record every LRU walk and
-/// allocation touches stays small. A folio without an entry has the default (all zero/None).
+/// The cold part of a folio record: fields that most folios never set, kept in side tables
+/// for the folios that set them, so that the record every LRU walk and allocation touches
+/// stays small (`FolioTable::cold` for the split origin and the migration count,
+/// `FolioTable::dirtied` and `FolioTable::wb_end` for the two times, 12-byte entries each:
+/// a dirty folio or one under writeback, the common case under a writing workload, pays for
+/// its one time only). A folio without an entry has the default (zero/None). This struct is
+/// the view [`FolioTable::cold`] assembles.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FolioCold {
     /// The folio this one was split from (None if allocated whole).
     pub split_from: Option<FolioId>,
     /// Number of times this folio was migrated.
     pub migrations: u32,
-    /// When the folio last became dirty (`mm.cur.now_ns`), for the flusher's expiry.
+    /// When the folio last became dirty (`mm.cur.now_ns`), for the flusher's expiry. Kept
+    /// while the folio is dirty ([`FolioTable::clear_dirtied_ns`] when it is cleaned: nothing
+    /// reads a clean folio's dirtying time), 0 otherwise.
     pub dirtied_ns: u64,
     /// PG_writeback lasts until this time (`mm.cur.now_ns`; 0 = never under writeback): set by
     /// the flusher when it submits the folio to the device queue, the I/O completing at the
@@ -223,7 +272,22 @@ impl PartialEq for Rss {
 
 impl Eq for Rss {}
 
-type ColdMap = std::collections::HashMap<FolioId, FolioCold, std::hash::BuildHasherDefault<IdHasher>>;
+/// A side table keyed by folio id: [split_from or `NO_FOLIO`, migrations] in `cold`, a time's
+/// two 32-bit halves (low, high) in `dirtied` and `wb_end` — 12-byte entries.
+type ColdMap = std::collections::HashMap<FolioId, [u32; 2], std::hash::BuildHasherDefault<IdHasher>>;
+
+/// `split_from` of a folio allocated whole, in `FolioTable::cold`.
+const NO_FOLIO: u32 = u32::MAX;
+
+#[inline]
+fn join(t: [u32; 2]) -> u64 {
+    (t[1] as u64) << 32 | t[0] as u64
+}
+
+#[inline]
+fn halves(t: u64) -> [u32; 2] {
+    [t as u32, (t >> 32) as u32]
+}
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
 /// needed: reuse is LIFO, deterministic).
@@ -249,53 +313,115 @@ pub struct FolioTable {
     /// `count_objects` (§19.1 item 8), kept as folios are declared and freed so that
     /// `shrink_slab` need not re-check every declared folio on every call.
     pub(crate) nr_shrinkable: u64,
-    /// The cold parts of the live folios that have one (`Folio::has_cold`).
+    /// The split origin and migration count of the live folios that have one
+    /// (`Folio::has_cold`).
     cold: ColdMap,
+    /// The dirtying time of the dirty folios that have one (`Folio::has_dirtied`).
+    dirtied: ColdMap,
+    /// The writeback end of the folios ever submitted for writeback (`Folio::has_wb_end`).
+    wb_end: ColdMap,
 }
 
 impl FolioTable {
     pub fn get(&self, id: FolioId) -> &Folio {
         let f = &self.folios[id as usize];
-        assert!(f.live, "folio {id} is not live");
+        assert!(f.live(), "folio {id} is not live");
         f
     }
 
     /// The cold fields of folio `id` (defaults if it never set any).
     #[inline]
     pub fn cold(&self, id: FolioId) -> FolioCold {
-        if self.folios[id as usize].has_cold() {
-            self.cold[&id]
-        } else {
-            FolioCold::default()
+        FolioCold {
+            split_from: self.split_from(id),
+            migrations: self.migrations(id),
+            dirtied_ns: self.dirtied_ns(id),
+            writeback_end_ns: self.writeback_end_ns(id),
         }
     }
 
-    /// The cold fields of folio `id`, for writing (creates its entry).
-    pub(crate) fn cold_mut(&mut self, id: FolioId) -> &mut FolioCold {
+    /// The [split_from, migrations] entry of folio `id`, for writing (creates it).
+    fn cold_mut(&mut self, id: FolioId) -> &mut [u32; 2] {
         self.folios[id as usize].set_has_cold(true);
-        self.cold.entry(id).or_default()
+        self.cold.entry(id).or_insert([NO_FOLIO, 0])
     }
 
     /// The folio `id` was split from (None if allocated whole).
     pub fn split_from(&self, id: FolioId) -> Option<FolioId> {
-        self.cold(id).split_from
+        if !self.folios[id as usize].has_cold() {
+            return None;
+        }
+        let p = self.cold[&id][0];
+        (p != NO_FOLIO).then_some(p)
     }
 
     /// Number of times folio `id` was migrated.
     pub fn migrations(&self, id: FolioId) -> u32 {
-        self.cold(id).migrations
+        if self.folios[id as usize].has_cold() {
+            self.cold[&id][1]
+        } else {
+            0
+        }
     }
 
-    /// When folio `id` last became dirty.
+    /// Records that folio `id` was split from `parent`.
+    pub(crate) fn set_split_from(&mut self, id: FolioId, parent: FolioId) {
+        self.cold_mut(id)[0] = parent;
+    }
+
+    /// Counts a migration of folio `id`.
+    pub(crate) fn add_migration(&mut self, id: FolioId) {
+        self.cold_mut(id)[1] += 1;
+    }
+
+    /// When folio `id` last became dirty (0 for a clean folio).
     #[inline]
     pub fn dirtied_ns(&self, id: FolioId) -> u64 {
-        self.cold(id).dirtied_ns
+        if self.folios[id as usize].has_dirtied() {
+            join(self.dirtied[&id])
+        } else {
+            0
+        }
+    }
+
+    /// Sets folio `id`'s dirtying time.
+    pub(crate) fn set_dirtied_ns(&mut self, id: FolioId, t: u64) {
+        self.folios[id as usize].set_has_dirtied(true);
+        self.dirtied.insert(id, halves(t));
+    }
+
+    /// Forgets folio `id`'s dirtying time (it was cleaned).
+    pub(crate) fn clear_dirtied_ns(&mut self, id: FolioId) {
+        let f = &mut self.folios[id as usize];
+        if f.has_dirtied() {
+            f.set_has_dirtied(false);
+            self.dirtied.remove(&id);
+        }
     }
 
     /// When folio `id`'s PG_writeback ends (0: never under writeback).
     #[inline]
     pub fn writeback_end_ns(&self, id: FolioId) -> u64 {
-        self.cold(id).writeback_end_ns
+        if self.folios[id as usize].has_wb_end() {
+            join(self.wb_end[&id])
+        } else {
+            0
+        }
+    }
+
+    /// Forgets folio `id`'s writeback end (its I/O completed).
+    pub(crate) fn clear_writeback_end_ns(&mut self, id: FolioId) {
+        let f = &mut self.folios[id as usize];
+        if f.has_wb_end() {
+            f.set_has_wb_end(false);
+            self.wb_end.remove(&id);
+        }
+    }
+
+    /// Sets when folio `id`'s PG_writeback ends.
+    pub(crate) fn set_writeback_end_ns(&mut self, id: FolioId, t: u64) {
+        self.folios[id as usize].set_has_wb_end(true);
+        self.wb_end.insert(id, halves(t));
     }
 
     #[inline]
@@ -315,25 +441,19 @@ impl FolioTable {
             self.next_token += 1;
             self.next_token
         });
-        let f = Folio {
+        let mut f = Folio {
             pfn,
             order: order as u8,
             kind,
-            isolated: false,
-            token,
-            live: true,
-            active: false,
-            referenced: false,
-            dirty: false,
             lru: crate::vmscan::LRU_NONE,
+            token_hi: 0,
+            flags: Folio::F_LIVE | if nofs { Folio::F_NOFS_MAPPING } else { 0 },
+            token_lo: 0,
             mapping: 0,
-            index: 0,
             owner: 0,
-            readahead_mark: false,
-            workingset: false,
-            idle: false,
-            flags: if nofs { Folio::F_NOFS_MAPPING } else { 0 },
+            index: 0,
         };
+        f.set_token(token);
         self.census[Self::kind_idx(kind)][order as usize] += 1;
         match self.free_ids.pop() {
             Some(id) => {
@@ -346,7 +466,7 @@ impl FolioTable {
                 if let Some(&next) = self.free_ids.last() {
                     let n = &self.folios[next as usize];
                     crate::mmzone::prefetch(n);
-                    crate::mmzone::prefetch(&n.flags);
+                    crate::mmzone::prefetch(&n.index);
                     crate::mmzone::prefetch(&self.lru_links[next as usize]);
                 }
                 id
@@ -361,8 +481,8 @@ impl FolioTable {
 
     pub(crate) fn remove(&mut self, id: FolioId) {
         let f = &mut self.folios[id as usize];
-        assert!(f.live, "double free of folio {id}");
-        f.live = false;
+        assert!(f.live(), "double free of folio {id}");
+        f.set_live(false);
         if f.on_shrinker() {
             f.set_on_shrinker(false);
             self.nr_shrinkable -= 1;
@@ -370,6 +490,14 @@ impl FolioTable {
         if f.has_cold() {
             f.set_has_cold(false);
             self.cold.remove(&id);
+        }
+        if f.has_dirtied() {
+            f.set_has_dirtied(false);
+            self.dirtied.remove(&id);
+        }
+        if f.has_wb_end() {
+            f.set_has_wb_end(false);
+            self.wb_end.remove(&id);
         }
         self.census[Self::kind_idx(f.kind)][f.order as usize] -= 1;
         self.free_ids.push(id);
@@ -385,8 +513,33 @@ impl FolioTable {
         self.folios
             .iter()
             .enumerate()
-            .filter(|(_, f)| f.live)
+            .filter(|(_, f)| f.live())
             .map(|(i, f)| (i as FolioId, f))
+    }
+
+    /// Host bytes of the table's parts (`host_mem.rs`), with the counts that explain them.
+    pub(crate) fn host_bytes(&self) -> Vec<(&'static str, u64)> {
+        use crate::host_mem::{hash_bytes, vec_bytes};
+        vec![
+            ("folios (hot records)", vec_bytes(&self.folios)),
+            ("folios.lru_links", vec_bytes(&self.lru_links)),
+            ("folios.free_ids", vec_bytes(&self.free_ids)),
+            ("folios.cold (split, migrations)", hash_bytes(&self.cold)),
+            ("folios.dirtied", hash_bytes(&self.dirtied)),
+            ("folios.wb_end", hash_bytes(&self.wb_end)),
+            (
+                "folios.rss",
+                vec_bytes(&self.rss.dense) + hash_bytes(&self.rss.sparse),
+            ),
+            ("count.folio_records", self.folios.len() as u64),
+            (
+                "count.folios_live",
+                (self.folios.len() - self.free_ids.len()) as u64,
+            ),
+            ("count.folios_cold", self.cold.len() as u64),
+            ("count.folios_dirtied", self.dirtied.len() as u64),
+            ("count.folios_wb_end", self.wb_end.len() as u64),
+        ]
     }
 
     /// Census of live folios for a kind (index of `FolioKind::ALL`), per order.
@@ -419,8 +572,8 @@ impl Mm {
             f.pfn,
             f.order as u32,
             f.kind,
-            f.isolated,
-            f.active,
+            f.isolated(),
+            f.active(),
             f.unevictable(),
             f.mlocked(),
             f.owner,
@@ -498,7 +651,7 @@ impl Mm {
     /// nr_isolated_anon/file. Sets `isolated`.
     pub(crate) fn account_isolate(&mut self, id: FolioId) {
         debug_assert!(
-            !self.folios.folios[id as usize].isolated,
+            !self.folios.folios[id as usize].isolated(),
             "folio {id} is isolated"
         );
         self.account_isolation(id, -1);
@@ -510,7 +663,7 @@ impl Mm {
     /// Clears `isolated`.
     pub(crate) fn account_putback(&mut self, id: FolioId) {
         debug_assert!(
-            self.folios.folios[id as usize].isolated,
+            self.folios.folios[id as usize].isolated(),
             "folio {id} is not isolated"
         );
         self.account_isolation(id, 1);
@@ -520,12 +673,12 @@ impl Mm {
     fn account_isolation(&mut self, id: FolioId, sign: i64) {
         let f = &mut self.folios.folios[id as usize];
         debug_assert!(f.kind.on_lru(), "folio {id} is not an LRU folio");
-        f.isolated = sign < 0;
+        f.set_isolated(sign < 0);
         let (pfn, order, anon, active, unevictable) = (
             f.pfn,
             f.order as u32,
             f.kind == FolioKind::Anon,
-            f.active,
+            f.active(),
             f.unevictable(),
         );
         let nr = sign << order;
@@ -582,7 +735,7 @@ impl Mm {
             crate::mmzone::prefetch(&self.folios.lru_links[id as usize]);
         }
         assert!(
-            !f.isolated,
+            !f.isolated(),
             "free of folio {id} while it is isolated for migration"
         );
         self.account_folio(id, -1);
@@ -594,7 +747,7 @@ impl Mm {
             self.lru_del(id);
         }
         if f.mapping != 0 {
-            if f.dirty {
+            if f.dirty() {
                 // Truncation cancels the dirty state first (`__folio_cancel_dirty`).
                 let d = self.folios.dirtied_ns(id);
                 self.cache
@@ -603,7 +756,7 @@ impl Mm {
             }
             self.cache.index.remove(f.mapping, f.index, f.order as u32, id);
         }
-        if f.dirty {
+        if f.dirty() {
             self.cache.nr_dirty -= 1u64 << f.order;
             self.stats[crate::vmstat::Stat::nr_dirty as usize] = self.cache.nr_dirty;
         }
@@ -622,7 +775,7 @@ impl Mm {
     pub fn prefetch_folio(&self, id: FolioId) {
         if let Some(f) = self.folios.folios.get(id as usize) {
             crate::mmzone::prefetch(f);
-            crate::mmzone::prefetch(&f.flags);
+            crate::mmzone::prefetch(&f.index);
             crate::mmzone::prefetch(&self.folios.lru_links[id as usize]);
         }
     }
@@ -635,7 +788,7 @@ impl Mm {
         }
         let id = self.pages.a(pfn);
         let f = self.folios.folios.get(id as usize)?;
-        (f.live && f.pfn == pfn).then_some(id)
+        (f.live() && f.pfn == pfn).then_some(id)
     }
 
     /// Splits a large folio into order-0 folios in place (`split_folio`): each piece is a new
@@ -659,22 +812,23 @@ impl Mm {
             let pfn = f.pfn + i;
             let pid = self
                 .folios
-                .insert(pfn, 0, f.kind, f.nofs_mapping(), Some(f.token));
-            *self.folios.cold_mut(pid) = FolioCold {
-                split_from: Some(id),
-                migrations: 0,
-                dirtied_ns: cold.dirtied_ns,
+                .insert(pfn, 0, f.kind, f.nofs_mapping(), Some(f.token()));
+            self.folios.set_split_from(pid, id);
+            if cold.dirtied_ns != 0 {
+                self.folios.set_dirtied_ns(pid, cold.dirtied_ns);
+            }
+            if cold.writeback_end_ns != 0 {
                 // §25.4: a split keeps the pieces' writeback state.
-                writeback_end_ns: cold.writeback_end_ns,
-            };
+                self.folios.set_writeback_end_ns(pid, cold.writeback_end_ns);
+            }
             let nf = &mut self.folios.folios[pid as usize];
-            nf.isolated = f.isolated;
-            nf.active = f.active;
-            nf.referenced = f.referenced;
-            nf.dirty = f.dirty;
+            nf.set_isolated(f.isolated());
+            nf.set_active(f.active());
+            nf.set_referenced(f.referenced());
+            nf.set_dirty(f.dirty());
             nf.mapping = f.mapping;
             nf.owner = f.owner;
-            nf.workingset = f.workingset;
+            nf.set_workingset(f.workingset());
             // The pieces keep PG_mlocked and PG_unevictable (§29.1; no counter moves).
             nf.set_mlocked(f.mlocked());
             nf.set_unevictable(f.unevictable());
@@ -689,7 +843,7 @@ impl Mm {
                     self.cache.index.remove(f.mapping, f.index, o, id);
                 }
                 self.cache.index.insert(f.mapping, f.index + i as u64, 0, pid);
-                if f.dirty {
+                if f.dirty() {
                     let d = cold.dirtied_ns;
                     self.cache
                         .index
@@ -699,8 +853,8 @@ impl Mm {
             self.pages.set(pfn, PageKind::Allocated, 0);
             self.pages.set_a(pfn, pid);
             self.pages.set_b(pfn, self.pages.b(f.pfn));
-            self.pages.set_flag(pfn, PG_LRU, lru && !f.isolated);
-            if lru && !f.isolated {
+            self.pages.set_flag(pfn, PG_LRU, lru && !f.isolated());
+            if lru && !f.isolated() {
                 // Simplification: pieces go to the list head (the kernel threads them in
                 // right after the head's position, lru_add_split_folio).
                 self.lru_add(pid);
@@ -822,22 +976,30 @@ mod tests {
         let a = t.insert(0, 0, FolioKind::File, false, None);
         let b = t.insert(1, 0, FolioKind::File, false, None);
         assert_eq!(t.cold(a), FolioCold::default());
-        t.cold_mut(a).migrations += 2;
-        t.cold_mut(a).writeback_end_ns = 7;
-        t.cold_mut(b).dirtied_ns = 5;
+        t.add_migration(a);
+        t.add_migration(a);
+        t.set_writeback_end_ns(a, 7 << 40 | 3);
+        t.set_dirtied_ns(b, 5);
+        t.set_split_from(b, 9);
         assert_eq!(
             (t.migrations(a), t.writeback_end_ns(a), t.dirtied_ns(a)),
-            (2, 7, 0)
+            (2, 7 << 40 | 3, 0)
         );
-        assert_eq!((t.migrations(b), t.dirtied_ns(b), t.split_from(b)), (0, 5, None));
+        assert_eq!(
+            (t.migrations(b), t.dirtied_ns(b), t.split_from(b)),
+            (0, 5, Some(9))
+        );
+        t.clear_dirtied_ns(b);
+        assert_eq!(t.dirtied_ns(b), 0);
+        t.set_dirtied_ns(b, 5);
         t.remove(a);
-        assert_eq!(t.cold.len(), 1);
+        assert_eq!((t.cold.len(), t.wb_end.len(), t.dirtied.len()), (1, 0, 1));
         let c = t.insert(2, 0, FolioKind::Anon, false, None);
         assert_eq!(c, a, "ids are reused");
         assert_eq!(t.cold(c), FolioCold::default());
         t.remove(b);
         t.remove(c);
-        assert!(t.cold.is_empty());
+        assert!(t.cold.is_empty() && t.dirtied.is_empty() && t.wb_end.is_empty());
     }
     /// `account_isolate` / `account_putback` leave every gauge, pageblock content and rss
     /// exactly as `account_folio(-1)`, flipping `isolated`, `account_folio(1)` did, for anon
@@ -876,7 +1038,7 @@ mod tests {
                     .alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, order, kind, false)
                     .unwrap();
                 let f = &mut mm.folios.folios[id as usize];
-                f.active = i % 2 == 1;
+                f.set_active(i % 2 == 1);
                 if i >= 5 {
                     f.set_mlocked(true);
                     f.set_unevictable(true);
@@ -899,12 +1061,12 @@ mod tests {
         assert_eq!(mm.stats, old.stats);
         for id in ids {
             old.account_folio(id, -1);
-            old.folios.folios[id as usize].isolated = true;
+            old.folios.folios[id as usize].set_isolated(true);
             old.account_folio(id, 1);
             mm.account_isolate(id);
             assert_eq!(gauges(&mm), gauges(&old), "isolate {id}");
             old.account_folio(id, -1);
-            old.folios.folios[id as usize].isolated = false;
+            old.folios.folios[id as usize].set_isolated(false);
             old.account_folio(id, 1);
             mm.account_putback(id);
             assert_eq!(gauges(&mm), gauges(&old), "putback {id}");

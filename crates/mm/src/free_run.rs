@@ -182,16 +182,16 @@ impl Mm {
             }
             let f = self.folios.get(id);
             assert!(
-                !f.isolated,
+                !f.isolated(),
                 "free of folio {id} while it is isolated for migration"
             );
-            if f.mapping != 0 || f.dirty || !matches!(f.kind, FolioKind::Anon | FolioKind::PageTable) {
+            if f.mapping != 0 || f.dirty() || !matches!(f.kind, FolioKind::Anon | FolioKind::PageTable) {
                 g.flush(self);
                 self.free_folio(cpu, id);
                 continue;
             }
             let (pfn, order, kind, lru, owner) = (f.pfn, f.order as u32, f.kind, f.lru, f.owner);
-            let (active, unevictable, mlocked) = (f.active, f.unevictable(), f.mlocked());
+            let (active, unevictable, mlocked) = (f.active(), f.unevictable(), f.mlocked());
             let zi = self.zone_of(pfn);
             // `account_folio(id, -1)`, deferred.
             let nr = -(1i64 << order);
@@ -311,7 +311,7 @@ mod tests {
                     mm.folio_mark_accessed(id);
                 }
             }
-            ids.push((id, mm.folios.get(id).token));
+            ids.push((id, mm.folios.get(id).token()));
         }
         // Later allocations may have reclaimed or OOM-killed earlier folios (and reused ids).
         ids.into_iter()

@@ -14,6 +14,7 @@ pub mod filemap;
 pub mod folio;
 pub mod free_run;
 pub mod gfp;
+pub mod host_mem;
 pub mod huge_memory;
 pub mod hugetlb;
 pub mod kcompactd;

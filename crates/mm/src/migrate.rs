@@ -138,7 +138,7 @@ impl Mm {
         self.pages.set_b(dst, self.pages.b(src));
         self.account_folio(id, -1);
         self.folios.folios[id as usize].pfn = dst;
-        self.folios.cold_mut(id).migrations += 1;
+        self.folios.add_migration(id);
         self.account_folio(id, 1);
         // The source page no longer belongs to the folio.
         self.pages.set_a(src, crate::mmzone::NIL);
@@ -196,7 +196,7 @@ impl Mm {
         if self.folio_test_writeback(id) {
             return false;
         }
-        !(f.dirty && (f.io_locked() || !self.folio_migrate_kind(id).has_migrate_folio()))
+        !(f.dirty() && (f.io_locked() || !self.folio_migrate_kind(id).has_migrate_folio()))
     }
 
     /// The outcome of one attempt at migrating folio `id` in `mode` (§25.1, the mode's column;
@@ -217,7 +217,7 @@ impl Mm {
         if f.pinned() {
             return MigrateOutcome::Again;
         }
-        if f.dirty && !self.folio_migrate_kind(id).has_migrate_folio() {
+        if f.dirty() && !self.folio_migrate_kind(id).has_migrate_folio() {
             return MigrateOutcome::Fail;
         }
         MigrateOutcome::Success
@@ -251,7 +251,7 @@ impl Mm {
             self.folio_migrate_kind(id),
             MigrateKind::FileBufferHeads | MigrateKind::FileBufferHeadsNorefs
         );
-        !(f.dirty && buffer_heads)
+        !(f.dirty() && buffer_heads)
     }
 
     /// `compaction_free`: a destination whose migration failed goes back to the compactor's

@@ -40,7 +40,7 @@ impl Mm {
     /// is culled when it is put back (`lru_add`). Already mlocked: nothing (mlock_count).
     pub fn mlock_folio(&mut self, id: FolioId) {
         let f = &self.folios.folios[id as usize];
-        assert!(f.live, "mlock of dead folio {id}");
+        assert!(f.live(), "mlock of dead folio {id}");
         if f.mlocked() || !f.kind.on_lru() {
             return;
         }
@@ -50,7 +50,7 @@ impl Mm {
         self.account_folio(id, 1);
         self.count(Stat::unevictable_pgs_mlocked, nr);
         let f = &self.folios.folios[id as usize];
-        if !f.isolated && f.lru != LRU_NONE && !f.unevictable() {
+        if !f.isolated() && f.lru != LRU_NONE && !f.unevictable() {
             self.move_to_unevictable(id, true);
             self.count(Stat::unevictable_pgs_culled, nr);
         }
@@ -63,12 +63,12 @@ impl Mm {
     /// PG_unevictable until `lru_add` at putback rescues it.
     pub fn munlock_folio(&mut self, id: FolioId) {
         let f = &self.folios.folios[id as usize];
-        assert!(f.live, "munlock of dead folio {id}");
+        assert!(f.live(), "munlock of dead folio {id}");
         if !f.mlocked() {
             return;
         }
         let nr = 1u64 << f.order;
-        let on_lru = !f.isolated && f.lru != LRU_NONE;
+        let on_lru = !f.isolated() && f.lru != LRU_NONE;
         let unevictable = f.unevictable();
         self.account_folio(id, -1);
         self.folios.folios[id as usize].set_mlocked(false);
@@ -93,7 +93,7 @@ impl Mm {
         let f = &mut self.folios.folios[id as usize];
         f.set_unevictable(unevictable);
         if unevictable {
-            f.active = false;
+            f.set_active(false);
         }
         self.lru_add(id);
         self.account_folio(id, 1);
@@ -114,7 +114,7 @@ impl Mm {
             }
             (false, false) => {
                 f.set_unevictable(true);
-                f.active = false;
+                f.set_active(false);
                 self.count(Stat::unevictable_pgs_culled, nr);
             }
             _ => {}

@@ -382,8 +382,8 @@ impl Mm {
             nf.owner = 0;
             // PG_mlocked implies PG_unevictable once the folio is on the LRU (§29.1.2).
             let unevictable = lru && (f.unevictable || f.mlocked);
-            nf.active = f.active && !unevictable;
-            nf.referenced = f.referenced;
+            nf.set_active(f.active && !unevictable);
+            nf.set_referenced(f.referenced);
             nf.set_unevictable(unevictable);
             nf.set_mlocked(lru && f.mlocked);
         }

@@ -67,7 +67,7 @@ impl Mm {
             return None;
         }
         let id = self.alloc_folio(cpu, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::Anon, false)?;
-        self.folios.folios[id as usize].token = token;
+        self.folios.folios[id as usize].set_token(token);
         // The allocation may have reclaimed (even freed this content's other slots): re-check.
         if self.swapped(token) == 0 {
             self.free_folio(cpu, id);

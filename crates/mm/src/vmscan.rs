@@ -55,7 +55,7 @@ impl Mm {
         } else {
             LRU_INACTIVE_FILE
         };
-        base + f.active as u8
+        base + f.active() as u8
     }
 
     /// `lruvec_add_folio`: puts an LRU folio at the head of its list and sets PageLRU.
@@ -121,14 +121,14 @@ impl Mm {
     /// pages by its size (§10.3.8).
     pub fn folio_mark_accessed(&mut self, id: FolioId) {
         // PG_idle is cleared by any access (`folio_clear_idle`, §27.2 item 2).
-        self.folios.folios[id as usize].idle = false;
+        self.folios.folios[id as usize].set_idle(false);
         let f = &self.folios.folios[id as usize];
-        if !f.kind.on_lru() || f.isolated {
+        if !f.kind.on_lru() || f.isolated() {
             return;
         }
-        if !f.referenced {
-            self.folios.folios[id as usize].referenced = true;
-        } else if !f.active && !f.unevictable() {
+        if !f.referenced() {
+            self.folios.folios[id as usize].set_referenced(true);
+        } else if !f.active() && !f.unevictable() {
             // An unevictable folio is not activated (§29.1).
             let nr = 1u64 << f.order;
             self.move_to_active(id);
@@ -292,14 +292,14 @@ impl Mm {
     /// before `folio_add_lru`, as a refault does).
     pub(crate) fn move_to_active(&mut self, id: FolioId) {
         let f = &self.folios.folios[id as usize];
-        if f.active || f.isolated || f.lru == LRU_NONE || f.unevictable() {
+        if f.active() || f.isolated() || f.lru == LRU_NONE || f.unevictable() {
             return;
         }
         self.account_folio(id, -1);
         self.lru_del(id);
         let f = &mut self.folios.folios[id as usize];
-        f.active = true;
-        f.referenced = false;
+        f.set_active(true);
+        f.set_referenced(false);
         self.lru_add(id);
         self.account_folio(id, 1);
     }
@@ -308,7 +308,7 @@ impl Mm {
     /// for one folio).
     fn putback_isolated(&mut self, id: FolioId, active: bool) {
         // An isolated folio's gauges do not depend on PG_active: set it before the putback.
-        self.folios.folios[id as usize].active = active;
+        self.folios.folios[id as usize].set_active(active);
         self.account_putback(id);
         self.lru_add(id);
     }
@@ -398,9 +398,9 @@ impl Mm {
         let mut nr_deactivate = 0;
         for id in taken {
             let f = &mut self.folios.folios[id as usize];
-            f.workingset = true;
+            f.set_workingset(true);
             if !file {
-                f.referenced = false;
+                f.set_referenced(false);
             }
             nr_deactivate += 1u64 << f.order;
             self.putback_isolated(id, false);
@@ -513,9 +513,9 @@ impl Mm {
         while let Some(id) = queue.pop_front() {
             let f = &self.folios.folios[id as usize];
             let (nr, order, file) = (1u64 << f.order, f.order as u32, f.kind == FolioKind::File);
-            let (referenced, dirty, token) = (f.referenced, f.dirty, f.token);
+            let (referenced, dirty, token) = (f.referenced(), f.dirty(), f.token());
             if file {
-                self.folios.folios[id as usize].referenced = false;
+                self.folios.folios[id as usize].set_referenced(false);
                 if self.folio_test_writeback(id) {
                     // §10.3.6 / §25.4: under writeback (global reclaim,
                     // `writeback_throttling_sane`): PG_reclaim, counted, activated.
@@ -540,7 +540,7 @@ impl Mm {
             }
             // Anonymous.
             if referenced {
-                self.folios.folios[id as usize].referenced = false;
+                self.folios.folios[id as usize].set_referenced(false);
                 stat.nr_activate[0] += nr;
                 self.putback_isolated(id, true);
                 continue;
@@ -567,7 +567,7 @@ impl Mm {
                 queue.extend(pieces[1..].iter().copied());
                 continue;
             }
-            let workingset = self.folios.folios[id as usize].workingset;
+            let workingset = self.folios.folios[id as usize].workingset();
             self.putback_isolated_for_free(id);
             let eviction = self.workingset_eviction_age(nr);
             self.swap_out(token, nr, eviction, workingset);
@@ -806,7 +806,7 @@ impl Mm {
         let f = self.folios.get(id);
         assert_eq!(f.kind, FolioKind::Slab, "only slab folios are shrinkable");
         assert!(!f.on_shrinker(), "slab folio {id} declared shrinkable twice");
-        let token = f.token;
+        let token = f.token();
         self.folios.folios[id as usize].set_on_shrinker(true);
         self.folios.nr_shrinkable += 1;
         self.reclaim.shrinkable_slab.push_back((id, token));
@@ -823,7 +823,7 @@ impl Mm {
             let folios = &self.folios.folios;
             q.retain(|&(id, token)| {
                 let f = &folios[id as usize];
-                f.live && f.token == token
+                f.live() && f.token() == token
             });
             debug_assert_eq!(q.len() as u64, self.folios.nr_shrinkable);
         }
@@ -835,7 +835,7 @@ impl Mm {
         self.folios
             .folios
             .get(id as usize)
-            .is_some_and(|f| f.live && f.token == token)
+            .is_some_and(|f| f.live() && f.token() == token)
     }
 
     /// `shrink_slab` → `do_shrink_slab` (mm/shrinker.c, §19.1 item 8) for the model's one
@@ -894,7 +894,7 @@ impl Mm {
     fn pop_live_shrinkable(&mut self) -> Option<FolioId> {
         while let Some((id, token)) = self.reclaim.shrinkable_slab.pop_front() {
             let f = &self.folios.folios[id as usize];
-            if f.live && f.token == token {
+            if f.live() && f.token() == token {
                 debug_assert!(f.on_shrinker());
                 return Some(id);
             }
@@ -1087,25 +1087,29 @@ impl Mm {
         let now = self.cur.now_ns;
         let f = &self.folios.folios[id as usize];
         assert_eq!(f.kind, FolioKind::File, "only file folios are dirtied");
-        if dirty && !f.dirty {
-            self.folios.cold_mut(id).dirtied_ns = now;
+        if dirty && !f.dirty() {
+            self.folios.set_dirtied_ns(id, now);
             self.cache.oldest_dirty_ns = self.cache.oldest_dirty_ns.min(now);
         }
         let f = &mut self.folios.folios[id as usize];
         let nr = 1u64 << f.order;
-        match (f.dirty, dirty) {
+        match (f.dirty(), dirty) {
             (false, true) => self.cache.nr_dirty += nr,
             (true, false) => self.cache.nr_dirty -= nr,
             _ => {}
         }
         // NR_FILE_DIRTY, as /proc/vmstat's nr_dirty shows it.
         self.stats[crate::vmstat::Stat::nr_dirty as usize] = self.cache.nr_dirty;
-        let (was, mapping, index, order) = (f.dirty, f.mapping, f.index, f.order as u32);
-        self.folios.folios[id as usize].dirty = dirty;
+        let (was, mapping, index, order) = (f.dirty(), f.mapping, f.index, f.order as u32);
+        self.folios.folios[id as usize].set_dirty(dirty);
         // PAGECACHE_TAG_DIRTY follows PG_dirty (`filemap.rs`).
         if was != dirty && mapping != 0 {
             let d = self.folios.dirtied_ns(id);
             self.cache.index.set_dirty(mapping, index, id, order, dirty, d);
+        }
+        if was && !dirty {
+            // A clean folio's dirtying time is never read: its side-table entry goes.
+            self.folios.clear_dirtied_ns(id);
         }
     }
 
@@ -1184,7 +1188,7 @@ impl Mm {
             .take_while(|&(d, _)| now >= d + expire_ns)
             .map(|(_, id)| {
                 let f = &self.folios.folios[id as usize];
-                debug_assert!(f.dirty, "folio {id} tagged dirty but clean");
+                debug_assert!(f.dirty(), "folio {id} tagged dirty but clean");
                 (f.mapping, f.index, id)
             })
             .collect();

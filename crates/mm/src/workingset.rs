@@ -91,6 +91,18 @@ impl Default for Workingset {
 }
 
 impl Workingset {
+    /// Host bytes of the shadow index, records and logs (`host_mem.rs`), with the counts that
+    /// explain them.
+    pub(crate) fn host_bytes(&self) -> Vec<(&'static str, u64)> {
+        use crate::host_mem::vec_bytes;
+        vec![
+            ("workingset.xarray", self.index.host_bytes()),
+            ("workingset.recs", vec_bytes(&self.recs) + vec_bytes(&self.free)),
+            ("workingset.xa_log", vec_bytes(&self.xa_log)),
+            ("count.shadows", self.len() as u64),
+        ]
+    }
+
     /// Number of shadow entries.
     pub fn len(&self) -> usize {
         self.index.len()
@@ -338,7 +350,7 @@ impl Mm {
     pub fn page_cache_evict(&mut self, cpu: u32, id: FolioId) {
         let f = &self.folios.folios[id as usize];
         debug_assert_eq!(f.kind, FolioKind::File);
-        let (mapping, index, nr, workingset) = (f.mapping, f.index, 1u64 << f.order, f.workingset);
+        let (mapping, index, nr, workingset) = (f.mapping, f.index, 1u64 << f.order, f.workingset());
         if mapping != 0 {
             let eviction = self.workingset_eviction_age(nr);
             let ws = &mut self.reclaim.workingset;
@@ -414,7 +426,7 @@ impl Mm {
         self.workingset_age(nr);
         self.count(activate, nr);
         if workingset {
-            self.folios.folios[id as usize].workingset = true;
+            self.folios.folios[id as usize].set_workingset(true);
             self.lru_note_cost(file, nr, 0);
             self.count(restore, nr);
         }

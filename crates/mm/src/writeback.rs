@@ -46,14 +46,21 @@ pub struct WritebackQueue {
     pub io_ns: u64,
     /// When the device finishes the last submitted I/O.
     pub busy_until_ns: u64,
-    /// Submitted writes not yet retired from the gauge: (completion time, pages), in
+    /// Submitted writes not yet retired from the gauge: (completion time, pages, folio), in
     /// completion order.
-    inflight: std::collections::VecDeque<(u64, u64)>,
+    inflight: std::collections::VecDeque<(u64, u32, FolioId)>,
     /// Pages under writeback (NR_WRITEBACK) as of the last settle.
     pub nr_writeback: u64,
     /// Folios and pages submitted since boot.
     pub submitted_folios: u64,
     pub submitted_pages: u64,
+}
+
+impl WritebackQueue {
+    /// Host bytes of the in-flight queue (`host_mem.rs`).
+    pub(crate) fn host_bytes(&self) -> u64 {
+        crate::host_mem::deque_bytes(&self.inflight)
+    }
 }
 
 impl Mm {
@@ -70,7 +77,7 @@ impl Mm {
     pub fn folio_start_writeback(&mut self, id: FolioId) -> u64 {
         let f = &self.folios.folios[id as usize];
         debug_assert_eq!(f.kind, FolioKind::File, "only page-cache folios are written back");
-        if !f.dirty || self.folio_test_writeback(id) {
+        if !f.dirty() || self.folio_test_writeback(id) {
             return 0;
         }
         let pages = 1u64 << f.order;
@@ -85,10 +92,10 @@ impl Mm {
         let start = q.busy_until_ns.max(now);
         let done = start + (pages * q.io_ns).div_ceil(WRITEBACK_IO_PAGES);
         q.busy_until_ns = done;
-        q.inflight.push_back((done, pages));
+        q.inflight.push_back((done, pages as u32, id));
         q.nr_writeback += pages;
         self.stats[Stat::nr_writeback as usize] = q.nr_writeback;
-        self.folios.cold_mut(id).writeback_end_ns = done;
+        self.folios.set_writeback_end_ns(id, done);
         pages
     }
 
@@ -108,17 +115,99 @@ impl Mm {
 
     /// Retires the I/Os completed by now from the `nr_writeback` gauge (`__folio_end_writeback`).
     /// Returns the time of the next completion, if any I/O is still in flight.
+    ///
+    /// A retired folio's writeback end is forgotten (its side-table entry goes, `folio.rs`):
+    /// a past end reads as "not under writeback" and waits for nothing, as 0 does. The entry
+    /// is the folio's only if it still holds this I/O's end (completion times strictly grow,
+    /// so a freed folio's id reused by another folio cannot match).
     pub fn writeback_settle(&mut self) -> Option<u64> {
         let now = self.cur.now_ns;
         let q = &mut self.cache.writeback;
-        while let Some(&(done, pages)) = q.inflight.front() {
+        while let Some(&(done, pages, id)) = q.inflight.front() {
             if done > now {
                 break;
             }
             q.inflight.pop_front();
-            q.nr_writeback -= pages;
+            q.nr_writeback -= pages as u64;
+            let live = self.folios.folios.get(id as usize).is_some_and(|f| f.live());
+            if live && self.folios.writeback_end_ns(id) == done {
+                self.folios.clear_writeback_end_ns(id);
+            }
         }
         self.stats[Stat::nr_writeback as usize] = q.nr_writeback;
-        q.inflight.front().map(|&(done, _)| done)
+        q.inflight.front().map(|&(done, _, _)| done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::filemap::Mapping;
+    use crate::folio::FolioKind;
+    use crate::types::PAGEBLOCK_NR_PAGES;
+    use crate::{MachineConfig, Mm, Tunables, ZoneConfig, ZoneType};
+
+    /// Settling forgets the writeback end of the folios whose I/O completed, and of no other:
+    /// every folio answers `folio_test_writeback` as it did with the end kept, the ends still
+    /// ahead are kept, a reused id's own end is left alone.
+    #[test]
+    fn settle_forgets_completed_ends_only() {
+        let z = ZoneConfig {
+            zone_type: ZoneType::Dma32,
+            start_pfn: 4096,
+            spanned: 8 * PAGEBLOCK_NR_PAGES,
+            present: 8 * PAGEBLOCK_NR_PAGES,
+            managed: 8 * PAGEBLOCK_NR_PAGES,
+        };
+        let m = MachineConfig {
+            zones: vec![z],
+            nr_cpus: 1,
+        };
+        let mut mm = Mm::new(&m, Tunables::default()).unwrap();
+        let map = mm.add_mapping(Mapping::no_large_folios());
+        for i in 0..64 {
+            mm.filemap_write(0, map, i, 4096);
+        }
+        let ids: Vec<_> = mm
+            .folios
+            .live()
+            .filter(|(_, f)| f.kind == FolioKind::File && f.dirty())
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(ids.len(), 64);
+        mm.cache.writeback.io_ns = 32_000;
+        for &id in &ids {
+            assert_eq!(mm.folio_start_writeback(id), 1);
+        }
+        let ends: Vec<u64> = ids.iter().map(|&id| mm.folios.writeback_end_ns(id)).collect();
+        assert!(ends.windows(2).all(|w| w[0] < w[1]), "ends strictly grow");
+        // Free one under writeback and reuse its id for a folio of its own.
+        let freed = ids[40];
+        mm.free_folio(0, freed);
+        for now in [0, ends[10], ends[10] + 1, ends[50], ends[63]] {
+            mm.cur.now_ns = now;
+            mm.writeback_settle();
+            for (&id, &end) in ids.iter().zip(&ends) {
+                if id == freed {
+                    continue;
+                }
+                assert_eq!(mm.folio_test_writeback(id), end > now);
+                let kept = mm.folios.writeback_end_ns(id);
+                assert!(
+                    kept == end || (kept == 0 && end <= now),
+                    "{id}: {kept} {end} {now}"
+                );
+            }
+            if now == ends[10] {
+                let id = mm.alloc_folio(0, crate::Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::File, false);
+                assert_eq!(id, Some(freed), "ids are reused");
+                mm.folios.set_writeback_end_ns(freed, 7);
+            }
+        }
+        assert_eq!(
+            mm.folios.writeback_end_ns(freed),
+            7,
+            "the reused id's end is its own"
+        );
+        assert_eq!(mm.cache.writeback.nr_writeback, 0);
     }
 }

@@ -151,6 +151,20 @@ pub struct XaEvent {
 }
 
 impl XaNodes {
+    /// Host bytes of the node model's maps and slab table (`host_mem.rs`).
+    pub(crate) fn host_bytes(&self) -> u64 {
+        use crate::host_mem::{hash_table_bytes, vec_bytes};
+        vec_bytes(&self.file_pages)
+            + hash_table_bytes(self.groups.capacity(), std::mem::size_of::<(NodeKey, Group)>())
+            + hash_table_bytes(
+                self.files.capacity(),
+                std::mem::size_of::<((u32, u64), FileAgg)>(),
+            )
+            + vec_bytes(&self.slabs)
+            + vec_bytes(&self.free_slots)
+            + vec_bytes(&self.partial)
+    }
+
     fn file_pages(&self, mapping: u32) -> u64 {
         self.file_pages
             .get((mapping as usize).wrapping_sub(1))
@@ -465,7 +479,7 @@ impl Mm {
             self.cache.xa.stats.slabs_high += 1;
         }
         self.cache.xa.stats.pages += 1 << order;
-        let token = self.folios.get(folio).token;
+        let token = self.folios.get(folio).token();
         let slab = NodeSlab {
             folio,
             token,
@@ -506,7 +520,10 @@ impl Mm {
             self.cache.xa.slabs[s as usize] = None;
             self.cache.xa.free_slots.push(s);
             let f = self.folios.get(folio);
-            assert!(f.token == token, "xarray node slab {folio} freed behind its back");
+            assert!(
+                f.token() == token,
+                "xarray node slab {folio} freed behind its back"
+            );
             self.cache.xa.stats.pages -= if cap == XA_OBJS_PER_SLAB {
                 1 << XA_SLAB_ORDER
             } else {

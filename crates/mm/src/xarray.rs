@@ -96,6 +96,12 @@ impl XArray {
         self.nodes.len() - self.free.len()
     }
 
+    /// Host bytes: the node arena, the roots and the free list (`host_mem.rs`).
+    pub(crate) fn host_bytes(&self) -> u64 {
+        use crate::host_mem::vec_bytes;
+        vec_bytes(&self.roots) + vec_bytes(&self.nodes) + vec_bytes(&self.free)
+    }
+
     fn alloc_node(&mut self) -> u32 {
         match self.free.pop() {
             Some(n) => {

@@ -30,7 +30,7 @@ fn fragment_with(mm: &mut Mm, order: u32, fill: usize, free: impl Fn(usize) -> b
         if free(i) {
             mm.free_folio(0, id);
         } else {
-            kept.push((id, mm.folios.get(id).token));
+            kept.push((id, mm.folios.get(id).token()));
         }
     }
     mm.drain_all_pages();
@@ -52,7 +52,7 @@ fn free_blocks(mm: &Mm) -> u64 {
 fn check_identity(mm: &Mm, kept: &[(FolioId, u64)]) {
     for &(id, token) in kept {
         let f = mm.folios.get(id);
-        assert_eq!(f.token, token, "folio {id} lost its content");
+        assert_eq!(f.token(), token, "folio {id} lost its content");
         assert_eq!(mm.folio_at(f.pfn), Some(id));
     }
 }

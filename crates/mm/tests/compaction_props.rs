@@ -104,13 +104,13 @@ proptest! {
                     let (k, gfp) = kind_gfp(kind);
                     for i in 0..n {
                         match mm.alloc_folio((i % 2) as u32, gfp, order, k, false) {
-                            Some(id) => live.push((id, mm.folios.get(id).token)),
+                            Some(id) => live.push((id, mm.folios.get(id).token())),
                             None => break,
                         }
                     }
                     live.retain(|&(id, t)| {
                         let f = &mm.folios.folios[id as usize];
-                        f.live && f.token == t
+                        f.live() && f.token() == t
                     });
                 }
                 Op::Free { frac, seed } => {
@@ -134,7 +134,7 @@ proptest! {
         mm.check_invariants().unwrap();
         // Every live folio (including pieces of folios that allocation-time compaction split).
         let before: Vec<(FolioId, u32, u8, u64, FolioKind)> =
-            mm.folios.live().map(|(id, f)| (id, f.pfn, f.order, f.token, f.kind)).collect();
+            mm.folios.live().map(|(id, f)| (id, f.pfn, f.order, f.token(), f.kind)).collect();
         let tokens_before: std::collections::BTreeMap<u64, u64> = before.iter().fold(Default::default(), |mut m, b| {
             *m.entry(b.3).or_insert(0) += 1u64 << b.2; m
         });
@@ -170,7 +170,7 @@ proptest! {
                 let f = mm.folios.get(*id);
                 prop_assert_eq!(f.pfn, *pfn);
                 prop_assert_eq!(f.order, *order);
-                prop_assert_eq!(f.token, *token);
+                prop_assert_eq!(f.token(), *token);
                 prop_assert_eq!(mm.folios.migrations(*id), 0);
             }
         }
@@ -178,7 +178,7 @@ proptest! {
         // token on every piece), and only modes that split may change a folio's order.
         let mut tokens_after: std::collections::BTreeMap<u64, u64> = Default::default();
         for (id, f) in mm.folios.live() {
-            *tokens_after.entry(f.token).or_insert(0) += 1u64 << f.order;
+            *tokens_after.entry(f.token()).or_insert(0) += 1u64 << f.order;
             if mm.folios.split_from(id).is_some() {
                 prop_assert!(mode != FolioMode::SkipLarge);
             }

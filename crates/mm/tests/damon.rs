@@ -140,10 +140,11 @@ fn section_27_3_s2_filters_free_only_unmapped_page_cache() {
         file_after < file_before / 4,
         "file pages {file_before} -> {file_after}"
     );
-    assert!(file.iter().any(|&id| !mm.folios.folios[id as usize].live));
-    assert!(anon.iter().all(
-        |&id| mm.folios.folios[id as usize].live && mm.folios.folios[id as usize].kind == FolioKind::Anon
-    ));
+    assert!(file.iter().any(|&id| !mm.folios.folios[id as usize].live()));
+    assert!(anon
+        .iter()
+        .all(|&id| mm.folios.folios[id as usize].live()
+            && mm.folios.folios[id as usize].kind == FolioKind::Anon));
     assert_eq!(kd.stats.sz_applied, (file_before - file_after) * 4096);
     assert_eq!(mm.stat(Stat::pswpout), 0);
     check(&mm);
@@ -177,7 +178,7 @@ fn section_27_2_no_pgscan_pgsteal() {
     assert!(mm.stat(Stat::nr_vmscan_immediate_reclaim) > 0);
     assert!(dirty
         .iter()
-        .all(|&id| mm.folios.folios[id as usize].live && mm.folios.folios[id as usize].active));
+        .all(|&id| mm.folios.folios[id as usize].live() && mm.folios.folios[id as usize].active()));
     check(&mm);
 }
 
@@ -190,7 +191,7 @@ fn section_27_2_freed_at_their_order() {
         .iter()
         .map(|&id| {
             let f = &mm.folios.folios[id as usize];
-            (id, f.pfn, f.order, f.token)
+            (id, f.pfn, f.order, f.token())
         })
         .filter(|&(_, _, o, _)| o >= 2)
         .collect();
@@ -285,7 +286,7 @@ fn section_27_2_sampling_counts_accesses_and_ages_idle_regions() {
     for _ in 0..200 {
         now += kd.step(&mut mm, now);
         for &id in &file {
-            if mm.folios.folios[id as usize].live {
+            if mm.folios.folios[id as usize].live() {
                 mm.folio_mark_accessed(id);
             }
         }

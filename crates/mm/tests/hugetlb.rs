@@ -9,7 +9,7 @@ use fraglab_mm::vmstat::Stat;
 use fraglab_mm::Mm;
 
 fn pool_tokens(mm: &Mm) -> Vec<u64> {
-    mm.hugetlb.folios().map(|id| mm.folios.get(id).token).collect()
+    mm.hugetlb.folios().map(|id| mm.folios.get(id).token()).collect()
 }
 
 #[test]
@@ -118,6 +118,6 @@ fn s28_2_compaction_never_moves_pool_pages() {
     assert!(mm
         .hugetlb
         .folios()
-        .all(|id| mm.folio_is(id, mm.folios.get(id).token)));
+        .all(|id| mm.folio_is(id, mm.folios.get(id).token())));
     check(&mm);
 }

@@ -105,7 +105,7 @@ fn s10_1_balanced_node_wakes_kcompactd_for_non_reclaiming_gfp() {
     let (mut mm, ids) = full_of_page_cache(tun_kb(512));
     mm.kswapd_until_sleep(8);
     for id in ids.iter().step_by(2) {
-        if mm.folios.folios[*id as usize].live {
+        if mm.folios.folios[*id as usize].live() {
             mm.free_folio(0, *id);
         }
     }

@@ -49,10 +49,10 @@ fn s10_3_3_mark_accessed_twice_activates() {
         .alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 2, FolioKind::File, false)
         .unwrap();
     mm.folio_mark_accessed(f);
-    assert!(mm.folios.get(f).referenced && !mm.folios.get(f).active);
+    assert!(mm.folios.get(f).referenced() && !mm.folios.get(f).active());
     assert_eq!(mm.stat(Stat::pgactivate), 0);
     mm.folio_mark_accessed(f);
-    assert!(mm.folios.get(f).active && !mm.folios.get(f).referenced);
+    assert!(mm.folios.get(f).active() && !mm.folios.get(f).referenced());
     assert_eq!(mm.lru_folios(LRU_ACTIVE_FILE), vec![f]);
     assert_eq!(mm.stat(Stat::pgactivate), 4);
     assert_eq!(
@@ -105,14 +105,16 @@ fn s10_5_direct_reclaim_frees_oldest_clean_file_folios() {
     assert_eq!(mm.stat(Stat::pgsteal_file), got);
     assert!(mm.stat(Stat::pgscan_direct) >= got + 2);
     assert_eq!(mm.stat(Stat::nr_vmscan_immediate_reclaim), 2);
-    assert!(mm.folios.get(ids[0]).active && mm.folios.get(ids[1]).active);
+    assert!(mm.folios.get(ids[0]).active() && mm.folios.get(ids[1]).active());
     // Oldest clean folios went first.
     let end = 2 + got as usize;
-    assert!(ids[2..end].iter().all(|&id| !mm.folios.folios[id as usize].live));
-    assert!(ids[end..].iter().all(|&id| mm.folios.folios[id as usize].live));
+    assert!(ids[2..end]
+        .iter()
+        .all(|&id| !mm.folios.folios[id as usize].live()));
+    assert!(ids[end..].iter().all(|&id| mm.folios.folios[id as usize].live()));
     let survivors = ids
         .iter()
-        .filter(|&&id| mm.folios.folios[id as usize].live)
+        .filter(|&&id| mm.folios.folios[id as usize].live())
         .count() as u64;
     assert_eq!(survivors, ids.len() as u64 - got);
     mm.drain_all_pages();

@@ -52,14 +52,14 @@ fn layout(mapping: Mapping) -> (Mm, u32, Vec<FolioId>) {
         .map(|(id, _)| id)
         .collect();
     assert!(file.len() > 1000, "{} file folios", file.len());
-    assert!(file.iter().all(|&id| mm.folios.get(id).dirty));
+    assert!(file.iter().all(|&id| mm.folios.get(id).dirty()));
     check(&mm);
     (mm, m, file)
 }
 
 fn moved(mm: &Mm, ids: &[FolioId]) -> usize {
     ids.iter()
-        .filter(|&&id| mm.folios.folios[id as usize].live && mm.folios.migrations(id) > 0)
+        .filter(|&&id| mm.folios.folios[id as usize].live() && mm.folios.migrations(id) > 0)
         .count()
 }
 
@@ -243,7 +243,7 @@ fn section_25_1_9_dirty_without_migrate_folio_never_migrates() {
     // (the SYNC phase after the ASYNC one).
     assert_eq!(migrate_isolated(&mut mm), fail + st.migrated_pages, "{st:?}");
     assert_eq!(st.migrate_retries, fail, "{st:?}");
-    assert!(file.iter().all(|&id| mm.folios.get(id).dirty));
+    assert!(file.iter().all(|&id| mm.folios.get(id).dirty()));
     check(&mm);
     for prio in [CompactPriority::Async, CompactPriority::SyncLight] {
         let (mut mm, _, file) = layout(Mapping::no_large_folios());
@@ -252,7 +252,7 @@ fn section_25_1_9_dirty_without_migrate_folio_never_migrates() {
         assert!(moved(&mm, &file) > 0, "{prio:?}");
         assert!(max_failed_per_call(&mut mm) <= 1);
         // PG_dirty travels with the folio.
-        assert!(file.iter().all(|&id| mm.folios.get(id).dirty));
+        assert!(file.iter().all(|&id| mm.folios.get(id).dirty()));
     }
 }
 
@@ -332,7 +332,7 @@ fn section_25_4_writeback_lasts_until_the_device_completes() {
     sc.nr_to_reclaim = u64::MAX;
     let freed = mm.shrink_inactive_list(64, LRU_INACTIVE_FILE, &mut sc);
     assert_eq!(freed, 32);
-    assert!(ids[32..].iter().all(|&id| mm.folios.get(id).active));
+    assert!(ids[32..].iter().all(|&id| mm.folios.get(id).active()));
     mm.cur.now_ns = 1_000 + 64 * 2_000;
     assert_eq!(mm.writeback_settle(), None);
     assert_eq!(mm.stat(Stat::nr_writeback), 0);
@@ -413,9 +413,9 @@ fn section_13_3_dirty_ext4_large_folio_split_fails_and_ends_compaction() {
         .set_trace_mask(fraglab_mm::node::trace_kind::MIGRATE | fraglab_mm::node::trace_kind::COMPACTION_RUN);
     let st = dirty.compact_memory();
     assert!(
-        file.iter().all(|&id| dirty.folios.folios[id as usize].live
+        file.iter().all(|&id| dirty.folios.folios[id as usize].live()
             && dirty.folios.get(id).order == 2
-            && dirty.folios.get(id).dirty),
+            && dirty.folios.get(id).dirty()),
         "no dirty ext4 folio is split"
     );
     assert!(
@@ -442,11 +442,11 @@ fn section_13_3_dirty_ext4_large_folio_split_fails_and_ends_compaction() {
 fn section_13_3_large_folio_under_writeback_is_not_split() {
     let (mut mm, file) = ext4_large_folios_and_order0_holes(true);
     under_writeback(&mut mm, &file);
-    assert!(file.iter().all(|&id| !mm.folios.get(id).dirty));
+    assert!(file.iter().all(|&id| !mm.folios.get(id).dirty()));
     let st = mm.compact_memory();
     assert!(
         file.iter()
-            .all(|&id| mm.folios.folios[id as usize].live && mm.folios.get(id).order == 2),
+            .all(|&id| mm.folios.folios[id as usize].live() && mm.folios.get(id).order == 2),
         "no folio under writeback is split"
     );
     assert!(st.migrated_pages < 100, "{st:?}");

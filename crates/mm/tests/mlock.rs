@@ -116,7 +116,7 @@ fn s29_1_6_mlocked_folios_are_not_reclaimed() {
     while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {
         if i % 2 == 0 {
             mm.mlock_folio(id);
-            locked.push((id, mm.folios.get(id).token));
+            locked.push((id, mm.folios.get(id).token()));
         }
         i += 1;
     }

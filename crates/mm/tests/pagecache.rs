@@ -118,7 +118,7 @@ fn s12_3_write_walks_orders_down_one_at_a_time() {
     // The folios are dirty page cache of the XFS mapping, not migratable by a NOFS compactor.
     let id = mm.filemap_lookup(xfs, 17).unwrap();
     let f = mm.folios.get(id);
-    assert!(f.dirty && f.nofs_mapping() && f.kind == FolioKind::File && f.index == 17);
+    assert!(f.dirty() && f.nofs_mapping() && f.kind == FolioKind::File && f.index == 17);
     // Writing again hits the cache.
     let again = mm.filemap_write(0, xfs, 0, 256 << 10);
     assert_eq!((again.hit_pages, again.attempts.len()), (64, 0));
@@ -365,7 +365,7 @@ fn s12_3_writes_dirty_but_do_not_mark_accessed() {
     mm.filemap_write(0, f, 0, 4096);
     let id = mm.filemap_lookup(f, 0).unwrap();
     let folio = mm.folios.get(id);
-    assert!(folio.dirty && !folio.referenced && !folio.active);
+    assert!(folio.dirty() && !folio.referenced() && !folio.active());
     assert_eq!(mm.stat(Stat::pgactivate), 0);
 }
 

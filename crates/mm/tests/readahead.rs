@@ -201,7 +201,7 @@ fn section_23_6_willneed_caps_at_io_pages_at_order_0() {
     assert_eq!(pages[0], 1024);
     for i in 0..1024 {
         let id = mm.filemap_lookup(f, i).unwrap();
-        assert!(!mm.folios.get(id).readahead_mark);
+        assert!(!mm.folios.get(id).readahead_mark());
     }
 }
 
@@ -262,16 +262,16 @@ fn section_23_4_mark_on_the_first_folio_of_each_async_window() {
     let mut r = ra(2048, 1024);
     mm.filemap_read(0, f, &mut r, 0, 32, 16384);
     // (0,128,0): mark at 128 − 96 = 32.
-    assert!(mm.folios.get(mm.filemap_lookup(f, 32).unwrap()).readahead_mark);
+    assert!(mm.folios.get(mm.filemap_lookup(f, 32).unwrap()).readahead_mark());
     mm.filemap_read(0, f, &mut r, 32, 32, 16384);
     // (128,256,2): mark on its first folio.
     assert_eq!((r.start, r.size, r.async_size), (128, 256, 256));
     let id = mm.filemap_lookup(f, 128).unwrap();
-    assert!(mm.folios.get(id).readahead_mark);
+    assert!(mm.folios.get(id).readahead_mark());
     assert_eq!(mm.folios.get(id).order, 2);
     for i in 132..384 {
         assert!(
-            !mm.folios.get(mm.filemap_lookup(f, i).unwrap()).readahead_mark,
+            !mm.folios.get(mm.filemap_lookup(f, i).unwrap()).readahead_mark(),
             "page {i}"
         );
     }

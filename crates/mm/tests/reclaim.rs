@@ -73,7 +73,7 @@ fn s10_3_6_anon_is_swapped_out_only_with_room() {
     let gone: Vec<FolioId> = anon
         .iter()
         .copied()
-        .filter(|&id| !mm.folios.folios[id as usize].live)
+        .filter(|&id| !mm.folios.folios[id as usize].live())
         .collect();
     assert_eq!(gone.len() as u64, out);
     check(&mm);
@@ -91,18 +91,18 @@ fn s10_3_6_anon_is_swapped_out_only_with_room() {
 #[test]
 fn s10_3_6_swap_in_and_free() {
     let (mut mm, anon, _) = mixed(64, 200);
-    let t = mm.folios.get(anon[0]).token;
+    let t = mm.folios.get(anon[0]).token();
     let mut sc = ScanControl::direct(3, 0, 0);
     // Reclaim the whole inactive anon tail directly.
     mm.shrink_inactive_list(64, LRU_INACTIVE_ANON, &mut sc);
     assert!(mm.swapped(t) == 1, "the oldest anon page is in swap");
     let used = mm.reclaim.swap.used;
     let back = mm.swap_in(0, t).unwrap();
-    assert_eq!(mm.folios.get(back).token, t);
+    assert_eq!(mm.folios.get(back).token(), t);
     assert_eq!(mm.reclaim.swap.used, used - 1);
     assert_eq!(mm.stat(Stat::pswpin), 1);
     assert_eq!(mm.swap_in(0, t), None, "nothing left in swap for it");
-    let t2 = mm.folios.folios[anon[1] as usize].token;
+    let t2 = mm.folios.folios[anon[1] as usize].token();
     mm.swap_free_token(t2);
     assert_eq!(mm.reclaim.swap.used, used - 2);
     check(&mm);
@@ -121,7 +121,7 @@ fn s10_3_6_large_anon_folio_is_split_when_swap_lacks_room() {
     assert_eq!(mm.stat(Stat::thp_swpout), 0);
     assert_eq!(mm.stat(Stat::thp_split_page), 1);
     assert_eq!(got, 100, "the pieces fill the swap device");
-    assert!(!mm.folios.folios[thp as usize].live || mm.folios.folios[thp as usize].order == 0);
+    assert!(!mm.folios.folios[thp as usize].live() || mm.folios.folios[thp as usize].order == 0);
     check(&mm);
     // With room, a THP swaps out whole.
     let mut mm = dma32(16, 1, tun_kb(128));
@@ -339,7 +339,9 @@ fn s10_4_4_skipped_folios_count_as_scanned_and_go_to_the_head() {
     assert_eq!(mm.stat(Stat::pgscan_file), skipped + 32);
     assert_eq!(mm.stat(Stat::pgsteal_direct), 32);
     // The 32 oldest DMA32 folios went; the Normal block now heads the list, newest first.
-    assert!(dma32[..32].iter().all(|&id| !mm.folios.folios[id as usize].live));
+    assert!(dma32[..32]
+        .iter()
+        .all(|&id| !mm.folios.folios[id as usize].live()));
     let after = mm.lru_folios(LRU_INACTIVE_FILE);
     let want_head: Vec<FolioId> = normal.iter().rev().copied().collect();
     assert_eq!(&after[..normal.len()], &want_head[..]);
@@ -370,7 +372,7 @@ fn s10_3_7_deactivation_sets_workingset_and_keeps_file_referenced() {
         mm.folio_mark_accessed(id);
         mm.folio_mark_accessed(id);
         mm.folio_mark_accessed(id); // referenced again while active
-        assert!(mm.folios.get(id).active && mm.folios.get(id).referenced);
+        assert!(mm.folios.get(id).active() && mm.folios.get(id).referenced());
     }
     mm.trace.mask = trace_kind::VMSCAN_LRU;
     let mut sc = sc_at(12);
@@ -380,16 +382,16 @@ fn s10_3_7_deactivation_sets_workingset_and_keeps_file_referenced() {
     assert_eq!(mm.stat(Stat::pgdeactivate), 4);
     for &id in &f {
         let fo = mm.folios.get(id);
-        assert!(!fo.active && fo.workingset && fo.referenced, "{fo:?}");
+        assert!(!fo.active() && fo.workingset() && fo.referenced(), "{fo:?}");
     }
     let fa = mm.folios.get(a);
-    assert!(!fa.active && fa.workingset && !fa.referenced);
+    assert!(!fa.active() && fa.workingset() && !fa.referenced());
     // The oldest deactivated folio deepest: the list keeps their order.
     assert_eq!(mm.lru_folios(LRU_INACTIVE_FILE), vec![f[2], f[1], f[0]]);
     let act = mm.stat(Stat::pgactivate);
     mm.folio_mark_accessed(f[0]);
     assert!(
-        mm.folios.get(f[0]).active,
+        mm.folios.get(f[0]).active(),
         "one access reactivates a referenced page-cache folio"
     );
     assert_eq!(mm.stat(Stat::pgactivate), act + 1);
@@ -571,14 +573,14 @@ fn s10_3_8_refault_distance_boundary() {
             mm.shrink_inactive_list(50 + extra, LRU_INACTIVE_FILE, &mut sc),
             50 + extra
         );
-        assert!(victims.iter().all(|&id| !mm.folios.folios[id as usize].live));
+        assert!(victims.iter().all(|&id| !mm.folios.folios[id as usize].live()));
         let (start, sh) = mm.reclaim.workingset.get(m, 0).unwrap();
         assert_eq!((start, sh.eviction, sh.nr, sh.workingset), (0, age0, 1, false));
         assert_eq!(mm.reclaim.workingset.nonresident_age, age0 + 50 + extra);
         let act = mm.stat(Stat::pgactivate);
         let id = add_to_page_cache(&mut mm, m, 0, 0);
         assert_eq!(mm.stat(Stat::workingset_refault_file), 1);
-        assert_eq!(mm.folios.get(id).active, activates, "distance {}", 50 + extra);
+        assert_eq!(mm.folios.get(id).active(), activates, "distance {}", 50 + extra);
         assert_eq!(mm.stat(Stat::workingset_activate_file), activates as u64);
         assert_eq!(mm.stat(Stat::pgactivate), act);
         assert!(mm.reclaim.workingset.get(m, 0).is_none());
@@ -598,7 +600,7 @@ fn s10_3_8_restore_and_large_shadows() {
     mm.folio_mark_accessed(a);
     let mut sc = sc_at(12);
     mm.shrink_active_list(32, LRU_ACTIVE_FILE, &mut sc);
-    assert!(mm.folios.get(a).workingset);
+    assert!(mm.folios.get(a).workingset());
     add_to_page_cache(&mut mm, m, 8, 2);
     // A workingset of 10 active pages (a's refault distance will be 1 + 4 = 5).
     for i in 100..110 {
@@ -615,7 +617,7 @@ fn s10_3_8_restore_and_large_shadows() {
     );
     let cost = mm.reclaim.lruvec.file_cost;
     let a2 = add_to_page_cache(&mut mm, m, 0, 0);
-    assert!(mm.folios.get(a2).active && mm.folios.get(a2).workingset);
+    assert!(mm.folios.get(a2).active() && mm.folios.get(a2).workingset());
     assert_eq!(mm.stat(Stat::workingset_restore_file), 1);
     assert!(mm.reclaim.lruvec.file_cost > cost, "lru_note_cost_refault");
     // An order-0 refault at 9: one page counted, shadows [8, 9) and [10, 12) stay.
@@ -648,7 +650,7 @@ fn s10_3_8_restore_and_large_shadows() {
 #[test]
 fn s10_3_8_swap_in_is_an_anon_refault() {
     let (mut mm, anon, _) = mixed(64, 200);
-    let t = mm.folios.get(anon[0]).token;
+    let t = mm.folios.get(anon[0]).token();
     let mut sc = sc_at(12);
     mm.shrink_inactive_list(1, LRU_INACTIVE_ANON, &mut sc);
     assert_eq!(mm.swapped(t), 1);
@@ -656,7 +658,7 @@ fn s10_3_8_swap_in_is_an_anon_refault() {
     let id = mm.swap_in(0, t).unwrap();
     assert_eq!(mm.stat(Stat::workingset_refault_anon), 1);
     assert_eq!(mm.stat(Stat::workingset_activate_anon), 1);
-    assert!(mm.folios.get(id).active);
+    assert!(mm.folios.get(id).active());
     assert!(
         !mm.reclaim.swap.shadows.contains_key(&t),
         "the shadow goes with the last slot"
@@ -700,7 +702,7 @@ fn s19_1_8_slab_shrink_follows_do_shrink_slab() {
     for _ in 0..4096 {
         let id = mm.alloc_folio(0, g, 0, FolioKind::Slab, false).unwrap();
         mm.set_slab_shrinkable(id);
-        slab.push((id, mm.folios.get(id).token));
+        slab.push((id, mm.folios.get(id).token()));
     }
     let mut sc = sc_at(12);
     // (4096 >> 12)·4/2 = 2 < 128: deferred.
@@ -722,7 +724,7 @@ fn s19_1_8_slab_shrink_follows_do_shrink_slab() {
         mm.free_folio(0, id);
     }
     let reused = mm.alloc_folio(0, g, 0, FolioKind::Slab, false).unwrap();
-    let reused_token = mm.folios.get(reused).token;
+    let reused_token = mm.folios.get(reused).token();
     assert!(slab.iter().any(|&(id, _)| id == reused));
     // Ten objects at priority 0: delta 20 ≥ 10 → one batch of 20 frees all ten.
     sc.priority = 0;

@@ -70,7 +70,7 @@ proptest! {
             match op {
                 Op::Alloc(order, declare) => {
                     if let Some(id) = mm.alloc_folio(0, g, order, FolioKind::Slab, false) {
-                        let t = mm.folios.get(id).token;
+                        let t = mm.folios.get(id).token();
                         if declare {
                             mm.set_slab_shrinkable(id);
                             q.push((id, t));

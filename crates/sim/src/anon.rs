@@ -361,8 +361,8 @@ impl AnonVma {
                     order,
                 } = r.folios[i];
                 if mm.folio_is(id, token) {
-                    mm.folios.folios[id as usize].referenced = true;
-                    mm.folios.folios[id as usize].idle = false;
+                    mm.folios.folios[id as usize].set_referenced(true);
+                    mm.folios.folios[id as usize].set_idle(false);
                 }
                 // The rest of this folio's pages (populated, and found in this same entry, as
                 // entries never overlap) within [vpage, end).
@@ -431,7 +431,7 @@ impl AnonVma {
         let r = &mut self.regions[ri];
         r.set(off, k as u32, true);
         for (i, &id) in out.iter().enumerate() {
-            let token = mm.folios.folios[id as usize].token;
+            let token = mm.folios.folios[id as usize].token();
             r.push(Mapped {
                 token,
                 id,
@@ -454,7 +454,7 @@ impl AnonVma {
         if self.regions[ri].pt.is_none() {
             let g = Gfp::GFP_KERNEL.union(Gfp::ACCOUNT);
             let id = mm.alloc_folio(cpu, g, 0, FolioKind::PageTable, false)?;
-            self.regions[ri].pt = Some((id, mm.folios.get(id).token));
+            self.regions[ri].pt = Some((id, mm.folios.get(id).token()));
             pt = true;
         }
         let max = self.max_order(vpage);
@@ -464,7 +464,7 @@ impl AnonVma {
             mm.mlock_folio(id);
         }
         let f = mm.folios.get(id);
-        let (order, token) = (f.order as u32, f.token);
+        let (order, token) = (f.order as u32, f.token());
         let n = 1u32 << order;
         let start = off & !(n - 1);
         let r = &mut self.regions[ri];
@@ -525,7 +525,7 @@ impl AnonVma {
                 run.clear();
                 for (i, piece) in mm.split_folio(id).into_iter().enumerate() {
                     let p = fo + i as u64;
-                    let t = mm.folios.get(piece).token;
+                    let t = mm.folios.get(piece).token();
                     if p >= lo && p < hi {
                         run.push(piece);
                         self.regions[ri].set(p as u32, 1, false);
@@ -639,7 +639,11 @@ mod tests {
     }
 
     fn flags(mm: &Mm) -> Vec<(bool, bool)> {
-        mm.folios.folios.iter().map(|f| (f.referenced, f.idle)).collect()
+        mm.folios
+            .folios
+            .iter()
+            .map(|f| (f.referenced(), f.idle()))
+            .collect()
     }
 
     /// `touch_run` over a range does what `touch` page by page did (the per-page loop with a
@@ -675,10 +679,10 @@ mod tests {
                         // Reference clearing (reclaim's aging) on the same folios of both.
                         for i in 0..ma.folios.folios.len() {
                             if rnd() % 2 == 0 {
-                                ma.folios.folios[i].referenced = false;
-                                mb.folios.folios[i].referenced = false;
-                                ma.folios.folios[i].idle = true;
-                                mb.folios.folios[i].idle = true;
+                                ma.folios.folios[i].set_referenced(false);
+                                mb.folios.folios[i].set_referenced(false);
+                                ma.folios.folios[i].set_idle(true);
+                                mb.folios.folios[i].set_idle(true);
                             }
                         }
                     }
@@ -766,7 +770,7 @@ mod tests {
                 }
                 for (i, piece) in mm.split_folio(id).into_iter().enumerate() {
                     let p = fo + i as u64;
-                    let t = mm.folios.get(piece).token;
+                    let t = mm.folios.get(piece).token();
                     if p >= lo && p < hi {
                         mm.free_folio(cpu, piece);
                         v.regions[ri].set(p as u32, 1, false);

@@ -133,7 +133,7 @@ impl SlabCache {
         }
         let kind = FolioKind::Slab;
         let folio = mm.alloc_folio(cpu, self.gfp, self.order, kind, false)?;
-        let token = mm.folios.get(folio).token;
+        let token = mm.folios.get(folio).token();
         if self.shrinkable {
             mm.set_slab_shrinkable(folio);
         }

@@ -43,6 +43,16 @@ pub fn run_workload_with_progress(
     spec: &Spec,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunResult, RunError> {
+    run_workload_inspect(spec, progress, &mut |_| {})
+}
+
+/// [`run_workload_with_progress`], showing `at_end` the model as the run ends (before the
+/// result is built; `FRAGLAB_HOST_MEM`'s host-memory breakdown). `at_end` cannot change it.
+pub fn run_workload_inspect(
+    spec: &Spec,
+    progress: &mut dyn FnMut(u64, u64),
+    at_end: &mut dyn FnMut(&Mm),
+) -> Result<RunResult, RunError> {
     let w = spec
         .workload
         .as_ref()
@@ -62,6 +72,7 @@ pub fn run_workload_with_progress(
     let proc_start = proc_snapshot(&e.mm);
     let start = vmstat_values(&e.mm);
     let end_ns = run_to_end(&mut e, w.duration_ns, progress);
+    at_end(&e.mm);
     e.mm.check_invariants().map_err(|v| {
         RunError(format!(
             "{}: invariant violated at the end of the run: {v}",

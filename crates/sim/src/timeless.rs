@@ -174,7 +174,7 @@ impl OpRunner<'_> {
         for n in 0..count {
             match mm.alloc_folio(cpu, gfp, order, kind, nofs) {
                 Some(id) => {
-                    self.sets[si].chunks.push((id, mm.folios.get(id).token));
+                    self.sets[si].chunks.push((id, mm.folios.get(id).token()));
                 }
                 None if must_succeed => {
                     return Err(RunError(format!(
@@ -247,7 +247,7 @@ impl OpRunner<'_> {
                 Some(id) => {
                     let f = mm.folios.get(id);
                     orders[f.order as usize] += 1;
-                    self.sets[si].chunks.push((id, f.token));
+                    self.sets[si].chunks.push((id, f.token()));
                 }
                 None => failed += 1,
             }

@@ -273,7 +273,7 @@ impl Replay {
             .mm
             .folios
             .live()
-            .map(|(id, f)| (f.pfn, id, f.token, f.order as u32))
+            .map(|(id, f)| (f.pfn, id, f.token(), f.order as u32))
             .collect();
         for (pfn, id, token, order) in boot {
             self.live.insert(pfn, Live::whole(id, token, order, true));
@@ -450,7 +450,7 @@ impl Replay {
         let kind = FolioKind::from_gfp(gfp);
         match self.mm.alloc_folio(cpu, gfp, order, kind, false) {
             Some(id) => {
-                let token = self.mm.folios.get(id).token;
+                let token = self.mm.folios.get(id).token();
                 self.live.insert(pfn, Live::whole(id, token, order, false));
             }
             None => self.counts.sim_failed_allocs += 1,

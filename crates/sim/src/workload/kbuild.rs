@@ -381,7 +381,7 @@ impl KbuildWorker {
                 None => (0..STACK_PAGES)
                     .filter_map(|_| {
                         let id = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::Kernel, false)?;
-                        Some((id, cx.mm.folios.get(id).token))
+                        Some((id, cx.mm.folios.get(id).token()))
                     })
                     .collect(),
             };
@@ -473,7 +473,7 @@ impl KbuildWorker {
             let g = Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE);
             for _ in 0..left.min(CHUNK) {
                 if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::Slab, false) {
-                    let t = cx.mm.folios.get(id).token;
+                    let t = cx.mm.folios.get(id).token();
                     cx.mm.set_slab_shrinkable(id);
                     sh.slab.push_back((id, t));
                 }
@@ -533,7 +533,7 @@ impl KbuildWorker {
                 let g = Gfp::GFP_HIGHUSER_MOVABLE;
                 if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, FolioKind::File, false) {
                     cx.mm.folio_mark_dirty(id, true);
-                    let t = cx.mm.folios.get(id).token;
+                    let t = cx.mm.folios.get(id).token();
                     sh.objects.push((id, t, cx.now));
                 }
             }
@@ -639,7 +639,7 @@ impl TaskBody for Flusher {
         if cx.now >= self.next_pass_ns {
             self.next_pass_ns = cx.now + interval;
             for &(id, t, at) in &sh.objects {
-                if cx.now >= at + expire && cx.mm.folio_is(id, t) && cx.mm.folios.get(id).dirty {
+                if cx.now >= at + expire && cx.mm.folio_is(id, t) && cx.mm.folios.get(id).dirty() {
                     n += cx.mm.folio_start_writeback(id);
                 }
             }

@@ -294,7 +294,7 @@ impl ProgramTask {
                     if reclaimable {
                         cx.mm.set_slab_shrinkable(id);
                     }
-                    self.objects.push((id, cx.mm.folios.get(id).token, reclaimable));
+                    self.objects.push((id, cx.mm.folios.get(id).token(), reclaimable));
                 }
             }
         });

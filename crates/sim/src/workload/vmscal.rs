@@ -183,7 +183,7 @@ impl VmScalTask {
         let g = Gfp::GFP_KERNEL.union(Gfp::ACCOUNT);
         match cx.mm.alloc_folio(cx.cpu, g, 0, kind, false) {
             Some(id) => {
-                self.held.push((id, cx.mm.folios.get(id).token));
+                self.held.push((id, cx.mm.folios.get(id).token()));
                 true
             }
             None => false,
@@ -241,16 +241,16 @@ impl VmScalTask {
             Some(_) if write => std::mem::replace(&mut self.writable[p as usize], true),
             // Fault-around (`filemap_map_pages`) skips PG_readahead folios, so that their
             // fault starts the async readahead.
-            Some(id) => !p.is_multiple_of(FAULT_AROUND) && !cx.mm.folios.folios[id as usize].readahead_mark,
+            Some(id) => !p.is_multiple_of(FAULT_AROUND) && !cx.mm.folios.folios[id as usize].readahead_mark(),
             None => false,
         };
         let id = if hit {
             let id = cached.expect("a hit is cached");
             let f = &mut cx.mm.folios.folios[id as usize];
-            f.referenced = true;
-            f.idle = false;
+            f.set_referenced(true);
+            f.set_idle(false);
             // Each page fault-around maps that is not PG_workingset lowers mmap_miss.
-            if !f.workingset && !write {
+            if !f.workingset() && !write {
                 self.ra.mmap_miss = self.ra.mmap_miss.saturating_sub(1);
             }
             Some(id)
