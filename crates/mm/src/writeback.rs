@@ -107,8 +107,8 @@ impl Mm {
         let done: u64 = q
             .inflight
             .iter()
-            .take_while(|&&(end, _)| end <= now)
-            .map(|&(_, p)| p)
+            .take_while(|&&(end, _, _)| end <= now)
+            .map(|&(_, p, _)| p as u64)
             .sum();
         q.nr_writeback - done
     }
