@@ -61,6 +61,18 @@ fn kclamp(v: u64, lo: u64, hi: u64) -> u64 {
     }
 }
 
+/// The order of the aligned block that starts at `p` in a drained run ending at `end`: the
+/// largest whose block is aligned at `p` and ends by `end`, at least the run's chunk `order`
+/// and at most pageblock_order (`Mm::drain_run_end`).
+#[inline]
+fn drain_block_order(p: u32, end: u32, order: u32) -> u32 {
+    let mut o = order;
+    while o < PAGEBLOCK_ORDER && p & ((2 << o) - 1) == 0 && p + (2 << o) <= end {
+        o += 1;
+    }
+    o
+}
+
 /// `should_try_claim_block` (§6.3.2b).
 #[inline]
 pub fn should_try_claim_block(order: u32, start_mt: MigrateType) -> bool {
@@ -355,6 +367,13 @@ impl Mm {
         let mut mode = RmqueueMode::Normal;
         let mut i = 0;
         while i < count {
+            if mode == RmqueueMode::Normal && count - i >= 2 {
+                let n = self.rmqueue_carve(cpu, zi, order, mt, pindex, count - i);
+                if n > 0 {
+                    i += n;
+                    continue;
+                }
+            }
             let Some(pfn) = self.__rmqueue(cpu, zi, order, mt, alloc_flags, &mut mode) else {
                 break;
             };
@@ -362,6 +381,73 @@ impl Mm {
             i += 1;
         }
         i
+    }
+
+    /// The refill's batch split: when `mt` has no chunk of `order` but one of a higher order
+    /// `k`, takes up to `want` chunks of `order` from the first order-`k` chunk in one pass,
+    /// as the next `want` `__rmqueue_smallest` calls of `rmqueue_bulk` would, and appends them
+    /// to PCP list `pindex` in the same order. Returns how many it took; 0 (and nothing done)
+    /// if `mt` has a chunk of `order` or none at all above it, where the caller takes the
+    /// page-by-page path.
+    ///
+    /// Why that is the page-by-page result (§1.6, §2.3, §5.2): the lists of orders `order`
+    /// to `k`−1 of `mt` are empty, so the first call takes the order-`k` chunk `C` and
+    /// `expand` leaves one piece of `C` on each of those lists; the next call then finds the
+    /// lowest-addressed remaining piece on the lowest non-empty list, takes it and splits it
+    /// the same way, and so on: call number `c` hands out the `c`-th chunk of `C` in address
+    /// order, and after `n` calls the lists hold exactly the pieces of the rest of `C`, one
+    /// per order, from small to large as the address grows (each list holding one element,
+    /// its position in it is the only one). The per-order counts, the page states and link
+    /// words of the chunks handed out end the same; NR_FREE_PAGES (and nr_free_highatomic)
+    /// moves by the same sum; NR_FREE_PAGES_BLOCKS by the same deltas, summed. The
+    /// mm_page_alloc_zone_locked events carry only the chunk, order and type, and come in
+    /// the same order.
+    fn rmqueue_carve(
+        &mut self,
+        cpu: u32,
+        zi: usize,
+        order: u32,
+        mt: MigrateType,
+        pindex: usize,
+        want: u64,
+    ) -> u64 {
+        let z = &self.zones[zi];
+        if !z.free_list_empty(order, mt) {
+            return 0;
+        }
+        let Some((k, pfn)) =
+            (order + 1..=MAX_PAGE_ORDER).find_map(|k| z.free_list_first(k, mt).map(|p| (k, p)))
+        else {
+            return 0;
+        };
+        let n = want.min(1 << (k - order));
+        self.del_from_free_list(zi, pfn, k, mt);
+        let trace = self.trace_on(trace_kind::MM_PAGE_ALLOC_ZONE_LOCKED);
+        let percpu_refill = pcp_allowed_order(order) && mt.idx() < MIGRATE_PCPTYPES;
+        for i in 0..n as u32 {
+            let q = pfn + (i << order);
+            if trace {
+                self.emit(
+                    cpu,
+                    TraceEvent::MmPageAllocZoneLocked {
+                        pfn: q,
+                        order,
+                        migratetype: mt as i32,
+                        percpu_refill,
+                    },
+                );
+            }
+            self.pcp_list_add(zi, cpu as usize, pindex, q, order, true);
+        }
+        let end = pfn + (1 << k);
+        let mut p = pfn + ((n as u32) << order);
+        while p < end {
+            let o = (p - pfn).trailing_zeros();
+            self.add_to_free_list(zi, p, o, mt, false);
+            p += 1 << o;
+        }
+        self.account_freepages(zi, -((n as i64) << order), mt);
+        n
     }
 
     /// `rmqueue_pcplist` / `__rmqueue_pcplist` (§2.3): take the head of the (order, mt) list,
@@ -523,6 +609,16 @@ impl Mm {
                 let pfn = self.zones[zi].pcp[c].lists[idx].last;
                 let mt = self.block_mt(pfn);
                 self.pcp_list_del(zi, c, idx, pfn);
+                count -= 1 << order;
+                self.zones[zi].pcp[c].count -= 1 << order;
+                // The run of chunks drained next that continue `pfn` upward in its pageblock
+                // (see `drain_run_end`), taken off the list now and freed below as aligned
+                // blocks.
+                let end = if order < PAGEBLOCK_ORDER && self.compact.capc.is_none() {
+                    self.drain_run_end(zi, c, idx, pfn, order, &mut count)
+                } else {
+                    pfn + (1 << order)
+                };
                 // Host-cache hint for the next chunk drained (the new tail) and its buddy,
                 // without waiting for either. At order 0 the buddy's state byte and link words
                 // lie on the same cache lines as the chunk's (an aligned pair of 1-byte states
@@ -535,24 +631,74 @@ impl Mm {
                         self.pages.prefetch(p1 ^ (1 << order));
                     }
                 }
-                count -= 1 << order;
-                self.zones[zi].pcp[c].count -= 1 << order;
-                self.free_one_page_core(zi, pfn, order, mt, false);
+                let mut p = pfn;
+                while p < end {
+                    let o = drain_block_order(p, end, order);
+                    self.free_one_page_core(zi, p, o, mt, false);
+                    p += 1 << o;
+                }
                 if self.trace_on(trace_kind::MM_PAGE_PCPU_DRAIN) {
-                    self.emit(
-                        cpu,
-                        TraceEvent::MmPagePcpuDrain {
-                            pfn,
-                            order,
-                            migratetype: mt as i32,
-                        },
-                    );
+                    for pfn in (pfn..end).step_by(1 << order) {
+                        self.emit(
+                            cpu,
+                            TraceEvent::MmPagePcpuDrain {
+                                pfn,
+                                order,
+                                migratetype: mt as i32,
+                            },
+                        );
+                    }
                 }
                 if count <= 0 || self.zones[zi].pcp[c].lists[idx].is_empty() {
                     break;
                 }
             }
         }
+    }
+
+    /// The drain's batch merge: after `free_pcppages_bulk` has taken the chunk at `pfn` off
+    /// PCP list `idx`, takes off the chunks the page-by-page drain would take next (while
+    /// `count` lasts) as long as each is the one right above the previous in the same
+    /// pageblock, and returns the end of that ascending run `[pfn, end)`. The caller frees the
+    /// run as the aligned blocks `drain_block_order` cuts it into, with `pfn`'s block type.
+    ///
+    /// Why that is the page-by-page result (§1.5, §2.1.4): the chunks of one aligned block
+    /// `B` of the run are drained one after the other, so while they are freed nothing else
+    /// changes. Every one of them but the last finds the buddies that would complete `B`
+    /// still on the PCP list (not PageBuddy), so it merges only with free pieces of `B`, and
+    /// the last completes `B` and merges on from `B`'s order exactly as a free of `B` does
+    /// (the merge loop's state at that order — chunk, order, type, the buddy it looks at next
+    /// — is the same). The pieces of `B` put on free lists in between are all taken off again:
+    /// an insertion at the head or tail followed by the removal of the same element leaves
+    /// every other element of the list where it was, so the lists' contents and order, the
+    /// per-order counts and the page states end as after the free of `B`; NR_FREE_PAGES moves
+    /// by the same sum; no piece reaches pageblock order, so no NR_FREE_PAGES_BLOCKS or
+    /// pageblock retyping happens before `B` is whole. One pageblock means one block type,
+    /// which nothing in the run can change (a merge at order ≥ pageblock_order retypes only
+    /// the other block). The mm_page_pcpu_drain events carry only the chunk, its order and
+    /// that type, and are emitted in the same order. Not used while a compactor's capture is
+    /// armed (a capture could take a piece of `B`).
+    #[inline]
+    fn drain_run_end(
+        &mut self,
+        zi: usize,
+        c: usize,
+        idx: usize,
+        pfn: u32,
+        order: u32,
+        count: &mut i64,
+    ) -> u32 {
+        let mut end = pfn + (1 << order);
+        while *count > 0 && end & (PAGEBLOCK_NR_PAGES - 1) != 0 {
+            if self.zones[zi].pcp[c].lists[idx].last != end {
+                break;
+            }
+            self.pcp_list_del(zi, c, idx, end);
+            *count -= 1 << order;
+            self.zones[zi].pcp[c].count -= 1 << order;
+            end += 1 << order;
+        }
+        end
     }
 
     /// `free_frozen_page_commit` (§2.4).
