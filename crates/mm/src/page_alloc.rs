@@ -73,6 +73,22 @@ fn drain_block_order(p: u32, end: u32, order: u32) -> u32 {
     o
 }
 
+/// How many chunks ahead of the one it frees `free_pcppages_bulk` prefetches.
+const DRAIN_PREFETCH: usize = 2;
+
+/// Whether the refill and the drain take their batch paths (`Mm::rmqueue_carve`,
+/// `Mm::drain_run_end`); the unit tests turn them off to get the page-by-page reference.
+#[cfg(not(test))]
+#[inline(always)]
+fn batch_paths() -> bool {
+    true
+}
+
+#[cfg(test)]
+fn batch_paths() -> bool {
+    !tests::PAGE_BY_PAGE.with(|c| c.get())
+}
+
 /// `should_try_claim_block` (§6.3.2b).
 #[inline]
 pub fn should_try_claim_block(order: u32, start_mt: MigrateType) -> bool {
@@ -367,7 +383,7 @@ impl Mm {
         let mut mode = RmqueueMode::Normal;
         let mut i = 0;
         while i < count {
-            if mode == RmqueueMode::Normal && count - i >= 2 {
+            if mode == RmqueueMode::Normal && count - i >= 2 && batch_paths() {
                 let n = self.rmqueue_carve(cpu, zi, order, mt, pindex, count - i);
                 if n > 0 {
                     i += n;
@@ -422,6 +438,10 @@ impl Mm {
         };
         let n = want.min(1 << (k - order));
         self.del_from_free_list(zi, pfn, k, mt);
+        // Host-cache hint for the next refill, which is likely to carve the list's new head.
+        if let Some(next) = self.zones[zi].free_list_first(k, mt) {
+            self.pages.prefetch(next);
+        }
         let trace = self.trace_on(trace_kind::MM_PAGE_ALLOC_ZONE_LOCKED);
         let percpu_refill = pcp_allowed_order(order) && mt.idx() < MIGRATE_PCPTYPES;
         for i in 0..n as u32 {
@@ -447,6 +467,8 @@ impl Mm {
             p += 1 << o;
         }
         self.account_freepages(zi, -((n as i64) << order), mt);
+        #[cfg(test)]
+        tests::note(0, n);
         n
     }
 
@@ -474,7 +496,7 @@ impl Mm {
                 return None;
             }
         }
-        let pfn = self.zones[zi].pcp[c].lists[pindex].first;
+        let pfn = self.zones[zi].pcp[c].lists[pindex].first();
         self.pcp_list_del(zi, c, pindex, pfn);
         self.zones[zi].pcp[c].count -= 1 << order;
         Some(pfn)
@@ -606,7 +628,7 @@ impl Mm {
             }
             let order = pindex_to_order(idx);
             loop {
-                let pfn = self.zones[zi].pcp[c].lists[idx].last;
+                let pfn = self.zones[zi].pcp[c].lists[idx].last();
                 let mt = self.block_mt(pfn);
                 self.pcp_list_del(zi, c, idx, pfn);
                 count -= 1 << order;
@@ -614,17 +636,18 @@ impl Mm {
                 // The run of chunks drained next that continue `pfn` upward in its pageblock
                 // (see `drain_run_end`), taken off the list now and freed below as aligned
                 // blocks.
-                let end = if order < PAGEBLOCK_ORDER && self.compact.capc.is_none() {
+                let end = if order < PAGEBLOCK_ORDER && self.compact.capc.is_none() && batch_paths() {
                     self.drain_run_end(zi, c, idx, pfn, order, &mut count)
                 } else {
                     pfn + (1 << order)
                 };
-                // Host-cache hint for the next chunk drained (the new tail) and its buddy,
+                // Host-cache hint for a chunk drained a few steps from now and its buddy (the
+                // merge loop reads the buddy's state byte, and its link words if it is free),
                 // without waiting for either. At order 0 the buddy's state byte and link words
                 // lie on the same cache lines as the chunk's (an aligned pair of 1-byte states
                 // and of 8-byte link pairs, in arrays at least 16-byte aligned), so one hint
                 // covers both.
-                let p1 = self.zones[zi].pcp[c].lists[idx].last;
+                let p1 = self.zones[zi].pcp[c].lists[idx].nth_from_tail(DRAIN_PREFETCH);
                 if p1 != NIL {
                     self.pages.prefetch(p1);
                     if order > 0 {
@@ -690,7 +713,7 @@ impl Mm {
     ) -> u32 {
         let mut end = pfn + (1 << order);
         while *count > 0 && end & (PAGEBLOCK_NR_PAGES - 1) != 0 {
-            if self.zones[zi].pcp[c].lists[idx].last != end {
+            if self.zones[zi].pcp[c].lists[idx].last() != end {
                 break;
             }
             self.pcp_list_del(zi, c, idx, end);
@@ -698,6 +721,8 @@ impl Mm {
             self.zones[zi].pcp[c].count -= 1 << order;
             end += 1 << order;
         }
+        #[cfg(test)]
+        tests::note(1, ((end - pfn) >> order) as u64 - 1);
         end
     }
 
@@ -1182,5 +1207,201 @@ impl Mm {
         );
         self.pages.set_a(pfn, owner);
         self.pages.set_flag(pfn, PG_LRU, lru);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mmzone::{MachineConfig, ZoneConfig};
+    use proptest::prelude::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Set: `rmqueue_bulk` and `free_pcppages_bulk` go page by page (the reference).
+        pub(super) static PAGE_BY_PAGE: Cell<bool> = const { Cell::new(false) };
+        /// Chunks handed out by `rmqueue_carve`, chunks `drain_run_end` joined to a run.
+        static BATCHED: Cell<[u64; 2]> = const { Cell::new([0; 2]) };
+    }
+
+    pub(super) fn note(what: usize, n: u64) {
+        BATCHED.with(|b| {
+            let mut v = b.get();
+            v[what] += n;
+            b.set(v);
+        });
+    }
+
+    /// Two zones (DMA32 and Normal), two CPUs; small, so that frees reach `free_pcppages_bulk`
+    /// often and allocations run the buddy lists low.
+    fn machine() -> Mm {
+        let dma32 = ZoneConfig {
+            zone_type: ZoneType::Dma32,
+            start_pfn: 4096,
+            spanned: 8192,
+            present: 8192,
+            managed: 8192,
+        };
+        let normal = ZoneConfig {
+            zone_type: ZoneType::Normal,
+            start_pfn: 4096 + 8192,
+            spanned: 16384,
+            present: 16384,
+            managed: 16384,
+        };
+        let m = MachineConfig {
+            zones: vec![dma32, normal],
+            nr_cpus: 2,
+        };
+        let mut mm = Mm::new(&m, crate::Tunables::default()).unwrap();
+        mm.set_trace_mask(trace_kind::ALL);
+        mm
+    }
+
+    /// Everything the refill and the drain may touch, rendered comparable: zones (free lists,
+    /// counts, PCP lists and state, zone counters), page array, pageblock bits, vmstat, trace.
+    fn state(mm: &Mm) -> String {
+        format!(
+            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+            mm.zones, mm.pages, mm.blocks, mm.stats, mm.trace.buf
+        )
+    }
+
+    /// One machine and the chunks it has allocated, oldest first.
+    struct Run {
+        mm: Mm,
+        live: Vec<(u32, u32)>,
+        pages: u64,
+    }
+
+    /// One operation: (kind, a, b).
+    type Op = (u8, u8, u16);
+
+    const GFPS: [Gfp; 5] = [
+        Gfp::GFP_HIGHUSER_MOVABLE,
+        Gfp::GFP_KERNEL,
+        Gfp(Gfp::GFP_KERNEL.0 | Gfp::RECLAIMABLE.0),
+        Gfp(Gfp::GFP_KERNEL.0 | Gfp::DMA32.0),
+        Gfp::GFP_ATOMIC,
+    ];
+
+    impl Run {
+        fn apply(&mut self, (kind, a, b): Op) {
+            let cpu = (a & 1) as u32;
+            match kind % 8 {
+                0..=2 => {
+                    let order = [0, 0, 0, 0, 1, 2, 3, 9][(a >> 1) as usize % 8];
+                    if self.pages + (1 << order) > 18_000 {
+                        return;
+                    }
+                    let gfp = if order == 9 {
+                        Gfp::GFP_TRANSHUGE_LIGHT
+                    } else {
+                        GFPS[(a >> 4) as usize % GFPS.len()]
+                    };
+                    // A batch of allocations of one kind, as a fault run makes.
+                    for _ in 0..1 + b % 48 {
+                        if let Some(pfn) = self.mm.alloc_pages(cpu, gfp, order) {
+                            self.live.push((pfn, order));
+                            self.pages += 1 << order;
+                        }
+                    }
+                }
+                3 | 4 => {
+                    // The oldest chunks, in allocation order (ascending runs for the drain).
+                    let n = (1 + b as usize % 96).min(self.live.len());
+                    for (pfn, order) in self.live.drain(..n).collect::<Vec<_>>() {
+                        self.mm.free_pages(cpu, pfn, order);
+                        self.pages -= 1 << order;
+                    }
+                }
+                5 => {
+                    // The newest chunks, newest first.
+                    for _ in 0..1 + b % 32 {
+                        let Some((pfn, order)) = self.live.pop() else {
+                            break;
+                        };
+                        self.mm.free_pages(cpu, pfn, order);
+                        self.pages -= 1 << order;
+                    }
+                }
+                6 => {
+                    // Chunks at random.
+                    for i in 0..1 + (b % 16) as usize {
+                        if self.live.is_empty() {
+                            break;
+                        }
+                        let j = (b as usize * 7919 + i * 104_729) % self.live.len();
+                        let (pfn, order) = self.live.swap_remove(j);
+                        self.mm.free_pages(cpu, pfn, order);
+                        self.pages -= 1 << order;
+                    }
+                }
+                _ => {
+                    if b % 3 == 0 {
+                        self.mm.drain_all_pages();
+                    } else {
+                        self.mm.decay_pcp_high(cpu, 1 + (b % 2) as usize);
+                    }
+                }
+            }
+        }
+    }
+
+    fn run_both(ops: &[Op]) -> Result<(), TestCaseError> {
+        let mut r = [
+            Run {
+                mm: machine(),
+                live: Vec::new(),
+                pages: 0,
+            },
+            Run {
+                mm: machine(),
+                live: Vec::new(),
+                pages: 0,
+            },
+        ];
+        for &op in ops {
+            for (i, run) in r.iter_mut().enumerate() {
+                PAGE_BY_PAGE.with(|c| c.set(i == 0));
+                run.apply(op);
+            }
+            PAGE_BY_PAGE.with(|c| c.set(false));
+            prop_assert_eq!(&r[0].live, &r[1].live);
+            prop_assert_eq!(format!("{:?}", r[0].mm.zones), format!("{:?}", r[1].mm.zones));
+        }
+        prop_assert_eq!(state(&r[0].mm), state(&r[1].mm));
+        prop_assert!(r[1].mm.check_invariants().is_ok());
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// The batch paths of the refill (`rmqueue_carve`) and the drain (`drain_run_end`)
+        /// leave the state the page-by-page paths leave: free lists in the same order and with
+        /// the same counts, PCP lists in the same order, page states and links, pageblock
+        /// types, zone and node counters, and the trace events in the same order.
+        #[test]
+        fn batch_paths_match_page_by_page(ops in proptest::collection::vec(any::<Op>(), 1..300)) {
+            run_both(&ops)?;
+        }
+    }
+
+    /// The batch paths are taken (so the property above compares something): order-0 refills
+    /// carve from higher-order chunks, and freeing in allocation order drains ascending runs.
+    #[test]
+    fn batch_paths_are_taken() {
+        BATCHED.with(|b| b.set([0; 2]));
+        let ops: Vec<Op> = (0..200u16)
+            .map(|i| match i % 4 {
+                0 | 1 => (0, (i % 2) as u8, 40),
+                2 => (3, (i % 2) as u8, 90),
+                _ => (7, 0, i % 3),
+            })
+            .collect();
+        run_both(&ops).unwrap();
+        let [carved, joined] = BATCHED.with(|b| b.get());
+        assert!(carved > 100 && joined > 100, "carved {carved}, joined {joined}");
     }
 }
