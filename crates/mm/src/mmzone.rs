@@ -46,11 +46,12 @@ pub const PG_LRU: u8 = 0x80;
 ///
 /// Each page has two u32 link words, `a` and `b`, kept side by side in one array (`links`), so
 /// that an intrusive-list operation, which reads or writes both words of a page, touches one
-/// host cache line per page instead of two. `a`/`b` are the list links (next/prev) of Buddy and
-/// Pcp heads (the kernel's `page->buddy_list` / `page->pcp_list`, kernel-model.md §1.4.1, §2.1);
-/// for Allocated heads `a` is the owner id given by the caller (folio id) and `b` the
-/// migratetype the chunk was allocated with (what page_owner records, kernel-model.md §30.4;
-/// read it with [`PageArray::alloc_migratetype`]).
+/// host cache line per page instead of two. `a`/`b` are the list links (next/prev) of Buddy
+/// heads (the kernel's `page->buddy_list`, kernel-model.md §1.4.1); Pcp heads do not use them
+/// (NIL: a PCP list is a ring buffer of pfns, [`PcpList`]); for Allocated heads `a` is the
+/// owner id given by the caller (folio id) and `b` the migratetype the chunk was allocated
+/// with (what page_owner records, kernel-model.md §30.4; read it with
+/// [`PageArray::alloc_migratetype`]).
 #[derive(Clone, Debug)]
 pub struct PageArray {
     pub state: Vec<u8>,
