@@ -63,7 +63,7 @@ fn kclamp(v: u64, lo: u64, hi: u64) -> u64 {
 
 /// The order of the aligned block that starts at `p` in a drained run ending at `end`: the
 /// largest whose block is aligned at `p` and ends by `end`, at least the run's chunk `order`
-/// and at most pageblock_order (`Mm::drain_run_end`).
+/// and at most pageblock_order (`Mm::drain_run`).
 #[inline]
 fn drain_block_order(p: u32, end: u32, order: u32) -> u32 {
     let mut o = order;
@@ -76,8 +76,20 @@ fn drain_block_order(p: u32, end: u32, order: u32) -> u32 {
 /// How many chunks ahead of the one it frees `free_pcppages_bulk` prefetches.
 const DRAIN_PREFETCH: usize = 2;
 
+/// The order of the aligned block that ends at `e` in a drained descending run starting at
+/// `start`: the largest whose block is aligned, ends at `e` and starts at or after `start`, at
+/// least the run's chunk `order` and at most pageblock_order (`Mm::drain_run`).
+#[inline]
+fn drain_block_order_down(start: u32, e: u32, order: u32) -> u32 {
+    let mut o = order;
+    while o < PAGEBLOCK_ORDER && e & ((2 << o) - 1) == 0 && e >= start + (2 << o) {
+        o += 1;
+    }
+    o
+}
+
 /// Whether the refill and the drain take their batch paths (`Mm::rmqueue_carve`,
-/// `Mm::drain_run_end`); the unit tests turn them off to get the page-by-page reference.
+/// `Mm::drain_run`); the unit tests turn them off to get the page-by-page reference.
 #[cfg(not(test))]
 #[inline(always)]
 fn batch_paths() -> bool {
@@ -633,14 +645,15 @@ impl Mm {
                 self.pcp_list_del(zi, c, idx, pfn);
                 count -= 1 << order;
                 self.zones[zi].pcp[c].count -= 1 << order;
-                // The run of chunks drained next that continue `pfn` upward in its pageblock
-                // (see `drain_run_end`), taken off the list now and freed below as aligned
-                // blocks.
-                let end = if order < PAGEBLOCK_ORDER && self.compact.capc.is_none() && batch_paths() {
-                    self.drain_run_end(zi, c, idx, pfn, order, &mut count)
-                } else {
-                    pfn + (1 << order)
-                };
+                // The run of chunks drained next that continue `pfn` upward or downward in its
+                // pageblock (see `drain_run`), taken off the list now and freed below as
+                // aligned blocks, in the drain's order.
+                let (start, end, down) =
+                    if order < PAGEBLOCK_ORDER && self.compact.capc.is_none() && batch_paths() {
+                        self.drain_run(zi, c, idx, pfn, order, &mut count)
+                    } else {
+                        (pfn, pfn + (1 << order), false)
+                    };
                 // Host-cache hint for a chunk drained a few steps from now and its buddy (the
                 // merge loop reads the buddy's state byte, and its link words if it is free),
                 // without waiting for either. At order 0 the buddy's state byte and link words
@@ -654,22 +667,32 @@ impl Mm {
                         self.pages.prefetch(p1 ^ (1 << order));
                     }
                 }
-                let mut p = pfn;
-                while p < end {
-                    let o = drain_block_order(p, end, order);
-                    self.free_one_page_core(zi, p, o, mt, false);
-                    p += 1 << o;
+                if down {
+                    let mut e = end;
+                    while e > start {
+                        let o = drain_block_order_down(start, e, order);
+                        e -= 1 << o;
+                        self.free_one_page_core(zi, e, o, mt, false);
+                    }
+                } else {
+                    let mut p = start;
+                    while p < end {
+                        let o = drain_block_order(p, end, order);
+                        self.free_one_page_core(zi, p, o, mt, false);
+                        p += 1 << o;
+                    }
                 }
                 if self.trace_on(trace_kind::MM_PAGE_PCPU_DRAIN) {
-                    for pfn in (pfn..end).step_by(1 << order) {
-                        self.emit(
-                            cpu,
-                            TraceEvent::MmPagePcpuDrain {
-                                pfn,
-                                order,
-                                migratetype: mt as i32,
-                            },
-                        );
+                    let ev = |pfn| TraceEvent::MmPagePcpuDrain {
+                        pfn,
+                        order,
+                        migratetype: mt as i32,
+                    };
+                    let chunks = (start..end).step_by(1 << order);
+                    if down {
+                        chunks.rev().for_each(|q| self.emit(cpu, ev(q)));
+                    } else {
+                        chunks.for_each(|q| self.emit(cpu, ev(q)));
                     }
                 }
                 if count <= 0 || self.zones[zi].pcp[c].lists[idx].is_empty() {
@@ -682,12 +705,14 @@ impl Mm {
     /// The drain's batch merge: after `free_pcppages_bulk` has taken the chunk at `pfn` off
     /// PCP list `idx`, takes off the chunks the page-by-page drain would take next (while
     /// `count` lasts) as long as each is the one right above the previous in the same
-    /// pageblock, and returns the end of that ascending run `[pfn, end)`. The caller frees the
-    /// run as the aligned blocks `drain_block_order` cuts it into, with `pfn`'s block type.
+    /// pageblock (an ascending run) or each the one right below (a descending run, `down`),
+    /// and returns the run as `[start, end)`. The caller frees the run, with `pfn`'s block
+    /// type, as the aligned blocks `drain_block_order` cuts an ascending run into from its
+    /// start, or `drain_block_order_down` a descending one from its end: in the drain's order.
     ///
     /// Why that is the page-by-page result (§1.5, §2.1.4): the chunks of one aligned block
-    /// `B` of the run are drained one after the other, so while they are freed nothing else
-    /// changes. Every one of them but the last finds the buddies that would complete `B`
+    /// `B` of the run are drained one after the other (the run is monotonic), so while they
+    /// are freed nothing else changes. Every one of them but the last finds the buddies that would complete `B`
     /// still on the PCP list (not PageBuddy), so it merges only with free pieces of `B`, and
     /// the last completes `B` and merges on from `B`'s order exactly as a free of `B` does
     /// (the merge loop's state at that order — chunk, order, type, the buddy it looks at next
@@ -702,7 +727,7 @@ impl Mm {
     /// that type, and are emitted in the same order. Not used while a compactor's capture is
     /// armed (a capture could take a piece of `B`).
     #[inline]
-    fn drain_run_end(
+    fn drain_run(
         &mut self,
         zi: usize,
         c: usize,
@@ -710,20 +735,38 @@ impl Mm {
         pfn: u32,
         order: u32,
         count: &mut i64,
-    ) -> u32 {
-        let mut end = pfn + (1 << order);
-        while *count > 0 && end & (PAGEBLOCK_NR_PAGES - 1) != 0 {
-            if self.zones[zi].pcp[c].lists[idx].last() != end {
+    ) -> (u32, u32, bool) {
+        let size = 1u32 << order;
+        let (mut start, mut end) = (pfn, pfn + size);
+        let next = self.zones[zi].pcp[c].lists[idx].last();
+        let down = next == pfn.wrapping_sub(size);
+        while *count > 0 {
+            let q = if down {
+                if start & (PAGEBLOCK_NR_PAGES - 1) == 0 {
+                    break;
+                }
+                start - size
+            } else {
+                if end & (PAGEBLOCK_NR_PAGES - 1) == 0 {
+                    break;
+                }
+                end
+            };
+            if self.zones[zi].pcp[c].lists[idx].last() != q {
                 break;
             }
-            self.pcp_list_del(zi, c, idx, end);
-            *count -= 1 << order;
-            self.zones[zi].pcp[c].count -= 1 << order;
-            end += 1 << order;
+            self.pcp_list_del(zi, c, idx, q);
+            *count -= size as i64;
+            self.zones[zi].pcp[c].count -= size as u64;
+            if down {
+                start = q;
+            } else {
+                end += size;
+            }
         }
         #[cfg(test)]
-        tests::note(1, ((end - pfn) >> order) as u64 - 1);
-        end
+        tests::note(1 + down as usize, ((end - start) >> order) as u64 - 1);
+        (start, end, down)
     }
 
     /// `free_frozen_page_commit` (§2.4).
@@ -1220,8 +1263,9 @@ mod tests {
     thread_local! {
         /// Set: `rmqueue_bulk` and `free_pcppages_bulk` go page by page (the reference).
         pub(super) static PAGE_BY_PAGE: Cell<bool> = const { Cell::new(false) };
-        /// Chunks handed out by `rmqueue_carve`, chunks `drain_run_end` joined to a run.
-        static BATCHED: Cell<[u64; 2]> = const { Cell::new([0; 2]) };
+        /// Chunks handed out by `rmqueue_carve`; chunks `drain_run` joined to an ascending, to
+        /// a descending run.
+        static BATCHED: Cell<[u64; 3]> = const { Cell::new([0; 3]) };
     }
 
     pub(super) fn note(what: usize, n: u64) {
@@ -1378,7 +1422,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
-        /// The batch paths of the refill (`rmqueue_carve`) and the drain (`drain_run_end`)
+        /// The batch paths of the refill (`rmqueue_carve`) and the drain (`drain_run`)
         /// leave the state the page-by-page paths leave: free lists in the same order and with
         /// the same counts, PCP lists in the same order, page states and links, pageblock
         /// types, zone and node counters, and the trace events in the same order.
@@ -1389,19 +1433,24 @@ mod tests {
     }
 
     /// The batch paths are taken (so the property above compares something): order-0 refills
-    /// carve from higher-order chunks, and freeing in allocation order drains ascending runs.
+    /// carve from higher-order chunks, freeing in allocation order drains ascending runs and
+    /// freeing newest first descending ones.
     #[test]
     fn batch_paths_are_taken() {
-        BATCHED.with(|b| b.set([0; 2]));
-        let ops: Vec<Op> = (0..200u16)
-            .map(|i| match i % 4 {
+        BATCHED.with(|b| b.set([0; 3]));
+        let ops: Vec<Op> = (0..250u16)
+            .map(|i| match i % 5 {
                 0 | 1 => (0, (i % 2) as u8, 40),
                 2 => (3, (i % 2) as u8, 90),
+                3 => (5, (i % 2) as u8, 31),
                 _ => (7, 0, i % 3),
             })
             .collect();
         run_both(&ops).unwrap();
-        let [carved, joined] = BATCHED.with(|b| b.get());
-        assert!(carved > 100 && joined > 100, "carved {carved}, joined {joined}");
+        let [carved, up, down] = BATCHED.with(|b| b.get());
+        assert!(
+            carved > 100 && up > 100 && down > 100,
+            "carved {carved}, joined up {up}, down {down}"
+        );
     }
 }
