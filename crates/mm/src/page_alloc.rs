@@ -621,7 +621,9 @@ impl Mm {
     }
 
     /// `free_pcppages_bulk` (§2.1.4): drains `count` pages, one list at a time starting with
-    /// `pindex`, oldest (tail) first, each chunk freed with its block's type at drain time.
+    /// `pindex`, oldest (tail) first, each chunk freed with its block's type at drain time
+    /// (runs of buddies drained one after the other are freed as whole blocks, with the same
+    /// result: `drain_run`).
     pub fn free_pcppages_bulk(&mut self, cpu: u32, zi: usize, count: u64, pindex: usize) {
         let c = cpu as usize;
         let mut count = count.min(self.zones[zi].pcp[c].count) as i64;
@@ -712,9 +714,10 @@ impl Mm {
     ///
     /// Why that is the page-by-page result (§1.5, §2.1.4): the chunks of one aligned block
     /// `B` of the run are drained one after the other (the run is monotonic), so while they
-    /// are freed nothing else changes. Every one of them but the last finds the buddies that would complete `B`
-    /// still on the PCP list (not PageBuddy), so it merges only with free pieces of `B`, and
-    /// the last completes `B` and merges on from `B`'s order exactly as a free of `B` does
+    /// are freed nothing else changes. Every one of them but the last finds the buddies that
+    /// would complete `B` not yet freed (on the PCP list, or here already off it: not
+    /// PageBuddy either way), so it merges only with free pieces of `B`, and the last
+    /// completes `B` and merges on from `B`'s order exactly as a free of `B` does
     /// (the merge loop's state at that order — chunk, order, type, the buddy it looks at next
     /// — is the same). The pieces of `B` put on free lists in between are all taken off again:
     /// an insertion at the head or tail followed by the removal of the same element leaves
@@ -739,7 +742,7 @@ impl Mm {
         let size = 1u32 << order;
         let (mut start, mut end) = (pfn, pfn + size);
         let next = self.zones[zi].pcp[c].lists[idx].last();
-        let down = next == pfn.wrapping_sub(size);
+        let down = next != NIL && next == pfn.wrapping_sub(size);
         while *count > 0 {
             let q = if down {
                 if start & (PAGEBLOCK_NR_PAGES - 1) == 0 {
