@@ -63,7 +63,6 @@ impl Mm {
     fn list_mut(&mut self, r: ListRef) -> &mut ListHead {
         match r {
             ListRef::Free { zone, order, mt } => &mut self.zones[zone].area.lists[order][mt],
-            ListRef::Pcp { zone, cpu, pindex } => &mut self.zones[zone].pcp[cpu].lists[pindex],
         }
     }
 
@@ -456,8 +455,11 @@ impl Mm {
         }
     }
 
-    // ---- PCP lists --------------------------------------------------------------------------
+    // ---- PCP lists ----------------------------------------------------------------------------
 
+    /// Puts a chunk head on PCP list `pindex` (head or tail), marked Pcp with its order. Its
+    /// link words are cleared: a PCP list does not use them (`PcpList`), and a page that
+    /// leaves the list as a tail of a merged chunk keeps them clear.
     #[inline]
     pub(crate) fn pcp_list_add(
         &mut self,
@@ -469,34 +471,21 @@ impl Mm {
         tail: bool,
     ) {
         self.pages.set(pfn, PageKind::Pcp, order);
-        self.list_add(
-            ListRef::Pcp {
-                zone: zi,
-                cpu,
-                pindex,
-            },
-            pfn,
-            tail,
-        );
+        self.pages.set_ab(pfn, NIL, NIL);
+        self.zones[zi].pcp[cpu].lists[pindex].push(pfn, tail);
     }
 
+    /// Takes the chunk head `pfn`, at the head or the tail of PCP list `pindex`, off it (a
+    /// plain tail page until the caller says what it is).
     #[inline]
     pub(crate) fn pcp_list_del(&mut self, zi: usize, cpu: usize, pindex: usize, pfn: u32) {
-        self.list_del(
-            ListRef::Pcp {
-                zone: zi,
-                cpu,
-                pindex,
-            },
-            pfn,
-        );
+        self.zones[zi].pcp[cpu].lists[pindex].remove_end(pfn);
         self.pages.set(pfn, PageKind::Tail, 0);
     }
 }
 
-/// Which list a chunk head is linked on.
+/// Which free list a chunk head is linked on.
 #[derive(Clone, Copy, Debug)]
 enum ListRef {
     Free { zone: usize, order: usize, mt: usize },
-    Pcp { zone: usize, cpu: usize, pindex: usize },
 }

@@ -116,7 +116,7 @@ impl Mm {
         }
         for _ in 0..n {
             self.prefetch_free_slot(FOLIO_PREFETCH);
-            let pfn = self.zones[zi].pcp[c].lists[pindex].first;
+            let pfn = self.zones[zi].pcp[c].lists[pindex].first();
             if pfn == NIL {
                 break;
             }

@@ -6,6 +6,7 @@
 
 use crate::types::*;
 use crate::vmstat::{Stat, NR_NUMA_STATS, NR_ZONE_STATS};
+use std::collections::VecDeque;
 
 /// "No page": the end of an intrusive list.
 pub const NIL: u32 = u32::MAX;
@@ -45,11 +46,12 @@ pub const PG_LRU: u8 = 0x80;
 ///
 /// Each page has two u32 link words, `a` and `b`, kept side by side in one array (`links`), so
 /// that an intrusive-list operation, which reads or writes both words of a page, touches one
-/// host cache line per page instead of two. `a`/`b` are the list links (next/prev) of Buddy and
-/// Pcp heads (the kernel's `page->buddy_list` / `page->pcp_list`, kernel-model.md §1.4.1, §2.1);
-/// for Allocated heads `a` is the owner id given by the caller (folio id) and `b` the
-/// migratetype the chunk was allocated with (what page_owner records, kernel-model.md §30.4;
-/// read it with [`PageArray::alloc_migratetype`]).
+/// host cache line per page instead of two. `a`/`b` are the list links (next/prev) of Buddy
+/// heads (the kernel's `page->buddy_list`, kernel-model.md §1.4.1); Pcp heads do not use them
+/// (NIL: a PCP list is a ring buffer of pfns, [`PcpList`]); for Allocated heads `a` is the
+/// owner id given by the caller (folio id) and `b` the migratetype the chunk was allocated
+/// with (what page_owner records, kernel-model.md §30.4; read it with
+/// [`PageArray::alloc_migratetype`]).
 #[derive(Clone, Debug)]
 pub struct PageArray {
     pub state: Vec<u8>,
@@ -245,6 +247,80 @@ pub fn pcp_allowed_order(order: u32) -> bool {
 pub const PCPF_PREV_FREE_HIGH_ORDER: u8 = 1;
 pub const PCPF_FREE_HIGH_BATCH: u8 = 2;
 
+/// One per-CPU page list, `pcp->lists[pindex]` (`kernel-model.md` §2.1): the chunk heads on
+/// it, head first.
+///
+/// The kernel links them through `page->pcp_list`; the model keeps them in a ring buffer of
+/// pfns instead of intrusive links through the page array. That suffices because every
+/// operation on a PCP list is at one of its ends (a free pushes at the head, a refill appends
+/// at the tail, an allocation takes the head, a drain takes the tail, §2.1.4, §2.3, §2.4), and
+/// it lets a drain read the chunks it takes next from one buffer instead of chasing a page's
+/// link words for each. What it simplifies: the link words of a page on a PCP list are unused
+/// (NIL); the order of the list is the buffer's.
+#[derive(Clone, Debug, Default)]
+pub struct PcpList(VecDeque<u32>);
+
+impl PcpList {
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Chunks on the list.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The head (NIL if empty).
+    #[inline]
+    pub fn first(&self) -> u32 {
+        self.0.front().copied().unwrap_or(NIL)
+    }
+
+    /// The tail (NIL if empty).
+    #[inline]
+    pub fn last(&self) -> u32 {
+        self.0.back().copied().unwrap_or(NIL)
+    }
+
+    /// The chunk heads, head first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = u32> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// The `i`-th chunk from the tail (0 = the tail), NIL past the head.
+    #[inline]
+    pub fn nth_from_tail(&self, i: usize) -> u32 {
+        let n = self.0.len();
+        if i < n {
+            self.0[n - 1 - i]
+        } else {
+            NIL
+        }
+    }
+
+    #[inline]
+    pub(crate) fn push(&mut self, pfn: u32, tail: bool) {
+        if tail {
+            self.0.push_back(pfn);
+        } else {
+            self.0.push_front(pfn);
+        }
+    }
+
+    /// Takes `pfn` off the list; it is at the head or the tail.
+    #[inline]
+    pub(crate) fn remove_end(&mut self, pfn: u32) {
+        if self.0.front() == Some(&pfn) {
+            self.0.pop_front();
+        } else {
+            let last = self.0.pop_back();
+            assert_eq!(last, Some(pfn), "pcp list: {pfn:#x} is at neither end");
+        }
+    }
+}
+
 /// `struct per_cpu_pages` (§2).
 #[derive(Clone, Debug, Default)]
 pub struct PerCpuPages {
@@ -257,7 +333,7 @@ pub struct PerCpuPages {
     pub flags: u8,
     pub alloc_factor: u32,
     pub free_count: u64,
-    pub lists: [ListHead; NR_PCP_LISTS],
+    pub lists: [PcpList; NR_PCP_LISTS],
 }
 
 /// Zone flags (§1.1.3).

@@ -136,7 +136,7 @@ pub fn list(mm: &Mm, zi: usize, order: u32, mt: MigrateType) -> Vec<u32> {
 
 /// PCP list `pindex` of `cpu` in zone `zi`, head first.
 pub fn pcp_list(mm: &Mm, zi: usize, cpu: usize, pindex: usize) -> Vec<u32> {
-    walk(mm, mm.zones[zi].pcp[cpu].lists[pindex].first)
+    mm.zones[zi].pcp[cpu].lists[pindex].iter().collect()
 }
 
 fn walk(mm: &Mm, mut p: u32) -> Vec<u32> {
