@@ -927,18 +927,9 @@ mod tests {
         /// directions, and a folio off every list has NIL links.
         #[test]
         fn lru_links_match_a_list_model(ops in proptest::collection::vec((0usize..12, any::<bool>()), 1..200)) {
-            use crate::{MachineConfig, Tunables, ZoneConfig, ZoneType};
             use crate::mmzone::NIL;
             use crate::vmscan::{LRU_INACTIVE_FILE, LRU_NONE};
-            let z = ZoneConfig {
-                zone_type: ZoneType::Dma32,
-                start_pfn: 4096,
-                spanned: 4 * PAGEBLOCK_NR_PAGES,
-                present: 4 * PAGEBLOCK_NR_PAGES,
-                managed: 4 * PAGEBLOCK_NR_PAGES,
-            };
-            let m = MachineConfig { zones: vec![z], nr_cpus: 1 };
-            let mut mm = Mm::new(&m, Tunables::default()).unwrap();
+            let mut mm = crate::test_machines::dma32(4);
             let ids: Vec<FolioId> = (0..12)
                 .map(|_| mm.alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::File, false).unwrap())
                 .collect();
@@ -1006,20 +997,8 @@ mod tests {
     /// and file folios of several orders, active or not, mlocked and unevictable or not.
     #[test]
     fn isolation_accounting_matches_the_double_account() {
-        use crate::{MachineConfig, Tunables, ZoneConfig, ZoneType};
-        let z = ZoneConfig {
-            zone_type: ZoneType::Dma32,
-            start_pfn: 4096,
-            spanned: 8 * PAGEBLOCK_NR_PAGES,
-            present: 8 * PAGEBLOCK_NR_PAGES,
-            managed: 8 * PAGEBLOCK_NR_PAGES,
-        };
-        let m = MachineConfig {
-            zones: vec![z],
-            nr_cpus: 1,
-        };
         let make = || {
-            let mut mm = Mm::new(&m, Tunables::default()).unwrap();
+            let mut mm = crate::test_machines::dma32(8);
             mm.cur.pid = 7;
             let mut ids = Vec::new();
             for (i, (kind, order)) in [

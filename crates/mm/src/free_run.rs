@@ -245,33 +245,10 @@ impl Mm {
 mod tests {
     use super::*;
     use crate::gfp::Gfp;
-    use crate::mmzone::{MachineConfig, ZoneConfig};
     use proptest::prelude::*;
 
-    /// Two zones (DMA32 and Normal) so that runs cross zones; small enough that frees cross
-    /// PCP `high` and reach `free_pcppages_bulk` many times.
     fn machine() -> Mm {
-        let dma32 = ZoneConfig {
-            zone_type: ZoneType::Dma32,
-            start_pfn: 4096,
-            spanned: 8192,
-            present: 8192,
-            managed: 8192,
-        };
-        let normal = ZoneConfig {
-            zone_type: ZoneType::Normal,
-            start_pfn: 4096 + 8192,
-            spanned: 16384,
-            present: 16384,
-            managed: 16384,
-        };
-        let m = MachineConfig {
-            zones: vec![dma32, normal],
-            nr_cpus: 2,
-        };
-        let mut mm = Mm::new(&m, crate::Tunables::default()).unwrap();
-        mm.set_trace_mask(u32::MAX);
-        mm
+        crate::test_machines::dma32_normal(u32::MAX)
     }
 
     /// One folio to allocate: (order choice, kind choice, owner, mlock, activate, cpu, gfp).

@@ -170,19 +170,7 @@ mod tests {
     #[test]
     fn host_bytes_lists_the_page_array() {
         use crate::types::PAGEBLOCK_NR_PAGES;
-        use crate::{MachineConfig, Tunables, ZoneConfig, ZoneType};
-        let z = ZoneConfig {
-            zone_type: ZoneType::Dma32,
-            start_pfn: 4096,
-            spanned: 4 * PAGEBLOCK_NR_PAGES,
-            present: 4 * PAGEBLOCK_NR_PAGES,
-            managed: 4 * PAGEBLOCK_NR_PAGES,
-        };
-        let m = MachineConfig {
-            zones: vec![z],
-            nr_cpus: 1,
-        };
-        let mm = Mm::new(&m, Tunables::default()).unwrap();
+        let mm = crate::test_machines::dma32(4);
         let hb = mm.host_mem_by_structure();
         let links = hb.iter().find(|(k, _)| k.starts_with("pages.links")).unwrap().1;
         assert!(links >= 8 * (4096 + 4 * PAGEBLOCK_NR_PAGES as u64));

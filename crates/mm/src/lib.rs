@@ -27,6 +27,8 @@ pub mod page_alloc;
 pub mod restore;
 pub mod slowpath;
 pub mod swap;
+#[cfg(test)]
+mod test_machines;
 pub mod trace;
 pub mod types;
 pub mod vmscan;

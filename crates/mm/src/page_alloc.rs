@@ -1259,7 +1259,6 @@ impl Mm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mmzone::{MachineConfig, ZoneConfig};
     use proptest::prelude::*;
     use std::cell::Cell;
 
@@ -1279,30 +1278,8 @@ mod tests {
         });
     }
 
-    /// Two zones (DMA32 and Normal), two CPUs; small, so that frees reach `free_pcppages_bulk`
-    /// often and allocations run the buddy lists low.
     fn machine() -> Mm {
-        let dma32 = ZoneConfig {
-            zone_type: ZoneType::Dma32,
-            start_pfn: 4096,
-            spanned: 8192,
-            present: 8192,
-            managed: 8192,
-        };
-        let normal = ZoneConfig {
-            zone_type: ZoneType::Normal,
-            start_pfn: 4096 + 8192,
-            spanned: 16384,
-            present: 16384,
-            managed: 16384,
-        };
-        let m = MachineConfig {
-            zones: vec![dma32, normal],
-            nr_cpus: 2,
-        };
-        let mut mm = Mm::new(&m, crate::Tunables::default()).unwrap();
-        mm.set_trace_mask(trace_kind::ALL);
-        mm
+        crate::test_machines::dma32_normal(trace_kind::ALL)
     }
 
     /// Everything the refill and the drain may touch, rendered comparable: zones (free lists,

@@ -143,26 +143,13 @@ impl Mm {
 mod tests {
     use crate::filemap::Mapping;
     use crate::folio::FolioKind;
-    use crate::types::PAGEBLOCK_NR_PAGES;
-    use crate::{MachineConfig, Mm, Tunables, ZoneConfig, ZoneType};
 
     /// Settling forgets the writeback end of the folios whose I/O completed, and of no other:
     /// every folio answers `folio_test_writeback` as it did with the end kept, the ends still
     /// ahead are kept, a reused id's own end is left alone.
     #[test]
     fn settle_forgets_completed_ends_only() {
-        let z = ZoneConfig {
-            zone_type: ZoneType::Dma32,
-            start_pfn: 4096,
-            spanned: 8 * PAGEBLOCK_NR_PAGES,
-            present: 8 * PAGEBLOCK_NR_PAGES,
-            managed: 8 * PAGEBLOCK_NR_PAGES,
-        };
-        let m = MachineConfig {
-            zones: vec![z],
-            nr_cpus: 1,
-        };
-        let mut mm = Mm::new(&m, Tunables::default()).unwrap();
+        let mut mm = crate::test_machines::dma32(8);
         let map = mm.add_mapping(Mapping::no_large_folios());
         for i in 0..64 {
             mm.filemap_write(0, map, i, 4096);
