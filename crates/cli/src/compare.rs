@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::{example, write_via_tmp};
+use crate::write_via_tmp;
 
 /// Runs every configuration `runs` times on `jobs` threads and prints (or writes) the compare
 /// table in `format`; with `results_dir`, every run's result JSON as well.
@@ -40,6 +40,41 @@ pub fn compare(
                 labels.len(),
                 sim,
                 wall,
+                fraglab_sim::compare::format_table(&report)
+            )
+        }
+    };
+    match output {
+        Some(path) => write_via_tmp(&path, text),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+/// `compare --from DIR...`: the compare table of the result files in `dirs`, merged by
+/// [`fraglab_sim::compare::merge_results`] (the code the Python package's sweeps use).
+pub fn compare_from(
+    dirs: Vec<PathBuf>,
+    baseline: Option<String>,
+    format: String,
+    output: Option<PathBuf>,
+) -> Result<(), String> {
+    let files = fraglab_sim::compare::read_result_dirs(&dirs)?;
+    let (labels, results) = fraglab_sim::compare::merge_results(files, baseline.as_deref())?;
+    let report = fraglab_sim::compare::compare(&labels, &results);
+    let text = match format.as_str() {
+        "json" => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
+        "csv" => fraglab_sim::compare::format_csv(&report),
+        "markdown" => fraglab_sim::compare::format_markdown(&report),
+        _ => {
+            let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            format!(
+                "# fraglab compare: {} configurations x {} runs, merged from {}\n{}",
+                labels.len(),
+                report.runs,
+                dirs.join(" "),
                 fraglab_sim::compare::format_table(&report)
             )
         }
@@ -92,52 +127,10 @@ fn write_results(
     Ok(())
 }
 
-/// A compare configuration `[LABEL=]SPEC[@KEY=VALUE,...]` → (label, spec).
+/// A compare configuration `[LABEL=]SPEC[@KEY=VALUE,...]` → (label, spec)
+/// ([`fraglab_sim::compare::load_config`], shared with the Python package).
 pub fn load_config(c: &str) -> Result<(String, fraglab_spec::Spec), String> {
-    let (label, rest) = match c.split_once('=') {
-        Some((l, r))
-            if !l.is_empty()
-                && l.chars()
-                    .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
-                && !l.contains('@') =>
-        {
-            (Some(l.to_string()), r)
-        }
-        _ => (None, c),
-    };
-    let (file, ovr) = match rest.split_once('@') {
-        Some((f, o)) => (f, o),
-        None => (rest, ""),
-    };
-    let mut overrides = Vec::new();
-    for kv in ovr.split(',').filter(|s| !s.is_empty()) {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| format!("{c}: override {kv:?} is not KEY=VALUE"))?;
-        overrides.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    let spec = match file.strip_prefix("example:") {
-        Some(name) => {
-            let text =
-                fraglab_spec::apply_overrides(example(name)?, &overrides).map_err(|e| format!("{c}: {e}"))?;
-            fraglab_spec::parse_spec(&text, &format!("examples/{name}.toml [{ovr}]"))
-                .map_err(|e| e.to_string())?
-        }
-        None => {
-            fraglab_spec::load_spec_with(std::path::Path::new(file), &overrides).map_err(|e| e.to_string())?
-        }
-    };
-    let label = label.unwrap_or_else(|| {
-        let stem = std::path::Path::new(file.strip_prefix("example:").unwrap_or(file))
-            .file_stem()
-            .map_or(file.to_string(), |s| s.to_string_lossy().into_owned());
-        if ovr.is_empty() {
-            stem
-        } else {
-            format!("{stem}@{ovr}")
-        }
-    });
-    Ok((label, spec))
+    fraglab_sim::compare::load_config(c)
 }
 
 /// Runs every spec `runs` times (seed, seed + 1, ...) on `jobs` threads; the results are in

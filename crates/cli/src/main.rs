@@ -157,9 +157,21 @@ enum Cmd {
     /// `workload.X`, or a path into a workload's tables (`workload.kbuild.jobs_parallel` sets
     /// it in every `[[workload.kbuild]]`, `workload.thp_burst[1].size` in the second only).
     /// The first CONFIG is the baseline.
+    ///
+    /// With `--from DIR...` nothing is run: the result JSONs that `--results-dir` wrote (here or
+    /// on other machines) are merged into the table: every `LABEL-runN.json` of each DIR, the
+    /// configurations in order of first appearance (DIRs in the order given, each one's files
+    /// by name), `--baseline LABEL` first; two results of one label with the same seed, or of
+    /// different specs, are refused.
     Compare {
-        #[arg(required = true)]
+        #[arg(required_unless_present = "from")]
         configs: Vec<String>,
+        /// Merge the result files in these directories instead of running (see above).
+        #[arg(long, num_args = 1.., conflicts_with_all = ["configs", "jobs", "results_dir"])]
+        from: Vec<PathBuf>,
+        /// With `--from`: the label of the baseline column (default: the first label found).
+        #[arg(long, requires = "from")]
+        baseline: Option<String>,
         /// Simulations per configuration (seeds: the spec's seed, +1, +2, ...).
         #[arg(long, default_value_t = 1)]
         runs: u32,
@@ -412,12 +424,20 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             folio_mode,
         } => run::run(spec, example, output, folio_mode),
         Cmd::Compare {
+            from,
+            baseline,
+            format,
+            output,
+            ..
+        } if !from.is_empty() => compare::compare_from(from, baseline, format, output),
+        Cmd::Compare {
             configs,
             runs,
             jobs,
             format,
             output,
             results_dir,
+            ..
         } => compare::compare(configs, runs, jobs, format, output, results_dir),
         Cmd::Report {
             results,

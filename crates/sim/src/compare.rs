@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use fraglab_spec::result::{CompareReport, CompareRow, RunResult};
+use fraglab_spec::result::{CompareReport, CompareRow, RunResult, RESULT_SCHEMA};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 pub use fraglab_spec::result::rows::{amean, hmean, samples_of, stddev, summarize, Center, Summary};
@@ -283,4 +283,272 @@ pub fn format_csv(r: &CompareReport) -> String {
         }
     }
     out
+}
+
+/// A compare configuration `[LABEL=]SPEC[@KEY=VALUE,...]` → (label, spec): SPEC is a file or
+/// `example:NAME`, the overrides as [`fraglab_spec::apply_overrides`] takes them; without a
+/// LABEL, the file's stem (with `@` and the overrides when there are some). Shared by the
+/// `fraglab` commands that take configurations and the Python package.
+pub fn load_config(c: &str) -> Result<(String, fraglab_spec::Spec), String> {
+    let (label, rest) = match c.split_once('=') {
+        Some((l, r))
+            if !l.is_empty()
+                && l.chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
+                && !l.contains('@') =>
+        {
+            (Some(l.to_string()), r)
+        }
+        _ => (None, c),
+    };
+    let (file, ovr) = match rest.split_once('@') {
+        Some((f, o)) => (f, o),
+        None => (rest, ""),
+    };
+    let mut overrides = Vec::new();
+    for kv in ovr.split(',').filter(|s| !s.is_empty()) {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("{c}: override {kv:?} is not KEY=VALUE"))?;
+        overrides.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let spec = match file.strip_prefix("example:") {
+        Some(name) => {
+            let text = fraglab_spec::apply_overrides(fraglab_spec::examples::example(name)?, &overrides)
+                .map_err(|e| format!("{c}: {e}"))?;
+            fraglab_spec::parse_spec(&text, &format!("examples/{name}.toml [{ovr}]"))
+                .map_err(|e| e.to_string())?
+        }
+        None => {
+            fraglab_spec::load_spec_with(std::path::Path::new(file), &overrides).map_err(|e| e.to_string())?
+        }
+    };
+    let label = label.unwrap_or_else(|| {
+        let stem = std::path::Path::new(file.strip_prefix("example:").unwrap_or(file))
+            .file_stem()
+            .map_or(file.to_string(), |s| s.to_string_lossy().into_owned());
+        if ovr.is_empty() {
+            stem
+        } else {
+            format!("{stem}@{ovr}")
+        }
+    });
+    Ok((label, spec))
+}
+
+/// One run's result JSON to merge into a compare table (`fraglab compare --from`, the Python
+/// package's sweeps): the configuration it belongs to and where it came from (for messages).
+#[derive(Clone, Debug)]
+pub struct ResultSource {
+    pub label: String,
+    /// The file (or, for results gathered in memory, a description such as `base seed 3`).
+    pub source: String,
+    pub result: RunResult,
+}
+
+/// `LABEL-runN.json` (the names `fraglab compare --results-dir` writes) → (LABEL, N); `None`
+/// for any other name.
+pub fn parse_result_name(name: &str) -> Option<(String, u32)> {
+    let stem = name.strip_suffix(".json")?;
+    let (label, n) = stem.rsplit_once("-run")?;
+    if label.is_empty() || n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((label.to_string(), n.parse().ok()?))
+}
+
+/// Parses one result JSON; errors name `source` and, for bad JSON, its line and column. A
+/// result of another schema version is refused.
+pub fn parse_result(text: &str, source: &str) -> Result<RunResult, String> {
+    let r: RunResult = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "{source}: line {}, column {}: not a fraglab result JSON: {e}",
+            e.line(),
+            e.column()
+        )
+    })?;
+    if r.schema != RESULT_SCHEMA {
+        return Err(format!(
+            "{source}: result schema {} (this fraglab reads schema {RESULT_SCHEMA})",
+            r.schema
+        ));
+    }
+    Ok(r)
+}
+
+/// Groups run results into the configurations of a compare table, for [`compare`]:
+/// configurations in order of first appearance in `files`, except that `baseline` (when given)
+/// comes first; a configuration's runs in the order of `files`. Refused, with the files named:
+/// two results of one configuration with the same seed (the same run twice), and results of one
+/// configuration from different specs (`spec_name`) or engines; a `baseline` no result has.
+pub fn merge_results(
+    files: Vec<ResultSource>,
+    baseline: Option<&str>,
+) -> Result<(Vec<String>, Vec<Vec<RunResult>>), String> {
+    if files.is_empty() {
+        return Err("no results to compare".into());
+    }
+    let mut labels: Vec<String> = Vec::new();
+    let mut groups: Vec<Vec<ResultSource>> = Vec::new();
+    for f in files {
+        let i = match labels.iter().position(|l| *l == f.label) {
+            Some(i) => i,
+            None => {
+                labels.push(f.label.clone());
+                groups.push(Vec::new());
+                labels.len() - 1
+            }
+        };
+        if let Some(first) = groups[i].first() {
+            if let Some(dup) = groups[i].iter().find(|g| g.result.seed == f.result.seed) {
+                return Err(format!(
+                    "{} and {}: both are configuration {:?} with seed {} (the same run twice)",
+                    dup.source, f.source, f.label, f.result.seed
+                ));
+            }
+            if first.result.spec_name != f.result.spec_name || first.result.engine != f.result.engine {
+                return Err(format!(
+                    "{}: configuration {:?} mixes results of different specs or engines ({} is spec {:?} on {}, this is spec {:?} on {})",
+                    f.source,
+                    f.label,
+                    first.source,
+                    first.result.spec_name.as_deref().unwrap_or(""),
+                    first.result.engine,
+                    f.result.spec_name.as_deref().unwrap_or(""),
+                    f.result.engine
+                ));
+            }
+        }
+        groups[i].push(f);
+    }
+    if let Some(b) = baseline {
+        let i = labels.iter().position(|l| l == b).ok_or_else(|| {
+            format!(
+                "--baseline {b:?}: no result has that label (there are: {})",
+                labels.join(", ")
+            )
+        })?;
+        let l = labels.remove(i);
+        labels.insert(0, l);
+        let g = groups.remove(i);
+        groups.insert(0, g);
+    }
+    let results = groups
+        .into_iter()
+        .map(|g| g.into_iter().map(|f| f.result).collect())
+        .collect();
+    Ok((labels, results))
+}
+
+/// The result files of `compare --from DIR...`: every `LABEL-runN.json` in each directory
+/// (other files are ignored), the directories in the order given, each one's files by LABEL
+/// and then N; an error when a directory cannot be read or holds no such file, or a file is not
+/// a result JSON.
+pub fn read_result_dirs(dirs: &[std::path::PathBuf]) -> Result<Vec<ResultSource>, String> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let rd = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut names: Vec<(String, u32, std::path::PathBuf)> = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some((label, n)) = parse_result_name(&name) {
+                names.push((label, n, entry.path()));
+            }
+        }
+        if names.is_empty() {
+            return Err(format!(
+                "{}: no result files (LABEL-runN.json, as `fraglab compare --results-dir` writes)",
+                dir.display()
+            ));
+        }
+        names.sort();
+        for (label, _, path) in names {
+            let source = path.display().to_string();
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("{source}: {e}"))?;
+            let result = parse_result(&text, &source)?;
+            out.push(ResultSource {
+                label,
+                source,
+                result,
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(label: &str, seed: u64, spec: &str) -> ResultSource {
+        ResultSource {
+            label: label.into(),
+            source: format!("{label}-{seed}.json"),
+            result: RunResult {
+                schema: RESULT_SCHEMA,
+                engine: "sim".into(),
+                spec_name: Some(spec.into()),
+                seed,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn result_names() {
+        assert_eq!(parse_result_name("base-run1.json"), Some(("base".into(), 1)));
+        assert_eq!(
+            parse_result_name("a-run-b@x=1-run12.json"),
+            Some(("a-run-b@x=1".into(), 12))
+        );
+        assert_eq!(parse_result_name("compare.json"), None);
+        assert_eq!(parse_result_name("-run1.json"), None);
+        assert_eq!(parse_result_name("base-run.json"), None);
+        assert_eq!(parse_result_name("base-run1x.json"), None);
+        assert_eq!(parse_result_name("base-run1.json.tmp"), None);
+    }
+
+    #[test]
+    fn merge_orders_by_first_appearance_and_baseline() {
+        let files = vec![
+            src("b", 1, "s"),
+            src("a", 1, "s"),
+            src("b", 2, "s"),
+            src("a", 2, "s"),
+        ];
+        let (labels, res) = merge_results(files.clone(), None).unwrap();
+        assert_eq!(labels, ["b", "a"]);
+        assert_eq!(res[0].iter().map(|r| r.seed).collect::<Vec<_>>(), [1, 2]);
+        let (labels, res) = merge_results(files, Some("a")).unwrap();
+        assert_eq!(labels, ["a", "b"]);
+        assert_eq!(res.len(), 2);
+        assert_eq!(res[1].len(), 2);
+    }
+
+    #[test]
+    fn merge_refuses_duplicates_mixed_specs_and_unknown_baseline() {
+        let e = merge_results(vec![src("a", 1, "s"), src("a", 1, "s")], None).unwrap_err();
+        assert!(e.contains("a-1.json and a-1.json") && e.contains("seed 1"), "{e}");
+        let e = merge_results(vec![src("a", 1, "s"), src("a", 2, "t")], None).unwrap_err();
+        assert!(e.starts_with("a-2.json: configuration \"a\" mixes"), "{e}");
+        let e = merge_results(vec![src("a", 1, "s")], Some("z")).unwrap_err();
+        assert!(e.contains("\"z\"") && e.contains("there are: a"), "{e}");
+        assert!(merge_results(Vec::new(), None).is_err());
+    }
+
+    #[test]
+    fn parse_result_names_the_source_and_line() {
+        let e = parse_result("{\n  \"schema\": 1,\n  oops", "d/x-run1.json").unwrap_err();
+        assert!(e.starts_with("d/x-run1.json: line 3"), "{e}");
+        let mut r = src("a", 1, "s").result;
+        r.schema = RESULT_SCHEMA + 1;
+        let e = parse_result(&serde_json::to_string(&r).unwrap(), "f.json").unwrap_err();
+        assert!(e.contains("schema"), "{e}");
+        r.schema = RESULT_SCHEMA;
+        assert_eq!(
+            parse_result(&serde_json::to_string(&r).unwrap(), "f.json").unwrap(),
+            r
+        );
+    }
 }

@@ -145,6 +145,7 @@ pub use fraglab_types::{CompactPriority, FolioKind, FolioMode, Gfp, MappingKind,
 
 pub mod docs;
 mod error;
+pub mod examples;
 mod keys;
 mod knobs;
 mod model;
