@@ -8,13 +8,13 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 create_exception!(
-    _native,
+    fraglab,
     FraglabError,
     PyValueError,
     "An error of fraglab's: bad input (a spec, an override, a result file) or a run that could not complete. The message is fraglab's own (file, line, key where there are some)."
 );
 create_exception!(
-    _native,
+    fraglab,
     SpecError,
     FraglabError,
     "A spec that could not be read, parsed or validated; `file`, `line` (0 when none) and `key` (or None) say where."
