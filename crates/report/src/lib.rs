@@ -173,6 +173,43 @@ fn axis(title: &str, extra: Value) -> Value {
     a
 }
 
+/// Rounded ticks for a log axis over the positive values of `data`'s traces on `yaxis`
+/// (all traces when `None`): powers of ten over wide ranges, 1-3, 1-2-5 or finer steps over
+/// narrow ones, so that every panel has a few labelled ticks and none crowds.
+fn log_ticks(data: &[Value], yaxis: Option<&str>) -> Value {
+    let ys = data
+        .iter()
+        .filter(|t| yaxis.is_none_or(|a| t["yaxis"].as_str().unwrap_or("y") == a))
+        .flat_map(|t| t["y"].as_array().into_iter().flatten())
+        .filter_map(Value::as_f64)
+        .filter(|v| *v > 0.0);
+    let (lo, hi) = ys.fold((f64::INFINITY, 0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if !lo.is_finite() {
+        return json!({});
+    }
+    let d = (hi / lo).log10();
+    let mantissas: &[f64] = if d >= 2.5 {
+        &[1.0]
+    } else if d >= 1.0 {
+        &[1.0, 3.0]
+    } else if d >= 0.4 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]
+    };
+    let mut vals = Vec::new();
+    for k in (lo.log10().floor() as i32)..=(hi.log10().ceil() as i32) {
+        for m in mantissas {
+            let v = r4(m * 10f64.powi(k));
+            if v >= lo * 0.98 && v <= hi * 1.02 {
+                vals.push(v);
+            }
+        }
+    }
+    let text: Vec<String> = vals.iter().map(|v| format!("{v}")).collect();
+    json!({"tickmode": "array", "tickvals": vals, "ticktext": text})
+}
+
 /// Rounds to 4 significant digits (smaller pages, same plots).
 fn r4(v: f64) -> f64 {
     if v == 0.0 || !v.is_finite() {
@@ -278,13 +315,14 @@ fn free_by_order(cfgs: &[Config]) -> Option<Figure> {
                 json!({"anchor": format!("y{suffix}"), "nticks": 5}),
             ),
         );
-        extra.insert(
-            format!("yaxis{suffix}"),
-            axis(
-                if o % cols == 0 { "free (MiB)" } else { "" },
-                json!({"type": "log", "anchor": format!("x{suffix}"), "dtick": 1, "exponentformat": "none"}),
-            ),
+        let mut y = axis(
+            if o % cols == 0 { "free (MiB)" } else { "" },
+            json!({"type": "log", "anchor": format!("x{suffix}")}),
         );
+        if let (Value::Object(m), Value::Object(t)) = (&mut y, log_ticks(&data, Some(&ya))) {
+            m.extend(t);
+        }
+        extra.insert(format!("yaxis{suffix}"), y);
         notes.push(json!({
             "text": format!("<b>order {o}</b> ({} KiB)", 4u64 << o),
             "xref": format!("x{suffix} domain"), "yref": format!("y{suffix} domain"),
@@ -344,10 +382,11 @@ fn overlay(
         return None;
     }
     let y = if log_y {
-        axis(
-            y_label,
-            json!({"type": "log", "dtick": 1, "exponentformat": "none"}),
-        )
+        let mut y = axis(y_label, json!({"type": "log"}));
+        if let (Value::Object(m), Value::Object(t)) = (&mut y, log_ticks(&data, None)) {
+            m.extend(t);
+        }
+        y
     } else {
         zero_based(y_label, &data)
     };
@@ -713,12 +752,14 @@ fn pageblock_map(c: &Config, ci: usize, blocks_max: usize) -> Option<Figure> {
     // Zone boundaries: a line and the zone's name at its first block.
     let mut shapes = Vec::new();
     let mut notes = Vec::new();
-    for (name, start) in &first.zones {
+    // Every other name raised a line, so that a small zone's (DMA's 8 blocks) does not cover
+    // the next one's.
+    for (zi, (name, start)) in first.zones.iter().enumerate() {
         let x = (*start / per_col) as f64 - 0.5;
         if *start > 0 {
             shapes.push(json!({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1, "line": {"color": "#000", "width": 1.5}}));
         }
-        notes.push(json!({"text": name, "xref": "x", "yref": "paper", "x": x + 1.0, "y": 1.0, "xanchor": "left", "yanchor": "bottom", "showarrow": false, "font": {"size": 11}}));
+        notes.push(json!({"text": name, "xref": "x", "yref": "paper", "x": x + 0.5, "y": 1.0, "xanchor": "left", "yanchor": "bottom", "yshift": 13 * (zi % 2) as i64, "showarrow": false, "font": {"size": 11}}));
     }
     let rows = types.len();
     let height = (rows as u32 * 3).clamp(160, 420) + 110;
@@ -759,7 +800,7 @@ fn pageblock_map(c: &Config, ci: usize, blocks_max: usize) -> Option<Figure> {
                 "xaxis": axis("pageblock, in pfn order (pfn ≈ block × 512)", json!({"range": [-0.5, blocks_max as f64 - 0.5], "showgrid": false})),
                 "yaxis": axis("simulated time (s)", json!({"autorange": "reversed", "showgrid": false})),
                 "shapes": shapes, "annotations": notes,
-                "margin": {"l": 70, "r": 20, "t": 60, "b": 55},
+                "margin": {"l": 70, "r": 20, "t": 70, "b": 55},
             }),
         ),
         pageblocks: Some(json!({
