@@ -68,10 +68,10 @@ pub fn run_workload_inspect(
     if let Some(cfg) = crate::boot::damon_config(spec) {
         e.start_kdamond(cfg);
     }
-    let rec = Recorder::install(&mut e, w.duration_ns);
+    let rec = Recorder::install(&mut e);
     let proc_start = proc_snapshot(&e.mm);
     let start = vmstat_values(&e.mm);
-    let end_ns = run_to_end(&mut e, w.duration_ns, progress);
+    let end_ns = run_to_end(&mut e, w.duration_ns, &rec.maps, progress);
     at_end(&e.mm);
     e.mm.check_invariants().map_err(|v| {
         RunError(format!(
@@ -111,8 +111,8 @@ pub fn run_workload_inspect(
     Ok(r)
 }
 
-/// What a timed run records as it goes: a sample per tick, a pageblock map at whole seconds
-/// (about 120 over the run) and, with `[run] trace`, the trace events.
+/// What a timed run records as it goes: a sample per tick, pageblock maps on the
+/// [`MapCadence`] (taken by [`run_to_end`]) and, with `[run] trace`, the trace events.
 struct Recorder {
     samples: Rc<RefCell<Vec<Sample>>>,
     maps: Rc<RefCell<Vec<PageblockMap>>>,
@@ -122,22 +122,16 @@ struct Recorder {
 }
 
 impl Recorder {
-    /// Takes the first sample and map and registers the tick hook that takes the others.
-    fn install(e: &mut Engine, duration_ns: u64) -> Recorder {
+    /// Takes the first sample and map and registers the tick hook that takes the other samples.
+    fn install(e: &mut Engine) -> Recorder {
         let samples = Rc::new(RefCell::new(vec![sample(&e.mm, 0)]));
         let s2 = samples.clone();
-        // About 120 pageblock maps over the run, at whole seconds.
-        let map_every = (duration_ns / 120).div_ceil(1_000_000_000).max(1) * 1_000_000_000;
         let maps = Rc::new(RefCell::new(vec![pageblock_snapshot(&e.mm, 0)]));
-        let m2 = maps.clone();
         // The trace buffer is emptied every tick so that a long run does not hold them all.
         let traced = Rc::new(RefCell::new((BTreeMap::<String, u64>::new(), String::new())));
         let t2 = traced.clone();
         e.on_tick(Box::new(move |t, mm| {
             s2.borrow_mut().push(sample(mm, t));
-            if t % map_every == 0 {
-                m2.borrow_mut().push(pageblock_snapshot(mm, t));
-            }
             drain_trace(mm, &mut t2.borrow_mut());
         }));
         Recorder {
@@ -148,16 +142,73 @@ impl Recorder {
     }
 }
 
+/// Pageblock map cells (blocks × maps) a run holds at most: a few hundred MB of JSON on a
+/// 1 TiB machine's 524,288 blocks, as before the cadence below.
+const MAP_CELLS: u64 = 64 << 20;
+
+/// When the pageblock maps are taken: enough of them to see the run change however soon the
+/// workload ends before its `duration` (a kbuild burst run of 25 s under a 10-minute cap
+/// had 7), and a bounded number on any machine. A map every `step` of simulated time, from
+/// 100 ms, at the first event at or after each multiple of the step; once more than `max`
+/// are held, the step doubles and only the first map of each new step is kept, so a run of any
+/// length ends with between `max / 2` and `max` maps, evenly spaced. `max` is
+/// [`MAP_CELLS`] / blocks, between 16 and 240. Taking a map reads the model, never changes it:
+/// only the result's `pageblock_maps` depend on the cadence.
+struct MapCadence {
+    step: u64,
+    next: u64,
+    max: usize,
+}
+
+impl MapCadence {
+    fn new(blocks: u64) -> MapCadence {
+        MapCadence {
+            step: 100_000_000,
+            next: 100_000_000,
+            max: (MAP_CELLS / blocks.max(1)).clamp(16, 240) as usize,
+        }
+    }
+
+    /// Takes a map at `now` if a step boundary has passed, thinning the maps when too many.
+    fn tick(&mut self, now: u64, mm: &Mm, maps: &mut Vec<PageblockMap>) {
+        if now < self.next {
+            return;
+        }
+        maps.push(pageblock_snapshot(mm, now));
+        if maps.len() > self.max {
+            self.step *= 2;
+            let step = self.step;
+            let mut last = None;
+            maps.retain(|m| {
+                let slot = m.t_ns / step;
+                let keep = last != Some(slot);
+                last = Some(slot);
+                keep
+            });
+        }
+        self.next = (now / self.step + 1) * self.step;
+    }
+}
+
 /// Runs the engine until the workload is done or `duration` has passed, reporting progress at
-/// most once per simulated 100 ms. Returns the end time.
-fn run_to_end(e: &mut Engine, duration: u64, progress: &mut dyn FnMut(u64, u64)) -> u64 {
+/// most once per simulated 100 ms and taking pageblock maps into `maps` on the
+/// [`MapCadence`]. Returns the end time.
+fn run_to_end(
+    e: &mut Engine,
+    duration: u64,
+    maps: &RefCell<Vec<PageblockMap>>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> u64 {
     let mut last = 0u64;
+    let blocks = maps.borrow().first().map_or(1, |m| m.types.len() as u64);
+    let mut cadence = MapCadence::new(blocks);
     e.run(duration, |e| {
         let now = e.now();
         if now >= last + 100_000_000 {
             last = now;
             progress(now, duration);
         }
+        cadence.tick(now, &e.mm, &mut maps.borrow_mut());
         e.workload_done()
     })
 }

@@ -46,7 +46,8 @@ pub struct RunResult {
     /// Host engine with tracing: events recorded per tracepoint name over the run.
     #[serde(default)]
     pub trace_counts: BTreeMap<String, u64>,
-    /// The pageblock map at (at most about 120) points of the run.
+    /// The pageblock map at evenly spaced points of the run (at most 240; fraglab-sim
+    /// `timed::MapCadence`), and at its end.
     #[serde(default)]
     pub pageblock_maps: Vec<PageblockMap>,
     /// Simulator only: work of the allocator that /proc/vmstat does not count, over the run —
