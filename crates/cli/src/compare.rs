@@ -5,6 +5,11 @@ use std::path::PathBuf;
 
 use crate::write_via_tmp;
 
+/// The most runs per configuration: `compare` holds every run's result in memory until it
+/// prints the table (the statistics need them all), and even the smallest result is tens of KiB
+/// (`--runs 4000000000` asked the allocator for 6.5 TB up front and aborted).
+pub const MAX_RUNS: u32 = 10_000;
+
 /// Runs every configuration `runs` times on `jobs` threads and prints (or writes) the compare
 /// table in `format`; with `results_dir`, every run's result JSON as well.
 pub fn compare(
@@ -17,6 +22,12 @@ pub fn compare(
 ) -> Result<(), String> {
     if runs == 0 {
         return Err("--runs must be at least 1".into());
+    }
+    if runs > MAX_RUNS {
+        return Err(format!(
+            "--runs {runs}: at most {MAX_RUNS} runs per configuration (compare holds every run's \
+             result in memory until it prints the table)"
+        ));
     }
     let (labels, specs) = load_configs(&configs)?;
     let jobs = jobs

@@ -100,6 +100,13 @@ const AT_LEAST_1: KeyKind = KeyKind::Int {
     hi: u32::MAX as i64,
     range: ">= 1",
 };
+/// The range of an `alloc` or `fault` op's `count`: its real bound depends on the machine
+/// (`parse::WORK_FACTOR`) and is checked by the op's parser.
+const OP_COUNT: KeyKind = KeyKind::Int {
+    lo: 1,
+    hi: i64::MAX,
+    range: ">= 1",
+};
 /// The range of the generators' counts.
 const MAX_2_20: (i64, &str) = (1 << 20, "1..=1048576");
 const PFN: KeyKind = KeyKind::Int {
@@ -377,7 +384,12 @@ pub(crate) const DAMON: &[KeyDef] = &[
 /// `[[op]]` with `alloc`.
 pub(crate) const OP_ALLOC: &[KeyDef] = &[
     action("alloc", KeyKind::Str, "allocate into this named set"),
-    key("count", AT_LEAST_1, KeyDefault::Int(1), "how many allocations"),
+    key(
+        "count",
+        OP_COUNT,
+        KeyDefault::Int(1),
+        "how many allocations (at most 16 x the machine's pages and swap)",
+    ),
     key("order", ORDER, KeyDefault::Int(0), "the order of each allocation"),
     key(
         "gfp",
@@ -510,7 +522,12 @@ pub(crate) const OP_PROACTIVE: &[KeyDef] = &[
 /// `[[op]]` with `fault`.
 pub(crate) const OP_FAULT: &[KeyDef] = &[
     action("fault", KeyKind::Str, "THP faults into this named set"),
-    key("count", AT_LEAST_1, KeyDefault::Int(1), "how many faults"),
+    key(
+        "count",
+        OP_COUNT,
+        KeyDefault::Int(1),
+        "how many faults (at most 16 x the machine's pages and swap)",
+    ),
     boolean("madvised", false, "the VMA is MADV_HUGEPAGE"),
     CPU,
 ];

@@ -24,6 +24,24 @@ pub const MIN_MEMORY_BYTES: u64 = PAGEBLOCK_NR_PAGES as u64 * PAGE_SIZE;
 /// The largest machine: 1 TiB.
 pub const MAX_MEMORY_BYTES: u64 = 1 << 40;
 
+/// The largest file size, and so the end of the furthest byte a `read` or `write` may touch:
+/// the kernel's `MAX_LFS_FILESIZE` on 64-bit (include/linux/fs.h: `LLONG_MAX`, 8 EiB - 1). A
+/// write at or past it fails with EFBIG in the kernel (`generic_write_check_limits`), a read
+/// returns nothing (`filemap_read`); a spec asking for either is refused. The page cache holds
+/// any page index below it at a cost bounded by the pages cached (mm's `xarray.rs`).
+pub const MAX_LFS_FILESIZE: u64 = i64::MAX as u64;
+
+/// How much work one op may ask for, relative to the machine: an `alloc` of `count` folios of
+/// order `o` (`count << o` pages), a `fault` of `count` THPs (at least a page each) or a `read`
+/// or `write` of `length` bytes may cover at most this many times the machine's pages plus its
+/// swap. Past memory and swap the rest only repeats: every further allocation fails after a
+/// full slow path (reclaim, compaction: ~7.6 µs each measured on a 256 MiB machine, so
+/// 2^32 - 1 of them would run ~9 h) and every further page read or written evicts another
+/// (~2.9 µs per page measured, a 1 TiB read on a 1 GiB machine ~13 min) — minutes to hours without a
+/// new result. The bound scales with the machine, so a large run on a large machine is still
+/// possible; not checked when the machine is a snapshot (its size is known only at boot).
+pub const WORK_FACTOR: u64 = 16;
+
 const ZONE_NAMES: &[&str] = &["DMA", "DMA32", "Normal", "Movable"];
 const SIZE_FORM: &str =
     "expected bytes as an integer or a string like \"4GiB\"; units B, KiB, MiB, GiB, TiB or K, M, G, T";
@@ -265,6 +283,13 @@ impl Cx<'_> {
         let v = self.int(node, key)?;
         if (lo..=hi).contains(&v) {
             Ok(v)
+        } else if v > hi && !range.contains("..=") && !range.contains(&hi.to_string()) {
+            // A range such as ">= 1" does not say where it ends: name the real limit.
+            Err(self.err(
+                node.pos,
+                key,
+                format!("{v} is out of range (expected {range}, at most {hi})"),
+            ))
         } else {
             Err(self.err(node.pos, key, format!("{v} is out of range (expected {range})")))
         }
@@ -390,6 +415,49 @@ impl Cx<'_> {
             ));
         }
         Ok(Some(v))
+    }
+
+    /// The byte range `offset..offset + length` that a read or write of `t` (keys `offset`
+    /// and `length`) touches ends at or before [`MAX_LFS_FILESIZE`]; `what` names the access.
+    fn file_range(&self, t: &Tbl, what: &str, offset: u64, length: u64) -> R<()> {
+        let limit = "MAX_LFS_FILESIZE = 2^63 - 1 bytes (include/linux/fs.h), the largest file offset the model supports";
+        if offset >= MAX_LFS_FILESIZE {
+            let e = t.get("offset").expect("an offset past 0 is given");
+            return Err(self.err(
+                e.node.pos,
+                &t.key("offset"),
+                format!("a {what} at byte {offset} starts at or past the end of the largest file, {limit}"),
+            ));
+        }
+        if length > MAX_LFS_FILESIZE - offset {
+            let e = t.get("length").expect("a length past 0 is given");
+            return Err(self.err(
+                e.node.pos,
+                &t.key("length"),
+                format!(
+                    "a {what} of {length} bytes at byte {offset} ends past {limit} (at most {} bytes here)",
+                    MAX_LFS_FILESIZE - offset
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A `file_size` of `t` is at most [`MAX_LFS_FILESIZE`].
+    fn max_file_size(&self, t: &Tbl, size: u64) -> R<()> {
+        if size <= MAX_LFS_FILESIZE {
+            return Ok(());
+        }
+        let e = t
+            .get("file_size")
+            .expect("only an explicit file_size can be that large");
+        Err(self.err(
+            e.node.pos,
+            &t.key("file_size"),
+            format!(
+                "{size} bytes is past MAX_LFS_FILESIZE = 2^63 - 1 bytes (include/linux/fs.h), the largest file the model supports"
+            ),
+        ))
     }
 
     /// Declared size key `k` of `t`, or its default.

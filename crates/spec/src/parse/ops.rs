@@ -103,7 +103,7 @@ impl Cx<'_> {
                 Op::Fault {
                     line,
                     set: set.to_string(),
-                    count: self.int_key(t, "count")? as u32,
+                    count: self.op_count(t, 0, "faults (each takes at least a page)", machine)?,
                     madvised: self.bool_key(t, "madvised")?,
                     cpu: self.cpu(t, machine)?,
                 }
@@ -142,6 +142,74 @@ impl Cx<'_> {
         })
     }
 
+    /// The machine's pages plus its swap's, when the spec gives its size (not a snapshot's).
+    fn machine_pages(machine: &MachineSpec) -> Option<u64> {
+        let ram = match (&machine.zones, machine.memory_bytes) {
+            (Some(zones), _) => zones.iter().map(|z| z.present).sum(),
+            (None, Some(bytes)) => bytes / PAGE_SIZE,
+            (None, None) => return None,
+        };
+        Some(ram + machine.swap_bytes / PAGE_SIZE)
+    }
+
+    /// The `count` of an `alloc` or `fault` op (`what` names its items, each at least
+    /// `1 << order` pages): at most [`WORK_FACTOR`] times the machine's pages plus swap (see
+    /// there why), and at most `u32::MAX`.
+    fn op_count(&self, t: &Tbl, order: u32, what: &str, machine: &MachineSpec) -> R<u32> {
+        let count = self.int_key(t, "count")? as u64;
+        let Some(e) = t.get("count") else {
+            return Ok(count as u32);
+        };
+        let key = t.key("count");
+        if let Some(pages) = Self::machine_pages(machine) {
+            let max = (WORK_FACTOR * pages >> order).max(1);
+            if count > max && max < u32::MAX as u64 {
+                return Err(self.err(
+                    e.node.pos,
+                    &key,
+                    format!(
+                        "{count} {what} is more than the machine can hold {WORK_FACTOR} times over \
+                         ({pages} pages of memory and swap): past them every allocation fails \
+                         after a full slow path, minutes to hours of work with no new result \
+                         (at most {max} here; a larger machine takes more)"
+                    ),
+                ));
+            }
+        }
+        if count > u32::MAX as u64 {
+            return Err(self.err(
+                e.node.pos,
+                &key,
+                format!("{count} is out of range (expected >= 1, at most {})", u32::MAX),
+            ));
+        }
+        Ok(count as u32)
+    }
+
+    /// The `length` of a `read` or `write` op: at most [`WORK_FACTOR`] times the machine's
+    /// memory plus swap (see there why).
+    fn op_length(&self, t: &Tbl, action: &str, length: u64, machine: &MachineSpec) -> R<()> {
+        let Some(pages) = Self::machine_pages(machine) else {
+            return Ok(());
+        };
+        let max = WORK_FACTOR * pages * PAGE_SIZE;
+        if length <= max {
+            return Ok(());
+        }
+        let e = t.get("length").expect("a required length");
+        Err(self.err(
+            e.node.pos,
+            &t.key("length"),
+            format!(
+                "a {action} of {length} bytes is more than {WORK_FACTOR} times the machine's memory \
+                 and swap ({} bytes): past them every page {action} evicts another, minutes to \
+                 hours of work with no new result (at most {max} bytes here; a larger machine \
+                 takes more)",
+                pages * PAGE_SIZE
+            ),
+        ))
+    }
+
     /// The `cpu` key of op `t`: a CPU of the machine, default 0.
     fn cpu(&self, t: &Tbl, machine: &MachineSpec) -> R<u32> {
         // Declared in keys::OPS; its range depends on machine.cpus, so it is checked here.
@@ -174,8 +242,8 @@ impl Cx<'_> {
         named: &mut Named,
     ) -> R<Op> {
         let set = self.set_name(t, action, "a")?;
-        let count = self.int_key(t, "count")? as u32;
         let order = self.int_key(t, "order")? as u32;
+        let count = self.op_count(t, order, &format!("allocations of order {order}"), machine)?;
         let g = self.need_key(t, "gfp")?;
         let gfp = self.gfp(&g.node, &t.key("gfp"))?;
         let must_succeed = self.bool_key(t, "must_succeed")?;
@@ -261,6 +329,8 @@ impl Cx<'_> {
         }
         let offset = self.size_key(t, "offset")?;
         let length = self.size_key(t, "length")?;
+        self.file_range(t, &action.key, offset, length)?;
+        self.op_length(t, &action.key, length, machine)?;
         if action.key == "write" {
             return Ok(Op::Write {
                 line,
@@ -271,6 +341,7 @@ impl Cx<'_> {
             });
         }
         let file_size = self.opt_size_key(t, "file_size")?.unwrap_or(offset + length);
+        self.max_file_size(t, file_size)?;
         if file_size < offset + length {
             let e = t.get("file_size").expect("an explicit file_size");
             return Err(self.err(

@@ -324,16 +324,18 @@ impl Cx<'_> {
         self.need_key(s, "length")?;
         let offset = self.size_key(s, "offset")?;
         let length = self.size_key(s, "length")?;
+        self.file_range(s, &a.key, offset, length)?;
         let mapping = self.step_mapping(s, a, &file, false)?;
         Ok(if a.key == "read" {
+            let file_size = self.opt_size_key(s, "file_size")?;
+            if let Some(size) = file_size {
+                self.max_file_size(s, size)?;
+            }
             TaskStep::Read {
                 file,
                 offset,
                 length,
-                file_size: self
-                    .opt_size_key(s, "file_size")?
-                    .unwrap_or(offset + length)
-                    .max(offset + length),
+                file_size: file_size.unwrap_or(offset + length).max(offset + length),
                 random: self.step_random(s)?,
                 mapping,
             }
