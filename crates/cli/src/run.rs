@@ -14,6 +14,9 @@ pub fn run(
     output: Option<PathBuf>,
     folio_mode: Option<fraglab_spec::FolioMode>,
 ) -> Result<(), String> {
+    if let Some(p) = &output {
+        crate::check_output("-o", p)?;
+    }
     let mut spec = match (spec, ex) {
         (Some(path), _) => fraglab_spec::load_spec(&path).map_err(|e| e.to_string())?,
         (None, Some(name)) => fraglab_spec::parse_spec(example(&name)?, &format!("examples/{name}.toml"))

@@ -1,0 +1,160 @@
+//! Issue 23 item 5: no silent acceptance — output paths checked before the run, warnings for
+//! inputs that are accepted but do not do what they say, line numbers on every spec error,
+//! timeless runs' JSON results.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn fraglab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fraglab"))
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fraglab-inputs-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The whole kbuild-thp experiment: minutes of work, so a check after the run would show.
+const LONG: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../experiments/defrag-mode/kbuild-thp.toml"
+);
+
+/// Runs `cmd`, which must fail within two seconds with one line naming `path` and `why`.
+fn fails_at_once(mut cmd: Command, path: &Path, why: &str) {
+    let t = Instant::now();
+    let o = cmd.output().unwrap();
+    let took = t.elapsed();
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{cmd:?} should fail");
+    assert!(
+        took < Duration::from_secs(2),
+        "{cmd:?}: failed only after {took:?}: the path was not checked before the run"
+    );
+    assert_eq!(err.lines().count(), 1, "one line: {err:?}");
+    assert!(
+        err.contains(&path.display().to_string()) && err.contains(why),
+        "{cmd:?}: names {} and {why:?}: {err}",
+        path.display()
+    );
+}
+
+/// `run -o`, `compare -o`, `compare --results-dir` and `report -o` refuse a path they could
+/// not write before any simulation: a missing directory, a file where a directory should be,
+/// a directory where the file should be.
+#[test]
+fn bad_output_paths_fail_before_the_run() {
+    let d = temp_dir("paths");
+    let file = d.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let missing = d.join("no-such-dir").join("out.json");
+
+    let mut c = fraglab();
+    c.args(["run", LONG, "-o"]).arg(&missing);
+    fails_at_once(c, &missing, "does not exist");
+
+    let under_file = file.join("out.json");
+    let mut c = fraglab();
+    c.args(["run", LONG, "-o"]).arg(&under_file);
+    fails_at_once(c, &under_file, "is not a directory");
+
+    let mut c = fraglab();
+    c.args(["run", LONG, "-o"]).arg(&d);
+    fails_at_once(c, &d, "is a directory");
+
+    let mut c = fraglab();
+    c.args(["compare", LONG, "-o"]).arg(&missing);
+    fails_at_once(c, &missing, "does not exist");
+
+    let rd = file.join("results");
+    let mut c = fraglab();
+    c.args(["compare", LONG, "--results-dir"]).arg(&rd);
+    fails_at_once(c, &file, "is not a directory");
+
+    let mut c = fraglab();
+    c.args(["report", LONG, "-o"]).arg(&missing);
+    fails_at_once(c, &missing, "does not exist");
+
+    // Nothing was left behind: no temporary file, no probe.
+    let mut left: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    left.sort();
+    assert_eq!(left, vec![std::ffi::OsString::from("a-file")]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `--jobs 0` is refused (zero threads would run nothing) rather than quietly taken as 1.
+#[test]
+fn jobs_zero_is_refused() {
+    let o = fraglab().args(["compare", LONG, "--jobs", "0"]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--jobs") && stderr(&o).contains("at least 1"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+const TIMED: &str = r#"name = "tiny"
+[machine]
+memory = "128MiB"
+cpus = 2
+[knobs]
+"transparent_hugepage/enabled" = "madvise"
+[run]
+seed = 5
+[workload]
+duration = "1s"
+[[workload.thp_burst]]
+interval = "200ms"
+size = "16MiB"
+hold = "100ms"
+bursts = 2
+"#;
+
+/// A label holding a `/` (as every `transparent_hugepage/...` override makes in compare's
+/// default labels) gives one file in `--results-dir`, its `/` replaced; the table keeps the label.
+#[test]
+fn results_dir_takes_labels_with_a_slash() {
+    let d = temp_dir("labels");
+    let spec = d.join("tiny.toml");
+    std::fs::write(&spec, TIMED).unwrap();
+    let s = spec.to_str().unwrap();
+    let rd = d.join("results");
+    let o = fraglab()
+        .args(["compare", s])
+        .arg(format!("{s}@transparent_hugepage/enabled=never"))
+        .arg("--results-dir")
+        .arg(&rd)
+        .args(["--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut files: Vec<String> = std::fs::read_dir(&rd)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        vec![
+            "tiny-run1.json".to_string(),
+            "tiny@transparent_hugepage_enabled=never-run1.json".to_string()
+        ]
+    );
+    let table = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        table.contains("tiny@transparent_hugepage/enabled=never"),
+        "{table}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
