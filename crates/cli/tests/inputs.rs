@@ -158,3 +158,64 @@ fn results_dir_takes_labels_with_a_slash() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Runs `fraglab run` on a spec of these bytes; returns (success, stderr).
+fn run_bytes(name: &str, bytes: &[u8]) -> (bool, String) {
+    let d = temp_dir(name);
+    let spec = d.join("spec.toml");
+    std::fs::write(&spec, bytes).unwrap();
+    let o = fraglab().arg("run").arg(&spec).output().unwrap();
+    std::fs::remove_dir_all(&d).unwrap();
+    (o.status.success(), stderr(&o))
+}
+
+/// The three errors that named no line (issue 23, "Why"): bytes that are not UTF-8, a hugetlb
+/// pool the machine cannot hold, a machine that manages less than one pageblock — each now
+/// one line with the file, line and (where there is one) key.
+#[test]
+fn every_spec_error_has_a_line() {
+    let (ok, err) = run_bytes(
+        "utf8",
+        b"name = \"x\"\n[machine]\nmemory = \"64MiB\"\n# caf\xe9\n[[op]]\nprint = \"buddyinfo\"\n",
+    );
+    assert!(!ok);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("spec.toml:4: not UTF-8 (column 6: byte 0xE9)"),
+        "{err}"
+    );
+
+    let (ok, err) = run_bytes(
+        "hugetlb",
+        b"[machine]\nmemory = \"64MiB\"\ndma = false\nhugetlb_pages = 1000\n[[op]]\nprint = \"buddyinfo\"\n",
+    );
+    assert!(!ok);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("spec.toml:4: key machine.hugetlb_pages: only ") && err.contains("of 1000 pages"),
+        "{err}"
+    );
+
+    // 2 MiB of memory passes the parser's bound, but ZONE_DMA's reserved pages leave less than
+    // a pageblock managed.
+    let (ok, err) = run_bytes(
+        "tiny",
+        b"[machine]\ncpus = 1\nmemory = \"2MiB\"\n[[op]]\nprint = \"buddyinfo\"\n",
+    );
+    assert!(!ok);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("spec.toml:3: key machine.memory: ") && err.contains("smaller than one pageblock"),
+        "{err}"
+    );
+
+    let (ok, err) = run_bytes(
+        "zones",
+        b"[machine]\ncpus = 1\n\n[[machine.zone]]\nname = \"DMA32\"\nstart_pfn = 4096\nspanned = 100\n[[op]]\nprint = \"buddyinfo\"\n",
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("spec.toml:4: key machine.zone: ") && err.contains("less than one pageblock"),
+        "{err}"
+    );
+}

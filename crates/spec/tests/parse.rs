@@ -86,6 +86,8 @@ fn full_spec_parses_to_the_expected_structure() {
             read_ahead_kb: None,
             max_sectors_kb: None,
             snapshot: None,
+            line: 6,
+            hugetlb_line: 5,
         },
         knobs,
         model: ModelSpec::default(),
@@ -168,6 +170,8 @@ fn minimal_spec_gets_the_defaults() {
             read_ahead_kb: None,
             max_sectors_kb: None,
             snapshot: None,
+            line: 2,
+            hugetlb_line: 1,
         }
     );
     assert!(spec.knobs.is_empty());
@@ -238,6 +242,8 @@ zone = "DMA32"
             read_ahead_kb: None,
             max_sectors_kb: None,
             snapshot: None,
+            line: 5,
+            hugetlb_line: 2,
             zones: Some(vec![
                 z(ZoneType::Dma, 1, 4095, 3998, 3840),
                 z(ZoneType::Dma32, 4096, 1044480, 782336, 772917),

@@ -66,6 +66,30 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{} is too large", quote(s)))
 }
 
+/// Reads a spec file: an I/O error has line 0 (no line to name); bytes that are not UTF-8 (a
+/// TOML file is UTF-8) are named by line and column, with the offending byte.
+pub(crate) fn read_spec_file(path: &std::path::Path, file: &str) -> R<String> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| SpecError::new(file, 0, None, format!("cannot read the spec: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let line_start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+        // The column in characters, as TOML syntax errors count it.
+        let column = 1 + String::from_utf8_lossy(&bytes[line_start..at]).chars().count();
+        SpecError::new(
+            file,
+            line,
+            None,
+            format!(
+                "not UTF-8 (column {column}: byte 0x{:02X}); a spec is a TOML file, which is UTF-8",
+                bytes[at]
+            ),
+        )
+    })
+}
+
 pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
     let cx = Cx {
         file,
