@@ -151,6 +151,7 @@ pub fn load_config(c: &str) -> Result<(String, fraglab_spec::Spec), String> {
             fraglab_spec::load_spec_with(std::path::Path::new(file), &overrides).map_err(|e| e.to_string())?
         }
     };
+    crate::warn_spec(&spec);
     let label = label.unwrap_or_else(|| {
         let stem = std::path::Path::new(file.strip_prefix("example:").unwrap_or(file))
             .file_stem()

@@ -606,6 +606,14 @@ fn bench_cmd(sel: BenchSel) -> Result<(), String> {
     Ok(())
 }
 
+/// Prints a spec's warnings ([`fraglab_spec::Spec::warnings`]) on standard error, one line each:
+/// `fraglab: warning: spec.toml:12: key K: message`.
+pub(crate) fn warn_spec(spec: &fraglab_spec::Spec) {
+    for w in &spec.warnings {
+        eprintln!("fraglab: warning: {w}");
+    }
+}
+
 /// Where [`write_via_tmp`] writes `path`: a symlink's target (a dangling link is replaced by the
 /// file), else `path` itself.
 fn output_target(path: &Path) -> Result<PathBuf, String> {

@@ -23,6 +23,7 @@ pub fn run(
             .map_err(|e| e.to_string())?,
         (None, None) => unreachable!("clap requires one"),
     };
+    crate::warn_spec(&spec);
     if let Some(m) = folio_mode {
         spec.model.folio_mode = m;
     }

@@ -219,3 +219,46 @@ fn every_spec_error_has_a_line() {
         "{err}"
     );
 }
+
+/// A THP burst four times the machine: accepted with one warning line naming the file, line and
+/// key, and the OOM kills it causes are in the printed rows (they were only in the JSON).
+#[test]
+fn thp_burst_past_memory_warns_and_shows_its_oom_kills() {
+    let d = temp_dir("oom");
+    let spec = d.join("spec.toml");
+    std::fs::write(
+        &spec,
+        "[machine]\nmemory = \"64MiB\"\ndma = false\n[knobs]\n\"transparent_hugepage/enabled\" = \"madvise\"\n\
+         [workload]\nduration = \"2s\"\n[[workload.thp_burst]]\ninterval = \"500ms\"\nsize = \"256MiB\"\n\
+         hold = \"100ms\"\nbursts = 3\n",
+    )
+    .unwrap();
+    let out = d.join("r.json");
+    let o = fraglab()
+        .arg("run")
+        .arg(&spec)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let warn: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warn.len(), 1, "{err}");
+    assert!(
+        warn[0].starts_with("fraglab: warning: ")
+            && warn[0].contains("spec.toml:10: key workload.thp_burst[0].size: 256 MiB is larger than the machine's memory (64 MiB)"),
+        "{err}"
+    );
+    let r: fraglab_spec::result::RunResult =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let kills = r.vmstat_delta["oom_kill"];
+    assert!(kills > 0, "the bursts are OOM-killed");
+    let rows = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        rows.lines()
+            .any(|l| l.starts_with("OOM kills") && l.split_whitespace().last() == Some(&kills.to_string())),
+        "{rows}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

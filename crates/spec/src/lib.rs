@@ -278,6 +278,11 @@ pub struct Spec {
     pub files: Vec<(String, MappingKind)>,
     /// `[cost]`: cost-model overrides, by [`COST_KEYS`] name.
     pub cost: BTreeMap<String, u64>,
+    /// What the spec asks for that is valid but will not do what it seems to (a THP burst
+    /// larger than memory and swap, `dontneed` past a mapping's end, `vm.min_free_kbytes` at
+    /// or above the machine's memory), as `file:line: key K: message` like an error: the
+    /// command line prints each on standard error as a warning; the run is unchanged.
+    pub warnings: Vec<SpecError>,
 }
 
 impl Spec {

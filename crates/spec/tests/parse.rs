@@ -100,6 +100,7 @@ fn full_spec_parses_to_the_expected_structure() {
         host: Default::default(),
         damon: Default::default(),
         workload: None,
+        warnings: vec![],
         files: Vec::new(),
         cost: Default::default(),
         ops: vec![
