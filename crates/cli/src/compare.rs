@@ -29,7 +29,14 @@ pub fn compare(
              result in memory until it prints the table)"
         ));
     }
+    if let Some(p) = &output {
+        crate::check_output("-o", p)?;
+    }
     let (labels, specs) = load_configs(&configs)?;
+    if let Some(dir) = &results_dir {
+        crate::check_output_dir("--results-dir", dir)?;
+        check_file_names(&labels)?;
+    }
     let jobs = jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
@@ -121,7 +128,24 @@ fn load_configs(configs: &[String]) -> Result<(Vec<String>, Vec<fraglab_spec::Sp
     Ok((labels, specs))
 }
 
-/// `--results-dir`: every run's result JSON as `LABEL-runN.json`.
+/// `--results-dir`: two labels must not give the same file name ([`crate::result_file_name`]:
+/// `a/b` and `a_b` both give `a_b-run1.json`).
+fn check_file_names(labels: &[String]) -> Result<(), String> {
+    for (i, a) in labels.iter().enumerate() {
+        if let Some(b) = labels[..i]
+            .iter()
+            .find(|b| crate::result_file_name(b, 1) == crate::result_file_name(a, 1))
+        {
+            return Err(format!(
+                "--results-dir: the labels {b:?} and {a:?} both give the file {}; name them with LABEL=SPEC",
+                crate::result_file_name(a, 1)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `--results-dir`: every run's result JSON as `LABEL-runN.json` ([`crate::result_file_name`]).
 fn write_results(
     dir: &std::path::Path,
     labels: &[String],
@@ -130,9 +154,9 @@ fn write_results(
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for (label, rs) in labels.iter().zip(results) {
         for (i, r) in rs.iter().enumerate() {
-            let path = dir.join(format!("{label}-run{}.json", i + 1));
+            let path = dir.join(crate::result_file_name(label, i + 1));
             let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
-            std::fs::write(&path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+            write_via_tmp(&path, json + "\n")?;
         }
     }
     Ok(())
@@ -141,7 +165,9 @@ fn write_results(
 /// A compare configuration `[LABEL=]SPEC[@KEY=VALUE,...]` → (label, spec)
 /// ([`fraglab_sim::compare::load_config`], shared with the Python package).
 pub fn load_config(c: &str) -> Result<(String, fraglab_spec::Spec), String> {
-    fraglab_sim::compare::load_config(c)
+    let (label, spec) = fraglab_sim::compare::load_config(c)?;
+    crate::warn_spec(&spec);
+    Ok((label, spec))
 }
 
 /// Runs every spec `runs` times (seed, seed + 1, ...) on `jobs` threads; the results are in

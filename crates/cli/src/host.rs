@@ -18,6 +18,9 @@ pub fn host(cmd: HostCmd) -> Result<(), String> {
             trace,
             fit_memory,
         } => {
+            if let (Some(p), false) = (&output, dry_run) {
+                crate::check_output("-o", p)?;
+            }
             let (_, spec) = load_config(&spec)?;
             let opts = fraglab_host::HostOptions {
                 mem_floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
@@ -157,6 +160,9 @@ pub fn validate(
 
 /// `host snapshot`: the one-shot capture as a result JSON, to `output` or standard output.
 fn snapshot(output: Option<PathBuf>) -> Result<(), String> {
+    if let Some(p) = &output {
+        crate::check_output("-o", p)?;
+    }
     let r = fraglab_host::snapshot().unwrap_or_else(|e| fail(e));
     let json = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
     match output {

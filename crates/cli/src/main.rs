@@ -175,8 +175,8 @@ enum Cmd {
         /// Simulations per configuration (seeds: the spec's seed, +1, +2, ...).
         #[arg(long, default_value_t = 1)]
         runs: u32,
-        /// Simulations run at once (default: the CPUs available).
-        #[arg(long)]
+        /// Simulations run at once, at least 1 (default: the CPUs available).
+        #[arg(long, value_parser = parse_jobs)]
         jobs: Option<usize>,
         #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
         format: String,
@@ -225,8 +225,8 @@ enum Cmd {
         /// Seconds of idle /proc/vmstat before each host run, subtracted as a baseline (`--suite`).
         #[arg(long, default_value_t = 5.0, requires = "suite")]
         idle: f64,
-        /// Simulator threads (`--suite`; default 2).
-        #[arg(long, requires = "suite")]
+        /// Simulator threads (`--suite`; at least 1, default 2).
+        #[arg(long, requires = "suite", value_parser = parse_jobs)]
         jobs: Option<usize>,
         /// Do not write DIR/README.md and DIR/scoreboard.json (`--suite`).
         #[arg(long, requires = "suite")]
@@ -524,6 +524,18 @@ fn dispatch(cli: Cli) -> Result<(), String> {
     }
 }
 
+/// `--jobs N`: refused at 0 rather than taken as 1 — zero threads would run nothing, and
+/// quietly running one instead hides a typo (or a `$(nproc)` that failed).
+fn parse_jobs(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => {
+            Err("0 threads would run nothing (expected at least 1; leave --jobs out for one per CPU)".into())
+        }
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{s:?}: {e} (expected a number of threads, at least 1)")),
+    }
+}
+
 /// What `fraglab bench` runs: each `Some` is a selected figure with its cap.
 struct BenchSel {
     max_sim: Option<String>,
@@ -540,6 +552,11 @@ struct BenchSel {
 /// the table (or JSON) on stdout. The child runs come first: a child's `ru_maxrss` is at least
 /// the bench's own peak when it spawns (see bench.rs), which the in-process figures would raise.
 fn bench_cmd(sel: BenchSel) -> Result<(), String> {
+    if sel.kbuild_thp.is_some() || sel.scale_256g.is_some() || sel.server_1t.is_some() || sel.growth.is_some()
+    {
+        // The child runs' specs and result JSONs go there (`bench::run_child`).
+        check_output_dir("bench: the temporary directory", &std::env::temp_dir())?;
+    }
     let mut rows = Vec::new();
     let progress = |rows: &[bench::Row], from: usize| {
         for r in &rows[from..] {
@@ -609,6 +626,144 @@ fn bench_cmd(sel: BenchSel) -> Result<(), String> {
     Ok(())
 }
 
+/// Prints a spec's warnings ([`fraglab_spec::Spec::warnings`]) on standard error, one line each:
+/// `fraglab: warning: spec.toml:12: key K: message`.
+pub(crate) fn warn_spec(spec: &fraglab_spec::Spec) {
+    for w in &spec.warnings {
+        eprintln!("fraglab: warning: {w}");
+    }
+}
+
+/// Where [`write_via_tmp`] writes `path`: a symlink's target (a dangling link is replaced by the
+/// file), else `path` itself.
+fn output_target(path: &Path) -> Result<PathBuf, String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::metadata(path) {
+            Err(_) => Ok(path.to_path_buf()),
+            Ok(_) => std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display())),
+        },
+        _ => Ok(path.to_path_buf()),
+    }
+}
+
+/// The directory a file `path` would be created in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Checks, before any work, that [`write_via_tmp`] can write an output to `path`, so a bad
+/// path fails at once rather than after a long run: `what` names the option (`-o`); the error
+/// names the path and the reason. A regular file (or a new one) needs a writable directory —
+/// checked by creating and removing the temporary file `write_via_tmp` would use; a device,
+/// FIFO or socket is written in place and only needs to exist; a directory is refused.
+pub(crate) fn check_output(what: &str, path: &Path) -> Result<(), String> {
+    let bad = |why: String| format!("{what} {}: {why}", path.display());
+    if path.as_os_str().is_empty() {
+        return Err(format!("{what}: an empty path"));
+    }
+    let target = output_target(path).map_err(&bad)?;
+    match std::fs::metadata(&target) {
+        Ok(m) if m.is_dir() => return Err(bad("is a directory (expected a file name)".into())),
+        Ok(m) if !m.file_type().is_file() => return Ok(()),
+        _ => {}
+    }
+    let dir = parent_dir(&target);
+    match std::fs::metadata(dir) {
+        Err(e) if missing(&e) => {
+            return Err(bad(match first_file_above(dir) {
+                Some(f) => format!("{} is not a directory", f.display()),
+                None => format!("the directory {} does not exist", dir.display()),
+            }))
+        }
+        Err(e) => return Err(bad(format!("{}: {e}", dir.display()))),
+        Ok(m) if !m.is_dir() => return Err(bad(format!("{} is not a directory", dir.display()))),
+        Ok(_) => {}
+    }
+    probe_write(&target.with_extension("tmp-fraglab"))
+        .map_err(|e| bad(format!("cannot write in {}: {e}", dir.display())))
+}
+
+/// Whether a metadata error means the path is not there: absent, or under a file (ENOTDIR).
+fn missing(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
+}
+
+/// The nearest ancestor of `path` that exists, if it is not a directory.
+fn first_file_above(path: &Path) -> Option<&Path> {
+    path.ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+        .find_map(|a| std::fs::metadata(a).ok().map(|m| (a, m)))
+        .and_then(|(a, m)| (!m.is_dir()).then_some(a))
+}
+
+/// Creates and removes `probe` (left alone if it was there): whether a file can be created in
+/// its directory.
+fn probe_write(probe: &Path) -> Result<(), std::io::Error> {
+    let existed = probe.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(probe)?;
+    if !existed {
+        std::fs::remove_file(probe)?;
+    }
+    Ok(())
+}
+
+/// Checks, before any work, that `dir` is a directory files can be written into, or can be
+/// created (its nearest existing ancestor is a writable directory). `what` names the option.
+pub(crate) fn check_output_dir(what: &str, dir: &Path) -> Result<(), String> {
+    let bad = |why: String| format!("{what} {}: {why}", dir.display());
+    if dir.as_os_str().is_empty() {
+        return Err(format!("{what}: an empty path"));
+    }
+    let mut at = dir;
+    loop {
+        match std::fs::metadata(at) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => return Err(bad(format!("{} is not a directory", at.display()))),
+            Err(e) if missing(&e) => {
+                at = match at.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p,
+                    _ => Path::new("."),
+                };
+            }
+            Err(e) => return Err(bad(format!("{}: {e}", at.display()))),
+        }
+    }
+    let probe = at.join(format!(".fraglab-probe-{}", std::process::id()));
+    probe_write(&probe).map_err(|e| bad(format!("cannot write in {}: {e}", at.display())))
+}
+
+/// The file name a compare label gives under `--results-dir` (`LABEL-runN.json`, `N` from 1):
+/// the label with every character but ASCII letters, digits and `-_.,=@+` replaced by `_`, so a
+/// label holding a `/` (`kbuild@transparent_hugepage/enabled=never`) or a space stays one file
+/// in the directory. The label itself (tables, reports) is unchanged.
+pub(crate) fn result_file_name(label: &str, run: usize) -> String {
+    let safe: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.,=@+".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    // A label of dots alone would name the directory or its parent.
+    let safe = if safe.chars().all(|c| c == '.') {
+        safe.replace('.', "_")
+    } else {
+        safe
+    };
+    format!("{safe}-run{run}.json")
+}
+
 /// Writes `contents` to `path` through a temporary file renamed over it, so nothing is
 /// half-written.
 ///
@@ -620,14 +775,7 @@ fn bench_cmd(sel: BenchSel) -> Result<(), String> {
 /// replaced.
 fn write_via_tmp(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), String> {
     let err = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
-    let target = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => match std::fs::metadata(path) {
-            // A dangling link is replaced by the file.
-            Err(_) => path.to_path_buf(),
-            Ok(_) => std::fs::canonicalize(path).map_err(|e| err(path, e))?,
-        },
-        _ => path.to_path_buf(),
-    };
+    let target = output_target(path)?;
     if let Ok(m) = std::fs::metadata(&target) {
         if !m.file_type().is_file() {
             if m.is_dir() {

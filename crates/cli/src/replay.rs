@@ -100,6 +100,9 @@ pub fn replay(
     json: bool,
     output: Option<PathBuf>,
 ) -> Result<(), String> {
+    if let Some(p) = &output {
+        crate::check_output("-o", p)?;
+    }
     let embedded = !fresh
         && snapshot.is_none()
         && fraglab_state::trace::TraceReader::open_without_snapshot(&trace)

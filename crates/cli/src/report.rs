@@ -7,6 +7,7 @@ use crate::write_via_tmp;
 /// Reads the result JSONs (labelled by file stem) and the optional compare report, and writes
 /// the HTML to `output`.
 pub fn report(results: Vec<PathBuf>, compare: Option<PathBuf>, output: PathBuf) -> Result<(), String> {
+    crate::check_output("-o", &output)?;
     let mut runs = Vec::new();
     for p in &results {
         let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;

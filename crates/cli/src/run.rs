@@ -14,12 +14,16 @@ pub fn run(
     output: Option<PathBuf>,
     folio_mode: Option<fraglab_spec::FolioMode>,
 ) -> Result<(), String> {
+    if let Some(p) = &output {
+        crate::check_output("-o", p)?;
+    }
     let mut spec = match (spec, ex) {
         (Some(path), _) => fraglab_spec::load_spec(&path).map_err(|e| e.to_string())?,
         (None, Some(name)) => fraglab_spec::parse_spec(example(&name)?, &format!("examples/{name}.toml"))
             .map_err(|e| e.to_string())?,
         (None, None) => unreachable!("clap requires one"),
     };
+    crate::warn_spec(&spec);
     if let Some(m) = folio_mode {
         spec.model.folio_mode = m;
     }

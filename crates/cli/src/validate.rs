@@ -125,6 +125,12 @@ struct SuiteScore {
     wall_secs: f64,
 }
 
+/// Whether the suite run writes DIR/scoreboard.json and DIR/README.md: a whole run with the
+/// kernel, not told `--no-write`.
+fn writes_scoreboard(o: &SuiteOptions) -> bool {
+    !o.no_write && !o.sim_only && o.only.is_empty() && !o.ci
+}
+
 /// `fraglab validate --suite DIR ...`.
 pub fn suite(o: SuiteOptions) -> Result<(), String> {
     if o.runs == 0 {
@@ -134,6 +140,12 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
         return Err("validate --suite: --format table, markdown or json".into());
     }
     let t0 = std::time::Instant::now();
+    if writes_scoreboard(&o) {
+        // Checked before the first run, not after an hour of them.
+        for f in ["scoreboard.json", "README.md"] {
+            crate::check_output("validate --suite", &o.dir.join(f))?;
+        }
+    }
     let defs = load_suite(&o.dir)?;
     let defs: Vec<ScenarioDef> = defs
         .into_iter()
@@ -207,7 +219,7 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
         _ => table(&suite),
     };
     print!("{text}");
-    if !o.no_write && !o.sim_only && o.only.is_empty() && !o.ci {
+    if writes_scoreboard(&o) {
         write_via_tmp(&o.dir.join("scoreboard.json"), &json)?;
         write_readme(&o.dir.join("README.md"), &markdown(&suite))?;
         eprintln!(

@@ -56,7 +56,7 @@ pub fn thp_config(spec: &Spec) -> ThpConfig {
 /// The machine a spec describes.
 pub fn machine_config(spec: &Spec) -> Result<MachineConfig, RunError> {
     let m = &spec.machine;
-    let err = |e: fraglab_mm::MachineError| RunError(format!("{}: machine: {e}", spec.file));
+    let err = |e: fraglab_mm::MachineError| RunError(format!("{}: {e}", m.at(&spec.file)));
     match &m.zones {
         Some(zones) => {
             let zones = zones
@@ -65,8 +65,8 @@ pub fn machine_config(spec: &Spec) -> Result<MachineConfig, RunError> {
                     let fit = |v: u64| {
                         u32::try_from(v).map_err(|_| {
                             RunError(format!(
-                                "{}: machine: zone {} beyond 16 TiB",
-                                spec.file,
+                                "{}: zone {} beyond 16 TiB",
+                                m.at(&spec.file),
                                 z.zone.name()
                             ))
                         })
@@ -268,8 +268,8 @@ fn reserve_hugetlb(mm: &mut Mm, spec: &Spec) -> Result<(), RunError> {
     let r = mm.set_max_huge_pages(0, want);
     if r.pool < want {
         return Err(RunError(format!(
-            "{}: machine.hugetlb_pages: only {} of {want} pages of 2 MiB fit on this machine",
-            spec.file, r.pool
+            "{}:{}: key machine.hugetlb_pages: only {} of {want} pages of 2 MiB fit on this machine",
+            spec.file, spec.machine.hugetlb_line, r.pool
         )));
     }
     Ok(())
@@ -286,8 +286,8 @@ pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
         let loaded = crate::restore::load(spec)?;
         return boot_restored(spec, &loaded);
     }
-    let mut mm =
-        Mm::from_config(&mm_config(spec)?).map_err(|e| RunError(format!("{}: machine: {e}", spec.file)))?;
+    let mut mm = Mm::from_config(&mm_config(spec)?)
+        .map_err(|e| RunError(format!("{}: {e}", spec.machine.at(&spec.file))))?;
     reserve_hugetlb(&mut mm, spec)?;
     for m in spec_mappings(spec) {
         mm.add_mapping(m);

@@ -279,6 +279,11 @@ pub struct Spec {
     pub files: Vec<(String, MappingKind)>,
     /// `[cost]`: cost-model overrides, by [`COST_KEYS`] name.
     pub cost: BTreeMap<String, u64>,
+    /// What the spec asks for that is valid but will not do what it seems to (a THP burst
+    /// larger than memory and swap, `dontneed` past a mapping's end, `vm.min_free_kbytes` at
+    /// or above the machine's memory), as `file:line: key K: message` like an error: the
+    /// command line prints each on standard error as a warning; the run is unchanged.
+    pub warnings: Vec<SpecError>,
 }
 
 impl Spec {
@@ -327,6 +332,28 @@ pub struct MachineSpec {
     /// machine. With a snapshot, `memory_bytes` and `zones` are `None` (the snapshot gives the
     /// zones).
     pub snapshot: Option<SnapshotSpec>,
+    /// The line of what sizes the machine — `memory`, the first `[[machine.zone]]` or
+    /// `snapshot` — for errors found only when the machine boots ([`MachineSpec::at`]).
+    pub line: usize,
+    /// The line of `hugetlb_pages` (of `[machine]` when not given), for a pool the machine
+    /// cannot hold.
+    pub hugetlb_line: usize,
+}
+
+impl MachineSpec {
+    /// `spec.toml:3: key machine.memory`, the prefix of an error about the machine's size
+    /// found when it boots (`key machine.zone` with explicit zones, `machine.snapshot` with a
+    /// snapshot).
+    pub fn at(&self, spec_file: &str) -> String {
+        let key = if self.snapshot.is_some() {
+            "machine.snapshot"
+        } else if self.zones.is_some() {
+            "machine.zone"
+        } else {
+            "machine.memory"
+        };
+        format!("{spec_file}:{}: key {key}", self.line)
+    }
 }
 
 /// `[machine] snapshot`: where the snapshot is and what the spec gives besides it.
@@ -622,8 +649,7 @@ pub fn parse_spec(text: &str, file_name: &str) -> Result<Spec, SpecError> {
 /// Reads and parses the spec at `path`; errors name the file as `path` is written.
 pub fn load_spec(path: &Path) -> Result<Spec, SpecError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| SpecError::new(file.clone(), 0, None, format!("cannot read the spec: {e}")))?;
+    let text = parse::read_spec_file(path, &file)?;
     parse_spec(&text, &file)
 }
 
@@ -736,8 +762,7 @@ pub fn load_spec_with(path: &Path, overrides: &[(String, String)]) -> Result<Spe
         return load_spec(path);
     }
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| SpecError::new(file.clone(), 0, None, format!("cannot read the spec: {e}")))?;
+    let text = parse::read_spec_file(path, &file)?;
     let list: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let name = format!("{file} [{}]", list.join(","));
     let text = apply_overrides(&text, overrides).map_err(|m| SpecError::new(name.clone(), 0, None, m))?;

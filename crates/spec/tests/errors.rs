@@ -2035,3 +2035,25 @@ fn section_27_damon_keys_bad_values() {
         "unknown key (did you mean \"sample_us\"?)",
     );
 }
+
+/// A file that is not UTF-8 is named by line and column, with the byte (it had no line).
+#[test]
+fn non_utf8_bytes_have_a_line() {
+    let p = std::env::temp_dir().join(format!("fraglab-nonutf8-{}.toml", std::process::id()));
+    std::fs::write(&p, b"[machine]\nmemory = \"64MiB\"\nname = \"\xff\xfe\"\n").unwrap();
+    let e = fraglab_spec::load_spec(&p).unwrap_err();
+    std::fs::remove_file(&p).unwrap();
+    assert_eq!(e.line, 3);
+    assert_eq!(e.key, None);
+    assert!(e.message.starts_with("not UTF-8 (column 9: byte 0xFF)"), "{e}");
+    // The overrides' path reads the file the same way.
+    let p2 = std::env::temp_dir().join(format!("fraglab-nonutf8-b-{}.toml", std::process::id()));
+    std::fs::write(&p2, b"\xc3\n").unwrap();
+    let e = fraglab_spec::load_spec_with(&p2, &[("vm.swappiness".into(), "10".into())]).unwrap_err();
+    std::fs::remove_file(&p2).unwrap();
+    assert_eq!(
+        (e.line, e.message.starts_with("not UTF-8 (column 1: byte 0xC3)")),
+        (1, true),
+        "{e}"
+    );
+}

@@ -86,6 +86,8 @@ fn full_spec_parses_to_the_expected_structure() {
             read_ahead_kb: None,
             max_sectors_kb: None,
             snapshot: None,
+            line: 6,
+            hugetlb_line: 5,
         },
         knobs,
         model: ModelSpec::default(),
@@ -98,6 +100,7 @@ fn full_spec_parses_to_the_expected_structure() {
         host: Default::default(),
         damon: Default::default(),
         workload: None,
+        warnings: vec![],
         files: Vec::new(),
         cost: Default::default(),
         ops: vec![
@@ -168,6 +171,8 @@ fn minimal_spec_gets_the_defaults() {
             read_ahead_kb: None,
             max_sectors_kb: None,
             snapshot: None,
+            line: 2,
+            hugetlb_line: 1,
         }
     );
     assert!(spec.knobs.is_empty());
@@ -238,6 +243,8 @@ zone = "DMA32"
             read_ahead_kb: None,
             max_sectors_kb: None,
             snapshot: None,
+            line: 5,
+            hugetlb_line: 2,
             zones: Some(vec![
                 z(ZoneType::Dma, 1, 4095, 3998, 3840),
                 z(ZoneType::Dma32, 4096, 1044480, 782336, 772917),

@@ -5,6 +5,27 @@ use crate::knobs::{find_knob, KnobKind, KnobValue, KNOBS};
 use crate::model::{find_model_switch, MODEL_SWITCHES};
 
 impl Cx<'_> {
+    /// `vm.min_free_kbytes` at or above the machine's memory: the kernel takes it (the sysctl's
+    /// only bound is 0), and `__setup_per_zone_wmarks` (kernel-model.md §3.1) gives every zone a
+    /// min watermark of its share, so every zone's min watermark is at or above its managed
+    /// pages: no allocation passes a watermark check and the machine OOM-kills from the start.
+    fn min_free_warning(&self, pos: usize, key: &str, kib: i64) {
+        let Some((mem, _)) = self.memory.get() else { return };
+        let bytes = (kib as u64).saturating_mul(1024);
+        if bytes >= mem {
+            self.warn(
+                pos,
+                key,
+                format!(
+                    "{kib} KiB is at or above the machine's memory ({}): every zone's min watermark \
+                     is above its managed pages, so allocations fail their watermark checks and \
+                     the OOM killer runs from the start",
+                    show_bytes(mem)
+                ),
+            );
+        }
+    }
+
     pub(super) fn knobs(&self, entries: &[Entry]) -> R<BTreeMap<String, KnobValue>> {
         let mut flat = Vec::new();
         flatten(entries, "", &mut flat);
@@ -35,6 +56,9 @@ impl Cx<'_> {
                             &key,
                             format!("{v} is out of range (expected {})", def.kind.expected()),
                         ));
+                    }
+                    if def.name == "vm.min_free_kbytes" {
+                        self.min_free_warning(node.pos, &key, v);
                     }
                     KnobValue::Int(v)
                 }

@@ -29,6 +29,9 @@ impl Cx<'_> {
         let dma = self.bool_key(&m, "dma")?;
         let swap_bytes = self.size_key(&m, "swap")?;
         let hugetlb_pages = self.int_key(&m, "hugetlb_pages")? as u64;
+        let hugetlb_line = self
+            .lines
+            .line(m.get("hugetlb_pages").map_or(e.key_pos, |h| h.key_pos));
         let read_ahead_kb = self.opt_int_key(&m, "read_ahead_kb")?.map(|v| v as u64);
         let max_sectors_kb = self.opt_int_key(&m, "max_sectors_kb")?.map(|v| v as u64);
         if let Some(snap) = m.get("snapshot") {
@@ -38,6 +41,7 @@ impl Cx<'_> {
                 cpus,
                 swap_bytes,
                 hugetlb_pages,
+                hugetlb_line,
                 read_ahead_kb,
                 max_sectors_kb,
             );
@@ -64,6 +68,8 @@ impl Cx<'_> {
                     read_ahead_kb,
                     max_sectors_kb,
                     snapshot: None,
+                    line: self.lines.line(mem.key_pos),
+                    hugetlb_line,
                 })
             }
             (None, Some(z)) => {
@@ -86,6 +92,8 @@ impl Cx<'_> {
                     read_ahead_kb,
                     max_sectors_kb,
                     snapshot: None,
+                    line: self.lines.line(z.key_pos),
+                    hugetlb_line,
                 })
             }
         }
@@ -101,6 +109,7 @@ impl Cx<'_> {
         cpus: u32,
         swap_bytes: u64,
         hugetlb_pages: u64,
+        hugetlb_line: usize,
         read_ahead_kb: Option<u64>,
         max_sectors_kb: Option<u64>,
     ) -> R<MachineSpec> {
@@ -144,6 +153,8 @@ impl Cx<'_> {
                 cpus_given: m.get("cpus").is_some(),
                 hugetlb_given: m.get("hugetlb_pages").is_some(),
             }),
+            line,
+            hugetlb_line,
         })
     }
 

@@ -84,11 +84,37 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{} is too large", quote(s)))
 }
 
+/// Reads a spec file: an I/O error has line 0 (no line to name); bytes that are not UTF-8 (a
+/// TOML file is UTF-8) are named by line and column, with the offending byte.
+pub(crate) fn read_spec_file(path: &std::path::Path, file: &str) -> R<String> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| SpecError::new(file, 0, None, format!("cannot read the spec: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let line_start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+        // The column in characters, as TOML syntax errors count it.
+        let column = 1 + String::from_utf8_lossy(&bytes[line_start..at]).chars().count();
+        SpecError::new(
+            file,
+            line,
+            None,
+            format!(
+                "not UTF-8 (column {column}: byte 0x{:02X}); a spec is a TOML file, which is UTF-8",
+                bytes[at]
+            ),
+        )
+    })
+}
+
 pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
     let cx = Cx {
         file,
         lines: Lines::new(text),
         task_files: Default::default(),
+        warnings: Default::default(),
+        memory: Default::default(),
     };
     let root = tree::parse(text).map_err(|(pos, msg)| {
         SpecError::new(
@@ -112,6 +138,7 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
     let name = cx.opt_str(&top, "name")?;
     let description = cx.opt_str(&top, "description")?;
     let machine = cx.machine(&top)?;
+    cx.memory.set(machine_bytes(&machine));
     let knobs = match top.get("knobs") {
         Some(e) => cx.knobs(cx.table(&e.node, "knobs")?)?,
         None => BTreeMap::new(),
@@ -171,7 +198,29 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         workload,
         files,
         cost,
+        warnings: cx.warnings.into_inner(),
     })
+}
+
+/// What the machine holds, for warnings: (memory in bytes — `memory`, or the zones' managed
+/// pages —, swap in bytes); `None` with a snapshot (its size is known only once read).
+fn machine_bytes(m: &MachineSpec) -> Option<(u64, u64)> {
+    let mem = match (&m.zones, m.memory_bytes) {
+        (Some(zones), _) => zones.iter().map(|z| z.managed).sum::<u64>() * PAGE_SIZE,
+        (None, Some(b)) => b,
+        (None, None) => return None,
+    };
+    Some((mem, m.swap_bytes))
+}
+
+/// `n` bytes in the largest binary unit that divides it, for warnings (`3 GiB`, `1536 KiB`).
+pub(crate) fn show_bytes(n: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if n >= 1 << shift && n % (1 << shift) == 0 {
+            return format!("{} {unit}", n >> shift);
+        }
+    }
+    format!("{n} bytes")
 }
 
 struct Cx<'a> {
@@ -180,6 +229,10 @@ struct Cx<'a> {
     /// The files and file sets task steps have named so far: name, whether a set (`files`
     /// steps), its mapping kind once a read, write or files step set it, and that step's line.
     task_files: std::cell::RefCell<Vec<task::NamedFile>>,
+    /// What the spec asks for that is accepted but will not do what it seems to ([`Spec::warnings`]).
+    warnings: std::cell::RefCell<Vec<SpecError>>,
+    /// The machine's memory and swap in bytes ([`machine_bytes`]), once `[machine]` is read.
+    memory: std::cell::Cell<Option<(u64, u64)>>,
 }
 
 /// A table being validated: its key path for messages, position, entries and declared keys.
@@ -208,6 +261,11 @@ impl<'n> Tbl<'n> {
 impl Cx<'_> {
     fn err(&self, pos: usize, key: &str, msg: impl Into<String>) -> SpecError {
         SpecError::new(self.file, self.lines.line(pos), Some(key.to_string()), msg)
+    }
+
+    /// Records a warning about the key at `pos` (printed by the command line, one line each).
+    fn warn(&self, pos: usize, key: &str, msg: impl Into<String>) {
+        self.warnings.borrow_mut().push(self.err(pos, key, msg));
     }
 
     fn type_err(&self, node: &Node, key: &str, expected: &str) -> SpecError {

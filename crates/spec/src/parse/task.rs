@@ -176,6 +176,44 @@ impl Cx<'_> {
         Ok(file)
     }
 
+    /// A `dontneed` step reaching past the end of its mapping (the last `mmap` of it in `steps`):
+    /// the kernel's madvise(MADV_DONTNEED) zaps the mapped part, ignores the unmapped rest and
+    /// returns ENOMEM (mm/madvise.c `madvise_walk_vmas`; kernel-model.md has no madvise
+    /// section); the model frees the mapped part (`AnonVma::dontneed` clamps to the mapping) —
+    /// the step does less than it says.
+    fn dontneed_warning(&self, s: &Tbl, vma: &str, offset: u64, length: u64, steps: &[TaskStep]) {
+        let size = steps.iter().rev().find_map(|st| match st {
+            TaskStep::Mmap {
+                vma: v, size_bytes, ..
+            } if v == vma => Some(*size_bytes),
+            _ => None,
+        });
+        let Some(size) = size else { return };
+        let end = offset.saturating_add(length);
+        if end > size {
+            let (pos, key) = match s.get("length") {
+                Some(e) => (e.node.pos, s.key("length")),
+                None => (s.pos, s.path.clone()),
+            };
+            self.warn(
+                pos,
+                &key,
+                format!(
+                    "offset + length = {} is past the end of mapping {} ({}): madvise would fail \
+                     with ENOMEM for the part past the end; {} freed",
+                    show_bytes(end),
+                    quote(vma),
+                    show_bytes(size),
+                    if offset >= size {
+                        "nothing is".to_string()
+                    } else {
+                        format!("at most {} (the mapped part) is", show_bytes(size - offset))
+                    },
+                ),
+            );
+        }
+    }
+
     /// Step `s` with action `a`; `vmas` are the mappings the steps before it left mapped.
     fn step(&self, s: &Tbl, a: &Entry, vmas: &mut Vec<String>, steps: &[TaskStep]) -> R<TaskStep> {
         Ok(match a.key.as_str() {
@@ -200,10 +238,12 @@ impl Cx<'_> {
             "dontneed" => {
                 let v = self.step_vma(s, a, vmas)?;
                 self.need_key(s, "length")?;
+                let (offset, length) = (self.size_key(s, "offset")?, self.size_key(s, "length")?);
+                self.dontneed_warning(s, &v, offset, length, steps);
                 TaskStep::Dontneed {
                     vma: v,
-                    offset: self.size_key(s, "offset")?,
-                    length: self.size_key(s, "length")?,
+                    offset,
+                    length,
                 }
             }
             "munmap" => {

@@ -108,6 +108,25 @@ impl Cx<'_> {
     fn thp_burst(&self, b: &Tbl) -> R<ThpBurstParams> {
         self.check_keys(b)?;
         let size_bytes = self.pmd_size(b, "size", "a burst faults whole PMD ranges")?;
+        if let (Some((mem, swap)), Some(e)) = (self.memory.get(), b.get("size")) {
+            if size_bytes > mem.saturating_add(swap) {
+                self.warn(
+                    e.node.pos,
+                    &b.key("size"),
+                    format!(
+                        "{} is larger than the machine's memory ({}){}: each burst faults more than \
+                         can be held, so the OOM killer ends it (the run's \"OOM kills\" row)",
+                        show_bytes(size_bytes),
+                        show_bytes(mem),
+                        if swap > 0 {
+                            format!(" and swap ({})", show_bytes(swap))
+                        } else {
+                            String::new()
+                        }
+                    ),
+                );
+            }
+        }
         Ok(ThpBurstParams {
             line: self.lines.line(b.pos),
             interval_ns: self.duration_key(b, "interval")?,

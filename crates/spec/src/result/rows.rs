@@ -417,6 +417,14 @@ pub fn mmtests_rows(r: &RunResult) -> String {
         values(&s, "Direct compact fail"),
     );
     let _ = writeln!(out, "{:<34} {:>14.2}", "Direct compact success rate %", rate);
+    // The OOM killer's victims over the whole run (/proc/vmstat `oom_kill`): a workload larger
+    // than the machine shows here instead of only in the result JSON.
+    let _ = writeln!(
+        out,
+        "{:<34} {:>14}",
+        "OOM kills",
+        r.vmstat_delta.get("oom_kill").copied().unwrap_or(0)
+    );
     if r.pgbench.is_some() {
         // The run's mean TPS is compare's "pgbench TPS" row.
         for (label, name) in [
@@ -602,6 +610,7 @@ mod tests {
                 ("allocstall_movable", 3),
                 ("allocstall_device", 2),
                 ("pswpin", 9),
+                ("oom_kill", 50),
             ]),
             bursts: vec![burst(10), burst(30)],
             pgbench: Some(PgbenchResult {
@@ -616,6 +625,7 @@ mod tests {
         want.extend(VMSTAT_ROWS.iter().filter(|r| r.in_run_summary).map(|r| r.name));
         want.extend([
             "Direct compact success rate %",
+            "OOM kills",
             "pgbench TPS mean",
             "pgbench TPS during checkpoints",
             "pgbench TPS between checkpoints",
@@ -624,6 +634,8 @@ mod tests {
         ]);
         assert_eq!(names, want);
         let line = |l: &str, v: String| format!("{l:<34} {v:>14}\n");
+        // The run's OOM kills, a count over the whole run.
+        assert!(rows.contains(&line("OOM kills", "50".into())), "{rows}");
         // Without builds the Hugealloc figures are over all bursts.
         assert!(rows.contains(&line("Hugealloc Time mean (us)", "20.00".into())));
         assert!(rows.contains(&line(
