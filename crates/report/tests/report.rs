@@ -392,3 +392,18 @@ fn renders_in_headless_chromium_with_every_plot_drawn() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn results_without_series_give_a_page_without_plots() {
+    // A host result without samples, latencies or maps, and no results at all.
+    let host = RunResult {
+        engine: "host".into(),
+        ..Default::default()
+    };
+    let html = render_html(&[("host".into(), host)], None);
+    assert!(figures(&html).is_empty());
+    assert_eq!(html.matches("Nothing to plot in these results.").count(), 4);
+    assert!(html.contains("<table class=\"summary\""));
+    let none = render_html(&[], None);
+    assert!(none.contains("0 run(s) of 0 configuration(s)") && figures(&none).is_empty());
+}
