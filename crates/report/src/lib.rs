@@ -1136,7 +1136,8 @@ caption{text-align:left;padding:4px 0;color:#444}.sig{font-weight:bold;backgroun
 
 /// The page's script: builds the pageblock heat maps from their compact cells, draws every
 /// figure, then records on `<body>` (`data-plots`, read by the tests) each figure's box, its
-/// subplots' plot areas (in page pixels) and its trace count, and the page height.
+/// subplots' plot areas (in page pixels), its trace count and a heat map's first tooltip, and
+/// the page height.
 const SCRIPT: &str = r#"
 const MT_NAMES = ["Unmovable", "Movable", "Reclaimable", "HighAtomic", "Isolate"];
 function buildHeat(f) {
@@ -1181,7 +1182,8 @@ Promise.all(drawn).then(() => {
     }));
     subplots.sort((a, b) => (a.y - b.y) || (a.x - b.x));
     const div = {x: Math.round(box.left + window.scrollX), y: Math.round(box.top + window.scrollY), w: Math.round(box.width), h: Math.round(box.height)};
-    return {id: f.id, kind: f.kind, traces: gd.querySelectorAll("g.trace, g.hm").length, div, subplots};
+    const tip = f.pageblocks ? gd.data[0].text[0][0] : null;
+    return {id: f.id, kind: f.kind, traces: gd.querySelectorAll("g.trace, g.hm").length, div, subplots, tip};
   });
   document.body.setAttribute("data-plots", JSON.stringify({height: document.documentElement.scrollHeight, plots: out}));
 });

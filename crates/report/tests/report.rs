@@ -361,8 +361,28 @@ fn renders_in_headless_chromium_with_every_plot_drawn() {
             assert!(n >= 50, "{kind}: {n} pixels of {colour}");
         }
     }
-    // The heat maps fill their plot areas.
-    for p in plots.iter().filter(|p| p.kind == "pageblocks") {
+    // The heat maps fill their plot areas, and the script built a tooltip per cell from the
+    // map's letters: block, zone, type, fill, time.
+    for (p, r) in plots
+        .iter()
+        .filter(|p| p.kind == "pageblocks")
+        .zip([&runs[0].1, &runs[2].1])
+    {
+        let m = &r.pageblock_maps[0];
+        let (mt, mixed) =
+            fraglab_spec::result::pageblock::decode_type_char(m.types.chars().next().unwrap()).unwrap();
+        let name = ["Unmovable", "Movable", "Reclaimable", "HighAtomic", "Isolate"][mt];
+        let fill = m.fill.chars().next().unwrap();
+        let tip = p.tip.as_deref().unwrap_or_else(|| panic!("{}: no tooltip", p.id));
+        assert!(
+            tip.starts_with(&format!("block 0 ({}, pfn ≈ 0–511)<br>{name}", m.zones[0].0)),
+            "{tip}"
+        );
+        assert_eq!(tip.contains("mixed"), mixed, "{tip}");
+        assert!(
+            tip.contains(&format!("fill {fill}/10")) && tip.ends_with("t = 0 s"),
+            "{tip}"
+        );
         let a = &p.subplots[0];
         assert!(
             shot.non_white(a) * 10 > a.w * a.h * 9,
@@ -371,4 +391,19 @@ fn renders_in_headless_chromium_with_every_plot_drawn() {
         );
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn results_without_series_give_a_page_without_plots() {
+    // A host result without samples, latencies or maps, and no results at all.
+    let host = RunResult {
+        engine: "host".into(),
+        ..Default::default()
+    };
+    let html = render_html(&[("host".into(), host)], None);
+    assert!(figures(&html).is_empty());
+    assert_eq!(html.matches("Nothing to plot in these results.").count(), 4);
+    assert!(html.contains("<table class=\"summary\""));
+    let none = render_html(&[], None);
+    assert!(none.contains("0 run(s) of 0 configuration(s)") && figures(&none).is_empty());
 }

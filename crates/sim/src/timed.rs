@@ -169,13 +169,14 @@ impl MapCadence {
         }
     }
 
-    /// Takes a map at `now` if a step boundary has passed, thinning the maps when too many.
-    fn tick(&mut self, now: u64, mm: &Mm, maps: &mut Vec<PageblockMap>) {
+    /// Takes a map (`take()`, the map at `now`) if a step boundary has passed, thinning the
+    /// maps when too many.
+    fn tick(&mut self, now: u64, maps: &mut Vec<PageblockMap>, take: impl FnOnce() -> PageblockMap) {
         if now < self.next {
             return;
         }
-        maps.push(pageblock_snapshot(mm, now));
-        if maps.len() > self.max {
+        maps.push(take());
+        while maps.len() > self.max {
             self.step *= 2;
             let step = self.step;
             let mut last = None;
@@ -208,7 +209,7 @@ fn run_to_end(
             last = now;
             progress(now, duration);
         }
-        cadence.tick(now, &e.mm, &mut maps.borrow_mut());
+        cadence.tick(now, &mut maps.borrow_mut(), || pageblock_snapshot(&e.mm, now));
         e.workload_done()
     })
 }
@@ -300,6 +301,52 @@ fn drain_trace(mm: &mut Mm, (counts, text): &mut (BTreeMap<String, u64>, String)
         *counts.entry(r.event.name().to_string()).or_default() += 1;
         if text.len() < TRACE_KEEP_BYTES {
             r.render(text);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(t_ns: u64) -> PageblockMap {
+        PageblockMap {
+            t_ns,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn map_cadence_keeps_a_bounded_evenly_spaced_set() {
+        // The bound: 240 on small machines, MAP_CELLS / blocks on large ones, never below 16.
+        assert_eq!(MapCadence::new(512).max, 240);
+        assert_eq!(MapCadence::new(524_288).max, 128);
+        assert_eq!(MapCadence::new(u64::MAX).max, 16);
+        // Events every 30 ms for 1,000 s: maps at 100 ms steps, thinned as the run goes on.
+        let mut c = MapCadence::new(512);
+        let mut maps = vec![map(0)];
+        let mut now = 0;
+        while now < 1_000_000_000_000 {
+            now += 30_000_000;
+            c.tick(now, &mut maps, || map(now));
+            assert!(maps.len() <= 240);
+            if now == 3_000_000_000 {
+                // 3 s in: one map per 100 ms step (at the first event past each).
+                assert_eq!(maps.len(), 31);
+                assert_eq!(maps[1].t_ns, 120_000_000);
+            }
+        }
+        assert!(maps.len() >= 120, "{} maps", maps.len());
+        assert_eq!(maps[0].t_ns, 0, "the boot map is kept");
+        // One map per step of the final cadence: 100 ms doubled until 240 cover the run.
+        assert_eq!(c.step, 6_400_000_000);
+        for w in maps.windows(2) {
+            assert!(
+                w[1].t_ns / c.step == w[0].t_ns / c.step + 1,
+                "{} then {}",
+                w[0].t_ns,
+                w[1].t_ns
+            );
         }
     }
 }

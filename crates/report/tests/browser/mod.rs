@@ -28,6 +28,8 @@ pub struct Plot {
     /// The figure's `<div>`.
     pub div: Area,
     pub subplots: Vec<Area>,
+    /// A heat map's tooltip of its first cell (the first block at the first snapshot).
+    pub tip: Option<String>,
 }
 
 /// A decoded RGB screenshot.
@@ -149,7 +151,12 @@ pub fn render(bin: &str, page: &Path) -> (String, Vec<Plot>, Shot) {
     let attr = dom
         .split_once("data-plots=\"")
         .and_then(|(_, rest)| rest.split_once('"'))
-        .map(|(v, _)| v.replace("&quot;", "\"").replace("&amp;", "&"))
+        .map(|(v, _)| {
+            v.replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&")
+        })
         .unwrap_or_else(|| panic!("the page's script did not finish drawing (no data-plots on <body>)"));
     let v: serde_json::Value = serde_json::from_str(&attr).unwrap();
     let height = v["height"].as_u64().unwrap() as usize;
@@ -168,6 +175,7 @@ pub fn render(bin: &str, page: &Path) -> (String, Vec<Plot>, Shot) {
                 .iter()
                 .map(|a| area(a, a["id"].as_str().unwrap()))
                 .collect(),
+            tip: p["tip"].as_str().map(str::to_string),
         })
         .collect();
     let png_path = page.with_extension("png");
