@@ -245,7 +245,8 @@ def _table(report: dict) -> pd.DataFrame:
         unmeasured = set(row.get("unmeasured", []))
         for i, config in enumerate(configs):
             measured = i not in unmeasured
-            change = row["change_pct"][i]
+            # As the printed table shows it (CompareRow::shown_change): 0 for the baseline.
+            change = 0.0 if i == 0 else row["change_pct"][i]
             rows.append(
                 {
                     "metric": row["metric"],
@@ -371,7 +372,7 @@ def compare(configs: Union[str, Iterable[str]], runs: int = 1, jobs: Optional[in
     """The compare table of ``fraglab compare CONFIG... --runs RUNS --format json`` as a
     DataFrame: one row per (metric, stat, config) with ``value`` (NaN where the configuration
     does not measure the metric), ``change_pct`` against the baseline (the first configuration;
-    (new − base) / base × 100), ``significant`` (Welch's t-test, p < 0.05) and ``measured``.
+    (new − base) / base × 100; 0 for the baseline, NaN where the base is 0), ``significant`` (Welch's t-test, p < 0.05) and ``measured``.
     ``df.attrs["report"]`` holds the JSON itself. Runs on ``jobs`` threads (:func:`sweep` with
     ``backend="local"``)."""
     return sweep(configs, runs=runs, backend="local", jobs=jobs)
