@@ -141,7 +141,11 @@ enum Cmd {
         /// Run a built-in example instead (see `fraglab examples`).
         #[arg(long)]
         example: Option<String>,
-        /// Write the output to this file instead of standard output (written only on success).
+        /// Write the result to this file (written only on success). A timed run writes its result
+        /// JSON (the report still goes to standard output). A run of `[[op]]`s writes its
+        /// result JSON — the same schema, the printed text in `printed` — if the name ends in
+        /// `.json` (the text still goes to standard output), else the printed text instead of
+        /// standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Override the spec's `[model] folio_mode` (skip_large, split_large,

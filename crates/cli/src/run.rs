@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use crate::{example, write_via_tmp};
 
 /// Runs the spec file or built-in example; a timed run prints its report and writes its result
-/// JSON to `output`, a list of operations writes what its `print` operations ask for to
-/// `output` or standard output.
+/// JSON to `output`. A list of operations prints what its `print` operations ask for to
+/// standard output, or with an `output` ending in `.json` also writes its result JSON there
+/// ([`fraglab_sim::run_ops_result`]), or writes the text to any other `output`.
 pub fn run(
     spec: Option<PathBuf>,
     ex: Option<String>,
@@ -39,6 +40,14 @@ pub fn run(
             }
             None => report,
         }
+    } else if output.as_deref().is_some_and(is_json) {
+        // A timeless run with `-o x.json`: the result JSON (the timed runs' schema, the printed
+        // text in `printed`) to the file, the text to stdout.
+        let path = output.expect("checked");
+        let result = fraglab_sim::run_ops_result(&spec).map_err(|e| e.to_string())?;
+        let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
+        write_via_tmp(&path, json + "\n")?;
+        return print_to_stdout(result.printed.as_deref().unwrap_or_default());
     } else {
         fraglab_sim::run_ops(&spec).map_err(|e| e.to_string())?
     };
@@ -47,6 +56,12 @@ pub fn run(
         Some(path) => write_via_tmp(&path, text),
         None => print_to_stdout(&text),
     }
+}
+
+/// Whether `-o` names a JSON file (`.json`, any case): a timeless run then writes its result
+/// JSON there; any other name gets the printed text, as before.
+fn is_json(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"))
 }
 
 /// A timed run and its report: a header (simulated and wall time, seed), then the mmtests rows.

@@ -262,3 +262,43 @@ fn thp_burst_past_memory_warns_and_shows_its_oom_kills() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// A timeless run (`[[op]]`s) with `-o x.json` writes the result JSON (its printed text in
+/// `printed`, the same text on stdout); with any other name, the text as before.
+#[test]
+fn timeless_run_writes_json_by_extension() {
+    let d = temp_dir("timeless");
+    let spec = d.join("ops.toml");
+    std::fs::write(
+        &spec,
+        "name = \"ops\"\n[machine]\nmemory = \"64MiB\"\ndma = false\n[[op]]\nalloc = \"a\"\ncount = 10\n\
+         gfp = \"GFP_KERNEL\"\n[[op]]\nprint = \"buddyinfo\"\n",
+    )
+    .unwrap();
+    let (json, txt) = (d.join("r.json"), d.join("r.txt"));
+    let o = fraglab()
+        .arg("run")
+        .arg(&spec)
+        .arg("-o")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let r: fraglab_spec::result::RunResult =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r.engine, "sim");
+    assert_eq!(r.spec_name.as_deref(), Some("ops"));
+    assert_eq!(r.printed.as_deref(), Some(stdout.as_str()));
+    assert!(stdout.contains("# op[1] print buddyinfo"), "{stdout}");
+    let o = fraglab()
+        .arg("run")
+        .arg(&spec)
+        .arg("-o")
+        .arg(&txt)
+        .output()
+        .unwrap();
+    assert!(o.status.success() && o.stdout.is_empty());
+    assert_eq!(std::fs::read_to_string(&txt).unwrap(), stdout);
+    std::fs::remove_dir_all(&d).unwrap();
+}

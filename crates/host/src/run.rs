@@ -330,6 +330,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         task_reads: reports.reads,
         // The host is its own state: no reconstruction to report.
         snapshot: None,
+        printed: None,
     })
 }
 

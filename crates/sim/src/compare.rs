@@ -6,7 +6,12 @@
 //! t-test, the derived rows over configurations and the output formats.
 //!
 //! The relative change printed is the plain (new − base) / base, as the defrag_mode tables
-//! print it (§5.2), whatever the metric's direction.
+//! print it (§5.2), whatever the metric's direction — not mmtests' gain. mmtests' compare
+//! (bin/lib/MMTests/Compare.pm with VMR::Stat's `pdiff`/`pndiff`) prints `pdiff` = new / base − 1
+//! for most data types but `pndiff` = 1 − new / base for its time types (DATA_TIME_*), so there
+//! a positive % always means better; here a positive % means higher, and for the metrics
+//! [`better`] names that is worse. The table and markdown formats say so under the
+//! table ([`convention_note`]), the CSV has a `better` column.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -190,6 +195,70 @@ pub fn compare(labels: &[String], results: &[Vec<RunResult>]) -> CompareReport {
     }
 }
 
+/// Which way a metric is better, for reading its change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Better {
+    Higher,
+    Lower,
+    /// A census or a spread (stddev): no better direction.
+    Neither,
+}
+
+/// The direction of `metric` (a row's metric name): lower is better for times and latencies
+/// (the rows mmtests compares with `pndiff`: Hugealloc Time, Kbuild times, thpchallenge fault
+/// latencies in µs) and for the cost counters — stalls, failures, fallbacks, pages scanned,
+/// reclaimed or swapped, refaults, kcompactd wake-ups, drains, OOM kills; higher is better for
+/// throughputs (TPS, MiB/s, vm-scalability), THP faults served, compaction successes and
+/// efficiencies, the share of huge pages or large folios; neither for folio-order censuses.
+pub fn better(metric: &str) -> Better {
+    let m = metric.to_ascii_lowercase();
+    let has = |w: &[&str]| w.iter().any(|x| m.contains(x));
+    if m.contains("stddev") || m.contains("pages in order-") {
+        Better::Neither
+    } else if has(&[
+        "time", "(us)", "stall", "fail", "fallback", "scanned", "stolen", "swap ", "refault", "wake",
+        "drain", "oom",
+    ]) {
+        Better::Lower
+    } else if has(&[
+        "tps",
+        "mib/s",
+        "throughput",
+        "thp fault alloc",
+        "success",
+        "efficiency",
+        "huge-pct",
+        "% in order",
+    ]) {
+        Better::Higher
+    } else {
+        Better::Neither
+    }
+}
+
+/// The note printed under the table and markdown formats: the sign convention, and the
+/// report's lower-is-better metrics (those whose positive change is worse).
+pub fn convention_note(r: &CompareReport) -> String {
+    let mut lower: Vec<&str> = Vec::new();
+    for row in &r.rows {
+        if better(&row.metric) == Better::Lower && !lower.contains(&row.metric.as_str()) {
+            lower.push(&row.metric);
+        }
+    }
+    let mut out = String::from(
+        "# change % = (config - baseline) / baseline x 100 for every metric: positive means higher.\n\
+         # mmtests' compare prints a gain instead (positive = better: its sign is flipped for times).\n",
+    );
+    if !lower.is_empty() {
+        let _ = writeln!(
+            out,
+            "# Lower is better (a positive change is worse): {}.",
+            lower.join(", ")
+        );
+    }
+    out
+}
+
 /// One cell: `value ( +x.xx%)`, or `value * +x.xx%*` when significant; the baseline's change
 /// is 0.00 % (`CompareRow::shown_change`).
 fn cell(v: f64, p: Option<f64>, sig: bool) -> String {
@@ -219,6 +288,7 @@ pub fn format_table(r: &CompareReport) -> String {
         }
         out.push('\n');
     }
+    out.push_str(&convention_note(r));
     out
 }
 
@@ -252,11 +322,17 @@ pub fn format_markdown(r: &CompareReport) -> String {
         }
         out.push('\n');
     }
+    // The same note, as a paragraph under the table.
+    out.push('\n');
+    for l in convention_note(r).lines() {
+        let _ = writeln!(out, "{}", l.trim_start_matches("# "));
+    }
     out
 }
 
 pub fn format_csv(r: &CompareReport) -> String {
-    let mut out = String::from("metric,stat,config,value,change_pct,significant\n");
+    // `better`: higher, lower or empty ([`better`]); change_pct is (new − base) / base.
+    let mut out = String::from("metric,stat,config,value,change_pct,significant,better\n");
     let q = |s: &str| {
         if s.contains([',', '"', '\n']) {
             format!("\"{}\"", s.replace('"', "\"\""))
@@ -268,7 +344,7 @@ pub fn format_csv(r: &CompareReport) -> String {
         for (i, v) in row.values.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{}",
                 q(&row.metric),
                 q(&row.stat),
                 q(&r.configs[i]),
@@ -278,7 +354,12 @@ pub fn format_csv(r: &CompareReport) -> String {
                     "n/a".into()
                 },
                 row.change_pct[i].map_or(String::new(), |p| format!("{p}")),
-                row.significant[i]
+                row.significant[i],
+                match better(&row.metric) {
+                    Better::Higher => "higher",
+                    Better::Lower => "lower",
+                    Better::Neither => "",
+                }
             );
         }
     }

@@ -19,4 +19,4 @@ pub mod workload;
 
 pub use boot::{boot, machine_config, mm_config, tunables};
 pub use error::RunError;
-pub use timeless::run_ops;
+pub use timeless::{run_ops, run_ops_result};

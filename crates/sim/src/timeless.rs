@@ -12,7 +12,10 @@ use fraglab_mm::trace::render_trace;
 use fraglab_mm::types::*;
 use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo};
 use fraglab_spec::result::pageblock::{alloc_mixes, BlockState};
+use fraglab_spec::result::{RunResult, RESULT_SCHEMA};
 use fraglab_spec::{KcompactdMode, Op, PrintWhat, ProactiveMode, Spec};
+
+use crate::snapshot::{pageblock_snapshot, proc_snapshot, vmstat_values};
 
 use crate::error::RunError;
 
@@ -64,30 +67,88 @@ fn by_order(counts: &[u64; 11]) -> String {
 /// Runs every op of `spec` in order and returns the text its `print` ops produced, with a
 /// `#`-prefixed log line per op. Deterministic: no randomness is involved.
 pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
-    let mut r = OpRunner {
-        spec,
-        mm: crate::boot::boot(spec)?,
-        out: String::new(),
-        sets: Vec::new(),
-        ra_states: std::collections::BTreeMap::new(),
-    };
-    let unused = crate::boot::unread_knobs(spec);
-    if !unused.is_empty() {
-        let _ = writeln!(
-            r.out,
-            "# note: knobs not read by this model version: {}",
-            unused.join(", ")
-        );
-    }
-    r.mm.debug_check();
-    for (i, op) in spec.ops.iter().enumerate() {
-        r.op(i, op)?;
-    }
-    if spec.run.debug_vm {
-        r.mm.check_invariants()
-            .map_err(|e| RunError(format!("{}: {e}", spec.file)))?;
-    }
+    let mut r = OpRunner::boot(spec)?;
+    r.run_all()?;
     Ok(r.out)
+}
+
+/// A timeless run as a result ([`RunResult`], the schema of timed runs, so reports and
+/// notebooks read one schema): engine "sim", the spec's name and seed, duration 0 (no clock),
+/// the /proc/vmstat deltas over the ops, /proc/{buddyinfo,pagetypeinfo,zoneinfo,vmstat} before
+/// and after, the pageblock map at the end, the allocator's work counters, and in `printed` the
+/// text [`run_ops`] returns (byte for byte: reading the model's state for the result changes
+/// nothing in it).
+pub fn run_ops_result(spec: &Spec) -> Result<RunResult, RunError> {
+    let mut r = OpRunner::boot(spec)?;
+    let proc_start = proc_snapshot(&r.mm);
+    let start = vmstat_values(&r.mm);
+    r.run_all()?;
+    let end = vmstat_values(&r.mm);
+    let w = &r.mm.work.sum;
+    Ok(RunResult {
+        schema: RESULT_SCHEMA,
+        engine: "sim".into(),
+        spec_name: spec.name.clone(),
+        seed: spec.run.seed,
+        duration_ns: 0,
+        vmstat_delta: start
+            .iter()
+            .zip(&end)
+            .map(|((n, a), (_, b))| (n.clone(), b - a))
+            .collect(),
+        sim_work: [
+            ("alloc_slowpaths", w.slowpaths),
+            ("direct_reclaim_calls", w.reclaim_calls),
+            ("drain_all_pages", w.drains),
+            ("pcp_pages_drained", w.drained_pages),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+        pageblock_maps: vec![pageblock_snapshot(&r.mm, 0)],
+        proc_start,
+        proc_end: proc_snapshot(&r.mm),
+        printed: Some(std::mem::take(&mut r.out)),
+        ..Default::default()
+    })
+}
+
+impl<'s> OpRunner<'s> {
+    /// Boots the spec's machine; the output starts with the note on knobs this model does not
+    /// read.
+    fn boot(spec: &'s Spec) -> Result<OpRunner<'s>, RunError> {
+        let mut r = OpRunner {
+            spec,
+            mm: crate::boot::boot(spec)?,
+            out: String::new(),
+            sets: Vec::new(),
+            ra_states: std::collections::BTreeMap::new(),
+        };
+        let unused = crate::boot::unread_knobs(spec);
+        if !unused.is_empty() {
+            let _ = writeln!(
+                r.out,
+                "# note: knobs not read by this model version: {}",
+                unused.join(", ")
+            );
+        }
+        r.mm.debug_check();
+        Ok(r)
+    }
+
+    /// Runs every op in order, then (with `debug_vm`) checks the invariants.
+    fn run_all(&mut self) -> Result<(), RunError> {
+        let spec = self.spec;
+        for (i, op) in spec.ops.iter().enumerate() {
+            self.op(i, op)?;
+        }
+        if spec.run.debug_vm {
+            self.mm
+                .check_invariants()
+                .map_err(|e| RunError(format!("{}: {e}", spec.file)))?;
+        }
+        Ok(())
+    }
 }
 
 /// The state of a timeless run: the model, the named sets of folios, each file's readahead

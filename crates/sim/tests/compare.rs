@@ -209,3 +209,60 @@ fn unmeasured_rows_print_na() {
     assert!(stall.unmeasured.is_empty());
     assert!(format_markdown(&r).contains("| n/a |"));
 }
+
+/// Issue 23 item 7: the change is (new − base) / base for every metric, as the table says under
+/// it; the metrics where that is worse when positive are named, as mmtests' compare names
+/// its `pndiff` (time) rows — and the CSV says which way each metric is better.
+#[test]
+fn sign_convention_is_stated() {
+    use fraglab_sim::compare::{better, format_csv, Better};
+    for (m, b) in [
+        ("Hugealloc Time (us)", Better::Lower),
+        ("Kbuild Real time", Better::Lower),
+        ("thpchallenge fault-huge (us)", Better::Lower),
+        ("Direct compact stall", Better::Lower),
+        ("THP fault fallback", Better::Lower),
+        ("THP fault fail rate %", Better::Lower),
+        ("Pages direct scanned", Better::Lower),
+        ("Swap out", Better::Lower),
+        ("OOM kills", Better::Lower),
+        ("THP fault alloc", Better::Higher),
+        ("pgbench TPS", Better::Higher),
+        ("cc1: read (MiB/s)", Better::Higher),
+        ("Direct compact success rate %", Better::Higher),
+        ("vm-scalability.throughput mmap-pread-seq", Better::Higher),
+        ("thpchallenge huge-pct", Better::Higher),
+        ("seq:big: pages in order-4 folios", Better::Neither),
+        ("Hugealloc Time stddev (us)", Better::Neither),
+    ] {
+        assert_eq!(better(m), b, "{m}");
+    }
+    let labels = vec!["base".to_string(), "new".to_string()];
+    let r = compare(&labels, &[vec![run(Vec::new())], vec![run(Vec::new())]]);
+    let t = format_table(&r);
+    let note: Vec<&str> = t.lines().filter(|l| l.starts_with("# ")).collect();
+    assert!(
+        note[0].contains("(config - baseline) / baseline") && note[0].contains("positive means higher"),
+        "{t}"
+    );
+    assert!(note[1].contains("mmtests"), "{t}");
+    let lower = note[2];
+    assert!(
+        lower.starts_with("# Lower is better")
+            && lower.contains("Alloc stall")
+            && !lower.contains("THP fault alloc,"),
+        "{t}"
+    );
+    let md = format_markdown(&r);
+    assert!(
+        md.contains("\nLower is better (a positive change is worse): "),
+        "{md}"
+    );
+    let csv = format_csv(&r);
+    assert!(csv.starts_with("metric,stat,config,value,change_pct,significant,better\n"));
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("THP fault fallback,Amean,new,") && l.ends_with(",lower")),
+        "{csv}"
+    );
+}

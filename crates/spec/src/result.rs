@@ -97,6 +97,11 @@ pub struct RunResult {
     /// the JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotMatch>,
+    /// Timeless runs (`[[op]]`s, `fraglab run -o x.json`): the text their `print` operations
+    /// produced, with a `#` line per op — what `fraglab run` prints without `-o`. Absent from
+    /// timed runs (and from their JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub printed: Option<String>,
 }
 
 /// How well a snapshot's reconstruction matches what the kernel printed (kernel-model.md §30.5;

@@ -216,7 +216,7 @@ fn machine_bytes(m: &MachineSpec) -> Option<(u64, u64)> {
 /// `n` bytes in the largest binary unit that divides it, for warnings (`3 GiB`, `1536 KiB`).
 pub(crate) fn show_bytes(n: u64) -> String {
     for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
             return format!("{} {unit}", n >> shift);
         }
     }
