@@ -84,12 +84,32 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{} is too large", quote(s)))
 }
 
+/// The largest spec file: 8 MiB, 60 times the largest in the repository (experiments/
+/// validation/thpscale.toml, 130 KiB). Parsing keeps toml_edit's document (every key and value
+/// with its span and formatting) and the spanned tree built from it (`tree.rs`) side by side,
+/// about 40 bytes of memory per byte of spec: a 50 MB spec of 1 M small ops peaked at 2.0 GB
+/// (`/usr/bin/time -v fraglab run`, refused at its last op, 27 s), a 5 MB one at 205 MB
+/// including its run.
+pub const MAX_SPEC_BYTES: usize = 8 << 20;
+
 pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
     let cx = Cx {
         file,
         lines: Lines::new(text),
         task_files: Default::default(),
     };
+    if text.len() > MAX_SPEC_BYTES {
+        return Err(SpecError::new(
+            file,
+            cx.lines.line(MAX_SPEC_BYTES),
+            None,
+            format!(
+                "the spec is {} bytes, more than the {MAX_SPEC_BYTES} (8 MiB) a spec may be: parsing \
+                 needs about 40 bytes of memory per byte (this line is where the limit falls)",
+                text.len()
+            ),
+        ));
+    }
     let root = tree::parse(text).map_err(|(pos, msg)| {
         SpecError::new(
             file,
