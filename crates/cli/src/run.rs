@@ -28,6 +28,9 @@ pub fn run(
     if let Some(m) = folio_mode {
         spec.model.folio_mode = m;
     }
+    if let Some(note) = fraglab_spec::work_note(&spec) {
+        eprintln!("{note}");
+    }
     let text = if spec.workload.is_some() {
         // A timed run: the report goes to stdout, the JSON result to -o.
         let (result, report) = timed(&spec)?;

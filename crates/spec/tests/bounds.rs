@@ -177,3 +177,48 @@ fn an_open_range_names_its_end() {
         "s.toml:8: key op[1].every: 10000000000 is out of range (expected >= 1, at most 4294967295)"
     );
 }
+
+/// A spec larger than 8 MiB (a 50 MB one needed 2.0 GB to parse) is refused before parsing,
+/// at the line where the limit falls.
+#[test]
+fn a_spec_past_8mib_is_refused() {
+    use fraglab_spec::MAX_SPEC_BYTES;
+    assert_eq!(MAX_SPEC_BYTES, 8 << 20);
+    // Lines of 16 bytes: byte 8 MiB is on line 2^19 + 1.
+    let line = "# fifteen bytes\n";
+    assert_eq!(line.len(), 16);
+    let text = line.repeat((MAX_SPEC_BYTES / 16) + 1);
+    let e = parse_spec(&text, "big.toml").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "big.toml:524289: the spec is 8388624 bytes, more than the 8388608 (8 MiB) a spec may be: \
+         parsing needs about 40 bytes of memory per byte (this line is where the limit falls)"
+    );
+    // Exactly 8 MiB is parsed (and found to lack a machine).
+    let e = parse_spec(&line.repeat(MAX_SPEC_BYTES / 16), "ok.toml").unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("machine"), "{e}");
+}
+
+/// One of the three hangs: msync on 256 CPUs for 10 s is a legitimate run of minutes, announced
+/// up front with an estimate; a small timed run and a timeless one are not.
+#[test]
+fn msync_on_256_cpus_is_announced() {
+    let spec = load_spec(&hostile("msync-256-cpus")).unwrap();
+    let note = fraglab_spec::work_note(&spec).expect("a note");
+    assert!(
+        note.ends_with(
+            ": 256 CPUs for 10 s of simulated time; with every CPU busy the simulator needs \
+             0.09-0.26 s per simulated CPU-second (vm-scalability msync, measured), so this run \
+             may take up to 4-11 min (fewer CPUs or a shorter workload.duration run faster)"
+        ),
+        "{note}"
+    );
+    let small = std::fs::read_to_string(hostile("msync-256-cpus"))
+        .unwrap()
+        .replace("cpus = 256", "cpus = 16");
+    assert_eq!(fraglab_spec::work_note(&parse_spec(&small, "s").unwrap()), None);
+    assert_eq!(
+        fraglab_spec::work_note(&load_spec(&hostile("write-64tib")).unwrap()),
+        None
+    );
+}
