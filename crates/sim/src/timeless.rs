@@ -64,6 +64,15 @@ fn by_order(counts: &[u64; 11]) -> String {
 /// Runs every op of `spec` in order and returns the text its `print` ops produced, with a
 /// `#`-prefixed log line per op. Deterministic: no randomness is involved.
 pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
+    run_ops_with_progress(spec, &mut |_, _| {})
+}
+
+/// [`run_ops`], calling `progress(done, total)` after each operation (`[[op]]`s done of the
+/// spec's). It only reports: the output is the same.
+pub fn run_ops_with_progress(
+    spec: &Spec,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<String, RunError> {
     let mut r = OpRunner {
         spec,
         mm: crate::boot::boot(spec)?,
@@ -82,6 +91,7 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
     r.mm.debug_check();
     for (i, op) in spec.ops.iter().enumerate() {
         r.op(i, op)?;
+        progress(i + 1, spec.ops.len());
     }
     if spec.run.debug_vm {
         r.mm.check_invariants()
