@@ -3,13 +3,16 @@
 //!
 //! The operation mix is the union of the random-operation tests' (crates/mm/tests/props.rs,
 //! compaction_props.rs, slab_shrinker_props.rs) and the timeless engine's operations, each one
-//! model call: folio allocations of every kind and order 0-10 with the common GFP masks on
-//! random CPUs, frees of random live folios, anonymous faults (THP where madvised), buffered
-//! page-cache reads with readahead and writes on four files, truncations, kswapd runs, direct
-//! compaction at each priority, kcompactd wake-ups, `compact_memory`, writeback passes, PCP
-//! drains and high decay, and occasionally `drop_caches`. Memory is kept under pressure: live
-//! folios are allowed up to half the machine, and with the files' page cache (60 MiB) and the
-//! unmovable allocations pinned among them, allocations reclaim, compact and sometimes fail.
+//! model call: kernel allocations (unmovable, reclaimable slab, atomic, page tables) of order
+//! 0-10 on random CPUs and frees of random ones, anonymous faults in eight 8 MiB mappings (half
+//! MADV_HUGEPAGE: THP faults, splits on partial MADV_DONTNEED), MADV_DONTNEED of random ranges,
+//! munmap, swap-in faults, buffered page-cache reads with readahead and writes (throttled above
+//! the dirty limit) on four files, truncations, kswapd runs, direct compaction at each priority,
+//! kcompactd wake-ups, `compact_memory`, writeback passes, PCP drains and high decay, and
+//! occasionally `drop_caches`. The mappings (64 MiB), the files (60 MiB) and the kernel
+//! allocations (up to a quarter of memory) overcommit the 128 MiB machine, so allocations
+//! reclaim (to 64 MiB of swap), compact and sometimes fail. Anonymous memory lives in
+//! `fraglab_sim::anon::AnonVma`s, which follow their pages through reclaim, splits and swap.
 //! A virtual clock advances 20 µs per operation (writeback expiry and device time).
 //!
 //! The checker ([`fraglab_mm::Mm::check_invariants`], kernel-model.md's debug-vm) runs every
@@ -24,6 +27,7 @@ use fraglab_mm::compaction::CompactPriority;
 use fraglab_mm::filemap::ReadaheadState;
 use fraglab_mm::folio::{FolioId, FolioKind};
 use fraglab_mm::{AllocFlags, Gfp, Mm, ZoneType};
+use fraglab_sim::anon::AnonVma;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -37,9 +41,11 @@ pub struct SoakOptions {
 
 /// The operations of the mix, with their weights (out of their sum).
 const MIX: &[(&str, u32)] = &[
-    ("alloc", 250),
-    ("free", 200),
-    ("fault", 150),
+    ("alloc", 150),
+    ("free", 120),
+    ("fault", 250),
+    ("dontneed", 40),
+    ("munmap", 2),
     ("read", 100),
     ("write", 100),
     ("truncate", 5),
@@ -53,15 +59,18 @@ const MIX: &[(&str, u32)] = &[
     ("drop_caches", 1),
 ];
 
-/// The GFP masks of the property tests (props.rs) and the folio kind each allocates.
-const GFPS: [(Gfp, FolioKind); 6] = [
+/// The kernel GFP masks of the property tests (props.rs) and the folio kind each allocates
+/// (movable memory comes from the mappings' faults and the page cache).
+const GFPS: [(Gfp, FolioKind); 4] = [
     (Gfp::GFP_KERNEL, FolioKind::Kernel),
-    (Gfp::GFP_HIGHUSER_MOVABLE, FolioKind::Anon),
     (Gfp(Gfp::GFP_KERNEL.0 | Gfp::RECLAIMABLE.0), FolioKind::Slab),
     (Gfp::GFP_ATOMIC, FolioKind::Kernel),
     (Gfp::GFP_NOWAIT, FolioKind::PageTable),
-    (Gfp::GFP_TRANSHUGE_LIGHT, FolioKind::Anon),
 ];
+
+/// The anonymous mappings: how many, pages each.
+const VMAS: usize = 8;
+const VMA_PAGES: u64 = 2048;
 
 /// The page-cache files: sizes in pages (4, 8, 16 and 32 MiB).
 const FILE_PAGES: [u64; 4] = [1024, 2048, 4096, 8192];
@@ -73,6 +82,7 @@ struct Soak {
     rng: ChaCha8Rng,
     live: Vec<(FolioId, u64, u32)>,
     live_pages: u64,
+    vmas: Vec<AnonVma>,
     files: Vec<(u32, ReadaheadState)>,
     counts: BTreeMap<&'static str, u64>,
     failed_allocs: u64,
@@ -94,6 +104,7 @@ pub fn soak(o: SoakOptions) -> Result<(), String> {
         rng: ChaCha8Rng::seed_from_u64(o.seed),
         live: Vec::new(),
         live_pages: 0,
+        vmas: (0..VMAS).map(|i| AnonVma::new(VMA_PAGES, i % 2 == 0)).collect(),
         files: Vec::new(),
         counts: BTreeMap::new(),
         failed_allocs: 0,
@@ -125,9 +136,9 @@ pub fn soak(o: SoakOptions) -> Result<(), String> {
             })
             .expect("pick < total weight")
             .0;
-        // Past the machine's size in live folios, a free instead: pressure without running
-        // out of folios to free.
-        let op = if s.live_pages > managed / 2 && matches!(op, "alloc" | "fault") {
+        // Past a quarter of memory in kernel allocations, a free instead: pressure without
+        // pinning all of it.
+        let op = if s.live_pages > managed / 4 && op == "alloc" {
             "free"
         } else {
             op
@@ -169,6 +180,8 @@ pub fn soak(o: SoakOptions) -> Result<(), String> {
         "violation": violation,
         "failed_allocations": s.failed_allocs,
         "live_folios_at_end": s.live.len(),
+        "free_pages_at_end": s.mm.zones.iter().map(|z| z.nr_free_pages()).sum::<i64>(),
+        "swap_pages_at_end": s.mm.reclaim.swap.used,
         "counts": s.counts,
         // Wall time (not deterministic): mean µs per operation of each kind and per check.
         "mean_us": wall_by_op
@@ -224,17 +237,27 @@ impl Soak {
                 }
                 let (id, token, order) = self.live.swap_remove(self.rng.gen_range(0..self.live.len()));
                 self.live_pages -= 1 << order;
-                // Not if reclaim took it since (swapped out, or split and migrated).
                 if self.mm.folio_is(id, token) {
                     self.mm.free_folio(cpu, id);
                 }
             }
             "fault" => {
-                let madvised = self.rng.gen_bool(0.5);
-                match self.mm.do_anonymous_fault(cpu, madvised) {
-                    Some(id) => self.keep(id),
-                    None => self.failed_allocs += 1,
-                }
+                // A page fault at a random page of a mapping (a swap-in if reclaim swapped it
+                // out; a THP where the mapping is madvised and the 2 MiB range is empty).
+                let v = self.rng.gen_range(0..VMAS);
+                let page = self.rng.gen_range(0..VMA_PAGES);
+                self.vmas[v].touch(&mut self.mm, cpu, page);
+            }
+            "dontneed" => {
+                let v = self.rng.gen_range(0..VMAS);
+                let start = self.rng.gen_range(0..VMA_PAGES);
+                let n = self.rng.gen_range(1..=512).min(VMA_PAGES - start);
+                self.vmas[v].dontneed(&mut self.mm, cpu, start, n);
+            }
+            "munmap" => {
+                let v = self.rng.gen_range(0..VMAS);
+                self.vmas[v].unmap(&mut self.mm, cpu);
+                self.vmas[v] = AnonVma::new(VMA_PAGES, v % 2 == 0);
             }
             "read" => {
                 let f = self.rng.gen_range(0..self.files.len());
@@ -244,6 +267,10 @@ impl Soak {
                 let (mapping, mut ra) = self.files[f];
                 self.mm.filemap_read(cpu, mapping, &mut ra, index, nr, pages);
                 self.files[f].1 = ra;
+            }
+            "write" if self.mm.dirty_exceeded() => {
+                // balance_dirty_pages: above the dirty limit the writer waits for writeback.
+                self.mm.writeback_settle();
             }
             "write" => {
                 let f = self.rng.gen_range(0..self.files.len());

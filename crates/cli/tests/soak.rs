@@ -30,6 +30,8 @@ fn ten_thousand_checked_operations_of_every_kind_break_nothing() {
         "alloc",
         "free",
         "fault",
+        "dontneed",
+        "munmap",
         "read",
         "write",
         "truncate",
