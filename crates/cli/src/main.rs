@@ -260,6 +260,9 @@ enum Cmd {
         /// The machine's memory (2 CPUs, 64 MiB of swap).
         #[arg(long, default_value = "128MiB")]
         memory: String,
+        /// Tests: corrupt the model after this operation (the checker must catch it).
+        #[arg(long, hide = true)]
+        corrupt_at: Option<u64>,
     },
     /// The standard performance figures: simulated seconds per wall second of each experiment
     /// (one configuration, run once), allocate/free operations per second, compaction pfns
@@ -490,11 +493,13 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             seed,
             check_every,
             memory,
+            corrupt_at,
         } => soak::soak(soak::SoakOptions {
             ops,
             seed,
             check_every,
             memory,
+            corrupt_at,
         }),
         Cmd::Bench {
             max_sim,

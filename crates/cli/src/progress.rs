@@ -74,17 +74,18 @@ impl Bar {
     pub fn set(&mut self, fraction: f64, msg: &str) {
         let Some(pb) = &self.pb else { return };
         let elapsed = self.t0.elapsed();
-        if !self.shown && elapsed >= SHOW_AFTER {
-            self.shown = true;
-            pb.set_draw_target(ProgressDrawTarget::stderr());
-        }
-        if !self.shown {
+        if !self.shown && elapsed < SHOW_AFTER {
             return;
         }
         let f = fraction.clamp(0.0, 1.0);
         pb.set_position((f * STEPS as f64) as u64);
         let eta = eta(elapsed, f).map_or(String::new(), |d| format!(", ETA {}", clock(d)));
         pb.set_message(format!("{msg}{eta}"));
+        if !self.shown {
+            // The first draw, with its message set.
+            self.shown = true;
+            pb.set_draw_target(ProgressDrawTarget::stderr());
+        }
     }
 
     /// A timed run's bar: simulated time over the expected end (or the cap, the bound, while

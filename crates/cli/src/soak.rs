@@ -37,6 +37,9 @@ pub struct SoakOptions {
     pub seed: u64,
     pub check_every: u64,
     pub memory: String,
+    /// Tests: after this operation, corrupt the model (a HighAtomic free count no free list
+    /// backs), to show that the checker catches it.
+    pub corrupt_at: Option<u64>,
 }
 
 /// The operations of the mix, with their weights (out of their sum).
@@ -148,6 +151,14 @@ pub fn soak(o: SoakOptions) -> Result<(), String> {
         *s.counts.entry(op).or_default() += 1;
         *wall_by_op.entry(op).or_default() += t.elapsed().as_nanos() as u64;
         s.mm.cur.now_ns += 20_000;
+        if o.corrupt_at == Some(i) {
+            let z =
+                s.mm.zones
+                    .iter()
+                    .rposition(|z| z.managed > 0)
+                    .expect("a populated zone");
+            s.mm.zones[z].nr_free_highatomic += 1;
+        }
         if i.is_multiple_of(o.check_every) || i == o.ops {
             checks += 1;
             let t = std::time::Instant::now();

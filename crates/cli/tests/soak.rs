@@ -54,6 +54,25 @@ fn ten_thousand_checked_operations_of_every_kind_break_nothing() {
 }
 
 #[test]
+fn a_corrupted_model_is_caught_at_the_next_check() {
+    let (ok, j, err) = soak(&["--ops", "10000", "--check-every", "100", "--corrupt-at", "1234"]);
+    assert!(!ok);
+    assert_eq!(j["violations"], 1);
+    // The check after operation 1,300 finds it, and the soak stops there.
+    assert_eq!(j["operations"], 1300);
+    assert_eq!(j["checks"], 13);
+    let v = j["violation"].as_str().unwrap();
+    assert!(
+        v.starts_with("after operation 1300 ") && v.contains("nr_free_highatomic"),
+        "{v}"
+    );
+    assert!(
+        err.contains("soak: invariant violated after operation 1300"),
+        "{err}"
+    );
+}
+
+#[test]
 fn zero_operations_is_refused() {
     let o = Command::new(env!("CARGO_BIN_EXE_fraglab"))
         .args(["soak", "--ops", "0"])
