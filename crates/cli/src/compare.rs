@@ -41,7 +41,7 @@ pub fn compare(
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let t0 = std::time::Instant::now();
-    let results = run_many(&specs, runs, jobs)?;
+    let results = run_many(&specs, runs, jobs, "")?;
     let wall = t0.elapsed().as_secs_f64();
     if let Some(dir) = &results_dir {
         write_results(dir, &labels, &results)?;
@@ -171,11 +171,13 @@ pub fn load_config(c: &str) -> Result<(String, fraglab_spec::Spec), String> {
 }
 
 /// Runs every spec `runs` times (seed, seed + 1, ...) on `jobs` threads; the results are in
-/// (spec, run) order whatever the scheduling, so the output is deterministic.
+/// (spec, run) order whatever the scheduling, so the output is deterministic. On a terminal, a
+/// bar of runs done (with each running run's share) is shown, after `phase`.
 pub(crate) fn run_many(
     specs: &[fraglab_spec::Spec],
     runs: u32,
     jobs: usize,
+    phase: &str,
 ) -> Result<Vec<Vec<fraglab_spec::result::RunResult>>, String> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
@@ -184,21 +186,24 @@ pub(crate) fn run_many(
     let done = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<Result<fraglab_spec::result::RunResult, String>>>> =
         Mutex::new((0..n).map(|_| None).collect());
-    let bar = {
-        use std::io::IsTerminal;
-        std::io::stderr().is_terminal().then(|| {
-            let b = indicatif::ProgressBar::new(n as u64);
-            b.set_style(
-                indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} runs")
-                    .expect("valid template")
-                    .progress_chars("=> "),
-            );
-            b
-        })
+    // The bar: runs done, plus each running run's simulated time over its expected end, by
+    // worker thread (`crate::progress::runs_fraction`).
+    let bar = Mutex::new((crate::progress::Bar::new(), vec![0.0f64; jobs.min(n)]));
+    let show = |bar: &Mutex<(crate::progress::Bar, Vec<f64>)>| {
+        let (b, running) = &mut *bar.lock().expect("no panics while holding it");
+        let d = done.load(Ordering::SeqCst);
+        let f = crate::progress::runs_fraction(d, running, n);
+        b.set(f, &format!("{d}/{n} runs done"));
+    };
+    let active = {
+        let b = &mut bar.lock().expect("not poisoned").0;
+        b.set_phase(phase);
+        b.active()
     };
     std::thread::scope(|s| {
-        for _ in 0..jobs.min(n) {
-            s.spawn(|| loop {
+        for w in 0..jobs.min(n) {
+            let (next, done, out, bar, show) = (&next, &done, &out, &bar, &show);
+            s.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 if i >= n {
                     break;
@@ -206,18 +211,27 @@ pub(crate) fn run_many(
                 let (si, run) = (i / runs as usize, i % runs as usize);
                 let mut spec = specs[si].clone();
                 spec.run.seed = spec.run.seed.wrapping_add(run as u64);
-                let r = fraglab_sim::timed::run_workload(&spec).map_err(|e| e.to_string());
+                let r = if active {
+                    fraglab_sim::timed::run_workload_with_progress(&spec, &mut |p| {
+                        bar.lock().expect("no panics while holding it").1[w] =
+                            crate::progress::timed_fraction(p).0;
+                        show(bar);
+                    })
+                } else {
+                    fraglab_sim::timed::run_workload(&spec)
+                }
+                .map_err(|e| e.to_string());
                 out.lock().expect("no panics while holding it")[i] = Some(r);
+                // This run's share is cleared before it counts as done (never counted twice).
+                bar.lock().expect("no panics while holding it").1[w] = 0.0;
                 done.fetch_add(1, Ordering::SeqCst);
-                if let Some(b) = &bar {
-                    b.set_position(done.load(Ordering::SeqCst) as u64);
+                if active {
+                    show(bar);
                 }
             });
         }
     });
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.into_inner().expect("threads joined").0.finish();
     let mut all = out.into_inner().expect("threads joined");
     let mut res = Vec::new();
     for si in 0..specs.len() {

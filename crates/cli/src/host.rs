@@ -109,7 +109,14 @@ pub fn validate(
         workdir: dir,
         ..Default::default()
     };
-    let host = fraglab_host::host_run(&spec, &opts).unwrap_or_else(|e| fail(e));
+    // Progress by phase on a terminal (`crate::progress`): the kernel run by wall time over the
+    // workload's duration, then the simulator run by simulated time.
+    let mut bar = crate::progress::Bar::new();
+    bar.set_phase("kernel run");
+    let expected = std::time::Duration::from_nanos(spec.workload.as_ref().map_or(0, |w| w.duration_ns));
+    let host = bar.during(expected, || fraglab_host::host_run(&spec, &opts));
+    bar.finish();
+    let host = host.unwrap_or_else(|e| fail(e));
     // The kernel run's confounders: before the table, or on standard error where standard
     // output is machine-readable (json, csv, markdown).
     let confounders = host.confounders.as_ref().map(|c| c.summary()).unwrap_or_default();
@@ -141,7 +148,11 @@ pub fn validate(
     if format != "table" {
         eprint!("{sim_zones}");
     }
-    let sim = fraglab_sim::timed::run_workload(&sim_spec).map_err(|e| e.to_string())?;
+    let mut bar = crate::progress::Bar::new();
+    bar.set_phase("simulator run");
+    let sim = fraglab_sim::timed::run_workload_with_progress(&sim_spec, &mut |p| bar.set_timed(p));
+    bar.finish();
+    let sim = sim.map_err(|e| e.to_string())?;
     let labels = vec!["kernel".to_string(), "simulator".to_string()];
     let report = fraglab_sim::compare::compare(&labels, &[vec![host], vec![sim]]);
     let text = match format.as_str() {

@@ -13,11 +13,13 @@ mod examples;
 mod footprint;
 mod host;
 mod knobs;
+mod progress;
 mod record;
 mod replay;
 mod report;
 mod run;
 mod snapshot;
+mod soak;
 mod validate;
 
 use examples::example;
@@ -258,6 +260,26 @@ enum Cmd {
         #[command(subcommand)]
         cmd: snapshot::SnapshotCmd,
     },
+    /// A soak of random model operations (allocations, frees, faults, page-cache reads and
+    /// writes, reclaim, compaction, writeback, drains) with the debug-vm checker every
+    /// --check-every operations (issue 23 item 6): a bench. Prints a JSON line with operations,
+    /// checks and violations; fails on a violation.
+    Soak {
+        /// Operations to run.
+        #[arg(long, default_value_t = 100_000_000)]
+        ops: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Check the invariants every this many operations (and at the end).
+        #[arg(long, default_value_t = 1000)]
+        check_every: u64,
+        /// The machine's memory (2 CPUs, 64 MiB of swap).
+        #[arg(long, default_value = "128MiB")]
+        memory: String,
+        /// Tests: corrupt the model after this operation (the checker must catch it).
+        #[arg(long, hide = true)]
+        corrupt_at: Option<u64>,
+    },
     /// The standard performance figures: simulated seconds per wall second of each experiment
     /// (one configuration, run once), allocate/free operations per second, compaction pfns
     /// scanned per second, host memory per simulated page; and issue 22's scale figures (the
@@ -490,6 +512,19 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             json,
             output,
         } => replay::replay(trace, snapshot, fresh, configs, sets, json, output),
+        Cmd::Soak {
+            ops,
+            seed,
+            check_every,
+            memory,
+            corrupt_at,
+        } => soak::soak(soak::SoakOptions {
+            ops,
+            seed,
+            check_every,
+            memory,
+            corrupt_at,
+        }),
         Cmd::Bench {
             max_sim,
             experiments,

@@ -47,12 +47,23 @@ pub fn run(
         // A timeless run with `-o x.json`: the result JSON (the timed runs' schema, the printed
         // text in `printed`) to the file, the text to stdout.
         let path = output.expect("checked");
-        let result = fraglab_sim::run_ops_result(&spec).map_err(|e| e.to_string())?;
+        let mut bar = crate::progress::Bar::new();
+        let r = fraglab_sim::timeless::run_ops_result_with_progress(&spec, &mut |done, total| {
+            bar.set(done as f64 / total as f64, &format!("{done}/{total} operations"))
+        });
+        bar.finish();
+        let result = r.map_err(|e| e.to_string())?;
         let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
         write_via_tmp(&path, json + "\n")?;
         return print_to_stdout(result.printed.as_deref().unwrap_or_default());
     } else {
-        fraglab_sim::run_ops(&spec).map_err(|e| e.to_string())?
+        // A timeless run: a bar of operations done on a terminal.
+        let mut bar = crate::progress::Bar::new();
+        let r = fraglab_sim::timeless::run_ops_with_progress(&spec, &mut |done, total| {
+            bar.set(done as f64 / total as f64, &format!("{done}/{total} operations"))
+        });
+        bar.finish();
+        r.map_err(|e| e.to_string())?
     };
     match output {
         // Written to a temporary file and renamed, so nothing is half-written.
@@ -96,29 +107,13 @@ fn print_to_stdout(text: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A timed run with a progress bar on a terminal (simulated seconds); quiet otherwise (CI).
+/// A timed run with a progress bar on a terminal (simulated time against the workload's
+/// expected end, `crate::progress`); quiet otherwise (CI).
 fn run_with_progress(spec: &fraglab_spec::Spec) -> Result<fraglab_spec::result::RunResult, String> {
-    use std::io::IsTerminal;
     let mut at_end = crate::host_mem_print();
-    if !std::io::stderr().is_terminal() {
-        return fraglab_sim::timed::run_workload_inspect(spec, &mut |_, _| {}, &mut at_end)
-            .map_err(|e| e.to_string());
-    }
-    let end = spec.workload.as_ref().map_or(0, |w| w.duration_ns) / 1_000_000_000;
-    let bar = indicatif::ProgressBar::new(end.max(1));
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {pos}/{len} simulated s (at most)",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    let r = fraglab_sim::timed::run_workload_inspect(
-        spec,
-        &mut |now, _| bar.set_position(now / 1_000_000_000),
-        &mut at_end,
-    );
-    bar.finish_and_clear();
+    let mut bar = crate::progress::Bar::new();
+    let r = fraglab_sim::timed::run_workload_inspect(spec, &mut |p| bar.set_timed(p), &mut at_end);
+    bar.finish();
     r.map_err(|e| e.to_string())
 }
 

@@ -352,7 +352,13 @@ fn run_scenario(d: &ScenarioDef, o: &SuiteOptions) -> Result<ScenarioScore, Stri
         ));
     }
     eprintln!("  simulator: {runs} runs");
-    let sim = match run_many(std::slice::from_ref(&sim_spec), runs, o.jobs.unwrap_or(2).max(1)) {
+    let phase = format!("{}: simulator", d.name);
+    let sim = match run_many(
+        std::slice::from_ref(&sim_spec),
+        runs,
+        o.jobs.unwrap_or(2).max(1),
+        &phase,
+    ) {
         Ok(mut v) => v.remove(0),
         Err(e) => {
             notes.push(format!("simulator: failed: {e}"));
@@ -436,7 +442,13 @@ fn kernel_arm(
         }
         let t = std::time::Instant::now();
         eprintln!("  kernel: run {}/{runs}", i + 1);
-        match fraglab_host::host_run(&s, &opts) {
+        // A bar by wall time over the workload's duration on a terminal (`crate::progress`).
+        let mut bar = crate::progress::Bar::new();
+        bar.set_phase(&format!("{}: kernel run {}/{runs}", d.name, i + 1));
+        let expected = std::time::Duration::from_nanos(s.workload.as_ref().map_or(0, |w| w.duration_ns));
+        let result = bar.during(expected, || fraglab_host::host_run(&s, &opts));
+        bar.finish();
+        match result {
             Ok(mut r) => {
                 let sub = subtract_idle(&mut r, &idle);
                 if i == 0 {

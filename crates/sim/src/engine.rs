@@ -91,6 +91,82 @@ pub trait TaskBody {
     fn comm(&self) -> &str;
     /// Runs one step at `cx.now`.
     fn step(&mut self, cx: &mut Cx) -> Step;
+
+    /// How far the task is through its work, for the progress estimate of a timed run
+    /// ([`Engine::expected_end`]); `None` (the default): the task cannot tell (its end is then
+    /// bounded only by the run's duration). Never read by the run itself.
+    fn progress(&self) -> Option<Progress> {
+        None
+    }
+}
+
+/// What a task knows of its end: work done of a total (pages faulted, compile jobs, program
+/// steps) and/or a time it runs until (a benchmark's duration, a schedule's last burst).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// (done, total) units of work.
+    pub work: Option<(u64, u64)>,
+    /// The simulated time the task stops at (at the latest).
+    pub until_ns: Option<u64>,
+    /// A task that only notices its end when it wakes, at `first + k × interval` (a periodic
+    /// flusher whose work is another task's): (first, interval).
+    pub wakes: Option<(u64, u64)>,
+}
+
+impl Progress {
+    /// `done` of `total` units of work.
+    pub fn work(done: u64, total: u64) -> Progress {
+        Progress {
+            work: Some((done, total)),
+            ..Progress::default()
+        }
+    }
+
+    /// Runs until simulated time `t`.
+    pub fn until(t: u64) -> Progress {
+        Progress {
+            until_ns: Some(t),
+            ..Progress::default()
+        }
+    }
+
+    /// When a task that started at `start_ns` should end, seen at `now`: the work extrapolated
+    /// linearly from its rate so far (start + elapsed × total / done), no later than
+    /// `until_ns`, then at the first of its `wakes` from there. `None` when neither is known
+    /// (no work done yet and no end time).
+    pub fn expected_end(&self, start_ns: u64, now: u64) -> Option<u64> {
+        let by_work = match self.work {
+            Some((done, total)) if done >= total => Some(now),
+            Some((done, total)) if done > 0 && now > start_ns => {
+                let elapsed = (now - start_ns) as u128;
+                Some(start_ns.saturating_add((elapsed * total as u128 / done as u128).min(u64::MAX as u128) as u64))
+            }
+            _ => None,
+        };
+        let end = match (by_work, self.until_ns) {
+            (Some(w), Some(u)) => Some(w.min(u)),
+            (w, u) => w.or(u),
+        }?;
+        let end = match self.wakes {
+            Some((first, _)) if end <= first => first,
+            Some((first, interval)) if interval > 0 => {
+                first.saturating_add((end - first).div_ceil(interval).saturating_mul(interval))
+            }
+            _ => end,
+        };
+        Some(end.max(now))
+    }
+}
+
+/// A run's expected end from its live tasks' expected ends (`None`: a task cannot tell):
+/// the latest of them, within `[now, cap]`; `None` if any task cannot tell (then only the cap
+/// bounds the run). With no live task, `now`.
+pub fn run_expected_end(now: u64, cap: u64, tasks: impl IntoIterator<Item = Option<u64>>) -> Option<u64> {
+    let mut end = now;
+    for t in tasks {
+        end = end.max(t?);
+    }
+    Some(end.clamp(now.min(cap), cap))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,6 +263,14 @@ pub struct Engine {
     /// Tasks created asleep that start `delay` ns after every task of their list has exited
     /// (`[[workload.task]] after`, [`Engine::gate`]).
     gated: Vec<(TaskId, Vec<TaskId>, u64)>,
+    /// `[run] debug_vm` in a timed run: check the model's invariants every this many task
+    /// steps (0: never); [`Engine::run`] stops at the first violation.
+    pub check_every: u64,
+    /// Task steps run (all tasks, kernel threads included) and invariant checks made.
+    pub steps: u64,
+    pub checks: u64,
+    /// The first violation found: the step count and time after which it was found.
+    pub violation: Option<(u64, u64, fraglab_mm::debug_vm::InvariantViolation)>,
 }
 
 impl Engine {
@@ -212,6 +296,10 @@ impl Engine {
             kcompactd_wakes: 0,
             sched: Sched::Fifo,
             gated: Vec::new(),
+            check_every: 0,
+            steps: 0,
+            checks: 0,
+            violation: None,
         };
         e.kswapd = e.add_task(Box::new(KswapdTask), TaskState::Waiting, 60);
         e.kcompactd = e.add_task(Box::new(KcompactdTask), TaskState::Waiting, 61);
@@ -467,6 +555,7 @@ impl Engine {
         };
         let step = task.body.step(&mut cx);
         let busy = step.ran() + switch;
+        self.steps += 1;
         let task = &mut self.tasks[id];
         task.stats.cpu_ns += busy;
         task.stats.steps += 1;
@@ -512,8 +601,12 @@ impl Engine {
     }
 
     /// Runs events until virtual time `until` (events at `until` included) or until `done`
-    /// says so (checked after every event). Returns the time reached.
+    /// says so (checked after every event). Returns the time reached. With `check_every` set,
+    /// the invariants are checked after every `check_every`-th task step (`CONFIG_DEBUG_VM`'s
+    /// `VM_BUG_ON`s, kernel-model.md's debug-vm checker: [`Mm::check_invariants`]); the first
+    /// violation stops the run and is kept in `violation`.
     pub fn run(&mut self, until: u64, mut done: impl FnMut(&Engine) -> bool) -> u64 {
+        let mut checked_at = self.steps;
         while let Some(Reverse(ev)) = self.queue.peek().copied() {
             if ev.time > until {
                 self.now = until;
@@ -560,11 +653,55 @@ impl Engine {
                     self.schedule(now + self.tick_ns, EventKind::Tick);
                 }
             }
+            if self.check_every > 0 && self.steps != checked_at && self.steps.is_multiple_of(self.check_every)
+            {
+                checked_at = self.steps;
+                if !self.check_now() {
+                    break;
+                }
+            }
             if done(self) {
                 break;
             }
         }
         self.now
+    }
+
+    /// Checks the model's invariants now (counted in `checks`); a violation is kept in
+    /// `violation` (the first one only). Returns whether they hold.
+    pub fn check_now(&mut self) -> bool {
+        self.checks += 1;
+        match self.mm.check_invariants() {
+            Ok(_) => true,
+            Err(v) => {
+                self.violation.get_or_insert((self.steps, self.now, v));
+                false
+            }
+        }
+    }
+
+    /// The expected end of the workload ([`run_expected_end`] over its live tasks'
+    /// [`TaskBody::progress`]), within `[now, cap]`; `None` when a live task cannot tell.
+    pub fn expected_end(&self, cap: u64) -> Option<u64> {
+        let now = self.now;
+        run_expected_end(
+            now,
+            cap,
+            self.tasks
+                .iter()
+                .enumerate()
+                .filter(|&(i, t)| self.is_workload(i) && t.state != TaskState::Exited)
+                .map(|(_, t)| {
+                    t.body
+                        .progress()
+                        .and_then(|p| p.expected_end(t.stats.start_ns, now))
+                }),
+        )
+    }
+
+    /// Whether task `i` is one `workload_done` waits for (not a kernel thread, not a daemon).
+    fn is_workload(&self, i: TaskId) -> bool {
+        i != self.kswapd && i != self.kcompactd && !self.tasks[i].daemon
     }
 
     /// Starts the model's kdamond (`[damon]`, kernel-model.md §27) now: a kernel thread (pid 62,
@@ -585,7 +722,7 @@ impl Engine {
         self.tasks
             .iter()
             .enumerate()
-            .all(|(i, t)| i == self.kswapd || i == self.kcompactd || t.daemon || t.state == TaskState::Exited)
+            .all(|(i, t)| !self.is_workload(i) || t.state == TaskState::Exited)
     }
 }
 

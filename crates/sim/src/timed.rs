@@ -34,14 +34,27 @@ pub fn cost_model(spec: &Spec) -> CostModel {
 /// Runs the spec's workload to its end (or its duration). Deterministic: the result depends only
 /// on the spec (and its seed); `wall_ns` is left 0 for the caller to fill in if it wants.
 pub fn run_workload(spec: &Spec) -> Result<RunResult, RunError> {
-    run_workload_with_progress(spec, &mut |_, _| {})
+    run_workload_with_progress(spec, &mut |_| {})
 }
 
-/// [`run_workload`], calling `progress(now_ns, end_ns)` as simulated time advances (at most
-/// once per simulated 100 ms).
+/// Where a timed run is, as [`run_workload_with_progress`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimedProgress {
+    /// Simulated time reached.
+    pub now_ns: u64,
+    /// The workload's duration: the run stops there at the latest.
+    pub cap_ns: u64,
+    /// When the workload's generators should be done ([`Engine::expected_end`]: their work
+    /// extrapolated at its rate so far, or the time they run until), within `[now, cap]`;
+    /// `None` while a generator cannot tell yet.
+    pub expected_end_ns: Option<u64>,
+}
+
+/// [`run_workload`], calling `progress` as simulated time advances (at most once per simulated
+/// 100 ms). The progress estimate only reads the tasks: the result is the same.
 pub fn run_workload_with_progress(
     spec: &Spec,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn FnMut(&TimedProgress),
 ) -> Result<RunResult, RunError> {
     run_workload_inspect(spec, progress, &mut |_| {})
 }
@@ -50,8 +63,21 @@ pub fn run_workload_with_progress(
 /// result is built; `FRAGLAB_HOST_MEM`'s host-memory breakdown). `at_end` cannot change it.
 pub fn run_workload_inspect(
     spec: &Spec,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn FnMut(&TimedProgress),
     at_end: &mut dyn FnMut(&Mm),
+) -> Result<RunResult, RunError> {
+    run_workload_hooked(spec, progress, at_end, &mut |_| {})
+}
+
+/// [`run_workload_inspect`], handing `setup` the engine once the workload's tasks are spawned
+/// and before it runs. For tests (a tick hook that corrupts the model shows that `[run]
+/// debug_vm` catches it mid-run); anything `setup` changes changes the run.
+#[doc(hidden)]
+pub fn run_workload_hooked(
+    spec: &Spec,
+    progress: &mut dyn FnMut(&TimedProgress),
+    at_end: &mut dyn FnMut(&Mm),
+    setup: &mut dyn FnMut(&mut Engine),
 ) -> Result<RunResult, RunError> {
     let w = spec
         .workload
@@ -71,8 +97,23 @@ pub fn run_workload_inspect(
     let rec = Recorder::install(&mut e);
     let proc_start = proc_snapshot(&e.mm);
     let start = vmstat_values(&e.mm);
+    if spec.run.debug_vm {
+        e.check_every = spec.run.debug_vm_every.max(1);
+    }
+    setup(&mut e);
     let end_ns = run_to_end(&mut e, w.duration_ns, &rec.maps, progress);
+    if let Some((steps, t, v)) = e.violation.take() {
+        return Err(RunError(format!(
+            "{}: [run] debug_vm: invariant violated after task step {steps} (t = {:.3} s): {v}",
+            spec.file,
+            t as f64 / 1e9
+        )));
+    }
     at_end(&e.mm);
+    if spec.run.debug_vm {
+        // Counted in `debug_vm_checks` as the other checks are.
+        e.checks += 1;
+    }
     e.mm.check_invariants().map_err(|v| {
         RunError(format!(
             "{}: invariant violated at the end of the run: {v}",
@@ -198,7 +239,7 @@ fn run_to_end(
     e: &mut Engine,
     duration: u64,
     maps: &RefCell<Vec<PageblockMap>>,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn FnMut(&TimedProgress),
 ) -> u64 {
     let mut last = 0u64;
     let blocks = maps.borrow().first().map_or(1, |m| m.types.len() as u64);
@@ -207,7 +248,11 @@ fn run_to_end(
         let now = e.now();
         if now >= last + 100_000_000 {
             last = now;
-            progress(now, duration);
+            progress(&TimedProgress {
+                now_ns: now,
+                cap_ns: duration,
+                expected_end_ns: e.expected_end(duration),
+            });
         }
         cadence.tick(now, &mut maps.borrow_mut(), || pageblock_snapshot(&e.mm, now));
         e.workload_done()
@@ -288,6 +333,8 @@ fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
         ("kcompactd_steps", kc.steps),
     ]
     .into_iter()
+    // `[run] debug_vm`: the invariant checks made (every `debug_vm_every` steps and at the end).
+    .chain((e.check_every > 0).then_some(("debug_vm_checks", e.checks)))
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }

@@ -67,8 +67,17 @@ fn by_order(counts: &[u64; 11]) -> String {
 /// Runs every op of `spec` in order and returns the text its `print` ops produced, with a
 /// `#`-prefixed log line per op. Deterministic: no randomness is involved.
 pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
+    run_ops_with_progress(spec, &mut |_, _| {})
+}
+
+/// [`run_ops`], calling `progress(done, total)` after each operation (`[[op]]`s done of the
+/// spec's). It only reports: the output is the same.
+pub fn run_ops_with_progress(
+    spec: &Spec,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<String, RunError> {
     let mut r = OpRunner::boot(spec)?;
-    r.run_all()?;
+    r.run_all(progress)?;
     Ok(r.out)
 }
 
@@ -79,10 +88,19 @@ pub fn run_ops(spec: &Spec) -> Result<String, RunError> {
 /// text [`run_ops`] returns (byte for byte: reading the model's state for the result changes
 /// nothing in it).
 pub fn run_ops_result(spec: &Spec) -> Result<RunResult, RunError> {
+    run_ops_result_with_progress(spec, &mut |_, _| {})
+}
+
+/// [`run_ops_result`], calling `progress(done, total)` after each operation, as
+/// [`run_ops_with_progress`].
+pub fn run_ops_result_with_progress(
+    spec: &Spec,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<RunResult, RunError> {
     let mut r = OpRunner::boot(spec)?;
     let proc_start = proc_snapshot(&r.mm);
     let start = vmstat_values(&r.mm);
-    r.run_all()?;
+    r.run_all(progress)?;
     let end = vmstat_values(&r.mm);
     let w = &r.mm.work.sum;
     Ok(RunResult {
@@ -136,11 +154,13 @@ impl<'s> OpRunner<'s> {
         Ok(r)
     }
 
-    /// Runs every op in order, then (with `debug_vm`) checks the invariants.
-    fn run_all(&mut self) -> Result<(), RunError> {
+    /// Runs every op in order, calling `progress(done, total)` after each, then (with
+    /// `debug_vm`) checks the invariants.
+    fn run_all(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<(), RunError> {
         let spec = self.spec;
         for (i, op) in spec.ops.iter().enumerate() {
             self.op(i, op)?;
+            progress(i + 1, spec.ops.len());
         }
         if spec.run.debug_vm {
             self.mm

@@ -55,6 +55,7 @@
 //! [run]
 //! seed = 1             # default 1
 //! debug_vm = false     # default false
+//! debug_vm_every = 10000   # with debug_vm, a timed run checks every N task steps
 //! trace = ["kmem:mm_page_alloc", "compaction:*"]   # see TRACE_EVENTS; kmem:*, compaction:*,
 //!                      # migrate:* and vmscan:* select a group; default none
 //!
@@ -436,6 +437,9 @@ pub struct RunSpec {
     pub seed: u64,
     /// Default false.
     pub debug_vm: bool,
+    /// With `debug_vm`, a timed run checks every this many task steps (default
+    /// `keys::DEBUG_VM_EVERY_DEFAULT`, 10,000).
+    pub debug_vm_every: u64,
     /// The events to record, without their group (`mm_page_alloc`), each once, in
     /// [`TRACE_EVENTS`] order; `kmem:*` expanded. Empty by default.
     pub trace: Vec<String>,
@@ -446,6 +450,7 @@ impl Default for RunSpec {
         RunSpec {
             seed: 1,
             debug_vm: false,
+            debug_vm_every: keys::DEBUG_VM_EVERY_DEFAULT as u64,
             trace: Vec::new(),
         }
     }

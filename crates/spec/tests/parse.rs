@@ -26,6 +26,7 @@ dma = false
 [run]
 seed = 42
 debug_vm = true
+debug_vm_every = 500
 trace = ["kmem:mm_page_alloc_extfrag", "kmem:mm_page_alloc"]
 
 [[op]]
@@ -94,6 +95,7 @@ fn full_spec_parses_to_the_expected_structure() {
         run: RunSpec {
             seed: 42,
             debug_vm: true,
+            debug_vm_every: 500,
             // In TRACE_EVENTS order, not the spec's.
             trace: vec!["mm_page_alloc".into(), "mm_page_alloc_extfrag".into()],
         },
@@ -105,7 +107,7 @@ fn full_spec_parses_to_the_expected_structure() {
         cost: Default::default(),
         ops: vec![
             Op::Alloc {
-                line: 21,
+                line: 22,
                 set: "a".into(),
                 count: 100,
                 order: 0,
@@ -116,7 +118,7 @@ fn full_spec_parses_to_the_expected_structure() {
                 nofs: false,
             },
             Op::Alloc {
-                line: 29,
+                line: 30,
                 set: "b".into(),
                 count: 1,
                 order: 0,
@@ -127,27 +129,27 @@ fn full_spec_parses_to_the_expected_structure() {
                 nofs: false,
             },
             Op::Free {
-                line: 33,
+                line: 34,
                 set: "a".into(),
                 every: 2,
                 offset: 1,
                 cpu: 1,
             },
             Op::Print {
-                line: 39,
+                line: 40,
                 what: PrintWhat::Pageblocks,
                 zone: Some(ZoneType::Normal),
             },
             Op::Print {
-                line: 43,
+                line: 44,
                 what: PrintWhat::Buddyinfo,
                 zone: None,
             },
-            Op::DrainAllPages { line: 46 },
+            Op::DrainAllPages { line: 47 },
         ],
     };
     assert_eq!(spec, expected);
-    assert_eq!(spec.op_where(2), "full.toml:33: op[2]");
+    assert_eq!(spec.op_where(2), "full.toml:34: op[2]");
     assert_eq!(spec.ops[5].action(), "drain_all_pages");
     // Spec::knob falls back to the kernel default.
     assert_eq!(spec.knob("vm.swappiness"), Some(KnobValue::Int(60)));
@@ -181,6 +183,7 @@ fn minimal_spec_gets_the_defaults() {
         RunSpec {
             seed: 1,
             debug_vm: false,
+            debug_vm_every: 10_000,
             trace: vec![]
         }
     );

@@ -7,7 +7,7 @@ use fraglab_mm::Mm;
 
 use crate::anon::{AnonVma, Touch};
 use crate::cost::CostModel;
-use crate::engine::{Cx, Step, TaskBody, MS};
+use crate::engine::{Cx, Progress, Step, TaskBody, MS};
 use crate::metrics::Metrics;
 use crate::slab::{Obj, SlabCache};
 
@@ -122,6 +122,10 @@ pub struct PageCacheFlusher {
 impl TaskBody for PageCacheFlusher {
     fn comm(&self) -> &str {
         "kworker/u4:flush"
+    }
+
+    fn progress(&self) -> Option<Progress> {
+        Some(Progress::until(self.until_ns))
     }
 
     fn step(&mut self, cx: &mut Cx) -> Step {

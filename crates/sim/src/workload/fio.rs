@@ -12,7 +12,7 @@ use rand::Rng;
 
 use super::common::{alloc_file_objs, write_cost};
 use super::{pages_of, Generator, Run, Shared};
-use crate::engine::{Cx, Step, TaskBody, MS};
+use crate::engine::{Cx, Progress, Step, TaskBody, MS};
 use crate::slab::{Obj, SlabCache};
 
 /// What the fio small-file writers share: the directory (one mapping whose page ranges are the
@@ -86,6 +86,11 @@ const FIO_FILES_PER_STEP: u64 = 8;
 impl TaskBody for FioSmallFiles {
     fn comm(&self) -> &str {
         "fio"
+    }
+
+    /// Writes files until `until`.
+    fn progress(&self) -> Option<Progress> {
+        Some(Progress::until(self.shared.borrow().until_ns))
     }
 
     fn step(&mut self, cx: &mut Cx) -> Step {

@@ -19,7 +19,7 @@ use rand::Rng;
 use super::common::{alloc_file_objs, touch_range, CHUNK, COMPUTE_SLICE_NS};
 use super::{pages_of, Generator, Run, Shared};
 use crate::anon::AnonVma;
-use crate::engine::{Cx, Step, TaskBody, MS};
+use crate::engine::{Cx, Progress, Step, TaskBody, MS};
 use crate::metrics::{Build, Metrics};
 use crate::slab::{Obj, SlabCache};
 
@@ -76,6 +76,9 @@ pub struct KbuildShared {
     pub vma: SlabCache,
     obj_file_objs: Vec<(Obj, Obj)>,
     metrics: Shared<Metrics>,
+    /// The flusher's next wake and its pass interval, as it last slept (for its progress
+    /// estimate only: it exits at the first wake after the builds).
+    flusher_wakes: (u64, u64),
 }
 
 impl KbuildShared {
@@ -120,6 +123,7 @@ impl KbuildShared {
             task: SlabCache::new("task_struct", 3, 3, Gfp::GFP_KERNEL.union(Gfp::ACCOUNT)),
             vma: SlabCache::new("vm_area_struct", 0, 21, Gfp::GFP_KERNEL.union(Gfp::ACCOUNT)),
             obj_file_objs: Vec::new(),
+            flusher_wakes: (0, 0),
             p,
             metrics,
         }))
@@ -142,6 +146,13 @@ impl KbuildShared {
     /// Whether every build has finished.
     pub fn finished(&self) -> bool {
         self.iteration == self.p.iterations
+    }
+
+    /// The build's progress: compile jobs finished of every build's (`iterations` × `jobs`).
+    fn progress(&self) -> Progress {
+        let jobs = self.p.jobs as u64;
+        let done = self.iteration as u64 * jobs + (self.next_job - self.running) as u64;
+        Progress::work(done, self.p.iterations as u64 * jobs)
     }
 
     /// `rm -rf` of tree `t` before a new one is unpacked in its place: its page cache is
@@ -592,6 +603,10 @@ impl TaskBody for KbuildWorker {
         "cc1"
     }
 
+    fn progress(&self) -> Option<Progress> {
+        Some(self.shared.borrow().progress())
+    }
+
     fn step(&mut self, cx: &mut Cx) -> Step {
         let shared = self.shared.clone();
         let mut sh = shared.borrow_mut();
@@ -627,8 +642,17 @@ impl TaskBody for Flusher {
         "kworker/u4:flush"
     }
 
-    fn step(&mut self, cx: &mut Cx) -> Step {
+    /// It exits at its first wake after the builds' end.
+    fn progress(&self) -> Option<Progress> {
         let sh = self.shared.borrow();
+        Some(Progress {
+            wakes: Some(sh.flusher_wakes),
+            ..sh.progress()
+        })
+    }
+
+    fn step(&mut self, cx: &mut Cx) -> Step {
+        let mut sh = self.shared.borrow_mut();
         let (expire, interval) = (cx.mm.dirty_expire_ns(), cx.mm.dirty_writeback_ns());
         if sh.finished() || interval == 0 {
             return Step::Exit(0);
@@ -651,10 +675,9 @@ impl TaskBody for Flusher {
         } else {
             self.next_pass_ns
         };
-        Step::Sleep {
-            ran: n * cx.cost.free_page_ns,
-            sleep: wake.saturating_sub(cx.now).max(1),
-        }
+        let (ran, sleep) = (n * cx.cost.free_page_ns, wake.saturating_sub(cx.now).max(1));
+        sh.flusher_wakes = (cx.now + ran + sleep, interval);
+        Step::Sleep { ran, sleep }
     }
 }
 

@@ -12,7 +12,7 @@ use rand::Rng;
 use super::common::{touch_range, write_cost, CHUNK};
 use super::{pages_of, Generator, PageCacheFlusher, Run, Shared};
 use crate::anon::AnonVma;
-use crate::engine::{Cx, Step, TaskBody, MS, SEC};
+use crate::engine::{Cx, Progress, Step, TaskBody, MS, SEC};
 use crate::metrics::Metrics;
 
 /// The files and counters the pgbench tasks share. From the parameters: each backend's private
@@ -85,6 +85,11 @@ impl TaskBody for PgbenchClient {
         "postgres"
     }
 
+    /// Transactions run for the benchmark's duration.
+    fn progress(&self) -> Option<Progress> {
+        Some(Progress::until(self.shared.borrow().p.duration_ns))
+    }
+
     fn step(&mut self, cx: &mut Cx) -> Step {
         let shared = self.shared.clone();
         let mut sh = shared.borrow_mut();
@@ -152,6 +157,10 @@ impl PgbenchCheckpointer {
 impl TaskBody for PgbenchCheckpointer {
     fn comm(&self) -> &str {
         "postgres: checkpointer"
+    }
+
+    fn progress(&self) -> Option<Progress> {
+        Some(Progress::until(self.shared.borrow().p.duration_ns))
     }
 
     fn step(&mut self, cx: &mut Cx) -> Step {

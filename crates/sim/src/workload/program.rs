@@ -16,7 +16,7 @@ use rand::Rng;
 use super::common::{alloc_file_objs, touch_range, write_cost, CHUNK, COMPUTE_SLICE_NS};
 use super::{Generator, Run, Shared};
 use crate::anon::AnonVma;
-use crate::engine::{Cx, Step, TaskBody, MS};
+use crate::engine::{Cx, Progress, Step, TaskBody, MS};
 use crate::metrics::Metrics;
 use crate::slab::{Obj, SlabCache};
 
@@ -30,6 +30,7 @@ const READ_CALL_PAGES: u64 = 32;
 pub struct ProgramTask {
     name: String,
     steps: Vec<TaskStep>,
+    loops: u32,
     loops_left: u32,
     pc: usize,
     /// Progress inside the current step (pages touched or read, bytes written).
@@ -68,6 +69,7 @@ impl ProgramTask {
         ProgramTask {
             name: p.name.clone(),
             steps: p.steps.clone(),
+            loops: p.loops,
             loops_left: p.loops,
             pc: 0,
             progress: 0,
@@ -359,6 +361,13 @@ impl ProgramTask {
 impl TaskBody for ProgramTask {
     fn comm(&self) -> &str {
         &self.name
+    }
+
+    /// Program steps done of `loops` × the program's (a coarse unit: steps differ in length).
+    fn progress(&self) -> Option<Progress> {
+        let n = self.steps.len() as u64;
+        let done = (self.loops - self.loops_left) as u64 * n + self.pc as u64;
+        Some(Progress::work(done, self.loops as u64 * n))
     }
 
     fn step(&mut self, cx: &mut Cx) -> Step {

@@ -6,7 +6,7 @@ use fraglab_spec::ThpBurstParams;
 use super::common::touch_range;
 use super::{pages_of, Generator, Run, Shared};
 use crate::anon::AnonVma;
-use crate::engine::{Cx, Engine, Step, TaskBody};
+use crate::engine::{Cx, Engine, Progress, Step, TaskBody};
 use crate::metrics::{Burst, Metrics};
 
 enum BurstPhase {
@@ -43,6 +43,14 @@ impl ThpBurst {
 impl TaskBody for ThpBurst {
     fn comm(&self) -> &str {
         "thp_burst"
+    }
+
+    /// The bursts' schedule: the last starts `bursts - 1` intervals after the first and is held
+    /// for `hold` (its faulting time not counted: an estimate from below).
+    fn progress(&self) -> Option<Progress> {
+        let p = &self.p;
+        let last = p.start_ns + p.interval_ns * p.bursts.saturating_sub(1) as u64;
+        Some(Progress::until(last + p.hold_ns))
     }
 
     fn step(&mut self, cx: &mut Cx) -> Step {

@@ -6,7 +6,7 @@ use fraglab_spec::ThpChallengeParams;
 use super::common::touch_range;
 use super::{pages_of, Generator, Run, Shared};
 use crate::anon::AnonVma;
-use crate::engine::{Cx, Step, TaskBody};
+use crate::engine::{Cx, Progress, Step, TaskBody};
 use crate::metrics::Metrics;
 
 /// mmtests' thpchallenge thread: mmap, then per 2 MiB step write one byte (the fault tells huge
@@ -36,6 +36,12 @@ impl ThpChallenge {
 impl TaskBody for ThpChallenge {
     fn comm(&self) -> &str {
         "thpchallenge"
+    }
+
+    /// Pages faulted of the mapping's (the hold that follows is not counted).
+    fn progress(&self) -> Option<Progress> {
+        let pages = self.vma.as_ref().map_or(self.next, |v| v.nr_pages);
+        Some(Progress::work(self.next.min(pages), pages))
     }
 
     fn step(&mut self, cx: &mut Cx) -> Step {

@@ -30,7 +30,7 @@ use fraglab_spec::result::{RunResult, VmScalabilityResult};
 use fraglab_spec::{MappingKind, VmScalabilityCase, VmScalabilityParams};
 
 use super::{pages_of, Generator, Run, Shared};
-use crate::engine::{Cx, Step, TaskBody};
+use crate::engine::{Cx, Progress, Step, TaskBody};
 use crate::metrics::Metrics;
 
 /// Pages handled per step, so that the processes interleave.
@@ -316,6 +316,20 @@ impl TaskBody for VmScalTask {
             VmScalabilityCase::LruFileReadtwice => "dd",
             _ => "usemem",
         }
+    }
+
+    /// The case's runtime; the use-once cases (one pass) also by pages done of the pass.
+    fn progress(&self) -> Option<Progress> {
+        let sh = self.shared.borrow();
+        let use_once = matches!(
+            sh.p.case,
+            VmScalabilityCase::LruFileReadtwice | VmScalabilityCase::LruFileMmapRead
+        );
+        Some(Progress {
+            work: use_once.then_some((self.pos.min(self.pages), self.pages)),
+            until_ns: Some(sh.p.start_ns + sh.p.runtime_ns),
+            ..Progress::default()
+        })
     }
 
     fn step(&mut self, cx: &mut Cx) -> Step {

@@ -8,6 +8,7 @@ impl Cx<'_> {
         self.check_keys(t)?;
         let seed = self.int_key(t, "seed")? as u64;
         let debug_vm = self.bool_key(t, "debug_vm")?;
+        let debug_vm_every = self.int_key(t, "debug_vm_every")? as u64;
         let mut on = [false; TRACE_EVENTS.len()];
         if let Some(e) = t.get("trace") {
             let key = t.key("trace");
@@ -55,6 +56,7 @@ impl Cx<'_> {
         Ok(RunSpec {
             seed,
             debug_vm,
+            debug_vm_every,
             trace,
         })
     }
