@@ -70,8 +70,12 @@ fn parse_text(
     fraglab_spec::parse_spec(&text, &name).map_err(|e| spec_err(py, e))
 }
 
-/// Runs a spec. Returns `("timed", result JSON, printed mmtests rows)` for a timed run (the JSON
-/// `fraglab run -o` writes), `("timeless", printed text, "")` for a list of operations.
+/// Runs a spec. Returns `(kind, result JSON, printed text, warnings)`: for a timed run
+/// (`"timed"`) the JSON `fraglab run -o` writes and the mmtests rows it prints; for a list of
+/// operations (`"timeless"`) the result JSON `fraglab run -o x.json` writes
+/// (`fraglab_sim::run_ops_result`) and the text its `print` operations produced. `warnings` are
+/// the spec's (`Spec::warnings`: valid input that will not do what it seems to), which the
+/// command line prints as `fraglab: warning: ...` lines.
 #[pyfunction]
 #[pyo3(signature = (spec, overrides, seed=None))]
 fn run(
@@ -79,23 +83,26 @@ fn run(
     spec: &str,
     overrides: Vec<(String, String)>,
     seed: Option<u64>,
-) -> PyResult<(String, String, String)> {
+) -> PyResult<(String, String, String, Vec<String>)> {
     let mut spec = load(py, spec, &overrides)?;
     if let Some(s) = seed {
         spec.run.seed = s;
     }
+    let warnings: Vec<String> = spec.warnings.iter().map(|w| w.to_string()).collect();
     if spec.workload.is_some() {
         let result = py
             .detach(|| fraglab_sim::timed::run_workload(&spec))
             .map_err(|e| err(e.to_string()))?;
         let json = serde_json::to_string_pretty(&result).map_err(|e| err(e.to_string()))? + "\n";
         let rows = fraglab_spec::result::rows::mmtests_rows(&result);
-        Ok(("timed".into(), json, rows))
+        Ok(("timed".into(), json, rows, warnings))
     } else {
-        let text = py
-            .detach(|| fraglab_sim::run_ops(&spec))
+        let result = py
+            .detach(|| fraglab_sim::run_ops_result(&spec))
             .map_err(|e| err(e.to_string()))?;
-        Ok(("timeless".into(), text, String::new()))
+        let text = result.printed.clone().unwrap_or_default();
+        let json = serde_json::to_string_pretty(&result).map_err(|e| err(e.to_string()))? + "\n";
+        Ok(("timeless".into(), json, text, warnings))
     }
 }
 

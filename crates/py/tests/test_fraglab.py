@@ -92,14 +92,25 @@ def test_run_matches_the_binary(tmp_path):
 
 def test_run_timeless_and_toml_text(tmp_path):
     r = fraglab.run("example:claim-steal-merge")
-    assert r.kind == "timeless" and r.raw is None and r.samples is None
-    assert "Node 0" in r.text
+    assert r.kind == "timeless" and r.mmtests is None and r.samples.empty
+    assert "Node 0" in r.text and r.raw["printed"] == r.text and r.raw["duration_ns"] == 0
+    assert len(r.vmstat) > 0 and len(r.pageblocks) > 0
+    # The same result JSON as `fraglab run -o x.json`.
+    out = tmp_path / "csm.json"
+    subprocess.run([binary(), "run", "--example", "claim-steal-merge", "-o", str(out)], check=True, capture_output=True)
+    assert r.json == out.read_text()
     text = '[machine]\nmemory = "64MiB"\ndma = false\n\n[[op]]\nalloc = "a"\ncount = 10\ngfp = "GFP_KERNEL"\n\n[[op]]\nprint = "buddyinfo"\n'
     out = fraglab.run(text).text
     assert "10 allocated, 0 failed" in out and "\nNode 0, zone    DMA32" in out
     f = tmp_path / "ops.toml"
     f.write_text(text)
     assert fraglab.run(str(f)).text == fraglab.run(text).text
+
+
+def test_spec_warnings_are_python_warnings():
+    text = '[machine]\nmemory = "64MiB"\ndma = false\n\n[knobs]\n"vm.min_free_kbytes" = 1000000\n\n[[op]]\nprint = "buddyinfo"\n'
+    with pytest.warns(fraglab.FraglabWarning, match="min_free_kbytes"):
+        fraglab.run(text)
 
 
 def test_errors_carry_file_line_and_key(tmp_path):

@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -29,8 +30,15 @@ import pandas as pd
 from . import _native
 from ._native import FraglabError, SpecError
 
+
+class FraglabWarning(UserWarning):
+    """A spec that is valid but will not do what it seems to (a THP burst larger than memory
+    and swap, ``dontneed`` past its mapping's end, ...): the lines ``fraglab run`` prints as
+    ``fraglab: warning: ...``, naming the file, line and key."""
+
 __all__ = [
     "FraglabError",
+    "FraglabWarning",
     "SpecError",
     "Result",
     "run",
@@ -79,24 +87,21 @@ class Result:
     DataFrames ``samples``, ``mmtests``, ``vmstat``, ``pageblocks``, ``latency`` and (with
     ``[run] trace``) ``trace`` are built from ``raw`` on first use.
 
-    A timeless run (``[[op]]``s): ``raw`` is None and ``text`` what its ``print`` operations
-    printed; the DataFrames are None.
+    A timeless run (``[[op]]``s): ``raw`` is the result JSON ``fraglab run -o x.json`` writes
+    (the same schema: vmstat deltas over the operations, /proc before and after, the final
+    pageblock map, the printed text in ``printed``), ``text`` what its ``print`` operations
+    printed; ``samples`` and ``latency`` are empty (no clock), ``mmtests`` is None.
     """
 
     def __init__(self, kind: str, text: str, rows: str):
         self.kind = kind
-        if kind == "timed":
-            self.json = text
-            self.raw = json.loads(text)
-            self.text = rows
-        else:
-            self.json = None
-            self.raw = None
-            self.text = text
+        self.json = text
+        self.raw = json.loads(text)
+        self.text = rows
         self._cache: dict = {}
 
     def __repr__(self) -> str:
-        if self.raw is None:
+        if self.kind == "timeless":
             return f"<fraglab.Result timeless, {len(self.text)} characters of output>"
         r = self.raw
         return (
@@ -122,6 +127,8 @@ class Result:
     @property
     def mmtests(self) -> Optional[pd.DataFrame]:
         """The mmtests rows ``fraglab run`` prints: ``metric``, ``value``."""
+        if self.kind == "timeless":
+            return None
         return self._cached("mmtests", lambda _: _mmtests_frame(self.text))
 
     @property
@@ -232,7 +239,9 @@ def run(spec: str, overrides: Optional[Mapping[str, Any]] = None, seed: Optional
     ``seed`` replaces the spec's ``[run] seed``. Raises :class:`SpecError` for a bad spec and
     :class:`FraglabError` for a run that cannot complete.
     """
-    kind, text, rows = _native.run(os.fspath(spec), _overrides(overrides), seed)
+    kind, text, rows, warns = _native.run(os.fspath(spec), _overrides(overrides), seed)
+    for w in warns:
+        warnings.warn(w, FraglabWarning, stacklevel=2)
     return Result(kind, text, rows)
 
 
