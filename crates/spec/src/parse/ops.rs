@@ -162,7 +162,7 @@ impl Cx<'_> {
         };
         let key = t.key("count");
         if let Some(pages) = Self::machine_pages(machine) {
-            let max = (WORK_FACTOR * pages >> order).max(1);
+            let max = ((WORK_FACTOR * pages) >> order).max(1);
             if count > max && max < u32::MAX as u64 {
                 return Err(self.err(
                     e.node.pos,
