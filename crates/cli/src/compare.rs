@@ -47,20 +47,29 @@ pub fn compare(
         write_results(dir, &labels, &results)?;
     }
     let report = fraglab_sim::compare::compare(&labels, &results);
-    let text = match format.as_str() {
-        "json" => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
-        "csv" => fraglab_sim::compare::format_csv(&report),
-        "markdown" => fraglab_sim::compare::format_markdown(&report),
-        _ => {
-            let sim: f64 = results.iter().flatten().map(|r| r.duration_ns as f64 / 1e9).sum();
-            format!(
-                "# fraglab compare: {} configurations x {runs} runs, {:.0} s simulated in {:.1} s wall ({jobs} jobs)\n{}",
-                labels.len(),
-                sim,
-                wall,
-                fraglab_sim::compare::format_table(&report)
-            )
-        }
+    let sim: f64 = results.iter().flatten().map(|r| r.duration_ns as f64 / 1e9).sum();
+    let header = format!(
+        "# fraglab compare: {} configurations x {runs} runs, {:.0} s simulated in {:.1} s wall ({jobs} jobs)",
+        labels.len(),
+        sim,
+        wall,
+    );
+    emit(&report, &format, &header, output)
+}
+
+/// Prints or writes (`output`, via a temporary file) the compare table in `format`; `header`
+/// heads the plain table only.
+fn emit(
+    report: &fraglab_spec::result::CompareReport,
+    format: &str,
+    header: &str,
+    output: Option<PathBuf>,
+) -> Result<(), String> {
+    let text = match format {
+        "json" => serde_json::to_string_pretty(report).map_err(|e| e.to_string())? + "\n",
+        "csv" => fraglab_sim::compare::format_csv(report),
+        "markdown" => fraglab_sim::compare::format_markdown(report),
+        _ => format!("{header}\n{}", fraglab_sim::compare::format_table(report)),
     };
     match output {
         Some(path) => write_via_tmp(&path, text),
@@ -79,31 +88,20 @@ pub fn compare_from(
     format: String,
     output: Option<PathBuf>,
 ) -> Result<(), String> {
+    if let Some(p) = &output {
+        crate::check_output("-o", p)?;
+    }
     let files = fraglab_sim::compare::read_result_dirs(&dirs)?;
     let (labels, results) = fraglab_sim::compare::merge_results(files, baseline.as_deref())?;
     let report = fraglab_sim::compare::compare(&labels, &results);
-    let text = match format.as_str() {
-        "json" => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
-        "csv" => fraglab_sim::compare::format_csv(&report),
-        "markdown" => fraglab_sim::compare::format_markdown(&report),
-        _ => {
-            let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-            format!(
-                "# fraglab compare: {} configurations x {} runs, merged from {}\n{}",
-                labels.len(),
-                report.runs,
-                dirs.join(" "),
-                fraglab_sim::compare::format_table(&report)
-            )
-        }
-    };
-    match output {
-        Some(path) => write_via_tmp(&path, text),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
-    }
+    let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    let header = format!(
+        "# fraglab compare: {} configurations x {} runs, merged from {}",
+        labels.len(),
+        report.runs,
+        dirs.join(" ")
+    );
+    emit(&report, &format, &header, output)
 }
 
 /// The configurations' labels and specs; every spec must be a timed run, every label unique.

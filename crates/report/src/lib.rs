@@ -398,22 +398,25 @@ fn overlay(
     })
 }
 
-/// THP faults so far: allocated (solid) and fallen back (dashed), per configuration.
-fn thp_faults(cfgs: &[Config]) -> Option<Figure> {
+/// Two sample series per configuration on one time axis, the first solid and the second
+/// dashed (`what`: their names; `value(sample, k)`: series k's value), the runs' mean;
+/// `y_label` titles the y axis, `unit` follows the name in the hover text.
+fn two_series_over_time(
+    cfgs: &[Config],
+    kind: &str,
+    title: &str,
+    what: [&str; 2],
+    y_label: &str,
+    unit: &str,
+    value: impl Fn(&fraglab_spec::result::Sample, usize) -> u64,
+) -> Option<Figure> {
     let mut data = Vec::new();
     for (i, c) in cfgs.iter().enumerate() {
-        for (what, dash) in [("thp_fault_alloc", "solid"), ("thp_fault_fallback", "dash")] {
+        for (k, (name, dash)) in what.iter().zip(["solid", "dash"]).enumerate() {
             let pts = mean_series(&c.runs, |r| {
                 r.samples
                     .iter()
-                    .map(|s| {
-                        let v = if what == "thp_fault_alloc" {
-                            s.thp_fault_alloc
-                        } else {
-                            s.thp_fault_fallback
-                        };
-                        (s.t_ns as f64 / 1e9, Some(v as f64))
-                    })
+                    .map(|s| (s.t_ns as f64 / 1e9, Some(value(s, k) as f64)))
                     .collect()
             });
             if pts.is_empty() {
@@ -422,27 +425,46 @@ fn thp_faults(cfgs: &[Config]) -> Option<Figure> {
             let (x, y) = xy(&pts, false);
             data.push(json!({
                 "type": "scatter", "mode": "lines", "x": x, "y": y,
-                "name": format!("{} {what}{}", c.label, runs_note(c)),
+                "name": format!("{} {name}{}", c.label, runs_note(c)),
                 "legendgroup": c.label,
                 "line": {"color": colour(i), "width": width(i), "dash": dash},
-                "hovertemplate": format!("{} {what}<br>%{{x}} s: %{{y}}<extra></extra>", esc(&c.label)),
+                "hovertemplate": format!("{} {name}{unit}<br>%{{x}} s: %{{y}}<extra></extra>", esc(&c.label)),
             }));
         }
     }
     if data.is_empty() {
         return None;
     }
-    let y = zero_based("faults", &data);
+    let y = zero_based(y_label, &data);
     Some(Figure {
-        kind: "thp-faults".into(),
+        kind: kind.into(),
         data,
         layout: layout(
-            "THP faults so far (solid: thp_fault_alloc, dashed: thp_fault_fallback)",
+            title,
             340,
             json!({"xaxis": axis("simulated time (s)", json!({})), "yaxis": y}),
         ),
         pageblocks: None,
     })
+}
+
+/// THP faults so far: allocated (solid) and fallen back (dashed), per configuration.
+fn thp_faults(cfgs: &[Config]) -> Option<Figure> {
+    two_series_over_time(
+        cfgs,
+        "thp-faults",
+        "THP faults so far (solid: thp_fault_alloc, dashed: thp_fault_fallback)",
+        ["thp_fault_alloc", "thp_fault_fallback"],
+        "faults",
+        "",
+        |s, k| {
+            if k == 0 {
+                s.thp_fault_alloc
+            } else {
+                s.thp_fault_fallback
+            }
+        },
+    )
 }
 
 /// The tick values and labels of a log time axis in µs: 1 ns to 100 s by decades.
@@ -648,50 +670,21 @@ fn fmt_ns(ns: u64) -> String {
 
 /// Per configuration, mixed pageblocks and Unmovable + Reclaimable pageblocks over time.
 fn block_counts(cfgs: &[Config]) -> Option<Figure> {
-    let mut data = Vec::new();
-    for (i, c) in cfgs.iter().enumerate() {
-        for (what, dash) in [("mixed", "solid"), ("Unmovable + Reclaimable", "dash")] {
-            let pts = mean_series(&c.runs, |r| {
-                r.samples
-                    .iter()
-                    .map(|s| {
-                        let v = if what == "mixed" {
-                            s.mixed_blocks
-                        } else {
-                            s.blocks_by_type.first().copied().unwrap_or(0)
-                                + s.blocks_by_type.get(2).copied().unwrap_or(0)
-                        };
-                        (s.t_ns as f64 / 1e9, Some(v as f64))
-                    })
-                    .collect()
-            });
-            if pts.is_empty() {
-                continue;
+    two_series_over_time(
+        cfgs,
+        "block-counts",
+        "Pageblocks over time (solid: mixed, dashed: Unmovable + Reclaimable)",
+        ["mixed", "Unmovable + Reclaimable"],
+        "pageblocks",
+        " blocks",
+        |s, k| {
+            if k == 0 {
+                s.mixed_blocks
+            } else {
+                s.blocks_by_type.first().copied().unwrap_or(0) + s.blocks_by_type.get(2).copied().unwrap_or(0)
             }
-            let (x, y) = xy(&pts, false);
-            data.push(json!({
-                "type": "scatter", "mode": "lines", "x": x, "y": y,
-                "name": format!("{} {what}{}", c.label, runs_note(c)),
-                "legendgroup": c.label,
-                "line": {"color": colour(i), "width": width(i), "dash": dash},
-                "hovertemplate": format!("{} {what} blocks<br>%{{x}} s: %{{y}}<extra></extra>", esc(&c.label)),
-            }));
-        }
-    }
-    if data.is_empty() {
-        return None;
-    }
-    let y = zero_based("pageblocks", &data);
-    Some(Figure {
-        kind: "block-counts".into(),
-        data,
-        layout: layout(
-            "Pageblocks over time (solid: mixed, dashed: Unmovable + Reclaimable)",
-            340,
-            json!({"xaxis": axis("simulated time (s)", json!({})), "yaxis": y}),
-        ),
-        pageblocks: None,
-    })
+        },
+    )
 }
 
 /// The pageblock map of a configuration's first run as a time × pfn heat map: one row per
