@@ -237,6 +237,10 @@ enum Cmd {
         /// Do not write DIR/README.md and DIR/scoreboard.json (`--suite`).
         #[arg(long, requires = "suite")]
         no_write: bool,
+        /// Keep each kernel run's result JSON and same-start capture in this directory
+        /// (`--suite`; default: a scratch directory removed at the end).
+        #[arg(long, requires = "suite")]
+        results_dir: Option<PathBuf>,
         #[arg(long, default_value = "3GiB")]
         floor: String,
         #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
@@ -482,6 +486,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             idle,
             jobs,
             no_write,
+            results_dir,
             floor,
             format,
             fit_memory,
@@ -499,6 +504,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
                 jobs,
                 no_write,
                 workdir: dir,
+                results_dir,
             }),
             (Some(spec), None) => host::validate(spec, floor, format, fit_memory, dir, false),
             (None, None) => Err("validate: a SPEC or --suite DIR".into()),

@@ -54,6 +54,13 @@ struct ScenarioDef {
     /// What the scenario models, for the README (one line).
     #[serde(default)]
     about: String,
+    /// The same start on both engines: each kernel run captures this machine's page state
+    /// right before its workers start (`HostOptions::capture_to`), and a simulator arm boots
+    /// from each capture (seed for seed), beside the clean-boot arm. For every scenario that
+    /// fragments, compacts or faults THPs: the kernel starts aged (sticky pageblock types,
+    /// mixed blocks, page cache, slab), a clean boot does not.
+    #[serde(default)]
+    same_start: bool,
 }
 
 fn host_word() -> String {
@@ -91,6 +98,10 @@ pub struct SuiteOptions {
     pub jobs: Option<usize>,
     pub no_write: bool,
     pub workdir: Option<PathBuf>,
+    /// Keep each kernel run's result JSON and same-start capture here
+    /// (`SCENARIO-kernel-runN.json`, `SCENARIO-kernel-runN.fsnap`); without it the captures go
+    /// to a scratch directory removed at the end.
+    pub results_dir: Option<PathBuf>,
 }
 
 /// One scenario's scores, as written to scoreboard.json.
@@ -166,10 +177,30 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
         }
     }
     let diagnoses = load_diagnoses(&o.dir)?;
+    // Where kernel results and same-start captures go: --results-dir, else a scratch
+    // directory removed when the suite ends.
+    let keep = match &o.results_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|e| format!("--results-dir {}: {e}", d.display()))?;
+            KeepDir {
+                path: d.clone(),
+                scratch: false,
+            }
+        }
+        None => {
+            let base = o.workdir.clone().unwrap_or_else(|| PathBuf::from("/var/tmp"));
+            let p = base.join(format!("fraglab-validate-{}", std::process::id()));
+            std::fs::create_dir_all(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            KeepDir {
+                path: p,
+                scratch: true,
+            }
+        }
+    };
     let mut scores = Vec::new();
     for (i, d) in defs.iter().enumerate() {
         eprintln!("[{}/{}] {}", i + 1, defs.len(), d.name);
-        let mut s = run_scenario(d, &o)?;
+        let mut s = run_scenario(d, &o, &keep.path)?;
         for r in &mut s.rows {
             if r.off_by_3() {
                 r.diagnosis = diagnoses
@@ -231,6 +262,78 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
     Ok(())
 }
 
+/// The cost keys of the device a spec's files are read from (`loop_read_*` on loop images)
+/// and the median over the kernel's runs of the read device each measured at its start
+/// (`fraglab_host::readdev`), if any run has one.
+fn read_device_costs(
+    spec: &fraglab_spec::Spec,
+    kernel: &[RunResult],
+) -> Option<([&'static str; 2], (u64, u64))> {
+    let mut fits: Vec<(u64, u64)> = kernel
+        .iter()
+        .filter_map(|r| r.proc_start.get("host"))
+        .filter_map(|h| fraglab_host::readdev::parse_line(h))
+        .collect();
+    if fits.is_empty() {
+        return None;
+    }
+    let median = |v: &mut Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let mut req: Vec<u64> = fits.iter().map(|f| f.0).collect();
+    let mut page: Vec<u64> = fits.drain(..).map(|f| f.1).collect();
+    let keys = if spec.host.loop_images {
+        ["loop_read_req_ns", "loop_read_page_ns"]
+    } else {
+        ["read_req_ns", "read_page_ns"]
+    };
+    Some((keys, (median(&mut req), median(&mut page))))
+}
+
+/// The directory of kernel results and captures; a scratch one is removed on drop.
+struct KeepDir {
+    path: PathBuf,
+    scratch: bool,
+}
+
+impl Drop for KeepDir {
+    fn drop(&mut self) {
+        if self.scratch {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// The same-start arm's specs: for each capture (one per kernel run, in run order), `spec`
+/// booted from that capture (its zones, CPUs, hugetlb pool and — for knobs the spec does not
+/// set — knobs, as `[machine] snapshot` does) with the seed of the kernel run it precedes.
+/// `damon` is the clean arm's DAMON setting (the kernel's scheme, or the spec's own).
+fn same_start_specs(
+    spec: &fraglab_spec::Spec,
+    captures: &[(u64, PathBuf)],
+    damon: &fraglab_spec::DamonSpec,
+) -> Vec<fraglab_spec::Spec> {
+    captures
+        .iter()
+        .map(|(seed, path)| {
+            let mut s = spec.clone();
+            s.machine.memory_bytes = None;
+            s.machine.zones = None;
+            s.machine.snapshot = Some(fraglab_spec::SnapshotSpec {
+                path: path.display().to_string(),
+                resolved: path.clone(),
+                line: s.machine.line,
+                cpus_given: false,
+                hugetlb_given: false,
+            });
+            s.run.seed = *seed;
+            s.damon = damon.clone();
+            s
+        })
+        .collect()
+}
+
 /// A diagnosis's row pattern: exact, `PREFIX*` or `*SUFFIX`.
 fn row_matches(pat: &str, row: &str) -> bool {
     if let Some(p) = pat.strip_suffix('*') {
@@ -287,6 +390,7 @@ fn load_suite(dir: &Path) -> Result<Vec<ScenarioDef>, String> {
                 ci: false,
                 runs: None,
                 about: String::new(),
+                same_start: false,
             })
             .collect()
     };
@@ -311,7 +415,7 @@ fn load_diagnoses(dir: &Path) -> Result<Vec<Diagnosis>, String> {
 
 /// Runs one scenario's two arms and scores them; an error here is the suite's (a spec that does
 /// not parse), a failed run only marks the scenario.
-fn run_scenario(d: &ScenarioDef, o: &SuiteOptions) -> Result<ScenarioScore, String> {
+fn run_scenario(d: &ScenarioDef, o: &SuiteOptions, keep: &Path) -> Result<ScenarioScore, String> {
     let runs = d.runs.unwrap_or(o.runs);
     let path = o.dir.join(&d.spec);
     let (_, spec) = load_config(&path.to_string_lossy()).map_err(|e| format!("scenario {}: {e}", d.name))?;
@@ -323,7 +427,8 @@ fn run_scenario(d: &ScenarioDef, o: &SuiteOptions) -> Result<ScenarioScore, Stri
         ));
     }
     let mut notes = Vec::new();
-    let (kernel_label, kernel) = kernel_arm(d, &spec, runs, o, &mut notes);
+    let mut captures = Vec::new();
+    let (kernel_label, kernel) = kernel_arm(d, &spec, runs, o, keep, &mut captures, &mut notes);
     // With --fit-memory the simulator boots the machine the kernel's first run was fitted to:
     // its zones once fitted and, for a mixed fit, the hugetlb pool that made up the rest
     // (`sim_spec_for`); later runs' fits may differ by a few blocks.
@@ -351,6 +456,23 @@ fn run_scenario(d: &ScenarioDef, o: &SuiteOptions) -> Result<ScenarioScore, Stri
             }
         ));
     }
+    // The read device the kernel's runs measured at their start, unless the spec sets its own.
+    if let Some((keys, (req, page))) = read_device_costs(&spec, &kernel) {
+        let mut set = Vec::new();
+        for (k, v) in keys.iter().zip([req, page]) {
+            if !spec.cost.contains_key(*k) {
+                sim_spec.cost.insert(k.to_string(), v);
+                set.push(format!("{k} {v}"));
+            }
+        }
+        if !set.is_empty() {
+            notes.push(format!(
+                "simulator: the read device the kernel's runs measured at their start (median of {}): {}",
+                kernel.len(),
+                set.join(", ")
+            ));
+        }
+    }
     eprintln!("  simulator: {runs} runs");
     let phase = format!("{}: simulator", d.name);
     let sim = match run_many(
@@ -365,7 +487,36 @@ fn run_scenario(d: &ScenarioDef, o: &SuiteOptions) -> Result<ScenarioScore, Stri
             Vec::new()
         }
     };
-    let rows = scoreboard::score(&kernel, &sim);
+    // The same start: one simulator run from each kernel run's capture.
+    let same: Option<Vec<RunResult>> = if captures.is_empty() {
+        None
+    } else {
+        let mut specs = same_start_specs(&spec, &captures, &sim_spec.damon);
+        for s in &mut specs {
+            s.cost = sim_spec.cost.clone();
+        }
+        eprintln!("  simulator, same start: {} runs", specs.len());
+        notes.push(format!(
+            "simulator, same start: booted from each kernel run's capture ({} runs); DAMON starts cold there (a booted kdamond starts every region at age 0; the capture carries no region ages)",
+            specs.len()
+        ));
+        match run_many(
+            &specs,
+            1,
+            o.jobs.unwrap_or(2).max(1),
+            &format!("{}: simulator, same start", d.name),
+        ) {
+            Ok(v) => Some(v.into_iter().flatten().collect()),
+            Err(e) => {
+                notes.push(format!("simulator, same start: failed: {e}"));
+                Some(Vec::new())
+            }
+        }
+    };
+    let rows = match &same {
+        Some(s) => scoreboard::score(&kernel, s),
+        None => scoreboard::score(&kernel, &sim),
+    };
     let (pass, fail) = tally(&rows);
     Ok(ScenarioScore {
         name: d.name.clone(),
@@ -388,6 +539,8 @@ fn kernel_arm(
     spec: &fraglab_spec::Spec,
     runs: u32,
     o: &SuiteOptions,
+    keep: &Path,
+    captures: &mut Vec<(u64, PathBuf)>,
     notes: &mut Vec<String>,
 ) -> (String, Vec<RunResult>) {
     if d.kernel != "host" {
@@ -404,12 +557,17 @@ fn kernel_arm(
         Ok(f) => f,
         Err(e) => return (format!("skipped: --floor: {e}"), Vec::new()),
     };
-    let opts = fraglab_host::HostOptions {
+    let mut opts = fraglab_host::HostOptions {
         mem_floor_bytes: floor,
         fit_memory: d.fit_memory,
         workdir: o.workdir.clone(),
         ..Default::default()
     };
+    // The read device as it is today, for the simulator's arms (`read_device_costs`).
+    opts.fit_read_device = true;
+    // The same start needs a machine the spec does not fix itself (a spec booting from its
+    // own snapshot already captures it, below).
+    let same_start = d.same_start && spec.machine.snapshot.is_none();
     if let Err(e) = fraglab_host::preflight(spec, &opts) {
         return (format!("skipped: the host engine cannot run it: {e}"), Vec::new());
     }
@@ -440,6 +598,8 @@ fn kernel_arm(
                 Err(e) => return (format!("skipped: snapshot capture: {e}"), Vec::new()),
             }
         }
+        let capture = same_start.then(|| keep.join(format!("{}-kernel-run{}.fsnap", d.name, i + 1)));
+        opts.capture_to = capture.clone();
         let t = std::time::Instant::now();
         eprintln!("  kernel: run {}/{runs}", i + 1);
         // A bar by wall time over the workload's duration on a terminal (`crate::progress`).
@@ -450,6 +610,20 @@ fn kernel_arm(
         bar.finish();
         match result {
             Ok(mut r) => {
+                if let Some(c) = capture {
+                    captures.push((s.run.seed, c));
+                }
+                if o.results_dir.is_some() {
+                    let p = keep.join(format!("{}-kernel-run{}.json", d.name, i + 1));
+                    match serde_json::to_string_pretty(&r) {
+                        Ok(j) => {
+                            if let Err(e) = write_via_tmp(&p, j + "\n") {
+                                notes.push(format!("kernel run {}: result not kept: {e}", i + 1));
+                            }
+                        }
+                        Err(e) => notes.push(format!("kernel run {}: result not kept: {e}", i + 1)),
+                    }
+                }
                 let sub = subtract_idle(&mut r, &idle);
                 if i == 0 {
                     if let Some(c) = &r.confounders {

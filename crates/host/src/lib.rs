@@ -37,6 +37,7 @@ pub mod loops;
 pub mod memblock;
 mod preflight;
 pub mod procfs;
+pub mod readdev;
 pub mod record;
 mod run;
 mod signals;
@@ -91,6 +92,16 @@ pub struct HostOptions {
     pub fit_memory: bool,
     /// With `fit_memory`: always the hugetlb pool, never offlining (default false).
     pub fit_by_hugetlb: bool,
+    /// Capture this machine's page state into this snapshot file (as `fraglab host snapshot
+    /// --pages`) once the run's knobs are applied and the machine is fitted, immediately
+    /// before its workers start, so that the simulator can boot from the very state the
+    /// kernel's run starts in (`fraglab validate`'s same-start arm). The result's
+    /// `proc_start["host"]` says where and how long the capture took (default: none).
+    pub capture_to: Option<PathBuf>,
+    /// Fit the read device under the run's files before the workers start ([`readdev`]): a
+    /// `read device:` line in `proc_start["host"]` with its time per request and per page,
+    /// which `fraglab validate` gives the simulator's arm (default false).
+    pub fit_read_device: bool,
 }
 
 impl Default for HostOptions {
@@ -108,6 +119,8 @@ impl Default for HostOptions {
             prefill_read_files: true,
             fit_memory: false,
             fit_by_hugetlb: false,
+            capture_to: None,
+            fit_read_device: false,
         }
     }
 }

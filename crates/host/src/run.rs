@@ -200,6 +200,23 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
             std::fs::write(&p, kb.to_string()).map_err(|e| HostError::io(p.display().to_string(), e))?;
         }
     }
+    // The read device as it is today, under the run's files (`HostOptions::fit_read_device`).
+    let read_device = if opts.fit_read_device {
+        let under = match (&images, plan.read_files.keys().next()) {
+            (Some(i), Some(name)) => image_base(&plan, i, name)?,
+            _ => dir.0.clone(),
+        };
+        let fit = crate::readdev::fit_read_device(&under, spec.run.seed)?;
+        Some(fit.line(&under))
+    } else {
+        None
+    };
+    // The same start on both engines (`HostOptions::capture_to`): the page state once the
+    // knobs are set and the machine fitted, read right before anything of the run starts.
+    let captured = match &opts.capture_to {
+        Some(path) => Some(capture_into(path)?),
+        None => None,
+    };
     let run_knobs = read_all_knobs();
     let mut tracing = start_tracing(spec, opts, &mut guard)?;
     let mut proc_start = run_proc_start(pool_fit.as_ref(), pool.as_ref(), &run_knobs)?;
@@ -210,6 +227,17 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let vm_start = procfs::parse_vmstat(&procfs::read("/proc/vmstat")?);
     let phases = Phases(worker::PhaseBoard::new()?);
     let t0 = Instant::now();
+    if let Some(line) = &read_device {
+        proc_start.entry("host".into()).or_default().push_str(line);
+    }
+    if let Some((path, read, ended)) = &captured {
+        proc_start.entry("host".into()).or_default().push_str(&format!(
+            "capture: {} (pfns read in {} ms; ended {} ms before the workers started)\n",
+            path.display(),
+            read.as_millis(),
+            t0.saturating_duration_since(*ended).as_millis()
+        ));
+    }
     let clock = worker::Clock {
         t0,
         deadline: t0 + plan.duration,
@@ -332,6 +360,23 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         snapshot: None,
         printed: None,
     })
+}
+
+/// Captures this machine into the snapshot file `path` ([`crate::snapshot::capture`], without
+/// page_owner, which can take seconds); returns the path, the time the pfn read took and the
+/// moment the capture ended.
+fn capture_into(path: &Path) -> Result<(PathBuf, std::time::Duration, Instant), HostError> {
+    let opts = crate::snapshot::CaptureOptions {
+        page_owner: false,
+        ..Default::default()
+    };
+    let snap = crate::snapshot::capture(&opts, &mut |_, _| {})?;
+    snap.write(path).map_err(|e| HostError::Io {
+        what: format!("writing the capture {}", path.display()),
+        err: std::io::Error::other(e.to_string()),
+    })?;
+    let read = std::time::Duration::from_nanos(snap.header.read_ns);
+    Ok((path.to_path_buf(), read, Instant::now()))
 }
 
 /// Phases: the shared word, unmapped when the run is over (after its workers are reaped).

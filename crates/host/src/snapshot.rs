@@ -80,7 +80,14 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
             err: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
         });
     }
-    let ram_ranges = parse_iomem_ram(&procfs::read("/proc/iomem")?);
+    // Offline memory blocks stay System RAM in /proc/iomem, and /proc/kpageflags reads 0 for
+    // their pfns — the same as an online page with no flag — so they are cut out of the RAM
+    // ranges here and read as holes (a block offlined by `host run --fit-memory` is not
+    // present in its zone: zoneinfo's `present` leaves it out).
+    let ram_ranges = without_offline_blocks(
+        parse_iomem_ram(&procfs::read("/proc/iomem")?),
+        &offline_pfn_ranges(Path::new(crate::memblock::MEMORY_SYSFS)),
+    );
     let zones = parse_zoneinfo(&procfs::read("/proc/zoneinfo")?);
     let end_pfn = zones
         .iter()
@@ -144,6 +151,44 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
     })
 }
 
+/// The pfn ranges `[start, end)` of the memory blocks under `root` (a
+/// /sys/devices/system/memory tree) that are not online, in pfn order; none where the tree is
+/// absent (no memory hotplug).
+pub fn offline_pfn_ranges(root: &Path) -> Vec<[u64; 2]> {
+    let Ok((block_bytes, blocks)) = crate::memblock::read_blocks(root) else {
+        return Vec::new();
+    };
+    let pages = block_bytes / 4096;
+    let mut v: Vec<[u64; 2]> = blocks
+        .iter()
+        .filter(|b| b.state != "online")
+        .map(|b| [b.phys_index * pages, (b.phys_index + 1) * pages])
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// `ram` (sorted, disjoint `[start, end)` pfn ranges) less the `holes` (sorted, disjoint).
+pub fn without_offline_blocks(ram: Vec<[u64; 2]>, holes: &[[u64; 2]]) -> Vec<[u64; 2]> {
+    if holes.is_empty() {
+        return ram;
+    }
+    let mut out = Vec::new();
+    for [mut a, b] in ram {
+        let (start, end) = (a, b);
+        for h in holes.iter().filter(|h| h[1] > start && h[0] < end) {
+            if h[0] > a {
+                out.push([a, h[0]]);
+            }
+            a = a.max(h[1]);
+        }
+        if a < b {
+            out.push([a, b]);
+        }
+    }
+    out
+}
+
 /// Reads the kpageflags-format file at `path` (8 bytes a pfn) for pfns 0..`end_pfn` in chunks
 /// and classifies each pfn; a short read (past the kernel's max_pfn) reads as 0. Returns the
 /// page bytes and the dirty bitmap (`fraglab_state::page::is_dirty`, one bit per pfn).
@@ -197,4 +242,39 @@ pub fn read_pages(
         progress(pfn, end_pfn);
     }
     Ok((pages, dirty))
+}
+
+#[cfg(test)]
+mod offline_tests {
+    use super::*;
+
+    #[test]
+    fn offline_blocks_are_cut_out_of_the_ram_ranges() {
+        let ram = vec![[1, 159], [256, 1000], [1024, 5000]];
+        assert_eq!(without_offline_blocks(ram.clone(), &[]), ram);
+        // One block inside a range, one straddling the end of another, one past everything.
+        let holes = [[300, 400], [900, 1100], [6000, 7000]];
+        assert_eq!(
+            without_offline_blocks(ram, &holes),
+            vec![[1, 159], [256, 300], [400, 900], [1100, 5000]]
+        );
+    }
+
+    #[test]
+    fn offline_ranges_come_from_the_block_states() {
+        let d = std::env::temp_dir().join(format!("fraglab-offline-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("block_size_bytes"), "8000000\n").unwrap();
+        for (i, state) in [(0, "online"), (1, "offline"), (2, "online"), (3, "offline")] {
+            let b = d.join(format!("memory{i}"));
+            std::fs::create_dir_all(&b).unwrap();
+            std::fs::write(b.join("state"), format!("{state}\n")).unwrap();
+            std::fs::write(b.join("phys_index"), format!("{i:08x}\n")).unwrap();
+        }
+        // 128 MiB blocks: 32768 pfns each.
+        assert_eq!(offline_pfn_ranges(&d), vec![[32768, 65536], [98304, 131072]]);
+        assert!(offline_pfn_ranges(&d.join("absent")).is_empty());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }
