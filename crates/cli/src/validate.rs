@@ -971,6 +971,47 @@ mod tests {
     }
 
     #[test]
+    fn same_start_specs_boot_each_capture_with_its_runs_seed() {
+        let spec = fraglab_spec::parse_spec(
+            "[machine]\nmemory = \"8GiB\"\ncpus = 2\n[run]\nseed = 5\n[workload]\nduration = \"1s\"\n[[workload.task]]\nname = \"a\"\nsteps = [{ sleep = \"1s\" }]\n",
+            "t.toml",
+        )
+        .unwrap();
+        let caps = vec![
+            (5, PathBuf::from("/tmp/a.fsnap")),
+            (6, PathBuf::from("/tmp/b.fsnap")),
+        ];
+        let damon = fraglab_spec::DamonSpec::default();
+        let v = same_start_specs(&spec, &caps, &damon);
+        assert_eq!(v.len(), 2);
+        for (s, (seed, p)) in v.iter().zip(&caps) {
+            assert_eq!(s.run.seed, *seed);
+            assert_eq!(s.machine.memory_bytes, None, "the capture gives the machine");
+            assert!(s.machine.zones.is_none());
+            let snap = s.machine.snapshot.as_ref().unwrap();
+            assert_eq!(&snap.resolved, p);
+            assert!(!snap.cpus_given && !snap.hugetlb_given);
+        }
+    }
+
+    #[test]
+    fn read_device_costs_take_the_median_of_the_kernel_runs() {
+        let spec = fraglab_spec::parse_spec("[machine]\nmemory = \"1GiB\"\n", "t.toml").unwrap();
+        let run = |req: u64, page: u64| {
+            let mut r = RunResult::default();
+            r.proc_start.insert(
+                "host".into(),
+                format!("kernel_release 6.18\nread device: req_ns {req} page_ns {page} (x)\n"),
+            );
+            r
+        };
+        assert_eq!(read_device_costs(&spec, &[RunResult::default()]), None);
+        let (keys, v) = read_device_costs(&spec, &[run(30, 3), run(10, 9), run(20, 1)]).unwrap();
+        assert_eq!(keys, ["read_req_ns", "read_page_ns"]);
+        assert_eq!(v, (20, 3));
+    }
+
+    #[test]
     fn diagnosis_patterns() {
         assert!(row_matches("free pages order *", "free pages order 3 (end)"));
         assert!(row_matches("pgmigrate_success", "pgmigrate_success"));
