@@ -241,6 +241,11 @@ enum Cmd {
         /// (`--suite`; default: a scratch directory removed at the end).
         #[arg(long, requires = "suite")]
         results_dir: Option<PathBuf>,
+        /// Take the kernel arms from a directory an earlier `--results-dir` run kept
+        /// (`SCENARIO-kernel-runN.json` and its capture) instead of running the kernel: the
+        /// simulator's arms and the scores again, without root (`--suite`).
+        #[arg(long, requires = "suite", conflicts_with = "results_dir")]
+        kernel_results: Option<PathBuf>,
         #[arg(long, default_value = "3GiB")]
         floor: String,
         #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
@@ -487,6 +492,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             jobs,
             no_write,
             results_dir,
+            kernel_results,
             floor,
             format,
             fit_memory,
@@ -505,6 +511,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
                 no_write,
                 workdir: dir,
                 results_dir,
+                kernel_results,
             }),
             (Some(spec), None) => host::validate(spec, floor, format, fit_memory, dir, false),
             (None, None) => Err("validate: a SPEC or --suite DIR".into()),

@@ -102,6 +102,9 @@ pub struct SuiteOptions {
     /// (`SCENARIO-kernel-runN.json`, `SCENARIO-kernel-runN.fsnap`); without it the captures go
     /// to a scratch directory removed at the end.
     pub results_dir: Option<PathBuf>,
+    /// Read the kernel arms from the results and captures a `--results-dir` run kept there
+    /// instead of running the kernel.
+    pub kernel_results: Option<PathBuf>,
 }
 
 /// One scenario's scores, as written to scoreboard.json.
@@ -197,10 +200,17 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
             }
         }
     };
-    let mut scores = Vec::new();
+    // Every kernel arm first, then every simulation: the machine stays quiet while the kernel
+    // is measured.
+    let mut phases = Vec::new();
     for (i, d) in defs.iter().enumerate() {
-        eprintln!("[{}/{}] {}", i + 1, defs.len(), d.name);
-        let mut s = run_scenario(d, &o, &keep.path)?;
+        eprintln!("[{}/{}] {}: kernel", i + 1, defs.len(), d.name);
+        phases.push(kernel_phase(d, &o, &keep.path)?);
+    }
+    let mut scores = Vec::new();
+    for (i, (d, k)) in defs.iter().zip(phases).enumerate() {
+        eprintln!("[{}/{}] {}: simulator", i + 1, defs.len(), d.name);
+        let mut s = run_scenario(d, &o, k)?;
         for r in &mut s.rows {
             if r.off_by_3() {
                 r.diagnosis = diagnoses
@@ -415,8 +425,19 @@ fn load_diagnoses(dir: &Path) -> Result<Vec<Diagnosis>, String> {
 
 /// Runs one scenario's two arms and scores them; an error here is the suite's (a spec that does
 /// not parse), a failed run only marks the scenario.
-fn run_scenario(d: &ScenarioDef, o: &SuiteOptions, keep: &Path) -> Result<ScenarioScore, String> {
-    let runs = d.runs.unwrap_or(o.runs);
+/// A scenario's spec and its kernel arm, measured (or read) before any simulation runs.
+struct KernelPhase {
+    spec: fraglab_spec::Spec,
+    runs: u32,
+    label: String,
+    kernel: Vec<RunResult>,
+    /// (seed, capture) of each kernel run with a same-start capture, in run order.
+    captures: Vec<(u64, PathBuf)>,
+    notes: Vec<String>,
+}
+
+/// A scenario's spec, checked.
+fn load_scenario_spec(d: &ScenarioDef, o: &SuiteOptions) -> Result<fraglab_spec::Spec, String> {
     let path = o.dir.join(&d.spec);
     let (_, spec) = load_config(&path.to_string_lossy()).map_err(|e| format!("scenario {}: {e}", d.name))?;
     if spec.workload.is_none() {
@@ -426,9 +447,38 @@ fn run_scenario(d: &ScenarioDef, o: &SuiteOptions, keep: &Path) -> Result<Scenar
             path.display()
         ));
     }
+    Ok(spec)
+}
+
+/// The kernel arm of one scenario (see [`kernel_arm`]). The suite runs every scenario's kernel
+/// arm first and the simulations after them all, so no simulation loads the machine while the
+/// kernel is measured.
+fn kernel_phase(d: &ScenarioDef, o: &SuiteOptions, keep: &Path) -> Result<KernelPhase, String> {
+    let runs = d.runs.unwrap_or(o.runs);
+    let spec = load_scenario_spec(d, o)?;
     let mut notes = Vec::new();
     let mut captures = Vec::new();
-    let (kernel_label, kernel) = kernel_arm(d, &spec, runs, o, keep, &mut captures, &mut notes);
+    let (label, kernel) = kernel_arm(d, &spec, runs, o, keep, &mut captures, &mut notes);
+    Ok(KernelPhase {
+        spec,
+        runs,
+        label,
+        kernel,
+        captures,
+        notes,
+    })
+}
+
+/// The simulator arms of one scenario, scored against its kernel arm.
+fn run_scenario(d: &ScenarioDef, o: &SuiteOptions, k: KernelPhase) -> Result<ScenarioScore, String> {
+    let KernelPhase {
+        spec,
+        runs,
+        label: kernel_label,
+        kernel,
+        captures,
+        mut notes,
+    } = k;
     // With --fit-memory the simulator boots the machine the kernel's first run was fitted to:
     // its zones once fitted and, for a mixed fit, the hugetlb pool that made up the rest
     // (`sim_spec_for`); later runs' fits may differ by a few blocks.
@@ -553,6 +603,9 @@ fn kernel_arm(
     if o.sim_only {
         return ("skipped: --sim-only".into(), Vec::new());
     }
+    if let Some(dir) = &o.kernel_results {
+        return kept_kernel_arm(d, spec, runs, dir, captures, notes);
+    }
     let floor = match fraglab_spec::parse_size(&o.floor) {
         Ok(f) => f,
         Err(e) => return (format!("skipped: --floor: {e}"), Vec::new()),
@@ -613,7 +666,18 @@ fn kernel_arm(
                 if let Some(c) = capture {
                     captures.push((s.run.seed, c));
                 }
+                let sub = subtract_idle(&mut r, &idle);
+                // Kept as scored: the idle baseline already subtracted (and said so).
                 if o.results_dir.is_some() {
+                    r.proc_start.entry("host".into()).or_default().push_str(&format!(
+                        "idle baseline over {:.0} s subtracted: {}\n",
+                        o.idle_secs,
+                        if sub.is_empty() {
+                            "nothing scored".to_string()
+                        } else {
+                            sub.join(", ")
+                        }
+                    ));
                     let p = keep.join(format!("{}-kernel-run{}.json", d.name, i + 1));
                     match serde_json::to_string_pretty(&r) {
                         Ok(j) => {
@@ -624,7 +688,6 @@ fn kernel_arm(
                         Err(e) => notes.push(format!("kernel run {}: result not kept: {e}", i + 1)),
                     }
                 }
-                let sub = subtract_idle(&mut r, &idle);
                 if i == 0 {
                     if let Some(c) = &r.confounders {
                         notes.extend(
@@ -664,6 +727,56 @@ fn kernel_arm(
     }
     let label = if d.fit_memory { "host --fit-memory" } else { "host" };
     (label.into(), out)
+}
+
+/// The kernel arm from the results and captures an earlier `validate --suite --results-dir
+/// DIR` kept (`NAME-kernel-runN.json`, `NAME-kernel-runN.fsnap`), up to `runs` of them: the
+/// simulator's arms and the scoring re-run without the kernel.
+fn kept_kernel_arm(
+    d: &ScenarioDef,
+    spec: &fraglab_spec::Spec,
+    runs: u32,
+    dir: &Path,
+    captures: &mut Vec<(u64, PathBuf)>,
+    notes: &mut Vec<String>,
+) -> (String, Vec<RunResult>) {
+    let mut out = Vec::new();
+    for i in 0..runs {
+        let p = dir.join(format!("{}-kernel-run{}.json", d.name, i + 1));
+        if !p.exists() {
+            break;
+        }
+        let r: RunResult = match std::fs::read_to_string(&p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        {
+            Ok(r) => r,
+            Err(e) => return (format!("skipped: {}: {e}", p.display()), Vec::new()),
+        };
+        let c = dir.join(format!("{}-kernel-run{}.fsnap", d.name, i + 1));
+        if d.same_start && spec.machine.snapshot.is_none() && c.exists() {
+            captures.push((spec.run.seed.wrapping_add(i as u64), c));
+        }
+        if i == 0 {
+            if let Some(c) = &r.confounders {
+                notes.extend(
+                    c.summary()
+                        .lines()
+                        .map(|l| l.trim_start_matches("# ").to_string()),
+                );
+            }
+        }
+        notes.push(format!("kernel run {}: kept in {}", i + 1, p.display()));
+        out.push(r);
+    }
+    if out.is_empty() {
+        return (
+            format!("skipped: no {}-kernel-run1.json in {}", d.name, dir.display()),
+            Vec::new(),
+        );
+    }
+    let label = if d.fit_memory { "host --fit-memory" } else { "host" };
+    (format!("{label} (kept)"), out)
 }
 
 /// Recorded host results matching `glob`, a path relative to `dir` in which any component may
