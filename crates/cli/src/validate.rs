@@ -61,6 +61,122 @@ struct ScenarioDef {
     /// mixed blocks, page cache, slab), a clean boot does not.
     #[serde(default)]
     same_start: bool,
+    /// With `same_start`: `"run"` (default) captures right before the kernel run's workers
+    /// start, and the simulator runs the whole spec from it; `"measure"` captures when the
+    /// measured part starts (the first `{ measure = true }` step), and the simulator runs only
+    /// the measured part from it ([`measured_part_spec`]) — the tasks that ran before it, or
+    /// beside it holding memory, are in the capture as their pages.
+    #[serde(default = "run_word")]
+    capture_at: String,
+}
+
+fn run_word() -> String {
+    "run".into()
+}
+
+/// The measured part of `spec` alone, for a simulator booted from a capture taken when the
+/// measured part started on the kernel: the tasks with a `{ measure = true }` step, from that
+/// step on, and the tasks that start with them (the same `after`), whole; each starts at once
+/// (its `after` gate was passed when the capture was taken). Every other task ran before the
+/// measured part, or beside it, and what it holds is in the capture as pages; its later steps
+/// (a sleep, its exit) are not run. Refused, with why, where this would change what the
+/// measured part does: generators (their state is not in a capture), a measure step in a task
+/// that loops, tasks measured with different gates, or a kept step that uses a mapping, file or
+/// object made before the measured part.
+pub(crate) fn measured_part_spec(spec: &fraglab_spec::Spec) -> Result<fraglab_spec::Spec, String> {
+    use fraglab_spec::{FilesOp, TaskStep};
+    let w = spec.workload.as_ref().ok_or("no [workload]")?;
+    if !(w.kbuild.is_empty()
+        && w.thp_burst.is_empty()
+        && w.thpchallenge.is_empty()
+        && w.pgbench.is_empty()
+        && w.vm_scalability.is_empty()
+        && w.fio_smallfiles.is_empty())
+    {
+        return Err("the workload has generators, whose state a capture does not hold".into());
+    }
+    let measured: Vec<&fraglab_spec::TaskParams> = w
+        .task
+        .iter()
+        .filter(|t| t.steps.contains(&TaskStep::Measure))
+        .collect();
+    let Some(first) = measured.first() else {
+        return Err("no task has a { measure = true } step".into());
+    };
+    let gate = first.after.clone();
+    if measured.iter().any(|t| t.after != gate) {
+        return Err("tasks with a measure step start after different tasks".into());
+    }
+    // Files and file sets the other tasks use: a kept step reading one reads what they made.
+    let mut earlier: Vec<&str> = Vec::new();
+    for t in w.task.iter().filter(|t| t.after != gate) {
+        for st in &t.steps {
+            match st {
+                TaskStep::Read { file, .. }
+                | TaskStep::Write { file, .. }
+                | TaskStep::Delete { file }
+                | TaskStep::Census { file }
+                | TaskStep::Fadvise { file, .. } => earlier.push(file),
+                TaskStep::Files { set, .. } => earlier.push(set),
+                _ => {}
+            }
+        }
+    }
+    let mut tasks = Vec::new();
+    for t in w.task.iter().filter(|t| t.after == gate) {
+        let mut t = t.clone();
+        if let Some(i) = t.steps.iter().position(|s| *s == TaskStep::Measure) {
+            if t.loops > 1 {
+                return Err(format!("task {} loops over its measure step", t.name));
+            }
+            t.steps.drain(..i);
+        }
+        // Everything a kept step uses must be made by an earlier kept step of its task.
+        let (mut vmas, mut files, mut sets, mut objects) = (vec![], vec![], vec![], false);
+        for st in &t.steps {
+            let missing = match st {
+                TaskStep::Mmap { vma, .. } => {
+                    vmas.push(vma.clone());
+                    None
+                }
+                TaskStep::Touch { vma, .. }
+                | TaskStep::Dontneed { vma, .. }
+                | TaskStep::Munmap { vma }
+                | TaskStep::Mlock { vma }
+                | TaskStep::Munlock { vma } => (!vmas.contains(vma)).then(|| format!("mapping {vma}")),
+                TaskStep::Read { file, .. } | TaskStep::Write { file, .. } => {
+                    files.push(file.clone());
+                    earlier.contains(&file.as_str()).then(|| format!("file {file}"))
+                }
+                TaskStep::Delete { file } | TaskStep::Census { file } | TaskStep::Fadvise { file, .. } => {
+                    (!files.contains(file)).then(|| format!("file {file}"))
+                }
+                TaskStep::Files { set, op, .. } => match op {
+                    FilesOp::Create => {
+                        sets.push(set.clone());
+                        earlier.contains(&set.as_str()).then(|| format!("file set {set}"))
+                    }
+                    _ => (!sets.contains(set)).then(|| format!("file set {set}")),
+                },
+                TaskStep::Slab { .. } => {
+                    objects = true;
+                    None
+                }
+                TaskStep::Free { .. } => (!objects).then(|| "slab objects or pipes".to_string()),
+                _ => None,
+            };
+            if let Some(m) = missing {
+                return Err(format!("task {} uses {m} made before the measured part", t.name));
+            }
+        }
+        t.after = None;
+        tasks.push(t);
+    }
+    let mut out = spec.clone();
+    if let Some(w) = out.workload.as_mut() {
+        w.task = tasks;
+    }
+    Ok(out)
 }
 
 fn host_word() -> String {
@@ -366,6 +482,14 @@ fn load_suite(dir: &Path) -> Result<Vec<ScenarioDef>, String> {
         let f: SuiteFile = toml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
         let mut seen = Vec::new();
         for d in &f.scenario {
+            if d.capture_at != "run" && d.capture_at != "measure" {
+                return Err(format!(
+                    "{}: scenario {:?}: capture_at = {:?} (expected \"run\" or \"measure\")",
+                    manifest.display(),
+                    d.name,
+                    d.capture_at
+                ));
+            }
             if seen.contains(&&d.name) {
                 return Err(format!(
                     "{}: two scenarios named {:?}",
@@ -401,6 +525,7 @@ fn load_suite(dir: &Path) -> Result<Vec<ScenarioDef>, String> {
                 runs: None,
                 about: String::new(),
                 same_start: false,
+                capture_at: run_word(),
             })
             .collect()
     };
@@ -425,6 +550,14 @@ fn load_diagnoses(dir: &Path) -> Result<Vec<Diagnosis>, String> {
 
 /// Runs one scenario's two arms and scores them; an error here is the suite's (a spec that does
 /// not parse), a failed run only marks the scenario.
+/// The same-start captures of a kernel arm: (seed, file) per kernel run that has one, and
+/// whether they were taken when the measured part started.
+#[derive(Default)]
+struct SameStart {
+    captures: Vec<(u64, PathBuf)>,
+    at_measure: bool,
+}
+
 /// A scenario's spec and its kernel arm, measured (or read) before any simulation runs.
 struct KernelPhase {
     spec: fraglab_spec::Spec,
@@ -433,6 +566,8 @@ struct KernelPhase {
     kernel: Vec<RunResult>,
     /// (seed, capture) of each kernel run with a same-start capture, in run order.
     captures: Vec<(u64, PathBuf)>,
+    /// The captures were taken when the measured part started (`capture_at = "measure"`).
+    at_measure: bool,
     notes: Vec<String>,
 }
 
@@ -457,14 +592,16 @@ fn kernel_phase(d: &ScenarioDef, o: &SuiteOptions, keep: &Path) -> Result<Kernel
     let runs = d.runs.unwrap_or(o.runs);
     let spec = load_scenario_spec(d, o)?;
     let mut notes = Vec::new();
-    let mut captures = Vec::new();
-    let (label, kernel) = kernel_arm(d, &spec, runs, o, keep, &mut captures, &mut notes);
+    let mut same = SameStart::default();
+    let (label, kernel) = kernel_arm(d, &spec, runs, o, keep, &mut same, &mut notes);
+    let SameStart { captures, at_measure } = same;
     Ok(KernelPhase {
         spec,
         runs,
         label,
         kernel,
         captures,
+        at_measure,
         notes,
     })
 }
@@ -477,6 +614,7 @@ fn run_scenario(d: &ScenarioDef, o: &SuiteOptions, k: KernelPhase) -> Result<Sce
         label: kernel_label,
         kernel,
         captures,
+        at_measure,
         mut notes,
     } = k;
     // With --fit-memory the simulator boots the machine the kernel's first run was fitted to:
@@ -541,13 +679,24 @@ fn run_scenario(d: &ScenarioDef, o: &SuiteOptions, k: KernelPhase) -> Result<Sce
     let same: Option<Vec<RunResult>> = if captures.is_empty() {
         None
     } else {
-        let mut specs = same_start_specs(&spec, &captures, &sim_spec.damon);
+        // At the measured part: the measured part alone (checked by the kernel arm).
+        let base = if at_measure {
+            measured_part_spec(&spec)?
+        } else {
+            spec.clone()
+        };
+        let mut specs = same_start_specs(&base, &captures, &sim_spec.damon);
         for s in &mut specs {
             s.cost = sim_spec.cost.clone();
         }
         eprintln!("  simulator, same start: {} runs", specs.len());
         notes.push(format!(
-            "simulator, same start: booted from each kernel run's capture ({} runs); DAMON starts cold there (a booted kdamond starts every region at age 0; the capture carries no region ages)",
+            "simulator, same start: booted from each kernel run's capture{} ({} runs); DAMON starts cold there (a booted kdamond starts every region at age 0; the capture carries no region ages)",
+            if at_measure {
+                " taken when its measured part started, running the measured part only"
+            } else {
+                " taken right before its workers started"
+            },
             specs.len()
         ));
         match run_many(
@@ -590,9 +739,10 @@ fn kernel_arm(
     runs: u32,
     o: &SuiteOptions,
     keep: &Path,
-    captures: &mut Vec<(u64, PathBuf)>,
+    same: &mut SameStart,
     notes: &mut Vec<String>,
 ) -> (String, Vec<RunResult>) {
+    let SameStart { captures, at_measure } = same;
     if d.kernel != "host" {
         return match recorded(&o.dir, &d.kernel) {
             Ok(v) if !v.is_empty() => (format!("recorded ({} runs, {})", v.len(), d.kernel), v),
@@ -603,8 +753,18 @@ fn kernel_arm(
     if o.sim_only {
         return ("skipped: --sim-only".into(), Vec::new());
     }
+    // `capture_at = "measure"` where the measured part can run alone in the simulator.
+    *at_measure = d.same_start && spec.machine.snapshot.is_none() && d.capture_at == "measure";
+    if *at_measure {
+        if let Err(e) = measured_part_spec(spec) {
+            notes.push(format!(
+                "same start: captured before the run, not at the measured part: {e}"
+            ));
+            *at_measure = false;
+        }
+    }
     if let Some(dir) = &o.kernel_results {
-        return kept_kernel_arm(d, spec, runs, dir, captures, notes);
+        return kept_kernel_arm(d, spec, runs, dir, *at_measure, captures, notes);
     }
     let floor = match fraglab_spec::parse_size(&o.floor) {
         Ok(f) => f,
@@ -652,7 +812,11 @@ fn kernel_arm(
             }
         }
         let capture = same_start.then(|| keep.join(format!("{}-kernel-run{}.fsnap", d.name, i + 1)));
-        opts.capture_to = capture.clone();
+        if *at_measure {
+            opts.capture_at_measure = capture.clone();
+        } else {
+            opts.capture_to = capture.clone();
+        }
         let t = std::time::Instant::now();
         eprintln!("  kernel: run {}/{runs}", i + 1);
         // A bar by wall time over the workload's duration on a terminal (`crate::progress`).
@@ -663,8 +827,18 @@ fn kernel_arm(
         bar.finish();
         match result {
             Ok(mut r) => {
-                if let Some(c) = capture {
-                    captures.push((s.run.seed, c));
+                // A capture at the measured part exists only if the run reached it.
+                let taken = !*at_measure
+                    || r.proc_start
+                        .get("host")
+                        .is_some_and(|h| h.contains("capture at the measured part:"));
+                match capture {
+                    Some(c) if taken => captures.push((s.run.seed, c)),
+                    Some(_) => notes.push(format!(
+                        "kernel run {}: no capture (the measured part never started)",
+                        i + 1
+                    )),
+                    None => {}
                 }
                 let sub = subtract_idle(&mut r, &idle);
                 // Kept as scored: the idle baseline already subtracted (and said so).
@@ -737,6 +911,7 @@ fn kept_kernel_arm(
     spec: &fraglab_spec::Spec,
     runs: u32,
     dir: &Path,
+    at_measure: bool,
     captures: &mut Vec<(u64, PathBuf)>,
     notes: &mut Vec<String>,
 ) -> (String, Vec<RunResult>) {
@@ -754,7 +929,11 @@ fn kept_kernel_arm(
             Err(e) => return (format!("skipped: {}: {e}", p.display()), Vec::new()),
         };
         let c = dir.join(format!("{}-kernel-run{}.fsnap", d.name, i + 1));
-        if d.same_start && spec.machine.snapshot.is_none() && c.exists() {
+        let taken = !at_measure
+            || r.proc_start
+                .get("host")
+                .is_some_and(|h| h.contains("capture at the measured part:"));
+        if d.same_start && spec.machine.snapshot.is_none() && c.exists() && taken {
             captures.push((spec.run.seed.wrapping_add(i as u64), c));
         }
         if i == 0 {
@@ -1122,6 +1301,46 @@ mod tests {
         let (keys, v) = read_device_costs(&spec, &[run(30, 3), run(10, 9), run(20, 1)]).unwrap();
         assert_eq!(keys, ["read_req_ns", "read_page_ns"]);
         assert_eq!(v, (20, 3));
+    }
+
+    fn suite_spec(name: &str) -> fraglab_spec::Spec {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../experiments/validation")
+            .join(name);
+        let text = std::fs::read_to_string(&p).unwrap();
+        fraglab_spec::parse_spec(&text, &p.to_string_lossy()).unwrap()
+    }
+
+    #[test]
+    fn the_measured_part_alone() {
+        // thp-frag: the THP task from its measure step; the fragmenting tasks are the capture.
+        let s = measured_part_spec(&suite_spec("thp-frag-dm0.toml")).unwrap();
+        let t = &s.workload.as_ref().unwrap().task;
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].name, "thp");
+        assert_eq!(t[0].after, None);
+        assert_eq!(t[0].steps[0], fraglab_spec::TaskStep::Measure);
+        let s = measured_part_spec(&suite_spec("scattered-frees-compact.toml")).unwrap();
+        let names: Vec<&str> = s
+            .workload
+            .as_ref()
+            .unwrap()
+            .task
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(names, ["compact"]);
+        // thpchallenge's readers read the files its prepare task made: refused, with why.
+        let e = measured_part_spec(&suite_spec("thpchallenge-mmtests.toml")).unwrap_err();
+        assert!(e.contains("made before the measured part"), "{e}");
+        // A kept step on a mapping made before the measure step.
+        let spec = fraglab_spec::parse_spec(
+            "[machine]\nmemory = \"1GiB\"\n[workload]\nduration = \"1s\"\n[[workload.task]]\nname = \"a\"\nsteps = [{ mmap = \"m\", size = \"4MiB\" }, { measure = true }, { touch = \"m\" }]\n",
+            "t.toml",
+        )
+        .unwrap();
+        let e = measured_part_spec(&spec).unwrap_err();
+        assert!(e.contains("mapping m"), "{e}");
     }
 
     #[test]

@@ -98,6 +98,12 @@ pub struct HostOptions {
     /// kernel's run starts in (`fraglab validate`'s same-start arm). The result's
     /// `proc_start["host"]` says where and how long the capture took (default: none).
     pub capture_to: Option<PathBuf>,
+    /// Capture this machine into this snapshot file at the start of the measured part (the
+    /// first `{ measure = true }` step): the worker that starts it captures first, so the
+    /// simulator can boot from the state the measured part starts in and run only that part
+    /// (`fraglab validate`'s `capture_at = "measure"`). The result's `proc_start["host"]` says
+    /// where and how long it took (default: none).
+    pub capture_at_measure: Option<PathBuf>,
     /// Fit the read device under the run's files before the workers start ([`readdev`]): a
     /// `read device:` line in `proc_start["host"]` with its time per request and per page,
     /// which `fraglab validate` gives the simulator's arm (default false).
@@ -120,6 +126,7 @@ impl Default for HostOptions {
             fit_memory: false,
             fit_by_hugetlb: false,
             capture_to: None,
+            capture_at_measure: None,
             fit_read_device: false,
         }
     }

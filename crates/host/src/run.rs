@@ -246,7 +246,14 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         hugetlb_base,
     };
     let mut samples: Vec<Sample> = vec![procfs::sample(0)?];
-    let (jobs, foreground) = build_jobs(spec, w, &dir, &files, &slab_dir)?;
+    let (jobs, foreground) = build_jobs(
+        spec,
+        w,
+        &dir,
+        &files,
+        &slab_dir,
+        opts.capture_at_measure.as_deref(),
+    )?;
     // Phases: the jobs of a task with `after` start when the jobs they wait for are done.
     let gates = task_gates(&w.task, jobs.len());
     let mut workers = Vec::new();
@@ -320,6 +327,13 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     };
     if let Some(m) = &mark {
         reports.bursts.retain(|b| b.start_ns >= m.measure_ns);
+        if let Some((path, ns)) = &m.capture {
+            proc_start.entry("host".into()).or_default().push_str(&format!(
+                "capture at the measured part: {} (took {} ms, ended right before the measured part)\n",
+                path.display(),
+                ns / 1_000_000
+            ));
+        }
     }
     Ok(RunResult {
         schema: RESULT_SCHEMA,
@@ -671,6 +685,7 @@ fn build_jobs(
     dir: &WorkDir,
     files: &BTreeMap<String, PathBuf>,
     slab_dir: &Path,
+    capture_at_measure: Option<&Path>,
 ) -> Result<(Vec<worker::Job>, usize), HostError> {
     let mut jobs = Vec::new();
     for t in &w.task {
@@ -680,6 +695,7 @@ fn build_jobs(
                 instance,
                 files: files.clone(),
                 slab_dir: slab_dir.to_path_buf(),
+                capture_at_measure: capture_at_measure.map(Path::to_path_buf),
             });
         }
     }

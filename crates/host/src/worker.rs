@@ -72,6 +72,10 @@ pub enum Job {
         files: BTreeMap<String, PathBuf>,
         /// Where `slab` steps create their files.
         slab_dir: PathBuf,
+        /// The same start at the measured part (`HostOptions::capture_at_measure`): the
+        /// worker that starts the measured part captures the machine into this snapshot file
+        /// first.
+        capture_at_measure: Option<PathBuf>,
     },
     ThpBurst(ThpBurstParams),
     ThpChallenge(ThpChallengeParams),
@@ -188,6 +192,10 @@ impl PhaseBoard {
 pub struct MeasureMsg {
     pub measure_ns: u64,
     pub vmstat: BTreeMap<String, i64>,
+    /// With a capture at the measured part: the file and how long the capture took (ns),
+    /// ended right before `measure_ns`.
+    #[serde(default)]
+    pub capture: Option<(PathBuf, u64)>,
 }
 
 /// Forks a worker for `job`. The child never returns from this function.
@@ -339,6 +347,8 @@ struct Cx<'p> {
     pipe: Option<&'p File>,
     /// Phases: the histograms were emptied when the measured part started.
     measuring: bool,
+    /// The same start at the measured part: where to capture the machine (see `Job::Task`).
+    capture_to: Option<PathBuf>,
 }
 
 impl Cx<'_> {
@@ -360,10 +370,33 @@ impl Cx<'_> {
         if !self.clock.phases.try_start(now) {
             return Ok(());
         }
+        // The same start at the measured part: the page state right before its first step
+        // (the capture reads only; other workers that reach the step meanwhile go on).
+        let capture = match &self.capture_to {
+            Some(p) => {
+                let t = Instant::now();
+                let opts = crate::snapshot::CaptureOptions {
+                    page_owner: false,
+                    ..Default::default()
+                };
+                let snap =
+                    crate::snapshot::capture(&opts, &mut |_, _| {}).map_err(|e| format!("capture: {e}"))?;
+                snap.write(p)
+                    .map_err(|e| format!("capture {}: {e}", p.display()))?;
+                Some((p.clone(), t.elapsed().as_nanos() as u64))
+            }
+            None => None,
+        };
+        let now = if capture.is_some() {
+            self.since_t0(Instant::now())
+        } else {
+            now
+        };
         let text = std::fs::read_to_string("/proc/vmstat").map_err(|e| format!("/proc/vmstat: {e}"))?;
         let msg = MeasureMsg {
             measure_ns: now,
             vmstat: crate::procfs::parse_vmstat(&text).into_iter().collect(),
+            capture,
         };
         let mut line = serde_json::to_string(&msg).map_err(|e| e.to_string())?;
         line.push('\n');
@@ -609,6 +642,12 @@ fn run_job(job: &Job, clock: Clock, pipe: &File) -> WorkerReport {
         rng: ChaCha8Rng::seed_from_u64(clock.seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
         pipe: Some(pipe),
         measuring: false,
+        capture_to: match job {
+            Job::Task {
+                capture_at_measure, ..
+            } => capture_at_measure.clone(),
+            _ => None,
+        },
     };
     let r = match job {
         Job::Task {
@@ -616,6 +655,7 @@ fn run_job(job: &Job, clock: Clock, pipe: &File) -> WorkerReport {
             files,
             slab_dir,
             instance,
+            ..
         } => run_task(params, *instance, files, slab_dir, &mut cx),
         Job::ThpBurst(p) => run_burst(p, &mut cx),
         Job::ThpChallenge(p) => run_challenge(p, &mut cx),
@@ -1170,6 +1210,7 @@ mod tests {
             rng: ChaCha8Rng::seed_from_u64(1),
             pipe: None,
             measuring: false,
+            capture_to: None,
         };
         let mut v = Vma::new(4 << 20, false).unwrap();
         assert_eq!(v.base % PMD, 0);
@@ -1205,6 +1246,7 @@ mod tests {
             rng: ChaCha8Rng::seed_from_u64(1),
             pipe: None,
             measuring: false,
+            capture_to: None,
         };
         cx.fault(0, 10);
         cx.fault(0, 20);
@@ -1236,6 +1278,7 @@ mod tests {
             rng: ChaCha8Rng::seed_from_u64(1),
             pipe: None,
             measuring: false,
+            capture_to: None,
         }
     }
 
