@@ -696,8 +696,14 @@ fn judge(r: &mut ScoreRow, support: &Support) {
 /// means and the THP-fault rows ([`Support::of_rows`]: no allocations, so work counters are
 /// trivial under 10; no fault counts per order, so no latency row is trivial unless it was
 /// marked), kernel-unstable rows from the kernel's sd / mean and its range ([`Stat::range`]).
-pub fn rescore(rows: &mut [ScoreRow]) {
-    let support = Support::of_rows(rows);
+///
+/// `allocations` (the scenario's page allocations per run, when the scoreboard has them) raises
+/// the work counters' floor as in [`Support::work_floor`].
+pub fn rescore(rows: &mut [ScoreRow], allocations: Option<f64>) {
+    let support = Support {
+        allocations,
+        ..Support::of_rows(rows)
+    };
     for r in rows.iter_mut() {
         let was_trivial = r.trivial;
         judge(r, &support);
@@ -1328,7 +1334,7 @@ mod tests {
         let old_verdicts: Vec<Verdict> = rows.iter().map(|r| r.old_verdict()).collect();
         assert_eq!(before, old_verdicts, "the old rule is reproduced from the means");
         assert_eq!(old_rule_tally(&rows), (2, 3));
-        rescore(&mut rows);
+        rescore(&mut rows, None);
         // compact_stall: unstable, 420 within 300 × 1.5; compact_fail and thp_fault_alloc
         // trivial; the success rate of 3 faults trivial; pgscan_kswapd a stable fail.
         assert!(rows[0].kernel_unstable && rows[0].verdict == Verdict::Pass);
