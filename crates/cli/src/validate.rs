@@ -646,9 +646,11 @@ fn wait_for_quiet(limit: f64) -> String {
                     "quiet wait: 1-minute load {load:.2} after {waited:.0} s (under {QUIET_LOAD})"
                 )
             }
-            QuietStep::GiveUp => return format!(
+            QuietStep::GiveUp => {
+                return format!(
                 "quiet wait: gave up after {waited:.0} s (limit {limit:.0} s), 1-minute load still {load:.2}"
-            ),
+            )
+            }
             QuietStep::Wait => {
                 eprintln!("  waiting for a quiet machine: 1-minute load {load:.2} after {waited:.0} s");
                 std::thread::sleep(std::time::Duration::from_secs_f64(QUIET_POLL_SECS));
@@ -1514,5 +1516,220 @@ mod tests {
             "{e}"
         );
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn host(items: &[(&str, i64)], load: Option<(f64, f64)>) -> RunResult {
+        let mut r = RunResult {
+            engine: "host".into(),
+            ..Default::default()
+        };
+        for (k, v) in items {
+            r.vmstat_delta.insert(k.to_string(), *v);
+        }
+        if let Some((a, b)) = load {
+            let mut c = fraglab_spec::result::HostConfounders::default();
+            c.start.loadavg = Some([a, 1.0, 1.0]);
+            c.end.loadavg = Some([b, 1.0, 1.0]);
+            r.confounders = Some(c);
+        }
+        r
+    }
+
+    fn def() -> ScenarioDef {
+        ScenarioDef {
+            name: "s".into(),
+            spec: "s.toml".into(),
+            kernel: "host".into(),
+            fit_memory: false,
+            ci: false,
+            runs: None,
+            about: String::new(),
+        }
+    }
+
+    #[test]
+    fn quiet_wait_decisions() {
+        assert_eq!(quiet_step(0.99, 0.0, 300.0), QuietStep::Quiet);
+        assert_eq!(quiet_step(0.99, 500.0, 300.0), QuietStep::Quiet);
+        assert_eq!(quiet_step(1.0, 0.0, 300.0), QuietStep::Wait);
+        assert_eq!(quiet_step(3.0, 295.0, 300.0), QuietStep::Wait);
+        assert_eq!(quiet_step(3.0, 296.0, 300.0), QuietStep::GiveUp);
+        assert_eq!(
+            quiet_step(3.0, 0.0, 0.0),
+            QuietStep::GiveUp,
+            "--quiet-wait 0 reads once"
+        );
+        assert_eq!(parse_loadavg("0.52 0.58 0.59 1/467 12345\n"), Some(0.52));
+        assert_eq!(parse_loadavg(""), None);
+    }
+
+    #[test]
+    fn loaded_kernel_runs_are_flagged() {
+        assert_eq!(loaded(&host(&[], Some((0.5, 1.4)))), None);
+        assert_eq!(loaded(&host(&[], Some((1.6, 0.2)))), Some((Some(1.6), Some(0.2))));
+        assert_eq!(loaded(&host(&[], Some((0.3, 2.0)))), Some((Some(0.3), Some(2.0))));
+        assert_eq!(loaded(&host(&[], None)), None, "no confounders recorded");
+        let k = vec![
+            host(&[("compact_stall", 100)], Some((0.2, 0.3))),
+            host(&[("compact_stall", 100)], Some((2.5, 0.3))),
+        ];
+        let sim = vec![host(&[("compact_stall", 100)], None)];
+        let sc = scenario_score(&def(), "host".into(), &k, None, &sim, Vec::new(), &[]);
+        assert_eq!(sc.loaded_runs.len(), 1);
+        assert_eq!(
+            (sc.loaded_runs[0].run, sc.loaded_runs[0].load_start),
+            (2, Some(2.5))
+        );
+        assert!(
+            sc.notes.iter().any(|n| n.starts_with("kernel run 2: LOADED")),
+            "{:?}",
+            sc.notes
+        );
+    }
+
+    #[test]
+    fn scenario_scores_both_arms_with_ceiling_and_class_rates() {
+        let k: Vec<RunResult> = [(100, 0), (110, 0), (300, 0)]
+            .iter()
+            .map(|(a, b)| {
+                host(
+                    &[
+                        ("compact_stall", *a),
+                        ("compact_fail", *b),
+                        ("pgmigrate_success", 5000),
+                    ],
+                    None,
+                )
+            })
+            .collect();
+        let same = vec![host(
+            &[
+                ("compact_stall", 150),
+                ("compact_fail", 0),
+                ("pgmigrate_success", 5000),
+            ],
+            None,
+        )];
+        let clean = vec![host(
+            &[
+                ("compact_stall", 1000),
+                ("compact_fail", 0),
+                ("pgmigrate_success", 20_000),
+            ],
+            None,
+        )];
+        let sc = scenario_score(&def(), "host".into(), &k, Some(&same), &clean, Vec::new(), &[]);
+        assert_eq!(sc.sim_arm, "same start");
+        assert_eq!((sc.same_start_runs, sc.sim_runs), (Some(1), 1));
+        // Same start: compact_stall (kernel 100/110/300, unstable) passes by the range,
+        // pgmigrate_success passes, compact_fail is trivial.
+        assert_eq!(
+            (sc.pass, sc.fail, sc.tally.unstable_pass, sc.tally.trivial),
+            (1, 0, 1, 1)
+        );
+        assert_eq!((sc.old_rule.pass, sc.old_rule.fail), (3, 0));
+        let work = sc.classes.iter().find(|l| l.class == Class::Work).unwrap();
+        assert_eq!(work.same_start.map(|t| (t.pass, t.fail)), Some((1, 0)));
+        assert_eq!(
+            (
+                work.clean_boot.pass,
+                work.clean_boot.fail,
+                work.clean_boot.unstable_fail
+            ),
+            (0, 1, 1)
+        );
+        assert_eq!(work.ceiling, Some(Hits { pass: 5, scored: 6 }));
+        assert_eq!(
+            sc.ceiling.as_ref().map(|c| c.all),
+            Some(Hits { pass: 5, scored: 6 })
+        );
+        assert_eq!(sc.clean_rows.len(), sc.rows.len());
+        // Both simulator columns in the markdown, and the per-class table.
+        let suite = SuiteScore {
+            date: "d".into(),
+            commit: "c".into(),
+            runs: 3,
+            tolerances: BTreeMap::new(),
+            pass: sc.pass,
+            fail: sc.fail,
+            pass_rate: sc.pass_rate,
+            tally: sc.tally,
+            old_rule: sc.old_rule,
+            classes: sum_classes(std::slice::from_ref(&sc)),
+            ceiling: Hits { pass: 5, scored: 6 },
+            loaded_runs: Vec::new(),
+            scenarios: vec![sc],
+            wall_secs: 0.0,
+        };
+        let md = markdown(&suite);
+        assert!(
+            md.contains("| same start | verdict | clean boot | verdict |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| work counters | 1 | 1 / 1 (100 %) | 0 / 1 (0 %) | 5 / 6 (83 %) | 1 (1) | 1 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| compact_fail |") && md.contains("| trivial |"),
+            "{md}"
+        );
+        assert!(md.contains("pass (range)"), "{md}");
+        let t = table(&suite);
+        assert!(t.contains("same start") && t.contains("clean boot"), "{t}");
+        // The clean boot alone: its rows are `rows`.
+        let sc = scenario_score(&def(), "host".into(), &k, None, &clean, Vec::new(), &[]);
+        assert_eq!(sc.sim_arm, "clean boot");
+        assert!(sc.clean_rows.is_empty());
+        assert_eq!((sc.pass, sc.fail), (0, 1));
+        assert!(sc.classes.iter().all(|l| l.same_start.is_none()));
+    }
+
+    #[test]
+    fn rescore_of_a_tiny_old_scoreboard() {
+        let old = r#"{"date": "2026-11-26", "commit": "abc", "runs": 2, "pass": 3, "fail": 2,
+          "scenarios": [{"name": "a", "kernel": "host", "rows": [
+            {"row": "compact_stall", "class": "work", "kernel": {"mean": 0.0, "sd": 0.0, "n": 2},
+             "sim": {"mean": 0.0, "sd": 0.0, "n": 2}, "ratio": null, "verdict": "pass"},
+            {"row": "pgscan_kswapd", "class": "work", "kernel": {"mean": 1000.0, "sd": 10.0, "n": 2},
+             "sim": {"mean": 1200.0, "sd": 0.0, "n": 2}, "ratio": 1.2, "verdict": "pass"},
+            {"row": "pgmigrate_success", "class": "work", "kernel": {"mean": 1000.0, "sd": 900.0, "n": 2},
+             "sim": {"mean": 2000.0, "sd": 0.0, "n": 2}, "ratio": 2.0, "verdict": "fail"},
+            {"row": "order-9 fault p99 (us)", "class": "latency", "kernel": {"mean": 100.0, "sd": 1.0, "n": 2},
+             "sim": {"mean": 500.0, "sd": 0.0, "n": 2}, "ratio": 5.0, "verdict": "fail"},
+            {"row": "free pages order 0 (end)", "class": "census", "kernel": {"mean": 5.0, "sd": 0.0, "n": 2},
+             "sim": {"mean": 9.0, "sd": 0.0, "n": 2}, "ratio": 1.8, "verdict": "pass"},
+            {"row": "mixed blocks (end)", "class": "census", "kernel": null, "sim": {"mean": 1.0, "sd": 0.0, "n": 2},
+             "ratio": null, "verdict": {"not_measured": "no CONFIG_PAGE_OWNER"}}
+          ]}]}"#;
+        let t = rescore_text(old, "table").unwrap();
+        let line = |c: &str| {
+            t.lines()
+                .find(|l| l.starts_with(c))
+                .unwrap_or_else(|| panic!("{c}: {t}"))
+                .to_string()
+        };
+        // work: old 2 / 3; new: compact_stall trivial, pgscan_kswapd a stable pass,
+        // pgmigrate_success unstable (range 363–1636, 2000 within × 1.5) a pass.
+        let w = line("work counters")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            w.contains("3 2 / 3 (67 %) 2 / 2 (100 %) 1 / 1 (100 %) 1 / 1 (100 %) 1"),
+            "{w}"
+        );
+        let c = line("census").split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(c.ends_with("1 1 / 1 (100 %) – – – 1"), "{c}");
+        let l = line("latency p99")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(l.contains("0 / 1 (0 %)"), "{l}");
+        assert!(t.contains("0 of 5 stored pass/fail verdicts differ"), "{t}");
+        assert!(t.contains("kernel ceiling: not computable"), "{t}");
+        assert!(rescore_text("{}", "table").is_err());
+        let j: serde_json::Value = serde_json::from_str(&rescore_text(old, "json").unwrap()).unwrap();
+        assert_eq!(j["classes"][0]["class"], "work counters");
     }
 }
