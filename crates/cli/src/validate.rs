@@ -1316,10 +1316,14 @@ fn table(s: &SuiteScore) -> String {
     );
     out.push_str(&class_table(&s.classes, false));
     for l in &s.loaded_runs {
+        let la = |x: Option<f64>| x.map_or("?".into(), |x| format!("{x:.2}"));
         let _ = writeln!(
             out,
-            "# loaded: {} kernel run {} (1-minute load {:?} -> {:?})",
-            l.scenario, l.run, l.load_start, l.load_end
+            "# loaded: {} kernel run {} (1-minute load {} -> {}, above {LOADED})",
+            l.scenario,
+            l.run,
+            la(l.load_start),
+            la(l.load_end)
         );
     }
     out
