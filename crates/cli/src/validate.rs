@@ -938,6 +938,8 @@ struct RescoreLine {
     old_pass: usize,
     old_fail: usize,
     new: Tally,
+    /// The kernel's leave-one-out passes (from per-run values; None without them).
+    ceiling: Option<Hits>,
 }
 
 /// The rescore of a stored scoreboard: per class, old rule against new, and the notes.
@@ -946,7 +948,8 @@ fn rescore_text(text: &str, format: &str) -> Result<String, String> {
     let mut suite: StoredSuite = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let mut keys: Vec<String> = Vec::new();
     let mut lines: BTreeMap<String, RescoreLine> = BTreeMap::new();
-    let (mut mismatched, mut with_values, mut measured) = (0, 0, 0);
+    let (mut mismatched, mut measured) = (0, 0);
+    let mut ceilings = 0;
     for sc in &mut suite.scenarios {
         for r in &sc.rows {
             let key = rescore_key(r);
@@ -964,11 +967,30 @@ fn rescore_text(text: &str, format: &str) -> Result<String, String> {
             if r.old_verdict() != r.verdict {
                 mismatched += 1;
             }
-            if r.kernel
-                .as_ref()
-                .is_some_and(|k| k.values.len() == k.n && k.n >= 2)
-            {
-                with_values += 1;
+        }
+        if let Some(c) = scoreboard::ceiling_from_rows(&sc.rows, sc.allocations) {
+            ceilings += 1;
+            for (class, h) in &c.by_class {
+                // Latency p50 and p99 share a class: its hits are split by row below.
+                if let (false, Some(r)) = (
+                    *class == Class::Latency,
+                    sc.rows.iter().find(|r| r.class == *class),
+                ) {
+                    lines
+                        .entry(rescore_key(r))
+                        .or_default()
+                        .ceiling
+                        .get_or_insert_with(Hits::default)
+                        .add(h);
+                }
+            }
+            for (key, h) in latency_ceiling(&sc.rows, sc.allocations) {
+                lines
+                    .entry(key)
+                    .or_default()
+                    .ceiling
+                    .get_or_insert_with(Hits::default)
+                    .add(&h);
             }
         }
         scoreboard::rescore(&mut sc.rows, sc.allocations);
@@ -1002,6 +1024,9 @@ fn rescore_text(text: &str, format: &str) -> Result<String, String> {
         all.old_pass += l.old_pass;
         all.old_fail += l.old_fail;
         all.new.add(&l.new);
+        if let Some(h) = &l.ceiling {
+            all.ceiling.get_or_insert_with(Hits::default).add(h);
+        }
     }
     ordered.push(all);
     let notes = [
@@ -1024,12 +1049,14 @@ fn rescore_text(text: &str, format: &str) -> Result<String, String> {
             }
         ),
         "trivial latency rows need the faults per order, which a scoreboard does not hold: none is trivial here unless marked".into(),
-        if with_values == measured && measured > 0 {
-            "kernel-unstable rows: sd / mean > 0.5, scored against the kernel's min–max".into()
+        "kernel-unstable rows: sd / mean > 0.5 over n ≥ 2 runs, scored against the kernel's min–max; where a scoreboard has no min/max, the widest range n values of that mean and sd can span, mean ± sd × (n − 1) / √n (exact for n = 2)".into(),
+        if ceilings == suite.scenarios.len() && ceilings > 0 {
+            "kernel ceiling: each kernel run's stored value scored against the others' (no latency row trivial: a scoreboard holds no faults per order)".to_string()
+        } else if ceilings > 0 {
+            format!("kernel ceiling: from the {ceilings} scenarios whose rows keep every kernel run's value")
         } else {
-            "kernel-unstable rows: sd / mean > 0.5 over n ≥ 2 runs; without min/max the range is the widest n values of that mean and sd can span, mean ± sd × (n − 1) / √n (exact for n = 2)".into()
+            "kernel ceiling: not computable — this scoreboard keeps no per-run kernel values (scoreboards since issue 32 do)".to_string()
         },
-        "kernel ceiling: not computable here — it scores whole kernel runs against each other, and a scoreboard holds no per-run results (run the suite: `validate --suite` reports it)".into(),
     ];
     if format == "json" {
         let v = serde_json::json!({
@@ -1058,6 +1085,7 @@ fn rescore_text(text: &str, format: &str) -> Result<String, String> {
         "stable pass",
         "kernel-unstable pass",
         "trivial",
+        "kernel ceiling",
     ];
     let frac = |p: usize, n: usize| {
         if n == 0 {
@@ -1066,7 +1094,7 @@ fn rescore_text(text: &str, format: &str) -> Result<String, String> {
             format!("{p} / {n} ({:.0} %)", p as f64 * 100.0 / n as f64)
         }
     };
-    let cells = |l: &RescoreLine| -> [String; 7] {
+    let cells = |l: &RescoreLine| -> [String; 8] {
         let t = &l.new;
         [
             l.class.clone(),
@@ -1076,12 +1104,13 @@ fn rescore_text(text: &str, format: &str) -> Result<String, String> {
             frac(t.pass, t.scored()),
             frac(t.unstable_pass, t.unstable()),
             t.trivial.to_string(),
+            l.ceiling.map_or("n/a".into(), |h| frac(h.pass, h.scored)),
         ]
     };
     if md {
         let _ = writeln!(
             out,
-            "| {} |\n|---|---:|---:|---:|---:|---:|---:|",
+            "| {} |\n|---|---:|---:|---:|---:|---:|---:|---:|",
             head.join(" | ")
         );
         for l in &ordered {
@@ -1094,8 +1123,8 @@ fn rescore_text(text: &str, format: &str) -> Result<String, String> {
     } else {
         let line = |r: &[String]| {
             format!(
-                "{:<16} {:>13} {:>18} {:>18} {:>18} {:>21} {:>8}\n",
-                r[0], r[1], r[2], r[3], r[4], r[5], r[6]
+                "{:<16} {:>13} {:>18} {:>18} {:>18} {:>21} {:>8} {:>18}\n",
+                r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]
             )
         };
         let h: Vec<String> = head.iter().map(|x| x.to_string()).collect();
@@ -1109,6 +1138,22 @@ fn rescore_text(text: &str, format: &str) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+/// The leave-one-out hits of a stored scenario's latency rows, split into p50 and p99.
+fn latency_ceiling(rows: &[ScoreRow], allocations: Option<f64>) -> Vec<(String, Hits)> {
+    ["latency p50", "latency p99"]
+        .iter()
+        .filter_map(|key| {
+            let sub: Vec<ScoreRow> = rows
+                .iter()
+                .filter(|r| r.class != Class::Latency || rescore_key(r) == *key)
+                .cloned()
+                .collect();
+            let c = scoreboard::ceiling_from_rows(&sub, allocations)?;
+            c.by_class.get(&Class::Latency).map(|h| (key.to_string(), *h))
+        })
+        .collect()
 }
 
 /// `fraglab validate --rescore FILE.json`.
@@ -1681,6 +1726,15 @@ mod tests {
         assert!(md.contains("pass (range)"), "{md}");
         let t = table(&suite);
         assert!(t.contains("same start") && t.contains("clean boot"), "{t}");
+        // Scored again from its own JSON (per-run values kept): the same ceiling.
+        let json = serde_json::to_string(&suite).unwrap();
+        let r = rescore_text(&json, "table").unwrap();
+        let w = r.lines().find(|l| l.starts_with("work counters")).unwrap();
+        assert!(w.trim_end().ends_with("5 / 6 (83 %)"), "{r}");
+        assert!(
+            r.contains("kernel ceiling: each kernel run's stored value"),
+            "{r}"
+        );
         // The clean boot alone: its rows are `rows`.
         let sc = scenario_score(&def(), "host".into(), &k, None, &clean, Vec::new(), &[]);
         assert_eq!(sc.sim_arm, "clean boot");
@@ -1724,7 +1778,7 @@ mod tests {
             "{w}"
         );
         let c = line("census").split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(c.ends_with("1 1 / 1 (100 %) – – – 1"), "{c}");
+        assert!(c.ends_with("1 1 / 1 (100 %) – – – 1 n/a"), "{c}");
         let l = line("latency p99")
             .split_whitespace()
             .collect::<Vec<_>>()

@@ -844,6 +844,71 @@ pub fn ceiling(kernel: &[RunResult]) -> Option<Ceiling> {
     Some(c)
 }
 
+/// [`ceiling`] from a stored scoreboard's rows, when every row the kernel measured keeps its
+/// per-run values (scoreboards since issue 32): each kernel value scored against the others'.
+/// THP success is trivial from the THP-fault rows' values, work counters from `allocations`; a
+/// scoreboard holds no faults per order, so no latency row is trivial here. None under 2 runs
+/// or without the values.
+pub fn ceiling_from_rows(rows: &[ScoreRow], allocations: Option<f64>) -> Option<Ceiling> {
+    let kernel: Vec<(&ScoreRow, &Stat)> = rows
+        .iter()
+        .filter_map(|r| r.kernel.as_ref().map(|k| (r, k)))
+        .collect();
+    let n = kernel.first()?.1.n;
+    if n < 2 || kernel.iter().any(|(_, k)| k.n != n || k.values.len() != n) {
+        return None;
+    }
+    let values = |name: &str| kernel.iter().find(|(r, _)| r.row == name).map(|(_, k)| &k.values);
+    let mut c = Ceiling {
+        runs: n,
+        ..Default::default()
+    };
+    for i in 0..n {
+        let others = |v: &Vec<f64>| -> Vec<f64> {
+            v.iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, x)| *x)
+                .collect()
+        };
+        let thp = |pick: &dyn Fn(&Vec<f64>) -> f64| -> Option<f64> {
+            match (values("thp_fault_alloc"), values("thp_fault_fallback")) {
+                (None, None) => None,
+                (a, f) => Some(a.map_or(0.0, pick) + f.map_or(0.0, pick)),
+            }
+        };
+        let support = Support {
+            allocations,
+            thp_faults: (thp(&|v| amean(&others(v))), thp(&|v| v[i])),
+            faults_by_order: None,
+        };
+        for (r, k) in &kernel {
+            let mut x = ScoreRow {
+                row: r.row.clone(),
+                class: r.class,
+                kernel: Stat::of(&others(&k.values)),
+                sim: Stat::of(&[k.values[i]]),
+                ratio: None,
+                verdict: Verdict::Pass,
+                trivial: false,
+                kernel_unstable: false,
+                diagnosis: None,
+            };
+            judge(&mut x, &support);
+            if x.trivial {
+                continue;
+            }
+            let h = Hits {
+                pass: usize::from(x.verdict == Verdict::Pass),
+                scored: 1,
+            };
+            c.all.add(&h);
+            c.by_class.entry(r.class).or_default().add(&h);
+        }
+    }
+    Some(c)
+}
+
 /// (passed, failed) among `rows`: the non-trivial rows with a stable kernel (see [`Tally`]).
 pub fn tally(rows: &[ScoreRow]) -> (usize, usize) {
     let t = Tally::of(rows);
@@ -1357,5 +1422,34 @@ mod tests {
         };
         let (lo, hi) = s3.range();
         assert!((hi - lo - 2.0 * 20.0 / 3f64.sqrt()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_ceiling_from_stored_values_matches_the_one_from_runs() {
+        let k: Vec<RunResult> = [(100, 1000), (110, 1000), (300, 1000)]
+            .iter()
+            .map(|(a, b)| {
+                run(
+                    "host",
+                    &[
+                        ("compact_stall", *a),
+                        ("pgmigrate_success", *b),
+                        ("compact_fail", 0),
+                    ],
+                )
+            })
+            .collect();
+        let rows = score(&k, &[run("sim", &[])]);
+        let stored: Vec<ScoreRow> = serde_json::from_str(&serde_json::to_string(&rows).unwrap()).unwrap();
+        let from_rows = ceiling_from_rows(&stored, None).unwrap();
+        assert_eq!(Some(from_rows), ceiling(&k));
+        // Without the per-run values (an old scoreboard): none.
+        let mut old = stored.clone();
+        for r in &mut old {
+            if let Some(k) = &mut r.kernel {
+                k.values.clear();
+            }
+        }
+        assert_eq!(ceiling_from_rows(&old, None), None);
     }
 }
