@@ -240,6 +240,8 @@ fn a_host_arm_runs_where_the_kernel_allows() {
         "1",
         "--idle",
         "1",
+        "--quiet-wait",
+        "0",
         "--format",
         "json",
     ]);
