@@ -208,14 +208,24 @@ enum Cmd {
     /// side (the same as `fraglab host validate`); or, with `--suite DIR`, every scenario of a
     /// validation suite on both engines, scored row by row against the tolerances (THP success
     /// ±10 pp, work counters ×1.5, census ±15 %, latency ×2), written to DIR/README.md and
-    /// DIR/scoreboard.json (a whole run with the kernel only).
+    /// DIR/scoreboard.json (a whole run with the kernel only). With `--rescore FILE`, an older
+    /// scoreboard.json scored again by the current rule (trivial rows out, kernel-unstable rows
+    /// apart), per class beside the old rule; nothing is run.
     Validate {
         /// The spec: a file or `example:NAME`, optionally with overrides as in `compare`.
-        #[arg(required_unless_present = "suite", conflicts_with = "suite")]
+        #[arg(required_unless_present_any = ["suite", "rescore"], conflicts_with_all = ["suite", "rescore"])]
         spec: Option<String>,
         /// A validation suite directory (suite.toml, or its *.toml specs).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "rescore")]
         suite: Option<PathBuf>,
+        /// A scoreboard.json (this version's or an older one) to score again and compare with
+        /// the old rule, per class.
+        #[arg(long)]
+        rescore: Option<PathBuf>,
+        /// Seconds to wait at most before each kernel run for a 1-minute load average under 1.0
+        /// (`--suite`; /proc/loadavg polled every 5 s).
+        #[arg(long, default_value_t = 300.0, requires = "suite")]
+        quiet_wait: f64,
         /// Runs per arm and scenario (`--suite`).
         #[arg(long, default_value_t = 3, requires = "suite")]
         runs: u32,
@@ -484,6 +494,8 @@ fn dispatch(cli: Cli) -> Result<(), String> {
         Cmd::Validate {
             spec,
             suite,
+            rescore,
+            quiet_wait,
             runs,
             only,
             sim_only,
@@ -498,6 +510,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             fit_memory,
             dir,
         } => match (spec, suite) {
+            _ if rescore.is_some() => validate::rescore(rescore.as_deref().unwrap_or(Path::new("")), &format),
             (_, Some(suite)) => validate::suite(validate::SuiteOptions {
                 dir: suite,
                 runs,
@@ -512,6 +525,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
                 workdir: dir,
                 results_dir,
                 kernel_results,
+                quiet_wait_secs: quiet_wait,
             }),
             (Some(spec), None) => host::validate(spec, floor, format, fit_memory, dir, false),
             (None, None) => Err("validate: a SPEC or --suite DIR".into()),

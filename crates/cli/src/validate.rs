@@ -13,12 +13,24 @@
 //! Host counters are system-wide, so each host run is preceded by an idle baseline: /proc/vmstat
 //! read twice `--idle` apart with nothing of ours running; the baseline's event rates times the
 //! run's measured duration are subtracted from the run's deltas (clamped at 0), and the
-//! scoreboard says so.
+//! scoreboard says so. Before the baseline the suite waits (at most `--quiet-wait` seconds) for
+//! the 1-minute load average to fall under [`QUIET_LOAD`]; a kernel run whose load at its start
+//! or end was above [`LOADED`] is flagged in the notes and in `loaded_runs`.
+//!
+//! Scoring ([`scenario_score`]) follows `fraglab_spec::result::scoreboard`: trivial rows are
+//! listed but left out of every pass rate, kernel-unstable rows are scored against the kernel's
+//! range and counted apart, and each scenario with at least 2 kernel runs has the kernel's own
+//! leave-one-out ceiling beside the simulator's rates. A scenario may have two simulator arms:
+//! one booted from a snapshot of this machine captured right before each kernel run ("same
+//! start", `rows`) and one from a clean boot (`clean_rows`); with the clean boot alone its rows
+//! are `rows`. `--rescore FILE` scores an older scoreboard.json again by the current rule.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use fraglab_spec::result::scoreboard::{self, fmt_stat, pass_rate, tally, ScoreRow, Verdict};
+use fraglab_spec::result::scoreboard::{
+    self, fmt_range, fmt_stat, fmt_value, Ceiling, Class, Hits, ScoreRow, Tally, Verdict,
+};
 use fraglab_spec::result::RunResult;
 use serde::{Deserialize, Serialize};
 
@@ -221,6 +233,45 @@ pub struct SuiteOptions {
     /// Read the kernel arms from the results and captures a `--results-dir` run kept there
     /// instead of running the kernel.
     pub kernel_results: Option<PathBuf>,
+    /// Seconds to wait at most, before each kernel run, for a 1-minute load under [`QUIET_LOAD`].
+    pub quiet_wait_secs: f64,
+}
+
+/// The 1-minute load average under which the machine counts as quiet before a kernel run.
+pub const QUIET_LOAD: f64 = 1.0;
+/// A kernel run whose 1-minute load at its start or end was above this is flagged as loaded.
+pub const LOADED: f64 = 1.5;
+/// How often the quiet wait reads /proc/loadavg.
+const QUIET_POLL_SECS: f64 = 5.0;
+
+/// Per class: the simulator arms' tallies and the kernel's ceiling.
+#[derive(Clone, Debug, Serialize)]
+struct ClassLine {
+    class: Class,
+    /// The same-start arm's rows (absent without that arm).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    same_start: Option<Tally>,
+    clean_boot: Tally,
+    /// The kernel's leave-one-out passes (absent under 2 kernel runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ceiling: Option<Hits>,
+}
+
+/// A kernel run whose 1-minute load at its start or end was above [`LOADED`].
+#[derive(Clone, Debug, Serialize)]
+struct LoadedRun {
+    scenario: String,
+    /// 1-based.
+    run: usize,
+    load_start: Option<f64>,
+    load_end: Option<f64>,
+}
+
+/// Pass / fail by the old rule (issues 19–20: every measured row, means compared).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+struct OldRule {
+    pass: usize,
+    fail: usize,
 }
 
 /// One scenario's scores, as written to scoreboard.json.
@@ -232,13 +283,35 @@ struct ScenarioScore {
     /// "host", "host --fit-memory", "recorded (N files)", or "skipped: why".
     kernel: String,
     kernel_runs: usize,
+    /// The clean boot's runs.
     sim_runs: usize,
+    /// The same-start arm's runs (absent without that arm).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    same_start_runs: Option<usize>,
+    /// The arm of `rows`: "same start" or "clean boot".
+    sim_arm: String,
     /// Failed runs, skipped arms, the idle baseline subtracted, the host's confounders.
     notes: Vec<String>,
+    /// Page allocations per run (the sum of `pgalloc_*`, the kernel's mean or else the
+    /// simulator's) and the count under which work rows are trivial.
+    allocations: Option<f64>,
+    work_floor: f64,
+    /// The same-start arm's rows, or the clean boot's without it.
     rows: Vec<ScoreRow>,
+    /// The clean boot's rows when `rows` are the same start's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    clean_rows: Vec<ScoreRow>,
+    /// Non-trivial rows with a stable kernel, of `rows`: the headline.
     pass: usize,
     fail: usize,
     pass_rate: Option<f64>,
+    /// `rows` counted in full (unstable and trivial rows too).
+    tally: Tally,
+    old_rule: OldRule,
+    classes: Vec<ClassLine>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ceiling: Option<Ceiling>,
+    loaded_runs: Vec<LoadedRun>,
 }
 
 /// The whole suite's scores.
@@ -249,9 +322,17 @@ struct SuiteScore {
     runs: u32,
     tolerances: BTreeMap<&'static str, &'static str>,
     scenarios: Vec<ScenarioScore>,
+    /// Non-trivial rows with a stable kernel, over every scenario's `rows`.
     pass: usize,
     fail: usize,
     pass_rate: Option<f64>,
+    tally: Tally,
+    /// The previous rule's count of the same rows, for before → after.
+    old_rule: OldRule,
+    classes: Vec<ClassLine>,
+    /// The kernel's leave-one-out passes summed over the scenarios with ≥ 2 kernel runs.
+    ceiling: Hits,
+    loaded_runs: Vec<LoadedRun>,
     wall_secs: f64,
 }
 
@@ -326,26 +407,29 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
     let mut scores = Vec::new();
     for (i, (d, k)) in defs.iter().zip(phases).enumerate() {
         eprintln!("[{}/{}] {}: simulator", i + 1, defs.len(), d.name);
-        let mut s = run_scenario(d, &o, k)?;
-        for r in &mut s.rows {
-            if r.off_by_3() {
-                r.diagnosis = diagnoses
-                    .iter()
-                    .find(|x| (x.scenario == "*" || x.scenario == s.name) && row_matches(&x.row, &r.row))
-                    .map(|x| x.text.clone());
-            }
-        }
+        let s = run_scenario(d, &o, k, &diagnoses)?;
         eprintln!(
-            "[{}/{}] {}: {} pass, {} fail",
+            "[{}/{}] {}: {} pass, {} fail (non-trivial), {} trivial",
             i + 1,
             defs.len(),
             d.name,
             s.pass,
-            s.fail
+            s.fail,
+            s.tally.trivial
         );
         scores.push(s);
     }
-    let (pass, fail) = scores.iter().fold((0, 0), |(p, f), s| (p + s.pass, f + s.fail));
+    let mut tally = Tally::default();
+    let mut old_rule = OldRule::default();
+    let mut ceiling = Hits::default();
+    for s in &scores {
+        tally.add(&s.tally);
+        old_rule.pass += s.old_rule.pass;
+        old_rule.fail += s.old_rule.fail;
+        if let Some(c) = &s.ceiling {
+            ceiling.add(&c.all);
+        }
+    }
     let suite = SuiteScore {
         date: today(),
         commit: commit(&o.dir),
@@ -363,10 +447,15 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
         ]
         .into_iter()
         .collect(),
+        pass: tally.pass,
+        fail: tally.fail,
+        pass_rate: tally.rate(),
+        tally,
+        old_rule,
+        classes: sum_classes(&scores),
+        ceiling,
+        loaded_runs: scores.iter().flat_map(|s| s.loaded_runs.clone()).collect(),
         scenarios: scores,
-        pass,
-        fail,
-        pass_rate: pass_rate((pass, fail)),
         wall_secs: t0.elapsed().as_secs_f64(),
     };
     let json = serde_json::to_string_pretty(&suite).map_err(|e| e.to_string())? + "\n";
@@ -607,7 +696,12 @@ fn kernel_phase(d: &ScenarioDef, o: &SuiteOptions, keep: &Path) -> Result<Kernel
 }
 
 /// The simulator arms of one scenario, scored against its kernel arm.
-fn run_scenario(d: &ScenarioDef, o: &SuiteOptions, k: KernelPhase) -> Result<ScenarioScore, String> {
+fn run_scenario(
+    d: &ScenarioDef,
+    o: &SuiteOptions,
+    k: KernelPhase,
+    diagnoses: &[Diagnosis],
+) -> Result<ScenarioScore, String> {
     let KernelPhase {
         spec,
         runs,
@@ -712,24 +806,209 @@ fn run_scenario(d: &ScenarioDef, o: &SuiteOptions, k: KernelPhase) -> Result<Sce
             }
         }
     };
-    let rows = match &same {
-        Some(s) => scoreboard::score(&kernel, s),
-        None => scoreboard::score(&kernel, &sim),
+    Ok(scenario_score(
+        d,
+        kernel_label,
+        &kernel,
+        same.as_deref(),
+        &sim,
+        notes,
+        diagnoses,
+    ))
+}
+
+/// Scores one scenario: the same-start arm (when run) and the clean boot against the kernel,
+/// the tallies of the rows (same start's, else clean boot's), the per-class rates of both arms,
+/// the kernel's leave-one-out ceiling, its loaded runs, and the diagnoses of rows off by ×3.
+fn scenario_score(
+    d: &ScenarioDef,
+    kernel_label: String,
+    kernel: &[RunResult],
+    same_start: Option<&[RunResult]>,
+    clean: &[RunResult],
+    mut notes: Vec<String>,
+    diagnoses: &[Diagnosis],
+) -> ScenarioScore {
+    let diagnose = |rows: &mut Vec<ScoreRow>| {
+        for r in rows.iter_mut() {
+            if r.off_by_3() {
+                r.diagnosis = diagnoses
+                    .iter()
+                    .find(|x| (x.scenario == "*" || x.scenario == d.name) && row_matches(&x.row, &r.row))
+                    .map(|x| x.text.clone());
+            }
+        }
     };
-    let (pass, fail) = tally(&rows);
-    Ok(ScenarioScore {
+    let mut clean_rows = scoreboard::score(kernel, clean);
+    diagnose(&mut clean_rows);
+    let same_rows = same_start.map(|s| {
+        let mut rows = scoreboard::score(kernel, s);
+        diagnose(&mut rows);
+        rows
+    });
+    let ceiling = scoreboard::ceiling(kernel);
+    let clean_classes = scoreboard::by_class(&clean_rows);
+    let same_classes = same_rows.as_deref().map(scoreboard::by_class);
+    let classes = Class::ALL
+        .iter()
+        .map(|c| ClassLine {
+            class: *c,
+            same_start: same_classes.as_ref().map(|m| m[c]),
+            clean_boot: clean_classes[c],
+            ceiling: ceiling
+                .as_ref()
+                .map(|x| x.by_class.get(c).copied().unwrap_or_default()),
+        })
+        .collect();
+    let mut loaded_runs = Vec::new();
+    for (i, r) in kernel.iter().enumerate() {
+        if let Some((a, b)) = loaded(r) {
+            let la = |x: Option<f64>| x.map_or("?".into(), |x| format!("{x:.2}"));
+            notes.push(format!(
+                "kernel run {}: LOADED — 1-minute load {} at its start, {} at its end (above {LOADED})",
+                i + 1,
+                la(a),
+                la(b)
+            ));
+            loaded_runs.push(LoadedRun {
+                scenario: d.name.clone(),
+                run: i + 1,
+                load_start: a,
+                load_end: b,
+            });
+        }
+    }
+    let support = {
+        let k: Vec<&RunResult> = kernel.iter().collect();
+        let s: Vec<&RunResult> = clean.iter().collect();
+        scoreboard::Support::of(&k, &s)
+    };
+    let (rows, clean_rows, sim_arm) = match same_rows {
+        Some(r) => (r, clean_rows, "same start"),
+        None => (clean_rows, Vec::new(), "clean boot"),
+    };
+    let tally = Tally::of(&rows);
+    let (op, of) = scoreboard::old_rule_tally(&rows);
+    ScenarioScore {
         name: d.name.clone(),
         spec: d.spec.clone(),
         about: d.about.clone(),
         kernel: kernel_label,
         kernel_runs: kernel.len(),
-        sim_runs: sim.len(),
+        sim_runs: clean.len(),
+        same_start_runs: same_start.map(<[RunResult]>::len),
+        sim_arm: sim_arm.into(),
         notes,
+        allocations: support.allocations,
+        work_floor: support.work_floor(),
         rows,
-        pass,
-        fail,
-        pass_rate: pass_rate((pass, fail)),
-    })
+        clean_rows,
+        pass: tally.pass,
+        fail: tally.fail,
+        pass_rate: tally.rate(),
+        tally,
+        old_rule: OldRule { pass: op, fail: of },
+        classes,
+        ceiling,
+        loaded_runs,
+    }
+}
+
+/// The per-class lines summed over scenarios (an arm's tally only where every scenario has it).
+fn sum_classes(scores: &[ScenarioScore]) -> Vec<ClassLine> {
+    Class::ALL
+        .iter()
+        .map(|c| {
+            let lines: Vec<&ClassLine> = scores
+                .iter()
+                .flat_map(|s| s.classes.iter().filter(|l| l.class == *c))
+                .collect();
+            let mut clean = Tally::default();
+            let mut same: Option<Tally> = None;
+            let mut ceiling: Option<Hits> = None;
+            for l in &lines {
+                clean.add(&l.clean_boot);
+                if let Some(t) = &l.same_start {
+                    same.get_or_insert_with(Tally::default).add(t);
+                }
+                if let Some(h) = &l.ceiling {
+                    ceiling.get_or_insert_with(Hits::default).add(h);
+                }
+            }
+            ClassLine {
+                class: *c,
+                same_start: same,
+                clean_boot: clean,
+                ceiling,
+            }
+        })
+        .collect()
+}
+
+/// A kernel run's 1-minute load at its start and end, when either was above [`LOADED`].
+fn loaded(r: &RunResult) -> Option<(Option<f64>, Option<f64>)> {
+    let c = r.confounders.as_ref()?;
+    let (a, b) = (c.start.loadavg.map(|l| l[0]), c.end.loadavg.map(|l| l[0]));
+    (a.is_some_and(|x| x > LOADED) || b.is_some_and(|x| x > LOADED)).then_some((a, b))
+}
+
+/// One step of the quiet wait.
+#[derive(Debug, PartialEq)]
+enum QuietStep {
+    /// The load is under [`QUIET_LOAD`]: run.
+    Quiet,
+    /// Poll again in [`QUIET_POLL_SECS`].
+    Wait,
+    /// Another poll would pass the limit: run anyway.
+    GiveUp,
+}
+
+/// What to do with a 1-minute load `load1` after `waited` of at most `limit` seconds.
+fn quiet_step(load1: f64, waited: f64, limit: f64) -> QuietStep {
+    if load1 < QUIET_LOAD {
+        QuietStep::Quiet
+    } else if waited + QUIET_POLL_SECS > limit {
+        QuietStep::GiveUp
+    } else {
+        QuietStep::Wait
+    }
+}
+
+/// The 1-minute load average of /proc/loadavg's text.
+fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// Waits at most `limit` seconds, reading /proc/loadavg (read only) every 5 s, for the
+/// 1-minute load to fall under [`QUIET_LOAD`]; what happened, in one line.
+fn wait_for_quiet(limit: f64) -> String {
+    let t = std::time::Instant::now();
+    loop {
+        let load = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .as_deref()
+            .and_then(parse_loadavg);
+        let Some(load) = load else {
+            return "quiet wait: /proc/loadavg unreadable, not waited".into();
+        };
+        let waited = t.elapsed().as_secs_f64();
+        match quiet_step(load, waited, limit) {
+            QuietStep::Quiet => {
+                return format!(
+                    "quiet wait: 1-minute load {load:.2} after {waited:.0} s (under {QUIET_LOAD})"
+                )
+            }
+            QuietStep::GiveUp => {
+                return format!(
+                "quiet wait: gave up after {waited:.0} s (limit {limit:.0} s), 1-minute load still {load:.2}"
+            )
+            }
+            QuietStep::Wait => {
+                eprintln!("  waiting for a quiet machine: 1-minute load {load:.2} after {waited:.0} s");
+                std::thread::sleep(std::time::Duration::from_secs_f64(QUIET_POLL_SECS));
+            }
+        }
+    }
 }
 
 /// The kernel's results: recorded, or `runs` host runs each after an idle baseline.
@@ -788,6 +1067,9 @@ fn kernel_arm(
     for i in 0..runs {
         let mut s = spec.clone();
         s.run.seed = s.run.seed.wrapping_add(i as u64);
+        let quiet = wait_for_quiet(o.quiet_wait_secs);
+        eprintln!("  {quiet}");
+        notes.push(format!("kernel run {}: {quiet}", i + 1));
         let idle = match idle_rates(o.idle_secs) {
             Ok(r) => r,
             Err(e) => {
@@ -1088,60 +1370,475 @@ fn ratio_text(r: &ScoreRow) -> String {
     }
 }
 
+/// A scoreboard.json as read back by `--rescore` (older ones have fewer fields).
+#[derive(Debug, Deserialize)]
+struct StoredSuite {
+    #[serde(default)]
+    date: String,
+    #[serde(default)]
+    commit: String,
+    #[serde(default)]
+    runs: u32,
+    scenarios: Vec<StoredScenario>,
+}
+
+#[derive(Debug, Deserialize)]
+struct StoredScenario {
+    rows: Vec<ScoreRow>,
+    #[serde(default)]
+    allocations: Option<f64>,
+}
+
+/// A class as `--rescore` prints it: latency split into p50 and p99.
+fn rescore_key(r: &ScoreRow) -> String {
+    match r.class {
+        Class::Latency if r.row.contains("p99") => "latency p99".into(),
+        Class::Latency => "latency p50".into(),
+        c => c.name().into(),
+    }
+}
+
+/// Per class of a stored scoreboard: the old rule's (pass, fail) as stored, and the rows
+/// scored again.
+#[derive(Debug, Default, Serialize)]
+struct RescoreLine {
+    class: String,
+    old_pass: usize,
+    old_fail: usize,
+    new: Tally,
+    /// The kernel's leave-one-out passes (from per-run values; None without them).
+    ceiling: Option<Hits>,
+}
+
+/// The rescore of a stored scoreboard: per class, old rule against new, and the notes.
+fn rescore_text(text: &str, format: &str) -> Result<String, String> {
+    use std::fmt::Write as _;
+    let mut suite: StoredSuite = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let mut keys: Vec<String> = Vec::new();
+    let mut lines: BTreeMap<String, RescoreLine> = BTreeMap::new();
+    let (mut mismatched, mut measured) = (0, 0);
+    let mut ceilings = 0;
+    for sc in &mut suite.scenarios {
+        for r in &sc.rows {
+            let key = rescore_key(r);
+            if !keys.contains(&key) {
+                keys.push(key.clone());
+            }
+            let l = lines.entry(key.clone()).or_default();
+            l.class = key;
+            match &r.verdict {
+                Verdict::Pass => l.old_pass += 1,
+                Verdict::Fail => l.old_fail += 1,
+                Verdict::NotMeasured(_) => continue,
+            }
+            measured += 1;
+            if r.old_verdict() != r.verdict {
+                mismatched += 1;
+            }
+        }
+        if let Some(c) = scoreboard::ceiling_from_rows(&sc.rows, sc.allocations) {
+            ceilings += 1;
+            for (class, h) in &c.by_class {
+                // Latency p50 and p99 share a class: its hits are split by row below.
+                if let (false, Some(r)) = (
+                    *class == Class::Latency,
+                    sc.rows.iter().find(|r| r.class == *class),
+                ) {
+                    lines
+                        .entry(rescore_key(r))
+                        .or_default()
+                        .ceiling
+                        .get_or_insert_with(Hits::default)
+                        .add(h);
+                }
+            }
+            for (key, h) in latency_ceiling(&sc.rows, sc.allocations) {
+                lines
+                    .entry(key)
+                    .or_default()
+                    .ceiling
+                    .get_or_insert_with(Hits::default)
+                    .add(&h);
+            }
+        }
+        scoreboard::rescore(&mut sc.rows, sc.allocations);
+        for r in &sc.rows {
+            let t = Tally::of([r]);
+            if let Some(l) = lines.get_mut(&rescore_key(r)) {
+                l.new.add(&t);
+            }
+        }
+    }
+    keys.sort_by_key(|k| {
+        [
+            "THP success",
+            "work counters",
+            "census",
+            "latency p50",
+            "latency p99",
+            "folio orders",
+            "read throughput",
+        ]
+        .iter()
+        .position(|x| x == k)
+        .unwrap_or(99)
+    });
+    let mut ordered: Vec<RescoreLine> = keys.iter().filter_map(|k| lines.remove(k)).collect();
+    let mut all = RescoreLine {
+        class: "all".into(),
+        ..Default::default()
+    };
+    for l in &ordered {
+        all.old_pass += l.old_pass;
+        all.old_fail += l.old_fail;
+        all.new.add(&l.new);
+        if let Some(h) = &l.ceiling {
+            all.ceiling.get_or_insert_with(Hits::default).add(h);
+        }
+    }
+    ordered.push(all);
+    let notes = [
+        format!(
+            "{} of {} stored pass/fail verdicts differ from the old rule recomputed from the means{}",
+            mismatched,
+            measured,
+            if mismatched > 0 {
+                " (a scoreboard scored by the new rule already stores new verdicts)"
+            } else {
+                ""
+            }
+        ),
+        format!(
+            "trivial work rows: both means under max(10, 0.1 % of the scenario's page allocations){}",
+            if suite.scenarios.iter().all(|s| s.allocations.is_none()) {
+                " — this scoreboard has no allocation totals, so under 10"
+            } else {
+                ""
+            }
+        ),
+        "trivial latency rows need the faults per order, which a scoreboard does not hold: none is trivial here unless marked".into(),
+        "kernel-unstable rows: sd / mean > 0.5 over n ≥ 2 runs, scored against the kernel's min–max; where a scoreboard has no min/max, the widest range n values of that mean and sd can span, mean ± sd × (n − 1) / √n (exact for n = 2)".into(),
+        if ceilings == suite.scenarios.len() && ceilings > 0 {
+            "kernel ceiling: each kernel run's stored value scored against the others' (no latency row trivial: a scoreboard holds no faults per order)".to_string()
+        } else if ceilings > 0 {
+            format!("kernel ceiling: from the {ceilings} scenarios whose rows keep every kernel run's value")
+        } else {
+            "kernel ceiling: not computable — this scoreboard keeps no per-run kernel values (scoreboards since issue 32 do)".to_string()
+        },
+    ];
+    if format == "json" {
+        let v = serde_json::json!({
+            "date": suite.date, "commit": suite.commit, "runs": suite.runs,
+            "classes": ordered, "notes": notes,
+        });
+        return serde_json::to_string_pretty(&v)
+            .map(|s| s + "\n")
+            .map_err(|e| e.to_string());
+    }
+    let md = format == "markdown";
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}rescore of a scoreboard measured {} at commit {} ({} runs per arm): the old rule against the new, per class\n",
+        if md { "" } else { "# " },
+        suite.date,
+        suite.commit,
+        suite.runs
+    );
+    let head = [
+        "class",
+        "measured rows",
+        "old rule pass",
+        "non-trivial pass",
+        "stable pass",
+        "kernel-unstable pass",
+        "trivial",
+        "kernel ceiling",
+    ];
+    let frac = |p: usize, n: usize| {
+        if n == 0 {
+            "–".to_string()
+        } else {
+            format!("{p} / {n} ({:.0} %)", p as f64 * 100.0 / n as f64)
+        }
+    };
+    let cells = |l: &RescoreLine| -> [String; 8] {
+        let t = &l.new;
+        [
+            l.class.clone(),
+            (l.old_pass + l.old_fail).to_string(),
+            frac(l.old_pass, l.old_pass + l.old_fail),
+            frac(t.pass + t.unstable_pass, t.scored() + t.unstable()),
+            frac(t.pass, t.scored()),
+            frac(t.unstable_pass, t.unstable()),
+            t.trivial.to_string(),
+            l.ceiling.map_or("n/a".into(), |h| frac(h.pass, h.scored)),
+        ]
+    };
+    if md {
+        let _ = writeln!(
+            out,
+            "| {} |\n|---|---:|---:|---:|---:|---:|---:|---:|",
+            head.join(" | ")
+        );
+        for l in &ordered {
+            let _ = writeln!(out, "| {} |", cells(l).join(" | "));
+        }
+        out.push('\n');
+        for n in &notes {
+            let _ = writeln!(out, "- {n}");
+        }
+    } else {
+        let line = |r: &[String]| {
+            format!(
+                "{:<16} {:>13} {:>18} {:>18} {:>18} {:>21} {:>8} {:>18}\n",
+                r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]
+            )
+        };
+        let h: Vec<String> = head.iter().map(|x| x.to_string()).collect();
+        out.push_str(&line(&h));
+        for l in &ordered {
+            out.push_str(&line(&cells(l)));
+        }
+        out.push('\n');
+        for n in &notes {
+            let _ = writeln!(out, "# {n}");
+        }
+    }
+    Ok(out)
+}
+
+/// The leave-one-out hits of a stored scenario's latency rows, split into p50 and p99.
+fn latency_ceiling(rows: &[ScoreRow], allocations: Option<f64>) -> Vec<(String, Hits)> {
+    ["latency p50", "latency p99"]
+        .iter()
+        .filter_map(|key| {
+            let sub: Vec<ScoreRow> = rows
+                .iter()
+                .filter(|r| r.class != Class::Latency || rescore_key(r) == *key)
+                .cloned()
+                .collect();
+            let c = scoreboard::ceiling_from_rows(&sub, allocations)?;
+            c.by_class.get(&Class::Latency).map(|h| (key.to_string(), *h))
+        })
+        .collect()
+}
+
+/// `fraglab validate --rescore FILE.json`.
+pub fn rescore(path: &Path, format: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let out = rescore_text(&text, format).map_err(|e| format!("{}: {e}", path.display()))?;
+    print!("{out}");
+    Ok(())
+}
+
+fn pct(r: Option<f64>) -> String {
+    r.map_or("n/a".into(), |p| format!("{p:.0} %"))
+}
+
+/// "pass / scored (rate)" of a tally's non-trivial stable rows.
+fn tally_text(t: &Tally) -> String {
+    if t.scored() == 0 {
+        return "–".into();
+    }
+    format!("{} / {} ({})", t.pass, t.scored(), pct(t.rate()))
+}
+
+fn hits_text(h: &Option<Hits>) -> String {
+    match h {
+        Some(h) if h.scored > 0 => format!("{} / {} ({})", h.pass, h.scored, pct(h.rate())),
+        Some(_) => "–".into(),
+        None => "n/a".into(),
+    }
+}
+
+/// The per-class summary: class | non-trivial rows | same start | clean boot | kernel ceiling |
+/// kernel-unstable rows | trivial rows (rows of the first arm: same start, else clean boot).
+fn class_table(lines: &[ClassLine], md: bool) -> String {
+    use std::fmt::Write as _;
+    let head = [
+        "class",
+        "non-trivial rows",
+        "same start pass",
+        "clean boot pass",
+        "kernel ceiling",
+        "kernel-unstable rows (pass)",
+        "trivial rows",
+    ];
+    let mut out = String::new();
+    let cells = |l: &ClassLine| -> [String; 7] {
+        let first = l.same_start.unwrap_or(l.clean_boot);
+        [
+            l.class.name().to_string(),
+            first.scored().to_string(),
+            l.same_start.as_ref().map_or("n/a".into(), tally_text),
+            tally_text(&l.clean_boot),
+            hits_text(&l.ceiling),
+            format!("{} ({})", first.unstable(), first.unstable_pass),
+            first.trivial.to_string(),
+        ]
+    };
+    let mut total = ClassLine {
+        class: Class::Work,
+        same_start: None,
+        clean_boot: Tally::default(),
+        ceiling: None,
+    };
+    for l in lines {
+        total.clean_boot.add(&l.clean_boot);
+        if let Some(t) = &l.same_start {
+            total.same_start.get_or_insert_with(Tally::default).add(t);
+        }
+        if let Some(h) = &l.ceiling {
+            total.ceiling.get_or_insert_with(Hits::default).add(h);
+        }
+    }
+    let mut rows: Vec<[String; 7]> = lines
+        .iter()
+        .filter(|l| {
+            let t = l.same_start.unwrap_or(l.clean_boot);
+            t.scored() + t.unstable() + t.trivial + t.not_measured > 0
+        })
+        .map(cells)
+        .collect();
+    let mut all = cells(&total);
+    all[0] = "all".into();
+    rows.push(all);
+    if md {
+        let _ = writeln!(
+            out,
+            "| {} |\n|---|---:|---:|---:|---:|---:|---:|",
+            head.join(" | ")
+        );
+        for r in rows {
+            let _ = writeln!(out, "| {} |", r.join(" | "));
+        }
+    } else {
+        let line = |r: &[String]| {
+            format!(
+                "{:<16} {:>16} {:>18} {:>18} {:>18} {:>27} {:>12}\n",
+                r[0], r[1], r[2], r[3], r[4], r[5], r[6]
+            )
+        };
+        let h: Vec<String> = head.iter().map(|x| x.to_string()).collect();
+        out.push_str(&line(&h));
+        for r in rows {
+            out.push_str(&line(&r));
+        }
+    }
+    out
+}
+
+/// One line of a scenario's or the suite's counts.
+fn counts_text(t: &Tally, ceiling: Option<&Hits>, old: &OldRule) -> String {
+    format!(
+        "{} pass, {} fail{} (non-trivial, stable kernel); kernel-unstable {} pass, {} fail; {} trivial; \
+         kernel ceiling {}; old rule {} pass, {} fail",
+        t.pass,
+        t.fail,
+        t.rate().map_or(String::new(), |p| format!(", {p:.0} %")),
+        t.unstable_pass,
+        t.unstable_fail,
+        t.trivial,
+        ceiling.map_or("n/a".into(), |h| pct(h.rate())),
+        old.pass,
+        old.fail
+    )
+}
+
+/// The simulator columns of a row: (first arm's stat, its verdict, clean boot's stat and verdict
+/// when the first arm is the same start).
+fn sim_cells(sc: &ScenarioScore, r: &ScoreRow) -> Vec<String> {
+    let mut v = vec![fmt_stat(&r.sim), r.verdict_text()];
+    if sc.same_start_runs.is_some() {
+        match sc.clean_rows.iter().find(|c| c.row == r.row) {
+            Some(c) => v.extend([fmt_stat(&c.sim), c.verdict_text()]),
+            None => v.extend(["n/a".to_string(), "n/a".to_string()]),
+        }
+    }
+    v
+}
+
 /// The plain-text scoreboard.
 fn table(s: &SuiteScore) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# fraglab validate --suite: {} at {}, {} runs per arm; tolerances THP ±10 pp, work ×1.5, census ±15 %, latency ×2",
+        "# fraglab validate --suite: {} at {}, {} runs per arm; tolerances THP ±10 pp, work ×1.5, census ±15 %, latency ×2; \
+         trivial rows (both engines next to nothing) in no pass rate",
         s.date, s.commit, s.runs
     );
     for sc in &s.scenarios {
         let _ = writeln!(
             out,
-            "\n## {} ({}; kernel: {}, {} runs; simulator {} runs): {} pass, {} fail{}",
+            "\n## {} ({}; kernel: {}, {} runs; simulator {}{} runs): {}",
             sc.name,
             sc.spec,
             sc.kernel,
             sc.kernel_runs,
+            sc.same_start_runs
+                .map_or(String::new(), |n| format!("same start {n}, clean boot ")),
             sc.sim_runs,
-            sc.pass,
-            sc.fail,
-            sc.pass_rate.map_or(String::new(), |p| format!(", {p:.0} %"))
+            counts_text(&sc.tally, sc.ceiling.as_ref().map(|c| &c.all), &sc.old_rule)
         );
         for n in &sc.notes {
             let _ = writeln!(out, "#   {n}");
         }
-        let _ = writeln!(
-            out,
-            "{:<36} {:>7} {:>20} {:>20} {:>7} {:>5}",
-            "row", "tol", "kernel", "simulator", "ratio", ""
+        let two = sc.same_start_runs.is_some();
+        let mut head = format!(
+            "{:<36} {:>7} {:>20} {:>15}",
+            "row", "tol", "kernel", "kernel min–max"
         );
+        if two {
+            let _ = write!(
+                head,
+                " {:>20} {:>13} {:>20} {:>13}",
+                "same start", "", "clean boot", ""
+            );
+        } else {
+            let _ = write!(head, " {:>20} {:>13}", "simulator", "");
+        }
+        let _ = writeln!(out, "{head} {:>7}", "ratio");
         for r in &sc.rows {
             let _ = write!(
                 out,
-                "{:<36} {:>7} {:>20} {:>20} {:>7} {:>5}",
+                "{:<36} {:>7} {:>20} {:>15}",
                 r.row,
                 r.class.tolerance(),
                 fmt_stat(&r.kernel),
-                fmt_stat(&r.sim),
-                ratio_text(r),
-                r.verdict.word()
+                fmt_range(&r.kernel)
             );
+            let c = sim_cells(sc, r);
+            for pair in c.chunks(2) {
+                let _ = write!(out, " {:>20} {:>13}", pair[0], pair[1]);
+            }
+            let _ = write!(out, " {:>7}", ratio_text(r));
             if let Some(d) = &r.diagnosis {
                 let _ = write!(out, "  # {d}");
             }
             out.push('\n');
         }
+        out.push('\n');
+        out.push_str(&class_table(&sc.classes, false));
     }
     let _ = writeln!(
         out,
-        "\n# overall: {} pass, {} fail{}",
-        s.pass,
-        s.fail,
-        s.pass_rate.map_or(String::new(), |p| format!(" ({p:.0} %)"))
+        "\n# overall: {}",
+        counts_text(&s.tally, Some(&s.ceiling), &s.old_rule)
     );
+    out.push_str(&class_table(&s.classes, false));
+    for l in &s.loaded_runs {
+        let la = |x: Option<f64>| x.map_or("?".into(), |x| format!("{x:.2}"));
+        let _ = writeln!(
+            out,
+            "# loaded: {} kernel run {} (1-minute load {} -> {}, above {LOADED})",
+            l.scenario,
+            l.run,
+            la(l.load_start),
+            la(l.load_end)
+        );
+    }
     out
 }
 
@@ -1149,33 +1846,68 @@ fn table(s: &SuiteScore) -> String {
 fn markdown(s: &SuiteScore) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
+    let t = &s.tally;
     let _ = writeln!(
         out,
         "Measured {} at commit `{}` with `fraglab validate --suite experiments/validation --runs {}` \
-         ({:.0} min). Overall: **{} pass, {} fail{}** (n/a rows left out).\n",
+         ({:.0} min). Overall, non-trivial rows with a stable kernel: **{} pass, {} fail{}**; \
+         kernel-unstable rows (scored against the kernel's range): {} pass, {} fail; trivial rows \
+         (both engines next to nothing, in no pass rate): {}; n/a rows: {}. The kernel's own \
+         leave-one-out ceiling: {}. By the old rule (every measured row): {} pass, {} fail.\n",
         s.date,
         s.commit,
         s.runs,
         s.wall_secs / 60.0,
-        s.pass,
-        s.fail,
-        s.pass_rate.map_or(String::new(), |p| format!(", {p:.0} %"))
+        t.pass,
+        t.fail,
+        t.rate().map_or(String::new(), |p| format!(", {p:.0} %")),
+        t.unstable_pass,
+        t.unstable_fail,
+        t.trivial,
+        t.not_measured,
+        pct(s.ceiling.rate()),
+        s.old_rule.pass,
+        s.old_rule.fail
     );
+    out.push_str(&class_table(&s.classes, true));
     let _ = writeln!(
         out,
-        "| scenario | kernel | pass | fail | pass rate |\n|---|---|---:|---:|---:|"
+        "\n| scenario | kernel | pass | fail | pass rate | kernel ceiling | kernel-unstable pass / fail | trivial | old rule pass / fail |\n|---|---|---:|---:|---:|---:|---:|---:|---:|"
     );
     for sc in &s.scenarios {
         let _ = writeln!(
             out,
-            "| {} | {} ({} runs) | {} | {} | {} |",
+            "| {} | {} ({} runs) | {} | {} | {} | {} | {} / {} | {} | {} / {} |",
             sc.name,
             sc.kernel,
             sc.kernel_runs,
             sc.pass,
             sc.fail,
-            sc.pass_rate.map_or("n/a".into(), |p| format!("{p:.0} %"))
+            pct(sc.pass_rate),
+            sc.ceiling.as_ref().map_or("n/a".into(), |c| pct(c.all.rate())),
+            sc.tally.unstable_pass,
+            sc.tally.unstable_fail,
+            sc.tally.trivial,
+            sc.old_rule.pass,
+            sc.old_rule.fail
         );
+    }
+    if !s.loaded_runs.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nKernel runs on a loaded machine (1-minute load above {LOADED} at the start or end):\n"
+        );
+        for l in &s.loaded_runs {
+            let la = |x: Option<f64>| x.map_or("?".into(), |x| format!("{x:.2}"));
+            let _ = writeln!(
+                out,
+                "- {} run {}: {} → {}",
+                l.scenario,
+                l.run,
+                la(l.load_start),
+                la(l.load_end)
+            );
+        }
     }
     for sc in &s.scenarios {
         let _ = writeln!(out, "\n### {}\n", sc.name);
@@ -1187,7 +1919,21 @@ fn markdown(s: &SuiteScore) -> String {
         }
         let _ = writeln!(
             out,
-            "\n| row | tolerance | kernel | simulator | ratio | verdict | diagnosis |\n|---|---|---:|---:|---:|---|---|"
+            "- {}; work rows trivial under {} events ({} pages allocated per run)\n",
+            counts_text(&sc.tally, sc.ceiling.as_ref().map(|c| &c.all), &sc.old_rule),
+            fmt_value(sc.work_floor),
+            sc.allocations.map_or("unknown".into(), fmt_value)
+        );
+        out.push_str(&class_table(&sc.classes, true));
+        let sims = if sc.same_start_runs.is_some() {
+            ("same start | verdict | clean boot | verdict", "---:|---|---:|---")
+        } else {
+            ("simulator | verdict", "---:|---")
+        };
+        let _ = writeln!(
+            out,
+            "\n| row | tolerance | kernel | kernel min–max | {} | ratio | diagnosis |\n|---|---|---:|---:|{}|---:|---|",
+            sims.0, sims.1
         );
         for r in &sc.rows {
             let why = match (&r.verdict, &r.diagnosis) {
@@ -1201,9 +1947,9 @@ fn markdown(s: &SuiteScore) -> String {
                 r.row,
                 r.class.tolerance(),
                 fmt_stat(&r.kernel),
-                fmt_stat(&r.sim),
+                fmt_range(&r.kernel),
+                sim_cells(sc, r).join(" | "),
                 ratio_text(r),
-                r.verdict.word(),
                 why
             );
         }
@@ -1368,5 +2114,231 @@ mod tests {
             "{e}"
         );
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn host(items: &[(&str, i64)], load: Option<(f64, f64)>) -> RunResult {
+        let mut r = RunResult {
+            engine: "host".into(),
+            ..Default::default()
+        };
+        for (k, v) in items {
+            r.vmstat_delta.insert(k.to_string(), *v);
+        }
+        if let Some((a, b)) = load {
+            let mut c = fraglab_spec::result::HostConfounders::default();
+            c.start.loadavg = Some([a, 1.0, 1.0]);
+            c.end.loadavg = Some([b, 1.0, 1.0]);
+            r.confounders = Some(c);
+        }
+        r
+    }
+
+    fn def() -> ScenarioDef {
+        ScenarioDef {
+            name: "s".into(),
+            spec: "s.toml".into(),
+            kernel: "host".into(),
+            fit_memory: false,
+            ci: false,
+            runs: None,
+            about: String::new(),
+            same_start: false,
+            capture_at: run_word(),
+        }
+    }
+
+    #[test]
+    fn quiet_wait_decisions() {
+        assert_eq!(quiet_step(0.99, 0.0, 300.0), QuietStep::Quiet);
+        assert_eq!(quiet_step(0.99, 500.0, 300.0), QuietStep::Quiet);
+        assert_eq!(quiet_step(1.0, 0.0, 300.0), QuietStep::Wait);
+        assert_eq!(quiet_step(3.0, 295.0, 300.0), QuietStep::Wait);
+        assert_eq!(quiet_step(3.0, 296.0, 300.0), QuietStep::GiveUp);
+        assert_eq!(
+            quiet_step(3.0, 0.0, 0.0),
+            QuietStep::GiveUp,
+            "--quiet-wait 0 reads once"
+        );
+        assert_eq!(parse_loadavg("0.52 0.58 0.59 1/467 12345\n"), Some(0.52));
+        assert_eq!(parse_loadavg(""), None);
+    }
+
+    #[test]
+    fn loaded_kernel_runs_are_flagged() {
+        assert_eq!(loaded(&host(&[], Some((0.5, 1.4)))), None);
+        assert_eq!(loaded(&host(&[], Some((1.6, 0.2)))), Some((Some(1.6), Some(0.2))));
+        assert_eq!(loaded(&host(&[], Some((0.3, 2.0)))), Some((Some(0.3), Some(2.0))));
+        assert_eq!(loaded(&host(&[], None)), None, "no confounders recorded");
+        let k = vec![
+            host(&[("compact_stall", 100)], Some((0.2, 0.3))),
+            host(&[("compact_stall", 100)], Some((2.5, 0.3))),
+        ];
+        let sim = vec![host(&[("compact_stall", 100)], None)];
+        let sc = scenario_score(&def(), "host".into(), &k, None, &sim, Vec::new(), &[]);
+        assert_eq!(sc.loaded_runs.len(), 1);
+        assert_eq!(
+            (sc.loaded_runs[0].run, sc.loaded_runs[0].load_start),
+            (2, Some(2.5))
+        );
+        assert!(
+            sc.notes.iter().any(|n| n.starts_with("kernel run 2: LOADED")),
+            "{:?}",
+            sc.notes
+        );
+    }
+
+    #[test]
+    fn scenario_scores_both_arms_with_ceiling_and_class_rates() {
+        let k: Vec<RunResult> = [(100, 0), (110, 0), (300, 0)]
+            .iter()
+            .map(|(a, b)| {
+                host(
+                    &[
+                        ("compact_stall", *a),
+                        ("compact_fail", *b),
+                        ("pgmigrate_success", 5000),
+                    ],
+                    None,
+                )
+            })
+            .collect();
+        let same = vec![host(
+            &[
+                ("compact_stall", 150),
+                ("compact_fail", 0),
+                ("pgmigrate_success", 5000),
+            ],
+            None,
+        )];
+        let clean = vec![host(
+            &[
+                ("compact_stall", 1000),
+                ("compact_fail", 0),
+                ("pgmigrate_success", 20_000),
+            ],
+            None,
+        )];
+        let sc = scenario_score(&def(), "host".into(), &k, Some(&same), &clean, Vec::new(), &[]);
+        assert_eq!(sc.sim_arm, "same start");
+        assert_eq!((sc.same_start_runs, sc.sim_runs), (Some(1), 1));
+        // Same start: compact_stall (kernel 100/110/300, unstable) passes by the range,
+        // pgmigrate_success passes, compact_fail is trivial.
+        assert_eq!(
+            (sc.pass, sc.fail, sc.tally.unstable_pass, sc.tally.trivial),
+            (1, 0, 1, 1)
+        );
+        assert_eq!((sc.old_rule.pass, sc.old_rule.fail), (3, 0));
+        let work = sc.classes.iter().find(|l| l.class == Class::Work).unwrap();
+        assert_eq!(work.same_start.map(|t| (t.pass, t.fail)), Some((1, 0)));
+        assert_eq!(
+            (
+                work.clean_boot.pass,
+                work.clean_boot.fail,
+                work.clean_boot.unstable_fail
+            ),
+            (0, 1, 1)
+        );
+        assert_eq!(work.ceiling, Some(Hits { pass: 5, scored: 6 }));
+        assert_eq!(
+            sc.ceiling.as_ref().map(|c| c.all),
+            Some(Hits { pass: 5, scored: 6 })
+        );
+        assert_eq!(sc.clean_rows.len(), sc.rows.len());
+        // Both simulator columns in the markdown, and the per-class table.
+        let suite = SuiteScore {
+            date: "d".into(),
+            commit: "c".into(),
+            runs: 3,
+            tolerances: BTreeMap::new(),
+            pass: sc.pass,
+            fail: sc.fail,
+            pass_rate: sc.pass_rate,
+            tally: sc.tally,
+            old_rule: sc.old_rule,
+            classes: sum_classes(std::slice::from_ref(&sc)),
+            ceiling: Hits { pass: 5, scored: 6 },
+            loaded_runs: Vec::new(),
+            scenarios: vec![sc],
+            wall_secs: 0.0,
+        };
+        let md = markdown(&suite);
+        assert!(
+            md.contains("| same start | verdict | clean boot | verdict |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| work counters | 1 | 1 / 1 (100 %) | 0 / 1 (0 %) | 5 / 6 (83 %) | 1 (1) | 1 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| compact_fail |") && md.contains("| trivial |"),
+            "{md}"
+        );
+        assert!(md.contains("pass (range)"), "{md}");
+        let t = table(&suite);
+        assert!(t.contains("same start") && t.contains("clean boot"), "{t}");
+        // Scored again from its own JSON (per-run values kept): the same ceiling.
+        let json = serde_json::to_string(&suite).unwrap();
+        let r = rescore_text(&json, "table").unwrap();
+        let w = r.lines().find(|l| l.starts_with("work counters")).unwrap();
+        assert!(w.trim_end().ends_with("5 / 6 (83 %)"), "{r}");
+        assert!(
+            r.contains("kernel ceiling: each kernel run's stored value"),
+            "{r}"
+        );
+        // The clean boot alone: its rows are `rows`.
+        let sc = scenario_score(&def(), "host".into(), &k, None, &clean, Vec::new(), &[]);
+        assert_eq!(sc.sim_arm, "clean boot");
+        assert!(sc.clean_rows.is_empty());
+        assert_eq!((sc.pass, sc.fail), (0, 1));
+        assert!(sc.classes.iter().all(|l| l.same_start.is_none()));
+    }
+
+    #[test]
+    fn rescore_of_a_tiny_old_scoreboard() {
+        let old = r#"{"date": "2026-11-26", "commit": "abc", "runs": 2, "pass": 3, "fail": 2,
+          "scenarios": [{"name": "a", "kernel": "host", "rows": [
+            {"row": "compact_stall", "class": "work", "kernel": {"mean": 0.0, "sd": 0.0, "n": 2},
+             "sim": {"mean": 0.0, "sd": 0.0, "n": 2}, "ratio": null, "verdict": "pass"},
+            {"row": "pgscan_kswapd", "class": "work", "kernel": {"mean": 1000.0, "sd": 10.0, "n": 2},
+             "sim": {"mean": 1200.0, "sd": 0.0, "n": 2}, "ratio": 1.2, "verdict": "pass"},
+            {"row": "pgmigrate_success", "class": "work", "kernel": {"mean": 1000.0, "sd": 900.0, "n": 2},
+             "sim": {"mean": 2000.0, "sd": 0.0, "n": 2}, "ratio": 2.0, "verdict": "fail"},
+            {"row": "order-9 fault p99 (us)", "class": "latency", "kernel": {"mean": 100.0, "sd": 1.0, "n": 2},
+             "sim": {"mean": 500.0, "sd": 0.0, "n": 2}, "ratio": 5.0, "verdict": "fail"},
+            {"row": "free pages order 0 (end)", "class": "census", "kernel": {"mean": 5.0, "sd": 0.0, "n": 2},
+             "sim": {"mean": 9.0, "sd": 0.0, "n": 2}, "ratio": 1.8, "verdict": "pass"},
+            {"row": "mixed blocks (end)", "class": "census", "kernel": null, "sim": {"mean": 1.0, "sd": 0.0, "n": 2},
+             "ratio": null, "verdict": {"not_measured": "no CONFIG_PAGE_OWNER"}}
+          ]}]}"#;
+        let t = rescore_text(old, "table").unwrap();
+        let line = |c: &str| {
+            t.lines()
+                .find(|l| l.starts_with(c))
+                .unwrap_or_else(|| panic!("{c}: {t}"))
+                .to_string()
+        };
+        // work: old 2 / 3; new: compact_stall trivial, pgscan_kswapd a stable pass,
+        // pgmigrate_success unstable (range 363–1636, 2000 within × 1.5) a pass.
+        let w = line("work counters")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            w.contains("3 2 / 3 (67 %) 2 / 2 (100 %) 1 / 1 (100 %) 1 / 1 (100 %) 1"),
+            "{w}"
+        );
+        let c = line("census").split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(c.ends_with("1 1 / 1 (100 %) – – – 1 n/a"), "{c}");
+        let l = line("latency p99")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(l.contains("0 / 1 (0 %)"), "{l}");
+        assert!(t.contains("0 of 5 stored pass/fail verdicts differ"), "{t}");
+        assert!(t.contains("kernel ceiling: not computable"), "{t}");
+        assert!(rescore_text("{}", "table").is_err());
+        let j: serde_json::Value = serde_json::from_str(&rescore_text(old, "json").unwrap()).unwrap();
+        assert_eq!(j["classes"][0]["class"], "work counters");
     }
 }
