@@ -59,6 +59,19 @@ pub const MEASURE_MARKER: &str = "fraglab: measure";
 /// Two magnitudes diverge when their ratio exceeds this.
 pub const DIVERGENCE_RATIO: f64 = 1.5;
 
+/// The phase marker line the simulator's `--trace-out` writes at `ts_ns` (the line the kernel
+/// prints for a write of [`MEASURE_MARKER`] to `trace_marker` by a task `fraglab`, pid 0).
+pub fn marker_line(ts_ns: u64) -> String {
+    let us = ts_ns / 1000 + u64::from(ts_ns % 1000 >= 500);
+    format!(
+        "{:>16}-{:<7} [000] ..... {:>5}.{:06}: tracing_mark_write: {MEASURE_MARKER}\n",
+        "fraglab",
+        0,
+        us / 1_000_000,
+        us % 1_000_000
+    )
+}
+
 /// The `mm_compaction_end`-less status of a run still open at the end of the trace.
 pub const UNFINISHED: &str = "unfinished";
 
