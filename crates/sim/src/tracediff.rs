@@ -714,6 +714,9 @@ pub struct DiffOptions {
 /// `max / max(min, 1)`; None when that is unbounded (one side 0, the other ≥ 2).
 pub fn factor(a: u64, b: u64) -> Option<f64> {
     let (lo, hi) = (a.min(b), a.max(b));
+    if hi == 0 {
+        return Some(1.0);
+    }
     if lo == 0 && hi >= 2 {
         return None;
     }
