@@ -31,9 +31,9 @@
 //! **Divergence.** Two magnitudes differ when `max / max(min, 1)` > [`DIVERGENCE_RATIO`] (so 0 vs
 //! 1 does not count, 0 vs 2 does). The first divergence is the first episode index, compaction
 //! runs and reclaim episodes each in start order, whose trigger/kind, order or status differ or
-//! whose scanned/migrated (compaction) or scanned/reclaimed (reclaim) magnitudes differ, or that
-//! one side lacks; of the two kinds, the one that starts earlier in the kernel trace (relative to
-//! its phase start). The largest divergence is the total with the largest such factor (a side
+//! whose pages scanned/isolated/migrated/failed (compaction) or scanned/reclaimed (reclaim)
+//! differ, or that one side lacks; of the two kinds, the one that starts earlier in the kernel
+//! trace (relative to its phase start). The largest divergence is the total with the largest such factor (a side
 //! at 0 against a side at 2 or more ranks above any finite factor; ties go to the larger count).
 //!
 //! **Bad input.** A line naming one of the diff events that [`parse_trace_line`] does not read
@@ -277,7 +277,9 @@ impl SideReader {
             return;
         };
         if name == "tracing_mark_write" {
-            if self.from_ns.is_none() && line.contains(MEASURE_MARKER) {
+            // The first marker only (a later one is another task's measure step).
+            if self.from_ns.is_none() && !self.s.phase.starts_with("marker") && line.contains(MEASURE_MARKER)
+            {
                 self.start_phase(line_ts_ns(line, name));
             } else {
                 self.s.other_events += 1;
@@ -750,7 +752,9 @@ fn first_compaction_divergence(k: &[CompactionRun], s: &[CompactionRun]) -> Opti
                 same(&mut reasons, "order", &a.order.to_string(), &b.order.to_string());
                 same(&mut reasons, "status", &a.status, &b.status);
                 magnitude(&mut reasons, "scanned", a.scanned(), b.scanned());
+                magnitude(&mut reasons, "isolated", a.migrate_isolated, b.migrate_isolated);
                 magnitude(&mut reasons, "migrated", a.migrated, b.migrated);
+                magnitude(&mut reasons, "failed", a.migrate_failed, b.migrate_failed);
             }
             (Some(_), None) => reasons.push("the sim has no such run".into()),
             (None, Some(_)) => reasons.push("the kernel has no such run".into()),

@@ -102,15 +102,21 @@ fn trace_out_then_diff() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-/// The CI-size validation scenarios, each run twice (seeds 1 and 2) with `--trace-out` and
-/// diffed: `FRAGLAB_TRACEDIFF_OUT=DIR cargo test -p fraglab-sim --test tracediff -- --ignored
-/// --nocapture` leaves the traces and the diffs in DIR.
+/// The CI-size validation scenarios, each run three times with `--trace-out` (seed 1, seed 2,
+/// and seed 1 with `vm.defrag_mode = 1`) and the first diffed against the other two:
+/// `FRAGLAB_TRACEDIFF_OUT=DIR cargo test -p fraglab-sim --test tracediff -- --ignored
+/// --nocapture` leaves the traces and the diffs (`NAME.VARIANT.diff.txt`/`.json`) in DIR.
 #[test]
 #[ignore]
-fn validation_scenarios_two_seeds() {
+fn validation_scenarios_seeds_and_settings() {
     let out = std::env::var_os("FRAGLAB_TRACEDIFF_OUT").map_or_else(dir, PathBuf::from);
     std::fs::create_dir_all(&out).unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/validation");
+    let variants: [(&str, &[(&str, &str)]); 3] = [
+        ("seed1", &[("run.seed", "1")]),
+        ("seed2", &[("run.seed", "2")]),
+        ("dm1", &[("run.seed", "1"), ("vm.defrag_mode", "1")]),
+    ];
     for name in [
         "compaction-test",
         "scattered-frees-compact",
@@ -119,43 +125,47 @@ fn validation_scenarios_two_seeds() {
     ] {
         let text = std::fs::read_to_string(root.join(format!("{name}.toml"))).unwrap();
         let mut paths = Vec::new();
-        for seed in [1u64, 2] {
-            let t = fraglab_spec::apply_overrides(&text, &[("run.seed".into(), seed.to_string())]).unwrap();
-            let p = out.join(format!("{name}-seed{seed}.trace"));
+        for (v, over) in variants {
+            let over: Vec<(String, String)> =
+                over.iter().map(|(k, x)| (k.to_string(), x.to_string())).collect();
+            let t = fraglab_spec::apply_overrides(&text, &over).unwrap();
+            let p = out.join(format!("{name}-{v}.trace"));
             let t0 = std::time::Instant::now();
             let spec = parse_spec(&t, &format!("{name}.toml")).unwrap();
             let f = std::io::BufWriter::new(std::fs::File::create(&p).unwrap());
             let r = run_workload_trace_to(&spec, Box::new(f), "trace", &mut |_| {}, &mut |_| {}).unwrap();
             eprintln!(
-                "{name} seed {seed}: {:.1} s simulated in {:.1} s, {} events",
+                "{name} {v}: {:.1} s simulated in {:.1} s, {} events",
                 r.duration_ns as f64 / 1e9,
                 t0.elapsed().as_secs_f64(),
                 r.trace_counts.values().sum::<u64>()
             );
             paths.push(p);
         }
-        let d = diff_files(
-            &paths[0],
-            &paths[1],
-            &DiffOptions {
-                episodes: 10,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let text = render_text(&d);
-        std::fs::write(out.join(format!("{name}.diff.txt")), &text).unwrap();
-        std::fs::write(
-            out.join(format!("{name}.diff.json")),
-            serde_json::to_string_pretty(&d).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(d.kernel.malformed + d.sim.malformed, 0);
-        for l in text
-            .lines()
-            .filter(|l| l.starts_with("input ") || l.contains("divergence: "))
-        {
-            println!("{name}: {l}");
+        for (j, (v, _)) in variants.iter().enumerate().skip(1) {
+            let d = diff_files(
+                &paths[0],
+                &paths[j],
+                &DiffOptions {
+                    episodes: 10,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let text = render_text(&d);
+            std::fs::write(out.join(format!("{name}.{v}.diff.txt")), &text).unwrap();
+            std::fs::write(
+                out.join(format!("{name}.{v}.diff.json")),
+                serde_json::to_string_pretty(&d).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(d.kernel.malformed + d.sim.malformed, 0);
+            for l in text
+                .lines()
+                .filter(|l| l.starts_with("first divergence: ") || l.starts_with("largest divergence: "))
+            {
+                println!("{name} seed1 vs {v}: {l}");
+            }
         }
     }
 }
