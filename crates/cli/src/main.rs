@@ -248,6 +248,12 @@ enum Cmd {
         /// Do not write DIR/README.md and DIR/scoreboard.json (`--suite`).
         #[arg(long, requires = "suite")]
         no_write: bool,
+        /// Full traces and their diff per scenario (`--suite`): the first kernel run's trace
+        /// (`HostOptions::trace_to`) in TRACE_DIR/NAME-kernel.trace, the first simulator run's
+        /// (`run --trace-out`) in TRACE_DIR/NAME-sim.trace, and `fraglab trace diff` of the two
+        /// in TRACE_DIR/NAME.diff.txt when both are there.
+        #[arg(long, requires = "suite")]
+        trace_dir: Option<PathBuf>,
         #[arg(long, default_value = "3GiB")]
         floor: String,
         #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
@@ -494,6 +500,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             idle,
             jobs,
             no_write,
+            trace_dir,
             floor,
             format,
             fit_memory,
@@ -511,6 +518,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
                 jobs,
                 no_write,
                 workdir: dir,
+                trace_dir,
             }),
             (Some(spec), None) => host::validate(spec, floor, format, fit_memory, dir, false),
             (None, None) => Err("validate: a SPEC or --suite DIR".into()),
