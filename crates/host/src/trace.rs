@@ -3,8 +3,11 @@
 //! directory (`mount -t tracefs nodev DIR`, mount(2)); a private instance
 //! `instances/fraglab-host-<pid>` gets the events enabled and its own buffer, so other users of
 //! the global buffer are not disturbed. A reader thread drains the instance's `trace_pipe`,
-//! counts events by name and keeps the first bytes of the text. Stopping disables the events,
-//! removes the instance and unmounts what was mounted.
+//! counts events by name and keeps the first bytes of the text; with a file
+//! ([`TraceSession::start_to`], `HostOptions::trace_to`) it also streams every line there, the
+//! instance then having a [`TRACE_TO_BUFFER_KB`] buffer per CPU and `trace_clock` mono. Stopping
+//! disables the events, reads the instance's lost events (`per_cpu/cpuN/stats`), removes the
+//! instance and unmounts what was mounted.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
