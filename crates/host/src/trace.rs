@@ -207,6 +207,13 @@ impl TraceSession {
         Ok(s)
     }
 
+    /// The instance's `trace_marker`: a write of `fraglab: measure` there (e.g. by the worker
+    /// that runs a `{ measure = true }` step) puts the line `tracing_mark_write: fraglab:
+    /// measure` into the trace at that moment, where `fraglab trace diff` starts comparing.
+    pub fn marker_path(&self) -> PathBuf {
+        self.instance.join("trace_marker")
+    }
+
     /// The instance directory and the mount point this session made (if any).
     pub fn leftovers(&self) -> (PathBuf, Option<PathBuf>) {
         (self.instance.clone(), self.mounted.clone())
