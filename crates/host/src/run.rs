@@ -572,21 +572,12 @@ fn start_tracing(
     }
     let t = match &opts.trace_to {
         None => trace::TraceSession::start(&trace_events(spec), opts.trace_keep_bytes)?,
-        Some(path) => {
-            // The events `fraglab trace diff` compares, on top of the spec's.
-            let mut events = trace_events(spec);
-            for e in fraglab_spec::DIFF_EVENTS {
-                let covered = events.iter().any(|x| {
-                    x == e
-                        || x.strip_suffix(":*")
-                            .is_some_and(|g| e.split_once(':').is_some_and(|(eg, _)| eg == g))
-                });
-                if !covered {
-                    events.push(e.to_string());
-                }
-            }
-            trace::TraceSession::start_to(&events, opts.trace_keep_bytes, path)?
-        }
+        // The events `fraglab trace diff` compares, on top of the spec's.
+        Some(path) => trace::TraceSession::start_to(
+            &trace::with_diff_events(trace_events(spec)),
+            opts.trace_keep_bytes,
+            path,
+        )?,
     };
     let (inst, mount) = t.leftovers();
     guard.update_cleanup(|c| {

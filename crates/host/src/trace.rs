@@ -23,6 +23,21 @@ use crate::HostError;
 /// `kmem:mm_page_alloc_extfrag`.
 pub const DEFAULT_EVENTS: &[&str] = &["compaction:*", "kmem:mm_page_alloc_extfrag"];
 
+/// `events` (`group:name` or `group:*`) with each of [`fraglab_spec::DIFF_EVENTS`] that none
+/// of them covers added, in order: what a session writing to a file records.
+pub fn with_diff_events(mut events: Vec<String>) -> Vec<String> {
+    for e in fraglab_spec::DIFF_EVENTS {
+        let group = e.split_once(':').map_or("", |(g, _)| g);
+        let covered = events
+            .iter()
+            .any(|x| x == e || x.strip_suffix(":*").is_some_and(|g| g == group));
+        if !covered {
+            events.push(e.to_string());
+        }
+    }
+    events
+}
+
 /// The tracefs mount point from /proc/mounts, if tracefs is mounted.
 pub fn tracefs_mount() -> Option<PathBuf> {
     let m = std::fs::read_to_string("/proc/mounts").ok()?;
@@ -327,6 +342,28 @@ fn take_line(d: &mut Captured, line: &str, keep: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn diff_events_are_added_once() {
+        let ev = with_diff_events(DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect());
+        assert_eq!(&ev[..2], ["compaction:*", "kmem:mm_page_alloc_extfrag"]);
+        // compaction:* and the extfrag event cover all but the vmscan ones.
+        let rest: Vec<&str> = ev[2..].iter().map(String::as_str).collect();
+        assert_eq!(
+            rest,
+            [
+                "vmscan:mm_vmscan_kswapd_wake",
+                "vmscan:mm_vmscan_kswapd_sleep",
+                "vmscan:mm_vmscan_direct_reclaim_begin",
+                "vmscan:mm_vmscan_direct_reclaim_end",
+                "vmscan:mm_vmscan_lru_shrink_inactive",
+            ]
+        );
+        assert_eq!(
+            with_diff_events(Vec::new()).len(),
+            fraglab_spec::DIFF_EVENTS.len()
+        );
+    }
 
     #[test]
     fn lines_go_to_the_file_and_are_counted() {

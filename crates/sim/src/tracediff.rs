@@ -214,6 +214,8 @@ pub struct SideReader {
     open_reclaim: HashMap<u32, ReclaimEpisode>,
     pending_try: HashMap<u32, (i32, i32)>,
     pending_wake: HashMap<u32, i32>,
+    /// Where the first line that is no event is (for the error when no line is).
+    first_other: Option<String>,
 }
 
 /// The names of the diff events (without their group).
@@ -262,6 +264,7 @@ impl SideReader {
             open_reclaim: HashMap::new(),
             pending_try: HashMap::new(),
             pending_wake: HashMap::new(),
+            first_other: None,
         }
     }
 
@@ -274,6 +277,9 @@ impl SideReader {
         }
         let Some(name) = event_name(line) else {
             self.s.other_lines += 1;
+            if self.first_other.is_none() {
+                self.first_other = Some(at());
+            }
             return;
         };
         if name == "tracing_mark_write" {
@@ -491,7 +497,8 @@ impl SideReader {
 
     /// The phase marker: what came before is dropped (counted as skipped).
     fn start_phase(&mut self, ts: Option<u64>) {
-        let fresh = SideReader::new(&self.s.file, None);
+        let mut fresh = SideReader::new(&self.s.file, None);
+        fresh.first_other = self.first_other.take();
         let old = std::mem::replace(self, fresh);
         let o = old.s;
         let skipped: u64 = o.events.values().sum::<u64>() + o.skipped_before_phase;
@@ -586,6 +593,23 @@ impl SideReader {
         self.s.lost_events = self.s.lost_events.max(n);
     }
 
+    /// [`SideReader::finish`], or an error naming the first line when the input has lines but
+    /// not one ftrace event line (not a trace: a result JSON, a spec, binary data).
+    pub fn finish_checked(self) -> Result<SideSummary, String> {
+        let no_event = self.s.events.is_empty()
+            && self.s.other_events == 0
+            && self.s.malformed == 0
+            && self.s.skipped_before_phase == 0
+            && self.s.lost_events == 0
+            && !self.s.phase.starts_with("marker");
+        match (&self.first_other, no_event) {
+            (Some(at), true) => Err(format!(
+                "{at}: not an ftrace event line (\"comm-pid [cpu] ... ts: event: fields\"), and no line of the file is one"
+            )),
+            _ => Ok(self.finish()),
+        }
+    }
+
     /// Closes what is still open and returns the summary, episodes by start.
     pub fn finish(mut self) -> SideSummary {
         let mut runs: Vec<CompactionRun> = self.open_runs.drain().map(|(_, r)| r).collect();
@@ -650,7 +674,7 @@ pub fn read_side(path: &Path, from_ns: Option<u64>) -> Result<SideSummary, Strin
             }
         });
     }
-    let mut s = side.finish();
+    let mut s = side.finish_checked()?;
     s.overlong_lines = r.overlong_lines();
     Ok(s)
 }

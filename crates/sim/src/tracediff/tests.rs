@@ -204,5 +204,18 @@ fn read_side_reports_file_line_and_offset() {
     assert_eq!(s.other_lines, 1);
     let e = read_side(&dir.join("missing.txt"), None).unwrap_err();
     assert!(e.contains("missing.txt"), "{e}");
+    // Not a trace at all: an error naming the file and its first line.
+    std::fs::write(&p, "{\n  \"schema\": 3\n}\n").unwrap();
+    let e = read_side(&p, None).unwrap_err();
+    assert!(
+        e.starts_with(&format!(
+            "{}:1 (byte offset 0): not an ftrace event line",
+            p.display()
+        )),
+        "{e}"
+    );
+    // An empty file is an empty side.
+    std::fs::write(&p, "").unwrap();
+    assert_eq!(read_side(&p, None).unwrap().lines, 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
