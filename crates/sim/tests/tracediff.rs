@@ -61,7 +61,12 @@ fn trace_out_then_diff() {
     assert_eq!(text.matches(MEASURE_MARKER).count(), 1);
     let k = read_side(&a, None).unwrap();
     assert_eq!(k.malformed, 0, "{:?}", k.malformed_examples);
-    assert!(k.phase.starts_with("marker at "), "{}", k.phase);
+    // The measured part starts at the marker, written at the run's measure_start_ns.
+    let m = ra.measure_start_ns.expect("the spec has a measure step");
+    assert_eq!(
+        k.phase,
+        format!("marker at {:.6} s", ((m + 500) / 1000) as f64 / 1e6)
+    );
     assert!(k.skipped_before_phase > 0 || k.events.is_empty());
     assert!(
         k.compaction_runs > 0,
