@@ -594,17 +594,19 @@ impl SideReader {
     }
 
     /// [`SideReader::finish`], or an error naming the first line when the input has lines but
-    /// not one ftrace event line (not a trace: a result JSON, a spec, binary data).
+    /// not one that reads as an ftrace event line (not a trace: a result JSON, a spec, binary
+    /// data; the malformed ones are named too).
     pub fn finish_checked(self) -> Result<SideSummary, String> {
         let no_event = self.s.events.is_empty()
             && self.s.other_events == 0
-            && self.s.malformed == 0
             && self.s.skipped_before_phase == 0
             && self.s.lost_events == 0
             && !self.s.phase.starts_with("marker");
         match (&self.first_other, no_event) {
             (Some(at), true) => Err(format!(
-                "{at}: not an ftrace event line (\"comm-pid [cpu] ... ts: event: fields\"), and no line of the file is one"
+                "{at}: not an ftrace event line (\"comm-pid [cpu] ... ts: event: fields\"), and no line of the file is read as one ({} malformed{})",
+                self.s.malformed,
+                self.s.malformed_examples.first().map_or(String::new(), |m| format!(", the first at {m}"))
             )),
             _ => Ok(self.finish()),
         }

@@ -214,6 +214,12 @@ fn read_side_reports_file_line_and_offset() {
         )),
         "{e}"
     );
+    // A result JSON quoting trace text: its quoted line does not make it a trace.
+    let quoted = FIXTURE.lines().nth(7).unwrap().replace('"', "\\\"");
+    std::fs::write(&p, format!("{{\n  \"trace\": \"{quoted}\\n\"\n}}\n")).unwrap();
+    let e = read_side(&p, None).unwrap_err();
+    assert!(e.contains(":1 (byte offset 0): not an ftrace event line"), "{e}");
+    assert!(e.contains("(1 malformed, the first at "), "{e}");
     // An empty file is an empty side.
     std::fs::write(&p, "").unwrap();
     assert_eq!(read_side(&p, None).unwrap().lines, 0);
