@@ -16,16 +16,21 @@ pub fn host(cmd: HostCmd) -> Result<(), String> {
             cap,
             dir,
             trace,
+            trace_to,
             fit_memory,
         } => {
             if let (Some(p), false) = (&output, dry_run) {
                 crate::check_output("-o", p)?;
+            }
+            if let Some(p) = &trace_to {
+                crate::check_output("--trace-to", p)?;
             }
             let (_, spec) = load_config(&spec)?;
             let opts = fraglab_host::HostOptions {
                 mem_floor_bytes: fraglab_spec::parse_size(&floor).map_err(|e| format!("--floor: {e}"))?,
                 anon_cap_bytes: fraglab_spec::parse_size(&cap).map_err(|e| format!("--cap: {e}"))?,
                 trace: trace || !spec.run.trace.is_empty(),
+                trace_to,
                 workdir: dir,
                 fit_memory,
                 ..Default::default()

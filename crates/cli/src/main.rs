@@ -84,6 +84,11 @@ enum HostCmd {
         /// Count the compaction tracepoints and kmem:mm_page_alloc_extfrag during the run.
         #[arg(long)]
         trace: bool,
+        /// Stream the whole trace text to this file (the spec's events and
+        /// `fraglab_spec::DIFF_EVENTS`, 64 MiB trace buffer per CPU, trace_clock mono), the
+        /// kernel side of `fraglab trace diff`; lost events in `trace_counts["lost_events"]`.
+        #[arg(long)]
+        trace_to: Option<PathBuf>,
         /// Take MemTotal minus the spec's machine.memory out of the machine for the run, so
         /// memory pressure comes at the spec's size: memory blocks of zone Normal offlined from
         /// the top (onlined after, also by `host restore`), or where offlining is unavailable a
@@ -154,6 +159,12 @@ enum Cmd {
         /// migrate_no_free_split, migrate_free_split).
         #[arg(long, value_parser = parse_folio_mode)]
         folio_mode: Option<fraglab_spec::FolioMode>,
+        /// A timed run: stream its whole ftrace text to this file (the spec's `run.trace` events
+        /// and `fraglab_spec::DIFF_EVENTS`, with a `tracing_mark_write: fraglab: measure` line
+        /// where a `{ measure = true }` step starts the measured part), the input of `fraglab
+        /// trace diff`.
+        #[arg(long)]
+        trace_out: Option<PathBuf>,
     },
     /// Run specs N times each (different seeds, in parallel) and print the rows of
     /// published-results.md §5.1 and the workloads' own rows in mmtests' compare format.
@@ -256,6 +267,12 @@ enum Cmd {
         /// simulator's arms and the scores again, without root (`--suite`).
         #[arg(long, requires = "suite", conflicts_with = "results_dir")]
         kernel_results: Option<PathBuf>,
+        /// Full traces and their diff per scenario (`--suite`): the first kernel run's trace
+        /// (`HostOptions::trace_to`) in TRACE_DIR/NAME-kernel.trace, the first simulator run's
+        /// (`run --trace-out`) in TRACE_DIR/NAME-sim.trace, and `fraglab trace diff` of the two
+        /// in TRACE_DIR/NAME.diff.txt when both are there.
+        #[arg(long, requires = "suite")]
+        trace_dir: Option<PathBuf>,
         #[arg(long, default_value = "3GiB")]
         floor: String,
         #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
@@ -467,7 +484,8 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             example,
             output,
             folio_mode,
-        } => run::run(spec, example, output, folio_mode),
+            trace_out,
+        } => run::run(spec, example, output, folio_mode, trace_out),
         Cmd::Compare {
             from,
             baseline,
@@ -505,6 +523,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             no_write,
             results_dir,
             kernel_results,
+            trace_dir,
             floor,
             format,
             fit_memory,
@@ -526,6 +545,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
                 results_dir,
                 kernel_results,
                 quiet_wait_secs: quiet_wait,
+                trace_dir,
             }),
             (Some(spec), None) => host::validate(spec, floor, format, fit_memory, dir, false),
             (None, None) => Err("validate: a SPEC or --suite DIR".into()),

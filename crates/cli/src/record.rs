@@ -48,6 +48,28 @@ pub enum TraceCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Where two traces part (issue 32): compaction runs and reclaim episodes side by side,
+    /// deferrals, kcompactd wakes, extfrag counts, histograms, totals and their ratio, the first
+    /// and the largest divergence, one labelled line each. Inputs: trace files or plain ftrace
+    /// text with the events of `fraglab_spec::DIFF_EVENTS` (the simulator's `run --trace-out`,
+    /// the host engine's trace file). Each side is compared from its `tracing_mark_write:
+    /// fraglab: measure` line when it has one, else from `--kernel-from`/`--sim-from`, else whole.
+    Diff {
+        kernel: PathBuf,
+        sim: PathBuf,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Compare the kernel trace from this timestamp (seconds of its trace clock, as printed).
+        #[arg(long)]
+        kernel_from: Option<f64>,
+        /// Compare the simulator's trace from this timestamp (seconds).
+        #[arg(long)]
+        sim_from: Option<f64>,
+        /// Episodes of each kind listed side by side (0: all, up to the kept maximum).
+        #[arg(long, default_value_t = 20)]
+        episodes: usize,
+    },
 }
 
 /// `fraglab host record`: a host error exits with its own code (after the instance was removed).
@@ -96,6 +118,34 @@ pub fn record(a: RecordArgs) -> Result<(), String> {
 pub fn trace(cmd: TraceCmd) -> Result<(), String> {
     match cmd {
         TraceCmd::Info { trace, json } => info(trace, json),
+        TraceCmd::Diff {
+            kernel,
+            sim,
+            json,
+            kernel_from,
+            sim_from,
+            episodes,
+        } => {
+            let secs = |flag: &str, s: Option<f64>| -> Result<Option<u64>, String> {
+                match s {
+                    None => Ok(None),
+                    Some(x) if x.is_finite() && x >= 0.0 => Ok(Some((x * 1e9).round() as u64)),
+                    Some(x) => Err(format!("{flag}: {x} is not a timestamp (seconds, >= 0)")),
+                }
+            };
+            let opts = fraglab_sim::tracediff::DiffOptions {
+                kernel_from_ns: secs("--kernel-from", kernel_from)?,
+                sim_from_ns: secs("--sim-from", sim_from)?,
+                episodes,
+            };
+            let d = fraglab_sim::tracediff::diff_files(&kernel, &sim, &opts)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&d).map_err(|e| e.to_string())?);
+            } else {
+                print!("{}", fraglab_sim::tracediff::render_text(&d));
+            }
+            Ok(())
+        }
     }
 }
 

@@ -14,9 +14,13 @@ pub fn run(
     ex: Option<String>,
     output: Option<PathBuf>,
     folio_mode: Option<fraglab_spec::FolioMode>,
+    trace_out: Option<PathBuf>,
 ) -> Result<(), String> {
     if let Some(p) = &output {
         crate::check_output("-o", p)?;
+    }
+    if let Some(p) = &trace_out {
+        crate::check_output("--trace-out", p)?;
     }
     let mut spec = match (spec, ex) {
         (Some(path), _) => fraglab_spec::load_spec(&path).map_err(|e| e.to_string())?,
@@ -31,9 +35,12 @@ pub fn run(
     if let Some(note) = fraglab_spec::work_note(&spec) {
         eprintln!("{note}");
     }
+    if trace_out.is_some() && spec.workload.is_none() {
+        return Err("--trace-out: the spec has no timed [workload] to trace".into());
+    }
     let text = if spec.workload.is_some() {
         // A timed run: the report goes to stdout, the JSON result to -o.
-        let (result, report) = timed(&spec)?;
+        let (result, report) = timed(&spec, trace_out.as_deref())?;
         match output {
             Some(path) => {
                 let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
@@ -79,9 +86,12 @@ fn is_json(path: &std::path::Path) -> bool {
 }
 
 /// A timed run and its report: a header (simulated and wall time, seed), then the mmtests rows.
-fn timed(spec: &fraglab_spec::Spec) -> Result<(fraglab_spec::result::RunResult, String), String> {
+fn timed(
+    spec: &fraglab_spec::Spec,
+    trace_out: Option<&std::path::Path>,
+) -> Result<(fraglab_spec::result::RunResult, String), String> {
     let t0 = std::time::Instant::now();
-    let result = run_with_progress(spec)?;
+    let result = run_with_progress(spec, trace_out)?;
     let wall = t0.elapsed().as_secs_f64();
     let sim = result.duration_ns as f64 / 1e9;
     let mut report = format!(
@@ -109,10 +119,29 @@ fn print_to_stdout(text: &str) -> Result<(), String> {
 
 /// A timed run with a progress bar on a terminal (simulated time against the workload's
 /// expected end, `crate::progress`); quiet otherwise (CI).
-fn run_with_progress(spec: &fraglab_spec::Spec) -> Result<fraglab_spec::result::RunResult, String> {
+/// With `trace_out`, the run's whole trace text is streamed to that file
+/// ([`fraglab_sim::timed::run_workload_trace_to`]).
+fn run_with_progress(
+    spec: &fraglab_spec::Spec,
+    trace_out: Option<&std::path::Path>,
+) -> Result<fraglab_spec::result::RunResult, String> {
     let mut at_end = crate::host_mem_print();
     let mut bar = crate::progress::Bar::new();
-    let r = fraglab_sim::timed::run_workload_inspect(spec, &mut |p| bar.set_timed(p), &mut at_end);
+    let r = match trace_out {
+        None => fraglab_sim::timed::run_workload_inspect(spec, &mut |p| bar.set_timed(p), &mut at_end),
+        Some(path) => {
+            let f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let out = Box::new(std::io::BufWriter::with_capacity(1 << 20, f));
+            let name = path.display().to_string();
+            fraglab_sim::timed::run_workload_trace_to(
+                spec,
+                out,
+                &name,
+                &mut |p| bar.set_timed(p),
+                &mut at_end,
+            )
+        }
+    };
     bar.finish();
     r.map_err(|e| e.to_string())
 }

@@ -235,6 +235,8 @@ pub struct SuiteOptions {
     pub kernel_results: Option<PathBuf>,
     /// Seconds to wait at most, before each kernel run, for a 1-minute load under [`QUIET_LOAD`].
     pub quiet_wait_secs: f64,
+    /// `--trace-dir`: the first run of each arm traced in full, and the diff of the two.
+    pub trace_dir: Option<PathBuf>,
 }
 
 /// The 1-minute load average under which the machine counts as quiet before a kernel run.
@@ -349,6 +351,10 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
     }
     if o.format == "csv" {
         return Err("validate --suite: --format table, markdown or json".into());
+    }
+    if let Some(td) = &o.trace_dir {
+        crate::check_output_dir("--trace-dir", td)?;
+        std::fs::create_dir_all(td).map_err(|e| format!("--trace-dir {}: {e}", td.display()))?;
     }
     let t0 = std::time::Instant::now();
     if writes_scoreboard(&o) {
@@ -770,6 +776,9 @@ fn run_scenario(
         }
     };
     // The same start: one simulator run from each kernel run's capture.
+    // `--trace-dir`: the simulator's traced run is the same-start arm's first (booted from the
+    // first kernel run's capture, as the traced kernel run started), else the clean boot's.
+    let mut trace_spec: Option<fraglab_spec::Spec> = None;
     let same: Option<Vec<RunResult>> = if captures.is_empty() {
         None
     } else {
@@ -783,6 +792,7 @@ fn run_scenario(
         for s in &mut specs {
             s.cost = sim_spec.cost.clone();
         }
+        trace_spec = specs.first().cloned();
         eprintln!("  simulator, same start: {} runs", specs.len());
         notes.push(format!(
             "simulator, same start: booted from each kernel run's capture{} ({} runs); DAMON starts cold there (a booted kdamond starts every region at age 0; the capture carries no region ages)",
@@ -806,6 +816,9 @@ fn run_scenario(
             }
         }
     };
+    if let Some(td) = &o.trace_dir {
+        trace_arms(d, trace_spec.as_ref().unwrap_or(&sim_spec), td, &mut notes);
+    }
     Ok(scenario_score(
         d,
         kernel_label,
@@ -1011,6 +1024,58 @@ fn wait_for_quiet(limit: f64) -> String {
     }
 }
 
+/// `--trace-dir`: the simulator's first run again with its whole trace in TD/NAME-sim.trace
+/// (the run is deterministic, so it is the first run of the arm), and, when the kernel's first
+/// run left TD/NAME-kernel.trace, the diff of the two in TD/NAME.diff.txt.
+fn trace_arms(d: &ScenarioDef, sim_spec: &fraglab_spec::Spec, td: &Path, notes: &mut Vec<String>) {
+    let sim_path = td.join(format!("{}-sim.trace", d.name));
+    let traced = std::fs::File::create(&sim_path)
+        .map_err(|e| format!("{}: {e}", sim_path.display()))
+        .and_then(|f| {
+            let out = Box::new(std::io::BufWriter::with_capacity(1 << 20, f));
+            let name = sim_path.display().to_string();
+            fraglab_sim::timed::run_workload_trace_to(sim_spec, out, &name, &mut |_| {}, &mut |_| {})
+                .map_err(|e| e.to_string())
+        });
+    if let Err(e) = traced {
+        notes.push(format!("simulator trace: failed: {e}"));
+        return;
+    }
+    let kernel_path = kernel_trace_path(d, td);
+    if !kernel_path.exists() {
+        notes.push(format!("trace diff: no kernel trace ({})", kernel_path.display()));
+        return;
+    }
+    let opts = fraglab_sim::tracediff::DiffOptions {
+        episodes: 20,
+        ..Default::default()
+    };
+    let diff_path = td.join(format!("{}.diff.txt", d.name));
+    let written = fraglab_sim::tracediff::diff_files(&kernel_path, &sim_path, &opts).and_then(|dd| {
+        std::fs::write(&diff_path, fraglab_sim::tracediff::render_text(&dd))
+            .map_err(|e| format!("{}: {e}", diff_path.display()))?;
+        Ok(dd)
+    });
+    match written {
+        Ok(dd) => {
+            notes.push(format!("trace diff: {}", diff_path.display()));
+            if let Some(f) = &dd.first_divergence {
+                notes.push(format!(
+                    "trace diff: first divergence: {} {}",
+                    f.label,
+                    f.reasons.join("; ")
+                ));
+            }
+        }
+        Err(e) => notes.push(format!("trace diff: failed: {e}")),
+    }
+}
+
+/// Where `--trace-dir` puts the kernel's first run's trace.
+fn kernel_trace_path(d: &ScenarioDef, td: &Path) -> PathBuf {
+    td.join(format!("{}-kernel.trace", d.name))
+}
+
 /// The kernel's results: recorded, or `runs` host runs each after an idle baseline.
 fn kernel_arm(
     d: &ScenarioDef,
@@ -1105,6 +1170,15 @@ fn kernel_arm(
         let mut bar = crate::progress::Bar::new();
         bar.set_phase(&format!("{}: kernel run {}/{runs}", d.name, i + 1));
         let expected = std::time::Duration::from_nanos(s.workload.as_ref().map_or(0, |w| w.duration_ns));
+        // `--trace-dir`: the first run's whole trace.
+        let opts = fraglab_host::HostOptions {
+            trace_to: o
+                .trace_dir
+                .as_ref()
+                .filter(|_| i == 0)
+                .map(|td| kernel_trace_path(d, td)),
+            ..opts.clone()
+        };
         let result = bar.during(expected, || fraglab_host::host_run(&s, &opts));
         bar.finish();
         match result {

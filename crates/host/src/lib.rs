@@ -80,6 +80,14 @@ pub struct HostOptions {
     pub trace: bool,
     /// Bytes of trace text kept in `proc_end["trace"]` (default 4 MiB).
     pub trace_keep_bytes: usize,
+    /// Record the trace (as `trace` does, whether or not it is set) and stream its whole text
+    /// to this file (plain ftrace text, `trace_clock` mono; the input of `fraglab trace diff`).
+    /// The events are the spec's `run.trace` (or [`trace::DEFAULT_EVENTS`]) together with
+    /// [`fraglab_spec::DIFF_EVENTS`]; the instance's buffer is [`trace::TRACE_TO_BUFFER_KB`]
+    /// per CPU. The result then has `trace_counts["lost_events"]` (the instance's overrun and
+    /// dropped events) and `proc_end["trace_to"]` (file, lines written, lost events, a write
+    /// error if any). Default None.
+    pub trace_to: Option<PathBuf>,
     /// The state file (default `/run/fraglab-host-<pid>.restore`).
     pub state_file: Option<PathBuf>,
     /// Write real data into the files `read` steps read before the run and drop them from the
@@ -121,6 +129,7 @@ impl Default for HostOptions {
             max_duration: None,
             trace: false,
             trace_keep_bytes: 4 << 20,
+            trace_to: None,
             state_file: None,
             prefill_read_files: true,
             fit_memory: false,

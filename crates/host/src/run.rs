@@ -252,7 +252,10 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         &dir,
         &files,
         &slab_dir,
-        opts.capture_at_measure.as_deref(),
+        worker::MeasureHooks {
+            capture_to: opts.capture_at_measure.clone(),
+            trace_marker: tracing.as_ref().map(|t| t.marker_path()),
+        },
     )?;
     // Phases: the jobs of a task with `after` start when the jobs they wait for are done.
     let gates = task_gates(&w.task, jobs.len());
@@ -281,7 +284,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let vm_end = procfs::parse_vmstat(&procfs::read("/proc/vmstat")?);
     let confounders_end = confounders::read();
     let mut proc_end = start_proc(&run_knobs)?;
-    let trace_counts = finish_tracing(tracing.take(), &mut proc_end);
+    let trace_counts = finish_tracing(tracing.take(), &mut proc_end, opts.trace_to.as_deref());
     if plan.hugetlb_step_pages.is_some() {
         // The pool the tasks' nr_hugepages steps left on top of the base, as the simulator
         // records the pool its last step read back.
@@ -626,10 +629,18 @@ fn start_tracing(
     opts: &HostOptions,
     guard: &mut KnobGuard,
 ) -> Result<Option<trace::TraceSession>, HostError> {
-    if !opts.trace {
+    if !opts.trace && opts.trace_to.is_none() {
         return Ok(None);
     }
-    let t = trace::TraceSession::start(&trace_events(spec), opts.trace_keep_bytes)?;
+    let t = match &opts.trace_to {
+        None => trace::TraceSession::start(&trace_events(spec), opts.trace_keep_bytes)?,
+        // The events `fraglab trace diff` compares, on top of the spec's.
+        Some(path) => trace::TraceSession::start_to(
+            &trace::with_diff_events(trace_events(spec)),
+            opts.trace_keep_bytes,
+            path,
+        )?,
+    };
     let (inst, mount) = t.leftovers();
     guard.update_cleanup(|c| {
         c.trace_instance = Some(inst);
@@ -639,14 +650,31 @@ fn start_tracing(
 }
 
 /// Ends the trace session: its counts (returned, and as `proc_end["trace_counts"]`) and text
-/// (`proc_end["trace"]`).
+/// (`proc_end["trace"]`); with `trace_to`, `trace_counts["lost_events"]` and
+/// `proc_end["trace_to"]` (what was written to the file).
 fn finish_tracing(
     tracing: Option<trace::TraceSession>,
     proc_end: &mut BTreeMap<String, String>,
+    trace_to: Option<&std::path::Path>,
 ) -> BTreeMap<String, u64> {
     let mut trace_counts = BTreeMap::new();
     if let Some(t) = tracing {
-        let (counts, text) = t.finish();
+        let o = t.finish_full();
+        let (mut counts, text) = (o.counts, o.text);
+        if let Some(path) = trace_to {
+            counts.insert("lost_events".into(), o.lost_events);
+            proc_end.insert(
+                "trace_to".into(),
+                format!(
+                    "file {}\nlines_written {}\nlost_events {}\n{}",
+                    path.display(),
+                    o.lines_written,
+                    o.lost_events,
+                    o.write_error
+                        .map_or(String::new(), |e| format!("write_error {e}\n"))
+                ),
+            );
+        }
         trace_counts = counts.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         proc_end.insert(
             "trace_counts".into(),
@@ -685,7 +713,7 @@ fn build_jobs(
     dir: &WorkDir,
     files: &BTreeMap<String, PathBuf>,
     slab_dir: &Path,
-    capture_at_measure: Option<&Path>,
+    hooks: worker::MeasureHooks,
 ) -> Result<(Vec<worker::Job>, usize), HostError> {
     let mut jobs = Vec::new();
     for t in &w.task {
@@ -695,7 +723,7 @@ fn build_jobs(
                 instance,
                 files: files.clone(),
                 slab_dir: slab_dir.to_path_buf(),
-                capture_at_measure: capture_at_measure.map(Path::to_path_buf),
+                hooks: hooks.clone(),
             });
         }
     }

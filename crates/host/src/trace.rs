@@ -3,8 +3,11 @@
 //! directory (`mount -t tracefs nodev DIR`, mount(2)); a private instance
 //! `instances/fraglab-host-<pid>` gets the events enabled and its own buffer, so other users of
 //! the global buffer are not disturbed. A reader thread drains the instance's `trace_pipe`,
-//! counts events by name and keeps the first bytes of the text. Stopping disables the events,
-//! removes the instance and unmounts what was mounted.
+//! counts events by name and keeps the first bytes of the text; with a file
+//! ([`TraceSession::start_to`], `HostOptions::trace_to`) it also streams every line there, the
+//! instance then having a [`TRACE_TO_BUFFER_KB`] buffer per CPU and `trace_clock` mono. Stopping
+//! disables the events, reads the instance's lost events (`per_cpu/cpuN/stats`), removes the
+//! instance and unmounts what was mounted.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -20,6 +23,21 @@ use crate::HostError;
 /// `kmem:mm_page_alloc_extfrag`.
 pub const DEFAULT_EVENTS: &[&str] = &["compaction:*", "kmem:mm_page_alloc_extfrag"];
 
+/// `events` (`group:name` or `group:*`) with each of [`fraglab_spec::DIFF_EVENTS`] that none
+/// of them covers added, in order: what a session writing to a file records.
+pub fn with_diff_events(mut events: Vec<String>) -> Vec<String> {
+    for e in fraglab_spec::DIFF_EVENTS {
+        let group = e.split_once(':').map_or("", |(g, _)| g);
+        let covered = events
+            .iter()
+            .any(|x| x == e || x.strip_suffix(":*").is_some_and(|g| g == group));
+        if !covered {
+            events.push(e.to_string());
+        }
+    }
+    events
+}
+
 /// The tracefs mount point from /proc/mounts, if tracefs is mounted.
 pub fn tracefs_mount() -> Option<PathBuf> {
     let m = std::fs::read_to_string("/proc/mounts").ok()?;
@@ -29,11 +47,42 @@ pub fn tracefs_mount() -> Option<PathBuf> {
     })
 }
 
+/// The per-CPU buffer of the instance when the text goes to a file (`HostOptions::trace_to`),
+/// in KiB: 64 MiB per CPU. A compaction storm on the live S2 machine writes tens of thousands of
+/// compaction lines a second per CPU; the reader drains the pipe every 50 ms at worst, and a
+/// buffer this size holds several seconds of such a storm, so the reader falling behind (a slow
+/// disk, a busy CPU) does not lose events. The buffer is kernel memory taken when the instance
+/// is made (before the workload starts), so it is part of the machine the run sees. Without a
+/// file the buffer stays 4 MiB (only counts and the first bytes are kept).
+pub const TRACE_TO_BUFFER_KB: u64 = 64 << 10;
+
 #[derive(Default)]
 struct Captured {
     counts: BTreeMap<String, u64>,
     text: String,
     partial: String,
+    /// `trace_to`: the file every line goes to, the lines written, the first write error.
+    out: Option<std::io::BufWriter<std::fs::File>>,
+    lines_written: u64,
+    write_error: Option<String>,
+    /// `CPU:N [LOST M EVENTS]` lines in the pipe.
+    lost_lines: u64,
+}
+
+/// What a finished session captured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TraceOutcome {
+    pub counts: BTreeMap<String, u64>,
+    /// The first `keep_bytes` of the text.
+    pub text: String,
+    /// Events the kernel dropped: `overrun` + `dropped events` of the instance's
+    /// `per_cpu/cpuN/stats` (read before the instance is removed), or the `[LOST M EVENTS]`
+    /// lines of the pipe if more.
+    pub lost_events: u64,
+    /// With a file: the lines written to it and the first write error (the rest of the text
+    /// is then not written).
+    pub lines_written: u64,
+    pub write_error: Option<String>,
 }
 
 /// A running capture.
@@ -45,6 +94,8 @@ pub struct TraceSession {
     reader: Option<JoinHandle<()>>,
     data: Arc<Mutex<Captured>>,
     finished: bool,
+    /// `per_cpu/*/stats` lost events, read when the session stops.
+    lost_events: u64,
 }
 
 /// The event name of one trace_pipe line (`  comm-12  [001] ..... 12.345678: mm_compaction_end: ...`).
@@ -106,6 +157,28 @@ impl TraceSession {
     /// Starts capturing `events` (`group:name` or `group:*`), keeping at most `keep_bytes` of
     /// trace text.
     pub fn start(events: &[String], keep_bytes: usize) -> Result<TraceSession, HostError> {
+        Self::start_with(events, keep_bytes, None)
+    }
+
+    /// [`TraceSession::start`], also streaming every line of text to `path` (created or
+    /// truncated; a first comment line says the clock): the instance's buffer is
+    /// [`TRACE_TO_BUFFER_KB`] per CPU and its `trace_clock` is `mono` (CLOCK_MONOTONIC, as
+    /// `fraglab host record` uses), so `trace diff --kernel-from` takes CLOCK_MONOTONIC seconds.
+    pub fn start_to(events: &[String], keep_bytes: usize, path: &Path) -> Result<TraceSession, HostError> {
+        let f = std::fs::File::create(path).map_err(|e| HostError::io(path.display().to_string(), e))?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
+        use std::io::Write as _;
+        writeln!(out, "# fraglab host trace: trace_clock=mono")
+            .map_err(|e| HostError::io(path.display().to_string(), e))?;
+        Self::start_with(events, keep_bytes, Some(out))
+    }
+
+    fn start_with(
+        events: &[String],
+        keep_bytes: usize,
+        out: Option<std::io::BufWriter<std::fs::File>>,
+    ) -> Result<TraceSession, HostError> {
+        let to_file = out.is_some();
         let pid = std::process::id();
         let (root, mounted) = tracefs_root(&format!("fraglab-host-tracefs-{pid}"))?;
         let instance = root.join("instances").join(format!("fraglab-host-{pid}"));
@@ -115,11 +188,20 @@ impl TraceSession {
             enabled: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
             reader: None,
-            data: Arc::new(Mutex::new(Captured::default())),
+            data: Arc::new(Mutex::new(Captured {
+                out,
+                ..Captured::default()
+            })),
             finished: false,
+            lost_events: 0,
         };
         std::fs::create_dir(&instance).map_err(|e| HostError::io(instance.display().to_string(), e))?;
-        let _ = write(&instance.join("buffer_size_kb"), "4096");
+        if to_file {
+            write(&instance.join("buffer_size_kb"), &TRACE_TO_BUFFER_KB.to_string())?;
+            write(&instance.join("trace_clock"), "mono")?;
+        } else {
+            let _ = write(&instance.join("buffer_size_kb"), "4096");
+        }
         for ev in events {
             let (group, name) = ev.split_once(':').unwrap_or(("", ev));
             let p = if name == "*" {
@@ -140,16 +222,41 @@ impl TraceSession {
         Ok(s)
     }
 
+    /// The instance's `trace_marker`: a write of `fraglab: measure` there (e.g. by the worker
+    /// that runs a `{ measure = true }` step) puts the line `tracing_mark_write: fraglab:
+    /// measure` into the trace at that moment, where `fraglab trace diff` starts comparing.
+    pub fn marker_path(&self) -> PathBuf {
+        self.instance.join("trace_marker")
+    }
+
     /// The instance directory and the mount point this session made (if any).
     pub fn leftovers(&self) -> (PathBuf, Option<PathBuf>) {
         (self.instance.clone(), self.mounted.clone())
     }
 
     /// Stops the capture and cleans up; returns the event counts and the kept text.
-    pub fn finish(mut self) -> (BTreeMap<String, u64>, String) {
+    pub fn finish(self) -> (BTreeMap<String, u64>, String) {
+        let o = self.finish_full();
+        (o.counts, o.text)
+    }
+
+    /// Stops the capture and cleans up; everything it captured, the file flushed.
+    pub fn finish_full(mut self) -> TraceOutcome {
         self.cleanup();
-        let d = std::mem::take(&mut *self.data.lock().expect("reader never panics holding it"));
-        (d.counts, d.text)
+        let mut d = std::mem::take(&mut *self.data.lock().expect("reader never panics holding it"));
+        if let Some(mut out) = d.out.take() {
+            use std::io::Write as _;
+            if let Err(e) = out.flush() {
+                d.write_error.get_or_insert(e.to_string());
+            }
+        }
+        TraceOutcome {
+            counts: d.counts,
+            text: d.text,
+            lost_events: self.lost_events.max(d.lost_lines),
+            lines_written: d.lines_written,
+            write_error: d.write_error,
+        }
     }
 
     fn cleanup(&mut self) {
@@ -164,6 +271,7 @@ impl TraceSession {
         if let Some(h) = self.reader.take() {
             let _ = h.join();
         }
+        self.lost_events = crate::record::lost_events(&self.instance);
         if let Err(e) = std::fs::remove_dir(&self.instance) {
             eprintln!("fraglab-host: cannot remove {}: {e}", self.instance.display());
         }
@@ -191,13 +299,7 @@ fn reader(mut pipe: std::fs::File, stop: Arc<AtomicBool>, data: Arc<Mutex<Captur
                 text.push_str(&chunk);
                 let complete = text.rfind('\n').map_or(0, |i| i + 1);
                 for line in text[..complete].lines() {
-                    if let Some(e) = event_name(line) {
-                        *d.counts.entry(e.to_string()).or_default() += 1;
-                    }
-                    if d.text.len() + line.len() < keep {
-                        d.text.push_str(line);
-                        d.text.push('\n');
-                    }
+                    take_line(&mut d, line, keep);
                 }
                 d.partial = text[complete..].to_string();
                 continue;
@@ -215,9 +317,77 @@ fn reader(mut pipe: std::fs::File, stop: Arc<AtomicBool>, data: Arc<Mutex<Captur
     }
 }
 
+/// One whole line from the pipe: counted, kept while under `keep` bytes, written to the file.
+fn take_line(d: &mut Captured, line: &str, keep: usize) {
+    if let Some(e) = event_name(line) {
+        *d.counts.entry(e.to_string()).or_default() += 1;
+    } else if let Some(n) = fraglab_state::trace::lost_events_line(line) {
+        d.lost_lines += n;
+    }
+    if d.text.len() + line.len() < keep {
+        d.text.push_str(line);
+        d.text.push('\n');
+    }
+    if d.write_error.is_none() {
+        if let Some(out) = d.out.as_mut() {
+            use std::io::Write as _;
+            match writeln!(out, "{line}") {
+                Ok(()) => d.lines_written += 1,
+                Err(e) => d.write_error = Some(e.to_string()),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn diff_events_are_added_once() {
+        let ev = with_diff_events(DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect());
+        assert_eq!(&ev[..2], ["compaction:*", "kmem:mm_page_alloc_extfrag"]);
+        // compaction:* and the extfrag event cover all but the vmscan ones.
+        let rest: Vec<&str> = ev[2..].iter().map(String::as_str).collect();
+        assert_eq!(
+            rest,
+            [
+                "vmscan:mm_vmscan_kswapd_wake",
+                "vmscan:mm_vmscan_kswapd_sleep",
+                "vmscan:mm_vmscan_direct_reclaim_begin",
+                "vmscan:mm_vmscan_direct_reclaim_end",
+                "vmscan:mm_vmscan_lru_shrink_inactive",
+            ]
+        );
+        assert_eq!(
+            with_diff_events(Vec::new()).len(),
+            fraglab_spec::DIFF_EVENTS.len()
+        );
+    }
+
+    #[test]
+    fn lines_go_to_the_file_and_are_counted() {
+        let dir = std::env::temp_dir().join(format!("fraglab-host-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("t.txt");
+        let mut d = Captured {
+            out: Some(std::io::BufWriter::new(std::fs::File::create(&p).unwrap())),
+            ..Captured::default()
+        };
+        let a = " kcompactd0-35 [000] ..... 88.000001: mm_compaction_kcompactd_sleep: nid=0";
+        let b = "CPU:1 [LOST 12 EVENTS]";
+        take_line(&mut d, a, 10);
+        take_line(&mut d, b, 10);
+        use std::io::Write as _;
+        d.out.take().unwrap().flush().unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), format!("{a}\n{b}\n"));
+        assert_eq!(d.lines_written, 2);
+        assert_eq!(d.lost_lines, 12);
+        assert_eq!(d.counts["mm_compaction_kcompactd_sleep"], 1);
+        // Only what fits in `keep` is kept in memory.
+        assert!(d.text.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn event_names() {

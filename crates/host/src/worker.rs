@@ -72,10 +72,8 @@ pub enum Job {
         files: BTreeMap<String, PathBuf>,
         /// Where `slab` steps create their files.
         slab_dir: PathBuf,
-        /// The same start at the measured part (`HostOptions::capture_at_measure`): the
-        /// worker that starts the measured part captures the machine into this snapshot file
-        /// first.
-        capture_at_measure: Option<PathBuf>,
+        /// What the worker that starts the measured part does first.
+        hooks: MeasureHooks,
     },
     ThpBurst(ThpBurstParams),
     ThpChallenge(ThpChallengeParams),
@@ -98,6 +96,18 @@ impl Job {
             Job::Fio { job, .. } => format!("fio[{job}]"),
         }
     }
+}
+
+/// What the worker that starts the measured part (`{ measure = true }`) does before it reads
+/// /proc/vmstat, in this order.
+#[derive(Clone, Debug, Default)]
+pub struct MeasureHooks {
+    /// The same start at the measured part (`HostOptions::capture_at_measure`): capture the
+    /// machine into this snapshot file.
+    pub capture_to: Option<PathBuf>,
+    /// With a traced run: the tracefs instance's `trace_marker`, where it writes the phase
+    /// marker `fraglab: measure` that `fraglab trace diff` starts the kernel's side at.
+    pub trace_marker: Option<PathBuf>,
 }
 
 /// A running worker, seen from the engine.
@@ -347,8 +357,8 @@ struct Cx<'p> {
     pipe: Option<&'p File>,
     /// Phases: the histograms were emptied when the measured part started.
     measuring: bool,
-    /// The same start at the measured part: where to capture the machine (see `Job::Task`).
-    capture_to: Option<PathBuf>,
+    /// What the worker that starts the measured part does first (see `Job::Task`).
+    hooks: MeasureHooks,
 }
 
 impl Cx<'_> {
@@ -372,7 +382,7 @@ impl Cx<'_> {
         }
         // The same start at the measured part: the page state right before its first step
         // (the capture reads only; other workers that reach the step meanwhile go on).
-        let capture = match &self.capture_to {
+        let capture = match &self.hooks.capture_to {
             Some(p) => {
                 let t = Instant::now();
                 let opts = crate::snapshot::CaptureOptions {
@@ -392,6 +402,11 @@ impl Cx<'_> {
         } else {
             now
         };
+        // The phase marker of a traced run (a failed write only leaves the trace without it:
+        // `trace diff --kernel-from` then gives the start).
+        if let Some(m) = &self.hooks.trace_marker {
+            let _ = std::fs::write(m, "fraglab: measure\n");
+        }
         let text = std::fs::read_to_string("/proc/vmstat").map_err(|e| format!("/proc/vmstat: {e}"))?;
         let msg = MeasureMsg {
             measure_ns: now,
@@ -642,11 +657,9 @@ fn run_job(job: &Job, clock: Clock, pipe: &File) -> WorkerReport {
         rng: ChaCha8Rng::seed_from_u64(clock.seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
         pipe: Some(pipe),
         measuring: false,
-        capture_to: match job {
-            Job::Task {
-                capture_at_measure, ..
-            } => capture_at_measure.clone(),
-            _ => None,
+        hooks: match job {
+            Job::Task { hooks, .. } => hooks.clone(),
+            _ => MeasureHooks::default(),
         },
     };
     let r = match job {
@@ -1210,7 +1223,7 @@ mod tests {
             rng: ChaCha8Rng::seed_from_u64(1),
             pipe: None,
             measuring: false,
-            capture_to: None,
+            hooks: MeasureHooks::default(),
         };
         let mut v = Vma::new(4 << 20, false).unwrap();
         assert_eq!(v.base % PMD, 0);
@@ -1246,7 +1259,7 @@ mod tests {
             rng: ChaCha8Rng::seed_from_u64(1),
             pipe: None,
             measuring: false,
-            capture_to: None,
+            hooks: MeasureHooks::default(),
         };
         cx.fault(0, 10);
         cx.fault(0, 20);
@@ -1278,7 +1291,7 @@ mod tests {
             rng: ChaCha8Rng::seed_from_u64(1),
             pipe: None,
             measuring: false,
-            capture_to: None,
+            hooks: MeasureHooks::default(),
         }
     }
 

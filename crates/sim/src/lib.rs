@@ -15,6 +15,7 @@ pub mod slab;
 pub mod snapshot;
 pub mod timed;
 pub mod timeless;
+pub mod tracediff;
 pub mod workload;
 
 pub use boot::{boot, machine_config, mm_config, tunables};

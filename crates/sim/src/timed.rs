@@ -79,6 +79,56 @@ pub fn run_workload_hooked(
     at_end: &mut dyn FnMut(&Mm),
     setup: &mut dyn FnMut(&mut Engine),
 ) -> Result<RunResult, RunError> {
+    run_workload_full(spec, progress, at_end, setup, None)
+}
+
+/// [`run_workload_inspect`], streaming the run's whole trace text to `out` (issue 32: the input
+/// of `fraglab trace diff`), as it goes: memory stays bounded however long the trace.
+///
+/// The events recorded are the spec's `run.trace` together with
+/// [`DIFF_EVENTS`](fraglab_spec::DIFF_EVENTS) (so the result's `trace_counts` and
+/// `proc_end["trace"]` count and hold those too); the model's behaviour is the same (tracing
+/// only observes), so every other part of the result is what [`run_workload`] gives. With a
+/// `{ measure = true }` step, the line of [`crate::tracediff::marker_line`] is written where the
+/// measured part starts (before the first event at or after `measure_start_ns`), which `trace
+/// diff` starts its comparison at. A write error ends the run with an error naming `name`.
+pub fn run_workload_trace_to(
+    spec: &Spec,
+    out: Box<dyn std::io::Write>,
+    name: &str,
+    progress: &mut dyn FnMut(&TimedProgress),
+    at_end: &mut dyn FnMut(&Mm),
+) -> Result<RunResult, RunError> {
+    let mut s = spec.clone();
+    let mut on: Vec<&str> = fraglab_spec::DIFF_EVENTS.to_vec();
+    on.extend(fraglab_spec::TRACE_EVENTS.iter().filter(|e| {
+        s.run
+            .trace
+            .iter()
+            .any(|n| e.split_once(':').is_some_and(|(_, x)| x == n))
+    }));
+    s.run.trace = fraglab_spec::TRACE_EVENTS
+        .iter()
+        .filter(|e| on.contains(e))
+        .map(|e| e.split_once(':').map_or(*e, |(_, n)| n).to_string())
+        .collect();
+    let sink = TraceSink {
+        out,
+        name: name.to_string(),
+        err: None,
+        marked: false,
+        buf: String::new(),
+    };
+    run_workload_full(&s, progress, at_end, &mut |_| {}, Some(sink))
+}
+
+fn run_workload_full(
+    spec: &Spec,
+    progress: &mut dyn FnMut(&TimedProgress),
+    at_end: &mut dyn FnMut(&Mm),
+    setup: &mut dyn FnMut(&mut Engine),
+    sink: Option<TraceSink>,
+) -> Result<RunResult, RunError> {
     let w = spec
         .workload
         .as_ref()
@@ -94,7 +144,7 @@ pub fn run_workload_hooked(
     if let Some(cfg) = crate::boot::damon_config(spec) {
         e.start_kdamond(cfg);
     }
-    let rec = Recorder::install(&mut e);
+    let rec = Recorder::install(&mut e, sink, metrics.clone());
     let proc_start = proc_snapshot(&e.mm);
     let start = vmstat_values(&e.mm);
     if spec.run.debug_vm {
@@ -125,6 +175,9 @@ pub fn run_workload_hooked(
     let mark = metrics.borrow().measure.clone();
     let measured_from = mark.as_ref().map_or(&start, |m| &m.vmstat);
     let mut r = result(spec, &mut e, &rec, proc_start, measured_from, end_ns);
+    if let Some(sink) = rec.sink.borrow_mut().as_mut() {
+        sink.finish(mark.as_ref().map(|m| m.t_ns))?;
+    }
     if let Some(m) = &mark {
         r.measure_start_ns = Some(m.t_ns);
         r.prelude = Some(Prelude {
@@ -160,25 +213,84 @@ struct Recorder {
     /// The events counted per name over the run (as the host engine's `--trace` counts them)
     /// and the first TRACE_KEEP_BYTES of their ftrace text.
     traced: Rc<RefCell<(BTreeMap<String, u64>, String)>>,
+    /// [`run_workload_trace_to`]: where the whole text goes.
+    sink: Rc<RefCell<Option<TraceSink>>>,
+    metrics: Rc<RefCell<Metrics>>,
+}
+
+/// The whole trace text of a run, streamed ([`run_workload_trace_to`]).
+struct TraceSink {
+    out: Box<dyn std::io::Write>,
+    name: String,
+    /// The first write error (nothing more is written after it).
+    err: Option<std::io::Error>,
+    /// The measure marker line is written.
+    marked: bool,
+    /// One record's text.
+    buf: String,
+}
+
+impl TraceSink {
+    fn write(&mut self, text: &str) {
+        if self.err.is_none() {
+            if let Err(e) = self.out.write_all(text.as_bytes()) {
+                self.err = Some(e);
+            }
+        }
+    }
+
+    /// Writes `r` (after the marker, when `measure_ns` is known and `r` is not before it).
+    fn record(&mut self, r: &fraglab_mm::trace::TraceRecord, measure_ns: Option<u64>) {
+        if let Some(t) = measure_ns.filter(|&t| !self.marked && r.ts_ns >= t) {
+            self.marked = true;
+            self.write(&crate::tracediff::marker_line(t));
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        r.render(&mut buf);
+        self.write(&buf);
+        self.buf = buf;
+    }
+
+    /// The marker if the run measured but no event came after it; flushes.
+    fn finish(&mut self, measure_ns: Option<u64>) -> Result<(), RunError> {
+        if let Some(t) = measure_ns.filter(|_| !self.marked) {
+            self.marked = true;
+            self.write(&crate::tracediff::marker_line(t));
+        }
+        if self.err.is_none() {
+            if let Err(e) = self.out.flush() {
+                self.err = Some(e);
+            }
+        }
+        match self.err.take() {
+            Some(e) => Err(RunError(format!("{}: cannot write the trace: {e}", self.name))),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Recorder {
     /// Takes the first sample and map and registers the tick hook that takes the other samples.
-    fn install(e: &mut Engine) -> Recorder {
+    fn install(e: &mut Engine, sink: Option<TraceSink>, metrics: Rc<RefCell<Metrics>>) -> Recorder {
         let samples = Rc::new(RefCell::new(vec![sample(&e.mm, 0)]));
         let s2 = samples.clone();
         let maps = Rc::new(RefCell::new(vec![pageblock_snapshot(&e.mm, 0)]));
         // The trace buffer is emptied every tick so that a long run does not hold them all.
         let traced = Rc::new(RefCell::new((BTreeMap::<String, u64>::new(), String::new())));
         let t2 = traced.clone();
+        let sink = Rc::new(RefCell::new(sink));
+        let (k2, m2) = (sink.clone(), metrics.clone());
         e.on_tick(Box::new(move |t, mm| {
             s2.borrow_mut().push(sample(mm, t));
-            drain_trace(mm, &mut t2.borrow_mut());
+            drain_trace(mm, &mut t2.borrow_mut(), &mut k2.borrow_mut(), &m2);
         }));
         Recorder {
             samples,
             maps,
             traced,
+            sink,
+            metrics,
         }
     }
 }
@@ -269,7 +381,12 @@ fn result(
     start: &[(String, i64)],
     end_ns: u64,
 ) -> RunResult {
-    drain_trace(&mut e.mm, &mut rec.traced.borrow_mut());
+    drain_trace(
+        &mut e.mm,
+        &mut rec.traced.borrow_mut(),
+        &mut rec.sink.borrow_mut(),
+        &rec.metrics,
+    );
     let (trace_counts, trace_text) = std::mem::take(&mut *rec.traced.borrow_mut());
     let end = vmstat_values(&e.mm);
     let vmstat_delta = start
@@ -342,12 +459,29 @@ fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
 /// How much ftrace text of `[run] trace` a timed run keeps (in `proc_end["trace"]`).
 pub const TRACE_KEEP_BYTES: usize = 4 << 20;
 
-/// Moves the mm's trace records into the run's counts per event name and the kept text.
-fn drain_trace(mm: &mut Mm, (counts, text): &mut (BTreeMap<String, u64>, String)) {
-    for r in mm.take_trace() {
+/// Moves the mm's trace records into the run's counts per event name and the kept text, and
+/// with a sink, all of their text to it (with the measure marker once the measure step ran).
+fn drain_trace(
+    mm: &mut Mm,
+    (counts, text): &mut (BTreeMap<String, u64>, String),
+    sink: &mut Option<TraceSink>,
+    metrics: &RefCell<Metrics>,
+) {
+    let records = mm.take_trace();
+    let measure_ns = match sink {
+        Some(s) if !s.marked && !records.is_empty() => metrics
+            .try_borrow()
+            .ok()
+            .and_then(|m| m.measure.as_ref().map(|m| m.t_ns)),
+        _ => None,
+    };
+    for r in records {
         *counts.entry(r.event.name().to_string()).or_default() += 1;
         if text.len() < TRACE_KEEP_BYTES {
             r.render(text);
+        }
+        if let Some(s) = sink.as_mut() {
+            s.record(&r, measure_ns);
         }
     }
 }

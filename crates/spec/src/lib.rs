@@ -258,6 +258,31 @@ pub const TRACE_EVENTS: &[&str] = &[
     "vmscan:mm_vmscan_throttled",
 ];
 
+/// The events `fraglab trace diff` compares (issue 32), as `group:name`: what both engines
+/// record when asked for a full trace (the simulator's `--trace-out` when the spec's
+/// `run.trace` is empty, the host engine's `HostOptions::trace_to`). Each is in
+/// [`TRACE_EVENTS`].
+pub const DIFF_EVENTS: &[&str] = &[
+    "compaction:mm_compaction_begin",
+    "compaction:mm_compaction_end",
+    "compaction:mm_compaction_isolate_migratepages",
+    "compaction:mm_compaction_isolate_freepages",
+    "compaction:mm_compaction_migratepages",
+    "compaction:mm_compaction_finished",
+    "compaction:mm_compaction_try_to_compact_pages",
+    "compaction:mm_compaction_deferred",
+    "compaction:mm_compaction_defer_compaction",
+    "compaction:mm_compaction_defer_reset",
+    "compaction:mm_compaction_kcompactd_wake",
+    "compaction:mm_compaction_wakeup_kcompactd",
+    "vmscan:mm_vmscan_kswapd_wake",
+    "vmscan:mm_vmscan_kswapd_sleep",
+    "vmscan:mm_vmscan_direct_reclaim_begin",
+    "vmscan:mm_vmscan_direct_reclaim_end",
+    "vmscan:mm_vmscan_lru_shrink_inactive",
+    "kmem:mm_page_alloc_extfrag",
+];
+
 /// A parsed, validated spec.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spec {
@@ -782,4 +807,14 @@ pub fn load_spec_with(path: &Path, overrides: &[(String, String)]) -> Result<Spe
         snap.resolved = path.parent().unwrap_or(Path::new("")).join(&snap.path);
     }
     Ok(spec)
+}
+
+#[cfg(test)]
+mod diff_events_tests {
+    #[test]
+    fn diff_events_are_trace_events() {
+        for e in super::DIFF_EVENTS {
+            assert!(super::TRACE_EVENTS.contains(e), "{e} is not in TRACE_EVENTS");
+        }
+    }
 }

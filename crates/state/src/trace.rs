@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read as _};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -295,7 +295,16 @@ pub struct TraceReader {
     skip_pages: bool,
     src: Source,
     line_no: u64,
+    /// Plain text: the byte offset of the last line read.
+    line_start: u64,
+    /// Plain text: lines longer than [`MAX_LINE_BYTES`] (cut to that length).
+    overlong_lines: u64,
 }
+
+/// The longest line of plain text a [`TraceReader`] returns whole (kernel event lines are a few
+/// hundred bytes): a longer line is cut to this length, the rest of it skipped, and counted
+/// ([`TraceReader::overlong_lines`]), so a file without newlines does not fill memory.
+pub const MAX_LINE_BYTES: usize = 64 << 10;
 
 impl TraceReader {
     /// Opens `path`: a FRAGTRCE file (its embedded snapshot, if any, is read now) or plain text.
@@ -343,6 +352,8 @@ impl TraceReader {
                     at,
                 },
                 line_no: 0,
+                line_start: 0,
+                overlong_lines: 0,
             })
         } else if has_magic(path, &crate::snapshot::SNAPSHOT_MAGIC)? {
             Err(StateError::new(
@@ -363,6 +374,8 @@ impl TraceReader {
                     line: Vec::new(),
                 },
                 line_no: 0,
+                line_start: 0,
+                overlong_lines: 0,
             })
         }
     }
@@ -409,19 +422,35 @@ impl TraceReader {
         match &mut self.src {
             Source::Plain { inp, offset, line } => {
                 line.clear();
-                let n = inp.read_until(b'\n', line).map_err(|e| {
-                    StateError::new(
-                        &self.path,
-                        Some(*offset),
-                        format!("read failed at line {}: {e}", self.line_no + 1),
-                    )
-                })?;
+                self.line_start = *offset;
+                let err = |e: std::io::Error, at: u64, no: u64| {
+                    StateError::new(&self.path, Some(at), format!("read failed at line {no}: {e}"))
+                };
+                // At most MAX_LINE_BYTES of a line are kept; the rest is read and dropped.
+                let n = (&mut *inp)
+                    .take(MAX_LINE_BYTES as u64)
+                    .read_until(b'\n', line)
+                    .map_err(|e| err(e, *offset, self.line_no + 1))?;
                 if n == 0 {
                     return Ok(None);
                 }
                 *offset += n as u64;
                 if line.last() == Some(&b'\n') {
                     line.pop();
+                } else if n == MAX_LINE_BYTES {
+                    self.overlong_lines += 1;
+                    let mut skip = Vec::new();
+                    loop {
+                        skip.clear();
+                        let m = (&mut *inp)
+                            .take(1 << 16)
+                            .read_until(b'\n', &mut skip)
+                            .map_err(|e| err(e, *offset, self.line_no + 1))?;
+                        *offset += m as u64;
+                        if m == 0 || skip.last() == Some(&b'\n') {
+                            break;
+                        }
+                    }
                 }
                 Ok(Some(std::mem::take(line)))
             }
@@ -472,6 +501,20 @@ impl TraceReader {
     /// blank lines count, so for plain text it is the line in the file.
     pub fn line_no(&self) -> u64 {
         self.line_no
+    }
+
+    /// The byte offset of the last line read (plain text), or of the `TEXT` section it was in
+    /// (a FRAGTRCE file, whose sections are compressed), for error messages.
+    pub fn offset(&self) -> u64 {
+        match &self.src {
+            Source::Container { at, .. } => *at,
+            Source::Plain { .. } => self.line_start,
+        }
+    }
+
+    /// Plain-text lines longer than [`MAX_LINE_BYTES`] read so far (each cut to that length).
+    pub fn overlong_lines(&self) -> u64 {
+        self.overlong_lines
     }
 }
 
