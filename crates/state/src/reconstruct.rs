@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::page::{PageClass, ACTIVE, CLASS_MASK, REFERENCED, TAIL, UNEVICTABLE};
-use crate::procparse::{parse_buddyinfo, parse_pagetypeinfo, type_index, TYPE_NAMES};
+use crate::procparse::{parse_buddyinfo, parse_pagetypeinfo, type_index, uninitialised_memory, TYPE_NAMES};
 use crate::snapshot::{Snapshot, ZoneSpan};
 
 /// A zone to build (from zoneinfo, checked against the page bytes).
@@ -265,6 +265,9 @@ fn push_range(v: &mut Vec<[u64; 2]>, p: u64) {
 ///    pagetypeinfo counts (`pagetypeinfo_showblockcount_print`): from the zone's start_pfn in
 ///    steps of 512 whose pfn has a memmap (not Hole).
 ///
+/// Refused (an error naming the zone and the numbers) when either bracketing /proc read shows
+/// a zone whose memmap is not fully initialised ([`uninitialised_memory`]).
+///
 /// Which read is fitted: the snapshot brackets the pfn read with two /proc reads; the one whose
 /// buddyinfo is nearer (L1 over zones and orders) the cut chunks is used, "after" on a tie (on
 /// S2 orders 2–10 of the read after matched the cut exactly, §30.3). Measured on the S2 fixture
@@ -281,6 +284,15 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
             "snapshot has {} page bytes for end_pfn {end}",
             pages.len()
         ));
+    }
+    // A machine whose memmap was not fully initialised (deferred struct page init) cannot be
+    // reconstructed: its uninitialised pfns read as unflagged pages.
+    for read in [&h.proc_before, &h.proc_after] {
+        if let (Some(zi), Some(pti)) = (read.get("zoneinfo"), read.get("pagetypeinfo")) {
+            if let Some(why) = uninitialised_memory(zi, pti) {
+                return Err(format!("the snapshot was taken too soon after boot: {why}"));
+            }
+        }
     }
     if let Some(bad) = pages.iter().position(|&b| PageClass::of(b).is_none()) {
         return Err(format!("page byte of pfn {bad} has no class: corrupt"));
