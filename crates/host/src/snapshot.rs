@@ -4,7 +4,8 @@
 //! Read-only: it opens files for reading and changes nothing on the machine. It refuses a
 //! machine whose memory map is not fully initialised yet (deferred struct page init:
 //! `fraglab_state::procparse::uninitialised_memory`), whose state would not boot. Order:
-//! 1. /proc/iomem (System RAM ranges), /proc/zoneinfo (zones), every knob of the spec language,
+//! 1. /proc/iomem (System RAM ranges, less the memory blocks /sys/devices/system/memory says are
+//!    offline: [`offline_memory`]), /proc/zoneinfo (zones), every knob of the spec language,
 //!    the confounders (free page reporting, DAMON, ...);
 //! 2. /proc/{buddyinfo,pagetypeinfo,zoneinfo,vmstat,meminfo} (`proc_before`);
 //! 3. /sys/kernel/debug/page_owner if the kernel has it (§30.4), streamed line by line;
@@ -82,7 +83,10 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
             err: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
         });
     }
-    let ram_ranges = parse_iomem_ram(&procfs::read("/proc/iomem")?);
+    let ram_ranges = without_ranges(
+        &parse_iomem_ram(&procfs::read("/proc/iomem")?),
+        &offline_memory(Path::new("/sys/devices/system/memory")),
+    );
     let zones = parse_zoneinfo(&procfs::read("/proc/zoneinfo")?);
     let end_pfn = zones
         .iter()
@@ -151,6 +155,62 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
     })
 }
 
+/// Pfn ranges [start, end) of the memory blocks that are not online, from the memory hotplug
+/// sysfs directory `dir` (/sys/devices/system/memory: `block_size_bytes` in hex, a `memoryN`
+/// directory per block with its `state`), merged and sorted. Offline memory stays "System RAM"
+/// in /proc/iomem, but it has no online memmap: /proc/kpageflags reads it as 0
+/// (`pfn_to_online_page`, kernel-model.md §30.2 item 4) and zoneinfo's `present` leaves it out
+/// (`offline_pages` lowers it). Without this, a capture taken while blocks are offline
+/// (`--fit-memory` runs) would read them as gigabytes of unflagged kernel pages. Empty when the
+/// directory is absent (no memory hotplug).
+pub fn offline_memory(dir: &Path) -> Vec<[u64; 2]> {
+    let Some(block_pfns) = std::fs::read_to_string(dir.join("block_size_bytes"))
+        .ok()
+        .and_then(|t| u64::from_str_radix(t.trim(), 16).ok())
+        .map(|b| b / 4096)
+        .filter(|&b| b > 0)
+    else {
+        return Vec::new();
+    };
+    let mut v: Vec<[u64; 2]> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n: u64 = e.file_name().to_str()?.strip_prefix("memory")?.parse().ok()?;
+            let state = std::fs::read_to_string(e.path().join("state")).ok()?;
+            (state.trim() != "online").then_some([n * block_pfns, (n + 1) * block_pfns])
+        })
+        .collect();
+    v.sort_unstable();
+    let mut out: Vec<[u64; 2]> = Vec::new();
+    for r in v {
+        match out.last_mut() {
+            Some(l) if l[1] >= r[0] => l[1] = l[1].max(r[1]),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+/// `ram` (sorted, disjoint pfn ranges) without the pfns of `cut` (sorted, disjoint).
+pub fn without_ranges(ram: &[[u64; 2]], cut: &[[u64; 2]]) -> Vec<[u64; 2]> {
+    let mut out = Vec::new();
+    for &[start, e] in ram {
+        let mut s = start;
+        for c in cut.iter().filter(|c| c[1] > start && c[0] < e) {
+            if c[0] > s {
+                out.push([s, c[0]]);
+            }
+            s = s.max(c[1]);
+        }
+        if s < e {
+            out.push([s, e]);
+        }
+    }
+    out
+}
+
 /// Reads the kpageflags-format file at `path` (8 bytes a pfn) for pfns 0..`end_pfn` in chunks
 /// and classifies each pfn; a short read (past the kernel's max_pfn) reads as 0. Returns the
 /// page bytes and the dirty bitmap (`fraglab_state::page::is_dirty`, one bit per pfn).
@@ -204,4 +264,46 @@ pub fn read_pages(
         progress(pfn, end_pfn);
     }
     Ok((pages, dirty))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Offline memory blocks are left out of the RAM ranges, so their pfns read as holes.
+    #[test]
+    fn section_30_2_offline_blocks_are_not_ram() {
+        let dir = std::env::temp_dir().join(format!("fraglab-memblocks-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("block_size_bytes"), "8000000\n").unwrap();
+        for (n, state) in [
+            (0, "online"),
+            (40, "offline"),
+            (41, "offline"),
+            (43, "going-offline"),
+            (44, "online"),
+        ] {
+            let d = dir.join(format!("memory{n}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("state"), format!("{state}\n")).unwrap();
+        }
+        let off = offline_memory(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        let b = 0x8000;
+        assert_eq!(off, vec![[40 * b, 42 * b], [43 * b, 44 * b]]);
+        let ram = [[1, 0x9f], [0x100, 0xc0000], [0x100000, 0x640000]];
+        assert_eq!(
+            without_ranges(&ram, &off),
+            vec![
+                [1, 0x9f],
+                [0x100, 0xc0000],
+                [0x100000, 0x140000],
+                [0x150000, 0x158000],
+                [0x160000, 0x640000]
+            ]
+        );
+        assert_eq!(without_ranges(&ram, &[]), ram.to_vec());
+        assert!(offline_memory(Path::new("/nonexistent")).is_empty());
+    }
 }

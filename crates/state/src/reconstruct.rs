@@ -267,7 +267,9 @@ fn push_range(v: &mut Vec<[u64; 2]>, p: u64) {
 ///    by content evidence, pagetypeinfo's exact per-zone block counts are imposed by that
 ///    ranking (Unmovable, then Reclaimable, HighAtomic, Isolate; Movable takes the rest), then a
 ///    seeded local search swaps the types of two units of one zone and size whenever that
-///    lowers the L1 error of the per-(zone, type, order) free-chunk table. Blocks page_owner
+///    lowers the L1 error of the per-(zone, type, order) free-chunk table; then, in a zone
+///    where some cell is still off by more than 1 %, simulated annealing of the same swaps on
+///    the error beyond 1 % per cell (`Search::anneal`). Blocks page_owner
 ///    named (§30.4) are fixed to its type and never swapped. Counted blocks are those
 ///    pagetypeinfo counts (`pagetypeinfo_showblockcount_print`): from the zone's start_pfn in
 ///    steps of 512 whose pfn has a memmap (not Hole).
