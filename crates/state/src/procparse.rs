@@ -175,7 +175,8 @@ pub fn parse_pagetypeinfo(text: &str) -> BTreeMap<String, PagetypeZone> {
 }
 
 /// Why a machine whose /proc files read `zoneinfo` and `pagetypeinfo` is not fit to snapshot
-/// and boot from, or None if it is: its memory map is not fully initialised.
+/// and boot from, or None if it is: its memory map is not fully initialised (kernel-model.md
+/// §30.5 item 1: the geometry comes from zoneinfo; §16.2 item 4: what pagetypeinfo counts).
 ///
 /// With deferred struct page init (CONFIG_DEFERRED_STRUCT_PAGE_INIT; `deferred_init=lazy` on
 /// kernels that leave it to `deferred_grow_zone()`), only part of a zone's memmap is
