@@ -142,7 +142,14 @@ fn info(state: PathBuf, no_fit: bool, max_swaps: u64, seed: u64) -> Result<(), S
         return Ok(());
     }
     let t0 = Instant::now();
-    let r = reconstruct(&snap, &ReconstructOptions { max_swaps, seed })?;
+    let r = reconstruct(
+        &snap,
+        &ReconstructOptions {
+            max_swaps,
+            seed,
+            ..Default::default()
+        },
+    )?;
     println!("  reconstructed in {:.2} s", t0.elapsed().as_secs_f64());
     print!("{}", r.report.render());
     Ok(())

@@ -40,6 +40,9 @@ pub enum HostError {
     /// `[host] loop_images`: a tool is missing, the disk lacks room, or mkfs/losetup/mount
     /// failed.
     LoopImage(String),
+    /// `host snapshot --pages`: the machine's memory map is not fully initialised yet
+    /// (deferred struct page init); the reason says which zone and how to warm the machine.
+    Uninitialised(String),
 }
 
 impl HostError {
@@ -60,6 +63,7 @@ impl HostError {
             HostError::RestoreFailed(_) => 21,
             HostError::BadStateFile(_) => 22,
             HostError::LoopImage(_) => 23,
+            HostError::Uninitialised(_) => 24,
             HostError::Interrupted(sig) => 128 + sig,
         }
     }
@@ -105,6 +109,7 @@ impl fmt::Display for HostError {
             HostError::RestoreFailed(v) => write!(f, "knobs not restored: {}", v.join("; ")),
             HostError::BadStateFile(s) => write!(f, "bad state file: {s}"),
             HostError::LoopImage(s) => write!(f, "loop image: {s}"),
+            HostError::Uninitialised(s) => write!(f, "refusing to snapshot: {s}"),
         }
     }
 }

@@ -1,8 +1,11 @@
 //! `fraglab host snapshot --pages` (issue 21 item 1): a snapshot of this machine's physical
 //! memory, one byte per pfn (kernel-model.md §30.1–§30.2, §30.5 item 6).
 //!
-//! Read-only: it opens files for reading and changes nothing on the machine. Order:
-//! 1. /proc/iomem (System RAM ranges), /proc/zoneinfo (zones), every knob of the spec language,
+//! Read-only: it opens files for reading and changes nothing on the machine. It refuses a
+//! machine whose memory map is not fully initialised yet (deferred struct page init:
+//! `fraglab_state::procparse::uninitialised_memory`), whose state would not boot. Order:
+//! 1. /proc/iomem (System RAM ranges, less the memory blocks /sys/devices/system/memory says are
+//!    offline: [`offline_pfn_ranges`]), /proc/zoneinfo (zones), every knob of the spec language,
 //!    the confounders (free page reporting, DAMON, ...);
 //! 2. /proc/{buddyinfo,pagetypeinfo,zoneinfo,vmstat,meminfo} (`proc_before`);
 //! 3. /sys/kernel/debug/page_owner if the kernel has it (§30.4), streamed line by line;
@@ -103,6 +106,11 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
             .unwrap_or_default()
     };
     let proc_before = proc_texts()?;
+    if let Some(why) =
+        fraglab_state::procparse::uninitialised_memory(&proc_before["zoneinfo"], &proc_before["pagetypeinfo"])
+    {
+        return Err(HostError::Uninitialised(why));
+    }
 
     let page_owner_blocks = if opts.page_owner && Path::new(PAGE_OWNER).exists() {
         let f = File::open(PAGE_OWNER).map_err(|e| HostError::io(PAGE_OWNER, e))?;

@@ -717,26 +717,40 @@ impl Mm {
 
     // ---- views for /proc -----------------------------------------------------------------
 
-    /// Pageblocks per migratetype of a zone: blocks whose start pfn lies in the zone, or the
-    /// first block of a zone that starts unaligned (pagetypeinfo_showblockcount walks from
-    /// zone_start_pfn rounded down to a block, §16.2.4).
-    pub fn blocks_by_type(&self, zi: usize) -> [u64; MIGRATE_TYPES] {
+    /// The pageblocks of zone `zi` that /proc/pagetypeinfo's "Number of blocks type" counts
+    /// (`pagetypeinfo_showblockcount_print`, §16.2 item 4): the kernel steps from
+    /// zone_start_pfn to zone_end_pfn by pageblock_nr_pages and counts a block when
+    /// `pfn_to_online_page` finds an online memmap for its pfn and the page is in the zone. The
+    /// model has no memory sections: a block counts when some pfn of it in the zone's span is not
+    /// a hole, so the blocks of zone holes and of offline memory (both [`PageKind::Hole`]) are
+    /// left out. Blocks in zone order, each once: the first block of a zone that starts
+    /// unaligned is included (the kernel's first step lands in it). Empty for an unpopulated
+    /// zone.
+    pub fn counted_blocks(&self, zi: usize) -> impl Iterator<Item = u32> + '_ {
         let z = &self.zones[zi];
-        let mut out = [0u64; MIGRATE_TYPES];
-        if z.present == 0 {
-            return out;
-        }
-        let first = z.start_pfn >> PAGEBLOCK_ORDER;
-        let last = (z.end_pfn() - 1) >> PAGEBLOCK_ORDER;
-        for b in first..=last {
+        let (first, last) = if z.present == 0 {
+            (1, 0)
+        } else {
+            (
+                z.start_pfn >> PAGEBLOCK_ORDER,
+                (z.end_pfn() - 1) >> PAGEBLOCK_ORDER,
+            )
+        };
+        (first..=last).filter(move |&b| {
             let pfn = b << PAGEBLOCK_ORDER;
-            // Blocks entirely in a hole have no memmap; skip them.
             let start = pfn.max(z.start_pfn);
             let end = (pfn + PAGEBLOCK_NR_PAGES).min(z.end_pfn());
-            if (start..end).all(|p| self.pages.kind(p) == PageKind::Hole) {
-                continue;
-            }
-            out[self.block_mt(pfn).idx()] += 1;
+            // Blocks entirely in a hole have no memmap.
+            (start..end).any(|p| self.pages.kind(p) != PageKind::Hole)
+        })
+    }
+
+    /// Pageblocks per migratetype of zone `zi`: the [`Mm::counted_blocks`] by their type, as
+    /// /proc/pagetypeinfo prints them (`pagetypeinfo_showblockcount_print`, §16.2 item 4).
+    pub fn blocks_by_type(&self, zi: usize) -> [u64; MIGRATE_TYPES] {
+        let mut out = [0u64; MIGRATE_TYPES];
+        for b in self.counted_blocks(zi) {
+            out[self.block_mt(b << PAGEBLOCK_ORDER).idx()] += 1;
         }
         out
     }

@@ -54,32 +54,18 @@ fn census_block(mm: &Mm, b: u32) -> BlockState {
     }
 }
 
-/// The blocks of the populated zones, zone after zone: (zone index, first block, last block).
-fn zone_blocks(mm: &Mm) -> impl Iterator<Item = (usize, u32, u32)> + '_ {
-    mm.zones
-        .iter()
-        .enumerate()
-        .filter(|(_, z)| z.populated())
-        .map(|(i, z)| {
-            (
-                i,
-                z.start_pfn >> PAGEBLOCK_ORDER,
-                (z.end_pfn() - 1) >> PAGEBLOCK_ORDER,
-            )
-        })
-}
-
 /// The pageblock map of `mm` at `t_ns` (result schema `PageblockMap`): per block its
-/// migratetype (lower case if mixed) and how full it is, from the per-block folio census.
+/// migratetype (lower case if mixed) and how full it is, from the per-block folio census. The
+/// blocks are those /proc/pagetypeinfo counts, zone after zone ([`Mm::counted_blocks`]): the
+/// blocks of zone holes and offline memory are not in the map.
 pub fn pageblock_snapshot(mm: &Mm, t_ns: u64) -> PageblockMap {
     let mut m = PageblockMap {
         t_ns,
         ..Default::default()
     };
-    for (zi, first, last) in zone_blocks(mm) {
-        m.zones
-            .push((mm.zones[zi].zone_type.name().to_string(), m.types.len()));
-        for b in first..=last {
+    for (zi, z) in mm.zones.iter().enumerate().filter(|(_, z)| z.populated()) {
+        m.zones.push((z.zone_type.name().to_string(), m.types.len()));
+        for b in mm.counted_blocks(zi) {
             let s = census_block(mm, b);
             m.types.push(s.type_char());
             m.fill.push(s.fill_char());
@@ -88,7 +74,10 @@ pub fn pageblock_snapshot(mm: &Mm, t_ns: u64) -> PageblockMap {
     m
 }
 
-/// One time-series sample.
+/// One time-series sample. Its `blocks_by_type` is the sum over zones of the blocks
+/// /proc/pagetypeinfo's "Number of blocks type" prints (`Mm::blocks_by_type`,
+/// `pagetypeinfo_showblockcount_print`, kernel-model.md §16.2 item 4): present, online blocks
+/// only, not those of zone holes or offline memory.
 pub fn sample(mm: &Mm, t_ns: u64) -> Sample {
     let mut free_by_order = vec![0u64; NR_PAGE_ORDERS];
     let mut free_by_type = vec![0u64; MIGRATE_TYPES];
@@ -101,13 +90,13 @@ pub fn sample(mm: &Mm, t_ns: u64) -> Sample {
         }
     }
     let mut blocks_by_type = vec![0u64; MIGRATE_TYPES];
-    for (_, first, last) in zone_blocks(mm) {
-        for b in first..=last {
-            blocks_by_type[mm.block_mt(b << PAGEBLOCK_ORDER).idx()] += 1;
+    for zi in (0..mm.zones.len()).filter(|&zi| mm.zones[zi].populated()) {
+        for (sum, n) in blocks_by_type.iter_mut().zip(mm.blocks_by_type(zi)) {
+            *sum += n;
         }
     }
     // Mixed: every block of the census, populated zone or not (HighAtomic and Isolate blocks
-    // are never mixed).
+    // are never mixed; a hole holds no folio, so is never mixed).
     let mixed = (0..mm.block_content.len() as u32)
         .filter(|&b| census_block(mm, b).mixed)
         .count() as u64;

@@ -239,7 +239,9 @@ pub struct Sample {
     pub free_by_order: Vec<u64>,
     /// Free pages per migratetype (Unmovable, Movable, Reclaimable, HighAtomic, Isolate).
     pub free_by_type: Vec<u64>,
-    /// Pageblocks per migratetype.
+    /// Pageblocks per migratetype, as /proc/pagetypeinfo's "Number of blocks type" counts
+    /// them (summed over zones): present, online blocks, not those of zone holes or offline
+    /// memory.
     pub blocks_by_type: Vec<u64>,
     /// Pageblocks holding pages of a mobility other than their type.
     pub mixed_blocks: u64,
@@ -313,7 +315,8 @@ pub struct VmScalabilityResult {
     pub throughput: f64,
 }
 
-/// Every pageblock of the populated zones at one time, in pfn order, zone after zone.
+/// Every pageblock of the populated zones that /proc/pagetypeinfo counts (present, online
+/// blocks: not those of zone holes or offline memory) at one time, in pfn order, zone after zone.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PageblockMap {
     pub t_ns: u64,
