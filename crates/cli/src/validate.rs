@@ -257,6 +257,12 @@ struct ClassLine {
     /// The kernel's leave-one-out passes (absent under 2 kernel runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     ceiling: Option<Hits>,
+    /// The clean boot's rows and the kernel's ceiling over the scenarios that have a same-start
+    /// arm only, so the two arms compare on the same rows (absent without that arm).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    clean_boot_same_scenarios: Option<Tally>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ceiling_same_scenarios: Option<Hits>,
 }
 
 /// A kernel run whose 1-minute load at its start or end was above [`LOADED`].
@@ -868,6 +874,12 @@ fn scenario_score(
             class: *c,
             same_start: same_classes.as_ref().map(|m| m[c]),
             clean_boot: clean_classes[c],
+            clean_boot_same_scenarios: same_classes.as_ref().map(|_| clean_classes[c]),
+            ceiling_same_scenarios: same_classes.as_ref().and_then(|_| {
+                ceiling
+                    .as_ref()
+                    .map(|x| x.by_class.get(c).copied().unwrap_or_default())
+            }),
             ceiling: ceiling
                 .as_ref()
                 .map(|x| x.by_class.get(c).copied().unwrap_or_default()),
@@ -939,6 +951,8 @@ fn sum_classes(scores: &[ScenarioScore]) -> Vec<ClassLine> {
             let mut clean = Tally::default();
             let mut same: Option<Tally> = None;
             let mut ceiling: Option<Hits> = None;
+            let mut clean_same: Option<Tally> = None;
+            let mut ceiling_same: Option<Hits> = None;
             for l in &lines {
                 clean.add(&l.clean_boot);
                 if let Some(t) = &l.same_start {
@@ -947,12 +961,20 @@ fn sum_classes(scores: &[ScenarioScore]) -> Vec<ClassLine> {
                 if let Some(h) = &l.ceiling {
                     ceiling.get_or_insert_with(Hits::default).add(h);
                 }
+                if let Some(t) = &l.clean_boot_same_scenarios {
+                    clean_same.get_or_insert_with(Tally::default).add(t);
+                }
+                if let Some(h) = &l.ceiling_same_scenarios {
+                    ceiling_same.get_or_insert_with(Hits::default).add(h);
+                }
             }
             ClassLine {
                 class: *c,
                 same_start: same,
                 clean_boot: clean,
                 ceiling,
+                clean_boot_same_scenarios: clean_same,
+                ceiling_same_scenarios: ceiling_same,
             }
         })
         .collect()
@@ -1734,18 +1756,25 @@ fn class_table(lines: &[ClassLine], md: bool) -> String {
         "class",
         "non-trivial rows",
         "same start pass",
-        "clean boot pass",
-        "kernel ceiling",
+        "clean boot pass, same scenarios",
+        "kernel ceiling, same scenarios",
+        "clean boot pass, all scenarios",
+        "kernel ceiling, all scenarios",
         "kernel-unstable rows (pass)",
         "trivial rows",
     ];
     let mut out = String::new();
-    let cells = |l: &ClassLine| -> [String; 7] {
+    let cells = |l: &ClassLine| -> [String; 9] {
         let first = l.same_start.unwrap_or(l.clean_boot);
         [
             l.class.name().to_string(),
             first.scored().to_string(),
             l.same_start.as_ref().map_or("n/a".into(), tally_text),
+            l.clean_boot_same_scenarios
+                .as_ref()
+                .map_or("n/a".into(), tally_text),
+            l.same_start
+                .map_or("n/a".into(), |_| hits_text(&l.ceiling_same_scenarios)),
             tally_text(&l.clean_boot),
             hits_text(&l.ceiling),
             format!("{} ({})", first.unstable(), first.unstable_pass),
@@ -1757,6 +1786,8 @@ fn class_table(lines: &[ClassLine], md: bool) -> String {
         same_start: None,
         clean_boot: Tally::default(),
         ceiling: None,
+        clean_boot_same_scenarios: None,
+        ceiling_same_scenarios: None,
     };
     for l in lines {
         total.clean_boot.add(&l.clean_boot);
@@ -1766,8 +1797,20 @@ fn class_table(lines: &[ClassLine], md: bool) -> String {
         if let Some(h) = &l.ceiling {
             total.ceiling.get_or_insert_with(Hits::default).add(h);
         }
+        if let Some(t) = &l.clean_boot_same_scenarios {
+            total
+                .clean_boot_same_scenarios
+                .get_or_insert_with(Tally::default)
+                .add(t);
+        }
+        if let Some(h) = &l.ceiling_same_scenarios {
+            total
+                .ceiling_same_scenarios
+                .get_or_insert_with(Hits::default)
+                .add(h);
+        }
     }
-    let mut rows: Vec<[String; 7]> = lines
+    let mut rows: Vec<[String; 9]> = lines
         .iter()
         .filter(|l| {
             let t = l.same_start.unwrap_or(l.clean_boot);
@@ -1781,7 +1824,7 @@ fn class_table(lines: &[ClassLine], md: bool) -> String {
     if md {
         let _ = writeln!(
             out,
-            "| {} |\n|---|---:|---:|---:|---:|---:|---:|",
+            "| {} |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|",
             head.join(" | ")
         );
         for r in rows {
@@ -1790,8 +1833,8 @@ fn class_table(lines: &[ClassLine], md: bool) -> String {
     } else {
         let line = |r: &[String]| {
             format!(
-                "{:<16} {:>16} {:>18} {:>18} {:>18} {:>27} {:>12}\n",
-                r[0], r[1], r[2], r[3], r[4], r[5], r[6]
+                "{:<16} {:>16} {:>16} {:>31} {:>30} {:>30} {:>29} {:>27} {:>12}\n",
+                r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]
             )
         };
         let h: Vec<String> = head.iter().map(|x| x.to_string()).collect();
@@ -1993,7 +2036,7 @@ fn markdown(s: &SuiteScore) -> String {
         }
         let _ = writeln!(
             out,
-            "- {}; work rows trivial under {} events ({} pages allocated per run)\n",
+            "- {}; work counters of pages trivial under {} ({} pages allocated per run), of events under 10\n",
             counts_text(&sc.tally, sc.ceiling.as_ref().map(|c| &c.all), &sc.old_rule),
             fmt_value(sc.work_floor),
             sc.allocations.map_or("unknown".into(), fmt_value)
