@@ -206,9 +206,9 @@ struct DiagnosesFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Diagnosis {
-    /// A scenario name, or `*` for every scenario.
+    /// A scenario name, `*` for every scenario, or a pattern as `row`'s.
     scenario: String,
-    /// A row name, or a prefix ending in `*`.
+    /// A row name, a prefix ending in `*` or a suffix after `*`.
     row: String,
     text: String,
 }
@@ -342,6 +342,9 @@ struct SuiteScore {
     ceiling: Hits,
     loaded_runs: Vec<LoadedRun>,
     wall_secs: f64,
+    /// `--kernel-results DIR`: the kernel arms were read from there (measured earlier).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernel_results: Option<String>,
 }
 
 /// Whether the suite run writes DIR/scoreboard.json and DIR/README.md: a whole run with the
@@ -443,6 +446,7 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
         }
     }
     let suite = SuiteScore {
+        kernel_results: o.kernel_results.as_ref().map(|d| d.display().to_string()),
         date: today(),
         commit: commit(&o.dir),
         runs: o.runs,
@@ -853,7 +857,7 @@ fn scenario_score(
             if r.off_by_3() {
                 r.diagnosis = diagnoses
                     .iter()
-                    .find(|x| (x.scenario == "*" || x.scenario == d.name) && row_matches(&x.row, &r.row))
+                    .find(|x| row_matches(&x.scenario, &d.name) && row_matches(&x.row, &r.row))
                     .map(|x| x.text.clone());
             }
         }
@@ -1986,6 +1990,14 @@ fn markdown(s: &SuiteScore) -> String {
         s.old_rule.pass,
         s.old_rule.fail
     );
+    if let Some(d) = &s.kernel_results {
+        let _ = writeln!(
+            out,
+            "The kernel arms were measured earlier and kept in `{d}` (each run's date, load and \
+             confounders are in its notes below); this run scored them again with \
+             `--kernel-results` and ran the simulator arms.\n"
+        );
+    }
     out.push_str(&class_table(&s.classes, true));
     let _ = writeln!(
         out,
@@ -2212,6 +2224,11 @@ mod tests {
         assert!(row_matches("pgmigrate_success", "pgmigrate_success"));
         assert!(!row_matches("pgmigrate_success", "pgmigrate_fail"));
         assert!(row_matches("*read MiB/s", "seq: read MiB/s"));
+        // Scenario patterns take the same forms.
+        assert!(row_matches("*", "thpscale"));
+        assert!(row_matches("thp-frag-dm*", "thp-frag-dm1"));
+        assert!(!row_matches("thp-frag-dm*", "thpscale"));
+        assert!(row_matches("*_kswapd", "pgsteal_kswapd"));
     }
 
     #[test]
@@ -2375,6 +2392,7 @@ mod tests {
             classes: sum_classes(std::slice::from_ref(&sc)),
             ceiling: Hits { pass: 5, scored: 6 },
             loaded_runs: Vec::new(),
+            kernel_results: None,
             scenarios: vec![sc],
             wall_secs: 0.0,
         };
@@ -2384,7 +2402,9 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| work counters | 1 | 1 / 1 (100 %) | 0 / 1 (0 %) | 5 / 6 (83 %) | 1 (1) | 1 |"),
+            md.contains(
+                "| work counters | 1 | 1 / 1 (100 %) | 0 / 1 (0 %) | 5 / 6 (83 %) | 0 / 1 (0 %) | 5 / 6 (83 %) | 1 (1) | 1 |"
+            ),
             "{md}"
         );
         assert!(
