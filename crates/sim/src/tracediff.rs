@@ -768,63 +768,76 @@ fn same(reasons: &mut Vec<String>, what: &str, k: &str, s: &str) {
     }
 }
 
-fn first_compaction_divergence(k: &[CompactionRun], s: &[CompactionRun]) -> Option<Divergence> {
-    for i in 0..k.len().max(s.len()) {
-        let (a, b) = (k.get(i), s.get(i));
-        let mut reasons = Vec::new();
-        match (a, b) {
-            (Some(a), Some(b)) => {
-                same(&mut reasons, "trigger", &a.trigger, &b.trigger);
-                same(&mut reasons, "order", &a.order.to_string(), &b.order.to_string());
-                same(&mut reasons, "status", &a.status, &b.status);
-                magnitude(&mut reasons, "scanned", a.scanned(), b.scanned());
-                magnitude(&mut reasons, "isolated", a.migrate_isolated, b.migrate_isolated);
-                magnitude(&mut reasons, "migrated", a.migrated, b.migrated);
-                magnitude(&mut reasons, "failed", a.migrate_failed, b.migrate_failed);
-            }
-            (Some(_), None) => reasons.push("the sim has no such run".into()),
-            (None, Some(_)) => reasons.push("the kernel has no such run".into()),
-            (None, None) => unreachable!(),
-        }
-        if !reasons.is_empty() {
-            return Some(Divergence {
-                label: format!("compact[{i}]"),
-                index: i,
-                kernel: a.map(|r| r.text()),
-                sim: b.map(|r| r.text()),
-                kernel_t_ns: a.map(|r| r.start_ns),
-                sim_t_ns: b.map(|r| r.start_ns),
-                reasons,
-            });
-        }
-    }
-    None
+/// An episode the diff pairs in start order: a compaction run or a reclaim episode.
+trait Episode {
+    /// The label's stem (`compact`, `reclaim`) and the words of a missing one.
+    const LABEL: &'static str;
+    const MISSING: &'static str;
+    /// Pushes why `self` (the kernel's) and `other` (the simulator's) differ.
+    fn differences(&self, other: &Self, reasons: &mut Vec<String>);
+    fn text(&self) -> String;
+    fn start_ns(&self) -> u64;
 }
 
-fn first_reclaim_divergence(k: &[ReclaimEpisode], s: &[ReclaimEpisode]) -> Option<Divergence> {
+impl Episode for CompactionRun {
+    const LABEL: &'static str = "compact";
+    const MISSING: &'static str = "run";
+    fn differences(&self, b: &Self, reasons: &mut Vec<String>) {
+        same(reasons, "trigger", &self.trigger, &b.trigger);
+        same(reasons, "order", &self.order.to_string(), &b.order.to_string());
+        same(reasons, "status", &self.status, &b.status);
+        magnitude(reasons, "scanned", self.scanned(), b.scanned());
+        magnitude(reasons, "isolated", self.migrate_isolated, b.migrate_isolated);
+        magnitude(reasons, "migrated", self.migrated, b.migrated);
+        magnitude(reasons, "failed", self.migrate_failed, b.migrate_failed);
+    }
+    fn text(&self) -> String {
+        CompactionRun::text(self)
+    }
+    fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+}
+
+impl Episode for ReclaimEpisode {
+    const LABEL: &'static str = "reclaim";
+    const MISSING: &'static str = "episode";
+    fn differences(&self, b: &Self, reasons: &mut Vec<String>) {
+        same(reasons, "kind", &self.kind, &b.kind);
+        same(reasons, "order", &self.order.to_string(), &b.order.to_string());
+        same(reasons, "status", &self.status, &b.status);
+        magnitude(reasons, "scanned", self.scanned, b.scanned);
+        magnitude(reasons, "reclaimed", self.reclaimed, b.reclaimed);
+    }
+    fn text(&self) -> String {
+        ReclaimEpisode::text(self)
+    }
+    fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+}
+
+/// The first pair of episodes (in start order on each side) whose kind, order or status
+/// differ, or whose magnitudes differ by more than [`DIVERGENCE_RATIO`]; one side running out
+/// first is a divergence too.
+fn first_divergence<E: Episode>(k: &[E], s: &[E]) -> Option<Divergence> {
     for i in 0..k.len().max(s.len()) {
         let (a, b) = (k.get(i), s.get(i));
         let mut reasons = Vec::new();
         match (a, b) {
-            (Some(a), Some(b)) => {
-                same(&mut reasons, "kind", &a.kind, &b.kind);
-                same(&mut reasons, "order", &a.order.to_string(), &b.order.to_string());
-                same(&mut reasons, "status", &a.status, &b.status);
-                magnitude(&mut reasons, "scanned", a.scanned, b.scanned);
-                magnitude(&mut reasons, "reclaimed", a.reclaimed, b.reclaimed);
-            }
-            (Some(_), None) => reasons.push("the sim has no such episode".into()),
-            (None, Some(_)) => reasons.push("the kernel has no such episode".into()),
+            (Some(a), Some(b)) => a.differences(b, &mut reasons),
+            (Some(_), None) => reasons.push(format!("the sim has no such {}", E::MISSING)),
+            (None, Some(_)) => reasons.push(format!("the kernel has no such {}", E::MISSING)),
             (None, None) => unreachable!(),
         }
         if !reasons.is_empty() {
             return Some(Divergence {
-                label: format!("reclaim[{i}]"),
+                label: format!("{}[{i}]", E::LABEL),
                 index: i,
-                kernel: a.map(|r| r.text()),
-                sim: b.map(|r| r.text()),
-                kernel_t_ns: a.map(|r| r.start_ns),
-                sim_t_ns: b.map(|r| r.start_ns),
+                kernel: a.map(Episode::text),
+                sim: b.map(Episode::text),
+                kernel_t_ns: a.map(Episode::start_ns),
+                sim_t_ns: b.map(Episode::start_ns),
                 reasons,
             });
         }
@@ -896,8 +909,8 @@ pub fn diff(mut kernel: SideSummary, mut sim: SideSummary, episodes: usize) -> T
             });
         }
     }
-    let fc = first_compaction_divergence(&kernel.compaction, &sim.compaction);
-    let fr = first_reclaim_divergence(&kernel.reclaim, &sim.reclaim);
+    let fc = first_divergence(&kernel.compaction, &sim.compaction);
+    let fr = first_divergence(&kernel.reclaim, &sim.reclaim);
     let t = |d: &Divergence| d.kernel_t_ns.or(d.sim_t_ns).unwrap_or(u64::MAX);
     let first_divergence = match (&fc, &fr) {
         (Some(c), Some(r)) => Some(if t(r) < t(c) { r.clone() } else { c.clone() }),
