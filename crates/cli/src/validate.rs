@@ -275,6 +275,11 @@ struct LoadedRun {
     load_end: Option<f64>,
 }
 
+/// A 1-minute load as the notes print it ("?" where the run has none).
+fn load_text(x: Option<f64>) -> String {
+    x.map_or("?".into(), |x| format!("{x:.2}"))
+}
+
 /// Pass / fail by the old rule (issues 19–20: every measured row, means compared).
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 struct OldRule {
@@ -892,12 +897,11 @@ fn scenario_score(
     let mut loaded_runs = Vec::new();
     for (i, r) in kernel.iter().enumerate() {
         if let Some((a, b)) = loaded(r) {
-            let la = |x: Option<f64>| x.map_or("?".into(), |x| format!("{x:.2}"));
             notes.push(format!(
                 "kernel run {}: LOADED — 1-minute load {} at its start, {} at its end (above {LOADED})",
                 i + 1,
-                la(a),
-                la(b)
+                load_text(a),
+                load_text(b)
             ));
             loaded_runs.push(LoadedRun {
                 scenario: d.name.clone(),
@@ -1950,14 +1954,13 @@ fn table(s: &SuiteScore) -> String {
     );
     out.push_str(&class_table(&s.classes, false));
     for l in &s.loaded_runs {
-        let la = |x: Option<f64>| x.map_or("?".into(), |x| format!("{x:.2}"));
         let _ = writeln!(
             out,
             "# loaded: {} kernel run {} (1-minute load {} -> {}, above {LOADED})",
             l.scenario,
             l.run,
-            la(l.load_start),
-            la(l.load_end)
+            load_text(l.load_start),
+            load_text(l.load_end)
         );
     }
     out
@@ -2027,14 +2030,13 @@ fn markdown(s: &SuiteScore) -> String {
             "\nKernel runs on a loaded machine (1-minute load above {LOADED} at the start or end):\n"
         );
         for l in &s.loaded_runs {
-            let la = |x: Option<f64>| x.map_or("?".into(), |x| format!("{x:.2}"));
             let _ = writeln!(
                 out,
                 "- {} run {}: {} → {}",
                 l.scenario,
                 l.run,
-                la(l.load_start),
-                la(l.load_end)
+                load_text(l.load_start),
+                load_text(l.load_end)
             );
         }
     }

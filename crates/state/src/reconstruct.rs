@@ -856,6 +856,20 @@ struct Search<'a> {
 
 impl Search<'_> {
     fn delta(&self, zi: usize, ta: usize, tb: usize, hu: &[i64; 11], hv: &[i64; 11]) -> i64 {
+        self.delta_by(cell_err, zi, ta, tb, hu, hv)
+    }
+
+    /// The change of `cost` summed over the cells of zone `zi` when a unit of type `ta` with
+    /// free histogram `hu` and one of type `tb` with `hv` trade types.
+    fn delta_by(
+        &self,
+        cost: fn(i64, i64, bool) -> i64,
+        zi: usize,
+        ta: usize,
+        tb: usize,
+        hu: &[i64; 11],
+        hv: &[i64; 11],
+    ) -> i64 {
         let mut delta = 0i64;
         for o in 0..11 {
             let d = hv[o] - hu[o];
@@ -865,8 +879,8 @@ impl Search<'_> {
             let (pa, pb) = (self.pred[zi][ta][o], self.pred[zi][tb][o]);
             let (ca, cb) = (self.capt[zi][ta][o], self.capt[zi][tb][o]);
             let (ka, kb) = (self.capped[zi][ta][o], self.capped[zi][tb][o]);
-            delta += cell_err(pa + d, ca, ka) - cell_err(pa, ca, ka);
-            delta += cell_err(pb - d, cb, kb) - cell_err(pb, cb, kb);
+            delta += cost(pa + d, ca, ka) - cost(pa, ca, ka);
+            delta += cost(pb - d, cb, kb) - cost(pb, cb, kb);
         }
         delta
     }
@@ -1094,19 +1108,7 @@ const ANNEAL_EXCESS_WEIGHT: i64 = 16;
 
 impl Search<'_> {
     fn delta_cost(&self, zi: usize, ta: usize, tb: usize, hu: &[i64; 11], hv: &[i64; 11]) -> i64 {
-        let mut delta = 0i64;
-        for o in 0..11 {
-            let d = hv[o] - hu[o];
-            if d == 0 {
-                continue;
-            }
-            let (pa, pb) = (self.pred[zi][ta][o], self.pred[zi][tb][o]);
-            let (ca, cb) = (self.capt[zi][ta][o], self.capt[zi][tb][o]);
-            let (ka, kb) = (self.capped[zi][ta][o], self.capped[zi][tb][o]);
-            delta += cell_cost(pa + d, ca, ka) - cell_cost(pa, ca, ka);
-            delta += cell_cost(pb - d, cb, kb) - cell_cost(pb, cb, kb);
-        }
-        delta
+        self.delta_by(cell_cost, zi, ta, tb, hu, hv)
     }
 
     fn zone_cost(&self, zi: usize) -> i64 {

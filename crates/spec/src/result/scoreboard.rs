@@ -1324,21 +1324,27 @@ mod tests {
         );
     }
 
-    #[test]
-    fn leave_one_out_ceiling_of_three_kernel_runs() {
-        let k: Vec<RunResult> = [(100, 1000), (110, 1000), (300, 1000)]
+    /// Three kernel runs: compact_stall 100, 110 and 300 (unstable), pgmigrate_success 1000 in
+    /// each, compact_fail 0 (trivial).
+    fn three_kernel_runs() -> Vec<RunResult> {
+        [100, 110, 300]
             .iter()
-            .map(|(a, b)| {
+            .map(|a| {
                 run(
                     "host",
                     &[
                         ("compact_stall", *a),
-                        ("pgmigrate_success", *b),
+                        ("pgmigrate_success", 1000),
                         ("compact_fail", 0),
                     ],
                 )
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn leave_one_out_ceiling_of_three_kernel_runs() {
+        let k = three_kernel_runs();
         assert_eq!(ceiling(&k[..1]), None);
         let c = ceiling(&k).unwrap();
         // compact_stall: 300 against 100 and 110 (mean 105) fails; 100 against 110 and 300
@@ -1460,19 +1466,7 @@ mod tests {
 
     #[test]
     fn the_ceiling_from_stored_values_matches_the_one_from_runs() {
-        let k: Vec<RunResult> = [(100, 1000), (110, 1000), (300, 1000)]
-            .iter()
-            .map(|(a, b)| {
-                run(
-                    "host",
-                    &[
-                        ("compact_stall", *a),
-                        ("pgmigrate_success", *b),
-                        ("compact_fail", 0),
-                    ],
-                )
-            })
-            .collect();
+        let k = three_kernel_runs();
         let rows = score(&k, &[run("sim", &[])]);
         let stored: Vec<ScoreRow> = serde_json::from_str(&serde_json::to_string(&rows).unwrap()).unwrap();
         let from_rows = ceiling_from_rows(&stored, None).unwrap();
