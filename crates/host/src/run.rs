@@ -206,8 +206,12 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
             (Some(i), Some(name)) => image_base(&plan, i, name)?,
             _ => dir.0.clone(),
         };
-        let fit = crate::readdev::fit_read_device(&under, spec.run.seed)?;
-        Some(fit.line(&under))
+        // A directory that refuses O_DIRECT (tmpfs) or a full disk costs the fit, not the run:
+        // the line says why, and the simulator keeps its cost model's device.
+        Some(match crate::readdev::fit_read_device(&under, spec.run.seed) {
+            Ok(fit) => fit.line(&under),
+            Err(e) => format!("read device: not fitted under {}: {e}\n", under.display()),
+        })
     } else {
         None
     };
