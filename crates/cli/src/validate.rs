@@ -377,6 +377,9 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
             crate::check_output("validate --suite", &o.dir.join(f))?;
         }
     }
+    if let Some(d) = &o.kernel_results {
+        check_kernel_results(d)?;
+    }
     let defs = load_suite(&o.dir)?;
     let defs: Vec<ScenarioDef> = defs
         .into_iter()
@@ -525,6 +528,24 @@ fn read_device_costs(
         ["read_req_ns", "read_page_ns"]
     };
     Some((keys, (median(&mut req), median(&mut page))))
+}
+
+/// `--kernel-results DIR` must hold what a `--results-dir` run kept: checked before anything
+/// runs, so that a mistyped directory does not score every scenario as skipped (and write that
+/// scoreboard over the last one).
+fn check_kernel_results(d: &Path) -> Result<(), String> {
+    let rd = std::fs::read_dir(d).map_err(|e| format!("--kernel-results {}: {e}", d.display()))?;
+    let kept = rd
+        .filter_map(|e| e.ok())
+        .any(|e| e.file_name().to_string_lossy().ends_with("-kernel-run1.json"));
+    if kept {
+        Ok(())
+    } else {
+        Err(format!(
+            "--kernel-results {}: no NAME-kernel-run1.json in it (the files `validate --suite --results-dir` keeps)",
+            d.display()
+        ))
+    }
 }
 
 /// The directory of kernel results and captures; a scratch one is removed on drop.
@@ -2231,6 +2252,23 @@ mod tests {
         assert!(row_matches("thp-frag-dm*", "thp-frag-dm1"));
         assert!(!row_matches("thp-frag-dm*", "thpscale"));
         assert!(row_matches("*_kswapd", "pgsteal_kswapd"));
+    }
+
+    #[test]
+    fn kernel_results_must_hold_kept_runs() {
+        let d = std::env::temp_dir().join(format!("fraglab-kept-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let e = check_kernel_results(&d).unwrap_err();
+        assert!(
+            e.contains("--kernel-results") && e.contains("fraglab-kept-"),
+            "{e}"
+        );
+        std::fs::create_dir_all(&d).unwrap();
+        let e = check_kernel_results(&d).unwrap_err();
+        assert!(e.contains("no NAME-kernel-run1.json"), "{e}");
+        std::fs::write(d.join("thpscale-kernel-run1.json"), "{}").unwrap();
+        assert!(check_kernel_results(&d).is_ok());
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
