@@ -354,6 +354,12 @@ impl Engine {
         id
     }
 
+    /// Makes task `id` background load: `workload_done` no longer waits for it (a task
+    /// program's `background = true`; the run ends when the others are done).
+    pub fn set_daemon(&mut self, id: TaskId) {
+        self.tasks[id].daemon = true;
+    }
+
     /// Starts a task at time `at` (≥ now).
     pub fn spawn_at(&mut self, at: u64, body: Box<dyn TaskBody>) -> TaskId {
         let pid = self.next_pid;

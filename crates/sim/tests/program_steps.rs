@@ -175,3 +175,36 @@ fn s23_1_read_ahead_kb_sets_the_window() {
         4
     );
 }
+
+/// `background = true`: the run ends when the other tasks are done (mmtests' thpchallenge
+/// stops its fio readers when the THP faults are done); the background task is stopped then.
+#[test]
+fn background_tasks_end_with_the_others() {
+    let text = r#"
+[machine]
+memory = "512MiB"
+cpus = 2
+[workload]
+duration = "60s"
+[[workload.task]]
+name = "reader"
+background = true
+loops = 1000
+steps = [{ compute = "100ms" }]
+[[workload.task]]
+name = "main"
+steps = [{ compute = "2s" }]
+"#;
+    let r = fraglab_sim::timed::run_workload(&parse_spec(text, "t.toml").unwrap()).unwrap();
+    assert!(
+        (2_000_000_000..2_500_000_000).contains(&r.duration_ns),
+        "ends with main, not at 60 s: {}",
+        r.duration_ns
+    );
+    // Without it the reader's 100 s of loops run to the cap.
+    let r = fraglab_sim::timed::run_workload(
+        &parse_spec(&text.replace("background = true\n", ""), "t.toml").unwrap(),
+    )
+    .unwrap();
+    assert_eq!(r.duration_ns, 60_000_000_000);
+}

@@ -832,6 +832,11 @@ pub(crate) const TASK: &[KeyDef] = &[
         KeyDefault::Text("none (start at `start`)"),
         "start when every instance of that task has finished its program; `start` then counts from that moment",
     ),
+    boolean(
+        "background",
+        false,
+        "background load (as mmtests runs fio beside thpchallenge): the run ends when every task without it has finished, and background tasks still running are stopped then (killed on the host); at least one task must be without it",
+    ),
 ];
 
 const VMA: KeyKind = KeyKind::Form("the name of a mapping of an earlier mmap step");

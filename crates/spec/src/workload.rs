@@ -252,6 +252,10 @@ pub struct TaskParams {
     /// `after = "NAME"`: the instances start when every instance of the task(s) named NAME
     /// has finished its program, `start_ns` after that moment (phases, issue 19).
     pub after: Option<String>,
+    /// `background = true`: background load. The run ends when every task without it has
+    /// finished (or at the duration); background instances still running are stopped then
+    /// (the simulator's daemon tasks, SIGKILL on the host).
+    pub background: bool,
 }
 
 /// One step of a task program (`steps = [{ mmap = "a", size = "64MiB" }, ...]`).

@@ -2057,3 +2057,30 @@ fn non_utf8_bytes_have_a_line() {
         "{e}"
     );
 }
+
+/// `background`: a boolean, and not on every task when no other generator ends the run.
+#[test]
+fn background_task_errors() {
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "name = \"reader\"",
+            "background = \"yes\"",
+            "steps = [{ compute = \"1s\" }]",
+        ]),
+        5,
+        "workload.task[0].background",
+        "expected a boolean, found a string",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "name = \"reader\"",
+            "background = true",
+            "steps = [{ compute = \"1s\" }]",
+        ]),
+        5,
+        "workload.task[0].background",
+        "every task is background load: nothing would end the run but its duration (leave `background` off the task whose end ends the run)",
+    );
+}

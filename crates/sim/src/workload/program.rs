@@ -571,10 +571,14 @@ impl Generator for Programs {
                 task.instance = i;
                 task.census = self.census.clone();
                 task.reads = self.reads.clone();
-                mine.push(match t.after {
+                let id = match t.after {
                     None => run.e.spawn_at(t.start_ns, Box::new(task)),
                     Some(_) => run.e.spawn_gated(Box::new(task)),
-                });
+                };
+                if t.background {
+                    run.e.set_daemon(id);
+                }
+                mine.push(id);
             }
             ids.push(mine);
         }

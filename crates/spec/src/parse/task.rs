@@ -56,6 +56,7 @@ impl Cx<'_> {
             loops,
             steps,
             after: self.opt_str(k, "after")?,
+            background: self.bool_key(k, "background")?,
         })
     }
 
