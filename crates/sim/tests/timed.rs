@@ -357,7 +357,7 @@ steps = [
     .unwrap();
     let last = r.samples.last().unwrap();
     assert_eq!(last.t_ns, r.duration_ns);
-    assert!(r.duration_ns % 1_000_000_000 != 0, "{}", r.duration_ns);
+    assert!(!r.duration_ns.is_multiple_of(1_000_000_000), "{}", r.duration_ns);
     assert_eq!(last.free_by_order, end.unwrap(), "the model as the run ends");
     let free = |s: &fraglab_spec::result::Sample| -> u64 { s.free_by_order.iter().sum() };
     let before_end = &r.samples[r.samples.len() - 2];
