@@ -1009,7 +1009,7 @@ mod tests {
             [true, true, false]
         );
         assert_eq!(
-            job_background(&[thp.clone()], 1, 2),
+            job_background(std::slice::from_ref(&thp), 1, 2),
             [false, false, true, true],
             "fio beside a task and a generator"
         );
