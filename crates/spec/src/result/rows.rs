@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::pageblock::BlockClass;
 use super::{BuildResult, RunResult};
 
 /// How a metric's central value is summarised: arithmetic mean, or harmonic mean for rates.
@@ -259,6 +260,66 @@ pub fn samples_of(results: &[RunResult]) -> Vec<Samples> {
         };
         push(&name, center, v);
     }
+    for (name, v) in named_census_samples(results) {
+        push(&name, Center::Amean, v);
+    }
+    out
+}
+
+/// The row of pageblock class `class` of zone `zone` at the named sample `name` (issue 33):
+/// `census.NAME.ZONE.CLASS`, e.g. `census.built.Normal.mixed`.
+pub fn named_census_row(name: &str, zone: &str, class: BlockClass) -> String {
+    format!("census.{name}.{zone}.{}", class.name())
+}
+
+/// Why a result has no mixed-blocks count: its kernel printed none.
+pub const NO_MIXED_COUNT: &str = "the kernel prints no \"Number of mixed blocks\" (no CONFIG_PAGE_OWNER)";
+
+/// The named-sample rows of one result (issue 33): for each sample name, in the order first
+/// taken, the last sample of that name (when every instance and loop that takes it has), and
+/// per zone of it and per [`BlockClass`] its census ([`ZoneCensus::class`](super::pageblock::ZoneCensus::class)):
+/// (row, value, or why the result has none: mixed blocks on a kernel without page_owner).
+pub fn named_census_rows(r: &RunResult) -> Vec<(String, Result<f64, String>)> {
+    let mut names: Vec<&str> = Vec::new();
+    for s in &r.named_samples {
+        if !names.contains(&s.name.as_str()) {
+            names.push(&s.name);
+        }
+    }
+    let mut out = Vec::new();
+    for name in names {
+        let last = r
+            .named_samples
+            .iter()
+            .rev()
+            .find(|s| s.name == name)
+            .expect("a name of a sample");
+        for z in &last.zones {
+            for c in BlockClass::ALL {
+                let v = z
+                    .class(c)
+                    .map(|n| n as f64)
+                    .ok_or_else(|| NO_MIXED_COUNT.to_string());
+                out.push((named_census_row(name, &z.zone, c), v));
+            }
+        }
+    }
+    out
+}
+
+/// The named-sample rows of `results` for `compare` (issue 33): each row of
+/// [`named_census_rows`] with its value in every result that has one, rows in first-seen order.
+pub fn named_census_samples(results: &[RunResult]) -> Vec<(String, Vec<f64>)> {
+    let mut out: Vec<(String, Vec<f64>)> = Vec::new();
+    for r in results {
+        for (row, v) in named_census_rows(r) {
+            let Ok(v) = v else { continue };
+            match out.iter_mut().find(|(n, _)| *n == row) {
+                Some((_, vs)) => vs.push(v),
+                None => out.push((row, vec![v])),
+            }
+        }
+    }
     out
 }
 
@@ -466,6 +527,16 @@ pub fn mmtests_rows(r: &RunResult) -> String {
     }
     for (name, v) in census_and_read_samples(std::slice::from_ref(r)) {
         let _ = writeln!(out, "{:<34} {:>14.2}", name, amean(&v));
+    }
+    for (name, v) in named_census_rows(r) {
+        match v {
+            Ok(v) => {
+                let _ = writeln!(out, "{:<34} {:>14}", name, v);
+            }
+            Err(_) => {
+                let _ = writeln!(out, "{:<34} {:>14}", name, "n/a");
+            }
+        }
     }
     out
 }

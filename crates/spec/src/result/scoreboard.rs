@@ -515,6 +515,10 @@ pub fn run_rows(r: &RunResult) -> Vec<(String, Class, Value)> {
         };
         out.push(("mixed blocks (end)".to_string(), Class::Census, mixed));
     }
+    // Named samples (issue 33): the pageblock census per zone at the last sample of each name.
+    for (row, v) in super::rows::named_census_rows(r) {
+        out.push((row, Class::Census, v));
+    }
     // Each census step, numbered per file in the order they ran (the same on both engines).
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for c in &r.census {
