@@ -311,6 +311,56 @@ mod tests {
         );
     }
 
+    /// Issue 33: the zone census from /proc/pagetypeinfo text in the kernel's format (6.18,
+    /// mm/vmstat.c; the mixed table as `pagetypeinfo_showmixedcount` prints it with page_owner):
+    /// free chunks of order 9 and 10 are wholly free blocks (one and two each), the types'
+    /// blocks in use are their blocks less those, mixed blocks are summed over the types.
+    #[test]
+    fn zone_census_from_pagetypeinfo() {
+        let text = "Page block order: 9\nPages per block:  512\n\n\
+Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10 \n\
+Node    0, zone      DMA, type    Unmovable      0      0      0      0      0      0      0      0      1      0      0 \n\
+Node    0, zone      DMA, type      Movable      0      0      0      0      0      0      0      0      0      1      3 \n\
+Node    0, zone   Normal, type    Unmovable    406    380    178     12      2     43     19     10      4      1      0 \n\
+Node    0, zone   Normal, type      Movable    156     28     20     16     10      7      3      5      6      4 >100000 \n\
+Node    0, zone   Normal, type  Reclaimable      1      1      2      0      0      3      7      5      4      0      0 \n\
+\n\
+Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n\
+Node 0, zone      DMA            1            7            0            0            0 \n\
+Node 0, zone   Normal           45       200560           35            2            0 \n\
+\n\
+Number of mixed blocks    Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n\
+Node 0, zone      DMA            0            0            0            0            0 \n\
+Node 0, zone   Normal            3           11            2            0            0 \n";
+        let z = ZoneCensus::from_pagetypeinfo(text);
+        assert_eq!(z.len(), 2);
+        assert_eq!(z[0].zone, "DMA");
+        assert_eq!(z[0].free_blocks_by_type, vec![0, 1 + 2 * 3, 0, 0, 0]);
+        assert_eq!(z[0].class(BlockClass::Free), Some(7));
+        assert_eq!(z[0].class(BlockClass::Movable), Some(0));
+        assert_eq!(z[0].class(BlockClass::Unmovable), Some(1));
+        assert_eq!(z[0].class(BlockClass::Mixed), Some(0));
+        let n = &z[1];
+        assert_eq!(n.blocks_by_type, vec![45, 200560, 35, 2, 0]);
+        // A capped cell counts its cap.
+        assert_eq!(n.free_blocks_by_type, vec![1, 4 + 200000, 0, 0, 0]);
+        assert_eq!(n.class(BlockClass::Free), Some(200005));
+        assert_eq!(n.class(BlockClass::Unmovable), Some(44));
+        assert_eq!(n.class(BlockClass::Movable), Some(556));
+        assert_eq!(n.class(BlockClass::Reclaimable), Some(35));
+        assert_eq!(n.class(BlockClass::Mixed), Some(16));
+        // Without page_owner's table: no mixed count.
+        let cut = &text[..text.find("\nNumber of mixed").unwrap()];
+        assert!(ZoneCensus::from_pagetypeinfo(cut).iter().all(|z| z.mixed_blocks.is_none()));
+        // Two nodes' zones of one name are summed.
+        let two = "Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n\
+Node 0, zone   Normal            1            2            3            0            0 \n\
+Node 1, zone   Normal            1            2            3            0            0 \n";
+        assert_eq!(ZoneCensus::from_pagetypeinfo(two)[0].blocks_by_type, vec![2, 4, 6, 0, 0]);
+        let names: Vec<&str> = BlockClass::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names, ["free", "unmovable", "movable", "reclaimable", "mixed"]);
+    }
+
     #[test]
     fn mixed_only_for_mergeable_types() {
         assert!(census_mixed(1, &[1, 500, 0]));

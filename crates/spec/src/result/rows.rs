@@ -793,4 +793,57 @@ mod tests {
         // Without census or reads: no such rows.
         assert!(census_and_read_samples(&[RunResult::default()]).is_empty());
     }
+
+    /// Issue 33: the named-sample rows read the last sample of each name, one row per zone and
+    /// class; a result without a mixed count (a host without page_owner) has that row as
+    /// "why not", which compare leaves out and `fraglab run` prints as n/a.
+    #[test]
+    fn named_census_rows_read_the_last_sample_of_each_name() {
+        use crate::result::pageblock::ZoneCensus;
+        use crate::result::NamedSample;
+        let zone = |name: &str, movable: u64, free: u64, mixed: Option<u64>| ZoneCensus {
+            zone: name.into(),
+            blocks_by_type: vec![2, movable, 1, 0, 0],
+            free_blocks_by_type: vec![0, free, 0, 0, 0],
+            mixed_blocks: mixed,
+        };
+        let sample = |name: &str, zones: Vec<ZoneCensus>| NamedSample {
+            name: name.into(),
+            zones,
+            ..Default::default()
+        };
+        let r = RunResult {
+            named_samples: vec![
+                sample("built", vec![zone("Normal", 100, 90, Some(1))]),
+                sample("freed", vec![zone("Normal", 100, 95, None)]),
+                sample("built", vec![zone("DMA32", 10, 10, Some(0)), zone("Normal", 100, 50, Some(4))]),
+            ],
+            ..Default::default()
+        };
+        let rows = named_census_rows(&r);
+        let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names[..6],
+            [
+                "census.built.DMA32.free",
+                "census.built.DMA32.unmovable",
+                "census.built.DMA32.movable",
+                "census.built.DMA32.reclaimable",
+                "census.built.DMA32.mixed",
+                "census.built.Normal.free"
+            ]
+        );
+        assert_eq!(rows.len(), 3 * 5);
+        let get = |n: &str| rows.iter().find(|(x, _)| x == n).unwrap().1.clone();
+        assert_eq!(get("census.built.Normal.free"), Ok(50.0));
+        assert_eq!(get("census.built.Normal.movable"), Ok(50.0));
+        assert_eq!(get("census.built.Normal.mixed"), Ok(4.0));
+        assert_eq!(get("census.freed.Normal.mixed"), Err(NO_MIXED_COUNT.to_string()));
+        let s = samples_of(std::slice::from_ref(&r));
+        assert_eq!(values(&s, "census.built.Normal.unmovable"), &[2.0]);
+        assert!(values(&s, "census.freed.Normal.mixed").is_empty());
+        let printed = mmtests_rows(&r);
+        assert!(printed.contains(&format!("{:<34} {:>14}\n", "census.freed.Normal.mixed", "n/a")), "{printed}");
+        assert!(printed.contains(&format!("{:<34} {:>14}\n", "census.built.Normal.free", "50")), "{printed}");
+    }
 }

@@ -1130,6 +1130,37 @@ mod tests {
         assert_eq!(row(&rows, "mixed blocks (end)").verdict, Verdict::Pass);
     }
 
+    /// Issue 33: the named samples' census rows are census rows of validate's scoreboard; the
+    /// mixed row is n/a for a host without page_owner, the others scored with the census
+    /// tolerance.
+    #[test]
+    fn named_sample_census_rows_are_scored() {
+        use crate::result::pageblock::ZoneCensus;
+        use crate::result::NamedSample;
+        let named = |mixed: Option<u64>, free: u64| NamedSample {
+            name: "built".into(),
+            zones: vec![ZoneCensus {
+                zone: "Normal".into(),
+                blocks_by_type: vec![40, 500, 30, 0, 0],
+                free_blocks_by_type: vec![0, free, 0, 0, 0],
+                mixed_blocks: mixed,
+            }],
+            ..Default::default()
+        };
+        let mut h = run("host", &[]);
+        h.named_samples.push(named(None, 200));
+        let mut s = run("sim", &[]);
+        s.named_samples.push(named(Some(7), 300));
+        let rows = score(&[h], &[s]);
+        let r = row(&rows, "census.built.Normal.mixed");
+        assert_eq!(r.class, Class::Census);
+        assert!(matches!(&r.verdict, Verdict::NotMeasured(w) if w.contains("Number of mixed blocks")));
+        assert_eq!(row(&rows, "census.built.Normal.unmovable").verdict, Verdict::Pass);
+        // 200 against 300 wholly free blocks: over ±15 %; in-use Movable 300 against 200 too.
+        assert_eq!(row(&rows, "census.built.Normal.free").verdict, Verdict::Fail);
+        assert_eq!(row(&rows, "census.built.Normal.movable").verdict, Verdict::Fail);
+    }
+
     #[test]
     fn latency_quantiles_merge_paths_and_interpolate() {
         let h = |path: &str, b: Vec<u64>| LatencyHistogram {
