@@ -1022,7 +1022,13 @@ fn fill_pipes(pages: u64, layout: PipeLayout, held: &mut Held, cx: &mut Cx) -> R
         }
         let (r, w) = new_pipe().map_err(|e| format!("pipe2 after {} pipes: {e}", held.pipes.len()))?;
         // SAFETY: fcntl on our pipe; failure leaves the default 64 KiB.
-        unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, (PIPE_PAGES as usize * PAGE) as libc::c_int) };
+        unsafe {
+            libc::fcntl(
+                w.as_raw_fd(),
+                libc::F_SETPIPE_SZ,
+                (PIPE_PAGES as usize * PAGE) as libc::c_int,
+            )
+        };
         loop {
             if left == 0 {
                 break;
@@ -1286,7 +1292,8 @@ fn free_every(held: &mut Held, reclaimable: bool, every: u64) -> Result<(), Stri
 /// (`pipe_read` → `anon_pipe_put_page`), but only at the head of its pipe, and the first two
 /// pages a pipe releases are kept for its next writes (`tmp_page[2]`) instead of freed.
 fn free_pipe_pages(held: &mut Held, every: u64) {
-    held.pipes.retain(|&(_, lane), _| !(lane + 1).is_multiple_of(every));
+    held.pipes
+        .retain(|&(_, lane), _| !(lane + 1).is_multiple_of(every));
 }
 
 /// Which files of a set a `files` step takes: `count` files, every `every`th of them (issue
@@ -1520,7 +1527,9 @@ mod tests {
         assert_eq!((whole.lanes, whole.slots), (1, PIPE_PAGES));
         assert_eq!(whole.pipe_of(255), (0, 0));
         assert_eq!(whole.pipe_of(256), (1, 0));
-        let t = task("{ pipes = 1000 }, { free = \"pipes\", every_page = 4 }, { free = \"pipes\", every_page = 6 }");
+        let t = task(
+            "{ pipes = 1000 }, { free = \"pipes\", every_page = 4 }, { free = \"pipes\", every_page = 6 }",
+        );
         assert_eq!(t.pipe_pages(), 2000);
         let l = PipeLayout::of(&t);
         // lcm(4, 6) = 12 lanes; 2000 pages / 12 = 167 per lane -> 256 slots.
@@ -1548,7 +1557,11 @@ mod tests {
             (vec![7], vec![8]),
         ] {
             let mut steps: Vec<String> = fills.iter().map(|n| format!("{{ pipes = {n} }}")).collect();
-            steps.extend(frees.iter().map(|n| format!("{{ free = \"pipes\", every_page = {n} }}")));
+            steps.extend(
+                frees
+                    .iter()
+                    .map(|n| format!("{{ free = \"pipes\", every_page = {n} }}")),
+            );
             let mut t = task(&steps.join(", "));
             t.loops = 1;
             let l = PipeLayout::of(&t);
@@ -1598,7 +1611,11 @@ mod tests {
         assert_eq!(normal.class(C::Movable), Some(560 - 384));
         assert_eq!(normal.class(C::Unmovable), Some(45));
         assert_eq!(normal.class(C::Reclaimable), Some(35));
-        assert_eq!(normal.class(C::Mixed), None, "no page_owner on the reference machine");
+        assert_eq!(
+            normal.class(C::Mixed),
+            None,
+            "no page_owner on the reference machine"
+        );
     }
 
     /// Issue 33: real pipes filled in lanes and every 3rd page freed by closing lanes. Makes

@@ -183,8 +183,14 @@ fn s23_1_read_ahead_kb_sets_the_window() {
 fn free_every_nth_pipe_page() {
     let held = run("", "{ pipes = 1000 }, { slab = 10 }");
     let freed = |steps: &str| delta(&run("", steps), "pgfree") - delta(&held, "pgfree");
-    assert_eq!(freed("{ pipes = 1000 }, { slab = 10 }, { free = \"pipes\", every_page = 3 }"), 333);
-    assert_eq!(freed("{ pipes = 1000 }, { slab = 10 }, { free = \"pipes\", every_page = 1 }"), 1000);
+    assert_eq!(
+        freed("{ pipes = 1000 }, { slab = 10 }, { free = \"pipes\", every_page = 3 }"),
+        333
+    );
+    assert_eq!(
+        freed("{ pipes = 1000 }, { slab = 10 }, { free = \"pipes\", every_page = 1 }"),
+        1000
+    );
     // Every 2nd, then every 3rd by place: |{k ≤ 1000: 2 | k or 3 | k}| = 500 + 333 - 166.
     assert_eq!(
         freed("{ pipes = 1000 }, { slab = 10 }, { free = \"pipes\", every_page = 2 }, { free = \"pipes\", every_page = 3 }"),
@@ -201,7 +207,10 @@ fn free_every_nth_pipe_page() {
         500
     );
     // The slab objects are untouched.
-    let r = run("", "{ pipes = 1000 }, { slab = 10 }, { free = \"pipes\", every_page = 2 }");
+    let r = run(
+        "",
+        "{ pipes = 1000 }, { slab = 10 }, { free = \"pipes\", every_page = 2 }",
+    );
     assert_eq!(delta(&r, "nr_slab_reclaimable"), 10);
 }
 
@@ -217,7 +226,14 @@ fn every_page_frees_scatter_where_whole_pipes_do_not() {
             "",
             &format!("{{ pipes = 32768 }}, {{ sample = \"built\" }}, {{ free = \"pipes\", {free} }}, {{ sample = \"freed\" }}"),
         );
-        let o0 = |name: &str| r.named_samples.iter().find(|s| s.name == name).unwrap().sample.free_by_order[0];
+        let o0 = |name: &str| {
+            r.named_samples
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap()
+                .sample
+                .free_by_order[0]
+        };
         (delta(&r, "pgfree"), o0("freed") - o0("built"))
     };
     let (whole_freed, whole_o0) = at_freed("every = 2");
@@ -274,8 +290,14 @@ fn named_samples_with_zone_census() {
     let r = run("", steps);
     let names: Vec<&str> = r.named_samples.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["start", "built", "built"]);
-    assert!(r.named_samples.windows(2).all(|w| w[0].sample.t_ns <= w[1].sample.t_ns));
-    assert!(r.named_samples[2].sample.t_ns >= 1_000_000, "taken after the compute step");
+    assert!(r
+        .named_samples
+        .windows(2)
+        .all(|w| w[0].sample.t_ns <= w[1].sample.t_ns));
+    assert!(
+        r.named_samples[2].sample.t_ns >= 1_000_000,
+        "taken after the compute step"
+    );
     for s in &r.named_samples {
         assert_eq!(s.task, "t");
         // The zones are pagetypeinfo's, their blocks and mixed blocks the sample's.
@@ -289,13 +311,21 @@ fn named_samples_with_zone_census() {
         assert_eq!(mixed, s.sample.mixed_blocks);
         // Wholly free blocks are free pages in chunks of order 9 and 10.
         let free: u64 = s.zones.iter().map(|z| z.free_blocks()).sum();
-        assert_eq!(free, s.sample.free_by_order[9] / 512 + s.sample.free_by_order[10] / 512);
+        assert_eq!(
+            free,
+            s.sample.free_by_order[9] / 512 + s.sample.free_by_order[10] / 512
+        );
         // free + the types' blocks in use (+ HighAtomic and Isolate) = every block.
         for z in &s.zones {
-            let classes: u64 = [BlockClass::Free, BlockClass::Unmovable, BlockClass::Movable, BlockClass::Reclaimable]
-                .iter()
-                .map(|c| z.class(*c).unwrap())
-                .sum::<u64>()
+            let classes: u64 = [
+                BlockClass::Free,
+                BlockClass::Unmovable,
+                BlockClass::Movable,
+                BlockClass::Reclaimable,
+            ]
+            .iter()
+            .map(|c| z.class(*c).unwrap())
+            .sum::<u64>()
                 + (z.blocks_by_type[3] - z.free_blocks_by_type[3])
                 + (z.blocks_by_type[4] - z.free_blocks_by_type[4]);
             assert_eq!(classes, z.blocks_by_type.iter().sum::<u64>());
@@ -303,7 +333,12 @@ fn named_samples_with_zone_census() {
     }
     // 64 MiB of anon and 16 MiB of pipes took blocks: fewer wholly free ones when built.
     let free_at = |i: usize| -> u64 { r.named_samples[i].zones.iter().map(|z| z.free_blocks()).sum() };
-    assert!(free_at(1) + 32 <= free_at(0), "{} then {}", free_at(0), free_at(1));
+    assert!(
+        free_at(1) + 32 <= free_at(0),
+        "{} then {}",
+        free_at(0),
+        free_at(1)
+    );
     // The unmapped anon came back: the last "built" has more wholly free blocks.
     assert!(free_at(2) > free_at(1));
     // Rows: the last sample of each name, every zone and class.
@@ -316,18 +351,29 @@ fn named_samples_with_zone_census() {
         last.free_blocks() as f64
     );
     assert_eq!(row("census.built.DMA32.mixed"), last.mixed_blocks.unwrap() as f64);
-    assert_eq!(row("census.start.DMA32.unmovable"), r.named_samples[0].zones[1].class(BlockClass::Unmovable).unwrap() as f64);
+    assert_eq!(
+        row("census.start.DMA32.unmovable"),
+        r.named_samples[0].zones[1].class(BlockClass::Unmovable).unwrap() as f64
+    );
     // compare's samples and validate's rows have them.
     let s = fraglab_spec::result::rows::samples_of(std::slice::from_ref(&r));
-    assert_eq!(fraglab_spec::result::rows::values(&s, "census.built.DMA32.free"), &[last.free_blocks() as f64]);
+    assert_eq!(
+        fraglab_spec::result::rows::values(&s, "census.built.DMA32.free"),
+        &[last.free_blocks() as f64]
+    );
     let scored = fraglab_spec::result::scoreboard::score(std::slice::from_ref(&r), std::slice::from_ref(&r));
-    let sc = scored.iter().find(|x| x.row == "census.built.DMA32.movable").unwrap();
+    let sc = scored
+        .iter()
+        .find(|x| x.row == "census.built.DMA32.movable")
+        .unwrap();
     assert_eq!(sc.class, fraglab_spec::result::scoreboard::Class::Census);
     assert_eq!(sc.verdict, fraglab_spec::result::scoreboard::Verdict::Pass);
     // Deterministic, and a spec without the step has no named_samples in its JSON.
     let json = serde_json::to_string(&r).unwrap();
     assert_eq!(json, serde_json::to_string(&run("", steps)).unwrap());
-    assert!(!serde_json::to_string(&run("", "{ pipes = 10 }")).unwrap().contains("named_samples"));
+    assert!(!serde_json::to_string(&run("", "{ pipes = 10 }"))
+        .unwrap()
+        .contains("named_samples"));
 }
 
 /// Issue 33: the new steps in a run with several instances and loops are deterministic.

@@ -2135,7 +2135,10 @@ fn issue33_every_page_files_every_sample_errors() {
         "0 is out of range (expected 1..=1048576)",
     );
     check(
-        &task(&["{ files = \"s\", count = 4, op = \"create\" },", "{ files = \"s\", count = 4, op = \"read\", every = 2 }"]),
+        &task(&[
+            "{ files = \"s\", count = 4, op = \"create\" },",
+            "{ files = \"s\", count = 4, op = \"read\", every = 2 }",
+        ]),
         6,
         "workload.task[0].steps[1].every",
         "every applies to op = \"delete\" only (this step's op is \"read\")",

@@ -117,6 +117,8 @@ fn files_every_over_count() {
         warnings(&text),
         ["spec.toml:7: key workload.task[0].steps[1].every: every = 5 is more than count = 4: no file of the set is deleted"]
     );
-    let ok = format!("{MACHINE}[[workload.task]]\nsteps = [{{ files = \"s\", count = 4, op = \"delete\", every = 4 }}]\n");
+    let ok = format!(
+        "{MACHINE}[[workload.task]]\nsteps = [{{ files = \"s\", count = 4, op = \"delete\", every = 4 }}]\n"
+    );
     assert!(warnings(&ok).is_empty());
 }

@@ -425,7 +425,15 @@ impl Cx<'_> {
         match step {
             TaskStep::FreePipePages { every } => {
                 let e = s.get("every_page").expect("given");
-                if let Some(line) = earlier(|x| matches!(x, TaskStep::Free { reclaimable: false, .. })) {
+                if let Some(line) = earlier(|x| {
+                    matches!(
+                        x,
+                        TaskStep::Free {
+                            reclaimable: false,
+                            ..
+                        }
+                    )
+                }) {
                     return Err(self.err(
                         e.key_pos,
                         &s.key("every_page"),

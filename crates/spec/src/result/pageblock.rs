@@ -244,7 +244,9 @@ impl ZoneCensus {
                 let blocks: u64 = it
                     .enumerate()
                     .skip(PAGEBLOCK_ORDER)
-                    .map(|(o, n)| n.trim_start_matches('>').parse::<u64>().unwrap_or(0) << (o - PAGEBLOCK_ORDER))
+                    .map(|(o, n)| {
+                        n.trim_start_matches('>').parse::<u64>().unwrap_or(0) << (o - PAGEBLOCK_ORDER)
+                    })
                     .sum();
                 let i = zone(&mut zones, name.trim());
                 zones[i].free_blocks_by_type[t] += blocks;
@@ -351,12 +353,18 @@ Node 0, zone   Normal            3           11            2            0       
         assert_eq!(n.class(BlockClass::Mixed), Some(16));
         // Without page_owner's table: no mixed count.
         let cut = &text[..text.find("\nNumber of mixed").unwrap()];
-        assert!(ZoneCensus::from_pagetypeinfo(cut).iter().all(|z| z.mixed_blocks.is_none()));
+        assert!(ZoneCensus::from_pagetypeinfo(cut)
+            .iter()
+            .all(|z| z.mixed_blocks.is_none()));
         // Two nodes' zones of one name are summed.
-        let two = "Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n\
+        let two =
+            "Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n\
 Node 0, zone   Normal            1            2            3            0            0 \n\
 Node 1, zone   Normal            1            2            3            0            0 \n";
-        assert_eq!(ZoneCensus::from_pagetypeinfo(two)[0].blocks_by_type, vec![2, 4, 6, 0, 0]);
+        assert_eq!(
+            ZoneCensus::from_pagetypeinfo(two)[0].blocks_by_type,
+            vec![2, 4, 6, 0, 0]
+        );
         let names: Vec<&str> = BlockClass::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(names, ["free", "unmovable", "movable", "reclaimable", "mixed"]);
     }

@@ -816,7 +816,10 @@ mod tests {
             named_samples: vec![
                 sample("built", vec![zone("Normal", 100, 90, Some(1))]),
                 sample("freed", vec![zone("Normal", 100, 95, None)]),
-                sample("built", vec![zone("DMA32", 10, 10, Some(0)), zone("Normal", 100, 50, Some(4))]),
+                sample(
+                    "built",
+                    vec![zone("DMA32", 10, 10, Some(0)), zone("Normal", 100, 50, Some(4))],
+                ),
             ],
             ..Default::default()
         };
@@ -843,7 +846,13 @@ mod tests {
         assert_eq!(values(&s, "census.built.Normal.unmovable"), &[2.0]);
         assert!(values(&s, "census.freed.Normal.mixed").is_empty());
         let printed = mmtests_rows(&r);
-        assert!(printed.contains(&format!("{:<34} {:>14}\n", "census.freed.Normal.mixed", "n/a")), "{printed}");
-        assert!(printed.contains(&format!("{:<34} {:>14}\n", "census.built.Normal.free", "50")), "{printed}");
+        assert!(
+            printed.contains(&format!("{:<34} {:>14}\n", "census.freed.Normal.mixed", "n/a")),
+            "{printed}"
+        );
+        assert!(
+            printed.contains(&format!("{:<34} {:>14}\n", "census.built.Normal.free", "50")),
+            "{printed}"
+        );
     }
 }
