@@ -9,8 +9,10 @@
 //! - **Work counters** (the /proc/vmstat deltas of compaction, migration, reclaim, stalls and THP
 //!   faults, [`WORK_ITEMS`]): the ratio simulator / kernel within ×1.5 either way.
 //! - **Census** (free pages per order and pageblocks per migratetype in the last sample, mixed
-//!   blocks): the simulator within ±15 % of the kernel, or within [`CENSUS_SLACK`] of it in
-//!   absolute terms (the unit of each census: a handful of pages or blocks).
+//!   blocks; and per zone, at the last named sample of each name, its wholly free blocks, the
+//!   blocks in use of each type and its mixed blocks, `census.NAME.ZONE.CLASS`): the simulator
+//!   within ±15 % of the kernel, or within [`CENSUS_SLACK`] of it in absolute terms (the unit of
+//!   each census: a handful of pages or blocks).
 //! - **Latency** (p50 and p99 of the fault latency per folio order, all allocation paths merged):
 //!   the ratio within ×2. Quantiles are read from the log2 histograms with geometric interpolation
 //!   inside the bucket (the histograms have no finer resolution).
