@@ -174,7 +174,9 @@ pub(crate) fn measured_part_spec(spec: &fraglab_spec::Spec) -> Result<fraglab_sp
                     objects = true;
                     None
                 }
-                TaskStep::Free { .. } => (!objects).then(|| "slab objects or pipes".to_string()),
+                TaskStep::Free { .. } | TaskStep::FreePipePages { .. } => {
+                    (!objects).then(|| "slab objects or pipes".to_string())
+                }
                 _ => None,
             };
             if let Some(m) = missing {

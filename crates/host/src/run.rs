@@ -377,6 +377,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         prelude,
         census: reports.census,
         task_reads: reports.reads,
+        named_samples: reports.named_samples,
         // The host is its own state: no reconstruction to report.
         snapshot: None,
         printed: None,
@@ -918,6 +919,8 @@ struct Reports {
     base: Histogram,
     census: Vec<fraglab_spec::result::CensusResult>,
     reads: Vec<fraglab_spec::result::TaskReadResult>,
+    /// Issue 33: the workers' `sample` steps.
+    named_samples: Vec<fraglab_spec::result::NamedSample>,
 }
 
 /// Merges the workers' reports (bursts by start time). Workers the run ended by force may
@@ -948,6 +951,7 @@ fn collect_reports(
                 reports.base.merge(&r.thpc_base);
                 reports.census.extend(r.census);
                 reports.reads.extend(r.reads);
+                reports.named_samples.extend(r.named_samples);
             }
             Err(_)
                 if ended.killed_at_deadline.contains(&wk.pid)
@@ -974,6 +978,8 @@ fn collect_reports(
     }
     reports.bursts.sort_by_key(|b| b.start_ns);
     reports.census.sort_by_key(|c| c.at_ns);
+    // In the order they were taken (the simulator's order), as the rows take the last of a name.
+    reports.named_samples.sort_by_key(|s| s.sample.t_ns);
     reports
         .reads
         .sort_by(|a, b| (&a.task, a.instance).cmp(&(&b.task, b.instance)));

@@ -988,6 +988,17 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
             "free every Nth object this task's slab or pipes steps allocated",
         ),
         int("every", 2, 1 << 30, "2..=2^30", 2, "free one object in every N"),
+        // Issue 33: single pipe pages.
+        key(
+            "every_page",
+            KeyKind::Int {
+                lo: 1,
+                hi: crate::workload::MAX_PIPE_LANES as i64,
+                range: "1..=1024",
+            },
+            KeyDefault::Text("none (every: whole pipes)"),
+            "free = \"pipes\" only, instead of every: free every Nth pipe-buffer page of the task's pipes (the Nth, 2Nth, ... page they allocated; pages, not whole pipes); a task frees its pipes by page or whole, not both, and its every_page values have a least common multiple of at most 1024 (the host fills that many pipes side by side)",
+        ),
     ],
     &[
         action("files", KeyKind::Str, "a set of small files SET/0..count-1"),
@@ -1015,6 +1026,15 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
             "the order of the files (random: a seeded shuffle)",
         ),
         STEP_MAPPING,
+        // Issue 33.
+        int(
+            "every",
+            1,
+            1 << 20,
+            "1..=1048576",
+            1,
+            "op = \"delete\" only: delete every Nth file of the set (SET/N-1, SET/2N-1, ...)",
+        ),
     ],
     &[
         action("fadvise", KeyKind::Str, "posix_fadvise on this file"),
@@ -1032,6 +1052,12 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
             "the range's length",
         ),
     ],
+    // Issue 33: named sample points.
+    &[action(
+        "sample",
+        KeyKind::Form("a name: letters, digits, _ and -"),
+        "record a named sample now (no time): the periodic samples' record plus the pageblock census of each zone (free, unmovable, movable, reclaimable, mixed blocks), result named_samples, rows census.NAME.ZONE.CLASS (the last sample of the name)",
+    )],
 ];
 
 /// The keys of `[cost]` (all `COST_KEYS`, in that order).

@@ -167,6 +167,7 @@ pub use parse::{
 pub use workload::{
     parse_duration, Fadvice, FilesOp, FioSmallFilesParams, KbuildParams, PgbenchParams, TaskParams, TaskStep,
     ThpBurstParams, ThpChallengeParams, VmScalabilityCase, VmScalabilityParams, WorkloadSpec, COST_KEYS,
+    MAX_PIPE_LANES,
 };
 
 /// The owner kind of an `alloc` op's folios (`kind`): the model's own [`FolioKind`] (anon, file,

@@ -97,6 +97,12 @@ pub struct RunResult {
     /// the JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotMatch>,
+    /// `sample` task steps (issue 33): a sample at each named point of a task program, with
+    /// the pageblock census of each zone, in the order they were taken (absent from the JSON
+    /// when no step took one). Rows `census.NAME.ZONE.CLASS` read the last of each name
+    /// ([`rows::named_census_rows`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub named_samples: Vec<NamedSample>,
     /// Timeless runs (`[[op]]`s, `fraglab run -o x.json`): the text their `print` operations
     /// produced, with a `#` line per op — what `fraglab run` prints without `-o`. Absent from
     /// timed runs (and from their JSON).
@@ -208,6 +214,22 @@ impl CensusResult {
         }
         self.pages_per_order[min.min(11)..].iter().sum::<u64>() as f64 * 100.0 / all as f64
     }
+}
+
+/// One `{ sample = "NAME" }` task step (issue 33): the record a periodic sample is, taken
+/// where the task's program reached the step, and the pageblock census of each populated zone
+/// at the same moment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NamedSample {
+    /// The step's name.
+    pub name: String,
+    /// The task and instance that took it.
+    pub task: String,
+    pub instance: u32,
+    /// The sample (its `t_ns` is when the step ran, from the start of the run).
+    pub sample: Sample,
+    /// Per populated zone, in pfn order.
+    pub zones: Vec<pageblock::ZoneCensus>,
 }
 
 /// The `read` steps of one task instance: bytes read and the time they took.

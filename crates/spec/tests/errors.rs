@@ -2084,3 +2084,115 @@ fn background_task_errors() {
         "every task is background load: nothing would end the run but its duration (leave `background` off the task whose end ends the run)",
     );
 }
+
+/// Issue 33 item 7: `every_page`, `files` `every` and `sample` are checked, each error naming
+/// the file, the line and the key.
+#[test]
+fn issue33_every_page_files_every_sample_errors() {
+    let task = |steps: &[&str]| {
+        let mut v = vec!["[[workload.task]]", "steps = ["];
+        v.extend(steps);
+        v.push("]");
+        with_machine(&v)
+    };
+    // every_page: 1..=1024, pipes only, not with every.
+    check(
+        &task(&["{ pipes = 4 },", "{ free = \"pipes\", every_page = 0 },"]),
+        6,
+        "workload.task[0].steps[1].every_page",
+        "0 is out of range (expected 1..=1024)",
+    );
+    check(
+        &task(&["{ free = \"pipes\", every_page = 1025 }"]),
+        5,
+        "workload.task[0].steps[0].every_page",
+        "1025 is out of range (expected 1..=1024)",
+    );
+    check(
+        &task(&["{ slab = 4 },", "{ free = \"slab\", every_page = 2 }"]),
+        6,
+        "workload.task[0].steps[1].every_page",
+        "every_page applies to free = \"pipes\" only (a slab object is one page already: use every)",
+    );
+    check(
+        &task(&["{ free = \"pipes\", every = 2, every_page = 2 }"]),
+        5,
+        "workload.task[0].steps[0].every",
+        "give every (whole pipes of 256 pages) or every_page (single pipe pages), not both",
+    );
+    check(
+        &task(&["{ free = \"pipes\", every_page = \"2\" }"]),
+        5,
+        "workload.task[0].steps[0].every_page",
+        "expected an integer, found a string",
+    );
+    // One way or the other per task, naming the earlier step's line.
+    check(
+        &task(&["{ pipes = 4 },", "{ free = \"pipes\", every = 2 },", "", "{ free = \"pipes\", every_page = 2 }"]),
+        8,
+        "workload.task[0].steps[2].every_page",
+        "this task frees whole pipes (every) on line 6: a task frees its pipes whole or page by page (every_page), not both (the host fills its pipes for one or the other)",
+    );
+    check(
+        &task(&["{ free = \"pipes\", every_page = 3 },", "{ free = \"pipes\" }"]),
+        6,
+        "workload.task[0].steps[1].free",
+        "this task frees single pipe pages (every_page) on line 5: a task frees its pipes whole or page by page, not both (the host fills its pipes for one or the other)",
+    );
+    // Another task may free whole pipes.
+    let ok = spec(&with_machine(&[
+        "[[workload.task]]",
+        "steps = [{ free = \"pipes\", every_page = 3 }]",
+        "[[workload.task]]",
+        "steps = [{ free = \"pipes\" }]",
+    ]));
+    parse_spec(&ok, "spec.toml").unwrap();
+    // The lanes: lcm(512, 3) = 1536 > 1024.
+    check(
+        &task(&["{ free = \"pipes\", every_page = 512 },", "{ free = \"pipes\", every_page = 3 }"]),
+        6,
+        "workload.task[0].steps[1].every_page",
+        "the every_page values of this task's free steps have a least common multiple of 1536, over 1024: the host fills that many pipes side by side (one per residue) to free every Nth page",
+    );
+    // files every: 1..=2^20, delete only.
+    check(
+        &task(&["{ files = \"s\", count = 4, op = \"delete\", every = 0 }"]),
+        5,
+        "workload.task[0].steps[0].every",
+        "0 is out of range (expected 1..=1048576)",
+    );
+    check(
+        &task(&[
+            "{ files = \"s\", count = 4, op = \"create\" },",
+            "{ files = \"s\", count = 4, op = \"read\", every = 2 }",
+        ]),
+        6,
+        "workload.task[0].steps[1].every",
+        "every applies to op = \"delete\" only (this step's op is \"read\")",
+    );
+    // sample: a non-empty name of letters, digits, _ and -.
+    check(
+        &task(&["{ sample = \"\" }"]),
+        5,
+        "workload.task[0].steps[0].sample",
+        "empty sample name",
+    );
+    check(
+        &task(&["{ compute = \"1ms\" },", "{ sample = \"after.build\" }"]),
+        6,
+        "workload.task[0].steps[1].sample",
+        "sample name \"after.build\" has '.': a name is letters, digits, _ and - (it names rows census.NAME.ZONE.CLASS)",
+    );
+    check(
+        &task(&["{ sample = 3 }"]),
+        5,
+        "workload.task[0].steps[0].sample",
+        "expected a string, found an integer",
+    );
+    check(
+        &task(&["{ sample = \"x\", every = 2 }"]),
+        5,
+        "workload.task[0].steps[0].every",
+        "unknown key (expected one of: sample)",
+    );
+}

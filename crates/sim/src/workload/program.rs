@@ -9,7 +9,7 @@ use fraglab_mm::filemap::ReadaheadState;
 use fraglab_mm::folio::{FolioId, FolioKind};
 use fraglab_mm::slowpath::MeasureWork;
 use fraglab_mm::Gfp;
-use fraglab_spec::result::{CensusResult, TaskReadResult};
+use fraglab_spec::result::{CensusResult, NamedSample, TaskReadResult};
 use fraglab_spec::{Fadvice, FilesOp, MappingKind, TaskParams, TaskStep};
 use rand::Rng;
 
@@ -40,8 +40,10 @@ pub struct ProgramTask {
     /// File name → mapping id (shared by every task of the run) and this task's readahead state.
     files: Shared<BTreeMap<String, u32>>,
     ra: BTreeMap<String, ReadaheadState>,
-    /// The `slab` and `pipes` objects held: folio, token, reclaimable (a `slab` object).
-    objects: Vec<(FolioId, u64, bool)>,
+    /// The `slab` and `pipes` objects held, in allocation order.
+    objects: Vec<HeldObj>,
+    /// Pipe pages this task's `pipes` steps have allocated (the next one's place).
+    pipe_seq: u64,
     /// The file sets of `files` steps and the files' sizes in pages (shared by the run).
     sets: Shared<FileSets>,
     metrics: Shared<Metrics>,
@@ -58,6 +60,18 @@ pub struct ProgramTask {
     /// The census steps' results and every instance's read bytes and time (shared by the run).
     census: Shared<Vec<CensusResult>>,
     reads: Shared<BTreeMap<(String, u32), (u64, u64)>>,
+    /// The `sample` steps' samples, in the order taken (shared by the run).
+    named: Shared<Vec<NamedSample>>,
+}
+
+/// A `slab` or `pipes` object a task holds: its folio (valid while the token matches), whether
+/// it is reclaimable slab, and for a pipe page its place in the task's pipe population (0 for
+/// slab).
+struct HeldObj {
+    id: FolioId,
+    token: u64,
+    reclaimable: bool,
+    seq: u64,
 }
 
 impl ProgramTask {
@@ -78,6 +92,7 @@ impl ProgramTask {
             files,
             ra: Default::default(),
             objects: Vec::new(),
+            pipe_seq: 0,
             sets: Default::default(),
             metrics,
             hugetlb_pool: Default::default(),
@@ -87,6 +102,7 @@ impl ProgramTask {
             read_ready_at: 0,
             census: Default::default(),
             reads: Default::default(),
+            named: Default::default(),
         }
     }
 
@@ -101,9 +117,9 @@ impl ProgramTask {
         for (_, mut v) in std::mem::take(&mut self.vmas) {
             freed += v.unmap(cx.mm, cx.cpu);
         }
-        for (id, t, _) in std::mem::take(&mut self.objects) {
-            if cx.mm.folio_is(id, t) {
-                cx.mm.free_folio(cx.cpu, id);
+        for o in std::mem::take(&mut self.objects) {
+            if cx.mm.folio_is(o.id, o.token) {
+                cx.mm.free_folio(cx.cpu, o.id);
                 freed += 1;
             }
         }
@@ -296,7 +312,18 @@ impl ProgramTask {
                     if reclaimable {
                         cx.mm.set_slab_shrinkable(id);
                     }
-                    self.objects.push((id, cx.mm.folios.get(id).token(), reclaimable));
+                    let seq = if reclaimable {
+                        0
+                    } else {
+                        self.pipe_seq += 1;
+                        self.pipe_seq - 1
+                    };
+                    self.objects.push(HeldObj {
+                        id,
+                        token: cx.mm.folios.get(id).token(),
+                        reclaimable,
+                        seq,
+                    });
                 }
             }
         });
@@ -338,6 +365,22 @@ impl ProgramTask {
         if m.measure.is_none() {
             m.start_measuring(cx.now, crate::snapshot::vmstat_values(cx.mm));
         }
+    }
+
+    /// `{ sample = "NAME" }` (issue 33): the record a periodic sample is
+    /// ([`crate::snapshot::sample`]) and the pageblock census of each zone
+    /// ([`crate::snapshot::zone_census`]) now, kept for the result's `named_samples`. It takes
+    /// no time (the host reads /proc/buddyinfo, pagetypeinfo and vmstat; not modelled).
+    fn sample(&mut self, cx: &mut Cx, name: String) {
+        let sample = crate::snapshot::sample(cx.mm, cx.now);
+        let zones = crate::snapshot::zone_census(cx.mm);
+        self.named.borrow_mut().push(NamedSample {
+            name,
+            task: self.name.clone(),
+            instance: self.instance,
+            sample,
+            zones,
+        });
     }
 
     /// `census`: the page-cache folio orders of `file` now ([`fraglab_mm::Mm::filemap_census`]),
@@ -382,11 +425,15 @@ impl TaskBody for ProgramTask {
                 self.pc = 0;
             }
             // Phases: a `measure` step takes no time and runs with the step after it, so
-            // that a run with the marker is the run without it.
-            if !matches!(self.steps[self.pc], S::Measure) {
-                break;
+            // that a run with the marker is the run without it; so does a `sample` step.
+            match &self.steps[self.pc] {
+                S::Measure => self.measure(cx),
+                S::Sample { name } => {
+                    let name = name.clone();
+                    self.sample(cx, name);
+                }
+                _ => break,
             }
-            self.measure(cx);
             self.next();
         }
         let step = self.steps[self.pc].clone();
@@ -452,16 +499,18 @@ impl TaskBody for ProgramTask {
                 self.next();
                 Step::Ran(cx.cost.context_switch_ns)
             }
-            S::Measure => unreachable!("run with the next step"),
+            S::Measure | S::Sample { .. } => unreachable!("run with the next step"),
             S::Free { reclaimable, every } => self.free(cx, reclaimable, every),
+            S::FreePipePages { every } => self.free_pipe_pages(cx, every),
             S::Files {
                 set,
                 size_bytes,
                 op,
                 random,
                 count,
+                every,
                 ..
-            } => self.files_step(cx, &set, count, size_bytes, op, random),
+            } => self.files_step(cx, &set, count, size_bytes, op, random, every),
             S::Fadvise {
                 file,
                 advice,
@@ -487,6 +536,7 @@ pub struct Programs {
     hugetlb_pool: Shared<Option<u64>>,
     census: Shared<Vec<CensusResult>>,
     reads: Shared<BTreeMap<(String, u32), (u64, u64)>>,
+    named: Shared<Vec<NamedSample>>,
 }
 
 impl Programs {
@@ -496,6 +546,7 @@ impl Programs {
             hugetlb_pool: Default::default(),
             census: Default::default(),
             reads: Default::default(),
+            named: Default::default(),
         }
     }
 }
@@ -571,6 +622,7 @@ impl Generator for Programs {
                 task.instance = i;
                 task.census = self.census.clone();
                 task.reads = self.reads.clone();
+                task.named = self.named.clone();
                 let id = match t.after {
                     None => run.e.spawn_at(t.start_ns, Box::new(task)),
                     Some(_) => run.e.spawn_gated(Box::new(task)),
@@ -610,6 +662,8 @@ impl Generator for Programs {
         // H5: census steps in the order they ran, and the read time of every instance that
         // finished a read step.
         r.census.extend(self.census.borrow().iter().cloned());
+        // Issue 33: the named samples in the order they were taken.
+        r.named_samples.extend(self.named.borrow().iter().cloned());
         r.task_reads
             .extend(
                 self.reads
@@ -688,19 +742,49 @@ impl ProgramTask {
         let mut k = 0u64;
         let mut freed = 0u64;
         let mut kept = Vec::with_capacity(self.objects.len());
-        for (id, t, r) in std::mem::take(&mut self.objects) {
-            if r == reclaimable {
+        for o in std::mem::take(&mut self.objects) {
+            if o.reclaimable == reclaimable {
                 let group = k / unit;
                 k += 1;
                 if (group + 1).is_multiple_of(every) {
-                    if cx.mm.folio_is(id, t) {
-                        cx.mm.free_folio(cx.cpu, id);
+                    if cx.mm.folio_is(o.id, o.token) {
+                        cx.mm.free_folio(cx.cpu, o.id);
                         freed += 1;
                     }
                     continue;
                 }
             }
-            kept.push((id, t, r));
+            kept.push(o);
+        }
+        self.objects = kept;
+        self.next();
+        Step::Ran(cx.cost.context_switch_ns + freed * cx.cost.free_page_ns)
+    }
+
+    /// `{ free = "pipes", every_page = N }` (issue 33): frees the pipe-buffer pages of this
+    /// task whose place in its pipe population is a multiple of `every` (the `every`th,
+    /// `2·every`th, ... page its `pipes` steps allocated, from 1; a page freed before keeps its
+    /// place, so a second step frees only pages the first left). A pipe-buffer page is an
+    /// order-0 unmovable allocation (`anon_pipe_get_page`: GFP_HIGHUSER | __GFP_ACCOUNT), and
+    /// it goes back to the allocator when its pipe is closed (`free_pipe_info` releases every
+    /// buffer and the cached `tmp_page`s). Reading it out would free it too, but only in
+    /// order from the head of its pipe, and `anon_pipe_put_page` keeps the first two pages a
+    /// pipe releases (`tmp_page[2]`) for its next writes; so the host engine does not read:
+    /// it fills `TaskParams::pipe_lanes` pipes side by side (page k in lane k mod lanes) and
+    /// closes the lanes whose pages are the ones to go. Simplified: the pipes' own kernel
+    /// objects (inode, pipe_inode_info, the buffer ring) are not modelled, as for `pipes`.
+    fn free_pipe_pages(&mut self, cx: &mut Cx, every: u64) -> Step {
+        let mut freed = 0u64;
+        let mut kept = Vec::with_capacity(self.objects.len());
+        for o in std::mem::take(&mut self.objects) {
+            if !o.reclaimable && (o.seq + 1).is_multiple_of(every) {
+                if cx.mm.folio_is(o.id, o.token) {
+                    cx.mm.free_folio(cx.cpu, o.id);
+                    freed += 1;
+                }
+                continue;
+            }
+            kept.push(o);
         }
         self.objects = kept;
         self.next();
@@ -713,7 +797,10 @@ impl ProgramTask {
     /// write of the file (iomap, §12.3), throttled above the dirty limit; read: the file read
     /// whole with a readahead state fresh from the open (`file_ra_state_init`, §23.1), its
     /// dentry and inode looked up if not cached; delete: unlink (its page cache truncated,
-    /// dirty pages dropped, dentry and inode freed).
+    /// dirty pages dropped, dentry and inode freed). With `every` (issue 33, delete only) the
+    /// step takes the set's every `every`th file ([`TaskStep::files_selected`]), in order or
+    /// shuffled.
+    #[allow(clippy::too_many_arguments)]
     fn files_step(
         &mut self,
         cx: &mut Cx,
@@ -722,6 +809,7 @@ impl ProgramTask {
         size: u64,
         op: FilesOp,
         random: bool,
+        every: u64,
     ) -> Step {
         if op == FilesOp::Create && cx.mm.dirty_exceeded() {
             return Step::Sleep {
@@ -729,8 +817,10 @@ impl ProgramTask {
                 sleep: 10 * MS,
             };
         }
+        // The files the step takes: all of them, or every `every`th.
+        let total = count / every;
         if random && self.order.is_empty() {
-            let mut o: Vec<u64> = (0..count).collect();
+            let mut o: Vec<u64> = TaskStep::files_selected(count, every).collect();
             for i in (1..o.len()).rev() {
                 o.swap(i, cx.rng.gen_range(0..=i));
             }
@@ -746,11 +836,11 @@ impl ProgramTask {
         let mut rs = fraglab_mm::filemap::ReadStats::default();
         let (n, work) = cx.measure(|cx| {
             let mut n = 0;
-            while n < FILES_PER_STEP && self.progress < count {
+            while n < FILES_PER_STEP && self.progress < total {
                 let i = if random {
                     self.order[self.progress as usize]
                 } else {
-                    self.progress
+                    self.progress * every + every - 1
                 } as usize;
                 self.progress += 1;
                 n += 1;
@@ -795,10 +885,10 @@ impl ProgramTask {
             n
         });
         drop(sh);
-        if self.progress >= count {
+        if self.progress >= total {
             self.next();
         }
-        let ns = (ns + cx.cost.alloc_work(&work)).max(n);
+        let ns = (ns + cx.cost.alloc_work(&work)).max(n).max(1);
         // The device (cost.rs `read_wait`): each cold file is read by its own readahead
         // requests, as the `read` step's are; the step waits for the ones it issued.
         let sleep = cx.cost.read_wait(&rs, cx.now + ns, &mut self.read_ready_at);
