@@ -817,6 +817,10 @@ fn run_scenario(
     // `--trace-dir`: the simulator's traced run is the same-start arm's first (booted from the
     // first kernel run's capture, as the traced kernel run started), else the clean boot's.
     let mut trace_spec: Option<fraglab_spec::Spec> = None;
+    // The tasks a measured-part arm leaves out: they run on in the kernel's measured part (a
+    // task holding objects until after the measured tasks, then exiting), but the capture
+    // holds their memory without them, so the arm's end state lacks what they do there.
+    let mut left_out: Vec<String> = Vec::new();
     let same: Option<Vec<RunResult>> = if captures.is_empty() {
         None
     } else {
@@ -826,6 +830,14 @@ fn run_scenario(
         } else {
             spec.clone()
         };
+        if at_measure {
+            let kept = |n: &str| base.workload.iter().flat_map(|w| &w.task).any(|t| t.name == n);
+            for t in spec.workload.iter().flat_map(|w| &w.task) {
+                if !kept(&t.name) && !left_out.contains(&t.name) {
+                    left_out.push(t.name.clone());
+                }
+            }
+        }
         let mut specs = same_start_specs(&base, &captures, &sim_spec.damon);
         for s in &mut specs {
             s.cost = sim_spec.cost.clone();
@@ -857,15 +869,48 @@ fn run_scenario(
     if let Some(td) = &o.trace_dir {
         trace_arms(d, trace_spec.as_ref().unwrap_or(&sim_spec), td, &mut notes);
     }
-    Ok(scenario_score(
-        d,
-        kernel_label,
-        &kernel,
-        same.as_deref(),
-        &sim,
-        notes,
-        diagnoses,
-    ))
+    let mut score = scenario_score(d, kernel_label, &kernel, same.as_deref(), &sim, notes, diagnoses);
+    if same.is_some() && !left_out.is_empty() {
+        end_census_not_comparable(&mut score, &left_out);
+    }
+    Ok(score)
+}
+
+/// A measured-part arm's end census is not the kernel's: the tasks it leaves out (`left_out`)
+/// still hold and then free their memory inside the kernel's measured part (their exits come
+/// after the measured tasks), which the arm cannot do. Its "(end)" census rows become n/a
+/// with that reason, and the tallies and class lines are counted again; named samples taken
+/// by the measured tasks (`{ sample = NAME }`) are compared instead.
+fn end_census_not_comparable(score: &mut ScenarioScore, left_out: &[String]) {
+    let why = format!(
+        "the same-start arm runs the measured part alone; task(s) {} outside it end inside the kernel's measured part (their exits free memory there), so the end census is not comparable: the named samples are",
+        left_out.join(", ")
+    );
+    let mut changed = false;
+    for r in score.rows.iter_mut() {
+        if r.class == Class::Census && r.row.ends_with("(end)") {
+            r.verdict = Verdict::NotMeasured(why.clone());
+            r.trivial = false;
+            changed = true;
+        }
+    }
+    if !changed {
+        return;
+    }
+    let tally = Tally::of(&score.rows);
+    let (op, of) = scoreboard::old_rule_tally(&score.rows);
+    score.pass = tally.pass;
+    score.fail = tally.fail;
+    score.pass_rate = tally.rate();
+    score.tally = tally;
+    score.old_rule = OldRule { pass: op, fail: of };
+    let by = scoreboard::by_class(&score.rows);
+    for l in score.classes.iter_mut() {
+        if l.same_start.is_some() {
+            l.same_start = Some(by[&l.class]);
+        }
+    }
+    score.notes.push(format!("simulator, same start: {why}"));
 }
 
 /// Scores one scenario: the same-start arm (when run) and the clean boot against the kernel,
@@ -2307,6 +2352,50 @@ mod tests {
             r.confounders = Some(c);
         }
         r
+    }
+
+    /// A measured-part arm whose spec leaves tasks out: its "(end)" census rows are n/a with
+    /// the reason, the other rows and the clean boot's keep their verdicts, and the tallies
+    /// and class lines are counted again.
+    #[test]
+    fn same_start_end_census_is_not_comparable_when_tasks_are_left_out() {
+        let with_sample = |free: u64| {
+            let mut r = host(&[("pgmigrate_success", 5000)], None);
+            r.samples.push(fraglab_spec::result::Sample {
+                t_ns: 1,
+                free_by_order: vec![free; 11],
+                free_by_type: vec![0; 5],
+                blocks_by_type: vec![100, 1000, 50, 0, 0],
+                ..Default::default()
+            });
+            r
+        };
+        let k: Vec<RunResult> = (0..3).map(|_| with_sample(1000)).collect();
+        let same = vec![with_sample(100)];
+        let clean = vec![with_sample(100)];
+        let mut sc = scenario_score(&def(), "host".into(), &k, Some(&same), &clean, Vec::new(), &[]);
+        let census_fails = |rows: &[ScoreRow]| {
+            rows.iter()
+                .filter(|r| r.class == Class::Census && r.verdict == Verdict::Fail)
+                .count()
+        };
+        assert_eq!(census_fails(&sc.rows), 11, "free pages per order fail before");
+        let fail_before = sc.fail;
+        end_census_not_comparable(&mut sc, &["keep".to_string()]);
+        assert_eq!(census_fails(&sc.rows), 0);
+        assert!(sc
+            .rows
+            .iter()
+            .filter(|r| r.row.ends_with("(end)"))
+            .all(|r| matches!(
+                &r.verdict,
+                Verdict::NotMeasured(w) if w.contains("keep")
+            )));
+        assert_eq!(sc.fail, fail_before - 11);
+        assert_eq!(census_fails(&sc.clean_rows), 11, "the clean boot is untouched");
+        let census = sc.classes.iter().find(|l| l.class == Class::Census).unwrap();
+        assert_eq!(census.same_start.map(|t| t.fail), Some(0));
+        assert!(sc.notes.iter().any(|n| n.contains("not comparable")));
     }
 
     fn def() -> ScenarioDef {
