@@ -21,9 +21,14 @@
 //! are mapped (`filemap_fault`), so file folios are *unmapped* and anonymous folios *mapped* for
 //! the ops filters; the time quota uses the initial throughput estimate (`PAGE_SIZE * 1024`
 //! bytes per ms) for ever, because kdamond has no CPU clock in the model; no quota goals or
-//! auto-tuning; no ops-update pass (the regions cover the monitored range from the start); no
-//! tracepoints (`damon:*` and `mm_vmscan_reclaim_pages` are not in the trace module). The
+//! auto-tuning; no ops-update pass (the regions cover the monitored range from the start). The
 //! regions are page-granular (`DAMON_MIN_REGION` = PAGE_SIZE), in pfns.
+//!
+//! **Tracepoints** (§27.2 item 6): `damon:damos_before_apply` where `damos_apply_scheme` is
+//! about to apply the scheme to a region, and `vmscan:mm_vmscan_reclaim_pages` where
+//! `reclaim_pages` (`reclaim_folio_list`) has finished with the folios that passed the filters
+//! (only when some did, as in the kernel). `damon:damon_aggregated` and `damon:damos_esz` are
+//! not emitted.
 
 use crate::folio::FolioId;
 use crate::node::Mm;
@@ -648,6 +653,21 @@ impl Kdamond {
                 self.split_at(i, (sz / PAGE) as u32);
             }
             let r = self.regions[i];
+            if mm.trace_on(crate::node::trace_kind::DAMOS_BEFORE_APPLY) {
+                // trace_damos_before_apply: context, scheme and target 0 (one each), the
+                // region after the quota's split, its accesses and age before the reset.
+                let ev = crate::trace::TraceEvent::DamosBeforeApply {
+                    context_idx: 0,
+                    scheme_idx: 0,
+                    target_idx: 0,
+                    nr_regions: self.regions.len() as u32,
+                    start: r.start as u64 * PAGE,
+                    end: r.end as u64 * PAGE,
+                    nr_accesses: r.nr_accesses,
+                    age: r.age,
+                };
+                mm.emit(self.cpu, ev);
+            }
             let (freed, passed) = self.pageout(mm, r.start, r.end);
             if self.applied.len() == Self::LOG {
                 self.applied.remove(0);
@@ -759,8 +779,30 @@ impl Kdamond {
             return (0, passed);
         }
         // reclaim_pages: GFP_KERNEL, may swap, references ignored (cleared above).
+        let nr_scanned: u64 = list
+            .iter()
+            .map(|&id| 1u64 << mm.folios.folios[id as usize].order)
+            .sum();
         let sc = crate::vmscan::ScanControl::direct(mm.zones.len() - 1, 0, self.cpu);
         let stat = mm.shrink_folio_list(list, &sc);
+        if mm.trace_on(crate::node::trace_kind::VMSCAN_RECLAIM_PAGES) {
+            // reclaim_folio_list's trace_mm_vmscan_reclaim_pages: `sc.nr_scanned` counts every
+            // page `shrink_folio_list` was given. The model has no congestion, no PG_reclaim
+            // writeback retry and no unmap failure (those count 0).
+            let ev = crate::trace::TraceEvent::MmVmscanReclaimPages {
+                nid: 0,
+                nr_scanned: nr_scanned as i64,
+                nr_reclaimed: stat.nr_reclaimed as i64,
+                nr_dirty: stat.nr_dirty as i64,
+                nr_writeback: stat.nr_writeback as i64,
+                nr_congested: 0,
+                nr_immediate: 0,
+                nr_activate: [stat.nr_activate[0] as i32, stat.nr_activate[1] as i32],
+                nr_ref_keep: stat.nr_ref_keep as i64,
+                nr_unmap_fail: 0,
+            };
+            mm.emit(self.cpu, ev);
+        }
         (stat.nr_reclaimed, passed)
     }
 }

@@ -301,3 +301,98 @@ fn section_27_2_sampling_counts_accesses_and_ages_idle_regions() {
     let cold = kd.regions.last().unwrap();
     assert!(cold.age >= 10 && cold.last_nr_accesses == 0, "{cold:?}");
 }
+
+/// §27.2 item 6: the kdamond emits `damon:damos_before_apply` for every region the scheme is
+/// applied to (the region after the quota's split, its accesses and age before the reset, the
+/// target's region count) and `vmscan:mm_vmscan_reclaim_pages` once per application whose
+/// folios reached `reclaim_pages` (none for a region with nothing that passed the filters):
+/// its pages scanned and reclaimed, and the dirty folios it activated.
+#[test]
+fn s27_tracepoints_fields_and_counts() {
+    use fraglab_mm::node::trace_kind;
+    use fraglab_mm::trace::{parse_trace_line, render_trace, TraceEvent};
+    let (mut mm, file, _) = cached(8192, 512);
+    let dirty: Vec<FolioId> = file.iter().copied().step_by(5).collect();
+    for &id in &dirty {
+        mm.folio_mark_dirty(id, true);
+    }
+    mm.set_trace_mask(trace_kind::DAMON | trace_kind::VMSCAN_RECLAIM_PAGES);
+    let mut kd = Kdamond::new(s2_small(), &mm, 11);
+    mm.cur.pid = 62;
+    mm.cur.comm = "kdamond.0".into();
+    let mut now = 0;
+    while now < 200 * SEC {
+        mm.cur.now_ns = now;
+        now += kd.step(&mut mm, now);
+    }
+    let recs = mm.take_trace();
+    let text = render_trace(&recs);
+    // Every line reads back as the record it came from.
+    for (l, r) in text.lines().zip(&recs) {
+        assert_eq!(parse_trace_line(l).as_ref(), Some(r), "{l}");
+        assert_eq!((r.pid, r.cpu, r.comm.as_str()), (62, 0, "kdamond.0"));
+    }
+    let before: Vec<&TraceEvent> = recs
+        .iter()
+        .map(|r| &r.event)
+        .filter(|e| matches!(e, TraceEvent::DamosBeforeApply { .. }))
+        .collect();
+    assert!(kd.applied.len() > 20, "{} applications", kd.applied.len());
+    assert_eq!(before.len(), kd.applied.len());
+    for (e, a) in before.iter().zip(&kd.applied) {
+        let TraceEvent::DamosBeforeApply {
+            context_idx,
+            scheme_idx,
+            target_idx,
+            nr_regions,
+            start,
+            end,
+            nr_accesses,
+            age,
+        } = **e
+        else {
+            unreachable!()
+        };
+        assert_eq!((context_idx, scheme_idx, target_idx), (0, 0, 0));
+        assert_eq!((start, end), (a.start as u64 * 4096, a.end as u64 * 4096));
+        assert_eq!((nr_accesses, age, nr_regions as usize), (a.nr_accesses, a.age, a.nr_regions));
+        // The scheme's access pattern: 0-1 accesses, at least 12 aggregations old.
+        assert!(nr_accesses <= 1 && age >= 12, "{e:?}");
+    }
+    let span: u64 = before
+        .iter()
+        .map(|e| match e {
+            TraceEvent::DamosBeforeApply { start, end, .. } => end - start,
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(span, kd.stats.sz_tried);
+    let mut calls = 0;
+    let (mut scanned, mut reclaimed, mut activated) = (0i64, 0i64, 0i64);
+    for r in &recs {
+        if let TraceEvent::MmVmscanReclaimPages {
+            nr_scanned,
+            nr_reclaimed,
+            nr_dirty,
+            nr_activate,
+            ..
+        } = r.event
+        {
+            calls += 1;
+            assert!(nr_scanned > 0 && nr_reclaimed + nr_activate[1] as i64 <= nr_scanned);
+            assert_eq!(nr_dirty, nr_activate[1] as i64, "dirty page cache is activated");
+            assert_eq!(nr_activate[0], 0, "no anonymous folio passes S2's filters");
+            scanned += nr_scanned;
+            reclaimed += nr_reclaimed;
+            activated += nr_activate[1] as i64;
+        }
+    }
+    // One call per application whose folios reached reclaim_pages: fewer than the
+    // applications (regions of free memory or anonymous folios give none).
+    let with_folios = kd.applied.iter().filter(|a| a.freed > 0).count();
+    assert!(calls >= with_folios && calls < kd.applied.len(), "{calls} calls");
+    assert_eq!(reclaimed as u64 * 4096, kd.stats.sz_applied);
+    assert!(activated > 0);
+    assert_eq!(scanned as u64 * 4096, kd.stats.sz_ops_filter_passed);
+    check(&mm);
+}
