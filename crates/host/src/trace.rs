@@ -103,9 +103,7 @@ pub struct TraceSession {
     missing: Vec<String>,
 }
 
-/// The comment line a trace file written by [`TraceSession::start_to`] has for each diff
-/// event the kernel lacks (followed by a space and `group:name`).
-pub const MISSING_EVENT_PREFIX: &str = "# fraglab host trace: not on this kernel:";
+pub use fraglab_state::trace::MISSING_EVENT_PREFIX;
 
 /// Writes `1` to the `enable` file of each of `events` (`group:name` or `group:*`) under
 /// `instance`, pushing each path written to `enabled` (so a failure part way still lets the
