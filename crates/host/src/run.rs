@@ -389,6 +389,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
 fn capture_into(path: &Path) -> Result<(PathBuf, std::time::Duration, Instant), HostError> {
     let opts = crate::snapshot::CaptureOptions {
         page_owner: false,
+        damon_regions: true,
         ..Default::default()
     };
     let snap = crate::snapshot::capture(&opts, &mut |_, _| {})?;
