@@ -100,6 +100,22 @@ pub struct DamonConfig {
     /// The monitored physical ranges in pfns, `[start, end)`; empty: the whole managed memory
     /// (DAMON_RECLAIM's default, the largest "System RAM" resource, §27.4).
     pub regions: Vec<(u32, u32)>,
+    /// The regions the kdamond starts with, with their accesses and ages: a snapshot's (the
+    /// kernel's kdamond when the pages were read, §27.2 item 3). Empty: one region per range
+    /// of `regions`, every one at age 0 (a kdamond just started). When given, they are the
+    /// monitored ranges (the kernel's targets) and `regions` is not used.
+    pub start: Vec<StartRegion>,
+}
+
+/// A region a kdamond starts with (see [`DamonConfig::start`]), in pfns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StartRegion {
+    pub start: u32,
+    pub end: u32,
+    /// Accesses counted in the aggregation that ended when it was recorded.
+    pub nr_accesses: u32,
+    /// Aggregation intervals.
+    pub age: u32,
 }
 
 impl DamonConfig {
@@ -126,6 +142,7 @@ impl DamonConfig {
             }),
             filters: Vec::new(),
             regions: Vec::new(),
+            start: Vec::new(),
         }
     }
 
@@ -156,6 +173,7 @@ impl DamonConfig {
                 },
             ],
             regions: Vec::new(),
+            start: Vec::new(),
         }
     }
 
@@ -268,8 +286,12 @@ impl Kdamond {
 
     /// A kdamond over `mm`'s memory (the configured ranges, else from the first managed pfn
     /// to the end of memory), one region per range (as the sysfs `targets/0/regions` give
-    /// them), `seed` for `damon_rand`.
+    /// them), `seed` for `damon_rand`. With [`DamonConfig::start`] it starts with those
+    /// regions instead ([`Kdamond::with_start`]).
     pub fn new(cfg: DamonConfig, mm: &Mm, seed: u64) -> Kdamond {
+        if !cfg.start.is_empty() {
+            return Self::with_start(cfg, mm, seed);
+        }
         let ranges = if cfg.regions.is_empty() {
             let start = mm
                 .zones
@@ -307,6 +329,50 @@ impl Kdamond {
             rng: seed ^ 0x6461_6d6f_6e5f_7264,
             cfg,
         }
+    }
+
+    /// A kdamond that has been running (§27.2 item 3): its regions are [`DamonConfig::start`]
+    /// (clipped to `mm`'s memory, in address order, overlaps dropped) with their ages, each
+    /// region's recorded `nr_accesses` the previous aggregation's (`last_nr_accesses`, which
+    /// the next merge compares with) and a new aggregation window starting now. The regions
+    /// were recorded where the kernel's `kdamond_reset_aggregated` reports them, after the
+    /// merge and the schemes and before `kdamond_split_regions`, so they are split once here
+    /// as the kernel's were next. `sz_limit` is their total over `min_nr_regions`
+    /// (`damon_region_sz_limit`). Simplified: the quota's window, its charged address and the
+    /// kernel's sample phase are not recorded; the first aggregation ends one interval from
+    /// now, the scheme's sweep starts at the lowest address.
+    pub fn with_start(cfg: DamonConfig, mm: &Mm, seed: u64) -> Kdamond {
+        let mut start = cfg.start.clone();
+        start.sort_by_key(|r| (r.start, r.end));
+        let mut regions: Vec<Region> = Vec::with_capacity(start.len());
+        for s in start {
+            let end = s.end.min(mm.end_pfn);
+            let begin = regions.last().map_or(s.start, |p| s.start.max(p.end));
+            if end <= begin {
+                continue;
+            }
+            regions.push(Region {
+                start: begin,
+                end,
+                nr_accesses: 0,
+                last_nr_accesses: s.nr_accesses,
+                age: s.age,
+                sampling: begin,
+            });
+        }
+        let mut kd = Self::new(
+            DamonConfig {
+                start: Vec::new(),
+                regions: regions.iter().map(|r| (r.start, r.end)).collect(),
+                ..cfg.clone()
+            },
+            mm,
+            seed,
+        );
+        kd.cfg = cfg;
+        kd.regions = regions;
+        kd.split_regions();
+        kd
     }
 
     /// `damon_rand(l, r)`: uniform in `[l, r)` (splitmix64 on the kdamond's own seed).

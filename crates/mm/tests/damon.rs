@@ -396,3 +396,63 @@ fn s27_tracepoints_fields_and_counts() {
     assert_eq!(scanned as u64 * 4096, kd.stats.sz_ops_filter_passed);
     check(&mm);
 }
+
+/// §27.2 item 3, §27.3: a kdamond booted with the regions and ages a running one had (a
+/// snapshot's) applies S2's scheme at its first aggregation (5 s) and frees cold page cache
+/// there; a kdamond started cold (every region at age 0) applies nothing until its regions
+/// are 12 aggregations old (60 s).
+#[test]
+fn s27_booted_kdamond_with_aged_regions_applies_in_its_first_aggregation() {
+    use fraglab_mm::damon::StartRegion;
+    let (mut warm_mm, _, _) = cached(8192, 0);
+    let (mut cold_mm, _, _) = cached(8192, 0);
+    let file0 = pages_of(&warm_mm, FolioKind::File);
+    // The kernel's regions when the pages were read: 16 regions over the memory, cold (no
+    // access in the last aggregation) and 80 aggregations old, one of them just applied
+    // (age 0).
+    let first = warm_mm.zones.iter().find(|z| z.managed > 0).unwrap().start_pfn;
+    let end = warm_mm.end_pfn();
+    let step = (end - first) / 16;
+    let start: Vec<StartRegion> = (0..16)
+        .map(|i| StartRegion {
+            start: first + i * step,
+            end: if i == 15 { end } else { first + (i + 1) * step },
+            nr_accesses: 0,
+            age: if i == 3 { 0 } else { 80 },
+        })
+        .collect();
+    let warm_cfg = DamonConfig {
+        start: start.clone(),
+        ..s2_small()
+    };
+    let mut warm = Kdamond::new(warm_cfg, &warm_mm, 9);
+    // Split once, as the kernel does right after the aggregation it was recorded at: the
+    // same span, more regions, the ages kept.
+    assert!(warm.regions.len() > 16);
+    assert_eq!(warm.regions[0].start, first);
+    assert_eq!(warm.regions.last().unwrap().end, end);
+    assert!(warm.regions.iter().all(|r| r.age == 80 || r.age == 0));
+    let mut cold = Kdamond::new(s2_small(), &cold_mm, 9);
+    let (mut tw, mut tc) = (0, 0);
+    run(&mut warm, &mut warm_mm, &mut tw, 6);
+    run(&mut cold, &mut cold_mm, &mut tc, 6);
+    let first_aggr = 5 * SEC;
+    assert!(
+        !warm.applied.is_empty() && warm.applied.iter().all(|a| a.now_ns == first_aggr),
+        "{:?}",
+        warm.applied.first()
+    );
+    // Aged 81 at that merge (80 + 1); the region recorded just applied is not eligible.
+    assert!(warm.applied.iter().all(|a| a.age == 81));
+    assert!(warm.applied.iter().map(|a| a.freed).sum::<u64>() > 0);
+    assert!(pages_of(&warm_mm, FolioKind::File) < file0);
+    assert!(cold.applied.is_empty());
+    assert_eq!(pages_of(&cold_mm, FolioKind::File), file0);
+    // The cold one starts only once its regions are 12 aggregations old.
+    run(&mut cold, &mut cold_mm, &mut tc, 54);
+    assert!(cold.applied.is_empty(), "{:?}", cold.applied.first());
+    run(&mut cold, &mut cold_mm, &mut tc, 10);
+    assert!(!cold.applied.is_empty());
+    assert!(cold.applied[0].now_ns >= 60 * SEC);
+    check(&warm_mm);
+}

@@ -141,7 +141,12 @@ fn run_workload_full(
     for g in &mut gens {
         g.spawn(&mut run);
     }
-    if let Some(cfg) = crate::boot::damon_config(spec) {
+    if let Some(mut cfg) = crate::boot::damon_config(spec) {
+        // Booted from a snapshot: the kdamond goes on from the kernel's regions and ages
+        // (none recorded: it starts cold, every region at age 0).
+        if spec.machine.snapshot.is_some() {
+            cfg.start = crate::restore::damon_start(&crate::restore::load(spec)?.header);
+        }
         e.start_kdamond(cfg);
     }
     let rec = Recorder::install(&mut e, sink, metrics.clone());
