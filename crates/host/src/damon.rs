@@ -81,9 +81,9 @@ pub fn set_state(p: &Path, word: &str) -> Result<(), String> {
 /// the run's start (and not turned off by it, `[host] damon = "off"`) with a `paddr` context
 /// and a `pageout` scheme gives the intervals, region bounds, access pattern, quotas,
 /// watermarks and ops filters (the `anon`, `unmapped` and `young` filters that match; other
-/// filter types are not modelled and left out). `None` when no such kdamond ran — as on a
-/// machine with `nr_kdamonds` 0 — and the model's DAMON stays off. The monitored ranges are not
-/// carried over: the model monitors its whole memory (§27.4).
+/// filter types are not modelled and left out), and the monitored ranges (`targets/*/regions`,
+/// which the model clips to its memory). `None` when no such kdamond ran — as on a machine
+/// with `nr_kdamonds` 0 — and the model's DAMON stays off.
 pub fn damon_spec_for(c: &HostConfounders) -> Option<DamonSpec> {
     let d = c.start.damon.as_ref()?;
     let (ctx, scheme) = d
@@ -130,12 +130,17 @@ pub fn damon_spec_for(c: &HostConfounders) -> Option<DamonSpec> {
         .filter(|f| f.matching && ["anon", "unmapped", "young"].contains(&f.kind.as_str()))
         .map(|f| (f.kind.clone(), f.allow))
         .collect();
+    // The ranges the kernel's kdamond monitors (the model clips them to its memory): S2's
+    // leave out the PCI hole and the first 16 MiB, which a whole-memory range would sweep too.
+    let regions = (!ctx.target_regions.is_empty())
+        .then(|| ctx.target_regions.iter().map(|&[a, b]| (a, b)).collect());
     Some(DamonSpec {
         enabled: true,
         preset: "s2".into(),
         values,
         wmarks_free_mem_rate: Some(free_mem_rate),
         filters: Some(filters),
+        regions,
     })
 }
 
@@ -373,6 +378,38 @@ mod tests {
         w(c.join("monitoring_attrs/intervals/sample_us"), "500000");
         w(c.join("targets/nr_targets"), "1");
         w(c.join("schemes/0/action"), "pageout");
+        // S2's targets/0/regions (§27.3).
+        for (i, (a, b)) in [(16u64 << 20, 3u64 << 30), (4 << 30, 25 << 30)].iter().enumerate() {
+            let r = c.join(format!("targets/0/regions/{i}"));
+            std::fs::create_dir_all(&r).unwrap();
+            w(r.join("start"), &a.to_string());
+            w(r.join("end"), &b.to_string());
+        }
+    }
+
+    /// §27.3: the monitored ranges of the kernel's kdamond are recorded and given to the
+    /// simulator (which clips them to its memory), so that its sweep leaves out what the
+    /// kernel's does (the PCI hole, the first 16 MiB).
+    #[test]
+    fn s27_damon_spec_carries_the_monitored_ranges() {
+        let root = tmp("ranges");
+        fake_sysfs(&root, "on", 83);
+        let reading = crate::confounders::read_at(&root);
+        let ctx = &reading.damon.as_ref().unwrap().kdamonds[0].contexts[0];
+        assert_eq!(ctx.target_regions, [[16 << 20, 3 << 30], [4 << 30, 25 << 30]]);
+        let c = HostConfounders {
+            start: reading.clone(),
+            end: reading,
+            ..Default::default()
+        };
+        let d = damon_spec_for(&c).unwrap();
+        assert_eq!(d.regions, Some(vec![(16 << 20, 3 << 30), (4 << 30, 25 << 30)]));
+        assert!(
+            c.summary().contains(", over 16777216-3221225472 4294967296-26843545600\n"),
+            "{}",
+            c.summary()
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     fn tmp(name: &str) -> PathBuf {
@@ -495,6 +532,8 @@ mod tests {
             d.filters,
             Some(vec![("anon".to_string(), false), ("unmapped".to_string(), true)])
         );
+        // The fixture's kdamond has no target: the preset's ranges stay.
+        assert_eq!(d.regions, None);
         c.damon_turned_off = vec![0];
         assert_eq!(damon_spec_for(&c), None, "turned off by the run");
         c.damon_turned_off.clear();

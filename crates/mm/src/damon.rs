@@ -35,6 +35,12 @@ use crate::node::Mm;
 use crate::types::MAX_PAGE_ORDER;
 use fraglab_types::folio::FolioKind;
 
+/// S2's monitored ranges (§27.3), in pfns: from 16 MiB to the PCI hole at 3 GiB, and from
+/// 4 GiB on.
+const S2_START_PFN: u32 = (16 << 20) / 4096;
+const PCI_HOLE_START_PFN: u32 = 3 << 18;
+const PCI_HOLE_END_PFN: u32 = 4 << 18;
+
 /// `DAMOS_MAX_SCORE`.
 pub const DAMOS_MAX_SCORE: u32 = 99;
 /// `DAMON_MAX_SUBSCORE`.
@@ -97,8 +103,10 @@ pub struct DamonConfig {
     pub wmarks: Option<Watermarks>,
     /// `ops_filters/`, in order.
     pub filters: Vec<OpsFilter>,
-    /// The monitored physical ranges in pfns, `[start, end)`; empty: the whole managed memory
-    /// (DAMON_RECLAIM's default, the largest "System RAM" resource, §27.4).
+    /// The monitored physical ranges in pfns, `[start, end)`, clipped to the machine's memory
+    /// (a range past its end monitors nothing); empty: the largest "System RAM" range
+    /// (DAMON_RECLAIM's default `monitor_region_start/end` 0/0, §27.1, which
+    /// `damon_set_region_biggest_system_ram_default` picks).
     pub regions: Vec<(u32, u32)>,
     /// The regions the kdamond starts with, with their accesses and ages: a snapshot's (the
     /// kernel's kdamond when the pages were read, §27.2 item 3). Empty: one region per range
@@ -148,7 +156,7 @@ impl DamonConfig {
 
     /// S2's sysfs-made kdamond (§27.3): 500 ms / 5 s, 1024–8192 regions, 0–1 accesses, age ≥ 12
     /// aggregations, 128 MiB per 1 s and 50 ms, no watermarks, filters [anon reject, unmapped
-    /// allow].
+    /// allow], over [16 MiB, 3 GiB) and [4 GiB, end).
     pub fn s2() -> DamonConfig {
         DamonConfig {
             sample_us: 500_000,
@@ -172,7 +180,9 @@ impl DamonConfig {
                     allow: true,
                 },
             ],
-            regions: Vec::new(),
+            // §27.3: targets/0/regions [16 MiB, 3 GiB) and [4 GiB, end of memory): the PCI
+            // hole below 4 GiB and the first 16 MiB are not monitored.
+            regions: vec![(S2_START_PFN, PCI_HOLE_START_PFN), (PCI_HOLE_END_PFN, u32::MAX)],
             start: Vec::new(),
         }
     }
@@ -293,19 +303,13 @@ impl Kdamond {
             return Self::with_start(cfg, mm, seed);
         }
         let ranges = if cfg.regions.is_empty() {
-            let start = mm
-                .zones
-                .iter()
-                .filter(|z| z.managed > 0)
-                .map(|z| z.start_pfn)
-                .min()
-                .unwrap_or(0);
-            vec![(start, mm.end_pfn)]
+            Self::largest_ram_range(mm).into_iter().collect()
         } else {
             cfg.regions.clone()
         };
         let regions: Vec<Region> = ranges
             .into_iter()
+            .map(|(s, e)| (s, e.min(mm.end_pfn)))
             .filter(|(s, e)| e > s)
             .map(|(s, e)| Region::new(s, e))
             .collect();
@@ -373,6 +377,34 @@ impl Kdamond {
         kd.regions = regions;
         kd.split_regions();
         kd
+    }
+
+    /// The largest "System RAM" range (`damon_set_region_biggest_system_ram_default`, §27.1):
+    /// the zones' present pages as contiguous ranges (each zone's from its start: the model's
+    /// holes are at the ends of zone spans, as on x86-64 where DMA32 ends at the PCI hole;
+    /// simplified for a snapshot's machine, whose holes may lie inside a span), adjacent
+    /// zones' joined; the first of the largest.
+    pub fn largest_ram_range(mm: &Mm) -> Option<(u32, u32)> {
+        let mut zones: Vec<(u32, u32)> = mm
+            .zones
+            .iter()
+            .filter(|z| z.present > 0)
+            .map(|z| (z.start_pfn, z.start_pfn + z.present))
+            .collect();
+        zones.sort_unstable();
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        for (s, e) in zones {
+            match ranges.last_mut() {
+                Some(last) if last.1 == s => last.1 = e,
+                _ => ranges.push((s, e)),
+            }
+        }
+        ranges
+            .into_iter()
+            .fold(None, |best: Option<(u32, u32)>, r| match best {
+                Some(b) if b.1 - b.0 >= r.1 - r.0 => Some(b),
+                _ => Some(r),
+            })
     }
 
     /// `damon_rand(l, r)`: uniform in `[l, r)` (splitmix64 on the kdamond's own seed).

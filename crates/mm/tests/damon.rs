@@ -456,3 +456,53 @@ fn s27_booted_kdamond_with_aged_regions_applies_in_its_first_aggregation() {
     assert!(cold.applied[0].now_ns >= 60 * SEC);
     check(&warm_mm);
 }
+
+/// §27.3 (S2's targets), §27.1 (DAMON_RECLAIM's default): on an x86-64 machine of 4 GiB the
+/// PCI hole [3 GiB, 4 GiB) is not monitored. S2's kdamond covers [16 MiB, 3 GiB) and [4 GiB,
+/// end) and its sweep goes from below the hole to above it without charging the quota for
+/// the hole (the model monitored [first managed pfn, end) before: eight aggregations of each
+/// pass, 40 s, went on 1 GiB with no page in it). DAMON_RECLAIM's default is the largest System
+/// RAM range, here the one below the hole.
+#[test]
+fn s27_monitored_ranges_leave_out_the_pci_hole() {
+    use fraglab_mm::mmzone::MachineConfig;
+    let m = MachineConfig::x86_64(4 << 30, true, 1).unwrap();
+    let mut mm = Mm::new(&m, fraglab_mm::Tunables::default()).unwrap();
+    let (hole, four_g) = (3u32 << 18, 4u32 << 18);
+    let end = mm.end_pfn();
+    assert_eq!(end, four_g + (1 << 18));
+    let mut kd = Kdamond::new(DamonConfig::s2(), &mm, 3);
+    assert_eq!(kd.regions.first().unwrap().start, (16 << 20) / 4096);
+    assert_eq!(kd.regions.last().unwrap().end, end);
+    let outside = |s: u32, e: u32| e <= hole || s >= four_g;
+    assert!(kd.regions.iter().all(|r| outside(r.start, r.end)));
+    let total: u64 = kd.regions.iter().map(|r| (r.end - r.start) as u64).sum();
+    assert_eq!(total, (hole - 4096 + (end - four_g)) as u64);
+    let reclaim = Kdamond::new(DamonConfig::damon_reclaim(), &mm, 3);
+    let (s, e) = Kdamond::largest_ram_range(&mm).unwrap();
+    assert!(e <= hole && e - s > (2 << 18), "{s:#x}-{e:#x}");
+    assert_eq!(
+        (reclaim.regions.first().unwrap().start, reclaim.regions.last().unwrap().end),
+        (s, e)
+    );
+    // A pass of S2's sweep over the idle machine: 128 MiB of region span per aggregation from
+    // 60 s on, none of it in the hole, across it in one aggregation.
+    let mut now = 0;
+    run(&mut kd, &mut mm, &mut now, 200);
+    assert!(kd.applied.iter().all(|a| outside(a.start, a.end)));
+    assert!(kd.applied.iter().any(|a| a.start >= four_g), "the sweep reached 4 GiB by 200 s");
+    let mut per_window: Vec<(u64, u64)> = Vec::new();
+    for a in &kd.applied {
+        let sz = (a.end - a.start) as u64 * 4096;
+        match per_window.last_mut() {
+            Some((t, v)) if *t == a.now_ns => *v += sz,
+            _ => per_window.push((a.now_ns, sz)),
+        }
+    }
+    assert!(per_window.iter().all(|&(_, v)| v <= 128 << 20));
+    // 3 GiB less 16 MiB below the hole: 24 windows, the 24th ending above 4 GiB.
+    let first_above = kd.applied.iter().find(|a| a.start >= four_g).unwrap().now_ns;
+    let windows_before = per_window.iter().filter(|&&(t, _)| t < first_above).count();
+    assert!(windows_before <= 24, "{windows_before} windows below the hole");
+    check(&mm);
+}

@@ -459,6 +459,9 @@ pub struct DamonSpec {
     pub wmarks_free_mem_rate: Option<bool>,
     /// `filters` if given: (type, allow) in order.
     pub filters: Option<Vec<(String, bool)>>,
+    /// `regions` if given: the monitored physical ranges `[start, end)` in bytes, in address
+    /// order (`targets/0/regions/N/{start,end}`).
+    pub regions: Option<Vec<(u64, u64)>>,
 }
 
 /// `[run]`.

@@ -2029,6 +2029,30 @@ fn section_27_damon_keys_bad_values() {
         "\"mapped:allow\" is not type:allow or type:reject with type anon, unmapped or young (did you mean \"unmapped\"?)",
     );
     check(
+        &with_machine(&["[damon]", "regions = \"16MiB-3GiB, 2GiB-4GiB\""]),
+        4,
+        "damon.regions",
+        "\"2GiB-4GiB\" overlaps or precedes the range before it (ranges in address order)",
+    );
+    check(
+        &with_machine(&["[damon]", "regions = \"16MiB\""]),
+        4,
+        "damon.regions",
+        "\"16MiB\" is not START-END (two sizes)",
+    );
+    check(
+        &with_machine(&["[damon]", "regions = \"1GiB-1GiB\""]),
+        4,
+        "damon.regions",
+        "\"1GiB-1GiB\" is not a range of whole pages (START < END, both multiples of 4KiB)",
+    );
+    check(
+        &with_machine(&["[damon]", "regions = \"1GiB-2Gb\""]),
+        4,
+        "damon.regions",
+        "\"2Gb\" is ambiguous (expected a binary unit: did you mean \"2GiB\"?)",
+    );
+    check(
         &with_machine(&["[damon]", "sample_ms = 5"]),
         4,
         "damon.sample_ms",
