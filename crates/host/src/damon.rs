@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use fraglab_spec::result::confounders::HostConfounders;
 use fraglab_spec::DamonSpec;
-use fraglab_state::damon::{Batcher, DamonCapture, DamonRegion, DAMON_AGGREGATED};
+use fraglab_state::damon::{Batch, Batcher, DamonCapture, DAMON_AGGREGATED};
 
 /// The directory of the kdamonds.
 pub const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
@@ -157,6 +157,8 @@ pub struct CaptureTarget {
     pub aggr_us: u64,
     /// `targets/nr_targets`.
     pub nr_targets: u32,
+    /// The pageout scheme's index (`schemes/N`).
+    pub scheme: u32,
 }
 
 /// The [`CaptureTarget`] of the DAMON sysfs tree under `root` (`/` on the machine; a fake tree
@@ -165,15 +167,15 @@ pub fn capture_target(root: &Path) -> Option<CaptureTarget> {
     let d = crate::confounders::read_at(root).damon?;
     d.kdamonds.iter().filter(|k| k.state == "on").find_map(|k| {
         let pid = u32::try_from(k.pid?).ok().filter(|&p| p > 0)?;
-        let ctx = k
-            .contexts
-            .iter()
-            .find(|c| c.operations == "paddr" && c.schemes.iter().any(|s| s.action == "pageout"))?;
+        let (ctx, scheme) = k.contexts.iter().filter(|c| c.operations == "paddr").find_map(|c| {
+            Some((c, c.schemes.iter().position(|s| s.action == "pageout")?))
+        })?;
         Some(CaptureTarget {
             index: k.index,
             pid,
             aggr_us: ctx.aggr_us.filter(|&a| a > 0)?,
             nr_targets: ctx.nr_targets.unwrap_or(1).clamp(1, u32::MAX as u64) as u32,
+            scheme: scheme as u32,
         })
     })
 }
@@ -207,16 +209,13 @@ impl Drop for EventOff {
 
 /// One whole aggregation of `t`'s regions from the tracefs instance directory `instance`
 /// (made by the caller: [`capture_regions`]; a prepared directory in tests):
-/// `damon:damon_aggregated` is enabled (with a pid filter, where the kernel takes one) and
-/// `trace_pipe` read until [`Batcher`] has a complete aggregation or `timeout` passes; the
-/// event is disabled again on every way out. Read-only towards DAMON: nothing under
-/// /sys/kernel/mm/damon is written. Returns the aggregation's timestamp (the instance's trace
-/// clock) and its regions, or why there are none.
-pub fn read_aggregation(
-    instance: &Path,
-    t: &CaptureTarget,
-    timeout: Duration,
-) -> Result<(u64, Vec<DamonRegion>), String> {
+/// `damon:damon_aggregated` and, where the kernel has it, `damon:damos_before_apply` (the
+/// aggregation's applications, which say where the scheme's sweep resumes) are enabled (with a
+/// pid filter, where the kernel takes one) and `trace_pipe` read until [`Batcher`] has a
+/// complete aggregation or `timeout` passes; the events are disabled again on every way out.
+/// Read-only towards DAMON: nothing under /sys/kernel/mm/damon is written. Returns the
+/// aggregation, or why there is none.
+pub fn read_aggregation(instance: &Path, t: &CaptureTarget, timeout: Duration) -> Result<Batch, String> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt;
     let ev = instance.join("events/damon/damon_aggregated");
@@ -231,13 +230,21 @@ pub fn read_aggregation(
     let _ = std::fs::write(ev.join("filter"), format!("common_pid == {}", t.pid));
     std::fs::write(&enable, "1").map_err(|e| format!("{}: {e}", enable.display()))?;
     let _off = EventOff(enable);
+    let ap = instance.join("events/damon/damos_before_apply");
+    let _off_apply = if ap.join("enable").exists() {
+        let _ = std::fs::write(ap.join("filter"), format!("common_pid == {}", t.pid));
+        std::fs::write(ap.join("enable"), "1").map_err(|e| format!("{}: {e}", ap.display()))?;
+        Some(EventOff(ap.join("enable")))
+    } else {
+        None
+    };
     let pipe_path = instance.join("trace_pipe");
     let mut pipe = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(&pipe_path)
         .map_err(|e| format!("{}: {e}", pipe_path.display()))?;
-    let mut b = Batcher::new(t.pid, t.nr_targets, t.aggr_us);
+    let mut b = Batcher::new(t.pid, t.nr_targets, t.aggr_us, t.scheme);
     let start = std::time::Instant::now();
     let mut buf = vec![0u8; 64 << 10];
     let mut partial = String::new();
@@ -304,7 +311,7 @@ pub fn capture_regions(sysfs_root: &Path) -> Option<DamonCapture> {
         ..Default::default()
     };
     let pid = std::process::id();
-    let got = (|| -> Result<(u64, Vec<DamonRegion>), String> {
+    let got = (|| -> Result<Batch, String> {
         let (root, mounted) =
             crate::trace::tracefs_root(&format!("fraglab-damon-tracefs-{pid}")).map_err(|e| e.to_string())?;
         crate::record::remove_stale_instances(&root.join("instances"));
@@ -323,9 +330,10 @@ pub fn capture_regions(sysfs_root: &Path) -> Option<DamonCapture> {
         read_aggregation(&instance, &t, capture_timeout(t.aggr_us))
     })();
     match got {
-        Ok((ts, regions)) => {
-            c.aggregated_at_ns = ts;
-            c.regions = regions;
+        Ok(b) => {
+            c.aggregated_at_ns = b.ts_ns;
+            c.regions = b.regions;
+            c.applied = b.applied;
         }
         Err(e) => c.note = e,
     }
@@ -437,7 +445,8 @@ mod tests {
                 index: 0,
                 pid: 83,
                 aggr_us: 5_000_000,
-                nr_targets: 1
+                nr_targets: 1,
+                scheme: 0
             })
         );
         fake_sysfs(&root, "off", -1);
@@ -453,11 +462,20 @@ mod tests {
     fn s27_capture_reads_one_whole_aggregation_from_a_fake_instance() {
         let inst = tmp("inst");
         let ev = inst.join("events/damon/damon_aggregated");
-        std::fs::create_dir_all(&ev).unwrap();
-        std::fs::write(ev.join("enable"), "0").unwrap();
+        let ap = inst.join("events/damon/damos_before_apply");
+        for d in [&ev, &ap] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("enable"), "0").unwrap();
+        }
         let mib = 1u64 << 20;
+        let apply = format!(
+            "       kdamond.0-83      [001] .....   405.119000: damos_before_apply: ctx_idx=0 scheme_idx=0 target_idx=0 nr_regions=3 {}-{}: 0 83\n",
+            24 * mib,
+            40 * mib
+        );
         let text = [
             agg("400.000001", 3, 40 * mib, 64 * mib, 77),
+            apply,
             agg("405.120000", 3, 16 * mib, 24 * mib, 78),
             agg("405.120001", 3, 24 * mib, 40 * mib, 0),
             agg("405.120002", 3, 40 * mib, 64 * mib, 78),
@@ -470,21 +488,29 @@ mod tests {
             pid: 83,
             aggr_us: 5_000_000,
             nr_targets: 1,
+            scheme: 0,
         };
-        let (ts, regions) = read_aggregation(&inst, &t, Duration::from_secs(5)).unwrap();
-        assert_eq!(ts, 405_120_002_000);
+        let b = read_aggregation(&inst, &t, Duration::from_secs(5)).unwrap();
+        assert_eq!(b.ts_ns, 405_120_002_000);
         assert_eq!(
-            regions
+            b.regions
                 .iter()
                 .map(|r| (r.start / mib, r.end / mib, r.age))
                 .collect::<Vec<_>>(),
             [(16, 24, 78), (24, 40, 0), (40, 64, 78)]
         );
-        assert_eq!(std::fs::read_to_string(ev.join("enable")).unwrap(), "0");
+        // The application before the report: the region that now has age 0.
         assert_eq!(
-            std::fs::read_to_string(ev.join("filter")).unwrap(),
-            "common_pid == 83"
+            b.applied.iter().map(|r| (r.start / mib, r.end / mib, r.age)).collect::<Vec<_>>(),
+            [(24, 40, 83)]
         );
+        for d in [&ev, &ap] {
+            assert_eq!(std::fs::read_to_string(d.join("enable")).unwrap(), "0");
+            assert_eq!(
+                std::fs::read_to_string(d.join("filter")).unwrap(),
+                "common_pid == 83"
+            );
+        }
         // Only part of an aggregation in time: an error, and the event is off again.
         std::fs::write(inst.join("trace_pipe"), agg("1.000000", 3, 0, mib, 1)).unwrap();
         let e = read_aggregation(&inst, &t, Duration::from_millis(60)).unwrap_err();

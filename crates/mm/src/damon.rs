@@ -113,6 +113,10 @@ pub struct DamonConfig {
     /// of `regions`, every one at age 0 (a kdamond just started). When given, they are the
     /// monitored ranges (the kernel's targets) and `regions` is not used.
     pub start: Vec<StartRegion>,
+    /// With `start`: the regions (pfns) the scheme was applied to in the aggregation they were
+    /// recorded at, in order. When they used up the quota the next application resumes after
+    /// the last one (`charge_addr_from`), as the kernel's does.
+    pub start_applied: Vec<(u32, u32)>,
 }
 
 /// A region a kdamond starts with (see [`DamonConfig::start`]), in pfns.
@@ -151,6 +155,7 @@ impl DamonConfig {
             filters: Vec::new(),
             regions: Vec::new(),
             start: Vec::new(),
+            start_applied: Vec::new(),
         }
     }
 
@@ -184,6 +189,7 @@ impl DamonConfig {
             // hole below 4 GiB and the first 16 MiB are not monitored.
             regions: vec![(S2_START_PFN, PCI_HOLE_START_PFN), (PCI_HOLE_END_PFN, u32::MAX)],
             start: Vec::new(),
+            start_applied: Vec::new(),
         }
     }
 
@@ -342,9 +348,12 @@ impl Kdamond {
     /// were recorded where the kernel's `kdamond_reset_aggregated` reports them, after the
     /// merge and the schemes and before `kdamond_split_regions`, so they are split once here
     /// as the kernel's were next. `sz_limit` is their total over `min_nr_regions`
-    /// (`damon_region_sz_limit`). Simplified: the quota's window, its charged address and the
-    /// kernel's sample phase are not recorded; the first aggregation ends one interval from
-    /// now, the scheme's sweep starts at the lowest address.
+    /// (`damon_region_sz_limit`). When [`DamonConfig::start_applied`] charged at least the
+    /// quota (the model's effective one), the sweep resumes after the last of them
+    /// (`charge_addr_from` = its end + 1, §27.2 item 4), else at the lowest address.
+    /// Simplified: the kernel's sample phase is not recorded (the first aggregation ends one
+    /// interval from now), nor its quota window (a new one starts at the first application,
+    /// as it would after the kernel's 5 s).
     pub fn with_start(cfg: DamonConfig, mm: &Mm, seed: u64) -> Kdamond {
         let mut start = cfg.start.clone();
         start.sort_by_key(|r| (r.start, r.end));
@@ -367,12 +376,24 @@ impl Kdamond {
         let mut kd = Self::new(
             DamonConfig {
                 start: Vec::new(),
+                start_applied: Vec::new(),
                 regions: regions.iter().map(|r| (r.start, r.end)).collect(),
                 ..cfg.clone()
             },
             mm,
             seed,
         );
+        let applied: u64 = cfg
+            .start_applied
+            .iter()
+            .map(|&(s, e)| e.saturating_sub(s) as u64 * PAGE)
+            .sum();
+        let esz = kd.effective_quota();
+        if esz > 0 && applied >= esz {
+            if let Some(&(_, e)) = cfg.start_applied.last() {
+                kd.quota.charge_addr_from = e as u64 * PAGE + 1;
+            }
+        }
         kd.cfg = cfg;
         kd.regions = regions;
         kd.split_regions();

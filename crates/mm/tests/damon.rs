@@ -506,3 +506,43 @@ fn s27_monitored_ranges_leave_out_the_pci_hole() {
     assert!(windows_before <= 24, "{windows_before} windows below the hole");
     check(&mm);
 }
+
+/// §27.2 item 4: the applications recorded with the regions used up the quota, so the booted
+/// kdamond's first application resumes after the last of them (`charge_addr_from`), as the
+/// kernel's would; with applications short of the quota it starts at the lowest address.
+#[test]
+fn s27_booted_kdamond_resumes_after_the_recorded_applications() {
+    use fraglab_mm::damon::StartRegion;
+    let (mm, _, _) = cached(8192, 0);
+    let first = mm.zones.iter().find(|z| z.managed > 0).unwrap().start_pfn;
+    let end = mm.end_pfn();
+    let step = (end - first) / 16;
+    let start: Vec<StartRegion> = (0..16)
+        .map(|i| StartRegion {
+            start: first + i * step,
+            end: if i == 15 { end } else { first + (i + 1) * step },
+            nr_accesses: 0,
+            age: 80,
+        })
+        .collect();
+    // 4 MiB of quota = 1024 pages; the recorded aggregation applied exactly that, ending at
+    // the middle of memory.
+    let mid = first + 8 * step;
+    let cfg = |applied: Vec<(u32, u32)>| DamonConfig {
+        quota_bytes: 4 << 20,
+        start: start.clone(),
+        start_applied: applied,
+        ..s2_small()
+    };
+    let first_applied = |c: DamonConfig| {
+        let (mut mm, _, _) = cached(8192, 0);
+        let mut kd = Kdamond::new(c, &mm, 4);
+        let mut now = 0;
+        run(&mut kd, &mut mm, &mut now, 6);
+        kd.applied.first().map(|a| a.start)
+    };
+    let resumed = first_applied(cfg(vec![(mid - 1024, mid)])).unwrap();
+    assert!(resumed >= mid, "{resumed:#x} < {mid:#x}");
+    let fresh = first_applied(cfg(vec![(mid - 512, mid)])).unwrap();
+    assert!(fresh < mid - 1024, "{fresh:#x}");
+}

@@ -123,6 +123,21 @@ pub fn damon_start(header: &SnapshotHeader) -> Vec<fraglab_mm::damon::StartRegio
     v
 }
 
+/// The regions (pfns) the kernel's pageout scheme was applied to in the aggregation the
+/// snapshot recorded (`DamonCapture::applied`), in order: where the booted kdamond's sweep
+/// resumes ([`fraglab_mm::damon::DamonConfig::start_applied`]).
+pub fn damon_applied(header: &SnapshotHeader) -> Vec<(u32, u32)> {
+    let page = fraglab_mm::types::PAGE_SIZE;
+    header
+        .damon
+        .iter()
+        .flat_map(|d| &d.applied)
+        .map(|r| ((r.start / page), r.end.div_ceil(page)))
+        .filter(|&(s, e)| e > s && e <= u32::MAX as u64)
+        .map(|(s, e)| (s as u32, e as u32))
+        .collect()
+}
+
 /// Puts `loaded` in the cache as the reconstruction of the file at `path` as it is now, so
 /// that specs naming that file boot in it without reading it (tests; a tool that has already
 /// reconstructed a snapshot).

@@ -145,7 +145,9 @@ fn run_workload_full(
         // Booted from a snapshot: the kdamond goes on from the kernel's regions and ages
         // (none recorded: it starts cold, every region at age 0).
         if spec.machine.snapshot.is_some() {
-            cfg.start = crate::restore::damon_start(&crate::restore::load(spec)?.header);
+            let loaded = crate::restore::load(spec)?;
+            cfg.start = crate::restore::damon_start(&loaded.header);
+            cfg.start_applied = crate::restore::damon_applied(&loaded.header);
         }
         e.start_kdamond(cfg);
     }

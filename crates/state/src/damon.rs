@@ -52,6 +52,12 @@ pub struct DamonCapture {
     pub pages_at_ns: u64,
     /// Every region of every target, by target then address; empty when none could be read.
     pub regions: Vec<DamonRegion>,
+    /// The regions the pageout scheme was applied to in that aggregation, in order
+    /// (`damon:damos_before_apply`, target and `[start, end)`): where the scheme's next
+    /// application resumes (`charge_addr_from`) when they used up its quota. Empty when none
+    /// was or the tracepoint is missing.
+    #[serde(default)]
+    pub applied: Vec<DamonRegion>,
     /// Why `regions` is empty (no tracepoint, no complete aggregation in time, ...), else empty.
     pub note: String,
 }
@@ -108,32 +114,85 @@ pub fn parse_damon_aggregated(line: &str) -> Option<Aggregated> {
     })
 }
 
+/// One `damon:damos_before_apply` line: `ctx_idx=%u scheme_idx=%u target_idx=%lu
+/// nr_regions=%u %lu-%lu: %u %u` (include/trace/events/damon.h), with its pid.
+pub fn parse_damos_before_apply(line: &str) -> Option<(u32, u32, DamonRegion)> {
+    let line = line.trim_end_matches(['\n', '\r']);
+    if crate::trace::event_name(line)? != "damos_before_apply" {
+        return None;
+    }
+    let pid = crate::trace::line_pid(line)?;
+    let (_, fields) = line.split_once(": damos_before_apply: ")?;
+    let rest = fields.strip_prefix("ctx_idx=")?;
+    let (_ctx, rest) = rest.split_once(" scheme_idx=")?;
+    let (scheme, rest) = rest.split_once(" target_idx=")?;
+    let (target, rest) = rest.split_once(" nr_regions=")?;
+    let (_nr, rest) = rest.split_once(' ')?;
+    let (start, rest) = rest.split_once('-')?;
+    let (end, rest) = rest.split_once(": ")?;
+    let (acc, age) = rest.split_once(' ')?;
+    Some((
+        pid,
+        num(scheme)?,
+        DamonRegion {
+            target: num(target)?,
+            start: num(start)?,
+            end: num(end)?,
+            nr_accesses: num(acc)?,
+            age: num(age)?,
+        },
+    ))
+}
+
 /// Assembles the first complete aggregation of one kdamond (`pid`, `nr_targets` targets) from
 /// `damon_aggregated` lines in the order the trace gives them. A line more than half an
 /// aggregation interval after the previous one starts a new batch (what came before it was
 /// the end of an aggregation the reading joined part way); so does a target that goes back or
-/// a region that does not follow the previous one's start.
+/// a region that does not follow the previous one's start. The `damos_before_apply` lines of
+/// scheme `scheme` that come between two aggregations belong to the later one (the kernel
+/// applies the schemes, then reports the regions, in one pass of its loop).
 #[derive(Clone, Debug)]
 pub struct Batcher {
     pid: u32,
     nr_targets: u32,
+    scheme: u32,
     gap_ns: u64,
     last_ts: Option<u64>,
     cur: Vec<DamonRegion>,
     /// Per target of the batch: the region count its lines announce.
     expect: Vec<Option<u32>>,
-    done: Option<(u64, Vec<DamonRegion>)>,
+    /// Applications seen since the last `damon_aggregated` line, and those of the batch being
+    /// assembled.
+    pending: Vec<DamonRegion>,
+    cur_applied: Vec<DamonRegion>,
+    last_was_aggregated: bool,
+    done: Option<Batch>,
+}
+
+/// A complete aggregation: its last line's timestamp, its regions and the applications that
+/// preceded it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Batch {
+    pub ts_ns: u64,
+    pub regions: Vec<DamonRegion>,
+    pub applied: Vec<DamonRegion>,
 }
 
 impl Batcher {
-    pub fn new(pid: u32, nr_targets: u32, aggr_us: u64) -> Batcher {
+    /// A batcher for kdamond `pid` with `nr_targets` targets, aggregation interval `aggr_us`,
+    /// whose pageout scheme is `scheme` (its index in the context).
+    pub fn new(pid: u32, nr_targets: u32, aggr_us: u64, scheme: u32) -> Batcher {
         Batcher {
             pid,
             nr_targets: nr_targets.max(1),
+            scheme,
             gap_ns: (aggr_us * 1000 / 2).max(1_000_000),
             last_ts: None,
             cur: Vec::new(),
             expect: Vec::new(),
+            pending: Vec::new(),
+            cur_applied: Vec::new(),
+            last_was_aggregated: false,
             done: None,
         }
     }
@@ -156,6 +215,16 @@ impl Batcher {
         if self.done.is_some() {
             return true;
         }
+        if let Some((pid, scheme, r)) = parse_damos_before_apply(line) {
+            if pid == self.pid && scheme == self.scheme {
+                if self.last_was_aggregated {
+                    self.pending.clear();
+                    self.last_was_aggregated = false;
+                }
+                self.pending.push(r);
+            }
+            return false;
+        }
         let Some(a) = parse_damon_aggregated(line).filter(|a| a.pid == self.pid) else {
             return false;
         };
@@ -168,7 +237,17 @@ impl Batcher {
             None => true,
             Some(p) => a.target > p.target || (a.target == p.target && a.start >= p.end),
         };
-        if gap || !follows || self.expect.is_empty() {
+        if !self.last_was_aggregated {
+            // The first report line after applications (or at the start): a new aggregation,
+            // which those applications belong to.
+            self.last_was_aggregated = true;
+            self.cur_applied = std::mem::take(&mut self.pending);
+            self.restart();
+        } else if gap {
+            // A new aggregation with no application before it.
+            self.cur_applied.clear();
+            self.restart();
+        } else if !follows || self.expect.is_empty() {
             self.restart();
         }
         let slot = &mut self.expect[a.target as usize];
@@ -184,14 +263,18 @@ impl Batcher {
             age: a.age,
         });
         if self.complete() {
-            self.done = Some((a.ts_ns, std::mem::take(&mut self.cur)));
+            self.done = Some(Batch {
+                ts_ns: a.ts_ns,
+                regions: std::mem::take(&mut self.cur),
+                applied: std::mem::take(&mut self.cur_applied),
+            });
             return true;
         }
         false
     }
 
-    /// The complete batch: its last line's timestamp and its regions.
-    pub fn take(&mut self) -> Option<(u64, Vec<DamonRegion>)> {
+    /// The complete batch.
+    pub fn take(&mut self) -> Option<Batch> {
         self.done.take()
     }
 }
@@ -227,13 +310,63 @@ mod tests {
         assert_eq!(parse_damon_aggregated(&line.replace("9663676416-", "0x9-")), None);
     }
 
+    fn apply(pid: u32, t: &str, scheme: u32, s: u64, e: u64, age: u32) -> String {
+        format!(
+            "       kdamond.0-{pid:<7} [001] ..... {t:>12}: damos_before_apply: ctx_idx=0 scheme_idx={scheme} target_idx=0 nr_regions=3 {s}-{e}: 0 {age}"
+        )
+    }
+
+    /// The `damos_before_apply` lines before an aggregation's report are its applications;
+    /// those before an earlier report, and another scheme's, are not.
+    #[test]
+    fn s27_batcher_keeps_the_applications_of_its_aggregation() {
+        let mib = 1u64 << 20;
+        let lines = [
+            apply(83, "99.999000", 0, 0, 8 * mib, 90),
+            l(83, "100.000010", 0, 2, 0, 8 * mib, 0, 0),
+            l(83, "100.000011", 0, 2, 8 * mib, 60 * mib, 0, 91),
+            apply(83, "105.119000", 0, 8 * mib, 40 * mib, 92),
+            apply(83, "105.119001", 1, 40 * mib, 60 * mib, 92),
+            apply(83, "105.119002", 0, 40 * mib, 60 * mib, 92),
+            l(83, "105.120000", 0, 3, 0, 8 * mib, 0, 1),
+            l(83, "105.120001", 0, 3, 8 * mib, 40 * mib, 0, 0),
+        ];
+        // The first report is complete after its second line: the batch, with the one
+        // application before it.
+        let mut b = Batcher::new(83, 1, 5_000_000, 0);
+        let mut done = None;
+        for x in &lines {
+            if b.line(x) {
+                done = b.take();
+                break;
+            }
+        }
+        let batch = done.unwrap();
+        assert_eq!(batch.ts_ns, 100_000_011_000);
+        assert_eq!(
+            batch.applied.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(),
+            [(0, 8 * mib)]
+        );
+        // Joined after it: the next report's applications, scheme 1's left out.
+        let mut b = Batcher::new(83, 1, 5_000_000, 0);
+        for x in &lines[2..] {
+            assert!(!b.line(x));
+        }
+        assert!(b.line(&l(83, "105.120002", 0, 3, 40 * mib, 60 * mib, 0, 0)));
+        let batch = b.take().unwrap();
+        assert_eq!(
+            batch.applied.iter().map(|r| (r.start / mib, r.end / mib)).collect::<Vec<_>>(),
+            [(8, 40), (40, 60)]
+        );
+    }
+
     /// The reading joins an aggregation part way: those lines are dropped at the gap, and the
     /// next aggregation's lines (one target, three regions) make the batch; another kdamond's
     /// lines are ignored.
     #[test]
     fn s27_batcher_takes_the_first_whole_aggregation() {
         let mib = 1u64 << 20;
-        let mut b = Batcher::new(83, 1, 5_000_000);
+        let mut b = Batcher::new(83, 1, 5_000_000, 0);
         let lines = [
             l(83, "100.000010", 0, 3, 20 * mib, 40 * mib, 0, 7),
             l(83, "100.000011", 0, 3, 40 * mib, 60 * mib, 1, 2),
@@ -245,17 +378,22 @@ mod tests {
             assert!(!b.line(x), "{x}");
         }
         assert!(b.line(&l(83, "105.120002", 0, 3, 40 * mib, 60 * mib, 0, 0)));
-        let (ts, regions) = b.take().unwrap();
-        assert_eq!(ts, 105_120_002_000);
+        let batch = b.take().unwrap();
+        assert_eq!(batch.ts_ns, 105_120_002_000);
         assert_eq!(
-            regions.iter().map(|r| (r.start / mib, r.end / mib, r.age)).collect::<Vec<_>>(),
+            batch
+                .regions
+                .iter()
+                .map(|r| (r.start / mib, r.end / mib, r.age))
+                .collect::<Vec<_>>(),
             [(16, 20, 8), (20, 40, 8), (40, 60, 0)]
         );
+        assert!(batch.applied.is_empty());
         // Two targets: complete when both have their announced counts.
-        let mut b = Batcher::new(83, 2, 5_000_000);
+        let mut b = Batcher::new(83, 2, 5_000_000, 0);
         assert!(!b.line(&l(83, "1.000000", 0, 1, 0, mib, 0, 1)));
         assert!(!b.line(&l(83, "1.000001", 1, 2, 0, mib, 0, 1)));
         assert!(b.line(&l(83, "1.000002", 1, 2, mib, 2 * mib, 0, 1)));
-        assert_eq!(b.take().unwrap().1.len(), 3);
+        assert_eq!(b.take().unwrap().regions.len(), 3);
     }
 }
