@@ -143,7 +143,11 @@ pub fn trace(cmd: TraceCmd) -> Result<(), String> {
                 sim_from_ns: secs("--sim-from", sim_from)?,
                 episodes,
                 damon_bin_ns: match secs("--damon-bin", Some(damon_bin))? {
-                    Some(0) | None => return Err(format!("--damon-bin: {damon_bin} is not a bin width (seconds, > 0)")),
+                    Some(0) | None => {
+                        return Err(format!(
+                            "--damon-bin: {damon_bin} is not a bin width (seconds, > 0)"
+                        ))
+                    }
                     Some(ns) => ns,
                 },
             };

@@ -132,8 +132,8 @@ pub fn damon_spec_for(c: &HostConfounders) -> Option<DamonSpec> {
         .collect();
     // The ranges the kernel's kdamond monitors (the model clips them to its memory): S2's
     // leave out the PCI hole and the first 16 MiB, which a whole-memory range would sweep too.
-    let regions = (!ctx.target_regions.is_empty())
-        .then(|| ctx.target_regions.iter().map(|&[a, b]| (a, b)).collect());
+    let regions =
+        (!ctx.target_regions.is_empty()).then(|| ctx.target_regions.iter().map(|&[a, b]| (a, b)).collect());
     Some(DamonSpec {
         enabled: true,
         preset: "s2".into(),
@@ -167,9 +167,11 @@ pub fn capture_target(root: &Path) -> Option<CaptureTarget> {
     let d = crate::confounders::read_at(root).damon?;
     d.kdamonds.iter().filter(|k| k.state == "on").find_map(|k| {
         let pid = u32::try_from(k.pid?).ok().filter(|&p| p > 0)?;
-        let (ctx, scheme) = k.contexts.iter().filter(|c| c.operations == "paddr").find_map(|c| {
-            Some((c, c.schemes.iter().position(|s| s.action == "pageout")?))
-        })?;
+        let (ctx, scheme) = k
+            .contexts
+            .iter()
+            .filter(|c| c.operations == "paddr")
+            .find_map(|c| Some((c, c.schemes.iter().position(|s| s.action == "pageout")?)))?;
         Some(CaptureTarget {
             index: k.index,
             pid,
@@ -262,7 +264,9 @@ pub fn read_aggregation(instance: &Path, t: &CaptureTarget, timeout: Duration) -
                 continue;
             }
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(format!("{}: {e}", pipe_path.display())),
         }
         if start.elapsed() >= timeout {
@@ -387,7 +391,10 @@ mod tests {
         w(c.join("targets/nr_targets"), "1");
         w(c.join("schemes/0/action"), "pageout");
         // S2's targets/0/regions (§27.3).
-        for (i, (a, b)) in [(16u64 << 20, 3u64 << 30), (4 << 30, 25 << 30)].iter().enumerate() {
+        for (i, (a, b)) in [(16u64 << 20, 3u64 << 30), (4 << 30, 25 << 30)]
+            .iter()
+            .enumerate()
+        {
             let r = c.join(format!("targets/0/regions/{i}"));
             std::fs::create_dir_all(&r).unwrap();
             w(r.join("start"), &a.to_string());
@@ -413,7 +420,8 @@ mod tests {
         let d = damon_spec_for(&c).unwrap();
         assert_eq!(d.regions, Some(vec![(16 << 20, 3 << 30), (4 << 30, 25 << 30)]));
         assert!(
-            c.summary().contains(", over 16777216-3221225472 4294967296-26843545600\n"),
+            c.summary()
+                .contains(", over 16777216-3221225472 4294967296-26843545600\n"),
             "{}",
             c.summary()
         );
@@ -501,7 +509,10 @@ mod tests {
         );
         // The application before the report: the region that now has age 0.
         assert_eq!(
-            b.applied.iter().map(|r| (r.start / mib, r.end / mib, r.age)).collect::<Vec<_>>(),
+            b.applied
+                .iter()
+                .map(|r| (r.start / mib, r.end / mib, r.age))
+                .collect::<Vec<_>>(),
             [(24, 40, 83)]
         );
         for d in [&ev, &ap] {
@@ -520,7 +531,10 @@ mod tests {
         std::fs::remove_dir_all(inst.join("events")).unwrap();
         let e = read_aggregation(&inst, &t, Duration::from_millis(60)).unwrap_err();
         assert!(e.contains("no damon:damon_aggregated tracepoint"), "{e}");
-        assert!(!inst.join("events").exists(), "nothing is created for a missing event");
+        assert!(
+            !inst.join("events").exists(),
+            "nothing is created for a missing event"
+        );
         std::fs::remove_dir_all(&inst).unwrap();
     }
 

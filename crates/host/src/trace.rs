@@ -426,10 +426,14 @@ mod tests {
         }
         std::fs::write(inst.join("events/compaction/enable"), "0").unwrap();
         std::fs::write(inst.join("events/vmscan/mm_vmscan_reclaim_pages/enable"), "0").unwrap();
-        let events: Vec<String> = ["compaction:*", "vmscan:mm_vmscan_reclaim_pages", "damon:damos_before_apply"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let events: Vec<String> = [
+            "compaction:*",
+            "vmscan:mm_vmscan_reclaim_pages",
+            "damon:damos_before_apply",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let mut enabled = Vec::new();
         let missing = enable_events(&inst, &events, &events[1..], &mut enabled).unwrap();
         assert_eq!(missing, ["damon:damos_before_apply"]);
@@ -441,7 +445,11 @@ mod tests {
         let mut enabled = Vec::new();
         let e = enable_events(&inst, &events, &[], &mut enabled).unwrap_err();
         assert!(e.to_string().contains("damos_before_apply"), "{e}");
-        assert_eq!(enabled.len(), 2, "the ones written before the failure are returned");
+        assert_eq!(
+            enabled.len(),
+            2,
+            "the ones written before the failure are returned"
+        );
         std::fs::remove_dir_all(&inst).unwrap();
     }
 

@@ -296,7 +296,8 @@ pub mod trace_kind {
     pub const VMSCAN_THROTTLED: u32 = 1 << 24;
     /// vmscan:mm_vmscan_reclaim_pages.
     pub const VMSCAN_RECLAIM_PAGES: u32 = 1 << 25;
-    pub const VMSCAN: u32 = VMSCAN_KSWAPD | VMSCAN_DIRECT | VMSCAN_LRU | VMSCAN_THROTTLED | VMSCAN_RECLAIM_PAGES;
+    pub const VMSCAN: u32 =
+        VMSCAN_KSWAPD | VMSCAN_DIRECT | VMSCAN_LRU | VMSCAN_THROTTLED | VMSCAN_RECLAIM_PAGES;
     /// damon:damos_before_apply.
     pub const DAMOS_BEFORE_APPLY: u32 = 1 << 26;
     /// The damon events.

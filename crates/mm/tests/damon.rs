@@ -355,7 +355,10 @@ fn s27_tracepoints_fields_and_counts() {
         };
         assert_eq!((context_idx, scheme_idx, target_idx), (0, 0, 0));
         assert_eq!((start, end), (a.start as u64 * 4096, a.end as u64 * 4096));
-        assert_eq!((nr_accesses, age, nr_regions as usize), (a.nr_accesses, a.age, a.nr_regions));
+        assert_eq!(
+            (nr_accesses, age, nr_regions as usize),
+            (a.nr_accesses, a.age, a.nr_regions)
+        );
         // The scheme's access pattern: 0-1 accesses, at least 12 aggregations old.
         assert!(nr_accesses <= 1 && age >= 12, "{e:?}");
     }
@@ -482,7 +485,10 @@ fn s27_monitored_ranges_leave_out_the_pci_hole() {
     let (s, e) = Kdamond::largest_ram_range(&mm).unwrap();
     assert!(e <= hole && e - s > (2 << 18), "{s:#x}-{e:#x}");
     assert_eq!(
-        (reclaim.regions.first().unwrap().start, reclaim.regions.last().unwrap().end),
+        (
+            reclaim.regions.first().unwrap().start,
+            reclaim.regions.last().unwrap().end
+        ),
         (s, e)
     );
     // A pass of S2's sweep over the idle machine: 128 MiB of region span per aggregation from
@@ -490,7 +496,10 @@ fn s27_monitored_ranges_leave_out_the_pci_hole() {
     let mut now = 0;
     run(&mut kd, &mut mm, &mut now, 200);
     assert!(kd.applied.iter().all(|a| outside(a.start, a.end)));
-    assert!(kd.applied.iter().any(|a| a.start >= four_g), "the sweep reached 4 GiB by 200 s");
+    assert!(
+        kd.applied.iter().any(|a| a.start >= four_g),
+        "the sweep reached 4 GiB by 200 s"
+    );
     let mut per_window: Vec<(u64, u64)> = Vec::new();
     for a in &kd.applied {
         let sz = (a.end - a.start) as u64 * 4096;

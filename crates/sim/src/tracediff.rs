@@ -1248,7 +1248,10 @@ pub fn render_text(d: &TraceDiff) -> String {
         "first reclaim divergence",
         &d.first_reclaim_divergence,
     ));
-    o.push_str(&divergence_line("first damon divergence", &d.first_damon_divergence));
+    o.push_str(&divergence_line(
+        "first damon divergence",
+        &d.first_damon_divergence,
+    ));
     o.push_str(&divergence_line("first divergence", &d.first_divergence));
     match &d.largest_divergence {
         None => o.push_str("largest divergence: none\n"),

@@ -80,7 +80,11 @@ fn s27_damon_regions_key_sets_the_monitored_ranges() {
     .unwrap();
     let c = fraglab_sim::boot::damon_config(&s).unwrap();
     assert_eq!(c.regions, [(8192, 262_144), (1 << 20, 25 << 18)]);
-    let s = parse_spec("[machine]\nmemory = \"5GiB\"\n[damon]\npreset = \"s2\"\n", "r.toml").unwrap();
+    let s = parse_spec(
+        "[machine]\nmemory = \"5GiB\"\n[damon]\npreset = \"s2\"\n",
+        "r.toml",
+    )
+    .unwrap();
     let c = fraglab_sim::boot::damon_config(&s).unwrap();
     assert_eq!(c.regions, [(4096, 3 << 18), (1 << 20, u32::MAX)]);
     // Clipped to the machine: the kdamond's regions end at the end of memory.

@@ -283,7 +283,7 @@ impl Batcher {
 mod tests {
     use super::*;
 
-    fn l(pid: u32, t: &str, target: u32, nr: u32, s: u64, e: u64, acc: u32, age: u32) -> String {
+    fn l(pid: u32, t: &str, (target, nr): (u32, u32), s: u64, e: u64, acc: u32, age: u32) -> String {
         format!(
             "       kdamond.0-{pid:<7} [001] ..... {t:>12}: damon_aggregated: target_id={target} nr_regions={nr} {s}-{e}: {acc} {age}"
         )
@@ -305,7 +305,10 @@ mod tests {
                 age: 80
             })
         );
-        assert_eq!(parse_damon_aggregated(&line.replace("damon_aggregated", "damos_before_apply")), None);
+        assert_eq!(
+            parse_damon_aggregated(&line.replace("damon_aggregated", "damos_before_apply")),
+            None
+        );
         assert_eq!(parse_damon_aggregated(&line.replace(": 0 80", ": 0")), None);
         assert_eq!(parse_damon_aggregated(&line.replace("9663676416-", "0x9-")), None);
     }
@@ -323,13 +326,13 @@ mod tests {
         let mib = 1u64 << 20;
         let lines = [
             apply(83, "99.999000", 0, 0, 8 * mib, 90),
-            l(83, "100.000010", 0, 2, 0, 8 * mib, 0, 0),
-            l(83, "100.000011", 0, 2, 8 * mib, 60 * mib, 0, 91),
+            l(83, "100.000010", (0, 2), 0, 8 * mib, 0, 0),
+            l(83, "100.000011", (0, 2), 8 * mib, 60 * mib, 0, 91),
             apply(83, "105.119000", 0, 8 * mib, 40 * mib, 92),
             apply(83, "105.119001", 1, 40 * mib, 60 * mib, 92),
             apply(83, "105.119002", 0, 40 * mib, 60 * mib, 92),
-            l(83, "105.120000", 0, 3, 0, 8 * mib, 0, 1),
-            l(83, "105.120001", 0, 3, 8 * mib, 40 * mib, 0, 0),
+            l(83, "105.120000", (0, 3), 0, 8 * mib, 0, 1),
+            l(83, "105.120001", (0, 3), 8 * mib, 40 * mib, 0, 0),
         ];
         // The first report is complete after its second line: the batch, with the one
         // application before it.
@@ -352,10 +355,14 @@ mod tests {
         for x in &lines[2..] {
             assert!(!b.line(x));
         }
-        assert!(b.line(&l(83, "105.120002", 0, 3, 40 * mib, 60 * mib, 0, 0)));
+        assert!(b.line(&l(83, "105.120002", (0, 3), 40 * mib, 60 * mib, 0, 0)));
         let batch = b.take().unwrap();
         assert_eq!(
-            batch.applied.iter().map(|r| (r.start / mib, r.end / mib)).collect::<Vec<_>>(),
+            batch
+                .applied
+                .iter()
+                .map(|r| (r.start / mib, r.end / mib))
+                .collect::<Vec<_>>(),
             [(8, 40), (40, 60)]
         );
     }
@@ -368,16 +375,16 @@ mod tests {
         let mib = 1u64 << 20;
         let mut b = Batcher::new(83, 1, 5_000_000, 0);
         let lines = [
-            l(83, "100.000010", 0, 3, 20 * mib, 40 * mib, 0, 7),
-            l(83, "100.000011", 0, 3, 40 * mib, 60 * mib, 1, 2),
-            l(99, "102.000000", 0, 1, 0, mib, 0, 1),
-            l(83, "105.120000", 0, 3, 16 * mib, 20 * mib, 0, 8),
-            l(83, "105.120001", 0, 3, 20 * mib, 40 * mib, 0, 8),
+            l(83, "100.000010", (0, 3), 20 * mib, 40 * mib, 0, 7),
+            l(83, "100.000011", (0, 3), 40 * mib, 60 * mib, 1, 2),
+            l(99, "102.000000", (0, 1), 0, mib, 0, 1),
+            l(83, "105.120000", (0, 3), 16 * mib, 20 * mib, 0, 8),
+            l(83, "105.120001", (0, 3), 20 * mib, 40 * mib, 0, 8),
         ];
         for x in &lines {
             assert!(!b.line(x), "{x}");
         }
-        assert!(b.line(&l(83, "105.120002", 0, 3, 40 * mib, 60 * mib, 0, 0)));
+        assert!(b.line(&l(83, "105.120002", (0, 3), 40 * mib, 60 * mib, 0, 0)));
         let batch = b.take().unwrap();
         assert_eq!(batch.ts_ns, 105_120_002_000);
         assert_eq!(
@@ -391,9 +398,9 @@ mod tests {
         assert!(batch.applied.is_empty());
         // Two targets: complete when both have their announced counts.
         let mut b = Batcher::new(83, 2, 5_000_000, 0);
-        assert!(!b.line(&l(83, "1.000000", 0, 1, 0, mib, 0, 1)));
-        assert!(!b.line(&l(83, "1.000001", 1, 2, 0, mib, 0, 1)));
-        assert!(b.line(&l(83, "1.000002", 1, 2, mib, 2 * mib, 0, 1)));
+        assert!(!b.line(&l(83, "1.000000", (0, 1), 0, mib, 0, 1)));
+        assert!(!b.line(&l(83, "1.000001", (1, 2), 0, mib, 0, 1)));
+        assert!(b.line(&l(83, "1.000002", (1, 2), mib, 2 * mib, 0, 1)));
         assert_eq!(b.take().unwrap().regions.len(), 3);
     }
 }

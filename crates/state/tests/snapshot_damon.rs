@@ -38,6 +38,13 @@ fn s27_snapshot_damon_regions_round_trip() {
                 age: 0,
             },
         ],
+        applied: vec![DamonRegion {
+            target: 0,
+            start: 40 * mib,
+            end: 64 * mib,
+            nr_accesses: 0,
+            age: 81,
+        }],
         note: String::new(),
     };
     let n = 64 * 256;

@@ -263,7 +263,10 @@ fn s27_diff_damon_totals_from_kernel_text() {
     assert_eq!(t(&k, "damon_pages_reclaimed"), 7936);
     assert_eq!(t(&k, "damon_pages_activated"), 256);
     assert_eq!(
-        (t(&k, "reclaim_pages_other_calls"), t(&k, "reclaim_pages_other_reclaimed")),
+        (
+            t(&k, "reclaim_pages_other_calls"),
+            t(&k, "reclaim_pages_other_reclaimed")
+        ),
         (1, 512)
     );
     assert_eq!(k.hist["damon_age_at_apply"]["64-127"], 3);
@@ -271,11 +274,22 @@ fn s27_diff_damon_totals_from_kernel_text() {
     assert_eq!(k.damon.len(), 2);
     let b = &k.damon[0];
     assert_eq!(
-        (b.regions, b.bytes, b.calls, b.reclaimed, b.activated, b.age_min, b.age_max),
+        (
+            b.regions,
+            b.bytes,
+            b.calls,
+            b.reclaimed,
+            b.activated,
+            b.age_min,
+            b.age_max
+        ),
         (2, 32 << 20, 2, 7936, 256, Some(80), Some(83))
     );
     let b = &k.damon[1];
-    assert_eq!((b.start_ns, b.regions, b.bytes, b.calls), (5_000_000_000, 1, 32 << 20, 0));
+    assert_eq!(
+        (b.start_ns, b.regions, b.bytes, b.calls),
+        (5_000_000_000, 1, 32 << 20, 0)
+    );
     assert_eq!(b.cum_reclaimed, 7936);
 
     let s = side(DAMON_SIM, None);
@@ -297,7 +311,10 @@ fn s27_diff_damon_totals_from_kernel_text() {
         ]
     );
     // The only divergence, so also the first of all.
-    assert_eq!(d.first_divergence.as_ref().map(|x| x.label.as_str()), Some("damon[0]"));
+    assert_eq!(
+        d.first_divergence.as_ref().map(|x| x.label.as_str()),
+        Some("damon[0]")
+    );
     let text = render_text(&d);
     assert!(
         text.contains(
@@ -306,8 +323,14 @@ fn s27_diff_damon_totals_from_kernel_text() {
         "{text}"
     );
     assert!(text.contains("damon[1] +5s: kernel: regions=1 applied=32.0MiB ages=81-81 calls=0 reclaimed=0 activated=0 cum_reclaimed=7936 | sim: regions=1 applied=16.0MiB ages=12-12 calls=1 reclaimed=4096 activated=0 cum_reclaimed=4096\n"), "{text}");
-    assert!(text.contains("first damon divergence: damon[0] t(kernel)=+0.000000 t(sim)=+0.000000: bytes applied"), "{text}");
-    assert!(text.contains("total damon_bytes_applied: kernel=67108864 sim=16777216 ratio=0.250 factor=x4.00\n"), "{text}");
+    assert!(
+        text.contains("first damon divergence: damon[0] t(kernel)=+0.000000 t(sim)=+0.000000: bytes applied"),
+        "{text}"
+    );
+    assert!(
+        text.contains("total damon_bytes_applied: kernel=67108864 sim=16777216 ratio=0.250 factor=x4.00\n"),
+        "{text}"
+    );
     // A trace with itself: no DAMON divergence.
     let same = diff(side(DAMON_KERNEL, None), side(DAMON_KERNEL, None), 0);
     assert_eq!(same.first_damon_divergence, None);
