@@ -593,6 +593,47 @@ fn same_start_specs(
         .collect()
 }
 
+/// How the same-start arm's kdamond starts (kernel-model.md §27.2 item 3): from the regions
+/// and ages of the kernel's kdamond each capture recorded (`SnapshotHeader::damon`), else cold
+/// (a booted kdamond starts every region at age 0), with the capture's reason.
+fn damon_start_note(captures: &[(u64, PathBuf)]) -> String {
+    let mut warm = Vec::new();
+    let mut cold = Vec::new();
+    for (i, (_, p)) in captures.iter().enumerate() {
+        match fraglab_state::snapshot::Snapshot::read_header(p) {
+            Ok(h) => match h.damon {
+                Some(d) if !d.regions.is_empty() => {
+                    let ages = d.regions.iter().map(|r| r.age);
+                    warm.push(format!(
+                        "run {}: {} regions, ages {}-{}",
+                        i + 1,
+                        d.regions.len(),
+                        ages.clone().min().unwrap_or(0),
+                        ages.max().unwrap_or(0)
+                    ));
+                }
+                Some(d) => cold.push(format!("run {}: {}", i + 1, d.note)),
+                None => cold.push(format!("run {}: the capture has no kdamond regions", i + 1)),
+            },
+            Err(e) => cold.push(format!("run {}: {e}", i + 1)),
+        }
+    }
+    let mut parts = Vec::new();
+    if !warm.is_empty() {
+        parts.push(format!(
+            "DAMON goes on from the kernel kdamond's regions and ages each capture recorded ({})",
+            warm.join("; ")
+        ));
+    }
+    if !cold.is_empty() {
+        parts.push(format!(
+            "DAMON starts cold (every region at age 0) where a capture recorded no regions ({})",
+            cold.join("; ")
+        ));
+    }
+    parts.join("; ")
+}
+
 /// A diagnosis's row pattern: exact, `PREFIX*` or `*SUFFIX`.
 fn row_matches(pat: &str, row: &str) -> bool {
     if let Some(p) = pat.strip_suffix('*') {
@@ -845,13 +886,18 @@ fn run_scenario(
         trace_spec = specs.first().cloned();
         eprintln!("  simulator, same start: {} runs", specs.len());
         notes.push(format!(
-            "simulator, same start: booted from each kernel run's capture{} ({} runs); DAMON starts cold there (a booted kdamond starts every region at age 0; the capture carries no region ages)",
+            "simulator, same start: booted from each kernel run's capture{} ({} runs){}",
             if at_measure {
                 " taken when its measured part started, running the measured part only"
             } else {
                 " taken right before its workers started"
             },
-            specs.len()
+            specs.len(),
+            if sim_spec.damon.enabled {
+                format!("; {}", damon_start_note(&captures))
+            } else {
+                String::new()
+            }
         ));
         match run_many(
             &specs,
@@ -2229,6 +2275,54 @@ mod tests {
             assert_eq!(&snap.resolved, p);
             assert!(!snap.cpus_given && !snap.hugetlb_given);
         }
+    }
+
+    /// §27.2 item 3: the same-start note says which captures carry the kernel kdamond's
+    /// regions (the booted kdamond goes on from them) and why the others start cold.
+    #[test]
+    fn s27_same_start_note_names_the_captured_damon_regions() {
+        use fraglab_state::damon::{DamonCapture, DamonRegion};
+        use fraglab_state::snapshot::{Snapshot, SnapshotHeader};
+        let d = std::env::temp_dir().join(format!("fraglab-dmnote-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let snap = |damon: Option<DamonCapture>| Snapshot {
+            header: SnapshotHeader {
+                end_pfn: 8,
+                damon,
+                ..Default::default()
+            },
+            pages: vec![0; 8],
+            dirty: Vec::new(),
+        };
+        let region = |age| DamonRegion {
+            target: 0,
+            start: 0,
+            end: 4096,
+            nr_accesses: 0,
+            age,
+        };
+        let caps: Vec<(u64, PathBuf)> = (1..=3).map(|i| (i, d.join(format!("{i}.fsnap")))).collect();
+        snap(Some(DamonCapture {
+            regions: vec![region(76), region(83)],
+            ..Default::default()
+        }))
+        .write(&caps[0].1)
+        .unwrap();
+        snap(Some(DamonCapture {
+            note: "no damon:damon_aggregated tracepoint on this kernel".into(),
+            ..Default::default()
+        }))
+        .write(&caps[1].1)
+        .unwrap();
+        snap(None).write(&caps[2].1).unwrap();
+        let n = damon_start_note(&caps);
+        assert_eq!(
+            n,
+            "DAMON goes on from the kernel kdamond's regions and ages each capture recorded (run 1: 2 regions, ages 76-83); \
+             DAMON starts cold (every region at age 0) where a capture recorded no regions (run 2: no damon:damon_aggregated \
+             tracepoint on this kernel; run 3: the capture has no kdamond regions)"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

@@ -390,6 +390,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
 fn capture_into(path: &Path) -> Result<(PathBuf, std::time::Duration, Instant), HostError> {
     let opts = crate::snapshot::CaptureOptions {
         page_owner: false,
+        damon_regions: true,
         ..Default::default()
     };
     let snap = crate::snapshot::capture(&opts, &mut |_, _| {})?;
@@ -639,12 +640,9 @@ fn start_tracing(
     }
     let t = match &opts.trace_to {
         None => trace::TraceSession::start(&trace_events(spec), opts.trace_keep_bytes)?,
-        // The events `fraglab trace diff` compares, on top of the spec's.
-        Some(path) => trace::TraceSession::start_to(
-            &trace::with_diff_events(trace_events(spec)),
-            opts.trace_keep_bytes,
-            path,
-        )?,
+        // The events `fraglab trace diff` compares, on top of the spec's (those this kernel
+        // lacks left out).
+        Some(path) => trace::TraceSession::start_to(&trace_events(spec), opts.trace_keep_bytes, path)?,
     };
     let (inst, mount) = t.leftovers();
     guard.update_cleanup(|c| {
@@ -677,7 +675,11 @@ fn finish_tracing(
                     o.lost_events,
                     o.write_error
                         .map_or(String::new(), |e| format!("write_error {e}\n"))
-                ),
+                ) + &o
+                    .missing_events
+                    .iter()
+                    .map(|e| format!("not_on_this_kernel {e}\n"))
+                    .collect::<String>(),
             );
         }
         trace_counts = counts.iter().map(|(k, v)| (k.to_string(), *v)).collect();

@@ -390,6 +390,7 @@ impl Cx<'_> {
                 let t = Instant::now();
                 let opts = crate::snapshot::CaptureOptions {
                     page_owner: false,
+                    damon_regions: true,
                     ..Default::default()
                 };
                 let snap =

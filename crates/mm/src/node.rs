@@ -294,8 +294,15 @@ pub mod trace_kind {
     pub const VMSCAN_LRU: u32 = 1 << 23;
     /// vmscan:mm_vmscan_throttled.
     pub const VMSCAN_THROTTLED: u32 = 1 << 24;
-    pub const VMSCAN: u32 = VMSCAN_KSWAPD | VMSCAN_DIRECT | VMSCAN_LRU | VMSCAN_THROTTLED;
-    pub const ALL: u32 = KMEM | COMPACTION | MIGRATE | VMSCAN;
+    /// vmscan:mm_vmscan_reclaim_pages.
+    pub const VMSCAN_RECLAIM_PAGES: u32 = 1 << 25;
+    pub const VMSCAN: u32 =
+        VMSCAN_KSWAPD | VMSCAN_DIRECT | VMSCAN_LRU | VMSCAN_THROTTLED | VMSCAN_RECLAIM_PAGES;
+    /// damon:damos_before_apply.
+    pub const DAMOS_BEFORE_APPLY: u32 = 1 << 26;
+    /// The damon events.
+    pub const DAMON: u32 = DAMOS_BEFORE_APPLY;
+    pub const ALL: u32 = KMEM | COMPACTION | MIGRATE | VMSCAN | DAMON;
 
     /// Maps a tracepoint name (with or without the `kmem:` prefix) to its bit.
     pub fn from_name(name: &str) -> Option<u32> {
@@ -308,11 +315,15 @@ pub mod trace_kind {
         if name == "vmscan:*" {
             return Some(VMSCAN);
         }
+        if name == "damon:*" {
+            return Some(DAMON);
+        }
         let n = name
             .strip_prefix("kmem:")
             .or_else(|| name.strip_prefix("compaction:"))
             .or_else(|| name.strip_prefix("migrate:"))
             .or_else(|| name.strip_prefix("vmscan:"))
+            .or_else(|| name.strip_prefix("damon:"))
             .unwrap_or(name);
         Some(match n {
             "mm_compaction_isolate_migratepages" | "mm_compaction_isolate_freepages" => COMPACTION_ISOLATE,
@@ -333,6 +344,8 @@ pub mod trace_kind {
                 VMSCAN_LRU
             }
             "mm_vmscan_throttled" => VMSCAN_THROTTLED,
+            "mm_vmscan_reclaim_pages" => VMSCAN_RECLAIM_PAGES,
+            "damos_before_apply" => DAMOS_BEFORE_APPLY,
             "mm_page_alloc" => MM_PAGE_ALLOC,
             "mm_page_free" => MM_PAGE_FREE,
             "mm_page_alloc_zone_locked" => MM_PAGE_ALLOC_ZONE_LOCKED,

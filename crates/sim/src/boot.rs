@@ -230,6 +230,16 @@ pub fn damon_config(spec: &Spec) -> Option<DamonConfig> {
             low: v("wmarks_low").unwrap_or(base.low),
         }
     });
+    if let Some(r) = &d.regions {
+        let page = fraglab_mm::types::PAGE_SIZE;
+        c.regions = r
+            .iter()
+            .map(|&(s, e)| {
+                let pfn = |b: u64| (b / page).min(u32::MAX as u64) as u32;
+                (pfn(s), pfn(e))
+            })
+            .collect();
+    }
     if let Some(f) = &d.filters {
         c.filters = f
             .iter()

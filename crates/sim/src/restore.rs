@@ -98,6 +98,46 @@ pub fn load(spec: &Spec) -> Result<Arc<Loaded>, RunError> {
     Ok(loaded)
 }
 
+/// The regions and ages of the kernel's kdamond a snapshot recorded (`SnapshotHeader::damon`,
+/// kernel-model.md §27.2 item 3) as the model's kdamond starts with them
+/// ([`fraglab_mm::damon::DamonConfig::start`]): physical byte ranges to pfns, every target's
+/// in address order. Empty when the snapshot has none (files from before, a machine without a
+/// kdamond, a capture that could not read them): the booted kdamond then starts cold.
+pub fn damon_start(header: &SnapshotHeader) -> Vec<fraglab_mm::damon::StartRegion> {
+    let page = fraglab_mm::types::PAGE_SIZE;
+    let mut v: Vec<fraglab_mm::damon::StartRegion> = header
+        .damon
+        .iter()
+        .flat_map(|d| &d.regions)
+        .filter_map(|r| {
+            let (start, end) = (r.start / page, r.end.div_ceil(page));
+            (end > start && end <= u32::MAX as u64).then_some(fraglab_mm::damon::StartRegion {
+                start: start as u32,
+                end: end as u32,
+                nr_accesses: r.nr_accesses,
+                age: r.age,
+            })
+        })
+        .collect();
+    v.sort_by_key(|r| (r.start, r.end));
+    v
+}
+
+/// The regions (pfns) the kernel's pageout scheme was applied to in the aggregation the
+/// snapshot recorded (`DamonCapture::applied`), in order: where the booted kdamond's sweep
+/// resumes ([`fraglab_mm::damon::DamonConfig::start_applied`]).
+pub fn damon_applied(header: &SnapshotHeader) -> Vec<(u32, u32)> {
+    let page = fraglab_mm::types::PAGE_SIZE;
+    header
+        .damon
+        .iter()
+        .flat_map(|d| &d.applied)
+        .map(|r| ((r.start / page), r.end.div_ceil(page)))
+        .filter(|&(s, e)| e > s && e <= u32::MAX as u64)
+        .map(|(s, e)| (s as u32, e as u32))
+        .collect()
+}
+
 /// Puts `loaded` in the cache as the reconstruction of the file at `path` as it is now, so
 /// that specs naming that file boot in it without reading it (tests; a tool that has already
 /// reconstructed a snapshot).

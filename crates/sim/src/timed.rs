@@ -141,7 +141,14 @@ fn run_workload_full(
     for g in &mut gens {
         g.spawn(&mut run);
     }
-    if let Some(cfg) = crate::boot::damon_config(spec) {
+    if let Some(mut cfg) = crate::boot::damon_config(spec) {
+        // Booted from a snapshot: the kdamond goes on from the kernel's regions and ages
+        // (none recorded: it starts cold, every region at age 0).
+        if spec.machine.snapshot.is_some() {
+            let loaded = crate::restore::load(spec)?;
+            cfg.start = crate::restore::damon_start(&loaded.header);
+            cfg.start_applied = crate::restore::damon_applied(&loaded.header);
+        }
         e.start_kdamond(cfg);
     }
     let rec = Recorder::install(&mut e, sink, metrics.clone());

@@ -33,8 +33,8 @@ const SPEC_KEY_ROWS: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "`[run] trace`",
-        "record kmem (`kmem:*`), compaction (`compaction:*`) and migrate (`migrate:*`) tracepoints \
-         in ftrace text form (op specs: `print = \"trace\"`; timed runs: counted per event in the \
+        "record kmem (`kmem:*`), compaction (`compaction:*`), migrate (`migrate:*`), vmscan \
+         (`vmscan:*`) and DAMON (`damon:*`) tracepoints in ftrace text form (op specs: `print = \"trace\"`; timed runs: counted per event in the \
          result's `trace_counts`, as the host engine's `--trace` does, and the first 4 MiB of text \
          in `proc_end[\"trace\"]`)",
         "§15",

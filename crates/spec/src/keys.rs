@@ -393,6 +393,12 @@ pub(crate) const DAMON: &[KeyDef] = &[
         KeyDefault::Text("the preset's"),
         "schemes/0/ops_filters, in order (matching = Y); the first match decides",
     ),
+    key(
+        "regions",
+        KeyKind::Form("a comma-separated list of START-END physical ranges, sizes (\"16MiB-3GiB, 4GiB-25GiB\")"),
+        KeyDefault::Text("the preset's"),
+        "targets/0/regions: the monitored physical ranges, clipped to the machine; damon_reclaim: the largest System RAM range (§27.1), s2: 16MiB-3GiB, 4GiB-end (§27.3)",
+    ),
 ];
 
 /// `[[op]]` with `alloc`.

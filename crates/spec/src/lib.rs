@@ -57,7 +57,7 @@
 //! debug_vm = false     # default false
 //! debug_vm_every = 10000   # with debug_vm, a timed run checks every N task steps
 //! trace = ["kmem:mm_page_alloc", "compaction:*"]   # see TRACE_EVENTS; kmem:*, compaction:*,
-//!                      # migrate:* and vmscan:* select a group; default none
+//!                      # migrate:*, vmscan:* and damon:* select a group; default none
 //!
 //! # Each [[op]] has exactly one action key (alloc, free, print, drain_all_pages,
 //! # compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read,
@@ -257,6 +257,8 @@ pub const TRACE_EVENTS: &[&str] = &[
     "vmscan:mm_vmscan_lru_shrink_inactive",
     "vmscan:mm_vmscan_lru_shrink_active",
     "vmscan:mm_vmscan_throttled",
+    "vmscan:mm_vmscan_reclaim_pages",
+    "damon:damos_before_apply",
 ];
 
 /// The events `fraglab trace diff` compares (issue 32), as `group:name`: what both engines
@@ -282,6 +284,10 @@ pub const DIFF_EVENTS: &[&str] = &[
     "vmscan:mm_vmscan_direct_reclaim_end",
     "vmscan:mm_vmscan_lru_shrink_inactive",
     "kmem:mm_page_alloc_extfrag",
+    // DAMON's pageout (§27): the regions a scheme is applied to, and what `reclaim_pages`
+    // did with their folios. A kernel without DAMON's tracepoints records the others.
+    "vmscan:mm_vmscan_reclaim_pages",
+    "damon:damos_before_apply",
 ];
 
 /// A parsed, validated spec.
@@ -454,6 +460,9 @@ pub struct DamonSpec {
     pub wmarks_free_mem_rate: Option<bool>,
     /// `filters` if given: (type, allow) in order.
     pub filters: Option<Vec<(String, bool)>>,
+    /// `regions` if given: the monitored physical ranges `[start, end)` in bytes, in address
+    /// order (`targets/0/regions/N/{start,end}`).
+    pub regions: Option<Vec<(u64, u64)>>,
 }
 
 /// `[run]`.

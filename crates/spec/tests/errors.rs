@@ -523,7 +523,7 @@ fn run_errors() {
         "run.trace[0]",
         "unknown trace event \"sched:sched_switch\" (expected one of: kmem:mm_page_alloc, \
          kmem:mm_page_free, kmem:mm_page_alloc_zone_locked, kmem:mm_page_pcpu_drain, \
-         kmem:mm_page_alloc_extfrag, compaction:mm_compaction_isolate_migratepages, compaction:mm_compaction_isolate_freepages, compaction:mm_compaction_migratepages, compaction:mm_compaction_begin, compaction:mm_compaction_end, compaction:mm_compaction_try_to_compact_pages, compaction:mm_compaction_finished, compaction:mm_compaction_suitable, compaction:mm_compaction_deferred, compaction:mm_compaction_defer_compaction, compaction:mm_compaction_defer_reset, compaction:mm_compaction_wakeup_kcompactd, compaction:mm_compaction_kcompactd_wake, compaction:mm_compaction_kcompactd_sleep, migrate:mm_migrate_pages_start, migrate:mm_migrate_pages, vmscan:mm_vmscan_kswapd_sleep, vmscan:mm_vmscan_kswapd_wake, vmscan:mm_vmscan_wakeup_kswapd, vmscan:mm_vmscan_direct_reclaim_begin, vmscan:mm_vmscan_direct_reclaim_end, vmscan:mm_vmscan_lru_isolate, vmscan:mm_vmscan_lru_shrink_inactive, vmscan:mm_vmscan_lru_shrink_active, vmscan:mm_vmscan_throttled, kmem:*, compaction:*, migrate:*, vmscan:*)",
+         kmem:mm_page_alloc_extfrag, compaction:mm_compaction_isolate_migratepages, compaction:mm_compaction_isolate_freepages, compaction:mm_compaction_migratepages, compaction:mm_compaction_begin, compaction:mm_compaction_end, compaction:mm_compaction_try_to_compact_pages, compaction:mm_compaction_finished, compaction:mm_compaction_suitable, compaction:mm_compaction_deferred, compaction:mm_compaction_defer_compaction, compaction:mm_compaction_defer_reset, compaction:mm_compaction_wakeup_kcompactd, compaction:mm_compaction_kcompactd_wake, compaction:mm_compaction_kcompactd_sleep, migrate:mm_migrate_pages_start, migrate:mm_migrate_pages, vmscan:mm_vmscan_kswapd_sleep, vmscan:mm_vmscan_kswapd_wake, vmscan:mm_vmscan_wakeup_kswapd, vmscan:mm_vmscan_direct_reclaim_begin, vmscan:mm_vmscan_direct_reclaim_end, vmscan:mm_vmscan_lru_isolate, vmscan:mm_vmscan_lru_shrink_inactive, vmscan:mm_vmscan_lru_shrink_active, vmscan:mm_vmscan_throttled, vmscan:mm_vmscan_reclaim_pages, damon:damos_before_apply, kmem:*, compaction:*, migrate:*, vmscan:*, damon:*)",
     );
 }
 
@@ -2027,6 +2027,30 @@ fn section_27_damon_keys_bad_values() {
         4,
         "damon.filters",
         "\"mapped:allow\" is not type:allow or type:reject with type anon, unmapped or young (did you mean \"unmapped\"?)",
+    );
+    check(
+        &with_machine(&["[damon]", "regions = \"16MiB-3GiB, 2GiB-4GiB\""]),
+        4,
+        "damon.regions",
+        "\"2GiB-4GiB\" overlaps or precedes the range before it (ranges in address order)",
+    );
+    check(
+        &with_machine(&["[damon]", "regions = \"16MiB\""]),
+        4,
+        "damon.regions",
+        "\"16MiB\" is not START-END (two sizes)",
+    );
+    check(
+        &with_machine(&["[damon]", "regions = \"1GiB-1GiB\""]),
+        4,
+        "damon.regions",
+        "\"1GiB-1GiB\" is not a range of whole pages (START < END, both multiples of 4KiB)",
+    );
+    check(
+        &with_machine(&["[damon]", "regions = \"1GiB-2Gb\""]),
+        4,
+        "damon.regions",
+        "\"2Gb\" is ambiguous (expected a binary unit: did you mean \"2GiB\"?)",
     );
     check(
         &with_machine(&["[damon]", "sample_ms = 5"]),

@@ -1106,6 +1106,17 @@ fn section_27_damon_table() {
     .unwrap();
     assert!(!s.damon.enabled);
     assert_eq!(s.damon.preset, "damon_reclaim");
+    assert_eq!(s.damon.regions, None);
+    // §27.3: the monitored ranges, as the kernel's targets/0/regions give them.
+    let s = parse_spec(
+        "[machine]\nmemory = \"1GiB\"\n[damon]\npreset = \"s2\"\nregions = \"16MiB-3GiB, 4GiB-25GiB\"\n",
+        "a.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        s.damon.regions,
+        Some(vec![(16 << 20, 3 << 30), (4 << 30, 25 << 30)])
+    );
 }
 
 /// Issue 33 item 7: `every_page` on a pipes free, `every` on a files delete, `sample` steps;

@@ -69,6 +69,11 @@ pub struct SnapshotHeader {
     /// it existed lack it and read as all clean).
     #[serde(default)]
     pub dirty_bitmap: bool,
+    /// The running kdamond's regions and their ages when the pages were read (kernel-model.md
+    /// §27.2 item 3), so that a booted model's kdamond starts where the kernel's was; `None`
+    /// in files written before it existed, and when the capture did not ask for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damon: Option<crate::damon::DamonCapture>,
 }
 
 /// A snapshot in memory.
@@ -115,6 +120,13 @@ impl Snapshot {
         self.dirty
             .get((pfn / 8) as usize)
             .is_some_and(|b| b & (1 << (pfn % 8)) != 0)
+    }
+
+    /// Reads only a snapshot file's header (not its pages).
+    pub fn read_header(path: &Path) -> Result<SnapshotHeader, StateError> {
+        let r = ContainerReader::open(path, &SNAPSHOT_MAGIC, "snapshot")?;
+        serde_json::from_value(r.header.clone())
+            .map_err(|e| StateError::new(path, Some(16), format!("snapshot header: {e}")))
     }
 
     /// Reads a snapshot file.

@@ -108,6 +108,10 @@ pub struct DamonContext {
     pub nr_regions: (Option<u64>, Option<u64>),
     /// `targets/nr_targets`.
     pub nr_targets: Option<u64>,
+    /// The monitored ranges of every target (`targets/N/regions/M/{start,end}`), bytes, in
+    /// target then region order (absent in results recorded before it was read).
+    #[serde(default)]
+    pub target_regions: Vec<[u64; 2]>,
     pub schemes: Vec<DamonScheme>,
 }
 
@@ -228,11 +232,23 @@ impl HostConfounders {
                         for (si, sc) in c.schemes.iter().enumerate() {
                             let _ = writeln!(
                                 t,
-                                "#     kdamond {} ({}) context {ci} ({}) scheme {si}: {}",
+                                "#     kdamond {} ({}) context {ci} ({}) scheme {si}: {}{}",
                                 k.index,
                                 k.state,
                                 c.operations,
-                                sc.describe()
+                                sc.describe(),
+                                if c.target_regions.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(
+                                        ", over {}",
+                                        c.target_regions
+                                            .iter()
+                                            .map(|[a, b]| format!("{a}-{b}"))
+                                            .collect::<Vec<_>>()
+                                            .join(" ")
+                                    )
+                                }
                             );
                         }
                     }
