@@ -160,7 +160,13 @@ impl Folio {
     folio_flag!(deferred, set_deferred, F_DEFERRED, pub);
     folio_flag!(partially_mapped, set_partially_mapped, F_PARTIALLY_MAPPED, pub);
     folio_flag!(pmd_split, set_pmd_split, F_PMD_SPLIT, pub);
-    folio_flag!(has_submap, set_has_submap, F_HAS_SUBMAP, pub(crate));
+    folio_flag!(has_submap_bit, set_has_submap, F_HAS_SUBMAP, pub(crate));
+
+    /// Whether the folio has a subpage map (`FolioTable::submap`, §31).
+    #[inline]
+    pub fn has_submap(&self) -> bool {
+        self.has_submap_bit()
+    }
 
     /// Whether any of the §31 split-state flags is set (`F_SPLIT_STATE`).
     #[inline]
