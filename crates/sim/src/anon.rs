@@ -750,6 +750,9 @@ impl AnonVma {
             return 0;
         }
         let end = (start + n).min(self.nr_pages);
+        if start >= end {
+            return 0;
+        }
         let (mut freed, mut unmapped) = (0, 0);
         let mut run: Vec<FolioId> = Vec::new();
         for ri in (start / REGION) as usize..end.div_ceil(REGION) as usize {
@@ -972,6 +975,9 @@ mod tests {
             return 0;
         }
         let end = (start + n).min(v.nr_pages);
+        if start >= end {
+            return 0;
+        }
         let (mut freed, mut unmapped) = (0u64, 0u64);
         for ri in (start / REGION) as usize..end.div_ceil(REGION) as usize {
             v.resolve(mm, ri);
