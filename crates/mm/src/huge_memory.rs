@@ -713,3 +713,205 @@ impl Mm {
         total
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vmscan::ScanControl;
+
+    /// 64 pageblocks (128 MiB), mTHP order `order` enabled for madvised VMAs.
+    fn machine(order: u32) -> Mm {
+        let mut mm = crate::test_machines::dma32(64);
+        mm.thp.per_size[order as usize] = ThpEnabled::Madvise;
+        mm.cur.pid = 7;
+        mm
+    }
+
+    /// `n` anon folios of `order` (a PMD fault for order 9, an mTHP fault below), each zapped
+    /// but for its last subpage (which was never written), as transhuge-stress leaves them.
+    fn partial_folios(mm: &mut Mm, order: u32, n: usize) -> Vec<FolioId> {
+        let nr = 1u32 << order;
+        (0..n)
+            .map(|_| {
+                let id = mm.do_anonymous_fault_upto(0, true, order).expect("memory");
+                assert_eq!(mm.folios.get(id).order as u32, order);
+                let z = mm.zap_anon_folio(id, 0, nr - 1, &Subpages::range(0, 1));
+                assert_eq!(z, Zap::Partial { unmapped: nr - 1 });
+                id
+            })
+            .collect()
+    }
+
+    /// §31.3 item 4 at DEF_PRIORITY: delta = 2·(len >> 12) is 0 for a queue shorter than
+    /// 4096/2 = 2048, so nothing is scanned; at 4096 the delta (2) is below the batch and the
+    /// queue, so it is only carried in nr_deferred, growing by 2 per call.
+    #[test]
+    fn s31_3_def_priority_scans_nothing_below_2048() {
+        let mut mm = machine(2);
+        let ids = partial_folios(&mut mm, 2, 2047);
+        assert_eq!(mm.deferred_split.len, 2047);
+        assert_eq!(mm.shrink_deferred_split(0, crate::vmscan::DEF_PRIORITY), 0);
+        assert_eq!(mm.stat(Stat::slabs_scanned), 0);
+        assert_eq!(mm.deferred_split.nr_deferred, 0);
+        // Through shrink_slab, as kswapd's first pass calls it.
+        let mut sc = ScanControl::direct(3, 0, 0);
+        sc.priority = crate::vmscan::DEF_PRIORITY;
+        mm.shrink_slab(&mut sc);
+        assert_eq!((mm.stat(Stat::thp_split_page), mm.mthp.split[2]), (0, 0));
+        assert_eq!(mm.deferred_split.len, 2047);
+        let more = partial_folios(&mut mm, 2, 4096 - 2047);
+        assert_eq!(mm.deferred_split.len, 4096);
+        for call in 1..=3u64 {
+            assert_eq!(mm.shrink_deferred_split(0, 12), 0);
+            assert_eq!(mm.deferred_split.nr_deferred, 2 * call, "call {call}");
+        }
+        assert_eq!(mm.stat(Stat::slabs_scanned), 0);
+        assert!(ids.iter().chain(&more).all(|&id| mm.folios.get(id).partially_mapped()));
+        mm.check_invariants().unwrap();
+    }
+
+    /// §31.3 item 4 at low priorities: priority 1 with 300 queued scans 2·150 = 300 in batches
+    /// of 128 while ≥ 128 is left (two batches, 44 carried); priority 0 scans 2·len: every
+    /// folio is split, and the batch that finds the queue empty is SHRINK_STOP (uncounted).
+    #[test]
+    fn s31_3_do_shrink_slab_arithmetic() {
+        let mut mm = machine(2);
+        partial_folios(&mut mm, 2, 300);
+        assert_eq!(mm.shrink_deferred_split(0, 1), 256);
+        assert_eq!(mm.stat(Stat::slabs_scanned), 256);
+        assert_eq!(mm.deferred_split.len, 44);
+        assert_eq!(mm.deferred_split.nr_deferred, 300 - 256);
+        assert_eq!(mm.mthp.split[2], 256);
+        assert_eq!(mm.mthp.nr_anon_partially_mapped[2], 44);
+        // mTHP: no PMD-size counters (§31.4).
+        assert_eq!(mm.stat(Stat::thp_split_page) + mm.stat(Stat::thp_deferred_split_page), 0);
+        let mut mm = machine(2);
+        partial_folios(&mut mm, 2, 300);
+        assert_eq!(mm.shrink_deferred_split(0, 0), 300);
+        // 128 + 128 + 128 (44 found) counted, then a batch on the empty queue stops.
+        assert_eq!(mm.stat(Stat::slabs_scanned), 384);
+        assert_eq!(mm.deferred_split.nr_deferred, 600 - 384);
+        assert_eq!((mm.deferred_split.len, mm.mthp.nr_anon_partially_mapped[2]), (0, 0));
+        mm.check_invariants().unwrap();
+    }
+
+    /// §31.3 item 5 (kind (b), default max_ptes_none 511): PMD faults are queued while
+    /// shrink_underused is set; the shrinker drops them without a split or counter (and the
+    /// scan that empties the queue is SHRINK_STOP); with shrink_underused 0 none is queued.
+    #[test]
+    fn s31_3_kind_b_entries_are_dropped_at_max_ptes_none_511() {
+        let mut mm = machine(9);
+        let ids: Vec<_> = (0..3).map(|_| mm.do_anonymous_fault(0, true).unwrap()).collect();
+        assert_eq!(mm.deferred_split.len, 3);
+        assert!(ids.iter().all(|&id| mm.folios.get(id).deferred() && !mm.folios.get(id).partially_mapped()));
+        assert_eq!(mm.stat(Stat::thp_deferred_split_page), 0);
+        assert_eq!(mm.drop_slab(0), 0);
+        assert_eq!(mm.deferred_split.len, 0);
+        assert_eq!(mm.stat(Stat::slabs_scanned), 0);
+        assert_eq!(mm.stat(Stat::thp_split_page), 0);
+        assert!(ids.iter().all(|&id| mm.folios.get(id).order == 9));
+        let mut mm = machine(9);
+        mm.thp.shrink_underused = false;
+        mm.do_anonymous_fault(0, true).unwrap();
+        assert_eq!(mm.deferred_split.len, 0);
+        mm.check_invariants().unwrap();
+    }
+
+    /// §31.3 items 5–6 with max_ptes_none below 511: a PMD THP with one written subpage is
+    /// underused; the shrinker splits it (its PMD first), maps the 511 zero-filled subpages to
+    /// the zero page and frees them as order-0 pages, keeping the written one, and counts
+    /// thp_underused_split_page. A THP with enough written subpages is dropped unsplit.
+    #[test]
+    fn s31_3_underused_thp_is_split() {
+        let mut mm = machine(9);
+        mm.thp.max_ptes_none = 255;
+        assert!(mm.thp_tracks_underused());
+        let thin = mm.do_anonymous_fault(0, true).unwrap();
+        mm.anon_track_written(thin, &Subpages::range(3, 1));
+        let full = mm.do_anonymous_fault(0, true).unwrap();
+        mm.anon_track_written(full, &Subpages::range(0, 1));
+        mm.anon_folio_written(full, 0, 300);
+        let (pfn, token) = (mm.folios.get(thin).pfn, mm.folios.get(thin).token());
+        let anon = mm.stat(Stat::nr_anon_pages);
+        mm.set_trace_mask(crate::node::trace_kind::MM_PAGE_FREE);
+        assert_eq!(mm.drop_slab(0), 1);
+        assert_eq!(mm.stat(Stat::thp_underused_split_page), 1);
+        assert_eq!(mm.stat(Stat::thp_split_page), 1);
+        assert_eq!(mm.stat(Stat::thp_split_pmd), 1);
+        assert_eq!(mm.stat(Stat::nr_anon_pages), anon - 511);
+        assert_eq!(mm.stat(Stat::nr_anon_transparent_hugepages), 512);
+        let frees: Vec<_> = mm
+            .take_trace()
+            .into_iter()
+            .filter_map(|r| match r.event {
+                crate::trace::TraceEvent::MmPageFree { pfn, order } => Some((pfn, order)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(frees.len(), 511);
+        assert!(frees.iter().all(|&(p, o)| o == 0 && p >= pfn && p < pfn + 512 && p != pfn + 3));
+        // The head goes last (the caller's folio_put, after the tails).
+        assert_eq!(frees.last(), Some(&(pfn, 0)));
+        let pieces = mm.take_split_pieces(token).unwrap();
+        assert_eq!(pieces.len(), 1);
+        assert_eq!(pieces[0].0, 3);
+        assert_eq!(mm.folios.get(pieces[0].1).pfn, pfn + 3);
+        assert_eq!(mm.folios.get(full).order, 9);
+        assert!(!mm.folios.get(full).deferred());
+        mm.check_invariants().unwrap();
+    }
+
+    /// §31.3 item 5: a split that fails (`can_split_folio`: a GUP pin) counts
+    /// thp_split_page_failed and split_failed, and the partially mapped folio goes back to
+    /// the tail of the queue.
+    #[test]
+    fn s31_3_failed_split_stays_queued() {
+        let mut mm = machine(9);
+        let ids = partial_folios(&mut mm, 9, 2);
+        mm.folios.folios[ids[0] as usize].set_pinned(true);
+        assert_eq!(mm.shrink_deferred_split(0, 0), 1);
+        assert_eq!(mm.stat(Stat::thp_split_page_failed), 1);
+        assert_eq!(mm.mthp.split_failed[9], 1);
+        assert_eq!(mm.stat(Stat::thp_split_page), 1);
+        assert_eq!(mm.deferred_split.queued(&mm.folios).collect::<Vec<_>>(), vec![ids[0]]);
+        assert_eq!(mm.mthp.nr_anon_partially_mapped[9], 1);
+        mm.check_invariants().unwrap();
+    }
+
+    /// §31.4 mTHP row: a partial zap of an order-4 folio counts split_deferred and
+    /// nr_anon_partially_mapped of 64 KiB but no thp_split_pmd or thp_deferred_split_page;
+    /// a second partial zap counts nothing; freeing it takes it off the queue.
+    #[test]
+    fn s31_4_mthp_counting() {
+        let mut mm = machine(4);
+        let id = mm.do_anonymous_fault_upto(0, true, 4).unwrap();
+        assert_eq!(mm.folios.get(id).order, 4);
+        assert_eq!(mm.deferred_split.len, 0, "only PMD faults are kind (b)");
+        let z = mm.zap_anon_folio(id, 2, 3, &Subpages::range(0, 16));
+        assert_eq!(z, Zap::Partial { unmapped: 3 });
+        let z = mm.zap_anon_folio(id, 0, 4, &Subpages::default());
+        assert_eq!(z, Zap::Partial { unmapped: 2 });
+        assert_eq!(mm.stat(Stat::thp_split_pmd), 0);
+        assert_eq!(mm.stat(Stat::thp_deferred_split_page), 0);
+        assert_eq!((mm.mthp.split_deferred[4], mm.mthp.nr_anon_partially_mapped[4]), (1, 1));
+        assert_eq!(mm.folio_mapped_subpages(id), Subpages::range(5, 11));
+        assert_eq!(mm.zap_anon_folio(id, 0, 16, &Subpages::default()), Zap::Whole);
+        mm.free_folio(0, id);
+        assert_eq!((mm.deferred_split.len, mm.mthp.nr_anon_partially_mapped[4]), (0, 0));
+        mm.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn subpages_extract_and_ranges() {
+        let mut bits = [0u64; 8];
+        bits[2] = 0xf0;
+        bits[3] = 1;
+        assert_eq!(Subpages::extract(&bits, 128, 128).0[..2], [0xf0, 1]);
+        assert_eq!(Subpages::extract(&bits, 132, 4).0[0], 0xf);
+        assert_eq!(Subpages::extract(&bits, 136, 8).0[0], 0);
+        assert_eq!(Subpages::range(60, 10).count(), 10);
+        assert_eq!(Subpages::range(500, 100).count(), 12);
+        assert_eq!(Subpages::full(512).count(), 512);
+        assert_eq!(Subpages::range(3, 2).ones().collect::<Vec<_>>(), vec![3, 4]);
+    }
+}
