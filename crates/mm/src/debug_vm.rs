@@ -722,7 +722,12 @@ impl Mm {
             let nr = 1u32 << f.order;
             let anon_large = f.kind == FolioKind::Anon && f.order > 1;
             if f.deferred() {
-                ensure!(anon_large, "folio {id} ({:?} order {}) is queued", f.kind, f.order);
+                ensure!(
+                    anon_large,
+                    "folio {id} ({:?} order {}) is queued",
+                    f.kind,
+                    f.order
+                );
                 queued += 1;
             }
             if f.partially_mapped() {
@@ -742,7 +747,10 @@ impl Mm {
                     f.order
                 );
                 ensure!(
-                    !m.mapped.is_empty() && m.mapped.and_not(&crate::huge_memory::Subpages::full(nr)).is_empty(),
+                    !m.mapped.is_empty()
+                        && m.mapped
+                            .and_not(&crate::huge_memory::Subpages::full(nr))
+                            .is_empty(),
                     "folio {id}: subpage map {:?} of an order-{} folio",
                     m.mapped,
                     f.order
@@ -760,7 +768,11 @@ impl Mm {
             }
         }
         let q = &self.deferred_split;
-        ensure!(queued == q.len, "split_queue_len {} != {queued} queued folios", q.len);
+        ensure!(
+            queued == q.len,
+            "split_queue_len {} != {queued} queued folios",
+            q.len
+        );
         let live: Vec<_> = q.queued(&self.folios).collect();
         let mut uniq = live.clone();
         uniq.sort_unstable();

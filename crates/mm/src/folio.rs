@@ -135,7 +135,8 @@ impl Folio {
     /// partially unmapped, or tracked for `thp_underused`, §31.3 item 5).
     pub const F_HAS_SUBMAP: u32 = 1 << 20;
     /// The flags whose folios `free_folio_run`'s fast path leaves to `free_folio` (§31).
-    pub const F_SPLIT_STATE: u32 = Self::F_DEFERRED | Self::F_PARTIALLY_MAPPED | Self::F_PMD_SPLIT | Self::F_HAS_SUBMAP;
+    pub const F_SPLIT_STATE: u32 =
+        Self::F_DEFERRED | Self::F_PARTIALLY_MAPPED | Self::F_PMD_SPLIT | Self::F_HAS_SUBMAP;
 
     /// The largest content token a folio can carry (40 bits).
     pub const MAX_TOKEN: u64 = (1 << 40) - 1;
@@ -352,7 +353,11 @@ pub struct FolioTable {
     wb_end: ColdMap,
     /// The mapped and written subpages of the large anon folios that have them
     /// (`Folio::has_submap`, §31: partially unmapped, or tracked for `thp_underused`).
-    submaps: std::collections::HashMap<FolioId, crate::huge_memory::SubpageMap, std::hash::BuildHasherDefault<IdHasher>>,
+    submaps: std::collections::HashMap<
+        FolioId,
+        crate::huge_memory::SubpageMap,
+        std::hash::BuildHasherDefault<IdHasher>,
+    >,
 }
 
 impl FolioTable {
@@ -570,7 +575,10 @@ impl FolioTable {
             f.set_has_submap(false);
             self.submaps.remove(&id);
         }
-        debug_assert!(!f.deferred() && !f.partially_mapped(), "folio {id} leaves the table queued");
+        debug_assert!(
+            !f.deferred() && !f.partially_mapped(),
+            "folio {id} leaves the table queued"
+        );
         f.set_pmd_split(false);
         self.census[Self::kind_idx(f.kind)][f.order as usize] -= 1;
         self.free_ids.push(id);

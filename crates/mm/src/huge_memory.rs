@@ -111,7 +111,11 @@ impl Subpages {
         while i < end {
             let (w, b) = ((i / 64) as usize, i % 64);
             let len = (end - i).min(64 - b);
-            let m = if len == 64 { u64::MAX } else { ((1u64 << len) - 1) << b };
+            let m = if len == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << len) - 1) << b
+            };
             if on {
                 self.0[w] |= m;
             } else {
@@ -766,7 +770,10 @@ mod tests {
             assert_eq!(mm.deferred_split.nr_deferred, 2 * call, "call {call}");
         }
         assert_eq!(mm.stat(Stat::slabs_scanned), 0);
-        assert!(ids.iter().chain(&more).all(|&id| mm.folios.get(id).partially_mapped()));
+        assert!(ids
+            .iter()
+            .chain(&more)
+            .all(|&id| mm.folios.get(id).partially_mapped()));
         mm.check_invariants().unwrap();
     }
 
@@ -784,14 +791,20 @@ mod tests {
         assert_eq!(mm.mthp.split[2], 256);
         assert_eq!(mm.mthp.nr_anon_partially_mapped[2], 44);
         // mTHP: no PMD-size counters (§31.4).
-        assert_eq!(mm.stat(Stat::thp_split_page) + mm.stat(Stat::thp_deferred_split_page), 0);
+        assert_eq!(
+            mm.stat(Stat::thp_split_page) + mm.stat(Stat::thp_deferred_split_page),
+            0
+        );
         let mut mm = machine(2);
         partial_folios(&mut mm, 2, 300);
         assert_eq!(mm.shrink_deferred_split(0, 0), 300);
         // 128 + 128 + 128 (44 found) counted, then a batch on the empty queue stops.
         assert_eq!(mm.stat(Stat::slabs_scanned), 384);
         assert_eq!(mm.deferred_split.nr_deferred, 600 - 384);
-        assert_eq!((mm.deferred_split.len, mm.mthp.nr_anon_partially_mapped[2]), (0, 0));
+        assert_eq!(
+            (mm.deferred_split.len, mm.mthp.nr_anon_partially_mapped[2]),
+            (0, 0)
+        );
         mm.check_invariants().unwrap();
     }
 
@@ -803,7 +816,9 @@ mod tests {
         let mut mm = machine(9);
         let ids: Vec<_> = (0..3).map(|_| mm.do_anonymous_fault(0, true).unwrap()).collect();
         assert_eq!(mm.deferred_split.len, 3);
-        assert!(ids.iter().all(|&id| mm.folios.get(id).deferred() && !mm.folios.get(id).partially_mapped()));
+        assert!(ids
+            .iter()
+            .all(|&id| mm.folios.get(id).deferred() && !mm.folios.get(id).partially_mapped()));
         assert_eq!(mm.stat(Stat::thp_deferred_split_page), 0);
         assert_eq!(mm.drop_slab(0), 0);
         assert_eq!(mm.deferred_split.len, 0);
@@ -849,7 +864,9 @@ mod tests {
             })
             .collect();
         assert_eq!(frees.len(), 511);
-        assert!(frees.iter().all(|&(p, o)| o == 0 && p >= pfn && p < pfn + 512 && p != pfn + 3));
+        assert!(frees
+            .iter()
+            .all(|&(p, o)| o == 0 && p >= pfn && p < pfn + 512 && p != pfn + 3));
         // The head goes last (the caller's folio_put, after the tails).
         assert_eq!(frees.last(), Some(&(pfn, 0)));
         let pieces = mm.take_split_pieces(token).unwrap();
@@ -873,7 +890,10 @@ mod tests {
         assert_eq!(mm.stat(Stat::thp_split_page_failed), 1);
         assert_eq!(mm.mthp.split_failed[9], 1);
         assert_eq!(mm.stat(Stat::thp_split_page), 1);
-        assert_eq!(mm.deferred_split.queued(&mm.folios).collect::<Vec<_>>(), vec![ids[0]]);
+        assert_eq!(
+            mm.deferred_split.queued(&mm.folios).collect::<Vec<_>>(),
+            vec![ids[0]]
+        );
         assert_eq!(mm.mthp.nr_anon_partially_mapped[9], 1);
         mm.check_invariants().unwrap();
     }
@@ -893,11 +913,17 @@ mod tests {
         assert_eq!(z, Zap::Partial { unmapped: 2 });
         assert_eq!(mm.stat(Stat::thp_split_pmd), 0);
         assert_eq!(mm.stat(Stat::thp_deferred_split_page), 0);
-        assert_eq!((mm.mthp.split_deferred[4], mm.mthp.nr_anon_partially_mapped[4]), (1, 1));
+        assert_eq!(
+            (mm.mthp.split_deferred[4], mm.mthp.nr_anon_partially_mapped[4]),
+            (1, 1)
+        );
         assert_eq!(mm.folio_mapped_subpages(id), Subpages::range(5, 11));
         assert_eq!(mm.zap_anon_folio(id, 0, 16, &Subpages::default()), Zap::Whole);
         mm.free_folio(0, id);
-        assert_eq!((mm.deferred_split.len, mm.mthp.nr_anon_partially_mapped[4]), (0, 0));
+        assert_eq!(
+            (mm.deferred_split.len, mm.mthp.nr_anon_partially_mapped[4]),
+            (0, 0)
+        );
         mm.check_invariants().unwrap();
     }
 

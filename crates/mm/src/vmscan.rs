@@ -583,7 +583,8 @@ impl Mm {
                 let pieces = if self.folios.folios[id as usize].has_submap() {
                     self.split_anon_folio(sc.cpu, id)
                 } else {
-                    if order == crate::types::HPAGE_PMD_ORDER && !self.folios.folios[id as usize].pmd_split() {
+                    if order == crate::types::HPAGE_PMD_ORDER && !self.folios.folios[id as usize].pmd_split()
+                    {
                         self.count(Stat::thp_split_pmd, 1);
                     }
                     self.split_folio(id)

@@ -162,6 +162,9 @@ struct Region {
     /// Large folios partially unmapped (§31.2), with their pages still mapped (folio-relative,
     /// never empty): apart from `folios`, whose entries may cover their unmapped pages.
     partial: Vec<(Mapped, Subpages)>,
+    /// A large folio was mapped here since the region was last emptied (only such a region
+    /// can hold a folio split inside the model: `AnonVma::resolve` looks at no other).
+    has_large: bool,
     /// Host-side lookup only (no kernel counterpart; the kernel finds the folio through the
     /// PTE): with more than `INDEX_MIN_FOLIOS` folios, for every page offset the position in
     /// `folios` of the first entry covering it (`NO_FOLIO` if none), so that a touch of a
@@ -275,7 +278,10 @@ impl Region {
     /// and kept among `partial`, and a partial one whose last mapped pages go is pushed on
     /// `run`, whole. Returns the pages freed and the pages unmapped.
     fn zap(&mut self, mm: &mut Mm, base: u64, start: u64, end: u64, run: &mut Vec<FolioId>) -> (u64, u64) {
-        let (lo, hi) = ((start.max(base) - base) as u32, (end.min(base + REGION) - base) as u32);
+        let (lo, hi) = (
+            (start.max(base) - base) as u32,
+            (end.min(base + REGION) - base) as u32,
+        );
         let (mut freed, mut unmapped) = (0u64, 0u64);
         let folios = std::mem::take(&mut self.folios);
         let mut keep = Vec::with_capacity(folios.len());
@@ -363,6 +369,7 @@ impl Region {
 
     /// Appends `m` to `folios`, keeping the index.
     fn push(&mut self, m: Mapped) {
+        self.has_large |= m.order > 0;
         self.folios.push(m);
         let i = self.folios.len() - 1;
         match &mut self.index {
@@ -433,6 +440,9 @@ impl AnonVma {
     /// (reclaimed to swap, killed) or split without a record stays as it was.
     fn resolve(&mut self, mm: &mut Mm, ri: usize) {
         let r = &mut self.regions[ri];
+        if !r.has_large {
+            return;
+        }
         let split = |mm: &Mm, m: &Mapped| m.order > 0 && !AnonVma::whole(mm, m);
         if !r.folios.iter().any(|m| split(mm, m)) && !r.partial.iter().any(|(m, _)| split(mm, m)) {
             return;
@@ -982,7 +992,10 @@ mod tests {
         for ri in (start / REGION) as usize..end.div_ceil(REGION) as usize {
             v.resolve(mm, ri);
             let base = ri as u64 * REGION;
-            let (lo, hi) = ((start.max(base) - base) as u32, (end.min(base + REGION) - base) as u32);
+            let (lo, hi) = (
+                (start.max(base) - base) as u32,
+                (end.min(base + REGION) - base) as u32,
+            );
             let r = &mut v.regions[ri];
             let folios = std::mem::take(&mut r.folios);
             let mut keep = Vec::with_capacity(folios.len());
@@ -1092,7 +1105,11 @@ mod tests {
         // The deferred split queue by its live entries in order (the stale entries it keeps
         // until met depend on when folios were freed, not on what the model does).
         let queued: Vec<_> = mm.deferred_split.queued(&mm.folios).collect();
-        let submaps: Vec<_> = mm.folios.live().map(|(id, _)| mm.folios.submap(id).copied()).collect();
+        let submaps: Vec<_> = mm
+            .folios
+            .live()
+            .map(|(id, _)| mm.folios.submap(id).copied())
+            .collect();
         format!(
             "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?} {} {}\n{:?}",
             mm.zones,

@@ -42,7 +42,10 @@ fn thps(mm: &mut Mm, regions: u64) -> (AnonVma, Vec<u32>) {
             Touch::Fault { order: 9, .. } => {}
             t => panic!("no THP: {t:?}"),
         }
-        let f = mm.folios.live().find(|(_, f)| f.kind == FolioKind::Anon && f.order == 9 && !pfns.contains(&f.pfn));
+        let f = mm
+            .folios
+            .live()
+            .find(|(_, f)| f.kind == FolioKind::Anon && f.order == 9 && !pfns.contains(&f.pfn));
         pfns.push(f.expect("the THP").1.pfn);
     }
     // Kind (b) entries (§31.3 item 1): every PMD THP is queued, nothing counted.
@@ -53,7 +56,11 @@ fn thps(mm: &mut Mm, regions: u64) -> (AnonVma, Vec<u32>) {
 
 fn free_pages(mm: &Mm) -> u64 {
     mm.zones.iter().map(|z| z.nr_free_pages() as u64).sum::<u64>()
-        + mm.zones.iter().flat_map(|z| &z.pcp).map(|p| p.count as u64).sum::<u64>()
+        + mm.zones
+            .iter()
+            .flat_map(|z| &z.pcp)
+            .map(|p| p.count as u64)
+            .sum::<u64>()
 }
 
 /// §31.1: MADV_DONTNEED of a whole aligned 2 MiB range frees the THP whole, as one order-9
@@ -63,7 +70,10 @@ fn s31_1_whole_aligned_dontneed_frees_order9_without_events() {
     let mut mm = machine(256);
     let (mut v, pfns) = thps(&mut mm, 2);
     frees(&mut mm);
-    let (anon, thp) = (mm.stat(Stat::nr_anon_pages), mm.stat(Stat::nr_anon_transparent_hugepages));
+    let (anon, thp) = (
+        mm.stat(Stat::nr_anon_pages),
+        mm.stat(Stat::nr_anon_transparent_hugepages),
+    );
     assert_eq!(v.dontneed(&mut mm, 0, REGION, REGION), 512);
     assert_eq!(frees(&mut mm), vec![(pfns[1], 9)]);
     for s in [
@@ -163,7 +173,10 @@ fn s31_2_later_full_unmap_frees_whole_order9() {
     assert_eq!(v.unmap(&mut mm, 0), 512);
     let f = frees(&mut mm);
     assert!(f.contains(&(pfns[1], 9)), "{f:?}");
-    assert!(f.iter().all(|&(_, o)| o == 9 || o == 0), "the page-table pages are order 0");
+    assert!(
+        f.iter().all(|&(_, o)| o == 9 || o == 0),
+        "the page-table pages are order 0"
+    );
     assert_eq!(f.iter().filter(|&&(_, o)| o == 9).count(), 1);
     assert_eq!(mm.mthp.nr_anon_partially_mapped[9], 0);
     assert_eq!(mm.deferred_split.len, 0);
@@ -198,7 +211,9 @@ fn s31_3_shrinker_under_reclaim_frees_unmapped_and_zero_filled() {
     let mut held = Vec::new();
     let g = Gfp::GFP_HIGHUSER_MOVABLE;
     while mm.stat(Stat::thp_split_page) < n {
-        let id = mm.alloc_folio(0, g, 0, FolioKind::Kernel, false).expect("reclaim freed the split pages");
+        let id = mm
+            .alloc_folio(0, g, 0, FolioKind::Kernel, false)
+            .expect("reclaim freed the split pages");
         held.push(id);
         assert!(held.len() < 1 << 16);
     }
@@ -210,7 +225,9 @@ fn s31_3_shrinker_under_reclaim_frees_unmapped_and_zero_filled() {
     for &pfn in &pfns {
         let mine: Vec<_> = f.iter().filter(|&&(p, _)| p >= pfn && p < pfn + 512).collect();
         assert_eq!(mine.len(), 256 + 212, "pfn {pfn:#x}");
-        assert!(mine.iter().all(|&&(p, o)| o == 0 && !(pfn + 256..pfn + 300).contains(&p)));
+        assert!(mine
+            .iter()
+            .all(|&&(p, o)| o == 0 && !(pfn + 256..pfn + 300).contains(&p)));
     }
     assert_eq!(mm.stat(Stat::nr_anon_pages), n * 44);
     assert_eq!(mm.folios.census_of(FolioKind::Anon)[9], 0);

@@ -464,7 +464,8 @@ mod tests {
                 },
             }
         }
-        assert_eq!(KNOBS.len(), 17 + 2 + 8 + 5);
+        // 17 sysctls, enabled and defrag, 8 mTHP sizes, shrink_underused, 5 khugepaged.
+        assert_eq!(KNOBS.len(), 17 + 2 + 8 + 1 + 5);
     }
 
     #[test]

@@ -188,7 +188,11 @@ impl Cx<'_> {
                 return Err(self.err(
                     e.node.pos,
                     &s.key("stride"),
-                    format!("{} is shorter than the length {} (the ranges would overlap)", show_bytes(v), show_bytes(len)),
+                    format!(
+                        "{} is shorter than the length {} (the ranges would overlap)",
+                        show_bytes(v),
+                        show_bytes(len)
+                    ),
                 ));
             }
         }
