@@ -155,7 +155,7 @@ impl Subpages {
     /// region), as subpages 0..n: the subpages of a naturally aligned folio of `n` pages at
     /// `start` (`start` a multiple of `n`, `n` a power of two ≤ 512).
     pub fn extract(bits: &[u64; 8], start: u32, n: u32) -> Subpages {
-        debug_assert!(n.is_power_of_two() && n <= HPAGE_PMD_NR && start % n == 0);
+        debug_assert!(n.is_power_of_two() && n <= HPAGE_PMD_NR && start.is_multiple_of(n));
         let mut s = Subpages::default();
         if n >= 64 {
             let (w, k) = ((start / 64) as usize, (n / 64) as usize);

@@ -59,7 +59,7 @@ fn free_pages(mm: &Mm) -> u64 {
         + mm.zones
             .iter()
             .flat_map(|z| &z.pcp)
-            .map(|p| p.count as u64)
+            .map(|p| p.count)
             .sum::<u64>()
 }
 
