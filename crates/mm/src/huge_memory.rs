@@ -927,6 +927,69 @@ mod tests {
         mm.check_invariants().unwrap();
     }
 
+    /// §31.3 item 7 (`shrink_folio_list`): reclaim splits a partially mapped folio before it
+    /// is added to swap; the unmapped pages are freed without I/O, the written page left is
+    /// swapped alone.
+    #[test]
+    fn s31_3_7_reclaim_splits_partially_mapped_before_swap() {
+        let mut mm = machine(9);
+        mm.reclaim.swap.total = 4096;
+        let id = partial_folios(&mut mm, 9, 1)[0];
+        mm.anon_folio_written(id, 511, 1);
+        mm.folios.folios[id as usize].set_referenced(false);
+        let mut sc = ScanControl::direct(3, 0, 0);
+        mm.shrink_inactive_list(512, crate::vmscan::LRU_INACTIVE_ANON, &mut sc);
+        assert_eq!(mm.stat(Stat::thp_split_page), 1);
+        assert_eq!(mm.stat(Stat::thp_swpout) + mm.stat(Stat::thp_swpout_fallback), 0);
+        assert_eq!(mm.stat(Stat::pswpout), 1);
+        assert_eq!(mm.deferred_split.len, 0);
+        assert_eq!(mm.stat(Stat::nr_anon_pages), 0);
+        mm.check_invariants().unwrap();
+    }
+
+    /// §31.3 item 7 (`migrate_pages_batch`): a partially mapped mTHP on the deferred split
+    /// queue that compaction isolated is split before migration: its unmapped pages are
+    /// freed, the mapped ones migrated as order-0 folios (one ASYNC pass) and recorded for the
+    /// mapping's owner; the split counts in stats/split, not as a migration failure of pages.
+    #[test]
+    fn s31_3_7_migration_splits_partially_mapped_first() {
+        use crate::compaction::CompactControl;
+        use crate::compaction::MigrateMode;
+        let mut mm = machine(4);
+        let id = mm.do_anonymous_fault_upto(0, true, 4).unwrap();
+        let (pfn, token) = (mm.folios.get(id).pfn, mm.folios.get(id).token());
+        assert_eq!(
+            mm.zap_anon_folio(id, 0, 8, &Subpages::range(8, 8)),
+            Zap::Partial { unmapped: 8 }
+        );
+        let mut cc = CompactControl::new(1, -1, Gfp::GFP_KERNEL, MigrateMode::Sync, 0);
+        cc.free_pfn = mm.zones[1].end_pfn() - 512;
+        mm.isolate_lru_folio(id);
+        cc.migratepages.push(id);
+        cc.nr_migratepages = 16;
+        mm.migrate_pages(&mut cc);
+        assert_eq!(mm.mthp.split[4], 1);
+        assert_eq!(mm.compact.last_migrate.nr_split, 1);
+        assert_eq!(mm.deferred_split.len, 0);
+        assert_eq!(mm.mthp.nr_anon_partially_mapped[4], 0);
+        let pieces = mm.take_split_pieces(token).unwrap();
+        assert_eq!(
+            pieces.iter().map(|p| p.0).collect::<Vec<_>>(),
+            (8..16).collect::<Vec<_>>()
+        );
+        for &(i, p) in &pieces {
+            assert!(mm.folio_is(p, token));
+            let f = mm.folios.get(p);
+            assert!(f.order == 0 && !f.isolated());
+            assert_ne!(f.pfn, pfn + i as u32, "migrated");
+        }
+        assert_eq!(mm.stat(Stat::pgmigrate_success), 8);
+        assert_eq!(mm.stat(Stat::nr_anon_pages), 8);
+        // Return what compaction still holds (its free pages) before checking.
+        mm.release_free_list(&mut cc);
+        mm.check_invariants().unwrap();
+    }
+
     #[test]
     fn subpages_extract_and_ranges() {
         let mut bits = [0u64; 8];

@@ -56,11 +56,7 @@ fn thps(mm: &mut Mm, regions: u64) -> (AnonVma, Vec<u32>) {
 
 fn free_pages(mm: &Mm) -> u64 {
     mm.zones.iter().map(|z| z.nr_free_pages() as u64).sum::<u64>()
-        + mm.zones
-            .iter()
-            .flat_map(|z| &z.pcp)
-            .map(|p| p.count)
-            .sum::<u64>()
+        + mm.zones.iter().flat_map(|z| &z.pcp).map(|p| p.count).sum::<u64>()
 }
 
 /// §31.1: MADV_DONTNEED of a whole aligned 2 MiB range frees the THP whole, as one order-9
