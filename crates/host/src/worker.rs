@@ -759,21 +759,42 @@ fn run_task(
                     }
                     vmas.insert(vma.clone(), v);
                 }
-                TaskStep::Touch { vma, random } => {
+                TaskStep::Touch { vma, random, stride } => {
                     let v = vmas
                         .get_mut(vma)
                         .ok_or_else(|| format!("touch of unmapped {vma}"))?;
-                    let mut order: Vec<usize> = (0..v.pages()).collect();
+                    // With a stride, the first page of every stride only (one write each).
+                    let every = (*stride as usize / PAGE).max(1);
+                    let mut order: Vec<usize> = (0..v.pages()).step_by(every).collect();
                     if *random {
                         order.shuffle(&mut cx.rng);
                     }
                     v.touch(order.into_iter(), cx);
                 }
-                TaskStep::Dontneed { vma, offset, length } => {
+                TaskStep::Dontneed {
+                    vma,
+                    offset,
+                    length,
+                    stride,
+                } => {
                     let v = vmas
                         .get_mut(vma)
                         .ok_or_else(|| format!("dontneed of unmapped {vma}"))?;
-                    v.dontneed(*offset, *length)?;
+                    match stride {
+                        None => v.dontneed(*offset, *length)?,
+                        // One madvise(MADV_DONTNEED) per range, in address order, as far as
+                        // the mapping goes (the last one clamped).
+                        Some(st) => {
+                            let mut at = *offset;
+                            loop {
+                                v.dontneed(at, *length)?;
+                                at += st;
+                                if at >= v.len as u64 {
+                                    break;
+                                }
+                            }
+                        }
+                    }
                 }
                 TaskStep::Munmap { vma } => {
                     vmas.remove(vma);

@@ -149,6 +149,8 @@ pub struct Mm {
     /// THP knobs (§11.1) and the per-size mTHP stats.
     pub thp: crate::huge_memory::ThpConfig,
     pub mthp: crate::huge_memory::MthpStats,
+    /// The deferred split queue and its shrinker (§31.3).
+    pub deferred_split: crate::huge_memory::DeferredSplit,
     /// The default hstate's hugetlb pool (§28).
     pub hugetlb: crate::hugetlb::Hstate,
     /// The task the current operation runs for and the time, put on trace records and folios
@@ -466,6 +468,7 @@ impl Mm {
             },
             thp: cfg.thp.clone(),
             mthp: Default::default(),
+            deferred_split: Default::default(),
             hugetlb: Default::default(),
             cur: Current::default(),
             trace: Tracing::default(),

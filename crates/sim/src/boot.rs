@@ -50,6 +50,13 @@ pub fn thp_config(spec: &Spec) -> ThpConfig {
             t.per_size[order as usize] = enabled(&v);
         }
     }
+    // The deferred split (§31.3).
+    if let Some(v) = int(spec, "transparent_hugepage/shrink_underused") {
+        t.shrink_underused = v != 0;
+    }
+    if let Some(v) = int(spec, "transparent_hugepage/khugepaged/max_ptes_none") {
+        t.max_ptes_none = v as u32;
+    }
     t
 }
 

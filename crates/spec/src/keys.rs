@@ -881,6 +881,12 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
     &[
         action("touch", VMA, "write-touch every page of the mapping"),
         PATTERN,
+        size(
+            "stride",
+            4096,
+            4096,
+            "touch only the first page of every STRIDE bytes (a multiple of 4 KiB), as a program that writes one word per 2 MiB does",
+        ),
     ],
     &[
         action("dontneed", VMA, "MADV_DONTNEED a range of the mapping"),
@@ -890,6 +896,12 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
             KeyKind::Size { min: 1 },
             KeyDefault::Required("a size in bytes"),
             "the range's length",
+        ),
+        key(
+            "stride",
+            KeyKind::Size { min: 4096 },
+            KeyDefault::Text("none (one range)"),
+            "repeat the range every STRIDE bytes (a multiple of 4 KiB, at least the length) to the end of the mapping: one madvise call per range, in address order",
         ),
     ],
     &[action("munmap", VMA, "unmap the mapping")],

@@ -269,16 +269,20 @@ pub enum TaskStep {
         madvise: bool,
         locked: bool,
     },
-    /// Write-touch every page of `vma` (in address order, or in a random order).
+    /// Write-touch every page of `vma` (in address order, or in a random order); with a
+    /// `stride` above 4 KiB only the first page of every `stride` bytes.
     Touch {
         vma: String,
         random: bool,
+        stride: u64,
     },
-    /// MADV_DONTNEED of [`offset`, `offset + length`) of `vma`.
+    /// MADV_DONTNEED of [`offset`, `offset + length`) of `vma`; with a `stride`, of every
+    /// [`offset + k·stride`, `+ length`) inside the mapping, in address order, one call each.
     Dontneed {
         vma: String,
         offset: u64,
         length: u64,
+        stride: Option<u64>,
     },
     Munmap {
         vma: String,

@@ -2220,3 +2220,59 @@ fn issue33_every_page_files_every_sample_errors() {
         "unknown key (expected one of: sample)",
     );
 }
+
+/// The `stride` of `touch` and `dontneed` steps (§31.5's transhuge-stress in the spec
+/// language): a whole number of pages, and for `dontneed` at least the range's length.
+#[test]
+fn step_stride_errors() {
+    let map = "{ mmap = \"a\", size = \"64MiB\", madvise = true }";
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            &format!("steps = [{map}, {{ touch = \"a\", stride = 5000 }}]"),
+        ]),
+        4,
+        "workload.task[0].steps[1].stride",
+        "5000 bytes is not a multiple of 4096 (a whole number of pages)",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            &format!("steps = [{map}, {{ dontneed = \"a\", length = \"2MiB\", stride = \"1MiB\" }}]"),
+        ]),
+        4,
+        "workload.task[0].steps[1].stride",
+        "1 MiB is shorter than the length 2 MiB (the ranges would overlap)",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            &format!("steps = [{map}, {{ dontneed = \"a\", length = \"4KiB\", stride = 0 }}]"),
+        ]),
+        4,
+        "workload.task[0].steps[1].stride",
+        "0 bytes is below the minimum of 4096",
+    );
+    let ok = parse_spec(
+        &spec(&with_machine(&[
+            "[[workload.task]]",
+            &format!(
+                "steps = [{map}, {{ touch = \"a\", stride = \"2MiB\" }}, {{ dontneed = \"a\", length = \"2044KiB\", stride = \"2MiB\" }}, {{ touch = \"a\" }}]"
+            ),
+        ])),
+        "spec.toml",
+    )
+    .unwrap();
+    let steps = &ok.workload.unwrap().task[0].steps;
+    use fraglab_spec::TaskStep;
+    assert!(matches!(&steps[1], TaskStep::Touch { stride: 2097152, .. }));
+    assert!(matches!(
+        &steps[2],
+        TaskStep::Dontneed {
+            length: 2093056,
+            stride: Some(2097152),
+            ..
+        }
+    ));
+    assert!(matches!(&steps[3], TaskStep::Touch { stride: 4096, .. }));
+}

@@ -138,7 +138,7 @@ impl ProgramTask {
             }
         }
         if locked {
-            return self.touch(cx, &vma, false);
+            return self.touch(cx, &vma, false, 1);
         }
         self.next();
         Step::Ran(cx.cost.context_switch_ns)
@@ -154,17 +154,44 @@ impl ProgramTask {
                 .expect("validated: mapped by an earlier step")
                 .mlock(cx.mm);
         }
-        self.touch(cx, vma, false)
+        self.touch(cx, vma, false, 1)
+    }
+
+    /// `dontneed`: MADV_DONTNEED of one range, or with a `stride` of up to `CHUNK` of its
+    /// ranges per engine step (one madvise call each: a context switch, plus the pages freed).
+    /// A partial zap of a large folio frees nothing (§31.2).
+    fn dontneed(&mut self, cx: &mut Cx, vma: &str, offset: u64, length: u64, stride: Option<u64>) -> Step {
+        let v = self.vmas.get_mut(vma).expect("validated");
+        let size = v.nr_pages * 4096;
+        let (stride, calls) = match stride {
+            Some(st) => (st, size.saturating_sub(offset).div_ceil(st).max(1)),
+            None => (0, 1),
+        };
+        let mut ns = 0;
+        for _ in 0..CHUNK {
+            if self.progress >= calls {
+                break;
+            }
+            let at = offset + self.progress * stride;
+            let freed = v.dontneed(cx.mm, cx.cpu, at / 4096, length.div_ceil(4096));
+            ns += freed * cx.cost.free_page_ns + cx.cost.context_switch_ns;
+            self.progress += 1;
+        }
+        if self.progress >= calls {
+            self.next();
+        }
+        Step::Ran(ns)
     }
 
     /// `touch`: up to `CHUNK` pages, in address order or in a random order (a shuffle of the
-    /// mapping's pages drawn at the step's start).
-    fn touch(&mut self, cx: &mut Cx, vma: &str, random: bool) -> Step {
+    /// pages drawn at the step's start); with a stride of `every` pages, only the first page
+    /// of each stride.
+    fn touch(&mut self, cx: &mut Cx, vma: &str, random: bool, every: u64) -> Step {
         let v = self
             .vmas
             .get_mut(vma)
             .expect("validated: mapped by an earlier step");
-        let n = v.nr_pages;
+        let n = v.nr_pages.div_ceil(every);
         if random && self.order.is_empty() {
             let mut o: Vec<u64> = (0..n).collect();
             for i in (1..o.len()).rev() {
@@ -182,7 +209,7 @@ impl ProgramTask {
                 self.order[self.progress as usize]
             } else {
                 self.progress
-            };
+            } * every;
             ns += touch_range(cx, v, p, 1, &mut m).0;
             self.progress += 1;
         }
@@ -444,13 +471,13 @@ impl TaskBody for ProgramTask {
                 madvise,
                 locked,
             } => self.mmap(cx, vma, size_bytes, madvise, locked),
-            S::Touch { vma, random } => self.touch(cx, &vma, random),
-            S::Dontneed { vma, offset, length } => {
-                let v = self.vmas.get_mut(&vma).expect("validated");
-                let freed = v.dontneed(cx.mm, cx.cpu, offset / 4096, length.div_ceil(4096));
-                self.next();
-                Step::Ran(freed * cx.cost.free_page_ns + cx.cost.context_switch_ns)
-            }
+            S::Touch { vma, random, stride } => self.touch(cx, &vma, random, stride / 4096),
+            S::Dontneed {
+                vma,
+                offset,
+                length,
+                stride,
+            } => self.dontneed(cx, &vma, offset, length, stride),
             S::Munmap { vma } => {
                 let freed = self.vmas.remove(&vma).map_or(0, |mut v| v.unmap(cx.mm, cx.cpu));
                 self.next();
@@ -518,7 +545,10 @@ impl TaskBody for ProgramTask {
                 length,
             } => self.fadvise(cx, file, advice, offset, length),
             S::DropCaches => {
+                // Writing 3: the page cache, then `drop_slab` (the deferred split shrinker at
+                // priority 0, §31.3 item 3).
                 let freed = cx.mm.drop_caches(cx.cpu);
+                cx.mm.drop_slab(cx.cpu);
                 self.next();
                 Step::Ran(freed * cx.cost.free_page_ns)
             }

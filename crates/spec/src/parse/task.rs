@@ -172,6 +172,38 @@ impl Cx<'_> {
         }
     }
 
+    /// The `stride` key of step `s` (its default if it has one, else None when absent): a
+    /// multiple of 4 KiB, and at least `length` when given (repeated ranges do not overlap).
+    fn step_stride(&self, s: &Tbl, length: Option<u64>) -> R<Option<u64>> {
+        let v = match self.opt_size_key(s, "stride")? {
+            Some(v) => v,
+            None if length.is_some() => return Ok(None),
+            None => return self.size_key(s, "stride").map(Some),
+        };
+        let e = s.get("stride").expect("given");
+        if v % 4096 != 0 {
+            return Err(self.err(
+                e.node.pos,
+                &s.key("stride"),
+                format!("{v} bytes is not a multiple of 4096 (a whole number of pages)"),
+            ));
+        }
+        if let Some(len) = length {
+            if v < len {
+                return Err(self.err(
+                    e.node.pos,
+                    &s.key("stride"),
+                    format!(
+                        "{} is shorter than the length {} (the ranges would overlap)",
+                        show_bytes(v),
+                        show_bytes(len)
+                    ),
+                ));
+            }
+        }
+        Ok(Some(v))
+    }
+
     /// The non-empty file name of step `s`'s action `a`.
     fn step_file(&self, s: &Tbl, a: &Entry) -> R<String> {
         let file = self.str(&a.node, &s.key(&a.key))?.to_string();
@@ -239,16 +271,21 @@ impl Cx<'_> {
             "touch" => TaskStep::Touch {
                 vma: self.step_vma(s, a, vmas)?,
                 random: self.step_random(s)?,
+                stride: self.step_stride(s, None)?.expect("a default"),
             },
             "dontneed" => {
                 let v = self.step_vma(s, a, vmas)?;
                 self.need_key(s, "length")?;
                 let (offset, length) = (self.size_key(s, "offset")?, self.size_key(s, "length")?);
-                self.dontneed_warning(s, &v, offset, length, steps);
+                let stride = self.step_stride(s, Some(length))?;
+                if stride.is_none() {
+                    self.dontneed_warning(s, &v, offset, length, steps);
+                }
                 TaskStep::Dontneed {
                     vma: v,
                     offset,
                     length,
+                    stride,
                 }
             }
             "munmap" => {

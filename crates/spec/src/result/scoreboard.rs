@@ -89,6 +89,10 @@ pub const WORK_ITEMS: &[&str] = &[
     "allocstall",
     "thp_fault_alloc",
     "thp_fault_fallback",
+    // Partial unmapping and the deferred split (kernel-model.md §31.4).
+    "thp_split_pmd",
+    "thp_deferred_split_page",
+    "thp_split_page",
     "htlb_buddy_alloc_success",
     "htlb_buddy_alloc_fail",
 ];
