@@ -24,6 +24,12 @@
 //! auto-tuning; no ops-update pass (the regions cover the monitored range from the start). The
 //! regions are page-granular (`DAMON_MIN_REGION` = PAGE_SIZE), in pfns.
 //!
+//! **Monitored ranges and start.** The target's ranges are the configured ones (S2's leave out
+//! the first 16 MiB and the PCI hole; DAMON_RECLAIM's default is the largest System RAM range),
+//! clipped to the machine. A kdamond starts with one age-0 region per range, as one just turned
+//! on; booted from a snapshot that recorded the kernel's kdamond it starts with that one's
+//! regions and ages instead ([`Kdamond::with_start`], §27.2 item 3).
+//!
 //! **Tracepoints** (§27.2 item 6): `damon:damos_before_apply` where `damos_apply_scheme` is
 //! about to apply the scheme to a region, and `vmscan:mm_vmscan_reclaim_pages` where
 //! `reclaim_pages` (`reclaim_folio_list`) has finished with the folios that passed the filters
