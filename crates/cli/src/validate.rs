@@ -812,6 +812,19 @@ fn run_scenario(
             sim_spec.damon = dm;
         }
     }
+    // kernel-model.md §32: the model has the free page reporting device the kernel's first run
+    // had (its order), unless the spec gives `page_reporting_order`. The same-start arm takes
+    // it from each capture instead (`[machine] snapshot`).
+    let reporting = kernel
+        .first()
+        .and_then(|h| h.confounders.as_ref())
+        .and_then(|c| c.page_reporting_order());
+    if let (Some(order), false) = (reporting, spec.machine.page_reporting_given) {
+        notes.push(format!(
+            "simulator: free page reporting at order {order}, as the kernel's first run had it (§32)"
+        ));
+        sim_spec.machine.page_reporting_order = Some(order);
+    }
     if d.fit_memory && d.kernel == "host" && sim_spec.machine.zones != spec.machine.zones {
         let pool = sim_spec.machine.hugetlb_pages;
         notes.push(format!(

@@ -323,6 +323,10 @@ impl Mm {
                 self.list_prev(p) == prev,
                 "free list [{order}][{mt}]: broken back link at {p:#x}"
             );
+            ensure!(
+                self.reporting.enabled() || !self.pages.is_reported(p),
+                "free chunk {p:#x} order {order} is marked reported without a reporting device (§32.3)"
+            );
             prev = p;
             p = self.list_next(p);
             n += 1;

@@ -138,6 +138,12 @@ impl Mm {
                 + vec_bytes(&self.outbox.wakeups)
                 + vec_bytes(&self.outbox.oom_victims),
         ));
+        if self.reporting.enabled() {
+            v.push((
+                "page reporting (host backing, 1 bit per page)",
+                self.reporting.host_bytes() as u64,
+            ));
+        }
         v
     }
 

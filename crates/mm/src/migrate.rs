@@ -131,6 +131,8 @@ impl Mm {
         };
         debug_assert_eq!(self.pages.kind(dst), PageKind::Allocated);
         debug_assert_eq!(self.pages.order(dst), order);
+        // The copy writes the target: host faults where the host discarded it (§32.3 item 6).
+        self.host_write(dst, 1 << order);
         // §29.2.3: unmapping the source munlocks it; the VM_LOCKED mapping re-mlocks the
         // destination once it is back on the LRU (mlock.rs).
         let mlocked = self.migrate_munlock_source(id);

@@ -100,6 +100,10 @@ pub enum Wakeup {
     /// `wakeup_kcompactd(pgdat, order, highest_zoneidx)` found the node suitable and woke the
     /// thread (§9.11.2).
     Kcompactd { order: u32, highest_zoneidx: usize },
+    /// Free page reporting's `schedule_delayed_work(&prdev->work, PAGE_REPORTING_DELAY)`
+    /// (§32.2 item 1): run [`Mm::page_reporting_process`] 2 s from now, unless a pass is already
+    /// pending (a pending delayed work is not queued twice).
+    PageReporting,
 }
 
 /// Fallback allocations by Weiner's classes (§6.5), indexed [requested type][fallback type]:
@@ -153,6 +157,9 @@ pub struct Mm {
     pub deferred_split: crate::huge_memory::DeferredSplit,
     /// The default hstate's hugetlb pool (§28).
     pub hugetlb: crate::hugetlb::Hstate,
+    /// Free page reporting's device and the host's backing of guest pages (§32); inert without
+    /// a device.
+    pub reporting: crate::page_reporting::PageReporting,
     /// The task the current operation runs for and the time, put on trace records and folios
     /// (set by the engine; 0 and pid 1 without a clock).
     pub cur: Current,
@@ -470,6 +477,7 @@ impl Mm {
             mthp: Default::default(),
             deferred_split: Default::default(),
             hugetlb: Default::default(),
+            reporting: crate::page_reporting::PageReporting::new(cfg.page_reporting_order, end_pfn),
             cur: Current::default(),
             trace: Tracing::default(),
             outbox: Outbox::default(),
@@ -480,7 +488,8 @@ impl Mm {
 
     /// The boot steps after the memory map is laid out (the second half of
     /// [`Mm::from_config`]): min_free_kbytes, watermarks, lowmem reserves, PCP sizes, the
-    /// compaction scanners' cached positions, swap, the xarray-node model and kcompactd.
+    /// compaction scanners' cached positions, swap, the xarray-node model, kcompactd, and the
+    /// free page reporting device's registration (§32.1: it requests the first pass).
     pub(crate) fn finish_boot(&mut self, cfg: &crate::config::MmConfig) {
         self.setup_min_free_kbytes();
         self.setup_per_zone_wmarks();
@@ -494,6 +503,7 @@ impl Mm {
         self.compact.kcompactd.highest_zoneidx = self.kcompactd_max_zoneidx();
         self.compact.kcompactd.next_timeout_ms =
             (self.compact.cfg.proactiveness > 0).then_some(crate::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);
+        self.page_reporting_register();
     }
 
     /// Frees one boot chunk through the normal merge path (to the tail, FPI_TO_TAIL).

@@ -728,7 +728,9 @@ impl Mm {
     /// which nothing in the run can change (a merge at order ≥ pageblock_order retypes only
     /// the other block). The mm_page_pcpu_drain events carry only the chunk, its order and
     /// that type, and are emitted in the same order. Not used while a compactor's capture is
-    /// armed (a capture could take a piece of `B`).
+    /// armed (a capture could take a piece of `B`). Free page reporting's notification
+    /// (§32.2 item 1) only marks a pass wanted, at this same instant, and the free of `B`
+    /// reaches at least every order the frees of its pieces would.
     #[inline]
     fn drain_run(
         &mut self,
@@ -1213,6 +1215,7 @@ impl Mm {
     /// the slow path. Emits mm_page_alloc for success and failure.
     ///
     /// What the slow path did is left in `mm.work.last_alloc` for whoever charges time for it.
+    /// With a free page reporting device, the chunk counts as written (`Mm::host_write`, §32).
     pub fn alloc_pages(&mut self, cpu: u32, gfp: Gfp, order: u32) -> Option<u32> {
         if order > MAX_PAGE_ORDER {
             // The kernel warns (unless __GFP_NOWARN) and returns NULL, without a trace event.
@@ -1229,6 +1232,11 @@ impl Mm {
         }
         let w = self.work.last_alloc;
         self.work.sum.add(&w);
+        if let (Some(pfn), true) = (page, self.reporting.enabled()) {
+            // Free page reporting (§32.3 item 6): the chunk's user writes it at once (a fault
+            // zeroes it, a read fills it); pages the host discarded take host faults.
+            self.host_write(pfn, 1 << order);
+        }
         if self.trace_on(trace_kind::MM_PAGE_ALLOC) {
             self.emit(
                 cpu,

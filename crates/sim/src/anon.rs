@@ -133,10 +133,17 @@ impl FaultWork {
 pub enum Touch {
     /// Already populated: no fault.
     Hit,
-    /// A fault mapped a folio of `order` (plus a page-table page if `pt`), doing `work`.
-    Fault { order: u32, pt: bool, work: FaultWork },
+    /// A fault mapped a folio of `order` (plus a page-table page if `pt`), doing `work`; `host`
+    /// of the pages it wrote (folio and page table) took host faults (free page reporting,
+    /// kernel-model.md §32.3 item 6; always 0 without a reporting device).
+    Fault {
+        order: u32,
+        pt: bool,
+        work: FaultWork,
+        host: u64,
+    },
     /// The fault could not be served (the task would be killed or loop; the model reports it).
-    Failed { work: FaultWork },
+    Failed { work: FaultWork, host: u64 },
 }
 
 /// One folio mapped in a region: 16 bytes (the first page's offset in the region fits a u16).
@@ -590,23 +597,28 @@ impl AnonVma {
             return (Touch::Hit, run);
         }
         if let Some(run) = self.fault_run(mm, cpu, vpage, end) {
+            // `anon_fault_run` serves no fault with a reporting device: no host faults here.
             let t = Touch::Fault {
                 order: 0,
                 pt: false,
                 work: FaultWork::Fast { allocs: 1 },
+                host: 0,
             };
             return (t, run);
         }
         let before = mm.work_sum();
+        let host_before = mm.reporting.pending_host_faults();
         let fault = self.fault(mm, cpu, vpage);
+        // The fault's own host faults: charged with it, not left to the engine.
+        let host = mm.reporting.claim_host_faults(host_before);
         let after = &mm.work.sum;
         let work = match after.fast_allocs_since(&before) {
             Some(allocs) => FaultWork::Fast { allocs },
             None => FaultWork::Slow(Box::new(after.since(&before))),
         };
         let t = match fault {
-            Some((order, pt)) => Touch::Fault { order, pt, work },
-            None => Touch::Failed { work },
+            Some((order, pt)) => Touch::Fault { order, pt, work, host },
+            None => Touch::Failed { work, host },
         };
         (t, 1)
     }

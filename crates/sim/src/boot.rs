@@ -190,6 +190,8 @@ pub fn mm_config_with(spec: &Spec, machine: MachineConfig) -> MmConfig {
     cfg.xa_nodes = spec.model.xa_nodes;
     cfg.swap_pages = spec.machine.swap_bytes / 4096;
     cfg.debug_vm = spec.run.debug_vm;
+    // §32.1: a free page reporting device, if the machine has one.
+    cfg.page_reporting_order = spec.machine.page_reporting_order;
     cfg
 }
 

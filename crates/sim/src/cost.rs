@@ -61,6 +61,13 @@ pub struct CostModel {
     pub file_create_ns: u64,
     /// Unlinking a small file, excluding the freeing of its page cache (charged per page).
     pub file_unlink_ns: u64,
+    /// Free page reporting (kernel-model.md §32.3 item 6): the first write to a 4 KiB page whose
+    /// backing the host discarded (an EPT violation the host serves by allocating and zeroing
+    /// a page; invisible to the guest kernel). Charged only with `[machine]
+    /// page_reporting_order`: a fault's latency includes its own (recorded apart too,
+    /// `LatencyHistogram::host_fault_ns`), other writes (page-cache fills, slab, migration
+    /// targets) lengthen the step that made them.
+    pub host_fault_ns: u64,
 }
 
 impl Default for CostModel {
@@ -89,6 +96,7 @@ impl Default for CostModel {
             free_page_ns: 280,
             file_create_ns: 14_000,
             file_unlink_ns: 17_000,
+            host_fault_ns: 13_000,
         }
     }
 }
@@ -122,6 +130,7 @@ impl CostModel {
             "free_page_ns" => &mut self.free_page_ns,
             "file_create_ns" => &mut self.file_create_ns,
             "file_unlink_ns" => &mut self.file_unlink_ns,
+            "host_fault_ns" => &mut self.host_fault_ns,
             _ => return None,
         })
     }

@@ -229,6 +229,10 @@ enum EventKind {
     /// kcompactd's step has been charged: its loop reaches the top and waits (§26.2 item 1,
     /// [`Mm::kcompactd_wait`]); ignored if `gen` is stale.
     KcompactdWait { gen: u64 },
+    /// Free page reporting's delayed work expires: one pass ([`Mm::page_reporting_process`],
+    /// §32.2), run at this instant (the kworker's CPU time and the wait for the host are not
+    /// modelled).
+    PageReporting,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -271,6 +275,9 @@ pub struct Engine {
     pub checks: u64,
     /// The first violation found: the step count and time after which it was found.
     pub violation: Option<(u64, u64, fraglab_mm::debug_vm::InvariantViolation)>,
+    /// Free page reporting (§32): a pass is scheduled and has not run yet (the delayed work is
+    /// pending, so another request does not queue it again).
+    reporting_pending: bool,
 }
 
 impl Engine {
@@ -300,6 +307,7 @@ impl Engine {
             steps: 0,
             checks: 0,
             violation: None,
+            reporting_pending: false,
         };
         e.kswapd = e.add_task(Box::new(KswapdTask), TaskState::Waiting, 60);
         e.kcompactd = e.add_task(Box::new(KcompactdTask), TaskState::Waiting, 61);
@@ -308,7 +316,23 @@ impl Engine {
             e.schedule_timer(e.kcompactd, t * MS);
         }
         e.schedule(e.tick_ns, EventKind::Tick);
+        // Free page reporting: the device registered at boot and asked for its first pass
+        // (§32.1); other wake-ups left by boot are handled as before, after the first step.
+        if e.mm.outbox.wakeups.contains(&Wakeup::PageReporting) {
+            e.mm.outbox.wakeups.retain(|w| *w != Wakeup::PageReporting);
+            e.schedule_page_reporting();
+        }
         e
+    }
+
+    /// `schedule_delayed_work(&prdev->work, PAGE_REPORTING_DELAY)`: a pass 2 s from now,
+    /// unless one is pending.
+    fn schedule_page_reporting(&mut self) {
+        if !self.reporting_pending {
+            self.reporting_pending = true;
+            let at = self.now + fraglab_mm::page_reporting::PAGE_REPORTING_DELAY_MS * MS;
+            self.schedule(at, EventKind::PageReporting);
+        }
     }
 
     pub fn now(&self) -> u64 {
@@ -481,6 +505,7 @@ impl Engine {
                     self.kcompactd_wakes += 1;
                     self.wake(self.kcompactd);
                 }
+                Wakeup::PageReporting => self.schedule_page_reporting(),
             }
         }
     }
@@ -560,7 +585,10 @@ impl Engine {
             rng: &mut task.rng,
         };
         let step = task.body.step(&mut cx);
-        let busy = step.ran() + switch;
+        // Free page reporting (§32.3 item 6): host faults of pages the step wrote that it did
+        // not charge itself (a fault charges its own) cost the step's CPU that much longer.
+        let host = self.mm.take_host_faults() * self.cost.host_fault_ns;
+        let busy = step.ran() + switch + host;
         self.steps += 1;
         let task = &mut self.tasks[id];
         task.stats.cpu_ns += busy;
@@ -643,6 +671,14 @@ impl Engine {
                             self.schedule_timer(self.kcompactd, ms * MS);
                         }
                     }
+                }
+                EventKind::PageReporting => {
+                    self.reporting_pending = false;
+                    self.mm.cur.now_ns = self.now;
+                    self.mm.page_reporting_process();
+                    // Work nobody charged (none is expected: the pass writes no page).
+                    self.mm.take_host_faults();
+                    self.handle_wakeups();
                 }
                 EventKind::Tick => {
                     for cpu in 0..self.mm.nr_cpus {

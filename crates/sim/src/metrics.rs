@@ -46,6 +46,10 @@ pub struct Metrics {
     pub thpchallenge_base: Histogram,
     /// Phases: where the measured part of the run started (a task's `{ measure = true }`).
     pub measure: Option<MeasureMark>,
+    /// Free page reporting (kernel-model.md §32.3 item 6): by (folio order, path) as
+    /// `fault_latency`, the faults that took host faults and the time those added (kept apart
+    /// from the histograms they are also in). Empty without a reporting device.
+    pub host_faults: std::collections::BTreeMap<(u32, AllocPath), (u64, u64)>,
 }
 
 /// The fault latency histograms by (folio order, allocation path), in key order as a
@@ -160,6 +164,7 @@ impl Metrics {
         }
         self.measure = Some(MeasureMark { t_ns, vmstat });
         self.fault_latency.clear();
+        self.host_faults.clear();
         self.thpchallenge_huge = Histogram::default();
         self.thpchallenge_base = Histogram::default();
     }
@@ -171,6 +176,14 @@ impl Metrics {
     /// `n` calls of `fault(order, path, ns)`.
     pub fn faults(&mut self, order: u32, path: AllocPath, ns: u64, n: u64) {
         self.fault_latency.record_n(order, path, ns, n);
+    }
+
+    /// `n` faults of (`order`, `path`) each took host faults costing `ns` (free page
+    /// reporting); the same faults are recorded in `fault_latency` with that time included.
+    pub fn host_faults(&mut self, order: u32, path: AllocPath, ns: u64, n: u64) {
+        let e = self.host_faults.entry((order, path)).or_default();
+        e.0 += n;
+        e.1 += ns * n;
     }
 }
 

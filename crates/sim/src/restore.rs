@@ -17,6 +17,11 @@
 //! * **CPUs** come from the spec if it gives `cpus`, else from the snapshot; the hugetlb pool is
 //!   the snapshot's unless the spec gives `hugetlb_pages` (then it is resized to it, as a write
 //!   of vm.nr_hugepages would).
+//! * **Free page reporting** (kernel-model.md §32): the spec's `page_reporting_order` if it
+//!   gives one (an order or "off"), else the order the snapshot's confounders recorded
+//!   (`SnapshotHeader::page_reporting_order`; none: no device). The snapshot does not say which
+//!   free chunks were reported or which pages the host backed: the machine boots with none
+//!   reported and every page backed, and its device asks for a first pass 2 s in.
 //!
 //! From [`Reconstruction`] to [`Restore`], simplified: zone `present`/`managed` are counted from
 //! the hole and reserved ranges (clipped to the zone spans); an Isolate block (type 4) boots
@@ -385,6 +390,11 @@ pub fn effective_spec(spec: &Spec, header: &SnapshotHeader) -> (Spec, Vec<String
         if !snap.cpus_given && (1..=256).contains(&header.nr_cpus) {
             s.machine.cpus = header.nr_cpus;
         }
+    }
+    // Free page reporting (kernel-model.md §32.1): the machine's device as the snapshot
+    // recorded it, unless the spec gives `page_reporting_order` (an order or "off").
+    if !spec.machine.page_reporting_given {
+        s.machine.page_reporting_order = header.page_reporting_order();
     }
     (s, notes)
 }

@@ -199,7 +199,13 @@ fn run_workload_full(
     r.fault_latency = m
         .fault_latency
         .iter()
-        .map(|(&(order, path), h)| histogram(order, path.name(), h))
+        .map(|(&(order, path), h)| {
+            let mut l = histogram(order, path.name(), h);
+            if let Some(&(n, ns)) = m.host_faults.get(&(order, path)) {
+                (l.host_faults, l.host_fault_ns) = (n, ns);
+            }
+            l
+        })
         .collect();
     for g in &gens {
         g.result(&m, &mut r);
@@ -451,7 +457,10 @@ fn result(
 }
 
 /// The allocator's work that /proc/vmstat does not count, and the kernel threads' CPU time
-/// and the time they were runnable but waited for a CPU (`[model] sched`).
+/// and the time they were runnable but waited for a CPU (`[model] sched`); with a free page
+/// reporting device (kernel-model.md §32), what it and the host did (`page_reporting_*`,
+/// `host_fault_*`: none of them a kernel counter; `page_reporting_reported_kib` is the
+/// simulator's counterpart of the host's `reported_kib`).
 fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
     let w = &e.mm.work.sum;
     let (ks, kc) = (e.task_stats(e.kswapd), e.task_stats(e.kcompactd));
@@ -470,8 +479,33 @@ fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
     .into_iter()
     // `[run] debug_vm`: the invariant checks made (every `debug_vm_every` steps and at the end).
     .chain((e.check_every > 0).then_some(("debug_vm_checks", e.checks)))
+    .chain(reporting_work(e))
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+/// Free page reporting's figures for `sim_work` (none without a device).
+fn reporting_work(e: &Engine) -> Vec<(&'static str, u64)> {
+    let r = &e.mm.reporting;
+    let Some(order) = r.order() else {
+        return Vec::new();
+    };
+    let s = r.stats;
+    vec![
+        ("page_reporting_order", order as u64),
+        ("page_reporting_passes", s.passes),
+        ("page_reporting_reports", s.reports),
+        ("page_reporting_chunks", s.chunks),
+        ("page_reporting_reported_kib", s.pages * 4),
+        ("page_reporting_retyped_blocks", s.retyped_blocks),
+        ("page_reporting_zones_skipped", s.zones_skipped),
+        ("page_reporting_isolate_refused", s.isolate_refused),
+        ("page_reporting_budget_spent", s.budget_spent),
+        ("page_reporting_reported_free_kib_end", e.mm.reported_free_pages() * 4),
+        ("host_discarded_kib_end", e.mm.host_discarded_pages() * 4),
+        ("host_fault_pages", s.host_fault_pages),
+        ("host_fault_ns", s.host_fault_pages * e.cost.host_fault_ns),
+    ]
 }
 
 /// How much ftrace text of `[run] trace` a timed run keeps (in `proc_end["trace"]`).

@@ -243,6 +243,12 @@ pub(crate) const MACHINE: &[KeyDef] = &[
         "the block device's max_sectors_kb (io_pages = max_sectors_kb / 4: a read larger than ra_pages may get a window of up to io_pages, forced readahead reads up to max(io_pages, ra_pages), kernel-model.md §23.1–§23.2); default 128, a new bdi's io_pages (32); the host engine records the device's value and does not set it",
     ),
     key(
+        "page_reporting_order",
+        KeyKind::Form("an order 0..=10, or \"off\""),
+        KeyDefault::Text("off: no free page reporting device (a snapshot boot takes the snapshot's value, validate's simulator arms the kernel's)"),
+        "free page reporting (virtio-balloon, kernel-model.md §32): 2 s after a free merges to this order or more, a pass reports the unreported free chunks of orders page_reporting_order..10 to the host (at most ⌈nr_free/512⌉ + 1 batches of 32 per list and pass), retyping free Unmovable/Reclaimable blocks to Movable; the host discards their backing, and the first write to such a page costs [cost] host_fault_ns; simulator only (the host engine records the machine's value and never changes it)",
+    ),
+    key(
         "snapshot",
         KeyKind::Str,
         KeyDefault::Text("none: a freshly booted machine"),
@@ -553,6 +559,12 @@ pub(crate) const OP_FAULT: &[KeyDef] = &[
 ];
 /// `[[op]]` with `kswapd`.
 pub(crate) const OP_KSWAPD: &[KeyDef] = &[action("kswapd", KeyKind::True, "wake kswapd and run it")];
+/// `[[op]]` with `page_reporting`.
+pub(crate) const OP_PAGE_REPORTING: &[KeyDef] = &[action(
+    "page_reporting",
+    KeyKind::True,
+    "run free page reporting's pending pass now, as its delayed work would 2 s after the request (kernel-model.md §32.2; needs machine.page_reporting_order; a timeless run runs passes only when this op asks)",
+)];
 /// `[[op]]` with `write`.
 pub(crate) const OP_WRITE: &[KeyDef] = &[
     action("write", KeyKind::Str, "buffered write to this file"),
@@ -611,6 +623,7 @@ pub(crate) const OPS: &[&[KeyDef]] = &[
     OP_WRITE,
     OP_READ,
     OP_NR_HUGEPAGES,
+    OP_PAGE_REPORTING,
 ];
 
 /// `[workload]`.

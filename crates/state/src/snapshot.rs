@@ -76,6 +76,20 @@ pub struct SnapshotHeader {
     pub damon: Option<crate::damon::DamonCapture>,
 }
 
+impl SnapshotHeader {
+    /// The machine's free page reporting order when the snapshot was taken (kernel-model.md
+    /// §32.1): `page_reporting_order` from the recorded confounders
+    /// (`confounders.page_reporting.order`, the sysfs value, which reads −1 — recorded as null —
+    /// until a reporting device registers). `None` when no device had registered, when the
+    /// value is not an order 0..=10, and for files without the record (written before it, or
+    /// on a machine without the page_reporting module): such a snapshot boots without
+    /// reporting.
+    pub fn page_reporting_order(&self) -> Option<u32> {
+        let order = self.confounders.get("page_reporting")?.get("order")?.as_u64()?;
+        (order <= 10).then_some(order as u32)
+    }
+}
+
 /// A snapshot in memory.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Snapshot {

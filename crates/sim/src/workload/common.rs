@@ -51,15 +51,22 @@ pub fn touch_range(cx: &mut Cx, vma: &mut AnonVma, start: u64, n: u64, metrics: 
         p += run;
         match t {
             Touch::Hit => {}
-            Touch::Fault { order, pt, work } => {
-                let c = fault_cost_with(cx.cost, order, pt, work.cost(cx.cost));
+            Touch::Fault { order, pt, work, host } => {
+                let mut c = fault_cost_with(cx.cost, order, pt, work.cost(cx.cost));
+                // Free page reporting (kernel-model.md §32.3 item 6): host faults of the pages
+                // the fault wrote, in its latency and recorded apart (0 without a device).
+                if host > 0 {
+                    let h = host * cx.cost.host_fault_ns;
+                    c += h;
+                    metrics.host_faults(order, work.path(), h, run);
+                }
                 metrics.faults(order, work.path(), c, run);
                 ns += c * run;
                 huge += (order == fraglab_mm::types::HPAGE_PMD_ORDER) as u64 * run;
             }
-            Touch::Failed { work } => {
+            Touch::Failed { work, host } => {
                 metrics.failed_faults += 1;
-                ns += cx.cost.fault_base_ns + work.cost(cx.cost);
+                ns += cx.cost.fault_base_ns + work.cost(cx.cost) + host * cx.cost.host_fault_ns;
             }
         }
     }

@@ -86,6 +86,8 @@ impl Histogram {
             min_ns: self.min_ns,
             max_ns: self.max_ns,
             log2_buckets: self.buckets.clone(),
+            host_faults: 0,
+            host_fault_ns: 0,
         }
     }
 }
