@@ -812,7 +812,7 @@ fn run_scenario(
             sim_spec.damon = dm;
         }
     }
-    // kernel-model.md §32: the model has the free page reporting device the kernel's first run
+    // §32: the model has the free page reporting device the kernel's first run
     // had (its order), unless the spec gives `page_reporting_order`. The same-start arm takes
     // it from each capture instead (`[machine] snapshot`).
     let reporting = kernel

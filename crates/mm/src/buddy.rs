@@ -254,7 +254,14 @@ impl Mm {
     /// §32.2 item 1; one comparison without a reporting device). A compactor's capture (§9.10)
     /// returns before both, as in the kernel. Page shuffling is off (the 6.18 default).
     #[inline]
-    pub(crate) fn free_one_page_core(&mut self, zi: usize, pfn: u32, order: u32, mt: MigrateType, to_tail: bool) {
+    pub(crate) fn free_one_page_core(
+        &mut self,
+        zi: usize,
+        pfn: u32,
+        order: u32,
+        mt: MigrateType,
+        to_tail: bool,
+    ) {
         if let Some(order) = self.free_one_page_inner(zi, pfn, order, mt, to_tail) {
             self.page_reporting_notify_free(order);
         }

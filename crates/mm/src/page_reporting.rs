@@ -118,7 +118,7 @@ impl PageReporting {
     /// The device for `order` (None: no device), on a machine of `end_pfn` pfns.
     pub fn new(order: Option<u32>, end_pfn: u32) -> PageReporting {
         assert!(
-            order.map_or(true, |o| o <= MAX_PAGE_ORDER),
+            !matches!(order, Some(o) if o > MAX_PAGE_ORDER),
             "page_reporting_order {order:?}: expected 0..=10"
         );
         PageReporting {
@@ -185,7 +185,10 @@ impl Mm {
     /// pass, and for notifications at once (§32.1 item 2). Without a device nothing reads it
     /// (the model keeps no "unset" value to hand a later registration).
     pub fn set_page_reporting_order(&mut self, order: u32) {
-        assert!(order <= MAX_PAGE_ORDER, "page_reporting_order {order}: expected 0..=10");
+        assert!(
+            order <= MAX_PAGE_ORDER,
+            "page_reporting_order {order}: expected 0..=10"
+        );
         if self.reporting.on {
             self.reporting.order = Some(order);
             self.reporting.notify_order = order;
@@ -345,7 +348,9 @@ impl Mm {
             while p < pfn + (1 << order) {
                 let bmt = self.block_mt(p);
                 if bmt.is_mergeable()
-                    && self.move_freepages_block(zi, p, bmt, MigrateType::Movable).is_some()
+                    && self
+                        .move_freepages_block(zi, p, bmt, MigrateType::Movable)
+                        .is_some()
                     && bmt != MigrateType::Movable
                 {
                     self.reporting.stats.retyped_blocks += 1;
@@ -383,10 +388,10 @@ impl Mm {
 
     /// Whether the host backs page `pfn` (always, without a device).
     pub fn host_backed(&self, pfn: u32) -> bool {
-        self.reporting
-            .discarded
-            .get((pfn / 64) as usize)
-            .map_or(true, |w| w & (1 << (pfn % 64)) == 0)
+        match self.reporting.discarded.get((pfn / 64) as usize) {
+            Some(w) => w & (1 << (pfn % 64)) == 0,
+            None => true,
+        }
     }
 
     /// The host discards the backing of `[pfn, pfn + nr)` (a report).

@@ -1,4 +1,4 @@
-//! Free page reporting (kernel-model.md §32): the device's request state, the pass (watermark
+//! Free page reporting (§32): the device's request state, the pass (watermark
 //! gate, budget, rotation, batches, `__isolate_free_page`'s test and retype, the put-back), the
 //! PageReported flag and the host's backing. One test per rule, named after its section.
 
@@ -194,7 +194,10 @@ fn s32_2_refused_isolation_rotates_the_list_to_the_first_unreported_chunk() {
     assert_eq!(reported, [false, false, true, true, true, true, true, true]);
     let got = mm.alloc_pages(0, Gfp::GFP_HIGHUSER_MOVABLE, 10).unwrap();
     assert_eq!(got, c10(6), "the unreported chunk at the head");
-    assert_eq!(mm.reporting.stats.host_fault_pages, 0, "its backing was never discarded");
+    assert_eq!(
+        mm.reporting.stats.host_fault_pages, 0,
+        "its backing was never discarded"
+    );
 }
 
 /// §32.2 item 5: with order ≥ pageblock_order − 1, isolating a chunk retypes its Unmovable and
@@ -250,7 +253,10 @@ fn s32_3_reported_flag_is_cleared_on_allocation_merge_and_compaction_isolation()
     assert_eq!(p.chunks, 31, "the last order-10 chunk is refused (min + 1024)");
     let first = mm.alloc_pages(0, Gfp::GFP_HIGHUSER_MOVABLE, 10).unwrap();
     assert!(mm.host_backed(first));
-    assert_eq!(mm.reporting.stats.host_fault_pages, 0, "the unreported chunk goes first");
+    assert_eq!(
+        mm.reporting.stats.host_fault_pages, 0,
+        "the unreported chunk goes first"
+    );
     let head = mm.zones[DMA32].free_list_first(10, MigrateType::Movable).unwrap();
     assert!(mm.pages.is_reported(head));
     let got = mm.alloc_pages(0, Gfp::GFP_HIGHUSER_MOVABLE, 10).unwrap();
@@ -271,7 +277,10 @@ fn s32_3_reported_flag_is_cleared_on_allocation_merge_and_compaction_isolation()
     assert!(mm.pages.is_reported(block(10)) && mm.pages.is_reported(block(13)));
     free_range(&mut mm, 0, block(11), PB);
     assert!(mm.pages.is_buddy_of_order(block(10), 10));
-    assert!(!mm.pages.is_reported(block(10)), "the survivor is a new, unreported chunk");
+    assert!(
+        !mm.pages.is_reported(block(10)),
+        "the survivor is a new, unreported chunk"
+    );
     free_range(&mut mm, 0, block(12), PB);
     assert!(mm.pages.is_buddy_of_order(block(12), 10));
     assert!(!mm.pages.is_reported(block(12)));
@@ -329,8 +338,14 @@ fn s32_3_split_remainders_are_unreported_and_not_host_backed() {
     for o in 4..10 {
         let r = x + (1 << o);
         assert!(mm.pages.is_buddy_of_order(r, o), "remainder {r:#x} order {o}");
-        assert!(!mm.pages.is_reported(r), "remainder {r:#x} order {o} is unreported");
-        assert!((r..r + (1 << o)).all(|p| !mm.host_backed(p)), "and not host-backed");
+        assert!(
+            !mm.pages.is_reported(r),
+            "remainder {r:#x} order {o} is unreported"
+        );
+        assert!(
+            (r..r + (1 << o)).all(|p| !mm.host_backed(p)),
+            "and not host-backed"
+        );
     }
     assert!((x..x + 16).all(|p| mm.host_backed(p)));
     assert_eq!(mm.reporting.stats.host_fault_pages, 16);

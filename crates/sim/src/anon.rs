@@ -135,7 +135,7 @@ pub enum Touch {
     Hit,
     /// A fault mapped a folio of `order` (plus a page-table page if `pt`), doing `work`; `host`
     /// of the pages it wrote (folio and page table) took host faults (free page reporting,
-    /// kernel-model.md §32.3 item 6; always 0 without a reporting device).
+    /// §32.3 item 6; always 0 without a reporting device).
     Fault {
         order: u32,
         pt: bool,
@@ -617,7 +617,12 @@ impl AnonVma {
             None => FaultWork::Slow(Box::new(after.since(&before))),
         };
         let t = match fault {
-            Some((order, pt)) => Touch::Fault { order, pt, work, host },
+            Some((order, pt)) => Touch::Fault {
+                order,
+                pt,
+                work,
+                host,
+            },
             None => Touch::Failed { work, host },
         };
         (t, 1)

@@ -61,7 +61,7 @@ pub struct CostModel {
     pub file_create_ns: u64,
     /// Unlinking a small file, excluding the freeing of its page cache (charged per page).
     pub file_unlink_ns: u64,
-    /// Free page reporting (kernel-model.md §32.3 item 6): the first write to a 4 KiB page whose
+    /// Free page reporting (§32.3 item 6): the first write to a 4 KiB page whose
     /// backing the host discarded (an EPT violation the host serves by allocating and zeroing
     /// a page; invisible to the guest kernel). Charged only with `[machine]
     /// page_reporting_order`: a fault's latency includes its own (recorded apart too,

@@ -46,7 +46,7 @@ pub struct Metrics {
     pub thpchallenge_base: Histogram,
     /// Phases: where the measured part of the run started (a task's `{ measure = true }`).
     pub measure: Option<MeasureMark>,
-    /// Free page reporting (kernel-model.md §32.3 item 6): by (folio order, path) as
+    /// Free page reporting (§32.3 item 6): by (folio order, path) as
     /// `fault_latency`, the faults that took host faults and the time those added (kept apart
     /// from the histograms they are also in). Empty without a reporting device.
     pub host_faults: std::collections::BTreeMap<(u32, AllocPath), (u64, u64)>,

@@ -17,7 +17,7 @@
 //! * **CPUs** come from the spec if it gives `cpus`, else from the snapshot; the hugetlb pool is
 //!   the snapshot's unless the spec gives `hugetlb_pages` (then it is resized to it, as a write
 //!   of vm.nr_hugepages would).
-//! * **Free page reporting** (kernel-model.md §32): the spec's `page_reporting_order` if it
+//! * **Free page reporting** (§32): the spec's `page_reporting_order` if it
 //!   gives one (an order or "off"), else the order the snapshot's confounders recorded
 //!   (`SnapshotHeader::page_reporting_order`; none: no device). The snapshot does not say which
 //!   free chunks were reported or which pages the host backed: the machine boots with none
@@ -391,7 +391,7 @@ pub fn effective_spec(spec: &Spec, header: &SnapshotHeader) -> (Spec, Vec<String
             s.machine.cpus = header.nr_cpus;
         }
     }
-    // Free page reporting (kernel-model.md §32.1): the machine's device as the snapshot
+    // Free page reporting (§32.1): the machine's device as the snapshot
     // recorded it, unless the spec gives `page_reporting_order` (an order or "off").
     if !spec.machine.page_reporting_given {
         s.machine.page_reporting_order = header.page_reporting_order();

@@ -458,7 +458,7 @@ fn result(
 
 /// The allocator's work that /proc/vmstat does not count, and the kernel threads' CPU time
 /// and the time they were runnable but waited for a CPU (`[model] sched`); with a free page
-/// reporting device (kernel-model.md §32), what it and the host did (`page_reporting_*`,
+/// reporting device (§32), what it and the host did (`page_reporting_*`,
 /// `host_fault_*`: none of them a kernel counter; `page_reporting_reported_kib` is the
 /// simulator's counterpart of the host's `reported_kib`).
 fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
@@ -501,7 +501,10 @@ fn reporting_work(e: &Engine) -> Vec<(&'static str, u64)> {
         ("page_reporting_zones_skipped", s.zones_skipped),
         ("page_reporting_isolate_refused", s.isolate_refused),
         ("page_reporting_budget_spent", s.budget_spent),
-        ("page_reporting_reported_free_kib_end", e.mm.reported_free_pages() * 4),
+        (
+            "page_reporting_reported_free_kib_end",
+            e.mm.reported_free_pages() * 4,
+        ),
         ("host_discarded_kib_end", e.mm.host_discarded_pages() * 4),
         ("host_fault_pages", s.host_fault_pages),
         ("host_fault_ns", s.host_fault_pages * e.cost.host_fault_ns),

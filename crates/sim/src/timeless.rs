@@ -510,13 +510,17 @@ impl OpRunner<'_> {
                 use fraglab_mm::page_reporting::ReportingState;
                 // No clock here: the pass the device asked for (its delayed work) runs when
                 // this op asks; the request itself is the device's state.
-                mm.outbox.wakeups.retain(|w| *w != fraglab_mm::Wakeup::PageReporting);
+                mm.outbox
+                    .wakeups
+                    .retain(|w| *w != fraglab_mm::Wakeup::PageReporting);
                 let text = match (mm.reporting.order(), mm.reporting.state) {
                     (None, _) => "no reporting device (machine.page_reporting_order)".to_string(),
                     (Some(_), ReportingState::Idle) => "idle, no pass pending".to_string(),
                     (Some(order), _) => {
                         let p = mm.page_reporting_process();
-                        mm.outbox.wakeups.retain(|w| *w != fraglab_mm::Wakeup::PageReporting);
+                        mm.outbox
+                            .wakeups
+                            .retain(|w| *w != fraglab_mm::Wakeup::PageReporting);
                         format!(
                             "pass at order {order}: {} reports, {} chunks ({} pages) reported, {} blocks retyped to Movable; {}; {} free pages reported, {} pages not host-backed",
                             p.reports,

@@ -1,4 +1,4 @@
-//! Free page reporting in the engines (kernel-model.md §32): the delayed pass in virtual time,
+//! Free page reporting in the engines (§32): the delayed pass in virtual time,
 //! the host-fault cost of first writes, the result's figures, the spec key, a snapshot boot
 //! and the default (no device) leaving results as they were.
 
@@ -97,7 +97,11 @@ fn s32_pass_runs_2_s_after_the_request_in_virtual_time() {
     assert_eq!(passes(&e), 1);
     assert!(e.mm.reporting.stats.chunks > 0);
     e.run(7 * SEC - 1, |_| false);
-    assert_eq!(passes(&e), 1, "idle after the first pass; the free at 5 s asks for one");
+    assert_eq!(
+        passes(&e),
+        1,
+        "idle after the first pass; the free at 5 s asks for one"
+    );
     e.run(7 * SEC, |_| false);
     assert_eq!(passes(&e), 2);
     e.run(30 * SEC, |_| false);
@@ -110,7 +114,13 @@ fn s32_pass_runs_2_s_after_the_request_in_virtual_time() {
 fn s32_a_spent_budget_schedules_the_next_pass_2_s_later() {
     let mut mm = machine(16, Some(0));
     while mm
-        .rmqueue(0, 1, 0, fraglab_mm::AllocFlags(0), fraglab_mm::MigrateType::Movable)
+        .rmqueue(
+            0,
+            1,
+            0,
+            fraglab_mm::AllocFlags(0),
+            fraglab_mm::MigrateType::Movable,
+        )
         .is_some()
     {}
     for i in 0..200 {
@@ -167,7 +177,13 @@ fn touch_twice(order: Option<u32>) -> (Vec<u64>, Metrics, Mm) {
     // Every page allocated, then 16 order-10 chunks and 100 single pages free: the pass reports
     // all 16 chunks (the single pages keep the zone above min + 1024 for the last one).
     while mm
-        .rmqueue(0, 1, 0, fraglab_mm::AllocFlags(0), fraglab_mm::MigrateType::Movable)
+        .rmqueue(
+            0,
+            1,
+            0,
+            fraglab_mm::AllocFlags(0),
+            fraglab_mm::MigrateType::Movable,
+        )
         .is_some()
     {}
     for p in BASE + 32 * PB..BASE + 64 * PB {
@@ -333,14 +349,25 @@ fn s32_default_off_leaves_results_unchanged() {
 /// `[machine] page_reporting_order`: 0..=10 or "off"; anything else names file, line and key.
 #[test]
 fn s32_spec_key_range_and_errors() {
-    let spec = |v: &str| parse_spec(&format!("[machine]\nmemory = \"64MiB\"\npage_reporting_order = {v}\n"), "m.toml");
+    let spec = |v: &str| {
+        parse_spec(
+            &format!("[machine]\nmemory = \"64MiB\"\npage_reporting_order = {v}\n"),
+            "m.toml",
+        )
+    };
     assert_eq!(spec("0").unwrap().machine.page_reporting_order, Some(0));
     assert_eq!(spec("10").unwrap().machine.page_reporting_order, Some(10));
     let off = spec("\"off\"").unwrap();
-    assert_eq!((off.machine.page_reporting_order, off.machine.page_reporting_given), (None, true));
+    assert_eq!(
+        (off.machine.page_reporting_order, off.machine.page_reporting_given),
+        (None, true)
+    );
     let absent = parse_spec("[machine]\nmemory = \"64MiB\"\n", "m.toml").unwrap();
     assert_eq!(
-        (absent.machine.page_reporting_order, absent.machine.page_reporting_given),
+        (
+            absent.machine.page_reporting_order,
+            absent.machine.page_reporting_given
+        ),
         (None, false)
     );
     assert_eq!(
@@ -367,8 +394,15 @@ fn s32_spec_key_range_and_errors() {
     .unwrap();
     let out = fraglab_sim::run_ops(&s).unwrap();
     assert!(out.contains("# op[0] page_reporting: pass at order 9:"), "{out}");
-    assert!(out.contains("# op[1] page_reporting: idle, no pass pending"), "{out}");
-    let s = parse_spec("[machine]\nmemory = \"256MiB\"\n[[op]]\npage_reporting = true\n", "o.toml").unwrap();
+    assert!(
+        out.contains("# op[1] page_reporting: idle, no pass pending"),
+        "{out}"
+    );
+    let s = parse_spec(
+        "[machine]\nmemory = \"256MiB\"\n[[op]]\npage_reporting = true\n",
+        "o.toml",
+    )
+    .unwrap();
     assert!(fraglab_sim::run_ops(&s)
         .unwrap()
         .contains("# op[0] page_reporting: no reporting device"));
@@ -395,7 +429,10 @@ fn snapshot_dir(name: &str, confounders: serde_json::Value) -> PathBuf {
         reserved: Vec::new(),
         holes: Vec::new(),
         block_types: vec![1; (end / 512) as usize],
-        free: (base..end).step_by(1024).map(|pfn| RFree { pfn, order: 10 }).collect(),
+        free: (base..end)
+            .step_by(1024)
+            .map(|pfn| RFree { pfn, order: 10 })
+            .collect(),
         folios: Vec::new(),
         report: MatchReport::default(),
     };
@@ -423,8 +460,16 @@ fn s32_snapshot_boot_takes_the_captured_order() {
         fraglab_sim::boot(&parse_spec(&text, file.to_str().unwrap()).unwrap()).unwrap()
     };
     assert_eq!(boot("").reporting.order(), Some(9), "the snapshot's");
-    assert_eq!(boot("page_reporting_order = 5\n").reporting.order(), Some(5), "the spec's");
-    assert_eq!(boot("page_reporting_order = \"off\"\n").reporting.order(), None, "the spec's off");
+    assert_eq!(
+        boot("page_reporting_order = 5\n").reporting.order(),
+        Some(5),
+        "the spec's"
+    );
+    assert_eq!(
+        boot("page_reporting_order = \"off\"\n").reporting.order(),
+        None,
+        "the spec's off"
+    );
     // The snapshot boot's device asks for its first pass as a fresh one does.
     let mut mm = boot("");
     assert!(mm.take_wakeups().contains(&fraglab_mm::Wakeup::PageReporting));
@@ -432,13 +477,20 @@ fn s32_snapshot_boot_takes_the_captured_order() {
 
     // No device when the snapshot was taken (sysfs read -1), or no record at all.
     for (name, c) in [
-        ("unset", serde_json::json!({"page_reporting": {"order": null, "parameters": {"page_reporting_order": "-1"}}})),
+        (
+            "unset",
+            serde_json::json!({"page_reporting": {"order": null, "parameters": {"page_reporting_order": "-1"}}}),
+        ),
         ("none", serde_json::Value::Null),
     ] {
         let d = snapshot_dir(name, c);
         let file = d.join("spec.toml");
         let spec = parse_spec("[machine]\nsnapshot = \"state.fsnap\"\n", file.to_str().unwrap()).unwrap();
-        assert_eq!(fraglab_sim::boot(&spec).unwrap().reporting.order(), None, "{name}");
+        assert_eq!(
+            fraglab_sim::boot(&spec).unwrap().reporting.order(),
+            None,
+            "{name}"
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 }

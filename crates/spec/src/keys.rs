@@ -246,7 +246,7 @@ pub(crate) const MACHINE: &[KeyDef] = &[
         "page_reporting_order",
         KeyKind::Form("an order 0..=10, or \"off\""),
         KeyDefault::Text("off: no free page reporting device (a snapshot boot takes the snapshot's value, validate's simulator arms the kernel's)"),
-        "free page reporting (virtio-balloon, kernel-model.md §32): 2 s after a free merges to this order or more, a pass reports the unreported free chunks of orders page_reporting_order..10 to the host (at most ⌈nr_free/512⌉ + 1 batches of 32 per list and pass), retyping free Unmovable/Reclaimable blocks to Movable; the host discards their backing, and the first write to such a page costs [cost] host_fault_ns; simulator only (the host engine records the machine's value and never changes it)",
+        "free page reporting (virtio-balloon, §32): 2 s after a free merges to this order or more, a pass reports the unreported free chunks of orders page_reporting_order..10 to the host (at most ⌈nr_free/512⌉ + 1 batches of 32 per list and pass), retyping free Unmovable/Reclaimable blocks to Movable; the host discards their backing, and the first write to such a page costs [cost] host_fault_ns; simulator only (the host engine records the machine's value and never changes it)",
     ),
     key(
         "snapshot",
@@ -563,7 +563,7 @@ pub(crate) const OP_KSWAPD: &[KeyDef] = &[action("kswapd", KeyKind::True, "wake 
 pub(crate) const OP_PAGE_REPORTING: &[KeyDef] = &[action(
     "page_reporting",
     KeyKind::True,
-    "run free page reporting's pending pass now, as its delayed work would 2 s after the request (kernel-model.md §32.2; needs machine.page_reporting_order; a timeless run runs passes only when this op asks)",
+    "run free page reporting's pending pass now, as its delayed work would 2 s after the request (§32.2; needs machine.page_reporting_order; a timeless run runs passes only when this op asks)",
 )];
 /// `[[op]]` with `write`.
 pub(crate) const OP_WRITE: &[KeyDef] = &[

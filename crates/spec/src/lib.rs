@@ -370,7 +370,7 @@ pub struct MachineSpec {
     /// a new bdi's `io_pages` (32, i.e. 128 KiB). The host engine does not set it.
     pub max_sectors_kb: Option<u64>,
     /// `page_reporting_order`: a free page reporting device (virtio-balloon) that reports free
-    /// chunks of this order and up to the host (0..=10, kernel-model.md §32); `None`: no device
+    /// chunks of this order and up to the host (0..=10, §32); `None`: no device
     /// (the default, or `"off"`). Simulator only: the host engine records the machine's value
     /// among its confounders and never changes it.
     pub page_reporting_order: Option<u32>,
@@ -591,7 +591,7 @@ pub enum Op {
     /// time through the allocator until it holds `count` pages or an allocation fails, or
     /// shrinks to `count` (kernel-model.md §28.1).
     NrHugepages { line: usize, count: u64 },
-    /// Free page reporting's pending pass, now (kernel-model.md §32.2): a timeless run has no
+    /// Free page reporting's pending pass, now (§32.2): a timeless run has no
     /// clock for the 2 s delayed work, so passes run only when this op asks.
     PageReporting { line: usize },
 }

@@ -282,7 +282,7 @@ pub struct LatencyHistogram {
     pub max_ns: u64,
     /// Bucket i counts latencies in [2^i, 2^(i+1)) ns.
     pub log2_buckets: Vec<u64>,
-    /// Simulator, free page reporting (kernel-model.md §32.3 item 6): of `count`, the faults
+    /// Simulator, free page reporting (§32.3 item 6): of `count`, the faults
     /// that wrote pages whose backing the host had discarded, and the time their host faults
     /// added (included in `sum_ns` and the buckets: real latencies are bimodal, these say how
     /// much of the distribution is the slow mode). Absent (0) without a reporting device.

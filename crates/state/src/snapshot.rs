@@ -77,8 +77,8 @@ pub struct SnapshotHeader {
 }
 
 impl SnapshotHeader {
-    /// The machine's free page reporting order when the snapshot was taken (kernel-model.md
-    /// §32.1): `page_reporting_order` from the recorded confounders
+    /// The machine's free page reporting order when the snapshot was taken (§32.1):
+    /// `page_reporting_order` from the recorded confounders
     /// (`confounders.page_reporting.order`, the sysfs value, which reads −1 — recorded as null —
     /// until a reporting device registers). `None` when no device had registered, when the
     /// value is not an order 0..=10, and for files without the record (written before it, or

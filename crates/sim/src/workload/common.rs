@@ -51,9 +51,14 @@ pub fn touch_range(cx: &mut Cx, vma: &mut AnonVma, start: u64, n: u64, metrics: 
         p += run;
         match t {
             Touch::Hit => {}
-            Touch::Fault { order, pt, work, host } => {
+            Touch::Fault {
+                order,
+                pt,
+                work,
+                host,
+            } => {
                 let mut c = fault_cost_with(cx.cost, order, pt, work.cost(cx.cost));
-                // Free page reporting (kernel-model.md §32.3 item 6): host faults of the pages
+                // Free page reporting (§32.3 item 6): host faults of the pages
                 // the fault wrote, in its latency and recorded apart (0 without a device).
                 if host > 0 {
                     let h = host * cx.cost.host_fault_ns;

@@ -168,7 +168,7 @@ impl Cx<'_> {
     }
 
     /// `page_reporting_order`: an order 0..=10 (`page_order_update_notify` rejects others,
-    /// kernel-model.md §32.1 item 2) or `"off"` (no reporting device); absent is "off" too, but
+    /// §32.1 item 2) or `"off"` (no reporting device); absent is "off" too, but
     /// not given. Returns (order, given).
     fn page_reporting_order(&self, m: &Tbl) -> R<(Option<u32>, bool)> {
         const K: &str = "page_reporting_order";

@@ -186,15 +186,11 @@ impl HostConfounders {
         }
     }
 
-    /// The free page reporting order the machine had at the run's start (kernel-model.md
-    /// §32.1: sysfs `page_reporting_order`, which reads −1 until a device registers); `None`
-    /// without a device, or when not recorded. What `validate` boots its simulator arms with.
+    /// The free page reporting order the machine had at the run's start (§32.1: sysfs
+    /// `page_reporting_order`, which reads −1 until a device registers); `None` without a
+    /// device, or when not recorded. What `validate` boots its simulator arms with.
     pub fn page_reporting_order(&self) -> Option<u32> {
-        self.start
-            .page_reporting
-            .as_ref()?
-            .order
-            .filter(|&o| o <= 10)
+        self.start.page_reporting.as_ref()?.order.filter(|&o| o <= 10)
     }
 
     /// The short block `fraglab host run` and `validate` print before their rows: one `# `
