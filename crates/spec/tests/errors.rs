@@ -258,7 +258,20 @@ fn cpus_range_and_unknown_machine_key() {
         &["[machine]", "memory = \"1G\"", "numa_nodes = 2"],
         3,
         "machine.numa_nodes",
-        "unknown key (expected one of: memory, cpus, dma, zone, swap, hugetlb_pages, read_ahead_kb, max_sectors_kb, snapshot)",
+        "unknown key (expected one of: memory, cpus, dma, zone, swap, hugetlb_pages, read_ahead_kb, max_sectors_kb, page_reporting_order, snapshot)",
+    );
+    // §32.1 item 2: page_reporting_order takes 0..=10 (the kernel rejects other writes) or "off".
+    check(
+        &["[machine]", "memory = \"1G\"", "page_reporting_order = 11"],
+        3,
+        "machine.page_reporting_order",
+        "11 is out of range (expected 0..=10 or \"off\")",
+    );
+    check(
+        &["[machine]", "memory = \"1G\"", "page_reporting_order = \"9\""],
+        3,
+        "machine.page_reporting_order",
+        "\"9\" is not an order (expected 0..=10 or \"off\")",
     );
 }
 
@@ -616,7 +629,7 @@ fn op_structure_errors() {
         &with_machine(&["", "[[op]]", "count = 3"]),
         4,
         "op[0]",
-        "no action (expected one of the keys alloc, free, print, drain_all_pages, compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read, nr_hugepages)",
+        "no action (expected one of the keys alloc, free, print, drain_all_pages, compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read, nr_hugepages, page_reporting)",
     );
     check(
         &plus(alloc_a(), &["free = \"a\""]),

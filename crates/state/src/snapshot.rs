@@ -257,3 +257,36 @@ impl Snapshot {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod page_reporting_tests {
+    use super::*;
+
+    /// §32.1: the order a snapshot boot takes is the recorded sysfs value when a device had
+    /// registered; a header without the record (or with −1, recorded as null) has none.
+    #[test]
+    fn s32_page_reporting_order_of_a_snapshot() {
+        let h = |c: serde_json::Value| SnapshotHeader {
+            confounders: c,
+            ..Default::default()
+        };
+        let pr = |o: serde_json::Value| serde_json::json!({"page_reporting": {"order": o}, "damon": null});
+        assert_eq!(h(pr(serde_json::json!(9))).page_reporting_order(), Some(9));
+        assert_eq!(h(pr(serde_json::json!(0))).page_reporting_order(), Some(0));
+        assert_eq!(h(pr(serde_json::Value::Null)).page_reporting_order(), None);
+        assert_eq!(h(pr(serde_json::json!(11))).page_reporting_order(), None);
+        assert_eq!(
+            h(serde_json::json!({"page_reporting": null})).page_reporting_order(),
+            None
+        );
+        assert_eq!(h(serde_json::Value::Null).page_reporting_order(), None);
+        // A header written before any of this (its JSON as an older writer left it) still reads.
+        let old = serde_json::json!({
+            "taken_at_unix_s": 1, "hostname": "h", "kernel": "6.18", "nr_cpus": 2, "end_pfn": 8,
+            "ram_ranges": [], "zones": [], "proc_before": {}, "proc_after": {}, "knobs": {},
+            "confounders": {"damon": null}, "page_owner_blocks": null, "read_ns": 0
+        });
+        let old: SnapshotHeader = serde_json::from_value(old).unwrap();
+        assert_eq!(old.page_reporting_order(), None);
+    }
+}

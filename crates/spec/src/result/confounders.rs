@@ -414,4 +414,23 @@ mod tests {
         assert!(none.summary().contains("free page reporting: absent"));
         assert!(none.summary().contains("DAMON: absent"));
     }
+
+    /// §32.1: the order `validate` gives its simulator arms is the start reading's, when a
+    /// device had registered (sysfs reads −1, recorded as none, until one does).
+    #[test]
+    fn s32_page_reporting_order_of_a_run() {
+        let r = |order| ConfounderReading {
+            page_reporting: Some(PageReporting {
+                order,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let c = |a, b| HostConfounders::from_readings(r(a), r(b));
+        assert_eq!(c(Some(9), Some(5)).page_reporting_order(), Some(9));
+        assert_eq!(c(None, Some(9)).page_reporting_order(), None);
+        assert_eq!(c(Some(11), None).page_reporting_order(), None);
+        let none = HostConfounders::from_readings(Default::default(), Default::default());
+        assert_eq!(none.page_reporting_order(), None);
+    }
 }
