@@ -634,6 +634,16 @@ fn damon_start_note(captures: &[(u64, PathBuf)]) -> String {
     parts.join("; ")
 }
 
+/// §32: the free page reporting order the simulator arms boot with when the spec gives none —
+/// the one the kernel's first run had at its start; `None` when the spec gives its own (an
+/// order or "off") or the kernel had no device (or recorded none).
+fn kernel_page_reporting(spec: &fraglab_spec::Spec, kernel: &[RunResult]) -> Option<u32> {
+    if spec.machine.page_reporting_given {
+        return None;
+    }
+    kernel.first()?.confounders.as_ref()?.page_reporting_order()
+}
+
 /// A diagnosis's row pattern: exact, `PREFIX*` or `*SUFFIX`.
 fn row_matches(pat: &str, row: &str) -> bool {
     if let Some(p) = pat.strip_suffix('*') {
@@ -815,11 +825,7 @@ fn run_scenario(
     // §32: the model has the free page reporting device the kernel's first run
     // had (its order), unless the spec gives `page_reporting_order`. The same-start arm takes
     // it from each capture instead (`[machine] snapshot`).
-    let reporting = kernel
-        .first()
-        .and_then(|h| h.confounders.as_ref())
-        .and_then(|c| c.page_reporting_order());
-    if let (Some(order), false) = (reporting, spec.machine.page_reporting_given) {
+    if let Some(order) = kernel_page_reporting(&spec, &kernel) {
         notes.push(format!(
             "simulator: free page reporting at order {order}, as the kernel's first run had it (§32)"
         ));
@@ -2503,6 +2509,41 @@ mod tests {
         let census = sc.classes.iter().find(|l| l.class == Class::Census).unwrap();
         assert_eq!(census.same_start.map(|t| t.fail), Some(0));
         assert!(sc.notes.iter().any(|n| n.contains("not comparable")));
+    }
+
+    /// §32: the simulator arms take the kernel's first run's page_reporting_order, unless the
+    /// spec gives one (an order or "off").
+    #[test]
+    fn s32_simulator_arms_take_the_kernels_page_reporting_order() {
+        let with = |order: Option<u32>| {
+            let mut r = host(&[], None);
+            let mut c = fraglab_spec::result::HostConfounders::default();
+            c.start.page_reporting = Some(fraglab_spec::result::confounders::PageReporting {
+                order,
+                ..Default::default()
+            });
+            r.confounders = Some(c);
+            r
+        };
+        let spec = |extra: &str| {
+            fraglab_spec::parse_spec(&format!("[machine]\nmemory = \"1GiB\"\n{extra}"), "s.toml").unwrap()
+        };
+        let plain = spec("");
+        assert_eq!(
+            kernel_page_reporting(&plain, &[with(Some(9)), with(Some(5))]),
+            Some(9)
+        );
+        assert_eq!(kernel_page_reporting(&plain, &[with(None)]), None);
+        assert_eq!(kernel_page_reporting(&plain, &[host(&[], None)]), None);
+        assert_eq!(kernel_page_reporting(&plain, &[]), None);
+        assert_eq!(
+            kernel_page_reporting(&spec("page_reporting_order = 3\n"), &[with(Some(9))]),
+            None
+        );
+        assert_eq!(
+            kernel_page_reporting(&spec("page_reporting_order = \"off\"\n"), &[with(Some(9))]),
+            None
+        );
     }
 
     fn def() -> ScenarioDef {
