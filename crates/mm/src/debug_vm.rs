@@ -105,6 +105,7 @@ impl Mm {
         self.check_workingset_and_xarray()?;
         self.check_shrinkable_slab()?;
         self.check_folio_heads()?;
+        self.check_bdev()?;
         Ok(census)
     }
 
@@ -426,7 +427,7 @@ impl Mm {
             let nr = 1u64 << f.order;
             let anon = match f.kind {
                 FolioKind::Anon => true,
-                FolioKind::File => false,
+                FolioKind::File | FolioKind::Bdev => false,
                 _ => continue,
             };
             let i = if f.isolated() {
@@ -489,6 +490,54 @@ impl Mm {
             dirty == self.cache.nr_dirty,
             "nr_dirty {} != {dirty} dirty pages",
             self.cache.nr_dirty
+        );
+        Ok(())
+    }
+
+    /// The block-device page cache (§33, `bdev.rs`): every cached block of a filesystem's
+    /// device is a live order-0 bdev folio of its mapping, every bdev folio has its block's
+    /// buffer, and the buffer heads equal the live objects of their slabs, each slab a live
+    /// slab folio.
+    fn check_bdev(&self) -> Check {
+        let mut per_slab: std::collections::BTreeMap<u32, u32> = Default::default();
+        let mut bufs = 0u64;
+        for (mapping, block, bh) in self.bdev_bufs() {
+            bufs += 1;
+            let id = self.filemap_lookup(mapping, block);
+            ensure!(
+                id.is_some_and(|id| {
+                    let f = &self.folios.folios[id as usize];
+                    f.kind == crate::folio::FolioKind::Bdev && f.order == 0 && f.index == block
+                }),
+                "bdev block {block} of mapping {mapping} has a buffer but no bdev folio"
+            );
+            if bh != u32::MAX {
+                *per_slab.entry(bh).or_default() += 1;
+            }
+        }
+        let folios = self
+            .folios
+            .live()
+            .filter(|(_, f)| f.kind == crate::folio::FolioKind::Bdev)
+            .count() as u64;
+        ensure!(folios == bufs, "{folios} bdev folios but {bufs} buffers");
+        let mut objects = 0u64;
+        for (&s, &n) in &per_slab {
+            let Some((folio, live)) = self.bh_slab(s) else {
+                return Err(InvariantViolation(format!("buffer heads in freed slab {s}")));
+            };
+            ensure!(live == n, "buffer_head slab {s}: {live} live objects, {n} buffers");
+            ensure!(
+                self.folios.folios[folio as usize].live()
+                    && self.folios.folios[folio as usize].kind == crate::folio::FolioKind::Slab,
+                "buffer_head slab {s}: folio {folio} is not a live slab folio"
+            );
+            objects += n as u64;
+        }
+        ensure!(
+            objects == self.bh_census().0,
+            "{} buffer heads counted, {objects} held",
+            self.bh_census().0
         );
         Ok(())
     }

@@ -84,7 +84,8 @@ pub enum MigrateKind {
     /// `large_folios` mappings).
     FileBufferHeads,
     /// Buffer heads, `buffer_migrate_folio_norefs` (ext4 data=journal, block devices: the
-    /// model's `no_large_folios` mappings, which the host engine mounts data=journal).
+    /// model's `no_large_folios` mappings, which the host engine mounts data=journal, and the
+    /// block-device page cache, `def_blk_aops`, §33.1 item 6).
     FileBufferHeadsNorefs,
     /// A file mapping without `migrate_folio` (`fallback_migrate_folio`): none of the model's
     /// mapping kinds (a `Mapping` with `migrate_folio = false`, built by tests).
@@ -174,6 +175,8 @@ impl Mm {
                     MigrateKind::FileBufferHeadsNorefs
                 }
             }
+            // §33.1 item 6: `def_blk_aops.migrate_folio` = `buffer_migrate_folio_norefs`.
+            FolioKind::Bdev => MigrateKind::FileBufferHeadsNorefs,
             FolioKind::Hugetlb => MigrateKind::Hugetlb,
             _ => MigrateKind::MovableOps,
         }
@@ -215,6 +218,12 @@ impl Mm {
             return MigrateOutcome::Fail;
         }
         if f.pinned() {
+            return MigrateOutcome::Again;
+        }
+        // §33.1 item 6 (`__buffer_migrate_folio` with check_refs): a block-device folio whose
+        // buffer has a journal_head attached holds a buffer reference (`b_count` > 0), which
+        // `buffer_migrate_folio_norefs` refuses with −EAGAIN in every mode.
+        if f.kind == FolioKind::Bdev && self.bdev_pinned(id) {
             return MigrateOutcome::Again;
         }
         if f.dirty() && !self.folio_migrate_kind(id).has_migrate_folio() {

@@ -512,7 +512,7 @@ impl Mm {
         let mut queue: std::collections::VecDeque<FolioId> = folios.into();
         while let Some(id) = queue.pop_front() {
             let f = &self.folios.folios[id as usize];
-            let (nr, order, file) = (1u64 << f.order, f.order as u32, f.kind == FolioKind::File);
+            let (nr, order, file) = (1u64 << f.order, f.order as u32, f.kind.file_lru());
             let (referenced, dirty, token) = (f.referenced(), f.dirty(), f.token());
             if file {
                 self.folios.folios[id as usize].set_referenced(false);
@@ -528,6 +528,13 @@ impl Mm {
                     stat.nr_dirty += nr;
                     stat.nr_unqueued_dirty += nr;
                     self.count(Stat::nr_vmscan_immediate_reclaim, nr);
+                    stat.nr_activate[1] += nr;
+                    self.putback_isolated(id, true);
+                    continue;
+                }
+                if self.folios.folios[id as usize].kind == FolioKind::Bdev && self.bdev_pinned(id) {
+                    // §33.1 items 5–6: a journalled buffer is busy, `filemap_release_folio`
+                    // (`try_to_free_buffers`) fails and the folio is activated.
                     stat.nr_activate[1] += nr;
                     self.putback_isolated(id, true);
                     continue;
