@@ -48,9 +48,11 @@
 //! **Layout** (block numbers are the page indices of the device's mapping): group g holds its
 //! block bitmap at g·32768 + 1, its inode bitmap at + 2 and its inode table at + 32 … + 544
 //! (aligned to [`INODE_READAHEAD_BLKS`], so readahead windows are table-relative); directory
-//! blocks get numbers of their own ([`DIR_AREA`]) and the journal's log positions
-//! [`JOURNAL_AREA`] + position. Only identity and the inode table's adjacency matter to the
-//! model; the real filesystem places directory blocks among the data blocks.
+//! blocks are taken in order from the groups' data areas ([`DATA_START`] on), and the journal
+//! is the second half of group 0 ([`JOURNAL_START`] + log position). Only identity and the
+//! inode table's adjacency matter to the model (the real filesystem's mballoc places
+//! directory blocks near their inode and mkfs the journal mid-device); the indices stay
+//! within the groups used, so the mapping's radix tree stays shallow.
 //!
 //! **Simplified** (named where they apply): no extent, xattr, symlink, quota or orphan-file
 //! blocks; the superblock, group descriptors and journal superblock, pinned since mount, are
@@ -58,7 +60,8 @@
 //! atime updates (a read modifies nothing); a filesystem grows groups on demand (no size
 //! limit); `buffer_heads_over_limit` is not modelled.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 
 use crate::filemap::Mapping;
 use crate::folio::{FolioId, FolioKind};
@@ -103,10 +106,22 @@ pub const JOURNAL_BLOCKS: u64 = 16384;
 /// `buffer_head` objects per slab page [I: the struct is ≈ 104 bytes on x86-64 (§33.1 item 4);
 /// 4096 / 104 = 39].
 pub const BH_PER_SLAB: u32 = 39;
-/// Block numbers of directory blocks start here (layout, see the module comment).
-pub const DIR_AREA: u64 = 1 << 36;
-/// Block numbers of the journal's log positions start here.
-pub const JOURNAL_AREA: u64 = 1 << 37;
+/// A group's data area starts after its inode table (layout, see the module comment).
+pub const DATA_START: u64 = INODE_READAHEAD_BLKS + INODE_TABLE_BLOCKS;
+/// The journal's log positions: the second half of group 0 (64 MiB, [`JOURNAL_BLOCKS`]).
+pub const JOURNAL_START: u64 = BLOCKS_PER_GROUP - JOURNAL_BLOCKS;
+
+/// What block `block` of the layout holds: a bitmap, the inode table (read or read ahead),
+/// the journal, or a directory block.
+pub fn meta_of_block(block: u64) -> Meta {
+    let (g, b) = (block / BLOCKS_PER_GROUP, block % BLOCKS_PER_GROUP);
+    match b {
+        1 | 2 => Meta::Bitmap,
+        _ if (INODE_READAHEAD_BLKS..DATA_START).contains(&b) => Meta::InodeTable,
+        _ if g == 0 && b >= JOURNAL_START => Meta::Journal,
+        _ => Meta::Dir,
+    }
+}
 
 /// `EXT4_DIR_REC_LEN(name_len)`: a directory entry's length, (name + 8) rounded up to 4 bytes.
 pub fn dirent_rec_len(name_len: u32) -> u64 {
@@ -221,6 +236,28 @@ struct Buf {
     pinned_until: u64,
 }
 
+/// A hasher for block numbers: one multiply, no per-process seed (the tables it serves are
+/// looked up, and iterated only by `debug_vm`, whose checks do not depend on the order).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlockHasher(u64);
+
+impl std::hash::Hasher for BlockHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (i ^ (i >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type BlockMap<V> = HashMap<u64, V, BuildHasherDefault<BlockHasher>>;
+type BlockSet = HashSet<u64, BuildHasherDefault<BlockHasher>>;
+
 /// One block group: its inode bitmap and the high-water mark of allocated inodes (the used
 /// part of its inode table, `EXT4_INODES_PER_GROUP − itable_unused`).
 #[derive(Clone, Debug)]
@@ -228,6 +265,9 @@ struct Group {
     bitmap: Vec<u64>,
     used_hw: u32,
     free: u32,
+    /// Every bitmap word below this one is full (host-side: where the search for the lowest
+    /// free inode starts).
+    first_word: usize,
 }
 
 impl Group {
@@ -236,6 +276,7 @@ impl Group {
             bitmap: vec![0; (INODES_PER_GROUP / 64) as usize],
             used_hw: 0,
             free: INODES_PER_GROUP,
+            first_word: 0,
         }
     }
 
@@ -256,16 +297,24 @@ impl Group {
                 self.free -= 1;
                 self.used_hw = self.used_hw.max(i + 1);
             }
-            (true, false) => self.free += 1,
+            (true, false) => {
+                self.free += 1;
+                self.first_word = self.first_word.min((i / 64) as usize);
+            }
             _ => {}
         }
     }
 
     /// `find_inode_bit` with a journal: the lowest free inode (no recently-deleted check).
-    fn lowest_free(&self) -> Option<u32> {
-        self.bitmap.iter().enumerate().find_map(|(w, &bits)| {
-            (bits != u64::MAX).then(|| w as u32 * 64 + (!bits).trailing_zeros())
-        })
+    fn lowest_free(&mut self) -> Option<u32> {
+        if self.free == 0 {
+            return None;
+        }
+        while self.bitmap[self.first_word] == u64::MAX {
+            self.first_word += 1;
+        }
+        let bits = self.bitmap[self.first_word];
+        Some(self.first_word as u32 * 64 + (!bits).trailing_zeros())
     }
 }
 
@@ -303,7 +352,7 @@ fn mix64(mut z: u64) -> u64 {
 #[derive(Clone, Debug, Default)]
 struct Txn {
     expires_ns: u64,
-    blocks: BTreeSet<u64>,
+    blocks: BlockSet,
 }
 
 /// One mounted ext4 filesystem (§33.2–§33.3).
@@ -314,7 +363,7 @@ pub struct Ext4 {
     groups: Vec<Group>,
     dirs: Vec<Dir>,
     /// The cached blocks' buffers, by block.
-    bufs: BTreeMap<u64, Buf>,
+    bufs: BlockMap<Buf>,
     txn: Option<Txn>,
     /// The journal's next log position (blocks written since mount).
     log_head: u64,
@@ -374,7 +423,21 @@ impl Ext4 {
 
     /// The journal block at log position `pos` (the log wraps after [`JOURNAL_BLOCKS`]).
     fn log_block(pos: u64) -> u64 {
-        JOURNAL_AREA + pos % JOURNAL_BLOCKS
+        JOURNAL_START + pos % JOURNAL_BLOCKS
+    }
+
+    /// The next directory block: the next block of the data areas, group after group
+    /// (group 0's ends where the journal starts).
+    fn new_dir_block(&mut self) -> u64 {
+        let b = self.next_dir_block;
+        let (g, off) = (b / BLOCKS_PER_GROUP, b % BLOCKS_PER_GROUP);
+        let end = if g == 0 { JOURNAL_START } else { BLOCKS_PER_GROUP };
+        if off >= end {
+            self.next_dir_block = (g + 1) * BLOCKS_PER_GROUP + DATA_START;
+            return self.new_dir_block();
+        }
+        self.next_dir_block += 1;
+        b
     }
 }
 
@@ -445,10 +508,10 @@ impl Mm {
             mapping,
             groups: Vec::new(),
             dirs: Vec::new(),
-            bufs: BTreeMap::new(),
+            bufs: BlockMap::default(),
             txn: None,
             log_head: 0,
-            next_dir_block: DIR_AREA,
+            next_dir_block: DATA_START,
             stats: Ext4Stats::default(),
         };
         for i in 0..FIRST_INO {
@@ -593,7 +656,7 @@ impl Mm {
         };
         let txn = st.txn.get_or_insert_with(|| Txn {
             expires_ns: now + JBD2_COMMIT_INTERVAL_NS,
-            blocks: BTreeSet::new(),
+            blocks: BlockSet::default(),
         });
         txn.blocks.insert(block);
         buf.pinned_until = buf
@@ -653,8 +716,9 @@ impl Mm {
     /// UNMOVABLE page (`ext4_sb_breadahead_unmovable`, GFP_NOWAIT: it may fail).
     fn inode_loc(&mut self, cpu: u32, fs: u32, ino: u32, new: bool) -> u64 {
         let block = Ext4::itable_block(ino);
-        if self.bdev_lookup(fs, block).is_some() {
-            self.bdev_getblk(cpu, fs, block, Meta::InodeTable, Fill::Read);
+        if let Some(id) = self.bdev_lookup(fs, block) {
+            // `sb_getblk` finds it (`touch_buffer`).
+            self.folio_mark_accessed(id);
             return block;
         }
         if new && self.cache.bdev.fs[fs as usize].block_otherwise_free(ino) {
@@ -694,8 +758,7 @@ impl Mm {
         self.jbd2_commit_due(cpu, fs);
         let st = &mut self.cache.bdev.fs[fs as usize];
         let ino = st.alloc_inode(goal_group * INODES_PER_GROUP);
-        let first = st.next_dir_block;
-        st.next_dir_block += 1;
+        let first = st.new_dir_block();
         st.dirs.push(Dir {
             ino,
             blocks: vec![first],
@@ -721,18 +784,18 @@ impl Mm {
     /// directory's size grows, nothing is cached or journalled. A directory never shrinks.
     fn dir_add(&mut self, cpu: u32, fs: u32, dir: u32, key: u64, name_len: u32, existed: bool) {
         let st = &mut self.cache.bdev.fs[fs as usize];
-        let d = &mut st.dirs[dir as usize];
-        d.bytes += dirent_rec_len(name_len);
-        let need = dir_blocks_needed(d.bytes);
+        st.dirs[dir as usize].bytes += dirent_rec_len(name_len);
+        let need = dir_blocks_needed(st.dirs[dir as usize].bytes);
         let mut new_blocks = Vec::new();
-        while (d.blocks.len() as u64) < need {
-            new_blocks.push(st.next_dir_block);
-            d.blocks.push(st.next_dir_block);
-            st.next_dir_block += 1;
+        while (st.dirs[dir as usize].blocks.len() as u64) < need {
+            let b = st.new_dir_block();
+            new_blocks.push(b);
+            st.dirs[dir as usize].blocks.push(b);
         }
         if existed {
             return;
         }
+        let d = &st.dirs[dir as usize];
         let (root, leaf) = (d.blocks[0], d.leaf_of(key));
         let htree = d.blocks.len() > 1;
         if htree && new_blocks.is_empty() {
@@ -780,6 +843,18 @@ impl Mm {
         let db = self.inode_loc(cpu, fs, dir_ino, false);
         self.journal_buffer(fs, db);
         ino
+    }
+
+    /// Truncating an existing file, inode `ino` (`O_TRUNC`: `ext4_truncate`, §33.3 item 5): its
+    /// inode-table block and, with `data`, its group's block bitmap (the blocks freed, the
+    /// write's new ones taken near them) are journalled. No new page unless one had to be read.
+    pub fn ext4_truncate(&mut self, cpu: u32, fs: u32, ino: u32, data: bool) {
+        self.jbd2_commit_due(cpu, fs);
+        let b = self.inode_loc(cpu, fs, ino, false);
+        self.journal_buffer(fs, b);
+        if data {
+            self.modify(cpu, fs, Ext4::block_bitmap(ino / INODES_PER_GROUP), Meta::Bitmap);
+        }
     }
 
     /// A lookup that misses the dentry cache (`ext4_lookup` → `__ext4_find_entry`): the

@@ -452,8 +452,30 @@ fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
     .into_iter()
     // `[run] debug_vm`: the invariant checks made (every `debug_vm_every` steps and at the end).
     .chain((e.check_every > 0).then_some(("debug_vm_checks", e.checks)))
+    .chain(bdev_work(&e.mm))
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+/// With ext4 metadata in the block device's page cache (kernel-model.md §33, mm's `bdev.rs`):
+/// the bdev folios allocated UNMOVABLE and MOVABLE over the run, those cached at its end, the
+/// cold inode-table reads, jbd2's commits and the `buffer_head` slab pages at the end. Nothing
+/// for a run without an ext4 filesystem.
+fn bdev_work(mm: &Mm) -> Vec<(&'static str, u64)> {
+    let fs = &mm.cache.bdev.fs;
+    if fs.is_empty() {
+        return Vec::new();
+    }
+    let sum = |f: fn(&fraglab_mm::bdev::Ext4Stats) -> u64| fs.iter().map(|x| f(&x.stats)).sum::<u64>();
+    let cached: u64 = mm.folios.census_of(fraglab_mm::folio::FolioKind::Bdev).iter().sum();
+    vec![
+        ("bdev_alloc_unmovable", sum(|s| s.unmovable())),
+        ("bdev_alloc_movable", sum(|s| s.movable())),
+        ("bdev_pages_end", cached),
+        ("bdev_inode_table_reads", sum(|s| s.itable_reads)),
+        ("jbd2_commits", sum(|s| s.commits)),
+        ("buffer_head_slab_pages_end", mm.bh_census().1),
+    ]
 }
 
 /// How much ftrace text of `[run] trace` a timed run keeps (in `proc_end["trace"]`).

@@ -142,7 +142,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use fraglab_types::{CompactPriority, FolioKind, FolioMode, Gfp, MappingKind, ZoneType};
+pub use fraglab_types::{CompactPriority, FolioKind, FolioMode, FsMetadata, Gfp, MappingKind, ZoneType};
 
 pub mod docs;
 mod error;
