@@ -8,8 +8,9 @@
 //! (`writeback.rs`); `io_locked` (a read in flight: never set, the model's reads complete
 //! within the reader's step); `unevictable`. Folios are otherwise never locked, and the model
 //! has no partially mapped large folios (#0 of §25.1 is not produced), no buffer-head state
-//! (#8/#8b: a buffer is locked only for its I/O, i.e. under writeback, which #4 handles
-//! first), no inaccessible mappings (#6), no PTEs that survive unmapping (#5) and no
+//! but the block-device page cache's journal pin (#8/#8b: a buffer is locked only for its I/O,
+//! i.e. under writeback, which #4 handles first; a journalled bdev buffer's reference makes
+//! `buffer_migrate_folio_norefs` fail with −EAGAIN, §33.1 item 6, `bdev.rs`), no inaccessible mappings (#6), no PTEs that survive unmapping (#5) and no
 //! `release_folio` that can fail (#9b).
 //!
 //! **Outcomes (§25.1)**, checked in the kernel's order after the destination is allocated

@@ -494,8 +494,9 @@ impl Mm {
     ///   `nr_unqueued_dirty` and node `nr_vmscan_immediate_reclaim`, and is activated (the
     ///   flusher writes it). A folio under writeback (`writeback.rs`) counts in `nr_writeback`
     ///   and is activated (global reclaim sets PG_reclaim and keeps it; `nr_immediate` and
-    ///   `nr_congested` stay 0). A clean one leaves the page cache through
-    ///   [`Mm::page_cache_evict`] (shadow entry) and is freed whole at its order.
+    ///   `nr_congested` stay 0). A block-device folio whose buffer is journalled (§33.1 item 6,
+    ///   `bdev.rs`) cannot release its buffers and is activated. A clean one leaves the page
+    ///   cache through [`Mm::page_cache_evict`] (shadow entry) and is freed whole at its order.
     /// * An anonymous folio needs __GFP_IO and swap room for all its pages (`folio_alloc_swap`):
     ///   then it is "paged out" — the device is synchronous (zram-like), so the write completes
     ///   at once and the folio is freed in this pass: `pswpout` += pages, `thp_swpout` (PMD
