@@ -206,3 +206,47 @@ fn s33_unmovable_block_with_lru_pages_is_mixed_in_both_censuses() {
     // page) whatever it was allocated as.
     assert_eq!(fraglab_mm::folio::folio_mobility(FolioKind::Bdev, 0), 1);
 }
+
+/// Both of the simulator's maps count a directory block in an Unmovable block as mixing it:
+/// the timed engine's census by content (samples, result maps) and the timeless engine's text
+/// map (`print = "pageblocks"`), although the page was allocated UNMOVABLE, as every page
+/// beside it was (no fallback: page_owner's "mixed" would not count it).
+#[test]
+fn s33_both_engines_maps_count_a_directory_block_in_an_unmovable_block() {
+    use fraglab_mm::{Gfp, MachineConfig, Mm, Tunables, ZoneConfig, ZoneType};
+    let pages = 64 * 512;
+    let zone = ZoneConfig {
+        zone_type: ZoneType::Dma32,
+        start_pfn: 4096,
+        spanned: pages,
+        present: pages,
+        managed: pages,
+    };
+    let mut mm = Mm::new(
+        &MachineConfig {
+            zones: vec![zone],
+            nr_cpus: 1,
+        },
+        Tunables::default(),
+    )
+    .unwrap();
+    // An Unmovable block with a kernel page in it.
+    mm.alloc_folio(0, Gfp::GFP_KERNEL, 0, FolioKind::Kernel, false).unwrap();
+    // The map's rows (after the legend), one character a block.
+    let bangs = |mm: &Mm| {
+        fraglab_sim::timeless::pageblock_map(mm, None)
+            .lines()
+            .filter(|l| l.trim_start().starts_with("0x"))
+            .map(|l| l.matches('!').count())
+            .sum::<usize>()
+    };
+    assert_eq!(bangs(&mm), 0);
+    assert_eq!(fraglab_sim::snapshot::sample(&mm, 0).mixed_blocks, 0);
+    let e = mm.ext4_mount();
+    mm.ext4_mkdir(0, e, 0, false);
+    mm.check_invariants().unwrap();
+    assert_eq!(bangs(&mm), 1);
+    assert_eq!(fraglab_sim::snapshot::sample(&mm, 0).mixed_blocks, 1);
+    let map = fraglab_sim::snapshot::pageblock_snapshot(&mm, 0);
+    assert_eq!(map.types.matches('u').count(), 1);
+}
