@@ -136,7 +136,9 @@ pub fn dir_blocks_needed(bytes: u64) -> u64 {
     if bytes + DOT_ENTRIES <= DIR_BLOCK_PAYLOAD {
         1
     } else {
-        1 + bytes.div_ceil(DIR_BLOCK_PAYLOAD * HTREE_FILL_PERCENT / 100).max(2)
+        1 + bytes
+            .div_ceil(DIR_BLOCK_PAYLOAD * HTREE_FILL_PERCENT / 100)
+            .max(2)
     }
 }
 
@@ -305,6 +307,16 @@ impl Group {
         }
     }
 
+    /// Marks inodes [lo, hi) of the group used (all free before).
+    fn set_range(&mut self, lo: u32, hi: u32) {
+        for i in lo..hi {
+            debug_assert!(!self.test(i));
+            self.bitmap[(i / 64) as usize] |= 1 << (i % 64);
+        }
+        self.free -= hi - lo;
+        self.used_hw = self.used_hw.max(hi);
+    }
+
     /// `find_inode_bit` with a journal: the lowest free inode (no recently-deleted check).
     fn lowest_free(&mut self) -> Option<u32> {
         if self.free == 0 {
@@ -319,25 +331,54 @@ impl Group {
 }
 
 /// A directory: its inode and its blocks on disk (the first is the linear block or the htree
-/// root), and the bytes its live entries take.
+/// root; the others, the leaves, apart so that a one-block directory allocates nothing), and
+/// the bytes its live entries take.
 #[derive(Clone, Debug)]
 struct Dir {
     ino: u32,
-    blocks: Vec<u64>,
+    first: u64,
+    leaves: Vec<u64>,
     bytes: u64,
 }
 
 impl Dir {
+    fn nblocks(&self) -> u64 {
+        1 + self.leaves.len() as u64
+    }
+
     /// The block holding the entry of `key` (§33.2: `dx_probe` finds the leaf by the name's
     /// hash): the linear block, or the leaf at the hash's position among the leaves (leaves
     /// cover hash ranges in order; the hash here is the model's own of the key).
     fn leaf_of(&self, key: u64) -> u64 {
-        if self.blocks.len() == 1 {
-            return self.blocks[0];
+        if self.leaves.is_empty() {
+            return self.first;
         }
-        let leaves = self.blocks.len() as u64 - 1;
+        let n = self.leaves.len() as u64;
         let h = mix64(self.ino as u64 ^ key.wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 32;
-        self.blocks[1 + ((h * leaves) >> 32) as usize]
+        self.leaves[((h * n) >> 32) as usize]
+    }
+}
+
+/// A directory tree on disk from before the run ([`Mm::ext4_tree`]): `dirs` directories of
+/// `per_dir` files each (the last may have fewer), each directory's inode followed by its
+/// files' — the order an untar made them in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ext4Tree {
+    pub first_dir: u32,
+    pub first_ino: u32,
+    pub per_dir: u64,
+    pub dirs: u64,
+}
+
+impl Ext4Tree {
+    /// The directory of file `f`.
+    pub fn dir_of(&self, f: u64) -> u32 {
+        self.first_dir + (f / self.per_dir) as u32
+    }
+
+    /// The inode of file `f`.
+    pub fn ino_of(&self, f: u64) -> u32 {
+        self.first_ino + ((f / self.per_dir) * (self.per_dir + 1) + 1 + f % self.per_dir) as u32
     }
 }
 
@@ -537,7 +578,10 @@ impl Mm {
         let Some(fs) = self.cache.bdev.fs_of(f.mapping) else {
             return false;
         };
-        self.cache.bdev.fs[fs].bufs.get(&f.index).is_some_and(|b| b.pinned_until > self.cur.now_ns)
+        self.cache.bdev.fs[fs]
+            .bufs
+            .get(&f.index)
+            .is_some_and(|b| b.pinned_until > self.cur.now_ns)
     }
 
     /// `bdev_getblk`: the folio of block `block` of `fs`, found (`touch_buffer`: marked
@@ -551,6 +595,12 @@ impl Mm {
             self.folio_mark_accessed(id);
             return Some(id);
         }
+        self.bdev_create(cpu, fs, block, meta, fill)
+    }
+
+    /// The creating half of [`Mm::bdev_getblk`], for a block known to be uncached.
+    fn bdev_create(&mut self, cpu: u32, fs: u32, block: u64, meta: Meta, fill: Fill) -> Option<FolioId> {
+        let mapping = self.cache.bdev.fs[fs as usize].mapping;
         let gfp = meta.gfp();
         let Some(id) = self.filemap_add_kind(cpu, mapping, block, 0, gfp, FolioKind::Bdev) else {
             self.cache.bdev.fs[fs as usize].stats.failed += 1;
@@ -559,7 +609,10 @@ impl Mm {
         self.folios.folios[id as usize].set_referenced(true);
         // `folio_alloc_buffers(folio, size, gfp | __GFP_ACCOUNT)`: slab keeps the reclaim
         // bits, drops __GFP_MOVABLE and adds the cache's __GFP_RECLAIMABLE (§33.1 item 4).
-        let bh_gfp = gfp.without(Gfp::MOVABLE).union(Gfp::RECLAIMABLE).union(Gfp::ACCOUNT);
+        let bh_gfp = gfp
+            .without(Gfp::MOVABLE)
+            .union(Gfp::RECLAIMABLE)
+            .union(Gfp::ACCOUNT);
         let bh = self.bh_alloc(cpu, bh_gfp);
         let st = &mut self.cache.bdev.fs[fs as usize];
         st.bufs.insert(block, Buf { bh, pinned_until: 0 });
@@ -628,7 +681,9 @@ impl Mm {
             return;
         }
         let c = &mut self.cache.bdev.bh;
-        let p = c.slabs[buf.bh as usize].as_mut().expect("buffer head of a live slab");
+        let p = c.slabs[buf.bh as usize]
+            .as_mut()
+            .expect("buffer head of a live slab");
         p.live -= 1;
         c.objects -= 1;
         if p.live == 0 {
@@ -722,10 +777,10 @@ impl Mm {
             return block;
         }
         if new && self.cache.bdev.fs[fs as usize].block_otherwise_free(ino) {
-            self.bdev_getblk(cpu, fs, block, Meta::InodeTable, Fill::New);
+            self.bdev_create(cpu, fs, block, Meta::InodeTable, Fill::New);
             return block;
         }
-        self.bdev_getblk(cpu, fs, block, Meta::InodeTable, Fill::Read);
+        self.bdev_create(cpu, fs, block, Meta::InodeTable, Fill::Read);
         let g = ino / INODES_PER_GROUP;
         let table = Ext4::inode_table(g);
         let used = self.cache.bdev.fs[fs as usize]
@@ -736,7 +791,9 @@ impl Mm {
         let end = (b + INODE_READAHEAD_BLKS).min(table + (used / INODES_PER_BLOCK) as u64);
         self.cache.bdev.fs[fs as usize].stats.itable_reads += 1;
         while b <= end {
-            if b != block && self.bdev_lookup(fs, b).is_none() {
+            // `bdev_getblk(…, GFP_NOWAIT)`: a cached block is found and touched, an uncached
+            // one created (and read).
+            if b != block {
                 self.bdev_getblk(cpu, fs, b, Meta::InodeReadahead, Fill::Read);
             }
             b += 1;
@@ -761,7 +818,8 @@ impl Mm {
         let first = st.new_dir_block();
         st.dirs.push(Dir {
             ino,
-            blocks: vec![first],
+            first,
+            leaves: Vec::new(),
             bytes: 0,
         });
         let dir = (st.dirs.len() - 1) as u32;
@@ -773,6 +831,56 @@ impl Mm {
             self.journal_buffer(fs, b);
         }
         dir
+    }
+
+    /// A directory tree that is on disk before the run (a source tree): `files` files with
+    /// names of `name_len` bytes in directories of `per_dir`, each directory's inode followed
+    /// by its files' in one range of inodes after every inode in use (the order an untar made
+    /// them in: an inode-table block holds a directory and its neighbours), its directory
+    /// blocks on disk; nothing of it cached or journalled. Equivalent to [`Mm::ext4_mkdir`] and
+    /// [`Mm::ext4_create`] with `existed` for each, in bulk (no per-file state: the tree's
+    /// arithmetic gives a file's directory and inode).
+    pub fn ext4_tree(&mut self, fs: u32, files: u64, per_dir: u64, name_len: u32) -> Ext4Tree {
+        let per_dir = per_dir.max(1);
+        let dirs = files.div_ceil(per_dir).max(1);
+        let st = &mut self.cache.bdev.fs[fs as usize];
+        let first_ino = st
+            .groups
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, g)| g.used_hw > 0)
+            .map_or(0, |(gi, g)| gi as u32 * INODES_PER_GROUP + g.used_hw);
+        let end = first_ino + (dirs + files) as u32;
+        let mut i = first_ino;
+        while i < end {
+            let g = i / INODES_PER_GROUP;
+            let hi = end.min((g + 1) * INODES_PER_GROUP);
+            st.group(g)
+                .set_range(i % INODES_PER_GROUP, hi - g * INODES_PER_GROUP);
+            i = hi;
+        }
+        let first_dir = st.dirs.len() as u32;
+        for d in 0..dirs {
+            let entries = per_dir.min(files - d * per_dir);
+            let bytes = entries * dirent_rec_len(name_len);
+            let first = st.new_dir_block();
+            let leaves = (1..dir_blocks_needed(bytes))
+                .map(|_| st.new_dir_block())
+                .collect();
+            st.dirs.push(Dir {
+                ino: first_ino + (d * (per_dir + 1)) as u32,
+                first,
+                leaves,
+                bytes,
+            });
+        }
+        Ext4Tree {
+            first_dir,
+            first_ino,
+            per_dir,
+            dirs,
+        }
     }
 
     /// Adds an entry of `name_len` bytes for `key` to `dir` (`ext4_add_entry`, §33.3 items
@@ -787,17 +895,17 @@ impl Mm {
         st.dirs[dir as usize].bytes += dirent_rec_len(name_len);
         let need = dir_blocks_needed(st.dirs[dir as usize].bytes);
         let mut new_blocks = Vec::new();
-        while (st.dirs[dir as usize].blocks.len() as u64) < need {
+        while st.dirs[dir as usize].nblocks() < need {
             let b = st.new_dir_block();
             new_blocks.push(b);
-            st.dirs[dir as usize].blocks.push(b);
+            st.dirs[dir as usize].leaves.push(b);
         }
         if existed {
             return;
         }
         let d = &st.dirs[dir as usize];
-        let (root, leaf) = (d.blocks[0], d.leaf_of(key));
-        let htree = d.blocks.len() > 1;
+        let (root, leaf) = (d.first, d.leaf_of(key));
+        let htree = d.nblocks() > 1;
         if htree && new_blocks.is_empty() {
             self.dir_read(cpu, fs, root);
         }
@@ -822,7 +930,16 @@ impl Mm {
     /// takes it at writeback, simplified: now); the directory entry; the directory's inode
     /// (mtime). `existed`: the file is on disk from before the run (its inode and entry
     /// allocated, nothing cached). Returns the inode.
-    pub fn ext4_create(&mut self, cpu: u32, fs: u32, dir: u32, key: u64, name_len: u32, data: bool, existed: bool) -> u32 {
+    pub fn ext4_create(
+        &mut self,
+        cpu: u32,
+        fs: u32,
+        dir: u32,
+        key: u64,
+        name_len: u32,
+        data: bool,
+        existed: bool,
+    ) -> u32 {
         if !existed {
             self.jbd2_commit_due(cpu, fs);
         }
@@ -865,7 +982,7 @@ impl Mm {
     pub fn ext4_lookup(&mut self, cpu: u32, fs: u32, dir: u32, key: u64, ino: Option<u32>) {
         self.jbd2_commit_due(cpu, fs);
         let d = &self.cache.bdev.fs[fs as usize].dirs[dir as usize];
-        let (root, leaf, htree) = (d.blocks[0], d.leaf_of(key), d.blocks.len() > 1);
+        let (root, leaf, htree) = (d.first, d.leaf_of(key), d.nblocks() > 1);
         if htree {
             self.dir_read(cpu, fs, root);
         }
@@ -907,7 +1024,9 @@ impl Mm {
         self.journal_buffer(fs, b);
         let g = ino / INODES_PER_GROUP;
         self.modify(cpu, fs, Ext4::inode_bitmap(g), Meta::Bitmap);
-        self.cache.bdev.fs[fs as usize].group(g).set(ino % INODES_PER_GROUP, false);
+        self.cache.bdev.fs[fs as usize]
+            .group(g)
+            .set(ino % INODES_PER_GROUP, false);
         if data {
             self.modify(cpu, fs, Ext4::block_bitmap(g), Meta::Bitmap);
         }
@@ -930,9 +1049,30 @@ impl Mm {
             .flat_map(|f| f.bufs.iter().map(move |(&b, buf)| (f.mapping, b, buf.bh)))
     }
 
+    /// Cached bdev blocks of every filesystem (for `debug_vm`).
+    pub(crate) fn bdev_nr_bufs(&self) -> u64 {
+        self.cache.bdev.fs.iter().map(|f| f.bufs.len() as u64).sum()
+    }
+
+    /// Whether block `block` of the device with mapping `mapping` has a buffer (for
+    /// `debug_vm`).
+    pub(crate) fn bdev_has_buf(&self, mapping: u32, block: u64) -> bool {
+        self.cache
+            .bdev
+            .fs_of(mapping)
+            .is_some_and(|fs| self.cache.bdev.fs[fs].bufs.contains_key(&block))
+    }
+
     /// The slab folio and live objects of buffer-head slab `s` (for `debug_vm`).
     pub(crate) fn bh_slab(&self, s: u32) -> Option<(FolioId, u32)> {
-        self.cache.bdev.bh.slabs.get(s as usize).copied().flatten().map(|p| (p.folio, p.live))
+        self.cache
+            .bdev
+            .bh
+            .slabs
+            .get(s as usize)
+            .copied()
+            .flatten()
+            .map(|p| (p.folio, p.live))
     }
 }
 
@@ -955,7 +1095,10 @@ mod tests {
         // §33.3's 85–170.
         let per_leaf = 4084 * HTREE_FILL_PERCENT / 100 / 24;
         assert!((85..=170).contains(&per_leaf), "{per_leaf}");
-        assert_eq!(dir_blocks_needed(10_000 * 24), 1 + (10_000 * 24u64).div_ceil(2817));
+        assert_eq!(
+            dir_blocks_needed(10_000 * 24),
+            1 + (10_000 * 24u64).div_ceil(2817)
+        );
     }
 
     #[test]

@@ -71,7 +71,11 @@ fn s33_1_directory_blocks_are_unmovable_lru_pages_without_an_extfrag_event() {
         // §33.1 item 3: from the UNMOVABLE lists, inside the Unmovable block, on the file LRU.
         assert_eq!(mm.pages.alloc_migratetype(f.pfn), MigrateType::Unmovable as u32);
         assert_eq!(mm.block_mt(f.pfn), MigrateType::Unmovable);
-        assert!(f.pfn < block(1), "directory block at {:#x}, not in block 0", f.pfn);
+        assert!(
+            f.pfn < block(1),
+            "directory block at {:#x}, not in block 0",
+            f.pfn
+        );
         assert!(matches!(f.lru, LRU_INACTIVE_FILE | LRU_ACTIVE_FILE));
         assert!(mm.pages.flag(f.pfn, fraglab_mm::mmzone::PG_LRU));
     }
@@ -116,7 +120,9 @@ fn s33_3_rates_files_to_pages() {
     assert_eq!(st.pages[Meta::InodeReadahead as usize], 0);
     // One directory block a ≈ 234 files (12-byte entries at 69 % of 4084 bytes), plus the
     // root.
-    let bytes: u64 = (0..n).map(|k| dirent_rec_len(k.checked_ilog10().map_or(1, |l| l + 1))).sum();
+    let bytes: u64 = (0..n)
+        .map(|k| dirent_rec_len(k.checked_ilog10().map_or(1, |l| l + 1)))
+        .sum();
     let dirs = dir_blocks_needed(bytes);
     assert_eq!((bytes, dirs), (4096 * 12, 19));
     assert_eq!(st.pages[Meta::Dir as usize], dirs);
@@ -150,7 +156,9 @@ fn s33_2_cold_inode_read_reads_the_table_ahead_unmovable() {
     let e = mm.ext4_mount();
     let d = mm.ext4_mkdir(0, e, 0, true);
     // 2000 files on disk from before: nothing of them cached.
-    let inos: Vec<u32> = (0..2000).map(|k| mm.ext4_create(0, e, d, k, 4, true, true)).collect();
+    let inos: Vec<u32> = (0..2000)
+        .map(|k| mm.ext4_create(0, e, d, k, 4, true, true))
+        .collect();
     assert_eq!(bdev_folios(&mm), 0);
     // Looking up file 1000 (inode 1012, table block 63): the leaf and root (UNMOVABLE), its
     // table block (MOVABLE) and the 32-block window [32, 64] around it, capped by the used
@@ -186,8 +194,14 @@ fn dir_page_in_block_0() -> (Mm, FolioId, u32) {
     // no free chunk of order ≥ 1 anywhere.
     for o in (1..11).rev() {
         while mm.zones[DMA32].area.nr_by_type[o][MigrateType::Unmovable.idx()] > 0 {
-            mm.rmqueue(0, DMA32, o as u32, fraglab_mm::AllocFlags(0), MigrateType::Unmovable)
-                .unwrap();
+            mm.rmqueue(
+                0,
+                DMA32,
+                o as u32,
+                fraglab_mm::AllocFlags(0),
+                MigrateType::Unmovable,
+            )
+            .unwrap();
         }
     }
     assert!((1..11).all(|o| mm.zones[DMA32].area.nr_by_type[o].iter().all(|&n| n == 0)));
@@ -243,7 +257,11 @@ fn s33_1_6_migratable_only_unpinned_and_by_compaction_that_scans_unmovable_block
     let token = mm.folios.get(id).token();
     mm.compact_memory();
     check(&mm);
-    assert_ne!(mm.folios.get(id).pfn, pfn, "the unpinned directory block migrated");
+    assert_ne!(
+        mm.folios.get(id).pfn,
+        pfn,
+        "the unpinned directory block migrated"
+    );
     assert_eq!(mm.folios.get(id).token(), token);
     assert_eq!(mm.folios.cold(id).migrations, 1);
     assert_eq!(mm.folios.get(id).kind, FolioKind::Bdev);
@@ -293,4 +311,31 @@ fn s33_1_5_reclaim_drops_clean_unpinned_bdev_pages_only() {
     mm.ext4_lookup(0, e, d, 7, None);
     assert_eq!(mm.ext4_stats(e).pages[Meta::Dir as usize], before + 2);
     check(&mm);
+}
+
+#[test]
+fn s33_3_a_tree_on_disk_in_bulk_is_the_tree_made_file_by_file() {
+    let mut a = dma32(32, 1, tun_kb(128));
+    let mut b = dma32(32, 1, tun_kb(128));
+    let (ea, eb) = (a.ext4_mount(), b.ext4_mount());
+    let tree = a.ext4_tree(ea, 1000, 16, 12);
+    let mut dirs = Vec::new();
+    for f in 0..1000u64 {
+        if f % 16 == 0 {
+            dirs.push(b.ext4_mkdir(0, eb, 0, true));
+        }
+        let d = dirs[(f / 16) as usize];
+        let ino = b.ext4_create(0, eb, d, f, 12, true, true);
+        assert_eq!((tree.dir_of(f), tree.ino_of(f)), (d, ino), "file {f}");
+    }
+    assert_eq!(bdev_folios(&a) + bdev_folios(&b), 0, "nothing cached");
+    for f in [0, 17, 500, 999] {
+        a.ext4_lookup(0, ea, tree.dir_of(f), f, Some(tree.ino_of(f)));
+        b.ext4_lookup(0, eb, dirs[(f / 16) as usize], f, Some(tree.ino_of(f)));
+    }
+    assert_eq!(a.ext4_stats(ea), b.ext4_stats(eb));
+    // Cold lookups: each directory block (UNMOVABLE), and inode-table reads with readahead.
+    let st = a.ext4_stats(ea);
+    assert!(st.itable_reads >= 1 && st.pages[Meta::InodeReadahead as usize] > 0);
+    check(&a);
 }

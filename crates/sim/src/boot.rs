@@ -405,7 +405,10 @@ mod tests {
     #[test]
     fn model_switches_reach_the_configuration() {
         let base = config(None);
-        for s in fraglab_spec::MODEL_SWITCHES.iter().filter(|s| s.read != "yes (timed runs)") {
+        for s in fraglab_spec::MODEL_SWITCHES
+            .iter()
+            .filter(|s| s.read != "yes (timed runs)")
+        {
             let other = s.choices.iter().find(|c| **c != s.default).unwrap();
             let text = format!(
                 "[machine]\nmemory = \"1GiB\"\n[model]\n{} = \"{other}\"\n",

@@ -467,7 +467,11 @@ fn bdev_work(mm: &Mm) -> Vec<(&'static str, u64)> {
         return Vec::new();
     }
     let sum = |f: fn(&fraglab_mm::bdev::Ext4Stats) -> u64| fs.iter().map(|x| f(&x.stats)).sum::<u64>();
-    let cached: u64 = mm.folios.census_of(fraglab_mm::folio::FolioKind::Bdev).iter().sum();
+    let cached: u64 = mm
+        .folios
+        .census_of(fraglab_mm::folio::FolioKind::Bdev)
+        .iter()
+        .sum();
     vec![
         ("bdev_alloc_unmovable", sum(|s| s.unmovable())),
         ("bdev_alloc_movable", sum(|s| s.movable())),

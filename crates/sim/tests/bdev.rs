@@ -68,11 +68,19 @@ fn s33_3_xfs_files_make_no_bdev_pages() {
     let loop_images = "[host]\nloop_images = true\n";
     // Files on an XFS loop image: XFS metadata buffers are not page cache (§33.3).
     let r = run(&files_spec(512, loop_images, ", mapping = \"xfs\""));
-    assert!(r.sim_work.keys().all(|k| !k.starts_with("bdev")), "{:?}", r.sim_work);
+    assert!(
+        r.sim_work.keys().all(|k| !k.starts_with("bdev")),
+        "{:?}",
+        r.sim_work
+    );
     // The run directory on XFS (no loop images), or the model before §33.
     for m in ["xfs", "off"] {
         let r = run(&files_spec(512, &format!("[model]\nfs_metadata = \"{m}\"\n"), ""));
-        assert!(r.sim_work.keys().all(|k| !k.starts_with("bdev")), "{m}: {:?}", r.sim_work);
+        assert!(
+            r.sim_work.keys().all(|k| !k.starts_with("bdev")),
+            "{m}: {:?}",
+            r.sim_work
+        );
     }
     // The same files on the ext4 images (large_folios; no_large_folios is ext4 data=journal),
     // or in the default ext4 run directory, make them.
@@ -80,7 +88,10 @@ fn s33_3_xfs_files_make_no_bdev_pages() {
         (loop_images, ", mapping = \"large_folios\""),
         (loop_images, ", mapping = \"no_large_folios\""),
         ("", ""),
-        ("[model]\nfs_metadata = \"xfs\"\n[host]\nloop_images = true\n", ", mapping = \"large_folios\""),
+        (
+            "[model]\nfs_metadata = \"xfs\"\n[host]\nloop_images = true\n",
+            ", mapping = \"large_folios\"",
+        ),
     ] {
         let r = run(&files_spec(512, extra, mapping));
         assert!(work(&r, "bdev_alloc_unmovable") > 0, "{extra} {mapping}");
@@ -231,7 +242,8 @@ fn s33_both_engines_maps_count_a_directory_block_in_an_unmovable_block() {
     )
     .unwrap();
     // An Unmovable block with a kernel page in it.
-    mm.alloc_folio(0, Gfp::GFP_KERNEL, 0, FolioKind::Kernel, false).unwrap();
+    mm.alloc_folio(0, Gfp::GFP_KERNEL, 0, FolioKind::Kernel, false)
+        .unwrap();
     // The map's rows (after the legend), one character a block.
     let bangs = |mm: &Mm| {
         fraglab_sim::timeless::pageblock_map(mm, None)

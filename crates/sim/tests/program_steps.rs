@@ -30,7 +30,10 @@ fn files_and_slab_steps_with_their_metadata() {
     let r = run_with("", "", &format!("{{ {set}, op = \"create\" }}"));
     let bdev = r.sim_work["bdev_pages_end"] as i64;
     let files = delta(&r, "nr_file_pages");
-    assert!(files > 1600 && files <= 1600 + bdev, "{files} file pages, {bdev} bdev");
+    assert!(
+        files > 1600 && files <= 1600 + bdev,
+        "{files} file pages, {bdev} bdev"
+    );
     let r = run_with("", "", "{ slab = 1000 }");
     // 3000 inodes: 188 inode-table blocks, and the directory's blocks.
     assert!(r.sim_work["bdev_alloc_movable"] >= 188);

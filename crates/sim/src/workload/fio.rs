@@ -128,7 +128,7 @@ impl TaskBody for FioSmallFiles {
                 let (dir, pages) = (sh.dir, sh.file_pages);
                 // The host's name, `job{J}-{slot}` (crates/host worker.rs `run_fio`), for the
                 // size of its directory entry (kernel-model.md §33.3 item 1).
-                let name_len = 4 + decimal_len(self.job) + 1 + decimal_len(self.next % sh.slots);
+                let name_len = 4 + decimal_len(self.job) + 1 + decimal_len(slot - self.job * sh.slots);
                 let meta = sh.meta;
                 if let Some((d, i)) = sh.files[slot as usize].take() {
                     let freed = cx.mm.filemap_truncate_range(cx.cpu, dir, index, pages);

@@ -36,11 +36,34 @@ struct Tree {
     objs: Vec<Option<(Obj, Obj)>>,
     objects: Vec<(FolioId, u64, u64)>,
     obj_file_objs: Vec<(Obj, Obj)>,
-    /// On ext4 (kernel-model.md §33): the tree's directories, each file's inode while it
-    /// exists, and the object files built in it (directory, name, inode).
+    /// On ext4 (kernel-model.md §33): a tree on disk before the run (its layout gives each
+    /// file's directory and inode), or an unpacked tree's directories and each file's inode
+    /// while it exists; and the object files built in it (directory, name, inode).
+    on_disk: Option<fraglab_mm::bdev::Ext4Tree>,
     dirs: Vec<u32>,
     inos: Vec<Option<u32>>,
     obj_inos: Vec<(u32, u64, u32)>,
+}
+
+impl Tree {
+    /// File `f`'s directory and inode, while it exists.
+    fn meta_of(&self, f: u64) -> Option<(u32, u32)> {
+        match &self.on_disk {
+            Some(t) => Some((t.dir_of(f), t.ino_of(f))),
+            None => {
+                let ino = (*self.inos.get(f as usize)?)?;
+                Some((self.dirs[(f / FILES_PER_DIR) as usize], ino))
+            }
+        }
+    }
+
+    /// The directory an object file of job `job` goes in (none before the tree exists).
+    fn obj_dir(&self, job: u32) -> Option<u32> {
+        match &self.on_disk {
+            Some(t) => Some(t.first_dir + (job as u64 % t.dirs) as u32),
+            None => (!self.dirs.is_empty()).then(|| self.dirs[job as usize % self.dirs.len()]),
+        }
+    }
 }
 
 /// Files per directory of a source tree [I: a kernel tree has some 15–20 files per directory;
@@ -107,7 +130,12 @@ impl KbuildShared {
     /// Registers the source tree's mapping in `mm`; with `ext4`, the trees' metadata lives on
     /// that filesystem (a tree that is not unpacked is on disk before the run: its directories
     /// and inodes exist, nothing of them is cached).
-    pub fn new(mm: &mut Mm, p: KbuildParams, metrics: Shared<Metrics>, ext4: Option<u32>) -> Shared<KbuildShared> {
+    pub fn new(
+        mm: &mut Mm,
+        p: KbuildParams,
+        metrics: Shared<Metrics>,
+        ext4: Option<u32>,
+    ) -> Shared<KbuildShared> {
         let files = (pages_of(p.source_bytes) / file_pages(&p)).max(1) as usize;
         let n = if p.untar { p.trees.max(1) } else { 1 };
         let mut trees: Vec<Tree> = (0..n)
@@ -120,8 +148,13 @@ impl KbuildShared {
                     objs: vec![None; files],
                     objects: Vec::new(),
                     obj_file_objs: Vec::new(),
+                    on_disk: None,
                     dirs: Vec::new(),
-                    inos: vec![None; files],
+                    inos: if p.untar && ext4.is_some() {
+                        vec![None; files]
+                    } else {
+                        Vec::new()
+                    },
                     obj_inos: Vec::new(),
                 }
             })
@@ -130,14 +163,7 @@ impl KbuildShared {
             .untar
             .then(|| mm.add_mapping(fraglab_mm::filemap::Mapping::large_folios()));
         if let (Some(e), false) = (ext4, p.untar) {
-            let t = &mut trees[0];
-            for f in 0..files as u64 {
-                if f % FILES_PER_DIR == 0 {
-                    t.dirs.push(mm.ext4_mkdir(0, e, 0, true));
-                }
-                let dir = t.dirs[(f / FILES_PER_DIR) as usize];
-                t.inos[f as usize] = Some(mm.ext4_create(0, e, dir, f, NAME_LEN, true, true));
-            }
+            trees[0].on_disk = Some(mm.ext4_tree(e, files as u64, FILES_PER_DIR, NAME_LEN));
         }
         Rc::new(RefCell::new(KbuildShared {
             trees,
@@ -173,11 +199,9 @@ impl KbuildShared {
     /// bitmaps and directory entry), recorded for "make clean" or the tree's deletion.
     fn create_obj_file(&mut self, mm: &mut Mm, cpu: u32, job: u32) {
         let Some(e) = self.ext4 else { return };
-        let t = &self.trees[self.cur];
-        if t.dirs.is_empty() {
+        let Some(dir) = self.trees[self.cur].obj_dir(job) else {
             return;
-        }
-        let dir = t.dirs[job as usize % t.dirs.len()];
+        };
         let key = self.next_obj_key;
         self.next_obj_key += 1;
         let ino = mm.ext4_create(cpu, e, dir, key, NAME_LEN, true, false);
@@ -559,9 +583,7 @@ impl KbuildWorker {
                     trees[cur].objs[fi as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
                     // §33: the lookup reads the directory block and the inode-table block
                     // (with its readahead) if they are not cached.
-                    let t = &trees[cur];
-                    if let (Some(e), Some(ino)) = (*ext4, t.inos[fi as usize]) {
-                        let dir = t.dirs[(fi / FILES_PER_DIR) as usize];
+                    if let (Some(e), Some((dir, ino))) = (*ext4, trees[cur].meta_of(fi)) {
                         cx.mm.ext4_lookup(cx.cpu, e, dir, fi, Some(ino));
                     }
                 }

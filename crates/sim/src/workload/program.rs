@@ -314,7 +314,9 @@ impl ProgramTask {
                     .slab_dir
                     .get_or_insert_with(|| (fs, cx.mm.ext4_mkdir(cx.cpu, fs, 0, false)));
                 for key in first * FILES_PER_SLAB_PAGE..(first + n) * FILES_PER_SLAB_PAGE {
-                    let ino = cx.mm.ext4_create(cx.cpu, fs, dir, key, decimal_len(key), false, false);
+                    let ino = cx
+                        .mm
+                        .ext4_create(cx.cpu, fs, dir, key, decimal_len(key), false, false);
                     self.slab_files.push((fs, dir, key, ino));
                 }
             }
