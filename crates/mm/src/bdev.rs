@@ -930,6 +930,7 @@ impl Mm {
     /// takes it at writeback, simplified: now); the directory entry; the directory's inode
     /// (mtime). `existed`: the file is on disk from before the run (its inode and entry
     /// allocated, nothing cached). Returns the inode.
+    #[allow(clippy::too_many_arguments)]
     pub fn ext4_create(
         &mut self,
         cpu: u32,
