@@ -630,7 +630,10 @@ impl Mm {
 
     // ---- the migration scanner (§9.6) -------------------------------------------------------
 
-    /// `suitable_migration_source` (§9.6.2c).
+    /// `suitable_migration_source` (§9.6.2c). Async direct compaction for a MOVABLE request
+    /// scans Movable blocks only, so the block-device pages an Unmovable block holds
+    /// (directory blocks, inode-table readahead, §33.1 item 6) are moved out only by kcompactd,
+    /// SYNC_LIGHT/SYNC compaction or direct compaction for an unmovable request.
     fn suitable_migration_source(&self, cc: &CompactControl, start: u32) -> bool {
         if self.pageblock_skip_persistent(start) {
             return false;
@@ -668,7 +671,7 @@ impl Mm {
         if skip_isolation_on_order(order, cc.order) {
             return false;
         }
-        if f.kind == crate::folio::FolioKind::File && !cc.gfp.intersects(Gfp::FS) {
+        if f.kind.file_lru() && !cc.gfp.intersects(Gfp::FS) {
             return false;
         }
         self.migrate_isolation_ok(cc.mode, id)

@@ -106,6 +106,7 @@ impl Mm {
         self.check_shrinkable_slab()?;
         self.check_deferred_split()?;
         self.check_folio_heads()?;
+        self.check_bdev()?;
         Ok(census)
     }
 
@@ -427,11 +428,23 @@ impl Mm {
         // inactive anon, active anon, inactive file, active file, isolated anon, isolated
         // file, anon pages, file pages, unevictable (§29.1.4), mlocked (NR_MLOCK)
         let mut expect = [0u64; 10];
+        let mut bdev = 0u64;
         for (id, f) in self.folios.live() {
             let nr = 1u64 << f.order;
+            if f.kind == FolioKind::Bdev {
+                // §33 (`bdev.rs`): an order-0 page of a filesystem's device, with its buffer.
+                bdev += 1;
+                ensure!(
+                    f.order == 0 && self.bdev_has_buf(f.mapping, f.index),
+                    "bdev folio {id} (mapping {}, block {}, order {}) has no buffer",
+                    f.mapping,
+                    f.index,
+                    f.order
+                );
+            }
             let anon = match f.kind {
                 FolioKind::Anon => true,
-                FolioKind::File => false,
+                FolioKind::File | FolioKind::Bdev => false,
                 _ => continue,
             };
             let i = if f.isolated() {
@@ -461,6 +474,8 @@ impl Mm {
             self.zone_stat_sum(Stat::nr_mlock) as u64,
         ];
         ensure!(got == expect, "folio gauges {got:?} != {expect:?} (inactive/active anon, inactive/active file, isolated anon/file, anon, file, unevictable, mlock)");
+        let bufs = self.bdev_nr_bufs();
+        ensure!(bdev == bufs, "{bdev} bdev folios but {bufs} buffers");
         Ok(expect)
     }
 
@@ -496,6 +511,44 @@ impl Mm {
             dirty == self.cache.nr_dirty,
             "nr_dirty {} != {dirty} dirty pages",
             self.cache.nr_dirty
+        );
+        Ok(())
+    }
+
+    /// The block-device page cache (§33, `bdev.rs`), its buffer heads: each buffer's slab is a
+    /// live slab folio whose live objects are the buffers pointing at it, and they add up to
+    /// the cache's count. (That every bdev folio has its block's buffer and no buffer is
+    /// without its folio is checked in `check_folio_gauges`' walk of the folios.)
+    fn check_bdev(&self) -> Check {
+        let mut per_slab: Vec<u32> = Vec::new();
+        for (_, _, bh) in self.bdev_bufs() {
+            if bh != u32::MAX {
+                if per_slab.len() <= bh as usize {
+                    per_slab.resize(bh as usize + 1, 0);
+                }
+                per_slab[bh as usize] += 1;
+            }
+        }
+        let mut objects = 0u64;
+        for (s, &n) in per_slab.iter().enumerate().filter(|(_, n)| **n > 0) {
+            let Some((folio, live)) = self.bh_slab(s as u32) else {
+                return Err(InvariantViolation(format!("buffer heads in freed slab {s}")));
+            };
+            ensure!(
+                live == n,
+                "buffer_head slab {s}: {live} live objects, {n} buffers"
+            );
+            ensure!(
+                self.folios.folios[folio as usize].live()
+                    && self.folios.folios[folio as usize].kind == crate::folio::FolioKind::Slab,
+                "buffer_head slab {s}: folio {folio} is not a live slab folio"
+            );
+            objects += n as u64;
+        }
+        ensure!(
+            objects == self.bh_census().0,
+            "{} buffer heads counted, {objects} held",
+            self.bh_census().0
         );
         Ok(())
     }

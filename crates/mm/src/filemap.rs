@@ -717,8 +717,22 @@ impl Mm {
 
     /// `filemap_alloc_folio` + `filemap_add_folio`: a page-cache folio of `order` at `index`.
     fn filemap_add(&mut self, cpu: u32, mapping: u32, index: u64, order: u32, gfp: Gfp) -> Option<FolioId> {
+        self.filemap_add_kind(cpu, mapping, index, order, gfp, FolioKind::File)
+    }
+
+    /// [`Mm::filemap_add`] for a folio of owner `kind` (a file's page cache, or the block
+    /// device's: `bdev.rs`).
+    pub(crate) fn filemap_add_kind(
+        &mut self,
+        cpu: u32,
+        mapping: u32,
+        index: u64,
+        order: u32,
+        gfp: Gfp,
+        kind: FolioKind,
+    ) -> Option<FolioId> {
         let nofs = self.mapping(mapping).nofs();
-        let id = self.alloc_folio(cpu, gfp, order, FolioKind::File, nofs)?;
+        let id = self.alloc_folio(cpu, gfp, order, kind, nofs)?;
         let f = &mut self.folios.folios[id as usize];
         f.mapping = mapping;
         f.index = index;
@@ -1328,13 +1342,15 @@ impl Mm {
 impl Mm {
     /// Writing 1 to /proc/sys/vm/drop_caches (`drop_pagecache_sb` → `invalidate_mapping_pages`):
     /// every clean, unmapped page-cache folio not isolated is removed and freed (no shadow
-    /// entries are left: invalidation is not eviction). Dirty folios stay. Returns pages freed.
+    /// entries are left: invalidation is not eviction). Dirty folios stay, and so do block-device
+    /// folios whose buffer is journalled (`try_to_free_buffers` fails on a busy buffer, §33.1
+    /// item 6). Returns pages freed.
     pub fn drop_caches(&mut self, cpu: u32) -> u64 {
         let ids: Vec<FolioId> = self.cache.index.iter().map(|(_, id)| id).collect();
         let mut freed = 0;
         for id in ids {
             let f = &self.folios.folios[id as usize];
-            if f.dirty() || f.isolated() {
+            if f.dirty() || f.isolated() || (f.kind == FolioKind::Bdev && self.bdev_pinned(id)) {
                 continue;
             }
             freed += 1u64 << f.order;

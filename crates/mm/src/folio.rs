@@ -634,10 +634,17 @@ impl FolioTable {
 /// The mobility of a folio's pages, as an index into `Mm::block_content`: LRU folios are
 /// movable (1), slab allocated from a RECLAIMABLE request reclaimable (2), the rest unmovable
 /// (0). `alloc_mt` is the migratetype the folio's head page was allocated with (`PageArray::b`).
+///
+/// Block-device page cache (`Bdev`, §33) counts as movable whatever its allocation
+/// migratetype: the content census classifies a page by what it is, as the kernel's census
+/// of /proc/kpageflags does (§30.2: an LRU page), so an Unmovable block holding directory
+/// blocks next to its slab is mixed although every allocation in it asked for UNMOVABLE
+/// (docs/pageblock-mixing.md rule 5). The allocator sees the same: `try_to_claim_block`
+/// counts PageLRU pages as movable (`prep_move_freepages_block`, §6.3.2c).
 pub fn folio_mobility(kind: FolioKind, alloc_mt: u32) -> usize {
     match kind {
         // A hugetlb page is allocated movable and fills its movable block: not pollution.
-        FolioKind::Anon | FolioKind::File | FolioKind::Hugetlb => 1,
+        FolioKind::Anon | FolioKind::File | FolioKind::Bdev | FolioKind::Hugetlb => 1,
         FolioKind::Slab if alloc_mt == MigrateType::Reclaimable as u32 => 2,
         _ => 0,
     }
@@ -688,7 +695,7 @@ impl Mm {
             *v = (*v as i64 + nr) as u64;
         };
         match kind {
-            FolioKind::Anon | FolioKind::File => {
+            FolioKind::Anon | FolioKind::File | FolioKind::Bdev => {
                 let anon = kind == FolioKind::Anon;
                 let (list, zone_list) = lru_gauges(anon, active, unevictable);
                 if isolated {
@@ -860,6 +867,10 @@ impl Mm {
         self.free_pages(cpu, f.pfn, f.order as u32);
         if f.mapping != 0 {
             self.xa_settle(cpu);
+        }
+        if f.kind == FolioKind::Bdev {
+            // `try_to_free_buffers`: the buffer head goes with the folio (§33.1 item 4).
+            self.bdev_release(cpu, f.mapping, f.index);
         }
     }
 

@@ -4,6 +4,7 @@
 //! function it follows and the section of `shared/reference/kernel-model.md` it implements.
 //! Pure and deterministic: no clock, no threads, no I/O.
 
+pub mod bdev;
 pub mod buddy;
 pub mod compaction;
 pub mod config;

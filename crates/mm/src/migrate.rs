@@ -8,8 +8,9 @@
 //! (`writeback.rs`); `io_locked` (a read in flight: never set, the model's reads complete
 //! within the reader's step); `unevictable`. Folios are otherwise never locked, and the model
 //! has no partially mapped large folios (#0 of §25.1 is not produced), no buffer-head state
-//! (#8/#8b: a buffer is locked only for its I/O, i.e. under writeback, which #4 handles
-//! first), no inaccessible mappings (#6), no PTEs that survive unmapping (#5) and no
+//! but the block-device page cache's journal pin (#8/#8b: a buffer is locked only for its I/O,
+//! i.e. under writeback, which #4 handles first; a journalled bdev buffer's reference makes
+//! `buffer_migrate_folio_norefs` fail with −EAGAIN, §33.1 item 6, `bdev.rs`), no inaccessible mappings (#6), no PTEs that survive unmapping (#5) and no
 //! `release_folio` that can fail (#9b).
 //!
 //! **Outcomes (§25.1)**, checked in the kernel's order after the destination is allocated
@@ -84,7 +85,8 @@ pub enum MigrateKind {
     /// `large_folios` mappings).
     FileBufferHeads,
     /// Buffer heads, `buffer_migrate_folio_norefs` (ext4 data=journal, block devices: the
-    /// model's `no_large_folios` mappings, which the host engine mounts data=journal).
+    /// model's `no_large_folios` mappings, which the host engine mounts data=journal, and the
+    /// block-device page cache, `def_blk_aops`, §33.1 item 6).
     FileBufferHeadsNorefs,
     /// A file mapping without `migrate_folio` (`fallback_migrate_folio`): none of the model's
     /// mapping kinds (a `Mapping` with `migrate_folio = false`, built by tests).
@@ -176,6 +178,8 @@ impl Mm {
                     MigrateKind::FileBufferHeadsNorefs
                 }
             }
+            // §33.1 item 6: `def_blk_aops.migrate_folio` = `buffer_migrate_folio_norefs`.
+            FolioKind::Bdev => MigrateKind::FileBufferHeadsNorefs,
             FolioKind::Hugetlb => MigrateKind::Hugetlb,
             _ => MigrateKind::MovableOps,
         }
@@ -217,6 +221,12 @@ impl Mm {
             return MigrateOutcome::Fail;
         }
         if f.pinned() {
+            return MigrateOutcome::Again;
+        }
+        // §33.1 item 6 (`__buffer_migrate_folio` with check_refs): a block-device folio whose
+        // buffer has a journal_head attached holds a buffer reference (`b_count` > 0), which
+        // `buffer_migrate_folio_norefs` refuses with −EAGAIN in every mode.
+        if f.kind == FolioKind::Bdev && self.bdev_pinned(id) {
             return MigrateOutcome::Again;
         }
         if f.dirty() && !self.folio_migrate_kind(id).has_migrate_folio() {

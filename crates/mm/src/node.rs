@@ -227,6 +227,9 @@ pub struct PageCacheState {
     pub oldest_dirty_ns: u64,
     /// The writeback device queue (PG_writeback's timeline, `writeback.rs`).
     pub writeback: crate::writeback::WritebackQueue,
+    /// The ext4 filesystems whose metadata lives in their block devices' page cache, and the
+    /// `buffer_head` slab cache (`bdev.rs`, §33).
+    pub bdev: crate::bdev::BdevState,
 }
 
 /// The task the current operation runs for (`current`), and the time.

@@ -80,6 +80,9 @@ impl RestoreFolio {
     pub fn new(pfn: u32, order: u8, kind: FolioKind) -> RestoreFolio {
         let alloc_mt = match kind {
             FolioKind::Anon | FolioKind::File | FolioKind::Hugetlb => MigrateType::Movable,
+            // §33.2: directory blocks and inode-table readahead, the bdev pages a snapshot
+            // finds in Unmovable blocks.
+            FolioKind::Bdev => MigrateType::Unmovable,
             _ => MigrateType::Unmovable,
         };
         RestoreFolio {

@@ -494,8 +494,9 @@ impl Mm {
     ///   `nr_unqueued_dirty` and node `nr_vmscan_immediate_reclaim`, and is activated (the
     ///   flusher writes it). A folio under writeback (`writeback.rs`) counts in `nr_writeback`
     ///   and is activated (global reclaim sets PG_reclaim and keeps it; `nr_immediate` and
-    ///   `nr_congested` stay 0). A clean one leaves the page cache through
-    ///   [`Mm::page_cache_evict`] (shadow entry) and is freed whole at its order.
+    ///   `nr_congested` stay 0). A block-device folio whose buffer is journalled (§33.1 item 6,
+    ///   `bdev.rs`) cannot release its buffers and is activated. A clean one leaves the page
+    ///   cache through [`Mm::page_cache_evict`] (shadow entry) and is freed whole at its order.
     /// * An anonymous folio needs __GFP_IO and swap room for all its pages (`folio_alloc_swap`):
     ///   then it is "paged out" — the device is synchronous (zram-like), so the write completes
     ///   at once and the folio is freed in this pass: `pswpout` += pages, `thp_swpout` (PMD
@@ -512,7 +513,7 @@ impl Mm {
         let mut queue: std::collections::VecDeque<FolioId> = folios.into();
         while let Some(id) = queue.pop_front() {
             let f = &self.folios.folios[id as usize];
-            let (nr, order, file) = (1u64 << f.order, f.order as u32, f.kind == FolioKind::File);
+            let (nr, order, file) = (1u64 << f.order, f.order as u32, f.kind.file_lru());
             let (referenced, dirty, token) = (f.referenced(), f.dirty(), f.token());
             if file {
                 self.folios.folios[id as usize].set_referenced(false);
@@ -528,6 +529,13 @@ impl Mm {
                     stat.nr_dirty += nr;
                     stat.nr_unqueued_dirty += nr;
                     self.count(Stat::nr_vmscan_immediate_reclaim, nr);
+                    stat.nr_activate[1] += nr;
+                    self.putback_isolated(id, true);
+                    continue;
+                }
+                if self.folios.folios[id as usize].kind == FolioKind::Bdev && self.bdev_pinned(id) {
+                    // §33.1 items 5–6: a journalled buffer is busy, `filemap_release_folio`
+                    // (`try_to_free_buffers`) fails and the folio is activated.
                     stat.nr_activate[1] += nr;
                     self.putback_isolated(id, true);
                     continue;

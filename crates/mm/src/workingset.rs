@@ -15,7 +15,7 @@
 //! `workingset_nodereclaim` per dropped entry, standing in for the shadow-node shrinker (which
 //! reclaims whole xarray nodes of up to 64 entries under memory pressure).
 
-use crate::folio::{FolioId, FolioKind};
+use crate::folio::FolioId;
 use crate::node::Mm;
 use crate::vmscan::{LRU_ACTIVE_ANON, LRU_ACTIVE_FILE, LRU_INACTIVE_ANON, LRU_INACTIVE_FILE};
 use crate::vmstat::Stat;
@@ -349,7 +349,7 @@ impl Mm {
     /// cache). The one way reclaim evicts page cache. A folio in no mapping is just freed.
     pub fn page_cache_evict(&mut self, cpu: u32, id: FolioId) {
         let f = &self.folios.folios[id as usize];
-        debug_assert_eq!(f.kind, FolioKind::File);
+        debug_assert!(f.kind.file_lru(), "folio {id} is not page cache");
         let (mapping, index, nr, workingset) = (f.mapping, f.index, 1u64 << f.order, f.workingset());
         if mapping != 0 {
             let eviction = self.workingset_eviction_age(nr);
@@ -404,7 +404,7 @@ impl Mm {
     /// charges the refault as I/O cost to its LRU type (`lru_note_cost_refault`).
     fn workingset_refault_shadow(&mut self, id: FolioId, eviction: u64, workingset: bool) {
         let f = &self.folios.folios[id as usize];
-        let (file, nr) = (f.kind == FolioKind::File, 1u64 << f.order);
+        let (file, nr) = (f.kind.file_lru(), 1u64 << f.order);
         let (refault, activate, restore) = if file {
             (
                 Stat::workingset_refault_file,

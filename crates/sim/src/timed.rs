@@ -480,6 +480,7 @@ fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
     // `[run] debug_vm`: the invariant checks made (every `debug_vm_every` steps and at the end).
     .chain((e.check_every > 0).then_some(("debug_vm_checks", e.checks)))
     .chain(reporting_work(e))
+    .chain(bdev_work(&e.mm))
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
@@ -508,6 +509,31 @@ fn reporting_work(e: &Engine) -> Vec<(&'static str, u64)> {
         ("host_discarded_kib_end", e.mm.host_discarded_pages() * 4),
         ("host_fault_pages", s.host_fault_pages),
         ("host_fault_ns", s.host_fault_pages * e.cost.host_fault_ns),
+    ]
+}
+
+/// With ext4 metadata in the block device's page cache (kernel-model.md §33, mm's `bdev.rs`):
+/// the bdev folios allocated UNMOVABLE and MOVABLE over the run, those cached at its end, the
+/// cold inode-table reads, jbd2's commits and the `buffer_head` slab pages at the end. Nothing
+/// for a run without an ext4 filesystem.
+fn bdev_work(mm: &Mm) -> Vec<(&'static str, u64)> {
+    let fs = &mm.cache.bdev.fs;
+    if fs.is_empty() {
+        return Vec::new();
+    }
+    let sum = |f: fn(&fraglab_mm::bdev::Ext4Stats) -> u64| fs.iter().map(|x| f(&x.stats)).sum::<u64>();
+    let cached: u64 = mm
+        .folios
+        .census_of(fraglab_mm::folio::FolioKind::Bdev)
+        .iter()
+        .sum();
+    vec![
+        ("bdev_alloc_unmovable", sum(|s| s.unmovable())),
+        ("bdev_alloc_movable", sum(|s| s.movable())),
+        ("bdev_pages_end", cached),
+        ("bdev_inode_table_reads", sum(|s| s.itable_reads)),
+        ("jbd2_commits", sum(|s| s.commits)),
+        ("buffer_head_slab_pages_end", mm.bh_census().1),
     ]
 }
 

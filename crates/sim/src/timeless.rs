@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use fraglab_mm::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC;
 use fraglab_mm::folio::{FolioId, FolioKind};
-use fraglab_mm::mmzone::PageKind;
+use fraglab_mm::mmzone::{PageKind, PG_LRU};
 use fraglab_mm::node::Mm;
 use fraglab_mm::trace::render_trace;
 use fraglab_mm::types::*;
@@ -637,7 +637,11 @@ pub fn stats_with_zone_items(mm: &Mm) -> [u64; fraglab_mm::vmstat::NR_STATS] {
 
 /// One pageblock (from `start`, clipped to its zone `z_start..z_end`) from a walk of its pages:
 /// free and in-use pages, and mixed when an allocated chunk in it was allocated with another
-/// migratetype than the block's (page_owner's view, kernel-model.md §30.4).
+/// migratetype than the block's (page_owner's view, kernel-model.md §30.4), or is an LRU page
+/// in an Unmovable or Reclaimable block whatever it was allocated as — the block-device page
+/// cache of §33 is allocated UNMOVABLE, and a census by content (/proc/kpageflags, §30.2;
+/// the timed engine's `snapshot::pageblock_snapshot`) sees an LRU page next to the block's
+/// kernel pages.
 fn block_state(mm: &Mm, start: u32, z_start: u32, z_end: u32) -> BlockState {
     let lo = start.max(z_start);
     let hi = (start + PAGEBLOCK_NR_PAGES).min(z_end);
@@ -652,7 +656,8 @@ fn block_state(mm: &Mm, start: u32, z_start: u32, z_end: u32) -> BlockState {
             PageKind::Buddy => s.free_pages += nr,
             PageKind::Allocated => {
                 s.used_pages += nr;
-                s.mixed |= alloc_mixes(mt, mm.pages.alloc_migratetype(head) as usize);
+                s.mixed |= alloc_mixes(mt, mm.pages.alloc_migratetype(head) as usize)
+                    || (alloc_mixes(mt, MigrateType::Movable.idx()) && mm.pages.flag(head, PG_LRU));
             }
             _ => s.used_pages += nr,
         }

@@ -5,13 +5,40 @@ use fraglab_spec::parse_spec;
 use fraglab_spec::result::RunResult;
 
 /// Runs a one-task workload of `steps` on a 512 MiB machine (`machine` adds [machine] keys),
-/// stopped at 1 s: a final long sleep keeps what the task holds in the result's deltas.
+/// stopped at 1 s: a final long sleep keeps what the task holds in the result's deltas. The
+/// files' ext4 metadata (kernel-model.md §33: block-device page cache and its buffer heads,
+/// tests/bdev.rs) is off, so that the deltas are the steps' own pages;
+/// `files_and_slab_steps_with_their_metadata` runs with it.
 fn run(machine: &str, steps: &str) -> RunResult {
+    run_with(machine, "fs_metadata = \"off\"", steps)
+}
+
+fn run_with(machine: &str, model: &str, steps: &str) -> RunResult {
     let text = format!(
-        "[machine]\nmemory = \"512MiB\"\ncpus = 2\n{machine}\n[workload]\nduration = \"1s\"\n\
+        "[machine]\nmemory = \"512MiB\"\ncpus = 2\n{machine}\n[model]\n{model}\n[workload]\nduration = \"1s\"\n\
          [[workload.task]]\nname = \"t\"\nsteps = [{steps}, {{ sleep = \"10s\" }}]\n"
     );
     fraglab_sim::timed::run_workload(&parse_spec(&text, "t.toml").unwrap()).unwrap()
+}
+
+/// With the ext4 metadata on (the default, §33), the same steps also make block-device page
+/// cache (counted in nr_file_pages) and its buffer heads (reclaimable slab): 100 files of
+/// 64 KiB on top of their 1600 data pages, 3000 empty files behind `slab = 1000`.
+#[test]
+fn files_and_slab_steps_with_their_metadata() {
+    let set = "files = \"s\", count = 100, size = \"64KiB\"";
+    let r = run_with("", "", &format!("{{ {set}, op = \"create\" }}"));
+    let bdev = r.sim_work["bdev_pages_end"] as i64;
+    let files = delta(&r, "nr_file_pages");
+    assert!(
+        files > 1600 && files <= 1600 + bdev,
+        "{files} file pages, {bdev} bdev"
+    );
+    let r = run_with("", "", "{ slab = 1000 }");
+    // 3000 inodes: 188 inode-table blocks, and the directory's blocks.
+    assert!(r.sim_work["bdev_alloc_movable"] >= 188);
+    assert!(r.sim_work["bdev_alloc_unmovable"] >= 1);
+    assert!(delta(&r, "nr_slab_reclaimable") > 1000);
 }
 
 fn delta(r: &RunResult, k: &str) -> i64 {

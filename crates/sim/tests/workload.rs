@@ -52,7 +52,7 @@ fn run(seed: u64, defrag_mode: bool) -> (Engine, Metrics, u64) {
         untar: false,
         trees: 1,
     };
-    let shared = KbuildShared::new(&mut e.mm, spec, metrics.clone());
+    let shared = KbuildShared::new(&mut e.mm, spec, metrics.clone(), None);
     for _ in 0..4 {
         e.spawn(Box::new(KbuildWorker::new(shared.clone())));
     }
@@ -134,7 +134,7 @@ fn untar_run(trees: u32) -> (Engine, Metrics) {
         untar: true,
         trees,
     };
-    let shared = KbuildShared::new(&mut e.mm, spec, metrics.clone());
+    let shared = KbuildShared::new(&mut e.mm, spec, metrics.clone(), None);
     for _ in 0..2 {
         e.spawn(Box::new(KbuildWorker::new(shared.clone())));
     }

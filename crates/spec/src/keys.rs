@@ -318,7 +318,8 @@ pub(crate) const RUN: &[KeyDef] = &[
 ];
 
 /// `[host]`: what the host engine changes on the live machine beyond the knobs. Declared here
-/// and parsed like every key, never read by the simulator (the model has no DAMON).
+/// and parsed like every key; the simulator reads only `loop_images`, for the filesystem of the
+/// task files' metadata (kernel-model.md §33; the model has no DAMON).
 pub(crate) const HOST: &[KeyDef] = &[
     key(
         "damon",
@@ -330,7 +331,7 @@ pub(crate) const HOST: &[KeyDef] = &[
     boolean(
         "loop_images",
         false,
-        "host engine: put each task file on a loop-mounted filesystem image made by the run (xfs for xfs mappings, ext4 for large_folios, ext4 data=journal for no_large_folios; mkfs without discard, mounted without discard), unmounted, detached and deleted on every exit path; the simulator ignores it",
+        "host engine: put each task file on a loop-mounted filesystem image made by the run (xfs for xfs mappings, ext4 for large_folios, ext4 data=journal for no_large_folios; mkfs without discard, mounted without discard), unmounted, detached and deleted on every exit path; the simulator keeps the metadata of files on an ext4 image in the block device's page cache and makes none for files on an xfs image ([model] fs_metadata)",
     ),
 ];
 

@@ -147,7 +147,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use fraglab_types::{CompactPriority, FolioKind, FolioMode, Gfp, MappingKind, ZoneType};
+pub use fraglab_types::{CompactPriority, FolioKind, FolioMode, FsMetadata, Gfp, MappingKind, ZoneType};
 
 pub mod docs;
 mod error;
@@ -447,15 +447,16 @@ impl ZoneSpec {
     }
 }
 
-/// `[host]`: what the host engine does to the live machine beyond the knobs. Only the host
-/// engine reads it.
+/// `[host]`: what the host engine does to the live machine beyond the knobs. The simulator reads
+/// only `loop_images` (the filesystem of the task files' metadata).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostSpec {
     /// `damon = "off"`: every kdamond that is on is turned off for the run and back on after
     /// (default `"keep"`: DAMON is left as it is).
     pub damon_off: bool,
     /// `loop_images = true`: task files go on loop-mounted ext4/xfs images the run makes
-    /// (default false: files in the run's directory).
+    /// (default false: files in the run's directory). The simulator reads it too: which
+    /// filesystem keeps a file set's metadata (`[model] fs_metadata`, kernel-model.md §33).
     pub loop_images: bool,
 }
 

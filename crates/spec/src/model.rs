@@ -5,7 +5,7 @@
 //! its default, parsing and the validation message, `fraglab knobs` and docs/knobs.md. Adding a
 //! switch is one entry here plus the code that reads it (`fraglab_sim::boot`).
 
-use fraglab_types::switches::{CostlyOrderPolicy, DefragStage, FolioMode, Sched, V4Position};
+use fraglab_types::switches::{CostlyOrderPolicy, DefragStage, FolioMode, FsMetadata, Sched, V4Position};
 use fraglab_types::Word;
 
 use crate::tree::quote;
@@ -172,6 +172,26 @@ model_switches! {
           another CPU's queue (idle balancing), and a task moves when it wakes",
         section "not in kernel-model.md (the scheduler is outside mm; `SLEEPER_CREDIT_NS` 3 ms is \
           EEVDF's base slice on 4 CPUs, 0.75 ms × (1 + log2 4), rounded)",
+        read "yes (timed runs)";
+    /// `fs_metadata`: which files' filesystem metadata the generators keep in the block
+    /// device's page cache (mm's `bdev.rs`).
+    fs_metadata: FsMetadata = "ext4",
+        doc "The filesystem of the run directory, whose metadata the file workloads (task `files` \
+              and `slab` steps, fio small files, kbuild) keep in the block device's page cache: \
+              ext4 = directory blocks and inode-table readahead as UNMOVABLE LRU pages, inode \
+              tables, bitmaps and journal blocks as MOVABLE ones (§33); xfs = none for the run \
+              directory (XFS metadata buffers are not page cache); off = none at all. Files on \
+              `[host] loop_images` follow their image's filesystem",
+        models "the block-device page cache of ext4 metadata (mm's `bdev.rs`, §33): for every file \
+          created, looked up or unlinked by a `files` or `slab` step, fio or kbuild on an ext4 \
+          filesystem, its directory blocks (UNMOVABLE: `getblk_unmovable`), inode-table block \
+          (MOVABLE; a cold read adds up to 32 UNMOVABLE readahead pages), bitmaps and jbd2 log \
+          blocks (MOVABLE), each with a RECLAIMABLE buffer_head, pinned while journalled. `ext4` \
+          (default: the run directory of this project's VMs is the root ext4 on vda), `xfs` (the \
+          run directory makes none; ext4 loop images still do), `off` (none: the model before \
+          §33). With `[host] loop_images` a file set is on the image its mapping kind names \
+          (`xfs` → XFS, none; the others → ext4)",
+        section "§33",
         read "yes (timed runs)";
 }
 

@@ -725,7 +725,7 @@ fn print_names_round_trip() {
     assert_eq!(FolioKindSpec::File.name(), "file");
     assert_eq!(
         FolioKindSpec::ALL.map(FolioKindSpec::name),
-        ["anon", "file", "slab", "pagetable", "kernel", "hugetlb"]
+        ["anon", "file", "slab", "pagetable", "kernel", "hugetlb", "bdev"]
     );
 }
 

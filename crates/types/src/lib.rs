@@ -91,6 +91,6 @@ pub use folio::{FolioId, FolioKind};
 pub use gfp::Gfp;
 pub use page::{MigrateType, Pfn, ZoneType};
 pub use switches::{
-    CompactPriority, CostlyOrderPolicy, DefragStage, FolioMode, MappingKind, Sched, ThpDefrag, ThpEnabled,
-    V4Position,
+    CompactPriority, CostlyOrderPolicy, DefragStage, FolioMode, FsMetadata, MappingKind, Sched, ThpDefrag,
+    ThpEnabled, V4Position,
 };

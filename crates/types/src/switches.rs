@@ -93,6 +93,26 @@ word_enum! {
 }
 
 word_enum! {
+    /// `[model] fs_metadata`: the filesystem whose metadata the workload generators keep in the
+    /// block device's page cache for files that are not on a loop image (`kernel-model.md`
+    /// §33): the run directory's. With `[host] loop_images` a file set is on the image of its
+    /// mapping kind's filesystem whatever this says (`xfs` → XFS, the others → ext4), unless
+    /// the switch is `off`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub enum FsMetadata {
+        /// The run directory is on ext4 (this project's VMs: the root filesystem on vda): its
+        /// directory blocks, inode tables, bitmaps and journal are block-device page cache.
+        #[default]
+        Ext4 = "ext4",
+        /// The run directory is on XFS: its metadata buffers are not page cache (§33.3), so
+        /// only files on ext4 loop images make block-device pages.
+        Xfs = "xfs",
+        /// No filesystem metadata at all (the model before §33).
+        Off = "off",
+    }
+}
+
+word_enum! {
     /// The page-cache behaviour of a file's mapping (`kernel-model.md` §12.1): `mapping = "..."`
     /// on the first op or step that names the file.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -102,6 +102,13 @@ pub fn alloc_file_objs(
     None
 }
 
+/// The length of the decimal name of file `n` (the host engine names a set's and a `slab`
+/// step's files by their index: crates/host worker.rs), for its directory entry's size
+/// (kernel-model.md §33.3 item 1).
+pub fn decimal_len(n: u64) -> u32 {
+    n.checked_ilog10().map_or(1, |l| l + 1)
+}
+
 /// The charged cost of a buffered write: the faults' zeroing of new folios' pages is the copy
 /// from user space (one page copy each), plus the allocations' work.
 pub fn write_cost(cx: &Cx, st: &fraglab_mm::filemap::WriteStats, pages: u64) -> u64 {
@@ -144,8 +151,10 @@ impl TaskBody for PageCacheFlusher {
         if cx.now >= self.until_ns {
             return Step::Exit(0);
         }
-        // Every 100 ms: completions, expired folios, then background writeback down to the
-        // background threshold.
+        // Every 100 ms: jbd2's due commits (kjournald2's timer, kernel-model.md §33.3 item 4),
+        // completions, expired folios, then background writeback down to the background
+        // threshold.
+        cx.mm.jbd2_tick(cx.cpu);
         cx.mm.cache.writeback.io_ns = cx.cost.write_io_ns;
         cx.mm.writeback_settle();
         let mut n = cx.mm.writeback_expired();

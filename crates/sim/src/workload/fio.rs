@@ -10,7 +10,7 @@ use fraglab_mm::{Gfp, Mm};
 use fraglab_spec::FioSmallFilesParams;
 use rand::Rng;
 
-use super::common::{alloc_file_objs, write_cost};
+use super::common::{alloc_file_objs, decimal_len, write_cost};
 use super::{pages_of, Generator, Run, Shared};
 use crate::engine::{Cx, Progress, Step, TaskBody, MS};
 use crate::slab::{Obj, SlabCache};
@@ -25,6 +25,10 @@ pub struct FioShared {
     pub dentry: SlabCache,
     pub inode: SlabCache,
     files: Vec<Option<(Obj, Obj)>>,
+    /// On ext4 (kernel-model.md §33): the filesystem and the jobs' directory, and each slot's
+    /// file's inode while it exists.
+    meta: Option<(u32, u32)>,
+    inos: Vec<Option<u32>>,
     pub until_ns: u64,
     pub start_ns: u64,
     pub created: u64,
@@ -32,12 +36,14 @@ pub struct FioShared {
 
 impl FioShared {
     /// The directory of `p`'s jobs: files of `file_size`, `working_set_pages` in all, written
-    /// from `start` until `until_ns`.
+    /// from `start` until `until_ns`; with `ext4`, their metadata on that filesystem (the
+    /// directory made now, as the host engine makes it before the run).
     pub fn new(
         mm: &mut Mm,
         p: &FioSmallFilesParams,
         working_set_pages: u64,
         until_ns: u64,
+        ext4: Option<u32>,
     ) -> Shared<FioShared> {
         let (jobs, file_pages) = (p.jobs, pages_of(p.file_size_bytes));
         let slots = (working_set_pages / file_pages.max(1) / jobs.max(1) as u64).max(1);
@@ -53,6 +59,8 @@ impl FioShared {
             dentry: SlabCache::new("dentry", 0, 21, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)).shrinkable(),
             inode: SlabCache::new("xfs_inode", 3, 28, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)).shrinkable(),
             files: vec![None; (slots * jobs.max(1) as u64) as usize],
+            meta: ext4.map(|e| (e, mm.ext4_mkdir(0, e, 0, false))),
+            inos: vec![None; (slots * jobs.max(1) as u64) as usize],
             until_ns,
             start_ns: p.start_ns,
             created: 0,
@@ -118,10 +126,20 @@ impl TaskBody for FioSmallFiles {
                 self.next += 1;
                 let index = slot * sh.file_pages;
                 let (dir, pages) = (sh.dir, sh.file_pages);
+                // The host's name, `job{J}-{slot}` (crates/host worker.rs `run_fio`), for the
+                // size of its directory entry (kernel-model.md §33.3 item 1).
+                let name_len = 4 + decimal_len(self.job) + 1 + decimal_len(slot - self.job * sh.slots);
+                let meta = sh.meta;
                 if let Some((d, i)) = sh.files[slot as usize].take() {
                     let freed = cx.mm.filemap_truncate_range(cx.cpu, dir, index, pages);
                     let cached_d = sh.dentry.free(cx.mm, cx.cpu, d);
                     let cached_i = sh.inode.free(cx.mm, cx.cpu, i);
+                    // §33.3 item 5: the unlink's entry, inode and bitmaps (a lookup first if
+                    // the shrinker took the dentry).
+                    if let (Some((e, d)), Some(ino)) = (meta, sh.inos[slot as usize].take()) {
+                        cx.mm
+                            .ext4_unlink(cx.cpu, e, d, slot, name_len, ino, true, cached_d && cached_i);
+                    }
                     // The shrinker took the old file's dentry or inode: unlink looks the file up
                     // again (d_alloc, iget), and the new objects go with the unlink. Simplified: the
                     // inode read (its inode-table block may be out of the page cache) is not charged.
@@ -145,6 +163,10 @@ impl TaskBody for FioSmallFiles {
                     dentry, inode, files, ..
                 } = &mut *sh;
                 files[slot as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
+                if let Some((e, d)) = meta {
+                    let ino = cx.mm.ext4_create(cx.cpu, e, d, slot, name_len, true, false);
+                    sh.inos[slot as usize] = Some(ino);
+                }
                 let st = cx.mm.filemap_write(cx.cpu, dir, index, pages * 4096);
                 ns += write_cost(cx, &st, pages);
                 sh.created += 1;
@@ -179,7 +201,8 @@ impl Generator for Fio {
                 .saturating_sub(run.spec.machine.hugetlb_pages << PAGEBLOCK_ORDER);
             let ws = f.working_set_bytes.map(pages_of).unwrap_or(usable * 3 / 2);
             let until = f.runtime_ns.map_or(w.duration_ns, |r| f.start_ns + r);
-            let shared = FioShared::new(&mut run.e.mm, f, ws, until);
+            let ext4 = run.ext4_for(None);
+            let shared = FioShared::new(&mut run.e.mm, f, ws, until, ext4);
             // Beside another generator fio is background load (mmtests' thpchallenge-fio): the
             // run ends with the others.
             let background = !(w.kbuild.is_empty() && w.thpchallenge.is_empty() && w.task.is_empty());

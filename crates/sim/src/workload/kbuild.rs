@@ -36,7 +36,47 @@ struct Tree {
     objs: Vec<Option<(Obj, Obj)>>,
     objects: Vec<(FolioId, u64, u64)>,
     obj_file_objs: Vec<(Obj, Obj)>,
+    /// On ext4 (kernel-model.md §33): a tree on disk before the run (its layout gives each
+    /// file's directory and inode), or an unpacked tree's directories and each file's inode
+    /// while it exists; and the object files built in it (directory, name, inode).
+    on_disk: Option<fraglab_mm::bdev::Ext4Tree>,
+    dirs: Vec<u32>,
+    inos: Vec<Option<u32>>,
+    obj_inos: Vec<(u32, u64, u32)>,
 }
+
+impl Tree {
+    /// File `f`'s directory and inode, while it exists.
+    fn meta_of(&self, f: u64) -> Option<(u32, u32)> {
+        match &self.on_disk {
+            Some(t) => Some((t.dir_of(f), t.ino_of(f))),
+            None => {
+                let ino = (*self.inos.get(f as usize)?)?;
+                Some((self.dirs[(f / FILES_PER_DIR) as usize], ino))
+            }
+        }
+    }
+
+    /// The directory an object file of job `job` goes in (none before the tree exists).
+    fn obj_dir(&self, job: u32) -> Option<u32> {
+        match &self.on_disk {
+            Some(t) => Some(t.first_dir + (job as u64 % t.dirs) as u32),
+            None => (!self.dirs.is_empty()).then(|| self.dirs[job as usize % self.dirs.len()]),
+        }
+    }
+}
+
+/// Files per directory of a source tree [I: a kernel tree has some 15–20 files per directory;
+/// the model's tree is flat files of `source_file`], for its directory blocks (§33.3 item 2:
+/// one per mkdir; 16 entries fit in it).
+const FILES_PER_DIR: u64 = 16;
+
+/// The length of a source or object file's name [I: `page_alloc.c`-like names], for the size
+/// of its directory entry (§33.3 item 1: 20 bytes).
+const NAME_LEN: u32 = 12;
+
+/// The names of object files start here (a source file's name is its index).
+const OBJ_KEY_BASE: u64 = 1 << 40;
 
 /// State shared by a build's workers. The parameters (`KbuildParams`): `jobs_parallel` workers
 /// (make -j) run `jobs` compile jobs per build, `iterations` builds one after the other
@@ -79,14 +119,26 @@ pub struct KbuildShared {
     /// The flusher's next wake and its pass interval, as it last slept (for its progress
     /// estimate only: it exits at the first wake after the builds).
     flusher_wakes: (u64, u64),
+    /// The ext4 filesystem of the trees (kernel-model.md §33; `None`: metadata not modelled),
+    /// this build's object files (directory, name, inode) and the next object file's name.
+    ext4: Option<u32>,
+    obj_inos: Vec<(u32, u64, u32)>,
+    next_obj_key: u64,
 }
 
 impl KbuildShared {
-    /// Registers the source tree's mapping in `mm`.
-    pub fn new(mm: &mut Mm, p: KbuildParams, metrics: Shared<Metrics>) -> Shared<KbuildShared> {
+    /// Registers the source tree's mapping in `mm`; with `ext4`, the trees' metadata lives on
+    /// that filesystem (a tree that is not unpacked is on disk before the run: its directories
+    /// and inodes exist, nothing of them is cached).
+    pub fn new(
+        mm: &mut Mm,
+        p: KbuildParams,
+        metrics: Shared<Metrics>,
+        ext4: Option<u32>,
+    ) -> Shared<KbuildShared> {
         let files = (pages_of(p.source_bytes) / file_pages(&p)).max(1) as usize;
         let n = if p.untar { p.trees.max(1) } else { 1 };
-        let trees = (0..n)
+        let mut trees: Vec<Tree> = (0..n)
             .map(|_| {
                 let mapping = mm.add_mapping(fraglab_mm::filemap::Mapping::large_folios());
                 // Each source file has its own xarray.
@@ -96,12 +148,23 @@ impl KbuildShared {
                     objs: vec![None; files],
                     objects: Vec::new(),
                     obj_file_objs: Vec::new(),
+                    on_disk: None,
+                    dirs: Vec::new(),
+                    inos: if p.untar && ext4.is_some() {
+                        vec![None; files]
+                    } else {
+                        Vec::new()
+                    },
+                    obj_inos: Vec::new(),
                 }
             })
             .collect();
         let tarball = p
             .untar
             .then(|| mm.add_mapping(fraglab_mm::filemap::Mapping::large_folios()));
+        if let (Some(e), false) = (ext4, p.untar) {
+            trees[0].on_disk = Some(mm.ext4_tree(e, files as u64, FILES_PER_DIR, NAME_LEN));
+        }
         Rc::new(RefCell::new(KbuildShared {
             trees,
             cur: 0,
@@ -126,7 +189,31 @@ impl KbuildShared {
             flusher_wakes: (0, 0),
             p,
             metrics,
+            ext4,
+            obj_inos: Vec::new(),
+            next_obj_key: OBJ_KEY_BASE,
         }))
+    }
+
+    /// Creates an object file in the current tree's directory for job `job` (§33: its inode,
+    /// bitmaps and directory entry), recorded for "make clean" or the tree's deletion.
+    fn create_obj_file(&mut self, mm: &mut Mm, cpu: u32, job: u32) {
+        let Some(e) = self.ext4 else { return };
+        let Some(dir) = self.trees[self.cur].obj_dir(job) else {
+            return;
+        };
+        let key = self.next_obj_key;
+        self.next_obj_key += 1;
+        let ino = mm.ext4_create(cpu, e, dir, key, NAME_LEN, true, false);
+        self.obj_inos.push((dir, key, ino));
+    }
+
+    /// Unlinks object files (§33.3 item 5; their dentries are cached).
+    fn unlink_obj_files(&self, mm: &mut Mm, cpu: u32, files: Vec<(u32, u64, u32)>) {
+        let Some(e) = self.ext4 else { return };
+        for (dir, key, ino) in files {
+            mm.ext4_unlink(cpu, e, dir, key, NAME_LEN, ino, true, true);
+        }
     }
 
     /// Adds `ns` to the current build's system time.
@@ -159,6 +246,22 @@ impl KbuildShared {
     /// truncated (dirty pages unwritten) and its files' and object files' dentries and inodes
     /// are freed (`evict` at the last `iput`; simplified: at once, not via the LRU).
     fn delete_tree(&mut self, mm: &mut Mm, cpu: u32, t: usize) {
+        // §33.3 item 5: every file's entry, inode and bitmaps (a lookup first for a source
+        // file whose dentry is not cached); the directories stay on disk, uncached once
+        // reclaimed (simplified: rmdir is not modelled, the next tree gets new ones).
+        if let Some(e) = self.ext4 {
+            let tree = &mut self.trees[t];
+            for f in 0..tree.inos.len() {
+                if let Some(ino) = tree.inos[f].take() {
+                    let dir = tree.dirs[f / FILES_PER_DIR as usize];
+                    let cached = tree.objs[f].is_some();
+                    mm.ext4_unlink(cpu, e, dir, f as u64, NAME_LEN, ino, true, cached);
+                }
+            }
+            tree.dirs.clear();
+            let objs = std::mem::take(&mut tree.obj_inos);
+            self.unlink_obj_files(mm, cpu, objs);
+        }
         let tree = &mut self.trees[t];
         mm.filemap_truncate(cpu, tree.mapping);
         for (id, tok, _) in std::mem::take(&mut tree.objects) {
@@ -300,10 +403,12 @@ impl KbuildWorker {
         drop(m);
         let objs = std::mem::take(&mut sh.objects);
         let files = std::mem::take(&mut sh.obj_file_objs);
+        let obj_inos = std::mem::take(&mut sh.obj_inos);
         if sh.p.untar {
             let cur = sh.cur;
             sh.trees[cur].objects.extend(objs);
             sh.trees[cur].obj_file_objs.extend(files);
+            sh.trees[cur].obj_inos.extend(obj_inos);
             sh.cur = (cur + 1) % sh.trees.len();
             sh.untarred = false;
         } else {
@@ -316,6 +421,8 @@ impl KbuildWorker {
                 sh.dentry.free(cx.mm, cx.cpu, d);
                 sh.inode.free(cx.mm, cx.cpu, i);
             }
+            // "make clean": the object files are unlinked.
+            sh.unlink_obj_files(cx.mm, cx.cpu, obj_inos);
         }
         sh.iteration += 1;
         sh.next_job = 0;
@@ -359,9 +466,22 @@ impl KbuildWorker {
                     .filemap_read(cx.cpu, tarball, tar_ra, f * fp, fp, files * fp);
                 io += st.miss_pages;
                 let KbuildShared {
-                    dentry, inode, trees, ..
+                    dentry,
+                    inode,
+                    trees,
+                    ext4,
+                    ..
                 } = &mut *sh;
                 trees[cur].objs[f as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
+                // §33: `tar x` makes each directory, then creates its files in it.
+                if let Some(e) = *ext4 {
+                    let t = &mut trees[cur];
+                    if f % FILES_PER_DIR == 0 {
+                        t.dirs.push(cx.mm.ext4_mkdir(cx.cpu, e, 0, false));
+                    }
+                    let dir = t.dirs[(f / FILES_PER_DIR) as usize];
+                    t.inos[f as usize] = Some(cx.mm.ext4_create(cx.cpu, e, dir, f, NAME_LEN, true, false));
+                }
                 cx.mm.filemap_write(cx.cpu, mapping, f * fp, fp * 4096);
                 created += 1;
                 pages += fp;
@@ -454,9 +574,18 @@ impl KbuildWorker {
                 // The path lookup creates the file's dentry and inode the first time.
                 if sh.trees[cur].objs[fi as usize].is_none() {
                     let KbuildShared {
-                        dentry, inode, trees, ..
+                        dentry,
+                        inode,
+                        trees,
+                        ext4,
+                        ..
                     } = &mut *sh;
                     trees[cur].objs[fi as usize] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
+                    // §33: the lookup reads the directory block and the inode-table block
+                    // (with its readahead) if they are not cached.
+                    if let (Some(e), Some((dir, ino))) = (*ext4, trees[cur].meta_of(fi)) {
+                        cx.mm.ext4_lookup(cx.cpu, e, dir, fi, Some(ino));
+                    }
                 }
                 let mut ra = cx.mm.file_ra_state_init();
                 let st = cx.mm.filemap_read(cx.cpu, source, &mut ra, f, fp, source_pages);
@@ -534,11 +663,14 @@ impl KbuildWorker {
         let first = left == pages_of(sh.p.job_obj_bytes);
         let ((), work) = cx.measure(|cx| {
             if first {
-                // Creating the object file: its dentry and inode, until "make clean".
+                // Creating the object file: its dentry and inode, until "make clean", and its
+                // metadata (§33).
                 let KbuildShared { dentry, inode, .. } = &mut *sh;
                 if let Some(objs) = alloc_file_objs(dentry, inode, cx.mm, cx.cpu) {
                     sh.obj_file_objs.push(objs);
                 }
+                let job = sh.next_job;
+                sh.create_obj_file(cx.mm, cx.cpu, job);
             }
             for _ in 0..left.min(CHUNK) {
                 let g = Gfp::GFP_HIGHUSER_MOVABLE;
@@ -657,6 +789,8 @@ impl TaskBody for Flusher {
         if sh.finished() || interval == 0 {
             return Step::Exit(0);
         }
+        // jbd2's due commits (kernel-model.md §33.3 item 4).
+        cx.mm.jbd2_tick(cx.cpu);
         cx.mm.cache.writeback.io_ns = cx.cost.write_io_ns;
         cx.mm.writeback_settle();
         let mut n = 0;
@@ -697,7 +831,8 @@ impl Kbuild {
 impl Generator for Kbuild {
     fn spawn(&mut self, run: &mut Run<'_>) {
         for k in &self.params {
-            let shared = KbuildShared::new(&mut run.e.mm, k.clone(), run.metrics.clone());
+            let ext4 = run.ext4_for(None);
+            let shared = KbuildShared::new(&mut run.e.mm, k.clone(), run.metrics.clone(), ext4);
             for _ in 0..k.jobs_parallel {
                 run.e.spawn(Box::new(KbuildWorker::new(shared.clone())));
             }

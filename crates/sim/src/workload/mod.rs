@@ -23,7 +23,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use fraglab_spec::result::RunResult;
-use fraglab_spec::{Spec, WorkloadSpec};
+use fraglab_spec::{FsMetadata, MappingKind, Spec, WorkloadSpec};
 
 use crate::engine::Engine;
 use crate::metrics::Metrics;
@@ -82,6 +82,22 @@ pub struct Run<'a> {
     pub w: &'a WorkloadSpec,
     pub metrics: Shared<Metrics>,
     flusher: bool,
+    /// The ext4 filesystems mounted for the generators' files (`Run::ext4_for`), by where
+    /// they are.
+    ext4: Vec<(FilesOn, u32)>,
+}
+
+/// Where a generator's files are, which decides the filesystem that keeps their metadata
+/// (`[model] fs_metadata`, kernel-model.md §33).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilesOn {
+    /// The run's directory (the host engine's `slab` and fio directories, every file without
+    /// `[host] loop_images`).
+    RunDir,
+    /// With `[host] loop_images`, the image of a file set's mapping kind (crates/host
+    /// loops.rs: `xfs` → XFS, `large_folios` → ext4, `no_large_folios` → ext4 data=journal,
+    /// a filesystem of its own).
+    Image(MappingKind),
 }
 
 impl<'a> Run<'a> {
@@ -92,7 +108,35 @@ impl<'a> Run<'a> {
             w,
             metrics,
             flusher: false,
+            ext4: Default::default(),
         }
+    }
+
+    /// The ext4 filesystem (mm's `ext4_mount`, one per place, mounted at the first call) that
+    /// keeps the metadata of files of a task file set with mapping kind `kind` (`None`: files
+    /// that are always in the run directory — `slab` steps, fio, kbuild), or `None` when their
+    /// metadata is not block-device page cache: `[model] fs_metadata = "off"`, a file set on
+    /// an XFS loop image, or the run directory on XFS (kernel-model.md §33.3: XFS metadata
+    /// buffers are not page cache).
+    pub fn ext4_for(&mut self, kind: Option<MappingKind>) -> Option<u32> {
+        let on = match kind {
+            Some(k) if self.spec.host.loop_images => FilesOn::Image(k),
+            _ => FilesOn::RunDir,
+        };
+        let ext4 = match (self.spec.model.fs_metadata, on) {
+            (FsMetadata::Off, _) => false,
+            (_, FilesOn::Image(k)) => k != MappingKind::Xfs,
+            (m, FilesOn::RunDir) => m == FsMetadata::Ext4,
+        };
+        if !ext4 {
+            return None;
+        }
+        if let Some(&(_, fs)) = self.ext4.iter().find(|(o, _)| *o == on) {
+            return Some(fs);
+        }
+        let fs = self.e.mm.ext4_mount();
+        self.ext4.push((on, fs));
+        Some(fs)
     }
 
     /// Spawns the run's writeback flusher daemon ([`PageCacheFlusher`], until the workload's

@@ -13,7 +13,7 @@ use fraglab_spec::result::{CensusResult, NamedSample, TaskReadResult};
 use fraglab_spec::{Fadvice, FilesOp, MappingKind, TaskParams, TaskStep};
 use rand::Rng;
 
-use super::common::{alloc_file_objs, touch_range, write_cost, CHUNK, COMPUTE_SLICE_NS};
+use super::common::{alloc_file_objs, decimal_len, touch_range, write_cost, CHUNK, COMPUTE_SLICE_NS};
 use super::{Generator, Run, Shared};
 use crate::anon::AnonVma;
 use crate::engine::{Cx, Progress, Step, TaskBody, MS};
@@ -62,6 +62,12 @@ pub struct ProgramTask {
     reads: Shared<BTreeMap<(String, u32), (u64, u64)>>,
     /// The `sample` steps' samples, in the order taken (shared by the run).
     named: Shared<Vec<NamedSample>>,
+    /// The files this task's `slab` steps created on the run directory's ext4 (kernel-model.md
+    /// §33; the host engine creates [`FILES_PER_SLAB_PAGE`] empty files per slab page asked
+    /// for, in a directory per step) and not yet unlinked by a `free` step: (filesystem,
+    /// directory, name, inode), in creation order; and the current step's directory.
+    slab_files: Vec<(u32, u32, u64, u32)>,
+    slab_dir: Option<(u32, u32)>,
 }
 
 /// A `slab` or `pipes` object a task holds: its folio (valid while the token matches), whether
@@ -103,6 +109,8 @@ impl ProgramTask {
             census: Default::default(),
             reads: Default::default(),
             named: Default::default(),
+            slab_files: Vec::new(),
+            slab_dir: None,
         }
     }
 
@@ -110,6 +118,7 @@ impl ProgramTask {
         self.pc += 1;
         self.progress = 0;
         self.order.clear();
+        self.slab_dir = None;
     }
 
     fn release(&mut self, cx: &mut Cx) -> u64 {
@@ -333,7 +342,27 @@ impl ProgramTask {
             FolioKind::Kernel
         };
         let n = (count - self.progress).min(CHUNK);
+        let slab_fs = if reclaimable {
+            self.sets.borrow().slab_fs
+        } else {
+            None
+        };
+        let first = self.progress;
         let ((), work) = cx.measure(|cx| {
+            // The host's files behind the objects: a directory for the step, then
+            // FILES_PER_SLAB_PAGE empty files per page, named 0, 1, ... (their metadata on the
+            // run directory's ext4, kernel-model.md §33).
+            if let Some(fs) = slab_fs {
+                let (_, dir) = *self
+                    .slab_dir
+                    .get_or_insert_with(|| (fs, cx.mm.ext4_mkdir(cx.cpu, fs, 0, false)));
+                for key in first * FILES_PER_SLAB_PAGE..(first + n) * FILES_PER_SLAB_PAGE {
+                    let ino = cx
+                        .mm
+                        .ext4_create(cx.cpu, fs, dir, key, decimal_len(key), false, false);
+                    self.slab_files.push((fs, dir, key, ino));
+                }
+            }
             for _ in 0..n {
                 if let Some(id) = cx.mm.alloc_folio(cx.cpu, g, 0, kind, false) {
                     if reclaimable {
@@ -623,9 +652,32 @@ impl Generator for Programs {
                     while (fs.mappings.len() as u64) < *count {
                         fs.mappings.push(run.e.mm.add_mapping(mapping_of(kind_of(set))));
                         fs.objs.push(None);
+                        fs.inos.push(None);
                     }
                 }
             }
+        }
+        // Kernel-model.md §33: the filesystems that keep the files' metadata, mounted after
+        // the files' mappings are registered; each set's directory is made now, as the host
+        // engine makes it before the run (crates/host run.rs `create_files`).
+        for (name, fs) in sets.borrow_mut().sets.iter_mut() {
+            if let Some(e) = run.ext4_for(Some(kind_of(name))) {
+                fs.meta = Some((e, run.e.mm.ext4_mkdir(0, e, 0, false)));
+            }
+        }
+        let slab_files = self.params.iter().any(|t| {
+            t.steps.iter().any(|s| {
+                matches!(
+                    s,
+                    TaskStep::Slab {
+                        reclaimable: true,
+                        ..
+                    }
+                )
+            })
+        });
+        if slab_files {
+            sets.borrow_mut().slab_fs = run.ext4_for(None);
         }
         let any_write = self.params.iter().any(|t| {
             t.steps.iter().any(|s| {
@@ -722,6 +774,11 @@ fn mapping_of(kind: MappingKind) -> fraglab_mm::filemap::Mapping {
 /// Files of `files` steps a task program handles in one engine step.
 const FILES_PER_STEP: u64 = 16;
 
+/// Empty files the host engine creates per slab page a `slab` step asks for (crates/host
+/// worker.rs `FILES_PER_SLAB_PAGE`: an ext4 inode and its dentry are about a third of a page):
+/// the files whose metadata the simulator's `slab` step makes (kernel-model.md §33).
+const FILES_PER_SLAB_PAGE: u64 = 3;
+
 /// Pipe-buffer pages of one pipe on the host (F_SETPIPE_SZ 1 MiB): a `free = "pipes"` step
 /// frees whole pipes, every Nth group of this many of the task's pipe pages.
 pub const PIPE_PAGES: u64 = 256;
@@ -737,6 +794,9 @@ pub struct FileSets {
     /// Single files (read, write, delete, fadvise steps): size in pages as the steps know it
     /// (a read's `file_size`, a write's end).
     file_pages: BTreeMap<String, u64>,
+    /// The ext4 filesystem of the run directory, whose metadata the `slab` steps' files make
+    /// (`Run::ext4_for`; `None`: not block-device page cache).
+    slab_fs: Option<u32>,
 }
 
 impl Default for FileSets {
@@ -746,15 +806,20 @@ impl Default for FileSets {
             dentry: SlabCache::new("dentry", 0, 21, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)).shrinkable(),
             inode: SlabCache::new("xfs_inode", 3, 28, Gfp::GFP_KERNEL.union(Gfp::RECLAIMABLE)).shrinkable(),
             file_pages: BTreeMap::new(),
+            slab_fs: None,
         }
     }
 }
 
-/// One file set: per file its mapping and, while it exists in the cache, its dentry and inode.
+/// One file set: per file its mapping and, while it exists in the cache, its dentry and inode;
+/// on ext4 (kernel-model.md §33) the set's filesystem and directory, and per file its inode
+/// while the file exists on disk.
 #[derive(Default)]
 struct FileSet {
     mappings: Vec<u32>,
     objs: Vec<Option<(Obj, Obj)>>,
+    meta: Option<(u32, u32)>,
+    inos: Vec<Option<u32>>,
 }
 
 /// Issue 19 item 3: `free`, `files`, `fadvise`.
@@ -787,6 +852,21 @@ impl ProgramTask {
             kept.push(o);
         }
         self.objects = kept;
+        if reclaimable {
+            // The host unlinks every `every`th of the `slab` files in creation order (worker.rs
+            // `free_every`): their directory entries, inodes and inode bitmap bits go
+            // (kernel-model.md §33.3 item 5; the dentry is cached, the file was just made).
+            let mut k = 0u64;
+            self.slab_files.retain(|&(fs, dir, key, ino)| {
+                k += 1;
+                if !k.is_multiple_of(every) {
+                    return true;
+                }
+                cx.mm
+                    .ext4_unlink(cx.cpu, fs, dir, key, decimal_len(key), ino, false, true);
+                false
+            });
+        }
         self.next();
         Step::Ran(cx.cost.context_switch_ns + freed * cx.cost.free_page_ns)
     }
@@ -862,6 +942,8 @@ impl ProgramTask {
             sets, dentry, inode, ..
         } = &mut *sh;
         let fs = sets.get_mut(set).expect("registered at spawn");
+        let meta = fs.meta;
+        let data = size > 0;
         let mut ns = 0;
         let mut rs = fraglab_mm::filemap::ReadStats::default();
         let (n, work) = cx.measure(|cx| {
@@ -875,12 +957,30 @@ impl ProgramTask {
                 self.progress += 1;
                 n += 1;
                 let m = fs.mappings[i];
+                let (key, name_len) = (i as u64, decimal_len(i as u64));
                 match op {
                     FilesOp::Create => {
-                        if fs.objs[i].is_some() {
+                        let cached = fs.objs[i].is_some();
+                        if cached {
                             ns += cx.mm.filemap_truncate(cx.cpu, m) * cx.cost.free_page_ns;
                         } else {
                             fs.objs[i] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
+                        }
+                        // §33: a new file's inode, bitmaps and directory entry; an existing
+                        // one is looked up if uncached and truncated (O_TRUNC).
+                        if let Some((e, dir)) = meta {
+                            match fs.inos[i] {
+                                Some(ino) => {
+                                    if !cached {
+                                        cx.mm.ext4_lookup(cx.cpu, e, dir, key, Some(ino));
+                                    }
+                                    cx.mm.ext4_truncate(cx.cpu, e, ino, data);
+                                }
+                                None => {
+                                    let ino = cx.mm.ext4_create(cx.cpu, e, dir, key, name_len, data, false);
+                                    fs.inos[i] = Some(ino);
+                                }
+                            }
                         }
                         ns += cx.cost.file_create_ns;
                         let st = cx.mm.filemap_write(cx.cpu, m, 0, size);
@@ -889,6 +989,17 @@ impl ProgramTask {
                     FilesOp::Read => {
                         if fs.objs[i].is_none() {
                             fs.objs[i] = alloc_file_objs(dentry, inode, cx.mm, cx.cpu);
+                            // §33: the lookup reads the directory block and the inode-table
+                            // block (with readahead) if uncached; a file no step created was
+                            // on disk before the run (the host makes the sets read first).
+                            if let Some((e, dir)) = meta {
+                                let ino = match fs.inos[i] {
+                                    Some(ino) => ino,
+                                    None => cx.mm.ext4_create(cx.cpu, e, dir, key, name_len, data, true),
+                                };
+                                fs.inos[i] = Some(ino);
+                                cx.mm.ext4_lookup(cx.cpu, e, dir, key, Some(ino));
+                            }
                         }
                         let mut ra = cx.mm.file_ra_state_init();
                         let mut p = 0;
@@ -901,10 +1012,16 @@ impl ProgramTask {
                         ns += pages * cx.cost.free_page_ns;
                     }
                     FilesOp::Delete => {
+                        let mut dentry_cached = false;
                         let existed = fs.objs[i].take().map(|(d, ino)| {
-                            dentry.free(cx.mm, cx.cpu, d);
+                            dentry_cached = dentry.free(cx.mm, cx.cpu, d);
                             inode.free(cx.mm, cx.cpu, ino);
                         });
+                        // §33.3 item 5: the entry, inode and bitmaps are modified (journalled).
+                        if let (Some((e, dir)), Some(ino)) = (meta, fs.inos[i].take()) {
+                            cx.mm
+                                .ext4_unlink(cx.cpu, e, dir, key, name_len, ino, data, dentry_cached);
+                        }
                         let freed = cx.mm.filemap_truncate(cx.cpu, m);
                         if existed.is_some() || freed > 0 {
                             ns += cx.cost.file_unlink_ns + freed * cx.cost.free_page_ns;

@@ -249,10 +249,11 @@ impl Cx<'_> {
         let gfp = self.gfp(&g.node, &t.key("gfp"))?;
         let must_succeed = self.bool_key(t, "must_succeed")?;
         let cpu = self.cpu(t, machine)?;
-        // The hugetlb pool is `[machine] hugetlb_pages`, not an op's folio.
+        // The hugetlb pool is `[machine] hugetlb_pages`, not an op's folio; block-device page
+        // cache is made by the filesystem model (its buffers and journal), not by an op.
         let kinds: Vec<(&str, FolioKindSpec)> = FolioKindSpec::ALL
             .into_iter()
-            .filter(|x| *x != FolioKindSpec::Hugetlb)
+            .filter(|x| !matches!(x, FolioKindSpec::Hugetlb | FolioKindSpec::Bdev))
             .map(|x| (x.name(), x))
             .collect();
         let kind = self
