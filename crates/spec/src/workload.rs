@@ -192,6 +192,7 @@ pub const COST_KEYS: &[&str] = &[
     "free_page_ns",
     "file_create_ns",
     "file_unlink_ns",
+    "zone_lock_chunk_ns",
 ];
 
 const DURATION_FORM: &str = "expected a duration such as \"500ms\"; units ns, us, ms, s, min, h";
