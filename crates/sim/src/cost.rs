@@ -393,10 +393,7 @@ impl Charge {
     /// Takes no lock and waits for nothing: its wall time is its CPU time.
     #[inline]
     pub fn is_plain(&self) -> bool {
-        self.base.is_plain()
-            && self.compaction.is_plain()
-            && self.reclaim.is_plain()
-            && self.drain.calls == 0
+        self.base.is_plain() && self.compaction.is_plain() && self.reclaim.is_plain() && self.drain.calls == 0
     }
 
     /// Only CPU time, no lock.

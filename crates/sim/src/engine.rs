@@ -183,10 +183,14 @@ impl Cx<'_> {
     }
 
     /// Takes the allocation and free paths' `zone->lock` holds not yet charged at the clock
-    /// (the engine calls it when the step ends, for work charged without [`Cx::charge`]).
+    /// (the engine calls it when the step ends, for work the step charged without
+    /// [`Cx::charge`]: its CPU time, which includes the holds, is in the step's [`Step`]
+    /// already, so only the waits count).
     fn settle(&mut self) {
-        if self.mm.work.zone_lock != self.zone_lock_mark {
-            self.charge(&Charge::default());
+        let zl = self.mm.work.zone_lock;
+        if zl != self.zone_lock_mark {
+            let hold = (zl.chunks - self.zone_lock_mark.chunks) * self.cost.zone_lock_chunk_ns;
+            self.charge(&Charge::cpu(hold));
         }
     }
 
@@ -217,8 +221,7 @@ impl Cx<'_> {
             // after the last.
             self.clock += free / (grants + 1);
             // Grant j of n sits at (2j + 1) / 2n of the phase; the zone lock first on ties.
-            let zone_next =
-                iz < nz && (il >= nl || (2 * iz + 1) * nl <= (2 * il + 1) * nz);
+            let zone_next = iz < nz && (il >= nl || (2 * iz + 1) * nl <= (2 * il + 1) * nz);
             let (id, n, i, h, calls) = if zone_next {
                 iz += 1;
                 (LockId::Zone, nz, iz - 1, zh, p.zone.calls)
@@ -275,7 +278,11 @@ impl Cx<'_> {
         st.hold_max_ns = st.hold_max_ns.max(hold / d.calls);
         let wait = start - asked;
         if wait > 0 {
-            st.wait_min_ns = if st.contentions == 0 { wait } else { st.wait_min_ns.min(wait) };
+            st.wait_min_ns = if st.contentions == 0 {
+                wait
+            } else {
+                st.wait_min_ns.min(wait)
+            };
             st.contentions += 1;
             st.wait_total_ns += wait;
             st.wait_max_ns = st.wait_max_ns.max(wait);

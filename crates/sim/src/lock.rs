@@ -118,7 +118,11 @@ impl Locks {
         st.hold_max_ns = st.hold_max_ns.max(hold / calls.max(1));
         let wait = start - at;
         if wait > 0 {
-            st.wait_min_ns = if st.contentions == 0 { wait } else { st.wait_min_ns.min(wait) };
+            st.wait_min_ns = if st.contentions == 0 {
+                wait
+            } else {
+                st.wait_min_ns.min(wait)
+            };
             st.contentions += 1;
             st.wait_total_ns += wait;
             st.wait_max_ns = st.wait_max_ns.max(wait);
@@ -215,7 +219,11 @@ mod tests {
         let mut l = Locks::default();
         l.acquire(LockId::Zone, 5_000, 1_000, 1);
         assert_eq!(l.acquire(LockId::Zone, 1_000, 2_000, 1), 1_000, "fits before");
-        assert_eq!(l.acquire(LockId::Zone, 3_500, 2_000, 1), 6_000, "does not fit the gap");
+        assert_eq!(
+            l.acquire(LockId::Zone, 3_500, 2_000, 1),
+            6_000,
+            "does not fit the gap"
+        );
         assert_eq!(l.intervals(LockId::Zone), vec![(1_000, 3_000), (5_000, 8_000)]);
         assert!(l.held_at(LockId::Zone, 2_999) && !l.held_at(LockId::Zone, 3_000));
         assert_eq!(l.free_from(LockId::Zone, 5_500), 8_000);

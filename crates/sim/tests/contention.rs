@@ -95,7 +95,13 @@ fn a_lock_contended_by_two_cpus_serialises() {
     e.run(SEC, |e| e.workload_done());
     assert_eq!(
         *out.borrow(),
-        vec![Spent { cpu: 1_000, wait: 0 }, Spent { cpu: 1_000, wait: 700 }]
+        vec![
+            Spent { cpu: 1_000, wait: 0 },
+            Spent {
+                cpu: 1_000,
+                wait: 700
+            }
+        ]
     );
     let (sa, sb) = (e.task_stats(a), e.task_stats(b));
     assert_eq!(sa.exit_ns, Some(1_000));
@@ -156,9 +162,18 @@ fn s2_5_drain_all_pages_cost_grows_with_the_cpus_that_hold_pages() {
             out: out.clone(),
         }));
         e.run(SEC, |e| e.workload_done());
-        assert_eq!(out.borrow()[0], Spent { cpu: d.cpu_ns, wait: 0 });
+        assert_eq!(
+            out.borrow()[0],
+            Spent {
+                cpu: d.cpu_ns,
+                wait: 0
+            }
+        );
         assert_eq!(e.locks.stat(LockId::Zone).acquisitions, k as u64);
-        assert_eq!(e.locks.stat(LockId::Zone).hold_total_ns, pages * cost.drain_page_ns);
+        assert_eq!(
+            e.locks.stat(LockId::Zone).hold_total_ns,
+            pages * cost.drain_page_ns
+        );
         let m = e.locks.stat(LockId::PcpDrain);
         assert_eq!((m.acquisitions, m.hold_total_ns), (1, d.cpu_ns));
     }
@@ -199,7 +214,11 @@ fn s2_5_drain_all_pages_returns_while_another_cpu_drains() {
     assert!(free.drains >= 5 && free.drained_pages > 0, "{free:?}");
     assert_eq!(free.drains_skipped, 0);
     let held = drain_run(true);
-    assert_eq!((held.drains, held.drain_ipis, held.drained_pages), (0, 0, 0), "{held:?}");
+    assert_eq!(
+        (held.drains, held.drain_ipis, held.drained_pages),
+        (0, 0, 0),
+        "{held:?}"
+    );
     assert!(held.drains_skipped > 0, "{held:?}");
 }
 
@@ -265,7 +284,10 @@ fn a_fault_that_waits_for_a_lock_has_wall_latency_above_cpu() {
             // The first fault (from 1 µs) waited for the rest of the 1 ms hold: at most
             // 999 µs, less the part of its CPU time before its refill asked for the lock.
             let first_cpu = m.fault_latency.iter_cpu().map(|(_, h)| h.max_ns).max().unwrap();
-            assert!(wall - cpu <= 999_000 && wall - cpu >= 999_000 - first_cpu, "wall {wall} cpu {cpu}");
+            assert!(
+                wall - cpu <= 999_000 && wall - cpu >= 999_000 - first_cpu,
+                "wall {wall} cpu {cpu}"
+            );
             let first = m.fault_latency.iter().next().unwrap().1;
             assert!(first.max_ns > 999_000);
         } else {
@@ -296,7 +318,13 @@ fn a_writeback_wait_is_wall_time_not_cpu() {
         out: out.clone(),
     }));
     e.run(SEC, |e| e.workload_done());
-    assert_eq!(out.borrow()[0], Spent { cpu: 62_000, wait: 50_000 });
+    assert_eq!(
+        out.borrow()[0],
+        Spent {
+            cpu: 62_000,
+            wait: 50_000
+        }
+    );
     assert_eq!(e.task_stats(id).exit_ns, Some(112_000));
 }
 
@@ -348,7 +376,10 @@ duration = "6s"
 fn lock_stat_is_in_the_result_and_the_run_is_deterministic() {
     let a = run(&PGBENCH.replace("SEED", "1"));
     let b = run(&PGBENCH.replace("SEED", "1"));
-    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
     let names: Vec<&str> = a.lock_stat.iter().map(|l| l.name.as_str()).collect();
     assert_eq!(names, ["&zone->lock", "&lruvec->lru_lock", "pcpu_drain_mutex"]);
     let zone = &a.lock_stat[0];
@@ -371,4 +402,3 @@ fn lock_stat_is_in_the_result_and_the_run_is_deterministic() {
     let old: fraglab_spec::result::RunResult = serde_json::from_value(old).unwrap();
     assert!(old.lock_stat.is_empty() && old.fault_latency_cpu.is_empty());
 }
-
