@@ -363,6 +363,9 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         vm_scalability: Vec::new(),
         trace_counts,
         sim_work: BTreeMap::new(),
+        // The simulator's CPU-time histograms and lock model: not measured on the host.
+        fault_latency_cpu: Vec::new(),
+        lock_stat: Vec::new(),
         pageblock_maps: Vec::new(),
         proc_start,
         proc_end,

@@ -237,6 +237,10 @@ pub struct Current {
     pub now_ns: u64,
     pub pid: u32,
     pub comm: String,
+    /// `pcpu_drain_mutex` is held by another CPU's `drain_all_pages` at this moment (§2.5): set
+    /// by the discrete-event engine, which keeps the mutex as a resource in virtual time,
+    /// before each task step; always false without a clock (one thing runs at a time).
+    pub drain_mutex_held: bool,
 }
 
 impl Default for Current {
@@ -245,6 +249,7 @@ impl Default for Current {
             now_ns: 0,
             pid: 1,
             comm: "fraglab".to_string(),
+            drain_mutex_held: false,
         }
     }
 }
@@ -274,6 +279,33 @@ pub struct Work {
     pub last_alloc: crate::slowpath::AllocWork,
     /// Allocation work summed since boot.
     pub sum: crate::slowpath::WorkSum,
+    /// The buddy-list work done under `zone->lock` since boot by the allocation and free paths
+    /// (the engine's lock model; `drain_all_pages` from the slow path excluded: its caller is
+    /// charged for it with the drain).
+    pub zone_lock: ZoneLockWork,
+}
+
+/// `zone->lock` holds of the allocation and free paths (cumulative; an engine charges the
+/// difference between two readings). Counted per call of the kernel function that takes the
+/// lock: `rmqueue_bulk` (one hold for a PCP refill of `count` chunks), `rmqueue_buddy` (one
+/// chunk), `free_pcppages_bulk` (one hold for the chunks it frees) and the direct buddy frees
+/// of `free_one_page` / `split_large_buddy` (orders the PCP lists do not cache, Isolate
+/// blocks). One counter for all zones: the engine keeps one zone lock (docs/costs.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZoneLockWork {
+    /// Times the lock was taken.
+    pub acquisitions: u64,
+    /// Chunks moved between the buddy lists and a PCP list or a caller under it.
+    pub chunks: u64,
+}
+
+impl ZoneLockWork {
+    /// One hold moving `chunks` chunks.
+    #[inline]
+    pub(crate) fn hold(&mut self, chunks: u64) {
+        self.acquisitions += 1;
+        self.chunks += chunks;
+    }
 }
 
 /// Bits of `mm.trace.mask`.

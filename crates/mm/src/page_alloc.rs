@@ -394,6 +394,8 @@ impl Mm {
     ) -> u64 {
         let mut mode = RmqueueMode::Normal;
         let mut i = 0;
+        // One zone->lock hold for the whole refill (the engine's lock model).
+        self.work.zone_lock.acquisitions += 1;
         while i < count {
             if mode == RmqueueMode::Normal && count - i >= 2 && batch_paths() {
                 let n = self.rmqueue_carve(cpu, zi, order, mt, pindex, count - i);
@@ -408,6 +410,7 @@ impl Mm {
             self.pcp_list_add(zi, cpu as usize, pindex, pfn, order, true);
             i += 1;
         }
+        self.work.zone_lock.chunks += i.max(1);
         i
     }
 
@@ -525,6 +528,8 @@ impl Mm {
         mt: MigrateType,
     ) -> Option<u32> {
         let mut page = None;
+        // Under one zone->lock hold (the engine's lock model).
+        self.work.zone_lock.hold(1);
         if alloc_flags.has(AllocFlags::HIGHATOMIC) {
             page = self.__rmqueue_smallest(cpu, zi, order, MigrateType::HighAtomic);
         }
@@ -628,6 +633,9 @@ impl Mm {
         let c = cpu as usize;
         let mut count = count.min(self.zones[zi].pcp[c].count) as i64;
         let mut pindex = pindex as isize - 1;
+        // One zone->lock hold for the whole call, one chunk per `__free_one_page` of a PCP
+        // chunk (the engine's lock model).
+        let mut chunks = 0u64;
         while count > 0 {
             let mut idx;
             loop {
@@ -684,6 +692,7 @@ impl Mm {
                         p += 1 << o;
                     }
                 }
+                chunks += ((end - start) >> order) as u64;
                 if self.trace_on(trace_kind::MM_PAGE_PCPU_DRAIN) {
                     let ev = |pfn| TraceEvent::MmPagePcpuDrain {
                         pfn,
@@ -701,6 +710,9 @@ impl Mm {
                     break;
                 }
             }
+        }
+        if chunks > 0 {
+            self.work.zone_lock.hold(chunks);
         }
     }
 
@@ -839,12 +851,15 @@ impl Mm {
         self.count(Stat::pgfree, 1 << order);
         self.pages.set(pfn, PageKind::Tail, 0);
         if !pcp_allowed_order(order) {
+            // `free_one_page`: one zone->lock hold (the engine's lock model).
+            self.work.zone_lock.hold(1);
             self.split_large_buddy(zi, pfn, order, false);
             return;
         }
         let mut mt = self.block_mt(pfn);
         if mt.idx() >= MIGRATE_PCPTYPES {
             if mt == MigrateType::Isolate {
+                self.work.zone_lock.hold(1);
                 self.split_large_buddy(zi, pfn, order, false);
                 return;
             }
@@ -858,6 +873,7 @@ impl Mm {
     /// the primitive under `free_pages` for non-cached orders and Isolate blocks.
     pub fn free_one_page(&mut self, pfn: u32, order: u32) {
         let zi = self.zone_of(pfn);
+        self.work.zone_lock.hold(1);
         self.split_large_buddy(zi, pfn, order, false);
     }
 

@@ -126,6 +126,15 @@ impl FaultWork {
             FaultWork::Slow(w) => cost.alloc_work(w),
         }
     }
+
+    /// `CostModel::alloc_charge` of the sum (fast path only: CPU time, no lock).
+    #[inline]
+    pub fn charge(&self, cost: &CostModel) -> crate::cost::Charge {
+        match self {
+            FaultWork::Fast { allocs } => crate::cost::Charge::cpu(allocs * cost.alloc_fast_ns),
+            FaultWork::Slow(w) => cost.alloc_charge(w),
+        }
+    }
 }
 
 /// What one touch did.

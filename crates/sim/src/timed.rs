@@ -207,6 +207,11 @@ fn run_workload_full(
             l
         })
         .collect();
+    r.fault_latency_cpu = m
+        .fault_latency
+        .iter_cpu()
+        .map(|(&(order, path), h)| histogram(order, path.name(), h))
+        .collect();
     for g in &gens {
         g.result(&m, &mut r);
     }
@@ -429,6 +434,7 @@ fn result(
         samples,
         trace_counts: trace_counts.clone(),
         sim_work: sim_work(e),
+        lock_stat: lock_stat(e),
         pageblock_maps: {
             let mut v = rec.maps.borrow().clone();
             if v.last().is_none_or(|m| m.t_ns != end_ns) {
@@ -456,11 +462,36 @@ fn result(
     }
 }
 
-/// The allocator's work that /proc/vmstat does not count, and the kernel threads' CPU time
-/// and the time they were runnable but waited for a CPU (`[model] sched`); with a free page
-/// reporting device (§32), what it and the host did (`page_reporting_*`,
-/// `host_fault_*`: none of them a kernel counter; `page_reporting_reported_kib` is the
-/// simulator's counterpart of the host's `reported_kib`).
+/// The engine's locks as /proc/lock_stat reports them ([`crate::lock`]); the drains skipped
+/// because another CPU held `pcpu_drain_mutex` are its failed try-locks.
+fn lock_stat(e: &Engine) -> Vec<fraglab_spec::result::LockStatResult> {
+    use crate::lock::LockId;
+    LockId::ALL
+        .iter()
+        .map(|&id| {
+            let s = e.locks.stat(id);
+            fraglab_spec::result::LockStatResult {
+                name: id.name().to_string(),
+                acquisitions: s.acquisitions,
+                contentions: s.contentions,
+                waittime_min_ns: s.wait_min_ns,
+                waittime_max_ns: s.wait_max_ns,
+                waittime_total_ns: s.wait_total_ns,
+                holdtime_max_ns: s.hold_max_ns,
+                holdtime_total_ns: s.hold_total_ns,
+                trylock_failed: if id == LockId::PcpDrain {
+                    e.mm.work.sum.drains_skipped
+                } else {
+                    s.trylock_failed
+                },
+            }
+        })
+        .collect()
+}
+
+/// The allocator's work that /proc/vmstat does not count, and the kernel threads' CPU time,
+/// the time they were runnable but waited for a CPU (`[model] sched`) and the time their
+/// steps waited on their CPU (locks, writeback; part of their CPU time).
 fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
     let w = &e.mm.work.sum;
     let (ks, kc) = (e.task_stats(e.kswapd), e.task_stats(e.kcompactd));
@@ -468,12 +499,15 @@ fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
         ("alloc_slowpaths", w.slowpaths),
         ("direct_reclaim_calls", w.reclaim_calls),
         ("drain_all_pages", w.drains),
+        ("drain_all_pages_skipped", w.drains_skipped),
         ("pcp_pages_drained", w.drained_pages),
         ("kswapd_cpu_ns", ks.cpu_ns),
         ("kswapd_runq_wait_ns", ks.runq_wait_ns),
+        ("kswapd_wait_ns", ks.wait_ns),
         ("kswapd_steps", ks.steps),
         ("kcompactd_cpu_ns", kc.cpu_ns),
         ("kcompactd_runq_wait_ns", kc.runq_wait_ns),
+        ("kcompactd_wait_ns", kc.wait_ns),
         ("kcompactd_steps", kc.steps),
     ]
     .into_iter()

@@ -31,8 +31,19 @@ pub struct RunResult {
     pub vmstat_delta: BTreeMap<String, i64>,
     /// One sample per `sample_ns`.
     pub samples: Vec<Sample>,
-    /// Fault latency histograms by folio order and path.
+    /// Fault latency histograms by folio order and path: the time from the fault's start to
+    /// its return (the host engine's clock; the simulator's wall time in virtual time, waits
+    /// included: docs/costs.md "Fault latency").
     pub fault_latency: Vec<LatencyHistogram>,
+    /// Simulator only: the same faults' CPU time (the cost model's figure, without the waits),
+    /// by folio order and path. Absent from host results and from older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fault_latency_cpu: Vec<LatencyHistogram>,
+    /// Simulator timed runs: the contended kernel locks of the engine's lock model (`zone->lock`,
+    /// `lruvec->lru_lock`, `pcpu_drain_mutex`) with the figures /proc/lock_stat reports, over
+    /// the whole run (as `sim_work`). Absent from host results and from older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lock_stat: Vec<LockStatResult>,
     /// The generators' own figures.
     pub builds: Vec<BuildResult>,
     pub bursts: Vec<BurstResult>,
@@ -269,6 +280,35 @@ pub struct Sample {
     pub mixed_blocks: u64,
     pub thp_fault_alloc: u64,
     pub thp_fault_fallback: u64,
+}
+
+/// One lock's contention over a run, as /proc/lock_stat reports it (in nanoseconds where it
+/// reports microseconds). A contention is an acquisition that had to wait.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockStatResult {
+    /// The lock class as lock_stat names it (`&zone->lock`, `&lruvec->lru_lock`,
+    /// `pcpu_drain_mutex`).
+    pub name: String,
+    #[serde(default)]
+    pub acquisitions: u64,
+    #[serde(default)]
+    pub contentions: u64,
+    /// lock_stat's waittime-min, -max, -total.
+    #[serde(default)]
+    pub waittime_min_ns: u64,
+    #[serde(default)]
+    pub waittime_max_ns: u64,
+    #[serde(default)]
+    pub waittime_total_ns: u64,
+    /// lock_stat's holdtime-max and -total.
+    #[serde(default)]
+    pub holdtime_max_ns: u64,
+    #[serde(default)]
+    pub holdtime_total_ns: u64,
+    /// Try-locks that failed and did not wait (`pcpu_drain_mutex`: `drain_all_pages(NULL)`
+    /// calls that returned because another CPU was draining).
+    #[serde(default)]
+    pub trylock_failed: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

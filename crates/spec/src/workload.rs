@@ -193,6 +193,7 @@ pub const COST_KEYS: &[&str] = &[
     "file_create_ns",
     "file_unlink_ns",
     "host_fault_ns",
+    "zone_lock_chunk_ns",
 ];
 
 const DURATION_FORM: &str = "expected a duration such as \"500ms\"; units ns, us, ms, s, min, h";

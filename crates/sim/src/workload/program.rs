@@ -219,7 +219,7 @@ impl ProgramTask {
             } else {
                 self.progress
             } * every;
-            ns += touch_range(cx, v, p, 1, &mut m).0;
+            ns += touch_range(cx, v, p, 1, &mut m).cpu_ns;
             self.progress += 1;
         }
         drop(m);
@@ -288,9 +288,11 @@ impl ProgramTask {
             rs
         });
         self.progress += n;
-        let ns = cx.cost.alloc_work(&work) + n * cx.cost.free_page_ns;
+        let ns = cx.alloc_work(&work) + n * cx.cost.free_page_ns;
+        // The step's CPU work ends after its charged time and its lock waits.
+        let cpu_end = cx.now + ns + cx.waited;
         // The device: the readahead requests this step issued (cost.rs `read_wait`).
-        let sleep = cx.cost.read_wait(&rs, cx.now + ns, &mut self.read_ready_at);
+        let sleep = cx.cost.read_wait(&rs, cpu_end, &mut self.read_ready_at);
         let io = sleep > 0;
         if self.progress >= pages {
             self.next();
@@ -299,7 +301,7 @@ impl ProgramTask {
             let mut reads = self.reads.borrow_mut();
             let e = reads.entry((self.name.clone(), self.instance)).or_default();
             e.0 += length;
-            e.1 += cx.now + ns + sleep - start;
+            e.1 += cpu_end + sleep - start;
         }
         if io {
             Step::Sleep { ran: ns, sleep }
@@ -387,7 +389,7 @@ impl ProgramTask {
         if self.progress >= count {
             self.next();
         }
-        Step::Ran(cx.cost.alloc_work(&work).max(1))
+        Step::Ran(cx.alloc_work(&work).max(1))
     }
 }
 
@@ -408,7 +410,7 @@ impl ProgramTask {
         let (r, work) = cx.measure(|cx| cx.mm.set_max_huge_pages(cx.cpu, base + count));
         *self.hugetlb_pool.borrow_mut() = Some(r.pool.saturating_sub(base));
         self.next();
-        Step::Ran(cx.cost.context_switch_ns + cx.cost.alloc_work(&work) + r.freed * cx.cost.free_page_ns)
+        Step::Ran(cx.cost.context_switch_ns + cx.alloc_work(&work) + r.freed * cx.cost.free_page_ns)
     }
 }
 
@@ -536,7 +538,7 @@ impl TaskBody for ProgramTask {
             S::CompactMemory => {
                 let st = cx.mm.compact_memory();
                 self.next();
-                Step::Ran(cx.cost.compaction(&st))
+                Step::Ran(cx.compaction(&st))
             }
             S::Delete { file } => {
                 let mapping = self.files.borrow()[&file];
@@ -1035,7 +1037,7 @@ impl ProgramTask {
         if self.progress >= total {
             self.next();
         }
-        let ns = (ns + cx.cost.alloc_work(&work)).max(n).max(1);
+        let ns = (ns + cx.alloc_work(&work)).max(n).max(1);
         // The device (cost.rs `read_wait`): each cold file is read by its own readahead
         // requests, as the `read` step's are; the step waits for the ones it issued.
         let sleep = cx.cost.read_wait(&rs, cx.now + ns, &mut self.read_ready_at);
@@ -1091,7 +1093,7 @@ impl ProgramTask {
                     cx.mm
                         .force_page_cache_ra(cx.cpu, mapping, &ra, first, nr, file_pages)
                 });
-                ns += cx.cost.alloc_work(&work);
+                ns += cx.alloc_work(&work);
             }
             Fadvice::Dontneed => {
                 let first = offset.div_ceil(4096);
