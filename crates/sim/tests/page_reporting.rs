@@ -160,7 +160,7 @@ impl TaskBody for Toucher {
             let n = self.vma.nr_pages;
             self.vma.dontneed(cx.mm, cx.cpu, 0, n);
         }
-        let (ns, _) = touch_range(cx, &mut self.vma, 0, self.pages, &mut self.metrics.borrow_mut());
+        let ns = touch_range(cx, &mut self.vma, 0, self.pages, &mut self.metrics.borrow_mut()).cpu_ns;
         self.charged.borrow_mut().push(ns);
         if self.step == 2 {
             Step::Exit(ns)
