@@ -1092,7 +1092,7 @@ fn model_errors() {
         &with_machine(&["[model]", "folio_mode = \"skip_large\"", "extfrag = 1"]),
         5,
         "model.extfrag",
-        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched)",
+        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched, fs_metadata)",
     );
     check(
         &with_machine(&["[model]", "defrag_stage = \"kswapd_asist\""]),
