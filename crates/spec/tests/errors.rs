@@ -1117,7 +1117,7 @@ fn model_errors() {
         &with_machine(&["[model]", "\"vm.defrag_mode\" = 1"]),
         4,
         "model.\"vm.defrag_mode\"",
-        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched)",
+        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched, fs_metadata)",
     );
 }
 
