@@ -1079,7 +1079,13 @@ fn model_errors() {
         &with_machine(&["[model]", "folio_mode = \"skip_large\"", "extfrag = 1"]),
         5,
         "model.extfrag",
-        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched)",
+        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched, fs_metadata)",
+    );
+    check(
+        &with_machine(&["[model]", "fs_metadata = \"btrfs\""]),
+        4,
+        "model.fs_metadata",
+        "\"btrfs\" is not one of ext4, xfs, off",
     );
     check(
         &with_machine(&["[model]", "defrag_stage = \"kswapd_asist\""]),
@@ -1104,7 +1110,7 @@ fn model_errors() {
         &with_machine(&["[model]", "\"vm.defrag_mode\" = 1"]),
         4,
         "model.\"vm.defrag_mode\"",
-        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched)",
+        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched, fs_metadata)",
     );
 }
 
