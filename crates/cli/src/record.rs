@@ -49,8 +49,9 @@ pub enum TraceCmd {
         json: bool,
     },
     /// Where two traces part (issue 32): compaction runs and reclaim episodes side by side,
-    /// deferrals, kcompactd wakes, extfrag counts, histograms, totals and their ratio, the first
-    /// and the largest divergence, one labelled line each. Inputs: trace files or plain ftrace
+    /// deferrals, kcompactd wakes, extfrag counts, DAMON's pageout per time bin (regions and
+    /// bytes applied, pages reclaimed), histograms, totals and their ratio, the first and the
+    /// largest divergence, one labelled line each. Inputs: trace files or plain ftrace
     /// text with the events of `fraglab_spec::DIFF_EVENTS` (the simulator's `run --trace-out`,
     /// the host engine's trace file). Each side is compared from its `tracing_mark_write:
     /// fraglab: measure` line when it has one, else from `--kernel-from`/`--sim-from`, else whole.
@@ -69,6 +70,9 @@ pub enum TraceCmd {
         /// Episodes of each kind listed side by side (0: all, up to the kept maximum).
         #[arg(long, default_value_t = 20)]
         episodes: usize,
+        /// The DAMON section's time bin in seconds (default 5: S2's aggregation interval).
+        #[arg(long, default_value_t = 5.0)]
+        damon_bin: f64,
     },
 }
 
@@ -125,6 +129,7 @@ pub fn trace(cmd: TraceCmd) -> Result<(), String> {
             kernel_from,
             sim_from,
             episodes,
+            damon_bin,
         } => {
             let secs = |flag: &str, s: Option<f64>| -> Result<Option<u64>, String> {
                 match s {
@@ -137,6 +142,14 @@ pub fn trace(cmd: TraceCmd) -> Result<(), String> {
                 kernel_from_ns: secs("--kernel-from", kernel_from)?,
                 sim_from_ns: secs("--sim-from", sim_from)?,
                 episodes,
+                damon_bin_ns: match secs("--damon-bin", Some(damon_bin))? {
+                    Some(0) | None => {
+                        return Err(format!(
+                            "--damon-bin: {damon_bin} is not a bin width (seconds, > 0)"
+                        ))
+                    }
+                    Some(ns) => ns,
+                },
             };
             let d = fraglab_sim::tracediff::diff_files(&kernel, &sim, &opts)?;
             if json {

@@ -174,7 +174,9 @@ pub(crate) fn measured_part_spec(spec: &fraglab_spec::Spec) -> Result<fraglab_sp
                     objects = true;
                     None
                 }
-                TaskStep::Free { .. } => (!objects).then(|| "slab objects or pipes".to_string()),
+                TaskStep::Free { .. } | TaskStep::FreePipePages { .. } => {
+                    (!objects).then(|| "slab objects or pipes".to_string())
+                }
                 _ => None,
             };
             if let Some(m) = missing {
@@ -591,6 +593,57 @@ fn same_start_specs(
         .collect()
 }
 
+/// How the same-start arm's kdamond starts (kernel-model.md §27.2 item 3): from the regions
+/// and ages of the kernel's kdamond each capture recorded (`SnapshotHeader::damon`), else cold
+/// (a booted kdamond starts every region at age 0), with the capture's reason.
+fn damon_start_note(captures: &[(u64, PathBuf)]) -> String {
+    let mut warm = Vec::new();
+    let mut cold = Vec::new();
+    for (i, (_, p)) in captures.iter().enumerate() {
+        match fraglab_state::snapshot::Snapshot::read_header(p) {
+            Ok(h) => match h.damon {
+                Some(d) if !d.regions.is_empty() => {
+                    let ages = d.regions.iter().map(|r| r.age);
+                    warm.push(format!(
+                        "run {}: {} regions, ages {}-{}",
+                        i + 1,
+                        d.regions.len(),
+                        ages.clone().min().unwrap_or(0),
+                        ages.max().unwrap_or(0)
+                    ));
+                }
+                Some(d) => cold.push(format!("run {}: {}", i + 1, d.note)),
+                None => cold.push(format!("run {}: the capture has no kdamond regions", i + 1)),
+            },
+            Err(e) => cold.push(format!("run {}: {e}", i + 1)),
+        }
+    }
+    let mut parts = Vec::new();
+    if !warm.is_empty() {
+        parts.push(format!(
+            "DAMON goes on from the kernel kdamond's regions and ages each capture recorded ({})",
+            warm.join("; ")
+        ));
+    }
+    if !cold.is_empty() {
+        parts.push(format!(
+            "DAMON starts cold (every region at age 0) where a capture recorded no regions ({})",
+            cold.join("; ")
+        ));
+    }
+    parts.join("; ")
+}
+
+/// §32: the free page reporting order the simulator arms boot with when the spec gives none —
+/// the one the kernel's first run had at its start; `None` when the spec gives its own (an
+/// order or "off") or the kernel had no device (or recorded none).
+fn kernel_page_reporting(spec: &fraglab_spec::Spec, kernel: &[RunResult]) -> Option<u32> {
+    if spec.machine.page_reporting_given {
+        return None;
+    }
+    kernel.first()?.confounders.as_ref()?.page_reporting_order()
+}
+
 /// A diagnosis's row pattern: exact, `PREFIX*` or `*SUFFIX`.
 fn row_matches(pat: &str, row: &str) -> bool {
     if let Some(p) = pat.strip_suffix('*') {
@@ -769,6 +822,15 @@ fn run_scenario(
             sim_spec.damon = dm;
         }
     }
+    // §32: the model has the free page reporting device the kernel's first run
+    // had (its order), unless the spec gives `page_reporting_order`. The same-start arm takes
+    // it from each capture instead (`[machine] snapshot`).
+    if let Some(order) = kernel_page_reporting(&spec, &kernel) {
+        notes.push(format!(
+            "simulator: free page reporting at order {order}, as the kernel's first run had it (§32)"
+        ));
+        sim_spec.machine.page_reporting_order = Some(order);
+    }
     if d.fit_memory && d.kernel == "host" && sim_spec.machine.zones != spec.machine.zones {
         let pool = sim_spec.machine.hugetlb_pages;
         notes.push(format!(
@@ -815,6 +877,10 @@ fn run_scenario(
     // `--trace-dir`: the simulator's traced run is the same-start arm's first (booted from the
     // first kernel run's capture, as the traced kernel run started), else the clean boot's.
     let mut trace_spec: Option<fraglab_spec::Spec> = None;
+    // The tasks a measured-part arm leaves out: they run on in the kernel's measured part (a
+    // task holding objects until after the measured tasks, then exiting), but the capture
+    // holds their memory without them, so the arm's end state lacks what they do there.
+    let mut left_out: Vec<String> = Vec::new();
     let same: Option<Vec<RunResult>> = if captures.is_empty() {
         None
     } else {
@@ -824,6 +890,14 @@ fn run_scenario(
         } else {
             spec.clone()
         };
+        if at_measure {
+            let kept = |n: &str| base.workload.iter().flat_map(|w| &w.task).any(|t| t.name == n);
+            for t in spec.workload.iter().flat_map(|w| &w.task) {
+                if !kept(&t.name) && !left_out.contains(&t.name) {
+                    left_out.push(t.name.clone());
+                }
+            }
+        }
         let mut specs = same_start_specs(&base, &captures, &sim_spec.damon);
         for s in &mut specs {
             s.cost = sim_spec.cost.clone();
@@ -831,13 +905,18 @@ fn run_scenario(
         trace_spec = specs.first().cloned();
         eprintln!("  simulator, same start: {} runs", specs.len());
         notes.push(format!(
-            "simulator, same start: booted from each kernel run's capture{} ({} runs); DAMON starts cold there (a booted kdamond starts every region at age 0; the capture carries no region ages)",
+            "simulator, same start: booted from each kernel run's capture{} ({} runs){}",
             if at_measure {
                 " taken when its measured part started, running the measured part only"
             } else {
                 " taken right before its workers started"
             },
-            specs.len()
+            specs.len(),
+            if sim_spec.damon.enabled {
+                format!("; {}", damon_start_note(&captures))
+            } else {
+                String::new()
+            }
         ));
         match run_many(
             &specs,
@@ -855,15 +934,48 @@ fn run_scenario(
     if let Some(td) = &o.trace_dir {
         trace_arms(d, trace_spec.as_ref().unwrap_or(&sim_spec), td, &mut notes);
     }
-    Ok(scenario_score(
-        d,
-        kernel_label,
-        &kernel,
-        same.as_deref(),
-        &sim,
-        notes,
-        diagnoses,
-    ))
+    let mut score = scenario_score(d, kernel_label, &kernel, same.as_deref(), &sim, notes, diagnoses);
+    if same.is_some() && !left_out.is_empty() {
+        end_census_not_comparable(&mut score, &left_out);
+    }
+    Ok(score)
+}
+
+/// A measured-part arm's end census is not the kernel's: the tasks it leaves out (`left_out`)
+/// still hold and then free their memory inside the kernel's measured part (their exits come
+/// after the measured tasks), which the arm cannot do. Its "(end)" census rows become n/a
+/// with that reason, and the tallies and class lines are counted again; named samples taken
+/// by the measured tasks (`{ sample = NAME }`) are compared instead.
+fn end_census_not_comparable(score: &mut ScenarioScore, left_out: &[String]) {
+    let why = format!(
+        "the same-start arm runs the measured part alone; task(s) {} outside it end inside the kernel's measured part (their exits free memory there), so the end census is not comparable: the named samples are",
+        left_out.join(", ")
+    );
+    let mut changed = false;
+    for r in score.rows.iter_mut() {
+        if r.class == Class::Census && r.row.ends_with("(end)") {
+            r.verdict = Verdict::NotMeasured(why.clone());
+            r.trivial = false;
+            changed = true;
+        }
+    }
+    if !changed {
+        return;
+    }
+    let tally = Tally::of(&score.rows);
+    let (op, of) = scoreboard::old_rule_tally(&score.rows);
+    score.pass = tally.pass;
+    score.fail = tally.fail;
+    score.pass_rate = tally.rate();
+    score.tally = tally;
+    score.old_rule = OldRule { pass: op, fail: of };
+    let by = scoreboard::by_class(&score.rows);
+    for l in score.classes.iter_mut() {
+        if l.same_start.is_some() {
+            l.same_start = Some(by[&l.class]);
+        }
+    }
+    score.notes.push(format!("simulator, same start: {why}"));
 }
 
 /// Scores one scenario: the same-start arm (when run) and the clean boot against the kernel,
@@ -2184,6 +2296,54 @@ mod tests {
         }
     }
 
+    /// §27.2 item 3: the same-start note says which captures carry the kernel kdamond's
+    /// regions (the booted kdamond goes on from them) and why the others start cold.
+    #[test]
+    fn s27_same_start_note_names_the_captured_damon_regions() {
+        use fraglab_state::damon::{DamonCapture, DamonRegion};
+        use fraglab_state::snapshot::{Snapshot, SnapshotHeader};
+        let d = std::env::temp_dir().join(format!("fraglab-dmnote-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let snap = |damon: Option<DamonCapture>| Snapshot {
+            header: SnapshotHeader {
+                end_pfn: 8,
+                damon,
+                ..Default::default()
+            },
+            pages: vec![0; 8],
+            dirty: Vec::new(),
+        };
+        let region = |age| DamonRegion {
+            target: 0,
+            start: 0,
+            end: 4096,
+            nr_accesses: 0,
+            age,
+        };
+        let caps: Vec<(u64, PathBuf)> = (1..=3).map(|i| (i, d.join(format!("{i}.fsnap")))).collect();
+        snap(Some(DamonCapture {
+            regions: vec![region(76), region(83)],
+            ..Default::default()
+        }))
+        .write(&caps[0].1)
+        .unwrap();
+        snap(Some(DamonCapture {
+            note: "no damon:damon_aggregated tracepoint on this kernel".into(),
+            ..Default::default()
+        }))
+        .write(&caps[1].1)
+        .unwrap();
+        snap(None).write(&caps[2].1).unwrap();
+        let n = damon_start_note(&caps);
+        assert_eq!(
+            n,
+            "DAMON goes on from the kernel kdamond's regions and ages each capture recorded (run 1: 2 regions, ages 76-83); \
+             DAMON starts cold (every region at age 0) where a capture recorded no regions (run 2: no damon:damon_aggregated \
+             tracepoint on this kernel; run 3: the capture has no kdamond regions)"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     #[test]
     fn read_device_costs_take_the_median_of_the_kernel_runs() {
         let spec = fraglab_spec::parse_spec("[machine]\nmemory = \"1GiB\"\n", "t.toml").unwrap();
@@ -2305,6 +2465,85 @@ mod tests {
             r.confounders = Some(c);
         }
         r
+    }
+
+    /// A measured-part arm whose spec leaves tasks out: its "(end)" census rows are n/a with
+    /// the reason, the other rows and the clean boot's keep their verdicts, and the tallies
+    /// and class lines are counted again.
+    #[test]
+    fn same_start_end_census_is_not_comparable_when_tasks_are_left_out() {
+        let with_sample = |free: u64| {
+            let mut r = host(&[("pgmigrate_success", 5000)], None);
+            r.samples.push(fraglab_spec::result::Sample {
+                t_ns: 1,
+                free_by_order: vec![free; 11],
+                free_by_type: vec![0; 5],
+                blocks_by_type: vec![100, 1000, 50, 0, 0],
+                ..Default::default()
+            });
+            r
+        };
+        let k: Vec<RunResult> = (0..3).map(|_| with_sample(1000)).collect();
+        let same = vec![with_sample(100)];
+        let clean = vec![with_sample(100)];
+        let mut sc = scenario_score(&def(), "host".into(), &k, Some(&same), &clean, Vec::new(), &[]);
+        let census_fails = |rows: &[ScoreRow]| {
+            rows.iter()
+                .filter(|r| r.class == Class::Census && r.verdict == Verdict::Fail)
+                .count()
+        };
+        assert_eq!(census_fails(&sc.rows), 11, "free pages per order fail before");
+        let fail_before = sc.fail;
+        end_census_not_comparable(&mut sc, &["keep".to_string()]);
+        assert_eq!(census_fails(&sc.rows), 0);
+        assert!(sc
+            .rows
+            .iter()
+            .filter(|r| r.row.ends_with("(end)"))
+            .all(|r| matches!(
+                &r.verdict,
+                Verdict::NotMeasured(w) if w.contains("keep")
+            )));
+        assert_eq!(sc.fail, fail_before - 11);
+        assert_eq!(census_fails(&sc.clean_rows), 11, "the clean boot is untouched");
+        let census = sc.classes.iter().find(|l| l.class == Class::Census).unwrap();
+        assert_eq!(census.same_start.map(|t| t.fail), Some(0));
+        assert!(sc.notes.iter().any(|n| n.contains("not comparable")));
+    }
+
+    /// §32: the simulator arms take the kernel's first run's page_reporting_order, unless the
+    /// spec gives one (an order or "off").
+    #[test]
+    fn s32_simulator_arms_take_the_kernels_page_reporting_order() {
+        let with = |order: Option<u32>| {
+            let mut r = host(&[], None);
+            let mut c = fraglab_spec::result::HostConfounders::default();
+            c.start.page_reporting = Some(fraglab_spec::result::confounders::PageReporting {
+                order,
+                ..Default::default()
+            });
+            r.confounders = Some(c);
+            r
+        };
+        let spec = |extra: &str| {
+            fraglab_spec::parse_spec(&format!("[machine]\nmemory = \"1GiB\"\n{extra}"), "s.toml").unwrap()
+        };
+        let plain = spec("");
+        assert_eq!(
+            kernel_page_reporting(&plain, &[with(Some(9)), with(Some(5))]),
+            Some(9)
+        );
+        assert_eq!(kernel_page_reporting(&plain, &[with(None)]), None);
+        assert_eq!(kernel_page_reporting(&plain, &[host(&[], None)]), None);
+        assert_eq!(kernel_page_reporting(&plain, &[]), None);
+        assert_eq!(
+            kernel_page_reporting(&spec("page_reporting_order = 3\n"), &[with(Some(9))]),
+            None
+        );
+        assert_eq!(
+            kernel_page_reporting(&spec("page_reporting_order = \"off\"\n"), &[with(Some(9))]),
+            None
+        );
     }
 
     fn def() -> ScenarioDef {

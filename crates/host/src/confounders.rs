@@ -145,6 +145,11 @@ fn damon_context(c: &Path) -> DamonContext {
             num(&attrs.join("nr_regions/max")),
         ),
         nr_targets: num(&c.join("targets/nr_targets")),
+        target_regions: numbered(&c.join("targets"))
+            .into_iter()
+            .flat_map(|(_, t)| numbered(&t.join("regions")))
+            .filter_map(|(_, r)| Some([num(&r.join("start"))?, num(&r.join("end"))?]))
+            .collect(),
         schemes: numbered(&c.join("schemes"))
             .into_iter()
             .map(|(_, s)| damon_scheme(&s))

@@ -83,10 +83,12 @@ pub struct HostOptions {
     /// Record the trace (as `trace` does, whether or not it is set) and stream its whole text
     /// to this file (plain ftrace text, `trace_clock` mono; the input of `fraglab trace diff`).
     /// The events are the spec's `run.trace` (or [`trace::DEFAULT_EVENTS`]) together with
-    /// [`fraglab_spec::DIFF_EVENTS`]; the instance's buffer is [`trace::TRACE_TO_BUFFER_KB`]
-    /// per CPU. The result then has `trace_counts["lost_events"]` (the instance's overrun and
-    /// dropped events) and `proc_end["trace_to"]` (file, lines written, lost events, a write
-    /// error if any). Default None.
+    /// [`fraglab_spec::DIFF_EVENTS`] (a diff event this kernel lacks, such as `damon:` on a
+    /// kernel without DAMON, is left out and named); the instance's buffer is
+    /// [`trace::TRACE_TO_BUFFER_KB`] per CPU. The result then has
+    /// `trace_counts["lost_events"]` (the instance's overrun and dropped events) and
+    /// `proc_end["trace_to"]` (file, lines written, lost events, a write error if any, one
+    /// `not_on_this_kernel EVENT` line per event left out). Default None.
     pub trace_to: Option<PathBuf>,
     /// The state file (default `/run/fraglab-host-<pid>.restore`).
     pub state_file: Option<PathBuf>,

@@ -810,6 +810,24 @@ fn spec_vs_machine_notes(
             ));
         }
     }
+    if spec.machine.page_reporting_given {
+        // §32: the simulator's device; the host engine never touches page reporting.
+        let here = crate::confounders::read()
+            .page_reporting
+            .and_then(|p| p.order)
+            .filter(|&o| o <= 10);
+        if here != spec.machine.page_reporting_order {
+            let word = |o: Option<u32>| o.map_or("off".to_string(), |o| o.to_string());
+            notes.push(format!(
+                "the spec's machine.page_reporting_order ({}) is the simulator's; this machine's                  free page reporting is {} and the run leaves it so",
+                word(spec.machine.page_reporting_order),
+                match here {
+                    Some(o) => format!("at order {o}"),
+                    None => "off (no device)".to_string(),
+                }
+            ));
+        }
+    }
     // SAFETY: sysconf has no preconditions.
     let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     if cpus > 0 && cpus as u32 != spec.machine.cpus {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use fraglab_spec::result::pageblock::ZoneCensus;
 use fraglab_spec::result::Sample;
 
 use crate::HostError;
@@ -185,19 +186,34 @@ pub fn mem_available() -> Result<u64, HostError> {
 /// `mixed_blocks` is 0 unless pagetypeinfo has the CONFIG_PAGE_OWNER "Number of mixed blocks"
 /// table (the reference kernel does not).
 pub fn sample(t_ns: u64) -> Result<Sample, HostError> {
+    Ok(sample_and_census(t_ns)?.0)
+}
+
+/// A [`Sample`] and the pageblock census of each zone (issue 33's named samples,
+/// [`ZoneCensus::from_pagetypeinfo`]) from one read of each file: the census is of the same
+/// /proc/pagetypeinfo text as the sample's block counts.
+pub fn sample_and_census(t_ns: u64) -> Result<(Sample, Vec<ZoneCensus>), HostError> {
     let buddy = read("/proc/buddyinfo")?;
-    let pti = parse_pagetypeinfo(&read("/proc/pagetypeinfo")?);
-    let vm = parse_vmstat(&read("/proc/vmstat")?);
+    let pagetypeinfo = read("/proc/pagetypeinfo")?;
+    let vmstat = read("/proc/vmstat")?;
+    Ok(sample_from(t_ns, &buddy, &pagetypeinfo, &vmstat))
+}
+
+/// [`sample_and_census`] of the texts of the three files.
+pub fn sample_from(t_ns: u64, buddy: &str, pagetypeinfo: &str, vmstat: &str) -> (Sample, Vec<ZoneCensus>) {
+    let pti = parse_pagetypeinfo(pagetypeinfo);
+    let vm = parse_vmstat(vmstat);
     let get = |k: &str| vm.get(k).copied().unwrap_or(0).max(0) as u64;
-    Ok(Sample {
+    let sample = Sample {
         t_ns,
-        free_by_order: parse_buddyinfo(&buddy),
+        free_by_order: parse_buddyinfo(buddy),
         free_by_type: pti.free_by_type,
         blocks_by_type: pti.blocks_by_type,
         mixed_blocks: pti.mixed_blocks.unwrap_or(0),
         thp_fault_alloc: get("thp_fault_alloc"),
         thp_fault_fallback: get("thp_fault_fallback"),
-    })
+    };
+    (sample, ZoneCensus::from_pagetypeinfo(pagetypeinfo))
 }
 
 /// The /proc texts of a run's start and end: buddyinfo, pagetypeinfo, zoneinfo, vmstat.

@@ -250,7 +250,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         hugetlb_base,
     };
     let mut samples: Vec<Sample> = vec![procfs::sample(0)?];
-    let (jobs, foreground) = build_jobs(
+    let (jobs, background) = build_jobs(
         spec,
         w,
         &dir,
@@ -275,7 +275,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         signals: &signals,
         t0,
         duration: plan.duration,
-        foreground,
+        background: &background,
         jobs: &jobs,
         gates: &gates,
         clock,
@@ -363,6 +363,9 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         vm_scalability: Vec::new(),
         trace_counts,
         sim_work: BTreeMap::new(),
+        // The simulator's CPU-time histograms and lock model: not measured on the host.
+        fault_latency_cpu: Vec::new(),
+        lock_stat: Vec::new(),
         pageblock_maps: Vec::new(),
         proc_start,
         proc_end,
@@ -377,6 +380,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         prelude,
         census: reports.census,
         task_reads: reports.reads,
+        named_samples: reports.named_samples,
         // The host is its own state: no reconstruction to report.
         snapshot: None,
         printed: None,
@@ -389,6 +393,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
 fn capture_into(path: &Path) -> Result<(PathBuf, std::time::Duration, Instant), HostError> {
     let opts = crate::snapshot::CaptureOptions {
         page_owner: false,
+        damon_regions: true,
         ..Default::default()
     };
     let snap = crate::snapshot::capture(&opts, &mut |_, _| {})?;
@@ -638,12 +643,9 @@ fn start_tracing(
     }
     let t = match &opts.trace_to {
         None => trace::TraceSession::start(&trace_events(spec), opts.trace_keep_bytes)?,
-        // The events `fraglab trace diff` compares, on top of the spec's.
-        Some(path) => trace::TraceSession::start_to(
-            &trace::with_diff_events(trace_events(spec)),
-            opts.trace_keep_bytes,
-            path,
-        )?,
+        // The events `fraglab trace diff` compares, on top of the spec's (those this kernel
+        // lacks left out).
+        Some(path) => trace::TraceSession::start_to(&trace_events(spec), opts.trace_keep_bytes, path)?,
     };
     let (inst, mount) = t.leftovers();
     guard.update_cleanup(|c| {
@@ -676,7 +678,11 @@ fn finish_tracing(
                     o.lost_events,
                     o.write_error
                         .map_or(String::new(), |e| format!("write_error {e}\n"))
-                ),
+                ) + &o
+                    .missing_events
+                    .iter()
+                    .map(|e| format!("not_on_this_kernel {e}\n"))
+                    .collect::<String>(),
             );
         }
         trace_counts = counts.iter().map(|(k, v)| (k.to_string(), *v)).collect();
@@ -710,7 +716,9 @@ fn run_proc_start(
 }
 
 /// One job per task instance, thp_burst generator and thpchallenge thread, then the fio jobs
-/// (each ring in a directory of its own); returns the jobs and how many come before fio.
+/// (each ring in a directory of its own); returns the jobs and which of them are background
+/// load: the instances of `background = true` tasks, and fio beside any other job (as in the
+/// simulator). The run ends when the others are done and then stops the background jobs.
 fn build_jobs(
     spec: &Spec,
     w: &WorkloadSpec,
@@ -718,7 +726,7 @@ fn build_jobs(
     files: &BTreeMap<String, PathBuf>,
     slab_dir: &Path,
     hooks: worker::MeasureHooks,
-) -> Result<(Vec<worker::Job>, usize), HostError> {
+) -> Result<(Vec<worker::Job>, Vec<bool>), HostError> {
     let mut jobs = Vec::new();
     for t in &w.task {
         for instance in 0..t.count {
@@ -735,7 +743,7 @@ fn build_jobs(
     for c in &w.thpchallenge {
         jobs.extend((0..c.threads).map(|_| worker::Job::ThpChallenge(c.clone())));
     }
-    let foreground = jobs.len();
+    let others = jobs.len() - w.task.iter().map(|t| t.count as usize).sum::<usize>();
     for (i, (f, (jobs_n, _, per_job))) in w.fio_smallfiles.iter().zip(fio_rings(spec)).enumerate() {
         let fio_dir = dir.0.join(format!("fio{i}"));
         std::fs::create_dir(&fio_dir).map_err(|e| HostError::io(fio_dir.display().to_string(), e))?;
@@ -748,7 +756,25 @@ fn build_jobs(
             });
         }
     }
-    Ok((jobs, foreground))
+    let fio = jobs.len() - others - w.task.iter().map(|t| t.count as usize).sum::<usize>();
+    let background = job_background(&w.task, others, fio);
+    debug_assert_eq!(background.len(), jobs.len());
+    Ok((jobs, background))
+}
+
+/// Which of [`build_jobs`]' jobs are background load: the instances of `background = true`
+/// tasks (first, in task order), none of the `others` (thp_burst, thpchallenge threads), and
+/// the `fio` jobs last when any job before them is not background (fio beside another
+/// generator, as the simulator runs it).
+fn job_background(tasks: &[fraglab_spec::TaskParams], others: usize, fio: usize) -> Vec<bool> {
+    let mut v: Vec<bool> = tasks
+        .iter()
+        .flat_map(|t| std::iter::repeat_n(t.background, t.count as usize))
+        .collect();
+    v.resize(v.len() + others, false);
+    let fio_background = v.iter().any(|b| !b);
+    v.resize(v.len() + fio, fio_background);
+    v
 }
 
 /// Workers the run ended by force without failing it.
@@ -756,7 +782,8 @@ fn build_jobs(
 struct Ended {
     /// Still running 5 s after the deadline.
     killed_at_deadline: Vec<libc::pid_t>,
-    /// fio jobs stopped when the foreground generators were done.
+    /// Background jobs (fio beside other jobs, `background = true` tasks) stopped when the
+    /// others were done.
     stopped_background: Vec<libc::pid_t>,
 }
 
@@ -767,9 +794,9 @@ struct Supervisor<'a> {
     signals: &'a signals::SignalFlag,
     t0: Instant,
     duration: Duration,
-    /// The workers before this index are the foreground; the fio workers after it are
-    /// background load when there is a foreground.
-    foreground: usize,
+    /// Per worker: background load, stopped when every other worker is done
+    /// ([`build_jobs`]).
+    background: &'a [bool],
     /// Phases: the jobs, those that wait for others (`after`) and the run's clock, to start
     /// them when the jobs they wait for are done.
     jobs: &'a [worker::Job],
@@ -806,10 +833,9 @@ impl Supervisor<'_> {
         guard: &mut KnobGuard,
         samples: &mut Vec<Sample>,
     ) -> Result<Ended, HostError> {
-        // fio beside another generator is background load (as in the simulator): the run ends
-        // with the others, and the fio jobs are then stopped.
-        let foreground = self.foreground;
-        let fio_background = foreground > 0;
+        // Background load (fio beside another generator, `background = true` tasks; as in the
+        // simulator): the run ends with the others, and the background jobs are then stopped.
+        let any_background = self.background.iter().any(|b| *b);
         let mut next_sample = self.opts.sample_interval;
         let mut ended = Ended::default();
         let grace = Duration::from_secs(5);
@@ -842,12 +868,13 @@ impl Supervisor<'_> {
                     // A job waiting for others counts as running until the deadline.
                     None => self.t0.elapsed() < self.duration,
                 };
-                if live && (i < foreground || !fio_background) {
+                if live && !self.background[i] {
                     running += 1;
                 }
             }
-            if running == 0 && fio_background {
-                for wk in workers[foreground..].iter_mut().flatten() {
+            if running == 0 && any_background {
+                let bg = workers.iter_mut().zip(self.background).filter(|(_, b)| **b);
+                for wk in bg.filter_map(|(w, _)| w.as_mut()) {
                     if !wk.poll() {
                         wk.kill();
                         ended.stopped_background.push(wk.pid);
@@ -897,6 +924,8 @@ struct Reports {
     base: Histogram,
     census: Vec<fraglab_spec::result::CensusResult>,
     reads: Vec<fraglab_spec::result::TaskReadResult>,
+    /// Issue 33: the workers' `sample` steps.
+    named_samples: Vec<fraglab_spec::result::NamedSample>,
 }
 
 /// Merges the workers' reports (bursts by start time). Workers the run ended by force may
@@ -927,6 +956,7 @@ fn collect_reports(
                 reports.base.merge(&r.thpc_base);
                 reports.census.extend(r.census);
                 reports.reads.extend(r.reads);
+                reports.named_samples.extend(r.named_samples);
             }
             Err(_)
                 if ended.killed_at_deadline.contains(&wk.pid)
@@ -953,6 +983,8 @@ fn collect_reports(
     }
     reports.bursts.sort_by_key(|b| b.start_ns);
     reports.census.sort_by_key(|c| c.at_ns);
+    // In the order they were taken (the simulator's order), as the rows take the last of a name.
+    reports.named_samples.sort_by_key(|s| s.sample.t_ns);
     reports
         .reads
         .sort_by(|a, b| (&a.task, a.instance).cmp(&(&b.task, b.instance)));
@@ -972,7 +1004,32 @@ mod tests {
             loops: 1,
             steps: vec![fraglab_spec::TaskStep::Measure],
             after: after.map(str::to_string),
+            background: false,
         }
+    }
+
+    /// `background = true` tasks and fio beside other jobs are background load; fio alone is
+    /// not, nor is anything when every task is background (the spec refuses that).
+    #[test]
+    fn background_jobs_are_the_background_tasks_and_fio_beside_others() {
+        let mut readers = task("reader", 2, None, 0);
+        readers.background = true;
+        let thp = task("thp", 1, None, 0);
+        assert_eq!(
+            job_background(&[readers.clone(), thp.clone()], 0, 0),
+            [true, true, false]
+        );
+        assert_eq!(
+            job_background(std::slice::from_ref(&thp), 1, 2),
+            [false, false, true, true],
+            "fio beside a task and a generator"
+        );
+        assert_eq!(job_background(&[], 0, 2), [false, false], "fio alone");
+        assert_eq!(
+            job_background(&[readers], 0, 1),
+            [true, true, false],
+            "fio beside background tasks only is not background"
+        );
     }
 
     /// Phases: `after` gates every instance of a task on every instance of the tasks of that

@@ -1,7 +1,9 @@
 //! `fraglab host snapshot --pages` (issue 21 item 1): a snapshot of this machine's physical
 //! memory, one byte per pfn (kernel-model.md §30.1–§30.2, §30.5 item 6).
 //!
-//! Read-only: it opens files for reading and changes nothing on the machine. It refuses a
+//! Read-only: it opens files for reading and changes nothing on the machine (with
+//! [`CaptureOptions::damon_regions`], the same-start captures of `host run`, it also makes a
+//! private tracefs instance for a few seconds: [`crate::damon::capture_regions`]). It refuses a
 //! machine whose memory map is not fully initialised yet (deferred struct page init:
 //! `fraglab_state::procparse::uninitialised_memory`), whose state would not boot. Order:
 //! 1. /proc/iomem (System RAM ranges, less the memory blocks /sys/devices/system/memory says are
@@ -44,6 +46,12 @@ pub struct CaptureOptions {
     pub chunk_pfns: u64,
     /// Read page_owner when present (it can be slow: a record per allocated page).
     pub page_owner: bool,
+    /// Record the running kdamond's regions and ages first (`SnapshotHeader::damon`,
+    /// [`crate::damon::capture_regions`]): a private tracefs instance for up to two of its
+    /// aggregation intervals (S2: 5 s each; one on average), then the pfn read at once. Off by
+    /// default (`host snapshot --pages` only reads); the same-start captures of `host run`
+    /// turn it on.
+    pub damon_regions: bool,
 }
 
 impl Default for CaptureOptions {
@@ -51,6 +59,7 @@ impl Default for CaptureOptions {
         CaptureOptions {
             chunk_pfns: 512 << 10,
             page_owner: true,
+            damon_regions: false,
         }
     }
 }
@@ -83,6 +92,13 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
             err: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
         });
     }
+    // The kdamond's regions come first, the pfn read right after them: the regions are then at
+    // most the instance's set-up and the /proc reads older than the pages.
+    let mut damon = if opts.damon_regions {
+        crate::damon::capture_regions(Path::new("/"))
+    } else {
+        None
+    };
     // Offline memory blocks stay System RAM in /proc/iomem, and /proc/kpageflags reads 0 for
     // their pfns — the same as an online page with no flag — so they are cut out of the RAM
     // ranges here and read as holes (a block offlined by `host run --fit-memory` is not
@@ -126,6 +142,9 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let t0 = Instant::now();
+    if let Some(d) = damon.as_mut() {
+        d.pages_at_ns = crate::damon::mono_ns();
+    }
     let (pages, dirty) = read_pages(
         Path::new("/proc/kpageflags"),
         end_pfn,
@@ -153,6 +172,7 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
             page_owner_blocks,
             read_ns,
             dirty_bitmap: true,
+            damon,
         },
         pages,
         dirty,

@@ -83,6 +83,9 @@ pub struct TraceOutcome {
     /// is then not written).
     pub lines_written: u64,
     pub write_error: Option<String>,
+    /// Diff events left out because this kernel does not have them
+    /// ([`TraceSession::start_to`]).
+    pub missing_events: Vec<String>,
 }
 
 /// A running capture.
@@ -96,6 +99,38 @@ pub struct TraceSession {
     finished: bool,
     /// `per_cpu/*/stats` lost events, read when the session stops.
     lost_events: u64,
+    /// Optional events this kernel does not have (left out).
+    missing: Vec<String>,
+}
+
+pub use fraglab_state::trace::MISSING_EVENT_PREFIX;
+
+/// Writes `1` to the `enable` file of each of `events` (`group:name` or `group:*`) under
+/// `instance`, pushing each path written to `enabled` (so a failure part way still lets the
+/// caller disable them). An event of `optional` whose `enable` file does not exist is skipped
+/// and returned; a missing one not in `optional`, or a failed write, is an error.
+pub fn enable_events(
+    instance: &Path,
+    events: &[String],
+    optional: &[String],
+    enabled: &mut Vec<PathBuf>,
+) -> Result<Vec<String>, HostError> {
+    let mut missing = Vec::new();
+    for ev in events {
+        let (group, name) = ev.split_once(':').unwrap_or(("", ev));
+        let p = if name == "*" {
+            instance.join("events").join(group).join("enable")
+        } else {
+            instance.join("events").join(group).join(name).join("enable")
+        };
+        if optional.contains(ev) && !p.exists() {
+            missing.push(ev.clone());
+            continue;
+        }
+        write(&p, "1")?;
+        enabled.push(p);
+    }
+    Ok(missing)
 }
 
 /// The event name of one trace_pipe line (`  comm-12  [001] ..... 12.345678: mm_compaction_end: ...`).
@@ -157,24 +192,33 @@ impl TraceSession {
     /// Starts capturing `events` (`group:name` or `group:*`), keeping at most `keep_bytes` of
     /// trace text.
     pub fn start(events: &[String], keep_bytes: usize) -> Result<TraceSession, HostError> {
-        Self::start_with(events, keep_bytes, None)
+        Self::start_with(events, &[], keep_bytes, None)
     }
 
-    /// [`TraceSession::start`], also streaming every line of text to `path` (created or
-    /// truncated; a first comment line says the clock): the instance's buffer is
+    /// [`TraceSession::start`] of `events` and each of [`fraglab_spec::DIFF_EVENTS`] they do
+    /// not cover ([`with_diff_events`]), also streaming every line of text to `path` (created
+    /// or truncated; a first comment line says the clock): the instance's buffer is
     /// [`TRACE_TO_BUFFER_KB`] per CPU and its `trace_clock` is `mono` (CLOCK_MONOTONIC, as
     /// `fraglab host record` uses), so `trace diff --kernel-from` takes CLOCK_MONOTONIC seconds.
+    ///
+    /// A diff event this kernel does not have (no `events/GROUP/NAME/enable`: a kernel built
+    /// without DAMON has no `damon:` events) is left out, not an error: a comment line
+    /// [`MISSING_EVENT_PREFIX`]` GROUP:NAME` after the clock line says so, and
+    /// [`TraceOutcome::missing_events`] lists it. An event `events` names itself must exist.
     pub fn start_to(events: &[String], keep_bytes: usize, path: &Path) -> Result<TraceSession, HostError> {
+        let all = with_diff_events(events.to_vec());
+        let optional = &all[events.len()..];
         let f = std::fs::File::create(path).map_err(|e| HostError::io(path.display().to_string(), e))?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
         use std::io::Write as _;
         writeln!(out, "# fraglab host trace: trace_clock=mono")
             .map_err(|e| HostError::io(path.display().to_string(), e))?;
-        Self::start_with(events, keep_bytes, Some(out))
+        Self::start_with(&all, optional, keep_bytes, Some(out))
     }
 
     fn start_with(
         events: &[String],
+        optional: &[String],
         keep_bytes: usize,
         out: Option<std::io::BufWriter<std::fs::File>>,
     ) -> Result<TraceSession, HostError> {
@@ -194,6 +238,7 @@ impl TraceSession {
             })),
             finished: false,
             lost_events: 0,
+            missing: Vec::new(),
         };
         std::fs::create_dir(&instance).map_err(|e| HostError::io(instance.display().to_string(), e))?;
         if to_file {
@@ -202,16 +247,18 @@ impl TraceSession {
         } else {
             let _ = write(&instance.join("buffer_size_kb"), "4096");
         }
-        for ev in events {
-            let (group, name) = ev.split_once(':').unwrap_or(("", ev));
-            let p = if name == "*" {
-                instance.join("events").join(group).join("enable")
-            } else {
-                instance.join("events").join(group).join(name).join("enable")
-            };
-            write(&p, "1")?;
-            s.enabled.push(p);
+        let missing = enable_events(&instance, events, optional, &mut s.enabled)?;
+        if !missing.is_empty() {
+            let mut d = s.data.lock().expect("no reader yet");
+            if let Some(out) = d.out.as_mut() {
+                use std::io::Write as _;
+                for m in &missing {
+                    writeln!(out, "{MISSING_EVENT_PREFIX} {m}")
+                        .map_err(|e| HostError::io("the trace file", e))?;
+                }
+            }
         }
+        s.missing = missing;
         let pipe = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
@@ -256,6 +303,7 @@ impl TraceSession {
             lost_events: self.lost_events.max(d.lost_lines),
             lines_written: d.lines_written,
             write_error: d.write_error,
+            missing_events: std::mem::take(&mut self.missing),
         }
     }
 
@@ -357,12 +405,52 @@ mod tests {
                 "vmscan:mm_vmscan_direct_reclaim_begin",
                 "vmscan:mm_vmscan_direct_reclaim_end",
                 "vmscan:mm_vmscan_lru_shrink_inactive",
+                "vmscan:mm_vmscan_reclaim_pages",
+                "damon:damos_before_apply",
             ]
         );
         assert_eq!(
             with_diff_events(Vec::new()).len(),
             fraglab_spec::DIFF_EVENTS.len()
         );
+    }
+
+    /// A diff event the kernel lacks (no DAMON: no `events/damon/`) is skipped and reported;
+    /// one the spec named itself must exist.
+    #[test]
+    fn s27_missing_diff_events_are_skipped() {
+        let inst = std::env::temp_dir().join(format!("fraglab-host-enable-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&inst);
+        for d in ["events/compaction", "events/vmscan/mm_vmscan_reclaim_pages"] {
+            std::fs::create_dir_all(inst.join(d)).unwrap();
+        }
+        std::fs::write(inst.join("events/compaction/enable"), "0").unwrap();
+        std::fs::write(inst.join("events/vmscan/mm_vmscan_reclaim_pages/enable"), "0").unwrap();
+        let events: Vec<String> = [
+            "compaction:*",
+            "vmscan:mm_vmscan_reclaim_pages",
+            "damon:damos_before_apply",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut enabled = Vec::new();
+        let missing = enable_events(&inst, &events, &events[1..], &mut enabled).unwrap();
+        assert_eq!(missing, ["damon:damos_before_apply"]);
+        assert_eq!(enabled.len(), 2);
+        for p in &enabled {
+            assert_eq!(std::fs::read_to_string(p).unwrap(), "1");
+        }
+        // Named by the spec (not optional): an error naming the event's file.
+        let mut enabled = Vec::new();
+        let e = enable_events(&inst, &events, &[], &mut enabled).unwrap_err();
+        assert!(e.to_string().contains("damos_before_apply"), "{e}");
+        assert_eq!(
+            enabled.len(),
+            2,
+            "the ones written before the failure are returned"
+        );
+        std::fs::remove_dir_all(&inst).unwrap();
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub struct WorkerReport {
     /// A task's `read` steps: bytes read and the wall time they took (None without reads).
     #[serde(default)]
     pub reads: Option<fraglab_spec::result::TaskReadResult>,
+    /// Issue 33: the `sample` steps this worker ran, in order.
+    #[serde(default)]
+    pub named_samples: Vec<fraglab_spec::result::NamedSample>,
 }
 
 /// What a worker runs.
@@ -387,6 +390,7 @@ impl Cx<'_> {
                 let t = Instant::now();
                 let opts = crate::snapshot::CaptureOptions {
                     page_owner: false,
+                    damon_regions: true,
                     ..Default::default()
                 };
                 let snap =
@@ -692,7 +696,13 @@ fn run_job(job: &Job, clock: Clock, pipe: &File) -> WorkerReport {
 /// What a task holds until it ends: pipes full of buffers and slab directories.
 #[derive(Default)]
 struct Held {
-    pipes: Vec<(OwnedFd, OwnedFd)>,
+    /// The pipes, by (group, lane) ([`PipeLayout::pipe_of`]); with one lane, by (the pipe's
+    /// number, 0), so that key order is creation order.
+    pipes: BTreeMap<(u64, u64), (OwnedFd, OwnedFd)>,
+    /// Pipe pages written so far (the next page's place in the population).
+    pipe_pages: u64,
+    /// Pipes made so far (the one-lane key).
+    pipes_made: u64,
     dirs: Vec<PathBuf>,
     /// The files of `slab` steps not yet unlinked by a `free` step: (index in `dirs`, name).
     slab_files: Vec<(u32, u64)>,
@@ -728,6 +738,7 @@ fn run_task(
     let mut vmas: BTreeMap<String, Vma> = BTreeMap::new();
     let mut held = Held::default();
     let mut nslab = 0u32;
+    let layout = PipeLayout::of(p);
     'run: for _ in 0..p.loops {
         for step in &p.steps {
             if cx.past_deadline() {
@@ -748,21 +759,42 @@ fn run_task(
                     }
                     vmas.insert(vma.clone(), v);
                 }
-                TaskStep::Touch { vma, random } => {
+                TaskStep::Touch { vma, random, stride } => {
                     let v = vmas
                         .get_mut(vma)
                         .ok_or_else(|| format!("touch of unmapped {vma}"))?;
-                    let mut order: Vec<usize> = (0..v.pages()).collect();
+                    // With a stride, the first page of every stride only (one write each).
+                    let every = (*stride as usize / PAGE).max(1);
+                    let mut order: Vec<usize> = (0..v.pages()).step_by(every).collect();
                     if *random {
                         order.shuffle(&mut cx.rng);
                     }
                     v.touch(order.into_iter(), cx);
                 }
-                TaskStep::Dontneed { vma, offset, length } => {
+                TaskStep::Dontneed {
+                    vma,
+                    offset,
+                    length,
+                    stride,
+                } => {
                     let v = vmas
                         .get_mut(vma)
                         .ok_or_else(|| format!("dontneed of unmapped {vma}"))?;
-                    v.dontneed(*offset, *length)?;
+                    match stride {
+                        None => v.dontneed(*offset, *length)?,
+                        // One madvise(MADV_DONTNEED) per range, in address order, as far as
+                        // the mapping goes (the last one clamped).
+                        Some(st) => {
+                            let mut at = *offset;
+                            loop {
+                                v.dontneed(at, *length)?;
+                                at += st;
+                                if at >= v.len as u64 {
+                                    break;
+                                }
+                            }
+                        }
+                    }
                 }
                 TaskStep::Munmap { vma } => {
                     vmas.remove(vma);
@@ -825,7 +857,7 @@ fn run_task(
                             held.slab_files.push((di, i));
                         }
                     } else {
-                        fill_pipes(*count, &mut held, cx)?;
+                        fill_pipes(*count, layout, &mut held, cx)?;
                     }
                 }
                 TaskStep::Delete { file } => {
@@ -869,17 +901,38 @@ fn run_task(
                     });
                 }
                 TaskStep::Free { reclaimable, every } => free_every(&mut held, *reclaimable, *every)?,
+                // Issue 33: single pipe pages, whole lanes closed.
+                TaskStep::FreePipePages { every } => free_pipe_pages(&mut held, *every),
                 TaskStep::Files {
                     set,
                     count,
                     size_bytes,
                     op,
                     random,
+                    every,
                     ..
                 } => {
-                    if !files_step(&files[set], *count, *size_bytes, *op, *random, cx)? {
+                    let sel = FilesSel {
+                        count: *count,
+                        every: *every,
+                        random: *random,
+                    };
+                    if !files_step(&files[set], sel, *size_bytes, *op, cx)? {
                         break 'run;
                     }
+                }
+                // Issue 33: a named sample, read where the program reaches the step.
+                TaskStep::Sample { name } => {
+                    let t = cx.since_t0(Instant::now());
+                    let (sample, zones) =
+                        crate::procfs::sample_and_census(t).map_err(|e| format!("sample {name}: {e}"))?;
+                    cx.report.named_samples.push(fraglab_spec::result::NamedSample {
+                        name: name.clone(),
+                        task: p.name.clone(),
+                        instance,
+                        sample,
+                        zones,
+                    });
                 }
                 TaskStep::Fadvise {
                     file,
@@ -901,29 +954,103 @@ fn run_task(
     Ok(())
 }
 
-/// Unmovable kernel memory: pipes (pipe2(2)) enlarged with F_SETPIPE_SZ to 1 MiB and filled
-/// with 4 KiB writes, each of which allocates one order-0 pipe-buffer page
-/// (GFP_HIGHUSER | __GFP_ACCOUNT, no __GFP_MOVABLE), held until the task ends.
-fn fill_pipes(pages: u64, held: &mut Held, cx: &mut Cx) -> Result<(), String> {
+/// Pipe-buffer pages a pipe holds when a `pipes` step fills whole pipes (F_SETPIPE_SZ 1 MiB),
+/// as the simulator's `free = "pipes"` counts them (fraglab-sim `program::PIPE_PAGES`).
+pub const PIPE_PAGES: u64 = 256;
+
+/// How a task lays out its pipe population (issue 33). Without `every_page` frees: pipes of
+/// [`PIPE_PAGES`] filled one after the other. With them: `lanes` pipes
+/// ([`TaskParams::pipe_lanes`], the lcm of the task's `every_page` values) filled side by side,
+/// page k of the population written to lane k mod lanes, `slots` pages per pipe (the population
+/// spread over the lanes, rounded up to a power of two as F_SETPIPE_SZ rounds it, at most
+/// [`PIPE_PAGES`]); when a group of pipes is full the next group starts. A lane then holds pages
+/// of one residue modulo every `every_page`, so closing a lane's pipes frees exactly every Nth
+/// page of the population (see [`free_pipe_pages`] for why the pages are not read out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PipeLayout {
+    pub lanes: u64,
+    pub slots: u64,
+}
+
+impl PipeLayout {
+    pub(crate) fn of(p: &TaskParams) -> PipeLayout {
+        let lanes = p.pipe_lanes().max(1);
+        if lanes == 1 {
+            return PipeLayout {
+                lanes,
+                slots: PIPE_PAGES,
+            };
+        }
+        let per_lane = p.pipe_pages().div_ceil(lanes).max(1);
+        PipeLayout {
+            lanes,
+            slots: per_lane.next_power_of_two().min(PIPE_PAGES),
+        }
+    }
+
+    /// The pipe, (group, lane), that page `k` (from 0) of the population goes to.
+    pub(crate) fn pipe_of(&self, k: u64) -> (u64, u64) {
+        (k / (self.lanes * self.slots), k % self.lanes)
+    }
+}
+
+/// A new pipe (pipe2(2), non-blocking): on EMFILE the soft RLIMIT_NOFILE is raised to the hard
+/// one (this process only) and the call tried again, since a large population holds many.
+fn new_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut raised = false;
+    loop {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two descriptors.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } == 0 {
+            // SAFETY: fresh descriptors, owned from here.
+            return Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) });
+        }
+        let e = std::io::Error::last_os_error();
+        if raised || e.raw_os_error() != Some(libc::EMFILE) {
+            return Err(e);
+        }
+        raised = true;
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: get/setrlimit on this process with a valid struct.
+        let more = unsafe {
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max && {
+                lim.rlim_cur = lim.rlim_max;
+                libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0
+            }
+        };
+        if !more {
+            return Err(e);
+        }
+    }
+}
+
+/// Unmovable kernel memory: pipes (pipe2(2)) filled with 4 KiB writes, each of which allocates
+/// one order-0 pipe-buffer page (`anon_pipe_get_page`: GFP_HIGHUSER | __GFP_ACCOUNT, no
+/// __GFP_MOVABLE; a pipe that has read nothing has no cached `tmp_page` to reuse), held until
+/// the task ends. With one lane, pipes enlarged with F_SETPIPE_SZ to 1 MiB filled one after the
+/// other; with more ([`PipeLayout`]), page by page into the lanes' pipes.
+fn fill_pipes(pages: u64, layout: PipeLayout, held: &mut Held, cx: &mut Cx) -> Result<(), String> {
+    if layout.lanes > 1 {
+        return fill_pipe_lanes(pages, layout, held, cx);
+    }
     let buf = [0xa5u8; PAGE];
     let mut left = pages;
     while left > 0 {
         if cx.past_deadline() {
             return Ok(());
         }
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 fills two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
-            return Err(format!(
-                "pipe2 after {} pipes: {}",
-                held.pipes.len(),
-                std::io::Error::last_os_error()
-            ));
-        }
-        // SAFETY: fresh descriptors, owned from here.
-        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (r, w) = new_pipe().map_err(|e| format!("pipe2 after {} pipes: {e}", held.pipes.len()))?;
         // SAFETY: fcntl on our pipe; failure leaves the default 64 KiB.
-        unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+        unsafe {
+            libc::fcntl(
+                w.as_raw_fd(),
+                libc::F_SETPIPE_SZ,
+                (PIPE_PAGES as usize * PAGE) as libc::c_int,
+            )
+        };
         loop {
             if left == 0 {
                 break;
@@ -934,8 +1061,52 @@ fn fill_pipes(pages: u64, held: &mut Held, cx: &mut Cx) -> Result<(), String> {
                 break;
             }
             left -= 1;
+            held.pipe_pages += 1;
         }
-        held.pipes.push((r, w));
+        held.pipes.insert((held.pipes_made, 0), (r, w));
+        held.pipes_made += 1;
+    }
+    Ok(())
+}
+
+/// [`fill_pipes`] with lanes: each page into the pipe [`PipeLayout::pipe_of`] names, made (with
+/// `slots` pages of room) when first needed or again after a `free` closed it. A pipe that
+/// cannot be given its room, or a page that does not fit, is an error: the layout is what makes
+/// the frees exact.
+fn fill_pipe_lanes(pages: u64, layout: PipeLayout, held: &mut Held, cx: &mut Cx) -> Result<(), String> {
+    let buf = [0xa5u8; PAGE];
+    let room = (layout.slots as usize * PAGE) as libc::c_int;
+    for i in 0..pages {
+        if i % 1024 == 0 && cx.past_deadline() {
+            return Ok(());
+        }
+        let key = layout.pipe_of(held.pipe_pages);
+        if !held.pipes.contains_key(&key) {
+            let (r, w) = new_pipe().map_err(|e| format!("pipe2 after {} pipes: {e}", held.pipes.len()))?;
+            // SAFETY: fcntl on our pipe.
+            let got = unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, room) };
+            if got < room {
+                return Err(format!(
+                    "F_SETPIPE_SZ {} pages for pipe lane {}: {}",
+                    layout.slots,
+                    key.1,
+                    std::io::Error::last_os_error()
+                ));
+            }
+            held.pipes.insert(key, (r, w));
+        }
+        let w = &held.pipes[&key].1;
+        // SAFETY: writing our buffer to our pipe.
+        let n = unsafe { libc::write(w.as_raw_fd(), buf.as_ptr() as *const _, PAGE) };
+        if n != PAGE as isize {
+            return Err(format!(
+                "pipe lane {} of group {}: a page did not fit ({})",
+                key.1,
+                key.0,
+                std::io::Error::last_os_error()
+            ));
+        }
+        held.pipe_pages += 1;
     }
     Ok(())
 }
@@ -1126,8 +1297,9 @@ fn free_every(held: &mut Held, reclaimable: bool, every: u64) -> Result<(), Stri
         }
         held.slab_files = kept;
     } else {
+        // In key order: the pipes in the order they were made.
         let mut k = 0;
-        held.pipes.retain(|_| {
+        held.pipes.retain(|_, _| {
             k += 1;
             !pick(k - 1)
         });
@@ -1135,19 +1307,39 @@ fn free_every(held: &mut Held, reclaimable: bool, every: u64) -> Result<(), Stri
     Ok(())
 }
 
-/// `files`: files `dir/0` .. `dir/{count - 1}` in order or in a seeded random order: create
-/// (O_CREAT | O_TRUNC and one buffered write of `size` bytes), read (the whole file, 128 KiB
-/// reads) or delete (unlink; a missing file is skipped). False when the deadline passed.
+/// `{ free = "pipes", every_page = N }` (issue 33): closes the pipes of the lanes whose pages
+/// are every Nth of the population (lane j holds pages k ≡ j mod lanes, and N divides lanes, so
+/// all its pages have (k + 1) mod N = (j + 1) mod N); closing frees every buffer page of the
+/// pipe (`free_pipe_info`). Not by reading: reading a page's worth releases that buffer
+/// (`pipe_read` → `anon_pipe_put_page`), but only at the head of its pipe, and the first two
+/// pages a pipe releases are kept for its next writes (`tmp_page[2]`) instead of freed.
+fn free_pipe_pages(held: &mut Held, every: u64) {
+    held.pipes
+        .retain(|&(_, lane), _| !(lane + 1).is_multiple_of(every));
+}
+
+/// Which files of a set a `files` step takes: `count` files, every `every`th of them (issue
+/// 33, delete only; 1 = all), in order or in a seeded random order.
+#[derive(Clone, Copy, Debug)]
+struct FilesSel {
+    count: u64,
+    every: u64,
+    random: bool,
+}
+
+/// `files`: files `dir/0` .. `dir/{count - 1}` (or every `every`th of them,
+/// [`TaskStep::files_selected`]) in order or in a seeded random order: create (O_CREAT |
+/// O_TRUNC and one buffered write of `size` bytes), read (the whole file, 128 KiB reads) or
+/// delete (unlink; a missing file is skipped). False when the deadline passed.
 fn files_step(
     dir: &std::path::Path,
-    count: u64,
+    sel: FilesSel,
     size: u64,
     op: FilesOp,
-    random: bool,
     cx: &mut Cx,
 ) -> Result<bool, String> {
-    let mut order: Vec<u64> = (0..count).collect();
-    if random {
+    let mut order: Vec<u64> = TaskStep::files_selected(sel.count, sel.every).collect();
+    if sel.random {
         order.shuffle(&mut cx.rng);
     }
     let data = vec![0x5au8; if op == FilesOp::Create { size as usize } else { 0 }];
@@ -1301,12 +1493,17 @@ mod tests {
         let mut cx = test_cx();
         let dir = std::env::temp_dir().join(format!("fraglab-h3-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        assert!(files_step(&dir, 10, 5000, FilesOp::Create, false, &mut cx).unwrap());
+        let all = |random| FilesSel {
+            count: 10,
+            every: 1,
+            random,
+        };
+        assert!(files_step(&dir, all(false), 5000, FilesOp::Create, &mut cx).unwrap());
         let n = std::fs::read_dir(&dir).unwrap().count();
         assert_eq!(n, 10);
         assert_eq!(std::fs::metadata(dir.join("9")).unwrap().len(), 5000);
-        assert!(files_step(&dir, 10, 5000, FilesOp::Read, true, &mut cx).unwrap());
-        assert!(files_step(&dir, 10, 5000, FilesOp::Delete, false, &mut cx).unwrap());
+        assert!(files_step(&dir, all(true), 5000, FilesOp::Read, &mut cx).unwrap());
+        assert!(files_step(&dir, all(false), 5000, FilesOp::Delete, &mut cx).unwrap());
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
         // free: every 3rd slab file unlinked, every 2nd pipe closed.
         let mut held = Held::default();
@@ -1323,12 +1520,152 @@ mod tests {
         left.sort();
         assert_eq!(left, vec![0, 1, 3, 4, 6, 7]);
         assert_eq!(held.slab_files.len(), 6);
-        fill_pipes(4 * 256, &mut held, &mut cx).unwrap();
+        let whole = PipeLayout {
+            lanes: 1,
+            slots: PIPE_PAGES,
+        };
+        fill_pipes(4 * 256, whole, &mut held, &mut cx).unwrap();
         let pipes = held.pipes.len();
         free_every(&mut held, false, 2).unwrap();
         assert_eq!(held.pipes.len(), pipes - pipes / 2);
         drop(held);
         assert!(!dir.exists());
+    }
+
+    fn task(steps: &str) -> TaskParams {
+        let text = format!(
+            "[machine]\nmemory = \"1GiB\"\n[workload]\n[[workload.task]]\nloops = 2\nsteps = [{steps}]\n"
+        );
+        let spec = fraglab_spec::parse_spec(&text, "t.toml").unwrap();
+        spec.workload.unwrap().task.remove(0)
+    }
+
+    /// Issue 33: the pipe layout of a task. Without `every_page`, pipes of 256 pages one after
+    /// the other; with it, lcm(every_page) lanes side by side, each pipe sized for its share of
+    /// the population (both loops), rounded up to a power of two, at most 256.
+    #[test]
+    fn pipe_layout_of_a_task() {
+        let whole = PipeLayout::of(&task("{ pipes = 1000 }, { free = \"pipes\", every = 3 }"));
+        assert_eq!((whole.lanes, whole.slots), (1, PIPE_PAGES));
+        assert_eq!(whole.pipe_of(255), (0, 0));
+        assert_eq!(whole.pipe_of(256), (1, 0));
+        let t = task(
+            "{ pipes = 1000 }, { free = \"pipes\", every_page = 4 }, { free = \"pipes\", every_page = 6 }",
+        );
+        assert_eq!(t.pipe_pages(), 2000);
+        let l = PipeLayout::of(&t);
+        // lcm(4, 6) = 12 lanes; 2000 pages / 12 = 167 per lane -> 256 slots.
+        assert_eq!((l.lanes, l.slots), (12, 256));
+        let small = PipeLayout::of(&task("{ pipes = 40 }, { free = \"pipes\", every_page = 3 }"));
+        // 80 pages over 3 lanes: 27 each, 32 slots.
+        assert_eq!((small.lanes, small.slots), (3, 32));
+        let big = PipeLayout::of(&task("{ pipes = 100000 }, { free = \"pipes\", every_page = 2 }"));
+        assert_eq!((big.lanes, big.slots), (2, PIPE_PAGES));
+        assert_eq!(big.pipe_of(511), (0, 1));
+        assert_eq!(big.pipe_of(512), (1, 0));
+    }
+
+    /// Issue 33: closing the lanes `free_pipe_pages` closes frees exactly the pages the
+    /// simulator frees — every Nth of the population by place, pages freed before keeping their
+    /// place — for any sequence of every_page steps and of fills between them (the layout's
+    /// arithmetic, no pipe made).
+    #[test]
+    fn pipe_lanes_free_every_nth_page() {
+        for (fills, frees) in [
+            (vec![1000u64], vec![2u64]),
+            (vec![1000], vec![4, 6]),
+            (vec![300, 700], vec![3]),
+            (vec![5000], vec![5, 2, 10]),
+            (vec![7], vec![8]),
+        ] {
+            let mut steps: Vec<String> = fills.iter().map(|n| format!("{{ pipes = {n} }}")).collect();
+            steps.extend(
+                frees
+                    .iter()
+                    .map(|n| format!("{{ free = \"pipes\", every_page = {n} }}")),
+            );
+            let mut t = task(&steps.join(", "));
+            t.loops = 1;
+            let l = PipeLayout::of(&t);
+            let total: u64 = fills.iter().sum();
+            // Pages as the host holds them: each in its pipe; closing lanes drops pages.
+            let mut held: Vec<(u64, (u64, u64))> = (0..total).map(|k| (k, l.pipe_of(k))).collect();
+            let mut sim: Vec<u64> = (0..total).collect();
+            for &n in &frees {
+                held.retain(|(_, (_, lane))| !(lane + 1).is_multiple_of(n));
+                sim.retain(|k| !(k + 1).is_multiple_of(n));
+            }
+            let host: Vec<u64> = held.iter().map(|(k, _)| *k).collect();
+            assert_eq!(host, sim, "fills {fills:?}, frees {frees:?}");
+            // A pipe never holds more than its slots.
+            let mut per_pipe: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+            for k in 0..total {
+                *per_pipe.entry(l.pipe_of(k)).or_default() += 1;
+            }
+            assert!(per_pipe.values().all(|&n| n <= l.slots), "{l:?}");
+        }
+    }
+
+    /// Issue 33: the files a `files` step with `every` takes.
+    #[test]
+    fn files_every_selection() {
+        let sel = |count, every| TaskStep::files_selected(count, every).collect::<Vec<u64>>();
+        assert_eq!(sel(10, 3), vec![2, 5, 8]);
+        assert_eq!(sel(4, 1), vec![0, 1, 2, 3]);
+        assert!(sel(2, 3).is_empty());
+    }
+
+    /// Issue 33: a named sample from /proc texts (the reference machine's pagetypeinfo and
+    /// buddyinfo): the periodic sample's record and the census of each zone.
+    #[test]
+    fn named_sample_from_proc_texts() {
+        let pti = include_str!("../tests/data/pagetypeinfo.txt");
+        let buddy = include_str!("../tests/data/buddyinfo.txt");
+        let (s, zones) = crate::procfs::sample_from(7, buddy, pti, "thp_fault_alloc 3\n");
+        assert_eq!((s.t_ns, s.thp_fault_alloc), (7, 3));
+        assert_eq!(s.blocks_by_type, vec![1 + 45, 7 + 1528 + 560, 35, 0, 0]);
+        let names: Vec<&str> = zones.iter().map(|z| z.zone.as_str()).collect();
+        assert_eq!(names, ["DMA", "DMA32", "Normal"]);
+        use fraglab_spec::result::pageblock::BlockClass as C;
+        let normal = &zones[2];
+        // Normal: Movable 4 order-9 + 190 order-10 chunks = 384 free blocks, all Movable.
+        assert_eq!(normal.class(C::Free), Some(384));
+        assert_eq!(normal.class(C::Movable), Some(560 - 384));
+        assert_eq!(normal.class(C::Unmovable), Some(45));
+        assert_eq!(normal.class(C::Reclaimable), Some(35));
+        assert_eq!(
+            normal.class(C::Mixed),
+            None,
+            "no page_owner on the reference machine"
+        );
+    }
+
+    /// Issue 33: real pipes filled in lanes and every 3rd page freed by closing lanes. Makes
+    /// pipes on this machine (no knob, no /proc write), so it is opt-in as the live tests are.
+    #[test]
+    #[cfg_attr(not(feature = "live"), ignore = "real pipes: opt in with --features live")]
+    fn pipe_lanes_on_real_pipes() {
+        let mut cx = test_cx();
+        let t = task("{ pipes = 600 }, { free = \"pipes\", every_page = 3 }");
+        let l = PipeLayout::of(&t);
+        let mut held = Held::default();
+        fill_pipes(600, l, &mut held, &mut cx).unwrap();
+        assert_eq!(held.pipe_pages, 600);
+        assert_eq!(held.pipes.len() as u64, 3 * 600u64.div_ceil(3 * l.slots));
+        free_pipe_pages(&mut held, 3);
+        assert!(held.pipes.keys().all(|(_, lane)| lane % 3 != 2));
+        // Pages still held: what FIONREAD says the pipes hold.
+        let mut bytes = 0i64;
+        for (r, _) in held.pipes.values() {
+            let mut n: libc::c_int = 0;
+            // SAFETY: FIONREAD on our pipe into an int.
+            assert_eq!(unsafe { libc::ioctl(r.as_raw_fd(), libc::FIONREAD, &mut n) }, 0);
+            bytes += n as i64;
+        }
+        assert_eq!(bytes, 400 * PAGE as i64);
+        // A second fill goes on where the first stopped, remaking closed lanes.
+        fill_pipes(6, l, &mut held, &mut cx).unwrap();
+        assert_eq!(held.pipe_pages, 606);
     }
 
     /// `fadvise` on an open file: every advice is accepted by posix_fadvise(2).

@@ -59,6 +59,25 @@ impl Mm {
         }
     }
 
+    /// `list_rotate_to_front(&page->buddy_list, &free_list[order][mt])`: makes `pfn` the
+    /// list's first element, the elements before it going to the tail in their order (the
+    /// list's cyclic order is kept). Used by free page reporting (§32.2 item 4).
+    pub(crate) fn free_list_rotate_to_front(&mut self, zi: usize, order: u32, mt: MigrateType, pfn: u32) {
+        let prev = self.pages.links[pfn as usize][1];
+        if prev == NIL {
+            return;
+        }
+        let l = self.zones[zi].area.lists[order as usize][mt.idx()];
+        debug_assert!(l.first != NIL && l.last != NIL);
+        self.pages.links[l.last as usize][0] = l.first;
+        self.pages.links[l.first as usize][1] = l.last;
+        self.pages.links[prev as usize][0] = NIL;
+        self.pages.links[pfn as usize][1] = NIL;
+        let l = &mut self.zones[zi].area.lists[order as usize][mt.idx()];
+        l.first = pfn;
+        l.last = prev;
+    }
+
     #[inline]
     fn list_mut(&mut self, r: ListRef) -> &mut ListHead {
         match r {
@@ -231,16 +250,34 @@ impl Mm {
     /// buddy's block), and inserts the result at the head, or at the tail for `to_tail`
     /// (FPI_TO_TAIL) or when a merge is likely (`buddy_merge_likely`, final order < 9).
     ///
-    /// Simplification: compaction capture (§1.5 step 2a) arrives with the compaction model;
-    /// page shuffling is off (the 6.18 default) and page reporting is not modelled (§19.1.7).
+    /// Then notifies free page reporting of the order reached (`page_reporting_notify_free`,
+    /// §32.2 item 1; one comparison without a reporting device). A compactor's capture (§9.10)
+    /// returns before both, as in the kernel. Page shuffling is off (the 6.18 default).
+    #[inline]
     pub(crate) fn free_one_page_core(
+        &mut self,
+        zi: usize,
+        pfn: u32,
+        order: u32,
+        mt: MigrateType,
+        to_tail: bool,
+    ) {
+        if let Some(order) = self.free_one_page_inner(zi, pfn, order, mt, to_tail) {
+            self.page_reporting_notify_free(order);
+        }
+    }
+
+    /// `__free_one_page` without the reporting notification (FPI_SKIP_REPORT_NOTIFY, which
+    /// free page reporting's own put-backs pass, §32.2 item 7): returns the order the chunk
+    /// merged to, or None if a compactor captured it.
+    pub(crate) fn free_one_page_inner(
         &mut self,
         zi: usize,
         mut pfn: u32,
         mut order: u32,
         mt: MigrateType,
         to_tail: bool,
-    ) {
+    ) -> Option<u32> {
         debug_assert_eq!(
             pfn & ((1 << order) - 1),
             0,
@@ -281,7 +318,7 @@ impl Mm {
                     };
                     self.emit(0, ev);
                 }
-                return;
+                return None;
             }
             let buddy_pfn = pfn ^ (1 << order);
             last_buddy = Some(buddy_pfn);
@@ -310,6 +347,7 @@ impl Mm {
         }
         let tail = to_tail || self.buddy_merge_likely(zi, pfn, last_buddy, order);
         self.add_to_free_list(zi, pfn, order, mt, tail);
+        Some(order)
     }
 
     /// `buddy_merge_likely` (§1.4.4c): below order MAX_PAGE_ORDER−1, is the buddy of the

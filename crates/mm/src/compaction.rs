@@ -1355,7 +1355,7 @@ impl Mm {
 
     /// `release_free_list`: isolated chunks go back through the normal free path (§9.4.6).
     /// Returns the highest pfn released.
-    fn release_free_list(&mut self, cc: &mut CompactControl) -> u32 {
+    pub(crate) fn release_free_list(&mut self, cc: &mut CompactControl) -> u32 {
         let mut high = 0;
         for o in 0..NR_PAGE_ORDERS {
             for pfn in std::mem::take(&mut cc.freepages[o]) {

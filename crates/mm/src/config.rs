@@ -29,6 +29,9 @@ pub struct MmConfig {
     pub swap_pages: u64,
     /// Check every invariant after each operation (`debug_vm.rs`).
     pub debug_vm: bool,
+    /// `page_reporting_order` of a free page reporting device (0..=10, §32.1); `None`: no
+    /// device (the default, a machine without virtio-balloon reporting).
+    pub page_reporting_order: Option<u32>,
 }
 
 impl MmConfig {
@@ -44,6 +47,7 @@ impl MmConfig {
             xa_nodes: false,
             swap_pages: 0,
             debug_vm: false,
+            page_reporting_order: None,
         }
     }
 }

@@ -21,14 +21,31 @@
 //! are mapped (`filemap_fault`), so file folios are *unmapped* and anonymous folios *mapped* for
 //! the ops filters; the time quota uses the initial throughput estimate (`PAGE_SIZE * 1024`
 //! bytes per ms) for ever, because kdamond has no CPU clock in the model; no quota goals or
-//! auto-tuning; no ops-update pass (the regions cover the monitored range from the start); no
-//! tracepoints (`damon:*` and `mm_vmscan_reclaim_pages` are not in the trace module). The
+//! auto-tuning; no ops-update pass (the regions cover the monitored range from the start). The
 //! regions are page-granular (`DAMON_MIN_REGION` = PAGE_SIZE), in pfns.
+//!
+//! **Monitored ranges and start.** The target's ranges are the configured ones (S2's leave out
+//! the first 16 MiB and the PCI hole; DAMON_RECLAIM's default is the largest System RAM range),
+//! clipped to the machine. A kdamond starts with one age-0 region per range, as one just turned
+//! on; booted from a snapshot that recorded the kernel's kdamond it starts with that one's
+//! regions and ages instead ([`Kdamond::with_start`], §27.2 item 3).
+//!
+//! **Tracepoints** (§27.2 item 6): `damon:damos_before_apply` where `damos_apply_scheme` is
+//! about to apply the scheme to a region, and `vmscan:mm_vmscan_reclaim_pages` where
+//! `reclaim_pages` (`reclaim_folio_list`) has finished with the folios that passed the filters
+//! (only when some did, as in the kernel). `damon:damon_aggregated` and `damon:damos_esz` are
+//! not emitted.
 
 use crate::folio::FolioId;
 use crate::node::Mm;
 use crate::types::MAX_PAGE_ORDER;
 use fraglab_types::folio::FolioKind;
+
+/// S2's monitored ranges (§27.3), in pfns: from 16 MiB to the PCI hole at 3 GiB, and from
+/// 4 GiB on.
+const S2_START_PFN: u32 = (16 << 20) / 4096;
+const PCI_HOLE_START_PFN: u32 = 3 << 18;
+const PCI_HOLE_END_PFN: u32 = 4 << 18;
 
 /// `DAMOS_MAX_SCORE`.
 pub const DAMOS_MAX_SCORE: u32 = 99;
@@ -92,9 +109,31 @@ pub struct DamonConfig {
     pub wmarks: Option<Watermarks>,
     /// `ops_filters/`, in order.
     pub filters: Vec<OpsFilter>,
-    /// The monitored physical ranges in pfns, `[start, end)`; empty: the whole managed memory
-    /// (DAMON_RECLAIM's default, the largest "System RAM" resource, §27.4).
+    /// The monitored physical ranges in pfns, `[start, end)`, clipped to the machine's memory
+    /// (a range past its end monitors nothing); empty: the largest "System RAM" range
+    /// (DAMON_RECLAIM's default `monitor_region_start/end` 0/0, §27.1, which
+    /// `damon_set_region_biggest_system_ram_default` picks).
     pub regions: Vec<(u32, u32)>,
+    /// The regions the kdamond starts with, with their accesses and ages: a snapshot's (the
+    /// kernel's kdamond when the pages were read, §27.2 item 3). Empty: one region per range
+    /// of `regions`, every one at age 0 (a kdamond just started). When given, they are the
+    /// monitored ranges (the kernel's targets) and `regions` is not used.
+    pub start: Vec<StartRegion>,
+    /// With `start`: the regions (pfns) the scheme was applied to in the aggregation they were
+    /// recorded at, in order. When they used up the quota the next application resumes after
+    /// the last one (`charge_addr_from`), as the kernel's does.
+    pub start_applied: Vec<(u32, u32)>,
+}
+
+/// A region a kdamond starts with (see [`DamonConfig::start`]), in pfns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StartRegion {
+    pub start: u32,
+    pub end: u32,
+    /// Accesses counted in the aggregation that ended when it was recorded.
+    pub nr_accesses: u32,
+    /// Aggregation intervals.
+    pub age: u32,
 }
 
 impl DamonConfig {
@@ -121,12 +160,14 @@ impl DamonConfig {
             }),
             filters: Vec::new(),
             regions: Vec::new(),
+            start: Vec::new(),
+            start_applied: Vec::new(),
         }
     }
 
     /// S2's sysfs-made kdamond (§27.3): 500 ms / 5 s, 1024–8192 regions, 0–1 accesses, age ≥ 12
     /// aggregations, 128 MiB per 1 s and 50 ms, no watermarks, filters [anon reject, unmapped
-    /// allow].
+    /// allow], over [16 MiB, 3 GiB) and [4 GiB, end).
     pub fn s2() -> DamonConfig {
         DamonConfig {
             sample_us: 500_000,
@@ -150,7 +191,11 @@ impl DamonConfig {
                     allow: true,
                 },
             ],
-            regions: Vec::new(),
+            // §27.3: targets/0/regions [16 MiB, 3 GiB) and [4 GiB, end of memory): the PCI
+            // hole below 4 GiB and the first 16 MiB are not monitored.
+            regions: vec![(S2_START_PFN, PCI_HOLE_START_PFN), (PCI_HOLE_END_PFN, u32::MAX)],
+            start: Vec::new(),
+            start_applied: Vec::new(),
         }
     }
 
@@ -263,22 +308,20 @@ impl Kdamond {
 
     /// A kdamond over `mm`'s memory (the configured ranges, else from the first managed pfn
     /// to the end of memory), one region per range (as the sysfs `targets/0/regions` give
-    /// them), `seed` for `damon_rand`.
+    /// them), `seed` for `damon_rand`. With [`DamonConfig::start`] it starts with those
+    /// regions instead ([`Kdamond::with_start`]).
     pub fn new(cfg: DamonConfig, mm: &Mm, seed: u64) -> Kdamond {
+        if !cfg.start.is_empty() {
+            return Self::with_start(cfg, mm, seed);
+        }
         let ranges = if cfg.regions.is_empty() {
-            let start = mm
-                .zones
-                .iter()
-                .filter(|z| z.managed > 0)
-                .map(|z| z.start_pfn)
-                .min()
-                .unwrap_or(0);
-            vec![(start, mm.end_pfn)]
+            Self::largest_ram_range(mm).into_iter().collect()
         } else {
             cfg.regions.clone()
         };
         let regions: Vec<Region> = ranges
             .into_iter()
+            .map(|(s, e)| (s, e.min(mm.end_pfn)))
             .filter(|(s, e)| e > s)
             .map(|(s, e)| Region::new(s, e))
             .collect();
@@ -302,6 +345,93 @@ impl Kdamond {
             rng: seed ^ 0x6461_6d6f_6e5f_7264,
             cfg,
         }
+    }
+
+    /// A kdamond that has been running (§27.2 item 3): its regions are [`DamonConfig::start`]
+    /// (clipped to `mm`'s memory, in address order, overlaps dropped) with their ages, each
+    /// region's recorded `nr_accesses` the previous aggregation's (`last_nr_accesses`, which
+    /// the next merge compares with) and a new aggregation window starting now. The regions
+    /// were recorded where the kernel's `kdamond_reset_aggregated` reports them, after the
+    /// merge and the schemes and before `kdamond_split_regions`, so they are split once here
+    /// as the kernel's were next. `sz_limit` is their total over `min_nr_regions`
+    /// (`damon_region_sz_limit`). When [`DamonConfig::start_applied`] charged at least the
+    /// quota (the model's effective one), the sweep resumes after the last of them
+    /// (`charge_addr_from` = its end + 1, §27.2 item 4), else at the lowest address.
+    /// Simplified: the kernel's sample phase is not recorded (the first aggregation ends one
+    /// interval from now), nor its quota window (a new one starts at the first application,
+    /// as it would after the kernel's 5 s).
+    pub fn with_start(cfg: DamonConfig, mm: &Mm, seed: u64) -> Kdamond {
+        let mut start = cfg.start.clone();
+        start.sort_by_key(|r| (r.start, r.end));
+        let mut regions: Vec<Region> = Vec::with_capacity(start.len());
+        for s in start {
+            let end = s.end.min(mm.end_pfn);
+            let begin = regions.last().map_or(s.start, |p| s.start.max(p.end));
+            if end <= begin {
+                continue;
+            }
+            regions.push(Region {
+                start: begin,
+                end,
+                nr_accesses: 0,
+                last_nr_accesses: s.nr_accesses,
+                age: s.age,
+                sampling: begin,
+            });
+        }
+        let mut kd = Self::new(
+            DamonConfig {
+                start: Vec::new(),
+                start_applied: Vec::new(),
+                regions: regions.iter().map(|r| (r.start, r.end)).collect(),
+                ..cfg.clone()
+            },
+            mm,
+            seed,
+        );
+        let applied: u64 = cfg
+            .start_applied
+            .iter()
+            .map(|&(s, e)| e.saturating_sub(s) as u64 * PAGE)
+            .sum();
+        let esz = kd.effective_quota();
+        if esz > 0 && applied >= esz {
+            if let Some(&(_, e)) = cfg.start_applied.last() {
+                kd.quota.charge_addr_from = e as u64 * PAGE + 1;
+            }
+        }
+        kd.cfg = cfg;
+        kd.regions = regions;
+        kd.split_regions();
+        kd
+    }
+
+    /// The largest "System RAM" range (`damon_set_region_biggest_system_ram_default`, §27.1):
+    /// the zones' present pages as contiguous ranges (each zone's from its start: the model's
+    /// holes are at the ends of zone spans, as on x86-64 where DMA32 ends at the PCI hole;
+    /// simplified for a snapshot's machine, whose holes may lie inside a span), adjacent
+    /// zones' joined; the first of the largest.
+    pub fn largest_ram_range(mm: &Mm) -> Option<(u32, u32)> {
+        let mut zones: Vec<(u32, u32)> = mm
+            .zones
+            .iter()
+            .filter(|z| z.present > 0)
+            .map(|z| (z.start_pfn, z.start_pfn + z.present))
+            .collect();
+        zones.sort_unstable();
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        for (s, e) in zones {
+            match ranges.last_mut() {
+                Some(last) if last.1 == s => last.1 = e,
+                _ => ranges.push((s, e)),
+            }
+        }
+        ranges
+            .into_iter()
+            .fold(None, |best: Option<(u32, u32)>, r| match best {
+                Some(b) if b.1 - b.0 >= r.1 - r.0 => Some(b),
+                _ => Some(r),
+            })
     }
 
     /// `damon_rand(l, r)`: uniform in `[l, r)` (splitmix64 on the kdamond's own seed).
@@ -648,6 +778,21 @@ impl Kdamond {
                 self.split_at(i, (sz / PAGE) as u32);
             }
             let r = self.regions[i];
+            if mm.trace_on(crate::node::trace_kind::DAMOS_BEFORE_APPLY) {
+                // trace_damos_before_apply: context, scheme and target 0 (one each), the
+                // region after the quota's split, its accesses and age before the reset.
+                let ev = crate::trace::TraceEvent::DamosBeforeApply {
+                    context_idx: 0,
+                    scheme_idx: 0,
+                    target_idx: 0,
+                    nr_regions: self.regions.len() as u32,
+                    start: r.start as u64 * PAGE,
+                    end: r.end as u64 * PAGE,
+                    nr_accesses: r.nr_accesses,
+                    age: r.age,
+                };
+                mm.emit(self.cpu, ev);
+            }
             let (freed, passed) = self.pageout(mm, r.start, r.end);
             if self.applied.len() == Self::LOG {
                 self.applied.remove(0);
@@ -759,8 +904,30 @@ impl Kdamond {
             return (0, passed);
         }
         // reclaim_pages: GFP_KERNEL, may swap, references ignored (cleared above).
+        let nr_scanned: u64 = list
+            .iter()
+            .map(|&id| 1u64 << mm.folios.folios[id as usize].order)
+            .sum();
         let sc = crate::vmscan::ScanControl::direct(mm.zones.len() - 1, 0, self.cpu);
         let stat = mm.shrink_folio_list(list, &sc);
+        if mm.trace_on(crate::node::trace_kind::VMSCAN_RECLAIM_PAGES) {
+            // reclaim_folio_list's trace_mm_vmscan_reclaim_pages: `sc.nr_scanned` counts every
+            // page `shrink_folio_list` was given. The model has no congestion, no PG_reclaim
+            // writeback retry and no unmap failure (those count 0).
+            let ev = crate::trace::TraceEvent::MmVmscanReclaimPages {
+                nid: 0,
+                nr_scanned: nr_scanned as i64,
+                nr_reclaimed: stat.nr_reclaimed as i64,
+                nr_dirty: stat.nr_dirty as i64,
+                nr_writeback: stat.nr_writeback as i64,
+                nr_congested: 0,
+                nr_immediate: 0,
+                nr_activate: [stat.nr_activate[0] as i32, stat.nr_activate[1] as i32],
+                nr_ref_keep: stat.nr_ref_keep as i64,
+                nr_unmap_fail: 0,
+            };
+            mm.emit(self.cpu, ev);
+        }
         (stat.nr_reclaimed, passed)
     }
 }

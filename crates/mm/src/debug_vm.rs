@@ -104,6 +104,7 @@ impl Mm {
         self.check_swap()?;
         self.check_workingset_and_xarray()?;
         self.check_shrinkable_slab()?;
+        self.check_deferred_split()?;
         self.check_folio_heads()?;
         self.check_bdev()?;
         Ok(census)
@@ -323,6 +324,10 @@ impl Mm {
                 self.list_prev(p) == prev,
                 "free list [{order}][{mt}]: broken back link at {p:#x}"
             );
+            ensure!(
+                self.reporting.enabled() || !self.pages.is_reported(p),
+                "free chunk {p:#x} order {order} is marked reported without a reporting device (§32.3)"
+            );
             prev = p;
             p = self.list_next(p);
             n += 1;
@@ -450,7 +455,8 @@ impl Mm {
                 2 * !anon as usize + f.active() as usize
             };
             expect[i] += nr;
-            expect[6 + !anon as usize] += nr;
+            // NR_ANON_MAPPED counts the mapped subpages (§31.2 item 3).
+            expect[6 + !anon as usize] += if anon { self.folios.mapped_pages(id) } else { nr };
             if f.mlocked() {
                 expect[9] += nr;
             }
@@ -477,9 +483,10 @@ impl Mm {
     fn check_rss(&self) -> Check {
         use crate::folio::FolioKind;
         let mut rss = std::collections::BTreeMap::new();
-        for (_, f) in self.folios.live() {
+        for (id, f) in self.folios.live() {
             if f.owner > 1 && matches!(f.kind, FolioKind::Anon | FolioKind::PageTable) {
-                *rss.entry(f.owner).or_insert(0u64) += 1u64 << f.order;
+                // Mapped pages only (§31.2 item 3: a zapped subpage leaves the rss).
+                *rss.entry(f.owner).or_insert(0u64) += self.folios.mapped_pages(id);
             }
         }
         let kept: std::collections::BTreeMap<u32, u64> = self.folios.rss.iter().collect();
@@ -754,6 +761,94 @@ impl Mm {
             live == self.folios.nr_shrinkable,
             "{live} live shrinkable slab entries, count {}",
             self.folios.nr_shrinkable
+        );
+        Ok(())
+    }
+
+    /// The deferred split state (§31): the queue's length is the number of queued folios and
+    /// each has exactly one live entry; PG_partially_mapped only on queued large anon folios,
+    /// counted per size in `nr_anon_partially_mapped`; a subpage map only on large anon
+    /// folios, with a subpage still mapped, not all of them on a partially mapped one; PMD
+    /// splits only on PMD-size anon folios; NR_ANON_THPS = the pages of the PMD-mapped ones.
+    fn check_deferred_split(&self) -> Check {
+        use crate::folio::FolioKind;
+        let mut queued = 0u64;
+        let mut partial = [0u64; NR_PAGE_ORDERS];
+        let mut thp = 0u64;
+        for (id, f) in self.folios.live() {
+            let nr = 1u32 << f.order;
+            let anon_large = f.kind == FolioKind::Anon && f.order > 1;
+            if f.deferred() {
+                ensure!(
+                    anon_large,
+                    "folio {id} ({:?} order {}) is queued",
+                    f.kind,
+                    f.order
+                );
+                queued += 1;
+            }
+            if f.partially_mapped() {
+                ensure!(f.deferred(), "folio {id} is partially mapped but not queued");
+                partial[f.order as usize] += 1;
+                let m = self.folios.submap(id);
+                ensure!(
+                    m.is_some_and(|m| m.mapped.count() < nr),
+                    "partially mapped folio {id} has no unmapped subpage"
+                );
+            }
+            if let Some(m) = self.folios.submap(id) {
+                ensure!(
+                    f.kind == FolioKind::Anon && f.order > 0,
+                    "folio {id} ({:?} order {}) has a subpage map",
+                    f.kind,
+                    f.order
+                );
+                ensure!(
+                    !m.mapped.is_empty()
+                        && m.mapped
+                            .and_not(&crate::huge_memory::Subpages::full(nr))
+                            .is_empty(),
+                    "folio {id}: subpage map {:?} of an order-{} folio",
+                    m.mapped,
+                    f.order
+                );
+            }
+            if f.pmd_split() {
+                ensure!(
+                    f.kind == FolioKind::Anon && f.order as u32 == HPAGE_PMD_ORDER,
+                    "folio {id} ({:?} order {}) is PMD-split",
+                    f.kind,
+                    f.order
+                );
+            } else if f.kind == FolioKind::Anon && f.order as u32 == HPAGE_PMD_ORDER {
+                thp += nr as u64;
+            }
+        }
+        let q = &self.deferred_split;
+        ensure!(
+            queued == q.len,
+            "split_queue_len {} != {queued} queued folios",
+            q.len
+        );
+        let live: Vec<_> = q.queued(&self.folios).collect();
+        let mut uniq = live.clone();
+        uniq.sort_unstable();
+        uniq.dedup();
+        ensure!(
+            live.len() as u64 == queued && uniq.len() == live.len(),
+            "{} live queue entries ({} distinct) for {queued} queued folios",
+            live.len(),
+            uniq.len()
+        );
+        ensure!(
+            partial == self.mthp.nr_anon_partially_mapped,
+            "nr_anon_partially_mapped {:?} != {partial:?}",
+            self.mthp.nr_anon_partially_mapped
+        );
+        ensure!(
+            thp == self.stat(Stat::nr_anon_transparent_hugepages),
+            "nr_anon_transparent_hugepages {} != {thp} pages of PMD-mapped folios",
+            self.stat(Stat::nr_anon_transparent_hugepages)
         );
         Ok(())
     }

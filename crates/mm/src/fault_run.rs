@@ -88,7 +88,9 @@ impl Mm {
     /// ids and tokens, LRU order, pageblock contents, counters, gauges, rss, work sum and
     /// trace events.
     pub fn anon_fault_run(&mut self, cpu: u32, madvised: bool, n: usize, out: &mut Vec<FolioId>) -> usize {
-        if n == 0 || !self.anon_faults_order0(madvised) {
+        // With free page reporting each fault may take a host fault of its own (§32.3 item 6),
+        // so the faults are no longer alike: the ordinary path takes them one by one.
+        if n == 0 || !self.anon_faults_order0(madvised) || self.reporting.enabled() {
             return 0;
         }
         assert!(cpu < self.nr_cpus, "cpu {cpu} out of range");

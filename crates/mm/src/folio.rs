@@ -122,6 +122,21 @@ impl Folio {
     pub const F_HAS_DIRTIED: u32 = 1 << 15;
     /// The folio has an entry in `FolioTable::wb_end` (its writeback's end).
     pub const F_HAS_WB_END: u32 = 1 << 16;
+    /// On the deferred split queue (`!list_empty(&folio->_deferred_list)`, §31.2 item 4,
+    /// §31.3): an entry of `Mm::deferred_split` is live for it and counted in its `len`.
+    pub const F_DEFERRED: u32 = 1 << 17;
+    /// PG_partially_mapped (§31.2 item 4): some subpages of this large anon folio were
+    /// unmapped while others stay mapped; counted in `MthpStats::nr_anon_partially_mapped`.
+    pub const F_PARTIALLY_MAPPED: u32 = 1 << 18;
+    /// A PMD-size anon folio whose PMD was split (`__split_huge_pmd`, §31.2 item 2): mapped
+    /// by PTEs, no longer counted in NR_ANON_THPS (nr_anon_transparent_hugepages).
+    pub const F_PMD_SPLIT: u32 = 1 << 19;
+    /// The folio has an entry in `FolioTable::submaps` (its mapped and written subpages:
+    /// partially unmapped, or tracked for `thp_underused`, §31.3 item 5).
+    pub const F_HAS_SUBMAP: u32 = 1 << 20;
+    /// The flags whose folios `free_folio_run`'s fast path leaves to `free_folio` (§31).
+    pub const F_SPLIT_STATE: u32 =
+        Self::F_DEFERRED | Self::F_PARTIALLY_MAPPED | Self::F_PMD_SPLIT | Self::F_HAS_SUBMAP;
 
     /// The largest content token a folio can carry (40 bits).
     pub const MAX_TOKEN: u64 = (1 << 40) - 1;
@@ -143,6 +158,22 @@ impl Folio {
     folio_flag!(readahead_mark, set_readahead_mark, F_READAHEAD_MARK, pub);
     folio_flag!(workingset, set_workingset, F_WORKINGSET, pub);
     folio_flag!(idle, set_idle, F_IDLE, pub);
+    folio_flag!(deferred, set_deferred, F_DEFERRED, pub);
+    folio_flag!(partially_mapped, set_partially_mapped, F_PARTIALLY_MAPPED, pub);
+    folio_flag!(pmd_split, set_pmd_split, F_PMD_SPLIT, pub);
+    folio_flag!(has_submap_bit, set_has_submap, F_HAS_SUBMAP, pub(crate));
+
+    /// Whether the folio has a subpage map (`FolioTable::submap`, §31).
+    #[inline]
+    pub fn has_submap(&self) -> bool {
+        self.has_submap_bit()
+    }
+
+    /// Whether any of the §31 split-state flags is set (`F_SPLIT_STATE`).
+    #[inline]
+    pub fn split_state(&self) -> bool {
+        self.flags & Self::F_SPLIT_STATE != 0
+    }
 
     /// The content's identity: set at allocation, carried by every migration and split piece.
     #[inline]
@@ -320,6 +351,13 @@ pub struct FolioTable {
     dirtied: ColdMap,
     /// The writeback end of the folios ever submitted for writeback (`Folio::has_wb_end`).
     wb_end: ColdMap,
+    /// The mapped and written subpages of the large anon folios that have them
+    /// (`Folio::has_submap`, §31: partially unmapped, or tracked for `thp_underused`).
+    submaps: std::collections::HashMap<
+        FolioId,
+        crate::huge_memory::SubpageMap,
+        std::hash::BuildHasherDefault<IdHasher>,
+    >,
 }
 
 impl FolioTable {
@@ -424,6 +462,40 @@ impl FolioTable {
         self.wb_end.insert(id, halves(t));
     }
 
+    /// Folio `id`'s subpage map, if it has one.
+    #[inline]
+    pub fn submap(&self, id: FolioId) -> Option<&crate::huge_memory::SubpageMap> {
+        if self.folios[id as usize].has_submap() {
+            self.submaps.get(&id)
+        } else {
+            None
+        }
+    }
+
+    pub(crate) fn submap_mut(&mut self, id: FolioId) -> Option<&mut crate::huge_memory::SubpageMap> {
+        if self.folios[id as usize].has_submap() {
+            self.submaps.get_mut(&id)
+        } else {
+            None
+        }
+    }
+
+    pub(crate) fn set_submap(&mut self, id: FolioId, m: crate::huge_memory::SubpageMap) {
+        self.folios[id as usize].set_has_submap(true);
+        self.submaps.insert(id, m);
+    }
+
+    /// The pages of anon folio `id` that are mapped: its subpage map's count, or all.
+    #[inline]
+    pub(crate) fn mapped_pages(&self, id: FolioId) -> u64 {
+        let f = &self.folios[id as usize];
+        if f.has_submap() {
+            self.submaps[&id].mapped.count() as u64
+        } else {
+            1u64 << f.order
+        }
+    }
+
     #[inline]
     fn kind_idx(kind: FolioKind) -> usize {
         kind as usize
@@ -499,6 +571,15 @@ impl FolioTable {
             f.set_has_wb_end(false);
             self.wb_end.remove(&id);
         }
+        if f.has_submap() {
+            f.set_has_submap(false);
+            self.submaps.remove(&id);
+        }
+        debug_assert!(
+            !f.deferred() && !f.partially_mapped(),
+            "folio {id} leaves the table queued"
+        );
+        f.set_pmd_split(false);
         self.census[Self::kind_idx(f.kind)][f.order as usize] -= 1;
         self.free_ids.push(id);
     }
@@ -527,6 +608,7 @@ impl FolioTable {
             ("folios.cold (split, migrations)", hash_bytes(&self.cold)),
             ("folios.dirtied", hash_bytes(&self.dirtied)),
             ("folios.wb_end", hash_bytes(&self.wb_end)),
+            ("folios.submaps", hash_bytes(&self.submaps)),
             (
                 "folios.rss",
                 vec_bytes(&self.rss.dense) + hash_bytes(&self.rss.sparse),
@@ -539,6 +621,7 @@ impl FolioTable {
             ("count.folios_cold", self.cold.len() as u64),
             ("count.folios_dirtied", self.dirtied.len() as u64),
             ("count.folios_wb_end", self.wb_end.len() as u64),
+            ("count.folios_submaps", self.submaps.len() as u64),
         ]
     }
 
@@ -586,6 +669,13 @@ impl Mm {
             f.owner,
         );
         let nr = sign << order;
+        // §31.2: a partially unmapped anon folio counts its mapped subpages in NR_ANON_MAPPED
+        // and rss, and a PMD-split one no longer in NR_ANON_THPS.
+        let (mapped, pmd_mapped) = if f.split_state() {
+            (sign * self.folios.mapped_pages(id) as i64, !f.pmd_split())
+        } else {
+            (nr, true)
+        };
         if !isolated {
             let m = folio_mobility(kind, self.pages.b(pfn));
             let per_block = (1i64 << order).min(PAGEBLOCK_NR_PAGES as i64);
@@ -597,7 +687,7 @@ impl Mm {
             }
         }
         if owner > 1 && matches!(kind, FolioKind::Anon | FolioKind::PageTable) {
-            self.folios.rss.add(owner, nr);
+            self.folios.rss.add(owner, mapped);
         }
         let zi = self.zone_of(pfn);
         let mut node = |s: Stat| {
@@ -618,9 +708,11 @@ impl Mm {
                     node(list);
                 }
                 if anon {
-                    node(Stat::nr_anon_pages);
-                    if order == HPAGE_PMD_ORDER {
-                        node(Stat::nr_anon_transparent_hugepages);
+                    let v = &mut self.stats[Stat::nr_anon_pages as usize];
+                    *v = (*v as i64 + mapped) as u64;
+                    if order == HPAGE_PMD_ORDER && pmd_mapped {
+                        let v = &mut self.stats[Stat::nr_anon_transparent_hugepages as usize];
+                        *v = (*v as i64 + nr) as u64;
                     }
                 } else {
                     node(Stat::nr_file_pages);
@@ -733,9 +825,13 @@ impl Mm {
         Some(id)
     }
 
-    /// Frees a folio (`folio_put` of the last reference).
+    /// Frees a folio (`folio_put` of the last reference). A folio on the deferred split queue
+    /// leaves it first (`folio_unqueue_deferred_split` in `__folio_put`, §31.2 item 6).
     pub fn free_folio(&mut self, cpu: u32, id: FolioId) {
         let f = self.folios.get(id).clone();
+        if f.deferred() {
+            self.unqueue_deferred_split(id);
+        }
         if f.lru != crate::vmscan::LRU_NONE {
             // A host-cache hint: the folio's LRU links, which `lru_del` reads, loaded while
             // the gauges are updated.
@@ -804,11 +900,17 @@ impl Mm {
 
     /// Splits a large folio into order-0 folios in place (`split_folio`): each piece is a new
     /// folio of the same kind carrying the parent's token. Returns the pieces in pfn order.
-    /// Counts `thp_split_page` for PMD-size folios.
+    /// Counts `thp_split_page` for PMD-size folios and the per-size `split` (orders 1..=9,
+    /// `__folio_split`'s `count_mthp_stat`, §31.3 item 5). A folio on the deferred split
+    /// queue leaves it (§31.3 item 2). A large anon folio with a subpage map (§31) is split by
+    /// `Mm::split_anon_folio`, which frees its unmapped pieces: callers go through it.
     pub fn split_folio(&mut self, id: FolioId) -> Vec<FolioId> {
         let f = self.folios.get(id).clone();
         let cold = self.folios.cold(id);
         assert!(f.order > 0, "split of an order-0 folio");
+        if f.deferred() {
+            self.unqueue_deferred_split(id);
+        }
         // Its pieces carry its token and the first reuses its id: a declared slab folio's
         // shrinker entry would come back to life (the shrinker's count assumes it cannot).
         assert!(!f.on_shrinker(), "split of a shrinkable slab folio");
@@ -875,6 +977,9 @@ impl Mm {
         }
         if f.order as u32 == HPAGE_PMD_ORDER {
             self.count(Stat::thp_split_page, 1);
+        }
+        if f.order as u32 <= HPAGE_PMD_ORDER {
+            self.mthp.split[f.order as usize] += 1;
         }
         pieces
     }

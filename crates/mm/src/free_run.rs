@@ -18,8 +18,9 @@
 //! page array, the pageblock bits, the PCP and buddy lists and the zone's NR_FREE_PAGES (moved
 //! per page as before), never an LRU, anon, mlock or page-table gauge, the rss map or the
 //! content census. A folio the fast path does not cover (page cache, dirty, slab, kernel,
-//! hugetlb folios) is freed by `free_folio` after the sums so far are applied; while a direct
-//! compactor's capture is armed (`compact.capc`), every folio is.
+//! hugetlb folios, and folios with deferred-split state, §31) is freed by `free_folio` after
+//! the sums so far are applied; while a direct compactor's capture is armed (`compact.capc`),
+//! every folio is.
 //!
 //! The kernel batches too (`folios_put_refs` takes the LRU lock once per batch and frees
 //! through `free_unref_folios`), but its counters are per-CPU deltas folded in at thresholds;
@@ -185,7 +186,13 @@ impl Mm {
                 !f.isolated(),
                 "free of folio {id} while it is isolated for migration"
             );
-            if f.mapping != 0 || f.dirty() || !matches!(f.kind, FolioKind::Anon | FolioKind::PageTable) {
+            // A folio with deferred-split state (§31: queued, partially mapped, PMD-split)
+            // takes the per-folio path, which unqueues it and counts its mapped pages.
+            if f.mapping != 0
+                || f.dirty()
+                || f.split_state()
+                || !matches!(f.kind, FolioKind::Anon | FolioKind::PageTable)
+            {
                 g.flush(self);
                 self.free_folio(cpu, id);
                 continue;

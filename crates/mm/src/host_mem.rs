@@ -125,11 +125,25 @@ impl Mm {
             deque_bytes(&self.reclaim.shrinkable_slab),
         ));
         v.push((
+            "deferred split queue + split records",
+            self.deferred_split.host_bytes(),
+        ));
+        v.push((
+            "count.deferred_split_entries",
+            self.deferred_split.queue_entries() as u64,
+        ));
+        v.push((
             "trace buffer + outbox",
             vec_bytes(&self.trace.buf)
                 + vec_bytes(&self.outbox.wakeups)
                 + vec_bytes(&self.outbox.oom_victims),
         ));
+        if self.reporting.enabled() {
+            v.push((
+                "page reporting (host backing, 1 bit per page)",
+                self.reporting.host_bytes() as u64,
+            ));
+        }
         v
     }
 

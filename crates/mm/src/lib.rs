@@ -25,6 +25,7 @@ pub mod mlock;
 pub mod mmzone;
 pub mod node;
 pub mod page_alloc;
+pub mod page_reporting;
 pub mod restore;
 pub mod slowpath;
 pub mod swap;

@@ -133,6 +133,8 @@ impl Mm {
         };
         debug_assert_eq!(self.pages.kind(dst), PageKind::Allocated);
         debug_assert_eq!(self.pages.order(dst), order);
+        // The copy writes the target: host faults where the host discarded it (§32.3 item 6).
+        self.host_write(dst, 1 << order);
         // §29.2.3: unmapping the source munlocks it; the VM_LOCKED mapping re-mlocks the
         // destination once it is back on the LRU (mlock.rs).
         let mlocked = self.migrate_munlock_source(id);
@@ -323,6 +325,16 @@ impl Mm {
         }
     }
 
+    /// `split_folio` of an isolated folio for migration: through `split_anon_folio` for an anon
+    /// folio with a subpage map (§31: its unmapped and zero-filled pieces are freed).
+    fn split_any(&mut self, cpu: u32, id: FolioId) -> Vec<FolioId> {
+        if self.folios.folios[id as usize].has_submap() {
+            self.split_anon_folio(cpu, id)
+        } else {
+            self.split_folio(id)
+        }
+    }
+
     /// `migrate_pages(cc->migratepages, compaction_alloc, compaction_free, mode, MR_COMPACTION)`
     /// (§13, §25): each folio gets a target of its order; with none, a large folio is split
     /// (if `try_split_folio_ok`) and its pieces are migrated after the batch in one ASYNC pass,
@@ -357,8 +369,22 @@ impl Mm {
                 continue;
             }
             let order = self.folios.folios[id as usize].order as u32;
+            let f = &self.folios.folios[id as usize];
+            if order > 1 && f.deferred() && f.partially_mapped() && self.try_split_folio_ok(id) {
+                // §31.3 item 7 (`migrate_pages_batch`): a partially mapped folio on the
+                // deferred split queue is split first (its unmapped and zero-filled pieces
+                // freed, `split_anon_folio`), counted as a split, and its pieces migrated
+                // after the batch. If the split fails it is migrated whole.
+                pieces.extend(self.split_anon_folio(cc.cpu, id));
+                st.nr_split += 1;
+                st.nr_failed += 1;
+                if order == HPAGE_PMD_ORDER {
+                    st.nr_thp_split += 1;
+                }
+                continue;
+            }
             if order > 0 && split_first {
-                pieces.extend(self.split_folio(id));
+                pieces.extend(self.split_any(cc.cpu, id));
                 st.nr_split += 1;
                 st.nr_failed += 1;
                 if order == HPAGE_PMD_ORDER {
@@ -383,7 +409,7 @@ impl Mm {
                 }
                 None if order > 0 && self.try_split_folio_ok(id) => {
                     // try_split_folio: allowed for compaction; the pieces need order-0 targets.
-                    pieces.extend(self.split_folio(id));
+                    pieces.extend(self.split_any(cc.cpu, id));
                     st.nr_split += 1;
                     st.nr_failed += 1;
                     if order == HPAGE_PMD_ORDER {

@@ -41,6 +41,13 @@ const ORDER_MASK: u8 = 0x0f;
 const KIND_MASK: u8 = 0x70;
 /// The allocated chunk is on an LRU list (PageLRU of the head; tails read the head).
 pub const PG_LRU: u8 = 0x80;
+/// The free chunk has been reported to the hypervisor (PageReported of a Buddy head, §32.3
+/// item 1). The kernel's PG_reported shares its bit with PG_uptodate, which a free page never
+/// carries; here it shares the bit with [`PG_LRU`], which a free chunk never carries. Every
+/// [`PageArray::set`] clears it, so a chunk loses it whenever it leaves a free list (allocation,
+/// absorption by a merge, compaction's isolation: `del_from_free_list` marks the head a tail),
+/// while moving it between lists (`move_to_free_list`) keeps it, as in the kernel.
+pub const PG_REPORTED: u8 = 0x80;
 
 /// Per-page state, struct of arrays (architecture.md "Data structures").
 ///
@@ -136,10 +143,16 @@ impl PageArray {
         self.state[pfn as usize] & KIND_MASK == (PageKind::Buddy as u8) << KIND_SHIFT
     }
 
-    /// PageBuddy() && buddy_order() == order.
+    /// PageBuddy() && buddy_order() == order (reported or not).
     #[inline]
     pub fn is_buddy_of_order(&self, pfn: u32, order: u32) -> bool {
-        self.state[pfn as usize] == ((PageKind::Buddy as u8) << KIND_SHIFT) | order as u8
+        self.state[pfn as usize] & !PG_REPORTED == ((PageKind::Buddy as u8) << KIND_SHIFT) | order as u8
+    }
+
+    /// PageReported: `pfn` is the head of a free chunk reported to the hypervisor (§32.3).
+    #[inline]
+    pub fn is_reported(&self, pfn: u32) -> bool {
+        self.is_buddy(pfn) && self.flag(pfn, PG_REPORTED)
     }
 
     #[inline]

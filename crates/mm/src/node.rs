@@ -100,6 +100,10 @@ pub enum Wakeup {
     /// `wakeup_kcompactd(pgdat, order, highest_zoneidx)` found the node suitable and woke the
     /// thread (§9.11.2).
     Kcompactd { order: u32, highest_zoneidx: usize },
+    /// Free page reporting's `schedule_delayed_work(&prdev->work, PAGE_REPORTING_DELAY)`
+    /// (§32.2 item 1): run [`Mm::page_reporting_process`] 2 s from now, unless a pass is already
+    /// pending (a pending delayed work is not queued twice).
+    PageReporting,
 }
 
 /// Fallback allocations by Weiner's classes (§6.5), indexed [requested type][fallback type]:
@@ -149,8 +153,13 @@ pub struct Mm {
     /// THP knobs (§11.1) and the per-size mTHP stats.
     pub thp: crate::huge_memory::ThpConfig,
     pub mthp: crate::huge_memory::MthpStats,
+    /// The deferred split queue and its shrinker (§31.3).
+    pub deferred_split: crate::huge_memory::DeferredSplit,
     /// The default hstate's hugetlb pool (§28).
     pub hugetlb: crate::hugetlb::Hstate,
+    /// Free page reporting's device and the host's backing of guest pages (§32); inert without
+    /// a device.
+    pub reporting: crate::page_reporting::PageReporting,
     /// The task the current operation runs for and the time, put on trace records and folios
     /// (set by the engine; 0 and pid 1 without a clock).
     pub cur: Current,
@@ -228,6 +237,10 @@ pub struct Current {
     pub now_ns: u64,
     pub pid: u32,
     pub comm: String,
+    /// `pcpu_drain_mutex` is held by another CPU's `drain_all_pages` at this moment (§2.5): set
+    /// by the discrete-event engine, which keeps the mutex as a resource in virtual time,
+    /// before each task step; always false without a clock (one thing runs at a time).
+    pub drain_mutex_held: bool,
 }
 
 impl Default for Current {
@@ -236,6 +249,7 @@ impl Default for Current {
             now_ns: 0,
             pid: 1,
             comm: "fraglab".to_string(),
+            drain_mutex_held: false,
         }
     }
 }
@@ -265,6 +279,33 @@ pub struct Work {
     pub last_alloc: crate::slowpath::AllocWork,
     /// Allocation work summed since boot.
     pub sum: crate::slowpath::WorkSum,
+    /// The buddy-list work done under `zone->lock` since boot by the allocation and free paths
+    /// (the engine's lock model; `drain_all_pages` from the slow path excluded: its caller is
+    /// charged for it with the drain).
+    pub zone_lock: ZoneLockWork,
+}
+
+/// `zone->lock` holds of the allocation and free paths (cumulative; an engine charges the
+/// difference between two readings). Counted per call of the kernel function that takes the
+/// lock: `rmqueue_bulk` (one hold for a PCP refill of `count` chunks), `rmqueue_buddy` (one
+/// chunk), `free_pcppages_bulk` (one hold for the chunks it frees) and the direct buddy frees
+/// of `free_one_page` / `split_large_buddy` (orders the PCP lists do not cache, Isolate
+/// blocks). One counter for all zones: the engine keeps one zone lock (docs/costs.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZoneLockWork {
+    /// Times the lock was taken.
+    pub acquisitions: u64,
+    /// Chunks moved between the buddy lists and a PCP list or a caller under it.
+    pub chunks: u64,
+}
+
+impl ZoneLockWork {
+    /// One hold moving `chunks` chunks.
+    #[inline]
+    pub(crate) fn hold(&mut self, chunks: u64) {
+        self.acquisitions += 1;
+        self.chunks += chunks;
+    }
 }
 
 /// Bits of `mm.trace.mask`.
@@ -297,8 +338,15 @@ pub mod trace_kind {
     pub const VMSCAN_LRU: u32 = 1 << 23;
     /// vmscan:mm_vmscan_throttled.
     pub const VMSCAN_THROTTLED: u32 = 1 << 24;
-    pub const VMSCAN: u32 = VMSCAN_KSWAPD | VMSCAN_DIRECT | VMSCAN_LRU | VMSCAN_THROTTLED;
-    pub const ALL: u32 = KMEM | COMPACTION | MIGRATE | VMSCAN;
+    /// vmscan:mm_vmscan_reclaim_pages.
+    pub const VMSCAN_RECLAIM_PAGES: u32 = 1 << 25;
+    pub const VMSCAN: u32 =
+        VMSCAN_KSWAPD | VMSCAN_DIRECT | VMSCAN_LRU | VMSCAN_THROTTLED | VMSCAN_RECLAIM_PAGES;
+    /// damon:damos_before_apply.
+    pub const DAMOS_BEFORE_APPLY: u32 = 1 << 26;
+    /// The damon events.
+    pub const DAMON: u32 = DAMOS_BEFORE_APPLY;
+    pub const ALL: u32 = KMEM | COMPACTION | MIGRATE | VMSCAN | DAMON;
 
     /// Maps a tracepoint name (with or without the `kmem:` prefix) to its bit.
     pub fn from_name(name: &str) -> Option<u32> {
@@ -311,11 +359,15 @@ pub mod trace_kind {
         if name == "vmscan:*" {
             return Some(VMSCAN);
         }
+        if name == "damon:*" {
+            return Some(DAMON);
+        }
         let n = name
             .strip_prefix("kmem:")
             .or_else(|| name.strip_prefix("compaction:"))
             .or_else(|| name.strip_prefix("migrate:"))
             .or_else(|| name.strip_prefix("vmscan:"))
+            .or_else(|| name.strip_prefix("damon:"))
             .unwrap_or(name);
         Some(match n {
             "mm_compaction_isolate_migratepages" | "mm_compaction_isolate_freepages" => COMPACTION_ISOLATE,
@@ -336,6 +388,8 @@ pub mod trace_kind {
                 VMSCAN_LRU
             }
             "mm_vmscan_throttled" => VMSCAN_THROTTLED,
+            "mm_vmscan_reclaim_pages" => VMSCAN_RECLAIM_PAGES,
+            "damos_before_apply" => DAMOS_BEFORE_APPLY,
             "mm_page_alloc" => MM_PAGE_ALLOC,
             "mm_page_free" => MM_PAGE_FREE,
             "mm_page_alloc_zone_locked" => MM_PAGE_ALLOC_ZONE_LOCKED,
@@ -456,7 +510,9 @@ impl Mm {
             },
             thp: cfg.thp.clone(),
             mthp: Default::default(),
+            deferred_split: Default::default(),
             hugetlb: Default::default(),
+            reporting: crate::page_reporting::PageReporting::new(cfg.page_reporting_order, end_pfn),
             cur: Current::default(),
             trace: Tracing::default(),
             outbox: Outbox::default(),
@@ -467,7 +523,8 @@ impl Mm {
 
     /// The boot steps after the memory map is laid out (the second half of
     /// [`Mm::from_config`]): min_free_kbytes, watermarks, lowmem reserves, PCP sizes, the
-    /// compaction scanners' cached positions, swap, the xarray-node model and kcompactd.
+    /// compaction scanners' cached positions, swap, the xarray-node model, kcompactd, and the
+    /// free page reporting device's registration (§32.1: it requests the first pass).
     pub(crate) fn finish_boot(&mut self, cfg: &crate::config::MmConfig) {
         self.setup_min_free_kbytes();
         self.setup_per_zone_wmarks();
@@ -481,6 +538,7 @@ impl Mm {
         self.compact.kcompactd.highest_zoneidx = self.kcompactd_max_zoneidx();
         self.compact.kcompactd.next_timeout_ms =
             (self.compact.cfg.proactiveness > 0).then_some(crate::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);
+        self.page_reporting_register();
     }
 
     /// Frees one boot chunk through the normal merge path (to the tail, FPI_TO_TAIL).

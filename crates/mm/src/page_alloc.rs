@@ -394,6 +394,8 @@ impl Mm {
     ) -> u64 {
         let mut mode = RmqueueMode::Normal;
         let mut i = 0;
+        // One zone->lock hold for the whole refill (the engine's lock model).
+        self.work.zone_lock.acquisitions += 1;
         while i < count {
             if mode == RmqueueMode::Normal && count - i >= 2 && batch_paths() {
                 let n = self.rmqueue_carve(cpu, zi, order, mt, pindex, count - i);
@@ -408,6 +410,7 @@ impl Mm {
             self.pcp_list_add(zi, cpu as usize, pindex, pfn, order, true);
             i += 1;
         }
+        self.work.zone_lock.chunks += i.max(1);
         i
     }
 
@@ -525,6 +528,8 @@ impl Mm {
         mt: MigrateType,
     ) -> Option<u32> {
         let mut page = None;
+        // Under one zone->lock hold (the engine's lock model).
+        self.work.zone_lock.hold(1);
         if alloc_flags.has(AllocFlags::HIGHATOMIC) {
             page = self.__rmqueue_smallest(cpu, zi, order, MigrateType::HighAtomic);
         }
@@ -628,6 +633,9 @@ impl Mm {
         let c = cpu as usize;
         let mut count = count.min(self.zones[zi].pcp[c].count) as i64;
         let mut pindex = pindex as isize - 1;
+        // One zone->lock hold for the whole call, one chunk per `__free_one_page` of a PCP
+        // chunk (the engine's lock model).
+        let mut chunks = 0u64;
         while count > 0 {
             let mut idx;
             loop {
@@ -684,6 +692,7 @@ impl Mm {
                         p += 1 << o;
                     }
                 }
+                chunks += ((end - start) >> order) as u64;
                 if self.trace_on(trace_kind::MM_PAGE_PCPU_DRAIN) {
                     let ev = |pfn| TraceEvent::MmPagePcpuDrain {
                         pfn,
@@ -701,6 +710,9 @@ impl Mm {
                     break;
                 }
             }
+        }
+        if chunks > 0 {
+            self.work.zone_lock.hold(chunks);
         }
     }
 
@@ -728,7 +740,9 @@ impl Mm {
     /// which nothing in the run can change (a merge at order ≥ pageblock_order retypes only
     /// the other block). The mm_page_pcpu_drain events carry only the chunk, its order and
     /// that type, and are emitted in the same order. Not used while a compactor's capture is
-    /// armed (a capture could take a piece of `B`).
+    /// armed (a capture could take a piece of `B`). Free page reporting's notification
+    /// (§32.2 item 1) only marks a pass wanted, at this same instant, and the free of `B`
+    /// reaches at least every order the frees of its pieces would.
     #[inline]
     fn drain_run(
         &mut self,
@@ -837,12 +851,15 @@ impl Mm {
         self.count(Stat::pgfree, 1 << order);
         self.pages.set(pfn, PageKind::Tail, 0);
         if !pcp_allowed_order(order) {
+            // `free_one_page`: one zone->lock hold (the engine's lock model).
+            self.work.zone_lock.hold(1);
             self.split_large_buddy(zi, pfn, order, false);
             return;
         }
         let mut mt = self.block_mt(pfn);
         if mt.idx() >= MIGRATE_PCPTYPES {
             if mt == MigrateType::Isolate {
+                self.work.zone_lock.hold(1);
                 self.split_large_buddy(zi, pfn, order, false);
                 return;
             }
@@ -856,6 +873,7 @@ impl Mm {
     /// the primitive under `free_pages` for non-cached orders and Isolate blocks.
     pub fn free_one_page(&mut self, pfn: u32, order: u32) {
         let zi = self.zone_of(pfn);
+        self.work.zone_lock.hold(1);
         self.split_large_buddy(zi, pfn, order, false);
     }
 
@@ -1213,6 +1231,7 @@ impl Mm {
     /// the slow path. Emits mm_page_alloc for success and failure.
     ///
     /// What the slow path did is left in `mm.work.last_alloc` for whoever charges time for it.
+    /// With a free page reporting device, the chunk counts as written (`Mm::host_write`, §32).
     pub fn alloc_pages(&mut self, cpu: u32, gfp: Gfp, order: u32) -> Option<u32> {
         if order > MAX_PAGE_ORDER {
             // The kernel warns (unless __GFP_NOWARN) and returns NULL, without a trace event.
@@ -1229,6 +1248,11 @@ impl Mm {
         }
         let w = self.work.last_alloc;
         self.work.sum.add(&w);
+        if let (Some(pfn), true) = (page, self.reporting.enabled()) {
+            // Free page reporting (§32.3 item 6): the chunk's user writes it at once (a fault
+            // zeroes it, a read fills it); pages the host discarded take host faults.
+            self.host_write(pfn, 1 << order);
+        }
         if self.trace_on(trace_kind::MM_PAGE_ALLOC) {
             self.emit(
                 cpu,

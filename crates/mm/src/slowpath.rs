@@ -40,6 +40,9 @@ pub struct WorkSum {
     pub drain_ipis: u64,
     /// Pages `drain_all_pages` returned from the PCP lists to the buddy lists.
     pub drained_pages: u64,
+    /// `drain_all_pages(NULL)` calls that returned at once because another CPU's drain held
+    /// `pcpu_drain_mutex` (`Current::drain_mutex_held`; not counted in `drains`).
+    pub drains_skipped: u64,
     pub oom_kills: u64,
 }
 
@@ -55,6 +58,7 @@ impl WorkSum {
         self.drains += w.drains as u64;
         self.drain_ipis += w.drain_ipis as u64;
         self.drained_pages += w.drained_pages;
+        self.drains_skipped += w.drains_skipped as u64;
         self.oom_kills += w.oom_kills as u64;
     }
 
@@ -92,6 +96,7 @@ impl WorkSum {
             drains: self.drains - earlier.drains,
             drain_ipis: self.drain_ipis - earlier.drain_ipis,
             drained_pages: self.drained_pages - earlier.drained_pages,
+            drains_skipped: self.drains_skipped - earlier.drains_skipped,
             oom_kills: self.oom_kills - earlier.oom_kills,
         }
     }
@@ -159,6 +164,8 @@ pub struct AllocWork {
     pub drains: u32,
     pub drain_ipis: u32,
     pub drained_pages: u64,
+    /// `drain_all_pages` calls skipped: another CPU held `pcpu_drain_mutex` (§2.5).
+    pub drains_skipped: u32,
     pub retries: u32,
     /// defrag_mode dropped ALLOC_NOFRAGMENT at the end (§8 D5).
     pub nofragment_dropped: bool,
@@ -239,11 +246,23 @@ impl Mm {
         let mut page = self.get_page_from_freelist(cpu, gfp, order, alloc_flags, ac);
         if page.is_none() {
             self.unreserve_highatomic_pageblock(ac, false);
-            let before = self.pcp_pages_total();
-            let ipis = self.drain_all_pages();
-            self.work.last_alloc.drains += 1;
-            self.work.last_alloc.drain_ipis += ipis;
-            self.work.last_alloc.drained_pages += before - self.pcp_pages_total();
+            // `__drain_all_pages(NULL, false)` (mm/page_alloc.c, §2.5): a caller that finds
+            // `pcpu_drain_mutex` taken (`mutex_trylock` fails) returns at once — another CPU
+            // is draining — unless it asked for one zone, which this one does not. Only a
+            // clocked engine knows whether another CPU holds it (`cur.drain_mutex_held`).
+            if self.cur.drain_mutex_held {
+                self.work.last_alloc.drains_skipped += 1;
+            } else {
+                let before = self.pcp_pages_total();
+                // The drain's zone->lock holds are charged with the drain (`drain_ipis`,
+                // `drained_pages`), not with the allocation paths' holds.
+                let zone_lock = self.work.zone_lock;
+                let ipis = self.drain_all_pages();
+                self.work.zone_lock = zone_lock;
+                self.work.last_alloc.drains += 1;
+                self.work.last_alloc.drain_ipis += ipis;
+                self.work.last_alloc.drained_pages += before - self.pcp_pages_total();
+            }
             page = self.get_page_from_freelist(cpu, gfp, order, alloc_flags, ac);
         }
         (page, progress)

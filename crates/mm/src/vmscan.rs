@@ -557,6 +557,21 @@ impl Mm {
                 self.putback_isolated(id, false);
                 continue;
             }
+            let f = &self.folios.folios[id as usize];
+            if order > 0 && f.deferred() && f.partially_mapped() {
+                // §31.3 item 7: a partially mapped folio is split before it is added to swap,
+                // its unmapped (and zero-filled) pages freed without I/O; a folio that cannot
+                // be split is kept (a GUP pin: `folio_maybe_dma_pinned` → keep_locked).
+                if f.pinned() {
+                    self.putback_isolated(id, false);
+                    continue;
+                }
+                let pieces = self.split_anon_folio(sc.cpu, id);
+                for &p in pieces.iter().rev() {
+                    queue.push_front(p);
+                }
+                continue;
+            }
             if self.reclaim.swap.free_slots() < nr {
                 if order == 0 {
                     stat.nr_activate[0] += nr;
@@ -570,9 +585,22 @@ impl Mm {
                 if order <= crate::types::HPAGE_PMD_ORDER {
                     self.mthp.swpout_fallback[order as usize] += 1;
                 }
-                let pieces = self.split_folio(id);
-                queue.push_front(pieces[0]);
-                queue.extend(pieces[1..].iter().copied());
+                // `split_folio_to_list` of a PMD-mapped THP splits its PMD first (`unmap_folio`,
+                // §31.2 item 1: thp_split_pmd); a folio with a subpage map (§31) frees its
+                // unmapped and zero-filled pieces.
+                let pieces = if self.folios.folios[id as usize].has_submap() {
+                    self.split_anon_folio(sc.cpu, id)
+                } else {
+                    if order == crate::types::HPAGE_PMD_ORDER && !self.folios.folios[id as usize].pmd_split()
+                    {
+                        self.count(Stat::thp_split_pmd, 1);
+                    }
+                    self.split_folio(id)
+                };
+                if let Some((&head, tails)) = pieces.split_first() {
+                    queue.push_front(head);
+                    queue.extend(tails.iter().copied());
+                }
                 continue;
             }
             let workingset = self.folios.folios[id as usize].workingset();
@@ -846,8 +874,9 @@ impl Mm {
             .is_some_and(|f| f.live() && f.token() == token)
     }
 
-    /// `shrink_slab` → `do_shrink_slab` (mm/shrinker.c, §19.1 item 8) for the model's one
-    /// shrinker, whose objects are the declared slab folios (one object per folio):
+    /// `shrink_slab` → `do_shrink_slab` (mm/shrinker.c, §19.1 item 8): the THP deferred split
+    /// shrinker (`Mm::shrink_deferred_split`, §31.3), then the slab shrinker, whose objects
+    /// are the declared slab folios (one object per folio):
     /// * `count_objects` = live declared folios (`FolioTable::nr_shrinkable`, kept as folios
     ///   are declared and freed, as the kernel's list_lru keeps its count), scaled by
     ///   vm.vfs_cache_pressure/100 (as the dcache/inode shrinkers' `vfs_pressure_ratio`
@@ -864,6 +893,9 @@ impl Mm {
     /// only (older kernels used the LRU scanned/eligible ratio).
     pub fn shrink_slab(&mut self, sc: &mut ScanControl) -> u64 {
         use crate::vmstat::Stat;
+        // The THP deferred split shrinker first (registered at boot, before the caches'
+        // shrinkers), §31.3 item 3: its splits free pages but reclaim does not count them.
+        self.shrink_deferred_split(sc.cpu, sc.priority);
         // The queue may hold stale entries (folios the owner freed): they are skipped where
         // they are met, at its front, and dropped in bulk by `slab_shrinker_compact`.
         let freeable = self.folios.nr_shrinkable * self.tun.vfs_cache_pressure as u64 / 100;

@@ -46,9 +46,13 @@ pub struct WritebackQueue {
     pub io_ns: u64,
     /// When the device finishes the last submitted I/O.
     pub busy_until_ns: u64,
-    /// Submitted writes not yet retired from the gauge: (completion time, pages, folio), in
-    /// completion order.
-    inflight: std::collections::VecDeque<(u64, u32, FolioId)>,
+    /// Submitted writes not yet retired from the gauge: (completion time, pages, folio, pages
+    /// queued since boot up to and including this write), in completion order (completion
+    /// times strictly grow). The running total lets [`Mm::nr_writeback_now`] count the pages
+    /// completed since the last settle with one binary search (host-side only).
+    inflight: std::collections::VecDeque<(u64, u32, FolioId, u64)>,
+    /// Pages queued in `inflight` since boot.
+    queued_pages: u64,
     /// Pages under writeback (NR_WRITEBACK) as of the last settle.
     pub nr_writeback: u64,
     /// Folios and pages submitted since boot.
@@ -92,7 +96,8 @@ impl Mm {
         let start = q.busy_until_ns.max(now);
         let done = start + (pages * q.io_ns).div_ceil(WRITEBACK_IO_PAGES);
         q.busy_until_ns = done;
-        q.inflight.push_back((done, pages as u32, id));
+        q.queued_pages += pages;
+        q.inflight.push_back((done, pages as u32, id, q.queued_pages));
         q.nr_writeback += pages;
         self.stats[Stat::nr_writeback as usize] = q.nr_writeback;
         self.folios.set_writeback_end_ns(id, done);
@@ -104,12 +109,13 @@ impl Mm {
     pub fn nr_writeback_now(&self) -> u64 {
         let q = &self.cache.writeback;
         let now = self.cur.now_ns;
-        let done: u64 = q
-            .inflight
-            .iter()
-            .take_while(|&&(end, _, _)| end <= now)
-            .map(|&(_, p, _)| p as u64)
-            .sum();
+        // The pages of the writes completed by now: those queued up to the last of them,
+        // less those queued before the first still in the queue.
+        let k = q.inflight.partition_point(|&(end, _, _, _)| end <= now);
+        let done = match (q.inflight.front(), k) {
+            (Some(&(_, p, _, first)), k) if k > 0 => q.inflight[k - 1].3 - (first - p as u64),
+            _ => 0,
+        };
         q.nr_writeback - done
     }
 
@@ -123,7 +129,7 @@ impl Mm {
     pub fn writeback_settle(&mut self) -> Option<u64> {
         let now = self.cur.now_ns;
         let q = &mut self.cache.writeback;
-        while let Some(&(done, pages, id)) = q.inflight.front() {
+        while let Some(&(done, pages, id, _)) = q.inflight.front() {
             if done > now {
                 break;
             }
@@ -135,7 +141,7 @@ impl Mm {
             }
         }
         self.stats[Stat::nr_writeback as usize] = q.nr_writeback;
-        q.inflight.front().map(|&(done, _, _)| done)
+        q.inflight.front().map(|&(done, _, _, _)| done)
     }
 }
 
@@ -172,7 +178,11 @@ mod tests {
         mm.free_folio(0, freed);
         for now in [0, ends[10], ends[10] + 1, ends[50], ends[63]] {
             mm.cur.now_ns = now;
+            // Before the settle, the pages still under writeback are counted from the queue.
+            let left = ends.iter().filter(|&&e| e > now).count() as u64;
+            assert_eq!(mm.nr_writeback_now(), left, "at {now}");
             mm.writeback_settle();
+            assert_eq!(mm.nr_writeback_now(), left);
             for (&id, &end) in ids.iter().zip(&ends) {
                 if id == freed {
                     continue;

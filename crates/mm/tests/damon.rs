@@ -301,3 +301,257 @@ fn section_27_2_sampling_counts_accesses_and_ages_idle_regions() {
     let cold = kd.regions.last().unwrap();
     assert!(cold.age >= 10 && cold.last_nr_accesses == 0, "{cold:?}");
 }
+
+/// §27.2 item 6: the kdamond emits `damon:damos_before_apply` for every region the scheme is
+/// applied to (the region after the quota's split, its accesses and age before the reset, the
+/// target's region count) and `vmscan:mm_vmscan_reclaim_pages` once per application whose
+/// folios reached `reclaim_pages` (none for a region with nothing that passed the filters):
+/// its pages scanned and reclaimed, and the dirty folios it activated.
+#[test]
+fn s27_tracepoints_fields_and_counts() {
+    use fraglab_mm::node::trace_kind;
+    use fraglab_mm::trace::{parse_trace_line, render_trace, TraceEvent};
+    let (mut mm, file, _) = cached(8192, 512);
+    let dirty: Vec<FolioId> = file.iter().copied().step_by(5).collect();
+    for &id in &dirty {
+        mm.folio_mark_dirty(id, true);
+    }
+    mm.set_trace_mask(trace_kind::DAMON | trace_kind::VMSCAN_RECLAIM_PAGES);
+    let mut kd = Kdamond::new(s2_small(), &mm, 11);
+    mm.cur.pid = 62;
+    mm.cur.comm = "kdamond.0".into();
+    let mut now = 0;
+    while now < 200 * SEC {
+        mm.cur.now_ns = now;
+        now += kd.step(&mut mm, now);
+    }
+    let recs = mm.take_trace();
+    let text = render_trace(&recs);
+    // Every line reads back as the record it came from.
+    for (l, r) in text.lines().zip(&recs) {
+        assert_eq!(parse_trace_line(l).as_ref(), Some(r), "{l}");
+        assert_eq!((r.pid, r.cpu, r.comm.as_str()), (62, 0, "kdamond.0"));
+    }
+    let before: Vec<&TraceEvent> = recs
+        .iter()
+        .map(|r| &r.event)
+        .filter(|e| matches!(e, TraceEvent::DamosBeforeApply { .. }))
+        .collect();
+    assert!(kd.applied.len() > 20, "{} applications", kd.applied.len());
+    assert_eq!(before.len(), kd.applied.len());
+    for (e, a) in before.iter().zip(&kd.applied) {
+        let TraceEvent::DamosBeforeApply {
+            context_idx,
+            scheme_idx,
+            target_idx,
+            nr_regions,
+            start,
+            end,
+            nr_accesses,
+            age,
+        } = **e
+        else {
+            unreachable!()
+        };
+        assert_eq!((context_idx, scheme_idx, target_idx), (0, 0, 0));
+        assert_eq!((start, end), (a.start as u64 * 4096, a.end as u64 * 4096));
+        assert_eq!(
+            (nr_accesses, age, nr_regions as usize),
+            (a.nr_accesses, a.age, a.nr_regions)
+        );
+        // The scheme's access pattern: 0-1 accesses, at least 12 aggregations old.
+        assert!(nr_accesses <= 1 && age >= 12, "{e:?}");
+    }
+    let span: u64 = before
+        .iter()
+        .map(|e| match e {
+            TraceEvent::DamosBeforeApply { start, end, .. } => end - start,
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(span, kd.stats.sz_tried);
+    let mut calls = 0;
+    let (mut scanned, mut reclaimed, mut activated) = (0i64, 0i64, 0i64);
+    for r in &recs {
+        if let TraceEvent::MmVmscanReclaimPages {
+            nr_scanned,
+            nr_reclaimed,
+            nr_dirty,
+            nr_activate,
+            ..
+        } = r.event
+        {
+            calls += 1;
+            assert!(nr_scanned > 0 && nr_reclaimed + nr_activate[1] as i64 <= nr_scanned);
+            assert_eq!(nr_dirty, nr_activate[1] as i64, "dirty page cache is activated");
+            assert_eq!(nr_activate[0], 0, "no anonymous folio passes S2's filters");
+            scanned += nr_scanned;
+            reclaimed += nr_reclaimed;
+            activated += nr_activate[1] as i64;
+        }
+    }
+    // One call per application whose folios reached reclaim_pages: fewer than the
+    // applications (regions of free memory or anonymous folios give none).
+    let with_folios = kd.applied.iter().filter(|a| a.freed > 0).count();
+    assert!(calls >= with_folios && calls < kd.applied.len(), "{calls} calls");
+    assert_eq!(reclaimed as u64 * 4096, kd.stats.sz_applied);
+    assert!(activated > 0);
+    assert_eq!(scanned as u64 * 4096, kd.stats.sz_ops_filter_passed);
+    check(&mm);
+}
+
+/// §27.2 item 3, §27.3: a kdamond booted with the regions and ages a running one had (a
+/// snapshot's) applies S2's scheme at its first aggregation (5 s) and frees cold page cache
+/// there; a kdamond started cold (every region at age 0) applies nothing until its regions
+/// are 12 aggregations old (60 s).
+#[test]
+fn s27_booted_kdamond_with_aged_regions_applies_in_its_first_aggregation() {
+    use fraglab_mm::damon::StartRegion;
+    let (mut warm_mm, _, _) = cached(8192, 0);
+    let (mut cold_mm, _, _) = cached(8192, 0);
+    let file0 = pages_of(&warm_mm, FolioKind::File);
+    // The kernel's regions when the pages were read: 16 regions over the memory, cold (no
+    // access in the last aggregation) and 80 aggregations old, one of them just applied
+    // (age 0).
+    let first = warm_mm.zones.iter().find(|z| z.managed > 0).unwrap().start_pfn;
+    let end = warm_mm.end_pfn();
+    let step = (end - first) / 16;
+    let start: Vec<StartRegion> = (0..16)
+        .map(|i| StartRegion {
+            start: first + i * step,
+            end: if i == 15 { end } else { first + (i + 1) * step },
+            nr_accesses: 0,
+            age: if i == 3 { 0 } else { 80 },
+        })
+        .collect();
+    let warm_cfg = DamonConfig {
+        start: start.clone(),
+        ..s2_small()
+    };
+    let mut warm = Kdamond::new(warm_cfg, &warm_mm, 9);
+    // Split once, as the kernel does right after the aggregation it was recorded at: the
+    // same span, more regions, the ages kept.
+    assert!(warm.regions.len() > 16);
+    assert_eq!(warm.regions[0].start, first);
+    assert_eq!(warm.regions.last().unwrap().end, end);
+    assert!(warm.regions.iter().all(|r| r.age == 80 || r.age == 0));
+    let mut cold = Kdamond::new(s2_small(), &cold_mm, 9);
+    let (mut tw, mut tc) = (0, 0);
+    run(&mut warm, &mut warm_mm, &mut tw, 6);
+    run(&mut cold, &mut cold_mm, &mut tc, 6);
+    let first_aggr = 5 * SEC;
+    assert!(
+        !warm.applied.is_empty() && warm.applied.iter().all(|a| a.now_ns == first_aggr),
+        "{:?}",
+        warm.applied.first()
+    );
+    // Aged 81 at that merge (80 + 1); the region recorded just applied is not eligible.
+    assert!(warm.applied.iter().all(|a| a.age == 81));
+    assert!(warm.applied.iter().map(|a| a.freed).sum::<u64>() > 0);
+    assert!(pages_of(&warm_mm, FolioKind::File) < file0);
+    assert!(cold.applied.is_empty());
+    assert_eq!(pages_of(&cold_mm, FolioKind::File), file0);
+    // The cold one starts only once its regions are 12 aggregations old.
+    run(&mut cold, &mut cold_mm, &mut tc, 54);
+    assert!(cold.applied.is_empty(), "{:?}", cold.applied.first());
+    run(&mut cold, &mut cold_mm, &mut tc, 10);
+    assert!(!cold.applied.is_empty());
+    assert!(cold.applied[0].now_ns >= 60 * SEC);
+    check(&warm_mm);
+}
+
+/// §27.3 (S2's targets), §27.1 (DAMON_RECLAIM's default): on an x86-64 machine of 4 GiB the
+/// PCI hole [3 GiB, 4 GiB) is not monitored. S2's kdamond covers [16 MiB, 3 GiB) and [4 GiB,
+/// end) and its sweep goes from below the hole to above it without charging the quota for
+/// the hole (the model monitored [first managed pfn, end) before: eight aggregations of each
+/// pass, 40 s, went on 1 GiB with no page in it). DAMON_RECLAIM's default is the largest System
+/// RAM range, here the one below the hole.
+#[test]
+fn s27_monitored_ranges_leave_out_the_pci_hole() {
+    use fraglab_mm::mmzone::MachineConfig;
+    let m = MachineConfig::x86_64(4 << 30, true, 1).unwrap();
+    let mut mm = Mm::new(&m, fraglab_mm::Tunables::default()).unwrap();
+    let (hole, four_g) = (3u32 << 18, 4u32 << 18);
+    let end = mm.end_pfn();
+    assert_eq!(end, four_g + (1 << 18));
+    let mut kd = Kdamond::new(DamonConfig::s2(), &mm, 3);
+    assert_eq!(kd.regions.first().unwrap().start, (16 << 20) / 4096);
+    assert_eq!(kd.regions.last().unwrap().end, end);
+    let outside = |s: u32, e: u32| e <= hole || s >= four_g;
+    assert!(kd.regions.iter().all(|r| outside(r.start, r.end)));
+    let total: u64 = kd.regions.iter().map(|r| (r.end - r.start) as u64).sum();
+    assert_eq!(total, (hole - 4096 + (end - four_g)) as u64);
+    let reclaim = Kdamond::new(DamonConfig::damon_reclaim(), &mm, 3);
+    let (s, e) = Kdamond::largest_ram_range(&mm).unwrap();
+    assert!(e <= hole && e - s > (2 << 18), "{s:#x}-{e:#x}");
+    assert_eq!(
+        (
+            reclaim.regions.first().unwrap().start,
+            reclaim.regions.last().unwrap().end
+        ),
+        (s, e)
+    );
+    // A pass of S2's sweep over the idle machine: 128 MiB of region span per aggregation from
+    // 60 s on, none of it in the hole, across it in one aggregation.
+    let mut now = 0;
+    run(&mut kd, &mut mm, &mut now, 200);
+    assert!(kd.applied.iter().all(|a| outside(a.start, a.end)));
+    assert!(
+        kd.applied.iter().any(|a| a.start >= four_g),
+        "the sweep reached 4 GiB by 200 s"
+    );
+    let mut per_window: Vec<(u64, u64)> = Vec::new();
+    for a in &kd.applied {
+        let sz = (a.end - a.start) as u64 * 4096;
+        match per_window.last_mut() {
+            Some((t, v)) if *t == a.now_ns => *v += sz,
+            _ => per_window.push((a.now_ns, sz)),
+        }
+    }
+    assert!(per_window.iter().all(|&(_, v)| v <= 128 << 20));
+    // 3 GiB less 16 MiB below the hole: 24 windows, the 24th ending above 4 GiB.
+    let first_above = kd.applied.iter().find(|a| a.start >= four_g).unwrap().now_ns;
+    let windows_before = per_window.iter().filter(|&&(t, _)| t < first_above).count();
+    assert!(windows_before <= 24, "{windows_before} windows below the hole");
+    check(&mm);
+}
+
+/// §27.2 item 4: the applications recorded with the regions used up the quota, so the booted
+/// kdamond's first application resumes after the last of them (`charge_addr_from`), as the
+/// kernel's would; with applications short of the quota it starts at the lowest address.
+#[test]
+fn s27_booted_kdamond_resumes_after_the_recorded_applications() {
+    use fraglab_mm::damon::StartRegion;
+    let (mm, _, _) = cached(8192, 0);
+    let first = mm.zones.iter().find(|z| z.managed > 0).unwrap().start_pfn;
+    let end = mm.end_pfn();
+    let step = (end - first) / 16;
+    let start: Vec<StartRegion> = (0..16)
+        .map(|i| StartRegion {
+            start: first + i * step,
+            end: if i == 15 { end } else { first + (i + 1) * step },
+            nr_accesses: 0,
+            age: 80,
+        })
+        .collect();
+    // 4 MiB of quota = 1024 pages; the recorded aggregation applied exactly that, ending at
+    // the middle of memory.
+    let mid = first + 8 * step;
+    let cfg = |applied: Vec<(u32, u32)>| DamonConfig {
+        quota_bytes: 4 << 20,
+        start: start.clone(),
+        start_applied: applied,
+        ..s2_small()
+    };
+    let first_applied = |c: DamonConfig| {
+        let (mut mm, _, _) = cached(8192, 0);
+        let mut kd = Kdamond::new(c, &mm, 4);
+        let mut now = 0;
+        run(&mut kd, &mut mm, &mut now, 6);
+        kd.applied.first().map(|a| a.start)
+    };
+    let resumed = first_applied(cfg(vec![(mid - 1024, mid)])).unwrap();
+    assert!(resumed >= mid, "{resumed:#x} < {mid:#x}");
+    let fresh = first_applied(cfg(vec![(mid - 512, mid)])).unwrap();
+    assert!(fresh < mid - 1024, "{fresh:#x}");
+}

@@ -9,11 +9,26 @@
 //! aligned range around the address is wholly empty and inside the VMA (PMD only for a whole,
 //! empty 2 MiB region).
 //!
-//! Simplifications: upper page-table levels (PMD/PUD pages) are not allocated; partial
-//! MADV_DONTNEED of a large folio splits it at once (the kernel splits the PMD and defers the
-//! folio split to the deferred-split shrinker).
+//! Partial unmapping (kernel-model.md §31): MADV_DONTNEED of part of a large folio unmaps its
+//! pages in the range and leaves the folio whole and allocated (`Mm::zap_anon_folio`: the PMD
+//! split, the deferred split queue); the region keeps the folio among its `partial` entries
+//! with the pages still mapped, and frees it whole when the last of them goes. The pages of
+//! large folios written since their fault are kept (`Region::written`), so that the model
+//! knows which subpages are zero-filled when the deferred split shrinker splits the folio.
+//! A split inside the model (that shrinker, reclaim, migration) of a folio with a subpage map
+//! leaves its mapped pieces in a record (`Mm::take_split_pieces`) that the region takes the
+//! next time it looks at the folio (`AnonVma::resolve`), mapping the pieces where the folio
+//! was.
+//!
+//! Simplifications: upper page-table levels (PMD/PUD pages) are not allocated; a subpage the
+//! split maps to the shared zero page (zero-filled, §31.3 item 6) counts as unpopulated: a
+//! later write faults it as an empty PTE (the kernel copies the zero page into an order-0
+//! folio, `do_wp_page`, and the zero-page PTE keeps mTHP faults from covering it); VMAs start
+//! and end PMD-aligned for THPs, so munmap never splits a PMD at a VMA boundary (§31.2 item 1,
+//! second way in).
 
 use fraglab_mm::folio::{FolioId, FolioKind};
+use fraglab_mm::huge_memory::{Subpages, Zap};
 use fraglab_mm::slowpath::{MeasureWork, WorkSum};
 
 use crate::cost::CostModel;
@@ -111,6 +126,15 @@ impl FaultWork {
             FaultWork::Slow(w) => cost.alloc_work(w),
         }
     }
+
+    /// `CostModel::alloc_charge` of the sum (fast path only: CPU time, no lock).
+    #[inline]
+    pub fn charge(&self, cost: &CostModel) -> crate::cost::Charge {
+        match self {
+            FaultWork::Fast { allocs } => crate::cost::Charge::cpu(allocs * cost.alloc_fast_ns),
+            FaultWork::Slow(w) => cost.alloc_charge(w),
+        }
+    }
 }
 
 /// What one touch did.
@@ -118,10 +142,17 @@ impl FaultWork {
 pub enum Touch {
     /// Already populated: no fault.
     Hit,
-    /// A fault mapped a folio of `order` (plus a page-table page if `pt`), doing `work`.
-    Fault { order: u32, pt: bool, work: FaultWork },
+    /// A fault mapped a folio of `order` (plus a page-table page if `pt`), doing `work`; `host`
+    /// of the pages it wrote (folio and page table) took host faults (free page reporting,
+    /// §32.3 item 6; always 0 without a reporting device).
+    Fault {
+        order: u32,
+        pt: bool,
+        work: FaultWork,
+        host: u64,
+    },
     /// The fault could not be served (the task would be killed or loop; the model reports it).
-    Failed { work: FaultWork },
+    Failed { work: FaultWork, host: u64 },
 }
 
 /// One folio mapped in a region: 16 bytes (the first page's offset in the region fits a u16).
@@ -137,9 +168,19 @@ struct Mapped {
 #[derive(Clone, Debug, Default)]
 struct Region {
     pt: Option<(FolioId, u64)>,
-    /// The folios mapped, in the order they were mapped (the order unmap frees them in).
+    /// The folios mapped, in the order they were mapped (the order unmap frees them in). Their
+    /// page ranges never overlap.
     folios: Vec<Mapped>,
     populated: [u64; 8],
+    /// Pages of large folios written since the folio's fault (the faulting page, then every
+    /// touch): the others are zero-filled (§31.3 item 6). Not kept for order-0 folios.
+    written: [u64; 8],
+    /// Large folios partially unmapped (§31.2), with their pages still mapped (folio-relative,
+    /// never empty): apart from `folios`, whose entries may cover their unmapped pages.
+    partial: Vec<(Mapped, Subpages)>,
+    /// A large folio was mapped here since the region was last emptied (only such a region
+    /// can hold a folio split inside the model: `AnonVma::resolve` looks at no other).
+    has_large: bool,
     /// Host-side lookup only (no kernel counterpart; the kernel finds the folio through the
     /// PTE): with more than `INDEX_MIN_FOLIOS` folios, for every page offset the position in
     /// `folios` of the first entry covering it (`NO_FOLIO` if none), so that a touch of a
@@ -181,6 +222,20 @@ impl Region {
     fn empty_range(&self, off: u32, n: u32) -> bool {
         n == 0
             || (off / 64..=(off + n - 1) / 64).all(|w| self.populated[w as usize] & word_mask(w, off, n) == 0)
+    }
+
+    /// Marks pages [`off`, `off + n`) written.
+    fn set_written(&mut self, off: u32, n: u32) {
+        for w in off / 64..=(off + n - 1) / 64 {
+            self.written[w as usize] |= word_mask(w, off, n);
+        }
+    }
+
+    /// Marks pages [`off`, `off + n`) zero-filled (a new large folio).
+    fn clear_written(&mut self, off: u32, n: u32) {
+        for w in off / 64..=(off + n - 1) / 64 {
+            self.written[w as usize] &= !word_mask(w, off, n);
+        }
     }
 
     fn full_range(&self, off: u32, n: u32) -> bool {
@@ -233,8 +288,104 @@ impl Region {
         self.index = Some(ix);
     }
 
+    /// The zap of pages [`start`, `end`) (mapping page numbers) in this region, whose first
+    /// page is `base` (`AnonVma::dontneed`): wholly covered folios are unmapped and pushed on
+    /// `run` to be freed; a large folio covered in part is zapped in place (`Mm::zap_anon_folio`)
+    /// and kept among `partial`, and a partial one whose last mapped pages go is pushed on
+    /// `run`, whole. Returns the pages freed and the pages unmapped.
+    fn zap(&mut self, mm: &mut Mm, base: u64, start: u64, end: u64, run: &mut Vec<FolioId>) -> (u64, u64) {
+        let (lo, hi) = (
+            (start.max(base) - base) as u32,
+            (end.min(base + REGION) - base) as u32,
+        );
+        let (mut freed, mut unmapped) = (0u64, 0u64);
+        let folios = std::mem::take(&mut self.folios);
+        let mut keep = Vec::with_capacity(folios.len());
+        let mut new_partial = Vec::new();
+        for m in folios {
+            let (fo, nr) = (m.off as u32, 1u32 << m.order);
+            let alive = mm.folio_is(m.id, m.token);
+            if fo + nr <= lo || fo >= hi {
+                if alive {
+                    keep.push(m);
+                }
+                continue;
+            }
+            if !alive {
+                self.set(fo, nr, false);
+                continue;
+            }
+            if fo >= lo && fo + nr <= hi {
+                run.push(m.id);
+                self.set(fo, nr, false);
+                freed += nr as u64;
+                unmapped += nr as u64;
+                continue;
+            }
+            // Part of a large folio (§31.2).
+            let (a, b) = (lo.max(fo) - fo, hi.min(fo + nr) - fo);
+            let written = Subpages::extract(&self.written, fo, nr);
+            self.set(fo + a, b - a, false);
+            match mm.zap_anon_folio(m.id, a, b - a, &written) {
+                Zap::Whole => {
+                    run.push(m.id);
+                    freed += nr as u64;
+                    unmapped += (b - a) as u64;
+                }
+                Zap::Partial { unmapped: k } => {
+                    unmapped += k as u64;
+                    let mapped = Subpages::full(nr).and_not(&Subpages::range(a, b - a));
+                    new_partial.push((m, mapped));
+                }
+            }
+        }
+        self.folios = keep;
+        let partial = std::mem::take(&mut self.partial);
+        for (m, mapped) in partial {
+            let (fo, nr) = (m.off as u32, 1u32 << m.order);
+            if fo + nr <= lo || fo >= hi {
+                self.partial.push((m, mapped));
+                continue;
+            }
+            let (a, b) = (lo.max(fo) - fo, hi.min(fo + nr) - fo);
+            let range = Subpages::range(a, b - a);
+            let hit = mapped.and(&range);
+            if hit.is_empty() {
+                self.partial.push((m, mapped));
+                continue;
+            }
+            for sub in hit.ones() {
+                self.set(fo + sub, 1, false);
+            }
+            let rest = mapped.and_not(&range);
+            if !mm.folio_is(m.id, m.token) {
+                // Freed meanwhile (reclaimed, killed): only the mapping goes.
+                if !rest.is_empty() {
+                    self.partial.push((m, rest));
+                }
+                continue;
+            }
+            match mm.zap_anon_folio(m.id, a, b - a, &Subpages::default()) {
+                Zap::Whole => {
+                    // The last mapped pages: the folio is freed whole (§31.2 item 6).
+                    run.push(m.id);
+                    freed += nr as u64;
+                    unmapped += hit.count() as u64;
+                }
+                Zap::Partial { unmapped: k } => {
+                    unmapped += k as u64;
+                    self.partial.push((m, rest));
+                }
+            }
+        }
+        self.partial.append(&mut new_partial);
+        self.reindex();
+        (freed, unmapped)
+    }
+
     /// Appends `m` to `folios`, keeping the index.
     fn push(&mut self, m: Mapped) {
+        self.has_large |= m.order > 0;
         self.folios.push(m);
         let i = self.folios.len() - 1;
         match &mut self.index {
@@ -279,13 +430,78 @@ impl AnonVma {
     }
 
     /// The live folios of the mapping.
-    fn live_folios(&self, mm: &Mm) -> Vec<FolioId> {
+    fn live_folios(&mut self, mm: &mut Mm) -> Vec<FolioId> {
+        for ri in 0..self.regions.len() {
+            self.resolve(mm, ri);
+        }
         self.regions
             .iter()
-            .flat_map(|r| &r.folios)
+            .flat_map(|r| r.folios.iter().chain(r.partial.iter().map(|(m, _)| m)))
             .filter(|m| mm.folio_is(m.id, m.token))
             .map(|m| m.id)
             .collect()
+    }
+
+    /// Whether entry `m` of region `ri` still maps its folio as it was mapped (live, same
+    /// content, same order); false if it was freed or split inside the model.
+    #[inline]
+    fn whole(mm: &Mm, m: &Mapped) -> bool {
+        mm.folio_is(m.id, m.token) && mm.folios.folios[m.id as usize].order == m.order
+    }
+
+    /// Region `ri`'s large folios that a split inside the model (the deferred split shrinker,
+    /// reclaim, migration: `Mm::split_anon_folio`) turned into order-0 pieces: the pieces it
+    /// left mapped take the folio's place (its record, `Mm::take_split_pieces`), and the pages
+    /// it freed or mapped to the zero page become unpopulated (module doc). A folio freed
+    /// (reclaimed to swap, killed) or split without a record stays as it was.
+    fn resolve(&mut self, mm: &mut Mm, ri: usize) {
+        let r = &mut self.regions[ri];
+        if !r.has_large {
+            return;
+        }
+        let split = |mm: &Mm, m: &Mapped| m.order > 0 && !AnonVma::whole(mm, m);
+        if !r.folios.iter().any(|m| split(mm, m)) && !r.partial.iter().any(|(m, _)| split(mm, m)) {
+            return;
+        }
+        let mut gone = 0u64;
+        let mut adopt = |r: &mut Region, mm: &mut Mm, m: &Mapped, mapped: Subpages| -> bool {
+            let Some(pieces) = mm.take_split_pieces(m.token) else {
+                return false;
+            };
+            let mut kept = Subpages::default();
+            for &(sub, id) in &pieces {
+                kept.set_range(sub as u32, 1, true);
+                r.push(Mapped {
+                    token: m.token,
+                    id,
+                    off: m.off + sub,
+                    order: 0,
+                });
+            }
+            for sub in mapped.and_not(&kept).ones() {
+                r.set(m.off as u32 + sub, 1, false);
+                gone += 1;
+            }
+            true
+        };
+        let folios = std::mem::take(&mut r.folios);
+        let mut keep = Vec::with_capacity(folios.len());
+        for m in folios {
+            if !(split(mm, &m) && adopt(r, mm, &m, Subpages::full(1 << m.order))) {
+                keep.push(m);
+            }
+        }
+        // The adopted pieces were pushed after the folios taken out: put those first again.
+        keep.append(&mut r.folios);
+        r.folios = keep;
+        let partial = std::mem::take(&mut r.partial);
+        for (m, mapped) in partial {
+            if !(split(mm, &m) && adopt(r, mm, &m, mapped)) {
+                r.partial.push((m, mapped));
+            }
+        }
+        r.reindex();
+        self.rss -= gone;
     }
 
     /// The VM_LOCKED half of mlock(2) (`mlock_fixup`, §29.1.2): the mapping becomes locked
@@ -348,52 +564,119 @@ impl AnonVma {
         assert!(vpage < self.nr_pages, "touch beyond the VMA");
         let ri = (vpage / REGION) as usize;
         let off = (vpage % REGION) as u32;
-        let r = &self.regions[ri];
+        let r = &mut self.regions[ri];
         if r.is_set(off) {
             let mut run = 1;
             // The access sets the PTE young bit: PG_referenced stands in for it (reclaim keeps
             // referenced anonymous folios, §10.3.5).
-            if let Some(i) = r.find(off) {
-                let Mapped {
-                    id,
-                    token,
-                    off: fo,
-                    order,
-                } = r.folios[i];
-                if mm.folio_is(id, token) {
-                    mm.folios.folios[id as usize].set_referenced(true);
-                    mm.folios.folios[id as usize].set_idle(false);
+            let Some(i) = r.find(off) else {
+                return self.touch_partial(mm, cpu, vpage, end);
+            };
+            let Mapped {
+                id,
+                token,
+                off: fo,
+                order,
+            } = r.folios[i];
+            let mut submap = false;
+            if mm.folio_is(id, token) {
+                let f = &mut mm.folios.folios[id as usize];
+                if f.order != order {
+                    // Split inside the model since it was mapped (§31.3): its pieces first.
+                    return self.touch_partial(mm, cpu, vpage, end);
                 }
-                // The rest of this folio's pages (populated, and found in this same entry, as
-                // entries never overlap) within [vpage, end).
-                let fend = (fo as u32 + (1u32 << order)) as u64 + ri as u64 * REGION;
-                let n = (fend.min(end).min(self.nr_pages) - vpage) as u32;
-                if n > 1 && r.full_range(off, n) {
-                    run = n as u64;
+                f.set_referenced(true);
+                f.set_idle(false);
+                submap = f.has_submap();
+            }
+            // The rest of this folio's pages (populated, and found in this same entry, as
+            // entries never overlap) within [vpage, end).
+            let fend = (fo as u32 + (1u32 << order)) as u64 + ri as u64 * REGION;
+            let n = (fend.min(end).min(self.nr_pages) - vpage) as u32;
+            if n > 1 && r.full_range(off, n) {
+                run = n as u64;
+            }
+            if order > 0 {
+                // A write to a large folio: its subpages are no longer zero-filled (§31.3).
+                r.set_written(off, run as u32);
+                if submap {
+                    mm.anon_folio_written(id, off - fo as u32, run as u32);
                 }
             }
             return (Touch::Hit, run);
         }
         if let Some(run) = self.fault_run(mm, cpu, vpage, end) {
+            // `anon_fault_run` serves no fault with a reporting device: no host faults here.
             let t = Touch::Fault {
                 order: 0,
                 pt: false,
                 work: FaultWork::Fast { allocs: 1 },
+                host: 0,
             };
             return (t, run);
         }
         let before = mm.work_sum();
+        let host_before = mm.reporting.pending_host_faults();
         let fault = self.fault(mm, cpu, vpage);
+        // The fault's own host faults: charged with it, not left to the engine.
+        let host = mm.reporting.claim_host_faults(host_before);
         let after = &mm.work.sum;
         let work = match after.fast_allocs_since(&before) {
             Some(allocs) => FaultWork::Fast { allocs },
             None => FaultWork::Slow(Box::new(after.since(&before))),
         };
         let t = match fault {
-            Some((order, pt)) => Touch::Fault { order, pt, work },
-            None => Touch::Failed { work },
+            Some((order, pt)) => Touch::Fault {
+                order,
+                pt,
+                work,
+                host,
+            },
+            None => Touch::Failed { work, host },
         };
         (t, 1)
+    }
+
+    /// A touch of populated page `vpage` that no entry of `folios` maps as it was mapped: a
+    /// page of a partially unmapped folio, or of a folio split inside the model (taken over
+    /// by `resolve` first, then touched as any page).
+    fn touch_partial(&mut self, mm: &mut Mm, cpu: u32, vpage: u64, end: u64) -> (Touch, u64) {
+        let ri = (vpage / REGION) as usize;
+        let off = (vpage % REGION) as u32;
+        self.resolve(mm, ri);
+        let r = &mut self.regions[ri];
+        if !r.is_set(off) {
+            // The split freed it or mapped it to the zero page: a fault.
+            return self.touch_run(mm, cpu, vpage, end);
+        }
+        if let Some(i) = r.find(off) {
+            let m = r.folios[i];
+            if AnonVma::whole(mm, &m) || !mm.folio_is(m.id, m.token) {
+                return self.touch_run(mm, cpu, vpage, end);
+            }
+            // Split without a record (by a path that knew no subpage map): its first piece
+            // keeps the id and the content, and takes the hit as before §31.
+            let f = &mut mm.folios.folios[m.id as usize];
+            f.set_referenced(true);
+            f.set_idle(false);
+            return (Touch::Hit, 1);
+        }
+        let hit = r.partial.iter().find(|(m, mapped)| {
+            let fo = m.off as u32;
+            off >= fo && off < fo + (1 << m.order) && mapped.test(off - fo)
+        });
+        if let Some(&(m, _)) = hit {
+            if mm.folio_is(m.id, m.token) {
+                let f = &mut mm.folios.folios[m.id as usize];
+                f.set_referenced(true);
+                f.set_idle(false);
+                r.set_written(off, 1);
+                mm.anon_folio_written(m.id, off - m.off as u32, 1);
+            }
+        } else {
+            debug_assert!(false, "populated page {vpage} without a mapping");
+        }
+        (Touch::Hit, 1)
     }
 
     /// The faults of unpopulated pages from `vpage` on (before `end`, in `vpage`'s region),
@@ -469,6 +752,14 @@ impl AnonVma {
         let start = off & !(n - 1);
         let r = &mut self.regions[ri];
         r.set(start, n, true);
+        if order > 0 {
+            // The folio comes zeroed and the fault writes one subpage (§31.3 item 6).
+            r.clear_written(start, n);
+            r.set_written(off, 1);
+            if order == HPAGE_PMD_ORDER && mm.thp_tracks_underused() {
+                mm.anon_track_written(id, &Subpages::range(off - start, 1));
+            }
+        }
         r.push(Mapped {
             token,
             id,
@@ -479,72 +770,35 @@ impl AnonVma {
         Some((order, pt))
     }
 
-    /// MADV_DONTNEED of pages [`start`, `start + n`): folios wholly inside are freed, large
-    /// folios straddling the range are split and their pieces inside freed. Page tables stay.
-    /// Returns the pages freed. On a locked mapping madvise(MADV_DONTNEED) fails with EINVAL
-    /// (`madvise_dontneed_free_valid_vma`): nothing is freed.
+    /// MADV_DONTNEED of pages [`start`, `start + n`) (`zap_page_range_single`, §31.1–§31.2):
+    /// folios wholly inside are freed; a large folio the range covers in part has those pages
+    /// unmapped (`Mm::zap_anon_folio`: the PMD split, the deferred split queue) and stays
+    /// allocated, whole, among the region's `partial` entries, until a zap takes its last
+    /// mapped page and frees it whole. Page tables stay. Returns the pages freed. On a locked
+    /// mapping madvise(MADV_DONTNEED) fails with EINVAL (`madvise_dontneed_free_valid_vma`):
+    /// nothing is freed.
     ///
-    /// The frees are gathered and done by `Mm::free_folio_run` in the order met, the run cut
-    /// before each split (a split inserts folios, so the frees before it must have happened
-    /// for the folio table's reusable ids to be the same): the same state as `free_folio` on
-    /// each as met.
+    /// The frees are gathered and done by `Mm::free_folio_run` in the order met (per region,
+    /// the wholly mapped folios, then the partially mapped ones): the same state as
+    /// `free_folio` on each as met (a partial zap frees nothing and changes no buddy state).
     pub fn dontneed(&mut self, mm: &mut Mm, cpu: u32, start: u64, n: u64) -> u64 {
         if self.locked {
             return 0;
         }
         let end = (start + n).min(self.nr_pages);
-        let mut freed = 0;
+        if start >= end {
+            return 0;
+        }
+        let (mut freed, mut unmapped) = (0, 0);
         let mut run: Vec<FolioId> = Vec::new();
         for ri in (start / REGION) as usize..end.div_ceil(REGION) as usize {
-            let base = ri as u64 * REGION;
-            let (lo, hi) = (start.max(base) - base, end.min(base + REGION) - base);
-            let folios = std::mem::take(&mut self.regions[ri].folios);
-            let mut keep = Vec::with_capacity(folios.len());
-            for m in folios {
-                let Mapped { id, token, order, .. } = m;
-                let off = m.off as u32;
-                let (fo, fn_) = (off as u64, 1u64 << order);
-                let alive = mm.folio_is(id, token);
-                if fo + fn_ <= lo || fo >= hi {
-                    if alive {
-                        keep.push(m);
-                    }
-                    continue;
-                }
-                if !alive {
-                    self.regions[ri].set(off, fn_ as u32, false);
-                    continue;
-                }
-                if fo >= lo && fo + fn_ <= hi {
-                    run.push(id);
-                    self.regions[ri].set(off, fn_ as u32, false);
-                    freed += fn_;
-                    continue;
-                }
-                mm.free_folio_run(cpu, &run);
-                run.clear();
-                for (i, piece) in mm.split_folio(id).into_iter().enumerate() {
-                    let p = fo + i as u64;
-                    let t = mm.folios.get(piece).token();
-                    if p >= lo && p < hi {
-                        run.push(piece);
-                        self.regions[ri].set(p as u32, 1, false);
-                        freed += 1;
-                    } else {
-                        keep.push(Mapped {
-                            token: t,
-                            id: piece,
-                            off: p as u16,
-                            order: 0,
-                        });
-                    }
-                }
-            }
-            self.regions[ri].folios = keep;
-            self.regions[ri].reindex();
+            self.resolve(mm, ri);
+            let (f, u) = self.regions[ri].zap(mm, ri as u64 * REGION, start, end, &mut run);
+            freed += f;
+            unmapped += u;
         }
         mm.free_folio_run(cpu, &run);
-        self.rss -= freed;
+        self.rss -= unmapped;
         freed
     }
 
@@ -558,6 +812,9 @@ impl AnonVma {
     /// share no state.
     pub fn unmap(&mut self, mm: &mut Mm, cpu: u32) -> u64 {
         self.munlock(mm);
+        for ri in 0..self.regions.len() {
+            self.resolve(mm, ri);
+        }
         let mut freed = 0;
         let mut ids = Vec::new();
         for r in &mut self.regions {
@@ -576,6 +833,16 @@ impl AnonVma {
                     mm.swap_free_token(token);
                 }
             }
+            // Partially unmapped folios: the last PTEs go and each is freed whole (§31.2
+            // item 6).
+            for &(Mapped { id, token, order, .. }, _) in &r.partial {
+                if mm.folio_is(id, token) {
+                    ids.push(id);
+                    freed += 1u64 << order;
+                } else {
+                    mm.swap_free_token(token);
+                }
+            }
             if let Some((id, token)) = r.pt {
                 if mm.folio_is(id, token) {
                     ids.push(id);
@@ -588,11 +855,11 @@ impl AnonVma {
         freed
     }
 
-    /// Pages populated per folio order.
+    /// Folios mapped per folio order (a partially unmapped one at its order).
     pub fn folio_orders(&self) -> [u64; 11] {
         let mut out = [0; 11];
         for r in &self.regions {
-            for m in &r.folios {
+            for m in r.folios.iter().chain(r.partial.iter().map(|(m, _)| m)) {
                 out[m.order as usize] += 1;
             }
         }
@@ -735,69 +1002,110 @@ mod tests {
     }
 
     /// The per-folio `dontneed` that `free_folio_run` replaced (a `free_folio` as each folio
-    /// or piece is met).
+    /// is met). Since §31 a large folio the range covers in part is not split and freed in
+    /// pieces any more: its pages in the range are unmapped (`Mm::zap_anon_folio`) and it
+    /// stays whole among the region's `partial` entries until a zap takes its last mapped
+    /// pages, when it is freed whole; the reference does the same, freeing at once.
     fn dontneed_per_folio(v: &mut AnonVma, mm: &mut Mm, cpu: u32, start: u64, n: u64) -> u64 {
         if v.locked {
             return 0;
         }
         let end = (start + n).min(v.nr_pages);
-        let mut freed = 0;
+        if start >= end {
+            return 0;
+        }
+        let (mut freed, mut unmapped) = (0u64, 0u64);
         for ri in (start / REGION) as usize..end.div_ceil(REGION) as usize {
+            v.resolve(mm, ri);
             let base = ri as u64 * REGION;
-            let (lo, hi) = (start.max(base) - base, end.min(base + REGION) - base);
-            let folios = std::mem::take(&mut v.regions[ri].folios);
+            let (lo, hi) = (
+                (start.max(base) - base) as u32,
+                (end.min(base + REGION) - base) as u32,
+            );
+            let r = &mut v.regions[ri];
+            let folios = std::mem::take(&mut r.folios);
             let mut keep = Vec::with_capacity(folios.len());
+            let mut new_partial = Vec::new();
             for m in folios {
-                let Mapped { id, token, order, .. } = m;
-                let off = m.off as u32;
-                let (fo, fn_) = (off as u64, 1u64 << order);
-                let alive = mm.folio_is(id, token);
-                if fo + fn_ <= lo || fo >= hi {
+                let (fo, nr) = (m.off as u32, 1u32 << m.order);
+                let alive = mm.folio_is(m.id, m.token);
+                if fo + nr <= lo || fo >= hi {
                     if alive {
                         keep.push(m);
                     }
                     continue;
                 }
                 if !alive {
-                    v.regions[ri].set(off, fn_ as u32, false);
+                    r.set(fo, nr, false);
                     continue;
                 }
-                if fo >= lo && fo + fn_ <= hi {
-                    mm.free_folio(cpu, id);
-                    v.regions[ri].set(off, fn_ as u32, false);
-                    freed += fn_;
+                if fo >= lo && fo + nr <= hi {
+                    mm.free_folio(cpu, m.id);
+                    r.set(fo, nr, false);
+                    freed += nr as u64;
+                    unmapped += nr as u64;
                     continue;
                 }
-                for (i, piece) in mm.split_folio(id).into_iter().enumerate() {
-                    let p = fo + i as u64;
-                    let t = mm.folios.get(piece).token();
-                    if p >= lo && p < hi {
-                        mm.free_folio(cpu, piece);
-                        v.regions[ri].set(p as u32, 1, false);
-                        freed += 1;
-                    } else {
-                        keep.push(Mapped {
-                            token: t,
-                            id: piece,
-                            off: p as u16,
-                            order: 0,
-                        });
+                let (a, b) = (lo.max(fo) - fo, hi.min(fo + nr) - fo);
+                let written = Subpages::extract(&r.written, fo, nr);
+                r.set(fo + a, b - a, false);
+                match mm.zap_anon_folio(m.id, a, b - a, &written) {
+                    Zap::Whole => unreachable!("a wholly mapped folio covered in part"),
+                    Zap::Partial { unmapped: k } => {
+                        unmapped += k as u64;
+                        new_partial.push((m, Subpages::full(nr).and_not(&Subpages::range(a, b - a))));
                     }
                 }
             }
-            v.regions[ri].folios = keep;
-            v.regions[ri].reindex();
+            r.folios = keep;
+            for (m, mapped) in std::mem::take(&mut r.partial) {
+                let (fo, nr) = (m.off as u32, 1u32 << m.order);
+                let (a, b) = (lo.max(fo).min(fo + nr) - fo, hi.min(fo + nr).max(fo) - fo);
+                let range = Subpages::range(a, b.saturating_sub(a));
+                let hit = mapped.and(&range);
+                if hit.is_empty() {
+                    r.partial.push((m, mapped));
+                    continue;
+                }
+                for sub in hit.ones() {
+                    r.set(fo + sub, 1, false);
+                }
+                let rest = mapped.and_not(&range);
+                if !mm.folio_is(m.id, m.token) {
+                    if !rest.is_empty() {
+                        r.partial.push((m, rest));
+                    }
+                    continue;
+                }
+                match mm.zap_anon_folio(m.id, a, b - a, &Subpages::default()) {
+                    Zap::Whole => {
+                        mm.free_folio(cpu, m.id);
+                        freed += nr as u64;
+                        unmapped += hit.count() as u64;
+                    }
+                    Zap::Partial { unmapped: k } => {
+                        unmapped += k as u64;
+                        r.partial.push((m, rest));
+                    }
+                }
+            }
+            r.partial.append(&mut new_partial);
+            r.reindex();
         }
-        v.rss -= freed;
+        v.rss -= unmapped;
         freed
     }
 
-    /// The per-folio `unmap` that `free_folio_run` replaced.
+    /// The per-folio `unmap` that `free_folio_run` replaced (partially unmapped folios freed
+    /// whole after the region's other folios, §31.2 item 6).
     fn unmap_per_folio(v: &mut AnonVma, mm: &mut Mm, cpu: u32) -> u64 {
         v.munlock(mm);
+        for ri in 0..v.regions.len() {
+            v.resolve(mm, ri);
+        }
         let mut freed = 0;
         for r in &mut v.regions {
-            for &Mapped { id, token, order, .. } in &r.folios {
+            for &Mapped { id, token, order, .. } in r.folios.iter().chain(r.partial.iter().map(|(m, _)| m)) {
                 if mm.folio_is(id, token) {
                     mm.free_folio(cpu, id);
                     freed += 1u64 << order;
@@ -820,8 +1128,16 @@ mod tests {
     fn mm_state(mm: &Mm) -> String {
         let mut rss: Vec<_> = mm.folios.rss.iter().collect();
         rss.sort();
+        // The deferred split queue by its live entries in order (the stale entries it keeps
+        // until met depend on when folios were freed, not on what the model does).
+        let queued: Vec<_> = mm.deferred_split.queued(&mm.folios).collect();
+        let submaps: Vec<_> = mm
+            .folios
+            .live()
+            .map(|(id, _)| mm.folios.submap(id).copied())
+            .collect();
         format!(
-            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?} {} {}\n{:?}",
             mm.zones,
             mm.pages,
             mm.block_content,
@@ -833,6 +1149,10 @@ mod tests {
             mm.work.sum,
             mm.mthp,
             mm.trace.buf,
+            queued,
+            mm.deferred_split.len,
+            mm.deferred_split.nr_deferred,
+            submaps,
         )
     }
 
@@ -924,9 +1244,10 @@ mod tests {
     }
 
     /// `dontneed` and `unmap` through `free_folio_run` leave the machine as the per-folio
-    /// versions did (the run cut before each split keeps the reused ids' order: the faults
-    /// after get the same folios), over random faults, MADV_DONTNEED with splits, mlock and
-    /// unmaps of several mappings.
+    /// versions do (the faults after get the same folios), over random faults, MADV_DONTNEED
+    /// of whole folios and of parts of large ones (since §31 a partial zap keeps the folio
+    /// whole: PMD split, deferred split queue, freed whole later), mlock and unmaps of several
+    /// mappings; every invariant holds throughout, and the partial paths were taken.
     #[test]
     fn dontneed_and_unmap_runs_match_per_folio_frees() {
         let mut x = 0x5151_7e57_0ddb_a11du64;
@@ -936,6 +1257,7 @@ mod tests {
             x ^= x << 17;
             x
         };
+        let mut partial_zaps = 0;
         for round in 0..8 {
             let (mut ma, mut mb) = (machine(), machine());
             let nr = 2 * REGION + 129;
@@ -968,13 +1290,22 @@ mod tests {
                 }
                 if step % 8 == 7 {
                     assert_eq!(mm_state(&ma), mm_state(&mb), "round {round} step {step}");
+                    if let Err(e) = mb.check_invariants() {
+                        panic!("round {round} step {step}: {e}");
+                    }
                 }
             }
+            partial_zaps += mb.stat(fraglab_mm::vmstat::Stat::thp_split_pmd);
             for k in 0..3 {
                 assert_eq!(unmap_per_folio(&mut va[k], &mut ma, 0), vb[k].unmap(&mut mb, 0));
             }
             assert_eq!(mm_state(&ma), mm_state(&mb));
+            mb.check_invariants().unwrap();
+            // Everything unmapped: nothing queued, nothing partially mapped.
+            assert_eq!(mb.deferred_split.len, 0);
+            assert_eq!(mb.mthp.nr_anon_partially_mapped, [0; 11]);
         }
+        assert!(partial_zaps > 5, "only {partial_zaps} PMD splits");
     }
 
     /// `max_order`'s upward search answers as the downward one it replaced, for every

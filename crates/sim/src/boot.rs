@@ -50,6 +50,13 @@ pub fn thp_config(spec: &Spec) -> ThpConfig {
             t.per_size[order as usize] = enabled(&v);
         }
     }
+    // The deferred split (§31.3).
+    if let Some(v) = int(spec, "transparent_hugepage/shrink_underused") {
+        t.shrink_underused = v != 0;
+    }
+    if let Some(v) = int(spec, "transparent_hugepage/khugepaged/max_ptes_none") {
+        t.max_ptes_none = v as u32;
+    }
     t
 }
 
@@ -183,6 +190,8 @@ pub fn mm_config_with(spec: &Spec, machine: MachineConfig) -> MmConfig {
     cfg.xa_nodes = spec.model.xa_nodes;
     cfg.swap_pages = spec.machine.swap_bytes / 4096;
     cfg.debug_vm = spec.run.debug_vm;
+    // §32.1: a free page reporting device, if the machine has one.
+    cfg.page_reporting_order = spec.machine.page_reporting_order;
     cfg
 }
 
@@ -230,6 +239,16 @@ pub fn damon_config(spec: &Spec) -> Option<DamonConfig> {
             low: v("wmarks_low").unwrap_or(base.low),
         }
     });
+    if let Some(r) = &d.regions {
+        let page = fraglab_mm::types::PAGE_SIZE;
+        c.regions = r
+            .iter()
+            .map(|&(s, e)| {
+                let pfn = |b: u64| (b / page).min(u32::MAX as u64) as u32;
+                (pfn(s), pfn(e))
+            })
+            .collect();
+    }
     if let Some(f) = &d.filters {
         c.filters = f
             .iter()

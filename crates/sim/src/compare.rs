@@ -209,11 +209,13 @@ pub enum Better {
 /// latencies in µs) and for the cost counters — stalls, failures, fallbacks, pages scanned,
 /// reclaimed or swapped, refaults, kcompactd wake-ups, drains, OOM kills; higher is better for
 /// throughputs (TPS, MiB/s, vm-scalability), THP faults served, compaction successes and
-/// efficiencies, the share of huge pages or large folios; neither for folio-order censuses.
+/// efficiencies, the share of huge pages or large folios; neither for folio-order censuses and
+/// the pageblock censuses of named samples (`census.NAME.ZONE.CLASS`, whose sample name could
+/// hold any of the words above).
 pub fn better(metric: &str) -> Better {
     let m = metric.to_ascii_lowercase();
     let has = |w: &[&str]| w.iter().any(|x| m.contains(x));
-    if m.contains("stddev") || m.contains("pages in order-") {
+    if m.contains("stddev") || m.contains("pages in order-") || m.starts_with("census.") {
         Better::Neither
     } else if has(&[
         "time", "(us)", "stall", "fail", "fallback", "scanned", "stolen", "swap ", "refault", "wake",

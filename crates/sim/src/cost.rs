@@ -61,6 +61,18 @@ pub struct CostModel {
     pub file_create_ns: u64,
     /// Unlinking a small file, excluding the freeing of its page cache (charged per page).
     pub file_unlink_ns: u64,
+    /// Free page reporting (§32.3 item 6): the first write to a 4 KiB page whose
+    /// backing the host discarded (an EPT violation the host serves by allocating and zeroing
+    /// a page; invisible to the guest kernel). Charged only with `[machine]
+    /// page_reporting_order`: a fault's latency includes its own (recorded apart too,
+    /// `LatencyHistogram::host_fault_ns`), other writes (page-cache fills, slab, migration
+    /// targets) lengthen the step that made them.
+    pub host_fault_ns: u64,
+    /// One chunk moved between the buddy lists and a PCP list or a caller under `zone->lock`
+    /// by the allocation and free paths (`__rmqueue` in `rmqueue_bulk` and `rmqueue_buddy`,
+    /// `__free_one_page` in `free_pcppages_bulk` and `free_one_page`): the hold time of those
+    /// calls per chunk. A part of `alloc_fast_ns` and `free_page_ns`, never charged on top.
+    pub zone_lock_chunk_ns: u64,
 }
 
 impl Default for CostModel {
@@ -89,6 +101,8 @@ impl Default for CostModel {
             free_page_ns: 280,
             file_create_ns: 14_000,
             file_unlink_ns: 17_000,
+            host_fault_ns: 13_000,
+            zone_lock_chunk_ns: 35,
         }
     }
 }
@@ -122,19 +136,117 @@ impl CostModel {
             "free_page_ns" => &mut self.free_page_ns,
             "file_create_ns" => &mut self.file_create_ns,
             "file_unlink_ns" => &mut self.file_unlink_ns,
+            "host_fault_ns" => &mut self.host_fault_ns,
+            "zone_lock_chunk_ns" => &mut self.zone_lock_chunk_ns,
             _ => return None,
         })
     }
 
-    /// The cost of compaction work (either a direct compactor's or kcompactd's).
+    /// The time of compaction work (either a direct compactor's or kcompactd's): its CPU
+    /// time ([`CostModel::compaction_phase`]) and its waits for writeback.
     pub fn compaction(&self, st: &fraglab_mm::compaction::CompactRunStats) -> u64 {
-        st.runs * self.compact_run_ns
-            + st.migrate_scanned * self.migrate_scan_pfn_ns_x1000 / 1000
-            + st.free_scanned * self.free_scan_pfn_ns_x1000 / 1000
-            + st.isolated * self.isolate_page_ns
-            + st.migrated_pages * self.migrate_page_ns
-            + st.migrate_retries * self.isolate_page_ns
-            + st.migrate_wait_ns
+        let p = self.compaction_phase(st);
+        p.cpu_ns + p.wait_ns
+    }
+
+    /// Compaction work as the timed engine charges it: CPU time — a fixed cost per
+    /// `compact_zone` run, the pfns both scanners looked at, the pages isolated, moved and
+    /// retried — of which two parts are lock holds, and the waits of SYNC migration for
+    /// writeback (`folio_wait_writeback`, §25.2: `migrate_wait_ns`), which are not CPU.
+    ///
+    /// - `lruvec->lru_lock`: `isolate_migratepages_block` (mm/compaction.c) takes the lock at
+    ///   the first LRU folio it isolates and drops it every `COMPACT_CLUSTER_MAX` (32) pfns and
+    ///   when it returns with up to 32 pages: hold = `isolate_page_ns` per page isolated, one
+    ///   lock call per 32 pages isolated. Simplified: the pfns scanned under the lock between
+    ///   isolated folios are not part of the hold.
+    /// - `zone->lock`: `isolate_freepages_block` takes it at the first free page of a
+    ///   32-pfn cluster and keeps it to the cluster's end (`compact_unlock_should_abort`), and
+    ///   `fast_isolate_freepages` holds it while it walks a free list: hold = the free
+    ///   scanner's time (`free_scan_pfn_ns_x1000` per pfn, which includes isolating and
+    ///   splitting the free pages), one lock call per 32 pfns. An upper bound: clusters without
+    ///   a free page are scanned unlocked in the kernel.
+    ///
+    /// Not modelled as holds: migration's own locks (the folio lock, the mapping's i_pages),
+    /// the LRU putback of migrated folios (per-CPU batches), async compaction's trylock
+    /// (`compact_lock_irqsave` sets `cc->contended`, §24.5: the model never sets it).
+    pub fn compaction_phase(&self, st: &fraglab_mm::compaction::CompactRunStats) -> Phase {
+        let free_scan = st.free_scanned * self.free_scan_pfn_ns_x1000 / 1000;
+        let isolate = st.isolated * self.isolate_page_ns;
+        Phase {
+            cpu_ns: st.runs * self.compact_run_ns
+                + st.migrate_scanned * self.migrate_scan_pfn_ns_x1000 / 1000
+                + free_scan
+                + isolate
+                + st.migrated_pages * self.migrate_page_ns
+                + st.migrate_retries * self.isolate_page_ns,
+            zone: Hold {
+                calls: st.free_scanned.div_ceil(COMPACT_CLUSTER_MAX),
+                hold_ns: free_scan,
+            },
+            lru: Hold {
+                calls: st.isolated.div_ceil(COMPACT_CLUSTER_MAX),
+                hold_ns: isolate,
+            },
+            wait_ns: st.migrate_wait_ns,
+        }
+    }
+
+    /// Reclaim as the timed engine charges it ([`CostModel::reclaim`]): the LRU scan runs
+    /// under `lruvec->lru_lock` (`shrink_inactive_list` / `shrink_active_list` take it around
+    /// `isolate_lru_folios` of up to `SWAP_CLUSTER_MAX` (32) folios, mm/vmscan.c): hold =
+    /// `reclaim_scan_page_ns` per page, one lock call per 32 pages; `shrink_folio_list`'s
+    /// per-folio work (`reclaim_clean_ns`) runs unlocked. Simplified: the putback
+    /// (`move_folios_to_lru`, a second short hold per batch) is not a hold of its own.
+    pub fn reclaim_phase(&self, pages: u64, folios: u64) -> Phase {
+        let scan = pages * self.reclaim_scan_page_ns;
+        Phase {
+            cpu_ns: scan + folios * self.reclaim_clean_ns,
+            lru: Hold {
+                calls: pages.div_ceil(SWAP_CLUSTER_MAX),
+                hold_ns: scan,
+            },
+            ..Phase::default()
+        }
+    }
+
+    /// Allocation work (`MeasureWork::measure`'s `WorkSum`) as the timed engine charges it:
+    /// the fast paths, then the slow paths' compaction, reclaim and `drain_all_pages`, in the
+    /// order the slow path first does them (§7.4). Its total is [`CostModel::alloc_work`].
+    pub fn alloc_charge(&self, w: &fraglab_mm::slowpath::WorkSum) -> Charge {
+        Charge {
+            base: Phase {
+                cpu_ns: w.allocs * self.alloc_fast_ns,
+                ..Phase::default()
+            },
+            compaction: self.compaction_phase(&w.compaction),
+            reclaim: self.reclaim_phase(w.reclaimed, w.reclaimed_folios),
+            drain: self.drain(w.drains, w.drain_ipis, w.drained_pages),
+        }
+    }
+
+    /// One allocation attempt (`AllocWork`, a buffered write's folio allocation) as the timed
+    /// engine charges it: its fast path, then its slow path's work.
+    pub fn attempt_charge(&self, w: &fraglab_mm::slowpath::AllocWork) -> Charge {
+        Charge {
+            base: Phase {
+                cpu_ns: self.alloc_fast_ns,
+                ..Phase::default()
+            },
+            compaction: self.compaction_phase(&w.compaction),
+            reclaim: self.reclaim_phase(w.reclaimed, w.reclaimed_folios),
+            drain: self.drain(w.drains as u64, w.drain_ipis as u64, w.drained_pages),
+        }
+    }
+
+    /// `calls` `drain_all_pages` of `cpus` CPUs and `pages` pages in all
+    /// ([`CostModel::drain_wait`]).
+    pub fn drain(&self, calls: u64, cpus: u64, pages: u64) -> Drain {
+        Drain {
+            calls,
+            cpus,
+            pages,
+            cpu_ns: self.drain_wait(cpus, pages),
+        }
     }
 
     /// The cost of reclaim over `pages` pages (scanned where known, else reclaimed) that
@@ -143,18 +255,18 @@ impl CostModel {
         pages * self.reclaim_scan_page_ns + folios * self.reclaim_clean_ns
     }
 
-    /// The cost of allocation work (`MeasureWork::measure`'s `WorkSum`): the fast path of every
-    /// allocation plus compaction, reclaim and drain IPIs in slow paths.
+    /// The time of allocation work (`MeasureWork::measure`'s `WorkSum`): the fast path of
+    /// every allocation plus compaction, reclaim and drains in slow paths, waits included
+    /// (lock waits excluded: only the timed engine knows them, [`CostModel::alloc_charge`]).
     pub fn alloc_work(&self, w: &fraglab_mm::slowpath::WorkSum) -> u64 {
-        w.allocs * self.alloc_fast_ns
-            + self.compaction(&w.compaction)
-            + self.reclaim(w.reclaimed, w.reclaimed_folios)
-            + self.drain_wait(w.drain_ipis, w.drained_pages)
+        let c = self.alloc_charge(w);
+        c.cpu_ns() + c.wait_ns()
     }
 
     /// What a `drain_all_pages` costs its caller: since Linux 6.1 `__drain_all_pages` drains
     /// every CPU's lists itself, one after the other (`drain_pages_zone` under the remote pcp
-    /// lock, no IPI): a per-CPU overhead and `free_pcppages_bulk` of every page.
+    /// lock, no IPI): a per-CPU overhead and `free_pcppages_bulk` of every page. The cost grows
+    /// with the CPUs that hold pages: `cpus` is their number.
     pub fn drain_wait(&self, cpus: u64, pages: u64) -> u64 {
         cpus * self.drain_ipi_ns + pages * self.drain_page_ns
     }
@@ -212,6 +324,95 @@ impl CostModel {
             wait
         } else {
             0
+        }
+    }
+}
+
+/// `COMPACT_CLUSTER_MAX` and `SWAP_CLUSTER_MAX` (32): the batch of the compaction scanners and
+/// of the LRU isolation in reclaim, between which they drop their locks.
+pub const COMPACT_CLUSTER_MAX: u64 = 32;
+pub const SWAP_CLUSTER_MAX: u64 = 32;
+
+/// One lock's part of a piece of work: `calls` lock calls holding it `hold_ns` in all (a part
+/// of the work's CPU time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hold {
+    pub calls: u64,
+    pub hold_ns: u64,
+}
+
+/// A phase of work: its CPU time, the parts of that time spent holding `zone->lock` and
+/// `lruvec->lru_lock`, and its waits that are not CPU work (SYNC migration's writeback waits).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Phase {
+    pub cpu_ns: u64,
+    pub zone: Hold,
+    pub lru: Hold,
+    pub wait_ns: u64,
+}
+
+impl Phase {
+    /// Takes no lock and waits for nothing.
+    #[inline]
+    pub fn is_plain(&self) -> bool {
+        self.zone.calls == 0 && self.lru.calls == 0 && self.wait_ns == 0
+    }
+}
+
+/// `calls` runs of `drain_all_pages` (`__drain_all_pages`, mm/page_alloc.c; one, or none, per
+/// slow path): each holds `pcpu_drain_mutex` for the whole drain and, for each CPU with pages
+/// (`cpus` in all), takes `drain_ipi_ns` (its pcp lock) then returns its share of `pages` by
+/// `free_pcppages_bulk` under `zone->lock` (`drain_page_ns` per page); `cpu_ns` is
+/// [`CostModel::drain_wait`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Drain {
+    pub calls: u64,
+    pub cpus: u64,
+    pub pages: u64,
+    pub cpu_ns: u64,
+}
+
+/// A piece of work as the timed engine charges it, phase after phase in the kernel's order:
+/// `base` (a fault's own work, the fast paths of its allocations), the slow paths' `compaction`
+/// and `reclaim`, then their `drain`. Its CPU time is the cost model's figure; the engine adds
+/// the waits (`Cx::charge`): lock waits, which only it knows, and the phases' `wait_ns`. A cost
+/// component added to a phase's `cpu_ns` is therefore counted in both a fault's CPU time and
+/// its wall time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Charge {
+    pub base: Phase,
+    pub compaction: Phase,
+    pub reclaim: Phase,
+    pub drain: Drain,
+}
+
+impl Charge {
+    /// CPU time, the cost model's figure.
+    #[inline]
+    pub fn cpu_ns(&self) -> u64 {
+        self.base.cpu_ns + self.compaction.cpu_ns + self.reclaim.cpu_ns + self.drain.cpu_ns
+    }
+
+    /// The waits the cost model knows (writeback), not lock waits.
+    #[inline]
+    pub fn wait_ns(&self) -> u64 {
+        self.base.wait_ns + self.compaction.wait_ns + self.reclaim.wait_ns
+    }
+
+    /// Takes no lock and waits for nothing: its wall time is its CPU time.
+    #[inline]
+    pub fn is_plain(&self) -> bool {
+        self.base.is_plain() && self.compaction.is_plain() && self.reclaim.is_plain() && self.drain.calls == 0
+    }
+
+    /// Only CPU time, no lock.
+    pub fn cpu(ns: u64) -> Charge {
+        Charge {
+            base: Phase {
+                cpu_ns: ns,
+                ..Phase::default()
+            },
+            ..Charge::default()
         }
     }
 }

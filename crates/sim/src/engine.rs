@@ -33,7 +33,9 @@ use fraglab_mm::{Mm, Wakeup};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::cost::CostModel;
+use crate::cost::{Charge, CostModel, Phase};
+use crate::lock::{LockId, Locks};
+use fraglab_mm::node::ZoneLockWork;
 
 pub type TaskId = usize;
 
@@ -83,6 +85,209 @@ pub struct Cx<'a> {
     pub cost: &'a CostModel,
     /// The task's own random stream (derived from the run seed and the task id).
     pub rng: &'a mut ChaCha8Rng,
+    /// The contended locks ([`crate::lock`]).
+    pub locks: &'a mut Locks,
+    /// Where the step is in virtual time: its start (after the context switch) plus what it
+    /// has charged through [`Cx::charge`] so far, waits included. Lock requests are made here.
+    pub clock: u64,
+    /// The waits of the step's charges (lock waits, writeback waits): the engine adds them to
+    /// the step's CPU time, which the step's [`Step`] gives without them.
+    pub waited: u64,
+    /// `mm.work.zone_lock` as far as charged: the allocation and free paths' `zone->lock`
+    /// holds since then go with the next charge (or the end of the step).
+    zone_lock_mark: ZoneLockWork,
+}
+
+/// What a charge took: its CPU time (the cost model's) and its waits (locks, writeback).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Spent {
+    pub cpu: u64,
+    pub wait: u64,
+}
+
+impl Spent {
+    /// Wall time: from the work's start to its end.
+    #[inline]
+    pub fn wall(&self) -> u64 {
+        self.cpu + self.wait
+    }
+}
+
+/// Lock holds of a phase are laid out in at most this many grants per lock, evenly over the
+/// phase (a grant standing for several lock calls back to back): bounds the engine's work and
+/// the reservations a long phase (a compaction run) makes.
+pub const MAX_GRANTS: u64 = 8;
+
+impl Cx<'_> {
+    /// Charges `c` at the step's clock: its CPU time, its lock holds (waiting for each lock
+    /// another CPU holds, in virtual time) and its waits; the `zone->lock` holds of the
+    /// allocation and free paths done since the last charge go with its first phase. Advances
+    /// the clock by the wall time and adds the waits to `waited`. Returns CPU and wait.
+    pub fn charge(&mut self, c: &Charge) -> Spent {
+        let cpu = c.cpu_ns();
+        let zl = self.mm.work.zone_lock;
+        let calls = zl.acquisitions - self.zone_lock_mark.acquisitions;
+        if calls == 0 && c.is_plain() {
+            self.clock += cpu;
+            return Spent { cpu, wait: 0 };
+        }
+        let chunks = zl.chunks - self.zone_lock_mark.chunks;
+        self.zone_lock_mark = zl;
+        let start = self.clock;
+        let mut base = c.base;
+        base.zone.calls += calls;
+        base.zone.hold_ns += chunks * self.cost.zone_lock_chunk_ns;
+        self.run_phase(&base);
+        self.run_phase(&c.compaction);
+        self.run_phase(&c.reclaim);
+        self.run_drain(&c.drain);
+        let wait = (self.clock - start).saturating_sub(cpu);
+        self.waited += wait;
+        Spent { cpu, wait }
+    }
+
+    /// CPU work without locks at the clock ([`Cx::charge`] of [`Charge::cpu`]).
+    #[inline]
+    pub fn cpu(&mut self, ns: u64) -> Spent {
+        self.charge(&Charge::cpu(ns))
+    }
+
+    /// [`Cx::charge`] of allocation work; returns its CPU time.
+    pub fn alloc_work(&mut self, w: &fraglab_mm::slowpath::WorkSum) -> u64 {
+        let c = self.cost.alloc_charge(w);
+        self.charge(&c).cpu
+    }
+
+    /// [`Cx::charge`] of one allocation attempt (a buffered write's); returns its CPU time.
+    pub fn alloc_attempt(&mut self, w: &fraglab_mm::slowpath::AllocWork) -> u64 {
+        let c = self.cost.attempt_charge(w);
+        self.charge(&c).cpu
+    }
+
+    /// [`Cx::charge`] of compaction work; returns its CPU time.
+    pub fn compaction(&mut self, st: &fraglab_mm::compaction::CompactRunStats) -> u64 {
+        let c = Charge {
+            compaction: self.cost.compaction_phase(st),
+            ..Charge::default()
+        };
+        self.charge(&c).cpu
+    }
+
+    /// [`Cx::charge`] of reclaim of `pages` pages and `folios` folios; returns its CPU time.
+    pub fn reclaim(&mut self, pages: u64, folios: u64) -> u64 {
+        let c = Charge {
+            reclaim: self.cost.reclaim_phase(pages, folios),
+            ..Charge::default()
+        };
+        self.charge(&c).cpu
+    }
+
+    /// Takes the allocation and free paths' `zone->lock` holds not yet charged at the clock
+    /// (the engine calls it when the step ends, for work the step charged without
+    /// [`Cx::charge`]: its CPU time, which includes the holds, is in the step's [`Step`]
+    /// already, so only the waits count).
+    fn settle(&mut self) {
+        let zl = self.mm.work.zone_lock;
+        if zl != self.zone_lock_mark {
+            let hold = (zl.chunks - self.zone_lock_mark.chunks) * self.cost.zone_lock_chunk_ns;
+            self.charge(&Charge::cpu(hold));
+        }
+    }
+
+    /// One phase on the clock: its CPU time with its lock holds laid out evenly in it (at most
+    /// [`MAX_GRANTS`] grants per lock, the two locks' grants interleaved by position; holds
+    /// longer than the CPU time are scaled down to it), then its waits.
+    fn run_phase(&mut self, p: &Phase) {
+        if p.zone.calls == 0 && p.lru.calls == 0 {
+            self.clock += p.cpu_ns + p.wait_ns;
+            return;
+        }
+        let held = p.zone.hold_ns + p.lru.hold_ns;
+        let scale = |h: u64| {
+            if held > p.cpu_ns {
+                (h as u128 * p.cpu_ns as u128 / held as u128) as u64
+            } else {
+                h
+            }
+        };
+        let (zh, lh) = (scale(p.zone.hold_ns), scale(p.lru.hold_ns));
+        let nz = p.zone.calls.min(MAX_GRANTS);
+        let nl = p.lru.calls.min(MAX_GRANTS);
+        let grants = nz + nl;
+        let free = p.cpu_ns - zh - lh;
+        let (mut iz, mut il) = (0, 0);
+        for _ in 0..grants {
+            // Unlocked time before each grant: an equal share of the rest, the remainder
+            // after the last.
+            self.clock += free / (grants + 1);
+            // Grant j of n sits at (2j + 1) / 2n of the phase; the zone lock first on ties.
+            let zone_next = iz < nz && (il >= nl || (2 * iz + 1) * nl <= (2 * il + 1) * nz);
+            let (id, n, i, h, calls) = if zone_next {
+                iz += 1;
+                (LockId::Zone, nz, iz - 1, zh, p.zone.calls)
+            } else {
+                il += 1;
+                (LockId::Lru, nl, il - 1, lh, p.lru.calls)
+            };
+            // Grant i's share of the hold and of the lock calls.
+            let hold = h * (i + 1) / n - h * i / n;
+            let c = calls * (i + 1) / n - calls * i / n;
+            let granted = self.locks.acquire(id, self.clock, hold, c);
+            self.clock = granted + hold;
+        }
+        self.clock += free - free / (grants + 1) * grants + p.wait_ns;
+    }
+
+    /// A `drain_all_pages` on the clock ([`crate::cost::Drain`]): `pcpu_drain_mutex` from the
+    /// first moment it is free (the model decided at the step's start that the drain runs; if
+    /// another CPU's drain holds the mutex here, this one waits for it), then for each CPU
+    /// with pages its pcp lock's overhead (`drain_ipi_ns`) and its share of the pages freed
+    /// under `zone->lock` (one `free_pcppages_bulk` per CPU: `drain_pages_zone` frees up to
+    /// `batch << 5` pages per call, more than a CPU's lists hold at the default `high`).
+    /// Simplified: the pages are spread evenly over the CPUs; the pcp locks are not
+    /// contended (each CPU's own allocations and frees take its pcp lock with a trylock and
+    /// fall back to the buddy lists, under the zone lock the drain holds).
+    fn run_drain(&mut self, d: &crate::cost::Drain) {
+        // Two or more drains in one charge (several allocations measured together): their
+        // CPUs and pages one after the other under one hold of the mutex.
+        if d.calls == 0 {
+            return;
+        }
+        let asked = self.clock;
+        let start = self.locks.free_from(LockId::PcpDrain, asked);
+        self.clock = start;
+        let cpus = d.cpus;
+        let unlocked = d.cpu_ns - d.pages * self.cost.drain_page_ns;
+        for i in 0..cpus.max(1) {
+            let n = cpus.max(1);
+            self.clock += unlocked * (i + 1) / n - unlocked * i / n;
+            let pages = d.pages * (i + 1) / n - d.pages * i / n;
+            if pages > 0 {
+                let hold = pages * self.cost.drain_page_ns;
+                let granted = self.locks.acquire(LockId::Zone, self.clock, hold, 1);
+                self.clock = granted + hold;
+            }
+        }
+        // The mutex is held at least for the moment of the call.
+        let end = self.clock.max(start + 1);
+        self.locks.reserve(LockId::PcpDrain, start, end);
+        let st = self.locks.stat_mut(LockId::PcpDrain);
+        st.acquisitions += d.calls;
+        let hold = end - start;
+        st.hold_total_ns += hold;
+        st.hold_max_ns = st.hold_max_ns.max(hold / d.calls);
+        let wait = start - asked;
+        if wait > 0 {
+            st.wait_min_ns = if st.contentions == 0 {
+                wait
+            } else {
+                st.wait_min_ns.min(wait)
+            };
+            st.contentions += 1;
+            st.wait_total_ns += wait;
+            st.wait_max_ns = st.wait_max_ns.max(wait);
+        }
+    }
 }
 
 /// A task's program.
@@ -189,6 +394,9 @@ pub struct TaskStats {
     pub exit_ns: Option<u64>,
     /// Time spent runnable but waiting for a CPU.
     pub runq_wait_ns: u64,
+    /// Time the task's steps waited on their CPU (contended locks, writeback in migration):
+    /// part of `cpu_ns`.
+    pub wait_ns: u64,
 }
 
 struct Task {
@@ -229,6 +437,10 @@ enum EventKind {
     /// kcompactd's step has been charged: its loop reaches the top and waits (§26.2 item 1,
     /// [`Mm::kcompactd_wait`]); ignored if `gen` is stale.
     KcompactdWait { gen: u64 },
+    /// Free page reporting's delayed work expires: one pass ([`Mm::page_reporting_process`],
+    /// §32.2), run at this instant (the kworker's CPU time and the wait for the host are not
+    /// modelled).
+    PageReporting,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -271,6 +483,11 @@ pub struct Engine {
     pub checks: u64,
     /// The first violation found: the step count and time after which it was found.
     pub violation: Option<(u64, u64, fraglab_mm::debug_vm::InvariantViolation)>,
+    /// Free page reporting (§32): a pass is scheduled and has not run yet (the delayed work is
+    /// pending, so another request does not queue it again).
+    reporting_pending: bool,
+    /// The contended locks and their lock_stat figures ([`crate::lock`]).
+    pub locks: Locks,
 }
 
 impl Engine {
@@ -300,6 +517,8 @@ impl Engine {
             steps: 0,
             checks: 0,
             violation: None,
+            reporting_pending: false,
+            locks: Locks::default(),
         };
         e.kswapd = e.add_task(Box::new(KswapdTask), TaskState::Waiting, 60);
         e.kcompactd = e.add_task(Box::new(KcompactdTask), TaskState::Waiting, 61);
@@ -308,7 +527,23 @@ impl Engine {
             e.schedule_timer(e.kcompactd, t * MS);
         }
         e.schedule(e.tick_ns, EventKind::Tick);
+        // Free page reporting: the device registered at boot and asked for its first pass
+        // (§32.1); other wake-ups left by boot are handled as before, after the first step.
+        if e.mm.outbox.wakeups.contains(&Wakeup::PageReporting) {
+            e.mm.outbox.wakeups.retain(|w| *w != Wakeup::PageReporting);
+            e.schedule_page_reporting();
+        }
         e
+    }
+
+    /// `schedule_delayed_work(&prdev->work, PAGE_REPORTING_DELAY)`: a pass 2 s from now,
+    /// unless one is pending.
+    fn schedule_page_reporting(&mut self) {
+        if !self.reporting_pending {
+            self.reporting_pending = true;
+            let at = self.now + fraglab_mm::page_reporting::PAGE_REPORTING_DELAY_MS * MS;
+            self.schedule(at, EventKind::PageReporting);
+        }
     }
 
     pub fn now(&self) -> u64 {
@@ -352,6 +587,12 @@ impl Engine {
         let id = self.spawn(body);
         self.tasks[id].daemon = true;
         id
+    }
+
+    /// Makes task `id` background load: `workload_done` no longer waits for it (a task
+    /// program's `background = true`; the run ends when the others are done).
+    pub fn set_daemon(&mut self, id: TaskId) {
+        self.tasks[id].daemon = true;
     }
 
     /// Starts a task at time `at` (≥ now).
@@ -475,6 +716,7 @@ impl Engine {
                     self.kcompactd_wakes += 1;
                     self.wake(self.kcompactd);
                 }
+                Wakeup::PageReporting => self.schedule_page_reporting(),
             }
         }
     }
@@ -545,6 +787,9 @@ impl Engine {
         if self.mm.cur.comm != comm {
             self.mm.cur.comm = comm;
         }
+        self.locks.prune(now);
+        self.mm.cur.drain_mutex_held = self.locks.held_at(LockId::PcpDrain, now);
+        let zone_lock_mark = self.mm.work.zone_lock;
         let mut cx = Cx {
             mm: &mut self.mm,
             now,
@@ -552,9 +797,21 @@ impl Engine {
             pid: task.pid,
             cost: &self.cost,
             rng: &mut task.rng,
+            locks: &mut self.locks,
+            clock: now + switch,
+            waited: 0,
+            zone_lock_mark,
         };
         let step = task.body.step(&mut cx);
-        let busy = step.ran() + switch;
+        cx.settle();
+        let waited = cx.waited;
+        // Free page reporting (§32.3 item 6): host faults of pages the step wrote that it did
+        // not charge itself (a fault charges its own) cost the step's CPU that much longer.
+        let host = self.mm.take_host_faults() * self.cost.host_fault_ns;
+        // The step's CPU time, its context switch, and its waits (a spinning CPU stays busy;
+        // writeback waits are kept on the CPU too, as before: docs/costs.md).
+        let busy = step.ran() + switch + waited + host;
+        task.stats.wait_ns += waited;
         self.steps += 1;
         let task = &mut self.tasks[id];
         task.stats.cpu_ns += busy;
@@ -638,13 +895,35 @@ impl Engine {
                         }
                     }
                 }
+                EventKind::PageReporting => {
+                    self.reporting_pending = false;
+                    self.mm.cur.now_ns = self.now;
+                    self.mm.page_reporting_process();
+                    // Work nobody charged (none is expected: the pass writes no page).
+                    self.mm.take_host_faults();
+                    self.handle_wakeups();
+                }
                 EventKind::Tick => {
+                    let before = self.mm.work.zone_lock;
                     for cpu in 0..self.mm.nr_cpus {
                         for zi in 0..self.mm.zones.len() {
                             if self.mm.zones[zi].populated() {
                                 self.mm.decay_pcp_high(cpu, zi);
                             }
                         }
+                    }
+                    // The vmstat worker's `free_pcppages_bulk` calls hold the zone lock now
+                    // (one after the other; no task is charged for them).
+                    let after = self.mm.work.zone_lock;
+                    if after.acquisitions > before.acquisitions {
+                        self.locks.prune(self.now);
+                        let hold = (after.chunks - before.chunks) * self.cost.zone_lock_chunk_ns;
+                        self.locks.acquire(
+                            LockId::Zone,
+                            self.now,
+                            hold,
+                            after.acquisitions - before.acquisitions,
+                        );
                     }
                     let now = self.now;
                     for h in &mut self.tick_hooks {
@@ -745,7 +1024,6 @@ impl TaskBody for KswapdTask {
                 let c = cx.mm.kswapd_run();
                 let folios = cx.mm.reclaim.reclaimed_folios - folios_before;
                 let ran = cx
-                    .cost
                     .reclaim(c.scanned.max(c.reclaimed), folios)
                     .max(cx.cost.context_switch_ns);
                 if c.napping {
@@ -788,8 +1066,9 @@ impl TaskBody for KcompactdTask {
 
     fn step(&mut self, cx: &mut Cx) -> Step {
         let c = cx.mm.kcompactd_run();
+        // CPU time; its writeback and lock waits are the engine's (`Cx::waited`).
         Step::Wait {
-            ran: cx.cost.compaction(&c.stats),
+            ran: cx.compaction(&c.stats),
             timeout: None,
         }
     }
@@ -813,7 +1092,7 @@ impl TaskBody for KdamondTask {
         let sleep = self.0.step(cx.mm, cx.now);
         let pages = (self.0.stats.sz_applied - freed_before) / 4096;
         let folios = cx.mm.reclaim.reclaimed_folios - folios_before;
-        let ran = cx.cost.reclaim(pages, folios).max(cx.cost.context_switch_ns);
+        let ran = cx.reclaim(pages, folios).max(cx.cost.context_switch_ns);
         Step::Sleep { ran, sleep }
     }
 }

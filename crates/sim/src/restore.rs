@@ -17,6 +17,11 @@
 //! * **CPUs** come from the spec if it gives `cpus`, else from the snapshot; the hugetlb pool is
 //!   the snapshot's unless the spec gives `hugetlb_pages` (then it is resized to it, as a write
 //!   of vm.nr_hugepages would).
+//! * **Free page reporting** (§32): the spec's `page_reporting_order` if it
+//!   gives one (an order or "off"), else the order the snapshot's confounders recorded
+//!   (`SnapshotHeader::page_reporting_order`; none: no device). The snapshot does not say which
+//!   free chunks were reported or which pages the host backed: the machine boots with none
+//!   reported and every page backed, and its device asks for a first pass 2 s in.
 //!
 //! From [`Reconstruction`] to [`Restore`], simplified: zone `present`/`managed` are counted from
 //! the hole and reserved ranges (clipped to the zone spans); an Isolate block (type 4) boots
@@ -96,6 +101,46 @@ pub fn load(spec: &Spec) -> Result<Arc<Loaded>, RunError> {
     let loaded = Arc::new(loaded(path, s.header, rec).map_err(|e| RunError(format!("{at}: {e}")))?);
     cache.push((key, loaded.clone()));
     Ok(loaded)
+}
+
+/// The regions and ages of the kernel's kdamond a snapshot recorded (`SnapshotHeader::damon`,
+/// kernel-model.md §27.2 item 3) as the model's kdamond starts with them
+/// ([`fraglab_mm::damon::DamonConfig::start`]): physical byte ranges to pfns, every target's
+/// in address order. Empty when the snapshot has none (files from before, a machine without a
+/// kdamond, a capture that could not read them): the booted kdamond then starts cold.
+pub fn damon_start(header: &SnapshotHeader) -> Vec<fraglab_mm::damon::StartRegion> {
+    let page = fraglab_mm::types::PAGE_SIZE;
+    let mut v: Vec<fraglab_mm::damon::StartRegion> = header
+        .damon
+        .iter()
+        .flat_map(|d| &d.regions)
+        .filter_map(|r| {
+            let (start, end) = (r.start / page, r.end.div_ceil(page));
+            (end > start && end <= u32::MAX as u64).then_some(fraglab_mm::damon::StartRegion {
+                start: start as u32,
+                end: end as u32,
+                nr_accesses: r.nr_accesses,
+                age: r.age,
+            })
+        })
+        .collect();
+    v.sort_by_key(|r| (r.start, r.end));
+    v
+}
+
+/// The regions (pfns) the kernel's pageout scheme was applied to in the aggregation the
+/// snapshot recorded (`DamonCapture::applied`), in order: where the booted kdamond's sweep
+/// resumes ([`fraglab_mm::damon::DamonConfig::start_applied`]).
+pub fn damon_applied(header: &SnapshotHeader) -> Vec<(u32, u32)> {
+    let page = fraglab_mm::types::PAGE_SIZE;
+    header
+        .damon
+        .iter()
+        .flat_map(|d| &d.applied)
+        .map(|r| ((r.start / page), r.end.div_ceil(page)))
+        .filter(|&(s, e)| e > s && e <= u32::MAX as u64)
+        .map(|(s, e)| (s as u32, e as u32))
+        .collect()
 }
 
 /// Puts `loaded` in the cache as the reconstruction of the file at `path` as it is now, so
@@ -345,6 +390,11 @@ pub fn effective_spec(spec: &Spec, header: &SnapshotHeader) -> (Spec, Vec<String
         if !snap.cpus_given && (1..=256).contains(&header.nr_cpus) {
             s.machine.cpus = header.nr_cpus;
         }
+    }
+    // Free page reporting (§32.1): the machine's device as the snapshot
+    // recorded it, unless the spec gives `page_reporting_order` (an order or "off").
+    if !spec.machine.page_reporting_given {
+        s.machine.page_reporting_order = header.page_reporting_order();
     }
     (s, notes)
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use fraglab_mm::types::{MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo, render_vmstat, render_zoneinfo, Stat};
 use fraglab_mm::Mm;
-use fraglab_spec::result::pageblock::{census_mixed, BlockState, PAGEBLOCK_PAGES};
+use fraglab_spec::result::pageblock::{census_mixed, BlockState, ZoneCensus, PAGEBLOCK_PAGES};
 use fraglab_spec::result::{Histogram, LatencyHistogram, PageblockMap, Sample};
 
 use crate::timeless::stats_with_zone_items;
@@ -109,6 +109,27 @@ pub fn sample(mm: &Mm, t_ns: u64) -> Sample {
         thp_fault_alloc: mm.stat(Stat::thp_fault_alloc),
         thp_fault_fallback: mm.stat(Stat::thp_fault_fallback),
     }
+}
+
+/// The pageblock census of each populated zone (issue 33's named samples,
+/// [`ZoneCensus`]): parsed from the /proc/pagetypeinfo this model renders in the kernel's
+/// format, as the host engine parses the kernel's, so that both count blocks, wholly free
+/// blocks and types alike; the mixed blocks of each zone are counted from the per-block folio
+/// census over the zone's counted blocks, as the periodic samples count them (the kernel's
+/// page_owner table, `pagetypeinfo_showmixedcount_print`, walks the same blocks; the rendered
+/// text leaves that table out).
+pub fn zone_census(mm: &Mm) -> Vec<ZoneCensus> {
+    let mut zones = ZoneCensus::from_pagetypeinfo(&render_pagetypeinfo(0, &mm.zone_views()));
+    for (zi, z) in mm.zones.iter().enumerate().filter(|(_, z)| z.populated()) {
+        let mixed = mm
+            .counted_blocks(zi)
+            .filter(|&b| census_block(mm, b).mixed)
+            .count() as u64;
+        if let Some(c) = zones.iter_mut().find(|c| c.zone == z.zone_type.name()) {
+            c.mixed_blocks = Some(mixed);
+        }
+    }
+    zones
 }
 
 /// The result schema's histogram of order `order` and path `path`.

@@ -141,7 +141,14 @@ fn run_workload_full(
     for g in &mut gens {
         g.spawn(&mut run);
     }
-    if let Some(cfg) = crate::boot::damon_config(spec) {
+    if let Some(mut cfg) = crate::boot::damon_config(spec) {
+        // Booted from a snapshot: the kdamond goes on from the kernel's regions and ages
+        // (none recorded: it starts cold, every region at age 0).
+        if spec.machine.snapshot.is_some() {
+            let loaded = crate::restore::load(spec)?;
+            cfg.start = crate::restore::damon_start(&loaded.header);
+            cfg.start_applied = crate::restore::damon_applied(&loaded.header);
+        }
         e.start_kdamond(cfg);
     }
     let rec = Recorder::install(&mut e, sink, metrics.clone());
@@ -192,6 +199,17 @@ fn run_workload_full(
     r.fault_latency = m
         .fault_latency
         .iter()
+        .map(|(&(order, path), h)| {
+            let mut l = histogram(order, path.name(), h);
+            if let Some(&(n, ns)) = m.host_faults.get(&(order, path)) {
+                (l.host_faults, l.host_fault_ns) = (n, ns);
+            }
+            l
+        })
+        .collect();
+    r.fault_latency_cpu = m
+        .fault_latency
+        .iter_cpu()
         .map(|(&(order, path), h)| histogram(order, path.name(), h))
         .collect();
     for g in &gens {
@@ -394,7 +412,18 @@ fn result(
         .zip(&end)
         .map(|((n, a), (_, b))| (n.clone(), b - a))
         .collect();
-    let samples = rec.samples.borrow().clone();
+    // A last sample at the end of the run, as the host engine takes one when its run ends
+    // between two sampling periods: the census rows ("(end)") read the last sample, which
+    // otherwise showed the machine up to a tick before the end — before the exits and
+    // everything else of the last partial second (compaction-test's 2.48 s run ended with
+    // its sample of 2.0 s, before the munmaps and the pool).
+    let samples = {
+        let mut s = rec.samples.borrow().clone();
+        if s.last().is_none_or(|x| x.t_ns < end_ns) {
+            s.push(sample(&e.mm, end_ns));
+        }
+        s
+    };
     RunResult {
         schema: RESULT_SCHEMA,
         engine: "sim".into(),
@@ -405,6 +434,7 @@ fn result(
         samples,
         trace_counts: trace_counts.clone(),
         sim_work: sim_work(e),
+        lock_stat: lock_stat(e),
         pageblock_maps: {
             let mut v = rec.maps.borrow().clone();
             if v.last().is_none_or(|m| m.t_ns != end_ns) {
@@ -432,8 +462,36 @@ fn result(
     }
 }
 
-/// The allocator's work that /proc/vmstat does not count, and the kernel threads' CPU time
-/// and the time they were runnable but waited for a CPU (`[model] sched`).
+/// The engine's locks as /proc/lock_stat reports them ([`crate::lock`]); the drains skipped
+/// because another CPU held `pcpu_drain_mutex` are its failed try-locks.
+fn lock_stat(e: &Engine) -> Vec<fraglab_spec::result::LockStatResult> {
+    use crate::lock::LockId;
+    LockId::ALL
+        .iter()
+        .map(|&id| {
+            let s = e.locks.stat(id);
+            fraglab_spec::result::LockStatResult {
+                name: id.name().to_string(),
+                acquisitions: s.acquisitions,
+                contentions: s.contentions,
+                waittime_min_ns: s.wait_min_ns,
+                waittime_max_ns: s.wait_max_ns,
+                waittime_total_ns: s.wait_total_ns,
+                holdtime_max_ns: s.hold_max_ns,
+                holdtime_total_ns: s.hold_total_ns,
+                trylock_failed: if id == LockId::PcpDrain {
+                    e.mm.work.sum.drains_skipped
+                } else {
+                    s.trylock_failed
+                },
+            }
+        })
+        .collect()
+}
+
+/// The allocator's work that /proc/vmstat does not count, and the kernel threads' CPU time,
+/// the time they were runnable but waited for a CPU (`[model] sched`) and the time their
+/// steps waited on their CPU (locks, writeback; part of their CPU time).
 fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
     let w = &e.mm.work.sum;
     let (ks, kc) = (e.task_stats(e.kswapd), e.task_stats(e.kcompactd));
@@ -441,20 +499,51 @@ fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
         ("alloc_slowpaths", w.slowpaths),
         ("direct_reclaim_calls", w.reclaim_calls),
         ("drain_all_pages", w.drains),
+        ("drain_all_pages_skipped", w.drains_skipped),
         ("pcp_pages_drained", w.drained_pages),
         ("kswapd_cpu_ns", ks.cpu_ns),
         ("kswapd_runq_wait_ns", ks.runq_wait_ns),
+        ("kswapd_wait_ns", ks.wait_ns),
         ("kswapd_steps", ks.steps),
         ("kcompactd_cpu_ns", kc.cpu_ns),
         ("kcompactd_runq_wait_ns", kc.runq_wait_ns),
+        ("kcompactd_wait_ns", kc.wait_ns),
         ("kcompactd_steps", kc.steps),
     ]
     .into_iter()
     // `[run] debug_vm`: the invariant checks made (every `debug_vm_every` steps and at the end).
     .chain((e.check_every > 0).then_some(("debug_vm_checks", e.checks)))
+    .chain(reporting_work(e))
     .chain(bdev_work(&e.mm))
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+/// Free page reporting's figures for `sim_work` (none without a device).
+fn reporting_work(e: &Engine) -> Vec<(&'static str, u64)> {
+    let r = &e.mm.reporting;
+    let Some(order) = r.order() else {
+        return Vec::new();
+    };
+    let s = r.stats;
+    vec![
+        ("page_reporting_order", order as u64),
+        ("page_reporting_passes", s.passes),
+        ("page_reporting_reports", s.reports),
+        ("page_reporting_chunks", s.chunks),
+        ("page_reporting_reported_kib", s.pages * 4),
+        ("page_reporting_retyped_blocks", s.retyped_blocks),
+        ("page_reporting_zones_skipped", s.zones_skipped),
+        ("page_reporting_isolate_refused", s.isolate_refused),
+        ("page_reporting_budget_spent", s.budget_spent),
+        (
+            "page_reporting_reported_free_kib_end",
+            e.mm.reported_free_pages() * 4,
+        ),
+        ("host_discarded_kib_end", e.mm.host_discarded_pages() * 4),
+        ("host_fault_pages", s.host_fault_pages),
+        ("host_fault_ns", s.host_fault_pages * e.cost.host_fault_ns),
+    ]
 }
 
 /// With ext4 metadata in the block device's page cache (kernel-model.md §33, mm's `bdev.rs`):

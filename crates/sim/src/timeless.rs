@@ -413,7 +413,7 @@ impl OpRunner<'_> {
     }
 
     /// The ops that run one mechanism directly: kswapd, drain_all_pages, compact_memory,
-    /// direct compaction, kcompactd and its proactive timer.
+    /// direct compaction, kcompactd and its proactive timer, free page reporting's pass.
     fn mechanism(&mut self, i: usize, op: &Op) {
         let (mm, out) = (&mut self.mm, &mut self.out);
         match op {
@@ -505,6 +505,36 @@ impl OpRunner<'_> {
                         ),
                     }
                 );
+            }
+            Op::PageReporting { .. } => {
+                use fraglab_mm::page_reporting::ReportingState;
+                // No clock here: the pass the device asked for (its delayed work) runs when
+                // this op asks; the request itself is the device's state.
+                mm.outbox
+                    .wakeups
+                    .retain(|w| *w != fraglab_mm::Wakeup::PageReporting);
+                let text = match (mm.reporting.order(), mm.reporting.state) {
+                    (None, _) => "no reporting device (machine.page_reporting_order)".to_string(),
+                    (Some(_), ReportingState::Idle) => "idle, no pass pending".to_string(),
+                    (Some(order), _) => {
+                        let p = mm.page_reporting_process();
+                        mm.outbox
+                            .wakeups
+                            .retain(|w| *w != fraglab_mm::Wakeup::PageReporting);
+                        format!(
+                            "pass at order {order}: {} reports, {} chunks ({} pages) reported, {} blocks retyped to Movable; {}; {} free pages reported, {} pages not host-backed",
+                            p.reports,
+                            p.chunks,
+                            p.pages,
+                            p.retyped_blocks,
+                            if p.again { "another pass pending" } else { "idle" },
+                            mm.reported_free_pages(),
+                            mm.host_discarded_pages(),
+                        )
+                    }
+                };
+                mm.debug_check();
+                let _ = writeln!(out, "# op[{i}] page_reporting: {text}");
             }
             Op::Alloc { .. }
             | Op::Free { .. }

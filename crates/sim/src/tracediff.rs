@@ -19,6 +19,17 @@
 //! is the sum of the episode's `mm_vmscan_lru_shrink_inactive` `nr_scanned`. Episodes are ordered
 //! by their start; an episode still open at the end of the trace has status `unfinished`.
 //!
+//! **DAMON.** `damon:damos_before_apply` (a scheme applied to a region, kernel-model.md §27.2
+//! item 6) and `vmscan:mm_vmscan_reclaim_pages` (what `reclaim_pages` did with the folios that
+//! passed the filters; a task `kdamond*` is DAMON's, others, such as MADV_PAGEOUT, count as
+//! `reclaim_pages_other_*`) are summed per side — regions applied, bytes of region span
+//! applied, `reclaim_pages` calls, pages scanned, reclaimed and activated — and per time bin
+//! of [`DAMON_BIN_NS`] (S2's 5 s aggregation interval; [`DiffOptions::damon_bin_ns`]) from the
+//! phase start, with the cumulative pages reclaimed. A bin whose bytes applied or pages
+//! reclaimed differ by more than [`DIVERGENCE_RATIO`] is a divergence (`damon[i]`). The
+//! kernel's aggregation drifts against fixed bins (S2's took ≈ 5.12 s: about one bin in 40
+//! has no application there), so a late bin at 0 on one side can be drift, not yield.
+//!
 //! **Phases.** The diff compares the measured part of each trace. It starts at the line
 //! `tracing_mark_write: fraglab: measure` ([`MEASURE_MARKER`], what a write of that text to the
 //! instance's `trace_marker` prints; the simulator's `--trace-out` writes it at the run's
@@ -58,6 +69,8 @@ pub const MAX_MALFORMED_EXAMPLES: usize = 5;
 pub const MEASURE_MARKER: &str = "fraglab: measure";
 /// Two magnitudes diverge when their ratio exceeds this.
 pub const DIVERGENCE_RATIO: f64 = 1.5;
+/// The DAMON section's time bin: S2's aggregation interval, 5 s (§27.3).
+pub const DAMON_BIN_NS: u64 = 5_000_000_000;
 
 /// The phase marker line the simulator's `--trace-out` writes at `ts_ns` (the line the kernel
 /// prints for a write of [`MEASURE_MARKER`] to `trace_marker` by a task `fraglab`, pid 0).
@@ -172,6 +185,45 @@ impl ReclaimEpisode {
     }
 }
 
+/// DAMON's pageout in one time bin of a side (see the module doc).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DamonBin {
+    pub index: usize,
+    /// The bin's start, ns since the phase start.
+    pub start_ns: u64,
+    /// `damos_before_apply` events and the bytes of region span they name.
+    pub regions: u64,
+    pub bytes: u64,
+    /// The applied regions' ages (aggregation intervals), lowest and highest.
+    pub age_min: Option<u32>,
+    pub age_max: Option<u32>,
+    /// `mm_vmscan_reclaim_pages` of a `kdamond*` task: calls and their pages.
+    pub calls: u64,
+    pub scanned: u64,
+    pub reclaimed: u64,
+    pub activated: u64,
+    /// Pages reclaimed up to the end of this bin.
+    pub cum_reclaimed: u64,
+}
+
+impl DamonBin {
+    fn text(&self) -> String {
+        let ages = match (self.age_min, self.age_max) {
+            (Some(a), Some(b)) => format!("{a}-{b}"),
+            _ => "-".into(),
+        };
+        format!(
+            "regions={} applied={:.1}MiB ages={ages} calls={} reclaimed={} activated={} cum_reclaimed={}",
+            self.regions,
+            self.bytes as f64 / (1u64 << 20) as f64,
+            self.calls,
+            self.reclaimed,
+            self.activated,
+            self.cum_reclaimed
+        )
+    }
+}
+
 /// What one side's compared part holds.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SideSummary {
@@ -200,6 +252,11 @@ pub struct SideSummary {
     /// The first [`MAX_EPISODES`] (or, in a [`TraceDiff`], the first `episodes` shown), by start.
     pub compaction: Vec<CompactionRun>,
     pub reclaim: Vec<ReclaimEpisode>,
+    /// DAMON's pageout per time bin, from the phase start to the last bin with an event.
+    pub damon: Vec<DamonBin>,
+    /// Diff events the trace file says its kernel did not have (the host's `not on this
+    /// kernel` comment lines).
+    pub not_on_kernel: Vec<String>,
     pub totals: BTreeMap<String, u64>,
     /// Histogram name -> bucket -> count.
     pub hist: BTreeMap<String, BTreeMap<String, u64>>,
@@ -216,6 +273,8 @@ pub struct SideReader {
     pending_wake: HashMap<u32, i32>,
     /// Where the first line that is no event is (for the error when no line is).
     first_other: Option<String>,
+    /// The DAMON section's bin width (ns).
+    damon_bin_ns: u64,
 }
 
 /// The names of the diff events (without their group).
@@ -265,7 +324,29 @@ impl SideReader {
             pending_try: HashMap::new(),
             pending_wake: HashMap::new(),
             first_other: None,
+            damon_bin_ns: DAMON_BIN_NS,
         }
+    }
+
+    /// The DAMON section's bins `ns` wide (0: [`DAMON_BIN_NS`]).
+    pub fn with_damon_bin(mut self, ns: u64) -> SideReader {
+        self.damon_bin_ns = if ns == 0 { DAMON_BIN_NS } else { ns };
+        self
+    }
+
+    /// The DAMON bin of time `t` (ns since the phase start), made (with the empty ones
+    /// before it) if needed.
+    fn damon_bin(&mut self, t: u64) -> &mut DamonBin {
+        let i = (t / self.damon_bin_ns) as usize;
+        while self.s.damon.len() <= i {
+            let index = self.s.damon.len();
+            self.s.damon.push(DamonBin {
+                index,
+                start_ns: index as u64 * self.damon_bin_ns,
+                ..Default::default()
+            });
+        }
+        &mut self.s.damon[i]
     }
 
     /// Reads one line; `at` says where it is (for a malformed line's report).
@@ -491,7 +572,53 @@ impl SideReader {
                     None => self.s.orphan_events += 1,
                 }
             }
+            TraceEvent::DamosBeforeApply { start, end, age, .. } => {
+                let bytes = end.saturating_sub(start);
+                bump(tot, "damon_regions_applied", 1);
+                bump(tot, "damon_bytes_applied", bytes);
+                bump(
+                    self.s.hist.entry("damon_age_at_apply".into()).or_default(),
+                    &bucket(age.into()),
+                    1,
+                );
+                let b = self.damon_bin(t);
+                b.regions += 1;
+                b.bytes += bytes;
+                b.age_min = Some(b.age_min.map_or(age, |a| a.min(age)));
+                b.age_max = Some(b.age_max.map_or(age, |a| a.max(age)));
+            }
+            TraceEvent::MmVmscanReclaimPages {
+                nr_scanned,
+                nr_reclaimed,
+                nr_activate,
+                ..
+            } => {
+                let (sc, rc) = (nr_scanned.max(0) as u64, nr_reclaimed.max(0) as u64);
+                let act = nr_activate[0].max(0) as u64 + nr_activate[1].max(0) as u64;
+                if r.comm.starts_with("kdamond") {
+                    bump(tot, "damon_reclaim_pages_calls", 1);
+                    bump(tot, "damon_pages_scanned", sc);
+                    bump(tot, "damon_pages_reclaimed", rc);
+                    bump(tot, "damon_pages_activated", act);
+                    let b = self.damon_bin(t);
+                    b.calls += 1;
+                    b.scanned += sc;
+                    b.reclaimed += rc;
+                    b.activated += act;
+                } else {
+                    bump(tot, "reclaim_pages_other_calls", 1);
+                    bump(tot, "reclaim_pages_other_reclaimed", rc);
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// Notes a diff event the side's kernel did not have (the trace file's
+    /// [`MISSING_EVENT_PREFIX`](fraglab_state::trace::MISSING_EVENT_PREFIX) lines).
+    pub fn not_on_kernel(&mut self, ev: &str) {
+        if !self.s.not_on_kernel.iter().any(|e| e == ev) {
+            self.s.not_on_kernel.push(ev.to_string());
         }
     }
 
@@ -499,6 +626,7 @@ impl SideReader {
     fn start_phase(&mut self, ts: Option<u64>) {
         let mut fresh = SideReader::new(&self.s.file, None);
         fresh.first_other = self.first_other.take();
+        fresh.damon_bin_ns = self.damon_bin_ns;
         let old = std::mem::replace(self, fresh);
         let o = old.s;
         let skipped: u64 = o.events.values().sum::<u64>() + o.skipped_before_phase;
@@ -508,6 +636,7 @@ impl SideReader {
         self.s.lost_events = o.lost_events;
         self.s.other_events = o.other_events;
         self.s.other_lines = o.other_lines;
+        self.s.not_on_kernel = o.not_on_kernel;
         self.s.skipped_before_phase = skipped;
         self.phase_start_ns = ts;
         self.s.phase = match ts {
@@ -624,6 +753,11 @@ impl SideReader {
         for e in eps {
             self.close_reclaim(e);
         }
+        let mut cum = 0;
+        for b in &mut self.s.damon {
+            cum += b.reclaimed;
+            b.cum_reclaimed = cum;
+        }
         self.s.compaction.sort_by_key(|r| (r.start_ns, r.pid));
         self.s.reclaim.sort_by_key(|e| (e.start_ns, e.pid));
         self.s
@@ -656,10 +790,15 @@ fn migratetype_name(mt: i32) -> String {
 
 /// Reads one side from a trace file or plain ftrace text (streamed).
 pub fn read_side(path: &Path, from_ns: Option<u64>) -> Result<SideSummary, String> {
+    read_side_binned(path, from_ns, 0)
+}
+
+/// [`read_side`] with the DAMON section's bins `damon_bin_ns` wide (0: [`DAMON_BIN_NS`]).
+pub fn read_side_binned(path: &Path, from_ns: Option<u64>, damon_bin_ns: u64) -> Result<SideSummary, String> {
     let mut r = TraceReader::open_without_snapshot(path).map_err(|e| e.to_string())?;
     let container = r.is_container();
     let file = path.display().to_string();
-    let mut side = SideReader::new(&file, from_ns);
+    let mut side = SideReader::new(&file, from_ns).with_damon_bin(damon_bin_ns);
     side.add_lost(r.header().lost_events);
     loop {
         let l = match r.next_line() {
@@ -675,6 +814,9 @@ pub fn read_side(path: &Path, from_ns: Option<u64>) -> Result<SideSummary, Strin
                 format!("{file}:{no} (byte offset {off})")
             }
         });
+    }
+    for e in r.missing_events() {
+        side.not_on_kernel(e);
     }
     let mut s = side.finish_checked()?;
     s.overlong_lines = r.overlong_lines();
@@ -726,6 +868,8 @@ pub struct TraceDiff {
     pub first_divergence: Option<Divergence>,
     pub first_compaction_divergence: Option<Divergence>,
     pub first_reclaim_divergence: Option<Divergence>,
+    /// The first DAMON bin whose bytes applied or pages reclaimed differ.
+    pub first_damon_divergence: Option<Divergence>,
     pub largest_divergence: Option<MetricRow>,
 }
 
@@ -737,6 +881,8 @@ pub struct DiffOptions {
     pub sim_from_ns: Option<u64>,
     /// Episodes listed side by side (and kept in the JSON) per kind; 0 = all kept.
     pub episodes: usize,
+    /// The DAMON section's bin width in ns (0: [`DAMON_BIN_NS`]).
+    pub damon_bin_ns: u64,
 }
 
 /// `max / max(min, 1)`; None when that is unbounded (one side 0, the other ≥ 2).
@@ -811,6 +957,21 @@ impl Episode for ReclaimEpisode {
     }
     fn text(&self) -> String {
         ReclaimEpisode::text(self)
+    }
+    fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+}
+
+impl Episode for DamonBin {
+    const LABEL: &'static str = "damon";
+    const MISSING: &'static str = "bin";
+    fn differences(&self, b: &Self, reasons: &mut Vec<String>) {
+        magnitude(reasons, "bytes applied", self.bytes, b.bytes);
+        magnitude(reasons, "pages reclaimed", self.reclaimed, b.reclaimed);
+    }
+    fn text(&self) -> String {
+        DamonBin::text(self)
     }
     fn start_ns(&self) -> u64 {
         self.start_ns
@@ -911,18 +1072,38 @@ pub fn diff(mut kernel: SideSummary, mut sim: SideSummary, episodes: usize) -> T
     }
     let fc = first_divergence(&kernel.compaction, &sim.compaction);
     let fr = first_divergence(&kernel.reclaim, &sim.reclaim);
+    // The bins are the same time windows on both sides: the shorter list gets empty bins.
+    let bin_ns = [&kernel.damon, &sim.damon]
+        .iter()
+        .find_map(|v| v.get(1).map(|b| b.start_ns))
+        .unwrap_or(DAMON_BIN_NS);
+    let n = kernel.damon.len().max(sim.damon.len());
+    for side in [&mut kernel.damon, &mut sim.damon] {
+        let cum = side.last().map_or(0, |b| b.cum_reclaimed);
+        while side.len() < n {
+            let index = side.len();
+            side.push(DamonBin {
+                index,
+                start_ns: index as u64 * bin_ns,
+                cum_reclaimed: cum,
+                ..Default::default()
+            });
+        }
+    }
+    let fd = first_divergence(&kernel.damon, &sim.damon);
     let t = |d: &Divergence| d.kernel_t_ns.or(d.sim_t_ns).unwrap_or(u64::MAX);
-    let first_divergence = match (&fc, &fr) {
-        (Some(c), Some(r)) => Some(if t(r) < t(c) { r.clone() } else { c.clone() }),
-        (Some(c), None) => Some(c.clone()),
-        (None, Some(r)) => Some(r.clone()),
-        (None, None) => None,
-    };
+    let first_divergence = [&fc, &fr, &fd]
+        .into_iter()
+        .flatten()
+        .min_by_key(|d| t(d))
+        .cloned();
     if episodes > 0 {
         kernel.compaction.truncate(episodes);
         sim.compaction.truncate(episodes);
         kernel.reclaim.truncate(episodes);
         sim.reclaim.truncate(episodes);
+        kernel.damon.truncate(episodes);
+        sim.damon.truncate(episodes);
     }
     TraceDiff {
         kernel,
@@ -932,14 +1113,15 @@ pub fn diff(mut kernel: SideSummary, mut sim: SideSummary, episodes: usize) -> T
         first_divergence,
         first_compaction_divergence: fc,
         first_reclaim_divergence: fr,
+        first_damon_divergence: fd,
         largest_divergence,
     }
 }
 
 /// Reads both files and diffs them.
 pub fn diff_files(kernel: &Path, sim: &Path, opts: &DiffOptions) -> Result<TraceDiff, String> {
-    let k = read_side(kernel, opts.kernel_from_ns)?;
-    let s = read_side(sim, opts.sim_from_ns)?;
+    let k = read_side_binned(kernel, opts.kernel_from_ns, opts.damon_bin_ns)?;
+    let s = read_side_binned(sim, opts.sim_from_ns, opts.damon_bin_ns)?;
     Ok(diff(k, s, opts.episodes))
 }
 
@@ -967,7 +1149,7 @@ fn divergence_line(label: &str, d: &Option<Divergence>) -> String {
 }
 
 /// The text form: one labelled line per fact (`input`, `malformed`, `total`, `hist`,
-/// `compact[i]`, `reclaim[i]`, `first divergence`, `largest divergence`).
+/// `compact[i]`, `reclaim[i]`, `damon[i]`, `first divergence`, `largest divergence`).
 pub fn render_text(d: &TraceDiff) -> String {
     let mut o = String::new();
     for (side, s) in [("kernel", &d.kernel), ("sim", &d.sim)] {
@@ -1030,9 +1212,27 @@ pub fn render_text(d: &TraceDiff) -> String {
             b.map_or("-".into(), |r| r.text())
         );
     }
+    let n = d.kernel.damon.len().max(d.sim.damon.len());
+    for i in 0..n {
+        let (a, b) = (d.kernel.damon.get(i), d.sim.damon.get(i));
+        let start = a.or(b).map_or(0, |x| x.start_ns);
+        let _ = writeln!(
+            o,
+            "damon[{i}] +{:.0}s: kernel: {} | sim: {}",
+            start as f64 / 1e9,
+            a.map_or("-".into(), |x| x.text()),
+            b.map_or("-".into(), |x| x.text())
+        );
+    }
+    for (side, s) in [("kernel", &d.kernel), ("sim", &d.sim)] {
+        for e in &s.not_on_kernel {
+            let _ = writeln!(o, "not recorded {side}: {e} (not on its kernel)");
+        }
+    }
     for (label, dv) in [
         ("first compaction divergence", &d.first_compaction_divergence),
         ("first reclaim divergence", &d.first_reclaim_divergence),
+        ("first damon divergence", &d.first_damon_divergence),
     ] {
         if let Some(x) = dv {
             for (side, t) in [("kernel", &x.kernel), ("sim", &x.sim)] {
@@ -1047,6 +1247,10 @@ pub fn render_text(d: &TraceDiff) -> String {
     o.push_str(&divergence_line(
         "first reclaim divergence",
         &d.first_reclaim_divergence,
+    ));
+    o.push_str(&divergence_line(
+        "first damon divergence",
+        &d.first_damon_divergence,
     ));
     o.push_str(&divergence_line("first divergence", &d.first_divergence));
     match &d.largest_divergence {

@@ -67,3 +67,28 @@ fn section_27_4_s2_scheme_frees_idle_page_cache_in_a_timed_run() {
         serde_json::to_string(&again).unwrap()
     );
 }
+
+/// §27.3: `[damon] regions` (the kernel's `targets/0/regions`, which `validate` carries over)
+/// are the kdamond's monitored ranges in pfns; without them the s2 preset monitors S2's
+/// [16 MiB, 3 GiB) and [4 GiB, end).
+#[test]
+fn s27_damon_regions_key_sets_the_monitored_ranges() {
+    let s = parse_spec(
+        "[machine]\nmemory = \"5GiB\"\n[damon]\npreset = \"s2\"\nregions = \"32MiB-1GiB, 4GiB-25GiB\"\n",
+        "r.toml",
+    )
+    .unwrap();
+    let c = fraglab_sim::boot::damon_config(&s).unwrap();
+    assert_eq!(c.regions, [(8192, 262_144), (1 << 20, 25 << 18)]);
+    let s = parse_spec(
+        "[machine]\nmemory = \"5GiB\"\n[damon]\npreset = \"s2\"\n",
+        "r.toml",
+    )
+    .unwrap();
+    let c = fraglab_sim::boot::damon_config(&s).unwrap();
+    assert_eq!(c.regions, [(4096, 3 << 18), (1 << 20, u32::MAX)]);
+    // Clipped to the machine: the kdamond's regions end at the end of memory.
+    let mm = fraglab_sim::boot(&s).unwrap();
+    let kd = fraglab_mm::damon::Kdamond::new(c, &mm, 1);
+    assert_eq!(kd.regions.last().unwrap().end, mm.end_pfn());
+}

@@ -202,3 +202,253 @@ fn s23_1_read_ahead_kb_sets_the_window() {
         4
     );
 }
+
+/// `background = true`: the run ends when the other tasks are done (mmtests' thpchallenge
+/// stops its fio readers when the THP faults are done); the background task is stopped then.
+#[test]
+fn background_tasks_end_with_the_others() {
+    let text = r#"
+[machine]
+memory = "512MiB"
+cpus = 2
+[workload]
+duration = "60s"
+[[workload.task]]
+name = "reader"
+background = true
+loops = 1000
+steps = [{ compute = "100ms" }]
+[[workload.task]]
+name = "main"
+steps = [{ compute = "2s" }]
+"#;
+    let r = fraglab_sim::timed::run_workload(&parse_spec(text, "t.toml").unwrap()).unwrap();
+    assert!(
+        (2_000_000_000..2_500_000_000).contains(&r.duration_ns),
+        "ends with main, not at 60 s: {}",
+        r.duration_ns
+    );
+    // Without it the reader's 100 s of loops run to the cap.
+    let r = fraglab_sim::timed::run_workload(
+        &parse_spec(&text.replace("background = true\n", ""), "t.toml").unwrap(),
+    )
+    .unwrap();
+    assert_eq!(r.duration_ns, 60_000_000_000);
+}
+
+/// Issue 33: `{ free = "pipes", every_page = N }` frees single pipe pages, those whose place in
+/// the task's pipe population is a multiple of N (from 1, in allocation order), pages freed
+/// before keeping their place.
+#[test]
+fn free_every_nth_pipe_page() {
+    let held = run("", "{ pipes = 1000 }, { slab = 10 }");
+    let freed = |steps: &str| delta(&run("", steps), "pgfree") - delta(&held, "pgfree");
+    assert_eq!(
+        freed("{ pipes = 1000 }, { slab = 10 }, { free = \"pipes\", every_page = 3 }"),
+        333
+    );
+    assert_eq!(
+        freed("{ pipes = 1000 }, { slab = 10 }, { free = \"pipes\", every_page = 1 }"),
+        1000
+    );
+    // Every 2nd, then every 3rd by place: |{k ≤ 1000: 2 | k or 3 | k}| = 500 + 333 - 166.
+    assert_eq!(
+        freed("{ pipes = 1000 }, { slab = 10 }, { free = \"pipes\", every_page = 2 }, { free = \"pipes\", every_page = 3 }"),
+        667
+    );
+    // The same step twice frees nothing the second time.
+    assert_eq!(
+        freed("{ pipes = 1000 }, { slab = 10 }, { free = \"pipes\", every_page = 4 }, { free = \"pipes\", every_page = 4 }"),
+        250
+    );
+    // Places continue over pipes steps: pages 501..1000 are the second step's.
+    assert_eq!(
+        freed("{ pipes = 500 }, { free = \"pipes\", every_page = 2 }, { pipes = 500 }, { slab = 10 }, { free = \"pipes\", every_page = 2 }"),
+        500
+    );
+    // The slab objects are untouched.
+    let r = run(
+        "",
+        "{ pipes = 1000 }, { slab = 10 }, { free = \"pipes\", every_page = 2 }",
+    );
+    assert_eq!(delta(&r, "nr_slab_reclaimable"), 10);
+}
+
+/// Issue 33: freeing every other pipe page scatters free order-0 pages through the pipes'
+/// memory, where freeing every other whole pipe gives back 256-page runs: the named sample
+/// after the free shows it (the same number of pages freed). 128 MiB of pipes, half freed: more
+/// than the per-CPU list holds (high_max = managed / 8 / CPUs, §2.2: 8192 pages here), so the
+/// rest reaches the buddy allocator.
+#[test]
+fn every_page_frees_scatter_where_whole_pipes_do_not() {
+    let at_freed = |free: &str| {
+        let r = run(
+            "",
+            &format!("{{ pipes = 32768 }}, {{ sample = \"built\" }}, {{ free = \"pipes\", {free} }}, {{ sample = \"freed\" }}"),
+        );
+        let o0 = |name: &str| {
+            r.named_samples
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap()
+                .sample
+                .free_by_order[0]
+        };
+        (delta(&r, "pgfree"), o0("freed") - o0("built"))
+    };
+    let (whole_freed, whole_o0) = at_freed("every = 2");
+    let (page_freed, page_o0) = at_freed("every_page = 2");
+    assert_eq!(whole_freed, page_freed);
+    assert!(
+        page_o0 > 4096 && whole_o0 < 64,
+        "order-0 free pages gained: page frees {page_o0}, whole pipes {whole_o0}"
+    );
+}
+
+/// Issue 33: `files` with `op = "delete"` and `every = N` deletes files N-1, 2N-1, ... of the
+/// set: every 4th, then every 2nd deletes 25 + 25 (files 3, 7, ... are already gone), in
+/// order or in a random order.
+#[test]
+fn files_delete_every_nth() {
+    let set = "files = \"s\", count = 100, size = \"64KiB\"";
+    for pattern in ["sequential", "random"] {
+        let r = run(
+            "",
+            &format!("{{ {set}, op = \"create\" }}, {{ {set}, op = \"delete\", every = 4, pattern = \"{pattern}\" }}"),
+        );
+        assert_eq!(delta(&r, "nr_file_pages"), 75 * 16, "{pattern}");
+        let r = run(
+            "",
+            &format!(
+                "{{ {set}, op = \"create\" }}, {{ {set}, op = \"delete\", every = 4, pattern = \"{pattern}\" }}, \
+                 {{ {set}, op = \"delete\", every = 2 }}"
+            ),
+        );
+        assert_eq!(delta(&r, "nr_file_pages"), 50 * 16, "{pattern}");
+        // The 50 files left are spread over every dentry page (21 a page) and inode slab (28
+        // per order-3 slab): a slab page is freed only when all its objects are, so none is.
+        assert_eq!(delta(&r, "nr_slab_reclaimable"), 5 + 4 * 8, "{pattern}");
+    }
+    // Deleted files read back from the device, the others from the cache.
+    let r = run(
+        "",
+        &format!("{{ {set}, op = \"create\" }}, {{ {set}, op = \"delete\", every = 5 }}, {{ {set}, op = \"read\" }}"),
+    );
+    assert_eq!(delta(&r, "pgpgin"), 20 * 64);
+}
+
+/// Issue 33: `{ sample = "NAME" }` records a sample with that name where the program reaches
+/// it, with the pageblock census of each zone; the rows `census.NAME.ZONE.CLASS` read the last
+/// sample of each name; the run is deterministic.
+#[test]
+fn named_samples_with_zone_census() {
+    use fraglab_spec::result::pageblock::BlockClass;
+    use fraglab_spec::result::rows::{named_census_row, named_census_rows};
+    let steps = "{ sample = \"start\" }, { mmap = \"a\", size = \"64MiB\" }, { touch = \"a\" }, \
+                 { pipes = 4096 }, { sample = \"built\" }, { compute = \"1ms\" }, { munmap = \"a\" }, \
+                 { sample = \"built\" }";
+    let r = run("", steps);
+    let names: Vec<&str> = r.named_samples.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["start", "built", "built"]);
+    assert!(r
+        .named_samples
+        .windows(2)
+        .all(|w| w[0].sample.t_ns <= w[1].sample.t_ns));
+    assert!(
+        r.named_samples[2].sample.t_ns >= 1_000_000,
+        "taken after the compute step"
+    );
+    for s in &r.named_samples {
+        assert_eq!(s.task, "t");
+        // The zones are pagetypeinfo's, their blocks and mixed blocks the sample's.
+        let zones: Vec<&str> = s.zones.iter().map(|z| z.zone.as_str()).collect();
+        assert_eq!(zones, ["DMA", "DMA32"]);
+        for t in 0..5 {
+            let sum: u64 = s.zones.iter().map(|z| z.blocks_by_type[t]).sum();
+            assert_eq!(sum, s.sample.blocks_by_type[t]);
+        }
+        let mixed: u64 = s.zones.iter().map(|z| z.mixed_blocks.unwrap()).sum();
+        assert_eq!(mixed, s.sample.mixed_blocks);
+        // Wholly free blocks are free pages in chunks of order 9 and 10.
+        let free: u64 = s.zones.iter().map(|z| z.free_blocks()).sum();
+        assert_eq!(
+            free,
+            s.sample.free_by_order[9] / 512 + s.sample.free_by_order[10] / 512
+        );
+        // free + the types' blocks in use (+ HighAtomic and Isolate) = every block.
+        for z in &s.zones {
+            let classes: u64 = [
+                BlockClass::Free,
+                BlockClass::Unmovable,
+                BlockClass::Movable,
+                BlockClass::Reclaimable,
+            ]
+            .iter()
+            .map(|c| z.class(*c).unwrap())
+            .sum::<u64>()
+                + (z.blocks_by_type[3] - z.free_blocks_by_type[3])
+                + (z.blocks_by_type[4] - z.free_blocks_by_type[4]);
+            assert_eq!(classes, z.blocks_by_type.iter().sum::<u64>());
+        }
+    }
+    // 64 MiB of anon and 16 MiB of pipes took blocks: fewer wholly free ones when built.
+    let free_at = |i: usize| -> u64 { r.named_samples[i].zones.iter().map(|z| z.free_blocks()).sum() };
+    assert!(
+        free_at(1) + 32 <= free_at(0),
+        "{} then {}",
+        free_at(0),
+        free_at(1)
+    );
+    // The unmapped anon came back: the last "built" has more wholly free blocks.
+    assert!(free_at(2) > free_at(1));
+    // Rows: the last sample of each name, every zone and class.
+    let rows = named_census_rows(&r);
+    assert_eq!(rows.len(), 2 * 2 * 5);
+    let row = |name: &str| rows.iter().find(|(n, _)| n == name).unwrap().1.clone().unwrap();
+    let last = &r.named_samples[2].zones[1];
+    assert_eq!(
+        row(&named_census_row("built", "DMA32", BlockClass::Free)),
+        last.free_blocks() as f64
+    );
+    assert_eq!(row("census.built.DMA32.mixed"), last.mixed_blocks.unwrap() as f64);
+    assert_eq!(
+        row("census.start.DMA32.unmovable"),
+        r.named_samples[0].zones[1].class(BlockClass::Unmovable).unwrap() as f64
+    );
+    // compare's samples and validate's rows have them.
+    let s = fraglab_spec::result::rows::samples_of(std::slice::from_ref(&r));
+    assert_eq!(
+        fraglab_spec::result::rows::values(&s, "census.built.DMA32.free"),
+        &[last.free_blocks() as f64]
+    );
+    let scored = fraglab_spec::result::scoreboard::score(std::slice::from_ref(&r), std::slice::from_ref(&r));
+    let sc = scored
+        .iter()
+        .find(|x| x.row == "census.built.DMA32.movable")
+        .unwrap();
+    assert_eq!(sc.class, fraglab_spec::result::scoreboard::Class::Census);
+    assert_eq!(sc.verdict, fraglab_spec::result::scoreboard::Verdict::Pass);
+    // Deterministic, and a spec without the step has no named_samples in its JSON.
+    let json = serde_json::to_string(&r).unwrap();
+    assert_eq!(json, serde_json::to_string(&run("", steps)).unwrap());
+    assert!(!serde_json::to_string(&run("", "{ pipes = 10 }"))
+        .unwrap()
+        .contains("named_samples"));
+}
+
+/// Issue 33: the new steps in a run with several instances and loops are deterministic.
+#[test]
+fn issue33_steps_are_deterministic() {
+    let text = "[machine]\nmemory = \"512MiB\"\ncpus = 2\n[workload]\nduration = \"1s\"\n\
+         [[workload.task]]\nname = \"t\"\ncount = 3\nloops = 2\nsteps = [\
+         { pipes = 300 }, { free = \"pipes\", every_page = 3 }, \
+         { files = \"s\", count = 40, size = \"16KiB\", op = \"create\" }, \
+         { files = \"s\", count = 40, op = \"delete\", every = 3, pattern = \"random\" }, \
+         { sample = \"x\" }]\n";
+    let s = parse_spec(text, "t.toml").unwrap();
+    let a = serde_json::to_string(&fraglab_sim::timed::run_workload(&s).unwrap()).unwrap();
+    let b = serde_json::to_string(&fraglab_sim::timed::run_workload(&s).unwrap()).unwrap();
+    assert_eq!(a, b);
+    let r: RunResult = serde_json::from_str(&a).unwrap();
+    assert_eq!(r.named_samples.len(), 6, "3 instances x 2 loops");
+}

@@ -426,3 +426,53 @@ fn section_30_5_s2_fixture_boots_exact_blocks_free_within_1pct() {
         best * 100.0
     );
 }
+
+/// §27.2 item 3: a snapshot that recorded the kernel's kdamond regions (every region 80
+/// aggregations old, no access) boots a kdamond that goes on from them: S2's scheme pages the
+/// snapshot's cold page cache out at its first aggregation (5 s). From the same snapshot
+/// without them the booted kdamond starts cold and frees nothing in 30 s (it would after 60 s).
+#[test]
+fn s27_snapshot_boot_kdamond_starts_from_the_captured_ages() {
+    use fraglab_state::damon::{DamonCapture, DamonRegion};
+    let body = "[workload]\nduration = \"30s\"\n[[workload.task]]\nname = \"idle\"\nsteps = [{ sleep = \"30s\" }]\n[damon]\npreset = \"s2\"\nmin_nr_regions = 8\nmax_nr_regions = 64\n";
+    let run = |d: &Path| fraglab_sim::timed::run_workload(&spec_at(d, body)).unwrap();
+    // The page cache: one order-0 file folio every 4 pfns in blocks 11..15.
+    let cache = ((blk(15) - blk(11)) / 4) as i64;
+    let cold = run(&dir("damon-cold"));
+    assert_eq!(cold.vmstat_delta.get("nr_file_pages").copied().unwrap_or(0), 0);
+    let d = dir("damon-warm");
+    let mut h = header();
+    let step = 4 * PB;
+    h.damon = Some(DamonCapture {
+        kdamond: 0,
+        pid: 83,
+        aggr_us: 5_000_000,
+        source: "damon:damon_aggregated".into(),
+        regions: (0..BLOCKS / 4)
+            .map(|i| DamonRegion {
+                target: 0,
+                start: (BASE + i * step) * 4096,
+                end: (BASE + (i + 1) * step) * 4096,
+                nr_accesses: 0,
+                age: 80,
+            })
+            .collect(),
+        ..Default::default()
+    });
+    assert_eq!(fraglab_sim::restore::damon_start(&h).len(), (BLOCKS / 4) as usize);
+    assert_eq!(fraglab_sim::restore::damon_start(&header()), []);
+    let file = d.join("state.fsnap");
+    preload(&file, loaded(&file, h, reconstruction()).unwrap()).unwrap();
+    let warm = run(&d);
+    // 128 MiB of region span per aggregation covers this 64 MiB zone: all of it goes at 5 s.
+    assert_eq!(warm.vmstat_delta["nr_file_pages"], -cache);
+    let t_free = warm
+        .samples
+        .iter()
+        .find(|s| s.free_by_order.iter().sum::<u64>() != cold.samples[0].free_by_order.iter().sum::<u64>())
+        .map(|s| s.t_ns);
+    assert!(t_free.is_some_and(|t| t <= 6_000_000_000), "{t_free:?}");
+    for p in [d, dir("damon-cold")] {
+        let _ = std::fs::remove_dir_all(p);
+    }
+}

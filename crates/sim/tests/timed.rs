@@ -328,3 +328,43 @@ fn timed_run_trace_counts_events() {
     let r = fraglab_sim::timed::run_workload(&plain).unwrap();
     assert!(r.trace_counts.is_empty() && !r.proc_end.contains_key("trace"));
 }
+
+/// The last sample is taken at the end of the run, as the host engine takes one: a run that
+/// ends between two ticks shows its end state (here: a mapping faulted and unmapped after the
+/// last tick, so the periodic samples all miss the pages coming back).
+#[test]
+fn the_last_sample_is_the_end_of_the_run() {
+    let text = r#"
+[machine]
+memory = "1GiB"
+cpus = 1
+[workload]
+duration = "10s"
+[[workload.task]]
+name = "t"
+steps = [
+  { mmap = "a", size = "256MiB" },
+  { touch = "a" },
+  { sleep = "1500ms" },
+  { munmap = "a" },
+]
+"#;
+    let spec = parse_spec(text, "t.toml").unwrap();
+    let mut end = None;
+    let r = fraglab_sim::timed::run_workload_inspect(&spec, &mut |_| {}, &mut |mm| {
+        end = Some(fraglab_sim::snapshot::sample(mm, 0).free_by_order);
+    })
+    .unwrap();
+    let last = r.samples.last().unwrap();
+    assert_eq!(last.t_ns, r.duration_ns);
+    assert!(!r.duration_ns.is_multiple_of(1_000_000_000), "{}", r.duration_ns);
+    assert_eq!(last.free_by_order, end.unwrap(), "the model as the run ends");
+    let free = |s: &fraglab_spec::result::Sample| -> u64 { s.free_by_order.iter().sum() };
+    let before_end = &r.samples[r.samples.len() - 2];
+    assert!(
+        free(last) > free(before_end) + 32_768,
+        "the munmap's 65,536 pages, less what the PCP lists keep: {} -> {}",
+        free(before_end),
+        free(last)
+    );
+}

@@ -33,8 +33,8 @@ const SPEC_KEY_ROWS: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "`[run] trace`",
-        "record kmem (`kmem:*`), compaction (`compaction:*`) and migrate (`migrate:*`) tracepoints \
-         in ftrace text form (op specs: `print = \"trace\"`; timed runs: counted per event in the \
+        "record kmem (`kmem:*`), compaction (`compaction:*`), migrate (`migrate:*`), vmscan \
+         (`vmscan:*`) and DAMON (`damon:*`) tracepoints in ftrace text form (op specs: `print = \"trace\"`; timed runs: counted per event in the \
          result's `trace_counts`, as the host engine's `--trace` does, and the first 4 MiB of text \
          in `proc_end[\"trace\"]`)",
         "§15",
@@ -144,6 +144,28 @@ const GENERATOR_ROWS: &[(&str, &str, &str)] = &[
          result's `census`: the page cache's index in the simulator, mincore + pagemap + \
          /proc/kpageflags on the host",
         "§30.2",
+    ),
+    (
+        "task step `free` with `every_page`",
+        "free every Nth pipe-buffer page of the task's pipes, by place in allocation order; the \
+         host fills lcm(every_page) pipes side by side (page k in pipe k mod lanes) and closes the \
+         pipes holding those pages, since a read frees only at a pipe's head and the first two \
+         pages a pipe releases stay cached as its `tmp_page`s",
+        "fs/pipe.c `free_pipe_info`, `anon_pipe_put_page`",
+    ),
+    (
+        "task step `files` with `every`",
+        "`op = \"delete\"` of every Nth file of the set (SET/N-1, SET/2N-1, ...): each unlinked, \
+         its page cache truncated, its dentry and inode freed",
+        "mm/truncate.c, dentry/inode slab",
+    ),
+    (
+        "task step `sample`",
+        "a named sample where the program reaches the step: the periodic sample's record plus, \
+         per zone, the pageblock census (wholly free blocks, blocks in use per type, mixed \
+         blocks) from /proc/pagetypeinfo as each engine prints it; result `named_samples`, rows \
+         `census.NAME.ZONE.CLASS` for `compare` and `validate`",
+        "§16.2 item 4, §30.4",
     ),
 ];
 

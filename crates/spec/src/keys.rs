@@ -243,6 +243,12 @@ pub(crate) const MACHINE: &[KeyDef] = &[
         "the block device's max_sectors_kb (io_pages = max_sectors_kb / 4: a read larger than ra_pages may get a window of up to io_pages, forced readahead reads up to max(io_pages, ra_pages), kernel-model.md §23.1–§23.2); default 128, a new bdi's io_pages (32); the host engine records the device's value and does not set it",
     ),
     key(
+        "page_reporting_order",
+        KeyKind::Form("an order 0..=10, or \"off\""),
+        KeyDefault::Text("off: no free page reporting device (a snapshot boot takes the snapshot's value, validate's simulator arms the kernel's)"),
+        "free page reporting (virtio-balloon, §32): 2 s after a free merges to this order or more, a pass reports the unreported free chunks of orders page_reporting_order..10 to the host (at most ⌈nr_free/512⌉ + 1 batches of 32 per list and pass), retyping free Unmovable/Reclaimable blocks to Movable; the host discards their backing, and the first write to such a page costs [cost] host_fault_ns; simulator only (the host engine records the machine's value and never changes it)",
+    ),
+    key(
         "snapshot",
         KeyKind::Str,
         KeyDefault::Text("none: a freshly booted machine"),
@@ -393,6 +399,12 @@ pub(crate) const DAMON: &[KeyDef] = &[
         KeyKind::Form("a comma-separated list of type:allow|reject, types anon, unmapped, young (\"\" for none)"),
         KeyDefault::Text("the preset's"),
         "schemes/0/ops_filters, in order (matching = Y); the first match decides",
+    ),
+    key(
+        "regions",
+        KeyKind::Form("a comma-separated list of START-END physical ranges, sizes (\"16MiB-3GiB, 4GiB-25GiB\")"),
+        KeyDefault::Text("the preset's"),
+        "targets/0/regions: the monitored physical ranges, clipped to the machine; damon_reclaim: the largest System RAM range (§27.1), s2: 16MiB-3GiB, 4GiB-end (§27.3)",
     ),
 ];
 
@@ -548,6 +560,12 @@ pub(crate) const OP_FAULT: &[KeyDef] = &[
 ];
 /// `[[op]]` with `kswapd`.
 pub(crate) const OP_KSWAPD: &[KeyDef] = &[action("kswapd", KeyKind::True, "wake kswapd and run it")];
+/// `[[op]]` with `page_reporting`.
+pub(crate) const OP_PAGE_REPORTING: &[KeyDef] = &[action(
+    "page_reporting",
+    KeyKind::True,
+    "run free page reporting's pending pass now, as its delayed work would 2 s after the request (§32.2; needs machine.page_reporting_order; a timeless run runs passes only when this op asks)",
+)];
 /// `[[op]]` with `write`.
 pub(crate) const OP_WRITE: &[KeyDef] = &[
     action("write", KeyKind::Str, "buffered write to this file"),
@@ -606,6 +624,7 @@ pub(crate) const OPS: &[&[KeyDef]] = &[
     OP_WRITE,
     OP_READ,
     OP_NR_HUGEPAGES,
+    OP_PAGE_REPORTING,
 ];
 
 /// `[workload]`.
@@ -833,6 +852,11 @@ pub(crate) const TASK: &[KeyDef] = &[
         KeyDefault::Text("none (start at `start`)"),
         "start when every instance of that task has finished its program; `start` then counts from that moment",
     ),
+    boolean(
+        "background",
+        false,
+        "background load (as mmtests runs fio beside thpchallenge): the run ends when every task without it has finished, and background tasks still running are stopped then (killed on the host); at least one task must be without it",
+    ),
 ];
 
 const VMA: KeyKind = KeyKind::Form("the name of a mapping of an earlier mmap step");
@@ -871,6 +895,12 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
     &[
         action("touch", VMA, "write-touch every page of the mapping"),
         PATTERN,
+        size(
+            "stride",
+            4096,
+            4096,
+            "touch only the first page of every STRIDE bytes (a multiple of 4 KiB), as a program that writes one word per 2 MiB does",
+        ),
     ],
     &[
         action("dontneed", VMA, "MADV_DONTNEED a range of the mapping"),
@@ -880,6 +910,12 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
             KeyKind::Size { min: 1 },
             KeyDefault::Required("a size in bytes"),
             "the range's length",
+        ),
+        key(
+            "stride",
+            KeyKind::Size { min: 4096 },
+            KeyDefault::Text("none (one range)"),
+            "repeat the range every STRIDE bytes (a multiple of 4 KiB, at least the length) to the end of the mapping: one madvise call per range, in address order",
         ),
     ],
     &[action("munmap", VMA, "unmap the mapping")],
@@ -984,6 +1020,17 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
             "free every Nth object this task's slab or pipes steps allocated",
         ),
         int("every", 2, 1 << 30, "2..=2^30", 2, "free one object in every N"),
+        // Issue 33: single pipe pages.
+        key(
+            "every_page",
+            KeyKind::Int {
+                lo: 1,
+                hi: crate::workload::MAX_PIPE_LANES as i64,
+                range: "1..=1024",
+            },
+            KeyDefault::Text("none (every: whole pipes)"),
+            "free = \"pipes\" only, instead of every: free every Nth pipe-buffer page of the task's pipes (the Nth, 2Nth, ... page they allocated; pages, not whole pipes); a task frees its pipes by page or whole, not both, and its every_page values have a least common multiple of at most 1024 (the host fills that many pipes side by side)",
+        ),
     ],
     &[
         action("files", KeyKind::Str, "a set of small files SET/0..count-1"),
@@ -1011,6 +1058,15 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
             "the order of the files (random: a seeded shuffle)",
         ),
         STEP_MAPPING,
+        // Issue 33.
+        int(
+            "every",
+            1,
+            1 << 20,
+            "1..=1048576",
+            1,
+            "op = \"delete\" only: delete every Nth file of the set (SET/N-1, SET/2N-1, ...)",
+        ),
     ],
     &[
         action("fadvise", KeyKind::Str, "posix_fadvise on this file"),
@@ -1028,6 +1084,12 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
             "the range's length",
         ),
     ],
+    // Issue 33: named sample points.
+    &[action(
+        "sample",
+        KeyKind::Form("a name: letters, digits, _ and -"),
+        "record a named sample now (no time): the periodic samples' record plus the pageblock census of each zone (free, unmovable, movable, reclaimable, mixed blocks), result named_samples, rows census.NAME.ZONE.CLASS (the last sample of the name)",
+    )],
 ];
 
 /// The keys of `[cost]` (all `COST_KEYS`, in that order).

@@ -369,6 +369,15 @@ pub const KNOBS: &[KnobDef] = &[
     mthp!("1024", "8", "never"),
     mthp!("2048", "9", "inherit"),
     KnobDef {
+        name: "transparent_hugepage/shrink_underused",
+        kind: int(0, 1),
+        default: "1",
+        doc: "1: every PMD THP a fault maps is queued for the deferred split shrinker, which splits it if underused (see khugepaged/max_ptes_none)",
+        models: "kind (b) entries of the deferred split queue (`deferred_split_folio(folio, false)` at `__do_huge_pmd_anonymous_page`), dropped or split (`thp_underused`) by `deferred_split_scan`",
+        section: "§31.3",
+        read: Read::Yes,
+    },
+    KnobDef {
         name: "transparent_hugepage/khugepaged/defrag",
         kind: int(0, 1),
         default: "1",
@@ -381,10 +390,10 @@ pub const KNOBS: &[KnobDef] = &[
         name: "transparent_hugepage/khugepaged/max_ptes_none",
         kind: int(0, 511),
         default: "511",
-        doc: "How many unpopulated PTEs khugepaged may fill in when collapsing a PMD range",
-        models: "khugepaged collapse",
-        section: "§11.4",
-        read: Read::No("no khugepaged"),
+        doc: "How many unpopulated PTEs khugepaged may fill in when collapsing a PMD range; below 511, also how many zero-filled subpages make a THP underused for the deferred split shrinker",
+        models: "`thp_underused` of the deferred split shrinker (false at 511; split once more subpages than this are zero-filled); khugepaged collapse is not modelled",
+        section: "§11.4, §31.3",
+        read: Read::Yes,
     },
     KnobDef {
         name: "transparent_hugepage/khugepaged/pages_to_scan",
@@ -455,7 +464,8 @@ mod tests {
                 },
             }
         }
-        assert_eq!(KNOBS.len(), 17 + 2 + 8 + 5);
+        // 17 sysctls, enabled and defrag, 8 mTHP sizes, shrink_underused, 5 khugepaged.
+        assert_eq!(KNOBS.len(), 17 + 2 + 8 + 1 + 5);
     }
 
     #[test]

@@ -27,6 +27,8 @@
 //! max_sectors_kb = 128 # the device's largest request (io_pages = max_sectors_kb / 4, §23.1): a read
 //!                      # larger than ra_pages may get a window up to io_pages; default 128 (a new
 //!                      # bdi's io_pages, 32); the host engine records the device's value only
+//! page_reporting_order = 9   # free page reporting (virtio-balloon, §32) of free chunks of this
+//!                      # order and up, 0..=10, or "off" (the default: no device); simulator only
 //!
 //! # Instead of `memory` (and `dma`): explicit zones, in kernel zone order and increasing pfn
 //! # order, without overlap. present defaults to spanned, managed to present.
@@ -57,11 +59,11 @@
 //! debug_vm = false     # default false
 //! debug_vm_every = 10000   # with debug_vm, a timed run checks every N task steps
 //! trace = ["kmem:mm_page_alloc", "compaction:*"]   # see TRACE_EVENTS; kmem:*, compaction:*,
-//!                      # migrate:* and vmscan:* select a group; default none
+//!                      # migrate:*, vmscan:* and damon:* select a group; default none
 //!
 //! # Each [[op]] has exactly one action key (alloc, free, print, drain_all_pages,
 //! # compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read,
-//! # nr_hugepages) and only
+//! # nr_hugepages, page_reporting) and only
 //! # that action's other keys. A spec has either [[op]]s (a timeless run) or a [workload] (a
 //! # timed run; see WorkloadSpec and the README), not both.
 //!
@@ -92,6 +94,9 @@
 //!
 //! [[op]]
 //! compact_memory = true    # echo 1 > /proc/sys/vm/compact_memory; only true
+//!
+//! [[op]]
+//! page_reporting = true    # free page reporting's pending pass, now (§32.2); only true
 //!
 //! [[op]]
 //! compact = 9          # direct compaction (try_to_compact_pages) for order 1..=10
@@ -167,6 +172,7 @@ pub use parse::{
 pub use workload::{
     parse_duration, Fadvice, FilesOp, FioSmallFilesParams, KbuildParams, PgbenchParams, TaskParams, TaskStep,
     ThpBurstParams, ThpChallengeParams, VmScalabilityCase, VmScalabilityParams, WorkloadSpec, COST_KEYS,
+    MAX_PIPE_LANES,
 };
 
 /// The owner kind of an `alloc` op's folios (`kind`): the model's own [`FolioKind`] (anon, file,
@@ -256,6 +262,8 @@ pub const TRACE_EVENTS: &[&str] = &[
     "vmscan:mm_vmscan_lru_shrink_inactive",
     "vmscan:mm_vmscan_lru_shrink_active",
     "vmscan:mm_vmscan_throttled",
+    "vmscan:mm_vmscan_reclaim_pages",
+    "damon:damos_before_apply",
 ];
 
 /// The events `fraglab trace diff` compares (issue 32), as `group:name`: what both engines
@@ -281,6 +289,10 @@ pub const DIFF_EVENTS: &[&str] = &[
     "vmscan:mm_vmscan_direct_reclaim_end",
     "vmscan:mm_vmscan_lru_shrink_inactive",
     "kmem:mm_page_alloc_extfrag",
+    // DAMON's pageout (§27): the regions a scheme is applied to, and what `reclaim_pages`
+    // did with their folios. A kernel without DAMON's tracepoints records the others.
+    "vmscan:mm_vmscan_reclaim_pages",
+    "damon:damos_before_apply",
 ];
 
 /// A parsed, validated spec.
@@ -357,6 +369,14 @@ pub struct MachineSpec {
     /// `io_pages` (kernel-model.md §23.1 item 2, §23.2); `None` when not given: the model uses
     /// a new bdi's `io_pages` (32, i.e. 128 KiB). The host engine does not set it.
     pub max_sectors_kb: Option<u64>,
+    /// `page_reporting_order`: a free page reporting device (virtio-balloon) that reports free
+    /// chunks of this order and up to the host (0..=10, §32); `None`: no device
+    /// (the default, or `"off"`). Simulator only: the host engine records the machine's value
+    /// among its confounders and never changes it.
+    pub page_reporting_order: Option<u32>,
+    /// `page_reporting_order` was given (an order or `"off"`). When it was not, a snapshot boot
+    /// takes the value the snapshot recorded, and `validate`'s simulator arms the kernel's.
+    pub page_reporting_given: bool,
     /// `snapshot`: boot in the state of a snapshot file (issue 21); `None` for a freshly booted
     /// machine. With a snapshot, `memory_bytes` and `zones` are `None` (the snapshot gives the
     /// zones).
@@ -454,6 +474,9 @@ pub struct DamonSpec {
     pub wmarks_free_mem_rate: Option<bool>,
     /// `filters` if given: (type, allow) in order.
     pub filters: Option<Vec<(String, bool)>>,
+    /// `regions` if given: the monitored physical ranges `[start, end)` in bytes, in address
+    /// order (`targets/0/regions/N/{start,end}`).
+    pub regions: Option<Vec<(u64, u64)>>,
 }
 
 /// `[run]`.
@@ -569,6 +592,9 @@ pub enum Op {
     /// time through the allocator until it holds `count` pages or an allocation fails, or
     /// shrinks to `count` (kernel-model.md §28.1).
     NrHugepages { line: usize, count: u64 },
+    /// Free page reporting's pending pass, now (§32.2): a timeless run has no
+    /// clock for the 2 s delayed work, so passes run only when this op asks.
+    PageReporting { line: usize },
 }
 
 impl Op {
@@ -586,12 +612,14 @@ impl Op {
             | Op::Kswapd { line }
             | Op::Write { line, .. }
             | Op::Read { line, .. }
-            | Op::NrHugepages { line, .. } => line,
+            | Op::NrHugepages { line, .. }
+            | Op::PageReporting { line } => line,
         }
     }
 
     /// The action key: `alloc`, `free`, `print`, `drain_all_pages`, `compact_memory`, `compact`,
-    /// `kcompactd`, `proactive_compact`, `fault`, `kswapd`, `write`, `read` or `nr_hugepages`.
+    /// `kcompactd`, `proactive_compact`, `fault`, `kswapd`, `write`, `read`, `nr_hugepages` or
+    /// `page_reporting`.
     pub fn action(&self) -> &'static str {
         match self {
             Op::Alloc { .. } => "alloc",
@@ -607,6 +635,7 @@ impl Op {
             Op::Write { .. } => "write",
             Op::Read { .. } => "read",
             Op::NrHugepages { .. } => "nr_hugepages",
+            Op::PageReporting { .. } => "page_reporting",
         }
     }
 }

@@ -31,8 +31,19 @@ pub struct RunResult {
     pub vmstat_delta: BTreeMap<String, i64>,
     /// One sample per `sample_ns`.
     pub samples: Vec<Sample>,
-    /// Fault latency histograms by folio order and path.
+    /// Fault latency histograms by folio order and path: the time from the fault's start to
+    /// its return (the host engine's clock; the simulator's wall time in virtual time, waits
+    /// included: docs/costs.md "Fault latency").
     pub fault_latency: Vec<LatencyHistogram>,
+    /// Simulator only: the same faults' CPU time (the cost model's figure, without the waits),
+    /// by folio order and path. Absent from host results and from older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fault_latency_cpu: Vec<LatencyHistogram>,
+    /// Simulator timed runs: the contended kernel locks of the engine's lock model (`zone->lock`,
+    /// `lruvec->lru_lock`, `pcpu_drain_mutex`) with the figures /proc/lock_stat reports, over
+    /// the whole run (as `sim_work`). Absent from host results and from older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lock_stat: Vec<LockStatResult>,
     /// The generators' own figures.
     pub builds: Vec<BuildResult>,
     pub bursts: Vec<BurstResult>,
@@ -97,6 +108,12 @@ pub struct RunResult {
     /// the JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotMatch>,
+    /// `sample` task steps (issue 33): a sample at each named point of a task program, with
+    /// the pageblock census of each zone, in the order they were taken (absent from the JSON
+    /// when no step took one). Rows `census.NAME.ZONE.CLASS` read the last of each name
+    /// ([`rows::named_census_rows`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub named_samples: Vec<NamedSample>,
     /// Timeless runs (`[[op]]`s, `fraglab run -o x.json`): the text their `print` operations
     /// produced, with a `#` line per op — what `fraglab run` prints without `-o`. Absent from
     /// timed runs (and from their JSON).
@@ -210,6 +227,22 @@ impl CensusResult {
     }
 }
 
+/// One `{ sample = "NAME" }` task step (issue 33): the record a periodic sample is, taken
+/// where the task's program reached the step, and the pageblock census of each populated zone
+/// at the same moment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NamedSample {
+    /// The step's name.
+    pub name: String,
+    /// The task and instance that took it.
+    pub task: String,
+    pub instance: u32,
+    /// The sample (its `t_ns` is when the step ran, from the start of the run).
+    pub sample: Sample,
+    /// Per populated zone, in pfn order.
+    pub zones: Vec<pageblock::ZoneCensus>,
+}
+
 /// The `read` steps of one task instance: bytes read and the time they took.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskReadResult {
@@ -249,6 +282,35 @@ pub struct Sample {
     pub thp_fault_fallback: u64,
 }
 
+/// One lock's contention over a run, as /proc/lock_stat reports it (in nanoseconds where it
+/// reports microseconds). A contention is an acquisition that had to wait.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockStatResult {
+    /// The lock class as lock_stat names it (`&zone->lock`, `&lruvec->lru_lock`,
+    /// `pcpu_drain_mutex`).
+    pub name: String,
+    #[serde(default)]
+    pub acquisitions: u64,
+    #[serde(default)]
+    pub contentions: u64,
+    /// lock_stat's waittime-min, -max, -total.
+    #[serde(default)]
+    pub waittime_min_ns: u64,
+    #[serde(default)]
+    pub waittime_max_ns: u64,
+    #[serde(default)]
+    pub waittime_total_ns: u64,
+    /// lock_stat's holdtime-max and -total.
+    #[serde(default)]
+    pub holdtime_max_ns: u64,
+    #[serde(default)]
+    pub holdtime_total_ns: u64,
+    /// Try-locks that failed and did not wait (`pcpu_drain_mutex`: `drain_all_pages(NULL)`
+    /// calls that returned because another CPU was draining).
+    #[serde(default)]
+    pub trylock_failed: u64,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyHistogram {
     pub order: u32,
@@ -260,6 +322,18 @@ pub struct LatencyHistogram {
     pub max_ns: u64,
     /// Bucket i counts latencies in [2^i, 2^(i+1)) ns.
     pub log2_buckets: Vec<u64>,
+    /// Simulator, free page reporting (§32.3 item 6): of `count`, the faults
+    /// that wrote pages whose backing the host had discarded, and the time their host faults
+    /// added (included in `sum_ns` and the buckets: real latencies are bimodal, these say how
+    /// much of the distribution is the slow mode). Absent (0) without a reporting device.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub host_faults: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub host_fault_ns: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -192,6 +192,8 @@ pub const COST_KEYS: &[&str] = &[
     "free_page_ns",
     "file_create_ns",
     "file_unlink_ns",
+    "host_fault_ns",
+    "zone_lock_chunk_ns",
 ];
 
 const DURATION_FORM: &str = "expected a duration such as \"500ms\"; units ns, us, ms, s, min, h";
@@ -252,6 +254,10 @@ pub struct TaskParams {
     /// `after = "NAME"`: the instances start when every instance of the task(s) named NAME
     /// has finished its program, `start_ns` after that moment (phases, issue 19).
     pub after: Option<String>,
+    /// `background = true`: background load. The run ends when every task without it has
+    /// finished (or at the duration); background instances still running are stopped then
+    /// (the simulator's daemon tasks, SIGKILL on the host).
+    pub background: bool,
 }
 
 /// One step of a task program (`steps = [{ mmap = "a", size = "64MiB" }, ...]`).
@@ -265,16 +271,20 @@ pub enum TaskStep {
         madvise: bool,
         locked: bool,
     },
-    /// Write-touch every page of `vma` (in address order, or in a random order).
+    /// Write-touch every page of `vma` (in address order, or in a random order); with a
+    /// `stride` above 4 KiB only the first page of every `stride` bytes.
     Touch {
         vma: String,
         random: bool,
+        stride: u64,
     },
-    /// MADV_DONTNEED of [`offset`, `offset + length`) of `vma`.
+    /// MADV_DONTNEED of [`offset`, `offset + length`) of `vma`; with a `stride`, of every
+    /// [`offset + k·stride`, `+ length`) inside the mapping, in address order, one call each.
     Dontneed {
         vma: String,
         offset: u64,
         length: u64,
+        stride: Option<u64>,
     },
     Munmap {
         vma: String,
@@ -351,6 +361,15 @@ pub enum TaskStep {
         reclaimable: bool,
         every: u64,
     },
+    /// `{ free = "pipes", every_page = N }` (issue 33): free the pipe-buffer pages of this
+    /// task's `pipes` population whose place in it is a multiple of `every` — the `every`th,
+    /// `2·every`th, ... page the task's `pipes` steps ever allocated, counted from 1 in
+    /// allocation order (pages freed before keep their place) — single pages, not whole pipes.
+    /// A task frees its pipes either whole ([`TaskStep::Free`]) or by page, not both (the host
+    /// lays its pipes out for one or the other: [`TaskParams::pipe_lanes`]).
+    FreePipePages {
+        every: u64,
+    },
     /// A set of `count` small files `set/0..count-1` of `size_bytes` each: created (a dentry, an
     /// inode and a buffered write each), read whole (in order, or in a seeded random order) or
     /// deleted (unlinked).
@@ -362,6 +381,9 @@ pub enum TaskStep {
         random: bool,
         /// The set's mapping kind (the first step naming the set set it; default XFS).
         mapping: crate::MappingKind,
+        /// `op = "delete"` only (issue 33; 1 for the other ops): the step takes every `every`th
+        /// file of the set, `set/{every-1}`, `set/{2·every-1}`, ... ([`TaskStep::files_selected`]).
+        every: u64,
     },
     /// `posix_fadvise(file, offset, length, advice)`; `length` `None` = to the end of the file.
     Fadvise {
@@ -369,6 +391,13 @@ pub enum TaskStep {
         advice: Fadvice,
         offset: u64,
         length: Option<u64>,
+    },
+    /// `{ sample = "NAME" }` (issue 33): a named sample now — the record the periodic samples
+    /// are (`result::Sample`) plus the pageblock census of each zone
+    /// (`result::pageblock::ZoneCensus`) — into the result's `named_samples`. Like `measure`
+    /// it takes no time: it is taken where the task's program reaches it.
+    Sample {
+        name: String,
     },
 }
 
@@ -423,6 +452,13 @@ impl Fadvice {
 }
 
 impl TaskStep {
+    /// The files of a set of `count` a `files` step with `every` takes, in set order: those
+    /// whose number plus one is a multiple of `every` (all of them for 1).
+    pub fn files_selected(count: u64, every: u64) -> impl Iterator<Item = u64> {
+        let every = every.max(1);
+        (1..=count / every).map(move |k| k * every - 1)
+    }
+
     /// The file or file set this step names with its mapping kind, if it sets one (`read`,
     /// `write`, `files`); `delete` and `fadvise` name a file without a kind.
     pub fn file(&self) -> Option<(&str, Option<crate::MappingKind>)> {
@@ -435,6 +471,58 @@ impl TaskStep {
             _ => None,
         }
     }
+}
+
+impl TaskParams {
+    /// Pipe-buffer pages this task's `pipes` steps allocate over its whole program (every loop):
+    /// its pipe population, which stays until the task ends unless freed.
+    pub fn pipe_pages(&self) -> u64 {
+        let per_loop: u64 = self
+            .steps
+            .iter()
+            .map(|s| match s {
+                TaskStep::Slab {
+                    count,
+                    reclaimable: false,
+                } => *count,
+                _ => 0,
+            })
+            .sum();
+        per_loop.saturating_mul(self.loops as u64)
+    }
+
+    /// The pipes a host task fills side by side (issue 33): the least common multiple of its
+    /// `every_page` values ([`TaskStep::FreePipePages`]), 1 without. Page `k` (from 0) of the
+    /// task's pipe population goes to lane `k mod lanes`, so a lane holds pages of one residue
+    /// modulo every `every_page`, and freeing every Nth page is closing whole lanes' pipes. The
+    /// parser keeps it at most [`MAX_PIPE_LANES`].
+    pub fn pipe_lanes(&self) -> u64 {
+        self.steps
+            .iter()
+            .filter_map(|s| match s {
+                TaskStep::FreePipePages { every } => Some(*every),
+                _ => None,
+            })
+            .fold(1, lcm)
+    }
+}
+
+/// The most pipes a host task fills side by side for its `every_page` frees
+/// ([`TaskParams::pipe_lanes`]): two descriptors each, held for the task's life.
+pub const MAX_PIPE_LANES: u64 = 1024;
+
+/// Least common multiple (saturating).
+pub(crate) fn lcm(a: u64, b: u64) -> u64 {
+    fn gcd(mut a: u64, mut b: u64) -> u64 {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    }
+    if a == 0 || b == 0 {
+        return 0;
+    }
+    (a / gcd(a, b)).saturating_mul(b)
 }
 
 impl WorkloadSpec {

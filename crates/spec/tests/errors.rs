@@ -258,7 +258,20 @@ fn cpus_range_and_unknown_machine_key() {
         &["[machine]", "memory = \"1G\"", "numa_nodes = 2"],
         3,
         "machine.numa_nodes",
-        "unknown key (expected one of: memory, cpus, dma, zone, swap, hugetlb_pages, read_ahead_kb, max_sectors_kb, snapshot)",
+        "unknown key (expected one of: memory, cpus, dma, zone, swap, hugetlb_pages, read_ahead_kb, max_sectors_kb, page_reporting_order, snapshot)",
+    );
+    // §32.1 item 2: page_reporting_order takes 0..=10 (the kernel rejects other writes) or "off".
+    check(
+        &["[machine]", "memory = \"1G\"", "page_reporting_order = 11"],
+        3,
+        "machine.page_reporting_order",
+        "11 is out of range (expected 0..=10 or \"off\")",
+    );
+    check(
+        &["[machine]", "memory = \"1G\"", "page_reporting_order = \"9\""],
+        3,
+        "machine.page_reporting_order",
+        "\"9\" is not an order (expected 0..=10 or \"off\")",
     );
 }
 
@@ -523,7 +536,7 @@ fn run_errors() {
         "run.trace[0]",
         "unknown trace event \"sched:sched_switch\" (expected one of: kmem:mm_page_alloc, \
          kmem:mm_page_free, kmem:mm_page_alloc_zone_locked, kmem:mm_page_pcpu_drain, \
-         kmem:mm_page_alloc_extfrag, compaction:mm_compaction_isolate_migratepages, compaction:mm_compaction_isolate_freepages, compaction:mm_compaction_migratepages, compaction:mm_compaction_begin, compaction:mm_compaction_end, compaction:mm_compaction_try_to_compact_pages, compaction:mm_compaction_finished, compaction:mm_compaction_suitable, compaction:mm_compaction_deferred, compaction:mm_compaction_defer_compaction, compaction:mm_compaction_defer_reset, compaction:mm_compaction_wakeup_kcompactd, compaction:mm_compaction_kcompactd_wake, compaction:mm_compaction_kcompactd_sleep, migrate:mm_migrate_pages_start, migrate:mm_migrate_pages, vmscan:mm_vmscan_kswapd_sleep, vmscan:mm_vmscan_kswapd_wake, vmscan:mm_vmscan_wakeup_kswapd, vmscan:mm_vmscan_direct_reclaim_begin, vmscan:mm_vmscan_direct_reclaim_end, vmscan:mm_vmscan_lru_isolate, vmscan:mm_vmscan_lru_shrink_inactive, vmscan:mm_vmscan_lru_shrink_active, vmscan:mm_vmscan_throttled, kmem:*, compaction:*, migrate:*, vmscan:*)",
+         kmem:mm_page_alloc_extfrag, compaction:mm_compaction_isolate_migratepages, compaction:mm_compaction_isolate_freepages, compaction:mm_compaction_migratepages, compaction:mm_compaction_begin, compaction:mm_compaction_end, compaction:mm_compaction_try_to_compact_pages, compaction:mm_compaction_finished, compaction:mm_compaction_suitable, compaction:mm_compaction_deferred, compaction:mm_compaction_defer_compaction, compaction:mm_compaction_defer_reset, compaction:mm_compaction_wakeup_kcompactd, compaction:mm_compaction_kcompactd_wake, compaction:mm_compaction_kcompactd_sleep, migrate:mm_migrate_pages_start, migrate:mm_migrate_pages, vmscan:mm_vmscan_kswapd_sleep, vmscan:mm_vmscan_kswapd_wake, vmscan:mm_vmscan_wakeup_kswapd, vmscan:mm_vmscan_direct_reclaim_begin, vmscan:mm_vmscan_direct_reclaim_end, vmscan:mm_vmscan_lru_isolate, vmscan:mm_vmscan_lru_shrink_inactive, vmscan:mm_vmscan_lru_shrink_active, vmscan:mm_vmscan_throttled, vmscan:mm_vmscan_reclaim_pages, damon:damos_before_apply, kmem:*, compaction:*, migrate:*, vmscan:*, damon:*)",
     );
 }
 
@@ -616,7 +629,7 @@ fn op_structure_errors() {
         &with_machine(&["", "[[op]]", "count = 3"]),
         4,
         "op[0]",
-        "no action (expected one of the keys alloc, free, print, drain_all_pages, compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read, nr_hugepages)",
+        "no action (expected one of the keys alloc, free, print, drain_all_pages, compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read, nr_hugepages, page_reporting)",
     );
     check(
         &plus(alloc_a(), &["free = \"a\""]),
@@ -2035,6 +2048,30 @@ fn section_27_damon_keys_bad_values() {
         "\"mapped:allow\" is not type:allow or type:reject with type anon, unmapped or young (did you mean \"unmapped\"?)",
     );
     check(
+        &with_machine(&["[damon]", "regions = \"16MiB-3GiB, 2GiB-4GiB\""]),
+        4,
+        "damon.regions",
+        "\"2GiB-4GiB\" overlaps or precedes the range before it (ranges in address order)",
+    );
+    check(
+        &with_machine(&["[damon]", "regions = \"16MiB\""]),
+        4,
+        "damon.regions",
+        "\"16MiB\" is not START-END (two sizes)",
+    );
+    check(
+        &with_machine(&["[damon]", "regions = \"1GiB-1GiB\""]),
+        4,
+        "damon.regions",
+        "\"1GiB-1GiB\" is not a range of whole pages (START < END, both multiples of 4KiB)",
+    );
+    check(
+        &with_machine(&["[damon]", "regions = \"1GiB-2Gb\""]),
+        4,
+        "damon.regions",
+        "\"2Gb\" is ambiguous (expected a binary unit: did you mean \"2GiB\"?)",
+    );
+    check(
         &with_machine(&["[damon]", "sample_ms = 5"]),
         4,
         "damon.sample_ms",
@@ -2062,4 +2099,199 @@ fn non_utf8_bytes_have_a_line() {
         (1, true),
         "{e}"
     );
+}
+
+/// `background`: a boolean, and not on every task when no other generator ends the run.
+#[test]
+fn background_task_errors() {
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "name = \"reader\"",
+            "background = \"yes\"",
+            "steps = [{ compute = \"1s\" }]",
+        ]),
+        5,
+        "workload.task[0].background",
+        "expected a boolean, found a string",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            "name = \"reader\"",
+            "background = true",
+            "steps = [{ compute = \"1s\" }]",
+        ]),
+        5,
+        "workload.task[0].background",
+        "every task is background load: nothing would end the run but its duration (leave `background` off the task whose end ends the run)",
+    );
+}
+
+/// Issue 33 item 7: `every_page`, `files` `every` and `sample` are checked, each error naming
+/// the file, the line and the key.
+#[test]
+fn issue33_every_page_files_every_sample_errors() {
+    let task = |steps: &[&str]| {
+        let mut v = vec!["[[workload.task]]", "steps = ["];
+        v.extend(steps);
+        v.push("]");
+        with_machine(&v)
+    };
+    // every_page: 1..=1024, pipes only, not with every.
+    check(
+        &task(&["{ pipes = 4 },", "{ free = \"pipes\", every_page = 0 },"]),
+        6,
+        "workload.task[0].steps[1].every_page",
+        "0 is out of range (expected 1..=1024)",
+    );
+    check(
+        &task(&["{ free = \"pipes\", every_page = 1025 }"]),
+        5,
+        "workload.task[0].steps[0].every_page",
+        "1025 is out of range (expected 1..=1024)",
+    );
+    check(
+        &task(&["{ slab = 4 },", "{ free = \"slab\", every_page = 2 }"]),
+        6,
+        "workload.task[0].steps[1].every_page",
+        "every_page applies to free = \"pipes\" only (a slab object is one page already: use every)",
+    );
+    check(
+        &task(&["{ free = \"pipes\", every = 2, every_page = 2 }"]),
+        5,
+        "workload.task[0].steps[0].every",
+        "give every (whole pipes of 256 pages) or every_page (single pipe pages), not both",
+    );
+    check(
+        &task(&["{ free = \"pipes\", every_page = \"2\" }"]),
+        5,
+        "workload.task[0].steps[0].every_page",
+        "expected an integer, found a string",
+    );
+    // One way or the other per task, naming the earlier step's line.
+    check(
+        &task(&["{ pipes = 4 },", "{ free = \"pipes\", every = 2 },", "", "{ free = \"pipes\", every_page = 2 }"]),
+        8,
+        "workload.task[0].steps[2].every_page",
+        "this task frees whole pipes (every) on line 6: a task frees its pipes whole or page by page (every_page), not both (the host fills its pipes for one or the other)",
+    );
+    check(
+        &task(&["{ free = \"pipes\", every_page = 3 },", "{ free = \"pipes\" }"]),
+        6,
+        "workload.task[0].steps[1].free",
+        "this task frees single pipe pages (every_page) on line 5: a task frees its pipes whole or page by page, not both (the host fills its pipes for one or the other)",
+    );
+    // Another task may free whole pipes.
+    let ok = spec(&with_machine(&[
+        "[[workload.task]]",
+        "steps = [{ free = \"pipes\", every_page = 3 }]",
+        "[[workload.task]]",
+        "steps = [{ free = \"pipes\" }]",
+    ]));
+    parse_spec(&ok, "spec.toml").unwrap();
+    // The lanes: lcm(512, 3) = 1536 > 1024.
+    check(
+        &task(&["{ free = \"pipes\", every_page = 512 },", "{ free = \"pipes\", every_page = 3 }"]),
+        6,
+        "workload.task[0].steps[1].every_page",
+        "the every_page values of this task's free steps have a least common multiple of 1536, over 1024: the host fills that many pipes side by side (one per residue) to free every Nth page",
+    );
+    // files every: 1..=2^20, delete only.
+    check(
+        &task(&["{ files = \"s\", count = 4, op = \"delete\", every = 0 }"]),
+        5,
+        "workload.task[0].steps[0].every",
+        "0 is out of range (expected 1..=1048576)",
+    );
+    check(
+        &task(&[
+            "{ files = \"s\", count = 4, op = \"create\" },",
+            "{ files = \"s\", count = 4, op = \"read\", every = 2 }",
+        ]),
+        6,
+        "workload.task[0].steps[1].every",
+        "every applies to op = \"delete\" only (this step's op is \"read\")",
+    );
+    // sample: a non-empty name of letters, digits, _ and -.
+    check(
+        &task(&["{ sample = \"\" }"]),
+        5,
+        "workload.task[0].steps[0].sample",
+        "empty sample name",
+    );
+    check(
+        &task(&["{ compute = \"1ms\" },", "{ sample = \"after.build\" }"]),
+        6,
+        "workload.task[0].steps[1].sample",
+        "sample name \"after.build\" has '.': a name is letters, digits, _ and - (it names rows census.NAME.ZONE.CLASS)",
+    );
+    check(
+        &task(&["{ sample = 3 }"]),
+        5,
+        "workload.task[0].steps[0].sample",
+        "expected a string, found an integer",
+    );
+    check(
+        &task(&["{ sample = \"x\", every = 2 }"]),
+        5,
+        "workload.task[0].steps[0].every",
+        "unknown key (expected one of: sample)",
+    );
+}
+
+/// The `stride` of `touch` and `dontneed` steps (§31.5's transhuge-stress in the spec
+/// language): a whole number of pages, and for `dontneed` at least the range's length.
+#[test]
+fn step_stride_errors() {
+    let map = "{ mmap = \"a\", size = \"64MiB\", madvise = true }";
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            &format!("steps = [{map}, {{ touch = \"a\", stride = 5000 }}]"),
+        ]),
+        4,
+        "workload.task[0].steps[1].stride",
+        "5000 bytes is not a multiple of 4096 (a whole number of pages)",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            &format!("steps = [{map}, {{ dontneed = \"a\", length = \"2MiB\", stride = \"1MiB\" }}]"),
+        ]),
+        4,
+        "workload.task[0].steps[1].stride",
+        "1 MiB is shorter than the length 2 MiB (the ranges would overlap)",
+    );
+    check(
+        &with_machine(&[
+            "[[workload.task]]",
+            &format!("steps = [{map}, {{ dontneed = \"a\", length = \"4KiB\", stride = 0 }}]"),
+        ]),
+        4,
+        "workload.task[0].steps[1].stride",
+        "0 bytes is below the minimum of 4096",
+    );
+    let ok = parse_spec(
+        &spec(&with_machine(&[
+            "[[workload.task]]",
+            &format!(
+                "steps = [{map}, {{ touch = \"a\", stride = \"2MiB\" }}, {{ dontneed = \"a\", length = \"2044KiB\", stride = \"2MiB\" }}, {{ touch = \"a\" }}]"
+            ),
+        ])),
+        "spec.toml",
+    )
+    .unwrap();
+    let steps = &ok.workload.unwrap().task[0].steps;
+    use fraglab_spec::TaskStep;
+    assert!(matches!(&steps[1], TaskStep::Touch { stride: 2097152, .. }));
+    assert!(matches!(
+        &steps[2],
+        TaskStep::Dontneed {
+            length: 2093056,
+            stride: Some(2097152),
+            ..
+        }
+    ));
+    assert!(matches!(&steps[3], TaskStep::Touch { stride: 4096, .. }));
 }

@@ -86,6 +86,8 @@ fn full_spec_parses_to_the_expected_structure() {
             hugetlb_pages: 0,
             read_ahead_kb: None,
             max_sectors_kb: None,
+            page_reporting_order: None,
+            page_reporting_given: false,
             snapshot: None,
             line: 6,
             hugetlb_line: 5,
@@ -172,6 +174,8 @@ fn minimal_spec_gets_the_defaults() {
             hugetlb_pages: 0,
             read_ahead_kb: None,
             max_sectors_kb: None,
+            page_reporting_order: None,
+            page_reporting_given: false,
             snapshot: None,
             line: 2,
             hugetlb_line: 1,
@@ -245,6 +249,8 @@ zone = "DMA32"
             hugetlb_pages: 0,
             read_ahead_kb: None,
             max_sectors_kb: None,
+            page_reporting_order: None,
+            page_reporting_given: false,
             snapshot: None,
             line: 5,
             hugetlb_line: 2,
@@ -1019,6 +1025,7 @@ steps = [{ read = "data", length = 4096 }, { write = "log", length = 4096 }]
             op: FilesOp::Create,
             random: false,
             mapping: MappingKind::LargeFolios,
+            every: 1,
         }
     );
     // Later steps naming the set keep its kind.
@@ -1105,4 +1112,78 @@ fn section_27_damon_table() {
     .unwrap();
     assert!(!s.damon.enabled);
     assert_eq!(s.damon.preset, "damon_reclaim");
+    assert_eq!(s.damon.regions, None);
+    // §27.3: the monitored ranges, as the kernel's targets/0/regions give them.
+    let s = parse_spec(
+        "[machine]\nmemory = \"1GiB\"\n[damon]\npreset = \"s2\"\nregions = \"16MiB-3GiB, 4GiB-25GiB\"\n",
+        "a.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        s.damon.regions,
+        Some(vec![(16 << 20, 3 << 30), (4 << 30, 25 << 30)])
+    );
+}
+
+/// Issue 33 item 7: `every_page` on a pipes free, `every` on a files delete, `sample` steps;
+/// the task's pipe population and lanes.
+#[test]
+fn issue33_every_page_files_every_and_sample() {
+    use fraglab_spec::{FilesOp, TaskStep};
+    let text = r#"
+[machine]
+memory = "1GiB"
+
+[[workload.task]]
+loops = 3
+steps = [
+  { pipes = 100 }, { pipes = 28 },
+  { free = "pipes", every_page = 4 },
+  { free = "pipes", every_page = 6 },
+  { files = "s", count = 10, op = "create" },
+  { files = "s", count = 10, op = "delete", every = 3, pattern = "random" },
+  { sample = "built-1_x" },
+]
+"#;
+    let s = parse_spec(text, "t.toml").unwrap();
+    assert!(s.warnings.is_empty());
+    let t = &s.workload.as_ref().unwrap().task[0];
+    assert_eq!(t.steps[2], TaskStep::FreePipePages { every: 4 });
+    assert_eq!(t.steps[3], TaskStep::FreePipePages { every: 6 });
+    assert!(matches!(
+        t.steps[4],
+        TaskStep::Files {
+            op: FilesOp::Create,
+            every: 1,
+            ..
+        }
+    ));
+    assert!(matches!(
+        t.steps[5],
+        TaskStep::Files {
+            op: FilesOp::Delete,
+            every: 3,
+            random: true,
+            ..
+        }
+    ));
+    assert_eq!(
+        t.steps[6],
+        TaskStep::Sample {
+            name: "built-1_x".into()
+        }
+    );
+    assert_eq!(t.pipe_pages(), 3 * 128);
+    assert_eq!(t.pipe_lanes(), 12);
+    let sel: Vec<u64> = TaskStep::files_selected(10, 3).collect();
+    assert_eq!(sel, vec![2, 5, 8]);
+    assert_eq!(TaskStep::files_selected(10, 1).count(), 10);
+    assert_eq!(TaskStep::files_selected(2, 3).count(), 0);
+    // Without every_page: one lane.
+    let plain = parse_spec(
+        "[machine]\nmemory = \"1GiB\"\n[[workload.task]]\nsteps = [{ pipes = 4 }, { free = \"pipes\" }]\n",
+        "t.toml",
+    )
+    .unwrap();
+    assert_eq!(plain.workload.unwrap().task[0].pipe_lanes(), 1);
 }

@@ -106,3 +106,19 @@ fn shipped_specs_have_no_warnings() {
     }
     assert!(n >= 6, "{n} specs read");
 }
+
+/// Issue 33: a files delete taking every Nth file with N over the set's count deletes nothing.
+#[test]
+fn files_every_over_count() {
+    let text = format!(
+        "{MACHINE}[[workload.task]]\nsteps = [\n{{ files = \"s\", count = 4, op = \"create\" }},\n{{ files = \"s\", count = 4, op = \"delete\", every = 5 }},\n]\n"
+    );
+    assert_eq!(
+        warnings(&text),
+        ["spec.toml:7: key workload.task[0].steps[1].every: every = 5 is more than count = 4: no file of the set is deleted"]
+    );
+    let ok = format!(
+        "{MACHINE}[[workload.task]]\nsteps = [{{ files = \"s\", count = 4, op = \"delete\", every = 4 }}]\n"
+    );
+    assert!(warnings(&ok).is_empty());
+}

@@ -11,6 +11,8 @@
 //! - [`reconstruct`]: the initial state inferred from a snapshot (§30.3–§30.5): zones, free
 //!   chunks at their orders, folios of their kinds, pageblock types fitted to pagetypeinfo, and
 //!   how well the result matches the captured tables.
+//! - [`damon`]: a live kdamond's monitoring regions and ages, as a snapshot carries them
+//!   (kernel-model.md §27.2 item 3), read from `damon:damon_aggregated` lines.
 //! - [`trace`]: a recorded tracepoint stream (ftrace text lines, streamed) with the snapshot
 //!   taken at its start.
 //!
@@ -20,6 +22,7 @@
 //! `fraglab_host::record`).
 
 pub mod container;
+pub mod damon;
 pub mod error;
 pub mod page;
 pub mod procparse;

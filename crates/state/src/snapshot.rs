@@ -69,6 +69,25 @@ pub struct SnapshotHeader {
     /// it existed lack it and read as all clean).
     #[serde(default)]
     pub dirty_bitmap: bool,
+    /// The running kdamond's regions and their ages when the pages were read (kernel-model.md
+    /// §27.2 item 3), so that a booted model's kdamond starts where the kernel's was; `None`
+    /// in files written before it existed, and when the capture did not ask for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damon: Option<crate::damon::DamonCapture>,
+}
+
+impl SnapshotHeader {
+    /// The machine's free page reporting order when the snapshot was taken (§32.1):
+    /// `page_reporting_order` from the recorded confounders
+    /// (`confounders.page_reporting.order`, the sysfs value, which reads −1 — recorded as null —
+    /// until a reporting device registers). `None` when no device had registered, when the
+    /// value is not an order 0..=10, and for files without the record (written before it, or
+    /// on a machine without the page_reporting module): such a snapshot boots without
+    /// reporting.
+    pub fn page_reporting_order(&self) -> Option<u32> {
+        let order = self.confounders.get("page_reporting")?.get("order")?.as_u64()?;
+        (order <= 10).then_some(order as u32)
+    }
 }
 
 /// A snapshot in memory.
@@ -115,6 +134,13 @@ impl Snapshot {
         self.dirty
             .get((pfn / 8) as usize)
             .is_some_and(|b| b & (1 << (pfn % 8)) != 0)
+    }
+
+    /// Reads only a snapshot file's header (not its pages).
+    pub fn read_header(path: &Path) -> Result<SnapshotHeader, StateError> {
+        let r = ContainerReader::open(path, &SNAPSHOT_MAGIC, "snapshot")?;
+        serde_json::from_value(r.header.clone())
+            .map_err(|e| StateError::new(path, Some(16), format!("snapshot header: {e}")))
     }
 
     /// Reads a snapshot file.
@@ -229,5 +255,38 @@ impl Snapshot {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod page_reporting_tests {
+    use super::*;
+
+    /// §32.1: the order a snapshot boot takes is the recorded sysfs value when a device had
+    /// registered; a header without the record (or with −1, recorded as null) has none.
+    #[test]
+    fn s32_page_reporting_order_of_a_snapshot() {
+        let h = |c: serde_json::Value| SnapshotHeader {
+            confounders: c,
+            ..Default::default()
+        };
+        let pr = |o: serde_json::Value| serde_json::json!({"page_reporting": {"order": o}, "damon": null});
+        assert_eq!(h(pr(serde_json::json!(9))).page_reporting_order(), Some(9));
+        assert_eq!(h(pr(serde_json::json!(0))).page_reporting_order(), Some(0));
+        assert_eq!(h(pr(serde_json::Value::Null)).page_reporting_order(), None);
+        assert_eq!(h(pr(serde_json::json!(11))).page_reporting_order(), None);
+        assert_eq!(
+            h(serde_json::json!({"page_reporting": null})).page_reporting_order(),
+            None
+        );
+        assert_eq!(h(serde_json::Value::Null).page_reporting_order(), None);
+        // A header written before any of this (its JSON as an older writer left it) still reads.
+        let old = serde_json::json!({
+            "taken_at_unix_s": 1, "hostname": "h", "kernel": "6.18", "nr_cpus": 2, "end_pfn": 8,
+            "ram_ranges": [], "zones": [], "proc_before": {}, "proc_after": {}, "knobs": {},
+            "confounders": {"damon": null}, "page_owner_blocks": null, "read_ns": 0
+        });
+        let old: SnapshotHeader = serde_json::from_value(old).unwrap();
+        assert_eq!(old.page_reporting_order(), None);
     }
 }

@@ -299,7 +299,14 @@ pub struct TraceReader {
     line_start: u64,
     /// Plain text: lines longer than [`MAX_LINE_BYTES`] (cut to that length).
     overlong_lines: u64,
+    /// Events named by [`MISSING_EVENT_PREFIX`] comment lines read so far.
+    missing_events: Vec<String>,
 }
+
+/// The comment line the host engine writes into a trace file (`HostOptions::trace_to`) for
+/// each event it was to record and the kernel does not have (no DAMON: no `damon:` events),
+/// followed by a space and `group:name`.
+pub const MISSING_EVENT_PREFIX: &str = "# fraglab host trace: not on this kernel:";
 
 /// The longest line of plain text a [`TraceReader`] returns whole (kernel event lines are a few
 /// hundred bytes): a longer line is cut to this length, the rest of it skipped, and counted
@@ -354,6 +361,7 @@ impl TraceReader {
                 line_no: 0,
                 line_start: 0,
                 overlong_lines: 0,
+                missing_events: Vec::new(),
             })
         } else if has_magic(path, &crate::snapshot::SNAPSHOT_MAGIC)? {
             Err(StateError::new(
@@ -376,6 +384,7 @@ impl TraceReader {
                 line_no: 0,
                 line_start: 0,
                 overlong_lines: 0,
+                missing_events: Vec::new(),
             })
         }
     }
@@ -402,6 +411,12 @@ impl TraceReader {
     /// The next line of ftrace text; `None` at the end. Comment lines (`#` in the first column)
     /// and blank lines are skipped. Bytes that are not UTF-8 (a task name can hold any) are
     /// replaced by U+FFFD.
+    /// The events the file's [`MISSING_EVENT_PREFIX`] comment lines named so far (the
+    /// recording kernel lacked them).
+    pub fn missing_events(&self) -> &[String] {
+        &self.missing_events
+    }
+
     pub fn next_line(&mut self) -> Result<Option<String>, StateError> {
         loop {
             let Some(raw) = self.next_raw()? else {
@@ -410,6 +425,12 @@ impl TraceReader {
             self.line_no += 1;
             let text = String::from_utf8_lossy(&raw);
             let text = text.strip_suffix('\r').unwrap_or(&text);
+            if let Some(ev) = text.strip_prefix(MISSING_EVENT_PREFIX) {
+                let ev = ev.trim();
+                if !ev.is_empty() && !self.missing_events.iter().any(|e| e == ev) {
+                    self.missing_events.push(ev.to_string());
+                }
+            }
             if text.starts_with('#') || text.trim().is_empty() {
                 continue;
             }

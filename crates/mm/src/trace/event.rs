@@ -184,6 +184,36 @@ pub enum TraceEvent {
         priority: i32,
         flags: u32,
     },
+    /// vmscan:mm_vmscan_reclaim_pages, at the end of `reclaim_folio_list` (the folios
+    /// `reclaim_pages` was given, e.g. by DAMON's pageout, §27.2 item 5): pages scanned and
+    /// reclaimed and the `reclaim_stat` of the batch. The fields are `unsigned long` printed with
+    /// `%ld` (so kept signed here); `nr_activate` = [anon, file] (`nr_activate0`/`1`).
+    MmVmscanReclaimPages {
+        nid: i32,
+        nr_scanned: i64,
+        nr_reclaimed: i64,
+        nr_dirty: i64,
+        nr_writeback: i64,
+        nr_congested: i64,
+        nr_immediate: i64,
+        nr_activate: [i32; 2],
+        nr_ref_keep: i64,
+        nr_unmap_fail: i64,
+    },
+    /// damon:damos_before_apply (`damos_apply_scheme`, §27.2 item 6): a DAMOS scheme is about to
+    /// be applied to a region (after the quota's split). `start`/`end` are the region's
+    /// addresses in DAMON's core address space (paddr with `addr_unit` 1: physical bytes);
+    /// `nr_accesses` is `nr_accesses_bp / 10000`; `nr_regions` the target's region count.
+    DamosBeforeApply {
+        context_idx: u32,
+        scheme_idx: u32,
+        target_idx: u64,
+        nr_regions: u32,
+        start: u64,
+        end: u64,
+        nr_accesses: u32,
+        age: u32,
+    },
     /// vmscan:mm_vmscan_throttled (`reclaim_throttle`). `reason` is the recorded field, i.e.
     /// `1 << enum vmscan_throttle_state` (see [`vmscan_throttle_reason`](super::vmscan_throttle_reason)), printed with
     /// `show_throttle_flags`. The model does not throttle reclaim yet, so nothing emits it.
@@ -230,11 +260,13 @@ impl TraceEvent {
             TraceEvent::MmVmscanLruShrinkInactive { .. } => "mm_vmscan_lru_shrink_inactive",
             TraceEvent::MmVmscanLruShrinkActive { .. } => "mm_vmscan_lru_shrink_active",
             TraceEvent::MmVmscanThrottled { .. } => "mm_vmscan_throttled",
+            TraceEvent::MmVmscanReclaimPages { .. } => "mm_vmscan_reclaim_pages",
+            TraceEvent::DamosBeforeApply { .. } => "damos_before_apply",
         }
     }
 
-    /// The event's trace system (its directory under `events/`): `kmem`, `compaction` or
-    /// `migrate`.
+    /// The event's trace system (its directory under `events/`): `kmem`, `compaction`,
+    /// `migrate`, `vmscan` or `damon`.
     pub fn group(&self) -> &'static str {
         match self {
             TraceEvent::MmPageAlloc { .. }
@@ -251,7 +283,9 @@ impl TraceEvent {
             | TraceEvent::MmVmscanLruIsolate { .. }
             | TraceEvent::MmVmscanLruShrinkInactive { .. }
             | TraceEvent::MmVmscanLruShrinkActive { .. }
-            | TraceEvent::MmVmscanThrottled { .. } => "vmscan",
+            | TraceEvent::MmVmscanThrottled { .. }
+            | TraceEvent::MmVmscanReclaimPages { .. } => "vmscan",
+            TraceEvent::DamosBeforeApply { .. } => "damon",
             TraceEvent::MmCompactionIsolate { .. }
             | TraceEvent::MmCompactionMigratepages { .. }
             | TraceEvent::MmCompactionBeginEnd { .. }

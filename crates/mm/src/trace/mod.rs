@@ -1,8 +1,8 @@
 //! Tracepoint events in ftrace text form (`kernel-model.md` §15).
 //!
 //! What this module produces is the text of `/sys/kernel/tracing/trace` (and `trace_pipe`) for
-//! the five kmem page-allocator events, the fifteen `compaction:` events and the two
-//! `migrate:mm_migrate_pages*` events, byte for byte as the S2 kernel (Linux 6.18, x86-64, KASAN
+//! the five kmem page-allocator events, the fifteen `compaction:` events, the two
+//! `migrate:mm_migrate_pages*` events, the `vmscan:` events and `damon:damos_before_apply`, byte for byte as the S2 kernel (Linux 6.18, x86-64, KASAN
 //! and LOCKDEP off, `CONFIG_SLAB_OBJ_EXT=y`) prints them with the default trace options
 //! (`irq-info` on, `record-tgid` off, `trace_clock` = `local`), with one documented exception:
 //!

@@ -187,7 +187,7 @@ fn parse_event(name: &str, fields: &str) -> Option<TraceEvent> {
     }
 }
 
-/// The compaction, vmscan and migrate events, read leniently (the caller checks the text
+/// The compaction, vmscan, migrate and DAMON events, read leniently (the caller checks the text
 /// re-renders), by trace system.
 fn parse_compaction_event(name: &str, fields: &str) -> Option<TraceEvent> {
     if name.starts_with("mm_compaction_") {
@@ -196,6 +196,8 @@ fn parse_compaction_event(name: &str, fields: &str) -> Option<TraceEvent> {
         parse_vmscan_fields(name, fields)
     } else if name.starts_with("mm_migrate_") {
         parse_migrate_fields(name, fields)
+    } else if name.starts_with("damos_") {
+        parse_damon_fields(name, fields)
     } else {
         None
     }
@@ -423,6 +425,7 @@ fn parse_vmscan_fields(name: &str, fields: &str) -> Option<TraceEvent> {
             }
         }
         "mm_vmscan_lru_shrink_inactive" => parse_vmscan_lru_shrink_inactive(fields)?,
+        "mm_vmscan_reclaim_pages" => parse_vmscan_reclaim_pages(fields)?,
         "mm_vmscan_throttled" => {
             let [nid, timeout, delayed, reason] =
                 kv(fields, ["nid", "usec_timeout", "usect_delayed", "reason"])?;
@@ -494,6 +497,71 @@ fn parse_vmscan_lru_shrink_inactive(fields: &str) -> Option<TraceEvent> {
         priority: dec_i32(pr)?,
         flags: parse_reclaim_flags(fl)?,
     })
+}
+
+/// vmscan:mm_vmscan_reclaim_pages.
+fn parse_vmscan_reclaim_pages(fields: &str) -> Option<TraceEvent> {
+    let [nid, sc, rc, d, wb, cg, im, aa, af, rk, uf] = kv(
+        fields,
+        [
+            "nid",
+            "nr_scanned",
+            "nr_reclaimed",
+            "nr_dirty",
+            "nr_writeback",
+            "nr_congested",
+            "nr_immediate",
+            "nr_activate_anon",
+            "nr_activate_file",
+            "nr_ref_keep",
+            "nr_unmap_fail",
+        ],
+    )?;
+    Some(TraceEvent::MmVmscanReclaimPages {
+        nid: dec_i32(nid)?,
+        nr_scanned: dec_i64(sc)?,
+        nr_reclaimed: dec_i64(rc)?,
+        nr_dirty: dec_i64(d)?,
+        nr_writeback: dec_i64(wb)?,
+        nr_congested: dec_i64(cg)?,
+        nr_immediate: dec_i64(im)?,
+        nr_activate: [dec_i32(aa)?, dec_i32(af)?],
+        nr_ref_keep: dec_i64(rk)?,
+        nr_unmap_fail: dec_i64(uf)?,
+    })
+}
+
+/// The DAMON events (include/trace/events/damon.h).
+fn parse_damon_fields(name: &str, fields: &str) -> Option<TraceEvent> {
+    match name {
+        "damos_before_apply" => {
+            let [ctx, scheme, target, nr, start, end, acc, age] = scan(
+                fields,
+                [
+                    "ctx_idx=",
+                    " scheme_idx=",
+                    " target_idx=",
+                    " nr_regions=",
+                    " ",
+                    "-",
+                    ": ",
+                    " ",
+                    "",
+                ],
+            )?;
+            Some(TraceEvent::DamosBeforeApply {
+                context_idx: ctx.parse().ok()?,
+                scheme_idx: scheme.parse().ok()?,
+                target_idx: dec_u64(target)?,
+                nr_regions: nr.parse().ok()?,
+                start: dec_u64(start)?,
+                end: dec_u64(end)?,
+                nr_accesses: acc.parse().ok()?,
+                age: age.parse().ok()?,
+            })
+        }
+        _ => None,
+    }
 }
 
 /// The migrate events (include/trace/events/migrate.h).

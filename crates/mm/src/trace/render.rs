@@ -16,6 +16,7 @@ impl TraceEvent {
             "compaction" => self.render_compaction_fields(out),
             "vmscan" => self.render_vmscan_fields(out),
             "migrate" => self.render_migrate_fields(out),
+            "damon" => self.render_damon_fields(out),
             g => unreachable!("no renderer for trace system {g}"),
         }
     }
@@ -262,6 +263,24 @@ impl TraceEvent {
                     show_reclaim_flags(flags)
                 );
             }
+            TraceEvent::MmVmscanReclaimPages {
+                nid,
+                nr_scanned,
+                nr_reclaimed,
+                nr_dirty,
+                nr_writeback,
+                nr_congested,
+                nr_immediate,
+                nr_activate,
+                nr_ref_keep,
+                nr_unmap_fail,
+            } => {
+                let _ = write!(
+                    out,
+                    "nid={nid} nr_scanned={nr_scanned} nr_reclaimed={nr_reclaimed} nr_dirty={nr_dirty} nr_writeback={nr_writeback} nr_congested={nr_congested} nr_immediate={nr_immediate} nr_activate_anon={} nr_activate_file={} nr_ref_keep={nr_ref_keep} nr_unmap_fail={nr_unmap_fail}",
+                    nr_activate[0], nr_activate[1]
+                );
+            }
             TraceEvent::MmVmscanThrottled {
                 nid,
                 usec_timeout,
@@ -306,6 +325,30 @@ impl TraceEvent {
                     "mode={} reason={}",
                     symbol(&MIGRATE_MODE_NAMES, mode.into()),
                     symbol(&MIGRATE_REASON_NAMES, reason.into())
+                );
+            }
+            _ => unreachable!("{} is not rendered here", self.name()),
+        }
+    }
+
+    /// The DAMON events (include/trace/events/damon.h): `damos_before_apply` prints
+    /// `ctx_idx=%u scheme_idx=%u target_idx=%lu nr_regions=%u %lu-%lu: %u %u` (the region's
+    /// start and end in decimal, then its `nr_accesses` and age).
+    fn render_damon_fields(&self, out: &mut String) {
+        match *self {
+            TraceEvent::DamosBeforeApply {
+                context_idx,
+                scheme_idx,
+                target_idx,
+                nr_regions,
+                start,
+                end,
+                nr_accesses,
+                age,
+            } => {
+                let _ = write!(
+                    out,
+                    "ctx_idx={context_idx} scheme_idx={scheme_idx} target_idx={target_idx} nr_regions={nr_regions} {start}-{end}: {nr_accesses} {age}"
                 );
             }
             _ => unreachable!("{} is not rendered here", self.name()),

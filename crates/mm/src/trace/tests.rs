@@ -895,8 +895,100 @@ fn arb_event() -> impl Strategy<Value = TraceEvent> {
         arb_kmem_event(),
         arb_compaction_event(),
         arb_compaction_event2(),
-        arb_vmscan_event()
+        arb_vmscan_event(),
+        arb_damon_event()
     ]
+}
+
+fn arb_damon_event() -> impl Strategy<Value = TraceEvent> {
+    prop_oneof![
+        (any::<[u32; 5]>(), any::<[u64; 3]>()).prop_map(|(a, b)| TraceEvent::DamosBeforeApply {
+            context_idx: a[0],
+            scheme_idx: a[1],
+            target_idx: b[0],
+            nr_regions: a[2],
+            start: b[1],
+            end: b[2],
+            nr_accesses: a[3],
+            age: a[4],
+        }),
+        (any::<i32>(), any::<[i64; 8]>(), any::<[i32; 2]>()).prop_map(|(nid, v, nr_activate)| {
+            TraceEvent::MmVmscanReclaimPages {
+                nid,
+                nr_scanned: v[0],
+                nr_reclaimed: v[1],
+                nr_dirty: v[2],
+                nr_writeback: v[3],
+                nr_congested: v[4],
+                nr_immediate: v[5],
+                nr_activate,
+                nr_ref_keep: v[6],
+                nr_unmap_fail: v[7],
+            }
+        }),
+    ]
+}
+
+/// §27.2 item 6: `damon:damos_before_apply` prints `ctx_idx=%u scheme_idx=%u target_idx=%lu
+/// nr_regions=%u %lu-%lu: %u %u` (include/trace/events/damon.h): the region's physical start
+/// and end in decimal, then nr_accesses and age. A line as S2's kdamond (pid 83) prints it for
+/// a 21 MiB region of age 80 reads back into the same record.
+#[test]
+fn s27_damos_before_apply_line() {
+    let ev = TraceEvent::DamosBeforeApply {
+        context_idx: 0,
+        scheme_idx: 0,
+        target_idx: 0,
+        nr_regions: 1187,
+        start: 9_663_676_416,
+        end: 9_686_745_088,
+        nr_accesses: 0,
+        age: 80,
+    };
+    let r = rec(812_345_678_000, 1, 83, "kdamond.0", ".....", ev.clone());
+    let want = "       kdamond.0-83      [001] .....   812.345678: damos_before_apply: \
+                ctx_idx=0 scheme_idx=0 target_idx=0 nr_regions=1187 9663676416-9686745088: 0 80\n";
+    assert_eq!(line(&r), want);
+    assert_eq!(parse_trace_line(want), Some(r));
+    assert_eq!(ev.group(), "damon");
+    // Hex, a missing field or a different separator do not parse.
+    for bad in [
+        want.replace("9663676416-", "0x240000000-"),
+        want.replace(": 0 80", ": 0"),
+        want.replace("-9686745088:", " 9686745088:"),
+    ] {
+        assert_eq!(parse_trace_line(&bad), None, "{bad}");
+    }
+}
+
+/// §27.2 item 5: `vmscan:mm_vmscan_reclaim_pages` (include/trace/events/vmscan.h) prints the
+/// `reclaim_stat` of `reclaim_folio_list` with `nr_activate0/1` as `nr_activate_anon/file` and
+/// no priority or flags (unlike lru_shrink_inactive).
+#[test]
+fn s27_mm_vmscan_reclaim_pages_line() {
+    let ev = TraceEvent::MmVmscanReclaimPages {
+        nid: 0,
+        nr_scanned: 5376,
+        nr_reclaimed: 5120,
+        nr_dirty: 256,
+        nr_writeback: 0,
+        nr_congested: 0,
+        nr_immediate: 0,
+        nr_activate: [0, 256],
+        nr_ref_keep: 0,
+        nr_unmap_fail: 0,
+    };
+    let r = rec(812_345_700_000, 1, 83, "kdamond.0", ".....", ev.clone());
+    let want = "       kdamond.0-83      [001] .....   812.345700: mm_vmscan_reclaim_pages: \
+                nid=0 nr_scanned=5376 nr_reclaimed=5120 nr_dirty=256 nr_writeback=0 nr_congested=0 \
+                nr_immediate=0 nr_activate_anon=0 nr_activate_file=256 nr_ref_keep=0 nr_unmap_fail=0\n";
+    assert_eq!(line(&r), want);
+    assert_eq!(parse_trace_line(want), Some(r));
+    assert_eq!(ev.group(), "vmscan");
+    assert_eq!(
+        parse_trace_line(&want.replace(" nr_unmap_fail=0", " nr_unmap_fail=0 priority=12")),
+        None
+    );
 }
 
 fn arb_compaction_event() -> impl Strategy<Value = TraceEvent> {

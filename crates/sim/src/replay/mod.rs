@@ -408,6 +408,8 @@ impl Replay {
                         self.counts.kcompactd_wakes += 1;
                         self.mm.kcompactd_until_wait();
                     }
+                    // A replay has no timer for free page reporting's delayed pass: none runs.
+                    Wakeup::PageReporting => {}
                 }
                 self.mm.debug_check();
             }

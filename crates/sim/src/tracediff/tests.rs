@@ -225,3 +225,147 @@ fn read_side_reports_file_line_and_offset() {
     assert_eq!(read_side(&p, None).unwrap().lines, 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A kernel side with S2's kdamond (pid 83) applying its pageout scheme in two aggregations
+/// (the lines as include/trace/events/damon.h and vmscan.h print them), and one
+/// `reclaim_pages` of another task (MADV_PAGEOUT), which is not DAMON's.
+const DAMON_KERNEL: &str = "\
+# tracer: nop
+           <...>-77      [000] .....   100.000000: tracing_mark_write: fraglab: measure
+       kdamond.0-83      [001] .....   100.512000: damos_before_apply: ctx_idx=0 scheme_idx=0 target_idx=0 nr_regions=1187 4294967296-4317036544: 0 80
+       kdamond.0-83      [001] .....   100.519000: mm_vmscan_reclaim_pages: nid=0 nr_scanned=5376 nr_reclaimed=5120 nr_dirty=256 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=0 nr_activate_file=256 nr_ref_keep=0 nr_unmap_fail=0
+       kdamond.0-83      [001] .....   100.519100: damos_before_apply: ctx_idx=0 scheme_idx=0 target_idx=0 nr_regions=1187 4317036544-4328521728: 1 83
+       kdamond.0-83      [001] .....   100.523000: mm_vmscan_reclaim_pages: nid=0 nr_scanned=2816 nr_reclaimed=2816 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=0 nr_unmap_fail=0
+      stress-ng-4711    [000] .....   102.000000: mm_vmscan_reclaim_pages: nid=0 nr_scanned=512 nr_reclaimed=512 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=0 nr_unmap_fail=0
+       kdamond.0-83      [001] .....   105.632000: damos_before_apply: ctx_idx=0 scheme_idx=0 target_idx=0 nr_regions=1190 4328521728-4362076160: 0 81
+";
+
+/// The simulator's side: its kdamond (pid 62) applied nothing in the first 5 s (it starts
+/// cold), then one 16 MiB region.
+const DAMON_SIM: &str = "\
+         fraglab-0       [000] .....     0.000000: tracing_mark_write: fraglab: measure
+       kdamond.0-62      [000] .....     5.000000: damos_before_apply: ctx_idx=0 scheme_idx=0 target_idx=0 nr_regions=1024 16777216-33554432: 0 12
+       kdamond.0-62      [000] .....     5.000000: mm_vmscan_reclaim_pages: nid=0 nr_scanned=4096 nr_reclaimed=4096 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=0 nr_unmap_fail=0
+";
+
+/// §27.2 item 6: the DAMON section's totals, bins and first divergence from kernel-format
+/// `damos_before_apply` and `mm_vmscan_reclaim_pages` lines.
+#[test]
+fn s27_diff_damon_totals_from_kernel_text() {
+    let k = side(DAMON_KERNEL, None);
+    assert_eq!(k.malformed, 0, "{:?}", k.malformed_examples);
+    let t = |k: &SideSummary, n: &str| k.totals.get(n).copied().unwrap_or(0);
+    assert_eq!(t(&k, "damon_regions_applied"), 3);
+    // 21 + 11 + 32 MiB of region span.
+    assert_eq!(t(&k, "damon_bytes_applied"), 64 << 20);
+    assert_eq!(t(&k, "damon_reclaim_pages_calls"), 2);
+    assert_eq!(t(&k, "damon_pages_scanned"), 8192);
+    assert_eq!(t(&k, "damon_pages_reclaimed"), 7936);
+    assert_eq!(t(&k, "damon_pages_activated"), 256);
+    assert_eq!(
+        (
+            t(&k, "reclaim_pages_other_calls"),
+            t(&k, "reclaim_pages_other_reclaimed")
+        ),
+        (1, 512)
+    );
+    assert_eq!(k.hist["damon_age_at_apply"]["64-127"], 3);
+    // Bins of 5 s from the marker: the first aggregation in bin 0, the second in bin 1.
+    assert_eq!(k.damon.len(), 2);
+    let b = &k.damon[0];
+    assert_eq!(
+        (
+            b.regions,
+            b.bytes,
+            b.calls,
+            b.reclaimed,
+            b.activated,
+            b.age_min,
+            b.age_max
+        ),
+        (2, 32 << 20, 2, 7936, 256, Some(80), Some(83))
+    );
+    let b = &k.damon[1];
+    assert_eq!(
+        (b.start_ns, b.regions, b.bytes, b.calls),
+        (5_000_000_000, 1, 32 << 20, 0)
+    );
+    assert_eq!(b.cum_reclaimed, 7936);
+
+    let s = side(DAMON_SIM, None);
+    assert_eq!(t(&s, "damon_bytes_applied"), 16 << 20);
+    let d = diff(k, s, 0);
+    let row = d
+        .totals
+        .iter()
+        .find(|r| r.name == "damon_pages_reclaimed")
+        .unwrap();
+    assert_eq!((row.kernel, row.sim), (7936, 4096));
+    let f = d.first_damon_divergence.clone().expect("diverges");
+    assert_eq!(f.label, "damon[0]");
+    assert_eq!(
+        f.reasons,
+        [
+            "bytes applied kernel=33554432 sim=0 (xinf)",
+            "pages reclaimed kernel=7936 sim=0 (xinf)"
+        ]
+    );
+    // The only divergence, so also the first of all.
+    assert_eq!(
+        d.first_divergence.as_ref().map(|x| x.label.as_str()),
+        Some("damon[0]")
+    );
+    let text = render_text(&d);
+    assert!(
+        text.contains(
+            "damon[0] +0s: kernel: regions=2 applied=32.0MiB ages=80-83 calls=2 reclaimed=7936 activated=256 cum_reclaimed=7936 | sim: regions=0 applied=0.0MiB ages=- calls=0 reclaimed=0 activated=0 cum_reclaimed=0\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("damon[1] +5s: kernel: regions=1 applied=32.0MiB ages=81-81 calls=0 reclaimed=0 activated=0 cum_reclaimed=7936 | sim: regions=1 applied=16.0MiB ages=12-12 calls=1 reclaimed=4096 activated=0 cum_reclaimed=4096\n"), "{text}");
+    assert!(
+        text.contains("first damon divergence: damon[0] t(kernel)=+0.000000 t(sim)=+0.000000: bytes applied"),
+        "{text}"
+    );
+    assert!(
+        text.contains("total damon_bytes_applied: kernel=67108864 sim=16777216 ratio=0.250 factor=x4.00\n"),
+        "{text}"
+    );
+    // A trace with itself: no DAMON divergence.
+    let same = diff(side(DAMON_KERNEL, None), side(DAMON_KERNEL, None), 0);
+    assert_eq!(same.first_damon_divergence, None);
+    // Wider bins put both aggregations in one.
+    let mut r = SideReader::new("k.txt", None).with_damon_bin(10_000_000_000);
+    for l in DAMON_KERNEL.lines().filter(|l| !l.starts_with('#')) {
+        r.line(l, String::new);
+    }
+    let w = r.finish();
+    assert_eq!(w.damon.len(), 1);
+    assert_eq!((w.damon[0].regions, w.damon[0].bytes), (3, 64 << 20));
+}
+
+/// A host trace file from a kernel without DAMON's tracepoints says so in a comment line;
+/// the diff names the events that side could not record.
+#[test]
+fn s27_diff_names_events_the_kernel_lacked() {
+    let dir = std::env::temp_dir().join(format!("fraglab-tracediff-dm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("k.txt");
+    std::fs::write(
+        &p,
+        format!(
+            "# fraglab host trace: trace_clock=mono\n{} damon:damos_before_apply\n{FIXTURE}",
+            fraglab_state::trace::MISSING_EVENT_PREFIX
+        ),
+    )
+    .unwrap();
+    let k = read_side(&p, None).unwrap();
+    assert_eq!(k.not_on_kernel, ["damon:damos_before_apply"]);
+    let d = diff(k, side(DAMON_SIM, None), 0);
+    let text = render_text(&d);
+    assert!(
+        text.contains("not recorded kernel: damon:damos_before_apply (not on its kernel)\n"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

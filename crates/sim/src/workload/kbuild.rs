@@ -344,9 +344,10 @@ const STACK_PAGES: usize = 4;
 /// `NR_CACHED_STACKS` (kernel/fork.c): freed vmap stacks each CPU keeps for the next fork.
 const NR_CACHED_STACKS: usize = 2;
 
-/// The CPU time of a job's kernel work.
-fn sys(work: &WorkSum, cx: &Cx) -> u64 {
-    cx.cost.alloc_work(work)
+/// The CPU time of a job's kernel work, charged at the step's clock (its waits go to
+/// `cx.waited`: System time counts the cost model's CPU time, not lock spinning).
+fn sys(work: &WorkSum, cx: &mut Cx) -> u64 {
+    cx.alloc_work(work)
 }
 
 /// The step after reading, writing or faulting: a wait for the device (one read I/O per
@@ -541,7 +542,7 @@ impl KbuildWorker {
 
     /// The job's private memory, `CHUNK` pages per step.
     fn touch(&mut self, sh: &mut KbuildShared, cx: &mut Cx, mut vma: AnonVma, next: u64) -> Step {
-        let (ns, _) = touch_range(cx, &mut vma, next, CHUNK, &mut sh.metrics.borrow_mut());
+        let ns = touch_range(cx, &mut vma, next, CHUNK, &mut sh.metrics.borrow_mut()).cpu_ns;
         sh.charge_system(ns);
         let next = next + CHUNK;
         self.phase = if next >= vma.nr_pages {

@@ -99,7 +99,7 @@ impl TaskBody for PgbenchClient {
         }
         if self.touched < self.vma.nr_pages {
             let metrics = sh.metrics.clone();
-            let (ns, _) = touch_range(cx, &mut self.vma, self.touched, CHUNK, &mut metrics.borrow_mut());
+            let ns = touch_range(cx, &mut self.vma, self.touched, CHUNK, &mut metrics.borrow_mut()).cpu_ns;
             self.touched += CHUNK;
             return Step::Ran(ns);
         }
@@ -114,7 +114,9 @@ impl TaskBody for PgbenchClient {
         let page = cx.rng.gen_range(0..pages_of(p.data_bytes).max(1));
         let (data, wal) = (sh.data, sh.wal);
         let st = cx.mm.filemap_write(cx.cpu, data, page & !1, p.tx_data_bytes);
-        let mut ns = p.tx_cpu_ns + write_cost(cx, &st, p.tx_data_bytes.div_ceil(4096));
+        // The transaction's CPU time, then its data write, on the step's clock.
+        let mut ns = cx.cpu(p.tx_cpu_ns).cpu;
+        ns += write_cost(cx, &st, p.tx_data_bytes.div_ceil(4096));
         // During a checkpoint every transaction's first change to a page logs the full page
         // (full_page_writes): the commit's WAL write is larger.
         let wal_bytes = if sh.checkpointing {
@@ -126,7 +128,8 @@ impl TaskBody for PgbenchClient {
         sh.wal_pos = (pos + wal_bytes.div_ceil(4096)) % pages_of(p.wal_bytes).max(1);
         let st = cx.mm.filemap_write(cx.cpu, wal, pos, wal_bytes);
         ns += write_cost(cx, &st, wal_bytes.div_ceil(4096));
-        let sec = ((cx.now + ns) / SEC) as usize;
+        // The transaction commits when its CPU work and its waits (locks) are over.
+        let sec = ((cx.now + ns + cx.waited) / SEC) as usize;
         if sh.tps.len() <= sec {
             sh.tps.resize(sec + 1, 0);
         }

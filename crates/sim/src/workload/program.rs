@@ -9,7 +9,7 @@ use fraglab_mm::filemap::ReadaheadState;
 use fraglab_mm::folio::{FolioId, FolioKind};
 use fraglab_mm::slowpath::MeasureWork;
 use fraglab_mm::Gfp;
-use fraglab_spec::result::{CensusResult, TaskReadResult};
+use fraglab_spec::result::{CensusResult, NamedSample, TaskReadResult};
 use fraglab_spec::{Fadvice, FilesOp, MappingKind, TaskParams, TaskStep};
 use rand::Rng;
 
@@ -40,8 +40,10 @@ pub struct ProgramTask {
     /// File name → mapping id (shared by every task of the run) and this task's readahead state.
     files: Shared<BTreeMap<String, u32>>,
     ra: BTreeMap<String, ReadaheadState>,
-    /// The `slab` and `pipes` objects held: folio, token, reclaimable (a `slab` object).
-    objects: Vec<(FolioId, u64, bool)>,
+    /// The `slab` and `pipes` objects held, in allocation order.
+    objects: Vec<HeldObj>,
+    /// Pipe pages this task's `pipes` steps have allocated (the next one's place).
+    pipe_seq: u64,
     /// The file sets of `files` steps and the files' sizes in pages (shared by the run).
     sets: Shared<FileSets>,
     metrics: Shared<Metrics>,
@@ -58,12 +60,24 @@ pub struct ProgramTask {
     /// The census steps' results and every instance's read bytes and time (shared by the run).
     census: Shared<Vec<CensusResult>>,
     reads: Shared<BTreeMap<(String, u32), (u64, u64)>>,
+    /// The `sample` steps' samples, in the order taken (shared by the run).
+    named: Shared<Vec<NamedSample>>,
     /// The files this task's `slab` steps created on the run directory's ext4 (kernel-model.md
     /// §33; the host engine creates [`FILES_PER_SLAB_PAGE`] empty files per slab page asked
     /// for, in a directory per step) and not yet unlinked by a `free` step: (filesystem,
     /// directory, name, inode), in creation order; and the current step's directory.
     slab_files: Vec<(u32, u32, u64, u32)>,
     slab_dir: Option<(u32, u32)>,
+}
+
+/// A `slab` or `pipes` object a task holds: its folio (valid while the token matches), whether
+/// it is reclaimable slab, and for a pipe page its place in the task's pipe population (0 for
+/// slab).
+struct HeldObj {
+    id: FolioId,
+    token: u64,
+    reclaimable: bool,
+    seq: u64,
 }
 
 impl ProgramTask {
@@ -84,6 +98,7 @@ impl ProgramTask {
             files,
             ra: Default::default(),
             objects: Vec::new(),
+            pipe_seq: 0,
             sets: Default::default(),
             metrics,
             hugetlb_pool: Default::default(),
@@ -93,6 +108,7 @@ impl ProgramTask {
             read_ready_at: 0,
             census: Default::default(),
             reads: Default::default(),
+            named: Default::default(),
             slab_files: Vec::new(),
             slab_dir: None,
         }
@@ -110,9 +126,9 @@ impl ProgramTask {
         for (_, mut v) in std::mem::take(&mut self.vmas) {
             freed += v.unmap(cx.mm, cx.cpu);
         }
-        for (id, t, _) in std::mem::take(&mut self.objects) {
-            if cx.mm.folio_is(id, t) {
-                cx.mm.free_folio(cx.cpu, id);
+        for o in std::mem::take(&mut self.objects) {
+            if cx.mm.folio_is(o.id, o.token) {
+                cx.mm.free_folio(cx.cpu, o.id);
                 freed += 1;
             }
         }
@@ -131,7 +147,7 @@ impl ProgramTask {
             }
         }
         if locked {
-            return self.touch(cx, &vma, false);
+            return self.touch(cx, &vma, false, 1);
         }
         self.next();
         Step::Ran(cx.cost.context_switch_ns)
@@ -147,17 +163,44 @@ impl ProgramTask {
                 .expect("validated: mapped by an earlier step")
                 .mlock(cx.mm);
         }
-        self.touch(cx, vma, false)
+        self.touch(cx, vma, false, 1)
+    }
+
+    /// `dontneed`: MADV_DONTNEED of one range, or with a `stride` of up to `CHUNK` of its
+    /// ranges per engine step (one madvise call each: a context switch, plus the pages freed).
+    /// A partial zap of a large folio frees nothing (§31.2).
+    fn dontneed(&mut self, cx: &mut Cx, vma: &str, offset: u64, length: u64, stride: Option<u64>) -> Step {
+        let v = self.vmas.get_mut(vma).expect("validated");
+        let size = v.nr_pages * 4096;
+        let (stride, calls) = match stride {
+            Some(st) => (st, size.saturating_sub(offset).div_ceil(st).max(1)),
+            None => (0, 1),
+        };
+        let mut ns = 0;
+        for _ in 0..CHUNK {
+            if self.progress >= calls {
+                break;
+            }
+            let at = offset + self.progress * stride;
+            let freed = v.dontneed(cx.mm, cx.cpu, at / 4096, length.div_ceil(4096));
+            ns += freed * cx.cost.free_page_ns + cx.cost.context_switch_ns;
+            self.progress += 1;
+        }
+        if self.progress >= calls {
+            self.next();
+        }
+        Step::Ran(ns)
     }
 
     /// `touch`: up to `CHUNK` pages, in address order or in a random order (a shuffle of the
-    /// mapping's pages drawn at the step's start).
-    fn touch(&mut self, cx: &mut Cx, vma: &str, random: bool) -> Step {
+    /// pages drawn at the step's start); with a stride of `every` pages, only the first page
+    /// of each stride.
+    fn touch(&mut self, cx: &mut Cx, vma: &str, random: bool, every: u64) -> Step {
         let v = self
             .vmas
             .get_mut(vma)
             .expect("validated: mapped by an earlier step");
-        let n = v.nr_pages;
+        let n = v.nr_pages.div_ceil(every);
         if random && self.order.is_empty() {
             let mut o: Vec<u64> = (0..n).collect();
             for i in (1..o.len()).rev() {
@@ -175,8 +218,8 @@ impl ProgramTask {
                 self.order[self.progress as usize]
             } else {
                 self.progress
-            };
-            ns += touch_range(cx, v, p, 1, &mut m).0;
+            } * every;
+            ns += touch_range(cx, v, p, 1, &mut m).cpu_ns;
             self.progress += 1;
         }
         drop(m);
@@ -245,9 +288,11 @@ impl ProgramTask {
             rs
         });
         self.progress += n;
-        let ns = cx.cost.alloc_work(&work) + n * cx.cost.free_page_ns;
+        let ns = cx.alloc_work(&work) + n * cx.cost.free_page_ns;
+        // The step's CPU work ends after its charged time and its lock waits.
+        let cpu_end = cx.now + ns + cx.waited;
         // The device: the readahead requests this step issued (cost.rs `read_wait`).
-        let sleep = cx.cost.read_wait(&rs, cx.now + ns, &mut self.read_ready_at);
+        let sleep = cx.cost.read_wait(&rs, cpu_end, &mut self.read_ready_at);
         let io = sleep > 0;
         if self.progress >= pages {
             self.next();
@@ -256,7 +301,7 @@ impl ProgramTask {
             let mut reads = self.reads.borrow_mut();
             let e = reads.entry((self.name.clone(), self.instance)).or_default();
             e.0 += length;
-            e.1 += cx.now + ns + sleep - start;
+            e.1 += cpu_end + sleep - start;
         }
         if io {
             Step::Sleep { ran: ns, sleep }
@@ -325,7 +370,18 @@ impl ProgramTask {
                     if reclaimable {
                         cx.mm.set_slab_shrinkable(id);
                     }
-                    self.objects.push((id, cx.mm.folios.get(id).token(), reclaimable));
+                    let seq = if reclaimable {
+                        0
+                    } else {
+                        self.pipe_seq += 1;
+                        self.pipe_seq - 1
+                    };
+                    self.objects.push(HeldObj {
+                        id,
+                        token: cx.mm.folios.get(id).token(),
+                        reclaimable,
+                        seq,
+                    });
                 }
             }
         });
@@ -333,7 +389,7 @@ impl ProgramTask {
         if self.progress >= count {
             self.next();
         }
-        Step::Ran(cx.cost.alloc_work(&work).max(1))
+        Step::Ran(cx.alloc_work(&work).max(1))
     }
 }
 
@@ -354,7 +410,7 @@ impl ProgramTask {
         let (r, work) = cx.measure(|cx| cx.mm.set_max_huge_pages(cx.cpu, base + count));
         *self.hugetlb_pool.borrow_mut() = Some(r.pool.saturating_sub(base));
         self.next();
-        Step::Ran(cx.cost.context_switch_ns + cx.cost.alloc_work(&work) + r.freed * cx.cost.free_page_ns)
+        Step::Ran(cx.cost.context_switch_ns + cx.alloc_work(&work) + r.freed * cx.cost.free_page_ns)
     }
 }
 
@@ -367,6 +423,22 @@ impl ProgramTask {
         if m.measure.is_none() {
             m.start_measuring(cx.now, crate::snapshot::vmstat_values(cx.mm));
         }
+    }
+
+    /// `{ sample = "NAME" }` (issue 33): the record a periodic sample is
+    /// ([`crate::snapshot::sample`]) and the pageblock census of each zone
+    /// ([`crate::snapshot::zone_census`]) now, kept for the result's `named_samples`. It takes
+    /// no time (the host reads /proc/buddyinfo, pagetypeinfo and vmstat; not modelled).
+    fn sample(&mut self, cx: &mut Cx, name: String) {
+        let sample = crate::snapshot::sample(cx.mm, cx.now);
+        let zones = crate::snapshot::zone_census(cx.mm);
+        self.named.borrow_mut().push(NamedSample {
+            name,
+            task: self.name.clone(),
+            instance: self.instance,
+            sample,
+            zones,
+        });
     }
 
     /// `census`: the page-cache folio orders of `file` now ([`fraglab_mm::Mm::filemap_census`]),
@@ -411,11 +483,15 @@ impl TaskBody for ProgramTask {
                 self.pc = 0;
             }
             // Phases: a `measure` step takes no time and runs with the step after it, so
-            // that a run with the marker is the run without it.
-            if !matches!(self.steps[self.pc], S::Measure) {
-                break;
+            // that a run with the marker is the run without it; so does a `sample` step.
+            match &self.steps[self.pc] {
+                S::Measure => self.measure(cx),
+                S::Sample { name } => {
+                    let name = name.clone();
+                    self.sample(cx, name);
+                }
+                _ => break,
             }
-            self.measure(cx);
             self.next();
         }
         let step = self.steps[self.pc].clone();
@@ -426,13 +502,13 @@ impl TaskBody for ProgramTask {
                 madvise,
                 locked,
             } => self.mmap(cx, vma, size_bytes, madvise, locked),
-            S::Touch { vma, random } => self.touch(cx, &vma, random),
-            S::Dontneed { vma, offset, length } => {
-                let v = self.vmas.get_mut(&vma).expect("validated");
-                let freed = v.dontneed(cx.mm, cx.cpu, offset / 4096, length.div_ceil(4096));
-                self.next();
-                Step::Ran(freed * cx.cost.free_page_ns + cx.cost.context_switch_ns)
-            }
+            S::Touch { vma, random, stride } => self.touch(cx, &vma, random, stride / 4096),
+            S::Dontneed {
+                vma,
+                offset,
+                length,
+                stride,
+            } => self.dontneed(cx, &vma, offset, length, stride),
             S::Munmap { vma } => {
                 let freed = self.vmas.remove(&vma).map_or(0, |mut v| v.unmap(cx.mm, cx.cpu));
                 self.next();
@@ -462,7 +538,7 @@ impl TaskBody for ProgramTask {
             S::CompactMemory => {
                 let st = cx.mm.compact_memory();
                 self.next();
-                Step::Ran(cx.cost.compaction(&st))
+                Step::Ran(cx.compaction(&st))
             }
             S::Delete { file } => {
                 let mapping = self.files.borrow()[&file];
@@ -481,16 +557,18 @@ impl TaskBody for ProgramTask {
                 self.next();
                 Step::Ran(cx.cost.context_switch_ns)
             }
-            S::Measure => unreachable!("run with the next step"),
+            S::Measure | S::Sample { .. } => unreachable!("run with the next step"),
             S::Free { reclaimable, every } => self.free(cx, reclaimable, every),
+            S::FreePipePages { every } => self.free_pipe_pages(cx, every),
             S::Files {
                 set,
                 size_bytes,
                 op,
                 random,
                 count,
+                every,
                 ..
-            } => self.files_step(cx, &set, count, size_bytes, op, random),
+            } => self.files_step(cx, &set, count, size_bytes, op, random, every),
             S::Fadvise {
                 file,
                 advice,
@@ -498,7 +576,10 @@ impl TaskBody for ProgramTask {
                 length,
             } => self.fadvise(cx, file, advice, offset, length),
             S::DropCaches => {
+                // Writing 3: the page cache, then `drop_slab` (the deferred split shrinker at
+                // priority 0, §31.3 item 3).
                 let freed = cx.mm.drop_caches(cx.cpu);
+                cx.mm.drop_slab(cx.cpu);
                 self.next();
                 Step::Ran(freed * cx.cost.free_page_ns)
             }
@@ -516,6 +597,7 @@ pub struct Programs {
     hugetlb_pool: Shared<Option<u64>>,
     census: Shared<Vec<CensusResult>>,
     reads: Shared<BTreeMap<(String, u32), (u64, u64)>>,
+    named: Shared<Vec<NamedSample>>,
 }
 
 impl Programs {
@@ -525,6 +607,7 @@ impl Programs {
             hugetlb_pool: Default::default(),
             census: Default::default(),
             reads: Default::default(),
+            named: Default::default(),
         }
     }
 }
@@ -623,10 +706,15 @@ impl Generator for Programs {
                 task.instance = i;
                 task.census = self.census.clone();
                 task.reads = self.reads.clone();
-                mine.push(match t.after {
+                task.named = self.named.clone();
+                let id = match t.after {
                     None => run.e.spawn_at(t.start_ns, Box::new(task)),
                     Some(_) => run.e.spawn_gated(Box::new(task)),
-                });
+                };
+                if t.background {
+                    run.e.set_daemon(id);
+                }
+                mine.push(id);
             }
             ids.push(mine);
         }
@@ -658,6 +746,8 @@ impl Generator for Programs {
         // H5: census steps in the order they ran, and the read time of every instance that
         // finished a read step.
         r.census.extend(self.census.borrow().iter().cloned());
+        // Issue 33: the named samples in the order they were taken.
+        r.named_samples.extend(self.named.borrow().iter().cloned());
         r.task_reads
             .extend(
                 self.reads
@@ -749,19 +839,19 @@ impl ProgramTask {
         let mut k = 0u64;
         let mut freed = 0u64;
         let mut kept = Vec::with_capacity(self.objects.len());
-        for (id, t, r) in std::mem::take(&mut self.objects) {
-            if r == reclaimable {
+        for o in std::mem::take(&mut self.objects) {
+            if o.reclaimable == reclaimable {
                 let group = k / unit;
                 k += 1;
                 if (group + 1).is_multiple_of(every) {
-                    if cx.mm.folio_is(id, t) {
-                        cx.mm.free_folio(cx.cpu, id);
+                    if cx.mm.folio_is(o.id, o.token) {
+                        cx.mm.free_folio(cx.cpu, o.id);
                         freed += 1;
                     }
                     continue;
                 }
             }
-            kept.push((id, t, r));
+            kept.push(o);
         }
         self.objects = kept;
         if reclaimable {
@@ -783,13 +873,46 @@ impl ProgramTask {
         Step::Ran(cx.cost.context_switch_ns + freed * cx.cost.free_page_ns)
     }
 
+    /// `{ free = "pipes", every_page = N }` (issue 33): frees the pipe-buffer pages of this
+    /// task whose place in its pipe population is a multiple of `every` (the `every`th,
+    /// `2·every`th, ... page its `pipes` steps allocated, from 1; a page freed before keeps its
+    /// place, so a second step frees only pages the first left). A pipe-buffer page is an
+    /// order-0 unmovable allocation (`anon_pipe_get_page`: GFP_HIGHUSER | __GFP_ACCOUNT), and
+    /// it goes back to the allocator when its pipe is closed (`free_pipe_info` releases every
+    /// buffer and the cached `tmp_page`s). Reading it out would free it too, but only in
+    /// order from the head of its pipe, and `anon_pipe_put_page` keeps the first two pages a
+    /// pipe releases (`tmp_page[2]`) for its next writes; so the host engine does not read:
+    /// it fills `TaskParams::pipe_lanes` pipes side by side (page k in lane k mod lanes) and
+    /// closes the lanes whose pages are the ones to go. Simplified: the pipes' own kernel
+    /// objects (inode, pipe_inode_info, the buffer ring) are not modelled, as for `pipes`.
+    fn free_pipe_pages(&mut self, cx: &mut Cx, every: u64) -> Step {
+        let mut freed = 0u64;
+        let mut kept = Vec::with_capacity(self.objects.len());
+        for o in std::mem::take(&mut self.objects) {
+            if !o.reclaimable && (o.seq + 1).is_multiple_of(every) {
+                if cx.mm.folio_is(o.id, o.token) {
+                    cx.mm.free_folio(cx.cpu, o.id);
+                    freed += 1;
+                }
+                continue;
+            }
+            kept.push(o);
+        }
+        self.objects = kept;
+        self.next();
+        Step::Ran(cx.cost.context_switch_ns + freed * cx.cost.free_page_ns)
+    }
+
     /// `files`: up to [`FILES_PER_STEP`] files of set `set` per engine step, in order or in a
     /// random order (a shuffle drawn at the step's start). Create: a dentry and an inode
     /// (`d_alloc`, `alloc_inode`; an existing file is truncated first, O_TRUNC) and a buffered
     /// write of the file (iomap, §12.3), throttled above the dirty limit; read: the file read
     /// whole with a readahead state fresh from the open (`file_ra_state_init`, §23.1), its
     /// dentry and inode looked up if not cached; delete: unlink (its page cache truncated,
-    /// dirty pages dropped, dentry and inode freed).
+    /// dirty pages dropped, dentry and inode freed). With `every` (issue 33, delete only) the
+    /// step takes the set's every `every`th file ([`TaskStep::files_selected`]), in order or
+    /// shuffled.
+    #[allow(clippy::too_many_arguments)]
     fn files_step(
         &mut self,
         cx: &mut Cx,
@@ -798,6 +921,7 @@ impl ProgramTask {
         size: u64,
         op: FilesOp,
         random: bool,
+        every: u64,
     ) -> Step {
         if op == FilesOp::Create && cx.mm.dirty_exceeded() {
             return Step::Sleep {
@@ -805,8 +929,10 @@ impl ProgramTask {
                 sleep: 10 * MS,
             };
         }
+        // The files the step takes: all of them, or every `every`th.
+        let total = count / every;
         if random && self.order.is_empty() {
-            let mut o: Vec<u64> = (0..count).collect();
+            let mut o: Vec<u64> = TaskStep::files_selected(count, every).collect();
             for i in (1..o.len()).rev() {
                 o.swap(i, cx.rng.gen_range(0..=i));
             }
@@ -824,11 +950,11 @@ impl ProgramTask {
         let mut rs = fraglab_mm::filemap::ReadStats::default();
         let (n, work) = cx.measure(|cx| {
             let mut n = 0;
-            while n < FILES_PER_STEP && self.progress < count {
+            while n < FILES_PER_STEP && self.progress < total {
                 let i = if random {
                     self.order[self.progress as usize]
                 } else {
-                    self.progress
+                    self.progress * every + every - 1
                 } as usize;
                 self.progress += 1;
                 n += 1;
@@ -908,10 +1034,10 @@ impl ProgramTask {
             n
         });
         drop(sh);
-        if self.progress >= count {
+        if self.progress >= total {
             self.next();
         }
-        let ns = (ns + cx.cost.alloc_work(&work)).max(n);
+        let ns = (ns + cx.alloc_work(&work)).max(n).max(1);
         // The device (cost.rs `read_wait`): each cold file is read by its own readahead
         // requests, as the `read` step's are; the step waits for the ones it issued.
         let sleep = cx.cost.read_wait(&rs, cx.now + ns, &mut self.read_ready_at);
@@ -967,7 +1093,7 @@ impl ProgramTask {
                     cx.mm
                         .force_page_cache_ra(cx.cpu, mapping, &ra, first, nr, file_pages)
                 });
-                ns += cx.cost.alloc_work(&work);
+                ns += cx.alloc_work(&work);
             }
             Fadvice::Dontneed => {
                 let first = offset.div_ceil(4096);

@@ -77,7 +77,7 @@ impl TaskBody for ThpBurst {
             }
             BurstPhase::Faulting { mut vma, next } => {
                 let mut m = self.metrics.borrow_mut();
-                let (ns, huge) = touch_range(
+                let t = touch_range(
                     cx,
                     &mut vma,
                     next,
@@ -85,16 +85,17 @@ impl TaskBody for ThpBurst {
                     &mut m,
                 );
                 let b = m.bursts.last_mut().expect("burst started");
-                b.alloc_ns += ns;
+                // Hugealloc time is wall time (the faults' waits included).
+                b.alloc_ns += t.wall_ns;
                 b.faults += 1;
-                b.huge += huge;
+                b.huge += t.huge;
                 let next = next + (1u64 << fraglab_mm::types::HPAGE_PMD_ORDER);
                 self.phase = if next >= vma.nr_pages {
                     BurstPhase::Holding { vma }
                 } else {
                     BurstPhase::Faulting { vma, next }
                 };
-                Step::Ran(ns)
+                Step::Ran(t.cpu_ns)
             }
             BurstPhase::Holding { mut vma } => {
                 if cx.now < self.next_start + self.p.hold_ns {

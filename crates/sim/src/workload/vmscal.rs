@@ -217,9 +217,9 @@ impl VmScalTask {
 
     /// Charge for what a file read or fault did besides the caller's copy: allocation work
     /// and the zeroing of every page readahead added (sparse file).
-    fn read_cost(cx: &Cx, st: &ReadStats, work: &fraglab_mm::slowpath::WorkSum) -> u64 {
+    fn read_cost(cx: &mut Cx, st: &ReadStats, work: &fraglab_mm::slowpath::WorkSum) -> u64 {
         let added: u64 = st.added.iter().enumerate().map(|(o, n)| n << o).sum();
-        added * cx.cost.zero_page_ns + cx.cost.alloc_work(work)
+        added * cx.cost.zero_page_ns + cx.alloc_work(work)
     }
 
     /// One mmap access of page `p` (relative to `first`). A read faults for the first page of
@@ -282,7 +282,7 @@ impl VmScalTask {
                 ns += cx.cost.fault_base_ns;
                 if (p / unit_pages).is_multiple_of(VMAS_PER_SLAB_PAGE) {
                     let (_, work) = cx.measure(|cx| self.alloc_held(cx, FolioKind::Slab));
-                    ns += cx.cost.alloc_work(&work);
+                    ns += cx.alloc_work(&work);
                 }
             }
             let (pt_ns, work) = cx.measure(|cx| {
@@ -290,7 +290,7 @@ impl VmScalTask {
                 cx.mm.count(fraglab_mm::vmstat::Stat::pgfault, 1);
                 pt_ns
             });
-            ns += pt_ns + cx.cost.fault_base_ns + cx.cost.alloc_work(&work);
+            ns += pt_ns + cx.cost.fault_base_ns + cx.alloc_work(&work);
         }
         ns
     }

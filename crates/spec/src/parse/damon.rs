@@ -94,12 +94,42 @@ impl Cx<'_> {
                 Some(out)
             }
         };
+        let regions = match t.get("regions") {
+            None => None,
+            Some(e) => {
+                let key = t.key("regions");
+                let text = self.str(&e.node, &key)?;
+                let mut out: Vec<(u64, u64)> = Vec::new();
+                for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                    let bad = |why: String| self.err(e.node.pos, &key, why);
+                    let (a, b) = item
+                        .split_once('-')
+                        .ok_or_else(|| bad(format!("{} is not START-END (two sizes)", quote(item))))?;
+                    let (start, end) = (parse_size(a).map_err(&bad)?, parse_size(b).map_err(&bad)?);
+                    if end <= start || start % 4096 != 0 || end % 4096 != 0 {
+                        return Err(bad(format!(
+                            "{} is not a range of whole pages (START < END, both multiples of 4KiB)",
+                            quote(item)
+                        )));
+                    }
+                    if out.last().is_some_and(|&(_, e0)| start < e0) {
+                        return Err(bad(format!(
+                            "{} overlaps or precedes the range before it (ranges in address order)",
+                            quote(item)
+                        )));
+                    }
+                    out.push((start, end));
+                }
+                Some(out)
+            }
+        };
         Ok(DamonSpec {
             enabled,
             preset,
             values,
             wmarks_free_mem_rate,
             filters,
+            regions,
         })
     }
 }

@@ -34,6 +34,7 @@ impl Cx<'_> {
             .line(m.get("hugetlb_pages").map_or(e.key_pos, |h| h.key_pos));
         let read_ahead_kb = self.opt_int_key(&m, "read_ahead_kb")?.map(|v| v as u64);
         let max_sectors_kb = self.opt_int_key(&m, "max_sectors_kb")?.map(|v| v as u64);
+        let page_reporting = self.page_reporting_order(&m)?;
         if let Some(snap) = m.get("snapshot") {
             return self.snapshot_machine(
                 &m,
@@ -44,6 +45,7 @@ impl Cx<'_> {
                 hugetlb_line,
                 read_ahead_kb,
                 max_sectors_kb,
+                page_reporting,
             );
         }
         match (m.get("memory"), m.get("zone")) {
@@ -67,6 +69,8 @@ impl Cx<'_> {
                     hugetlb_pages,
                     read_ahead_kb,
                     max_sectors_kb,
+                    page_reporting_order: page_reporting.0,
+                    page_reporting_given: page_reporting.1,
                     snapshot: None,
                     line: self.lines.line(mem.key_pos),
                     hugetlb_line,
@@ -91,6 +95,8 @@ impl Cx<'_> {
                     hugetlb_pages,
                     read_ahead_kb,
                     max_sectors_kb,
+                    page_reporting_order: page_reporting.0,
+                    page_reporting_given: page_reporting.1,
                     snapshot: None,
                     line: self.lines.line(z.key_pos),
                     hugetlb_line,
@@ -112,6 +118,7 @@ impl Cx<'_> {
         hugetlb_line: usize,
         read_ahead_kb: Option<u64>,
         max_sectors_kb: Option<u64>,
+        page_reporting: (Option<u32>, bool),
     ) -> R<MachineSpec> {
         let line = self.lines.line(snap.key_pos);
         for k in ["memory", "zone", "dma"] {
@@ -146,6 +153,8 @@ impl Cx<'_> {
             hugetlb_pages,
             read_ahead_kb,
             max_sectors_kb,
+            page_reporting_order: page_reporting.0,
+            page_reporting_given: page_reporting.1,
             snapshot: Some(crate::SnapshotSpec {
                 path: path.to_string(),
                 resolved: dir.join(path),
@@ -156,6 +165,30 @@ impl Cx<'_> {
             line,
             hugetlb_line,
         })
+    }
+
+    /// `page_reporting_order`: an order 0..=10 (`page_order_update_notify` rejects others,
+    /// §32.1 item 2) or `"off"` (no reporting device); absent is "off" too, but
+    /// not given. Returns (order, given).
+    fn page_reporting_order(&self, m: &Tbl) -> R<(Option<u32>, bool)> {
+        const K: &str = "page_reporting_order";
+        let Some(e) = m.get(K) else {
+            return Ok((None, false));
+        };
+        let key = m.key(K);
+        match &e.node.val {
+            Val::Int(_) => {
+                let v = self.int_in(&e.node, &key, 0, MAX_PAGE_ORDER as i64, "0..=10 or \"off\"")?;
+                Ok((Some(v as u32), true))
+            }
+            Val::Str(s) if s.trim() == "off" => Ok((None, true)),
+            Val::Str(s) => Err(self.err(
+                e.node.pos,
+                &key,
+                format!("{} is not an order (expected 0..=10 or \"off\")", quote(s)),
+            )),
+            _ => Err(self.type_err(&e.node, &key, "an order 0..=10 or \"off\"")),
+        }
     }
 
     fn memory(&self, node: &Node) -> R<u64> {

@@ -12,7 +12,7 @@ mod workload;
 use std::collections::BTreeMap;
 
 use fraglab_types::gfp::Gfp;
-use fraglab_types::page::{ZoneType, PAGEBLOCK_NR_PAGES, PAGE_SIZE};
+use fraglab_types::page::{ZoneType, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGE_SIZE};
 
 use crate::keys::{self, KeyDef, KeyDefault, KeyKind};
 use crate::suggest::{did_you_mean, hint};

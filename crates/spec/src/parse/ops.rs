@@ -131,6 +131,7 @@ impl Cx<'_> {
                     "drain_all_pages" => Op::DrainAllPages { line },
                     "compact_memory" => Op::CompactMemory { line },
                     "kswapd" => Op::Kswapd { line },
+                    "page_reporting" => Op::PageReporting { line },
                     _ => Op::ProactiveCompact {
                         line,
                         mode: self

@@ -1,7 +1,7 @@
 //! `[[workload.task]]`: a program of steps, each with exactly one action.
 
 use super::*;
-use crate::{Fadvice, FilesOp, MappingKind, TaskParams, TaskStep};
+use crate::{Fadvice, FilesOp, MappingKind, TaskParams, TaskStep, MAX_PIPE_LANES};
 
 /// A file or file set task steps name (see `Cx::task_files`).
 #[derive(Clone, Debug, Default)]
@@ -22,6 +22,8 @@ impl Cx<'_> {
         let loops = self.int_key(k, "loops")? as u32;
         let se = self.need_key(k, "steps")?;
         let mut steps = Vec::new();
+        // The line of each step, for messages naming an earlier one.
+        let mut lines: Vec<usize> = Vec::new();
         let mut vmas: Vec<String> = Vec::new();
         let actions = keys::actions(keys::STEPS);
         for (j, (pos, entries)) in self.tables(&se.node, &k.key("steps"))?.into_iter().enumerate() {
@@ -43,6 +45,8 @@ impl Cx<'_> {
             };
             self.check_keys_in(&s, &allowed)?;
             let step = self.step(&s, a, &mut vmas, &steps)?;
+            self.pipe_free_rule(&s, &step, &steps, &lines)?;
+            lines.push(self.lines.line(pos));
             steps.push(step);
         }
         if steps.is_empty() {
@@ -56,6 +60,7 @@ impl Cx<'_> {
             loops,
             steps,
             after: self.opt_str(k, "after")?,
+            background: self.bool_key(k, "background")?,
         })
     }
 
@@ -167,6 +172,38 @@ impl Cx<'_> {
         }
     }
 
+    /// The `stride` key of step `s` (its default if it has one, else None when absent): a
+    /// multiple of 4 KiB, and at least `length` when given (repeated ranges do not overlap).
+    fn step_stride(&self, s: &Tbl, length: Option<u64>) -> R<Option<u64>> {
+        let v = match self.opt_size_key(s, "stride")? {
+            Some(v) => v,
+            None if length.is_some() => return Ok(None),
+            None => return self.size_key(s, "stride").map(Some),
+        };
+        let e = s.get("stride").expect("given");
+        if v % 4096 != 0 {
+            return Err(self.err(
+                e.node.pos,
+                &s.key("stride"),
+                format!("{v} bytes is not a multiple of 4096 (a whole number of pages)"),
+            ));
+        }
+        if let Some(len) = length {
+            if v < len {
+                return Err(self.err(
+                    e.node.pos,
+                    &s.key("stride"),
+                    format!(
+                        "{} is shorter than the length {} (the ranges would overlap)",
+                        show_bytes(v),
+                        show_bytes(len)
+                    ),
+                ));
+            }
+        }
+        Ok(Some(v))
+    }
+
     /// The non-empty file name of step `s`'s action `a`.
     fn step_file(&self, s: &Tbl, a: &Entry) -> R<String> {
         let file = self.str(&a.node, &s.key(&a.key))?.to_string();
@@ -234,16 +271,21 @@ impl Cx<'_> {
             "touch" => TaskStep::Touch {
                 vma: self.step_vma(s, a, vmas)?,
                 random: self.step_random(s)?,
+                stride: self.step_stride(s, None)?.expect("a default"),
             },
             "dontneed" => {
                 let v = self.step_vma(s, a, vmas)?;
                 self.need_key(s, "length")?;
                 let (offset, length) = (self.size_key(s, "offset")?, self.size_key(s, "length")?);
-                self.dontneed_warning(s, &v, offset, length, steps);
+                let stride = self.step_stride(s, Some(length))?;
+                if stride.is_none() {
+                    self.dontneed_warning(s, &v, offset, length, steps);
+                }
                 TaskStep::Dontneed {
                     vma: v,
                     offset,
                     length,
+                    stride,
                 }
             }
             "munmap" => {
@@ -265,11 +307,34 @@ impl Cx<'_> {
             }
             "free" => {
                 let kinds = [("slab", true), ("pipes", false)];
-                TaskStep::Free {
-                    reclaimable: self
-                        .opt_word(s, "free", "object kind", &kinds)?
-                        .expect("the action"),
-                    every: self.int_key(s, "every")? as u64,
+                let reclaimable = self
+                    .opt_word(s, "free", "object kind", &kinds)?
+                    .expect("the action");
+                match s.get("every_page") {
+                    None => TaskStep::Free {
+                        reclaimable,
+                        every: self.int_key(s, "every")? as u64,
+                    },
+                    // Issue 33: single pipe pages.
+                    Some(e) => {
+                        if reclaimable {
+                            return Err(self.err(
+                                e.key_pos,
+                                &s.key("every_page"),
+                                "every_page applies to free = \"pipes\" only (a slab object is one page already: use every)",
+                            ));
+                        }
+                        if let Some(ev) = s.get("every") {
+                            return Err(self.err(
+                                ev.key_pos,
+                                &s.key("every"),
+                                "give every (whole pipes of 256 pages) or every_page (single pipe pages), not both",
+                            ));
+                        }
+                        TaskStep::FreePipePages {
+                            every: self.int_key(s, "every_page")? as u64,
+                        }
+                    }
                 }
             }
             "files" => {
@@ -277,15 +342,23 @@ impl Cx<'_> {
                 self.need_key(s, "count")?;
                 self.need_key(s, "op")?;
                 let ops: Vec<(&str, FilesOp)> = FilesOp::ALL.iter().map(|o| (o.name(), *o)).collect();
+                let count = self.int_key(s, "count")? as u64;
+                let op = self.opt_word(s, "op", "files op", &ops)?.expect("required");
+                let every = self.step_files_every(s, op, count)?;
                 TaskStep::Files {
-                    count: self.int_key(s, "count")? as u64,
+                    count,
                     size_bytes: self.size_key(s, "size")?,
-                    op: self.opt_word(s, "op", "files op", &ops)?.expect("required"),
+                    op,
                     random: self.step_random(s)?,
                     mapping: self.step_mapping(s, a, &set, true)?,
                     set,
+                    every,
                 }
             }
+            // Issue 33: named sample points.
+            "sample" => TaskStep::Sample {
+                name: self.step_sample_name(s, a)?,
+            },
             "fadvise" => {
                 let file = self.step_file(s, a)?;
                 self.step_names(s, a, &file, false)?;
@@ -329,6 +402,118 @@ impl Cx<'_> {
             },
             _ => unreachable!("keys::STEPS"),
         })
+    }
+
+    /// The `every` of a `files` step with `op` on a set of `count` files (issue 33): given for
+    /// `op = "delete"` only; more than `count` deletes nothing, which is warned about.
+    fn step_files_every(&self, s: &Tbl, op: FilesOp, count: u64) -> R<u64> {
+        let every = self.int_key(s, "every")? as u64;
+        let Some(e) = s.get("every") else {
+            return Ok(every);
+        };
+        if op != FilesOp::Delete {
+            return Err(self.err(
+                e.key_pos,
+                &s.key("every"),
+                format!(
+                    "every applies to op = \"delete\" only (this step's op is {})",
+                    quote(op.name())
+                ),
+            ));
+        }
+        if every > count {
+            self.warn(
+                e.node.pos,
+                &s.key("every"),
+                format!("every = {every} is more than count = {count}: no file of the set is deleted"),
+            );
+        }
+        Ok(every)
+    }
+
+    /// The name of a `sample` step: letters, digits, `_` and `-` (it is a part of the rows'
+    /// names, `census.NAME.ZONE.CLASS`, whose parts dots separate).
+    fn step_sample_name(&self, s: &Tbl, a: &Entry) -> R<String> {
+        let name = self.str(&a.node, &s.key(&a.key))?;
+        if name.is_empty() {
+            return Err(self.err(a.node.pos, &s.key(&a.key), "empty sample name"));
+        }
+        if let Some(c) = name
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+        {
+            return Err(self.err(
+                a.node.pos,
+                &s.key(&a.key),
+                format!(
+                    "sample name {} has {c:?}: a name is letters, digits, _ and - (it names rows census.NAME.ZONE.CLASS)",
+                    quote(name)
+                ),
+            ));
+        }
+        Ok(name.to_string())
+    }
+
+    /// Issue 33: a task frees its pipes either whole (`every`) or by page (`every_page`), and
+    /// its `every_page` values have a least common multiple of at most [`MAX_PIPE_LANES`]
+    /// (`TaskParams::pipe_lanes`: the pipes the host fills side by side). `step` is step `s`,
+    /// `steps` the steps before it and `lines` their lines.
+    fn pipe_free_rule(&self, s: &Tbl, step: &TaskStep, steps: &[TaskStep], lines: &[usize]) -> R<()> {
+        let earlier = |f: fn(&TaskStep) -> bool| steps.iter().position(f).map(|i| lines[i]);
+        match step {
+            TaskStep::FreePipePages { every } => {
+                let e = s.get("every_page").expect("given");
+                if let Some(line) = earlier(|x| {
+                    matches!(
+                        x,
+                        TaskStep::Free {
+                            reclaimable: false,
+                            ..
+                        }
+                    )
+                }) {
+                    return Err(self.err(
+                        e.key_pos,
+                        &s.key("every_page"),
+                        format!(
+                            "this task frees whole pipes (every) on line {line}: a task frees its pipes whole or page by page (every_page), not both (the host fills its pipes for one or the other)"
+                        ),
+                    ));
+                }
+                let lanes = steps
+                    .iter()
+                    .filter_map(|x| match x {
+                        TaskStep::FreePipePages { every } => Some(*every),
+                        _ => None,
+                    })
+                    .fold(*every, crate::workload::lcm);
+                if lanes > MAX_PIPE_LANES {
+                    return Err(self.err(
+                        e.node.pos,
+                        &s.key("every_page"),
+                        format!(
+                            "the every_page values of this task's free steps have a least common multiple of {lanes}, over {MAX_PIPE_LANES}: the host fills that many pipes side by side (one per residue) to free every Nth page"
+                        ),
+                    ));
+                }
+            }
+            TaskStep::Free {
+                reclaimable: false, ..
+            } => {
+                if let Some(line) = earlier(|x| matches!(x, TaskStep::FreePipePages { .. })) {
+                    let e = s.get("free").expect("the action");
+                    return Err(self.err(
+                        e.key_pos,
+                        &s.key("free"),
+                        format!(
+                            "this task frees single pipe pages (every_page) on line {line}: a task frees its pipes whole or page by page, not both (the host fills its pipes for one or the other)"
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// The file a `census` step names: one an earlier read or write step of the task names

@@ -30,7 +30,22 @@ impl Cx<'_> {
             )?,
             task: self.generator(t, "task", keys::TASK, Self::task)?,
         };
-        self.task_order(&self.items(t, "task", keys::TASK)?, &w.task)?;
+        let items = self.items(t, "task", keys::TASK)?;
+        self.task_order(&items, &w.task)?;
+        let other_generators = !(w.kbuild.is_empty()
+            && w.thp_burst.is_empty()
+            && w.thpchallenge.is_empty()
+            && w.pgbench.is_empty()
+            && w.vm_scalability.is_empty()
+            && w.fio_smallfiles.is_empty());
+        if !other_generators && !w.task.is_empty() && w.task.iter().all(|x| x.background) {
+            let e = items[0].get("background").expect("a background task");
+            return Err(self.err(
+                e.node.pos,
+                &items[0].key("background"),
+                "every task is background load: nothing would end the run but its duration (leave `background` off the task whose end ends the run)",
+            ));
+        }
         if w.kbuild.is_empty()
             && w.thp_burst.is_empty()
             && w.thpchallenge.is_empty()

@@ -108,6 +108,10 @@ pub struct DamonContext {
     pub nr_regions: (Option<u64>, Option<u64>),
     /// `targets/nr_targets`.
     pub nr_targets: Option<u64>,
+    /// The monitored ranges of every target (`targets/N/regions/M/{start,end}`), bytes, in
+    /// target then region order (absent in results recorded before it was read).
+    #[serde(default)]
+    pub target_regions: Vec<[u64; 2]>,
     pub schemes: Vec<DamonScheme>,
 }
 
@@ -182,6 +186,13 @@ impl HostConfounders {
         }
     }
 
+    /// The free page reporting order the machine had at the run's start (§32.1: sysfs
+    /// `page_reporting_order`, which reads −1 until a device registers); `None` without a
+    /// device, or when not recorded. What `validate` boots its simulator arms with.
+    pub fn page_reporting_order(&self) -> Option<u32> {
+        self.start.page_reporting.as_ref()?.order.filter(|&o| o <= 10)
+    }
+
     /// The short block `fraglab host run` and `validate` print before their rows: one `# `
     /// line per confounder.
     pub fn summary(&self) -> String {
@@ -228,11 +239,23 @@ impl HostConfounders {
                         for (si, sc) in c.schemes.iter().enumerate() {
                             let _ = writeln!(
                                 t,
-                                "#     kdamond {} ({}) context {ci} ({}) scheme {si}: {}",
+                                "#     kdamond {} ({}) context {ci} ({}) scheme {si}: {}{}",
                                 k.index,
                                 k.state,
                                 c.operations,
-                                sc.describe()
+                                sc.describe(),
+                                if c.target_regions.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(
+                                        ", over {}",
+                                        c.target_regions
+                                            .iter()
+                                            .map(|[a, b]| format!("{a}-{b}"))
+                                            .collect::<Vec<_>>()
+                                            .join(" ")
+                                    )
+                                }
                             );
                         }
                     }
@@ -390,5 +413,24 @@ mod tests {
         assert_eq!((none.reported_kib_delta, none.steal_share), (None, None));
         assert!(none.summary().contains("free page reporting: absent"));
         assert!(none.summary().contains("DAMON: absent"));
+    }
+
+    /// §32.1: the order `validate` gives its simulator arms is the start reading's, when a
+    /// device had registered (sysfs reads −1, recorded as none, until one does).
+    #[test]
+    fn s32_page_reporting_order_of_a_run() {
+        let r = |order| ConfounderReading {
+            page_reporting: Some(PageReporting {
+                order,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let c = |a, b| HostConfounders::from_readings(r(a), r(b));
+        assert_eq!(c(Some(9), Some(5)).page_reporting_order(), Some(9));
+        assert_eq!(c(None, Some(9)).page_reporting_order(), None);
+        assert_eq!(c(Some(11), None).page_reporting_order(), None);
+        let none = HostConfounders::from_readings(Default::default(), Default::default());
+        assert_eq!(none.page_reporting_order(), None);
     }
 }

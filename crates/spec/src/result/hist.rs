@@ -34,6 +34,25 @@ impl Histogram {
         self.sum_ns += ns;
     }
 
+    /// `n` calls of `record(ns)` (one bucket update).
+    #[inline]
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let b = 63 - ns.max(1).leading_zeros() as usize;
+        if self.buckets.len() <= b {
+            self.buckets.resize(b + 1, 0);
+        }
+        self.buckets[b] += n;
+        if self.count == 0 || ns < self.min_ns {
+            self.min_ns = ns;
+        }
+        self.max_ns = self.max_ns.max(ns);
+        self.count += n;
+        self.sum_ns += ns * n;
+    }
+
     /// Adds the values recorded in `o` (the host engine merges its workers' histograms).
     pub fn merge(&mut self, o: &Histogram) {
         if o.count == 0 {
@@ -86,6 +105,8 @@ impl Histogram {
             min_ns: self.min_ns,
             max_ns: self.max_ns,
             log2_buckets: self.buckets.clone(),
+            host_faults: 0,
+            host_fault_ns: 0,
         }
     }
 }

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::pageblock::BlockClass;
 use super::{BuildResult, RunResult};
 
 /// How a metric's central value is summarised: arithmetic mean, or harmonic mean for rates.
@@ -259,6 +260,66 @@ pub fn samples_of(results: &[RunResult]) -> Vec<Samples> {
         };
         push(&name, center, v);
     }
+    for (name, v) in named_census_samples(results) {
+        push(&name, Center::Amean, v);
+    }
+    out
+}
+
+/// The row of pageblock class `class` of zone `zone` at the named sample `name` (issue 33):
+/// `census.NAME.ZONE.CLASS`, e.g. `census.built.Normal.mixed`.
+pub fn named_census_row(name: &str, zone: &str, class: BlockClass) -> String {
+    format!("census.{name}.{zone}.{}", class.name())
+}
+
+/// Why a result has no mixed-blocks count: its kernel printed none.
+pub const NO_MIXED_COUNT: &str = "the kernel prints no \"Number of mixed blocks\" (no CONFIG_PAGE_OWNER)";
+
+/// The named-sample rows of one result (issue 33): for each sample name, in the order first
+/// taken, the last sample of that name (when every instance and loop that takes it has), and
+/// per zone of it and per [`BlockClass`] its census ([`ZoneCensus::class`](super::pageblock::ZoneCensus::class)):
+/// (row, value, or why the result has none: mixed blocks on a kernel without page_owner).
+pub fn named_census_rows(r: &RunResult) -> Vec<(String, Result<f64, String>)> {
+    let mut names: Vec<&str> = Vec::new();
+    for s in &r.named_samples {
+        if !names.contains(&s.name.as_str()) {
+            names.push(&s.name);
+        }
+    }
+    let mut out = Vec::new();
+    for name in names {
+        let last = r
+            .named_samples
+            .iter()
+            .rev()
+            .find(|s| s.name == name)
+            .expect("a name of a sample");
+        for z in &last.zones {
+            for c in BlockClass::ALL {
+                let v = z
+                    .class(c)
+                    .map(|n| n as f64)
+                    .ok_or_else(|| NO_MIXED_COUNT.to_string());
+                out.push((named_census_row(name, &z.zone, c), v));
+            }
+        }
+    }
+    out
+}
+
+/// The named-sample rows of `results` for `compare` (issue 33): each row of
+/// [`named_census_rows`] with its value in every result that has one, rows in first-seen order.
+pub fn named_census_samples(results: &[RunResult]) -> Vec<(String, Vec<f64>)> {
+    let mut out: Vec<(String, Vec<f64>)> = Vec::new();
+    for r in results {
+        for (row, v) in named_census_rows(r) {
+            let Ok(v) = v else { continue };
+            match out.iter_mut().find(|(n, _)| *n == row) {
+                Some((_, vs)) => vs.push(v),
+                None => out.push((row, vec![v])),
+            }
+        }
+    }
     out
 }
 
@@ -466,6 +527,16 @@ pub fn mmtests_rows(r: &RunResult) -> String {
     }
     for (name, v) in census_and_read_samples(std::slice::from_ref(r)) {
         let _ = writeln!(out, "{:<34} {:>14.2}", name, amean(&v));
+    }
+    for (name, v) in named_census_rows(r) {
+        match v {
+            Ok(v) => {
+                let _ = writeln!(out, "{:<34} {:>14}", name, v);
+            }
+            Err(_) => {
+                let _ = writeln!(out, "{:<34} {:>14}", name, "n/a");
+            }
+        }
     }
     out
 }
@@ -721,5 +792,67 @@ mod tests {
         assert!(rows.contains("reader: read (MiB/s)"), "{rows}");
         // Without census or reads: no such rows.
         assert!(census_and_read_samples(&[RunResult::default()]).is_empty());
+    }
+
+    /// Issue 33: the named-sample rows read the last sample of each name, one row per zone and
+    /// class; a result without a mixed count (a host without page_owner) has that row as
+    /// "why not", which compare leaves out and `fraglab run` prints as n/a.
+    #[test]
+    fn named_census_rows_read_the_last_sample_of_each_name() {
+        use crate::result::pageblock::ZoneCensus;
+        use crate::result::NamedSample;
+        let zone = |name: &str, movable: u64, free: u64, mixed: Option<u64>| ZoneCensus {
+            zone: name.into(),
+            blocks_by_type: vec![2, movable, 1, 0, 0],
+            free_blocks_by_type: vec![0, free, 0, 0, 0],
+            mixed_blocks: mixed,
+        };
+        let sample = |name: &str, zones: Vec<ZoneCensus>| NamedSample {
+            name: name.into(),
+            zones,
+            ..Default::default()
+        };
+        let r = RunResult {
+            named_samples: vec![
+                sample("built", vec![zone("Normal", 100, 90, Some(1))]),
+                sample("freed", vec![zone("Normal", 100, 95, None)]),
+                sample(
+                    "built",
+                    vec![zone("DMA32", 10, 10, Some(0)), zone("Normal", 100, 50, Some(4))],
+                ),
+            ],
+            ..Default::default()
+        };
+        let rows = named_census_rows(&r);
+        let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names[..6],
+            [
+                "census.built.DMA32.free",
+                "census.built.DMA32.unmovable",
+                "census.built.DMA32.movable",
+                "census.built.DMA32.reclaimable",
+                "census.built.DMA32.mixed",
+                "census.built.Normal.free"
+            ]
+        );
+        assert_eq!(rows.len(), 3 * 5);
+        let get = |n: &str| rows.iter().find(|(x, _)| x == n).unwrap().1.clone();
+        assert_eq!(get("census.built.Normal.free"), Ok(50.0));
+        assert_eq!(get("census.built.Normal.movable"), Ok(50.0));
+        assert_eq!(get("census.built.Normal.mixed"), Ok(4.0));
+        assert_eq!(get("census.freed.Normal.mixed"), Err(NO_MIXED_COUNT.to_string()));
+        let s = samples_of(std::slice::from_ref(&r));
+        assert_eq!(values(&s, "census.built.Normal.unmovable"), &[2.0]);
+        assert!(values(&s, "census.freed.Normal.mixed").is_empty());
+        let printed = mmtests_rows(&r);
+        assert!(
+            printed.contains(&format!("{:<34} {:>14}\n", "census.freed.Normal.mixed", "n/a")),
+            "{printed}"
+        );
+        assert!(
+            printed.contains(&format!("{:<34} {:>14}\n", "census.built.Normal.free", "50")),
+            "{printed}"
+        );
     }
 }

@@ -9,8 +9,10 @@
 //! - **Work counters** (the /proc/vmstat deltas of compaction, migration, reclaim, stalls and THP
 //!   faults, [`WORK_ITEMS`]): the ratio simulator / kernel within ×1.5 either way.
 //! - **Census** (free pages per order and pageblocks per migratetype in the last sample, mixed
-//!   blocks): the simulator within ±15 % of the kernel, or within [`CENSUS_SLACK`] of it in
-//!   absolute terms (the unit of each census: a handful of pages or blocks).
+//!   blocks; and per zone, at the last named sample of each name, its wholly free blocks, the
+//!   blocks in use of each type and its mixed blocks, `census.NAME.ZONE.CLASS`): the simulator
+//!   within ±15 % of the kernel, or within [`CENSUS_SLACK`] of it in absolute terms (the unit of
+//!   each census: a handful of pages or blocks).
 //! - **Latency** (p50 and p99 of the fault latency per folio order, all allocation paths merged):
 //!   the ratio within ×2. Quantiles are read from the log2 histograms with geometric interpolation
 //!   inside the bucket (the histograms have no finer resolution).
@@ -87,6 +89,10 @@ pub const WORK_ITEMS: &[&str] = &[
     "allocstall",
     "thp_fault_alloc",
     "thp_fault_fallback",
+    // Partial unmapping and the deferred split (kernel-model.md §31.4).
+    "thp_split_pmd",
+    "thp_deferred_split_page",
+    "thp_split_page",
     "htlb_buddy_alloc_success",
     "htlb_buddy_alloc_fail",
 ];
@@ -514,6 +520,10 @@ pub fn run_rows(r: &RunResult) -> Vec<(String, Class, Value)> {
             Ok(s.mixed_blocks as f64)
         };
         out.push(("mixed blocks (end)".to_string(), Class::Census, mixed));
+    }
+    // Named samples (issue 33): the pageblock census per zone at the last sample of each name.
+    for (row, v) in super::rows::named_census_rows(r) {
+        out.push((row, Class::Census, v));
     }
     // Each census step, numbered per file in the order they ran (the same on both engines).
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -1124,6 +1134,37 @@ mod tests {
             .insert("pagetypeinfo".into(), "Number of mixed blocks ...".into());
         let rows = score(&[h], &[s]);
         assert_eq!(row(&rows, "mixed blocks (end)").verdict, Verdict::Pass);
+    }
+
+    /// Issue 33: the named samples' census rows are census rows of validate's scoreboard; the
+    /// mixed row is n/a for a host without page_owner, the others scored with the census
+    /// tolerance.
+    #[test]
+    fn named_sample_census_rows_are_scored() {
+        use crate::result::pageblock::ZoneCensus;
+        use crate::result::NamedSample;
+        let named = |mixed: Option<u64>, free: u64| NamedSample {
+            name: "built".into(),
+            zones: vec![ZoneCensus {
+                zone: "Normal".into(),
+                blocks_by_type: vec![40, 500, 30, 0, 0],
+                free_blocks_by_type: vec![0, free, 0, 0, 0],
+                mixed_blocks: mixed,
+            }],
+            ..Default::default()
+        };
+        let mut h = run("host", &[]);
+        h.named_samples.push(named(None, 200));
+        let mut s = run("sim", &[]);
+        s.named_samples.push(named(Some(7), 300));
+        let rows = score(&[h], &[s]);
+        let r = row(&rows, "census.built.Normal.mixed");
+        assert_eq!(r.class, Class::Census);
+        assert!(matches!(&r.verdict, Verdict::NotMeasured(w) if w.contains("Number of mixed blocks")));
+        assert_eq!(row(&rows, "census.built.Normal.unmovable").verdict, Verdict::Pass);
+        // 200 against 300 wholly free blocks: over ±15 %; in-use Movable 300 against 200 too.
+        assert_eq!(row(&rows, "census.built.Normal.free").verdict, Verdict::Fail);
+        assert_eq!(row(&rows, "census.built.Normal.movable").verdict, Verdict::Fail);
     }
 
     #[test]
