@@ -664,7 +664,8 @@ fn model_defaults_and_every_folio_mode() {
             "costly_order_policy",
             "v4_position",
             "xa_nodes",
-            "sched"
+            "sched",
+            "fs_metadata"
         ]
     );
     // Every choice of every switch parses and reads back.
