@@ -10,9 +10,11 @@
 //! **Why it matters.** ext4 reads and creates its directory blocks through `getblk_unmovable`
 //! (and inode-table readahead through `ext4_sb_breadahead_unmovable`): page-cache folios on the
 //! file LRU, allocated UNMOVABLE, so they are served from the UNMOVABLE lists, inside Unmovable
-//! pageblocks, next to the dentry and inode slab, with no fallback event (§33.1 item 3). A
-//! census by content (/proc/kpageflags, §30.2) counts those blocks as mixed (slab and LRU
-//! pages); the model's census does the same (`folio::folio_mobility`).
+//! pageblocks, next to unmovable slab and page tables, with no fallback event (§33.1 item 3).
+//! A census by content (/proc/kpageflags, §30.2) counts those blocks as mixed (slab and LRU
+//! pages); the model's census does the same (`folio::folio_mobility`: a bdev page is an LRU
+//! page whatever it was allocated as). Unlike the kernel's slab + LRU census, the model's also
+//! counts an Unmovable block holding bdev pages and nothing else.
 //!
 //! **What is modelled.** One ext4 filesystem per [`Mm::ext4_mount`] (mkfs defaults: 4 KiB
 //! blocks, 256-byte inodes, 8192 inodes and 32768 blocks per group, `dir_index`,
@@ -58,7 +60,9 @@
 //! blocks; the superblock, group descriptors and journal superblock, pinned since mount, are
 //! history and not allocated; the parent of a directory the model makes is not modelled; no
 //! atime updates (a read modifies nothing); a filesystem grows groups on demand (no size
-//! limit); `buffer_heads_over_limit` is not modelled.
+//! limit); `buffer_heads_over_limit` is not modelled; the buffer heads ext4 attaches to file
+//! data folios are not modelled (only the block device's); metadata reads are not charged
+//! device time.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;

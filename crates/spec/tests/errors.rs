@@ -1095,6 +1095,12 @@ fn model_errors() {
         "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched, fs_metadata)",
     );
     check(
+        &with_machine(&["[model]", "fs_metadata = \"btrfs\""]),
+        4,
+        "model.fs_metadata",
+        "\"btrfs\" is not one of ext4, xfs, off",
+    );
+    check(
         &with_machine(&["[model]", "defrag_stage = \"kswapd_asist\""]),
         4,
         "model.defrag_stage",
