@@ -778,6 +778,13 @@ fn kernel_phase(d: &ScenarioDef, o: &SuiteOptions, keep: &Path) -> Result<Kernel
     let mut notes = Vec::new();
     let mut same = SameStart::default();
     let (label, kernel) = kernel_arm(d, &spec, runs, o, keep, &mut same, &mut notes);
+    // A skipped arm or a failed run says why as it happens, not only in the scoreboard.
+    if label.starts_with("skipped") && !o.sim_only {
+        eprintln!("  kernel arm {label}");
+    }
+    for n in notes.iter().filter(|n| n.contains(": failed: ")) {
+        eprintln!("  {n}");
+    }
     let SameStart { captures, at_measure } = same;
     Ok(KernelPhase {
         spec,
