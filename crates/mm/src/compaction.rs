@@ -15,9 +15,11 @@
 //! entry (−EAGAIN → CONTENDED).
 //!
 //! Simplifications (§19.1 item 5, §24.7), each named where it applies:
-//! * no lock contention, `need_resched` or fatal signals (`contended` is never set, no
-//!   CONTENDED from those; the −ENOMEM and the −EAGAIN CONTENDED are kept); the sync-mode
-//!   `reclaim_throttle(ISOLATED)` wait is not modelled (nothing else runs while it would wait);
+//! * lock contention only under the clocked engine: an ASYNC run's trylocks of `zone->lock`
+//!   and the lruvec's `lru_lock` fail when another CPU holds the lock at that moment of virtual
+//!   time ([`LocksBusy`], §24.5); no `need_resched` or fatal signals; the −ENOMEM and the
+//!   −EAGAIN CONTENDED are kept; the sync-mode `reclaim_throttle(ISOLATED)` wait is not
+//!   modelled (nothing else runs while it would wait);
 //! * no LRU-add batches (`lru_add_drain` is a no-op); the drain check drains this CPU's PCP
 //!   lists for the zone, as `lru_add_drain_cpu_zone` does;
 //! * no writeback/dirty state yet, so ISOLATE_ASYNC_MIGRATE skips nothing.
@@ -155,6 +157,12 @@ pub struct CompactControl {
     /// Migration's extra passes and writeback waits in this run (`migrate.rs`, §25.2).
     pub migrate_retries: u64,
     pub migrate_wait_ns: u64,
+    /// `contended` (§24.5): an ASYNC run's trylock found the zone or LRU lock held by another
+    /// CPU; it stays set for the rest of the run.
+    pub contended: bool,
+    /// compact_isolated and pgmigrate_success at the run's start (the run's work so far, for
+    /// placing its lock calls in time).
+    clock_base: (u64, u64),
 }
 
 impl CompactControl {
@@ -190,6 +198,8 @@ impl CompactControl {
             fast_start_pfn: 0,
             migrate_retries: 0,
             migrate_wait_ns: 0,
+            contended: false,
+            clock_base: (0, 0),
         }
     }
 
@@ -237,6 +247,56 @@ impl CompactRunStats {
         self.migrate_retries += o.migrate_retries;
         self.migrate_wait_ns += o.migrate_wait_ns;
     }
+}
+
+/// A compaction run's CPU cost per unit of work, as the clocked engine charges it (its cost
+/// model's figures): the one formula for a run's time, used by the engine to charge a run and
+/// by the model to place a run's lock calls in virtual time ([`LocksBusy`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactCosts {
+    pub run_ns: u64,
+    pub migrate_scan_pfn_ns_x1000: u64,
+    pub free_scan_pfn_ns_x1000: u64,
+    pub isolate_page_ns: u64,
+    pub migrate_page_ns: u64,
+}
+
+impl CompactCosts {
+    /// The CPU time of the work `st` counts: a fixed cost per run, the two scanners per pfn,
+    /// isolation per page (free and migration sides), migration per page, and one isolation's
+    /// cost per extra migration pass.
+    pub fn cpu_ns(&self, st: &CompactRunStats) -> u64 {
+        st.runs * self.run_ns
+            + st.migrate_scanned * self.migrate_scan_pfn_ns_x1000 / 1000
+            + st.free_scanned * self.free_scan_pfn_ns_x1000 / 1000
+            + st.isolated * self.isolate_page_ns
+            + st.migrated_pages * self.migrate_page_ns
+            + st.migrate_retries * self.isolate_page_ns
+    }
+}
+
+/// Which locks other CPUs hold, and when, as the clocked engine tells the model before each
+/// task step (§24.5, async compaction's `compact_lock_irqsave`): the intervals of virtual time
+/// `[start, end)`, sorted and disjoint, in which `zone->lock` and the lruvec's `lru_lock` are
+/// held from the step's start on by steps already laid out (other CPUs' work, kswapd's, the
+/// vmstat worker's), and the costs that place this step's lock calls in that time. `None`
+/// without a clock: one thing runs at a time and no trylock fails.
+#[derive(Clone, Debug, Default)]
+pub struct LocksBusy {
+    pub zone: Vec<(u64, u64)>,
+    pub lru: Vec<(u64, u64)>,
+    pub costs: CompactCosts,
+    /// The compaction work this step did before the current run (ns): a later run's lock
+    /// calls come after it. Reset by the engine at each step.
+    pub elapsed_ns: u64,
+    /// Trylocks that failed, over the whole run of the engine: `zone->lock`, `lru_lock`.
+    pub trylock_failed: [u64; 2],
+}
+
+/// Whether a sorted list of disjoint intervals covers `t`.
+fn busy_at(list: &[(u64, u64)], t: u64) -> bool {
+    let i = list.partition_point(|&(_, e)| e <= t);
+    list.get(i).is_some_and(|&(s, _)| s <= t)
 }
 
 /// `pageblock_start_pfn`.
@@ -692,6 +752,47 @@ impl Mm {
         isolated > (inactive + active) / 2
     }
 
+    /// `compact_lock_irqsave` (§24.5): an ASYNC run that has not yet found a lock contended
+    /// tries it first and, when another CPU holds it, sets `contended` (and takes it anyway:
+    /// the wait is the clocked engine's, which lays this run's holds out after the other's).
+    /// The call's moment: the step's start, plus the compaction this step did before this run,
+    /// plus this run's work so far (`pending_*`: pfns scanned in the current block, not yet in
+    /// the run's totals) at the cost model's rates. Without a clock no trylock fails.
+    fn compact_lock(
+        &mut self,
+        cc: &mut CompactControl,
+        zone_lock: bool,
+        pending_migrate: u64,
+        pending_free: u64,
+    ) {
+        if cc.mode != MigrateMode::Async || cc.contended {
+            return;
+        }
+        let (isolated, migrated) = (
+            self.stat(Stat::compact_isolated) - cc.clock_base.0,
+            self.stat(Stat::pgmigrate_success) - cc.clock_base.1,
+        );
+        let now = self.cur.now_ns;
+        let Some(b) = &mut self.cur.locks_busy else {
+            return;
+        };
+        let so_far = CompactRunStats {
+            migrate_scanned: cc.total_migrate_scanned + pending_migrate,
+            free_scanned: cc.total_free_scanned + pending_free,
+            isolated,
+            migrated_pages: migrated,
+            runs: 1,
+            migrate_retries: cc.migrate_retries,
+            ..Default::default()
+        };
+        let t = now + b.elapsed_ns + b.costs.cpu_ns(&so_far);
+        let list = if zone_lock { &b.zone } else { &b.lru };
+        if busy_at(list, t) {
+            cc.contended = true;
+            b.trylock_failed[!zone_lock as usize] += 1;
+        }
+    }
+
     /// `isolate_migratepages_block` (§9.6.3) over [low, end). Returns the pfn where it stopped,
     /// or `None` for −EAGAIN: on entry (before every batch of at most 32 pages) `too_many_isolated`
     /// (§24.4) with pages already isolated in this run or in ASYNC mode. Simplified (§24.7,
@@ -716,6 +817,7 @@ impl Mm {
         };
         let mut sub_isolated: Vec<FolioId> = Vec::new();
         let mut block_claimed = false;
+        let mut lru_locked: Option<u32> = None;
         let block_start = pb_start(start);
         while low < end {
             if skip_on_failure && low >= next_skip {
@@ -739,6 +841,12 @@ impl Mm {
                     let o = self.pages.order(low);
                     match self.folio_at(low) {
                         Some(id) if self.folio_isolatable(cc, id) => {
+                            // The LRU lock is taken at the first folio to isolate and dropped
+                            // at every 32-pfn boundary (`compact_unlock_should_abort`).
+                            if lru_locked != Some(low / COMPACT_CLUSTER_MAX as u32) {
+                                lru_locked = Some(low / COMPACT_CLUSTER_MAX as u32);
+                                self.compact_lock(cc, false, nr_scanned, 0);
+                            }
                             if !block_claimed && !cc.ignore_skip_hint {
                                 block_claimed = true;
                                 let was = self.block_skip(block_start);
@@ -754,7 +862,12 @@ impl Mm {
                             cc.nr_migratepages += 1 << o;
                             nr_isolated += 1 << o;
                             low += (1 << o) - 1;
-                            if cc.nr_migratepages >= COMPACT_CLUSTER_MAX && !cc.finish_pageblock {
+                            // A contended run isolates on, to remove one source of
+                            // contention quickly (§24.5).
+                            if cc.nr_migratepages >= COMPACT_CLUSTER_MAX
+                                && !cc.finish_pageblock
+                                && !cc.contended
+                            {
                                 low += 1;
                                 break;
                             }
@@ -1011,6 +1124,7 @@ impl Mm {
     ) -> (u32, u64) {
         let mut pfn = start;
         let (mut scanned, mut isolated) = (0u64, 0u64);
+        let mut zone_locked: Option<u32> = None;
         while pfn < end {
             scanned += 1;
             match self.pages.kind(pfn) {
@@ -1022,6 +1136,12 @@ impl Mm {
                     }
                 }
                 PageKind::Buddy => {
+                    // The zone lock is taken at the first free page and dropped at every
+                    // 32-pfn boundary (`compact_unlock_should_abort`).
+                    if zone_locked != Some(pfn / COMPACT_CLUSTER_MAX as u32) {
+                        zone_locked = Some(pfn / COMPACT_CLUSTER_MAX as u32);
+                        self.compact_lock(cc, true, 0, scanned);
+                    }
                     let o = self.pages.order(pfn);
                     if !self.isolate_free_page(cc.zi, pfn, o) {
                         break;
@@ -1382,6 +1502,10 @@ impl Mm {
             };
             return (r, true);
         }
+        // `out:` — a contended run ends CONTENDED where the check would go on (or, for the
+        // proactive and defrag_mode branches, whatever they found); finding a suitable page
+        // for a direct compactor still wins (§24.5).
+        let out = |r: CompactResult| if cc.contended { CompactResult::Contended } else { r };
         if cc.proactive_compaction {
             // kswapd is not modelled yet, so it is never running.
             let score = self.fragmentation_score_zone(cc.zi);
@@ -1390,7 +1514,7 @@ impl Mm {
             } else {
                 CompactResult::Success
             };
-            return (r, false);
+            return (out(r), false);
         }
         if cc.order < 0 {
             return (CompactResult::Continue, false);
@@ -1409,11 +1533,11 @@ impl Mm {
                 z.stat(Stat::nr_free_pages_blocks),
             );
             return (
-                if ok {
+                out(if ok {
                     CompactResult::Success
                 } else {
                     CompactResult::Continue
-                },
+                }),
                 false,
             );
         }
@@ -1425,7 +1549,7 @@ impl Mm {
                 return (CompactResult::Success, false);
             }
         }
-        (CompactResult::NoSuitablePage, false)
+        (out(CompactResult::NoSuitablePage), false)
     }
 
     /// `compact_finished`: `__compact_finished`, resetting cached positions (and setting the
@@ -1466,6 +1590,8 @@ impl Mm {
         cc.nr_migratepages = 0;
         cc.nr_freepages = 0;
         cc.migratetype = cc.gfp.migratetype();
+        cc.contended = false;
+        cc.clock_base = (isolated_before, mig_before);
         if cc.order >= 0 {
             let r = self.compaction_suit_allocation_order(
                 zi,
@@ -1635,6 +1761,9 @@ impl Mm {
             migrate_retries: cc.migrate_retries,
             migrate_wait_ns: cc.migrate_wait_ns,
         };
+        if let Some(b) = &mut self.cur.locks_busy {
+            b.elapsed_ns += b.costs.cpu_ns(&stats);
+        }
         (ret, stats)
     }
 

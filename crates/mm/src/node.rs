@@ -241,6 +241,9 @@ pub struct Current {
     /// by the discrete-event engine, which keeps the mutex as a resource in virtual time,
     /// before each task step; always false without a clock (one thing runs at a time).
     pub drain_mutex_held: bool,
+    /// Who holds `zone->lock` and `lru_lock` when, for async compaction's trylocks (§24.5):
+    /// set by the clocked engine before each task step; `None` without a clock.
+    pub locks_busy: Option<crate::compaction::LocksBusy>,
 }
 
 impl Default for Current {
@@ -250,6 +253,7 @@ impl Default for Current {
             pid: 1,
             comm: "fraglab".to_string(),
             drain_mutex_held: false,
+            locks_busy: None,
         }
     }
 }

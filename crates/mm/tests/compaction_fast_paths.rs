@@ -351,3 +351,90 @@ fn section_24_4_too_many_isolated_aborts_async() {
     assert_ne!(r, CompactResult::Contended);
     assert!(stats.migrated_pages > 0);
 }
+
+/// §24.5: an ASYNC run's `compact_lock_irqsave` tries the zone lock (free scanner) and the LRU
+/// lock (migration scanner) first; when another CPU holds it at that moment the run records
+/// `contended`, isolates past the 32-page batch, and ends CONTENDED at the next
+/// pageblock-aligned check that finds no suitable page. The moment of each lock call is the
+/// step's start plus the run's work so far at the cost model's rates. Sync runs wait for the
+/// lock and never end contended; without a clock (`locks_busy` None) no trylock fails.
+#[test]
+fn section_24_5_async_trylock_sets_contended() {
+    use fraglab_mm::compaction::{CompactCosts, LocksBusy};
+    let run_order = |mode: MigrateMode, busy: Option<LocksBusy>, order: i32| {
+        let (mut mm, _) = fragmented(tun_kb(128));
+        mm.cur.now_ns = 1_000_000;
+        mm.cur.locks_busy = busy;
+        mm.set_trace_mask(trace_kind::COMPACTION_ISOLATE);
+        let mut cc = CompactControl::new(DMA32, order, Gfp::GFP_HIGHUSER_MOVABLE, mode, 0);
+        cc.alloc_flags = AllocFlags(AllocFlags::WMARK_MIN);
+        cc.highest_zoneidx = DMA32;
+        cc.direct_compaction = true;
+        let (r, stats) = mm.compact_zone(&mut cc);
+        check(&mm);
+        // The migration scanner's first isolation batch.
+        let first_batch = mm.take_trace().into_iter().find_map(|t| match t.event {
+            TraceEvent::MmCompactionIsolate {
+                free: false,
+                nr_taken,
+                ..
+            } if nr_taken > 0 => Some(nr_taken),
+            _ => None,
+        });
+        let failed = mm.cur.locks_busy.as_ref().map(|b| b.trylock_failed);
+        (r, stats, cc.contended, first_batch, failed)
+    };
+    let run = |mode: MigrateMode, busy: Option<LocksBusy>| run_order(mode, busy, 9);
+    let costs = CompactCosts {
+        run_ns: 1_000,
+        ..Default::default()
+    };
+    let held = |zone: Vec<(u64, u64)>, lru: Vec<(u64, u64)>| {
+        Some(LocksBusy {
+            zone,
+            lru,
+            costs,
+            ..Default::default()
+        })
+    };
+    let always = vec![(0, u64::MAX)];
+    // No clock: the run as before, isolating 32 pages at a time.
+    let (r0, s0, c0, b0, _) = run(MigrateMode::Async, None);
+    assert!(!c0 && r0 != CompactResult::Contended);
+    assert!(s0.migrated_pages > 0);
+    assert_eq!(b0, Some(32));
+    // Locks free at every moment: the same run.
+    let (r, s, c, _, failed) = run(MigrateMode::Async, held(vec![], vec![]));
+    assert_eq!((r, s, c, failed), (r0, s0, false, Some([0, 0])));
+    // The LRU lock held by another CPU: the migration scanner's first lock call fails and the
+    // batch takes the whole pageblock's folios. At order 9 that empties the block, and a
+    // suitable page found at the aligned check still wins over `contended`.
+    let (r, _, c, b, failed) = run(MigrateMode::Async, held(vec![], always.clone()));
+    assert!(c);
+    assert_eq!(r, CompactResult::Success);
+    assert!(b.unwrap() > 32, "contended: no 32-page cap, got {b:?}");
+    assert_eq!(failed, Some([0, 1]), "one failed trylock: the flag stays set");
+    // At order 10 one emptied block is not enough: free, the run goes on to the next block;
+    // contended, it ends CONTENDED at the first aligned check.
+    let (r10, s10, c, _, _) = run_order(MigrateMode::Async, None, 10);
+    assert!(!c && r10 != CompactResult::Contended, "{r10:?}");
+    let (r, s, c, _, _) = run_order(MigrateMode::Async, held(vec![], always.clone()), 10);
+    assert!(c);
+    assert_eq!(r, CompactResult::Contended);
+    assert!(s.migrate_scanned < s10.migrate_scanned, "{s:?} vs {s10:?}");
+    // The zone lock held: the free scanner's lock call fails.
+    let (r, _, c, _, failed) = run_order(MigrateMode::Async, held(always.clone(), vec![]), 10);
+    assert!(c);
+    assert_eq!(r, CompactResult::Contended);
+    assert_eq!(failed, Some([1, 0]));
+    // The lock calls are placed in time: the run's first (at now + run_ns = 1,001,000 ns at
+    // the earliest) comes after a hold that ends at 1,000,500 and inside one that ends later.
+    let (r, s, c, _, _) = run(MigrateMode::Async, held(vec![], vec![(0, 1_000_500)]));
+    assert_eq!((r, s, c), (r0, s0, false));
+    let (_, _, c, _, _) = run(MigrateMode::Async, held(vec![], vec![(1_000_900, 1_001_100)]));
+    assert!(c);
+    // Sync compaction waits for the lock: never contended, the same run as without a clock.
+    let (rs, ss, _, _, _) = run(MigrateMode::SyncLight, None);
+    let (r, s, c, _, failed) = run(MigrateMode::SyncLight, held(always.clone(), always));
+    assert_eq!((r, s, c, failed), (rs, ss, false, Some([0, 0])));
+}

@@ -167,18 +167,14 @@ impl CostModel {
     ///   a free page are scanned unlocked in the kernel.
     ///
     /// Not modelled as holds: migration's own locks (the folio lock, the mapping's i_pages),
-    /// the LRU putback of migrated folios (per-CPU batches), async compaction's trylock
-    /// (`compact_lock_irqsave` sets `cc->contended`, §24.5: the model never sets it).
+    /// the LRU putback of migrated folios (per-CPU batches). Async compaction's trylocks
+    /// (`compact_lock_irqsave`, §24.5) are decided by the model against the holds other steps
+    /// laid out ([`fraglab_mm::compaction::LocksBusy`]).
     pub fn compaction_phase(&self, st: &fraglab_mm::compaction::CompactRunStats) -> Phase {
         let free_scan = st.free_scanned * self.free_scan_pfn_ns_x1000 / 1000;
         let isolate = st.isolated * self.isolate_page_ns;
         Phase {
-            cpu_ns: st.runs * self.compact_run_ns
-                + st.migrate_scanned * self.migrate_scan_pfn_ns_x1000 / 1000
-                + free_scan
-                + isolate
-                + st.migrated_pages * self.migrate_page_ns
-                + st.migrate_retries * self.isolate_page_ns,
+            cpu_ns: self.compact_costs().cpu_ns(st),
             zone: Hold {
                 calls: st.free_scanned.div_ceil(COMPACT_CLUSTER_MAX),
                 hold_ns: free_scan,
@@ -188,6 +184,19 @@ impl CostModel {
                 hold_ns: isolate,
             },
             wait_ns: st.migrate_wait_ns,
+        }
+    }
+
+    /// The compaction figures as the model places a run's lock calls with them
+    /// ([`fraglab_mm::compaction::LocksBusy`]); [`CostModel::compaction_phase`] charges a run
+    /// by the same formula.
+    pub fn compact_costs(&self) -> fraglab_mm::compaction::CompactCosts {
+        fraglab_mm::compaction::CompactCosts {
+            run_ns: self.compact_run_ns,
+            migrate_scan_pfn_ns_x1000: self.migrate_scan_pfn_ns_x1000,
+            free_scan_pfn_ns_x1000: self.free_scan_pfn_ns_x1000,
+            isolate_page_ns: self.isolate_page_ns,
+            migrate_page_ns: self.migrate_page_ns,
         }
     }
 

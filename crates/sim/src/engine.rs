@@ -789,6 +789,12 @@ impl Engine {
         }
         self.locks.prune(now);
         self.mm.cur.drain_mutex_held = self.locks.held_at(LockId::PcpDrain, now);
+        // Async compaction's trylocks see the holds other steps laid out (§24.5).
+        let busy = self.mm.cur.locks_busy.get_or_insert_with(Default::default);
+        busy.costs = self.cost.compact_costs();
+        busy.elapsed_ns = 0;
+        self.locks.busy_into(LockId::Zone, &mut busy.zone);
+        self.locks.busy_into(LockId::Lru, &mut busy.lru);
         let zone_lock_mark = self.mm.work.zone_lock;
         let mut cx = Cx {
             mm: &mut self.mm,

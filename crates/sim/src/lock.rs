@@ -159,6 +159,12 @@ impl Locks {
         }
     }
 
+    /// The intervals held from the last prune on, into `out` (cleared first).
+    pub fn busy_into(&self, id: LockId, out: &mut Vec<(u64, u64)>) {
+        out.clear();
+        out.extend(self.locks[id as usize].busy.iter().copied());
+    }
+
     pub fn stat(&self, id: LockId) -> &LockStat {
         &self.locks[id as usize].stat
     }

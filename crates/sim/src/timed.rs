@@ -463,7 +463,8 @@ fn result(
 }
 
 /// The engine's locks as /proc/lock_stat reports them ([`crate::lock`]); the drains skipped
-/// because another CPU held `pcpu_drain_mutex` are its failed try-locks.
+/// because another CPU held `pcpu_drain_mutex` are its failed try-locks, async compaction's
+/// trylocks that found the zone or LRU lock held are theirs.
 fn lock_stat(e: &Engine) -> Vec<fraglab_spec::result::LockStatResult> {
     use crate::lock::LockId;
     LockId::ALL
@@ -479,10 +480,15 @@ fn lock_stat(e: &Engine) -> Vec<fraglab_spec::result::LockStatResult> {
                 waittime_total_ns: s.wait_total_ns,
                 holdtime_max_ns: s.hold_max_ns,
                 holdtime_total_ns: s.hold_total_ns,
-                trylock_failed: if id == LockId::PcpDrain {
-                    e.mm.work.sum.drains_skipped
-                } else {
-                    s.trylock_failed
+                trylock_failed: match id {
+                    LockId::PcpDrain => e.mm.work.sum.drains_skipped,
+                    // Async compaction's `compact_lock_irqsave` (§24.5).
+                    LockId::Zone | LockId::Lru => {
+                        e.mm.cur
+                            .locks_busy
+                            .as_ref()
+                            .map_or(s.trylock_failed, |b| b.trylock_failed[id as usize])
+                    }
                 },
             }
         })
