@@ -349,6 +349,8 @@ pub fn boot_restored(spec: &Spec, loaded: &crate::restore::Loaded) -> Result<Mm,
     if snap.hugetlb_given {
         reserve_hugetlb(&mut mm, spec)?;
     }
+    // The running guest's free memory had been reported (§32): not a cold machine's.
+    mm.page_reporting_settle();
     mm.debug_check();
     start_tracing(&mut mm, spec)?;
     Ok(mm)
