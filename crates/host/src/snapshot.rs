@@ -172,6 +172,7 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
             page_owner_blocks,
             read_ns,
             dirty_bitmap: true,
+            reported_bits: true,
             damon,
         },
         pages,

@@ -195,11 +195,22 @@ impl Mm {
         }
     }
 
-    /// A machine booted from a snapshot of a running guest (§30, §32): the capture does not
-    /// record PG_reported or the host's backing, but a guest that has run for a while with a
+    /// A restored free chunk the capture saw reported (§30, §32.3): PG_reported on its head
+    /// and the host's backing of its pages discarded, as a report leaves them — if the device
+    /// reports chunks of this order (a chunk below the order, or no device: nothing).
+    pub(crate) fn restore_reported(&mut self, pfn: u32, order: u32) {
+        if self.reporting.order.is_some_and(|r| order >= r) && self.pages.is_buddy_of_order(pfn, order) {
+            self.pages.set_flag(pfn, PG_REPORTED, true);
+            self.host_discard(pfn, 1 << order);
+        }
+    }
+
+    /// A machine booted from a snapshot of a running guest (§30, §32) whose capture did not
+    /// record PG_reported (files from before it did; a newer capture records it and the boot
+    /// restores it instead, [`Mm::restore_reported`]): a guest that has run for a while with a
     /// device has had its free chunks of order ≥ R reported, pass after pass, 2 s after each
-    /// free that asked for one (the validation suite captures after a quiet wait and an idle
-    /// baseline of several seconds, so the passes have caught up). The model runs passes back
+    /// free that asked for one — true of a capture after a quiet wait and an idle baseline, not
+    /// of one taken right after a workload freed memory. The model runs passes back
     /// to back at boot until one ends with nothing more to report (at most 64), so the first
     /// touch of that memory costs host faults as on the kernel, then drops the request left
     /// from registration: the next pass comes when a free asks for one. The passes' counts are

@@ -116,6 +116,9 @@ pub struct Restore {
     pub block_types: Vec<MigrateType>,
     /// Free chunks (pfn, order).
     pub free: Vec<(u32, u8)>,
+    /// Which free chunks free page reporting had reported (§32.3), by head pfn, when the
+    /// capture recorded it; `None`: not known (the boot decides, `fraglab_sim::boot`).
+    pub free_reported: Option<Vec<u32>>,
     pub folios: Vec<RestoreFolio>,
     /// Mappings to register before the snapshot's page-cache mapping, so that their ids are
     /// 1..=n (the spec's files, which the engines name by position).
@@ -198,6 +201,14 @@ impl Mm {
             }
             mm.account_freepages(zi, 1i64 << order, mt);
             mm.add_to_free_list(zi, pfn, order as u32, mt, true);
+        }
+        if let Some(rep) = &r.free_reported {
+            let rep: std::collections::HashSet<u32> = rep.iter().copied().collect();
+            for &(pfn, order) in &free {
+                if rep.contains(&pfn) {
+                    mm.restore_reported(pfn, order as u32);
+                }
+            }
         }
         for m in pre_mappings {
             mm.add_mapping(*m);

@@ -19,9 +19,11 @@
 //!   of vm.nr_hugepages would).
 //! * **Free page reporting** (§32): the spec's `page_reporting_order` if it
 //!   gives one (an order or "off"), else the order the snapshot's confounders recorded
-//!   (`SnapshotHeader::page_reporting_order`; none: no device). The snapshot does not say which
-//!   free chunks were reported or which pages the host backed: the machine boots with none
-//!   reported and every page backed, and its device asks for a first pass 2 s in.
+//!   (`SnapshotHeader::page_reporting_order`; none: no device). A capture records which free
+//!   pages were reported (`SnapshotHeader::reported_bits`, KPF_UPTODATE on a free page): those
+//!   chunks boot reported, their pages not host-backed ([`reported_heads`]); a file from
+//!   before that boots with its reporting caught up (`Mm::page_reporting_settle`). Every other
+//!   page is host-backed, and the device asks for a first pass 2 s in.
 //!
 //! From [`Reconstruction`] to [`Restore`], simplified: zone `present`/`managed` are counted from
 //! the hole and reserved ranges (clipped to the zone spans); an Isolate block (type 4) boots
@@ -98,9 +100,34 @@ pub fn load(spec: &Spec) -> Result<Arc<Loaded>, RunError> {
     for note in effective_spec(spec, &s.header).1 {
         eprintln!("{at}: {note}");
     }
-    let loaded = Arc::new(loaded(path, s.header, rec).map_err(|e| RunError(format!("{at}: {e}")))?);
+    let reported = s.header.reported_bits.then(|| reported_heads(&s.pages, &rec));
+    let mut l = loaded(path, s.header, rec).map_err(|e| RunError(format!("{at}: {e}")))?;
+    l.restore.free_reported = reported;
+    let loaded = Arc::new(l);
     cache.push((key, loaded.clone()));
     Ok(loaded)
+}
+
+/// The reconstruction's free chunks that hold a page the capture saw reported
+/// (`fraglab_state::page::REPORTED`, on the head of a reported chunk), by head pfn: the
+/// reconstruction may cut a captured free run into chunks differently than the buddy allocator
+/// had it, so a chunk counts as reported when any of its pages carries the mark.
+pub fn reported_heads(pages: &[u8], rec: &Reconstruction) -> Vec<u32> {
+    use fraglab_state::page::{PageClass, REPORTED};
+    rec.free
+        .iter()
+        .filter(|c| {
+            let (s, e) = (
+                c.pfn as usize,
+                (c.pfn as usize + (1usize << c.order)).min(pages.len()),
+            );
+            pages.get(s..e).is_some_and(|r| {
+                r.iter()
+                    .any(|&b| b & REPORTED != 0 && PageClass::of(b) == Some(PageClass::Free))
+            })
+        })
+        .filter_map(|c| u32::try_from(c.pfn).ok())
+        .collect()
 }
 
 /// The regions and ages of the kernel's kdamond a snapshot recorded (`SnapshotHeader::damon`,
@@ -332,6 +359,7 @@ pub fn to_restore(rec: &Reconstruction) -> Result<Restore, String> {
         holes,
         block_types,
         free,
+        free_reported: None,
         folios,
         pre_mappings: Vec::new(),
     })

@@ -411,6 +411,12 @@ fn s32_spec_key_range_and_errors() {
 /// A stand-in snapshot file (its reconstruction preloaded: one DMA32 zone of 32 free blocks)
 /// whose header records `confounders`.
 fn snapshot_dir(name: &str, confounders: serde_json::Value) -> PathBuf {
+    snapshot_dir_reported(name, confounders, None)
+}
+
+/// [`snapshot_dir`] whose capture recorded which free chunks were reported (`Some`: their head
+/// pfns), as a capture with `reported_bits` does.
+fn snapshot_dir_reported(name: &str, confounders: serde_json::Value, reported: Option<Vec<u32>>) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fraglab-s32-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     let file = d.join("state.fsnap");
@@ -442,7 +448,9 @@ fn snapshot_dir(name: &str, confounders: serde_json::Value) -> PathBuf {
         confounders,
         ..Default::default()
     };
-    preload(&file, loaded(&file, header, rec).unwrap()).unwrap();
+    let mut l = loaded(&file, header, rec).unwrap();
+    l.restore.free_reported = reported;
+    preload(&file, l).unwrap();
     d
 }
 
@@ -470,9 +478,16 @@ fn s32_snapshot_boot_takes_the_captured_order() {
         None,
         "the spec's off"
     );
-    // The snapshot boot's device asks for its first pass as a fresh one does.
-    let mut mm = boot("");
-    assert!(mm.take_wakeups().contains(&fraglab_mm::Wakeup::PageReporting));
+    // A capture that did not record which chunks were reported is an idle guest's: its
+    // reporting has caught up at boot (every order-10 chunk reported, none host-backed) and no
+    // pass is pending. (At order 5: a zone of 32 free blocks is under the gate of order 9,
+    // low + 32 chunks of 512 pages.)
+    let mut mm = boot("page_reporting_order = 5\n");
+    assert!(!mm.take_wakeups().contains(&fraglab_mm::Wakeup::PageReporting));
+    // All but one chunk: `__isolate_free_page` refuses the last, which would leave the zone
+    // under min + 2^10.
+    assert_eq!(mm.reported_free_pages(), 15 * 1024);
+    assert!(!mm.host_backed(BASE));
     let _ = std::fs::remove_dir_all(&d);
 
     // No device when the snapshot was taken (sysfs read -1), or no record at all.
@@ -499,4 +514,25 @@ fn s32_snapshot_boot_takes_the_captured_order() {
 #[test]
 fn s32_delay_is_2_s() {
     assert_eq!(fraglab_mm::page_reporting::PAGE_REPORTING_DELAY_MS * MS, 2 * SEC);
+}
+
+/// §32.3 on a snapshot boot: the chunks the capture saw reported (KPF_UPTODATE on a free page)
+/// boot reported and not host-backed, the others unreported and backed; the device's first pass
+/// is pending as on a fresh boot, so the rest is reported 2 s in.
+#[test]
+fn s32_snapshot_boot_restores_the_captured_reported_chunks() {
+    let recorded = serde_json::json!({
+        "page_reporting": {"order": 9, "cmdline_order": 11, "reported_kib": 123, "active": true, "parameters": {}}
+    });
+    let first = BASE;
+    let d = snapshot_dir_reported("captured", recorded, Some(vec![first]));
+    let file = d.join("spec.toml");
+    let spec = parse_spec("[machine]\nsnapshot = \"state.fsnap\"\n", file.to_str().unwrap()).unwrap();
+    let mut mm = fraglab_sim::boot(&spec).unwrap();
+    assert_eq!(mm.reported_free_pages(), 1024);
+    assert!(mm.pages.is_reported(first));
+    assert!(!mm.host_backed(first) && !mm.host_backed(first + 1023));
+    assert!(mm.host_backed(first + 1024));
+    assert!(mm.take_wakeups().contains(&fraglab_mm::Wakeup::PageReporting));
+    let _ = std::fs::remove_dir_all(&d);
 }

@@ -10,6 +10,11 @@
 //! bit  7      UNEVICTABLE  KPF_UNEVICTABLE or KPF_MLOCKED
 //! ```
 //!
+//! A free page (class Free) keeps one bit: [`REPORTED`] (bit 5), KPF_UPTODATE. Linux 6.18
+//! aliases PG_reported to PG_uptodate on buddy pages (include/linux/page-flags.h), and freeing a
+//! page clears every flag it had (`free_pages_prepare`), so KPF_UPTODATE on a free page is
+//! free page reporting's mark: the chunk's head was reported to the hypervisor (§32.3).
+//!
 //! DIRTY and WRITEBACK of page-cache pages go to the snapshot's dirty bitmap ([`is_dirty`],
 //! `Snapshot::dirty`). What is dropped (a documented simplification): LOCKED, IDLE, MMAP and the
 //! map count; SWAPCACHE and KSM; dirty state of anon pages; which file a page-cache page belongs
@@ -126,6 +131,9 @@ pub const TAIL: u8 = 1 << 4;
 pub const ACTIVE: u8 = 1 << 5;
 pub const REFERENCED: u8 = 1 << 6;
 pub const UNEVICTABLE: u8 = 1 << 7;
+/// On a free page: PG_reported (KPF_UPTODATE, module doc). The same bit as [`ACTIVE`], which a
+/// free page never has.
+pub const REPORTED: u8 = 1 << 5;
 
 /// The byte of a page with kpageflags `flags` (§30.2, §30.5 item 3). `in_ram`: the pfn lies in
 /// a System RAM range, so a 0 means "no flags" rather than "no memmap".
@@ -159,8 +167,14 @@ pub fn classify(flags: u64, in_ram: bool) -> u8 {
         PageClass::Kernel
     };
     let mut b = class as u8;
-    if class == PageClass::Free || class == PageClass::Hole || class == PageClass::Unflagged {
-        // Other bits on free pages are stale (§30.2.5).
+    if class == PageClass::Free {
+        // Other bits on free pages are stale (§30.2.5), but for PG_reported (module doc).
+        if flags & UPTODATE != 0 {
+            b |= self::REPORTED;
+        }
+        return b;
+    }
+    if class == PageClass::Hole || class == PageClass::Unflagged {
         return b;
     }
     if flags & COMPOUND_TAIL != 0 {
@@ -196,7 +210,16 @@ mod tests {
         use kpf::*;
         assert_eq!(classify(0, false), PageClass::Hole as u8);
         assert_eq!(classify(0, true), PageClass::Unflagged as u8);
-        assert_eq!(classify(BUDDY | UPTODATE, true), PageClass::Free as u8);
+        assert_eq!(classify(BUDDY, true), PageClass::Free as u8);
+        // A reported free page (PG_reported = PG_uptodate on buddy pages); only that bit.
+        assert_eq!(
+            classify(BUDDY | UPTODATE | REFERENCED | ACTIVE, true),
+            PageClass::Free as u8 | super::REPORTED
+        );
+        assert_eq!(
+            PageClass::of(PageClass::Free as u8 | super::REPORTED),
+            Some(PageClass::Free)
+        );
         // SLAB pages show reused ANON and KSM bits (§30.2.5).
         assert_eq!(classify(SLAB | ANON | KSM, true), PageClass::Slab as u8);
         assert_eq!(

@@ -69,6 +69,10 @@ pub struct SnapshotHeader {
     /// it existed lack it and read as all clean).
     #[serde(default)]
     pub dirty_bitmap: bool,
+    /// Free pages carry free page reporting's mark (`page::REPORTED`; files written before it
+    /// existed lack it: which chunks were reported is unknown).
+    #[serde(default)]
+    pub reported_bits: bool,
     /// The running kdamond's regions and their ages when the pages were read (kernel-model.md
     /// §27.2 item 3), so that a booted model's kdamond starts where the kernel's was; `None`
     /// in files written before it existed, and when the capture did not ask for it.
