@@ -195,13 +195,17 @@ impl Mm {
         }
     }
 
-    /// A restored free chunk the capture saw reported (§30, §32.3): PG_reported on its head
-    /// and the host's backing of its pages discarded, as a report leaves them — if the device
-    /// reports chunks of this order (a chunk below the order, or no device: nothing).
+    /// A restored free chunk the capture saw reported (§30, §32.3): PG_reported on its head,
+    /// the host's backing of its pages discarded, and the chunk at the tail of its free list,
+    /// as a report leaves them (a pass puts reported chunks back at the tail, and frees since
+    /// went to the head, so allocations take unreported memory first) — if the device reports
+    /// chunks of this order (a chunk below the order, or no device: nothing).
     pub(crate) fn restore_reported(&mut self, pfn: u32, order: u32) {
         if self.reporting.order.is_some_and(|r| order >= r) && self.pages.is_buddy_of_order(pfn, order) {
             self.pages.set_flag(pfn, PG_REPORTED, true);
             self.host_discard(pfn, 1 << order);
+            let (zi, mt) = (self.zone_of(pfn), self.block_mt(pfn));
+            self.move_to_free_list(zi, pfn, order, mt, mt);
         }
     }
 

@@ -534,5 +534,20 @@ fn s32_snapshot_boot_restores_the_captured_reported_chunks() {
     assert!(!mm.host_backed(first) && !mm.host_backed(first + 1023));
     assert!(mm.host_backed(first + 1024));
     assert!(mm.take_wakeups().contains(&fraglab_mm::Wakeup::PageReporting));
+    // The reported chunk is at the tail of its list: an order-10 allocation takes the first
+    // unreported one (the lowest pfn after it), with no host fault.
+    let faults = mm.reporting.stats.host_fault_pages;
+    let zi = mm.zones.iter().position(|z| z.populated()).unwrap();
+    let got = mm
+        .rmqueue(
+            0,
+            zi,
+            10,
+            fraglab_mm::AllocFlags(0),
+            fraglab_mm::MigrateType::Movable,
+        )
+        .expect("an order-10 chunk");
+    assert_eq!(got, first + 1024);
+    assert_eq!(mm.reporting.stats.host_fault_pages, faults);
     let _ = std::fs::remove_dir_all(&d);
 }
