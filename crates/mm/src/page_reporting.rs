@@ -209,35 +209,6 @@ impl Mm {
         }
     }
 
-    /// A machine booted from a snapshot of a running guest (§30, §32) whose capture did not
-    /// record PG_reported (files from before it did; a newer capture records it and the boot
-    /// restores it instead, [`Mm::restore_reported`]): a guest that has run for a while with a
-    /// device has had its free chunks of order ≥ R reported, pass after pass, 2 s after each
-    /// free that asked for one — true of a capture after a quiet wait and an idle baseline, not
-    /// of one taken right after a workload freed memory. The model runs passes back
-    /// to back at boot until one ends with nothing more to report (at most 64), so the first
-    /// touch of that memory costs host faults as on the kernel, then drops the request left
-    /// from registration: the next pass comes when a free asks for one. The passes' counts are
-    /// boot history, not the run's (the stats start at zero). Without a device, nothing.
-    pub fn page_reporting_settle(&mut self) {
-        if self.reporting.order.is_none() {
-            return;
-        }
-        let mut again = true;
-        for _ in 0..64 {
-            again = self.page_reporting_process().again;
-            if !again {
-                break;
-            }
-        }
-        self.outbox.wakeups.retain(|w| *w != Wakeup::PageReporting);
-        if again {
-            self.outbox.wakeups.push(Wakeup::PageReporting);
-        }
-        self.reporting.stats = ReportingStats::default();
-        self.reporting.uncharged = 0;
-    }
-
     // ---- trigger (§32.2 item 1) ------------------------------------------------------------
 
     /// `page_reporting_notify_free` (include/linux/page_reporting.h): called by

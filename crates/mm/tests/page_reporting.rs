@@ -394,29 +394,3 @@ fn s32_1_a_new_order_applies_from_the_next_pass() {
     assert_eq!(pass(&mut mm).chunks, 3);
     assert!(mm.pages.is_reported(block(0)) && mm.pages.is_reported(block(2)));
 }
-
-/// §32 on a snapshot boot: `page_reporting_settle` runs passes back to back until reporting
-/// has caught up (the 200 order-0 chunks of the budget test take four passes), leaves no
-/// request pending and no stats (boot history), and the reported memory is not host-backed, so
-/// its first write takes host faults. Without a device it does nothing.
-#[test]
-fn s32_snapshot_boot_settles_reporting() {
-    let mut mm = machine(16, Some(0), 128);
-    fill(&mut mm, DMA32, 0);
-    free_pfns(&mut mm, 0, (0..200).map(|i| BASE + 1 + 2 * i));
-    mm.page_reporting_settle();
-    check(&mm);
-    assert_eq!(mm.reported_free_pages(), 200);
-    assert_eq!(mm.reporting.state, ReportingState::Idle);
-    assert_eq!(requests(&mut mm), 0, "nothing pending after the settle");
-    assert_eq!(mm.reporting.stats, Default::default());
-    assert!(!mm.host_backed(BASE + 1));
-    assert_eq!(mm.host_write(BASE + 1, 1), 1);
-    // A free after the settle asks for a pass as usual.
-    free_pfns(&mut mm, 0, [BASE + 401]);
-    assert_eq!(requests(&mut mm), 1);
-    let mut off = machine(16, None, 128);
-    off.page_reporting_settle();
-    assert_eq!(off.reported_free_pages(), 0);
-    assert_eq!(requests(&mut off), 0);
-}

@@ -349,12 +349,6 @@ pub fn boot_restored(spec: &Spec, loaded: &crate::restore::Loaded) -> Result<Mm,
     if snap.hugetlb_given {
         reserve_hugetlb(&mut mm, spec)?;
     }
-    // The running guest's free memory had been reported (§32), as the capture recorded it
-    // (restored by `from_restore`); a capture that did not record it is taken as an idle
-    // guest's, whose reporting had caught up.
-    if loaded.restore.free_reported.is_none() {
-        mm.page_reporting_settle();
-    }
     mm.debug_check();
     start_tracing(&mut mm, spec)?;
     Ok(mm)

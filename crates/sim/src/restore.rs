@@ -21,9 +21,12 @@
 //!   gives one (an order or "off"), else the order the snapshot's confounders recorded
 //!   (`SnapshotHeader::page_reporting_order`; none: no device). A capture records which free
 //!   pages were reported (`SnapshotHeader::reported_bits`, KPF_UPTODATE on a free page): those
-//!   chunks boot reported, their pages not host-backed ([`reported_heads`]); a file from
-//!   before that boots with its reporting caught up (`Mm::page_reporting_settle`). Every other
-//!   page is host-backed, and the device asks for a first pass 2 s in.
+//!   chunks boot reported, their pages not host-backed and at the tail of their lists
+//!   ([`reported_heads`]). A file from before that does not say: it boots with no chunk
+//!   reported (assuming every chunk reported would be as wrong: a free Unmovable or Reclaimable
+//!   block in a capture is one reporting had not reached, since reporting it retypes it
+//!   Movable, §32.2). Every other page is host-backed, and the device asks for a first pass 2 s
+//!   in.
 //!
 //! From [`Reconstruction`] to [`Restore`], simplified: zone `present`/`managed` are counted from
 //! the hole and reserved ranges (clipped to the zone spans); an Isolate block (type 4) boots

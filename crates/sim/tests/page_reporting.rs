@@ -478,16 +478,12 @@ fn s32_snapshot_boot_takes_the_captured_order() {
         None,
         "the spec's off"
     );
-    // A capture that did not record which chunks were reported is an idle guest's: its
-    // reporting has caught up at boot (every order-10 chunk reported, none host-backed) and no
-    // pass is pending. (At order 5: a zone of 32 free blocks is under the gate of order 9,
-    // low + 32 chunks of 512 pages.)
-    let mut mm = boot("page_reporting_order = 5\n");
-    assert!(!mm.take_wakeups().contains(&fraglab_mm::Wakeup::PageReporting));
-    // All but one chunk: `__isolate_free_page` refuses the last, which would leave the zone
-    // under min + 2^10.
-    assert_eq!(mm.reported_free_pages(), 15 * 1024);
-    assert!(!mm.host_backed(BASE));
+    // A capture that did not record which chunks were reported boots with none reported,
+    // every page host-backed, and the device's first pass pending, as a fresh boot.
+    let mut mm = boot("");
+    assert!(mm.take_wakeups().contains(&fraglab_mm::Wakeup::PageReporting));
+    assert_eq!(mm.reported_free_pages(), 0);
+    assert!(mm.host_backed(BASE));
     let _ = std::fs::remove_dir_all(&d);
 
     // No device when the snapshot was taken (sysfs read -1), or no record at all.
