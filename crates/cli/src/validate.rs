@@ -373,6 +373,9 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
         std::fs::create_dir_all(td).map_err(|e| format!("--trace-dir {}: {e}", td.display()))?;
     }
     let t0 = std::time::Instant::now();
+    // The code the suite runs is the tree as it is now; the files the run writes itself (the
+    // traces of `--trace-dir` inside the suite) do not make it "dirty".
+    let at_commit = commit(&o.dir);
     if writes_scoreboard(&o) {
         // Checked before the first run, not after an hour of them.
         for f in ["scoreboard.json", "README.md"] {
@@ -458,7 +461,7 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
     let suite = SuiteScore {
         kernel_results: o.kernel_results.as_ref().map(|d| d.display().to_string()),
         date: today(),
-        commit: commit(&o.dir),
+        commit: at_commit,
         runs: o.runs,
         tolerances: [
             ("THP fault success %", scoreboard::Class::ThpSuccess.tolerance()),
@@ -1580,7 +1583,8 @@ fn today() -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// The commit the suite ran at (`git describe`-like: short hash, `-dirty` with local changes).
+/// The commit the suite runs at (`git describe`-like: short hash, `-dirty` with local changes),
+/// read when the suite starts.
 fn commit(dir: &Path) -> String {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
