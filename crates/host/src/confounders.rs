@@ -1,5 +1,6 @@
 //! Reads the host's confounders ([`ConfounderReading`]): free page reporting, DAMON's sysfs
-//! tree, the THP settings, every block device's `read_ahead_kb`, swap, load average and the
+//! tree, lazy memory initialisation (`deferred_init=` and each zone's managed against present
+//! pages), the THP settings, every block device's `read_ahead_kb`, swap, load average and the
 //! CPU tick counts, at the start and end of every host run (issue 19, item 5;
 //! live-kernel-notes.md; kernel-model.md §27.3 for what DAMON does on these VMs).
 //!
@@ -10,14 +11,15 @@
 //! Files: `/sys/module/page_reporting/parameters/*` (mm/page_reporting.c's module parameters),
 //! `/proc/cmdline`, `/sys/kernel/mm/damon/admin/kdamonds/N/...` (the DAMON sysfs interface,
 //! Documentation/admin-guide/mm/damon/usage.rst), `/sys/kernel/mm/transparent_hugepage/...`,
-//! `/sys/block/*/queue/read_ahead_kb`, `/proc/meminfo`, `/proc/swaps`, `/proc/loadavg`,
+//! `/sys/block/*/queue/read_ahead_kb`, `/proc/zoneinfo`, `/proc/meminfo`, `/proc/swaps`, `/proc/loadavg`,
 //! `/proc/stat` (Documentation/filesystems/proc.rst).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use fraglab_spec::result::confounders::{
-    ConfounderReading, CpuTicks, Damon, DamonContext, DamonFilter, DamonScheme, Kdamond, PageReporting, Swap,
+    ConfounderReading, CpuTicks, Damon, DamonContext, DamonFilter, DamonScheme, Kdamond, MemoryInit,
+    PageReporting, Swap,
 };
 
 use crate::knobs::normalise;
@@ -41,7 +43,49 @@ pub fn read_at(root: &Path) -> ConfounderReading {
             .and_then(|m| parse_swap(m, text(&root.join("proc/swaps")).as_deref())),
         loadavg: text(&root.join("proc/loadavg")).and_then(|t| parse_loadavg(&t)),
         cpu_ticks: text(&root.join("proc/stat")).and_then(|t| parse_cpu_ticks(&t)),
+        memory_init: text(&root.join("proc/zoneinfo")).map(|z| MemoryInit {
+            deferred_init: text(&root.join("proc/cmdline")).and_then(|c| parse_cmdline_deferred_init(&c)),
+            zones: parse_zone_pages(&z),
+        }),
     }
+}
+
+/// `deferred_init=VALUE` of a kernel command line (before the init's arguments).
+pub fn parse_cmdline_deferred_init(cmdline: &str) -> Option<String> {
+    cmdline
+        .split_whitespace()
+        .take_while(|w| *w != "--")
+        .find_map(|w| w.strip_prefix("deferred_init="))
+        .map(str::to_string)
+}
+
+/// Each zone's `present` and `managed` pages from /proc/zoneinfo, zones with present pages
+/// only, in the file's order.
+pub fn parse_zone_pages(zoneinfo: &str) -> Vec<(String, u64, u64)> {
+    let mut out: Vec<(String, u64, u64)> = Vec::new();
+    let mut cur: Option<(String, u64, u64)> = None;
+    for line in zoneinfo.lines() {
+        if let Some(rest) = line.strip_prefix("Node ") {
+            if let Some(z) = cur.take().filter(|z| z.1 > 0) {
+                out.push(z);
+            }
+            let zone = rest.split_once("zone").map(|(_, z)| z.trim().to_string());
+            cur = zone.map(|z| (z, 0, 0));
+            continue;
+        }
+        let mut w = line.split_whitespace();
+        if let (Some(k), Some(v), Some(c)) = (w.next(), w.next(), cur.as_mut()) {
+            match k {
+                "present" => c.1 = v.parse().unwrap_or(0),
+                "managed" => c.2 = v.parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    if let Some(z) = cur.filter(|z| z.1 > 0) {
+        out.push(z);
+    }
+    out
 }
 
 fn text(p: &Path) -> Option<String> {
@@ -303,6 +347,19 @@ mod tests {
         assert_eq!(p.reported_kib, Some(4670324));
         assert!(p.active);
         assert_eq!(p.parameters["passes"], "405");
+    }
+
+    /// Lazy memory init (live-kernel-notes): the command line's deferred_init and each
+    /// populated zone's present and managed pages, from this machine's recorded files.
+    #[test]
+    fn memory_init_of_the_recorded_tree() {
+        let m = read_at(&fixture()).memory_init.expect("recorded");
+        assert_eq!(m.deferred_init.as_deref(), Some("lazy"));
+        let names: Vec<&str> = m.zones.iter().map(|z| z.0.as_str()).collect();
+        assert_eq!(names, ["DMA", "DMA32", "Normal"]);
+        let normal = &m.zones[2];
+        assert_eq!((normal.1, normal.2), (5_505_024, 5_394_258));
+        assert_eq!(parse_cmdline_deferred_init("quiet -- deferred_init=lazy"), None);
     }
 
     #[test]

@@ -58,6 +58,23 @@ pub struct ConfounderReading {
     pub loadavg: Option<[f64; 3]>,
     /// /proc/stat's `cpu` line: all ticks and the steal ticks (for [`HostConfounders::steal_share`]).
     pub cpu_ticks: Option<CpuTicks>,
+    /// Lazy memory initialisation: the command line's `deferred_init=` and each populated
+    /// zone's present and managed pages (None when /proc/zoneinfo is absent; readings from
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_init: Option<MemoryInit>,
+}
+
+/// How far the kernel has initialised memory. With `deferred_init=lazy` (this project's VMs)
+/// a zone's memory joins the page allocator on demand after boot: `managed` grows towards
+/// `present` (about 688 k of 5.5 M Normal pages on a freshly booted machine), and a
+/// measurement taken before that is of a smaller machine whose watermarks move under it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryInit {
+    /// `deferred_init=` of /proc/cmdline (before the init's `--`), if given.
+    pub deferred_init: Option<String>,
+    /// (zone, present pages, managed pages) of each zone with present pages, from /proc/zoneinfo.
+    pub zones: Vec<(String, u64, u64)>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -318,6 +335,27 @@ impl HostConfounders {
                 ra.join(", ")
             }
         );
+        match &e.memory_init {
+            Some(m) => {
+                let zones: Vec<String> = m
+                    .zones
+                    .iter()
+                    .map(|(z, present, managed)| {
+                        format!(
+                            "{z} {managed} of {present} ({:.0} %)",
+                            100.0 * *managed as f64 / (*present).max(1) as f64
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(
+                    t,
+                    "#   memory init: deferred_init {}; managed of present pages: {}",
+                    m.deferred_init.as_deref().unwrap_or("not given"),
+                    zones.join(", ")
+                );
+            }
+            None => t.push_str("#   memory init: not recorded\n"),
+        }
         match &e.swap {
             Some(w) => {
                 let _ = writeln!(
@@ -413,6 +451,18 @@ mod tests {
         assert_eq!((none.reported_kib_delta, none.steal_share), (None, None));
         assert!(none.summary().contains("free page reporting: absent"));
         assert!(none.summary().contains("DAMON: absent"));
+        assert!(none.summary().contains("memory init: not recorded"));
+        let init = ConfounderReading {
+            memory_init: Some(MemoryInit {
+                deferred_init: Some("lazy".into()),
+                zones: vec![("Normal".into(), 5_505_024, 688_128)],
+            }),
+            ..Default::default()
+        };
+        let c = HostConfounders::from_readings(init.clone(), init);
+        assert!(c.summary().contains(
+            "memory init: deferred_init lazy; managed of present pages: Normal 688128 of 5505024 (12 %)"
+        ));
     }
 
     /// §32.1: the order `validate` gives its simulator arms is the start reading's, when a
