@@ -271,22 +271,9 @@ impl Cx<'_> {
         // The mutex is held at least for the moment of the call.
         let end = self.clock.max(start + 1);
         self.locks.reserve(LockId::PcpDrain, start, end);
-        let st = self.locks.stat_mut(LockId::PcpDrain);
-        st.acquisitions += d.calls;
-        let hold = end - start;
-        st.hold_total_ns += hold;
-        st.hold_max_ns = st.hold_max_ns.max(hold / d.calls);
-        let wait = start - asked;
-        if wait > 0 {
-            st.wait_min_ns = if st.contentions == 0 {
-                wait
-            } else {
-                st.wait_min_ns.min(wait)
-            };
-            st.contentions += 1;
-            st.wait_total_ns += wait;
-            st.wait_max_ns = st.wait_max_ns.max(wait);
-        }
+        self.locks
+            .stat_mut(LockId::PcpDrain)
+            .record(d.calls, end - start, start - asked);
     }
 }
 

@@ -64,6 +64,26 @@ pub struct LockStat {
     pub trylock_failed: u64,
 }
 
+impl LockStat {
+    /// One grant: `calls` lock calls holding it `hold` ns in all, granted `wait` ns after they
+    /// asked (a wait > 0 is one contention).
+    pub fn record(&mut self, calls: u64, hold: u64, wait: u64) {
+        self.acquisitions += calls.max(1);
+        self.hold_total_ns += hold;
+        self.hold_max_ns = self.hold_max_ns.max(hold / calls.max(1));
+        if wait > 0 {
+            self.wait_min_ns = if self.contentions == 0 {
+                wait
+            } else {
+                self.wait_min_ns.min(wait)
+            };
+            self.contentions += 1;
+            self.wait_total_ns += wait;
+            self.wait_max_ns = self.wait_max_ns.max(wait);
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct Lock {
     /// Held intervals `[start, end)`, sorted, disjoint and not touching (touching ones are
@@ -112,21 +132,7 @@ impl Locks {
             i += 1;
         }
         insert(b, i, start, start + hold);
-        let st = &mut l.stat;
-        st.acquisitions += calls.max(1);
-        st.hold_total_ns += hold;
-        st.hold_max_ns = st.hold_max_ns.max(hold / calls.max(1));
-        let wait = start - at;
-        if wait > 0 {
-            st.wait_min_ns = if st.contentions == 0 {
-                wait
-            } else {
-                st.wait_min_ns.min(wait)
-            };
-            st.contentions += 1;
-            st.wait_total_ns += wait;
-            st.wait_max_ns = st.wait_max_ns.max(wait);
-        }
+        l.stat.record(calls, hold, start - at);
         start
     }
 
