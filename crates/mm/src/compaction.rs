@@ -1087,31 +1087,42 @@ impl Mm {
 
     // ---- the free scanner (§9.8) ------------------------------------------------------------
 
-    /// `__isolate_free_page` (§9.8.4, §1.7.3): takes a buddy chunk unless that would put the
-    /// zone below min + 2^order; chunks of order ≥ 8 turn their mergeable blocks MOVABLE.
-    pub(crate) fn isolate_free_page(&mut self, zi: usize, pfn: u32, order: u32) -> bool {
+    /// `__isolate_free_page` (§9.8.4, §1.7.3, page_alloc.c), for compaction's free scanner and
+    /// free page reporting's pass (§32.2) alike: refuses unless the zone passes an order-0
+    /// watermark test at min + 2^order (unboosted min, ALLOC_CMA); takes the chunk off its list
+    /// and marks it Isolated; for order ≥ pageblock_order − 1 runs `move_freepages_block` to
+    /// Movable on every Unmovable, Reclaimable or Movable block of the chunk (the block's other
+    /// free chunks move to the tail of the Movable lists, even from a Movable block; no counter,
+    /// no extfrag event). Returns `None` when refused, else how many blocks changed type.
+    pub(crate) fn isolate_free_page(&mut self, zi: usize, pfn: u32, order: u32) -> Option<u32> {
         let mt = self.block_mt(pfn);
         if mt != MigrateType::Isolate {
             let wm = self.zones[zi].wmark[WMARK_MIN] + (1u64 << order);
             if !self.zone_watermark_ok(zi, 0, wm, ZoneType::Dma, AllocFlags(AllocFlags::CMA)) {
-                return false;
+                return None;
             }
         }
         self.del_page_from_free_list(zi, pfn, order, mt);
         self.pages.set(pfn, PageKind::Isolated, order);
+        let mut retyped = 0;
         if order + 1 >= PAGEBLOCK_ORDER {
             let mut p = pfn;
             while p < pfn + (1 << order) {
                 let bmt = self.block_mt(p);
-                if bmt.is_mergeable() && bmt != MigrateType::Movable {
-                    // move_freepages_block: the isolated chunk is off the lists, so only the
-                    // block's other free chunks move; then the block is retyped.
-                    let _ = self.move_freepages_block(zi, p, bmt, MigrateType::Movable);
+                // The isolated chunk is off the lists, so only the block's other free chunks
+                // move; then the block is retyped (a no-op for a Movable one).
+                if bmt.is_mergeable()
+                    && self
+                        .move_freepages_block(zi, p, bmt, MigrateType::Movable)
+                        .is_some()
+                    && bmt != MigrateType::Movable
+                {
+                    retyped += 1;
                 }
                 p += PAGEBLOCK_NR_PAGES;
             }
         }
-        true
+        Some(retyped)
     }
 
     /// `isolate_freepages_block` over [start, end) with `stride`; returns (stop pfn, isolated).
@@ -1143,7 +1154,7 @@ impl Mm {
                         self.compact_lock(cc, true, 0, scanned);
                     }
                     let o = self.pages.order(pfn);
-                    if !self.isolate_free_page(cc.zi, pfn, o) {
+                    if self.isolate_free_page(cc.zi, pfn, o).is_none() {
                         break;
                     }
                     let n = 1u64 << o;
@@ -1318,7 +1329,7 @@ impl Mm {
                 }
             }
             if let Some(p) = page {
-                if self.isolate_free_page(zi, p, o) {
+                if self.isolate_free_page(zi, p, o).is_some() {
                     let n = 1u64 << o;
                     nr_scanned += n - 1;
                     total_isolated += n;

@@ -337,42 +337,16 @@ impl Mm {
         }
     }
 
-    /// `__isolate_free_page` as the pass calls it (page_alloc.c): refuses unless the zone
-    /// passes an order-0 watermark test at min + 2^order (unboosted min, ALLOC_CMA); takes the
-    /// chunk off its list (NR_FREE_PAGES falls while it is reported); for order ≥
-    /// pageblock_order − 1 retypes every Unmovable, Reclaimable or Movable block of the chunk to
-    /// Movable with `move_freepages_block` (the block's other free chunks move to the tail of
-    /// the Movable lists, even from a Movable block; no counter, no extfrag event). The chunk is
-    /// marked Isolated while it is out.
-    ///
-    /// Compaction's copy (`Mm::isolate_free_page`, compaction.rs) leaves Movable blocks alone,
-    /// which differs from this only in the list position of an order-8 chunk's block-mates.
+    /// `__isolate_free_page` as the pass calls it ([`Mm::isolate_free_page`], shared with
+    /// compaction's free scanner), counting the blocks it retypes.
     fn page_reporting_isolate(&mut self, zi: usize, pfn: u32, order: u32) -> bool {
-        let mt = self.block_mt(pfn);
-        if mt != MigrateType::Isolate {
-            let wm = self.zones[zi].wmark[WMARK_MIN] + (1u64 << order);
-            if !self.zone_watermark_ok(zi, 0, wm, ZoneType::Dma, AllocFlags(AllocFlags::CMA)) {
-                return false;
+        match self.isolate_free_page(zi, pfn, order) {
+            Some(retyped) => {
+                self.reporting.stats.retyped_blocks += retyped as u64;
+                true
             }
+            None => false,
         }
-        self.del_page_from_free_list(zi, pfn, order, mt);
-        self.pages.set(pfn, PageKind::Isolated, order);
-        if order + 1 >= PAGEBLOCK_ORDER {
-            let mut p = pfn;
-            while p < pfn + (1 << order) {
-                let bmt = self.block_mt(p);
-                if bmt.is_mergeable()
-                    && self
-                        .move_freepages_block(zi, p, bmt, MigrateType::Movable)
-                        .is_some()
-                    && bmt != MigrateType::Movable
-                {
-                    self.reporting.stats.retyped_blocks += 1;
-                }
-                p += PAGEBLOCK_NR_PAGES;
-            }
-        }
-        true
     }
 
     /// `prdev->report` and `page_reporting_drain`: the host discards the backing of every page
