@@ -27,63 +27,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-static double now_ns(void) {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static long reported_kib(void) {
-	long v = -1;
-	FILE *f = fopen("/sys/module/page_reporting/parameters/reported_kib", "r");
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
-static long smaps_kib(const char *key) {
-	char line[256];
-	long v = -1;
-	size_t kl = strlen(key);
-	FILE *f = fopen("/proc/self/smaps_rollup", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (!strncmp(line, key, kl))
-			v = atol(line + kl);
-	fclose(f);
-	return v;
-}
-
-/* A 2 MiB-aligned anonymous mapping of `size` bytes (the slack before it is left mapped). */
-static char *map_aligned(size_t size) {
-	size_t align = 2UL << 20;
-	char *p = mmap(NULL, size + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
-		perror("mmap");
-		exit(1);
-	}
-	return (char *)(((uintptr_t)p + align - 1) & ~(align - 1));
-}
-
-/* The median cost of one pair of clock reads, subtracted from every timing. */
-static double timer_overhead(void) {
-	double v[1001];
-	for (int i = 0; i < 1001; i++) {
-		double a = now_ns();
-		v[i] = now_ns() - a;
-	}
-	qsort(v, 1001, sizeof *v, cmp);
-	return v[500];
-}
+#include "timing.h"
 
 static void report(const char *phase, double *v, size_t n, long r0) {
 	long r1 = reported_kib();
