@@ -4,9 +4,10 @@
 //!
 //! One check per mechanism, run in a fixed order (the first violation found is the one
 //! reported): per zone the memory map, the buddy free lists and their counters, the PCP lists;
-//! then the folio gauges and what hangs off folios (rss, dirty pages, pageblock content, the page
-//! cache), the LRU lists, the reclaim state (swap, workingset, xarray, slab shrinkers), and
-//! last every live folio's head page.
+//! then the links of the LRU lists; then one pass over the folio table for everything a folio
+//! says of itself (its head page, its LRU list, the gauges, rss, dirty pages, pageblock
+//! content, the deferred split: `folios.rs`); then the page cache and the reclaim state
+//! (swap, workingset, xarray, slab shrinkers, buffer heads).
 
 use crate::mmzone::*;
 use crate::node::Mm;
@@ -68,6 +69,8 @@ type FolioGauges = [u64; 10];
 
 type Check = Result<(), InvariantViolation>;
 
+mod folios;
+
 impl Mm {
     /// Checks every invariant; returns the page census on success.
     ///
@@ -94,18 +97,12 @@ impl Mm {
             census.isolated += count.isolated;
             census.managed += z.managed;
         }
-        let expect = self.check_folio_gauges()?;
-        self.check_rss()?;
-        self.check_dirty()?;
-        self.check_block_content()?;
-        self.check_page_cache()?;
+        let (expect, cache) = self.check_folio_table(&self.check_lru_links()?)?;
+        self.check_page_cache(cache)?;
         self.check_zone_lru_gauges(&expect)?;
-        self.check_lru_lists()?;
         self.check_swap()?;
         self.check_workingset_and_xarray()?;
         self.check_shrinkable_slab()?;
-        self.check_deferred_split()?;
-        self.check_folio_heads()?;
         self.check_bdev()?;
         Ok(census)
     }
@@ -143,10 +140,10 @@ impl Mm {
                     );
                     count.pcp += nr;
                 }
-                PageKind::Allocated => {
-                    count.alloc += nr;
-                    self.check_allocated_chunk(pfn, order)?;
-                }
+                // The folio a head names is checked from the folio's side, in one pass over
+                // the folio table (`check_folios`): a walk of the memory map that read each
+                // head's folio would touch the table in random order.
+                PageKind::Allocated => count.alloc += nr,
                 PageKind::Isolated => count.isolated += nr,
                 _ => unreachable!(),
             }
@@ -221,30 +218,6 @@ impl Mm {
                 ensure!(
                     bmt == mt,
                     "free chunk {pfn:#x} order {order} spans blocks of types {mt:?} and {bmt:?}"
-                );
-            }
-        }
-        Ok(())
-    }
-
-    /// An allocated chunk that heads a live folio: the folio's order, not isolated between
-    /// operations, and PageLRU set exactly for LRU kinds (§10.3).
-    fn check_allocated_chunk(&self, pfn: u32, order: u32) -> Check {
-        let id = self.pages.a(pfn);
-        if let Some(f) = self.folios.folios.get(id as usize) {
-            if f.live() && f.pfn == pfn {
-                ensure!(
-                    f.order as u32 == order,
-                    "folio {id} at {pfn:#x}: order {} but the chunk has order {order}",
-                    f.order
-                );
-                ensure!(
-                    !f.isolated(),
-                    "folio {id} at {pfn:#x} is still isolated between operations"
-                );
-                ensure!(
-                    self.pages.flag(pfn, PG_LRU) == f.kind.on_lru(),
-                    "folio {id} at {pfn:#x}: LRU flag does not match its kind"
                 );
             }
         }
@@ -420,101 +393,6 @@ impl Mm {
         Ok(())
     }
 
-    /// The folio gauges (§10.3, §14: nr_{in,}active_{anon,file}, nr_isolated_{anon,file},
-    /// nr_anon_pages, nr_file_pages) equal what the live anon and file folios add up to.
-    /// Returns the sums.
-    fn check_folio_gauges(&self) -> Result<FolioGauges, InvariantViolation> {
-        use crate::folio::FolioKind;
-        // inactive anon, active anon, inactive file, active file, isolated anon, isolated
-        // file, anon pages, file pages, unevictable (§29.1.4), mlocked (NR_MLOCK)
-        let mut expect = [0u64; 10];
-        let mut bdev = 0u64;
-        for (id, f) in self.folios.live() {
-            let nr = 1u64 << f.order;
-            if f.kind == FolioKind::Bdev {
-                // §33 (`bdev.rs`): an order-0 page of a filesystem's device, with its buffer.
-                bdev += 1;
-                ensure!(
-                    f.order == 0 && self.bdev_has_buf(f.mapping, f.index),
-                    "bdev folio {id} (mapping {}, block {}, order {}) has no buffer",
-                    f.mapping,
-                    f.index,
-                    f.order
-                );
-            }
-            let anon = match f.kind {
-                FolioKind::Anon => true,
-                FolioKind::File | FolioKind::Bdev => false,
-                _ => continue,
-            };
-            let i = if f.isolated() {
-                4 + !anon as usize
-            } else if f.unevictable() {
-                8
-            } else {
-                2 * !anon as usize + f.active() as usize
-            };
-            expect[i] += nr;
-            // NR_ANON_MAPPED counts the mapped subpages (§31.2 item 3).
-            expect[6 + !anon as usize] += if anon { self.folios.mapped_pages(id) } else { nr };
-            if f.mlocked() {
-                expect[9] += nr;
-            }
-        }
-        let got = [
-            self.stat(Stat::nr_inactive_anon),
-            self.stat(Stat::nr_active_anon),
-            self.stat(Stat::nr_inactive_file),
-            self.stat(Stat::nr_active_file),
-            self.stat(Stat::nr_isolated_anon),
-            self.stat(Stat::nr_isolated_file),
-            self.stat(Stat::nr_anon_pages),
-            self.stat(Stat::nr_file_pages),
-            self.stat(Stat::nr_unevictable),
-            self.zone_stat_sum(Stat::nr_mlock) as u64,
-        ];
-        ensure!(got == expect, "folio gauges {got:?} != {expect:?} (inactive/active anon, inactive/active file, isolated anon/file, anon, file, unevictable, mlock)");
-        let bufs = self.bdev_nr_bufs();
-        ensure!(bdev == bufs, "{bdev} bdev folios but {bufs} buffers");
-        Ok(expect)
-    }
-
-    /// Per-owner rss (§19.2 item 10): the anon and page-table pages of every owning process.
-    fn check_rss(&self) -> Check {
-        use crate::folio::FolioKind;
-        let mut rss = std::collections::BTreeMap::new();
-        for (id, f) in self.folios.live() {
-            if f.owner > 1 && matches!(f.kind, FolioKind::Anon | FolioKind::PageTable) {
-                // Mapped pages only (§31.2 item 3: a zapped subpage leaves the rss).
-                *rss.entry(f.owner).or_insert(0u64) += self.folios.mapped_pages(id);
-            }
-        }
-        let kept: std::collections::BTreeMap<u32, u64> = self.folios.rss.iter().collect();
-        ensure!(rss == kept, "per-owner rss {kept:?} != {rss:?}");
-        Ok(())
-    }
-
-    /// NR_FILE_DIRTY: `nr_dirty` equals the pages of dirty live folios; `oldest_dirty_ns` is a
-    /// lower bound of every dirty folio's `dirtied_ns` (the flusher's skip is then exact).
-    fn check_dirty(&self) -> Check {
-        let mut dirty = 0u64;
-        for (id, f) in self.folios.live().filter(|(_, f)| f.dirty()) {
-            dirty += 1u64 << f.order;
-            let d = self.folios.dirtied_ns(id);
-            ensure!(
-                d >= self.cache.oldest_dirty_ns,
-                "folio {id} dirtied at {d} ns, before oldest_dirty_ns {}",
-                self.cache.oldest_dirty_ns
-            );
-        }
-        ensure!(
-            dirty == self.cache.nr_dirty,
-            "nr_dirty {} != {dirty} dirty pages",
-            self.cache.nr_dirty
-        );
-        Ok(())
-    }
-
     /// The block-device page cache (§33, `bdev.rs`), its buffer heads: each buffer's slab is a
     /// live slab folio whose live objects are the buffers pointing at it, and they add up to
     /// the cache's count. (That every bdev folio has its block's buffer and no buffer is
@@ -553,71 +431,90 @@ impl Mm {
         Ok(())
     }
 
-    /// Pageblock content (§1.2; `block_content`, kept by `account_folio`): the folio pages of
-    /// each mobility counted per pageblock equal the unisolated live folios in it.
-    fn check_block_content(&self) -> Check {
-        let mut content = vec![[0u32; 3]; self.block_content.len()];
-        for (_, f) in self.folios.live() {
-            if f.isolated() {
-                continue;
-            }
-            let m = crate::folio::folio_mobility(f.kind, self.pages.b(f.pfn));
-            let n = 1u32 << f.order;
-            for k in 0..n.div_ceil(PAGEBLOCK_NR_PAGES) {
-                content[((f.pfn >> PAGEBLOCK_ORDER) + k) as usize][m] += n.min(PAGEBLOCK_NR_PAGES);
-            }
-        }
-        if let Some(b) = (0..content.len()).find(|&b| content[b] != self.block_content[b]) {
-            ensure!(
-                false,
-                "pageblock {b}: folio pages by mobility {:?} != {:?}",
-                self.block_content[b],
-                content[b]
-            );
-        }
-        Ok(())
-    }
-
-    /// The page cache (§12): every (mapping, index) entry names a live folio at that index;
-    /// PAGECACHE_TAG_DIRTY marks exactly the dirty ones, and the marked walk visits them in
-    /// the full walk's order.
-    fn check_page_cache(&self) -> Check {
-        let mut dirty = Vec::new();
+    /// The page cache (§12): its entries are exactly the live folios that have a mapping, each
+    /// at its (mapping, index); PAGECACHE_TAG_DIRTY marks exactly the dirty ones, the marked
+    /// walk visits them in key order, and the dirty set by age holds them with their dirtying
+    /// times.
+    ///
+    /// The index is walked in key order and the folio table (the pass, `cache`) in id order:
+    /// they are compared by count and fingerprint ([`folios::entry_fp`]), so neither walk
+    /// reads the other's items at random. On a mismatch [`Mm::find_page_cache_violation`]
+    /// names the entry or folio that breaks it.
+    fn check_page_cache(&self, cache: folios::CacheSums) -> Check {
+        let (mut n, mut fp) = (0u64, 0u64);
+        let len = self.folios.folios.len();
         for ((m, i), id) in self.cache.index.iter() {
-            let f = &self.folios.folios[id as usize];
             ensure!(
-                f.live() && f.mapping == m && f.index == i,
-                "page cache {m}:{i} holds folio {id}, which is not live there"
+                (id as usize) < len,
+                "page cache {m}:{i} holds folio {id}, past the folio table ({len})"
             );
-            if f.dirty() {
-                dirty.push(((m, i), id));
-            }
+            n += 1;
+            fp = fp.wrapping_add(folios::entry_fp(m, i, id));
         }
-        // Tagged exactly when dirty: the tagged walk is the full walk's dirty folios.
-        ensure!(
-            self.cache.index.iter_dirty().eq(dirty.iter().copied()),
-            "the dirty-tagged walk differs from the dirty folios of the full walk"
-        );
-        // The tagged folios by age: the same folios, with their dirtying times and pages.
-        let mut by_age: Vec<(u64, u32)> = dirty
-            .iter()
-            .map(|&(_, id)| (self.folios.dirtied_ns(id), id))
-            .collect();
+        let (mut nd, mut fpd, mut prev) = (0u64, 0u64, None);
+        for ((m, i), id) in self.cache.index.iter_dirty() {
+            ensure!(
+                prev < Some((m, i)),
+                "the dirty-tagged walk visits {m}:{i} after {prev:?}"
+            );
+            prev = Some((m, i));
+            nd += 1;
+            fpd = fpd.wrapping_add(folios::entry_fp(m, i, id));
+        }
+        if (n, fp, nd, fpd) != (cache.entries, cache.fp, cache.dirty, cache.dirty_fp) {
+            return Err(self.find_page_cache_violation());
+        }
+        let mut by_age = cache.by_age;
         by_age.sort_unstable();
         ensure!(
             self.cache.index.dirty_by_age().eq(by_age.iter().copied()),
             "the dirty page cache by age differs from the tagged folios' dirtying times"
         );
-        let pages: u64 = dirty
-            .iter()
-            .map(|&(_, id)| 1u64 << self.folios.folios[id as usize].order)
-            .sum();
         ensure!(
-            pages == self.cache.index.dirty_pages(),
-            "{} dirty-tagged pages counted, {pages} tagged",
-            self.cache.index.dirty_pages()
+            cache.dirty_pages == self.cache.index.dirty_pages(),
+            "{} dirty-tagged pages counted, {} tagged",
+            self.cache.index.dirty_pages(),
+            cache.dirty_pages
         );
         Ok(())
+    }
+
+    /// The slow half of [`Mm::check_page_cache`], run only when its fingerprints disagree:
+    /// the entry that names a folio not live at its key, the tag that differs from its folio's
+    /// dirty flag, or the folio with a mapping that is not in the index.
+    fn find_page_cache_violation(&self) -> InvariantViolation {
+        let found = || -> Check {
+            for ((m, i), id) in self.cache.index.iter() {
+                let f = &self.folios.folios[id as usize];
+                ensure!(
+                    f.live() && f.mapping == m && f.index == i,
+                    "page cache {m}:{i} holds folio {id}, which is not live there"
+                );
+                ensure!(
+                    self.cache.index.is_dirty(m, i) == f.dirty(),
+                    "page cache {m}:{i}: folio {id} is {}dirty but {}tagged dirty",
+                    if f.dirty() { "" } else { "not " },
+                    if f.dirty() { "not " } else { "" }
+                );
+            }
+            for (id, f) in self.folios.live().filter(|(_, f)| f.mapping != 0) {
+                ensure!(
+                    self.cache.index.get(f.mapping, f.index) == Some(id),
+                    "folio {id} has mapping {} index {} but the page cache holds {:?} there",
+                    f.mapping,
+                    f.index,
+                    self.cache.index.get(f.mapping, f.index)
+                );
+            }
+            Ok(())
+        };
+        match found() {
+            Err(e) => e,
+            Ok(()) => InvariantViolation(
+                "the page cache and the folio table differ (fingerprints), but no single entry was found"
+                    .into(),
+            ),
+        }
     }
 
     /// The per-zone LRU gauges (NR_ZONE_{IN,}ACTIVE_{ANON,FILE}) sum to the node's unisolated
@@ -641,64 +538,40 @@ impl Mm {
         Ok(())
     }
 
-    /// LRU lists (§10.3): well linked, each folio on the list its flags say, sizes match, and a
-    /// folio is on a list exactly when it is an unisolated LRU folio (PageLRU set).
-    fn check_lru_lists(&self) -> Check {
-        let mut on_lists = 0usize;
+    /// LRU lists (§10.3), their links: each list well linked (back links, `last`) and free of
+    /// loops, no folio on two lists or twice on one. Returns each folio's list as a tag
+    /// (list + 1, 0 for none), which `check_folio_table` compares with the folio's own state
+    /// in its pass over the folio table: the walk reads only the links, not the folios, whose random order
+    /// made it the dearest part of the check.
+    fn check_lru_links(&self) -> Result<Vec<u8>, InvariantViolation> {
+        let n = self.folios.folios.len();
+        let mut tags = vec![0u8; n];
         for l in 0..crate::vmscan::NR_LRU_LISTS {
-            on_lists += self.check_lru_list(l)?;
+            let mut prev = NIL;
+            let mut id = self.reclaim.lruvec.lists[l].first;
+            while id != NIL {
+                ensure!(
+                    (id as usize) < n,
+                    "LRU list {l} holds folio {id}, past the folio table ({n})"
+                );
+                let tag = tags[id as usize];
+                ensure!(
+                    tag == 0,
+                    "LRU list {l} reaches folio {id} a second time (it is on list {}): a loop or a shared folio",
+                    tag - 1
+                );
+                tags[id as usize] = l as u8 + 1;
+                let [next, back] = self.folios.lru_links[id as usize];
+                ensure!(back == prev, "LRU list {l}: broken back link at folio {id}");
+                prev = id;
+                id = next;
+            }
+            ensure!(
+                self.reclaim.lruvec.lists[l].last == prev,
+                "LRU list {l}: bad last"
+            );
         }
-        let lru_folios = self
-            .folios
-            .live()
-            .filter(|(_, f)| f.kind.on_lru() && !f.isolated())
-            .count();
-        ensure!(
-            on_lists == lru_folios,
-            "{on_lists} folios on LRU lists, {lru_folios} unisolated LRU folios"
-        );
-        Ok(())
-    }
-
-    /// Walks LRU list `l` (`folio_lru_list`); returns its length in folios.
-    fn check_lru_list(&self, l: usize) -> Result<usize, InvariantViolation> {
-        let (mut prev, mut pages, mut n) = (NIL, 0u64, 0usize);
-        let mut id = self.reclaim.lruvec.lists[l].first;
-        while id != NIL {
-            let f = &self.folios.folios[id as usize];
-            ensure!(
-                f.live() && f.lru as usize == l,
-                "LRU list {l} holds folio {id} (live {}, lru {})",
-                f.live(),
-                f.lru
-            );
-            ensure!(
-                self.folio_lru_list(id) as usize == l,
-                "folio {id} on list {l} but belongs on {}",
-                self.folio_lru_list(id)
-            );
-            let [next, back] = self.folios.lru_links[id as usize];
-            ensure!(back == prev, "LRU list {l}: broken back link at folio {id}");
-            ensure!(
-                self.pages.flag(f.pfn, PG_LRU),
-                "folio {id} on an LRU list without PageLRU"
-            );
-            pages += 1 << f.order;
-            prev = id;
-            id = next;
-            n += 1;
-            ensure!(n <= self.folios.folios.len(), "LRU list {l} loops");
-        }
-        ensure!(
-            self.reclaim.lruvec.lists[l].last == prev,
-            "LRU list {l}: bad last"
-        );
-        ensure!(
-            self.reclaim.lruvec.pages[l] == pages,
-            "LRU list {l}: size {} != {pages}",
-            self.reclaim.lruvec.pages[l]
-        );
-        Ok(n)
+        Ok(tags)
     }
 
     /// Swap (§10.3.6): slots used = pages in the swap map, within the device, no empty entry,
@@ -762,112 +635,6 @@ impl Mm {
             "{live} live shrinkable slab entries, count {}",
             self.folios.nr_shrinkable
         );
-        Ok(())
-    }
-
-    /// The deferred split state (§31): the queue's length is the number of queued folios and
-    /// each has exactly one live entry; PG_partially_mapped only on queued large anon folios,
-    /// counted per size in `nr_anon_partially_mapped`; a subpage map only on large anon
-    /// folios, with a subpage still mapped, not all of them on a partially mapped one; PMD
-    /// splits only on PMD-size anon folios; NR_ANON_THPS = the pages of the PMD-mapped ones.
-    fn check_deferred_split(&self) -> Check {
-        use crate::folio::FolioKind;
-        let mut queued = 0u64;
-        let mut partial = [0u64; NR_PAGE_ORDERS];
-        let mut thp = 0u64;
-        for (id, f) in self.folios.live() {
-            let nr = 1u32 << f.order;
-            let anon_large = f.kind == FolioKind::Anon && f.order > 1;
-            if f.deferred() {
-                ensure!(
-                    anon_large,
-                    "folio {id} ({:?} order {}) is queued",
-                    f.kind,
-                    f.order
-                );
-                queued += 1;
-            }
-            if f.partially_mapped() {
-                ensure!(f.deferred(), "folio {id} is partially mapped but not queued");
-                partial[f.order as usize] += 1;
-                let m = self.folios.submap(id);
-                ensure!(
-                    m.is_some_and(|m| m.mapped.count() < nr),
-                    "partially mapped folio {id} has no unmapped subpage"
-                );
-            }
-            if let Some(m) = self.folios.submap(id) {
-                ensure!(
-                    f.kind == FolioKind::Anon && f.order > 0,
-                    "folio {id} ({:?} order {}) has a subpage map",
-                    f.kind,
-                    f.order
-                );
-                ensure!(
-                    !m.mapped.is_empty()
-                        && m.mapped
-                            .and_not(&crate::huge_memory::Subpages::full(nr))
-                            .is_empty(),
-                    "folio {id}: subpage map {:?} of an order-{} folio",
-                    m.mapped,
-                    f.order
-                );
-            }
-            if f.pmd_split() {
-                ensure!(
-                    f.kind == FolioKind::Anon && f.order as u32 == HPAGE_PMD_ORDER,
-                    "folio {id} ({:?} order {}) is PMD-split",
-                    f.kind,
-                    f.order
-                );
-            } else if f.kind == FolioKind::Anon && f.order as u32 == HPAGE_PMD_ORDER {
-                thp += nr as u64;
-            }
-        }
-        let q = &self.deferred_split;
-        ensure!(
-            queued == q.len,
-            "split_queue_len {} != {queued} queued folios",
-            q.len
-        );
-        let live: Vec<_> = q.queued(&self.folios).collect();
-        let mut uniq = live.clone();
-        uniq.sort_unstable();
-        uniq.dedup();
-        ensure!(
-            live.len() as u64 == queued && uniq.len() == live.len(),
-            "{} live queue entries ({} distinct) for {queued} queued folios",
-            live.len(),
-            uniq.len()
-        );
-        ensure!(
-            partial == self.mthp.nr_anon_partially_mapped,
-            "nr_anon_partially_mapped {:?} != {partial:?}",
-            self.mthp.nr_anon_partially_mapped
-        );
-        ensure!(
-            thp == self.stat(Stat::nr_anon_transparent_hugepages),
-            "nr_anon_transparent_hugepages {} != {thp} pages of PMD-mapped folios",
-            self.stat(Stat::nr_anon_transparent_hugepages)
-        );
-        Ok(())
-    }
-
-    /// Every live folio sits at an allocated head of its order that names it.
-    fn check_folio_heads(&self) -> Check {
-        for (id, f) in self.folios.live() {
-            ensure!(
-                self.pages.kind(f.pfn) == PageKind::Allocated
-                    && self.pages.order(f.pfn) == f.order as u32
-                    && self.pages.a(f.pfn) == id,
-                "folio {id} (order {}) claims pfn {:#x}, which is {:?} order {} owned by {}",
-                f.order,
-                f.pfn,
-                self.pages.kind(f.pfn),
-                self.pages.order(f.pfn),
-                self.pages.a(f.pfn)
-            );
-        }
         Ok(())
     }
 
