@@ -40,12 +40,12 @@ pub fn compare(
     let jobs = jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let t0 = std::time::Instant::now();
-    let results = run_many(&specs, runs, jobs, "")?;
-    let wall = t0.elapsed().as_secs_f64();
     if let Some(dir) = &results_dir {
-        write_results(dir, &labels, &results)?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
+    let t0 = std::time::Instant::now();
+    let results = run_and_write(&specs, &labels, runs, jobs, results_dir.as_deref())?;
+    let wall = t0.elapsed().as_secs_f64();
     let report = fraglab_sim::compare::compare(&labels, &results);
     let sim: f64 = results.iter().flatten().map(|r| r.duration_ns as f64 / 1e9).sum();
     let header = format!(
@@ -143,21 +143,78 @@ fn check_file_names(labels: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// `--results-dir`: every run's result JSON as `LABEL-runN.json` ([`crate::result_file_name`]).
-fn write_results(
-    dir: &std::path::Path,
+/// Runs every configuration `runs` times; with `dir` (`--results-dir`), each run's result
+/// JSON is written as `LABEL-runN.json` ([`crate::result_file_name`], via a temporary file and
+/// a rename) as soon as the run finishes, so an interrupted compare keeps every finished run.
+/// The first SIGINT/SIGTERM stops starting runs and lets the running ones finish and be
+/// written; a second abandons them ([`crate::interrupt`]). An interrupted compare is an error
+/// that names the complete files.
+fn run_and_write(
+    specs: &[fraglab_spec::Spec],
     labels: &[String],
-    results: &[Vec<fraglab_spec::result::RunResult>],
-) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for (label, rs) in labels.iter().zip(results) {
-        for (i, r) in rs.iter().enumerate() {
-            let path = dir.join(crate::result_file_name(label, i + 1));
-            let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
-            write_via_tmp(&path, json + "\n")?;
+    runs: u32,
+    jobs: usize,
+    dir: Option<&std::path::Path>,
+) -> Result<Vec<Vec<fraglab_spec::result::RunResult>>, String> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+    let interrupts = crate::interrupt::Interrupts::install();
+    let written: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let announced = AtomicBool::new(false);
+    let stop = |running: usize| {
+        let Some(sig) = interrupts.caught() else {
+            return false;
+        };
+        if !announced.swap(true, Ordering::SeqCst) {
+            eprintln!(
+                "\nfraglab compare: {}: starting no more runs; {running} running run(s) finish{} \
+                 (again to abandon them)",
+                crate::interrupt::signal_name(sig),
+                if dir.is_some() { " and are written" } else { "" }
+            );
         }
+        true
+    };
+    let done = |si: usize, run: usize, r: &fraglab_spec::result::RunResult| -> Result<(), String> {
+        let Some(dir) = dir else {
+            return Ok(());
+        };
+        let name = crate::result_file_name(&labels[si], run + 1);
+        let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
+        write_via_tmp(&dir.join(&name), json + "\n")?;
+        written.lock().expect("no panics while holding it").push(name);
+        Ok(())
+    };
+    let all = run_many_hooked(
+        specs,
+        runs,
+        jobs,
+        "",
+        &RunHooks {
+            stop: &stop,
+            done: &done,
+        },
+    );
+    let total = all.len();
+    let finished = all.iter().filter(|r| r.is_some()).count();
+    if let Some(sig) = interrupts.caught() {
+        let mut files = written.into_inner().expect("threads joined");
+        files.sort();
+        let listed = match dir {
+            None => "no --results-dir: nothing was written".to_string(),
+            Some(d) if files.is_empty() => format!("no run finished: {} holds none", d.display()),
+            Some(d) => format!(
+                "the complete result files, in {}: {}",
+                d.display(),
+                files.join(", ")
+            ),
+        };
+        return Err(format!(
+            "interrupted by {} after {finished} of {total} runs; {listed}",
+            crate::interrupt::signal_name(sig)
+        ));
     }
-    Ok(())
+    shape_results(all, specs.len(), runs)
 }
 
 /// A compare configuration `[LABEL=]SPEC[@KEY=VALUE,...]` → (label, spec)
@@ -177,11 +234,58 @@ pub(crate) fn run_many(
     jobs: usize,
     phase: &str,
 ) -> Result<Vec<Vec<fraglab_spec::result::RunResult>>, String> {
+    let hooks = RunHooks {
+        stop: &|_| false,
+        done: &|_, _, _| Ok(()),
+    };
+    shape_results(
+        run_many_hooked(specs, runs, jobs, phase, &hooks),
+        specs.len(),
+        runs,
+    )
+}
+
+/// What [`run_many_hooked`] asks and tells its caller.
+pub(crate) struct RunHooks<'a> {
+    /// Asked before each run starts, with the number of runs running: true starts no more.
+    pub stop: &'a (dyn Fn(usize) -> bool + Sync),
+    /// Called as each run finishes successfully: (spec index, run index, result). An error
+    /// becomes that run's error.
+    pub done: &'a (dyn Fn(usize, usize, &fraglab_spec::result::RunResult) -> Result<(), String> + Sync),
+}
+
+/// The results in (spec, run) order; the first failed run's error. Every run must have run.
+fn shape_results(
+    mut all: Vec<Option<Result<fraglab_spec::result::RunResult, String>>>,
+    nspecs: usize,
+    runs: u32,
+) -> Result<Vec<Vec<fraglab_spec::result::RunResult>>, String> {
+    let mut res = Vec::new();
+    for si in 0..nspecs {
+        let mut v = Vec::new();
+        for run in 0..runs as usize {
+            v.push(all[si * runs as usize + run].take().expect("every run ran")?);
+        }
+        res.push(v);
+    }
+    Ok(res)
+}
+
+/// [`run_many`] with hooks: each entry of the result (spec-major) is `None` for a run that was
+/// not started because `hooks.stop` said so.
+pub(crate) fn run_many_hooked(
+    specs: &[fraglab_spec::Spec],
+    runs: u32,
+    jobs: usize,
+    phase: &str,
+    hooks: &RunHooks,
+) -> Vec<Option<Result<fraglab_spec::result::RunResult, String>>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let n = specs.len() * runs as usize;
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
+    let started = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<Result<fraglab_spec::result::RunResult, String>>>> =
         Mutex::new((0..n).map(|_| None).collect());
     // The bar: runs done, plus each running run's simulated time over its expected end, by
@@ -200,12 +304,16 @@ pub(crate) fn run_many(
     };
     std::thread::scope(|s| {
         for w in 0..jobs.min(n) {
-            let (next, done, out, bar, show) = (&next, &done, &out, &bar, &show);
+            let (next, done, out, bar, show, started) = (&next, &done, &out, &bar, &show, &started);
             s.spawn(move || loop {
+                if (hooks.stop)(started.load(Ordering::SeqCst) - done.load(Ordering::SeqCst)) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 if i >= n {
                     break;
                 }
+                started.fetch_add(1, Ordering::SeqCst);
                 let (si, run) = (i / runs as usize, i % runs as usize);
                 let mut spec = specs[si].clone();
                 spec.run.seed = spec.run.seed.wrapping_add(run as u64);
@@ -218,7 +326,11 @@ pub(crate) fn run_many(
                 } else {
                     fraglab_sim::timed::run_workload(&spec)
                 }
-                .map_err(|e| e.to_string());
+                .map_err(|e| e.to_string())
+                .and_then(|r| {
+                    (hooks.done)(i / runs as usize, i % runs as usize, &r)?;
+                    Ok(r)
+                });
                 out.lock().expect("no panics while holding it")[i] = Some(r);
                 // This run's share is cleared before it counts as done (never counted twice).
                 bar.lock().expect("no panics while holding it").1[w] = 0.0;
@@ -230,14 +342,5 @@ pub(crate) fn run_many(
         }
     });
     bar.into_inner().expect("threads joined").0.finish();
-    let mut all = out.into_inner().expect("threads joined");
-    let mut res = Vec::new();
-    for si in 0..specs.len() {
-        let mut v = Vec::new();
-        for run in 0..runs as usize {
-            v.push(all[si * runs as usize + run].take().expect("every run ran")?);
-        }
-        res.push(v);
-    }
-    Ok(res)
+    out.into_inner().expect("threads joined")
 }

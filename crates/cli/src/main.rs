@@ -12,6 +12,7 @@ mod compare;
 mod examples;
 mod footprint;
 mod host;
+mod interrupt;
 mod knobs;
 mod progress;
 mod record;

@@ -146,3 +146,72 @@ fn runs_made_in_two_places_merge_like_one_compare() {
     let e = fail(fraglab(&["compare", BASE, "--from", s(&a)]));
     assert!(e.contains("cannot be used with"), "{e}");
 }
+
+/// SIGINT during `compare --results-dir` (issue 34, item 5): the runs that finished are on
+/// disk, each file whole, the running one finishes and is written, no further run starts, and
+/// the command fails naming the complete files. (Before, every file was written only after all
+/// runs: an interrupted compare left the directory empty.)
+#[test]
+fn sigint_keeps_every_finished_run() {
+    // ~0.25 s a run in the test profile: 40 runs leave seconds between the first file and the end.
+    const LONG: &str = "base=example:pgbench-checkpoints@workload.duration=\"30s\",run.seed=7";
+    let d = temp_dir("sigint");
+    let res = d.join("results");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fraglab"))
+        .args([
+            "compare",
+            LONG,
+            "--runs",
+            "40",
+            "--jobs",
+            "1",
+            "--results-dir",
+            s(&res),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let jsons = |dir: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        v.retain(|p| p.extension().is_some_and(|e| e == "json"));
+        v.sort();
+        v
+    };
+    let t0 = std::time::Instant::now();
+    while jsons(&res).is_empty() {
+        assert!(t0.elapsed().as_secs() < 300, "no run finished in 300 s");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "compare ended before any file"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "an interrupted compare fails: {err}");
+    assert!(err.contains("interrupted by SIGINT after"), "{err}");
+    let files = jsons(&res);
+    assert!(
+        !files.is_empty() && files.len() < 40,
+        "{} files: {err}",
+        files.len()
+    );
+    for f in &files {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        assert!(err.contains(name), "{name} not named: {err}");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap())
+            .unwrap_or_else(|e| panic!("{name} is not whole: {e}"));
+        assert!(v.is_object(), "{name}");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&res)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_none_or(|x| x != "json"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
