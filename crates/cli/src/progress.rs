@@ -3,8 +3,11 @@
 //! timeless runs by operations done, `validate` by phase, `soak` by operations.
 //!
 //! A bar draws on standard error only when it is a terminal, and only once the command has
-//! run for [`SHOW_AFTER`] (a short command prints nothing); otherwise nothing is printed
-//! (CI logs, pipes). Bars only read what they are given: results are the same with or without.
+//! run for [`SHOW_AFTER`] (a short command prints nothing). When standard error is not a
+//! terminal (CI logs, pipes, a cluster's job output), a long command prints a plain line with
+//! the same fraction and ETA after [`LOG_FIRST`] and then every [`LOG_EVERY`] ([`log_line`]):
+//! the estimate comes from the progress so far, not from a guess made before the run. Bars only
+//! read what they are given: results are the same with or without.
 //!
 //! Every bar is a fraction in `[0, 1]` (drawn in thousandths) with a message; the ETA is the
 //! wall time so far scaled by the fraction left over the fraction done ([`eta`]), computed
@@ -20,6 +23,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// How long a command runs before its bar appears.
 pub const SHOW_AFTER: Duration = Duration::from_secs(2);
 
+/// Without a terminal: the first plain progress line after this long…
+pub const LOG_FIRST: Duration = Duration::from_secs(30);
+/// …and then one this often.
+pub const LOG_EVERY: Duration = Duration::from_secs(300);
+
 /// Thousandths: the bar's length.
 const STEPS: u64 = 1000;
 
@@ -28,12 +36,21 @@ pub struct Bar {
     pb: Option<ProgressBar>,
     t0: Instant,
     shown: bool,
+    /// Plain progress lines (standard error is not a terminal): when the next one is due.
+    log_at: Option<Duration>,
+    phase: String,
 }
 
 impl Bar {
-    /// A bar, drawn only if standard error is a terminal.
+    /// A bar, drawn only if standard error is a terminal; otherwise plain progress lines for
+    /// long commands.
     pub fn new() -> Bar {
-        Bar::with(std::io::stderr().is_terminal())
+        let tty = std::io::stderr().is_terminal();
+        let mut b = Bar::with(tty);
+        if !tty {
+            b.log_at = Some(LOG_FIRST);
+        }
+        b
     }
 
     /// A bar that draws (`on`) or stays silent.
@@ -51,6 +68,8 @@ impl Bar {
             pb,
             t0: Instant::now(),
             shown: false,
+            log_at: None,
+            phase: String::new(),
         }
     }
 
@@ -61,6 +80,7 @@ impl Bar {
 
     /// Sets the phase shown before the message (`"simulator run: "`).
     pub fn set_phase(&mut self, phase: &str) {
+        self.phase = phase.to_string();
         if let Some(pb) = &self.pb {
             pb.set_prefix(if phase.is_empty() {
                 String::new()
@@ -72,8 +92,14 @@ impl Bar {
 
     /// Moves the bar to `fraction` with `msg`, followed by the ETA when one can be told.
     pub fn set(&mut self, fraction: f64, msg: &str) {
-        let Some(pb) = &self.pb else { return };
         let elapsed = self.t0.elapsed();
+        if let Some(at) = self.log_at {
+            if elapsed >= at {
+                eprintln!("{}", log_line(&self.phase, fraction, msg, elapsed));
+                self.log_at = Some(elapsed + LOG_EVERY);
+            }
+        }
+        let Some(pb) = &self.pb else { return };
         if !self.shown && elapsed < SHOW_AFTER {
             return;
         }
@@ -91,7 +117,7 @@ impl Bar {
     /// A timed run's bar: simulated time over the expected end (or the cap, the bound, while
     /// the end is unknown).
     pub fn set_timed(&mut self, p: &TimedProgress) {
-        if self.pb.is_some() {
+        if self.pb.is_some() || self.log_at.is_some() {
             let (f, msg) = timed_fraction(p);
             self.set(f, &msg);
         }
@@ -190,6 +216,23 @@ pub fn eta(elapsed: Duration, fraction: f64) -> Option<Duration> {
     Some(elapsed.mul_f64((1.0 - fraction) / fraction))
 }
 
+/// A plain progress line (no terminal): the phase, the fraction done, the message, the wall
+/// time so far and the ETA when one can be told ([`eta`]).
+pub fn log_line(phase: &str, fraction: f64, msg: &str, elapsed: Duration) -> String {
+    let f = fraction.clamp(0.0, 1.0);
+    let eta = eta(elapsed, f).map_or(String::new(), |d| format!(", ETA {}", clock(d)));
+    let phase = if phase.is_empty() {
+        String::new()
+    } else {
+        format!("{phase}: ")
+    };
+    format!(
+        "fraglab: {phase}{:.0} % done after {} ({msg}){eta}",
+        f * 100.0,
+        clock(elapsed)
+    )
+}
+
 /// `H:MM:SS` or `M:SS`.
 pub fn clock(d: Duration) -> String {
     let s = d.as_secs();
@@ -262,5 +305,29 @@ mod tests {
         b.set(0.5, "x");
         b.set_timed(&tp(1, 2, None));
         b.finish();
+    }
+
+    /// Without a terminal (issue 34, item 6): a line with the fraction and the ETA from the
+    /// progress so far — for a 44 s run at 25 % after 11 s, "0:33" — where the old up-front
+    /// note guessed "43–125 min" from the CPUs and the duration cap.
+    #[test]
+    fn a_plain_line_tells_the_measured_eta() {
+        let line = log_line(
+            "",
+            0.25,
+            "11.0/~44.0 s simulated (cap 7200 s)",
+            Duration::from_secs(11),
+        );
+        assert_eq!(
+            line,
+            "fraglab: 25 % done after 0:11 (11.0/~44.0 s simulated (cap 7200 s)), ETA 0:33"
+        );
+        let line = log_line("simulator run", 0.001, "x", Duration::from_secs(40));
+        assert_eq!(line, "fraglab: simulator run: 0 % done after 0:40 (x)");
+        // A bar without a terminal logs from LOG_FIRST on, then every LOG_EVERY.
+        let mut b = Bar::with(false);
+        b.log_at = Some(Duration::ZERO);
+        b.set(0.5, "half");
+        assert_eq!(b.log_at.map(|d| d >= LOG_EVERY), Some(true));
     }
 }

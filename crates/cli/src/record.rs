@@ -15,8 +15,8 @@ pub struct RecordArgs {
     /// The trace file to write (written through TRACE.partial, renamed when complete).
     #[arg(short, long)]
     output: PathBuf,
-    /// How long to record (e.g. 30s, 2min). Default: 30s without a command; with one, until
-    /// it exits (a duration then ends it with SIGTERM).
+    /// How long to record (e.g. 30s, 2min; a plain number is seconds). Default: 30s without a
+    /// command; with one, until it exits (a duration then ends it with SIGTERM).
     #[arg(long)]
     duration: Option<String>,
     /// Comma-separated events, `group:name` or `group:*` (default: kmem page events,
@@ -76,12 +76,22 @@ pub enum TraceCmd {
     },
 }
 
+/// `--duration`: a duration with its unit (`parse_duration`), or a plain number of seconds
+/// (`--duration 60`, as `timeout` and `perf record -- sleep` users type it).
+fn parse_record_duration(d: &str) -> Result<u64, String> {
+    let t = d.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return fraglab_spec::parse_duration(&format!("{t}s"));
+    }
+    fraglab_spec::parse_duration(t)
+}
+
 /// `fraglab host record`: a host error exits with its own code (after the instance was removed).
 pub fn record(a: RecordArgs) -> Result<(), String> {
     let duration = a
         .duration
         .as_deref()
-        .map(|d| fraglab_spec::parse_duration(d).map(Duration::from_nanos))
+        .map(|d| parse_record_duration(d).map(Duration::from_nanos))
         .transpose()
         .map_err(|e| format!("--duration: {e}"))?;
     let opts = fraglab_host::record::RecordOptions {
@@ -292,4 +302,19 @@ fn info(path: PathBuf, json: bool) -> Result<(), String> {
         println!("  {name:<40} {n:>12} {:>12}", per_name_parsed[name]);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--duration 60` is 60 seconds (issue 34: it was refused for want of a unit).
+    #[test]
+    fn a_plain_number_is_seconds() {
+        assert_eq!(parse_record_duration("60"), Ok(60_000_000_000));
+        assert_eq!(parse_record_duration("90s"), Ok(90_000_000_000));
+        assert_eq!(parse_record_duration("2min"), Ok(120_000_000_000));
+        assert!(parse_record_duration("6o").is_err());
+        assert!(parse_record_duration("").is_err());
+    }
 }

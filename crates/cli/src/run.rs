@@ -32,9 +32,6 @@ pub fn run(
     if let Some(m) = folio_mode {
         spec.model.folio_mode = m;
     }
-    if let Some(note) = fraglab_spec::work_note(&spec) {
-        eprintln!("{note}");
-    }
     if trace_out.is_some() && spec.workload.is_none() {
         return Err("--trace-out: the spec has no timed [workload] to trace".into());
     }

@@ -166,8 +166,7 @@ pub use keys::{spec_keys, KeyDef, KeyDefault, KeyKind, SpecKey};
 pub use knobs::{find_knob, KnobDef, KnobKind, KnobValue, Read, INT_MAX, KNOBS};
 pub use model::{find_model_switch, ModelSpec, ModelSwitchDef, MODEL_SWITCHES};
 pub use parse::{
-    parse_size, work_note, MAX_LFS_FILESIZE, MAX_MEMORY_BYTES, MAX_SPEC_BYTES, MIN_MEMORY_BYTES, WORK_FACTOR,
-    WORK_NOTE_CPU_SECONDS,
+    parse_size, MAX_LFS_FILESIZE, MAX_MEMORY_BYTES, MAX_SPEC_BYTES, MIN_MEMORY_BYTES, WORK_FACTOR,
 };
 pub use workload::{
     parse_duration, Fadvice, FilesOp, FioSmallFilesParams, KbuildParams, PgbenchParams, TaskParams, TaskStep,

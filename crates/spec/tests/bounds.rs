@@ -199,26 +199,13 @@ fn a_spec_past_8mib_is_refused() {
     assert_eq!(e.key.as_deref(), Some("machine"), "{e}");
 }
 
-/// One of the three hangs: msync on 256 CPUs for 10 s is a legitimate run of minutes, announced
-/// up front with an estimate; a small timed run and a timeless one are not.
+/// One of the three hangs: msync on 256 CPUs for 10 s is a legitimate run of minutes, accepted;
+/// the command line shows its progress with an ETA measured as it runs (crates/cli/src/
+/// progress.rs), not an up-front guess from CPUs × duration (which said "43–125 min" for a 44 s
+/// run: issue 34).
 #[test]
-fn msync_on_256_cpus_is_announced() {
+fn msync_on_256_cpus_is_accepted() {
     let spec = load_spec(&hostile("msync-256-cpus")).unwrap();
-    let note = fraglab_spec::work_note(&spec).expect("a note");
-    assert!(
-        note.ends_with(
-            ": 256 CPUs for 10 s of simulated time; with every CPU busy the simulator needs \
-             0.09-0.26 s per simulated CPU-second (vm-scalability msync, measured), so this run \
-             may take up to 4-11 min (fewer CPUs or a shorter workload.duration run faster)"
-        ),
-        "{note}"
-    );
-    let small = std::fs::read_to_string(hostile("msync-256-cpus"))
-        .unwrap()
-        .replace("cpus = 256", "cpus = 16");
-    assert_eq!(fraglab_spec::work_note(&parse_spec(&small, "s").unwrap()), None);
-    assert_eq!(
-        fraglab_spec::work_note(&load_spec(&hostile("write-64tib")).unwrap()),
-        None
-    );
+    assert_eq!(spec.machine.cpus, 256);
+    assert!(spec.workload.is_some());
 }

@@ -116,33 +116,6 @@ pub(crate) fn read_spec_file(path: &std::path::Path, file: &str) -> R<String> {
 /// including its run.
 pub const MAX_SPEC_BYTES: usize = 8 << 20;
 
-/// Simulated CPU-seconds (CPUs × workload duration) from which a timed run is announced with
-/// an estimate of its work ([`work_note`]).
-pub const WORK_NOTE_CPU_SECONDS: u64 = 256;
-
-/// An up-front note for a timed run whose simulated work is large, with an estimate of its
-/// wall time; `None` for a timeless or small one. The simulator's work grows with CPUs ×
-/// simulated time when the CPUs are busy: vm-scalability msync (every CPU dirtying and
-/// msyncing its share of memory) took 41.6 s for 10 s on 16 CPUs and 22.8 s for 1 s on 256
-/// CPUs (16 GiB), 0.09-0.26 s per simulated CPU-second; 10 s on 256 CPUs runs for minutes,
-/// legitimately, so it is announced rather than refused. An idle or lighter workload ends
-/// sooner than the estimate.
-pub fn work_note(spec: &Spec) -> Option<String> {
-    let w = spec.workload.as_ref()?;
-    let secs = w.duration_ns / 1_000_000_000;
-    let cpu_s = spec.machine.cpus as u64 * secs;
-    if cpu_s < WORK_NOTE_CPU_SECONDS {
-        return None;
-    }
-    let (lo, hi) = (cpu_s as f64 * 0.09 / 60.0, cpu_s as f64 * 0.26 / 60.0);
-    Some(format!(
-        "note: {}: {} CPUs for {secs} s of simulated time; with every CPU busy the simulator needs \
-         0.09-0.26 s per simulated CPU-second (vm-scalability msync, measured), so this run may \
-         take up to {lo:.0}-{hi:.0} min (fewer CPUs or a shorter workload.duration run faster)",
-        spec.file, spec.machine.cpus
-    ))
-}
-
 pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
     let cx = Cx {
         file,
