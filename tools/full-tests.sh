@@ -28,6 +28,8 @@ elif [ "$(id -u)" != 0 ]; then
 else
   step "host arms: cargo test -p fraglab-host --features live"
   cargo test -p fraglab-host --features live
+  step "command-line live tests: cargo test -p fraglab --features live"
+  cargo test -p fraglab --features live --test cli --test validate_suite
 fi
 
 step "full suite passed in $(($(date +%s) - start)) s"

@@ -227,7 +227,9 @@ fn compare_is_deterministic_and_applies_overrides() {
 
 /// `fraglab host run --dry-run` says what it would change without changing it; a generator the
 /// host engine does not run is refused with its own exit code (14), before any knob changes.
+/// It reads the live kernel's knobs: opt in with `--features live`.
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn host_dry_run_and_refusals() {
     let spec = concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -212,7 +212,9 @@ fn the_ci_slice_of_the_suite_runs_in_the_simulator() {
 
 /// The host arm on the live kernel where it can run (root, Linux >= 6.15): a small scenario
 /// without --fit-memory, run once on each side; elsewhere the test says why it did not run.
+/// It sets THP knobs and runs a workload on this machine: opt in with `--features live`.
 #[test]
+#[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
 fn a_host_arm_runs_where_the_kernel_allows() {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let v: Vec<u32> = release
