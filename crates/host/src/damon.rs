@@ -44,7 +44,14 @@ fn read_state(p: &Path) -> Option<String> {
 
 /// The `state` files of the kdamonds that are on, in index order.
 pub fn running() -> Vec<PathBuf> {
-    let mut v: Vec<(u32, PathBuf)> = std::fs::read_dir(KDAMONDS)
+    running_under(Path::new("/"))
+}
+
+/// [`running`] on the machine under `root` (a fake in tests); the paths returned are the real
+/// ones (`/sys/kernel/mm/damon/admin/kdamonds/N/state`).
+pub fn running_under(root: &Path) -> Vec<PathBuf> {
+    let under = root.join(KDAMONDS.trim_start_matches('/'));
+    let mut v: Vec<(u32, PathBuf)> = std::fs::read_dir(&under)
         .map(|d| {
             d.filter_map(Result::ok)
                 .filter_map(|e| {
@@ -58,7 +65,9 @@ pub fn running() -> Vec<PathBuf> {
         })
         .unwrap_or_default();
     v.sort();
-    v.into_iter().map(|(_, p)| p).collect()
+    v.into_iter()
+        .map(|(i, _)| Path::new(KDAMONDS).join(i.to_string()).join("state"))
+        .collect()
 }
 
 /// Writes `word` (`on`/`off`) to a kdamond's state file and checks it reads back.

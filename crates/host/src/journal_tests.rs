@@ -331,9 +331,12 @@ fn hugetlb_pool(_: &Fake, j: &mut Journal) -> Result<(), HostError> {
     j.apply(Change::HugetlbPool { before: 0, after: 4 }).map(drop)
 }
 
-fn kdamond(_: &Fake, j: &mut Journal) -> Result<(), HostError> {
-    let state = PathBuf::from(format!("{}/0/state", crate::damon::KDAMONDS));
-    j.apply(Change::Kdamond { state }).map(drop)
+/// As `[host] damon = "off"`: the kdamonds that are on (0, not 1) turned off.
+fn kdamond(fake: &Fake, j: &mut Journal) -> Result<(), HostError> {
+    let off = crate::run::damon_off(j)?;
+    assert_eq!(off, [0]);
+    assert_eq!(fake.read("/sys/kernel/mm/damon/admin/kdamonds/1/state"), "off\n");
+    Ok(())
 }
 
 /// As `host run --trace` (and `host record`) where no tracefs is mounted: a mount, then the
@@ -357,15 +360,9 @@ fn work_dir(_: &Fake, j: &mut Journal) -> Result<(), HostError> {
 /// loop device's read_ahead_kb.
 fn loop_image(fake: &Fake, j: &mut Journal) -> Result<(), HostError> {
     work_dir(fake, j)?;
-    let (image, mnt) = crate::loops::paths(Path::new("/var/tmp/fraglab-host-7-1"), Fs::Xfs);
-    let dev = j
-        .apply(Change::LoopImage {
-            fs: Fs::Xfs,
-            image,
-            mnt,
-            size: 1 << 20,
-        })?
-        .expect("a loop device");
+    let need = BTreeMap::from([(Fs::Xfs, 1 << 20)]);
+    let images = crate::loops::LoopImages::create(j, Path::new("/var/tmp/fraglab-host-7-1"), &need)?;
+    let dev = images.images[0].dev.clone().expect("a loop device");
     let name = dev.file_name().unwrap().to_str().unwrap().to_string();
     let c = Change::read_ahead(j.machine(), &name, 8192)?;
     j.apply(c).map(drop)

@@ -238,13 +238,16 @@ const CHILD_GRACE: Duration = Duration::from_secs(120);
 /// Removes the instances of recorders that died without cleaning up (SIGKILL): an instance
 /// outlives its process and even an unmount of tracefs, keeping its buffer and, if its events
 /// are on, tracing. `fraglab-record-PID` (and a snapshot's `fraglab-damon-PID`,
-/// [`crate::damon::capture_regions`]) where no process PID exists.
+/// [`crate::damon::capture_regions`], and a run's `fraglab-host-PID`) where no process PID
+/// exists. (Since the change journal, `fraglab host restore` removes them from the state file;
+/// this catches those of older versions.)
 pub fn remove_stale_instances(instances: &Path) {
     for e in std::fs::read_dir(instances).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(pid) = name
             .strip_prefix("fraglab-record-")
             .or_else(|| name.strip_prefix("fraglab-damon-"))
+            .or_else(|| name.strip_prefix("fraglab-host-"))
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;

@@ -667,8 +667,8 @@ fn fitted(
 
 /// `[host] damon = "off"`: turns off the kdamonds that are on, each a `kdamond` change of the
 /// journal (turned back on with the rest). Returns their indices.
-fn damon_off(journal: &mut Journal) -> Result<Vec<u32>, HostError> {
-    let on = crate::damon::running();
+pub(crate) fn damon_off(journal: &mut Journal) -> Result<Vec<u32>, HostError> {
+    let on = crate::damon::running_under(&journal.machine().root);
     for p in &on {
         journal
             .apply(Change::Kdamond { state: p.clone() })
