@@ -120,6 +120,24 @@ fn named(p: &Path, prefix: &str) -> bool {
         .is_some_and(|n| n.starts_with(prefix) && !n.contains('/'))
 }
 
+/// Where tracefs is mounted on a machine (the engine uses the first tracefs of /proc/mounts).
+const TRACEFS_ROOTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// A tracefs mount point of the engine's own: `/run/fraglab-*-tracefs-*`.
+fn private_tracefs(path: &Path) -> bool {
+    path.parent() == Some(Path::new("/run"))
+        && named(path, "fraglab-")
+        && path.to_string_lossy().contains("-tracefs-")
+}
+
+/// Whether `root` is where the engine makes instances: a known tracefs place, a private
+/// mount, or a tracefs mount point /proc/mounts lists now.
+fn tracefs_root_ok(root: &Path) -> bool {
+    private_tracefs(root)
+        || TRACEFS_ROOTS.iter().any(|r| root == Path::new(r))
+        || crate::trace::tracefs_mount().is_some_and(|m| m == root)
+}
+
 /// A loop image's paths: `img-*.img` and `mnt-*` in a `fraglab-host-*` directory.
 fn loop_paths_ok(image: &Path, mnt: &Path) -> bool {
     let in_run = |p: &Path| p.parent().is_some_and(|d| named(d, "fraglab-host-"));
@@ -194,15 +212,11 @@ impl Change {
                 RECOMPUTED_BY_HOTPLUG.iter().any(|p| Path::new(p) == path) && before.parse::<u64>().is_ok()
             }
             Change::Kdamond { state } => crate::damon::is_state_file(state),
-            Change::TraceMount { path } => {
-                path.parent() == Some(Path::new("/run"))
-                    && named(path, "fraglab-")
-                    && path.to_string_lossy().contains("-tracefs-")
-            }
+            Change::TraceMount { path } => private_tracefs(path),
             Change::TraceInstance { path } => {
                 named(path, "fraglab-")
                     && path.parent().and_then(|p| p.file_name()) == Some("instances".as_ref())
-                    && path.is_absolute()
+                    && path.parent().and_then(Path::parent).is_some_and(tracefs_root_ok)
             }
             Change::LoopImage { image, mnt, .. } => loop_paths_ok(image, mnt),
             Change::Child { pid, .. } => *pid > 1,

@@ -703,11 +703,20 @@ fn old_state_files_are_read_and_bad_ones_refused() {
     .check()
     .is_ok());
     assert!(Change::WorkDir { path: "/".into() }.check().is_err());
-    assert!(Change::TraceInstance {
-        path: "/sys/kernel/tracing/instances/other".into()
+    for p in [
+        "/sys/kernel/tracing/instances/other",
+        "/etc/instances/fraglab-host-1",
+        "/run/other/instances/fraglab-host-1",
+    ] {
+        assert!(Change::TraceInstance { path: p.into() }.check().is_err(), "{p}");
     }
-    .check()
-    .is_err());
+    for p in [
+        "/sys/kernel/tracing/instances/fraglab-host-1",
+        "/sys/kernel/debug/tracing/instances/fraglab-damon-1",
+        "/run/fraglab-record-tracefs-9/instances/fraglab-record-9",
+    ] {
+        assert!(Change::TraceInstance { path: p.into() }.check().is_ok(), "{p}");
+    }
 }
 
 /// A change whose undo fails stays in the state file (for `host restore`), the others are
