@@ -736,3 +736,34 @@ fn a_failed_undo_keeps_its_change() {
     assert_eq!(left.changes.len(), 1);
     assert!(matches!(left.changes[0], Change::ReadAhead { .. }));
 }
+
+/// The live backend's process operations on a process of this test's own: its start time is
+/// read while it runs, the `child` change's undo ends it (SIGTERM within the grace), a
+/// process with the same pid but another start time is left alone.
+#[test]
+fn a_child_is_ended_only_while_it_is_the_process_started() {
+    let m = Machine::new(PathBuf::from("/"), Arc::new(LiveBackend));
+    let mut p = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = p.id() as i32;
+    let c = Change::child(&m, pid, Duration::from_secs(5));
+    let Change::Child { start_time, .. } = c else {
+        unreachable!()
+    };
+    assert!(start_time > 0);
+    // Another start time: not the process started, left running.
+    let other = Change::Child {
+        pid,
+        start_time: start_time + 1,
+        grace_ms: 0,
+    };
+    other.undo(&m).unwrap();
+    assert!(
+        p.try_wait().unwrap().is_none(),
+        "a process not ours was signalled"
+    );
+    c.undo(&m).unwrap();
+    let st = p.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt as _;
+    assert_eq!(st.signal(), Some(libc::SIGTERM), "{st:?}");
+    assert_eq!(m.backend.start_time(pid), None);
+}
