@@ -190,12 +190,20 @@ fn snapshot(output: Option<PathBuf>) -> Result<(), String> {
     }
 }
 
-/// `host restore`: the knobs of the given state file, or of every one found.
+/// `host restore`: undoes the changes journalled in the given state file, or in every one found
+/// in /run (left by a `host run` or `host record` killed with SIGKILL); half-written state
+/// files of dead processes are removed.
 fn restore(state_file: Option<PathBuf>) -> Result<(), String> {
     let files = match state_file {
         Some(f) => vec![f],
         None => fraglab_host::find_state_files(),
     };
+    for t in fraglab_host::remove_stale_tmp_files(std::path::Path::new("/run")) {
+        println!(
+            "{}: removed (half-written by a killed run; nothing was applied after it)",
+            t.display()
+        );
+    }
     if files.is_empty() {
         println!("no state file of a killed run found");
     }

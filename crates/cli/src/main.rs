@@ -131,8 +131,10 @@ enum HostCmd {
         #[arg(long, conflicts_with = "fit_memory")]
         capture_snapshot: bool,
     },
-    /// Restore the knobs recorded in a state file left by a killed run
-    /// (/run/fraglab-host-PID.restore); without a file, every such file found.
+    /// Undo the changes journalled in a state file left by a killed `host run` or `host
+    /// record` (/run/fraglab-host-PID.restore: knobs, memory blocks, hugetlb pool, kdamonds,
+    /// loop images, tracefs instance and mount, processes, the run's directory); without a
+    /// file, every such file found.
     Restore { state_file: Option<PathBuf> },
     /// Record the live kernel's allocation tracepoints (private tracefs instance, removed on
     /// every exit) into a trace file, with a snapshot at the start: `-o TRACE [-- CMD ARGS...]`.

@@ -8,8 +8,8 @@
 //! and after, and a new kdamond pid appears). The monitoring state is not kept: regions and their
 //! ages start afresh, so an aged scheme (age ≥ 60 s on S2) acts again only that long after the
 //! restore. The state files turned off are recorded in the run's state file before the first is
-//! written ([`crate::Cleanup::damon_on`]), so `fraglab host restore` turns them back on after a
-//! SIGKILL.
+//! written (a `kdamond` change of the run's journal, [`crate::journal`]), so `fraglab host
+//! restore` turns them back on after a SIGKILL.
 //!
 //! [`capture_regions`]: the running kdamond's regions and ages for a snapshot (the same start
 //! of `fraglab validate`), read from its `damon:damon_aggregated` tracepoint in a private
@@ -44,7 +44,14 @@ fn read_state(p: &Path) -> Option<String> {
 
 /// The `state` files of the kdamonds that are on, in index order.
 pub fn running() -> Vec<PathBuf> {
-    let mut v: Vec<(u32, PathBuf)> = std::fs::read_dir(KDAMONDS)
+    running_under(Path::new("/"))
+}
+
+/// [`running`] on the machine under `root` (a fake in tests); the paths returned are the real
+/// ones (`/sys/kernel/mm/damon/admin/kdamonds/N/state`).
+pub fn running_under(root: &Path) -> Vec<PathBuf> {
+    let under = root.join(KDAMONDS.trim_start_matches('/'));
+    let mut v: Vec<(u32, PathBuf)> = std::fs::read_dir(&under)
         .map(|d| {
             d.filter_map(Result::ok)
                 .filter_map(|e| {
@@ -58,7 +65,9 @@ pub fn running() -> Vec<PathBuf> {
         })
         .unwrap_or_default();
     v.sort();
-    v.into_iter().map(|(_, p)| p).collect()
+    v.into_iter()
+        .map(|(i, _)| Path::new(KDAMONDS).join(i.to_string()).join("state"))
+        .collect()
 }
 
 /// Writes `word` (`on`/`off`) to a kdamond's state file and checks it reads back.
@@ -281,23 +290,6 @@ pub fn read_aggregation(instance: &Path, t: &CaptureTarget, timeout: Duration) -
     }
 }
 
-/// Removes the instance directory (and unmounts a tracefs mounted for it) when dropped.
-struct InstanceGuard {
-    instance: PathBuf,
-    mounted: Option<PathBuf>,
-}
-
-impl Drop for InstanceGuard {
-    fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_dir(&self.instance) {
-            eprintln!("fraglab-host: cannot remove {}: {e}", self.instance.display());
-        }
-        if let Some(d) = self.mounted.take() {
-            crate::trace::unmount_private(&d);
-        }
-    }
-}
-
 /// The running kdamond's regions and ages (kernel-model.md §27.2 item 3), for a snapshot:
 /// [`read_aggregation`] in a private tracefs instance `fraglab-damon-PID` (tracefs mounted for
 /// it where none is; the instance removed on every way out, and one left by a killed process
@@ -316,22 +308,25 @@ pub fn capture_regions(sysfs_root: &Path) -> Option<DamonCapture> {
     };
     let pid = std::process::id();
     let got = (|| -> Result<Batch, String> {
-        let (root, mounted) =
-            crate::trace::tracefs_root(&format!("fraglab-damon-tracefs-{pid}")).map_err(|e| e.to_string())?;
-        crate::record::remove_stale_instances(&root.join("instances"));
-        let instance = root.join("instances").join(format!("fraglab-damon-{pid}"));
-        if let Err(e) = std::fs::create_dir(&instance) {
-            if let Some(d) = mounted {
-                crate::trace::unmount_private(&d);
-            }
-            return Err(format!("{}: {e}", instance.display()));
+        // The instance (and a tracefs mount) in a journal of their own, undone on every way
+        // out and by `fraglab host restore` after a SIGKILL.
+        let mut journal = crate::journal::Journal::new(
+            crate::journal::Machine::live(),
+            PathBuf::from(format!("/run/fraglab-host-{pid}-damon.restore")),
+        );
+        let instance = crate::trace::open_instance(
+            &mut journal,
+            &format!("fraglab-damon-tracefs-{pid}"),
+            &format!("fraglab-damon-{pid}"),
+        )
+        .map_err(|e| e.to_string())?;
+        if let Some(instances) = instance.parent() {
+            crate::record::remove_stale_instances(instances);
         }
-        let _guard = InstanceGuard {
-            instance: instance.clone(),
-            mounted,
-        };
         let _ = std::fs::write(instance.join("trace_clock"), "mono");
-        read_aggregation(&instance, &t, capture_timeout(t.aggr_us))
+        let r = read_aggregation(&instance, &t, capture_timeout(t.aggr_us));
+        journal.undo_all().map_err(|e| e.to_string())?;
+        r
     })();
     match got {
         Ok(b) => {

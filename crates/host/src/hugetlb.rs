@@ -126,11 +126,10 @@ pub const RESERVE_TRIES: u32 = 3;
 /// [`Pool::reserve`]: the writes at most this long in all.
 pub const RESERVE_TIME: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// The pool while the run holds it: written back to [`Fit::before`] by [`Pool::release`] or on
-/// drop (error paths, unwinding).
+/// The pool while the run holds it. The pool's size before is a `hugetlb_pool` change of the
+/// run's journal ([`crate::journal`]), recorded before the pool is filled and written back (and
+/// read back) on every way out.
 pub struct Pool {
-    before: u64,
-    released: bool,
     /// Pages the kernel put in the pool.
     pub pages: u64,
 }
@@ -161,13 +160,9 @@ impl Pool {
     /// fails even with most of the machine in reclaimable page cache, as on this VM): the write
     /// is repeated while it makes progress (at most [`RESERVE_TRIES`] writes in a row without
     /// progress, [`RESERVE_TIME`] in all). A pool more than 1 % short then is an error (the
-    /// pool is given back), a smaller shortfall is kept and recorded.
+    /// journal gives the pool back), a smaller shortfall is kept and recorded.
     pub fn reserve(fit: &Fit) -> Result<Pool, HostError> {
-        let mut pool = Pool {
-            before: fit.before,
-            released: false,
-            pages: fit.before,
-        };
+        let mut pool = Pool { pages: fit.before };
         let t = std::time::Instant::now();
         let mut idle = 0;
         while pool.pages < fit.pages && idle < RESERVE_TRIES && t.elapsed() < RESERVE_TIME {
@@ -186,45 +181,9 @@ impl Pool {
         Ok(pool)
     }
 
-    /// §28.1's `nr_hugepages` task step: the pool is `before` pages now and the run's tasks
-    /// resize it (`set_max_huge_pages` through the sysctl); this only writes `before` back by
-    /// [`Pool::release`] or on drop, like a reserved pool.
-    pub fn hold(before: u64) -> Pool {
-        Pool {
-            before,
-            released: false,
-            pages: before,
-        }
-    }
-
     /// Memory left to the page allocator: `mem_total` minus the pool.
     pub fn outside(&self, fit: &Fit) -> u64 {
         fit.mem_total.saturating_sub(self.pages * fit.page_bytes)
-    }
-
-    /// Gives the pool back (writes the old size); idempotent.
-    pub fn release(&mut self) -> Result<(), HostError> {
-        if self.released {
-            return Ok(());
-        }
-        self.released = true;
-        write_pages(self.before)?;
-        let now = current_pages()?;
-        if now != self.before {
-            return Err(HostError::RestoreFailed(vec![format!(
-                "vm.nr_hugepages reads {now} after writing {} back",
-                self.before
-            )]));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        if let Err(e) = self.release() {
-            eprintln!("fraglab-host: {e}");
-        }
     }
 }
 

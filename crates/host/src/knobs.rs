@@ -1,6 +1,6 @@
 //! Kernel knobs on the live machine: where each of [`fraglab_spec::KNOBS`] lives, how to read
-//! and write it, and [`KnobGuard`], which saves every knob to a state file before changing it
-//! and puts the saved values back when it is dropped (normal end, error, panic unwinding).
+//! and write it. A run changes knobs through the change journal ([`crate::journal`]); the
+//! state file format before it ([`StateFile`]) is still read by `fraglab host restore`.
 //!
 //! Interfaces: sysctls under `/proc/sys/vm/` (`vm.x` → `/proc/sys/vm/x`;
 //! Documentation/admin-guide/sysctl/vm.rst) and the THP files under
@@ -93,7 +93,7 @@ pub(crate) fn value_fits(def: &KnobDef, value: &str) -> bool {
     }
 }
 
-/// One knob as saved in a state file.
+/// One knob as saved in a state file of the format before the change journal.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SavedKnob {
     pub name: String,
@@ -102,128 +102,123 @@ pub struct SavedKnob {
     pub value: String,
 }
 
-/// The state file of a run (JSON): who wrote it and the knobs to put back.
+/// The state file of a run before the change journal (JSON `{pid, knobs, cleanup}`): still
+/// read by `fraglab host restore`, which turns it into the journal's changes
+/// ([`StateFile::into_changes`]). Runs now write [`crate::journal::JournalFile`]s.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateFile {
     pub pid: u32,
     pub knobs: Vec<SavedKnob>,
-    /// What else a killed run leaves behind, for [`restore_from_state_file`] to clean up.
+    /// What else a killed run leaves behind.
     #[serde(default)]
     pub cleanup: Cleanup,
 }
 
-/// A run's leftovers if it dies without cleaning up.
+/// A run's leftovers as the format before the change journal listed them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cleanup {
-    /// The run's directory (removed with its contents; only a `fraglab-host-*` directory).
+    /// The run's directory.
     pub workdir: Option<PathBuf>,
-    /// The private tracefs instance (rmdir; only a `fraglab-host-*` directory under
-    /// `instances/`).
+    /// The private tracefs instance.
     pub trace_instance: Option<PathBuf>,
-    /// A tracefs mount the run made (unmounted; only a `/run/fraglab-host-tracefs-*` path).
+    /// A tracefs mount the run made.
     pub trace_mount: Option<PathBuf>,
     /// `--fit-memory`: the hugetlb pool size (`vm.nr_hugepages`) to write back.
     #[serde(default)]
     pub hugetlb_pages: Option<u64>,
-    /// `[host] damon = "off"`: the `state` files of the kdamonds the run turned off, to turn
-    /// back on (only `/sys/kernel/mm/damon/admin/kdamonds/N/state`; [`crate::damon`]).
+    /// `[host] damon = "off"`: the `state` files of the kdamonds the run turned off.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub damon_on: Vec<PathBuf>,
-    /// `--fit-memory` by offlining: the memory blocks (`memoryN` indices under
-    /// /sys/devices/system/memory) the run may have taken offline, each recorded before
-    /// `offline` was written to it; those that read offline are onlined again
-    /// ([`crate::memblock::online_blocks`]).
+    /// `--fit-memory` by offlining: the memory blocks the run may have taken offline.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub offline_blocks: Vec<u64>,
-    /// `[host] loop_images`: (image, mount point) of each image, recorded before it is made:
-    /// unmounted, its loop devices detached (`losetup -j`), deleted ([`crate::loops`]).
+    /// `[host] loop_images`: (image, mount point) of each image.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loop_images: Vec<(PathBuf, PathBuf)>,
-    /// Block devices' `queue/read_ahead_kb` files the run changed and their values before
-    /// ([`KnobGuard::set_read_ahead_kb`]; only `/sys/block/DEV/queue/read_ahead_kb`).
+    /// Block devices' `queue/read_ahead_kb` files the run changed and their values before.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read_ahead_kb: Vec<(PathBuf, u64)>,
 }
 
 /// `/sys/block/DEV/queue/read_ahead_kb` (the bdi's `ra_pages` in KiB, kernel-model.md §23.1).
 pub fn read_ahead_kb_path(dev: &str) -> PathBuf {
-    PathBuf::from(format!("/sys/block/{dev}/queue/read_ahead_kb"))
+    crate::journal::read_ahead_path(dev)
 }
 
-/// Whether `p` is a `/sys/block/DEV/queue/read_ahead_kb` file (guards a hand-edited state file).
-fn is_read_ahead_kb(p: &Path) -> bool {
+/// The device of a `/sys/block/DEV/queue/read_ahead_kb` path (None for any other path).
+fn read_ahead_dev(p: &Path) -> Option<String> {
     let dev = p
         .strip_prefix("/sys/block")
         .ok()
         .and_then(|r| r.to_str())
-        .and_then(|r| r.strip_suffix("/queue/read_ahead_kb"));
-    dev.is_some_and(|d| !d.is_empty() && !d.contains('/') && d != "..")
+        .and_then(|r| r.strip_suffix("/queue/read_ahead_kb"))?;
+    (!dev.is_empty() && !dev.contains('/') && dev != "..").then(|| dev.to_string())
 }
 
-/// Writes back saved read_ahead_kb values, last changed first; returns the failures.
-fn restore_read_ahead(saved: &[(PathBuf, u64)]) -> Vec<String> {
-    saved
-        .iter()
-        .rev()
-        .filter(|(p, _)| is_read_ahead_kb(p))
-        .filter_map(|(p, v)| {
-            std::fs::write(p, v.to_string())
-                .err()
-                .map(|e| format!("{}: {e}", p.display()))
-        })
-        .collect()
-}
-
-fn ours(p: &Path, prefix: &str) -> bool {
-    p.file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
-}
-
-impl Cleanup {
-    /// Removes what is listed; returns what failed.
-    fn run(&self) -> Vec<String> {
-        let mut failed = Vec::new();
-        if let Some(i) = &self.trace_instance {
-            let under_instances = i.parent().is_some_and(|p| p.ends_with("instances"));
-            if i.exists() && under_instances && ours(i, "fraglab-host-") {
-                // Stop recording first; rmdir of an instance frees its buffer.
-                let _ = std::fs::write(i.join("tracing_on"), "0");
-                if let Err(e) = std::fs::remove_dir(i) {
-                    failed.push(format!("{}: {e}", i.display()));
-                }
-            }
+impl StateFile {
+    /// The journal's changes of an old state file, ordered so that undoing them last first
+    /// restores in the order the old format did: the knobs, the trace instance and mount,
+    /// the kdamonds, the memory blocks, read_ahead_kb, the hugetlb pool, the loop images, the
+    /// run's directory. A read_ahead_kb path that is not a block device's becomes a change
+    /// [`Change::check`](crate::journal::Change::check) refuses.
+    pub fn into_changes(self) -> Vec<crate::journal::Change> {
+        use crate::journal::Change;
+        let c = self.cleanup;
+        let mut v = Vec::new();
+        v.extend(c.workdir.map(|path| Change::WorkDir { path }));
+        for (image, mnt) in c.loop_images {
+            let name = image
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let fs = [
+                crate::loops::Fs::Ext4Journal,
+                crate::loops::Fs::Ext4,
+                crate::loops::Fs::Xfs,
+            ]
+            .into_iter()
+            .find(|f| name == format!("img-{}.img", f.name()))
+            .unwrap_or(crate::loops::Fs::Xfs);
+            v.push(Change::LoopImage {
+                fs,
+                image,
+                mnt,
+                size: 0,
+            });
         }
-        if let Some(m) = &self.trace_mount {
-            if m.starts_with("/run") && ours(m, "fraglab-host-tracefs-") && m.exists() {
-                let c = std::ffi::CString::new(m.as_os_str().as_encoded_bytes()).expect("no NUL");
-                // SAFETY: unmounting the tracefs a killed run of this engine mounted.
-                unsafe { libc::umount2(c.as_ptr(), 0) };
-                let _ = std::fs::remove_dir(m);
-            }
+        v.extend(
+            c.hugetlb_pages
+                .map(|n| Change::HugetlbPool { before: n, after: n }),
+        );
+        for (p, before) in c.read_ahead_kb {
+            let dev = read_ahead_dev(&p).unwrap_or_else(|| p.display().to_string());
+            v.push(Change::ReadAhead {
+                dev,
+                before,
+                after: before,
+            });
         }
-        failed.extend(crate::damon::turn_on(&self.damon_on));
-        failed.extend(crate::memblock::online_blocks(
-            Path::new(crate::memblock::MEMORY_SYSFS),
-            &self.offline_blocks,
-        ));
-        failed.extend(restore_read_ahead(&self.read_ahead_kb));
-        if let Some(n) = self.hugetlb_pages {
-            if let Err(e) = std::fs::write(crate::hugetlb::NR_HUGEPAGES, n.to_string()) {
-                failed.push(format!("{}: {e}", crate::hugetlb::NR_HUGEPAGES));
-            }
-        }
-        // The images live in the run's directory: unmount and detach before it is removed.
-        for (image, mnt) in self.loop_images.iter().rev() {
-            failed.extend(crate::loops::teardown_one(image, mnt));
-        }
-        if let Some(w) = &self.workdir {
-            if w.is_dir() && ours(w, "fraglab-host-") {
-                if let Err(e) = std::fs::remove_dir_all(w) {
-                    failed.push(format!("{}: {e}", w.display()));
-                }
-            }
-        }
-        failed
+        v.extend(
+            c.offline_blocks
+                .into_iter()
+                .map(|index| Change::MemoryBlock { index }),
+        );
+        v.extend(
+            c.damon_on
+                .into_iter()
+                .rev()
+                .map(|state| Change::Kdamond { state }),
+        );
+        v.extend(c.trace_mount.map(|path| Change::TraceMount { path }));
+        v.extend(c.trace_instance.map(|path| Change::TraceInstance { path }));
+        v.extend(self.knobs.into_iter().map(|k| Change::Knob {
+            after: k.value.clone(),
+            name: k.name,
+            path: k.path,
+            before: k.value,
+        }));
+        v
     }
 }
 
@@ -232,266 +227,48 @@ pub fn default_state_file(pid: u32) -> PathBuf {
     PathBuf::from(format!("/run/fraglab-host-{pid}.restore"))
 }
 
-/// State files left in /run by runs that did not restore their knobs (killed with SIGKILL).
+/// State files left in /run by processes that did not undo their changes (killed with
+/// SIGKILL).
 pub fn find_state_files() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir("/run")
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.file_name().is_some_and(|n| {
-                        let n = n.to_string_lossy();
-                        n.starts_with("fraglab-host-") && n.ends_with(".restore")
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
+    crate::journal::leftovers_in(Path::new("/run")).0
 }
 
-fn write_state_file(path: &Path, state: &StateFile) -> Result<(), HostError> {
-    let tmp = path.with_extension("restore.tmp");
-    let text = serde_json::to_string_pretty(state).expect("plain data");
-    let mut f = std::fs::File::create(&tmp).map_err(|e| HostError::io(tmp.display().to_string(), e))?;
-    f.write_all(text.as_bytes())
-        .and_then(|_| f.sync_all())
-        .map_err(|e| HostError::io(tmp.display().to_string(), e))?;
-    std::fs::rename(&tmp, path).map_err(|e| HostError::io(path.display().to_string(), e))
-}
-
-/// Puts back the knobs saved in a state file left by a run that was killed (SIGKILL) before it
-/// could restore them (and what its cleanup lists: kdamonds turned off, memory blocks taken
-/// offline, the hugetlb pool, ...),
-/// then removes the file. Refuses while the process that wrote it is still alive (it would
-/// restore under a running workload). Returns the restored (name, value)s, a kdamond turned
-/// back on as (its state file, "on"), a memory block as (its state file, "online").
-pub fn restore_from_state_file(path: &Path) -> Result<Vec<(String, String)>, HostError> {
-    let text = std::fs::read_to_string(path).map_err(|e| HostError::io(path.display().to_string(), e))?;
-    let state: StateFile = serde_json::from_str(&text)
-        .map_err(|e| HostError::BadStateFile(format!("{}: {e}", path.display())))?;
-    if state.pid != std::process::id() && process_alive(state.pid) {
-        return Err(HostError::Busy(format!(
-            "{}: the run (pid {}) that wrote it is still alive",
-            path.display(),
-            state.pid
-        )));
-    }
-    for k in &state.knobs {
-        let def = fraglab_spec::find_knob(&k.name)
-            .ok_or_else(|| HostError::BadStateFile(format!("unknown knob {}", k.name)))?;
-        if knob_path(def.name) != k.path || !value_fits(def, &k.value) {
-            return Err(HostError::BadStateFile(format!(
-                "{}: {} {:?} at {} is not a valid saved knob",
-                path.display(),
-                k.name,
-                k.value,
-                k.path.display()
-            )));
+/// Removes the `fraglab-host-PID.restore.tmp` files in `dir` whose process is gone: a state
+/// file half-written when its process was killed. Its change was never applied (a change is
+/// applied only after its state file is renamed into place), so there is nothing to undo.
+/// Returns the files removed.
+pub fn remove_stale_tmp_files(dir: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    for p in crate::journal::leftovers_in(dir).1 {
+        let pid = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("fraglab-host-"))
+            .and_then(|n| n.split(['.', '-']).next())
+            .and_then(|n| n.parse::<u32>().ok());
+        let alive = pid.is_some_and(|pid| pid == std::process::id() || process_alive(pid));
+        if !alive && std::fs::remove_file(&p).is_ok() {
+            removed.push(p);
         }
     }
-    if let Some(p) = state
-        .cleanup
-        .damon_on
-        .iter()
-        .find(|p| !crate::damon::is_state_file(p))
-    {
-        return Err(HostError::BadStateFile(format!(
-            "{}: {} is not a kdamond state file",
-            path.display(),
-            p.display()
-        )));
+    removed
+}
+
+/// Undoes the changes of a state file left by a process that was killed (SIGKILL) before it
+/// could undo them ([`crate::journal::restore_state_file`] on this machine), then removes the
+/// file; also removes half-written state files of dead processes beside it. Refuses while the
+/// process that wrote it is still alive. Returns what was put back as (what, value).
+pub fn restore_from_state_file(path: &Path) -> Result<Vec<(String, String)>, HostError> {
+    if let Some(dir) = path.parent() {
+        remove_stale_tmp_files(dir);
     }
-    if let Some((p, _)) = state
-        .cleanup
-        .read_ahead_kb
-        .iter()
-        .find(|(p, _)| !is_read_ahead_kb(p))
-    {
-        return Err(HostError::BadStateFile(format!(
-            "{}: {} is not a block device's read_ahead_kb",
-            path.display(),
-            p.display()
-        )));
-    }
-    let mut failed = restore_list(&state.knobs);
-    failed.extend(state.cleanup.run());
-    if !failed.is_empty() {
-        return Err(HostError::RestoreFailed(failed));
-    }
-    std::fs::remove_file(path).map_err(|e| HostError::io(path.display().to_string(), e))?;
-    Ok(state
-        .knobs
-        .iter()
-        .map(|k| (k.name.clone(), k.value.clone()))
-        .chain(
-            state
-                .cleanup
-                .damon_on
-                .iter()
-                .map(|p| (p.display().to_string(), "on".to_string())),
-        )
-        .chain(state.cleanup.offline_blocks.iter().map(|i| {
-            (
-                crate::memblock::state_path(Path::new(crate::memblock::MEMORY_SYSFS), *i)
-                    .display()
-                    .to_string(),
-                "online".to_string(),
-            )
-        }))
-        .collect())
+    crate::journal::restore_state_file(path, &crate::journal::Machine::live())
 }
 
 /// Whether process `pid` exists and is not a zombie.
 fn process_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| !r.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
-/// Writes back saved knobs in reverse order; returns the failures.
-fn restore_list(knobs: &[SavedKnob]) -> Vec<String> {
-    let mut failed = Vec::new();
-    for k in knobs.iter().rev() {
-        if let Err(e) = write_knob(&k.name, &k.path, &k.value) {
-            failed.push(e.to_string());
-        }
-    }
-    failed
-}
-
-/// Records knobs, applies new values, and restores the recorded values on [`KnobGuard::restore`]
-/// or on drop (also while unwinding from a panic). The state file is written before the first
-/// knob changes and removed after a clean restore.
-pub struct KnobGuard {
-    saved: Vec<SavedKnob>,
-    state_file: PathBuf,
-    cleanup: Cleanup,
-    restored: bool,
-}
-
-impl KnobGuard {
-    /// Saves the current value of every knob in `new` (canonical name → value text), writes
-    /// the state file, then writes the new values. On a failed write, what was written is put
-    /// back before the error is returned.
-    pub fn apply(
-        new: &[(String, String)],
-        state_file: &Path,
-        cleanup: Cleanup,
-    ) -> Result<KnobGuard, HostError> {
-        let mut saved = Vec::new();
-        for (name, _) in new {
-            let path = knob_path(name);
-            if !path.exists() {
-                return Err(HostError::MissingKnob {
-                    name: name.clone(),
-                    path: path.display().to_string(),
-                });
-            }
-            saved.push(SavedKnob {
-                name: name.clone(),
-                value: read_knob(&path)?,
-                path,
-            });
-        }
-        write_state_file(
-            state_file,
-            &StateFile {
-                pid: std::process::id(),
-                knobs: saved.clone(),
-                cleanup: cleanup.clone(),
-            },
-        )?;
-        let guard = KnobGuard {
-            saved,
-            state_file: state_file.to_path_buf(),
-            cleanup,
-            restored: false,
-        };
-        for (i, (name, value)) in new.iter().enumerate() {
-            if guard.saved[i].value == normalise(value) {
-                continue;
-            }
-            // The guard restores everything on drop if this fails.
-            write_knob(name, &guard.saved[i].path, value)?;
-        }
-        Ok(guard)
-    }
-
-    /// Records more leftovers (a trace instance started after the knobs) in the state file.
-    pub fn update_cleanup(&mut self, f: impl FnOnce(&mut Cleanup)) -> Result<(), HostError> {
-        f(&mut self.cleanup);
-        write_state_file(
-            &self.state_file,
-            &StateFile {
-                pid: std::process::id(),
-                knobs: self.saved.clone(),
-                cleanup: self.cleanup.clone(),
-            },
-        )
-    }
-
-    /// Sets block device `dev`'s read_ahead_kb (`/sys/block/DEV/queue/read_ahead_kb`,
-    /// kernel-model.md §23.1) to `kb` for the run: the value before is recorded in the state
-    /// file first (once per device) and written back by [`KnobGuard::restore`], on drop, and by
-    /// `fraglab host restore` after a SIGKILL. Files opened afterwards copy the new `ra_pages`.
-    pub fn set_read_ahead_kb(&mut self, dev: &str, kb: u64) -> Result<(), HostError> {
-        let path = read_ahead_kb_path(dev);
-        if !is_read_ahead_kb(&path) || !path.exists() {
-            return Err(HostError::MissingKnob {
-                name: "read_ahead_kb".into(),
-                path: path.display().to_string(),
-            });
-        }
-        let old: u64 = read_knob(&path)?.trim().parse().map_err(|_| {
-            HostError::io(
-                path.display().to_string(),
-                std::io::Error::new(std::io::ErrorKind::InvalidData, "not a number"),
-            )
-        })?;
-        if !self.cleanup.read_ahead_kb.iter().any(|(p, _)| *p == path) {
-            let p = path.clone();
-            self.update_cleanup(|c| c.read_ahead_kb.push((p, old)))?;
-        }
-        std::fs::write(&path, kb.to_string()).map_err(|e| HostError::io(path.display().to_string(), e))
-    }
-
-    /// The saved (pre-run) values.
-    pub fn saved(&self) -> &[SavedKnob] {
-        &self.saved
-    }
-
-    /// Writes the saved values back, turns back on the kdamonds the run turned off
-    /// ([`Cleanup::damon_on`]) and removes the state file (kept if anything failed).
-    pub fn restore(&mut self) -> Result<(), HostError> {
-        if self.restored {
-            return Ok(());
-        }
-        self.restored = true;
-        let mut failed = restore_list(&self.saved);
-        failed.extend(crate::damon::turn_on(&self.cleanup.damon_on));
-        failed.extend(restore_read_ahead(&self.cleanup.read_ahead_kb));
-        if !failed.is_empty() {
-            return Err(HostError::RestoreFailed(failed));
-        }
-        let _ = std::fs::remove_file(&self.state_file);
-        Ok(())
-    }
-}
-
-impl Drop for KnobGuard {
-    fn drop(&mut self) {
-        if let Err(e) = self.restore() {
-            eprintln!(
-                "fraglab-host: {e} (state file {} kept for restore_from_state_file)",
-                self.state_file.display()
-            );
-        }
-    }
+    use crate::journal::Backend as _;
+    crate::journal::LiveBackend.start_time(pid as i32).is_some()
 }
 
 /// The machine-wide lock of host runs (`flock` on `/run/fraglab-host.lock`): two runs changing
@@ -552,25 +329,30 @@ mod tests {
         assert!(value_fits(f("vm.swappiness"), "60"));
     }
 
-    /// `[machine] read_ahead_kb`: only `/sys/block/DEV/queue/read_ahead_kb` is restored from a
-    /// state file; an old state file without the field still reads.
+    /// `[machine] read_ahead_kb`: only `/sys/block/DEV/queue/read_ahead_kb` is restored from an
+    /// old state file; an old state file without the field still reads.
     #[test]
-    fn read_ahead_kb_paths_and_state_file() {
+    fn read_ahead_kb_paths_and_old_state_file() {
         assert_eq!(
             read_ahead_kb_path("vda"),
             PathBuf::from("/sys/block/vda/queue/read_ahead_kb")
         );
-        assert!(is_read_ahead_kb(Path::new(
-            "/sys/block/loop3/queue/read_ahead_kb"
-        )));
-        assert!(!is_read_ahead_kb(Path::new("/sys/block/../queue/read_ahead_kb")));
-        assert!(!is_read_ahead_kb(Path::new("/sys/block/a/b/queue/read_ahead_kb")));
-        assert!(!is_read_ahead_kb(Path::new("/etc/passwd")));
+        assert_eq!(
+            read_ahead_dev(Path::new("/sys/block/loop3/queue/read_ahead_kb")).as_deref(),
+            Some("loop3")
+        );
+        assert!(read_ahead_dev(Path::new("/sys/block/../queue/read_ahead_kb")).is_none());
+        assert!(read_ahead_dev(Path::new("/sys/block/a/b/queue/read_ahead_kb")).is_none());
+        assert!(read_ahead_dev(Path::new("/etc/passwd")).is_none());
         let old: StateFile = serde_json::from_str(r#"{"pid": 1, "knobs": []}"#).unwrap();
         assert!(old.cleanup.read_ahead_kb.is_empty());
         let mut st = old.clone();
         st.cleanup.read_ahead_kb.push((read_ahead_kb_path("vda"), 8192));
+        st.cleanup.read_ahead_kb.push((PathBuf::from("/etc/passwd"), 1));
         let back: StateFile = serde_json::from_str(&serde_json::to_string(&st).unwrap()).unwrap();
         assert_eq!(back, st);
+        let changes = back.into_changes();
+        assert!(changes[0].check().is_ok());
+        assert!(changes[1].check().is_err(), "{:?}", changes[1]);
     }
 }

@@ -4,11 +4,13 @@
 //!
 //! - [`preflight`] checks the machine (Linux, root, kernel ≥ 6.15, every knob the spec sets at
 //!   its real path, memory and disk limits) and returns a [`Plan`] (what `--dry-run` prints).
-//! - [`host_run`] applies the knobs under a [`KnobGuard`] (state file first, restored on every
-//!   way out: normal end, error, panic, SIGINT/SIGTERM), forks one process per task instance and
-//!   generator, samples /proc every second, and restores everything at the end.
-//! - [`restore_from_state_file`] puts back the knobs of a run that was killed with SIGKILL
-//!   (and turns back on the kdamonds a `[host] damon = "off"` run turned off, [`damon`]).
+//! - [`host_run`] makes every change to the machine (knobs, THP, read_ahead_kb, memory blocks,
+//!   hugetlb pools, kdamonds, loop images, tracefs, its processes and directory) through a
+//!   change journal ([`journal`]: written to the state file before each change, undone in
+//!   reverse on every way out: normal end, error, panic, SIGINT/SIGTERM), forks one process per
+//!   task instance and generator, samples /proc every second, and undoes everything at the end.
+//! - [`restore_from_state_file`] undoes the changes of a run (or `host record`) that was killed
+//!   with SIGKILL, from the state file it left.
 //! - [`snapshot`] captures the /proc files and all knobs once.
 //!
 //! Where the host result differs from the simulator's (see the README of this crate in the
@@ -32,6 +34,7 @@ pub mod confounders;
 pub mod damon;
 mod error;
 pub mod hugetlb;
+pub mod journal;
 pub mod knobs;
 pub mod loops;
 pub mod memblock;
@@ -46,9 +49,10 @@ pub mod trace;
 mod worker;
 
 pub use error::HostError;
+pub use journal::{Change, Journal, Machine};
 pub use knobs::{
-    default_state_file, find_state_files, knob_path, read_all_knobs, restore_from_state_file, Cleanup,
-    KnobGuard, SavedKnob, StateFile,
+    default_state_file, find_state_files, knob_path, read_all_knobs, remove_stale_tmp_files,
+    restore_from_state_file, Cleanup, SavedKnob, StateFile,
 };
 pub use preflight::{preflight, FileSetPlan, Plan, PlannedKnob};
 pub use run::host_run;

@@ -10,22 +10,21 @@
 //!
 //! Each image is a sparse file in the run's directory sized from the files that go on it plus
 //! headroom ([`image_size`]), made with `mkfs.ext4 -E nodiscard` / `mkfs.xfs -K` (no discard),
-//! attached with `losetup --find --show` and mounted without `discard`. The image and its mount
-//! point are recorded in the state file before they are created ([`crate::knobs::Cleanup`]), so
-//! that `fraglab host restore` after a SIGKILL unmounts them, detaches every loop device backing
-//! the image (`losetup -j`) and removes them; [`LoopImages`]' drop does the same on every other
-//! way out.
+//! attached with `losetup --find --show` and mounted without `discard`. Each image is a
+//! `loop_image` change of the run's journal ([`crate::journal`]), recorded in the state file
+//! before it is created: on every way out (and by `fraglab host restore` after a SIGKILL) it is
+//! unmounted, every loop device backing the image detached (`losetup -j`) and both removed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use fraglab_spec::{MappingKind, WorkloadSpec};
 
 use crate::HostError;
 
 /// A filesystem of the run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Fs {
     Xfs,
     Ext4,
@@ -50,21 +49,21 @@ impl Fs {
         }
     }
 
-    fn mkfs(self) -> &'static str {
+    pub(crate) fn mkfs(self) -> &'static str {
         match self {
             Fs::Xfs => "mkfs.xfs",
             Fs::Ext4 | Fs::Ext4Journal => "mkfs.ext4",
         }
     }
 
-    fn mkfs_args(self) -> &'static [&'static str] {
+    pub(crate) fn mkfs_args(self) -> &'static [&'static str] {
         match self {
             Fs::Xfs => &["-q", "-f", "-K"],
             Fs::Ext4 | Fs::Ext4Journal => &["-q", "-F", "-E", "nodiscard"],
         }
     }
 
-    fn fstype(self) -> &'static str {
+    pub(crate) fn fstype(self) -> &'static str {
         match self {
             Fs::Xfs => "xfs",
             Fs::Ext4 | Fs::Ext4Journal => "ext4",
@@ -176,26 +175,10 @@ impl Image {
     }
 }
 
-/// The run's images; unmounted, detached and deleted on drop.
+/// The run's images (undone by the run's journal).
 #[derive(Default)]
 pub struct LoopImages {
     pub images: Vec<Image>,
-}
-
-fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{cmd}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd} {}: {} {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The (image, mount point) of filesystem `fs` in the run's directory `dir`.
@@ -207,51 +190,30 @@ pub fn paths(dir: &Path, fs: Fs) -> (PathBuf, PathBuf) {
 }
 
 impl LoopImages {
-    /// Makes, attaches and mounts one image per entry of `need` in `dir`; `record` is called
-    /// with every (image, mount point) before anything is created (the state file).
+    /// Makes, attaches and mounts one image per entry of `need` in `dir`, each a `loop_image`
+    /// change of `journal` (recorded before anything of it is created).
     pub fn create(
+        journal: &mut crate::journal::Journal,
         dir: &Path,
         need: &BTreeMap<Fs, u64>,
-        record: impl FnOnce(Vec<(PathBuf, PathBuf)>) -> Result<(), HostError>,
     ) -> Result<LoopImages, HostError> {
-        record(need.keys().map(|fs| paths(dir, *fs)).collect())?;
         let mut me = LoopImages::default();
         for (&fs, &size) in need {
             let (image, mnt) = paths(dir, fs);
-            me.images.push(Image {
+            let dev = journal.apply(crate::journal::Change::LoopImage {
                 fs,
                 image: image.clone(),
                 mnt: mnt.clone(),
                 size,
-                dev: None,
-                mounted: false,
+            })?;
+            me.images.push(Image {
+                fs,
+                image,
+                mnt,
+                size,
+                dev,
+                mounted: true,
             });
-            let err = |why: String| HostError::LoopImage(format!("{} image: {why}", fs.name()));
-            let f = std::fs::File::create(&image).map_err(|e| err(format!("{}: {e}", image.display())))?;
-            f.set_len(size)
-                .map_err(|e| err(format!("{}: {e}", image.display())))?;
-            drop(f);
-            let img = image.to_string_lossy().into_owned();
-            let mut args: Vec<&str> = fs.mkfs_args().to_vec();
-            args.push(&img);
-            run(fs.mkfs(), &args).map_err(err)?;
-            std::fs::create_dir(&mnt).map_err(|e| err(format!("{}: {e}", mnt.display())))?;
-            let dev = run("losetup", &["--find", "--show", &img]).map_err(err)?;
-            let dev = PathBuf::from(dev.trim());
-            me.images.last_mut().expect("pushed").dev = Some(dev.clone());
-            run(
-                "mount",
-                &[
-                    "-t",
-                    fs.fstype(),
-                    "-o",
-                    fs.options(),
-                    &dev.to_string_lossy(),
-                    &mnt.to_string_lossy(),
-                ],
-            )
-            .map_err(err)?;
-            me.images.last_mut().expect("pushed").mounted = true;
         }
         Ok(me)
     }
@@ -276,79 +238,6 @@ impl LoopImages {
         }
         s
     }
-
-    /// Unmounts, detaches and deletes every image; returns what failed.
-    pub fn teardown(&mut self) -> Vec<String> {
-        let mut failed = Vec::new();
-        for i in std::mem::take(&mut self.images).into_iter().rev() {
-            failed.extend(teardown_one(&i.image, &i.mnt));
-        }
-        failed
-    }
-}
-
-impl Drop for LoopImages {
-    fn drop(&mut self) {
-        for e in self.teardown() {
-            eprintln!("fraglab-host: loop image cleanup: {e}");
-        }
-    }
-}
-
-/// Whether `mnt` is a mount point now (/proc/self/mountinfo's fifth field).
-fn is_mounted(mnt: &Path) -> bool {
-    let m = mnt.to_string_lossy();
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .is_ok_and(|t| t.lines().any(|l| l.split(' ').nth(4).is_some_and(|p| p == m)))
-}
-
-/// Unmounts `mnt`, detaches every loop device backing `image`, deletes both (only the run's
-/// own `img-*.img` and `mnt-*` under a `fraglab-host-*` directory). Also used by `fraglab host
-/// restore` from the state file.
-pub fn teardown_one(image: &Path, mnt: &Path) -> Vec<String> {
-    let ours = |p: &Path, pre: &str| {
-        p.file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with(pre))
-            && p.parent()
-                .and_then(|d| d.file_name())
-                .is_some_and(|n| n.to_string_lossy().starts_with("fraglab-host-"))
-    };
-    let mut failed = Vec::new();
-    if !ours(image, "img-") || !ours(mnt, "mnt-") {
-        failed.push(format!(
-            "{} / {}: not a loop image of a run",
-            image.display(),
-            mnt.display()
-        ));
-        return failed;
-    }
-    if is_mounted(mnt) {
-        if let Err(e) = run("umount", &[&mnt.to_string_lossy()]) {
-            failed.push(e);
-            return failed;
-        }
-    }
-    if image.exists() {
-        match run("losetup", &["-j", &image.to_string_lossy()]) {
-            Ok(out) => {
-                for dev in out.lines().filter_map(|l| l.split(':').next()) {
-                    if let Err(e) = run("losetup", &["-d", dev]) {
-                        failed.push(e);
-                    }
-                }
-            }
-            Err(e) => failed.push(e),
-        }
-    }
-    if mnt.is_dir() {
-        let _ = std::fs::remove_dir(mnt);
-    }
-    if failed.is_empty() && image.exists() {
-        if let Err(e) = std::fs::remove_file(image) {
-            failed.push(format!("{}: {e}", image.display()));
-        }
-    }
-    failed
 }
 
 #[cfg(test)]
@@ -373,13 +262,5 @@ mod tests {
         for fs in [Fs::Xfs, Fs::Ext4, Fs::Ext4Journal] {
             assert!(!fs.options().split(',').any(|o| o == "discard"));
         }
-    }
-
-    /// Teardown refuses paths that are not a run's images.
-    #[test]
-    fn teardown_only_touches_run_images() {
-        let f = teardown_one(Path::new("/etc/passwd"), Path::new("/mnt"));
-        assert_eq!(f.len(), 1);
-        assert!(f[0].contains("not a loop image"));
     }
 }

@@ -19,8 +19,10 @@
 //! the kernel's migration loop, when it takes longer), the next lower candidate is tried when
 //! one refuses, and the whole is bounded in attempts and time: a target that cannot be reached
 //! onlines what was taken and fails. Every block is recorded (the `record` callback: the run's
-//! state file) before `offline` is written to it, and [`Offlined`] onlines them again on
-//! [`Offlined::release`] or on drop; [`online_blocks`] does it from a state file after SIGKILL.
+//! `memory_block` change of the run's journal, [`crate::journal`]) before `offline` is written
+//! to it, and the journal onlines it again on every way out (and `fraglab host restore` after
+//! a SIGKILL); [`Offlined::release`] onlines the blocks taken when the target cannot be
+//! reached.
 //!
 //! A run uses [`offline_best_effort`]: on this VM most blocks of Normal refuse, so instead of
 //! failing when the candidates (or the limits) run out it keeps the blocks that went, and the
@@ -291,7 +293,7 @@ fn refused(e: &io::Error) -> bool {
         )
 }
 
-/// The blocks a run holds offline: onlined again by [`Offlined::release`] or on drop.
+/// The blocks a run holds offline (onlined again by the run's journal, or [`Offlined::release`]).
 #[derive(Debug)]
 pub struct Offlined {
     root: PathBuf,
@@ -517,14 +519,6 @@ impl Offlined {
     }
 }
 
-impl Drop for Offlined {
-    fn drop(&mut self) {
-        if let Err(e) = self.release() {
-            eprintln!("fraglab-host: {e}");
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -689,13 +683,13 @@ mod tests {
         let f = machine("retry");
         let p = plan_of(&f, 11 * MIB128, 8 * MIB128);
         let mut w = writer(vec![8, 6], libc::EBUSY);
-        let held = offline(&p, Limits::for_plan(&p), &mut w, &mut |_| Ok(())).unwrap();
+        let mut held = offline(&p, Limits::for_plan(&p), &mut w, &mut |_| Ok(())).unwrap();
         assert_eq!(held.blocks, vec![11, 7, 5]);
         assert_eq!(held.refused.len(), 2);
         assert_eq!(f.state(8), "online");
-        drop(held);
+        held.release().unwrap();
         for i in [11, 7, 5] {
-            assert_eq!(f.state(i), "online_kernel", "memory{i} not onlined on drop");
+            assert_eq!(f.state(i), "online_kernel", "memory{i} not onlined on release");
         }
     }
 
@@ -751,7 +745,7 @@ mod tests {
             recorded.push(i);
             Ok(())
         };
-        let held = offline_best_effort(&p, Limits::for_plan(&p), &mut w, &mut record).unwrap();
+        let mut held = offline_best_effort(&p, Limits::for_plan(&p), &mut w, &mut record).unwrap();
         assert_eq!(held.blocks, vec![11, 4]);
         assert_eq!(recorded, vec![11, 8, 7, 6, 5, 4]);
         assert_eq!(held.refused.len(), 4);
@@ -765,7 +759,7 @@ mod tests {
             "{}",
             held.describe(&p)
         );
-        drop(held);
+        held.release().unwrap();
         assert_eq!(f.state(11), "online_kernel");
         assert_eq!(f.state(4), "online_kernel");
 

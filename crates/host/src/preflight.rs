@@ -92,6 +92,38 @@ impl fmt::Display for Plan {
             self.spec_name.as_deref().unwrap_or("(unnamed spec)"),
             self.kernel_release
         )?;
+        self.fmt_knobs(f)?;
+        writeln!(
+            f,
+            "workload: {} processes, duration at most {:.1} s",
+            self.processes,
+            self.duration.as_secs_f64()
+        )?;
+        writeln!(
+            f,
+            "memory: anonymous {} + pipe buffers {} (cap {}); MemAvailable {} (floor {})",
+            gib(self.planned_anon_bytes),
+            gib(self.planned_pipe_bytes),
+            gib(self.anon_cap_bytes),
+            gib(self.mem_available_bytes),
+            gib(self.mem_floor_bytes)
+        )?;
+        self.fmt_fit(f)?;
+        self.fmt_files(f)?;
+        writeln!(
+            f,
+            "files under a fresh directory in {} (removed at the end)",
+            self.workdir_parent.display()
+        )?;
+        for n in &self.notes {
+            writeln!(f, "note: {n}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Plan {
+    fn fmt_knobs(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.knobs.is_empty() {
             writeln!(f, "knobs: none set by the spec")?;
         } else {
@@ -109,21 +141,11 @@ impl fmt::Display for Plan {
                 )?;
             }
         }
-        writeln!(
-            f,
-            "workload: {} processes, duration at most {:.1} s",
-            self.processes,
-            self.duration.as_secs_f64()
-        )?;
-        writeln!(
-            f,
-            "memory: anonymous {} + pipe buffers {} (cap {}); MemAvailable {} (floor {})",
-            gib(self.planned_anon_bytes),
-            gib(self.planned_pipe_bytes),
-            gib(self.anon_cap_bytes),
-            gib(self.mem_available_bytes),
-            gib(self.mem_floor_bytes)
-        )?;
+        Ok(())
+    }
+
+    /// `--fit-memory` and the hugetlb pool of the steps.
+    fn fmt_fit(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(o) = &self.offline {
             writeln!(
                 f,
@@ -160,6 +182,11 @@ impl fmt::Display for Plan {
                 }
             )?;
         }
+        Ok(())
+    }
+
+    /// The run's files, read_ahead_kb and fio.
+    fn fmt_files(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.planned_slab_files > 0 {
             writeln!(f, "slab: {} empty files", self.planned_slab_files)?;
         }
@@ -196,14 +223,6 @@ impl fmt::Display for Plan {
                 "fio: {jobs} jobs, each cycling through {per_job} files of {size} bytes ({} on disk)",
                 gib(*jobs as u64 * per_job * size)
             )?;
-        }
-        writeln!(
-            f,
-            "files under a fresh directory in {} (removed at the end)",
-            self.workdir_parent.display()
-        )?;
-        for n in &self.notes {
-            writeln!(f, "note: {n}")?;
         }
         Ok(())
     }

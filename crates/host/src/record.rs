@@ -16,9 +16,13 @@
 //! The start snapshot is read after tracing is on (events during the pfn read are recorded; the
 //! header gives the read's window on the trace clock, `snapshot_window_ns`).
 //!
-//! Every exit path removes the instance and unmounts what was mounted: normal end, error, panic
-//! (the [`Session`]'s `Drop`), SIGINT/SIGTERM (they stop the recording early; the file is still
-//! written, with `interrupted_by`, and the command is sent SIGTERM).
+//! The tracefs mount (if one is made), the instance and the command are changes of the
+//! recorder's change journal ([`crate::journal`]; state file `/run/fraglab-host-PID.restore`),
+//! each written to the state file before it is made: every exit path removes the instance,
+//! unmounts what was mounted and ends the command: normal end, error, panic (the journal's
+//! `Drop`), SIGINT/SIGTERM (they stop the recording early; the file is still written, with
+//! `interrupted_by`, and the command is sent SIGTERM), and after a SIGKILL `fraglab host
+//! restore`. The command gets SIGTERM if the recorder dies (PR_SET_PDEATHSIG).
 //!
 //! The recorder's own allocations are in the trace (reading trace_pipe, spooling the file through
 //! the page cache, reading the snapshot): its lines carry its pid or its reader thread's tid
@@ -37,8 +41,9 @@ use fraglab_spec::result::HostConfounders;
 use fraglab_state::snapshot::Snapshot;
 use fraglab_state::trace::{line_pid, lost_events_line, TraceHeader, TraceWriter};
 
+use crate::journal::{Change, Journal, Machine};
 use crate::signals::SignalFlag;
-use crate::trace::{tracefs_root, unmount_private, write};
+use crate::trace::write;
 use crate::{confounders, knobs, procfs, HostError};
 
 /// The events recorded by default: the page allocator's (kmem), every compaction event the
@@ -152,40 +157,39 @@ fn thread_cpu_us() -> (u64, u64) {
     (us(ru.ru_utime), us(ru.ru_stime))
 }
 
-/// The tracefs instance, the reader thread and the command: everything [`record`] must undo.
-/// `Drop` (every way out) disables the events, stops the reader (the pipe must be closed
-/// before the instance can be removed), ends the command, removes the instance and unmounts.
+/// The reader thread and the command of a recording. The tracefs mount, the instance and the
+/// command are changes of the recorder's journal ([`crate::journal`]), undone on every way out
+/// (and by `fraglab host restore` after a SIGKILL); `Drop` stops the events and the reader
+/// first (the pipe must be closed before the instance can be removed), so the session is
+/// declared after the journal.
 struct Session {
-    mounted: Option<PathBuf>,
     instance: PathBuf,
-    created: bool,
     stop: Arc<AtomicBool>,
     reader: Option<JoinHandle<Result<TraceWriter, HostError>>>,
     child: Option<Child>,
 }
 
 impl Session {
-    fn open(pid: u32) -> Result<Session, HostError> {
-        let (root, mounted) = tracefs_root(&format!("fraglab-record-tracefs-{pid}"))?;
-        remove_stale_instances(&root.join("instances"));
-        let mut s = Session {
-            mounted,
-            instance: root.join("instances").join(instance_name(pid)),
-            created: false,
+    fn open(journal: &mut Journal, pid: u32) -> Result<Session, HostError> {
+        let instance = crate::trace::open_instance(
+            journal,
+            &format!("fraglab-record-tracefs-{pid}"),
+            &instance_name(pid),
+        )?;
+        if let Some(instances) = instance.parent() {
+            remove_stale_instances(instances);
+        }
+        Ok(Session {
+            instance,
             stop: Arc::new(AtomicBool::new(false)),
             reader: None,
             child: None,
-        };
-        std::fs::create_dir(&s.instance).map_err(|e| HostError::io(s.instance.display().to_string(), e))?;
-        s.created = true;
-        Ok(s)
+        })
     }
 
     fn disable_events(&self) {
-        if self.created {
-            let _ = std::fs::write(self.instance.join("events/enable"), "0");
-            let _ = std::fs::write(self.instance.join("tracing_on"), "0");
-        }
+        let _ = std::fs::write(self.instance.join("events/enable"), "0");
+        let _ = std::fs::write(self.instance.join("tracing_on"), "0");
     }
 
     /// Stops the reader thread (after the events were disabled it drains what is left).
@@ -217,26 +221,12 @@ impl Session {
         let _ = c.kill();
         c.wait().ok()
     }
-
-    fn cleanup(&mut self) {
-        self.end_child();
-        self.disable_events();
-        drop(self.join_reader());
-        if self.created {
-            self.created = false;
-            if let Err(e) = std::fs::remove_dir(&self.instance) {
-                eprintln!("fraglab-host: cannot remove {}: {e}", self.instance.display());
-            }
-        }
-        if let Some(dir) = self.mounted.take() {
-            unmount_private(&dir);
-        }
-    }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        self.cleanup();
+        self.disable_events();
+        drop(self.join_reader());
     }
 }
 
@@ -248,13 +238,16 @@ const CHILD_GRACE: Duration = Duration::from_secs(120);
 /// Removes the instances of recorders that died without cleaning up (SIGKILL): an instance
 /// outlives its process and even an unmount of tracefs, keeping its buffer and, if its events
 /// are on, tracing. `fraglab-record-PID` (and a snapshot's `fraglab-damon-PID`,
-/// [`crate::damon::capture_regions`]) where no process PID exists.
+/// [`crate::damon::capture_regions`], and a run's `fraglab-host-PID`) where no process PID
+/// exists. (Since the change journal, `fraglab host restore` removes them from the state file;
+/// this catches those of older versions.)
 pub fn remove_stale_instances(instances: &Path) {
     for e in std::fs::read_dir(instances).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(pid) = name
             .strip_prefix("fraglab-record-")
             .or_else(|| name.strip_prefix("fraglab-damon-"))
+            .or_else(|| name.strip_prefix("fraglab-host-"))
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
@@ -390,9 +383,9 @@ fn idle(stop: &AtomicBool, idle_after_stop: &mut u32) {
     std::thread::sleep(Duration::from_millis(20));
 }
 
-/// Records the live kernel's tracepoints into `opts.output` (see the module doc); the header
-/// written.
-pub fn record(opts: &RecordOptions) -> Result<TraceHeader, HostError> {
+/// The events to record ([`DEFAULT_EVENTS`] when none are given), checked, and the duration
+/// (None: until the command exits).
+fn check_options(opts: &RecordOptions) -> Result<(Vec<String>, Option<Duration>), HostError> {
     if !cfg!(target_os = "linux") {
         return Err(HostError::NotLinux);
     }
@@ -423,36 +416,45 @@ pub fn record(opts: &RecordOptions) -> Result<TraceHeader, HostError> {
         (None, true) => Some(DEFAULT_DURATION),
         (None, false) => None,
     };
-    let pid = std::process::id();
-    let signals = SignalFlag::install();
-    let knobs = knobs::read_all_knobs();
-    let conf_start = confounders::read();
+    Ok((events, duration))
+}
+
+/// The header as known at the start.
+fn start_header(opts: &RecordOptions, events: &[String], pid: u32) -> TraceHeader {
     let started_at_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     // SAFETY: sysconf has no preconditions.
     let nr_cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32;
-
-    let mut header = TraceHeader {
-        events: events.clone(),
+    TraceHeader {
+        events: events.to_vec(),
         started_at_unix_s,
         nr_cpus,
         buffer_size_kb: opts.buffer_kb,
-        knobs,
+        knobs: knobs::read_all_knobs(),
         workload: opts.command.join(" "),
         recorder_pid: Some(pid),
         clock: "mono".into(),
         ..Default::default()
-    };
-    let writer = TraceWriter::create(&opts.output, &header, None).map_err(state_err)?;
+    }
+}
 
-    let mut s = Session::open(pid)?;
+/// Sets up the session's instance (buffer, clock, events) and starts its reader thread into
+/// `writer`; tracing is still off.
+fn start_session(
+    journal: &mut Journal,
+    opts: &RecordOptions,
+    events: &[String],
+    writer: TraceWriter,
+    pid: u32,
+) -> Result<(Session, Arc<Progress>), HostError> {
+    let mut s = Session::open(journal, pid)?;
     let inst = s.instance.clone();
     write(&inst.join("tracing_on"), "0")?;
     write(&inst.join("buffer_size_kb"), &opts.buffer_kb.to_string())?;
     write(&inst.join("trace_clock"), "mono")?;
-    for ev in &events {
-        let (group, name) = ev.split_once(':').expect("checked above");
+    for ev in events {
+        let (group, name) = ev.split_once(':').expect("checked");
         let p = if name == "*" {
             inst.join("events").join(group).join("enable")
         } else {
@@ -472,57 +474,70 @@ pub fn record(opts: &RecordOptions) -> Result<TraceHeader, HostError> {
         .open(inst.join("trace_pipe"))
         .map_err(|e| HostError::io("trace_pipe", e))?;
     let prog = Arc::new(Progress::default());
-    {
-        let (stop, prog) = (s.stop.clone(), prog.clone());
-        s.reader = Some(
-            std::thread::Builder::new()
-                .name("fraglab-record".into())
-                .spawn(move || reader(pipe, writer, stop, prog, pid))
-                .map_err(|e| HostError::io("spawn the trace reader", e))?,
-        );
-    }
-    header.trace_start_ns = mono_ns();
-    write(&inst.join("tracing_on"), "1")?;
-    let t0 = Instant::now();
+    let (stop, p) = (s.stop.clone(), prog.clone());
+    s.reader = Some(
+        std::thread::Builder::new()
+            .name("fraglab-record".into())
+            .spawn(move || reader(pipe, writer, stop, p, pid))
+            .map_err(|e| HostError::io("spawn the trace reader", e))?,
+    );
+    Ok((s, prog))
+}
 
-    let snapshot = if opts.snapshot {
-        let a = mono_ns();
-        let snap = take_snapshot(opts.progress)?;
-        header.snapshot_window_ns = Some([a, mono_ns()]);
-        Some(snap)
-    } else {
-        None
+/// Starts the command (a `child` change of the journal; it dies with the recorder,
+/// PR_SET_PDEATHSIG, until the journal has it).
+fn start_command(journal: &mut Journal, s: &mut Session, command: &[String]) -> Result<(), HostError> {
+    let Some((prog_name, args)) = command.split_first() else {
+        return Ok(());
     };
-
-    if let Some((prog_name, args)) = opts.command.split_first() {
-        let child = Command::new(prog_name)
-            .args(args)
-            .spawn()
-            .map_err(|e| HostError::Worker(format!("cannot start {prog_name}: {e}")))?;
-        s.child = Some(child);
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = Command::new(prog_name);
+    cmd.args(args);
+    // SAFETY: prctl only, in the forked child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0);
+            Ok(())
+        });
     }
-    let deadline = duration.map(|d| t0 + d);
+    let child = cmd
+        .spawn()
+        .map_err(|e| HostError::Worker(format!("cannot start {prog_name}: {e}")))?;
+    let c = Change::child(journal.machine(), child.id() as i32, CHILD_GRACE);
+    s.child = Some(child);
+    journal.record(c)
+}
+
+/// Waits for the end (duration, command, signal, reader failure), printing progress; the
+/// command's exit status if it ended.
+fn wait_for_end(
+    opts: &RecordOptions,
+    s: &mut Session,
+    prog: &Progress,
+    signals: &SignalFlag,
+    header: &mut TraceHeader,
+    deadline: Option<Instant>,
+    t0: Instant,
+) -> Option<std::process::ExitStatus> {
     let mut last_print = Instant::now();
     let mut last_lines = 0u64;
-    let mut child_status = None;
     loop {
         std::thread::sleep(Duration::from_millis(50));
         if let Some(sig) = signals.caught() {
             header.interrupted_by = Some(sig);
-            break;
+            return None;
         }
         if prog.failed.load(Ordering::SeqCst) {
-            break;
+            return None;
         }
         if let Some(c) = s.child.as_mut() {
             if let Ok(Some(st)) = c.try_wait() {
-                child_status = Some(st);
                 s.child = None;
-                break;
+                return Some(st);
             }
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
+            return None;
         }
         if opts.progress && last_print.elapsed() >= Duration::from_secs(1) {
             let l = prog.lines.load(Ordering::Relaxed);
@@ -539,6 +554,35 @@ pub fn record(opts: &RecordOptions) -> Result<TraceHeader, HostError> {
             last_lines = l;
         }
     }
+}
+
+/// Records the live kernel's tracepoints into `opts.output` (see the module doc); the header
+/// written.
+pub fn record(opts: &RecordOptions) -> Result<TraceHeader, HostError> {
+    let (events, duration) = check_options(opts)?;
+    let pid = std::process::id();
+    let signals = SignalFlag::install();
+    let conf_start = confounders::read();
+    let mut header = start_header(opts, &events, pid);
+    let writer = TraceWriter::create(&opts.output, &header, None).map_err(state_err)?;
+    // Declared before the session: dropped (undone) after it.
+    let mut journal = Journal::new(Machine::live(), knobs::default_state_file(pid));
+    let (mut s, prog) = start_session(&mut journal, opts, &events, writer, pid)?;
+    let inst = s.instance.clone();
+    header.trace_start_ns = mono_ns();
+    write(&inst.join("tracing_on"), "1")?;
+    let t0 = Instant::now();
+    let snapshot = if opts.snapshot {
+        let a = mono_ns();
+        let snap = take_snapshot(opts.progress)?;
+        header.snapshot_window_ns = Some([a, mono_ns()]);
+        Some(snap)
+    } else {
+        None
+    };
+    start_command(&mut journal, &mut s, &opts.command)?;
+    let deadline = duration.map(|d| t0 + d);
+    let mut child_status = wait_for_end(opts, &mut s, &prog, &signals, &mut header, deadline, t0);
     if child_status.is_none() {
         child_status = s.end_child();
     }
@@ -551,14 +595,28 @@ pub fn record(opts: &RecordOptions) -> Result<TraceHeader, HostError> {
     proc_end.insert("meminfo".into(), procfs::read("/proc/meminfo")?);
     header.proc_end = proc_end;
     let t_drain = Instant::now();
-    let mut writer = s.join_reader().expect("the reader runs until joined")?;
+    let writer = s.join_reader().expect("the reader runs until joined")?;
     let drain_s = t_drain.elapsed().as_secs_f64();
     header.lost_events = lost_events(&inst).max(prog.lost_lines.load(Ordering::SeqCst));
     drop(s);
+    journal.undo_all()?;
+    header.workload_status = child_status.and_then(|st| st.code());
+    finish_file(opts, header, writer, snapshot, conf_start, &prog, drain_s)
+}
+
+/// Writes the end of the file (the snapshot, the header) and prints the summary.
+fn finish_file(
+    opts: &RecordOptions,
+    mut header: TraceHeader,
+    mut writer: TraceWriter,
+    snapshot: Option<Snapshot>,
+    conf_start: fraglab_spec::result::confounders::ConfounderReading,
+    prog: &Progress,
+    drain_s: f64,
+) -> Result<TraceHeader, HostError> {
     let conf_end = confounders::read();
     header.confounders = serde_json::to_value(HostConfounders::from_readings(conf_start, conf_end))
         .expect("the confounders serialize");
-    header.workload_status = child_status.and_then(|st| st.code());
     header.recorder_lines = prog.self_lines.load(Ordering::SeqCst);
     header.recorder_tids = vec![prog.tid.load(Ordering::SeqCst)];
     if let Some(snap) = &snapshot {

@@ -1,5 +1,6 @@
-//! A host run ([`host_run`]): the run's directory and files, the knobs under a [`KnobGuard`],
-//! the workers and their supervision, and the result.
+//! A host run ([`host_run`]): the run's directory and files, the knobs and the rest of the
+//! machine's changes in the run's change journal ([`crate::journal`]), the workers and their
+//! supervision, and the result.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
@@ -12,32 +13,22 @@ use fraglab_spec::result::{
 };
 use fraglab_spec::{Spec, WorkloadSpec, TRACE_EVENTS};
 
+use crate::journal::{Change, Journal, Machine, RECOMPUTED_BY_HOTPLUG};
 use crate::preflight::{fio_rings, preflight, Plan};
 use crate::{
     confounders, default_state_file, hugetlb, knobs, memblock, procfs, read_all_knobs, signals, start_proc,
-    trace, worker, HostError, HostOptions, KnobGuard,
+    trace, worker, HostError, HostOptions,
 };
 
-/// The run's directory, removed (with everything in it) on drop.
-struct WorkDir(PathBuf);
-
-impl WorkDir {
-    fn create(parent: &Path) -> Result<WorkDir, HostError> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let p = parent.join(format!("fraglab-host-{}-{nanos}", std::process::id()));
-        std::fs::create_dir(&p).map_err(|e| HostError::io(p.display().to_string(), e))?;
-        Ok(WorkDir(p))
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_dir_all(&self.0) {
-            eprintln!("fraglab-host: cannot remove {}: {e}", self.0.display());
-        }
-    }
+/// The run's directory (`fraglab-host-PID-NANOS` under `parent`), a `work_dir` change of the
+/// journal: removed with everything in it on every way out.
+fn make_work_dir(journal: &mut Journal, parent: &Path) -> Result<PathBuf, HostError> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let p = parent.join(format!("fraglab-host-{}-{nanos}", std::process::id()));
+    journal.apply(Change::WorkDir { path: p.clone() })?;
+    Ok(p)
 }
 
 /// Creates a file `read` steps read: `size` bytes of data, written back and dropped from the
@@ -81,46 +72,135 @@ fn trace_events(spec: &Spec) -> Vec<String> {
 
 /// Runs `spec`'s workload on this machine and returns its result (`engine = "host"`).
 ///
-/// The knobs are restored before this returns, whatever happens: on success, on error (the
-/// workload processes are SIGKILLed by pid first), on a panic (drop during unwinding), and on
-/// SIGINT/SIGTERM (then the error is [`HostError::Interrupted`]). A run killed with SIGKILL
-/// leaves its state file for [`restore_from_state_file`](crate::restore_from_state_file); its
-/// workers die with it (PR_SET_PDEATHSIG).
+/// Every change to the machine is a change of the run's journal ([`crate::journal`]), written
+/// to the state file before it is made and undone before this returns, whatever happens: on
+/// success, on error (the workload processes are SIGKILLed by pid first), on a panic (the
+/// journal's drop during unwinding), and on SIGINT/SIGTERM (then the error is
+/// [`HostError::Interrupted`]). A run killed with SIGKILL leaves its state file for
+/// [`restore_from_state_file`](crate::restore_from_state_file); its workers die with it
+/// (PR_SET_PDEATHSIG).
 pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError> {
     let plan = preflight(spec, opts)?;
     let w = spec.workload.as_ref().expect("preflight checked");
     let _lock = knobs::RunLock::acquire()?;
     let signals = signals::SignalFlag::install();
-    let dir = WorkDir::create(&plan.workdir_parent)?;
-    let slab_dir = dir.0.join("slab");
-    std::fs::create_dir(&slab_dir).map_err(|e| HostError::io(slab_dir.display().to_string(), e))?;
-    // With loop images the files are made after the images, which come after the state file.
-    let mut files = if spec.host.loop_images {
-        BTreeMap::new()
-    } else {
-        create_files(&plan, &|_| Ok(dir.0.clone()), opts, &signals)?
-    };
     let state_file = opts
         .state_file
         .clone()
         .unwrap_or_else(|| default_state_file(std::process::id()));
-    let mut guard = KnobGuard::apply(
-        &plan.knob_changes(),
-        &state_file,
-        knobs::Cleanup {
-            workdir: Some(dir.0.clone()),
-            ..Default::default()
-        },
-    )?;
+    let mut journal = Journal::new(Machine::live(), state_file);
+    let setup = set_up(spec, opts, &plan, &mut journal, &signals)?;
+    let measured = run_workload(spec, w, opts, &plan, &mut journal, &signals, &setup)?;
+    journal.undo_all()?;
+    result(spec, w, setup, measured)
+}
+
+/// What [`set_up`] made of the machine for the run.
+struct Setup {
+    dir: PathBuf,
+    slab_dir: PathBuf,
+    files: BTreeMap<String, PathBuf>,
+    damon_turned_off: Vec<u32>,
+    pool_fit: Option<hugetlb::Fit>,
+    pool: Option<hugetlb::Pool>,
+    /// The pool the run holds before any step (`nr_hugepages` steps count on top of it).
+    hugetlb_base: u64,
+    fit_memory: Option<FitMemory>,
+    images: Option<crate::loops::LoopImages>,
+    read_device: Option<String>,
+    captured: Option<(PathBuf, Duration, Instant)>,
+}
+
+/// Readies the machine, every change through `journal`: the run's directory and files, the
+/// knobs, DAMON, `--fit-memory`, the hugetlb pool of the steps, the loop images,
+/// read_ahead_kb; then the read device fit and the same-start capture.
+fn set_up(
+    spec: &Spec,
+    opts: &HostOptions,
+    plan: &Plan,
+    journal: &mut Journal,
+    signals: &signals::SignalFlag,
+) -> Result<Setup, HostError> {
+    let dir = make_work_dir(journal, &plan.workdir_parent)?;
+    let slab_dir = dir.join("slab");
+    std::fs::create_dir(&slab_dir).map_err(|e| HostError::io(slab_dir.display().to_string(), e))?;
+    // With loop images the files are made after the images.
+    let mut files = if spec.host.loop_images {
+        BTreeMap::new()
+    } else {
+        create_files(plan, &|_| Ok(dir.clone()), opts, signals)?
+    };
+    for (name, value) in plan.knob_changes() {
+        let c = Change::knob(journal.machine(), &name, &value)?;
+        journal.apply(c)?;
+    }
     let damon_turned_off = if spec.host.damon_off {
-        damon_off(&mut guard)?
+        damon_off(journal)?
     } else {
         Vec::new()
     };
-    // --fit-memory by offlining: each block is recorded in the state file before it goes
-    // offline, and onlined again (Offlined's drop) on every way out of this function.
-    let mut blocks = match &plan.offline {
-        Some(o) => Some(take_offline(o, &mut guard, &signals)?),
+    let fit = fit_machine(plan, opts, journal, signals)?;
+    // `[host] loop_images`: each image a change of the journal, made before the files on it.
+    let images = if spec.host.loop_images {
+        let images = crate::loops::LoopImages::create(journal, &dir, &plan.loop_images)?;
+        if let Some(sig) = signals.caught() {
+            return Err(HostError::Interrupted(sig));
+        }
+        files = create_files(plan, &|n| image_base(plan, &images, n), opts, signals)?;
+        Some(images)
+    } else {
+        None
+    };
+    if let Some(kb) = plan.read_ahead_kb {
+        set_read_ahead(journal, &dir, images.as_ref(), kb)?;
+    }
+    let read_device = opts
+        .fit_read_device
+        .then(|| fit_read_device(spec, plan, &dir, images.as_ref()))
+        .transpose()?;
+    // The same start on both engines (`HostOptions::capture_to`): the page state once the
+    // knobs are set and the machine fitted, read right before anything of the run starts.
+    let captured = match &opts.capture_to {
+        Some(path) => Some(capture_into(path)?),
+        None => None,
+    };
+    Ok(Setup {
+        dir,
+        slab_dir,
+        files,
+        damon_turned_off,
+        pool_fit: fit.pool_fit,
+        pool: fit.pool,
+        hugetlb_base: fit.hugetlb_base,
+        fit_memory: fit.fit_memory,
+        images,
+        read_device,
+        captured,
+    })
+}
+
+/// `--fit-memory` and the pool of `nr_hugepages` steps.
+struct Fitted {
+    pool_fit: Option<hugetlb::Fit>,
+    pool: Option<hugetlb::Pool>,
+    hugetlb_base: u64,
+    fit_memory: Option<FitMemory>,
+}
+
+/// `--fit-memory` by offlining (each block a `memory_block` change, recorded before it goes
+/// offline, after `watch` changes of the values the kernel recomputes), the hugetlb pool of
+/// `--fit-memory` or of its shortfall (a `hugetlb_pool` change, recorded before it is filled),
+/// and §28.1's `nr_hugepages` steps: the pool's size before the run (preflight checked it is
+/// 0) recorded before any worker can resize it. With a pool of the run's own that pool's
+/// record stands and the steps count on top of it (the base).
+fn fit_machine(
+    plan: &Plan,
+    opts: &HostOptions,
+    journal: &mut Journal,
+    signals: &signals::SignalFlag,
+) -> Result<Fitted, HostError> {
+    let blocks = match &plan.offline {
+        Some(o) => Some(take_offline(o, journal, signals)?),
         None => None,
     };
     // Offlining is best effort: the blocks that refused are made up by a hugetlb pool of 2 MiB
@@ -134,145 +214,165 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         }
         _ => None,
     };
-    // --fit-memory by the pool (or the shortfall of offlining): the pool is recorded in the
-    // state file before it is filled, and given back (Pool's drop) on every way out of this
-    // function.
-    let mut pool = match &pool_fit {
+    let pool = match &pool_fit {
         Some(fit) => {
-            guard.update_cleanup(|c| c.hugetlb_pages = Some(fit.before))?;
+            journal.record(Change::HugetlbPool {
+                before: fit.before,
+                after: fit.pages,
+            })?;
             Some(hugetlb::Pool::reserve(fit)?)
         }
         None => None,
     };
-    // §28.1's nr_hugepages step: the pool's size before the run (preflight checked it is 0)
-    // goes in the state file before any worker can resize it (`fraglab host restore` writes it
-    // back after a SIGKILL), and is written back on every way out of this function. With a
-    // pool of the run's own (machine.hugetlb_pages, --fit-memory) that pool's record (the
-    // size before it was filled) stands and its release writes it back: the steps' pages go
-    // with it. The steps count on top of the pool held now (the base).
     let hugetlb_base = pool.as_ref().map_or(0, |p| p.pages);
-    let mut step_pool = match plan.hugetlb_step_pages {
-        Some(_) if pool.is_some() => None,
-        Some(_) => {
-            let before = hugetlb::current_pages()?;
-            guard.update_cleanup(|c| c.hugetlb_pages = Some(before))?;
-            Some(hugetlb::Pool::hold(before))
-        }
-        None => None,
-    };
-    let fit_memory = fitted(&plan, blocks.as_ref(), pool_fit.as_ref(), pool.as_ref(), opts)?;
-    // `[host] loop_images`: each image recorded in the state file before it is made; the
-    // images are torn down (LoopImages' drop) before the run's directory is removed.
-    let images = if spec.host.loop_images {
-        let images = crate::loops::LoopImages::create(&dir.0, &plan.loop_images, |v| {
-            guard.update_cleanup(|c| c.loop_images = v)
+    if plan.hugetlb_step_pages.is_some() && pool.is_none() {
+        let before = hugetlb::current_pages()?;
+        journal.record(Change::HugetlbPool {
+            before,
+            after: before,
         })?;
-        if let Some(sig) = signals.caught() {
-            return Err(HostError::Interrupted(sig));
-        }
-        files = create_files(&plan, &|n| image_base(&plan, &images, n), opts, &signals)?;
-        Some(images)
-    } else {
-        None
-    };
-    // `[machine] read_ahead_kb` (§23.1): the run directory's device, recorded in the state
-    // file and restored with the knobs.
-    if let Some(kb) = plan.read_ahead_kb {
-        let dev = block_device_of(&dir.0).ok_or_else(|| {
-            HostError::Unsafe(format!(
-                "machine.read_ahead_kb: {} is not on a block device",
-                dir.0.display()
-            ))
-        })?;
-        guard.set_read_ahead_kb(&dev, kb)?;
-        // The run's own loop devices get it too (not recorded: they are detached, and their
-        // setting gone, when the images are torn down).
-        for i in images.iter().flat_map(|l| &l.images) {
-            let Some(name) = i
-                .dev
-                .as_ref()
-                .and_then(|d| d.file_name())
-                .and_then(|n| n.to_str())
-            else {
-                continue;
-            };
-            let p = knobs::read_ahead_kb_path(name);
-            std::fs::write(&p, kb.to_string()).map_err(|e| HostError::io(p.display().to_string(), e))?;
-        }
     }
-    // The read device as it is today, under the run's files (`HostOptions::fit_read_device`).
-    let read_device = if opts.fit_read_device {
-        let under = match (&images, plan.read_files.keys().next()) {
-            (Some(i), Some(name)) => image_base(&plan, i, name)?,
-            _ => dir.0.clone(),
+    let fit_memory = fitted(plan, blocks.as_ref(), pool_fit.as_ref(), pool.as_ref(), opts)?;
+    Ok(Fitted {
+        pool_fit,
+        pool,
+        hugetlb_base,
+        fit_memory,
+    })
+}
+
+/// `[machine] read_ahead_kb` (§23.1): the run directory's device and the run's own loop
+/// devices, each a `read_ahead` change (its value before recorded first, written back on every
+/// way out, the loop devices' while they are still attached).
+fn set_read_ahead(
+    journal: &mut Journal,
+    dir: &Path,
+    images: Option<&crate::loops::LoopImages>,
+    kb: u64,
+) -> Result<(), HostError> {
+    let dev = block_device_of(dir).ok_or_else(|| {
+        HostError::Unsafe(format!(
+            "machine.read_ahead_kb: {} is not on a block device",
+            dir.display()
+        ))
+    })?;
+    let c = Change::read_ahead(journal.machine(), &dev, kb)?;
+    journal.apply(c)?;
+    for i in images.iter().flat_map(|l| &l.images) {
+        let Some(name) = i
+            .dev
+            .as_ref()
+            .and_then(|d| d.file_name())
+            .and_then(|n| n.to_str())
+        else {
+            continue;
         };
-        // A directory that refuses O_DIRECT (tmpfs) or a full disk costs the fit, not the run:
-        // the line says why, and the simulator keeps its cost model's device.
-        Some(match crate::readdev::fit_read_device(&under, spec.run.seed) {
-            Ok(fit) => fit.line(&under),
-            Err(e) => format!("read device: not fitted under {}: {e}\n", under.display()),
-        })
-    } else {
-        None
-    };
-    // The same start on both engines (`HostOptions::capture_to`): the page state once the
-    // knobs are set and the machine fitted, read right before anything of the run starts.
-    let captured = match &opts.capture_to {
-        Some(path) => Some(capture_into(path)?),
-        None => None,
-    };
-    let run_knobs = read_all_knobs();
-    let mut tracing = start_tracing(spec, opts, &mut guard)?;
-    let mut proc_start = run_proc_start(pool_fit.as_ref(), pool.as_ref(), &run_knobs)?;
-    if let Some(i) = &images {
-        proc_start.entry("host".into()).or_default().push_str(&i.facts());
+        let c = Change::read_ahead(journal.machine(), name, kb)?;
+        journal.apply(c)?;
     }
-    let confounders_start = confounders::read();
-    let vm_start = procfs::parse_vmstat(&procfs::read("/proc/vmstat")?);
-    let phases = Phases(worker::PhaseBoard::new()?);
-    let t0 = Instant::now();
-    if let Some(line) = &read_device {
-        proc_start.entry("host".into()).or_default().push_str(line);
+    Ok(())
+}
+
+/// The read device as it is today, under the run's files (`HostOptions::fit_read_device`).
+/// A directory that refuses O_DIRECT (tmpfs) or a full disk costs the fit, not the run: the
+/// line says why, and the simulator keeps its cost model's device.
+fn fit_read_device(
+    spec: &Spec,
+    plan: &Plan,
+    dir: &Path,
+    images: Option<&crate::loops::LoopImages>,
+) -> Result<String, HostError> {
+    let under = match (images, plan.read_files.keys().next()) {
+        (Some(i), Some(name)) => image_base(plan, i, name)?,
+        _ => dir.to_path_buf(),
+    };
+    Ok(match crate::readdev::fit_read_device(&under, spec.run.seed) {
+        Ok(fit) => fit.line(&under),
+        Err(e) => format!("read device: not fitted under {}: {e}\n", under.display()),
+    })
+}
+
+/// What [`run_workload`] measured.
+struct Measured {
+    samples: Vec<Sample>,
+    vm_start: BTreeMap<String, i64>,
+    vm_end: BTreeMap<String, i64>,
+    confounders_start: fraglab_spec::result::confounders::ConfounderReading,
+    confounders_end: fraglab_spec::result::confounders::ConfounderReading,
+    proc_start: BTreeMap<String, String>,
+    proc_end: BTreeMap<String, String>,
+    trace_counts: BTreeMap<String, u64>,
+    ended: Ended,
+    workers: Vec<worker::Worker>,
+    phases: Phases,
+    end_ns: u64,
+}
+
+/// The `host` facts of the start that [`set_up`] found: the images, the read device fit, the
+/// capture (`t0`: when the workers start).
+fn setup_facts(setup: &Setup, proc_start: &mut BTreeMap<String, String>, t0: Instant) {
+    let host = proc_start.entry("host".into()).or_default();
+    if let Some(i) = &setup.images {
+        host.push_str(&i.facts());
     }
-    if let Some((path, read, ended)) = &captured {
-        proc_start.entry("host".into()).or_default().push_str(&format!(
+    if let Some(line) = &setup.read_device {
+        host.push_str(line);
+    }
+    if let Some((path, read, ended)) = &setup.captured {
+        host.push_str(&format!(
             "capture: {} (pfns read in {} ms; ended {} ms before the workers started)\n",
             path.display(),
             read.as_millis(),
             t0.saturating_duration_since(*ended).as_millis()
         ));
     }
+}
+
+/// Starts tracing, the workers and their supervision; the measurements, tracing ended (its
+/// instance removed through the journal).
+fn run_workload(
+    spec: &Spec,
+    w: &WorkloadSpec,
+    opts: &HostOptions,
+    plan: &Plan,
+    journal: &mut Journal,
+    signals: &signals::SignalFlag,
+    setup: &Setup,
+) -> Result<Measured, HostError> {
+    let run_knobs = read_all_knobs();
+    let trace_mark = journal.mark();
+    let mut tracing = start_tracing(spec, opts, journal)?;
+    let mut proc_start = run_proc_start(setup.pool_fit.as_ref(), setup.pool.as_ref(), &run_knobs)?;
+    let confounders_start = confounders::read();
+    let vm_start = procfs::parse_vmstat(&procfs::read("/proc/vmstat")?);
+    let phases = Phases(worker::PhaseBoard::new()?);
+    let t0 = Instant::now();
+    setup_facts(setup, &mut proc_start, t0);
     let clock = worker::Clock {
         t0,
         deadline: t0 + plan.duration,
         seed: spec.run.seed,
         phases: phases.0,
-        hugetlb_base,
+        hugetlb_base: setup.hugetlb_base,
     };
     let mut samples: Vec<Sample> = vec![procfs::sample(0)?];
-    let (jobs, background) = build_jobs(
-        spec,
-        w,
-        &dir,
-        &files,
-        &slab_dir,
-        worker::MeasureHooks {
-            capture_to: opts.capture_at_measure.clone(),
-            trace_marker: tracing.as_ref().map(|t| t.marker_path()),
-        },
-    )?;
+    let hooks = worker::MeasureHooks {
+        capture_to: opts.capture_at_measure.clone(),
+        trace_marker: tracing.as_ref().map(|t| t.marker_path()),
+    };
+    let (jobs, background) = build_jobs(spec, w, &setup.dir, &setup.files, &setup.slab_dir, hooks)?;
     // Phases: the jobs of a task with `after` start when the jobs they wait for are done.
     let gates = task_gates(&w.task, jobs.len());
     let mut workers = Vec::new();
     for (j, g) in jobs.iter().zip(&gates) {
         workers.push(match g {
-            None => Some(worker::spawn(j, clock)?),
+            None => Some(spawn_recorded(journal, j, clock)?),
             Some(_) => None,
         });
     }
     let supervisor = Supervisor {
         opts,
-        signals: &signals,
+        signals,
         t0,
         duration: plan.duration,
         background: &background,
@@ -280,7 +380,7 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         gates: &gates,
         clock,
     };
-    let ended = supervisor.run(&mut workers, &mut guard, &mut samples)?;
+    let ended = supervisor.run(&mut workers, journal, &mut samples)?;
     let end_ns = t0.elapsed().as_nanos() as u64;
     if samples.last().is_some_and(|s| s.t_ns < end_ns) {
         samples.push(procfs::sample(end_ns)?);
@@ -289,52 +389,72 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let confounders_end = confounders::read();
     let mut proc_end = start_proc(&run_knobs)?;
     let trace_counts = finish_tracing(tracing.take(), &mut proc_end, opts.trace_to.as_deref());
+    journal.undo_to(trace_mark)?;
     if plan.hugetlb_step_pages.is_some() {
         // The pool the tasks' nr_hugepages steps left on top of the base, as the simulator
         // records the pool its last step read back.
-        let now = hugetlb::current_pages()?.saturating_sub(hugetlb_base);
+        let now = hugetlb::current_pages()?.saturating_sub(setup.hugetlb_base);
         proc_end.insert("nr_hugepages".into(), format!("{now}\n"));
     }
-    if let Some(p) = step_pool.as_mut() {
-        p.release()?;
-    }
-    if let Some(b) = blocks.as_mut() {
-        b.release()?;
-    }
-    // The images go before the state file does (guard.restore removes it).
-    if let Some(mut i) = images {
-        let failed = i.teardown();
-        if !failed.is_empty() {
-            return Err(HostError::RestoreFailed(failed));
-        }
-    }
-    guard.restore()?;
-    if let Some(p) = pool.as_mut() {
-        p.release()?;
-    }
-    let workers: Vec<worker::Worker> = workers.into_iter().flatten().collect();
+    Ok(Measured {
+        samples,
+        vm_start,
+        vm_end,
+        confounders_start,
+        confounders_end,
+        proc_start,
+        proc_end,
+        trace_counts,
+        ended,
+        workers: workers.into_iter().flatten().collect(),
+        phases,
+        end_ns,
+    })
+}
+
+/// Forks a worker and records it in the journal (a `child` change, ended with SIGKILL; it
+/// also dies with the engine, PR_SET_PDEATHSIG, before it is recorded).
+fn spawn_recorded(
+    journal: &mut Journal,
+    job: &worker::Job,
+    clock: worker::Clock,
+) -> Result<worker::Worker, HostError> {
+    let wk = worker::spawn(job, clock)?;
+    journal.record(Change::child(journal.machine(), wk.pid, Duration::ZERO))?;
+    Ok(wk)
+}
+
+/// The run's result from what it measured, the machine put back.
+fn result(spec: &Spec, w: &WorkloadSpec, setup: Setup, m: Measured) -> Result<RunResult, HostError> {
+    let Measured {
+        mut proc_start,
+        mut proc_end,
+        workers,
+        phases,
+        ..
+    } = m;
     // Phases: with a `measure` step, the deltas start at the vmstat its worker read, and the
     // part before it is the prelude.
     let mark = workers
         .iter()
         .filter_map(|w| w.measure())
         .min_by_key(|m| m.measure_ns);
-    let mut reports = collect_reports(&workers, &ended, mark.is_some(), &mut proc_end)?;
+    let mut reports = collect_reports(&workers, &m.ended, mark.is_some(), &mut proc_end)?;
     drop(workers);
     drop(phases);
     let (vmstat_delta, prelude) = match &mark {
-        None => (vmstat_delta_between(&vm_start, &vm_end), None),
-        Some(m) => (
-            vmstat_delta_between(&m.vmstat, &vm_end),
+        None => (vmstat_delta_between(&m.vm_start, &m.vm_end), None),
+        Some(mk) => (
+            vmstat_delta_between(&mk.vmstat, &m.vm_end),
             Some(Prelude {
-                duration_ns: m.measure_ns,
-                vmstat_delta: vmstat_delta_between(&vm_start, &m.vmstat),
+                duration_ns: mk.measure_ns,
+                vmstat_delta: vmstat_delta_between(&m.vm_start, &mk.vmstat),
             }),
         ),
     };
-    if let Some(m) = &mark {
-        reports.bursts.retain(|b| b.start_ns >= m.measure_ns);
-        if let Some((path, ns)) = &m.capture {
+    if let Some(mk) = &mark {
+        reports.bursts.retain(|b| b.start_ns >= mk.measure_ns);
+        if let Some((path, ns)) = &mk.capture {
             proc_start.entry("host".into()).or_default().push_str(&format!(
                 "capture at the measured part: {} (took {} ms, ended right before the measured part)\n",
                 path.display(),
@@ -347,43 +467,36 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         engine: "host".into(),
         spec_name: spec.name.clone(),
         seed: spec.run.seed,
-        duration_ns: end_ns,
+        duration_ns: m.end_ns,
         vmstat_delta,
-        samples,
+        samples: m.samples,
         fault_latency: reports
             .faults
             .iter()
             .map(|(o, h)| h.to_latency(*o, "host"))
             .collect(),
-        builds: Vec::new(),
         bursts: reports.bursts,
         thpchallenge: (!w.thpchallenge.is_empty())
             .then(|| ThpChallengeResult::from_histograms(&reports.huge, &reports.base)),
-        pgbench: None,
-        vm_scalability: Vec::new(),
-        trace_counts,
-        sim_work: BTreeMap::new(),
-        // The simulator's CPU-time histograms and lock model: not measured on the host.
-        fault_latency_cpu: Vec::new(),
-        lock_stat: Vec::new(),
-        pageblock_maps: Vec::new(),
+        trace_counts: m.trace_counts,
         proc_start,
         proc_end,
-        wall_ns: end_ns,
+        wall_ns: m.end_ns,
         confounders: Some(HostConfounders {
-            damon_turned_off,
-            fit_memory: fit_memory.as_ref().map(|f| f.description.clone()),
-            ..HostConfounders::from_readings(confounders_start, confounders_end)
+            damon_turned_off: setup.damon_turned_off,
+            fit_memory: setup.fit_memory.as_ref().map(|f| f.description.clone()),
+            ..HostConfounders::from_readings(m.confounders_start, m.confounders_end)
         }),
-        fit_memory,
+        fit_memory: setup.fit_memory,
         measure_start_ns: mark.map(|m| m.measure_ns),
         prelude,
         census: reports.census,
         task_reads: reports.reads,
         named_samples: reports.named_samples,
-        // The host is its own state: no reconstruction to report.
-        snapshot: None,
-        printed: None,
+        // The simulator's CPU-time histograms and lock model, its work counters, builds,
+        // pgbench, vm-scalability, pageblock maps: not measured on the host. The host is its
+        // own state: no reconstruction to report.
+        ..Default::default()
     })
 }
 
@@ -464,21 +577,29 @@ fn ready_jobs(gates: &[Option<Gate>], started: &[bool], done: &[bool]) -> Vec<us
         .collect()
 }
 
-/// `--fit-memory` by offlining ([`memblock::offline_best_effort`]): each block recorded in the
-/// state file before it goes offline; a SIGINT/SIGTERM meanwhile stops (the blocks taken are
-/// onlined). The blocks that refuse are left to the run's hugetlb pool.
+/// `--fit-memory` by offlining ([`memblock::offline_best_effort`]): the values the kernel
+/// recomputes when blocks go and come back (`watch` changes) recorded first, then each block
+/// recorded (a `memory_block` change) before it goes offline; a SIGINT/SIGTERM meanwhile
+/// stops (the journal onlines the blocks taken). The blocks that refuse are left to the run's
+/// hugetlb pool.
 fn take_offline(
     o: &memblock::OfflinePlan,
-    guard: &mut KnobGuard,
+    journal: &mut Journal,
     signals: &signals::SignalFlag,
 ) -> Result<memblock::Offlined, HostError> {
+    for p in RECOMPUTED_BY_HOTPLUG {
+        if journal.machine().path(Path::new(p)).exists() {
+            let c = Change::watch(journal.machine(), p)?;
+            journal.record(c)?;
+        }
+    }
     let limits = memblock::Limits::for_plan(o);
     let mut write = |p: &Path, v: &str| memblock::write_bounded(p, v, limits.per_block);
     let mut record = |i: u64| {
         if let Some(sig) = signals.caught() {
             return Err(HostError::Interrupted(sig));
         }
-        guard.update_cleanup(|c| c.offline_blocks.push(i))
+        journal.record(Change::MemoryBlock { index: i })
     };
     memblock::offline_best_effort(o, limits, &mut write, &mut record)
 }
@@ -544,17 +665,18 @@ fn fitted(
     Ok(Some(f))
 }
 
-/// `[host] damon = "off"`: records the kdamonds that are on in the state file, then turns them
-/// off (the guard turns them back on with the knobs). Returns their indices.
-fn damon_off(guard: &mut KnobGuard) -> Result<Vec<u32>, HostError> {
-    let on = crate::damon::running();
-    guard.update_cleanup(|c| c.damon_on = on.clone())?;
+/// `[host] damon = "off"`: turns off the kdamonds that are on, each a `kdamond` change of the
+/// journal (turned back on with the rest). Returns their indices.
+pub(crate) fn damon_off(journal: &mut Journal) -> Result<Vec<u32>, HostError> {
+    let on = crate::damon::running_under(&journal.machine().root);
     for p in &on {
-        crate::damon::set_state(p, "off").map_err(|why| HostError::KnobWrite {
-            name: "[host] damon".into(),
-            value: "off".into(),
-            why,
-        })?;
+        journal
+            .apply(Change::Kdamond { state: p.clone() })
+            .map_err(|e| HostError::KnobWrite {
+                name: "[host] damon".into(),
+                value: "off".into(),
+                why: e.to_string(),
+            })?;
     }
     Ok(on
         .iter()
@@ -631,28 +753,23 @@ pub fn block_device_of(path: &Path) -> Option<String> {
     knobs::read_ahead_kb_path(&name).exists().then_some(name)
 }
 
-/// With tracing on, a private trace instance recording the spec's events, recorded in the
-/// state file's cleanup.
+/// With tracing on, a private trace instance recording the spec's events (the instance and a
+/// tracefs mount are changes of the journal).
 fn start_tracing(
     spec: &Spec,
     opts: &HostOptions,
-    guard: &mut KnobGuard,
+    journal: &mut Journal,
 ) -> Result<Option<trace::TraceSession>, HostError> {
     if !opts.trace && opts.trace_to.is_none() {
         return Ok(None);
     }
-    let t = match &opts.trace_to {
-        None => trace::TraceSession::start(&trace_events(spec), opts.trace_keep_bytes)?,
+    let events = trace_events(spec);
+    Ok(Some(match &opts.trace_to {
+        None => trace::TraceSession::start(journal, &events, opts.trace_keep_bytes)?,
         // The events `fraglab trace diff` compares, on top of the spec's (those this kernel
         // lacks left out).
-        Some(path) => trace::TraceSession::start_to(&trace_events(spec), opts.trace_keep_bytes, path)?,
-    };
-    let (inst, mount) = t.leftovers();
-    guard.update_cleanup(|c| {
-        c.trace_instance = Some(inst);
-        c.trace_mount = mount;
-    })?;
-    Ok(Some(t))
+        Some(path) => trace::TraceSession::start_to(journal, &events, opts.trace_keep_bytes, path)?,
+    }))
 }
 
 /// Ends the trace session: its counts (returned, and as `proc_end["trace_counts"]`) and text
@@ -722,7 +839,7 @@ fn run_proc_start(
 fn build_jobs(
     spec: &Spec,
     w: &WorkloadSpec,
-    dir: &WorkDir,
+    dir: &Path,
     files: &BTreeMap<String, PathBuf>,
     slab_dir: &Path,
     hooks: worker::MeasureHooks,
@@ -745,7 +862,7 @@ fn build_jobs(
     }
     let others = jobs.len() - w.task.iter().map(|t| t.count as usize).sum::<usize>();
     for (i, (f, (jobs_n, _, per_job))) in w.fio_smallfiles.iter().zip(fio_rings(spec)).enumerate() {
-        let fio_dir = dir.0.join(format!("fio{i}"));
+        let fio_dir = dir.join(format!("fio{i}"));
         std::fs::create_dir(&fio_dir).map_err(|e| HostError::io(fio_dir.display().to_string(), e))?;
         for job in 0..jobs_n {
             jobs.push(worker::Job::Fio {
@@ -807,7 +924,11 @@ struct Supervisor<'a> {
 impl Supervisor<'_> {
     /// Phases: starts the gated jobs whose jobs to wait for are done, their `start` counted
     /// from now (before the deadline only).
-    fn start_ready(&self, workers: &mut [Option<worker::Worker>]) -> Result<(), HostError> {
+    fn start_ready(
+        &self,
+        workers: &mut [Option<worker::Worker>],
+        journal: &mut Journal,
+    ) -> Result<(), HostError> {
         let started: Vec<bool> = workers.iter().map(Option::is_some).collect();
         let done: Vec<bool> = workers
             .iter_mut()
@@ -822,7 +943,7 @@ impl Supervisor<'_> {
             if let worker::Job::Task { params, .. } = &mut job {
                 params.start_ns += el.as_nanos() as u64;
             }
-            workers[i] = Some(worker::spawn(&job, self.clock)?);
+            workers[i] = Some(spawn_recorded(journal, &job, self.clock)?);
         }
         Ok(())
     }
@@ -830,7 +951,7 @@ impl Supervisor<'_> {
     fn run(
         &self,
         workers: &mut [Option<worker::Worker>],
-        guard: &mut KnobGuard,
+        journal: &mut Journal,
         samples: &mut Vec<Sample>,
     ) -> Result<Ended, HostError> {
         // Background load (fio beside another generator, `background = true` tasks; as in the
@@ -849,18 +970,18 @@ impl Supervisor<'_> {
         loop {
             std::thread::sleep(tick);
             if let Some(sig) = self.signals.caught() {
-                stop(workers, guard)?;
+                stop(workers);
                 return Err(HostError::Interrupted(sig));
             }
             let avail = procfs::mem_available()?;
             if avail < self.opts.mem_floor_bytes {
-                stop(workers, guard)?;
+                stop(workers);
                 return Err(HostError::MemoryFloor {
                     available: avail,
                     floor: self.opts.mem_floor_bytes,
                 });
             }
-            self.start_ready(workers)?;
+            self.start_ready(workers, journal)?;
             let mut running = 0;
             for (i, wk) in workers.iter_mut().enumerate() {
                 let live = match wk {
@@ -906,12 +1027,11 @@ impl Supervisor<'_> {
     }
 }
 
-/// Kills every worker and restores the knobs.
-fn stop(workers: &mut [Option<worker::Worker>], guard: &mut KnobGuard) -> Result<(), HostError> {
+/// Kills every worker (the journal then undoes the rest as the error goes up).
+fn stop(workers: &mut [Option<worker::Worker>]) {
     for wk in workers.iter_mut().flatten() {
         wk.kill();
     }
-    guard.restore()
 }
 
 /// What the workers measured, merged.

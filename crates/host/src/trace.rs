@@ -6,8 +6,9 @@
 //! counts events by name and keeps the first bytes of the text; with a file
 //! ([`TraceSession::start_to`], `HostOptions::trace_to`) it also streams every line there, the
 //! instance then having a [`TRACE_TO_BUFFER_KB`] buffer per CPU and `trace_clock` mono. Stopping
-//! disables the events, reads the instance's lost events (`per_cpu/cpuN/stats`), removes the
-//! instance and unmounts what was mounted.
+//! disables the events and reads the instance's lost events (`per_cpu/cpuN/stats`); the
+//! instance and the mount are changes of the run's journal ([`open_instance`]), which removes
+//! and unmounts them.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -17,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use crate::journal::{Change, Journal};
 use crate::HostError;
 
 /// The events recorded when the spec names none: `compaction:*` and
@@ -40,7 +42,11 @@ pub fn with_diff_events(mut events: Vec<String>) -> Vec<String> {
 
 /// The tracefs mount point from /proc/mounts, if tracefs is mounted.
 pub fn tracefs_mount() -> Option<PathBuf> {
-    let m = std::fs::read_to_string("/proc/mounts").ok()?;
+    tracefs_in(&std::fs::read_to_string("/proc/mounts").ok()?)
+}
+
+/// The first tracefs mount point in the text of /proc/mounts.
+fn tracefs_in(m: &str) -> Option<PathBuf> {
     m.lines().find_map(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
         (f.len() > 2 && f[2] == "tracefs").then(|| PathBuf::from(f[1]))
@@ -88,9 +94,9 @@ pub struct TraceOutcome {
     pub missing_events: Vec<String>,
 }
 
-/// A running capture.
+/// A running capture. Its instance (and the tracefs mount, if one was made) are changes of
+/// the run's journal: the session stops recording and its reader, the journal removes them.
 pub struct TraceSession {
-    mounted: Option<PathBuf>,
     instance: PathBuf,
     enabled: Vec<PathBuf>,
     stop: Arc<AtomicBool>,
@@ -152,47 +158,35 @@ pub(crate) fn write(path: &Path, v: &str) -> Result<(), HostError> {
     std::fs::write(path, v).map_err(|e| HostError::io(path.display().to_string(), e))
 }
 
-/// The tracefs root to use: the mount /proc/mounts shows, else tracefs mounted at
-/// `/run/NAME` (returned second, for [`unmount_private`] when the session ends).
-pub(crate) fn tracefs_root(name: &str) -> Result<(PathBuf, Option<PathBuf>), HostError> {
-    if let Some(r) = tracefs_mount() {
-        return Ok((r, None));
-    }
-    let dir = PathBuf::from("/run").join(name);
-    std::fs::create_dir_all(&dir).map_err(|e| HostError::io(dir.display().to_string(), e))?;
-    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
-    let (src, tgt, ty) = (c("nodev"), c(&dir.to_string_lossy()), c("tracefs"));
-    // SAFETY: valid C strings; no mount data.
-    let r = unsafe { libc::mount(src.as_ptr(), tgt.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
-        let _ = std::fs::remove_dir(&dir);
-        return Err(HostError::io("mount tracefs", e));
-    }
-    Ok((dir.clone(), Some(dir)))
-}
-
-/// Unmounts a tracefs that [`tracefs_root`] mounted and removes its directory (a failure is
-/// reported on standard error: this runs on the way out).
-pub(crate) fn unmount_private(dir: &Path) {
-    let c = std::ffi::CString::new(dir.to_string_lossy().as_bytes()).expect("no NUL");
-    // SAFETY: unmounting the tracefs this process mounted.
-    if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
-        let _ = std::fs::remove_dir(dir);
-    } else {
-        eprintln!(
-            "fraglab-host: cannot unmount {}: {}",
-            dir.display(),
-            std::io::Error::last_os_error()
-        );
-    }
+/// A private tracefs instance `instances/INSTANCE`, both changes of `journal`: on tracefs
+/// where the machine's /proc/mounts shows it, else tracefs mounted at `/run/MOUNT` first (a
+/// `trace_mount` change), then the instance (a `trace_instance` change). Returns the
+/// instance's real path. Undoing them (the journal) removes the instance and unmounts.
+pub fn open_instance(journal: &mut Journal, mount: &str, instance: &str) -> Result<PathBuf, HostError> {
+    let m = journal.machine().clone();
+    let mounts = std::fs::read_to_string(m.path(Path::new("/proc/mounts"))).unwrap_or_default();
+    let root = match tracefs_in(&mounts) {
+        Some(r) => r,
+        None => {
+            let dir = PathBuf::from("/run").join(mount);
+            journal.apply(Change::TraceMount { path: dir.clone() })?;
+            dir
+        }
+    };
+    let path = root.join("instances").join(instance);
+    journal.apply(Change::TraceInstance { path: path.clone() })?;
+    Ok(path)
 }
 
 impl TraceSession {
     /// Starts capturing `events` (`group:name` or `group:*`), keeping at most `keep_bytes` of
     /// trace text.
-    pub fn start(events: &[String], keep_bytes: usize) -> Result<TraceSession, HostError> {
-        Self::start_with(events, &[], keep_bytes, None)
+    pub fn start(
+        journal: &mut Journal,
+        events: &[String],
+        keep_bytes: usize,
+    ) -> Result<TraceSession, HostError> {
+        Self::start_with(journal, events, &[], keep_bytes, None)
     }
 
     /// [`TraceSession::start`] of `events` and each of [`fraglab_spec::DIFF_EVENTS`] they do
@@ -205,7 +199,12 @@ impl TraceSession {
     /// without DAMON has no `damon:` events) is left out, not an error: a comment line
     /// [`MISSING_EVENT_PREFIX`]` GROUP:NAME` after the clock line says so, and
     /// [`TraceOutcome::missing_events`] lists it. An event `events` names itself must exist.
-    pub fn start_to(events: &[String], keep_bytes: usize, path: &Path) -> Result<TraceSession, HostError> {
+    pub fn start_to(
+        journal: &mut Journal,
+        events: &[String],
+        keep_bytes: usize,
+        path: &Path,
+    ) -> Result<TraceSession, HostError> {
         let all = with_diff_events(events.to_vec());
         let optional = &all[events.len()..];
         let f = std::fs::File::create(path).map_err(|e| HostError::io(path.display().to_string(), e))?;
@@ -213,10 +212,11 @@ impl TraceSession {
         use std::io::Write as _;
         writeln!(out, "# fraglab host trace: trace_clock=mono")
             .map_err(|e| HostError::io(path.display().to_string(), e))?;
-        Self::start_with(&all, optional, keep_bytes, Some(out))
+        Self::start_with(journal, &all, optional, keep_bytes, Some(out))
     }
 
     fn start_with(
+        journal: &mut Journal,
         events: &[String],
         optional: &[String],
         keep_bytes: usize,
@@ -224,10 +224,12 @@ impl TraceSession {
     ) -> Result<TraceSession, HostError> {
         let to_file = out.is_some();
         let pid = std::process::id();
-        let (root, mounted) = tracefs_root(&format!("fraglab-host-tracefs-{pid}"))?;
-        let instance = root.join("instances").join(format!("fraglab-host-{pid}"));
+        let instance = open_instance(
+            journal,
+            &format!("fraglab-host-tracefs-{pid}"),
+            &format!("fraglab-host-{pid}"),
+        )?;
         let mut s = TraceSession {
-            mounted,
             instance: instance.clone(),
             enabled: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
@@ -240,7 +242,6 @@ impl TraceSession {
             lost_events: 0,
             missing: Vec::new(),
         };
-        std::fs::create_dir(&instance).map_err(|e| HostError::io(instance.display().to_string(), e))?;
         if to_file {
             write(&instance.join("buffer_size_kb"), &TRACE_TO_BUFFER_KB.to_string())?;
             write(&instance.join("trace_clock"), "mono")?;
@@ -276,18 +277,15 @@ impl TraceSession {
         self.instance.join("trace_marker")
     }
 
-    /// The instance directory and the mount point this session made (if any).
-    pub fn leftovers(&self) -> (PathBuf, Option<PathBuf>) {
-        (self.instance.clone(), self.mounted.clone())
-    }
-
-    /// Stops the capture and cleans up; returns the event counts and the kept text.
+    /// Stops the capture (the journal removes the instance); returns the event counts and the
+    /// kept text.
     pub fn finish(self) -> (BTreeMap<String, u64>, String) {
         let o = self.finish_full();
         (o.counts, o.text)
     }
 
-    /// Stops the capture and cleans up; everything it captured, the file flushed.
+    /// Stops the capture (the journal removes the instance); everything it captured, the file
+    /// flushed.
     pub fn finish_full(mut self) -> TraceOutcome {
         self.cleanup();
         let mut d = std::mem::take(&mut *self.data.lock().expect("reader never panics holding it"));
@@ -320,12 +318,6 @@ impl TraceSession {
             let _ = h.join();
         }
         self.lost_events = crate::record::lost_events(&self.instance);
-        if let Err(e) = std::fs::remove_dir(&self.instance) {
-            eprintln!("fraglab-host: cannot remove {}: {e}", self.instance.display());
-        }
-        if let Some(dir) = self.mounted.take() {
-            unmount_private(&dir);
-        }
     }
 }
 

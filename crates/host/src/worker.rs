@@ -725,6 +725,25 @@ fn write_proc(path: &str, v: &str) -> Result<(), String> {
     std::fs::write(path, v).map_err(|e| format!("{path}: {e}"))
 }
 
+/// A task's own state while it runs: its mappings, what it holds, its pipe layout.
+struct TaskState<'a> {
+    p: &'a TaskParams,
+    instance: u32,
+    files: &'a BTreeMap<String, PathBuf>,
+    slab_dir: &'a std::path::Path,
+    /// Dropped (unmapped) before `held`.
+    vmas: BTreeMap<String, Vma>,
+    held: Held,
+    nslab: u32,
+    layout: PipeLayout,
+}
+
+/// Whether a task goes on after a step (`Stop`: the deadline came within it).
+enum Flow {
+    Go,
+    Stop,
+}
+
 fn run_task(
     p: &TaskParams,
     instance: u32,
@@ -735,223 +754,275 @@ fn run_task(
     if !cx.sleep_until(cx.at(p.start_ns)) {
         return Ok(());
     }
-    let mut vmas: BTreeMap<String, Vma> = BTreeMap::new();
-    let mut held = Held::default();
-    let mut nslab = 0u32;
-    let layout = PipeLayout::of(p);
+    let mut t = TaskState {
+        p,
+        instance,
+        files,
+        slab_dir,
+        vmas: BTreeMap::new(),
+        held: Held::default(),
+        nslab: 0,
+        layout: PipeLayout::of(p),
+    };
     'run: for _ in 0..p.loops {
         for step in &p.steps {
             if cx.past_deadline() {
                 break 'run;
             }
-            match step {
-                TaskStep::Mmap {
-                    vma,
-                    size_bytes,
-                    madvise,
-                    locked,
-                } => {
-                    // Replacing a mapping unmaps the old one first (as the simulator does).
-                    vmas.remove(vma);
-                    let mut v = Vma::new(*size_bytes, *madvise)?;
-                    if *locked {
-                        v.mlock()?;
-                    }
-                    vmas.insert(vma.clone(), v);
-                }
-                TaskStep::Touch { vma, random, stride } => {
-                    let v = vmas
-                        .get_mut(vma)
-                        .ok_or_else(|| format!("touch of unmapped {vma}"))?;
-                    // With a stride, the first page of every stride only (one write each).
-                    let every = (*stride as usize / PAGE).max(1);
-                    let mut order: Vec<usize> = (0..v.pages()).step_by(every).collect();
-                    if *random {
-                        order.shuffle(&mut cx.rng);
-                    }
-                    v.touch(order.into_iter(), cx);
-                }
-                TaskStep::Dontneed {
-                    vma,
-                    offset,
-                    length,
-                    stride,
-                } => {
-                    let v = vmas
-                        .get_mut(vma)
-                        .ok_or_else(|| format!("dontneed of unmapped {vma}"))?;
-                    match stride {
-                        None => v.dontneed(*offset, *length)?,
-                        // One madvise(MADV_DONTNEED) per range, in address order, as far as
-                        // the mapping goes (the last one clamped).
-                        Some(st) => {
-                            let mut at = *offset;
-                            loop {
-                                v.dontneed(at, *length)?;
-                                at += st;
-                                if at >= v.len as u64 {
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                }
-                TaskStep::Munmap { vma } => {
-                    vmas.remove(vma);
-                }
-                TaskStep::Compute { ns } => {
-                    let end = (Instant::now() + Duration::from_nanos(*ns)).min(cx.clock.deadline);
-                    let mut x = 0u64;
-                    while Instant::now() < end {
-                        for i in 0..1000u64 {
-                            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
-                        }
-                    }
-                }
-                TaskStep::Sleep { ns } => {
-                    let t = Instant::now() + Duration::from_nanos(*ns);
-                    cx.sleep_until(t);
-                }
-                TaskStep::Read {
-                    file,
-                    offset,
-                    length,
-                    file_size,
-                    random,
-                    ..
-                } => {
-                    let t = Instant::now();
-                    let f = open_file(&mut held, file, &files[file])?;
-                    let bytes = read_file(f, &files[file], *offset, *length, *file_size, *random, cx)?;
-                    let r = cx
-                        .report
-                        .reads
-                        .get_or_insert_with(|| fraglab_spec::result::TaskReadResult {
-                            task: p.name.clone(),
-                            instance,
-                            ..Default::default()
-                        });
-                    r.bytes += bytes;
-                    r.ns += t.elapsed().as_nanos() as u64;
-                }
-                TaskStep::Write {
-                    file,
-                    offset,
-                    length,
-                    chunk,
-                    ..
-                } => write_file(&files[file], *offset, *length, *chunk, cx)?,
-                TaskStep::Slab { count, reclaimable } => {
-                    if *reclaimable {
-                        let d = slab_dir.join(format!("{}-{instance}-{nslab}", p.name));
-                        nslab += 1;
-                        std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
-                        held.dirs.push(d.clone());
-                        let di = held.dirs.len() as u32 - 1;
-                        for i in 0..count * FILES_PER_SLAB_PAGE {
-                            if i % 1024 == 0 && cx.past_deadline() {
-                                break 'run;
-                            }
-                            let f = d.join(i.to_string());
-                            File::create(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-                            held.slab_files.push((di, i));
-                        }
-                    } else {
-                        fill_pipes(*count, layout, &mut held, cx)?;
-                    }
-                }
-                TaskStep::Delete { file } => {
-                    held.open.remove(file);
-                    if let Some(path) = files.get(file) {
-                        let _ = std::fs::remove_file(path);
-                    }
-                }
-                TaskStep::CompactMemory => write_proc("/proc/sys/vm/compact_memory", "1")?,
-                TaskStep::DropCaches => write_proc("/proc/sys/vm/drop_caches", "3")?,
-                // §28.1: `echo count > /proc/sys/vm/nr_hugepages` (set_max_huge_pages), then
-                // the pool reached read back, as the kernel reports it (the run records the
-                // old size and writes it back; the htlb_buddy_alloc_* counters are in vmstat).
-                // The count is on top of the pool the run holds (the base): base + count.
-                TaskStep::NrHugepages { count } => {
-                    let pages = cx.clock.hugetlb_base + count;
-                    write_proc(crate::hugetlb::NR_HUGEPAGES, &pages.to_string())?;
-                    crate::hugetlb::current_pages().map_err(|e| e.to_string())?;
-                }
-                // mlock (H2, kernel-model.md §29); munmap (dropping the Vma) munlocks.
-                TaskStep::Mlock { vma } => vmas
-                    .get_mut(vma)
-                    .ok_or_else(|| format!("mlock of unmapped {vma}"))?
-                    .mlock()?,
-                TaskStep::Munlock { vma } => vmas
-                    .get_mut(vma)
-                    .ok_or_else(|| format!("munlock of unmapped {vma}"))?
-                    .munlock()?,
-                // Phases (issue 19).
-                TaskStep::Measure => cx.measure()?,
-                // H5: the page-cache census (crate::census, kernel-model.md §30.2).
-                TaskStep::Census { file } => {
-                    let at_ns = cx.since_t0(Instant::now());
-                    let (pages_per_order, folios_per_order) = crate::census::file_census(&files[file])?;
-                    cx.report.census.push(fraglab_spec::result::CensusResult {
-                        task: p.name.clone(),
-                        file: file.clone(),
-                        at_ns,
-                        pages_per_order,
-                        folios_per_order,
-                    });
-                }
-                TaskStep::Free { reclaimable, every } => free_every(&mut held, *reclaimable, *every)?,
-                // Issue 33: single pipe pages, whole lanes closed.
-                TaskStep::FreePipePages { every } => free_pipe_pages(&mut held, *every),
-                TaskStep::Files {
-                    set,
-                    count,
-                    size_bytes,
-                    op,
-                    random,
-                    every,
-                    ..
-                } => {
-                    let sel = FilesSel {
-                        count: *count,
-                        every: *every,
-                        random: *random,
-                    };
-                    if !files_step(&files[set], sel, *size_bytes, *op, cx)? {
-                        break 'run;
-                    }
-                }
-                // Issue 33: a named sample, read where the program reaches the step.
-                TaskStep::Sample { name } => {
-                    let t = cx.since_t0(Instant::now());
-                    let (sample, zones) =
-                        crate::procfs::sample_and_census(t).map_err(|e| format!("sample {name}: {e}"))?;
-                    cx.report.named_samples.push(fraglab_spec::result::NamedSample {
-                        name: name.clone(),
-                        task: p.name.clone(),
-                        instance,
-                        sample,
-                        zones,
-                    });
-                }
-                TaskStep::Fadvise {
-                    file,
-                    advice,
-                    offset,
-                    length,
-                } => {
-                    let path = files
-                        .get(file)
-                        .ok_or_else(|| format!("fadvise of {file}: no read or write step names it"))?;
-                    let f = open_file(&mut held, file, path)?;
-                    fadvise(f, path, *advice, *offset, *length)?;
-                }
+            let flow = match step {
+                TaskStep::Mmap { .. }
+                | TaskStep::Touch { .. }
+                | TaskStep::Dontneed { .. }
+                | TaskStep::Munmap { .. }
+                | TaskStep::Mlock { .. }
+                | TaskStep::Munlock { .. } => memory_step(&mut t, step, cx)?,
+                TaskStep::Read { .. }
+                | TaskStep::Write { .. }
+                | TaskStep::Delete { .. }
+                | TaskStep::Census { .. }
+                | TaskStep::Files { .. }
+                | TaskStep::Fadvise { .. } => file_step(&mut t, step, cx)?,
+                _ => other_step(&mut t, step, cx)?,
+            };
+            if let Flow::Stop = flow {
+                break 'run;
             }
         }
     }
-    drop(vmas);
-    drop(held);
+    drop(t);
     Ok(())
+}
+
+/// A task's steps on its mappings.
+fn memory_step(t: &mut TaskState, step: &TaskStep, cx: &mut Cx) -> Result<Flow, String> {
+    match step {
+        TaskStep::Mmap {
+            vma,
+            size_bytes,
+            madvise,
+            locked,
+        } => {
+            // Replacing a mapping unmaps the old one first (as the simulator does).
+            t.vmas.remove(vma);
+            let mut v = Vma::new(*size_bytes, *madvise)?;
+            if *locked {
+                v.mlock()?;
+            }
+            t.vmas.insert(vma.clone(), v);
+        }
+        TaskStep::Touch { vma, random, stride } => {
+            let v = t
+                .vmas
+                .get_mut(vma)
+                .ok_or_else(|| format!("touch of unmapped {vma}"))?;
+            // With a stride, the first page of every stride only (one write each).
+            let every = (*stride as usize / PAGE).max(1);
+            let mut order: Vec<usize> = (0..v.pages()).step_by(every).collect();
+            if *random {
+                order.shuffle(&mut cx.rng);
+            }
+            v.touch(order.into_iter(), cx);
+        }
+        TaskStep::Dontneed {
+            vma,
+            offset,
+            length,
+            stride,
+        } => {
+            let v = t
+                .vmas
+                .get_mut(vma)
+                .ok_or_else(|| format!("dontneed of unmapped {vma}"))?;
+            match stride {
+                None => v.dontneed(*offset, *length)?,
+                // One madvise(MADV_DONTNEED) per range, in address order, as far as
+                // the mapping goes (the last one clamped).
+                Some(st) => {
+                    let mut at = *offset;
+                    loop {
+                        v.dontneed(at, *length)?;
+                        at += st;
+                        if at >= v.len as u64 {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        TaskStep::Munmap { vma } => {
+            t.vmas.remove(vma);
+        }
+        // mlock (H2, kernel-model.md §29); munmap (dropping the Vma) munlocks.
+        TaskStep::Mlock { vma } => t
+            .vmas
+            .get_mut(vma)
+            .ok_or_else(|| format!("mlock of unmapped {vma}"))?
+            .mlock()?,
+        TaskStep::Munlock { vma } => t
+            .vmas
+            .get_mut(vma)
+            .ok_or_else(|| format!("munlock of unmapped {vma}"))?
+            .munlock()?,
+        _ => unreachable!("memory_step: not one of its steps"),
+    }
+    Ok(Flow::Go)
+}
+
+/// A task's steps on its files.
+fn file_step(t: &mut TaskState, step: &TaskStep, cx: &mut Cx) -> Result<Flow, String> {
+    match step {
+        TaskStep::Read {
+            file,
+            offset,
+            length,
+            file_size,
+            random,
+            ..
+        } => {
+            let started = Instant::now();
+            let f = open_file(&mut t.held, file, &t.files[file])?;
+            let bytes = read_file(f, &t.files[file], *offset, *length, *file_size, *random, cx)?;
+            let r = cx
+                .report
+                .reads
+                .get_or_insert_with(|| fraglab_spec::result::TaskReadResult {
+                    task: t.p.name.clone(),
+                    instance: t.instance,
+                    ..Default::default()
+                });
+            r.bytes += bytes;
+            r.ns += started.elapsed().as_nanos() as u64;
+        }
+        TaskStep::Write {
+            file,
+            offset,
+            length,
+            chunk,
+            ..
+        } => write_file(&t.files[file], *offset, *length, *chunk, cx)?,
+        TaskStep::Delete { file } => {
+            t.held.open.remove(file);
+            if let Some(path) = t.files.get(file) {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        // H5: the page-cache census (crate::census, kernel-model.md §30.2).
+        TaskStep::Census { file } => {
+            let at_ns = cx.since_t0(Instant::now());
+            let (pages_per_order, folios_per_order) = crate::census::file_census(&t.files[file])?;
+            cx.report.census.push(fraglab_spec::result::CensusResult {
+                task: t.p.name.clone(),
+                file: file.clone(),
+                at_ns,
+                pages_per_order,
+                folios_per_order,
+            });
+        }
+        TaskStep::Files {
+            set,
+            count,
+            size_bytes,
+            op,
+            random,
+            every,
+            ..
+        } => {
+            let sel = FilesSel {
+                count: *count,
+                every: *every,
+                random: *random,
+            };
+            if !files_step(&t.files[set], sel, *size_bytes, *op, cx)? {
+                return Ok(Flow::Stop);
+            }
+        }
+        TaskStep::Fadvise {
+            file,
+            advice,
+            offset,
+            length,
+        } => {
+            let path = t
+                .files
+                .get(file)
+                .ok_or_else(|| format!("fadvise of {file}: no read or write step names it"))?;
+            let f = open_file(&mut t.held, file, path)?;
+            fadvise(f, path, *advice, *offset, *length)?;
+        }
+        _ => unreachable!("file_step: not one of its steps"),
+    }
+    Ok(Flow::Go)
+}
+
+/// A task's other steps: time, slab, the kernel's sysctls, phases, frees, samples.
+fn other_step(t: &mut TaskState, step: &TaskStep, cx: &mut Cx) -> Result<Flow, String> {
+    match step {
+        TaskStep::Compute { ns } => {
+            let end = (Instant::now() + Duration::from_nanos(*ns)).min(cx.clock.deadline);
+            let mut x = 0u64;
+            while Instant::now() < end {
+                for i in 0..1000u64 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+                }
+            }
+        }
+        TaskStep::Sleep { ns } => {
+            let until = Instant::now() + Duration::from_nanos(*ns);
+            cx.sleep_until(until);
+        }
+        TaskStep::Slab { count, reclaimable } => {
+            if *reclaimable {
+                let d = t
+                    .slab_dir
+                    .join(format!("{}-{}-{}", t.p.name, t.instance, t.nslab));
+                t.nslab += 1;
+                std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+                t.held.dirs.push(d.clone());
+                let di = t.held.dirs.len() as u32 - 1;
+                for i in 0..count * FILES_PER_SLAB_PAGE {
+                    if i % 1024 == 0 && cx.past_deadline() {
+                        return Ok(Flow::Stop);
+                    }
+                    let f = d.join(i.to_string());
+                    File::create(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+                    t.held.slab_files.push((di, i));
+                }
+            } else {
+                fill_pipes(*count, t.layout, &mut t.held, cx)?;
+            }
+        }
+        TaskStep::CompactMemory => write_proc("/proc/sys/vm/compact_memory", "1")?,
+        TaskStep::DropCaches => write_proc("/proc/sys/vm/drop_caches", "3")?,
+        // §28.1: `echo count > /proc/sys/vm/nr_hugepages` (set_max_huge_pages), then
+        // the pool reached read back, as the kernel reports it (the run records the
+        // old size and writes it back; the htlb_buddy_alloc_* counters are in vmstat).
+        // The count is on top of the pool the run holds (the base): base + count.
+        TaskStep::NrHugepages { count } => {
+            let pages = cx.clock.hugetlb_base + count;
+            write_proc(crate::hugetlb::NR_HUGEPAGES, &pages.to_string())?;
+            crate::hugetlb::current_pages().map_err(|e| e.to_string())?;
+        }
+        // Phases (issue 19).
+        TaskStep::Measure => cx.measure()?,
+        TaskStep::Free { reclaimable, every } => free_every(&mut t.held, *reclaimable, *every)?,
+        // Issue 33: single pipe pages, whole lanes closed.
+        TaskStep::FreePipePages { every } => free_pipe_pages(&mut t.held, *every),
+        // Issue 33: a named sample, read where the program reaches the step.
+        TaskStep::Sample { name } => {
+            let at = cx.since_t0(Instant::now());
+            let (sample, zones) =
+                crate::procfs::sample_and_census(at).map_err(|e| format!("sample {name}: {e}"))?;
+            cx.report.named_samples.push(fraglab_spec::result::NamedSample {
+                name: name.clone(),
+                task: t.p.name.clone(),
+                instance: t.instance,
+                sample,
+                zones,
+            });
+        }
+        _ => unreachable!("other_step: not one of its steps"),
+    }
+    Ok(Flow::Go)
 }
 
 /// Pipe-buffer pages a pipe holds when a `pipes` step fills whole pipes (F_SETPIPE_SZ 1 MiB),

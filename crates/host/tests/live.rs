@@ -439,13 +439,16 @@ hold = "100ms"
 
 #[test]
 #[cfg_attr(not(feature = "live"), ignore = "live kernel: opt in with --features live")]
-fn knob_guard_restores_while_unwinding() {
+fn journal_restores_knobs_while_unwinding() {
     let _g = live();
     let k = test_knobs();
     let state = state_path("panic");
-    let new: Vec<(String, String)> = k.iter().map(|(n, _, v)| (n.to_string(), v.clone())).collect();
     let r = std::panic::catch_unwind(|| {
-        let _guard = fraglab_host::KnobGuard::apply(&new, &state, Default::default()).unwrap();
+        let mut journal = fraglab_host::Journal::new(fraglab_host::Machine::live(), state.clone());
+        for (n, _, v) in &k {
+            let c = fraglab_host::Change::knob(journal.machine(), n, v).unwrap();
+            journal.apply(c).unwrap();
+        }
         for (n, _, v) in &k {
             assert_eq!(&knob(n), v, "{n} not applied");
         }
