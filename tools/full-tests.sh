@@ -29,7 +29,7 @@ else
   step "host arms: cargo test -p fraglab-host --features live"
   cargo test -p fraglab-host --features live
   step "command-line live tests: cargo test -p fraglab --features live"
-  cargo test -p fraglab --features live --test cli --test validate_suite
+  cargo test -p fraglab --features live --test cli --test validate_suite --test journal_live
 fi
 
 step "full suite passed in $(($(date +%s) - start)) s"
