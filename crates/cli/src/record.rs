@@ -23,9 +23,11 @@ pub struct RecordArgs {
     /// compaction:*, the vmscan events the model has).
     #[arg(long, value_delimiter = ',')]
     events: Vec<String>,
-    /// Per-CPU trace buffer of the private tracefs instance (KiB).
-    #[arg(long, default_value_t = fraglab_host::record::DEFAULT_BUFFER_KB)]
-    buffer_kb: u64,
+    /// Per-CPU trace buffer of the private tracefs instance (KiB). Default: sized from the
+    /// events' rate in a half-second sample before the start (8 s of it, 32 MiB to 1 GiB per
+    /// CPU, at most 1/16 of MemAvailable in all).
+    #[arg(long)]
+    buffer_kb: Option<u64>,
     /// Do not embed a snapshot of the physical memory taken at the start.
     #[arg(long)]
     no_snapshot: bool,

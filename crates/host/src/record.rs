@@ -64,8 +64,21 @@ pub const DEFAULT_EVENTS: &[&str] = &[
     "vmscan:mm_vmscan_lru_shrink_inactive",
 ];
 
-/// Per-CPU ring buffer of the instance by default (KiB).
+/// Per-CPU ring buffer of the instance (KiB): the least [`size_buffer`] gives.
 pub const DEFAULT_BUFFER_KB: u64 = 32 << 10;
+
+/// The most [`size_buffer`] gives a CPU (KiB)…
+pub const MAX_AUTO_BUFFER_KB: u64 = 1 << 20;
+
+/// …and the most for all CPUs together: this fraction of MemAvailable.
+pub const AUTO_BUFFER_MEM_DIVISOR: u64 = 16;
+
+/// How long the events are sampled before the recording to size the buffer.
+pub const RATE_PROBE: Duration = Duration::from_millis(500);
+
+/// The seconds of events the sized buffer holds at the probed rate: the reader empties it far
+/// faster than this, but a burst (a workload starting, compaction) can outrun it.
+pub const BUFFER_HEADROOM_S: u64 = 8;
 
 /// Recording time when no command is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(30);
@@ -80,8 +93,8 @@ pub struct RecordOptions {
     pub duration: Option<Duration>,
     /// `group:name` or `group:*`; empty: [`DEFAULT_EVENTS`].
     pub events: Vec<String>,
-    /// Per-CPU buffer (KiB).
-    pub buffer_kb: u64,
+    /// Per-CPU buffer (KiB); `None`: sized from the events' rate ([`size_buffer`]).
+    pub buffer_kb: Option<u64>,
     /// Embed a snapshot taken at the start.
     pub snapshot: bool,
     /// The command to run while recording (program and arguments), or empty.
@@ -96,7 +109,7 @@ impl Default for RecordOptions {
             output: PathBuf::from("fraglab.trace"),
             duration: None,
             events: Vec::new(),
-            buffer_kb: DEFAULT_BUFFER_KB,
+            buffer_kb: None,
             snapshot: true,
             command: Vec::new(),
             progress: true,
@@ -139,6 +152,8 @@ struct Progress {
     text_bytes: AtomicU64,
     spooled: AtomicU64,
     lost_lines: AtomicU64,
+    /// The per-CPU buffer the session uses (KiB).
+    buffer_kb: AtomicU64,
     self_lines: AtomicU64,
     tid: AtomicU32,
     failed: AtomicBool,
@@ -408,7 +423,7 @@ fn check_options(opts: &RecordOptions) -> Result<(Vec<String>, Option<Duration>)
             )));
         }
     }
-    if opts.buffer_kb == 0 {
+    if opts.buffer_kb == Some(0) {
         return Err(HostError::Unsupported("--buffer-kb 0".into()));
     }
     let duration = match (opts.duration, opts.command.is_empty()) {
@@ -430,7 +445,7 @@ fn start_header(opts: &RecordOptions, events: &[String], pid: u32) -> TraceHeade
         events: events.to_vec(),
         started_at_unix_s,
         nr_cpus,
-        buffer_size_kb: opts.buffer_kb,
+        buffer_size_kb: opts.buffer_kb.unwrap_or(DEFAULT_BUFFER_KB),
         knobs: knobs::read_all_knobs(),
         workload: opts.command.join(" "),
         recorder_pid: Some(pid),
@@ -451,7 +466,7 @@ fn start_session(
     let mut s = Session::open(journal, pid)?;
     let inst = s.instance.clone();
     write(&inst.join("tracing_on"), "0")?;
-    write(&inst.join("buffer_size_kb"), &opts.buffer_kb.to_string())?;
+    write(&inst.join("buffer_size_kb"), &DEFAULT_BUFFER_KB.to_string())?;
     write(&inst.join("trace_clock"), "mono")?;
     for ev in events {
         let (group, name) = ev.split_once(':').expect("checked");
@@ -468,12 +483,18 @@ fn start_session(
         }
         write(&p, "1")?;
     }
+    let kb = match opts.buffer_kb {
+        Some(kb) => kb,
+        None => probe_buffer_kb(&inst, opts.progress)?,
+    };
+    write(&inst.join("buffer_size_kb"), &kb.to_string())?;
     let pipe = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(inst.join("trace_pipe"))
         .map_err(|e| HostError::io("trace_pipe", e))?;
     let prog = Arc::new(Progress::default());
+    prog.buffer_kb.store(kb, Ordering::SeqCst);
     let (stop, p) = (s.stop.clone(), prog.clone());
     s.reader = Some(
         std::thread::Builder::new()
@@ -598,6 +619,7 @@ pub fn record(opts: &RecordOptions) -> Result<TraceHeader, HostError> {
     let writer = s.join_reader().expect("the reader runs until joined")?;
     let drain_s = t_drain.elapsed().as_secs_f64();
     header.lost_events = lost_events(&inst).max(prog.lost_lines.load(Ordering::SeqCst));
+    header.buffer_size_kb = prog.buffer_kb.load(Ordering::SeqCst);
     drop(s);
     journal.undo_all()?;
     header.workload_status = child_status.and_then(|st| st.code());
@@ -626,6 +648,9 @@ fn finish_file(
     writer.finish(&header).map_err(state_err)?;
     // What finish put in: the snapshot's header.
     header.snapshot = snapshot.map(|s| s.header);
+    if let Some(w) = lost_warning(&header) {
+        eprintln!("{w}");
+    }
     if opts.progress {
         eprintln!(
             "record: {} events in {:.1} s ({:.0}/s), {} lost, {} by the recorder itself; \
@@ -644,6 +669,119 @@ fn finish_file(
     Ok(header)
 }
 
+/// Samples the enabled events for [`RATE_PROBE`] with tracing on and returns the per-CPU
+/// buffer for the recording ([`size_buffer`] of the busiest CPU's bytes per second, from
+/// `per_cpu/cpuN/stats`); the sample is then cleared. The machine's rate before the recorded
+/// command starts can be lower than during it: [`lost_warning`] says so when events are lost.
+fn probe_buffer_kb(inst: &Path, progress: bool) -> Result<u64, HostError> {
+    write(&inst.join("tracing_on"), "1")?;
+    std::thread::sleep(RATE_PROBE);
+    write(&inst.join("tracing_on"), "0")?;
+    let busiest = per_cpu_stat(inst, "bytes").into_iter().max().unwrap_or(0);
+    // Clearing the buffer: truncating `trace` empties every CPU's ring.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(inst.join("trace"))
+        .map_err(|e| HostError::io("trace (clearing the rate probe)", e))?;
+    let per_s = busiest as f64 / RATE_PROBE.as_secs_f64();
+    // SAFETY: sysconf has no preconditions.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u64;
+    let avail = procfs::mem_available().unwrap_or(0);
+    let kb = size_buffer(per_s, cpus, avail);
+    if progress {
+        eprintln!(
+            "record: events at {:.1} MiB/s on the busiest CPU before the start: {kb} KiB per CPU \
+             ({BUFFER_HEADROOM_S} s of that; --buffer-kb sets it)",
+            per_s / (1 << 20) as f64
+        );
+    }
+    Ok(kb)
+}
+
+/// The per-CPU buffer (KiB) for events arriving at `bytes_per_s` on the busiest CPU:
+/// [`BUFFER_HEADROOM_S`] seconds of them, at least [`DEFAULT_BUFFER_KB`], at most
+/// [`MAX_AUTO_BUFFER_KB`] and at most 1/[`AUTO_BUFFER_MEM_DIVISOR`] of MemAvailable (`avail`
+/// bytes) over all `cpus`.
+pub fn size_buffer(bytes_per_s: f64, cpus: u64, avail: u64) -> u64 {
+    let want = (bytes_per_s * BUFFER_HEADROOM_S as f64 / 1024.0).ceil() as u64;
+    let mem_cap = avail / AUTO_BUFFER_MEM_DIVISOR / cpus.max(1) / 1024;
+    want.clamp(DEFAULT_BUFFER_KB, MAX_AUTO_BUFFER_KB.max(DEFAULT_BUFFER_KB))
+        .min(mem_cap.max(DEFAULT_BUFFER_KB))
+}
+
+/// A field of `per_cpu/cpuN/stats` for every CPU that has one.
+fn per_cpu_stat(inst: &Path, key: &str) -> Vec<u64> {
+    let Ok(rd) = std::fs::read_dir(inst.join("per_cpu")) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stats")).ok())
+        .filter_map(|t| {
+            t.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().parse::<u64>().ok()).flatten()
+            })
+        })
+        .collect()
+}
+
+/// When the kernel dropped events: how many, against what was recorded, and the fix — a
+/// larger per-CPU buffer (four times the one used, or more), fewer events, or a lighter
+/// workload. `None` when nothing was lost.
+pub fn lost_warning(h: &TraceHeader) -> Option<String> {
+    if h.lost_events == 0 {
+        return None;
+    }
+    let share = 100.0 * h.lost_events as f64 / (h.lines + h.lost_events).max(1) as f64;
+    Some(format!(
+        "warning: {} events ({share:.1} % of those traced) were lost: the per-CPU buffer of {} \
+         KiB filled faster than the recorder emptied it. Record again with --buffer-kb {} (or \
+         more), fewer events (--events) or a lighter workload. The gaps are marked \
+         [LOST n EVENTS] in the trace.",
+        h.lost_events,
+        h.buffer_size_kb,
+        (h.buffer_size_kb * 4).max(DEFAULT_BUFFER_KB * 4)
+    ))
+}
+
 fn valid_name(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 34: the buffer is sized from the events' measured rate, within its bounds.
+    #[test]
+    fn the_buffer_holds_seconds_of_the_probed_rate() {
+        let gib = 1u64 << 30;
+        // Idle: the floor.
+        assert_eq!(size_buffer(1e5, 2, 20 * gib), DEFAULT_BUFFER_KB);
+        // 10 MiB/s on the busiest CPU: 8 s of it.
+        assert_eq!(size_buffer(10.0 * (1 << 20) as f64, 2, 20 * gib), 80 << 10);
+        // A flood: capped per CPU…
+        assert_eq!(size_buffer(1e12, 2, 1 << 50), MAX_AUTO_BUFFER_KB);
+        // …and by memory: 1/16 of 16 GiB over 64 CPUs is 16 MiB, under the floor: the floor.
+        assert_eq!(size_buffer(1e12, 64, 16 * gib), DEFAULT_BUFFER_KB);
+        // 1/16 of 64 GiB over 8 CPUs: 512 MiB each.
+        assert_eq!(size_buffer(1e12, 8, 64 * gib), 512 << 10);
+    }
+
+    /// Lost events give a warning with the numbers and the fix; none without losses.
+    #[test]
+    fn lost_events_warn_with_the_fix() {
+        let mut h = TraceHeader {
+            lines: 680,
+            lost_events: 320,
+            buffer_size_kb: 32 << 10,
+            ..Default::default()
+        };
+        let w = lost_warning(&h).expect("a warning");
+        assert!(w.contains("320 events (32.0 % of those traced) were lost"), "{w}");
+        assert!(w.contains("--buffer-kb 131072"), "{w}");
+        h.lost_events = 0;
+        assert_eq!(lost_warning(&h), None);
+    }
 }

@@ -51,7 +51,7 @@ fn issue_21_item_4_record_one_second_live() {
         output: out.clone(),
         duration: Some(Duration::from_secs(1)),
         snapshot: false,
-        buffer_kb: 4096,
+        buffer_kb: Some(4096),
         // A 64 MiB buffer filled once: 16,384 anonymous base pages (THP is "madvise" here and
         // dd does not madvise), freed at exit.
         command: [
