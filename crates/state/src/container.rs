@@ -626,3 +626,25 @@ impl ContainerReader {
         Ok(Some((tag, raw)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The offset of a header field: members by name (nested, after strings holding braces and
+    /// escaped quotes), array elements by index; None for what is not there.
+    #[test]
+    fn json_offsets_of_fields() {
+        let j = br#"{"a": "x{\"[", "zones": [ {"n": 1}, {"n": 2, "m": [3, 4]} ], "end_pfn":7}"#;
+        let f = |k: &str| JsonKey::Field(k.into());
+        let at = |p: &[JsonKey]| json_offset(j, p).map(|o| std::str::from_utf8(&j[o..o + 6]).unwrap().to_string());
+        assert_eq!(at(&[f("end_pfn")]).as_deref(), Some("\"end_p"));
+        assert_eq!(at(&[f("zones"), JsonKey::Index(1), f("m")]).as_deref(), Some("\"m\": ["));
+        assert_eq!(at(&[f("zones"), JsonKey::Index(1), f("m"), JsonKey::Index(1)]).as_deref(), Some("4]} ],"));
+        assert_eq!(at(&[f("zones"), JsonKey::Index(0)]).as_deref(), Some("{\"n\": "));
+        assert_eq!(json_offset(j, &[f("zones"), JsonKey::Index(2)]), None);
+        assert_eq!(json_offset(j, &[f("nope")]), None);
+        assert_eq!(json_offset(j, &[f("a"), f("b")]), None);
+        assert_eq!(json_offset(b"{\"a\":", &[f("a"), f("b")]), None);
+    }
+}
