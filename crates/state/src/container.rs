@@ -468,6 +468,11 @@ impl ContainerReader {
         self.header_at + json_offset(&self.header_bytes, path).unwrap_or(0) as u64
     }
 
+    /// The header's bytes as the file has them, and the offset where they begin.
+    pub fn header_bytes(&self) -> (&[u8], u64) {
+        (&self.header_bytes, self.header_at)
+    }
+
     /// Whether the header has a field at `path`.
     pub fn header_has_field(&self, path: &[JsonKey]) -> bool {
         json_offset(&self.header_bytes, path).is_some()

@@ -104,8 +104,10 @@ pub const MAX_END_PFN: u64 = 1 << 40;
 /// and dirty bit, and in the worst case (every pfn its own order-0 folio, or free chunks
 /// alternating with allocated pages) one 16-byte entry per pfn in the reconstruction's folio or
 /// free list, doubled while the list grows, the slab folios' index and the per-block tables.
-/// Measured on the S2 fixture (6.5 M pfns): 10 bytes per pfn at the peak; on a synthetic
-/// snapshot of order-0 kernel pages only, 38.
+/// Measured as the peak resident memory of a release build above its start: the S2 fixture
+/// (6.5 M pfns) 8.1 bytes per pfn; 4 M pfns of order-0 kernel pages 17.5; 4 M pfns of free and
+/// kernel pages alternating (a free chunk and a folio every two pfns, the worst layout) 25.5.
+/// The booted model's own memory map comes on top (the simulator's, not counted here).
 pub const BYTES_PER_PFN: u64 = 48;
 /// The environment variable that sets the memory budget of reading a snapshot (bytes, or with
 /// a K, M, G or T suffix, powers of 1024).
@@ -339,6 +341,16 @@ fn header_error(r: &ContainerReader, p: HeaderProblem) -> StateError {
     StateError::new(r.path(), Some(at), format!("snapshot header: {}", p.msg))
 }
 
+/// The snapshot header of the file `r` reads; a field of the wrong type or a missing one is an
+/// error at its byte offset (serde_json's column in the one-line header).
+fn parse_header(r: &ContainerReader) -> Result<SnapshotHeader, StateError> {
+    let (bytes, at) = r.header_bytes();
+    serde_json::from_slice(bytes).map_err(|e| {
+        let col = if e.line() == 1 { e.column().saturating_sub(1) as u64 } else { 0 };
+        StateError::new(r.path(), Some(at + col), format!("snapshot header: {e}"))
+    })
+}
+
 /// A snapshot in memory.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Snapshot {
@@ -390,8 +402,7 @@ impl Snapshot {
     /// here; [`SnapshotHeader::check`] it before anything is ([`Snapshot::read`] does).
     pub fn read_header(path: &Path) -> Result<SnapshotHeader, StateError> {
         let r = ContainerReader::open(path, &SNAPSHOT_MAGIC, "snapshot")?;
-        serde_json::from_value(r.header.clone())
-            .map_err(|e| StateError::new(path, Some(16), format!("snapshot header: {e}")))
+        parse_header(&r)
     }
 
     /// Reads a snapshot file within the memory budget of [`ReadLimits::from_env`].
@@ -404,8 +415,7 @@ impl Snapshot {
     /// checked against the file and `limits`, then its pages.
     pub fn read_with(path: &Path, limits: &ReadLimits) -> Result<Snapshot, StateError> {
         let mut r = ContainerReader::open(path, &SNAPSHOT_MAGIC, "snapshot")?;
-        let header: SnapshotHeader = serde_json::from_value(r.header.clone())
-            .map_err(|e| StateError::new(path, Some(16), format!("snapshot header: {e}")))?;
+        let header = parse_header(&r)?;
         let mut pages = Vec::new();
         let mut dirty = Vec::new();
         Self::read_pages_with(&mut r, &header, limits, &mut pages, &mut dirty, true)?;

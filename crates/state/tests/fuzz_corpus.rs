@@ -113,6 +113,22 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
 
 const PAGE_FREE: u8 = fraglab_state::page::PageClass::Free as u8;
 
+/// With FRAGLAB_DUMP_SNAPSHOT_FILES=DIR, writes the snapshot file the target makes of each
+/// corpus file as DIR/NAME.fsnap (to run the command line on them).
+#[test]
+fn dump_snapshot_files_when_asked() {
+    let Ok(dir) = std::env::var("FRAGLAB_DUMP_SNAPSHOT_FILES") else {
+        return;
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(corpus_dir()).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        let bytes = snapshot_file_bytes(&std::fs::read(&p).unwrap());
+        std::fs::write(Path::new(&dir).join(format!("{name}.fsnap")), bytes).unwrap();
+    }
+}
+
 /// Writes the seeds into the corpus (only with FRAGLAB_WRITE_FUZZ_CORPUS=1).
 #[test]
 fn write_seed_corpus_when_asked() {

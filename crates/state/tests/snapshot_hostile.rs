@@ -254,3 +254,44 @@ fn budget_sizes_parse() {
     assert_eq!(parse_bytes("99999999999T"), None);
     assert_eq!(BUDGET_ENV, "FRAGLAB_SNAPSHOT_BUDGET");
 }
+
+/// A trace file's embedded start snapshot goes through the same checks (`fraglab replay` boots
+/// from it): its end_pfn of 2^38 is refused at the field inside the trace header's `snapshot`.
+#[test]
+fn a_trace_files_embedded_snapshot_is_checked_too() {
+    use fraglab_state::trace::{TraceHeader, TraceReader, TraceWriter};
+    let dir = common::tmp("trace");
+    let p = dir.join("t.trace");
+    let s = common::machine(4096, 1);
+    let w = TraceWriter::create(&p, &TraceHeader::default(), Some(&s)).unwrap();
+    w.finish(&TraceHeader::default()).unwrap();
+    assert_eq!(TraceReader::open(&p).unwrap().take_snapshot(), Some(s));
+    let bytes = common::with_header(&std::fs::read(&p).unwrap(), |h| h["snapshot"]["end_pfn"] = json!(1u64 << 38));
+    std::fs::write(&p, bytes).unwrap();
+    let t = Instant::now();
+    let e = TraceReader::open(&p).err().expect("refused");
+    assert!(t.elapsed() < Duration::from_secs(1));
+    assert!(e.msg.contains("end_pfn 274877906944 but the 1 page sections") && e.path == p, "{e}");
+    let file = std::fs::read(&p).unwrap();
+    at_field(&e, &file, "end_pfn");
+    let at = e.offset.unwrap() as usize;
+    let before = String::from_utf8_lossy(&file[..at]);
+    assert!(before.rfind("\"snapshot\"").is_some(), "inside the snapshot member");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A header field of the wrong type is refused at its value's offset (it was reported at the
+/// header's first byte).
+#[test]
+fn a_field_of_the_wrong_type_is_refused_at_its_offset() {
+    let dir = common::tmp("wrong-type");
+    let (_, good) = base();
+    let bytes = common::with_header(&good, |h| h["zones"] = json!("DMA"));
+    let (e, file) = refused(&dir, "wrong.fsnap", &bytes, &unlimited());
+    assert!(e.msg.contains("invalid type: string \"DMA\", expected a sequence"), "{e}");
+    let at = e.offset.unwrap() as usize;
+    let field = file.windows(13).position(|w| w == b"\"zones\":\"DMA\"").unwrap();
+    assert!((field..field + 13).contains(&at), "{at} not in the field at {field}");
+    assert!(Snapshot::read_header(&dir.join("wrong.fsnap")).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
