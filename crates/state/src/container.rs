@@ -215,7 +215,8 @@ pub fn open_regular(path: &Path) -> Result<(File, u64), StateError> {
             ),
         )
     };
-    let meta = std::fs::metadata(path).map_err(|e| StateError::new(path, None, format!("cannot open: {e}")))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| StateError::new(path, None, format!("cannot open: {e}")))?;
     if !meta.is_file() {
         return Err(refuse(&meta.file_type()));
     }
@@ -449,7 +450,11 @@ impl ContainerReader {
         r.get(&mut h, "header")?;
         r.header = serde_json::from_slice(&h).map_err(|e| {
             // serde_json's column is the byte within the (one-line) header.
-            let col = if e.line() == 1 { e.column().saturating_sub(1) as u64 } else { 0 };
+            let col = if e.line() == 1 {
+                e.column().saturating_sub(1) as u64
+            } else {
+                0
+            };
             StateError::new(path, Some(hat + col), format!("header is not valid JSON: {e}"))
         })?;
         r.header_bytes = h;
@@ -493,9 +498,13 @@ impl ContainerReader {
             stop_at: from,
         };
         let mut at = from;
-        let io = |e: std::io::Error, at: u64, path: &Path| StateError::new(path, Some(at), format!("read failed: {e}"));
+        let io = |e: std::io::Error, at: u64, path: &Path| {
+            StateError::new(path, Some(at), format!("read failed: {e}"))
+        };
         while !self.done && at + 16 <= self.len {
-            self.inp.seek(SeekFrom::Start(at)).map_err(|e| io(e, at, &self.path))?;
+            self.inp
+                .seek(SeekFrom::Start(at))
+                .map_err(|e| io(e, at, &self.path))?;
             let mut h = [0u8; 16];
             self.inp.read_exact(&mut h).map_err(|e| io(e, at, &self.path))?;
             if &h[..4] != tag {
@@ -642,10 +651,17 @@ mod tests {
     fn json_offsets_of_fields() {
         let j = br#"{"a": "x{\"[", "zones": [ {"n": 1}, {"n": 2, "m": [3, 4]} ], "end_pfn":7}"#;
         let f = |k: &str| JsonKey::Field(k.into());
-        let at = |p: &[JsonKey]| json_offset(j, p).map(|o| std::str::from_utf8(&j[o..o + 6]).unwrap().to_string());
+        let at =
+            |p: &[JsonKey]| json_offset(j, p).map(|o| std::str::from_utf8(&j[o..o + 6]).unwrap().to_string());
         assert_eq!(at(&[f("end_pfn")]).as_deref(), Some("\"end_p"));
-        assert_eq!(at(&[f("zones"), JsonKey::Index(1), f("m")]).as_deref(), Some("\"m\": ["));
-        assert_eq!(at(&[f("zones"), JsonKey::Index(1), f("m"), JsonKey::Index(1)]).as_deref(), Some("4]} ],"));
+        assert_eq!(
+            at(&[f("zones"), JsonKey::Index(1), f("m")]).as_deref(),
+            Some("\"m\": [")
+        );
+        assert_eq!(
+            at(&[f("zones"), JsonKey::Index(1), f("m"), JsonKey::Index(1)]).as_deref(),
+            Some("4]} ],")
+        );
         assert_eq!(at(&[f("zones"), JsonKey::Index(0)]).as_deref(), Some("{\"n\": "));
         assert_eq!(json_offset(j, &[f("zones"), JsonKey::Index(2)]), None);
         assert_eq!(json_offset(j, &[f("nope")]), None);

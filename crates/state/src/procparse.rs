@@ -230,18 +230,30 @@ pub fn check_pagetypeinfo(text: &str) -> Result<BTreeMap<String, PagetypeZone>, 
         rows += 1;
         if let Some((_, typed)) = rest.split_once(", type") {
             let mut it = typed.split_whitespace();
-            it.next().ok_or_else(|| bad("no migratetype after \"type\"".into()))?;
-            let n = it.map(|w| count(w, true)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
+            it.next()
+                .ok_or_else(|| bad("no migratetype after \"type\"".into()))?;
+            let n = it
+                .map(|w| count(w, true))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(bad)?;
             if n.len() != NR_ORDERS {
-                return Err(bad(format!("{} free counts, {NR_ORDERS} expected (orders 0-10)", n.len())));
+                return Err(bad(format!(
+                    "{} free counts, {NR_ORDERS} expected (orders 0-10)",
+                    n.len()
+                )));
             }
         } else {
             let Some(want) = cols else {
-                return Err(bad("a block-count row without a \"Number of blocks type\" title".into()));
+                return Err(bad(
+                    "a block-count row without a \"Number of blocks type\" title".into()
+                ));
             };
             let mut it = rest.split_whitespace();
             it.next().ok_or_else(|| bad("no zone name".into()))?;
-            let n = it.map(|w| count(w, false)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
+            let n = it
+                .map(|w| count(w, false))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(bad)?;
             if want != usize::MAX && n.len() != want {
                 return Err(bad(format!("{} block counts under {want} columns", n.len())));
             }
@@ -266,9 +278,15 @@ pub fn check_buddyinfo(text: &str) -> Result<BTreeMap<String, [u64; NR_ORDERS]>,
         };
         let mut it = rest.split_whitespace();
         it.next().ok_or_else(|| bad("no zone name".into()))?;
-        let n = it.map(|w| count(w, false)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
+        let n = it
+            .map(|w| count(w, false))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
         if n.len() != NR_ORDERS {
-            return Err(bad(format!("{} counts, {NR_ORDERS} expected (orders 0-10)", n.len())));
+            return Err(bad(format!(
+                "{} counts, {NR_ORDERS} expected (orders 0-10)",
+                n.len()
+            )));
         }
     }
     Ok(parse_buddyinfo(text))

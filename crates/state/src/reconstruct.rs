@@ -324,7 +324,15 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
     let mut folios = scan.folios;
     slab_kinds(&mut folios, &scan.slab_folios, &block_types);
     let (mixed, disagrees) = mixed_blocks(&scan.evidence, &units.block_zone, &block_types);
-    let mut report = match_report(&spans, &scan.zones, &pti, &buddy, &free, &units.block_zone, &block_types);
+    let mut report = match_report(
+        &spans,
+        &scan.zones,
+        &pti,
+        &buddy,
+        &free,
+        &units.block_zone,
+        &block_types,
+    );
     report.fitted_to = fitted_to.to_string();
     report.swaps = fit.swaps;
     report.kicks = fit.kicks;
@@ -512,7 +520,7 @@ fn scan_folio(snap: &Snapshot, p: u64, zend: u64, c: PageClass, s: &mut ZoneScan
         PageClass::PageTable => RKind::PageTable,
         _ => RKind::Hugetlb,
     };
-    let whole = b & TAIL == 0 && n.is_power_of_two() && n <= 1 << MAX_ORDER && p % n == 0;
+    let whole = b & TAIL == 0 && n.is_power_of_two() && n <= 1 << MAX_ORDER && p.is_multiple_of(n);
     let pieces: Vec<(u64, u8)> = if whole {
         vec![(p, n.trailing_zeros() as u8)]
     } else {
@@ -766,7 +774,11 @@ impl FreeTables {
         for zi in 0..self.capt.len() {
             for t in 0..5 {
                 for o in 0..11 {
-                    s = s.saturating_add(cell_err(pred[zi][t][o], self.capt[zi][t][o], self.capped[zi][t][o]));
+                    s = s.saturating_add(cell_err(
+                        pred[zi][t][o],
+                        self.capt[zi][t][o],
+                        self.capped[zi][t][o],
+                    ));
                 }
             }
         }
@@ -986,7 +998,14 @@ pub fn match_report(
 
 /// The rows of zone `zone`, type `t` in the match report: its blocks, its non-empty free
 /// cells and its grid.
-fn type_rows(report: &mut MatchReport, zone: &str, t: usize, p: &PagetypeZone, blocks: i64, free: &[u64; 11]) {
+fn type_rows(
+    report: &mut MatchReport,
+    zone: &str,
+    t: usize,
+    p: &PagetypeZone,
+    blocks: i64,
+    free: &[u64; 11],
+) {
     report.blocks.push(MatchRow {
         what: format!("{zone} blocks {}", TYPE_NAMES[t]),
         captured: p.blocks[t] as i64,

@@ -231,7 +231,10 @@ impl SnapshotHeader {
             if r[0] >= r[1] || r[1] > end {
                 return Err(problem(
                     &[key("ram_ranges"), JsonKey::Index(i)],
-                    format!("RAM range [{}, {}) is empty or ends beyond end_pfn {end}: corrupt", r[0], r[1]),
+                    format!(
+                        "RAM range [{}, {}) is empty or ends beyond end_pfn {end}: corrupt",
+                        r[0], r[1]
+                    ),
                 ));
             }
         }
@@ -267,18 +270,28 @@ impl SnapshotHeader {
             if z.present > z.spanned {
                 return Err(problem(
                     &at(i, "present"),
-                    format!("zone {} has present {} > spanned {}: corrupt", z.name, z.present, z.spanned),
+                    format!(
+                        "zone {} has present {} > spanned {}: corrupt",
+                        z.name, z.present, z.spanned
+                    ),
                 ));
             }
             if z.managed > z.present {
                 return Err(problem(
                     &at(i, "managed"),
-                    format!("zone {} has managed {} > present {}: corrupt", z.name, z.managed, z.present),
+                    format!(
+                        "zone {} has managed {} > present {}: corrupt",
+                        z.name, z.managed, z.present
+                    ),
                 ));
             }
         }
-        let mut spans: Vec<(usize, &ZoneSpan)> =
-            self.zones.iter().enumerate().filter(|(_, z)| z.spanned > 0).collect();
+        let mut spans: Vec<(usize, &ZoneSpan)> = self
+            .zones
+            .iter()
+            .enumerate()
+            .filter(|(_, z)| z.spanned > 0)
+            .collect();
         spans.sort_by_key(|(_, z)| z.start_pfn);
         for w in spans.windows(2) {
             let ((_, a), (j, b)) = (w[0], w[1]);
@@ -293,11 +306,17 @@ impl SnapshotHeader {
     }
 
     fn check_proc_texts(&self) -> Result<(), HeaderProblem> {
-        for (read, texts) in [("proc_before", &self.proc_before), ("proc_after", &self.proc_after)] {
+        for (read, texts) in [
+            ("proc_before", &self.proc_before),
+            ("proc_after", &self.proc_after),
+        ] {
             let at = |f: &str| vec![key(read), key(f)];
             if let Some(t) = texts.get("pagetypeinfo") {
                 let pti = check_pagetypeinfo(t).map_err(|(line, why)| {
-                    problem(&at("pagetypeinfo"), format!("{read}.pagetypeinfo line {line}: {why}"))
+                    problem(
+                        &at("pagetypeinfo"),
+                        format!("{read}.pagetypeinfo line {line}: {why}"),
+                    )
                 })?;
                 for z in self.zones.iter().filter(|z| z.spanned > 0) {
                     let Some(p) = pti.get(&z.name) else {
@@ -346,7 +365,11 @@ fn header_error(r: &ContainerReader, p: HeaderProblem) -> StateError {
 fn parse_header(r: &ContainerReader) -> Result<SnapshotHeader, StateError> {
     let (bytes, at) = r.header_bytes();
     serde_json::from_slice(bytes).map_err(|e| {
-        let col = if e.line() == 1 { e.column().saturating_sub(1) as u64 } else { 0 };
+        let col = if e.line() == 1 {
+            e.column().saturating_sub(1) as u64
+        } else {
+            0
+        };
         StateError::new(r.path(), Some(at + col), format!("snapshot header: {e}"))
     })
 }

@@ -27,13 +27,19 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
         let s = common::machine(4096 * seed, seed);
         v.push((format!("valid-written-{seed}"), common::file_bytes(&s, &dir)));
         let h = serde_json::to_vec(&s.header).unwrap();
-        v.push((format!("valid-parts-{seed}"), common::structured(&h, &s.pages, &[])));
+        v.push((
+            format!("valid-parts-{seed}"),
+            common::structured(&h, &s.pages, &[]),
+        ));
     }
     let mut s = common::machine(4096, 9);
     s.header.dirty_bitmap = true;
     s.dirty = (0..512).map(|i| (i * 37) as u8).collect();
     s.header.page_owner_blocks = Some(vec![(2, "Reclaimable".into()), (5, "HighAtomic".into())]);
-    v.push(("valid-written-dirty-page-owner".into(), common::file_bytes(&s, &dir)));
+    v.push((
+        "valid-written-dirty-page-owner".into(),
+        common::file_bytes(&s, &dir),
+    ));
     // Hostile headers, as parts (so that the checksums are right and the header is the fault).
     let base = common::machine(4096, 4);
     let hostile = |f: &dyn Fn(&mut serde_json::Value)| {
@@ -41,43 +47,92 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
         f(&mut h);
         common::structured(&serde_json::to_vec(&h).unwrap(), &base.pages, &[])
     };
-    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
-        ("hostile-end-pfn-2p38", Box::new(|h| h["end_pfn"] = json!(1u64 << 38))),
-        ("hostile-end-pfn-u64-max", Box::new(|h| h["end_pfn"] = json!(u64::MAX))),
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(&str, Edit)> = vec![
+        (
+            "hostile-end-pfn-2p38",
+            Box::new(|h| h["end_pfn"] = json!(1u64 << 38)),
+        ),
+        (
+            "hostile-end-pfn-u64-max",
+            Box::new(|h| h["end_pfn"] = json!(u64::MAX)),
+        ),
         ("hostile-end-pfn-0", Box::new(|h| h["end_pfn"] = json!(0))),
         ("hostile-nr-cpus-0", Box::new(|h| h["nr_cpus"] = json!(0))),
-        ("hostile-nr-cpus-1e6", Box::new(|h| h["nr_cpus"] = json!(1_000_000))),
-        ("hostile-managed-gt-present", Box::new(|h| h["zones"][1]["managed"] = json!(5000))),
-        ("hostile-present-gt-spanned", Box::new(|h| h["zones"][0]["present"] = json!(1u64 << 40))),
-        ("hostile-zone-beyond-end", Box::new(|h| h["zones"][1]["spanned"] = json!(u64::MAX))),
-        ("hostile-zones-overlap", Box::new(|h| h["zones"][1]["start_pfn"] = json!(1024))),
-        ("hostile-ram-range-beyond-end", Box::new(|h| h["ram_ranges"] = json!([[1, 1u64 << 40]]))),
+        (
+            "hostile-nr-cpus-1e6",
+            Box::new(|h| h["nr_cpus"] = json!(1_000_000)),
+        ),
+        (
+            "hostile-managed-gt-present",
+            Box::new(|h| h["zones"][1]["managed"] = json!(5000)),
+        ),
+        (
+            "hostile-present-gt-spanned",
+            Box::new(|h| h["zones"][0]["present"] = json!(1u64 << 40)),
+        ),
+        (
+            "hostile-zone-beyond-end",
+            Box::new(|h| h["zones"][1]["spanned"] = json!(u64::MAX)),
+        ),
+        (
+            "hostile-zones-overlap",
+            Box::new(|h| h["zones"][1]["start_pfn"] = json!(1024)),
+        ),
+        (
+            "hostile-ram-range-beyond-end",
+            Box::new(|h| h["ram_ranges"] = json!([[1, 1u64 << 40]])),
+        ),
         (
             "hostile-garbage-pagetypeinfo",
-            Box::new(|h| h["proc_after"]["pagetypeinfo"] = json!("\u{1}\u{2}garbage\nNode 0, zone Normal, type Movable 1 2 x\n")),
+            Box::new(|h| {
+                h["proc_after"]["pagetypeinfo"] =
+                    json!("\u{1}\u{2}garbage\nNode 0, zone Normal, type Movable 1 2 x\n")
+            }),
         ),
         (
             "hostile-pagetypeinfo-short-row",
-            Box::new(|h| h["proc_before"]["pagetypeinfo"] = json!("Node    0, zone   Normal, type      Movable      1      2\n")),
+            Box::new(|h| {
+                h["proc_before"]["pagetypeinfo"] =
+                    json!("Node    0, zone   Normal, type      Movable      1      2\n")
+            }),
         ),
-        ("hostile-garbage-buddyinfo", Box::new(|h| h["proc_after"]["buddyinfo"] = json!("random words\n"))),
+        (
+            "hostile-garbage-buddyinfo",
+            Box::new(|h| h["proc_after"]["buddyinfo"] = json!("random words\n")),
+        ),
         (
             "hostile-page-owner-block-out-of-range",
             Box::new(|h| h["page_owner_blocks"] = json!([[1u64 << 50, "Movable"]])),
         ),
-        ("hostile-dirty-bitmap-missing", Box::new(|h| h["dirty_bitmap"] = json!(true))),
-        ("hostile-header-wrong-type", Box::new(|h| h["zones"] = json!("DMA"))),
+        (
+            "hostile-dirty-bitmap-missing",
+            Box::new(|h| h["dirty_bitmap"] = json!(true)),
+        ),
+        (
+            "hostile-header-wrong-type",
+            Box::new(|h| h["zones"] = json!("DMA")),
+        ),
     ];
     for (name, f) in &cases {
         v.push((name.to_string(), hostile(f.as_ref())));
     }
-    v.push(("hostile-header-not-json".into(), common::structured(b"{\"end_pfn\": 12", &base.pages, &[])));
+    v.push((
+        "hostile-header-not-json".into(),
+        common::structured(b"{\"end_pfn\": 12", &base.pages, &[]),
+    ));
     v.push(("hostile-empty".into(), Vec::new()));
     let mut bad_class = base.pages.clone();
     bad_class[3000] = 0x0f;
     let h = serde_json::to_vec(&base.header).unwrap();
-    v.push(("hostile-page-class-15".into(), common::structured(&h, &bad_class, &[])));
-    v.push(("hostile-pages-short".into(), common::structured(&h, &base.pages[..4000], &[])));
+    v.push((
+        "hostile-page-class-15".into(),
+        common::structured(&h, &bad_class, &[]),
+    ));
+    v.push((
+        "hostile-pages-short".into(),
+        common::structured(&h, &base.pages[..4000], &[]),
+    ));
     // Hostile files, verbatim.
     let good = common::file_bytes(&base, &dir);
     v.push(("hostile-truncated".into(), good[..good.len() / 2].to_vec()));
@@ -106,7 +161,10 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
     big.header.proc_before.clear();
     big.header.proc_after.clear();
     big.pages.resize(6 << 20, PAGE_FREE);
-    v.push(("hostile-over-budget-6m-pfns".into(), common::file_bytes(&big, &dir)));
+    v.push((
+        "hostile-over-budget-6m-pfns".into(),
+        common::file_bytes(&big, &dir),
+    ));
     std::fs::remove_dir_all(&dir).unwrap();
     v
 }
@@ -146,8 +204,12 @@ fn write_seed_corpus_when_asked() {
 #[test]
 fn the_committed_seeds_are_current() {
     for (name, bytes) in seeds() {
-        let got = std::fs::read(corpus_dir().join(&name)).unwrap_or_else(|e| panic!("{name}: {e} (FRAGLAB_WRITE_FUZZ_CORPUS=1 writes it)"));
-        assert!(got == bytes, "{name} differs from the generator's (FRAGLAB_WRITE_FUZZ_CORPUS=1 rewrites it)");
+        let got = std::fs::read(corpus_dir().join(&name))
+            .unwrap_or_else(|e| panic!("{name}: {e} (FRAGLAB_WRITE_FUZZ_CORPUS=1 writes it)"));
+        assert!(
+            got == bytes,
+            "{name} differs from the generator's (FRAGLAB_WRITE_FUZZ_CORPUS=1 rewrites it)"
+        );
     }
 }
 
@@ -177,6 +239,13 @@ fn every_corpus_file_is_read_or_refused_cleanly() {
         }
         assert!(t.elapsed() < Duration::from_secs(20), "{name}: {:?}", t.elapsed());
     }
-    assert!(valid >= 7 && hostile >= 25, "{valid} valid, {hostile} hostile seeds");
-    assert!(t0.elapsed() < Duration::from_secs(120), "{:?} in all", t0.elapsed());
+    assert!(
+        valid >= 7 && hostile >= 25,
+        "{valid} valid, {hostile} hostile seeds"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(120),
+        "{:?} in all",
+        t0.elapsed()
+    );
 }

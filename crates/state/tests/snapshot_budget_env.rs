@@ -22,6 +22,9 @@ fn the_budget_variable_lowers_and_raises_the_budget() {
     assert_eq!(Snapshot::read(&p).unwrap(), s);
     unsafe { std::env::set_var(BUDGET_ENV, "plenty") };
     let e = Snapshot::read(&p).unwrap_err().to_string();
-    assert!(e.contains("FRAGLAB_SNAPSHOT_BUDGET=\"plenty\" is not a size"), "{e}");
+    assert!(
+        e.contains("FRAGLAB_SNAPSHOT_BUDGET=\"plenty\" is not a size"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -21,7 +21,12 @@ fn unlimited() -> ReadLimits {
 
 /// Writes `bytes` as `name` in `dir` and reads it with `limits`; returns the error and the
 /// file's bytes. Reading must fail, within a second.
-fn refused(dir: &Path, name: &str, bytes: &[u8], limits: &ReadLimits) -> (fraglab_state::StateError, Vec<u8>) {
+fn refused(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    limits: &ReadLimits,
+) -> (fraglab_state::StateError, Vec<u8>) {
     let p = dir.join(name);
     std::fs::write(&p, bytes).unwrap();
     let t = Instant::now();
@@ -59,7 +64,8 @@ fn end_pfn_beyond_the_files_page_sections_is_refused_before_allocating() {
     let bytes = common::with_header(&good, |h| h["end_pfn"] = json!(1u64 << 38));
     let (e, file) = refused(&dir, "end-2p38.fsnap", &bytes, &unlimited());
     assert!(
-        e.msg.contains("end_pfn 274877906944 but the 1 page sections") && e.msg.contains("hold 8192 page bytes"),
+        e.msg.contains("end_pfn 274877906944 but the 1 page sections")
+            && e.msg.contains("hold 8192 page bytes"),
         "{e}"
     );
     at_field(&e, &file, "end_pfn");
@@ -67,7 +73,11 @@ fn end_pfn_beyond_the_files_page_sections_is_refused_before_allocating() {
     for (name, v) in [("end-max.fsnap", u64::MAX), ("end-0.fsnap", 0)] {
         let bytes = common::with_header(&good, |h| h["end_pfn"] = json!(v));
         let (e, file) = refused(&dir, name, &bytes, &unlimited());
-        assert!(e.msg.contains(&format!("end_pfn {v} is outside 1..=1099511627776")), "{e}");
+        assert!(
+            e.msg
+                .contains(&format!("end_pfn {v} is outside 1..=1099511627776")),
+            "{e}"
+        );
         at_field(&e, &file, "end_pfn");
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -82,14 +92,54 @@ fn insane_header_fields_are_refused_at_their_offset() {
     let (_, good) = base();
     type Edit = fn(&mut serde_json::Value);
     let cases: [(&str, Edit, &str, &str); 8] = [
-        ("cpus0", |h| h["nr_cpus"] = json!(0), "nr_cpus", "nr_cpus 0 is outside 1..=8192"),
-        ("cpus1e6", |h| h["nr_cpus"] = json!(1_000_000), "nr_cpus", "nr_cpus 1000000 is outside"),
-        ("managed", |h| h["zones"][1]["managed"] = json!(5000), "managed", "zone Normal has managed 5000 > present"),
-        ("present", |h| h["zones"][0]["present"] = json!(9999), "present", "zone DMA has present 9999 > spanned 4095"),
-        ("beyond", |h| h["zones"][1]["spanned"] = json!(u64::MAX), "spanned", "zone Normal spans 18446744073709551615 pages from pfn 4096, beyond end_pfn 8192"),
-        ("overlap", |h| h["zones"][1]["start_pfn"] = json!(2048), "start_pfn", "zones DMA and Normal overlap"),
-        ("ram", |h| h["ram_ranges"] = json!([[1, 9000]]), "ram_ranges", "RAM range [1, 9000) is empty or ends beyond end_pfn 8192"),
-        ("owner", |h| h["page_owner_blocks"] = json!([[16, "Movable"]]), "page_owner_blocks", "page_owner block 16 of type \"Movable\": not a block below 16"),
+        (
+            "cpus0",
+            |h| h["nr_cpus"] = json!(0),
+            "nr_cpus",
+            "nr_cpus 0 is outside 1..=8192",
+        ),
+        (
+            "cpus1e6",
+            |h| h["nr_cpus"] = json!(1_000_000),
+            "nr_cpus",
+            "nr_cpus 1000000 is outside",
+        ),
+        (
+            "managed",
+            |h| h["zones"][1]["managed"] = json!(5000),
+            "managed",
+            "zone Normal has managed 5000 > present",
+        ),
+        (
+            "present",
+            |h| h["zones"][0]["present"] = json!(9999),
+            "present",
+            "zone DMA has present 9999 > spanned 4095",
+        ),
+        (
+            "beyond",
+            |h| h["zones"][1]["spanned"] = json!(u64::MAX),
+            "spanned",
+            "zone Normal spans 18446744073709551615 pages from pfn 4096, beyond end_pfn 8192",
+        ),
+        (
+            "overlap",
+            |h| h["zones"][1]["start_pfn"] = json!(2048),
+            "start_pfn",
+            "zones DMA and Normal overlap",
+        ),
+        (
+            "ram",
+            |h| h["ram_ranges"] = json!([[1, 9000]]),
+            "ram_ranges",
+            "RAM range [1, 9000) is empty or ends beyond end_pfn 8192",
+        ),
+        (
+            "owner",
+            |h| h["page_owner_blocks"] = json!([[16, "Movable"]]),
+            "page_owner_blocks",
+            "page_owner block 16 of type \"Movable\": not a block below 16",
+        ),
     ];
     for (name, edit, field, msg) in cases {
         let bytes = common::with_header(&good, edit);
@@ -114,13 +164,55 @@ fn garbage_proc_tables_are_refused_with_their_line() {
     let (s, good) = base();
     let pti = s.header.proc_after["pagetypeinfo"].clone();
     let cases = [
-        ("garbage", "proc_after", "pagetypeinfo", "\u{1}\u{2}garbage\n".to_string(), "proc_after.pagetypeinfo line 1: not a line of /proc/pagetypeinfo"),
-        ("x", "proc_before", "pagetypeinfo", pti.replacen("      0 \n", "      x \n", 1), "proc_before.pagetypeinfo line 5: \"x\" is not a count"),
-        ("short", "proc_after", "pagetypeinfo", pti.replacen("      0 \n", " \n", 1), "proc_after.pagetypeinfo line 5: 10 free counts, 11 expected"),
-        ("empty", "proc_after", "pagetypeinfo", String::new(), "proc_after.pagetypeinfo line 1: no zone rows"),
-        ("nozone", "proc_after", "pagetypeinfo", pti.replace("Normal", "Highmem"), "proc_after.pagetypeinfo has no rows for zone Normal"),
-        ("blocks", "proc_after", "pagetypeinfo", pti.replace("            7            0", "      9999999            0"), "counts 10000000 blocks in zone"),
-        ("buddy", "proc_before", "buddyinfo", "Node 0, zone DMA 1 2 3\n".to_string(), "proc_before.buddyinfo line 1: 3 counts, 11 expected"),
+        (
+            "garbage",
+            "proc_after",
+            "pagetypeinfo",
+            "\u{1}\u{2}garbage\n".to_string(),
+            "proc_after.pagetypeinfo line 1: not a line of /proc/pagetypeinfo",
+        ),
+        (
+            "x",
+            "proc_before",
+            "pagetypeinfo",
+            pti.replacen("      0 \n", "      x \n", 1),
+            "proc_before.pagetypeinfo line 5: \"x\" is not a count",
+        ),
+        (
+            "short",
+            "proc_after",
+            "pagetypeinfo",
+            pti.replacen("      0 \n", " \n", 1),
+            "proc_after.pagetypeinfo line 5: 10 free counts, 11 expected",
+        ),
+        (
+            "empty",
+            "proc_after",
+            "pagetypeinfo",
+            String::new(),
+            "proc_after.pagetypeinfo line 1: no zone rows",
+        ),
+        (
+            "nozone",
+            "proc_after",
+            "pagetypeinfo",
+            pti.replace("Normal", "Highmem"),
+            "proc_after.pagetypeinfo has no rows for zone Normal",
+        ),
+        (
+            "blocks",
+            "proc_after",
+            "pagetypeinfo",
+            pti.replace("            7            0", "      9999999            0"),
+            "counts 10000000 blocks in zone",
+        ),
+        (
+            "buddy",
+            "proc_before",
+            "buddyinfo",
+            "Node 0, zone DMA 1 2 3\n".to_string(),
+            "proc_before.buddyinfo line 1: 3 counts, 11 expected",
+        ),
     ];
     for (name, read, file_name, text, msg) in cases {
         let bytes = common::with_header(&good, |h| h[read][file_name] = json!(text));
@@ -155,7 +247,10 @@ fn a_snapshot_above_the_memory_budget_is_refused_with_the_estimate() {
         memory_budget: 384 << 10,
         budget_source: "the test's budget".into(),
     };
-    assert_eq!(Snapshot::read_with(&dir.join("budget.fsnap"), &enough).unwrap(), s);
+    assert_eq!(
+        Snapshot::read_with(&dir.join("budget.fsnap"), &enough).unwrap(),
+        s
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -171,15 +266,24 @@ fn section_and_header_lengths_are_checked_against_the_file() {
     let mut claims = good.clone();
     claims[sec + 4..sec + 8].copy_from_slice(&(64u32 << 20).to_le_bytes());
     let (e, _) = refused(&dir, "claims.fsnap", &claims, &unlimited());
-    assert!(e.msg.contains("claims 67108864 bytes from") && e.offset == Some(sec as u64), "{e}");
+    assert!(
+        e.msg.contains("claims 67108864 bytes from") && e.offset == Some(sec as u64),
+        "{e}"
+    );
     let mut comp = good.clone();
     comp[sec + 8..sec + 12].copy_from_slice(&(1u32 << 24).to_le_bytes());
     let (e, _) = refused(&dir, "comp.fsnap", &comp, &unlimited());
-    assert!(e.msg.contains("claims 16777216 compressed bytes") && e.offset == Some(sec as u64), "{e}");
+    assert!(
+        e.msg.contains("claims 16777216 compressed bytes") && e.offset == Some(sec as u64),
+        "{e}"
+    );
     let mut header = good.clone();
     header[12..16].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
     let (e, _) = refused(&dir, "header.fsnap", &header, &unlimited());
-    assert!(e.msg.contains("header length 4294967280 is larger than the") && e.offset == Some(12), "{e}");
+    assert!(
+        e.msg.contains("header length 4294967280 is larger than the") && e.offset == Some(12),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -195,7 +299,10 @@ fn fifos_directories_and_devices_are_refused_without_blocking() {
     for (p, kind) in [
         (fifo.clone(), "a FIFO (named pipe), not a regular file"),
         (dir.clone(), "a directory, not a regular file"),
-        (Path::new("/dev/null").to_path_buf(), "a character device, not a regular file"),
+        (
+            Path::new("/dev/null").to_path_buf(),
+            "a character device, not a regular file",
+        ),
     ] {
         let tx = tx.clone();
         std::thread::spawn(move || {
@@ -207,7 +314,9 @@ fn fifos_directories_and_devices_are_refused_without_blocking() {
             .expect("the reader returns (it blocked on a FIFO before)");
         let e = r.expect_err("refused");
         assert!(e.msg.contains(kind) && e.path == p, "{e}");
-        let e = ContainerReader::open(&p, &SNAPSHOT_MAGIC, "snapshot").err().unwrap();
+        let e = ContainerReader::open(&p, &SNAPSHOT_MAGIC, "snapshot")
+            .err()
+            .unwrap();
         assert!(e.msg.contains(kind), "{e}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -219,7 +328,10 @@ fn fifos_directories_and_devices_are_refused_without_blocking() {
 fn every_committed_snapshot_passes_the_checks() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files = Vec::new();
-    let mut dirs = vec![root.join("crates/state/tests/data"), root.join("experiments/validation")];
+    let mut dirs = vec![
+        root.join("crates/state/tests/data"),
+        root.join("experiments/validation"),
+    ];
     while let Some(d) = dirs.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
@@ -266,17 +378,25 @@ fn a_trace_files_embedded_snapshot_is_checked_too() {
     let w = TraceWriter::create(&p, &TraceHeader::default(), Some(&s)).unwrap();
     w.finish(&TraceHeader::default()).unwrap();
     assert_eq!(TraceReader::open(&p).unwrap().take_snapshot(), Some(s));
-    let bytes = common::with_header(&std::fs::read(&p).unwrap(), |h| h["snapshot"]["end_pfn"] = json!(1u64 << 38));
+    let bytes = common::with_header(&std::fs::read(&p).unwrap(), |h| {
+        h["snapshot"]["end_pfn"] = json!(1u64 << 38)
+    });
     std::fs::write(&p, bytes).unwrap();
     let t = Instant::now();
     let e = TraceReader::open(&p).err().expect("refused");
     assert!(t.elapsed() < Duration::from_secs(1));
-    assert!(e.msg.contains("end_pfn 274877906944 but the 1 page sections") && e.path == p, "{e}");
+    assert!(
+        e.msg.contains("end_pfn 274877906944 but the 1 page sections") && e.path == p,
+        "{e}"
+    );
     let file = std::fs::read(&p).unwrap();
     at_field(&e, &file, "end_pfn");
     let at = e.offset.unwrap() as usize;
     let before = String::from_utf8_lossy(&file[..at]);
-    assert!(before.rfind("\"snapshot\"").is_some(), "inside the snapshot member");
+    assert!(
+        before.rfind("\"snapshot\"").is_some(),
+        "inside the snapshot member"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -288,10 +408,17 @@ fn a_field_of_the_wrong_type_is_refused_at_its_offset() {
     let (_, good) = base();
     let bytes = common::with_header(&good, |h| h["zones"] = json!("DMA"));
     let (e, file) = refused(&dir, "wrong.fsnap", &bytes, &unlimited());
-    assert!(e.msg.contains("invalid type: string \"DMA\", expected a sequence"), "{e}");
+    assert!(
+        e.msg
+            .contains("invalid type: string \"DMA\", expected a sequence"),
+        "{e}"
+    );
     let at = e.offset.unwrap() as usize;
     let field = file.windows(13).position(|w| w == b"\"zones\":\"DMA\"").unwrap();
-    assert!((field..field + 13).contains(&at), "{at} not in the field at {field}");
+    assert!(
+        (field..field + 13).contains(&at),
+        "{at} not in the field at {field}"
+    );
     assert!(Snapshot::read_header(&dir.join("wrong.fsnap")).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -45,7 +45,8 @@ fn unit(first_block: u64, size: u8, zone: usize, hist: [i64; 11]) -> Unit {
 }
 
 const PTI_HEAD: &str = "Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10 \n";
-const BLOCKS_HEAD: &str = "Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n";
+const BLOCKS_HEAD: &str =
+    "Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n";
 
 /// A pagetypeinfo text of zone Normal: free counts per type (orders 0–10) and blocks per type.
 fn pti(free: [[u64; 11]; 5], blocks: [u64; 5]) -> String {
@@ -64,19 +65,35 @@ fn pti(free: [[u64; 11]; 5], blocks: [u64; 5]) -> String {
 /// Stage 1: the populated zones in pfn order; every inconsistency an error, none a panic.
 #[test]
 fn stage1_check_geometry() {
-    let s = snap(vec![FREE; 1024], vec![zone("Normal", 512, 512), zone("Movable", 0, 0), zone("DMA", 0, 512)]);
-    let names: Vec<&str> = check_geometry(&s).unwrap().iter().map(|z| z.name.as_str()).collect();
+    let s = snap(
+        vec![FREE; 1024],
+        vec![
+            zone("Normal", 512, 512),
+            zone("Movable", 0, 0),
+            zone("DMA", 0, 512),
+        ],
+    );
+    let names: Vec<&str> = check_geometry(&s)
+        .unwrap()
+        .iter()
+        .map(|z| z.name.as_str())
+        .collect();
     assert_eq!(names, ["DMA", "Normal"]);
     let err = |f: &dyn Fn(&mut Snapshot)| {
-        let mut s = snap(vec![FREE; 1024], vec![zone("DMA", 0, 512), zone("Normal", 512, 512)]);
+        let mut s = snap(
+            vec![FREE; 1024],
+            vec![zone("DMA", 0, 512), zone("Normal", 512, 512)],
+        );
         f(&mut s);
         check_geometry(&s).unwrap_err()
     };
     assert!(err(&|s| s.pages.pop().map(drop).unwrap()).contains("1023 page bytes for end_pfn 1024"));
     assert!(err(&|s| s.pages[700] = 0x0e).contains("page byte of pfn 700 has no class"));
-    assert!(err(&|s| s.header.zones[1].spanned = u64::MAX).contains("zone Normal spans 18446744073709551615 pages from pfn 512, beyond"));
+    assert!(err(&|s| s.header.zones[1].spanned = u64::MAX)
+        .contains("zone Normal spans 18446744073709551615 pages from pfn 512, beyond"));
     assert!(err(&|s| s.header.zones[1].managed = 513).contains("zone Normal has managed 513, present 512"));
-    assert!(err(&|s| s.header.zones[0].present = 600).contains("zone DMA has managed 512, present 600, spanned 512"));
+    assert!(err(&|s| s.header.zones[0].present = 600)
+        .contains("zone DMA has managed 512, present 600, spanned 512"));
     assert!(err(&|s| s.header.zones[1].start_pfn = 256).contains("zones DMA and Normal overlap"));
     assert!(err(&|s| s.header.zones.clear()).contains("no populated zone"));
 }
@@ -113,18 +130,50 @@ fn stage3_scan_zones() {
     assert_eq!(z.holes, vec![[0, 1]]);
     assert_eq!(z.reserved, vec![[1, 4]]);
     assert_eq!(z.zones[0].managed, 2044);
-    assert_eq!(&z.free[..3], &[RFree { pfn: 4, order: 2 }, RFree { pfn: 8, order: 3 }, RFree { pfn: 16, order: 4 }]);
+    assert_eq!(
+        &z.free[..3],
+        &[
+            RFree { pfn: 4, order: 2 },
+            RFree { pfn: 8, order: 3 },
+            RFree { pfn: 16, order: 4 }
+        ]
+    );
     let anon: Vec<_> = z.folios.iter().filter(|f| f.kind == RKind::Anon).collect();
     assert_eq!((anon.len(), anon[0].pfn, anon[0].order), (1, 512, 9));
-    let file: Vec<(u64, u8, bool)> = z.folios.iter().filter(|f| f.kind == RKind::File).map(|f| (f.pfn, f.order, f.dirty)).collect();
-    assert_eq!(file, vec![(1024, 0, false), (1025, 0, true), (1026, 0, false), (1027, 0, false), (1028, 0, false)]);
+    let file: Vec<(u64, u8, bool)> = z
+        .folios
+        .iter()
+        .filter(|f| f.kind == RKind::File)
+        .map(|f| (f.pfn, f.order, f.dirty))
+        .collect();
+    assert_eq!(
+        file,
+        vec![
+            (1024, 0, false),
+            (1025, 0, true),
+            (1026, 0, false),
+            (1027, 0, false),
+            (1028, 0, false)
+        ]
+    );
     assert_eq!(z.odd_compound, 1);
     assert_eq!(z.slab_folios.len(), 4);
-    assert!(z.slab_folios.iter().all(|&i| z.folios[i].kind == RKind::SlabUnreclaimable));
+    assert!(z
+        .slab_folios
+        .iter()
+        .all(|&i| z.folios[i].kind == RKind::SlabUnreclaimable));
     assert_eq!(z.folios.iter().filter(|f| f.kind == RKind::Kernel).count(), 1);
     // Block 2 (pfns 1024..1535): 5 file, 4 slab, 1 kernel, the rest free.
     let e = z.evidence[2];
-    assert_eq!((e[FILE as usize], e[SLAB as usize], e[KERNEL as usize], e[FREE as usize]), (5, 4, 1, 502));
+    assert_eq!(
+        (
+            e[FILE as usize],
+            e[SLAB as usize],
+            e[KERNEL as usize],
+            e[FREE as usize]
+        ),
+        (5, 4, 1, 502)
+    );
     assert_eq!(z.evidence[0][HOLE as usize], 0, "holes are not evidence");
     assert_eq!(z.evidence[0][RESERVED as usize], 3);
 }
@@ -136,7 +185,9 @@ fn stage4_choose_read() {
     let s = snap(vec![FREE; 1024], vec![zone("Normal", 0, 1024)]);
     let spans = check_geometry(&s).unwrap();
     let free = [RFree { pfn: 0, order: 10 }];
-    let bi = |o10: u64| format!("Node 0, zone   Normal      0      0      0      0      0      0      0      0      0      0 {o10:>6}\n");
+    let bi = |o10: u64| {
+        format!("Node 0, zone   Normal      0      0      0      0      0      0      0      0      0      0 {o10:>6}\n")
+    };
     let with = |before: Option<String>, after: Option<String>, after_pti: bool| {
         let mut h = s.header.clone();
         if let Some(b) = before {
@@ -163,7 +214,9 @@ fn stage4_choose_read() {
 #[test]
 fn stage5_fit_tables() {
     let mut read = BTreeMap::new();
-    assert!(fit_tables(&read, "after").unwrap_err().contains("no /proc/pagetypeinfo read"));
+    assert!(fit_tables(&read, "after")
+        .unwrap_err()
+        .contains("no /proc/pagetypeinfo read"));
     read.insert("pagetypeinfo".to_string(), pti([[0; 11]; 5], [1, 2, 0, 0, 0]));
     let (p, b) = fit_tables(&read, "after").unwrap();
     assert_eq!(p["Normal"].blocks, [1, 2, 0, 0, 0]);
@@ -173,8 +226,13 @@ fn stage5_fit_tables() {
         fit_tables(&read, "before").unwrap_err(),
         "/proc/buddyinfo read before the pfn read, line 1: 2 counts, 11 expected (orders 0-10)"
     );
-    read.insert("pagetypeinfo".to_string(), "Node 0, zone Normal, type Movable 1 1 1 1 1 1 1 1 1 1 -1\n".into());
-    assert!(fit_tables(&read, "after").unwrap_err().contains("line 1: \"-1\" is not a count"));
+    read.insert(
+        "pagetypeinfo".to_string(),
+        "Node 0, zone Normal, type Movable 1 1 1 1 1 1 1 1 1 1 -1\n".into(),
+    );
+    assert!(fit_tables(&read, "after")
+        .unwrap_err()
+        .contains("line 1: \"-1\" is not a count"));
 }
 
 /// Stage 6: counted blocks (not those starting on a hole), two-block units under order-10
@@ -195,7 +253,10 @@ fn stage6_fitting_units() {
     let u = fitting_units(&pages, &spans, &free, 8);
     assert_eq!(u.block_zone, vec![0, 0, 0, 0, 0, 0, usize::MAX, 0]);
     assert_eq!(
-        u.units.iter().map(|u| (u.first_block, u.size)).collect::<Vec<_>>(),
+        u.units
+            .iter()
+            .map(|u| (u.first_block, u.size))
+            .collect::<Vec<_>>(),
         vec![(0, 2), (2, 1), (3, 1), (4, 1), (5, 1), (7, 1)]
     );
     assert_eq!(u.unit_of, vec![0, 0, 1, 2, 3, 4, u32::MAX, 5]);
@@ -213,7 +274,12 @@ fn stage7_page_owner_fixed() {
         units: vec![unit(0, 1, 0, [0; 11]), unit(1, 1, 0, [0; 11])],
         unit_of: vec![0, 1, u32::MAX],
     };
-    let po = vec![(1, "Reclaimable".to_string()), (2, "Unmovable".into()), (u64::MAX, "Movable".into()), (0, "CMA".into())];
+    let po = vec![
+        (1, "Reclaimable".to_string()),
+        (2, "Unmovable".into()),
+        (u64::MAX, "Movable".into()),
+        (0, "CMA".into()),
+    ];
     assert_eq!(page_owner_fixed(Some(&po), &units), vec![None, Some(2)]);
     assert_eq!(page_owner_fixed(None, &units), vec![None, None]);
 }
@@ -234,10 +300,16 @@ fn stage8_rank_types() {
     let spans_owned = [zone("Normal", 0, 2048)];
     let spans: Vec<&ZoneSpan> = spans_owned.iter().collect();
     let tables = check_pagetypeinfo(&pti([[0; 11]; 5], [1, 2, 1, 0, 0])).unwrap();
-    assert_eq!(rank_types(&units, &evidence, &[None; 4], &spans, &tables), vec![1, 0, 2, 1]);
+    assert_eq!(
+        rank_types(&units, &evidence, &[None; 4], &spans, &tables),
+        vec![1, 0, 2, 1]
+    );
     // Block 3 fixed Unmovable by page_owner: the one Unmovable block is taken.
     let fixed = [None, None, None, Some(0)];
-    assert_eq!(rank_types(&units, &evidence, &fixed, &spans, &tables), vec![1, 1, 2, 0]);
+    assert_eq!(
+        rank_types(&units, &evidence, &fixed, &spans, &tables),
+        vec![1, 1, 2, 0]
+    );
 }
 
 /// Stage 9: captured counts, predicted counts per assigned type, and the L1 error (a capped
@@ -252,7 +324,10 @@ fn stage9_free_tables() {
     let mut text = pti(free, [1, 1, 0, 0, 0]);
     let units = Units {
         block_zone: vec![0, 0],
-        units: vec![unit(0, 1, 0, [0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]), unit(1, 1, 0, [7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])],
+        units: vec![
+            unit(0, 1, 0, [0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]),
+            unit(1, 1, 0, [7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+        ],
         unit_of: vec![0, 1],
     };
     let t = free_tables(&spans, &check_pagetypeinfo(&text).unwrap(), &units, &[0, 1]);
@@ -266,9 +341,17 @@ fn stage9_free_tables() {
     assert_eq!(t.l1(&t.pred), 0);
     // Swapped types: every chunk in the wrong row (7 + 2 in Unmovable, the capped cell short
     // by 5, 2 in Movable).
-    assert_eq!(t.l1(&free_tables(&spans, &check_pagetypeinfo(&text).unwrap(), &units, &[1, 0]).pred), 7 + 2 + 5 + 2);
+    assert_eq!(
+        t.l1(&free_tables(&spans, &check_pagetypeinfo(&text).unwrap(), &units, &[1, 0]).pred),
+        7 + 2 + 5 + 2
+    );
     free[2][10] = 9_999_999_999_999_999_999;
-    let t = free_tables(&spans, &check_pagetypeinfo(&pti(free, [1, 1, 0, 0, 0])).unwrap(), &units, &[0, 1]);
+    let t = free_tables(
+        &spans,
+        &check_pagetypeinfo(&pti(free, [1, 1, 0, 0, 0])).unwrap(),
+        &units,
+        &[0, 1],
+    );
     assert_eq!(t.capt[0][2][10], 1 << 42);
     assert_eq!(t.l1(&t.pred), 2 + (1 << 42));
 }
@@ -321,7 +404,12 @@ fn stage11_unit_block_types() {
 /// in Reclaimable blocks reclaimable.
 #[test]
 fn stage12_split_and_slab_kinds() {
-    let free = vec![RFree { pfn: 0, order: 10 }, RFree { pfn: 1024, order: 10 }, RFree { pfn: 2048, order: 10 }, RFree { pfn: 3072, order: 3 }];
+    let free = vec![
+        RFree { pfn: 0, order: 10 },
+        RFree { pfn: 1024, order: 10 },
+        RFree { pfn: 2048, order: 10 },
+        RFree { pfn: 3072, order: 3 },
+    ];
     let (cut, n) = split_nonmergeable(free, &[3, 3, 1, 1, 4, 4, 3, 3]);
     assert_eq!(n, 2);
     assert_eq!(
@@ -332,7 +420,15 @@ fn stage12_split_and_slab_kinds() {
     let mut folios = vec![slab(10), folio(600, 0, RKind::Anon, ANON), slab(700), slab(1100)];
     slab_kinds(&mut folios, &[0, 2, 3], &[0, 2, 1]);
     let kinds: Vec<RKind> = folios.iter().map(|f| f.kind).collect();
-    assert_eq!(kinds, vec![RKind::SlabUnreclaimable, RKind::Anon, RKind::SlabReclaimable, RKind::SlabUnreclaimable]);
+    assert_eq!(
+        kinds,
+        vec![
+            RKind::SlabUnreclaimable,
+            RKind::Anon,
+            RKind::SlabReclaimable,
+            RKind::SlabUnreclaimable
+        ]
+    );
 }
 
 /// Stage 13: the report's rows (blocks, free cells against pagetypeinfo and buddyinfo,
@@ -345,13 +441,29 @@ fn stage13_match_report_and_mixed_blocks() {
     free[1][9] = 1;
     let pti = check_pagetypeinfo(&pti(free, [1, 1, 0, 0, 0])).unwrap();
     let buddy = check_buddyinfo("Node 0, zone   Normal      0      0      0      0      0      0      0      0      0      2      0\n").unwrap();
-    let rz = [RZone { name: "Normal".into(), start_pfn: 0, spanned: 1024, present: 1024, managed: 1000 }];
+    let rz = [RZone {
+        name: "Normal".into(),
+        start_pfn: 0,
+        spanned: 1024,
+        present: 1024,
+        managed: 1000,
+    }];
     let chunks = [RFree { pfn: 512, order: 9 }];
     let r = match_report(&spans, &rz, &pti, &buddy, &chunks, &[0, 0], &[0, 1]);
-    let row = |rows: &[MatchRow], what: &str| rows.iter().find(|r| r.what == what).map(|r| (r.captured, r.reconstructed));
+    let row = |rows: &[MatchRow], what: &str| {
+        rows.iter()
+            .find(|r| r.what == what)
+            .map(|r| (r.captured, r.reconstructed))
+    };
     assert_eq!(row(&r.blocks, "Normal blocks Unmovable"), Some((1, 1)));
-    assert_eq!(row(&r.free_by_type, "Normal free Movable order 9 (chunks)"), Some((1, 1)));
-    assert_eq!(row(&r.free_by_order, "Normal free order 9 (chunks)"), Some((2, 1)));
+    assert_eq!(
+        row(&r.free_by_type, "Normal free Movable order 9 (chunks)"),
+        Some((1, 1))
+    );
+    assert_eq!(
+        row(&r.free_by_order, "Normal free order 9 (chunks)"),
+        Some((2, 1))
+    );
     assert_eq!(row(&r.managed, "Normal managed pages"), Some((1024, 1000)));
     assert_eq!(r.free_grid.last().unwrap().mtype, "all");
     let mut evidence = vec![[0u32; 12]; 3];

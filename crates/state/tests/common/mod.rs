@@ -41,7 +41,7 @@ pub fn machine_pages(end: u64, seed: u64) -> Vec<u8> {
     while p + 64 <= end as usize - 1024 {
         let stretch = &mut pages[p..p + 64];
         match g.next() % 8 {
-            0 | 1 | 2 => {}
+            0..=2 => {}
             3 => {
                 for (i, b) in stretch.iter_mut().enumerate() {
                     *b = PageClass::File as u8 | if i % 4 == 0 { 0 } else { TAIL };
@@ -68,7 +68,9 @@ pub fn machine_pages(end: u64, seed: u64) -> Vec<u8> {
 /// chunk counted Movable, one Unmovable block per zone, the rest Movable.
 pub fn proc_texts(pages: &[u8], zones: &[ZoneSpan]) -> BTreeMap<String, String> {
     let mut pti = String::from("Page block order: 9\nPages per block:  512\n\nFree pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10 \n");
-    let mut blocks = String::from("\nNumber of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n");
+    let mut blocks = String::from(
+        "\nNumber of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n",
+    );
     let mut buddy = String::new();
     for z in zones.iter().filter(|z| z.spanned > 0) {
         let (s, e) = (z.start_pfn, z.start_pfn + z.spanned);
@@ -90,9 +92,16 @@ pub fn proc_texts(pages: &[u8], zones: &[ZoneSpan]) -> BTreeMap<String, String> 
             n[f.order as usize] += 1;
         }
         let row = |counts: [u64; 11]| counts.iter().map(|c| format!("{c:>7}")).collect::<String>();
-        for (i, t) in ["Unmovable", "Movable", "Reclaimable", "HighAtomic", "Isolate"].iter().enumerate() {
+        for (i, t) in ["Unmovable", "Movable", "Reclaimable", "HighAtomic", "Isolate"]
+            .iter()
+            .enumerate()
+        {
             let counts = if i == 1 { n } else { [0; 11] };
-            pti.push_str(&format!("Node    0, zone {:>8}, type {t:>12}{} \n", z.name, row(counts)));
+            pti.push_str(&format!(
+                "Node    0, zone {:>8}, type {t:>12}{} \n",
+                z.name,
+                row(counts)
+            ));
         }
         let counted = (s..e)
             .step_by(512)
@@ -123,8 +132,14 @@ pub fn machine(end: u64, seed: u64) -> Snapshot {
     let pages = machine_pages(end, seed);
     let zone = |name: &str, start: u64, stop: u64| {
         let range = &pages[start as usize..stop as usize];
-        let holes = range.iter().filter(|&&b| b & 0x0f == PageClass::Hole as u8).count() as u64;
-        let reserved = range.iter().filter(|&&b| b & 0x0f == PageClass::Reserved as u8).count() as u64;
+        let holes = range
+            .iter()
+            .filter(|&&b| b & 0x0f == PageClass::Hole as u8)
+            .count() as u64;
+        let reserved = range
+            .iter()
+            .filter(|&&b| b & 0x0f == PageClass::Reserved as u8)
+            .count() as u64;
         ZoneSpan {
             node: 0,
             name: name.into(),
