@@ -576,33 +576,7 @@ impl Snapshot {
             }
         }
         if header.dirty_bitmap {
-            let want = header.end_pfn.div_ceil(8) as usize;
-            while dirty.len() < want {
-                let at = r.offset();
-                match r.next_section()? {
-                    Some((tag, raw)) if tag == DIRT_TAG && dirty.len() + raw.len() <= want => {
-                        dirty.extend_from_slice(&raw)
-                    }
-                    Some((tag, _)) => {
-                        return Err(StateError::new(
-                            r.path(),
-                            Some(at),
-                            format!(
-                                "section {:?} where the dirty bitmap was expected ({} of {want} bytes read): corrupt",
-                                String::from_utf8_lossy(&tag),
-                                dirty.len()
-                            ),
-                        ))
-                    }
-                    None => {
-                        return Err(StateError::new(
-                            r.path(),
-                            Some(at),
-                            format!("file ends after {} of {want} dirty-bitmap bytes (truncated)", dirty.len()),
-                        ))
-                    }
-                }
-            }
+            Self::read_dirty(r, header, dirty)?;
         }
         if to_end {
             let at = r.offset();
@@ -615,6 +589,43 @@ impl Snapshot {
                         String::from_utf8_lossy(&tag)
                     ),
                 ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the `DIRT` sections after the page bytes into `dirty`, one bit per pfn.
+    fn read_dirty(
+        r: &mut ContainerReader,
+        header: &SnapshotHeader,
+        dirty: &mut Vec<u8>,
+    ) -> Result<(), StateError> {
+        let want = header.end_pfn.div_ceil(8) as usize;
+        while dirty.len() < want {
+            let at = r.offset();
+            match r.next_section()? {
+                Some((tag, raw)) if tag == DIRT_TAG && dirty.len() + raw.len() <= want => {
+                    dirty.extend_from_slice(&raw)
+                }
+                Some((tag, _)) => return Err(StateError::new(
+                    r.path(),
+                    Some(at),
+                    format!(
+                        "section {:?} where the dirty bitmap was expected ({} of {want} bytes read): corrupt",
+                        String::from_utf8_lossy(&tag),
+                        dirty.len()
+                    ),
+                )),
+                None => {
+                    return Err(StateError::new(
+                        r.path(),
+                        Some(at),
+                        format!(
+                            "file ends after {} of {want} dirty-bitmap bytes (truncated)",
+                            dirty.len()
+                        ),
+                    ))
+                }
             }
         }
         Ok(())
