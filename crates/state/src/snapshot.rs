@@ -607,15 +607,17 @@ impl Snapshot {
                 Some((tag, raw)) if tag == DIRT_TAG && dirty.len() + raw.len() <= want => {
                     dirty.extend_from_slice(&raw)
                 }
-                Some((tag, _)) => return Err(StateError::new(
-                    r.path(),
-                    Some(at),
-                    format!(
+                Some((tag, _)) => {
+                    return Err(StateError::new(
+                        r.path(),
+                        Some(at),
+                        format!(
                         "section {:?} where the dirty bitmap was expected ({} of {want} bytes read): corrupt",
                         String::from_utf8_lossy(&tag),
                         dirty.len()
                     ),
-                )),
+                    ))
+                }
                 None => {
                     return Err(StateError::new(
                         r.path(),
