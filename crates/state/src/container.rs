@@ -17,8 +17,9 @@
 //! Sections are read one at a time, so a reader holds at most one section (a few MB) besides
 //! what it keeps. Every error names the file and the offset of the bad field.
 
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use flate2::read::DeflateDecoder;
@@ -38,6 +39,12 @@ pub const MAX_HEADER: u32 = 16 << 20;
 pub const SECTION_CHUNK: usize = 4 << 20;
 
 pub const END_TAG: [u8; 4] = *b"END\0";
+
+/// The most bytes deflate data can decompress to per compressed byte (a run of one byte is
+/// coded as 258-byte copies of at least two bits each: 1032 to one), with room to spare. A
+/// section header claiming more than this many raw bytes for its compressed length is corrupt:
+/// checked before anything is allocated for it.
+pub const MAX_DEFLATE_RATIO: u64 = 1040;
 
 /// Writes a container. The file is written to `PATH.partial` and renamed on
 /// [`ContainerWriter::finish`], so nothing half-written is ever left under the final name.
@@ -173,14 +180,200 @@ pub fn partial_path(path: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// What kind of file `t` is, in words, for a refusal.
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens `path` for reading when it is a regular file (symbolic links followed), with its
+/// length. A directory, FIFO, device or socket is refused before it is opened for reading (its
+/// type read with `stat`, which never blocks), so a FIFO without a writer cannot hang the
+/// reader, and a device such as /dev/zero cannot feed it without end. The file is opened
+/// non-blocking and its type checked again on the open handle (a file replaced between the two
+/// looks is refused too); reads of a regular file never block, so the flag changes nothing
+/// after that.
+pub fn open_regular(path: &Path) -> Result<(File, u64), StateError> {
+    let refuse = |t: &std::fs::FileType| {
+        StateError::new(
+            path,
+            None,
+            format!(
+                "{}, not a regular file: fraglab reads snapshot and trace containers from regular files only (copy the data to a file first)",
+                file_kind(t)
+            ),
+        )
+    };
+    let meta =
+        std::fs::metadata(path).map_err(|e| StateError::new(path, None, format!("cannot open: {e}")))?;
+    if !meta.is_file() {
+        return Err(refuse(&meta.file_type()));
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| StateError::new(path, None, format!("cannot open: {e}")))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| StateError::new(path, None, format!("cannot stat: {e}")))?;
+    if !meta.is_file() {
+        return Err(refuse(&meta.file_type()));
+    }
+    Ok((f, meta.len()))
+}
+
+/// One step of a path to a value inside a JSON document: a member name or an array index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JsonKey {
+    Field(String),
+    Index(usize),
+}
+
+/// The byte offset in `json` (a valid JSON document) where the value at `path` begins (for a
+/// member, where its name begins), or None when there is no such value. Used to name the byte
+/// offset of a bad header field.
+pub fn json_offset(json: &[u8], path: &[JsonKey]) -> Option<usize> {
+    let mut at = skip_ws(json, 0);
+    let mut found = at;
+    for key in path {
+        match (json.get(at)?, key) {
+            (b'{', JsonKey::Field(name)) => {
+                at = skip_ws(json, at + 1);
+                loop {
+                    if json.get(at)? != &b'"' {
+                        return None;
+                    }
+                    let name_at = at;
+                    let end = skip_value(json, at)?;
+                    let hit = &json[name_at + 1..end - 1] == name.as_bytes();
+                    at = skip_ws(json, end);
+                    if json.get(at)? != &b':' {
+                        return None;
+                    }
+                    at = skip_ws(json, at + 1);
+                    if hit {
+                        found = name_at;
+                        break;
+                    }
+                    at = skip_ws(json, skip_value(json, at)?);
+                    match json.get(at)? {
+                        b',' => at = skip_ws(json, at + 1),
+                        _ => return None,
+                    }
+                }
+            }
+            (b'[', JsonKey::Index(i)) => {
+                at = skip_ws(json, at + 1);
+                for _ in 0..*i {
+                    at = skip_ws(json, skip_value(json, at)?);
+                    match json.get(at)? {
+                        b',' => at = skip_ws(json, at + 1),
+                        _ => return None,
+                    }
+                }
+                if json.get(at)? == &b']' {
+                    return None;
+                }
+                found = at;
+            }
+            _ => return None,
+        }
+    }
+    Some(found)
+}
+
+fn skip_ws(json: &[u8], mut at: usize) -> usize {
+    while json.get(at).is_some_and(|b| b.is_ascii_whitespace()) {
+        at += 1;
+    }
+    at
+}
+
+/// The offset just past the JSON value starting at `at`.
+fn skip_value(json: &[u8], at: usize) -> Option<usize> {
+    match *json.get(at)? {
+        b'"' => {
+            let mut i = at + 1;
+            loop {
+                match *json.get(i)? {
+                    b'\\' => i += 2,
+                    b'"' => return Some(i + 1),
+                    _ => i += 1,
+                }
+            }
+        }
+        b'{' | b'[' => {
+            // Nesting counted outside strings.
+            let mut depth = 0usize;
+            let mut i = at;
+            loop {
+                match *json.get(i)? {
+                    b'"' => {
+                        i = skip_value(json, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let mut i = at;
+            while json
+                .get(i)
+                .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
+            {
+                i += 1;
+            }
+            (i > at).then_some(i)
+        }
+    }
+}
+
+/// What [`ContainerReader::scan_sections`] found: consecutive sections of one tag, by their
+/// headers only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectionScan {
+    /// Sections of the tag in a row from the reader's position.
+    pub sections: u64,
+    /// Their decompressed bytes, as their headers claim.
+    pub raw_bytes: u64,
+    /// The offset where the run stops (the next section's header, or the end of the file).
+    pub stop_at: u64,
+}
+
 /// Reads a container section by section.
 pub struct ContainerReader {
     path: PathBuf,
     inp: BufReader<File>,
     offset: u64,
+    /// The file's length when it was opened.
+    len: u64,
     done: bool,
     /// The file's JSON header.
     pub header: serde_json::Value,
+    /// The header's bytes as the file has them (for the offsets of its fields).
+    header_bytes: Vec<u8>,
+    header_at: u64,
 }
 
 /// True when the file at `path` starts with `magic` (false for a shorter or other file).
@@ -206,14 +399,18 @@ pub fn has_magic(path: &Path, magic: &[u8; 8]) -> Result<bool, StateError> {
 
 impl ContainerReader {
     /// Opens `path`, checks the magic and version and reads the header.
+    /// A path that is not a regular file is refused ([`open_regular`]).
     pub fn open(path: &Path, magic: &[u8; 8], what: &str) -> Result<ContainerReader, StateError> {
-        let f = File::open(path).map_err(|e| StateError::new(path, None, format!("cannot open: {e}")))?;
+        let (f, len) = open_regular(path)?;
         let mut r = ContainerReader {
             path: path.to_path_buf(),
             inp: BufReader::with_capacity(1 << 20, f),
             offset: 0,
+            len,
             done: false,
             header: serde_json::Value::Null,
+            header_bytes: Vec::new(),
+            header_at: 0,
         };
         let mut m = [0u8; 8];
         r.get(&mut m, "magic")?;
@@ -238,19 +435,108 @@ impl ContainerReader {
         }
         let at = r.offset;
         let hl = r.u32("header length")?;
-        if hl > MAX_HEADER {
+        if hl > MAX_HEADER || hl as u64 > len.saturating_sub(r.offset) {
             return Err(StateError::new(
                 path,
                 Some(at),
-                format!("header length {hl} is larger than {MAX_HEADER}: corrupt"),
+                format!(
+                    "header length {hl} is larger than the {} bytes left in the file (or than {MAX_HEADER}): corrupt or truncated",
+                    len.saturating_sub(r.offset)
+                ),
             ));
         }
         let mut h = vec![0u8; hl as usize];
         let hat = r.offset;
         r.get(&mut h, "header")?;
-        r.header = serde_json::from_slice(&h)
-            .map_err(|e| StateError::new(path, Some(hat), format!("header is not valid JSON: {e}")))?;
+        r.header = serde_json::from_slice(&h).map_err(|e| {
+            // serde_json's column is the byte within the (one-line) header.
+            let col = if e.line() == 1 {
+                e.column().saturating_sub(1) as u64
+            } else {
+                0
+            };
+            StateError::new(path, Some(hat + col), format!("header is not valid JSON: {e}"))
+        })?;
+        r.header_bytes = h;
+        r.header_at = hat;
         Ok(r)
+    }
+
+    /// The file's length when it was opened.
+    pub fn file_len(&self) -> u64 {
+        self.len
+    }
+
+    /// The offset in the file of the header's field at `path` (where its name begins); the
+    /// header's first byte when there is no such field.
+    pub fn header_field_offset(&self, path: &[JsonKey]) -> u64 {
+        self.header_at + json_offset(&self.header_bytes, path).unwrap_or(0) as u64
+    }
+
+    /// The header's bytes as the file has them, and the offset where they begin.
+    pub fn header_bytes(&self) -> (&[u8], u64) {
+        (&self.header_bytes, self.header_at)
+    }
+
+    /// Whether the header has a field at `path`.
+    pub fn header_has_field(&self, path: &[JsonKey]) -> bool {
+        json_offset(&self.header_bytes, path).is_some()
+    }
+
+    /// Reads the headers of the sections tagged `tag` that follow in a row from offset `from`
+    /// (seeking over their data, nothing decompressed, nothing allocated), then goes back to
+    /// the reader's position: how many there are and
+    /// the bytes they claim. Each header is checked against the file: its compressed length must
+    /// fit in what is left of the file, its raw length within [`MAX_SECTION_RAW`] and within
+    /// [`MAX_DEFLATE_RATIO`] times its compressed length (an error names the section's offset).
+    /// The run stops at another tag, the end marker or the end of the file.
+    pub fn scan_sections(&mut self, tag: &[u8; 4], from: u64) -> Result<SectionScan, StateError> {
+        let start = self.offset;
+        let mut scan = SectionScan {
+            sections: 0,
+            raw_bytes: 0,
+            stop_at: from,
+        };
+        let mut at = from;
+        let io = |e: std::io::Error, at: u64, path: &Path| {
+            StateError::new(path, Some(at), format!("read failed: {e}"))
+        };
+        while !self.done && at + 16 <= self.len {
+            self.inp
+                .seek(SeekFrom::Start(at))
+                .map_err(|e| io(e, at, &self.path))?;
+            let mut h = [0u8; 16];
+            self.inp.read_exact(&mut h).map_err(|e| io(e, at, &self.path))?;
+            if &h[..4] != tag {
+                break;
+            }
+            let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]) as u64;
+            let (raw, comp) = (word(4), word(8));
+            let left = self.len - (at + 16);
+            let name = String::from_utf8_lossy(tag);
+            if comp > left {
+                return Err(StateError::new(
+                    &self.path,
+                    Some(at),
+                    format!("section {name:?} claims {comp} compressed bytes, the file has {left} after its header: truncated or corrupt"),
+                ));
+            }
+            if raw > MAX_SECTION_RAW as u64 || raw > comp * MAX_DEFLATE_RATIO + 64 {
+                return Err(StateError::new(
+                    &self.path,
+                    Some(at),
+                    format!("section {name:?} claims {raw} bytes from {comp} compressed (at most {MAX_DEFLATE_RATIO} to one, and {MAX_SECTION_RAW}): corrupt"),
+                ));
+            }
+            scan.sections += 1;
+            scan.raw_bytes += raw;
+            at += 16 + comp;
+        }
+        scan.stop_at = at;
+        self.inp
+            .seek(SeekFrom::Start(start))
+            .map_err(|e| io(e, start, &self.path))?;
+        Ok(scan)
     }
 
     pub fn path(&self) -> &Path {
@@ -310,6 +596,17 @@ impl ContainerReader {
             ));
         }
         let data_at = self.offset;
+        if comp_len as u64 > self.len.saturating_sub(data_at) {
+            return Err(StateError::new(
+                &self.path,
+                Some(at),
+                format!(
+                    "section {:?} claims {comp_len} compressed bytes, the file has {} after its header: truncated",
+                    String::from_utf8_lossy(&tag),
+                    self.len.saturating_sub(data_at)
+                ),
+            ));
+        }
         let mut comp = vec![0u8; comp_len as usize];
         self.get(&mut comp, "section data")?;
         let mut raw = Vec::with_capacity(raw_len as usize);
@@ -341,5 +638,34 @@ impl ContainerReader {
             ));
         }
         Ok(Some((tag, raw)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The offset of a header field: members by name (nested, after strings holding braces and
+    /// escaped quotes), array elements by index; None for what is not there.
+    #[test]
+    fn json_offsets_of_fields() {
+        let j = br#"{"a": "x{\"[", "zones": [ {"n": 1}, {"n": 2, "m": [3, 4]} ], "end_pfn":7}"#;
+        let f = |k: &str| JsonKey::Field(k.into());
+        let at =
+            |p: &[JsonKey]| json_offset(j, p).map(|o| std::str::from_utf8(&j[o..o + 6]).unwrap().to_string());
+        assert_eq!(at(&[f("end_pfn")]).as_deref(), Some("\"end_p"));
+        assert_eq!(
+            at(&[f("zones"), JsonKey::Index(1), f("m")]).as_deref(),
+            Some("\"m\": [")
+        );
+        assert_eq!(
+            at(&[f("zones"), JsonKey::Index(1), f("m"), JsonKey::Index(1)]).as_deref(),
+            Some("4]} ],")
+        );
+        assert_eq!(at(&[f("zones"), JsonKey::Index(0)]).as_deref(), Some("{\"n\": "));
+        assert_eq!(json_offset(j, &[f("zones"), JsonKey::Index(2)]), None);
+        assert_eq!(json_offset(j, &[f("nope")]), None);
+        assert_eq!(json_offset(j, &[f("a"), f("b")]), None);
+        assert_eq!(json_offset(b"{\"a\":", &[f("a"), f("b")]), None);
     }
 }

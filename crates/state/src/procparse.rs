@@ -80,7 +80,7 @@ pub fn parse_zoneinfo(text: &str) -> Vec<ZoneSpan> {
             "min" => z.min = n,
             "low" => z.low = n,
             "high" => z.high = n,
-            "count:" => z.pcp_count += n,
+            "count:" => z.pcp_count = z.pcp_count.saturating_add(n),
             "start_pfn:" => z.start_pfn = n,
             _ => {}
         }
@@ -99,7 +99,7 @@ pub fn parse_buddyinfo(text: &str) -> BTreeMap<String, [u64; NR_ORDERS]> {
         let Some(name) = it.next() else { continue };
         let e: &mut [u64; NR_ORDERS] = m.entry(name.to_string()).or_insert([0; NR_ORDERS]);
         for (o, n) in it.enumerate().take(NR_ORDERS) {
-            e[o] += n.parse::<u64>().unwrap_or(0);
+            e[o] = e[o].saturating_add(n.parse::<u64>().unwrap_or(0));
         }
     }
     m
@@ -163,7 +163,7 @@ pub fn parse_pagetypeinfo(text: &str) -> BTreeMap<String, PagetypeZone> {
             for (c, n) in it.enumerate() {
                 let n: u64 = n.parse().unwrap_or(0);
                 if c < cols.len() {
-                    z.counted_blocks += n;
+                    z.counted_blocks = z.counted_blocks.saturating_add(n);
                 }
                 if let Some(Some(t)) = cols.get(c) {
                     z.blocks[*t] = n;
@@ -172,6 +172,129 @@ pub fn parse_pagetypeinfo(text: &str) -> BTreeMap<String, PagetypeZone> {
         }
     }
     m
+}
+
+/// A count of a /proc table: digits, or (`capped`) digits after '>' (a cell the kernel stopped
+/// counting at).
+fn count(word: &str, capped_ok: bool) -> Result<u64, String> {
+    let digits = match word.strip_prefix('>') {
+        Some(d) if capped_ok => d,
+        _ => word,
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.len() > 19 {
+        return Err(format!("{word:?} is not a count"));
+    }
+    digits.parse().map_err(|_| format!("{word:?} is not a count"))
+}
+
+/// /proc/pagetypeinfo read strictly: every line must be one the kernel prints (the block
+/// order and size, the free table's title and rows of [`NR_ORDERS`] counts, the block counts'
+/// title and rows of one count per column, "Number of mixed blocks" rows, blank lines), and
+/// every count a number. Returns the tables as [`parse_pagetypeinfo`] does, or the first bad
+/// line (1-based) and why.
+pub fn check_pagetypeinfo(text: &str) -> Result<BTreeMap<String, PagetypeZone>, (usize, String)> {
+    let mut cols: Option<usize> = None;
+    let mut rows = 0usize;
+    for (i, line) in text.lines().enumerate() {
+        let bad = |why: String| (i + 1, why);
+        let line = line.trim_end();
+        if line.is_empty() {
+            cols = None;
+            continue;
+        }
+        if let Some(rest) = line
+            .strip_prefix("Page block order:")
+            .or_else(|| line.strip_prefix("Pages per block:"))
+        {
+            count(rest.trim(), false).map_err(bad)?;
+            continue;
+        }
+        if line.starts_with("Free pages count per migrate type at order") {
+            cols = None;
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("Number of blocks type") {
+            cols = Some(rest.split_whitespace().count());
+            continue;
+        }
+        if line.starts_with("Number of mixed blocks") {
+            cols = Some(usize::MAX);
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("Node") else {
+            return Err(bad(format!("not a line of /proc/pagetypeinfo: {:?}", clip(line))));
+        };
+        let Some((_, rest)) = rest.split_once(", zone") else {
+            return Err(bad("a \"Node\" line without \", zone\"".into()));
+        };
+        rows += 1;
+        if let Some((_, typed)) = rest.split_once(", type") {
+            let mut it = typed.split_whitespace();
+            it.next()
+                .ok_or_else(|| bad("no migratetype after \"type\"".into()))?;
+            let n = it
+                .map(|w| count(w, true))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(bad)?;
+            if n.len() != NR_ORDERS {
+                return Err(bad(format!(
+                    "{} free counts, {NR_ORDERS} expected (orders 0-10)",
+                    n.len()
+                )));
+            }
+        } else {
+            let Some(want) = cols else {
+                return Err(bad(
+                    "a block-count row without a \"Number of blocks type\" title".into()
+                ));
+            };
+            let mut it = rest.split_whitespace();
+            it.next().ok_or_else(|| bad("no zone name".into()))?;
+            let n = it
+                .map(|w| count(w, false))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(bad)?;
+            if want != usize::MAX && n.len() != want {
+                return Err(bad(format!("{} block counts under {want} columns", n.len())));
+            }
+        }
+    }
+    if rows == 0 {
+        return Err((1, "no zone rows: not /proc/pagetypeinfo".into()));
+    }
+    Ok(parse_pagetypeinfo(text))
+}
+
+/// /proc/buddyinfo read strictly: every non-blank line "Node N, zone NAME" and [`NR_ORDERS`]
+/// counts. Returns the table as [`parse_buddyinfo`] does, or the first bad line and why.
+pub fn check_buddyinfo(text: &str) -> Result<BTreeMap<String, [u64; NR_ORDERS]>, (usize, String)> {
+    for (i, line) in text.lines().enumerate() {
+        let bad = |why: String| (i + 1, why);
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Some((_, rest)) = line.strip_prefix("Node").and_then(|r| r.split_once(", zone")) else {
+            return Err(bad(format!("not a line of /proc/buddyinfo: {:?}", clip(line))));
+        };
+        let mut it = rest.split_whitespace();
+        it.next().ok_or_else(|| bad("no zone name".into()))?;
+        let n = it
+            .map(|w| count(w, false))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        if n.len() != NR_ORDERS {
+            return Err(bad(format!(
+                "{} counts, {NR_ORDERS} expected (orders 0-10)",
+                n.len()
+            )));
+        }
+    }
+    Ok(parse_buddyinfo(text))
+}
+
+/// The first 60 characters of `line` (for a message).
+fn clip(line: &str) -> String {
+    line.chars().take(60).collect()
 }
 
 /// Why a machine whose /proc files read `zoneinfo` and `pagetypeinfo` is not fit to snapshot
@@ -201,14 +324,14 @@ pub fn parse_pagetypeinfo(text: &str) -> BTreeMap<String, PagetypeZone> {
 pub fn uninitialised_memory(zoneinfo: &str, pagetypeinfo: &str) -> Option<String> {
     let pti = parse_pagetypeinfo(pagetypeinfo);
     let zones = parse_zoneinfo(zoneinfo);
-    let ram: u64 = zones.iter().map(|z| z.present).sum();
+    let ram: u64 = zones.iter().fold(0u64, |a, z| a.saturating_add(z.present));
     for z in zones.iter().filter(|z| z.present > 0) {
         let blocks = pti.get(&z.name).map_or(0, |p| p.counted_blocks);
-        let covered = blocks * 512;
+        let covered = blocks.saturating_mul(512);
         let missing = z.present.saturating_sub(covered);
         if missing > z.present / 64 + 2 * 512 {
             // A sparse file reads as zeroes without disk I/O: 5/4 of RAM, in whole GiB.
-            let gib = (ram * 4096 * 5 / 4).div_ceil(1 << 30);
+            let gib = (ram.saturating_mul(4096) / 4 * 5).div_ceil(1 << 30);
             return Some(format!(
                 "zone {} is not fully initialised (deferred struct page init): /proc/pagetypeinfo counts {blocks} pageblocks ({covered} pages) of its {} present pages, managed {}; warm the machine first by reading more file data than RAM once, e.g. a sparse file: `truncate -s {gib}G f; cat f > /dev/null; rm f`",
                 z.name, z.present, z.managed

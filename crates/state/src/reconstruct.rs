@@ -11,8 +11,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::page::{PageClass, ACTIVE, CLASS_MASK, REFERENCED, TAIL, UNEVICTABLE};
-use crate::procparse::{parse_buddyinfo, parse_pagetypeinfo, type_index, uninitialised_memory, TYPE_NAMES};
-use crate::snapshot::{Snapshot, ZoneSpan};
+use std::collections::BTreeMap;
+
+use crate::procparse::{
+    check_buddyinfo, check_pagetypeinfo, parse_buddyinfo, type_index, uninitialised_memory, PagetypeZone,
+    TYPE_NAMES,
+};
+use crate::snapshot::{Snapshot, SnapshotHeader, ZoneSpan};
 
 /// A zone to build (from zoneinfo, checked against the page bytes).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -233,11 +238,15 @@ fn cell_err(pred: i64, capt: i64, capped: bool) -> i64 {
 /// A fitting unit: one pageblock, or the two pageblocks an order-10 free chunk covers (its
 /// two blocks have one type: `__free_one_page` gives a merged buddy the type of the block it
 /// merges into, so the fit moves them together).
-struct Unit {
-    first_block: u64,
-    size: u8,
-    zone: usize,
-    hist: [i64; 11],
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unit {
+    pub first_block: u64,
+    /// Blocks: 1, or 2 under an order-10 free chunk.
+    pub size: u8,
+    /// Index of its zone among the populated zones.
+    pub zone: usize,
+    /// Free chunks in it per order.
+    pub hist: [i64; 11],
 }
 
 fn class_of(b: u8) -> PageClass {
@@ -251,28 +260,36 @@ fn push_range(v: &mut Vec<[u64; 2]>, p: u64) {
     }
 }
 
-/// Infers the initial state from a snapshot (kernel-model.md §30.3–§30.5).
+/// Infers the initial state from a snapshot (kernel-model.md §30.3–§30.5), in thirteen stages,
+/// each a function of its own:
 ///
-/// 1. Geometry (§30.5 item 1): the zones of zoneinfo with pages; pfns reading Hole or Reserved
-///    are unusable (`holes`, `reserved`); the rest of a zone's span is managed.
-/// 2. Free chunks (§30.3): each maximal run of Free pfns within a zone, cut by
-///    [`cut_free_run`].
-/// 3. Folios (§30.5 item 3): a head is a page without TAIL; the run of TAIL pages of its class
-///    after it gives the order (a power of two, naturally aligned, at most order 10; anything
-///    else is counted in `odd_compound` and made order-0 pieces). Anon, File, Shmem, Slab,
-///    PageTable, Hugetlb keep their kind (slab split by its block's fitted type); Offline,
-///    Kernel and Unflagged pages are Kernel order-0 pages each (unflagged pages include free
-///    pages on PCP lists and under page reporting, §30.2.3: simplified to allocations).
-/// 4. Block types (§30.5 item 4): units (a block, or two under one order-10 chunk) are ranked
-///    by content evidence, pagetypeinfo's exact per-zone block counts are imposed by that
-///    ranking (Unmovable, then Reclaimable, HighAtomic, Isolate; Movable takes the rest), then a
-///    seeded local search swaps the types of two units of one zone and size whenever that
-///    lowers the L1 error of the per-(zone, type, order) free-chunk table; then, in a zone
-///    where some cell is still off by more than 1 %, simulated annealing of the same swaps on
-///    the error beyond 1 % per cell (`Search::anneal`). Blocks page_owner
-///    named (§30.4) are fixed to its type and never swapped. Counted blocks are those
-///    pagetypeinfo counts (`pagetypeinfo_showblockcount_print`): from the zone's start_pfn in
-///    steps of 512 whose pfn has a memmap (not Hole).
+/// 1. [`check_geometry`] (§30.5 item 1): the page bytes cover `end_pfn`, every byte has a
+///    class, the /proc reads show a fully initialised memmap, and the populated zones lie
+///    within `end_pfn` without overlapping, with managed ≤ present ≤ spanned.
+/// 2. [`pages_by_class`]: pages per class, for the report.
+/// 3. [`scan_zones`] (§30.3, §30.5 items 1 and 3): per zone, holes and reserved ranges, free
+///    runs cut by [`cut_free_run`], folios from head + tail runs (a power of two, naturally
+///    aligned, at most order 10; anything else is counted in `odd_compound` and made order-0
+///    pieces; Offline, Kernel and Unflagged pages are Kernel order-0 pages each — unflagged
+///    pages include free pages on PCP lists and under page reporting, §30.2.3: simplified to
+///    allocations), and per-block content evidence.
+/// 4. [`choose_read`]: which bracketing /proc read is fitted (see below).
+/// 5. [`fit_tables`]: that read's pagetypeinfo and buddyinfo, parsed strictly.
+/// 6. [`fitting_units`]: the blocks pagetypeinfo counts (`pagetypeinfo_showblockcount_print`:
+///    from the zone's start_pfn in steps of 512 whose pfn has a memmap, not Hole) as units: a
+///    block, or the two blocks under one order-10 free chunk.
+/// 7. [`page_owner_fixed`] (§30.4): units whose type page_owner named, never swapped.
+/// 8. [`rank_types`] (§30.5 item 4): units ranked by content evidence, pagetypeinfo's exact
+///    per-zone block counts imposed by that ranking (Unmovable, then Reclaimable, HighAtomic,
+///    Isolate; Movable takes the rest).
+/// 9. [`free_tables`]: the free-chunk table per (zone, type, order), captured and predicted.
+/// 10. [`search_types`]: a seeded local search swapping the types of two units of one zone and
+///     size whenever that lowers the table's L1 error, then, in a zone where some cell is still
+///     off by more than 1 %, simulated annealing (`Search::anneal`).
+/// 11. [`unit_block_types`]: the fitted type of every pageblock.
+/// 12. [`split_nonmergeable`] (§30.3 item 3) and [`slab_kinds`]: order-10 chunks in HighAtomic
+///     or Isolate blocks become two order-9 chunks; slab in a Reclaimable block is reclaimable.
+/// 13. [`match_report`] and [`mixed_blocks`]: the captured tables against the result.
 ///
 /// Refused (an error naming the zone and the numbers) when either bracketing /proc read shows
 /// a zone whose memmap is not fully initialised ([`uninitialised_memory`]).
@@ -286,16 +303,75 @@ fn push_range(v: &mut Vec<[u64; 2]>, p: u64) {
 /// reaches 28, the floor the per-order churn leaves.
 pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstruction, String> {
     let h = &snap.header;
-    let pages = &snap.pages;
+    let spans = check_geometry(snap)?;
+    let by_class = pages_by_class(&snap.pages);
+    let scan = scan_zones(snap, &spans);
+    let fitted_to = choose_read(h, &spans, &scan.free);
+    let read = if fitted_to == "before" {
+        &h.proc_before
+    } else {
+        &h.proc_after
+    };
+    let (pti, buddy) = fit_tables(read, fitted_to)?;
+    let nblocks = h.end_pfn.div_ceil(PAGEBLOCK_PAGES) as usize;
+    let units = fitting_units(&snap.pages, &spans, &scan.free, nblocks);
+    let fixed = page_owner_fixed(h.page_owner_blocks.as_deref(), &units);
+    let utype = rank_types(&units, &scan.evidence, &fixed, &spans, &pti);
+    let tables = free_tables(&spans, &pti, &units, &utype);
+    let fit = search_types(&units, &fixed, utype, &tables, opt);
+    let block_types = unit_block_types(&units, &fit.utype, nblocks);
+    let (free, split_order10) = split_nonmergeable(scan.free, &block_types);
+    let mut folios = scan.folios;
+    slab_kinds(&mut folios, &scan.slab_folios, &block_types);
+    let (mixed, disagrees) = mixed_blocks(&scan.evidence, &units.block_zone, &block_types);
+    let mut report = match_report(
+        &spans,
+        &scan.zones,
+        &pti,
+        &buddy,
+        &free,
+        &units.block_zone,
+        &block_types,
+    );
+    report.fitted_to = fitted_to.to_string();
+    report.swaps = fit.swaps;
+    report.kicks = fit.kicks;
+    report.anneal_moves = fit.annealed;
+    report.l1_before = tables.l1(&tables.pred);
+    report.l1_after = tables.l1(&fit.pred);
+    report.odd_compound = scan.odd_compound;
+    report.split_order10 = split_order10;
+    report.mixed_blocks = mixed;
+    report.content_disagrees = disagrees;
+    report.pages_by_class = PageClass::ALL
+        .iter()
+        .map(|c| (c.name().to_string(), by_class[*c as usize]))
+        .collect();
+    Ok(Reconstruction {
+        end_pfn: h.end_pfn,
+        zones: scan.zones,
+        reserved: scan.reserved,
+        holes: scan.holes,
+        block_types,
+        free,
+        folios,
+        report,
+    })
+}
+
+/// Stage 1: the snapshot's populated zones in pfn order, or why it cannot be reconstructed: a
+/// page byte count other than `end_pfn`, a /proc read showing uninitialised memory (deferred
+/// struct page init: its pfns read as unflagged pages), a page byte without a class, a zone
+/// beyond `end_pfn`, with managed > present or present > spanned, overlapping zones, or none.
+pub fn check_geometry(snap: &Snapshot) -> Result<Vec<&ZoneSpan>, String> {
+    let h = &snap.header;
     let end = h.end_pfn;
-    if pages.len() as u64 != end {
+    if snap.pages.len() as u64 != end {
         return Err(format!(
             "snapshot has {} page bytes for end_pfn {end}",
-            pages.len()
+            snap.pages.len()
         ));
     }
-    // A machine whose memmap was not fully initialised (deferred struct page init) cannot be
-    // reconstructed: its uninitialised pfns read as unflagged pages.
     for read in [&h.proc_before, &h.proc_after] {
         if let (Some(zi), Some(pti)) = (read.get("zoneinfo"), read.get("pagetypeinfo")) {
             if let Some(why) = uninitialised_memory(zi, pti) {
@@ -303,115 +379,74 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
             }
         }
     }
-    if let Some(bad) = pages.iter().position(|&b| PageClass::of(b).is_none()) {
+    if let Some(bad) = snap.pages.iter().position(|&b| PageClass::of(b).is_none()) {
         return Err(format!("page byte of pfn {bad} has no class: corrupt"));
     }
     let mut spans: Vec<&ZoneSpan> = h.zones.iter().filter(|z| z.spanned > 0).collect();
     spans.sort_by_key(|z| z.start_pfn);
     for (i, z) in spans.iter().enumerate() {
-        if z.start_pfn + z.spanned > end {
+        let zend = z.start_pfn.checked_add(z.spanned).filter(|&e| e <= end);
+        let Some(zend) = zend else {
             return Err(format!(
-                "zone {} ends at pfn {} beyond the snapshot's end_pfn {end}",
-                z.name,
-                z.start_pfn + z.spanned
+                "zone {} spans {} pages from pfn {}, beyond the snapshot's end_pfn {end}",
+                z.name, z.spanned, z.start_pfn
+            ));
+        };
+        if z.managed > z.present || z.present > z.spanned {
+            return Err(format!(
+                "zone {} has managed {}, present {}, spanned {}: managed ≤ present ≤ spanned expected",
+                z.name, z.managed, z.present, z.spanned
             ));
         }
         if i > 0 && spans[i - 1].start_pfn + spans[i - 1].spanned > z.start_pfn {
             return Err(format!("zones {} and {} overlap", spans[i - 1].name, z.name));
         }
+        debug_assert!(zend > z.start_pfn);
     }
     if spans.is_empty() {
         return Err("snapshot has no populated zone".into());
     }
+    Ok(spans)
+}
 
+/// Stage 2: pages per class (index = `PageClass as usize`).
+pub fn pages_by_class(pages: &[u8]) -> [u64; 12] {
     let mut by_class = [0u64; 12];
     for &b in pages {
         by_class[(b & CLASS_MASK) as usize] += 1;
     }
+    by_class
+}
 
-    // Scan each zone: holes, reserved, free chunks, folios, block evidence.
-    let nblocks = end.div_ceil(PAGEBLOCK_PAGES) as usize;
-    let mut evidence = vec![[0u32; 12]; nblocks];
-    let mut holes = Vec::new();
-    let mut reserved = Vec::new();
-    let mut free = Vec::new();
-    let mut folios: Vec<RFolio> = Vec::new();
-    let mut slab_folios: Vec<usize> = Vec::new();
-    let mut zones = Vec::new();
-    let mut odd_compound = 0u64;
-    for z in &spans {
-        let (start, zend) = (z.start_pfn, z.start_pfn + z.spanned);
-        let mut unusable = 0u64;
-        let mut p = start;
-        while p < zend {
-            let b = pages[p as usize];
-            let c = class_of(b);
-            match c {
-                PageClass::Hole => {
-                    push_range(&mut holes, p);
-                    unusable += 1;
-                    p += 1;
-                }
-                PageClass::Reserved => {
-                    push_range(&mut reserved, p);
-                    evidence[(p / PAGEBLOCK_PAGES) as usize][c as usize] += 1;
-                    unusable += 1;
-                    p += 1;
-                }
-                PageClass::Free => {
-                    let s = p;
-                    while p < zend && class_of(pages[p as usize]) == PageClass::Free {
-                        evidence[(p / PAGEBLOCK_PAGES) as usize][c as usize] += 1;
-                        p += 1;
-                    }
-                    cut_free_run(s, p, &mut free);
-                }
-                PageClass::Offline | PageClass::Kernel | PageClass::Unflagged => {
-                    evidence[(p / PAGEBLOCK_PAGES) as usize][c as usize] += 1;
-                    folios.push(folio(p, 0, RKind::Kernel, b));
-                    p += 1;
-                }
-                _ => {
-                    let mut q = p + 1;
-                    while q < zend
-                        && q - p < 2048
-                        && pages[q as usize] & TAIL != 0
-                        && class_of(pages[q as usize]) == c
-                    {
-                        q += 1;
-                    }
-                    let n = q - p;
-                    for x in p..q {
-                        evidence[(x / PAGEBLOCK_PAGES) as usize][c as usize] += 1;
-                    }
-                    let kind = match c {
-                        PageClass::Anon => RKind::Anon,
-                        PageClass::File => RKind::File,
-                        PageClass::Shmem => RKind::Shmem,
-                        PageClass::Slab => RKind::SlabUnreclaimable,
-                        PageClass::PageTable => RKind::PageTable,
-                        _ => RKind::Hugetlb,
-                    };
-                    let whole = b & TAIL == 0 && n.is_power_of_two() && n <= 1 << MAX_ORDER && p % n == 0;
-                    let pieces: Vec<(u64, u8)> = if whole {
-                        vec![(p, n.trailing_zeros() as u8)]
-                    } else {
-                        odd_compound += 1;
-                        (p..q).map(|x| (x, 0)).collect()
-                    };
-                    for (x, o) in pieces {
-                        if kind == RKind::SlabUnreclaimable {
-                            slab_folios.push(folios.len());
-                        }
-                        let mut f = folio(x, o, kind, pages[x as usize]);
-                        f.dirty = matches!(kind, RKind::File | RKind::Shmem) && snap.is_dirty(x);
-                        folios.push(f);
-                    }
-                    p = q;
-                }
-            }
-        }
-        zones.push(RZone {
+/// What stage 3 ([`scan_zones`]) reads from the page bytes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ZoneScan {
+    pub zones: Vec<RZone>,
+    pub holes: Vec<[u64; 2]>,
+    pub reserved: Vec<[u64; 2]>,
+    /// Free chunks as cut, before the fit (order-10 chunks not yet split).
+    pub free: Vec<RFree>,
+    /// Folios; slab ones are `SlabUnreclaimable` until [`slab_kinds`].
+    pub folios: Vec<RFolio>,
+    /// Indexes in `folios` of the slab folios.
+    pub slab_folios: Vec<usize>,
+    /// Pages of each class per pageblock (index = pfn / 512; holes are not counted).
+    pub evidence: Vec<[u32; 12]>,
+    pub odd_compound: u64,
+}
+
+/// Stage 3: each zone's pfns read in order: holes and reserved ranges, free runs cut into
+/// chunks ([`cut_free_run`]), folios, and the classes seen per block. A zone's managed pages
+/// are its span less its holes and reserved pages.
+pub fn scan_zones(snap: &Snapshot, spans: &[&ZoneSpan]) -> ZoneScan {
+    let nblocks = snap.header.end_pfn.div_ceil(PAGEBLOCK_PAGES) as usize;
+    let mut s = ZoneScan {
+        evidence: vec![[0u32; 12]; nblocks],
+        ..Default::default()
+    };
+    for z in spans {
+        let unusable = scan_zone(snap, z.start_pfn, z.start_pfn + z.spanned, &mut s);
+        s.zones.push(RZone {
             name: z.name.clone(),
             start_pfn: z.start_pfn,
             spanned: z.spanned,
@@ -419,8 +454,94 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
             managed: z.spanned - unusable,
         });
     }
+    s
+}
 
-    // Which bracketing read to fit (see the doc comment).
+/// One zone [start, zend) of [`scan_zones`]; returns its unusable (hole and reserved) pages.
+fn scan_zone(snap: &Snapshot, start: u64, zend: u64, s: &mut ZoneScan) -> u64 {
+    let pages = &snap.pages;
+    let mut unusable = 0u64;
+    let mut p = start;
+    while p < zend {
+        let b = pages[p as usize];
+        let c = class_of(b);
+        let block = (p / PAGEBLOCK_PAGES) as usize;
+        match c {
+            PageClass::Hole => {
+                push_range(&mut s.holes, p);
+                unusable += 1;
+                p += 1;
+            }
+            PageClass::Reserved => {
+                push_range(&mut s.reserved, p);
+                s.evidence[block][c as usize] += 1;
+                unusable += 1;
+                p += 1;
+            }
+            PageClass::Free => {
+                let run = p;
+                while p < zend && class_of(pages[p as usize]) == PageClass::Free {
+                    s.evidence[(p / PAGEBLOCK_PAGES) as usize][c as usize] += 1;
+                    p += 1;
+                }
+                cut_free_run(run, p, &mut s.free);
+            }
+            PageClass::Offline | PageClass::Kernel | PageClass::Unflagged => {
+                s.evidence[block][c as usize] += 1;
+                s.folios.push(folio(p, 0, RKind::Kernel, b));
+                p += 1;
+            }
+            _ => p = scan_folio(snap, p, zend, c, s),
+        }
+    }
+    unusable
+}
+
+/// The folio of class `c` whose head (or stray tail) is at `p`, with the TAIL pages of its
+/// class after it (at most 2048): one folio when the run is a power of two, naturally aligned,
+/// at most order 10 and starts with a head; order-0 pieces otherwise (counted in
+/// `odd_compound`). Returns the pfn after the run.
+fn scan_folio(snap: &Snapshot, p: u64, zend: u64, c: PageClass, s: &mut ZoneScan) -> u64 {
+    let pages = &snap.pages;
+    let b = pages[p as usize];
+    let mut q = p + 1;
+    while q < zend && q - p < 2048 && pages[q as usize] & TAIL != 0 && class_of(pages[q as usize]) == c {
+        q += 1;
+    }
+    let n = q - p;
+    for x in p..q {
+        s.evidence[(x / PAGEBLOCK_PAGES) as usize][c as usize] += 1;
+    }
+    let kind = match c {
+        PageClass::Anon => RKind::Anon,
+        PageClass::File => RKind::File,
+        PageClass::Shmem => RKind::Shmem,
+        PageClass::Slab => RKind::SlabUnreclaimable,
+        PageClass::PageTable => RKind::PageTable,
+        _ => RKind::Hugetlb,
+    };
+    let whole = b & TAIL == 0 && n.is_power_of_two() && n <= 1 << MAX_ORDER && p.is_multiple_of(n);
+    let pieces: Vec<(u64, u8)> = if whole {
+        vec![(p, n.trailing_zeros() as u8)]
+    } else {
+        s.odd_compound += 1;
+        (p..q).map(|x| (x, 0)).collect()
+    };
+    for (x, o) in pieces {
+        if kind == RKind::SlabUnreclaimable {
+            s.slab_folios.push(s.folios.len());
+        }
+        let mut f = folio(x, o, kind, pages[x as usize]);
+        f.dirty = matches!(kind, RKind::File | RKind::Shmem) && snap.is_dirty(x);
+        s.folios.push(f);
+    }
+    q
+}
+
+/// Stage 4: which bracketing /proc read to fit, "before" or "after": the one whose buddyinfo
+/// is nearer (L1 over zones and orders) the cut chunks `free`, "after" on a tie; "before" when
+/// only it has a buddyinfo, or when the read after has no pagetypeinfo.
+pub fn choose_read(h: &SnapshotHeader, spans: &[&ZoneSpan], free: &[RFree]) -> &'static str {
     let cut_by_order: Vec<[u64; 11]> = spans
         .iter()
         .map(|z| {
@@ -442,29 +563,61 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
                 .zip(&cut_by_order)
                 .map(|(z, cut)| {
                     let cap = bi.get(&z.name).copied().unwrap_or([0; 11]);
-                    (0..11).map(|o| cap[o].abs_diff(cut[o])).sum::<u64>()
+                    (0..11).fold(0u64, |a, o| a.saturating_add(cap[o].abs_diff(cut[o])))
                 })
-                .sum(),
+                .fold(0u64, u64::saturating_add),
         )
     };
-    let (before_l1, after_l1) = (buddy_l1(&h.proc_before), buddy_l1(&h.proc_after));
-    let use_before = match (before_l1, after_l1) {
+    let use_before = match (buddy_l1(&h.proc_before), buddy_l1(&h.proc_after)) {
         (Some(b), Some(a)) => b < a,
         (Some(_), None) => true,
         _ => false,
     } || !h.proc_after.contains_key("pagetypeinfo");
-    let (fitted_to, read) = if use_before {
-        ("before", &h.proc_before)
+    if use_before {
+        "before"
     } else {
-        ("after", &h.proc_after)
-    };
-    let pti = parse_pagetypeinfo(
-        read.get("pagetypeinfo")
-            .ok_or("the snapshot has no /proc/pagetypeinfo read: block types cannot be fitted")?,
-    );
-    let buddy = parse_buddyinfo(read.get("buddyinfo").map(String::as_str).unwrap_or(""));
+        "after"
+    }
+}
 
-    // Counted blocks (pagetypeinfo's walk) and fitting units.
+/// Per-zone pagetypeinfo tables by zone name.
+pub type PagetypeTables = BTreeMap<String, PagetypeZone>;
+/// Per-zone buddyinfo counts by zone name.
+pub type BuddyTables = BTreeMap<String, [u64; 11]>;
+
+/// Stage 5: the fitted read's pagetypeinfo (required) and buddyinfo (optional), each parsed
+/// strictly ([`check_pagetypeinfo`], [`check_buddyinfo`]): a line the kernel does not print is
+/// an error naming the read and the line.
+pub fn fit_tables(
+    read: &BTreeMap<String, String>,
+    which: &str,
+) -> Result<(PagetypeTables, BuddyTables), String> {
+    let pti = read
+        .get("pagetypeinfo")
+        .ok_or("the snapshot has no /proc/pagetypeinfo read: block types cannot be fitted")?;
+    let pti = check_pagetypeinfo(pti)
+        .map_err(|(line, why)| format!("/proc/pagetypeinfo read {which} the pfn read, line {line}: {why}"))?;
+    let buddy = check_buddyinfo(read.get("buddyinfo").map(String::as_str).unwrap_or(""))
+        .map_err(|(line, why)| format!("/proc/buddyinfo read {which} the pfn read, line {line}: {why}"))?;
+    Ok((pti, buddy))
+}
+
+/// The fitting units of stage 6.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Units {
+    /// Each pageblock's zone (index in the populated zones), `usize::MAX` for blocks
+    /// pagetypeinfo does not count.
+    pub block_zone: Vec<usize>,
+    pub units: Vec<Unit>,
+    /// Each pageblock's unit, `u32::MAX` for none.
+    pub unit_of: Vec<u32>,
+}
+
+/// Stage 6: the counted blocks (from each zone's start_pfn in steps of 512, where the pfn is
+/// not a Hole) and the units the fit moves: a block, or two blocks of one zone under an
+/// order-10 free chunk (its two blocks have one type: `__free_one_page` gives a merged buddy
+/// the type of the block it merges into). Each unit has the histogram of the free chunks in it.
+pub fn fitting_units(pages: &[u8], spans: &[&ZoneSpan], free: &[RFree], nblocks: usize) -> Units {
     let mut block_zone = vec![usize::MAX; nblocks];
     for (zi, z) in spans.iter().enumerate() {
         let mut p = z.start_pfn;
@@ -476,10 +629,8 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
         }
     }
     let mut pair_start = vec![false; nblocks];
-    for f in &free {
-        if f.order == MAX_ORDER {
-            pair_start[(f.pfn / PAGEBLOCK_PAGES) as usize] = true;
-        }
+    for f in free.iter().filter(|f| f.order == MAX_ORDER) {
+        pair_start[(f.pfn / PAGEBLOCK_PAGES) as usize] = true;
     }
     let mut units: Vec<Unit> = Vec::new();
     let mut unit_of = vec![u32::MAX; nblocks];
@@ -506,28 +657,47 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
         });
         b += size;
     }
-    for f in &free {
+    for f in free {
         let u = unit_of[(f.pfn / PAGEBLOCK_PAGES) as usize];
         if u != u32::MAX {
             units[u as usize].hist[f.order as usize] += 1;
         }
     }
+    Units {
+        block_zone,
+        units,
+        unit_of,
+    }
+}
 
-    // page_owner's block types (§30.4) fix their units.
-    let mut fixed: Vec<Option<u8>> = vec![None; units.len()];
-    if let Some(po) = &h.page_owner_blocks {
-        for (blk, t) in po {
-            if let (Some(&u), Some(t)) = (unit_of.get(*blk as usize), type_index(t)) {
-                if u != u32::MAX {
-                    fixed[u as usize] = Some(t as u8);
-                }
+/// Stage 7 (§30.4): the type page_owner gave each unit's block, if any (a block outside the
+/// units or of an unknown type name is ignored).
+pub fn page_owner_fixed(page_owner: Option<&[(u64, String)]>, units: &Units) -> Vec<Option<u8>> {
+    let mut fixed: Vec<Option<u8>> = vec![None; units.units.len()];
+    for (blk, t) in page_owner.unwrap_or(&[]) {
+        let u = usize::try_from(*blk).ok().and_then(|b| units.unit_of.get(b));
+        if let (Some(&u), Some(t)) = (u, type_index(t)) {
+            if u != u32::MAX {
+                fixed[u as usize] = Some(t as u8);
             }
         }
     }
+    fixed
+}
 
-    // Content evidence (§30.5 item 4): PGTABLE, RESERVED, kernel and bare pages say Unmovable,
-    // SLAB Unmovable or Reclaimable, LRU/THP/HUGE/OFFLINE Movable; fully free blocks are
-    // Movable (the boot default).
+/// Stage 8 (§30.5 item 4): each unit's first type. Fixed units keep page_owner's type; per
+/// zone and type (Unmovable, Reclaimable, HighAtomic, Isolate), the units whose content says
+/// that type most (PGTABLE, RESERVED, kernel and bare pages say Unmovable; SLAB Unmovable or
+/// Reclaimable; LRU/THP/HUGE/OFFLINE Movable) take it until pagetypeinfo's block count is
+/// reached; Movable (the boot default) takes the rest.
+pub fn rank_types(
+    units: &Units,
+    evidence: &[[u32; 12]],
+    fixed: &[Option<u8>],
+    spans: &[&ZoneSpan],
+    pti: &PagetypeTables,
+) -> Vec<u8> {
+    let units = &units.units;
     let score = |u: &Unit, t: u8| -> i64 {
         let mut s = 0i64;
         for k in 0..u.size as u64 {
@@ -580,50 +750,104 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
             }
         }
     }
+    utype
+}
 
-    // The free table: captured and predicted per (zone, type, order).
-    let nz = spans.len();
-    let mut capt = vec![[[0i64; 11]; 5]; nz];
-    let mut capped = vec![[[false; 11]; 5]; nz];
-    for (zi, z) in spans.iter().enumerate() {
-        if let Some(p) = pti.get(&z.name) {
-            for t in 0..5 {
-                for o in 0..11 {
-                    capt[zi][t][o] = p.free[t][o] as i64;
-                    capped[zi][t][o] = p.capped[t][o];
-                }
-            }
-        }
-    }
-    let mut pred = vec![[[0i64; 11]; 5]; nz];
-    for (u, un) in units.iter().enumerate() {
-        for o in 0..11 {
-            pred[un.zone][utype[u] as usize][o] += un.hist[o];
-        }
-    }
-    let l1 = |pred: &Vec<[[i64; 11]; 5]>| -> u64 {
+/// The largest captured count the fit takes (see [`free_tables`]).
+const MAX_CAPTURED: u64 = 1 << 42;
+
+/// The free-chunk table of stage 9, per (zone, type, order).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FreeTables {
+    /// pagetypeinfo's counts, and whether each was printed capped (">100000").
+    pub capt: Vec<[[i64; 11]; 5]>,
+    pub capped: Vec<[[bool; 11]; 5]>,
+    /// The chunks of the units of each type, for the types the units have.
+    pub pred: Vec<[[i64; 11]; 5]>,
+}
+
+impl FreeTables {
+    /// The L1 error of `pred` against the captured table (a capped cell counts its shortfall
+    /// only).
+    pub fn l1(&self, pred: &[[[i64; 11]; 5]]) -> u64 {
         let mut s = 0i64;
-        for zi in 0..nz {
+        for zi in 0..self.capt.len() {
             for t in 0..5 {
                 for o in 0..11 {
-                    s += cell_err(pred[zi][t][o], capt[zi][t][o], capped[zi][t][o]);
+                    s = s.saturating_add(cell_err(
+                        pred[zi][t][o],
+                        self.capt[zi][t][o],
+                        self.capped[zi][t][o],
+                    ));
                 }
             }
         }
         s as u64
-    };
-    let l1_before = l1(&pred);
+    }
+}
 
-    // Local search (§30.5 item 4), see [`Search`].
+/// Stage 9: the captured table from pagetypeinfo and the predicted one from the units' chunk
+/// histograms under the types `utype`.
+pub fn free_tables(spans: &[&ZoneSpan], pti: &PagetypeTables, units: &Units, utype: &[u8]) -> FreeTables {
+    let nz = spans.len();
+    let mut t = FreeTables {
+        capt: vec![[[0i64; 11]; 5]; nz],
+        capped: vec![[[false; 11]; 5]; nz],
+        pred: vec![[[0i64; 11]; 5]; nz],
+    };
+    for (zi, z) in spans.iter().enumerate() {
+        if let Some(p) = pti.get(&z.name) {
+            for ty in 0..5 {
+                for o in 0..11 {
+                    // A count beyond 2^42 (more chunks than a 4 PiB zone has pages: corrupt)
+                    // is clamped there, so that the search's error sums cannot overflow.
+                    t.capt[zi][ty][o] = p.free[ty][o].min(MAX_CAPTURED) as i64;
+                    t.capped[zi][ty][o] = p.capped[ty][o];
+                }
+            }
+        }
+    }
+    for (u, un) in units.units.iter().enumerate() {
+        for o in 0..11 {
+            t.pred[un.zone][utype[u] as usize][o] += un.hist[o];
+        }
+    }
+    t
+}
+
+/// What stage 10 ([`search_types`]) found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeFit {
+    pub utype: Vec<u8>,
+    pub pred: Vec<[[i64; 11]; 5]>,
+    pub swaps: u64,
+    pub kicks: u64,
+    pub annealed: u64,
+}
+
+/// Stage 10 (§30.5 item 4), see [`Search`]: from the ranked types `utype`, two searches, zone
+/// by zone the better: (a) sweeps and the iterated local search (`Search::run`); (b)
+/// `max_swaps` random proposals, then sweeps (on S2 their local minima differ: (a) fits Normal
+/// better, (b) DMA32 exactly); then annealing, zone by zone, on the error beyond 1 % of each
+/// cell (`Search::anneal`). Fixed units are never swapped.
+pub fn search_types(
+    units: &Units,
+    fixed: &[Option<u8>],
+    utype: Vec<u8>,
+    tables: &FreeTables,
+    opt: &ReconstructOptions,
+) -> TypeFit {
+    let nz = tables.capt.len();
+    let units = &units.units;
     let mut search = Search {
-        units: &units,
+        units,
         lists: (0..nz).map(|_| Default::default()).collect(),
         pos: vec![0usize; units.len()],
         utype,
-        pred,
-        capt: &capt,
-        capped: &capped,
-        l1: l1_before as i64,
+        pred: tables.pred.clone(),
+        capt: &tables.capt,
+        capped: &tables.capped,
+        l1: tables.l1(&tables.pred) as i64,
         swaps: 0,
         kicks: 0,
         rng: Rng(opt.seed ^ 0x5eed_f1a6_0000_0021),
@@ -638,9 +862,6 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
         l.push(u as u32);
         search.zone_units[un.zone].push(u as u32);
     }
-    // Two searches from the content ranking, zone by zone the better: (a) sweeps and the
-    // iterated local search (`Search::run`); (b) `max_swaps` random proposals, then sweeps. On
-    // S2 their local minima differ: (a) fits Normal better, (b) DMA32 (exactly).
     let mut a = search.clone();
     a.run(opt.max_swaps);
     let mut b = search;
@@ -652,29 +873,39 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
             a.restore(zi, &st);
         }
     }
-    // (c) Annealing, zone by zone from the better of the two, on the fit's objective: the
-    // error beyond 1 % of each cell (see [`Search::anneal`]).
     let mut annealed = 0u64;
     for zi in 0..nz {
         annealed += a.anneal(zi, opt.anneal_proposals);
     }
-    let (swaps, kicks) = (a.swaps + b.swaps, a.kicks);
-    let (utype, pred) = (a.utype, a.pred);
-    let l1_after = l1(&pred);
+    TypeFit {
+        swaps: a.swaps + b.swaps,
+        kicks: a.kicks,
+        annealed,
+        utype: a.utype,
+        pred: a.pred,
+    }
+}
 
-    // Block types; §30.3 item 3: order-10 chunks in non-mergeable blocks are two order-9s.
+/// Stage 11: each pageblock's type, its unit's (Movable for blocks outside the units).
+pub fn unit_block_types(units: &Units, utype: &[u8], nblocks: usize) -> Vec<u8> {
     let mut block_types = vec![MOVABLE; nblocks];
-    for (u, un) in units.iter().enumerate() {
+    for (u, un) in units.units.iter().enumerate() {
         for k in 0..un.size as u64 {
             block_types[(un.first_block + k) as usize] = utype[u];
         }
     }
-    let mut split_order10 = 0u64;
+    block_types
+}
+
+/// Stage 12 (§30.3 item 3): order-10 chunks whose block is HighAtomic or Isolate (types that
+/// never merge) become two order-9 chunks; returns the chunks and how many were split.
+pub fn split_nonmergeable(free: Vec<RFree>, block_types: &[u8]) -> (Vec<RFree>, u64) {
+    let mut split = 0u64;
     let mut cut = Vec::with_capacity(free.len());
     for f in free {
         let t = block_types[(f.pfn / PAGEBLOCK_PAGES) as usize];
         if f.order == MAX_ORDER && (t == 3 || t == 4) {
-            split_order10 += 1;
+            split += 1;
             cut.push(RFree { pfn: f.pfn, order: 9 });
             cut.push(RFree {
                 pfn: f.pfn + PAGEBLOCK_PAGES,
@@ -684,43 +915,44 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
             cut.push(f);
         }
     }
-    let free = cut;
-    for &i in &slab_folios {
+    (cut, split)
+}
+
+/// Stage 12: slab folios (`slab_folios`, indexes in `folios`) in a Reclaimable block are
+/// `SlabReclaimable`.
+pub fn slab_kinds(folios: &mut [RFolio], slab_folios: &[usize], block_types: &[u8]) {
+    for &i in slab_folios {
         if block_types[(folios[i].pfn / PAGEBLOCK_PAGES) as usize] == RECLAIMABLE {
             folios[i].kind = RKind::SlabReclaimable;
         }
     }
+}
 
-    // The match report.
-    let mut report = MatchReport {
-        fitted_to: fitted_to.to_string(),
-        swaps,
-        kicks,
-        l1_before,
-        l1_after,
-        anneal_moves: annealed,
-        odd_compound,
-        split_order10,
-        pages_by_class: PageClass::ALL
-            .iter()
-            .map(|c| (c.name().to_string(), by_class[*c as usize]))
-            .collect(),
-        ..Default::default()
-    };
-    let mut final_free = vec![[[0u64; 11]; 5]; nz];
-    for f in &free {
+/// Stage 13: the match report's tables — blocks per (zone, type), free chunks per (zone, type,
+/// order) against pagetypeinfo and per (zone, order) against buddyinfo, their grids, and
+/// managed pages per zone against zoneinfo. The fit's figures are filled in by the caller.
+pub fn match_report(
+    spans: &[&ZoneSpan],
+    zones: &[RZone],
+    pti: &PagetypeTables,
+    buddy: &BuddyTables,
+    free: &[RFree],
+    block_zone: &[usize],
+    block_types: &[u8],
+) -> MatchReport {
+    let mut report = MatchReport::default();
+    let mut final_free = vec![[[0u64; 11]; 5]; spans.len()];
+    for f in free {
         let b = (f.pfn / PAGEBLOCK_PAGES) as usize;
-        let zi = block_zone[b];
-        let zi = if zi == usize::MAX {
-            match spans
+        let zi = match block_zone[b] {
+            usize::MAX => match spans
                 .iter()
                 .position(|z| f.pfn >= z.start_pfn && f.pfn < z.start_pfn + z.spanned)
             {
                 Some(z) => z,
                 None => continue,
-            }
-        } else {
-            zi
+            },
+            zi => zi,
         };
         final_free[zi][block_types[b] as usize][f.order as usize] += 1;
     }
@@ -733,28 +965,7 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
             }
         }
         for t in 0..5 {
-            report.blocks.push(MatchRow {
-                what: format!("{} blocks {}", z.name, TYPE_NAMES[t]),
-                captured: p.blocks[t] as i64,
-                reconstructed: blocks[t],
-            });
-            for o in 0..11 {
-                if p.free[t][o] > 0 || final_free[zi][t][o] > 0 {
-                    report.free_by_type.push(MatchRow {
-                        what: format!("{} free {} order {o} (chunks)", z.name, TYPE_NAMES[t]),
-                        captured: p.free[t][o] as i64,
-                        reconstructed: final_free[zi][t][o] as i64,
-                    });
-                }
-            }
-            if p.blocks[t] > 0 || blocks[t] > 0 || p.free[t].iter().any(|&n| n > 0) {
-                report.free_grid.push(FreeGrid {
-                    zone: z.name.clone(),
-                    mtype: TYPE_NAMES[t].to_string(),
-                    captured: p.free[t].to_vec(),
-                    reconstructed: final_free[zi][t].to_vec(),
-                });
-            }
+            type_rows(&mut report, &z.name, t, &p, blocks[t], &final_free[zi][t]);
         }
         let bi = buddy.get(&z.name).copied().unwrap_or([0; 11]);
         let mut all = [0u64; 11];
@@ -782,9 +993,49 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
             reconstructed: zones[zi].managed as i64,
         });
     }
-    // Mixed blocks: allocated pages of more than one mobility (slab counts Reclaimable in a
-    // Reclaimable block, Unmovable elsewhere; unflagged pages are not counted: they may be
-    // free PCP pages).
+    report
+}
+
+/// The rows of zone `zone`, type `t` in the match report: its blocks, its non-empty free
+/// cells and its grid.
+fn type_rows(
+    report: &mut MatchReport,
+    zone: &str,
+    t: usize,
+    p: &PagetypeZone,
+    blocks: i64,
+    free: &[u64; 11],
+) {
+    report.blocks.push(MatchRow {
+        what: format!("{zone} blocks {}", TYPE_NAMES[t]),
+        captured: p.blocks[t] as i64,
+        reconstructed: blocks,
+    });
+    for o in 0..11 {
+        if p.free[t][o] > 0 || free[o] > 0 {
+            report.free_by_type.push(MatchRow {
+                what: format!("{zone} free {} order {o} (chunks)", TYPE_NAMES[t]),
+                captured: p.free[t][o] as i64,
+                reconstructed: free[o] as i64,
+            });
+        }
+    }
+    if p.blocks[t] > 0 || blocks > 0 || p.free[t].iter().any(|&n| n > 0) {
+        report.free_grid.push(FreeGrid {
+            zone: zone.to_string(),
+            mtype: TYPE_NAMES[t].to_string(),
+            captured: p.free[t].to_vec(),
+            reconstructed: free.to_vec(),
+        });
+    }
+}
+
+/// Stage 13: mixed blocks (allocated pages of more than one mobility: slab counts Reclaimable
+/// in a Reclaimable block, Unmovable elsewhere; unflagged pages are not counted, they may be
+/// free PCP pages) and blocks whose content disagrees with their fitted type, among the
+/// counted blocks.
+pub fn mixed_blocks(evidence: &[[u32; 12]], block_zone: &[usize], block_types: &[u8]) -> (u64, u64) {
+    let (mut mixed, mut disagrees) = (0u64, 0u64);
     for (b, &bz) in block_zone.iter().enumerate() {
         if bz == usize::MAX {
             continue;
@@ -801,7 +1052,7 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
             || g(PageClass::Hugetlb)
             || g(PageClass::Offline);
         if (unm as u8 + rec as u8 + mov as u8) > 1 {
-            report.mixed_blocks += 1;
+            mixed += 1;
         }
         let own = match t {
             UNMOVABLE => unm,
@@ -810,20 +1061,10 @@ pub fn reconstruct(snap: &Snapshot, opt: &ReconstructOptions) -> Result<Reconstr
             _ => true,
         };
         if (unm || rec || mov) && !own {
-            report.content_disagrees += 1;
+            disagrees += 1;
         }
     }
-
-    Ok(Reconstruction {
-        end_pfn: end,
-        zones,
-        reserved,
-        holes,
-        block_types,
-        free,
-        folios,
-        report,
-    })
+    (mixed, disagrees)
 }
 
 /// The block-type fit's local search (§30.5 item 4): swaps of the types of two units of one
@@ -1350,3 +1591,6 @@ impl MatchReport {
         s
     }
 }
+
+#[cfg(test)]
+mod tests;

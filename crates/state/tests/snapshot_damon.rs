@@ -50,6 +50,8 @@ fn s27_snapshot_damon_regions_round_trip() {
     let n = 64 * 256;
     let snap = Snapshot {
         header: SnapshotHeader {
+            // A reader refuses a header without CPUs (`SnapshotHeader::check`).
+            nr_cpus: 2,
             end_pfn: n,
             ram_ranges: vec![[1, n]],
             damon: Some(capture.clone()),
