@@ -162,6 +162,14 @@ pub fn trace(cmd: TraceCmd) -> Result<(), String> {
     }
 }
 
+/// An event the model's trace parser reads (`fraglab_spec::TRACE_EVENTS`): a line of it the
+/// parser refuses is malformed.
+fn model_event(name: &str) -> bool {
+    fraglab_spec::TRACE_EVENTS
+        .iter()
+        .any(|e| e.split_once(':').is_some_and(|(_, n)| n == name))
+}
+
 fn info(path: PathBuf, json: bool) -> Result<(), String> {
     let mut per_name_parsed: BTreeMap<String, u64> = BTreeMap::new();
     let mut r = TraceReader::open_without_snapshot(&path).map_err(|e| e.to_string())?;
@@ -171,11 +179,14 @@ fn info(path: PathBuf, json: bool) -> Result<(), String> {
     // (fraglab_mm::trace::parse_trace_line, what the replay uses).
     let mut counts: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let (mut other, mut lost_lines) = (0u64, 0u64);
+    // Event lines the model's parser does not read: counted, the first named by line and offset.
+    let mut first_malformed: Option<String> = None;
     loop {
         let l = match r.next_line() {
             Ok(Some(l)) => l,
             Ok(None) => break,
-            Err(e) => return Err(format!("{e} (after line {})", r.line_no())),
+            // The reader's errors name the file, the line and its byte offset.
+            Err(e) => return Err(e.to_string()),
         };
         if let Some(n) = lost_events_line(&l) {
             lost_lines += n;
@@ -184,6 +195,14 @@ fn info(path: PathBuf, json: bool) -> Result<(), String> {
             c.0 += 1;
             if fraglab_mm::trace::parse_trace_line(&l).is_some() {
                 c.1 += 1;
+            } else if first_malformed.is_none() && model_event(e) {
+                first_malformed = Some(format!(
+                    "line {} (byte offset {}{}): {}",
+                    r.line_no(),
+                    r.offset(),
+                    if container { ", of its TEXT section" } else { "" },
+                    l.chars().take(200).collect::<String>()
+                ));
             }
         } else {
             other += 1;
@@ -200,6 +219,19 @@ fn info(path: PathBuf, json: bool) -> Result<(), String> {
     let events: u64 = counts.values().sum();
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let lost = h.lost_events.max(lost_lines);
+    if events == 0 {
+        return Err(format!(
+            "{}: no trace event in its {} lines ({other} not event lines, {lost} events lost): not an ftrace trace of events",
+            path.display(),
+            r.line_no()
+        ));
+    }
+    // Lines of events the model reads that its parser refused (a malformed line).
+    let malformed: u64 = counts
+        .iter()
+        .filter(|(k, _)| model_event(k))
+        .map(|(k, n)| n - per_name_parsed[k])
+        .sum();
     if json {
         let v = serde_json::json!({
             "file": path.display().to_string(),
@@ -210,6 +242,8 @@ fn info(path: PathBuf, json: bool) -> Result<(), String> {
             "parsed_by_model": parsed,
             "parsed_by_model_per_name": per_name_parsed,
             "other_lines": other,
+            "malformed_lines": malformed,
+            "first_malformed": first_malformed,
             "lost_events": lost,
             "duration_ns": h.duration_ns,
             "snapshot": h.snapshot.as_ref().map(|s| serde_json::json!({
@@ -285,7 +319,13 @@ fn info(path: PathBuf, json: bool) -> Result<(), String> {
     println!("events         {events}{rate}, {parsed} read by the model's parser");
     println!("lost events    {lost}");
     if other > 0 {
-        println!("other lines    {other}");
+        println!("other lines    {other} (no event line)");
+    }
+    if malformed > 0 {
+        println!(
+            "malformed      {malformed} lines of events the model reads that its parser refused; the first at {}",
+            first_malformed.as_deref().unwrap_or("?")
+        );
     }
     println!("  {:<40} {:>12} {:>12}", "event", "lines", "model reads");
     for (name, n) in &counts {

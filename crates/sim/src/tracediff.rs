@@ -237,8 +237,6 @@ pub struct SideSummary {
     pub other_lines: u64,
     pub malformed: u64,
     pub malformed_examples: Vec<String>,
-    /// Plain-text lines cut at `MAX_LINE_BYTES`.
-    pub overlong_lines: u64,
     /// Events the kernel dropped (`CPU:N [LOST M EVENTS]` lines, the trace file's header).
     pub lost_events: u64,
     /// `whole`, `marker at S s`, `from S s`.
@@ -818,9 +816,7 @@ pub fn read_side_binned(path: &Path, from_ns: Option<u64>, damon_bin_ns: u64) ->
     for e in r.missing_events() {
         side.not_on_kernel(e);
     }
-    let mut s = side.finish_checked()?;
-    s.overlong_lines = r.overlong_lines();
-    Ok(s)
+    side.finish_checked()
 }
 
 /// A total on both sides.
@@ -1155,12 +1151,11 @@ pub fn render_text(d: &TraceDiff) -> String {
     for (side, s) in [("kernel", &d.kernel), ("sim", &d.sim)] {
         let _ = writeln!(
             o,
-            "input {side}: file={} lines={} diff_events={} malformed={} overlong={} lost_events={} other_events={} other_lines={} orphan_events={} phase={} skipped_before_phase={} compaction_runs={} reclaim_episodes={}",
+            "input {side}: file={} lines={} diff_events={} malformed={} lost_events={} other_events={} other_lines={} orphan_events={} phase={} skipped_before_phase={} compaction_runs={} reclaim_episodes={}",
             s.file,
             s.lines,
             s.events.values().sum::<u64>(),
             s.malformed,
-            s.overlong_lines,
             s.lost_events,
             s.other_events,
             s.other_lines,
