@@ -20,6 +20,7 @@ mod report;
 mod run;
 mod snapshot;
 mod soak;
+mod suite_file;
 mod validate;
 
 use examples::example;
