@@ -93,7 +93,11 @@ impl ScenarioDef {
 
 /// The 1-based line of byte `at` in `text`.
 fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..at.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// `--runs` and suite.toml's `runs`: 1 to [`MAX_SUITE_RUNS`].
@@ -113,14 +117,22 @@ pub fn check_runs(runs: u32) -> Result<(), String> {
 /// in bounds (with its line), `capture_at` a known word, names unique.
 pub fn parse_suite(text: &str, path: &str) -> Result<Vec<ScenarioDef>, String> {
     if text.len() > MAX_SUITE_FILE_BYTES {
-        return Err(format!("{path}: {} bytes, more than a suite file's {MAX_SUITE_FILE_BYTES}", text.len()));
+        return Err(format!(
+            "{path}: {} bytes, more than a suite file's {MAX_SUITE_FILE_BYTES}",
+            text.len()
+        ));
     }
     let f: SuiteFile = toml::from_str(text).map_err(|e| format!("{path}: {e}"))?;
     let mut seen: Vec<&String> = Vec::new();
     for d in &f.scenario {
         if let Some(r) = &d.runs {
-            check_runs(*r.get_ref())
-                .map_err(|e| format!("{path}:{}: scenario {:?}: {e}", line_of(text, r.span().start), d.name))?;
+            check_runs(*r.get_ref()).map_err(|e| {
+                format!(
+                    "{path}:{}: scenario {:?}: {e}",
+                    line_of(text, r.span().start),
+                    d.name
+                )
+            })?;
         }
         if d.capture_at != "run" && d.capture_at != "measure" {
             return Err(format!(
@@ -139,7 +151,10 @@ pub fn parse_suite(text: &str, path: &str) -> Result<Vec<ScenarioDef>, String> {
 /// Parses diagnoses.toml's text (`path` names it in errors).
 pub fn parse_diagnoses(text: &str, path: &str) -> Result<Vec<Diagnosis>, String> {
     if text.len() > MAX_SUITE_FILE_BYTES {
-        return Err(format!("{path}: {} bytes, more than a suite file's {MAX_SUITE_FILE_BYTES}", text.len()));
+        return Err(format!(
+            "{path}: {} bytes, more than a suite file's {MAX_SUITE_FILE_BYTES}",
+            text.len()
+        ));
     }
     let f: DiagnosesFile = toml::from_str(text).map_err(|e| format!("{path}: {e}"))?;
     Ok(f.diagnosis)

@@ -36,9 +36,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::compare::{load_config, run_many};
 const _: () = assert!(crate::suite_file::MAX_SUITE_RUNS == crate::compare::MAX_RUNS);
-use crate::suite_file::{check_runs, host_word, parse_diagnoses, parse_suite, run_word, Diagnosis, ScenarioDef};
-use crate::write_via_tmp;
+use crate::suite_file::{
+    check_runs, host_word, parse_diagnoses, parse_suite, run_word, Diagnosis, ScenarioDef,
+};
+use fraglab_state::textfile::{read_text, MAX_RESULT_BYTES};
 
+use crate::write_via_tmp;
 
 /// The measured part of `spec` alone, for a simulator booted from a capture taken when the
 /// measured part started on the kernel: the tasks with a `{ measure = true }` step, from that
@@ -295,7 +298,10 @@ fn writes_scoreboard(o: &SuiteOptions) -> bool {
 /// `fraglab validate --suite DIR ...`.
 pub fn suite(o: SuiteOptions) -> Result<(), String> {
     check_runs(o.runs).map_err(|e| format!("--{e}"))?;
-    for (flag, v, max) in [("--idle", o.idle_secs, 3600.0), ("--quiet-wait", o.quiet_wait_secs, 86_400.0)] {
+    for (flag, v, max) in [
+        ("--idle", o.idle_secs, 3600.0),
+        ("--quiet-wait", o.quiet_wait_secs, 86_400.0),
+    ] {
         if !(0.0..=max).contains(&v) {
             return Err(format!("{flag} {v}: seconds from 0 to {max}"));
         }
@@ -439,7 +445,10 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
         );
     }
     let unscored = unscored(
-        suite.scenarios.iter().map(|s| (s.name.as_str(), s.kernel.as_str(), s.kernel_runs)),
+        suite
+            .scenarios
+            .iter()
+            .map(|s| (s.name.as_str(), s.kernel.as_str(), s.kernel_runs)),
         o.sim_only,
     );
     if unscored.is_empty() {
@@ -657,7 +666,8 @@ fn load_suite(dir: &Path) -> Result<Vec<ScenarioDef>, String> {
     }
     let manifest = dir.join("suite.toml");
     let defs = if manifest.exists() {
-        let text = std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+        let text = read_text(&manifest, crate::suite_file::MAX_SUITE_FILE_BYTES as u64, "suite file")
+            .map_err(|e| e.to_string())?;
         parse_suite(&text, &manifest.display().to_string())?
     } else {
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -702,7 +712,7 @@ fn load_diagnoses(dir: &Path) -> Result<Vec<Diagnosis>, String> {
     if !p.exists() {
         return Ok(Vec::new());
     }
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let text = read_text(&p, crate::suite_file::MAX_SUITE_FILE_BYTES as u64, "suite file").map_err(|e| e.to_string())?;
     parse_diagnoses(&text, &p.display().to_string())
 }
 
@@ -1425,7 +1435,7 @@ fn kept_kernel_arm(
         if !p.exists() {
             break;
         }
-        let r: RunResult = match std::fs::read_to_string(&p)
+        let r: RunResult = match read_text(&p, MAX_RESULT_BYTES, "result JSON")
             .map_err(|e| e.to_string())
             .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
         {
@@ -1490,7 +1500,7 @@ fn recorded(dir: &Path, glob: &str) -> Result<Vec<RunResult>, String> {
     files
         .iter()
         .map(|f| {
-            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let text = read_text(f, MAX_RESULT_BYTES, "result JSON").map_err(|e| e.to_string())?;
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", f.display()))
         })
         .collect()
@@ -1849,7 +1859,7 @@ fn latency_ceiling(rows: &[ScoreRow], allocations: Option<f64>) -> Vec<(String, 
 
 /// `fraglab validate --rescore FILE.json`.
 pub fn rescore(path: &Path, format: &str) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = read_text(path, MAX_RESULT_BYTES, "scoreboard JSON").map_err(|e| e.to_string())?;
     let out = rescore_text(&text, format).map_err(|e| format!("{}: {e}", path.display()))?;
     print!("{out}");
     Ok(())
@@ -2262,11 +2272,20 @@ mod tests {
             false,
         );
         assert_eq!(got.len(), 1, "{got:?}");
-        assert!(got[0].starts_with("cold-read-xfs: the host engine cannot run it:"), "{got:?}");
-        assert!(got[0].contains("mkfs.xfs") && got[0].contains("apt-get install xfsprogs"), "{got:?}");
+        assert!(
+            got[0].starts_with("cold-read-xfs: the host engine cannot run it:"),
+            "{got:?}"
+        );
+        assert!(
+            got[0].contains("mkfs.xfs") && got[0].contains("apt-get install xfsprogs"),
+            "{got:?}"
+        );
         // Every kernel run failed: unscored too, and said so.
         let got = unscored([("a", "host", 0)].into_iter(), false);
-        assert_eq!(got, vec!["a: kernel arm host: every run failed (see its notes)".to_string()]);
+        assert_eq!(
+            got,
+            vec!["a: kernel arm host: every run failed (see its notes)".to_string()]
+        );
         // --sim-only asks for no kernel arm: nothing is refused.
         assert!(unscored([("a", "skipped: --sim-only", 0)].into_iter(), true).is_empty());
         assert!(unscored([("a", "host", 2)].into_iter(), false).is_empty());
@@ -2276,9 +2295,15 @@ mod tests {
     fn issue_34_suite_runs_are_bounded_with_their_line() {
         let t = "[[scenario]]\nname = \"a\"\nspec = \"a.toml\"\nruns = 4000000000\n";
         let e = parse_suite(t, "suite.toml").unwrap_err();
-        assert!(e.starts_with("suite.toml:4: scenario \"a\": runs = 4000000000: at most 10000"), "{e}");
+        assert!(
+            e.starts_with("suite.toml:4: scenario \"a\": runs = 4000000000: at most 10000"),
+            "{e}"
+        );
         let e = parse_suite(&t.replace("4000000000", "0"), "suite.toml").unwrap_err();
-        assert!(e.starts_with("suite.toml:4: scenario \"a\": runs = 0: at least 1"), "{e}");
+        assert!(
+            e.starts_with("suite.toml:4: scenario \"a\": runs = 0: at least 1"),
+            "{e}"
+        );
         let e = parse_suite(&t.replace("4000000000", "-1"), "suite.toml").unwrap_err();
         assert!(e.contains("suite.toml") && e.contains("line 4"), "{e}");
         let d = parse_suite(&t.replace("4000000000", "10000"), "suite.toml").unwrap();

@@ -17,7 +17,9 @@ include!("../../../fuzz/src/overrides.rs");
 
 /// The corpus files of `target`, sorted, with their bytes.
 fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -41,7 +43,11 @@ fn each<T: std::fmt::Debug>(target: &str, f: impl Fn(&[u8]) -> T) -> Vec<(String
         .map(|(name, bytes)| {
             let t = Instant::now();
             let out = f(&bytes);
-            assert!(t.elapsed() < Duration::from_secs(20), "{target}/{name}: {:?}", t.elapsed());
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "{target}/{name}: {:?}",
+                t.elapsed()
+            );
             (name, out)
         })
         .collect()
@@ -59,9 +65,14 @@ fn trace_replay_corpus() {
     assert!(replayed >= 5, "{replayed} replayed: {outs:?}");
     // The reader alone refuses the files that are no trace.
     for (name, out) in &outs {
-        if ["hostile-empty", "hostile-nul", "hostile-long-line", "hostile-container-binary"]
-            .iter()
-            .any(|p| name.starts_with(p))
+        if [
+            "hostile-empty",
+            "hostile-nul",
+            "hostile-long-line",
+            "hostile-container-binary",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p))
         {
             assert_eq!(*out, TraceOutcome::Refused, "{name}");
         }

@@ -81,7 +81,10 @@ fn traces_that_are_no_trace_are_refused_by_trace_info_and_replay() {
     let fifo = d.join("fifo");
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let cases: [(&Path, &[&str]); 5] = [
-        (Path::new("/dev/zero"), &["/dev/zero", "a character device, not a regular file"]),
+        (
+            Path::new("/dev/zero"),
+            &["/dev/zero", "a character device, not a regular file"],
+        ),
         (&fifo, &["fifo", "a FIFO (named pipe), not a regular file"]),
         (&empty, &["empty.txt", "an empty file"]),
         (&random, &["random.bin", "byte offset", "NUL byte"]),
@@ -96,7 +99,12 @@ fn traces_that_are_no_trace_are_refused_by_trace_info_and_replay() {
     // Event-less text: trace info says it has no event, replay that nothing is replayable.
     refused(&["trace", "info", text.to_str().unwrap()], &["no trace event"]);
     refused(
-        &["replay", text.to_str().unwrap(), "--config", spec.to_str().unwrap()],
+        &[
+            "replay",
+            text.to_str().unwrap(),
+            "--config",
+            spec.to_str().unwrap(),
+        ],
         &["no event the replay reads", "2 lines (2 not trace events"],
     );
     // An over-long line: its line number and byte offset.
@@ -106,7 +114,10 @@ fn traces_that_are_no_trace_are_refused_by_trace_info_and_replay() {
     b.extend(std::iter::repeat_n(b'x', 1 << 20));
     std::fs::write(&long, &b).unwrap();
     let at = format!("byte offset {}", first.len() + 1);
-    refused(&["trace", "info", long.to_str().unwrap()], &["long.txt", &at, "line 2 is longer than 64 KiB"]);
+    refused(
+        &["trace", "info", long.to_str().unwrap()],
+        &["long.txt", &at, "line 2 is longer than 64 KiB"],
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -117,14 +128,21 @@ fn malformed_event_lines_are_counted_and_the_first_named() {
     let bad = "      kcompactd0-36      [001] ..... 100.500000: mm_compaction_migratepages: nr_migrated=x nr_failed=0";
     let text = format!("{}\n{bad}\n{}\n{bad}\n", alloc_line(1), alloc_line(2));
     std::fs::write(&p, &text).unwrap();
-    let o = fraglab().args(["trace", "info", "--json"]).arg(&p).output().unwrap();
+    let o = fraglab()
+        .args(["trace", "info", "--json"])
+        .arg(&p)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["events"], 4);
     assert_eq!(v["malformed_lines"], 2, "{v}");
     let off = alloc_line(1).len() + 1;
     let first = v["first_malformed"].as_str().unwrap();
-    assert!(first.starts_with(&format!("line 2 (byte offset {off}): ")), "{first}");
+    assert!(
+        first.starts_with(&format!("line 2 (byte offset {off}): ")),
+        "{first}"
+    );
     let o = fraglab().args(["trace", "info"]).arg(&p).output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("malformed      2 lines"), "{out}");
@@ -147,10 +165,22 @@ fn suite_runs_out_of_bounds_are_refused_before_anything_runs() {
         refused(&["validate", "--suite", dir, "--sim-only"], &[&at, want]);
     }
     std::fs::remove_file(d.join("suite.toml")).unwrap();
-    refused(&["validate", "--suite", dir, "--runs", "0"], &["--runs = 0: at least 1 run"]);
-    refused(&["validate", "--suite", dir, "--runs", "4000000000"], &["at most 10000 runs"]);
-    refused(&["validate", "--suite", dir, "--idle=-1"], &["--idle -1: seconds from 0"]);
-    refused(&["validate", "--suite", dir, "--quiet-wait=nan"], &["--quiet-wait NaN: seconds from 0"]);
+    refused(
+        &["validate", "--suite", dir, "--runs", "0"],
+        &["--runs = 0: at least 1 run"],
+    );
+    refused(
+        &["validate", "--suite", dir, "--runs", "4000000000"],
+        &["at most 10000 runs"],
+    );
+    refused(
+        &["validate", "--suite", dir, "--idle=-1"],
+        &["--idle -1: seconds from 0"],
+    );
+    refused(
+        &["validate", "--suite", dir, "--quiet-wait=nan"],
+        &["--quiet-wait NaN: seconds from 0"],
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -167,7 +197,16 @@ fn a_scenario_that_scores_nothing_fails_the_suite() {
         "[[scenario]]\nname = \"tiny\"\nspec = \"tiny.toml\"\nkernel = \"rec/none-*.json\"\n",
     )
     .unwrap();
-    let (o, _) = run(&["validate", "--suite", d.to_str().unwrap(), "--only", "tiny", "--runs", "1", "--no-write"]);
+    let (o, _) = run(&[
+        "validate",
+        "--suite",
+        d.to_str().unwrap(),
+        "--only",
+        "tiny",
+        "--runs",
+        "1",
+        "--no-write",
+    ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{err}");
     assert!(
@@ -176,7 +215,44 @@ fn a_scenario_that_scores_nothing_fails_the_suite() {
         "{err}"
     );
     // The same suite with --sim-only asks for no kernel: it succeeds.
-    let (o, _) = run(&["validate", "--suite", d.to_str().unwrap(), "--sim-only", "--runs", "1", "--no-write"]);
+    let (o, _) = run(&[
+        "validate",
+        "--suite",
+        d.to_str().unwrap(),
+        "--sim-only",
+        "--runs",
+        "1",
+        "--no-write",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The result JSON readers (`report`, `compare --from`) refuse a device and a FIFO before
+/// opening them, and read nothing past their bound.
+#[test]
+fn result_readers_refuse_devices_and_fifos() {
+    let d = temp_dir("results");
+    let html = d.join("r.html");
+    let html = html.to_str().unwrap();
+    refused(
+        &["report", "/dev/zero", "-o", html],
+        &["/dev/zero", "a character device, not a regular file"],
+    );
+    let fifo = d.join("a-run1.json");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    refused(
+        &["report", fifo.to_str().unwrap(), "-o", html],
+        &["a-run1.json", "a FIFO (named pipe)"],
+    );
+    refused(
+        &["report", "--compare", "/dev/zero", fifo.to_str().unwrap(), "-o", html],
+        &["a FIFO (named pipe)"],
+    );
+    refused(
+        &["compare", "--from", d.to_str().unwrap()],
+        &["a-run1.json", "a FIFO (named pipe), not a regular file"],
+    );
+    assert!(!Path::new(html).exists());
     let _ = std::fs::remove_dir_all(&d);
 }

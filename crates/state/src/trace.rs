@@ -16,9 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::container::{
-    partial_path, ContainerReader, ContainerWriter, MAX_SECTION_RAW, SECTION_CHUNK,
-};
+use crate::container::{partial_path, ContainerReader, ContainerWriter, MAX_SECTION_RAW, SECTION_CHUNK};
 use crate::snapshot::{Snapshot, SnapshotHeader, DIRT_TAG, PAGE_TAG};
 use crate::StateError;
 
@@ -357,7 +355,13 @@ fn sniff(path: &Path) -> Result<(Vec<u8>, PlainInput), StateError> {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(StateError::new(path, Some(got as u64), format!("read failed: {e}"))),
+            Err(e) => {
+                return Err(StateError::new(
+                    path,
+                    Some(got as u64),
+                    format!("read failed: {e}"),
+                ))
+            }
         }
     }
     let head = m[..got].to_vec();
@@ -529,7 +533,10 @@ impl TraceReader {
                     return Err(StateError::new(
                         &self.path,
                         Some(self.line_start + i as u64),
-                        format!("line {} holds a NUL byte: binary data, not ftrace text", self.line_no + 1),
+                        format!(
+                            "line {} holds a NUL byte: binary data, not ftrace text",
+                            self.line_no + 1
+                        ),
                     ));
                 }
                 Ok(Some(std::mem::take(line)))

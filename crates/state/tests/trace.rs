@@ -371,7 +371,11 @@ fn open_err(p: &std::path::Path) -> fraglab_state::StateError {
             }
         },
     };
-    assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t.elapsed()
+    );
     assert_eq!(e.path, p, "{e}");
     e
 }
@@ -382,7 +386,10 @@ fn issue_34_a_line_without_newline_is_an_error_at_its_offset() {
     let p = d.join("long.txt");
     let first = alloc_line(1);
     let mut text = format!("{first}\n").into_bytes();
-    text.extend(std::iter::repeat_n(b'x', fraglab_state::trace::MAX_LINE_BYTES * 4));
+    text.extend(std::iter::repeat_n(
+        b'x',
+        fraglab_state::trace::MAX_LINE_BYTES * 4,
+    ));
     std::fs::write(&p, &text).unwrap();
     let e = open_err(&p);
     assert_eq!(e.offset, Some(first.len() as u64 + 1), "{e}");
@@ -392,7 +399,10 @@ fn issue_34_a_line_without_newline_is_an_error_at_its_offset() {
     ok.push(b'\n');
     std::fs::write(&p, &ok).unwrap();
     let mut r = TraceReader::open(&p).unwrap();
-    assert_eq!(r.next_line().unwrap().unwrap().len(), fraglab_state::trace::MAX_LINE_BYTES);
+    assert_eq!(
+        r.next_line().unwrap().unwrap().len(),
+        fraglab_state::trace::MAX_LINE_BYTES
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

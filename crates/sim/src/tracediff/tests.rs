@@ -204,7 +204,9 @@ fn read_side_reports_file_line_and_offset() {
     let at = FIXTURE.len();
     let n = FIXTURE.lines().count() + 1;
     assert!(
-        e.contains("k.txt") && e.contains(&format!("offset {at}")) && e.contains(&format!("line {n} is longer than 64 KiB")),
+        e.contains("k.txt")
+            && e.contains(&format!("offset {at}"))
+            && e.contains(&format!("line {n} is longer than 64 KiB")),
         "{e}"
     );
     let e = read_side(&dir.join("missing.txt"), None).unwrap_err();
