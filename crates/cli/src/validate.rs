@@ -295,8 +295,9 @@ fn writes_scoreboard(o: &SuiteOptions) -> bool {
     !o.no_write && !o.sim_only && o.only.is_empty() && !o.ci
 }
 
-/// `fraglab validate --suite DIR ...`.
-pub fn suite(o: SuiteOptions) -> Result<(), String> {
+/// The numeric options' bounds, as suite.toml's (`suite_file::check_runs`): `--runs` 1 to
+/// [`crate::compare::MAX_RUNS`], `--idle` 0 to an hour, `--quiet-wait` 0 to a day; the format.
+fn check_options(o: &SuiteOptions) -> Result<(), String> {
     check_runs(o.runs).map_err(|e| format!("--{e}"))?;
     for (flag, v, max) in [
         ("--idle", o.idle_secs, 3600.0),
@@ -309,6 +310,12 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
     if o.format == "csv" {
         return Err("validate --suite: --format table, markdown or json".into());
     }
+    Ok(())
+}
+
+/// `fraglab validate --suite DIR ...`.
+pub fn suite(o: SuiteOptions) -> Result<(), String> {
+    check_options(&o)?;
     if let Some(td) = &o.trace_dir {
         crate::check_output_dir("--trace-dir", td)?;
         std::fs::create_dir_all(td).map_err(|e| format!("--trace-dir {}: {e}", td.display()))?;
@@ -444,12 +451,17 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
             o.dir.join("README.md").display()
         );
     }
+    verdict(&suite, o.sim_only)
+}
+
+/// The suite's exit: an error naming every scenario that scored nothing ([`unscored`]).
+fn verdict(suite: &SuiteScore, sim_only: bool) -> Result<(), String> {
     let unscored = unscored(
         suite
             .scenarios
             .iter()
             .map(|s| (s.name.as_str(), s.kernel.as_str(), s.kernel_runs)),
-        o.sim_only,
+        sim_only,
     );
     if unscored.is_empty() {
         Ok(())
@@ -666,8 +678,12 @@ fn load_suite(dir: &Path) -> Result<Vec<ScenarioDef>, String> {
     }
     let manifest = dir.join("suite.toml");
     let defs = if manifest.exists() {
-        let text = read_text(&manifest, crate::suite_file::MAX_SUITE_FILE_BYTES as u64, "suite file")
-            .map_err(|e| e.to_string())?;
+        let text = read_text(
+            &manifest,
+            crate::suite_file::MAX_SUITE_FILE_BYTES as u64,
+            "suite file",
+        )
+        .map_err(|e| e.to_string())?;
         parse_suite(&text, &manifest.display().to_string())?
     } else {
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -712,7 +728,8 @@ fn load_diagnoses(dir: &Path) -> Result<Vec<Diagnosis>, String> {
     if !p.exists() {
         return Ok(Vec::new());
     }
-    let text = read_text(&p, crate::suite_file::MAX_SUITE_FILE_BYTES as u64, "suite file").map_err(|e| e.to_string())?;
+    let text = read_text(&p, crate::suite_file::MAX_SUITE_FILE_BYTES as u64, "suite file")
+        .map_err(|e| e.to_string())?;
     parse_diagnoses(&text, &p.display().to_string())
 }
 

@@ -246,7 +246,14 @@ fn result_readers_refuse_devices_and_fifos() {
         &["a-run1.json", "a FIFO (named pipe)"],
     );
     refused(
-        &["report", "--compare", "/dev/zero", fifo.to_str().unwrap(), "-o", html],
+        &[
+            "report",
+            "--compare",
+            "/dev/zero",
+            fifo.to_str().unwrap(),
+            "-o",
+            html,
+        ],
         &["a FIFO (named pipe)"],
     );
     refused(

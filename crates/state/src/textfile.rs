@@ -26,14 +26,19 @@ pub fn read_text(path: &Path, max: u64, what: &str) -> Result<String, StateError
             format!("{len} bytes: more than a {what}'s {max}"),
         ));
     }
-    let f = std::fs::File::open(path).map_err(|e| StateError::new(path, None, format!("cannot open: {e}")))?;
+    let f =
+        std::fs::File::open(path).map_err(|e| StateError::new(path, None, format!("cannot open: {e}")))?;
     let mut buf = Vec::with_capacity(len as usize);
     // The file may have grown since its size was read: still at most `max` (+1 to notice).
     f.take(max + 1)
         .read_to_end(&mut buf)
         .map_err(|e| StateError::new(path, Some(buf.len() as u64), format!("read failed: {e}")))?;
     if buf.len() as u64 > max {
-        return Err(StateError::new(path, Some(max), format!("more than a {what}'s {max} bytes")));
+        return Err(StateError::new(
+            path,
+            Some(max),
+            format!("more than a {what}'s {max} bytes"),
+        ));
     }
     String::from_utf8(buf).map_err(|e| {
         StateError::new(

@@ -6,6 +6,12 @@
 //! sections holding whole lines of ftrace text ("comm-pid [cpu] flags ts: event: fields").
 //! A plain ftrace text file (`cat trace`, `trace-cmd report` without `-R`) is read too.
 //!
+//! Refused early, with the file (and the line and byte offset) named: what is not a regular
+//! file (a FIFO, `/dev/zero`: checked before opening, so never blocking), an empty file, a line
+//! longer than [`MAX_LINE_BYTES`], a line holding a NUL byte (binary data). The format is
+//! sniffed through the reader that then reads the text, so no byte is lost. Traces with no
+//! event line are refused by their readers (`fraglab trace info`, the replay).
+//!
 //! INTERFACE (issue 21): `TraceWriter` (the host's recorder writes it) and `TraceReader` (the
 //! replay reads it); lines are never all in memory at once.
 
@@ -501,45 +507,14 @@ impl TraceReader {
     fn next_raw(&mut self) -> Result<Option<Vec<u8>>, StateError> {
         match &mut self.src {
             Source::Plain { inp, offset, line } => {
-                line.clear();
                 self.line_start = *offset;
-                let err = |e: std::io::Error, at: u64, no: u64| {
-                    StateError::new(&self.path, Some(at), format!("read failed at line {no}: {e}"))
-                };
-                // A line is read up to MAX_LINE_BYTES and its newline; a longer one is an error.
-                let n = (&mut *inp)
-                    .take(MAX_LINE_BYTES as u64 + 1)
-                    .read_until(b'\n', line)
-                    .map_err(|e| err(e, *offset, self.line_no + 1))?;
-                if n == 0 {
-                    return Ok(None);
+                match read_plain_line(&self.path, inp, line, *offset, self.line_no + 1)? {
+                    Some(n) => {
+                        *offset += n;
+                        Ok(Some(std::mem::take(line)))
+                    }
+                    None => Ok(None),
                 }
-                if line.last() == Some(&b'\n') {
-                    line.pop();
-                } else if n > MAX_LINE_BYTES {
-                    return Err(StateError::new(
-                        &self.path,
-                        Some(*offset),
-                        format!(
-                            "line {} is longer than {} KiB (no newline in its first {} bytes): not ftrace text",
-                            self.line_no + 1,
-                            MAX_LINE_BYTES >> 10,
-                            MAX_LINE_BYTES
-                        ),
-                    ));
-                }
-                *offset += n as u64;
-                if let Some(i) = line.iter().position(|&b| b == 0) {
-                    return Err(StateError::new(
-                        &self.path,
-                        Some(self.line_start + i as u64),
-                        format!(
-                            "line {} holds a NUL byte: binary data, not ftrace text",
-                            self.line_no + 1
-                        ),
-                    ));
-                }
-                Ok(Some(std::mem::take(line)))
             }
             Source::Container { r, text, pos, at } => {
                 while *pos >= text.len() {
@@ -609,6 +584,47 @@ impl TraceReader {
             Source::Plain { .. } => self.line_start,
         }
     }
+}
+
+/// Reads line `no` of plain text, starting at byte `at`, into `line` (cleared first, without
+/// its newline); returns the bytes consumed, `None` at the end. A line longer than
+/// [`MAX_LINE_BYTES`] is an error found after reading that many bytes of it, as is a NUL byte
+/// (binary data); both name the file, the line and the byte offset.
+fn read_plain_line(
+    path: &Path,
+    inp: &mut PlainInput,
+    line: &mut Vec<u8>,
+    at: u64,
+    no: u64,
+) -> Result<Option<u64>, StateError> {
+    line.clear();
+    let n = inp
+        .take(MAX_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', line)
+        .map_err(|e| StateError::new(path, Some(at), format!("read failed at line {no}: {e}")))?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    } else if n > MAX_LINE_BYTES {
+        return Err(StateError::new(
+            path,
+            Some(at),
+            format!(
+                "line {no} is longer than {} KiB (no newline in its first {MAX_LINE_BYTES} bytes): not ftrace text",
+                MAX_LINE_BYTES >> 10
+            ),
+        ));
+    }
+    if let Some(i) = line.iter().position(|&b| b == 0) {
+        return Err(StateError::new(
+            path,
+            Some(at + i as u64),
+            format!("line {no} holds a NUL byte: binary data, not ftrace text"),
+        ));
+    }
+    Ok(Some(n as u64))
 }
 
 /// The `[cpu]` column of an ftrace line: (byte index of its `[`, index just after its `] `).
