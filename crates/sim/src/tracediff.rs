@@ -793,9 +793,18 @@ pub fn read_side(path: &Path, from_ns: Option<u64>) -> Result<SideSummary, Strin
 
 /// [`read_side`] with the DAMON section's bins `damon_bin_ns` wide (0: [`DAMON_BIN_NS`]).
 pub fn read_side_binned(path: &Path, from_ns: Option<u64>, damon_bin_ns: u64) -> Result<SideSummary, String> {
+    let file = path.display().to_string();
+    // An empty regular file is an empty side, not an error as for `trace info` and the
+    // replay: the simulator's trace of a run in which the model emitted none of the diff
+    // events is empty (its writer adds no header line), and the diff then says so row by row.
+    fraglab_state::trace::check_regular_file(path, "trace").map_err(|e| e.to_string())?;
+    if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+        return Ok(SideReader::new(&file, from_ns)
+            .with_damon_bin(damon_bin_ns)
+            .finish());
+    }
     let mut r = TraceReader::open_without_snapshot(path).map_err(|e| e.to_string())?;
     let container = r.is_container();
-    let file = path.display().to_string();
     let mut side = SideReader::new(&file, from_ns).with_damon_bin(damon_bin_ns);
     side.add_lost(r.header().lost_events);
     loop {
