@@ -21,6 +21,7 @@ mod report;
 mod run;
 mod snapshot;
 mod soak;
+mod suite_file;
 mod validate;
 
 use examples::example;

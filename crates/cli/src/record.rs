@@ -174,44 +174,83 @@ pub fn trace(cmd: TraceCmd) -> Result<(), String> {
     }
 }
 
+/// An event the model's trace parser reads (`fraglab_spec::TRACE_EVENTS`): a line of it the
+/// parser refuses is malformed.
+fn model_event(name: &str) -> bool {
+    fraglab_spec::TRACE_EVENTS
+        .iter()
+        .any(|e| e.split_once(':').is_some_and(|(_, n)| n == name))
+}
+
+/// What `trace info` counts in one streamed pass over a trace.
+#[derive(Default)]
+struct InfoCounts {
+    /// Per event name: its lines, and how many of them the model's parser reads
+    /// (`fraglab_mm::trace::parse_trace_line`, what the replay uses).
+    per_name: BTreeMap<String, (u64, u64)>,
+    /// Lines that are no event line, and the events `CPU:N [LOST M EVENTS]` lines report lost.
+    other: u64,
+    lost_lines: u64,
+    /// Lines of events the model reads that its parser refused, and the first of them named by
+    /// line and byte offset.
+    malformed: u64,
+    first_malformed: Option<String>,
+}
+
+/// Counts the lines of `r`; the reader's errors (which name the file, the line and its byte
+/// offset) end the count.
+fn count_info(r: &mut TraceReader) -> Result<InfoCounts, String> {
+    let mut c = InfoCounts::default();
+    while let Some(l) = r.next_line().map_err(|e| e.to_string())? {
+        if let Some(n) = lost_events_line(&l) {
+            c.lost_lines += n;
+        } else if let Some(e) = event_name(&l) {
+            let n = c.per_name.entry(e.to_string()).or_default();
+            n.0 += 1;
+            if fraglab_mm::trace::parse_trace_line(&l).is_some() {
+                n.1 += 1;
+            } else if model_event(e) {
+                c.malformed += 1;
+                if c.first_malformed.is_none() {
+                    c.first_malformed = Some(format!(
+                        "line {} (byte offset {}{}): {}",
+                        r.line_no(),
+                        r.offset(),
+                        if r.is_container() {
+                            ", of its TEXT section"
+                        } else {
+                            ""
+                        },
+                        l.chars().take(200).collect::<String>()
+                    ));
+                }
+            }
+        } else {
+            c.other += 1;
+        }
+    }
+    Ok(c)
+}
+
 fn info(path: PathBuf, json: bool) -> Result<(), String> {
-    let mut per_name_parsed: BTreeMap<String, u64> = BTreeMap::new();
     let mut r = TraceReader::open_without_snapshot(&path).map_err(|e| e.to_string())?;
     let container = r.is_container();
     let h = r.header().clone();
-    // Streamed: per event name, the lines and how many of them the model's parser reads
-    // (fraglab_mm::trace::parse_trace_line, what the replay uses).
-    let mut counts: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    let (mut other, mut lost_lines) = (0u64, 0u64);
-    loop {
-        let l = match r.next_line() {
-            Ok(Some(l)) => l,
-            Ok(None) => break,
-            Err(e) => return Err(format!("{e} (after line {})", r.line_no())),
-        };
-        if let Some(n) = lost_events_line(&l) {
-            lost_lines += n;
-        } else if let Some(e) = event_name(&l) {
-            let c = counts.entry(e.to_string()).or_default();
-            c.0 += 1;
-            if fraglab_mm::trace::parse_trace_line(&l).is_some() {
-                c.1 += 1;
-            }
-        } else {
-            other += 1;
-        }
-    }
-    let parsed: u64 = counts.values().map(|c| c.1).sum();
-    let counts: BTreeMap<String, u64> = counts
-        .into_iter()
-        .map(|(k, (n, p))| {
-            per_name_parsed.insert(k.clone(), p);
-            (k, n)
-        })
-        .collect();
+    let c = count_info(&mut r)?;
+    let counts: BTreeMap<String, u64> = c.per_name.iter().map(|(k, n)| (k.clone(), n.0)).collect();
+    let per_name_parsed: BTreeMap<String, u64> = c.per_name.iter().map(|(k, n)| (k.clone(), n.1)).collect();
+    let parsed: u64 = per_name_parsed.values().sum();
     let events: u64 = counts.values().sum();
+    let other = c.other;
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    let lost = h.lost_events.max(lost_lines);
+    let lost = h.lost_events.max(c.lost_lines);
+    if events == 0 {
+        return Err(format!(
+            "{}: no trace event in its {} lines ({other} not event lines, {lost} events lost): not an ftrace trace of events",
+            path.display(),
+            r.line_no()
+        ));
+    }
     if json {
         let v = serde_json::json!({
             "file": path.display().to_string(),
@@ -222,6 +261,8 @@ fn info(path: PathBuf, json: bool) -> Result<(), String> {
             "parsed_by_model": parsed,
             "parsed_by_model_per_name": per_name_parsed,
             "other_lines": other,
+            "malformed_lines": c.malformed,
+            "first_malformed": c.first_malformed,
             "lost_events": lost,
             "duration_ns": h.duration_ns,
             "snapshot": h.snapshot.as_ref().map(|s| serde_json::json!({
@@ -241,6 +282,38 @@ fn info(path: PathBuf, json: bool) -> Result<(), String> {
         println!("{}", serde_json::to_string_pretty(&v).expect("JSON serializes"));
         return Ok(());
     }
+    print_header_text(&path, size, container, &h);
+    let rate = if h.duration_ns > 0 {
+        format!(" ({:.0}/s)", events as f64 / (h.duration_ns as f64 / 1e9))
+    } else {
+        String::new()
+    };
+    println!("events         {events}{rate}, {parsed} read by the model's parser");
+    println!("lost events    {lost}");
+    if other > 0 {
+        println!("other lines    {other} (no event line)");
+    }
+    if c.malformed > 0 {
+        println!(
+            "malformed      {} lines of events the model reads that its parser refused; the first at {}",
+            c.malformed,
+            c.first_malformed.as_deref().unwrap_or("?")
+        );
+    }
+    println!("  {:<40} {:>12} {:>12}", "event", "lines", "model reads");
+    for (name, n) in &counts {
+        println!("  {name:<40} {n:>12} {:>12}", per_name_parsed[name]);
+    }
+    Ok(())
+}
+
+/// `trace info`'s text lines about the file and its header.
+fn print_header_text(
+    path: &std::path::Path,
+    size: u64,
+    container: bool,
+    h: &fraglab_state::trace::TraceHeader,
+) {
     println!(
         "file           {} ({:.1} MiB)",
         path.display(),
@@ -289,21 +362,6 @@ fn info(path: PathBuf, json: bool) -> Result<(), String> {
         ),
         None => println!("snapshot       no"),
     }
-    let rate = if h.duration_ns > 0 {
-        format!(" ({:.0}/s)", events as f64 / (h.duration_ns as f64 / 1e9))
-    } else {
-        String::new()
-    };
-    println!("events         {events}{rate}, {parsed} read by the model's parser");
-    println!("lost events    {lost}");
-    if other > 0 {
-        println!("other lines    {other}");
-    }
-    println!("  {:<40} {:>12} {:>12}", "event", "lines", "model reads");
-    for (name, n) in &counts {
-        println!("  {name:<40} {n:>12} {:>12}", per_name_parsed[name]);
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use fraglab_state::textfile::{read_text, MAX_RESULT_BYTES};
+
 use crate::write_via_tmp;
 
 /// Reads the result JSONs (labelled by file stem) and the optional compare report, and writes
@@ -10,7 +12,7 @@ pub fn report(results: Vec<PathBuf>, compare: Option<PathBuf>, output: PathBuf) 
     crate::check_output("-o", &output)?;
     let mut runs = Vec::new();
     for p in &results {
-        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let text = read_text(p, MAX_RESULT_BYTES, "result JSON").map_err(|e| e.to_string())?;
         let r: fraglab_spec::result::RunResult =
             serde_json::from_str(&text).map_err(|e| format!("{}: not a fraglab result: {e}", p.display()))?;
         let label = p
@@ -20,7 +22,7 @@ pub fn report(results: Vec<PathBuf>, compare: Option<PathBuf>, output: PathBuf) 
     }
     let cmp = match &compare {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let text = read_text(p, MAX_RESULT_BYTES, "result JSON").map_err(|e| e.to_string())?;
             Some(
                 serde_json::from_str::<fraglab_spec::result::CompareReport>(&text)
                     .map_err(|e| format!("{}: not a compare report (--format json): {e}", p.display()))?,

@@ -35,56 +35,13 @@ use fraglab_spec::result::RunResult;
 use serde::{Deserialize, Serialize};
 
 use crate::compare::{load_config, run_many};
+const _: () = assert!(crate::suite_file::MAX_SUITE_RUNS == crate::compare::MAX_RUNS);
+use crate::suite_file::{
+    check_runs, host_word, parse_diagnoses, parse_suite, run_word, Diagnosis, ScenarioDef,
+};
+use fraglab_state::textfile::{read_text, MAX_RESULT_BYTES};
+
 use crate::write_via_tmp;
-
-/// DIR/suite.toml.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SuiteFile {
-    #[serde(default)]
-    scenario: Vec<ScenarioDef>,
-}
-
-/// One `[[scenario]]` of suite.toml.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScenarioDef {
-    name: String,
-    /// The spec, relative to DIR, optionally with `@KEY=VALUE,...` overrides as in compare.
-    spec: String,
-    /// `host` (default) or a glob of recorded host result JSONs relative to DIR.
-    #[serde(default = "host_word")]
-    kernel: String,
-    /// Run the host arm with `--fit-memory`.
-    #[serde(default)]
-    fit_memory: bool,
-    /// Part of the CI slice (`--ci`).
-    #[serde(default)]
-    ci: bool,
-    /// Runs of this scenario (default `--runs`).
-    runs: Option<u32>,
-    /// What the scenario models, for the README (one line).
-    #[serde(default)]
-    about: String,
-    /// The same start on both engines: each kernel run captures this machine's page state
-    /// right before its workers start (`HostOptions::capture_to`), and a simulator arm boots
-    /// from each capture (seed for seed), beside the clean-boot arm. For every scenario that
-    /// fragments, compacts or faults THPs: the kernel starts aged (sticky pageblock types,
-    /// mixed blocks, page cache, slab), a clean boot does not.
-    #[serde(default)]
-    same_start: bool,
-    /// With `same_start`: `"run"` (default) captures right before the kernel run's workers
-    /// start, and the simulator runs the whole spec from it; `"measure"` captures when the
-    /// measured part starts (the first `{ measure = true }` step), and the simulator runs only
-    /// the measured part from it ([`measured_part_spec`]) — the tasks that ran before it, or
-    /// beside it holding memory, are in the capture as their pages.
-    #[serde(default = "run_word")]
-    capture_at: String,
-}
-
-fn run_word() -> String {
-    "run".into()
-}
 
 /// The measured part of `spec` alone, for a simulator booted from a capture taken when the
 /// measured part started on the kernel: the tasks with a `{ measure = true }` step, from that
@@ -191,28 +148,6 @@ pub(crate) fn measured_part_spec(spec: &fraglab_spec::Spec) -> Result<fraglab_sp
         w.task = tasks;
     }
     Ok(out)
-}
-
-fn host_word() -> String {
-    "host".into()
-}
-
-/// DIR/diagnoses.toml: one-line diagnoses of rows off by more than ×3.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DiagnosesFile {
-    #[serde(default)]
-    diagnosis: Vec<Diagnosis>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Diagnosis {
-    /// A scenario name, `*` for every scenario, or a pattern as `row`'s.
-    scenario: String,
-    /// A row name, a prefix ending in `*` or a suffix after `*`.
-    row: String,
-    text: String,
 }
 
 /// The options of `validate --suite`.
@@ -360,14 +295,27 @@ fn writes_scoreboard(o: &SuiteOptions) -> bool {
     !o.no_write && !o.sim_only && o.only.is_empty() && !o.ci
 }
 
-/// `fraglab validate --suite DIR ...`.
-pub fn suite(o: SuiteOptions) -> Result<(), String> {
-    if o.runs == 0 {
-        return Err("--runs must be at least 1".into());
+/// The numeric options' bounds, as suite.toml's (`suite_file::check_runs`): `--runs` 1 to
+/// [`crate::compare::MAX_RUNS`], `--idle` 0 to an hour, `--quiet-wait` 0 to a day; the format.
+fn check_options(o: &SuiteOptions) -> Result<(), String> {
+    check_runs(o.runs).map_err(|e| format!("--{e}"))?;
+    for (flag, v, max) in [
+        ("--idle", o.idle_secs, 3600.0),
+        ("--quiet-wait", o.quiet_wait_secs, 86_400.0),
+    ] {
+        if !(0.0..=max).contains(&v) {
+            return Err(format!("{flag} {v}: seconds from 0 to {max}"));
+        }
     }
     if o.format == "csv" {
         return Err("validate --suite: --format table, markdown or json".into());
     }
+    Ok(())
+}
+
+/// `fraglab validate --suite DIR ...`.
+pub fn suite(o: SuiteOptions) -> Result<(), String> {
+    check_options(&o)?;
     if let Some(td) = &o.trace_dir {
         crate::check_output_dir("--trace-dir", td)?;
         std::fs::create_dir_all(td).map_err(|e| format!("--trace-dir {}: {e}", td.display()))?;
@@ -503,7 +451,72 @@ pub fn suite(o: SuiteOptions) -> Result<(), String> {
             o.dir.join("README.md").display()
         );
     }
-    Ok(())
+    verdict(&suite, o.sim_only)
+}
+
+/// The suite's exit: an error naming every scenario that scored nothing ([`unscored`]).
+fn verdict(suite: &SuiteScore, sim_only: bool) -> Result<(), String> {
+    let unscored = unscored(
+        suite
+            .scenarios
+            .iter()
+            .map(|s| (s.name.as_str(), s.kernel.as_str(), s.kernel_runs)),
+        sim_only,
+    );
+    if unscored.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} of {} scenarios scored nothing against the kernel:\n  {}",
+            unscored.len(),
+            suite.scenarios.len(),
+            unscored.join("\n  ")
+        ))
+    }
+}
+
+/// The scenarios whose kernel arm gave no run to score against (the host engine refused it, a
+/// tool is missing, every run failed, no recorded file): `NAME: why` each. Such a suite run
+/// exits non-zero after printing what it has, so "0 pass, 0 fail" is never a success. With
+/// `--sim-only` the kernel arm is not asked for: nothing is refused.
+fn unscored<'a>(scenarios: impl Iterator<Item = (&'a str, &'a str, usize)>, sim_only: bool) -> Vec<String> {
+    if sim_only {
+        return Vec::new();
+    }
+    scenarios
+        .filter(|&(_, _, runs)| runs == 0)
+        .map(|(name, kernel, _)| {
+            let why = kernel.strip_prefix("skipped: ").unwrap_or(kernel);
+            if kernel.starts_with("skipped") {
+                format!("{name}: {why}")
+            } else {
+                format!("{name}: kernel arm {why}: every run failed (see its notes)")
+            }
+        })
+        .collect()
+}
+
+/// How to install the tool a host engine refusal names (Debian and Ubuntu package names), or
+/// "" when it names none: `mkfs.xfs` is in xfsprogs, `mkfs.ext4` in e2fsprogs, `losetup`,
+/// `mount` and `umount` in mount.
+fn install_hint(refusal: &str) -> String {
+    const TOOLS: [(&str, &str); 5] = [
+        ("mkfs.xfs", "xfsprogs"),
+        ("mkfs.ext4", "e2fsprogs"),
+        ("losetup", "mount"),
+        ("umount", "mount"),
+        ("mount", "mount"),
+    ];
+    let Some(rest) = refusal.split(" needs ").nth(1) else {
+        return String::new();
+    };
+    let tool = rest.split([',', ' ']).next().unwrap_or("");
+    match TOOLS.iter().find(|(t, _)| *t == tool) {
+        Some((t, pkg)) if refusal.contains("not installed") => {
+            format!(" (install {t}: `apt-get install {pkg}` on Debian and Ubuntu)")
+        }
+        _ => String::new(),
+    }
 }
 
 /// The cost keys of the device a spec's files are read from (`loop_read_*` on loop images)
@@ -665,28 +678,13 @@ fn load_suite(dir: &Path) -> Result<Vec<ScenarioDef>, String> {
     }
     let manifest = dir.join("suite.toml");
     let defs = if manifest.exists() {
-        let text = std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
-        let f: SuiteFile = toml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
-        let mut seen = Vec::new();
-        for d in &f.scenario {
-            if d.capture_at != "run" && d.capture_at != "measure" {
-                return Err(format!(
-                    "{}: scenario {:?}: capture_at = {:?} (expected \"run\" or \"measure\")",
-                    manifest.display(),
-                    d.name,
-                    d.capture_at
-                ));
-            }
-            if seen.contains(&&d.name) {
-                return Err(format!(
-                    "{}: two scenarios named {:?}",
-                    manifest.display(),
-                    d.name
-                ));
-            }
-            seen.push(&d.name);
-        }
-        f.scenario
+        let text = read_text(
+            &manifest,
+            crate::suite_file::MAX_SUITE_FILE_BYTES as u64,
+            "suite file",
+        )
+        .map_err(|e| e.to_string())?;
+        parse_suite(&text, &manifest.display().to_string())?
     } else {
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(|e| format!("{}: {e}", dir.display()))?
@@ -730,9 +728,9 @@ fn load_diagnoses(dir: &Path) -> Result<Vec<Diagnosis>, String> {
     if !p.exists() {
         return Ok(Vec::new());
     }
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-    let f: DiagnosesFile = toml::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?;
-    Ok(f.diagnosis)
+    let text = read_text(&p, crate::suite_file::MAX_SUITE_FILE_BYTES as u64, "suite file")
+        .map_err(|e| e.to_string())?;
+    parse_diagnoses(&text, &p.display().to_string())
 }
 
 /// Runs one scenario's two arms and scores them; an error here is the suite's (a spec that does
@@ -776,7 +774,7 @@ fn load_scenario_spec(d: &ScenarioDef, o: &SuiteOptions) -> Result<fraglab_spec:
 /// arm first and the simulations after them all, so no simulation loads the machine while the
 /// kernel is measured.
 fn kernel_phase(d: &ScenarioDef, o: &SuiteOptions, keep: &Path) -> Result<KernelPhase, String> {
-    let runs = d.runs.unwrap_or(o.runs);
+    let runs = d.runs().unwrap_or(o.runs);
     let spec = load_scenario_spec(d, o)?;
     let mut notes = Vec::new();
     let mut same = SameStart::default();
@@ -1299,7 +1297,11 @@ fn kernel_arm(
     // own snapshot already captures it, below).
     let same_start = d.same_start && spec.machine.snapshot.is_none();
     if let Err(e) = fraglab_host::preflight(spec, &opts) {
-        return (format!("skipped: the host engine cannot run it: {e}"), Vec::new());
+        let e = e.to_string();
+        return (
+            format!("skipped: the host engine cannot run it: {e}{}", install_hint(&e)),
+            Vec::new(),
+        );
     }
     let mut out = Vec::new();
     for i in 0..runs {
@@ -1450,7 +1452,7 @@ fn kept_kernel_arm(
         if !p.exists() {
             break;
         }
-        let r: RunResult = match std::fs::read_to_string(&p)
+        let r: RunResult = match read_text(&p, MAX_RESULT_BYTES, "result JSON")
             .map_err(|e| e.to_string())
             .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
         {
@@ -1515,7 +1517,7 @@ fn recorded(dir: &Path, glob: &str) -> Result<Vec<RunResult>, String> {
     files
         .iter()
         .map(|f| {
-            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let text = read_text(f, MAX_RESULT_BYTES, "result JSON").map_err(|e| e.to_string())?;
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", f.display()))
         })
         .collect()
@@ -1874,7 +1876,7 @@ fn latency_ceiling(rows: &[ScoreRow], allocations: Option<f64>) -> Vec<(String, 
 
 /// `fraglab validate --rescore FILE.json`.
 pub fn rescore(path: &Path, format: &str) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = read_text(path, MAX_RESULT_BYTES, "scoreboard JSON").map_err(|e| e.to_string())?;
     let out = rescore_text(&text, format).map_err(|e| format!("{}: {e}", path.display()))?;
     print!("{out}");
     Ok(())
@@ -2260,6 +2262,72 @@ fn write_readme(readme: &Path, section: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_34_a_missing_tool_names_its_package() {
+        // The host engine's refusal when mkfs.xfs is missing (crates/host/src/loops.rs).
+        let e = "[host] loop_images needs mkfs.xfs, which is not installed (not in PATH or /usr/sbin, /sbin)";
+        assert_eq!(
+            install_hint(e),
+            " (install mkfs.xfs: `apt-get install xfsprogs` on Debian and Ubuntu)"
+        );
+        let e = "[host] loop_images needs losetup, which is not installed (not in PATH or /usr/sbin, /sbin)";
+        assert!(install_hint(e).contains("apt-get install mount"));
+        assert_eq!(install_hint("not root: the host engine needs root"), "");
+    }
+
+    #[test]
+    fn issue_34_a_refused_scenario_fails_the_suite_with_its_reason() {
+        // A forced preflight refusal, as kernel_arm labels it.
+        let label = format!(
+            "skipped: the host engine cannot run it: {}{}",
+            "[host] loop_images needs mkfs.xfs, which is not installed",
+            install_hint("[host] loop_images needs mkfs.xfs, which is not installed")
+        );
+        let got = unscored(
+            [("cold-read-xfs", label.as_str(), 0), ("thp-frag-dm0", "host", 3)].into_iter(),
+            false,
+        );
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0].starts_with("cold-read-xfs: the host engine cannot run it:"),
+            "{got:?}"
+        );
+        assert!(
+            got[0].contains("mkfs.xfs") && got[0].contains("apt-get install xfsprogs"),
+            "{got:?}"
+        );
+        // Every kernel run failed: unscored too, and said so.
+        let got = unscored([("a", "host", 0)].into_iter(), false);
+        assert_eq!(
+            got,
+            vec!["a: kernel arm host: every run failed (see its notes)".to_string()]
+        );
+        // --sim-only asks for no kernel arm: nothing is refused.
+        assert!(unscored([("a", "skipped: --sim-only", 0)].into_iter(), true).is_empty());
+        assert!(unscored([("a", "host", 2)].into_iter(), false).is_empty());
+    }
+
+    #[test]
+    fn issue_34_suite_runs_are_bounded_with_their_line() {
+        let t = "[[scenario]]\nname = \"a\"\nspec = \"a.toml\"\nruns = 4000000000\n";
+        let e = parse_suite(t, "suite.toml").unwrap_err();
+        assert!(
+            e.starts_with("suite.toml:4: scenario \"a\": runs = 4000000000: at most 10000"),
+            "{e}"
+        );
+        let e = parse_suite(&t.replace("4000000000", "0"), "suite.toml").unwrap_err();
+        assert!(
+            e.starts_with("suite.toml:4: scenario \"a\": runs = 0: at least 1"),
+            "{e}"
+        );
+        let e = parse_suite(&t.replace("4000000000", "-1"), "suite.toml").unwrap_err();
+        assert!(e.contains("suite.toml") && e.contains("line 4"), "{e}");
+        let d = parse_suite(&t.replace("4000000000", "10000"), "suite.toml").unwrap();
+        assert_eq!(d[0].runs(), Some(10000));
+        let max = crate::suite_file::MAX_SUITE_RUNS;
+        assert!(check_runs(max).is_ok() && check_runs(max + 1).is_err());
+    }
 
     #[test]
     fn dates() {

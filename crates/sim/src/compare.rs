@@ -548,7 +548,12 @@ pub fn read_result_dirs(dirs: &[std::path::PathBuf]) -> Result<Vec<ResultSource>
         names.sort();
         for (label, _, path) in names {
             let source = path.display().to_string();
-            let text = std::fs::read_to_string(&path).map_err(|e| format!("{source}: {e}"))?;
+            let text = fraglab_state::textfile::read_text(
+                &path,
+                fraglab_state::textfile::MAX_RESULT_BYTES,
+                "result JSON",
+            )
+            .map_err(|e| e.to_string())?;
             let result = parse_result(&text, &source)?;
             out.push(ResultSource {
                 label,

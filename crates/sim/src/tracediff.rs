@@ -237,8 +237,6 @@ pub struct SideSummary {
     pub other_lines: u64,
     pub malformed: u64,
     pub malformed_examples: Vec<String>,
-    /// Plain-text lines cut at `MAX_LINE_BYTES`.
-    pub overlong_lines: u64,
     /// Events the kernel dropped (`CPU:N [LOST M EVENTS]` lines, the trace file's header).
     pub lost_events: u64,
     /// `whole`, `marker at S s`, `from S s`.
@@ -795,9 +793,18 @@ pub fn read_side(path: &Path, from_ns: Option<u64>) -> Result<SideSummary, Strin
 
 /// [`read_side`] with the DAMON section's bins `damon_bin_ns` wide (0: [`DAMON_BIN_NS`]).
 pub fn read_side_binned(path: &Path, from_ns: Option<u64>, damon_bin_ns: u64) -> Result<SideSummary, String> {
+    let file = path.display().to_string();
+    // An empty regular file is an empty side, not an error as for `trace info` and the
+    // replay: the simulator's trace of a run in which the model emitted none of the diff
+    // events is empty (its writer adds no header line), and the diff then says so row by row.
+    fraglab_state::trace::check_regular_file(path, "trace").map_err(|e| e.to_string())?;
+    if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+        return Ok(SideReader::new(&file, from_ns)
+            .with_damon_bin(damon_bin_ns)
+            .finish());
+    }
     let mut r = TraceReader::open_without_snapshot(path).map_err(|e| e.to_string())?;
     let container = r.is_container();
-    let file = path.display().to_string();
     let mut side = SideReader::new(&file, from_ns).with_damon_bin(damon_bin_ns);
     side.add_lost(r.header().lost_events);
     loop {
@@ -818,9 +825,7 @@ pub fn read_side_binned(path: &Path, from_ns: Option<u64>, damon_bin_ns: u64) ->
     for e in r.missing_events() {
         side.not_on_kernel(e);
     }
-    let mut s = side.finish_checked()?;
-    s.overlong_lines = r.overlong_lines();
-    Ok(s)
+    side.finish_checked()
 }
 
 /// A total on both sides.
@@ -1155,12 +1160,11 @@ pub fn render_text(d: &TraceDiff) -> String {
     for (side, s) in [("kernel", &d.kernel), ("sim", &d.sim)] {
         let _ = writeln!(
             o,
-            "input {side}: file={} lines={} diff_events={} malformed={} overlong={} lost_events={} other_events={} other_lines={} orphan_events={} phase={} skipped_before_phase={} compaction_runs={} reclaim_episodes={}",
+            "input {side}: file={} lines={} diff_events={} malformed={} lost_events={} other_events={} other_lines={} orphan_events={} phase={} skipped_before_phase={} compaction_runs={} reclaim_episodes={}",
             s.file,
             s.lines,
             s.events.values().sum::<u64>(),
             s.malformed,
-            s.overlong_lines,
             s.lost_events,
             s.other_events,
             s.other_lines,

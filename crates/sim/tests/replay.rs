@@ -208,12 +208,29 @@ fn section_15_replay_counts_matches_and_mismatches() {
     // The simulated end state: exactly the 20 kept movable pages are allocated by the replay.
     let sim = &r.columns[1];
     let free: u64 = sim.end_state.free_pages_by_order.unwrap().iter().sum();
+    // The baseline: a trace whose one event frees a pfn nothing allocated (an unmatched free,
+    // no change to the machine); a trace with no event at all is refused (issue 34).
+    let mut baseline = Trace::new();
+    baseline.free(0x7000, 0);
     let zero = replay(
-        &Trace::new().write("empty.trace"),
+        &baseline.write("baseline.trace"),
         &[policy("sim", "")],
         &mut |_, _| {},
     )
     .unwrap();
+    assert_eq!(zero.columns[1].counts.as_ref().unwrap().unmatched_frees, 1);
+    let e = replay(
+        &Trace::new().write("empty.trace"),
+        &[policy("sim", "")],
+        &mut |_, _| {},
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.0.contains("empty.trace: no event the replay reads") && e.0.contains("nothing to replay"),
+        "{}",
+        e.0
+    );
     let free0: u64 = zero.columns[1]
         .end_state
         .free_pages_by_order

@@ -28,6 +28,7 @@ pub mod page;
 pub mod procparse;
 pub mod reconstruct;
 pub mod snapshot;
+pub mod textfile;
 pub mod trace;
 
 pub use error::StateError;

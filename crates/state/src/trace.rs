@@ -6,6 +6,12 @@
 //! sections holding whole lines of ftrace text ("comm-pid [cpu] flags ts: event: fields").
 //! A plain ftrace text file (`cat trace`, `trace-cmd report` without `-R`) is read too.
 //!
+//! Refused early, with the file (and the line and byte offset) named: what is not a regular
+//! file (a FIFO, `/dev/zero`: checked before opening, so never blocking), an empty file, a line
+//! longer than [`MAX_LINE_BYTES`], a line holding a NUL byte (binary data). The format is
+//! sniffed through the reader that then reads the text, so no byte is lost. Traces with no
+//! event line are refused by their readers (`fraglab trace info`, the replay).
+//!
 //! INTERFACE (issue 21): `TraceWriter` (the host's recorder writes it) and `TraceReader` (the
 //! replay reads it); lines are never all in memory at once.
 
@@ -16,9 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::container::{
-    has_magic, partial_path, ContainerReader, ContainerWriter, MAX_SECTION_RAW, SECTION_CHUNK,
-};
+use crate::container::{partial_path, ContainerReader, ContainerWriter, MAX_SECTION_RAW, SECTION_CHUNK};
 use crate::snapshot::{Snapshot, SnapshotHeader, DIRT_TAG, PAGE_TAG};
 use crate::StateError;
 
@@ -273,9 +277,9 @@ enum Source {
         /// Offset of the current section (for errors).
         at: u64,
     },
-    /// Plain ftrace text.
+    /// Plain ftrace text (the reader that sniffed the format: no byte is lost).
     Plain {
-        inp: BufReader<File>,
+        inp: PlainInput,
         offset: u64,
         line: Vec<u8>,
     },
@@ -297,8 +301,6 @@ pub struct TraceReader {
     line_no: u64,
     /// Plain text: the byte offset of the last line read.
     line_start: u64,
-    /// Plain text: lines longer than [`MAX_LINE_BYTES`] (cut to that length).
-    overlong_lines: u64,
     /// Events named by [`MISSING_EVENT_PREFIX`] comment lines read so far.
     missing_events: Vec<String>,
 }
@@ -308,10 +310,70 @@ pub struct TraceReader {
 /// followed by a space and `group:name`.
 pub const MISSING_EVENT_PREFIX: &str = "# fraglab host trace: not on this kernel:";
 
-/// The longest line of plain text a [`TraceReader`] returns whole (kernel event lines are a few
-/// hundred bytes): a longer line is cut to this length, the rest of it skipped, and counted
-/// ([`TraceReader::overlong_lines`]), so a file without newlines does not fill memory.
+/// The longest line of trace text a [`TraceReader`] reads (kernel event lines are a few hundred
+/// bytes): a longer line is an error naming the file, the line and its byte offset, found after
+/// reading at most this many bytes of it, so a file without newlines (`/dev/zero`, a binary
+/// file) neither fills memory nor reads on.
 pub const MAX_LINE_BYTES: usize = 64 << 10;
+
+/// Refuses what is not a regular file (a FIFO, a character device such as `/dev/zero`, a
+/// socket, a directory) before it is opened: opening a FIFO with no writer blocks, a device may
+/// never end, and the reader must know the file stays what it sniffed. The metadata is read
+/// without opening the file, so this never blocks.
+pub fn check_regular_file(path: &Path, what: &str) -> Result<(), StateError> {
+    let m = std::fs::metadata(path).map_err(|e| StateError::new(path, None, format!("cannot open: {e}")))?;
+    let ft = m.file_type();
+    if ft.is_file() {
+        return Ok(());
+    }
+    use std::os::unix::fs::FileTypeExt as _;
+    let kind = if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    };
+    Err(StateError::new(
+        path,
+        None,
+        format!("{kind}, not a regular file: a {what} is read from a file (save the stream to one first, e.g. `cat PIPE > {what}.txt`)"),
+    ))
+}
+
+/// Plain text's input: the bytes read to sniff the format, then the rest of the file.
+type PlainInput = BufReader<std::io::Chain<std::io::Cursor<Vec<u8>>, File>>;
+
+/// Opens `path` and reads its first 8 bytes (fewer for a shorter file); the reader returned
+/// gives them again before the rest, so sniffing the format loses no byte.
+fn sniff(path: &Path) -> Result<(Vec<u8>, PlainInput), StateError> {
+    let mut f = File::open(path).map_err(|e| StateError::new(path, None, format!("cannot open: {e}")))?;
+    let mut m = [0u8; 8];
+    let mut got = 0;
+    while got < m.len() {
+        match f.read(&mut m[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(StateError::new(
+                    path,
+                    Some(got as u64),
+                    format!("read failed: {e}"),
+                ))
+            }
+        }
+    }
+    let head = m[..got].to_vec();
+    let inp = BufReader::with_capacity(1 << 20, std::io::Cursor::new(head.clone()).chain(f));
+    Ok((head, inp))
+}
 
 impl TraceReader {
     /// Opens `path`: a FRAGTRCE file (its embedded snapshot, if any, is read now) or plain text.
@@ -326,7 +388,13 @@ impl TraceReader {
     }
 
     fn open_with(path: &Path, keep_snapshot: bool) -> Result<TraceReader, StateError> {
-        if has_magic(path, &TRACE_MAGIC)? {
+        check_regular_file(path, "trace")?;
+        let (head, inp) = sniff(path)?;
+        if head.is_empty() {
+            return Err(StateError::new(path, Some(0), "an empty file, not a trace"));
+        }
+        if head == TRACE_MAGIC {
+            drop(inp);
             let mut r = ContainerReader::open(path, &TRACE_MAGIC, "trace")?;
             let header: TraceHeader = serde_json::from_value(r.header.clone())
                 .map_err(|e| StateError::new(path, Some(16), format!("trace header: {e}")))?;
@@ -360,30 +428,27 @@ impl TraceReader {
                 },
                 line_no: 0,
                 line_start: 0,
-                overlong_lines: 0,
                 missing_events: Vec::new(),
             })
-        } else if has_magic(path, &crate::snapshot::SNAPSHOT_MAGIC)? {
+        } else if head == crate::snapshot::SNAPSHOT_MAGIC {
             Err(StateError::new(
                 path,
                 Some(0),
                 "a snapshot file (FRAGSNAP), not a trace: give it as [machine] snapshot",
             ))
         } else {
-            let f = File::open(path).map_err(|e| StateError::new(path, None, format!("cannot open: {e}")))?;
             Ok(TraceReader {
                 path: path.to_path_buf(),
                 header: TraceHeader::default(),
                 snapshot: None,
                 skip_pages: false,
                 src: Source::Plain {
-                    inp: BufReader::with_capacity(1 << 20, f),
+                    inp,
                     offset: 0,
                     line: Vec::new(),
                 },
                 line_no: 0,
                 line_start: 0,
-                overlong_lines: 0,
                 missing_events: Vec::new(),
             })
         }
@@ -442,38 +507,14 @@ impl TraceReader {
     fn next_raw(&mut self) -> Result<Option<Vec<u8>>, StateError> {
         match &mut self.src {
             Source::Plain { inp, offset, line } => {
-                line.clear();
                 self.line_start = *offset;
-                let err = |e: std::io::Error, at: u64, no: u64| {
-                    StateError::new(&self.path, Some(at), format!("read failed at line {no}: {e}"))
-                };
-                // At most MAX_LINE_BYTES of a line are kept; the rest is read and dropped.
-                let n = (&mut *inp)
-                    .take(MAX_LINE_BYTES as u64)
-                    .read_until(b'\n', line)
-                    .map_err(|e| err(e, *offset, self.line_no + 1))?;
-                if n == 0 {
-                    return Ok(None);
-                }
-                *offset += n as u64;
-                if line.last() == Some(&b'\n') {
-                    line.pop();
-                } else if n == MAX_LINE_BYTES {
-                    self.overlong_lines += 1;
-                    let mut skip = Vec::new();
-                    loop {
-                        skip.clear();
-                        let m = (&mut *inp)
-                            .take(1 << 16)
-                            .read_until(b'\n', &mut skip)
-                            .map_err(|e| err(e, *offset, self.line_no + 1))?;
-                        *offset += m as u64;
-                        if m == 0 || skip.last() == Some(&b'\n') {
-                            break;
-                        }
+                match read_plain_line(&self.path, inp, line, *offset, self.line_no + 1)? {
+                    Some(n) => {
+                        *offset += n;
+                        Ok(Some(std::mem::take(line)))
                     }
+                    None => Ok(None),
                 }
-                Ok(Some(std::mem::take(line)))
             }
             Source::Container { r, text, pos, at } => {
                 while *pos >= text.len() {
@@ -513,6 +554,17 @@ impl TraceReader {
                         .expect("a TEXT section ends with a newline");
                 let l = text[*pos..end].to_vec();
                 *pos = end + 1;
+                if l.len() > MAX_LINE_BYTES || l.contains(&0) {
+                    return Err(StateError::new(
+                        &self.path,
+                        Some(*at),
+                        format!(
+                            "line {} (in the TEXT section at this offset) is {}: binary data, not ftrace text",
+                            self.line_no + 1,
+                            if l.contains(&0) { "holds a NUL byte".to_string() } else { format!("longer than {} KiB", MAX_LINE_BYTES >> 10) }
+                        ),
+                    ));
+                }
                 Ok(Some(l))
             }
         }
@@ -532,11 +584,47 @@ impl TraceReader {
             Source::Plain { .. } => self.line_start,
         }
     }
+}
 
-    /// Plain-text lines longer than [`MAX_LINE_BYTES`] read so far (each cut to that length).
-    pub fn overlong_lines(&self) -> u64 {
-        self.overlong_lines
+/// Reads line `no` of plain text, starting at byte `at`, into `line` (cleared first, without
+/// its newline); returns the bytes consumed, `None` at the end. A line longer than
+/// [`MAX_LINE_BYTES`] is an error found after reading that many bytes of it, as is a NUL byte
+/// (binary data); both name the file, the line and the byte offset.
+fn read_plain_line(
+    path: &Path,
+    inp: &mut PlainInput,
+    line: &mut Vec<u8>,
+    at: u64,
+    no: u64,
+) -> Result<Option<u64>, StateError> {
+    line.clear();
+    let n = inp
+        .take(MAX_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', line)
+        .map_err(|e| StateError::new(path, Some(at), format!("read failed at line {no}: {e}")))?;
+    if n == 0 {
+        return Ok(None);
     }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    } else if n > MAX_LINE_BYTES {
+        return Err(StateError::new(
+            path,
+            Some(at),
+            format!(
+                "line {no} is longer than {} KiB (no newline in its first {MAX_LINE_BYTES} bytes): not ftrace text",
+                MAX_LINE_BYTES >> 10
+            ),
+        ));
+    }
+    if let Some(i) = line.iter().position(|&b| b == 0) {
+        return Err(StateError::new(
+            path,
+            Some(at + i as u64),
+            format!("line {no} holds a NUL byte: binary data, not ftrace text"),
+        ));
+    }
+    Ok(Some(n as u64))
 }
 
 /// The `[cpu]` column of an ftrace line: (byte index of its `[`, index just after its `] `).

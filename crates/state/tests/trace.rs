@@ -357,3 +357,110 @@ fn section_15_event_name_and_lost_lines() {
     assert_eq!(lost_events_line("CPU:1 [LOST 12 EVENTS]"), Some(12));
     assert_eq!(lost_events_line(&alloc_line(1)), None);
 }
+
+/// Issue 34: the reader refuses what is not a trace before reading much of it.
+fn open_err(p: &std::path::Path) -> fraglab_state::StateError {
+    let t = std::time::Instant::now();
+    let e = match TraceReader::open(p) {
+        Err(e) => e,
+        Ok(mut r) => loop {
+            match r.next_line() {
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("{} read to its end", p.display()),
+                Err(e) => break e,
+            }
+        },
+    };
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(e.path, p, "{e}");
+    e
+}
+
+#[test]
+fn issue_34_a_line_without_newline_is_an_error_at_its_offset() {
+    let d = tmpdir("overlong");
+    let p = d.join("long.txt");
+    let first = alloc_line(1);
+    let mut text = format!("{first}\n").into_bytes();
+    text.extend(std::iter::repeat_n(
+        b'x',
+        fraglab_state::trace::MAX_LINE_BYTES * 4,
+    ));
+    std::fs::write(&p, &text).unwrap();
+    let e = open_err(&p);
+    assert_eq!(e.offset, Some(first.len() as u64 + 1), "{e}");
+    assert!(e.msg.contains("line 2 is longer than 64 KiB"), "{e}");
+    // A line of exactly the bound is read.
+    let mut ok = vec![b'y'; fraglab_state::trace::MAX_LINE_BYTES];
+    ok.push(b'\n');
+    std::fs::write(&p, &ok).unwrap();
+    let mut r = TraceReader::open(&p).unwrap();
+    assert_eq!(
+        r.next_line().unwrap().unwrap().len(),
+        fraglab_state::trace::MAX_LINE_BYTES
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn issue_34_empty_and_binary_files_are_errors() {
+    let d = tmpdir("binary");
+    let p = d.join("empty.txt");
+    std::fs::write(&p, b"").unwrap();
+    let e = open_err(&p);
+    assert!(e.msg.contains("empty file"), "{e}");
+    // Bytes with a NUL: the line and the NUL's offset are named.
+    let p = d.join("bin.txt");
+    let mut b = format!("{}\nab", alloc_line(0)).into_bytes();
+    let nul_at = b.len();
+    b.extend_from_slice(b"\0\x01\x02\n");
+    std::fs::write(&p, &b).unwrap();
+    let e = open_err(&p);
+    assert_eq!(e.offset, Some(nul_at as u64), "{e}");
+    assert!(e.msg.contains("line 2 holds a NUL byte"), "{e}");
+    // A FRAGTRCE file whose TEXT section holds binary bytes.
+    let p = d.join("bin.trace");
+    write(&p, &[alloc_line(0), "\0\0\0garbage".into()], None);
+    let e = open_err(&p);
+    assert!(e.msg.contains("line 2") && e.msg.contains("NUL"), "{e}");
+    assert!(e.offset.is_some(), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn issue_34_fifos_and_devices_are_refused_without_blocking() {
+    let d = tmpdir("fifo");
+    let p = d.join("pipe");
+    let st = std::process::Command::new("mkfifo").arg(&p).status().unwrap();
+    assert!(st.success());
+    // No writer: opening it would block forever; the metadata check refuses it first.
+    let e = open_err(&p);
+    assert!(e.msg.contains("a FIFO (named pipe), not a regular file"), "{e}");
+    let e = open_err(std::path::Path::new("/dev/zero"));
+    assert!(e.msg.contains("a character device"), "{e}");
+    let e = open_err(&d);
+    assert!(e.msg.contains("a directory"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn issue_34_sniffing_the_format_keeps_the_first_bytes() {
+    // A file shorter than the 8-byte magic, and one whose first line is an event: both read
+    // from their first byte.
+    let d = tmpdir("sniff");
+    let p = d.join("short.txt");
+    std::fs::write(&p, b"abc\n").unwrap();
+    let mut r = TraceReader::open(&p).unwrap();
+    assert_eq!(r.next_line().unwrap().as_deref(), Some("abc"));
+    assert_eq!(r.next_line().unwrap(), None);
+    let p = d.join("ev.txt");
+    std::fs::write(&p, format!("{}\n{}", alloc_line(0), alloc_line(1))).unwrap();
+    let mut r = TraceReader::open(&p).unwrap();
+    assert_eq!(r.next_line().unwrap(), Some(alloc_line(0)));
+    assert_eq!(r.next_line().unwrap(), Some(alloc_line(1)));
+    let _ = std::fs::remove_dir_all(&d);
+}

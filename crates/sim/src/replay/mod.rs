@@ -678,6 +678,7 @@ pub fn replay_with(
         }
         progress(i, r.counts.lines);
         if recorded.is_none() {
+            no_events_check(path, &r)?;
             let info = lines.info();
             let mut compaction = r.rec_compaction.clone();
             let enabled = info.events.iter().any(|e| e.starts_with("compaction"));
@@ -709,6 +710,24 @@ pub fn replay_with(
         columns,
         table,
     })
+}
+
+/// After the first pass: a trace with no line the replay reads (an empty file, text of other
+/// events, bytes that are no trace) is an error naming the file and what its lines were.
+fn no_events_check(path: &Path, r: &Replay) -> Result<(), RunError> {
+    if r.t0.is_some() || r.counts.lenient_lines > 0 {
+        return Ok(());
+    }
+    let c = &r.counts;
+    Err(RunError(format!(
+        "{}: no event the replay reads ({}) in its {} lines ({} not trace events, {} of other events, {} events lost): nothing to replay",
+        path.display(),
+        READ_EVENTS[..3].join(", "),
+        c.lines,
+        c.unknown_lines,
+        c.other_events,
+        c.lost_events
+    )))
 }
 
 /// The report as text: a summary line and the table in compare's layout.

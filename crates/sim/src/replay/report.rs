@@ -302,7 +302,7 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
         });
     }
     type PickCount = fn(&ReplayCounts) -> u64;
-    let counts: [(&str, PickCount); 17] = [
+    let counts: [(&str, PickCount); 19] = [
         ("replay allocs", |c| c.allocs),
         ("replay frees", |c| {
             c.frees + c.frees_batched - c.batched_duplicates
@@ -319,6 +319,8 @@ fn rows(cols: &[ReplayColumn]) -> Vec<(String, Vec<Option<f64>>)> {
         ("replay snapshot overlaps", |c| c.snapshot_overlaps),
         ("replay never freed", |c| c.never_freed),
         ("replay unknown lines", |c| c.unknown_lines),
+        ("replay lenient lines", |c| c.lenient_lines),
+        ("replay other events", |c| c.other_events),
         ("replay lost events", |c| c.lost_events),
         ("replay oom kills", |c| c.oom_kills),
         ("replay kcompactd timer runs", |c| c.kcompactd_timer_runs),

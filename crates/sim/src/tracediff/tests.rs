@@ -193,15 +193,22 @@ fn read_side_reports_file_line_and_offset() {
         "{:?}",
         s.malformed_examples
     );
-    // An overlong line is cut and counted, not held.
+    // An overlong line is an error naming the file, the line and its byte offset (read no
+    // further than the bound).
     let long = format!(
         "{FIXTURE}{}\n",
         "x".repeat(fraglab_state::trace::MAX_LINE_BYTES * 3)
     );
     std::fs::write(&p, long).unwrap();
-    let s = read_side(&p, None).unwrap();
-    assert_eq!(s.overlong_lines, 1);
-    assert_eq!(s.other_lines, 1);
+    let e = read_side(&p, None).unwrap_err();
+    let at = FIXTURE.len();
+    let n = FIXTURE.lines().count() + 1;
+    assert!(
+        e.contains("k.txt")
+            && e.contains(&format!("offset {at}"))
+            && e.contains(&format!("line {n} is longer than 64 KiB")),
+        "{e}"
+    );
     let e = read_side(&dir.join("missing.txt"), None).unwrap_err();
     assert!(e.contains("missing.txt"), "{e}");
     // Not a trace at all: an error naming the file and its first line.
