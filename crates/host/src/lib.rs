@@ -54,7 +54,7 @@ pub use knobs::{
     default_state_file, find_state_files, knob_path, read_all_knobs, remove_stale_tmp_files,
     restore_from_state_file, Cleanup, SavedKnob, StateFile,
 };
-pub use preflight::{preflight, FileSetPlan, Plan, PlannedKnob};
+pub use preflight::{preflight, FileSetPlan, MemoryBudget, Plan, PlannedKnob};
 pub use run::host_run;
 pub use worker::FILES_PER_SLAB_PAGE;
 

@@ -56,7 +56,10 @@ pub struct Plan {
     pub file_sets: BTreeMap<String, FileSetPlan>,
     /// `[machine] read_ahead_kb`: written to the run directory's device for the run.
     pub read_ahead_kb: Option<u64>,
+    /// MemAvailable left to the workload: [`MemoryBudget::for_workload`] of `memory`.
     pub mem_available_bytes: u64,
+    /// MemAvailable as measured and what the run takes from it before the workload starts.
+    pub memory: MemoryBudget,
     pub mem_floor_bytes: u64,
     pub anon_cap_bytes: u64,
     /// The parent of the run's directory.
@@ -84,6 +87,85 @@ fn gib(b: u64) -> String {
     format!("{:.2} GiB", b as f64 / GIB as f64)
 }
 
+/// MemAvailable as the preflight counts it: measured once, minus what the run takes before its
+/// workload starts — the `--fit-memory` or `machine.hugetlb_pages` pool, the blocks taken
+/// offline (their pages migrate into the rest of the machine), the largest `nr_hugepages` step's
+/// pool — and then the workload's anonymous memory and pipe buffers. `--dry-run` prints this
+/// same value, and the run's refusal and its check after set-up
+/// ([`MemoryBudget::check_after_setup`]) name the same terms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryBudget {
+    /// /proc/meminfo's MemAvailable when the preflight ran.
+    pub measured: u64,
+    /// The hugetlb pool the run holds for `--fit-memory` or `machine.hugetlb_pages`.
+    pub pool: u64,
+    /// Memory blocks taken offline for `--fit-memory`.
+    pub offline: u64,
+    /// The largest `nr_hugepages` step's pool.
+    pub step_pool: u64,
+    /// The workload's anonymous memory and pipe buffers at their peak.
+    pub workload: u64,
+}
+
+impl MemoryBudget {
+    /// What is left to the workload once the run has set the machine up.
+    pub fn for_workload(&self) -> u64 {
+        self.measured
+            .saturating_sub(self.pool)
+            .saturating_sub(self.offline)
+            .saturating_sub(self.step_pool)
+    }
+
+    /// What is left once the workload holds its peak: checked against the floor.
+    pub fn after_workload(&self) -> u64 {
+        self.for_workload().saturating_sub(self.workload)
+    }
+
+    /// Right before the workload starts, MemAvailable measured again (`now`; the pools and
+    /// offlined blocks are then in place, so only the workload is taken from it): refused under
+    /// `floor`, naming the preflight's projection so a difference is explained, not hidden (the
+    /// run's files, page cache that is not reclaimable, other processes).
+    pub fn check_after_setup(&self, now: u64, floor: u64) -> Result<(), HostError> {
+        let step = self.step_pool;
+        if now.saturating_sub(step + self.workload) >= floor {
+            return Ok(());
+        }
+        Err(HostError::Unsafe(format!(
+            "after set-up MemAvailable is {} (the preflight projected {}: {}); minus the \
+             workload's {}{} it is under the floor of {}",
+            gib(now),
+            gib(self.for_workload() + step),
+            self,
+            gib(self.workload),
+            if step > 0 {
+                format!(" and the nr_hugepages step's {}", gib(step))
+            } else {
+                String::new()
+            },
+            gib(floor)
+        )))
+    }
+}
+
+impl fmt::Display for MemoryBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MemAvailable {} measured", gib(self.measured))?;
+        for (what, b) in [
+            ("hugetlb pool", self.pool),
+            ("blocks offline", self.offline),
+            ("nr_hugepages step", self.step_pool),
+        ] {
+            if b > 0 {
+                write!(f, " - {what} {}", gib(b))?;
+            }
+        }
+        if self.pool + self.offline + self.step_pool > 0 {
+            write!(f, " = {} for the workload", gib(self.for_workload()))?;
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -101,11 +183,11 @@ impl fmt::Display for Plan {
         )?;
         writeln!(
             f,
-            "memory: anonymous {} + pipe buffers {} (cap {}); MemAvailable {} (floor {})",
+            "memory: anonymous {} + pipe buffers {} (cap {}); {} (floor {})",
             gib(self.planned_anon_bytes),
             gib(self.planned_pipe_bytes),
             gib(self.anon_cap_bytes),
-            gib(self.mem_available_bytes),
+            self.memory,
             gib(self.mem_floor_bytes)
         )?;
         self.fmt_fit(f)?;
@@ -345,18 +427,25 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
         }
         None => None,
     };
-    // The pool comes out of what is available now (the largest step's pool too).
-    let avail = procfs::mem_available()?.saturating_sub(fit.as_ref().map_or(0, |f| f.bytes()));
+    let budget = MemoryBudget {
+        measured: procfs::mem_available()?,
+        pool: fit.as_ref().map_or(0, |f| f.bytes()),
+        offline: offline.as_ref().map_or(0, |o| o.bytes()),
+        step_pool: step_pages.unwrap_or(0) << 21,
+        workload: fp.anon + fp.pipes,
+    };
     if let Some(o) = &offline {
-        check_offline_floor(o, avail, opts.mem_floor_bytes)?;
+        check_offline_floor(
+            o,
+            budget.measured.saturating_sub(budget.pool),
+            opts.mem_floor_bytes,
+        )?;
     }
-    // Offlining migrates the blocks' pages into the rest of the machine.
-    let avail = avail.saturating_sub(offline.as_ref().map_or(0, |o| o.bytes()));
     if let (Some((t, count)), Some(_)) = (step, step_pages) {
-        check_step_floor(spec, t, count, avail, opts.mem_floor_bytes)?;
+        let before_step = budget.measured.saturating_sub(budget.pool + budget.offline);
+        check_step_floor(spec, t, count, before_step, opts.mem_floor_bytes)?;
     }
-    let avail = avail.saturating_sub(step_pages.unwrap_or(0) << 21);
-    check_memory_limits(opts, &fp, avail)?;
+    check_memory_limits(opts, &fp, &budget)?;
     let parent = opts.workdir.clone().unwrap_or_else(|| PathBuf::from("/var/tmp"));
     check_disk(&parent, &fp)?;
     let (file_fs, loop_images) = if spec.host.loop_images {
@@ -394,7 +483,8 @@ pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
         fio: fp.fio,
         file_sets: fp.file_sets,
         read_ahead_kb: spec.machine.read_ahead_kb,
-        mem_available_bytes: avail,
+        mem_available_bytes: budget.for_workload(),
+        memory: budget,
         mem_floor_bytes: opts.mem_floor_bytes,
         anon_cap_bytes: opts.anon_cap_bytes,
         workdir_parent: parent,
@@ -665,8 +755,9 @@ fn check_offline_floor(o: &memblock::OfflinePlan, avail: u64, floor: u64) -> Res
     Ok(())
 }
 
-/// The anonymous cap, the MemAvailable floor (`avail` net of the pool) and the slab-file limit.
-fn check_memory_limits(opts: &HostOptions, fp: &Footprint, avail: u64) -> Result<(), HostError> {
+/// The anonymous cap, the MemAvailable floor ([`MemoryBudget::after_workload`]) and the
+/// slab-file limit.
+fn check_memory_limits(opts: &HostOptions, fp: &Footprint, budget: &MemoryBudget) -> Result<(), HostError> {
     let (anon, pipes, files) = (fp.anon, fp.pipes, fp.files);
     if anon + pipes > opts.anon_cap_bytes {
         return Err(HostError::Unsafe(format!(
@@ -675,10 +766,10 @@ fn check_memory_limits(opts: &HostOptions, fp: &Footprint, avail: u64) -> Result
             gib(opts.anon_cap_bytes)
         )));
     }
-    if avail.saturating_sub(anon + pipes) < opts.mem_floor_bytes {
+    if budget.after_workload() < opts.mem_floor_bytes {
         return Err(HostError::Unsafe(format!(
-            "MemAvailable {} minus the workload's {} is under the floor of {}",
-            gib(avail),
+            "{} minus the workload's {} is under the floor of {}",
+            budget,
             gib(anon + pipes),
             gib(opts.mem_floor_bytes)
         )));
@@ -979,6 +1070,73 @@ steps = [
             .to_string();
         assert!(
             e.contains("t.toml:5: workload.task \"pool\": nr_hugepages = 64"),
+            "{e}"
+        );
+    }
+
+    /// Issue 34: `--dry-run` prints MemAvailable as the run's preflight counts it — measured,
+    /// minus the pool, the offlined blocks and the step's pool — and the refusal and the check
+    /// after set-up use the same terms.
+    #[test]
+    fn the_dry_run_counts_memory_as_the_run_does() {
+        let g = GIB;
+        let b = MemoryBudget {
+            measured: 20 * g,
+            pool: 4 * g,
+            offline: 3 * g,
+            step_pool: g,
+            workload: 6 * g,
+        };
+        assert_eq!(b.for_workload(), 12 * g);
+        assert_eq!(b.after_workload(), 6 * g);
+        assert_eq!(
+            b.to_string(),
+            "MemAvailable 20.00 GiB measured - hugetlb pool 4.00 GiB - blocks offline 3.00 GiB - \
+             nr_hugepages step 1.00 GiB = 12.00 GiB for the workload"
+        );
+        // Nothing taken: the measured value alone.
+        let plain = MemoryBudget {
+            measured: 9 * g,
+            ..Default::default()
+        };
+        assert_eq!(plain.to_string(), "MemAvailable 9.00 GiB measured");
+        // After set-up the pool and blocks are gone from MemAvailable already: 13 GiB as
+        // projected leaves 13 - 1 - 6 = 6 GiB, above a 3 GiB floor…
+        assert!(b.check_after_setup(13 * g, 3 * g).is_ok());
+        // …but 2.2 GiB less than projected (files, pinned cache, another process) is refused,
+        // with the projection beside the measurement.
+        let e = b
+            .check_after_setup(10 * g + g / 2, 7 * g)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("after set-up MemAvailable is 10.50 GiB (the preflight projected 13.00 GiB"),
+            "{e}"
+        );
+        assert!(
+            e.contains("workload's 6.00 GiB and the nr_hugepages step's 1.00 GiB"),
+            "{e}"
+        );
+    }
+
+    /// The refusal of the preflight names the measured value and each deduction.
+    #[test]
+    fn the_floor_refusal_shows_the_budget() {
+        let fp = Footprint {
+            anon: 6 * GIB,
+            ..Default::default()
+        };
+        let b = MemoryBudget {
+            measured: 9 * GIB,
+            pool: GIB,
+            workload: 6 * GIB,
+            ..Default::default()
+        };
+        let e = check_memory_limits(&HostOptions::default(), &fp, &b)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("MemAvailable 9.00 GiB measured - hugetlb pool 1.00 GiB = 8.00 GiB for the workload minus the workload's 6.00 GiB is under the floor of 3.00 GiB"),
             "{e}"
         );
     }

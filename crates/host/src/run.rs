@@ -90,6 +90,9 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
         .unwrap_or_else(|| default_state_file(std::process::id()));
     let mut journal = Journal::new(Machine::live(), state_file);
     let setup = set_up(spec, opts, &plan, &mut journal, &signals)?;
+    // The files, images and pools are in place: MemAvailable again, against the preflight's.
+    plan.memory
+        .check_after_setup(procfs::mem_available()?, opts.mem_floor_bytes)?;
     let measured = run_workload(spec, w, opts, &plan, &mut journal, &signals, &setup)?;
     journal.undo_all()?;
     result(spec, w, setup, measured)
