@@ -147,6 +147,27 @@ impl MemoryBudget {
     }
 }
 
+impl MemoryBudget {
+    /// A note when MemAvailable after set-up (`now`) is more than 5 % off the projection
+    /// (`measured - pool - offline`): the kernel does not give back exactly what the run took
+    /// (an offlined block's struct pages stay in the rest of the machine, watermarks and
+    /// reserves change with the zone's size, the run's files are page cache).
+    pub fn setup_note(&self, now: u64) -> Option<String> {
+        let projected = self.for_workload() + self.step_pool;
+        let off = now.abs_diff(projected);
+        (off * 20 > projected).then(|| {
+            format!(
+                "MemAvailable after set-up is {}, the preflight projected {} ({}; {} {})",
+                gib(now),
+                gib(projected),
+                self,
+                gib(off),
+                if now < projected { "less" } else { "more" }
+            )
+        })
+    }
+}
+
 impl fmt::Display for MemoryBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "MemAvailable {} measured", gib(self.measured))?;
@@ -1117,6 +1138,10 @@ steps = [
             e.contains("workload's 6.00 GiB and the nr_hugepages step's 1.00 GiB"),
             "{e}"
         );
+        // Within 5 % of the projection: no note; 2.5 GiB under it: a note saying so.
+        assert_eq!(b.setup_note(13 * g - g / 2), None);
+        let n = b.setup_note(10 * g + g / 2).expect("a note");
+        assert!(n.ends_with("2.50 GiB less)"), "{n}");
     }
 
     /// The refusal of the preflight names the measured value and each deduction.

@@ -91,8 +91,11 @@ pub fn host_run(spec: &Spec, opts: &HostOptions) -> Result<RunResult, HostError>
     let mut journal = Journal::new(Machine::live(), state_file);
     let setup = set_up(spec, opts, &plan, &mut journal, &signals)?;
     // The files, images and pools are in place: MemAvailable again, against the preflight's.
-    plan.memory
-        .check_after_setup(procfs::mem_available()?, opts.mem_floor_bytes)?;
+    let now = procfs::mem_available()?;
+    if let Some(n) = plan.memory.setup_note(now) {
+        eprintln!("fraglab host: {n}");
+    }
+    plan.memory.check_after_setup(now, opts.mem_floor_bytes)?;
     let measured = run_workload(spec, w, opts, &plan, &mut journal, &signals, &setup)?;
     journal.undo_all()?;
     result(spec, w, setup, measured)
