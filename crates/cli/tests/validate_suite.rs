@@ -247,17 +247,20 @@ fn a_host_arm_runs_where_the_kernel_allows() {
         "--format",
         "json",
     ]);
-    assert!(ok, "{err}");
-    let v = json(&out);
+    let v: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\nstderr: {err}"));
     let sc = &v["scenarios"][0];
     assert_eq!(sc["kernel"], "host", "{sc}");
     // Another host run (a suite on this machine) holds the machine-wide lock: the run is marked
-    // failed with the reason, as it must be, and the kernel's side is n/a.
+    // failed with the reason, as it must be, the kernel's side is n/a, and the suite, which then
+    // scored nothing against the kernel, exits non-zero saying so.
     if sc["notes"].to_string().contains("busy: another host run holds") {
         assert_eq!(sc["kernel_runs"], 0);
+        assert!(!ok && err.contains("scored nothing against the kernel"), "{err}");
         println!("host arm not run: another host run holds the machine-wide lock");
         return;
     }
+    assert!(ok, "{err}");
     assert_eq!(sc["kernel_runs"], 1, "{sc}");
     assert!(v["pass"].as_u64().unwrap() > 0, "{out}");
     assert!(d.join("scoreboard.json").exists());
