@@ -158,7 +158,7 @@ fn run_and_write(
 ) -> Result<Vec<Vec<fraglab_spec::result::RunResult>>, String> {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Mutex;
-    let interrupts = crate::interrupt::Interrupts::install();
+    let interrupts = fraglab_host::signals::SignalFlag::install_escalating();
     let written: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let announced = AtomicBool::new(false);
     let stop = |running: usize| {
@@ -169,7 +169,7 @@ fn run_and_write(
             eprintln!(
                 "\nfraglab compare: {}: starting no more runs; {running} running run(s) finish{} \
                  (again to abandon them)",
-                crate::interrupt::signal_name(sig),
+                fraglab_host::signals::signal_name(sig),
                 if dir.is_some() { " and are written" } else { "" }
             );
         }
@@ -211,7 +211,7 @@ fn run_and_write(
         };
         return Err(format!(
             "interrupted by {} after {finished} of {total} runs; {listed}",
-            crate::interrupt::signal_name(sig)
+            fraglab_host::signals::signal_name(sig)
         ));
     }
     shape_results(all, specs.len(), runs)

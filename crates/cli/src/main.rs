@@ -12,7 +12,6 @@ mod compare;
 mod examples;
 mod footprint;
 mod host;
-mod interrupt;
 mod knobs;
 mod progress;
 mod record;

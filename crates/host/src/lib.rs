@@ -43,7 +43,7 @@ pub mod procfs;
 pub mod readdev;
 pub mod record;
 mod run;
-mod signals;
+pub mod signals;
 pub mod snapshot;
 pub mod trace;
 mod worker;
