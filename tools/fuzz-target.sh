@@ -3,7 +3,7 @@
 # trace_replay (any bytes as a trace file, read and replayed on a small machine), result_json
 # (run results and compare reports into `compare --from` and `report`), suite_toml (suite.toml
 # and diagnoses.toml), overrides (`@KEY=VALUE` overrides on the built-in examples), or spec_run
-# (tools/fuzz.sh runs that one).
+# (`tools/fuzz.sh SECONDS` is this with spec_run).
 #
 #   tools/fuzz-target.sh TARGET SECONDS [JOBS]
 #
