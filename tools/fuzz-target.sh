@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Runs one fuzz target of fuzz/fuzz_targets/ for SECONDS and reports runs, execs/s and crashes:
+# snapshot_read (a snapshot file read within a budget, small ones reconstructed and checked),
 # trace_replay (any bytes as a trace file, read and replayed on a small machine), result_json
 # (run results and compare reports into `compare --from` and `report`), suite_toml (suite.toml
 # and diagnoses.toml), overrides (`@KEY=VALUE` overrides on the built-in examples), or spec_run
