@@ -531,52 +531,19 @@ impl Snapshot {
         Self::check_sizes(r, header, limits)?;
         let want = header.end_pfn as usize;
         pages.reserve(want);
-        while pages.len() < want {
-            let at = r.offset();
-            match r.next_section()? {
-                Some((tag, raw)) if tag == PAGE_TAG => {
-                    if pages.len() + raw.len() > want {
-                        return Err(StateError::new(
-                            r.path(),
-                            Some(at),
-                            format!("more page bytes than end_pfn {want}: corrupt"),
-                        ));
-                    }
-                    if let Some(i) = raw.iter().position(|&b| crate::page::PageClass::of(b).is_none()) {
-                        return Err(StateError::new(
-                            r.path(),
-                            Some(at),
-                            format!(
-                                "page byte of pfn {} (in the section at this offset) has class {} (0..=11 expected): corrupt",
-                                pages.len() + i,
-                                raw[i] & 0x0f
-                            ),
-                        ));
-                    }
-                    pages.extend_from_slice(&raw);
-                }
-                Some((tag, _)) => {
-                    return Err(StateError::new(
-                        r.path(),
-                        Some(at),
-                        format!(
-                            "section {:?} where page bytes were expected ({} of {want} read)",
-                            String::from_utf8_lossy(&tag),
-                            pages.len()
-                        ),
-                    ))
-                }
-                None => {
-                    return Err(StateError::new(
-                        r.path(),
-                        Some(at),
-                        format!("file ends after {} of {want} page bytes (truncated)", pages.len()),
-                    ))
-                }
-            }
-        }
+        Self::read_tagged(r, PAGE_TAG, "page bytes", want, pages, |raw, before| {
+            let i = raw
+                .iter()
+                .position(|&b| crate::page::PageClass::of(b).is_none())?;
+            Some(format!(
+                "page byte of pfn {} (in the section at this offset) has class {} (0..=11 expected): corrupt",
+                before + i,
+                raw[i] & 0x0f
+            ))
+        })?;
         if header.dirty_bitmap {
-            Self::read_dirty(r, header, dirty)?;
+            let want = header.end_pfn.div_ceil(8) as usize;
+            Self::read_tagged(r, DIRT_TAG, "dirty-bitmap bytes", want, dirty, |_, _| None)?;
         }
         if to_end {
             let at = r.offset();
@@ -594,41 +561,39 @@ impl Snapshot {
         Ok(())
     }
 
-    /// Reads the `DIRT` sections after the page bytes into `dirty`, one bit per pfn.
-    fn read_dirty(
+    /// Reads consecutive `tag` sections from `r` into `buf` until it holds `want` bytes (one
+    /// byte per pfn for `PAGE`, one bit per pfn for `DIRT`). Each section's bytes go through
+    /// `check` (the bytes and how many were read before them) first. Refused, at the section's
+    /// offset: a section of another tag, more bytes than `want`, a file that ends first.
+    fn read_tagged(
         r: &mut ContainerReader,
-        header: &SnapshotHeader,
-        dirty: &mut Vec<u8>,
+        tag: [u8; 4],
+        what: &str,
+        want: usize,
+        buf: &mut Vec<u8>,
+        check: impl Fn(&[u8], usize) -> Option<String>,
     ) -> Result<(), StateError> {
-        let want = header.end_pfn.div_ceil(8) as usize;
-        while dirty.len() < want {
+        while buf.len() < want {
             let at = r.offset();
-            match r.next_section()? {
-                Some((tag, raw)) if tag == DIRT_TAG && dirty.len() + raw.len() <= want => {
-                    dirty.extend_from_slice(&raw)
+            let why = match r.next_section()? {
+                Some((t, raw)) if t == tag => {
+                    if buf.len() + raw.len() > want {
+                        format!("more {what} than the header's {want}: corrupt")
+                    } else if let Some(why) = check(&raw, buf.len()) {
+                        why
+                    } else {
+                        buf.extend_from_slice(&raw);
+                        continue;
+                    }
                 }
-                Some((tag, _)) => {
-                    return Err(StateError::new(
-                        r.path(),
-                        Some(at),
-                        format!(
-                        "section {:?} where the dirty bitmap was expected ({} of {want} bytes read): corrupt",
-                        String::from_utf8_lossy(&tag),
-                        dirty.len()
-                    ),
-                    ))
-                }
-                None => {
-                    return Err(StateError::new(
-                        r.path(),
-                        Some(at),
-                        format!(
-                            "file ends after {} of {want} dirty-bitmap bytes (truncated)",
-                            dirty.len()
-                        ),
-                    ))
-                }
-            }
+                Some((t, _)) => format!(
+                    "section {:?} where {what} were expected ({} of {want} read): corrupt",
+                    String::from_utf8_lossy(&t),
+                    buf.len()
+                ),
+                None => format!("file ends after {} of {want} {what} (truncated)", buf.len()),
+            };
+            return Err(StateError::new(r.path(), Some(at), why));
         }
         Ok(())
     }
