@@ -187,6 +187,14 @@ fn count(word: &str, capped_ok: bool) -> Result<u64, String> {
     digits.parse().map_err(|_| format!("{word:?} is not a count"))
 }
 
+/// The counts after a row's first word (its zone name or migratetype), each read by [`count`];
+/// `missing` says what the first word is when the row has none.
+fn counts_after(row: &str, missing: &str, capped_ok: bool) -> Result<Vec<u64>, String> {
+    let mut it = row.split_whitespace();
+    it.next().ok_or_else(|| missing.to_string())?;
+    it.map(|w| count(w, capped_ok)).collect()
+}
+
 /// /proc/pagetypeinfo read strictly: every line must be one the kernel prints (the block
 /// order and size, the free table's title and rows of [`NR_ORDERS`] counts, the block counts'
 /// title and rows of one count per column, "Number of mixed blocks" rows, blank lines), and
@@ -229,13 +237,7 @@ pub fn check_pagetypeinfo(text: &str) -> Result<BTreeMap<String, PagetypeZone>, 
         };
         rows += 1;
         if let Some((_, typed)) = rest.split_once(", type") {
-            let mut it = typed.split_whitespace();
-            it.next()
-                .ok_or_else(|| bad("no migratetype after \"type\"".into()))?;
-            let n = it
-                .map(|w| count(w, true))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(bad)?;
+            let n = counts_after(typed, "no migratetype after \"type\"", true).map_err(bad)?;
             if n.len() != NR_ORDERS {
                 return Err(bad(format!(
                     "{} free counts, {NR_ORDERS} expected (orders 0-10)",
@@ -248,12 +250,7 @@ pub fn check_pagetypeinfo(text: &str) -> Result<BTreeMap<String, PagetypeZone>, 
                     "a block-count row without a \"Number of blocks type\" title".into()
                 ));
             };
-            let mut it = rest.split_whitespace();
-            it.next().ok_or_else(|| bad("no zone name".into()))?;
-            let n = it
-                .map(|w| count(w, false))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(bad)?;
+            let n = counts_after(rest, "no zone name", false).map_err(bad)?;
             if want != usize::MAX && n.len() != want {
                 return Err(bad(format!("{} block counts under {want} columns", n.len())));
             }
@@ -276,12 +273,7 @@ pub fn check_buddyinfo(text: &str) -> Result<BTreeMap<String, [u64; NR_ORDERS]>,
         let Some((_, rest)) = line.strip_prefix("Node").and_then(|r| r.split_once(", zone")) else {
             return Err(bad(format!("not a line of /proc/buddyinfo: {:?}", clip(line))));
         };
-        let mut it = rest.split_whitespace();
-        it.next().ok_or_else(|| bad("no zone name".into()))?;
-        let n = it
-            .map(|w| count(w, false))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(bad)?;
+        let n = counts_after(rest, "no zone name", false).map_err(bad)?;
         if n.len() != NR_ORDERS {
             return Err(bad(format!(
                 "{} counts, {NR_ORDERS} expected (orders 0-10)",
