@@ -295,7 +295,7 @@ impl Soak {
                 self.files[f].1 = self.mm.file_ra_state_init();
             }
             "kswapd" => {
-                self.mm.kswapd_until_sleep(4);
+                self.mm.kswapd_until_sleep(0, 4);
             }
             "compact" => {
                 let order = [2, 3, 4, 9][self.rng.gen_range(0..4)];
@@ -315,8 +315,8 @@ impl Soak {
             }
             "kcompactd" => {
                 let order = [3, 9][self.rng.gen_range(0..2)];
-                if self.mm.wakeup_kcompactd(order, ZoneType::Normal.idx()) {
-                    self.mm.kcompactd_until_wait();
+                if self.mm.wakeup_kcompactd(0, order, ZoneType::Normal.idx()) {
+                    self.mm.kcompactd_until_wait(0);
                 }
             }
             "compact_memory" => {

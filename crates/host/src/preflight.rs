@@ -640,6 +640,27 @@ fn supported_workload(spec: &Spec) -> Result<&WorkloadSpec, HostError> {
             spec.file, v.line
         )));
     }
+    if !spec.machine.nodes.is_empty() {
+        return Err(HostError::Unsupported(format!(
+            "{}:{}: a machine of {} NUMA nodes (the host engine runs on the machine it is on)",
+            spec.file,
+            spec.machine.line,
+            spec.machine.nodes.len()
+        )));
+    }
+    let bound = w
+        .thp_burst
+        .iter()
+        .map(|b| (b.line, b.numa))
+        .chain(w.task.iter().map(|t| (t.line, t.numa)));
+    for (line, numa) in bound {
+        if numa != Default::default() {
+            return Err(HostError::Unsupported(format!(
+                "{}:{line}: numa_node or mempolicy (tasks are not bound to nodes yet)",
+                spec.file
+            )));
+        }
+    }
     Ok(w)
 }
 

@@ -1123,6 +1123,7 @@ mod tests {
 
     fn task(name: &str, count: u32, after: Option<&str>, start_ns: u64) -> fraglab_spec::TaskParams {
         fraglab_spec::TaskParams {
+            numa: Default::default(),
             line: 1,
             name: name.into(),
             count,

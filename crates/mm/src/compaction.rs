@@ -177,7 +177,7 @@ impl CompactControl {
             migratetype: gfp.migratetype(),
             mode,
             alloc_flags: AllocFlags(0),
-            highest_zoneidx: zi,
+            highest_zoneidx: zi % MAX_NR_ZONES,
             direct_compaction: false,
             proactive_compaction: false,
             whole_zone: false,
@@ -386,9 +386,10 @@ impl Mm {
     }
 
     /// `fragmentation_score_node` (§9.12.2).
-    pub fn fragmentation_score_node(&self) -> u64 {
-        let node_present: u64 = self.zones.iter().map(|z| z.present as u64).sum();
-        (0..self.zones.len())
+    pub fn fragmentation_score_node(&self, nid: u32) -> u64 {
+        let zones = self.node_zones(nid);
+        let node_present: u64 = self.zones[zones.clone()].iter().map(|z| z.present as u64).sum();
+        zones
             .filter(|&zi| self.zones[zi].populated())
             .map(|zi| self.zones[zi].present as u64 * self.fragmentation_score_zone(zi) / (node_present + 1))
             .sum()
@@ -1791,6 +1792,21 @@ impl Mm {
         alloc_flags: AllocFlags,
         prio: CompactPriority,
     ) -> (CompactResult, Option<u32>, CompactRunStats) {
+        let ac = self.alloc_context(gfp);
+        self.try_to_compact_pages_ac(cpu, gfp, order, alloc_flags, prio, &ac)
+    }
+
+    /// [`Mm::try_to_compact_pages`] over the zonelist and nodemask of the allocation context
+    /// `ac` (the slow path's).
+    pub fn try_to_compact_pages_ac(
+        &mut self,
+        cpu: u32,
+        gfp: Gfp,
+        order: u32,
+        alloc_flags: AllocFlags,
+        prio: CompactPriority,
+        ac: &crate::page_alloc::AllocContext,
+    ) -> (CompactResult, Option<u32>, CompactRunStats) {
         let mut total = CompactRunStats::default();
         if !gfp.compaction_allowed() {
             return (CompactResult::Skipped, None, total);
@@ -1801,16 +1817,13 @@ impl Mm {
             prio: prio as i32,
         };
         self.ctrace(trace_kind::COMPACTION_DECIDE, ev);
-        let ac = self.alloc_context(gfp);
-        let Some(preferred) = ac.preferred_zone else {
+        if ac.preferred_zone.is_none() {
             return (CompactResult::Skipped, None, total);
-        };
+        }
         let mut rc = CompactResult::Skipped;
         let mut captured = None;
-        for zi in (0..=preferred).rev() {
-            if !self.zones[zi].populated() {
-                continue;
-            }
+        let mut k = ac.zref;
+        while let Some(zi) = self.next_zone(ac, &mut k) {
             if prio > CompactPriority::SyncFull && self.compaction_deferred(zi, order) {
                 rc = rc.max(CompactResult::Deferred);
                 continue;
@@ -1859,9 +1872,9 @@ impl Mm {
 
     /// `compact_node` (§9.12.4, /proc): order −1, whole zones, skip hints ignored. `proactive`
     /// runs are SYNC_LIGHT and stop per zone at the low score threshold; /proc runs are SYNC.
-    pub fn compact_node(&mut self, proactive: bool) -> CompactRunStats {
+    pub fn compact_node(&mut self, nid: u32, proactive: bool) -> CompactRunStats {
         let mut total = CompactRunStats::default();
-        for zi in 0..self.zones.len() {
+        for zi in self.node_zones(nid) {
             if !self.zones[zi].populated() {
                 continue;
             }
@@ -1873,7 +1886,8 @@ impl Mm {
             } else {
                 MigrateMode::Sync
             };
-            let mut cc = CompactControl::new(zi, -1, Gfp::GFP_KERNEL, mode, 0);
+            let cpu = self.kswapd_cpu(nid);
+            let mut cc = CompactControl::new(zi, -1, Gfp::GFP_KERNEL, mode, cpu);
             cc.whole_zone = true;
             cc.ignore_skip_hint = true;
             cc.proactive_compaction = proactive;
@@ -1890,7 +1904,11 @@ impl Mm {
     /// Writing 1 to /proc/sys/vm/compact_memory: `compact_node` of every node, then (as the
     /// kernel's sysctl handler does through compact_nodes) nothing else.
     pub fn compact_memory(&mut self) -> CompactRunStats {
-        self.compact_node(false)
+        let mut total = CompactRunStats::default();
+        for nid in 0..self.numa.nr_nodes {
+            total.add(&self.compact_node(nid, false));
+        }
+        total
     }
 
     /// The capture test of `__free_one_page` (`compaction_capture`, §9.10).
@@ -1935,7 +1953,7 @@ impl Mm {
         use std::fmt::Write as _;
         let mut out = String::new();
         for (zi, z) in self.zones.iter().enumerate().filter(|(_, z)| z.populated()) {
-            let _ = write!(out, "Node 0, zone {:>8} ", z.zone_type.name());
+            let _ = write!(out, "Node {}, zone {:>8} ", z.nid, z.zone_type.name());
             for o in 0..=MAX_PAGE_ORDER {
                 let v = f(self, zi, o);
                 // C division truncates toward zero, so −1000 prints as "-1.000".

@@ -32,6 +32,8 @@ pub struct MmConfig {
     /// `page_reporting_order` of a free page reporting device (0..=10, §32.1); `None`: no
     /// device (the default, a machine without virtio-balloon reporting).
     pub page_reporting_order: Option<u32>,
+    /// `vm.zone_reclaim_mode` (0..=7; node reclaim, `numa.rs`); inert on one node.
+    pub zone_reclaim_mode: u32,
 }
 
 impl MmConfig {
@@ -48,6 +50,7 @@ impl MmConfig {
             swap_pages: 0,
             debug_vm: false,
             page_reporting_order: None,
+            zone_reclaim_mode: 0,
         }
     }
 }

@@ -546,30 +546,44 @@ impl Mm {
     fn check_lru_links(&self) -> Result<Vec<u8>, InvariantViolation> {
         let n = self.folios.folios.len();
         let mut tags = vec![0u8; n];
-        for l in 0..crate::vmscan::NR_LRU_LISTS {
-            let mut prev = NIL;
-            let mut id = self.reclaim.lruvec.lists[l].first;
-            while id != NIL {
+        for (nid, lv) in self.reclaim.lruvec.iter().enumerate() {
+            for l in 0..crate::vmscan::NR_LRU_LISTS {
+                let mut prev = NIL;
+                let mut id = lv.lists[l].first;
+                let mut pages = 0u64;
+                while id != NIL {
+                    ensure!(
+                        (id as usize) < n,
+                        "LRU list {l} holds folio {id}, past the folio table ({n})"
+                    );
+                    let tag = tags[id as usize];
+                    ensure!(
+                        tag == 0,
+                        "LRU list {l} reaches folio {id} a second time (it is on list {}): a loop or a shared folio",
+                        tag - 1
+                    );
+                    tags[id as usize] = l as u8 + 1;
+                    let f = &self.folios.folios[id as usize];
+                    pages += 1u64 << f.order;
+                    if self.numa.multi() {
+                        let fnid = self.pfn_nid(f.pfn) as usize;
+                        ensure!(
+                            fnid == nid,
+                            "folio {id} of node {fnid} is on node {nid}'s LRU list {l}"
+                        );
+                    }
+                    let [next, back] = self.folios.lru_links[id as usize];
+                    ensure!(back == prev, "LRU list {l}: broken back link at folio {id}");
+                    prev = id;
+                    id = next;
+                }
+                ensure!(lv.lists[l].last == prev, "LRU list {l}: bad last");
                 ensure!(
-                    (id as usize) < n,
-                    "LRU list {l} holds folio {id}, past the folio table ({n})"
+                    lv.pages[l] == pages,
+                    "node {nid} LRU list {l}: size {} != {pages} on the list",
+                    lv.pages[l]
                 );
-                let tag = tags[id as usize];
-                ensure!(
-                    tag == 0,
-                    "LRU list {l} reaches folio {id} a second time (it is on list {}): a loop or a shared folio",
-                    tag - 1
-                );
-                tags[id as usize] = l as u8 + 1;
-                let [next, back] = self.folios.lru_links[id as usize];
-                ensure!(back == prev, "LRU list {l}: broken back link at folio {id}");
-                prev = id;
-                id = next;
             }
-            ensure!(
-                self.reclaim.lruvec.lists[l].last == prev,
-                "LRU list {l}: bad last"
-            );
         }
         Ok(tags)
     }

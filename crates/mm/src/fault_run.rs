@@ -53,12 +53,16 @@ impl Mm {
     /// with `alloc_flags` at order 0, if deciding it changes no state: None when a zone's
     /// high-watermark test would fail and set `below_high`, or when no zone passes (the
     /// NOFRAGMENT retry and the slow path are the ordinary path's business).
+    ///
+    /// On several nodes only the preferred node's zones qualify, and only while its kswapd
+    /// is not running (the walk's remote-node and busy-kswapd rules are the ordinary path's).
     fn fast_zone(&self, alloc_flags: AllocFlags, ac: &crate::page_alloc::AllocContext) -> Option<usize> {
         let preferred = ac.preferred_zone?;
-        for zi in (0..=preferred).rev() {
+        let mut k = ac.zref;
+        while let Some(zi) = self.next_zone(ac, &mut k) {
             let z = &self.zones[zi];
-            if !z.populated() {
-                continue;
+            if self.numa.multi() && (z.nid != self.zones[preferred].nid || self.kswapd_running(z.nid)) {
+                return None;
             }
             if !z.flags.below_high {
                 let mark = z.wmark_pages(WMARK_HIGH);
@@ -95,7 +99,11 @@ impl Mm {
         }
         assert!(cpu < self.nr_cpus, "cpu {cpu} out of range");
         let gfp = Gfp::GFP_HIGHUSER_MOVABLE;
-        let ac = self.alloc_context(gfp);
+        if self.numa.multi() && matches!(self.cur.mempolicy, crate::numa::MemPolicy::Interleave(_)) {
+            // Each fault of an interleaving task takes the next node: not a run.
+            return 0;
+        }
+        let ac = self.alloc_context_cpu(cpu, gfp);
         let mut alloc_flags = AllocFlags(AllocFlags::WMARK_LOW);
         alloc_flags.set(self.alloc_flags_nofragment(ac.preferred_zone, gfp).0);
         let Some(zi) = self.fast_zone(alloc_flags, &ac) else {
@@ -159,9 +167,9 @@ impl Mm {
         let nr = k as u64;
         // The counters each fault adds the same amount to.
         self.count(Stat::pgfault, nr);
-        self.count(crate::page_alloc::PGALLOC_BY_ZONE[zi], nr);
-        self.zones[zi].numa[0] += nr;
-        self.zones[zi].numa[4] += nr;
+        self.count(crate::page_alloc::PGALLOC_BY_ZONE[zi % MAX_NR_ZONES], nr);
+        let preferred = ac.preferred_zone.expect("a zone was found");
+        self.zone_statistics(preferred, zi, cpu, nr);
         // alloc_pages: a fast-path allocation adds an empty `AllocWork` (allocs only).
         self.work.last_alloc = crate::slowpath::AllocWork::default();
         self.work.sum.allocs += nr;
@@ -187,12 +195,14 @@ mod tests {
     fn machine(pages: u32) -> Mm {
         let z = |zone_type, start_pfn, pages| ZoneConfig {
             zone_type,
+            nid: 0,
             start_pfn,
             spanned: pages,
             present: pages,
             managed: pages,
         };
         let m = MachineConfig {
+            cpu_node: Vec::new(),
             zones: vec![
                 z(ZoneType::Dma32, 4096, pages),
                 z(ZoneType::Normal, 4096 + pages, 32768),

@@ -1064,7 +1064,7 @@ mod tests {
                 }
                 prop_assert_eq!(mm.lru_folios(LRU_INACTIVE_FILE), model.clone());
                 let mut back = Vec::new();
-                let mut at = mm.reclaim.lruvec.lists[LRU_INACTIVE_FILE as usize].last;
+                let mut at = mm.reclaim.lruvec[0].lists[LRU_INACTIVE_FILE as usize].last;
                 while at != NIL {
                     back.push(at);
                     at = mm.folios.lru_links[at as usize][1];

@@ -74,7 +74,10 @@ const N_STATS: [Stat; 7] = [
 #[derive(Default)]
 struct RunGauges {
     node: [i64; N_STATS.len()],
+    /// By zone type, of the zones of the node whose first zone index is `base` (a folio of
+    /// another node flushes the sums first).
     zone: [[i64; Z_STATS.len()]; MAX_NR_ZONES],
+    base: usize,
     /// The rss owner of the latest folios and their pages (applied when the owner changes).
     rss: Option<(u32, i64)>,
     /// The pageblock and mobility of the latest folios and their pages (applied when either
@@ -136,10 +139,10 @@ impl RunGauges {
                 *d = 0;
             }
         }
-        for (zi, zone) in self.zone.iter_mut().enumerate().take(mm.zones.len()) {
+        for (i, zone) in self.zone.iter_mut().enumerate() {
             for (s, d) in Z_STATS.iter().zip(zone.iter_mut()) {
                 if *d != 0 {
-                    mm.mod_zone_stat(zi, *s, *d);
+                    mm.mod_zone_stat(self.base + i, *s, *d);
                     *d = 0;
                 }
             }
@@ -200,6 +203,12 @@ impl Mm {
             let (pfn, order, kind, lru, owner) = (f.pfn, f.order as u32, f.kind, f.lru, f.owner);
             let (active, unevictable, mlocked) = (f.active(), f.unevictable(), f.mlocked());
             let zi = self.zone_of(pfn);
+            let base = zi - zi % MAX_NR_ZONES;
+            if base != g.base {
+                g.flush(self);
+                g.base = base;
+            }
+            let zt = zi - base;
             // `account_folio(id, -1)`, deferred.
             let nr = -(1i64 << order);
             let m = crate::folio::folio_mobility(kind, 0);
@@ -223,13 +232,13 @@ impl Mm {
                     true => (N_ACTIVE_ANON, Z_ACTIVE_ANON),
                 };
                 g.node[n] += nr;
-                g.zone[zi][z] += nr;
+                g.zone[zt][z] += nr;
                 g.node[N_ANON_PAGES] += nr;
                 if order == HPAGE_PMD_ORDER {
                     g.node[N_ANON_THP] += nr;
                 }
                 if mlocked {
-                    g.zone[zi][Z_MLOCK] += nr;
+                    g.zone[zt][Z_MLOCK] += nr;
                 }
             } else {
                 g.node[N_PAGE_TABLES] += nr;

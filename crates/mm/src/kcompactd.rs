@@ -65,28 +65,30 @@ impl Mm {
     /// wake-up ends a proactive back-off: the loop resets its timeout after the work.
     /// Simplified: one node; with a thread the timer's expiry marks it awake at once (the kernel
     /// does when the woken task runs `finish_wait`).
-    pub fn wakeup_kcompactd(&mut self, order: u32, highest_zoneidx: usize) -> bool {
+    pub fn wakeup_kcompactd(&mut self, nid: u32, order: u32, highest_zoneidx: usize) -> bool {
+        let n = nid as usize;
         if order == 0 {
             return false;
         }
-        self.kcompactd_record(order, highest_zoneidx);
-        if self.compact.kcompactd.threaded && self.compact.kcompactd.awake {
+        self.kcompactd_record(nid, order, highest_zoneidx);
+        if self.compact.kcompactd[n].threaded && self.compact.kcompactd[n].awake {
             return false;
         }
-        let woken = self.kcompactd_node_suitable();
+        let woken = self.kcompactd_node_suitable(nid);
         if woken {
             let ev = TraceEvent::MmCompactionKcompactd {
                 wake: false,
                 order: order as i32,
-                highest_zoneidx: highest_zoneidx as u8,
+                highest_zoneidx: (nid as usize * MAX_NR_ZONES + highest_zoneidx) as u8,
             };
             self.ctrace(trace_kind::COMPACTION_KCOMPACTD, ev);
             self.outbox.wakeups.push(Wakeup::Kcompactd {
+                nid,
                 order,
                 highest_zoneidx,
             });
-            if self.compact.kcompactd.threaded {
-                self.compact.kcompactd.awake = true;
+            if self.compact.kcompactd[n].threaded {
+                self.compact.kcompactd[n].awake = true;
             }
         }
         woken
@@ -98,8 +100,9 @@ impl Mm {
     /// and a zone ≥ its zone would be cleared with it (absorbed), a higher order or lower zone stays
     /// and is served right after (§26.2 item 5). The model's work is atomic and has already cleared
     /// both, so this applies the same rule here.
-    pub fn kcompactd_record(&mut self, order: u32, highest_zoneidx: usize) {
-        let k = &mut self.compact.kcompactd;
+    pub fn kcompactd_record(&mut self, nid: u32, order: u32, highest_zoneidx: usize) {
+        let n = nid as usize;
+        let k = &mut self.compact.kcompactd[n];
         let (keep_order, keep_zone) = match k.working {
             Some((wo, wz)) => (order > wo, highest_zoneidx < wz),
             None => (true, true),
@@ -113,23 +116,26 @@ impl Mm {
     }
 
     /// `pgdat->nr_zones - 1`: the highest populated zone, kcompactd's reset value.
-    pub fn kcompactd_max_zoneidx(&self) -> usize {
-        (0..self.zones.len())
+    pub fn kcompactd_max_zoneidx(&self, nid: u32) -> usize {
+        let base = nid as usize * MAX_NR_ZONES;
+        (0..MAX_NR_ZONES)
             .rev()
-            .find(|&i| self.zones[i].populated())
+            .find(|&i| self.zones[base + i].populated())
             .unwrap_or(0)
     }
 
     /// `kcompactd_node_suitable`.
-    pub fn kcompactd_node_suitable(&mut self) -> bool {
+    pub fn kcompactd_node_suitable(&mut self, nid: u32) -> bool {
+        let n = nid as usize;
         let af = AllocFlags(if self.tun.defrag_watermarks() {
             AllocFlags::WMARK_HIGH
         } else {
             AllocFlags::WMARK_MIN
         });
-        let highest = self.compact.kcompactd.highest_zoneidx.min(MAX_NR_ZONES - 1);
-        let order = self.compact.kcompactd.max_order;
-        (0..=highest).any(|zi| {
+        let highest = self.compact.kcompactd[n].highest_zoneidx.min(MAX_NR_ZONES - 1);
+        let order = self.compact.kcompactd[n].max_order;
+        let base = nid as usize * MAX_NR_ZONES;
+        (base..=base + highest).any(|zi| {
             self.zones[zi].populated()
                 && self.compaction_suit_allocation_order(zi, order, highest, af, false, true)
                     == CompactResult::Continue
@@ -139,9 +145,10 @@ impl Mm {
     /// `kcompactd_do_work` (§9.11.4, §8 D8–D10): SYNC_LIGHT with GFP_KERNEL (so UNMOVABLE),
     /// cached positions, skip hints honoured, no capture; drains all PCPs and defers after a
     /// failed zone. Counts compact_daemon_*.
-    pub fn kcompactd_do_work(&mut self) -> CompactRunStats {
-        let order = self.compact.kcompactd.max_order;
-        let highest = self.compact.kcompactd.highest_zoneidx.min(MAX_NR_ZONES - 1);
+    pub fn kcompactd_do_work(&mut self, nid: u32) -> CompactRunStats {
+        let n = nid as usize;
+        let order = self.compact.kcompactd[n].max_order;
+        let highest = self.compact.kcompactd[n].highest_zoneidx.min(MAX_NR_ZONES - 1);
         let af = AllocFlags(if self.tun.defrag_watermarks() {
             AllocFlags::WMARK_HIGH
         } else {
@@ -151,11 +158,12 @@ impl Mm {
         let ev = TraceEvent::MmCompactionKcompactd {
             wake: true,
             order: order as i32,
-            highest_zoneidx: highest as u8,
+            highest_zoneidx: (nid as usize * MAX_NR_ZONES + highest) as u8,
         };
         self.ctrace(trace_kind::COMPACTION_KCOMPACTD, ev);
         let mut total = CompactRunStats::default();
-        for zi in 0..=highest {
+        let base = nid as usize * MAX_NR_ZONES;
+        for zi in base..=base + highest {
             if !self.zones[zi].populated() {
                 continue;
             }
@@ -167,7 +175,8 @@ impl Mm {
             {
                 continue;
             }
-            let mut cc = CompactControl::new(zi, order as i32, Gfp::GFP_KERNEL, MigrateMode::SyncLight, 0);
+            let cpu = self.kswapd_cpu(nid);
+            let mut cc = CompactControl::new(zi, order as i32, Gfp::GFP_KERNEL, MigrateMode::SyncLight, cpu);
             cc.alloc_flags = af;
             cc.highest_zoneidx = highest;
             let (status, stats) = self.compact_zone(&mut cc);
@@ -183,21 +192,22 @@ impl Mm {
             self.count(Stat::compact_daemon_free_scanned, stats.free_scanned);
             total.add(&stats);
         }
-        if self.compact.kcompactd.max_order <= order {
-            self.compact.kcompactd.max_order = 0;
+        if self.compact.kcompactd[n].max_order <= order {
+            self.compact.kcompactd[n].max_order = 0;
         }
-        if self.compact.kcompactd.highest_zoneidx >= highest {
-            self.compact.kcompactd.highest_zoneidx = self.kcompactd_max_zoneidx();
+        if self.compact.kcompactd[n].highest_zoneidx >= highest {
+            self.compact.kcompactd[n].highest_zoneidx = self.kcompactd_max_zoneidx(nid);
         }
         total
     }
 
     /// `should_proactive_compact_node` (§9.12.4): proactiveness on, kswapd not running, and
     /// the node's score above the high threshold.
-    pub fn should_proactive_compact_node(&self) -> bool {
+    pub fn should_proactive_compact_node(&self, nid: u32) -> bool {
+        let n = nid as usize;
         self.compact.cfg.proactiveness > 0
-            && self.reclaim.kswapd.phase != crate::kswapd::KswapdPhase::Running
-            && self.fragmentation_score_node() > self.fragmentation_score_wmark(false)
+            && self.reclaim.kswapd[n].phase != crate::kswapd::KswapdPhase::Running
+            && self.fragmentation_score_node(nid) > self.fragmentation_score_wmark(false)
     }
 
     /// One pass of the `kcompactd` thread loop after its wait ended (§26.2 items 2–3, §9.12.4):
@@ -208,34 +218,35 @@ impl Mm {
     /// pending order is not served during a triggered check but right after it (the next wait
     /// returns at once). Either branch resets the timeout to 500 ms first (so any work after a
     /// wake-up ends a back-off). The wait itself is [`Mm::kcompactd_wait`].
-    pub fn kcompactd_run(&mut self) -> KcompactdCycle {
+    pub fn kcompactd_run(&mut self, nid: u32) -> KcompactdCycle {
+        let n = nid as usize;
         let mut out = KcompactdCycle::default();
-        if self.compact.kcompactd.threaded {
-            self.compact.kcompactd.awake = true;
+        if self.compact.kcompactd[n].threaded {
+            self.compact.kcompactd[n].awake = true;
         }
         let mut timeout = HPAGE_FRAG_CHECK_INTERVAL_MSEC;
-        if self.compact.kcompactd.max_order > 0 && !self.compact.kcompactd.proactive_trigger {
+        if self.compact.kcompactd[n].max_order > 0 && !self.compact.kcompactd[n].proactive_trigger {
             let read = (
-                self.compact.kcompactd.max_order,
-                self.compact.kcompactd.highest_zoneidx.min(MAX_NR_ZONES - 1),
+                self.compact.kcompactd[n].max_order,
+                self.compact.kcompactd[n].highest_zoneidx.min(MAX_NR_ZONES - 1),
             );
-            out.stats = self.kcompactd_do_work();
+            out.stats = self.kcompactd_do_work(nid);
             out.did_work = true;
-            if self.compact.kcompactd.threaded {
-                self.compact.kcompactd.working = Some(read);
+            if self.compact.kcompactd[n].threaded {
+                self.compact.kcompactd[n].working = Some(read);
             }
         } else {
-            if self.should_proactive_compact_node() {
-                let prev = self.fragmentation_score_node();
-                out.stats = self.compact_node(true);
+            if self.should_proactive_compact_node(nid) {
+                let prev = self.fragmentation_score_node(nid);
+                out.stats = self.compact_node(nid, true);
                 out.proactive = true;
-                if self.fragmentation_score_node() >= prev {
+                if self.fragmentation_score_node(nid) >= prev {
                     timeout <<= COMPACT_MAX_DEFER_SHIFT;
                 }
             }
-            self.compact.kcompactd.proactive_trigger = false;
+            self.compact.kcompactd[n].proactive_trigger = false;
         }
-        self.compact.kcompactd.next_timeout_ms = Some(timeout);
+        self.compact.kcompactd[n].next_timeout_ms = Some(timeout);
         out.next_timeout_ms = Some(timeout);
         out
     }
@@ -245,12 +256,13 @@ impl Mm {
     /// the wait's timeout in ms: `Some(0)` when the condition already holds (the wait returns at
     /// once and the thread stays awake: a higher order recorded during the work, or an order
     /// pending behind a triggered check), `None` for no timeout.
-    pub fn kcompactd_wait(&mut self) -> Option<u64> {
+    pub fn kcompactd_wait(&mut self, nid: u32) -> Option<u64> {
+        let n = nid as usize;
         self.ctrace(
             trace_kind::COMPACTION_KCOMPACTD,
-            TraceEvent::MmCompactionKcompactdSleep { nid: 0 },
+            TraceEvent::MmCompactionKcompactdSleep { nid: nid as i32 },
         );
-        let k = &mut self.compact.kcompactd;
+        let k = &mut self.compact.kcompactd[n];
         k.working = None;
         k.waited_ms = 0;
         if self.compact.cfg.proactiveness == 0 {
@@ -264,26 +276,27 @@ impl Mm {
     }
 
     /// kcompactd's wait timed out (the engine's timer): the thread is awake until it waits again.
-    pub fn kcompactd_timed_out(&mut self) {
-        if self.compact.kcompactd.threaded {
-            self.compact.kcompactd.awake = true;
+    pub fn kcompactd_timed_out(&mut self, nid: u32) {
+        let n = nid as usize;
+        if self.compact.kcompactd[n].threaded {
+            self.compact.kcompactd[n].awake = true;
         }
     }
 
     /// One iteration of the loop: [`Mm::kcompactd_run`] then [`Mm::kcompactd_wait`];
     /// `next_timeout_ms` is the wait's (`Some(0)`: it returns at once).
-    pub fn kcompactd_cycle(&mut self) -> KcompactdCycle {
-        let mut out = self.kcompactd_run();
-        out.next_timeout_ms = self.kcompactd_wait();
+    pub fn kcompactd_cycle(&mut self, nid: u32) -> KcompactdCycle {
+        let mut out = self.kcompactd_run(nid);
+        out.next_timeout_ms = self.kcompactd_wait(nid);
         out
     }
 
     /// Iterations of the loop until it waits for real (at most 4: an order pending behind a
     /// triggered check is served right after it; the work clears both conditions).
-    pub fn kcompactd_until_wait(&mut self) -> CompactRunStats {
+    pub fn kcompactd_until_wait(&mut self, nid: u32) -> CompactRunStats {
         let mut total = CompactRunStats::default();
         for _ in 0..4 {
-            let c = self.kcompactd_cycle();
+            let c = self.kcompactd_cycle(nid);
             total.add(&c.stats);
             if c.next_timeout_ms != Some(0) {
                 break;
@@ -295,20 +308,21 @@ impl Mm {
     /// kcompactd's wait ends now by its timeout, whatever time is left of it (so a 32 s back-off
     /// is not honoured — the `proactive_compact` op's default `mode = "timer"`): the loop runs
     /// until it waits again.
-    pub fn kcompactd_timer(&mut self) -> CompactRunStats {
-        self.kcompactd_timed_out();
-        self.kcompactd_until_wait()
+    pub fn kcompactd_timer(&mut self, nid: u32) -> CompactRunStats {
+        self.kcompactd_timed_out(nid);
+        self.kcompactd_until_wait(nid)
     }
 
     /// `ms` of time pass for a sleeping kcompactd (`mode = "tick"`, §26.2–§26.3): the timeout
     /// expires only once the wait has lasted its full timeout (500 ms, 32 s after a fruitless
     /// proactive run, never at proactiveness 0); then as [`Mm::kcompactd_timer`]. Returns the
     /// run's statistics, `None` when the thread slept on.
-    pub fn kcompactd_tick(&mut self, ms: u64) -> Option<CompactRunStats> {
-        let k = &mut self.compact.kcompactd;
+    pub fn kcompactd_tick(&mut self, nid: u32, ms: u64) -> Option<CompactRunStats> {
+        let n = nid as usize;
+        let k = &mut self.compact.kcompactd[n];
         k.waited_ms += ms;
         match k.next_timeout_ms {
-            Some(t) if k.waited_ms >= t => Some(self.kcompactd_timer()),
+            Some(t) if k.waited_ms >= t => Some(self.kcompactd_timer(nid)),
             _ => None,
         }
     }
@@ -317,27 +331,29 @@ impl Mm {
     /// `compaction_proactiveness_sysctl_handler`): set `proactive_compact_trigger`; if the thread
     /// sleeps, emit mm_compaction_wakeup_kcompactd with order −1 and wake it. Returns whether it
     /// woke it. Without a thread the woken loop is run here until it waits again.
-    pub fn kcompactd_trigger(&mut self) -> (bool, CompactRunStats) {
-        self.compact.kcompactd.proactive_trigger = true;
-        let k = &self.compact.kcompactd;
+    pub fn kcompactd_trigger(&mut self, nid: u32) -> (bool, CompactRunStats) {
+        let n = nid as usize;
+        self.compact.kcompactd[n].proactive_trigger = true;
+        let k = &self.compact.kcompactd[n];
         if k.threaded && k.awake {
             return (false, CompactRunStats::default());
         }
-        let zone = self.kcompactd_max_zoneidx();
+        let zone = self.kcompactd_max_zoneidx(nid);
         let ev = TraceEvent::MmCompactionKcompactd {
             wake: false,
             order: -1,
-            highest_zoneidx: zone as u8,
+            highest_zoneidx: (nid as usize * MAX_NR_ZONES + zone) as u8,
         };
         self.ctrace(trace_kind::COMPACTION_KCOMPACTD, ev);
-        if self.compact.kcompactd.threaded {
+        if self.compact.kcompactd[n].threaded {
             self.outbox.wakeups.push(Wakeup::Kcompactd {
+                nid,
                 order: 0,
                 highest_zoneidx: zone,
             });
-            self.compact.kcompactd.awake = true;
+            self.compact.kcompactd[n].awake = true;
             return (true, CompactRunStats::default());
         }
-        (true, self.kcompactd_until_wait())
+        (true, self.kcompactd_until_wait(nid))
     }
 }

@@ -111,7 +111,9 @@ impl Mm {
             return;
         }
         let hz = highest_zoneidx.idx();
-        let k = &mut self.reclaim.kswapd;
+        let nid = self.zones[zi].nid;
+        let n = nid as usize;
+        let k = &mut self.reclaim.kswapd[n];
         if k.highest_zoneidx.is_none_or(|cur| cur < hz) {
             k.highest_zoneidx = Some(hz);
         }
@@ -121,28 +123,29 @@ impl Mm {
         if k.phase == KswapdPhase::Running {
             return;
         }
-        if self.reclaim.kswapd_failures >= KSWAPD_MAX_FAILURES
-            || (self.pgdat_balanced(order, hz) && !self.pgdat_watermark_boosted(hz))
+        if self.reclaim.kswapd_failures[n] >= KSWAPD_MAX_FAILURES
+            || (self.pgdat_balanced(nid, order, hz) && !self.pgdat_watermark_boosted(nid, hz))
         {
             if !gfp.intersects(Gfp::DIRECT_RECLAIM) {
-                self.wakeup_kcompactd(order, hz);
+                self.wakeup_kcompactd(nid, order, hz);
             }
             return;
         }
-        match self.reclaim.kswapd.phase {
-            KswapdPhase::Napping { .. } => self.reclaim.kswapd.nap_cut_short = true,
-            _ => self.reclaim.kswapd.phase = KswapdPhase::Running,
+        match self.reclaim.kswapd[n].phase {
+            KswapdPhase::Napping { .. } => self.reclaim.kswapd[n].nap_cut_short = true,
+            _ => self.reclaim.kswapd[n].phase = KswapdPhase::Running,
         }
-        self.reclaim.kswapd.wakes += 1;
+        self.reclaim.kswapd[n].wakes += 1;
         if self.trace_on(trace_kind::VMSCAN_KSWAPD) {
             let ev = TraceEvent::MmVmscanWakeupKswapd {
-                nid: 0,
+                nid: nid as i32,
                 order: order as i32,
                 gfp,
             };
             self.emit(0, ev);
         }
         self.outbox.wakeups.push(Wakeup::Kswapd {
+            nid,
             zone: self.zones[zi].zone_type,
             order,
             highest_zoneidx,
@@ -151,13 +154,30 @@ impl Mm {
     }
 
     /// `kswapd_highest_zoneidx`: the recorded zone index, or the previous cycle's if unset.
-    fn kswapd_highest_zoneidx(&self, prev: usize) -> usize {
-        self.reclaim.kswapd.highest_zoneidx.unwrap_or(prev)
+    fn kswapd_highest_zoneidx(&self, nid: u32, prev: usize) -> usize {
+        self.reclaim.kswapd[nid as usize].highest_zoneidx.unwrap_or(prev)
+    }
+
+    /// Whether node `nid`'s kswapd is off its wait queue, running (`!waitqueue_active(
+    /// &pgdat->kswapd_wait)`; napping and sleeping both wait on the queue).
+    #[inline]
+    pub fn kswapd_running(&self, nid: u32) -> bool {
+        self.reclaim.kswapd[nid as usize].phase == KswapdPhase::Running
+    }
+
+    /// The CPU node `nid`'s kswapd frees to (the node's first CPU, or CPU 0 for a node
+    /// without CPUs; the model has no kswapd CPU of its own).
+    pub fn kswapd_cpu(&self, nid: u32) -> u32 {
+        if nid == 0 {
+            return KSWAPD_CPU;
+        }
+        self.numa.cpu_node.iter().position(|&n| n == nid).unwrap_or(0) as u32
     }
 
     /// `prepare_kswapd_sleep` (§10.2.3): the node is hopeless or balanced at `order`.
-    pub fn prepare_kswapd_sleep(&self, order: u32, highest_zoneidx: usize) -> bool {
-        self.reclaim.kswapd_failures >= KSWAPD_MAX_FAILURES || self.pgdat_balanced(order, highest_zoneidx)
+    pub fn prepare_kswapd_sleep(&self, nid: u32, order: u32, highest_zoneidx: usize) -> bool {
+        self.reclaim.kswapd_failures[nid as usize] >= KSWAPD_MAX_FAILURES
+            || self.pgdat_balanced(nid, order, highest_zoneidx)
     }
 
     /// One pass of the kswapd thread from a wake-up (§10.2.1): read and reset the request,
@@ -166,16 +186,17 @@ impl Mm {
     /// the (possibly new) recorded order for both. If the node is balanced (or hopeless) the
     /// skip bits are reset, kcompactd is woken for the allocation order and the thread naps;
     /// otherwise `kswapd_high_wmark_hit_quickly` and the thread stays runnable.
-    pub fn kswapd_run(&mut self) -> KswapdCycle {
-        let alloc_order = self.reclaim.kswapd.order;
-        let hz = self.kswapd_highest_zoneidx(self.reclaim.kswapd.prev_highest_zoneidx);
-        self.reclaim.kswapd.order = 0;
-        self.reclaim.kswapd.highest_zoneidx = None;
-        self.reclaim.kswapd.prev_highest_zoneidx = hz;
-        self.reclaim.kswapd.phase = KswapdPhase::Running;
-        self.reclaim.kswapd.nap_cut_short = false;
-        self.kswapd_trace_wake(hz, alloc_order);
-        let b = self.balance_pgdat(alloc_order, hz);
+    pub fn kswapd_run(&mut self, nid: u32) -> KswapdCycle {
+        let n = nid as usize;
+        let alloc_order = self.reclaim.kswapd[n].order;
+        let hz = self.kswapd_highest_zoneidx(nid, self.reclaim.kswapd[n].prev_highest_zoneidx);
+        self.reclaim.kswapd[n].order = 0;
+        self.reclaim.kswapd[n].highest_zoneidx = None;
+        self.reclaim.kswapd[n].prev_highest_zoneidx = hz;
+        self.reclaim.kswapd[n].phase = KswapdPhase::Running;
+        self.reclaim.kswapd[n].nap_cut_short = false;
+        self.kswapd_trace_wake(nid, alloc_order);
+        let b = self.balance_pgdat(nid, alloc_order, hz);
         let mut cycle = KswapdCycle {
             balanced_run: true,
             alloc_order,
@@ -191,32 +212,34 @@ impl Mm {
             (alloc_order, b.reclaim_order, hz)
         } else {
             // Back at the top of the kswapd() loop: both orders are the recorded one.
-            let o = self.reclaim.kswapd.order;
-            let h = self.kswapd_highest_zoneidx(hz);
-            self.reclaim.kswapd.prev_highest_zoneidx = h;
+            let o = self.reclaim.kswapd[n].order;
+            let h = self.kswapd_highest_zoneidx(nid, hz);
+            self.reclaim.kswapd[n].prev_highest_zoneidx = h;
             (o, o, h)
         };
-        self.kswapd_try_to_sleep(a, r, h, &mut cycle);
+        self.kswapd_try_to_sleep(nid, a, r, h, &mut cycle);
         cycle
     }
 
     /// The first half of `kswapd_try_to_sleep` (§10.2.3).
     fn kswapd_try_to_sleep(
         &mut self,
+        nid: u32,
         alloc_order: u32,
         reclaim_order: u32,
         hz: usize,
         cycle: &mut KswapdCycle,
     ) {
-        if self.prepare_kswapd_sleep(reclaim_order, hz) {
-            for zi in 0..self.zones.len() {
+        let n = nid as usize;
+        if self.prepare_kswapd_sleep(nid, reclaim_order, hz) {
+            for zi in self.node_zones(nid) {
                 self.reset_isolation_suitable(zi);
             }
             if alloc_order > 0 {
-                cycle.kcompactd_woken |= self.wakeup_kcompactd(alloc_order, hz);
+                cycle.kcompactd_woken |= self.wakeup_kcompactd(nid, alloc_order, hz);
             }
-            self.reclaim.kswapd.nap_cut_short = false;
-            self.reclaim.kswapd.phase = KswapdPhase::Napping {
+            self.reclaim.kswapd[n].nap_cut_short = false;
+            self.reclaim.kswapd[n].phase = KswapdPhase::Napping {
                 alloc_order,
                 reclaim_order,
                 highest_zoneidx: hz,
@@ -224,7 +247,7 @@ impl Mm {
             cycle.napping = true;
         } else {
             self.count(Stat::kswapd_high_wmark_hit_quickly, 1);
-            self.reclaim.kswapd.phase = KswapdPhase::Running;
+            self.reclaim.kswapd[n].phase = KswapdPhase::Running;
         }
     }
 
@@ -232,16 +255,20 @@ impl Mm {
     /// by a wake-up restores the request (`kswapd_low_wmark_hit_quickly`); a full nap on a
     /// still balanced node goes to sleep (mm_vmscan_kswapd_sleep); otherwise
     /// `kswapd_high_wmark_hit_quickly` and the thread runs again.
-    pub fn kswapd_nap_done(&mut self) -> KswapdCycle {
+    pub fn kswapd_nap_done(&mut self, nid: u32) -> KswapdCycle {
+        let n = nid as usize;
         let KswapdPhase::Napping {
             alloc_order,
             reclaim_order,
             highest_zoneidx,
-        } = self.reclaim.kswapd.phase
+        } = self.reclaim.kswapd[n].phase
         else {
-            panic!("kswapd_nap_done while kswapd is {:?}", self.reclaim.kswapd.phase);
+            panic!(
+                "kswapd_nap_done while kswapd is {:?}",
+                self.reclaim.kswapd[n].phase
+            );
         };
-        let remaining = self.reclaim.kswapd.nap_cut_short;
+        let remaining = self.reclaim.kswapd[n].nap_cut_short;
         let mut cycle = KswapdCycle {
             alloc_order,
             reclaim_order,
@@ -249,15 +276,15 @@ impl Mm {
             ..Default::default()
         };
         if remaining {
-            let h = self.kswapd_highest_zoneidx(highest_zoneidx);
-            self.reclaim.kswapd.highest_zoneidx = Some(h);
-            if self.reclaim.kswapd.order < reclaim_order {
-                self.reclaim.kswapd.order = reclaim_order;
+            let h = self.kswapd_highest_zoneidx(nid, highest_zoneidx);
+            self.reclaim.kswapd[n].highest_zoneidx = Some(h);
+            if self.reclaim.kswapd[n].order < reclaim_order {
+                self.reclaim.kswapd[n].order = reclaim_order;
             }
         }
-        if !remaining && self.prepare_kswapd_sleep(reclaim_order, highest_zoneidx) {
-            self.kswapd_trace_sleep();
-            self.reclaim.kswapd.phase = KswapdPhase::Sleeping;
+        if !remaining && self.prepare_kswapd_sleep(nid, reclaim_order, highest_zoneidx) {
+            self.kswapd_trace_sleep(nid);
+            self.reclaim.kswapd[n].phase = KswapdPhase::Sleeping;
             cycle.asleep = true;
         } else {
             self.count(
@@ -268,9 +295,9 @@ impl Mm {
                 },
                 1,
             );
-            self.reclaim.kswapd.phase = KswapdPhase::Running;
+            self.reclaim.kswapd[n].phase = KswapdPhase::Running;
         }
-        self.reclaim.kswapd.nap_cut_short = false;
+        self.reclaim.kswapd[n].nap_cut_short = false;
         cycle
     }
 
@@ -278,19 +305,19 @@ impl Mm {
     /// (every nap runs to its end). Stops after `max_runs` calls of `kswapd_run` (a node that
     /// can neither be balanced nor becomes hopeless would otherwise loop). Returns the
     /// cycles.
-    pub fn kswapd_until_sleep(&mut self, max_runs: u32) -> Vec<KswapdCycle> {
+    pub fn kswapd_until_sleep(&mut self, nid: u32, max_runs: u32) -> Vec<KswapdCycle> {
         let mut out = Vec::new();
         let mut runs = 0;
         loop {
-            match self.reclaim.kswapd.phase {
+            match self.reclaim.kswapd[nid as usize].phase {
                 KswapdPhase::Sleeping => break,
-                KswapdPhase::Napping { .. } => out.push(self.kswapd_nap_done()),
+                KswapdPhase::Napping { .. } => out.push(self.kswapd_nap_done(nid)),
                 KswapdPhase::Running => {
                     if runs == max_runs {
                         break;
                     }
                     runs += 1;
-                    out.push(self.kswapd_run());
+                    out.push(self.kswapd_run(nid));
                 }
             }
         }
@@ -303,7 +330,7 @@ impl Mm {
         if self.reclaim.swap.total == 0 {
             return;
         }
-        if self.inactive_is_low(LRU_INACTIVE_ANON) {
+        if self.inactive_is_low(sc.nid, LRU_INACTIVE_ANON) {
             self.shrink_active_list(SWAP_CLUSTER_MAX, LRU_ACTIVE_ANON, sc);
         }
     }
@@ -313,7 +340,8 @@ impl Mm {
     /// Returns whether enough was scanned (then the priority is not raised).
     fn kswapd_shrink_node(&mut self, sc: &mut ScanControl) -> bool {
         let start = sc.nr_reclaimed;
-        sc.nr_to_reclaim = (0..=sc.reclaim_idx.min(self.zones.len() - 1))
+        let base = sc.nid as usize * MAX_NR_ZONES;
+        sc.nr_to_reclaim = (base..=base + sc.reclaim_idx.min(MAX_NR_ZONES - 1))
             .filter(|&zi| self.zones[zi].managed > 0)
             .map(|zi| {
                 self.zones[zi]
@@ -334,31 +362,33 @@ impl Mm {
     /// the node is unbalanced, and ends when it reclaims nothing. A run that reclaims nothing
     /// counts a kswapd failure. A boosted run subtracts its boosts and wakes kcompactd for
     /// pageblock order. Counts `pageoutrun`.
-    fn balance_pgdat(&mut self, order: u32, hz: usize) -> BalanceResult {
+    fn balance_pgdat(&mut self, nid: u32, order: u32, hz: usize) -> BalanceResult {
         self.count(Stat::pageoutrun, 1);
-        let last = hz.min(self.zones.len() - 1);
+        let base = nid as usize * MAX_NR_ZONES;
+        let last = base + hz.min(MAX_NR_ZONES - 1);
         let mut zone_boosts = [0u64; MAX_NR_ZONES];
         let mut nr_boost_reclaim = 0u64;
-        for (boost, z) in zone_boosts.iter_mut().zip(&self.zones[..=last]) {
+        for (boost, z) in zone_boosts.iter_mut().zip(&self.zones[base..=last]) {
             if z.managed > 0 {
                 *boost = z.watermark_boost;
                 nr_boost_reclaim += z.watermark_boost;
             }
         }
         let boosted = nr_boost_reclaim > 0;
-        let mut sc = ScanControl::direct(hz, order, KSWAPD_CPU);
+        let mut sc = ScanControl::direct(hz, order, self.kswapd_cpu(nid));
         sc.kswapd = true;
+        sc.nid = nid;
         let mut passes = 0;
         let mut scanned = 0;
         'restart: loop {
-            self.set_reclaim_active(last, true);
+            self.set_reclaim_active(base, last, true);
             sc.priority = DEF_PRIORITY;
             let mut done = false;
             loop {
                 let before = sc.nr_reclaimed;
                 let mut raise_priority = true;
                 sc.reclaim_idx = hz;
-                let balanced = self.pgdat_balanced(sc.order, hz);
+                let balanced = self.pgdat_balanced(nid, sc.order, hz);
                 if !balanced && nr_boost_reclaim > 0 {
                     nr_boost_reclaim = 0;
                     continue 'restart;
@@ -402,22 +432,22 @@ impl Mm {
                 continue 'restart;
             }
             if !done && sc.nr_reclaimed == 0 {
-                self.reclaim.kswapd_failures += 1;
+                self.reclaim.kswapd_failures[nid as usize] += 1;
             }
             break;
         }
-        self.set_reclaim_active(last, false);
+        self.set_reclaim_active(base, last, false);
         let mut kcompactd_woken = false;
         if boosted {
-            for (zi, &b) in zone_boosts.iter().enumerate().take(last + 1) {
+            for (i, &b) in zone_boosts.iter().enumerate().take(last - base + 1) {
                 if b > 0 {
-                    let z = &mut self.zones[zi];
+                    let z = &mut self.zones[base + i];
                     z.watermark_boost -= z.watermark_boost.min(b);
                 }
             }
-            kcompactd_woken = self.wakeup_kcompactd(PAGEBLOCK_ORDER, hz);
+            kcompactd_woken = self.wakeup_kcompactd(nid, PAGEBLOCK_ORDER, hz);
         }
-        self.snapshot_refaults();
+        self.snapshot_refaults(nid);
         BalanceResult {
             reclaim_order: sc.order,
             scanned,
@@ -429,27 +459,29 @@ impl Mm {
 
     /// `set_reclaim_active` / `clear_reclaim_active`: ZONE_RECLAIM_ACTIVE on the managed zones
     /// up to `last` (it lowers the PCP high limit, §2.2).
-    fn set_reclaim_active(&mut self, last: usize, active: bool) {
-        for zi in 0..=last {
+    fn set_reclaim_active(&mut self, base: usize, last: usize, active: bool) {
+        for zi in base..=last {
             if self.zones[zi].managed > 0 {
                 self.zones[zi].flags.reclaim_active = active;
             }
         }
     }
 
-    fn kswapd_trace_wake(&mut self, _hz: usize, order: u32) {
+    fn kswapd_trace_wake(&mut self, nid: u32, order: u32) {
         if self.trace_on(trace_kind::VMSCAN_KSWAPD) {
             let ev = TraceEvent::MmVmscanKswapdWake {
-                nid: 0,
+                nid: nid as i32,
                 order: order as i32,
             };
-            self.emit(KSWAPD_CPU, ev);
+            let cpu = self.kswapd_cpu(nid);
+            self.emit(cpu, ev);
         }
     }
 
-    fn kswapd_trace_sleep(&mut self) {
+    fn kswapd_trace_sleep(&mut self, nid: u32) {
         if self.trace_on(trace_kind::VMSCAN_KSWAPD) {
-            self.emit(KSWAPD_CPU, TraceEvent::MmVmscanKswapdSleep { nid: 0 });
+            let cpu = self.kswapd_cpu(nid);
+            self.emit(cpu, TraceEvent::MmVmscanKswapdSleep { nid: nid as i32 });
         }
     }
 }

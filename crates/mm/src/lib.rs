@@ -24,6 +24,7 @@ pub mod migrate;
 pub mod mlock;
 pub mod mmzone;
 pub mod node;
+pub mod numa;
 pub mod page_alloc;
 pub mod page_reporting;
 pub mod restore;

@@ -362,10 +362,13 @@ pub const WMARK_LOW: usize = 1;
 pub const WMARK_HIGH: usize = 2;
 pub const WMARK_PROMO: usize = 3;
 
-/// `struct zone` (§1.1.3), for one zone of the single node.
+/// `struct zone` (§1.1.3): one zone of one node.
 #[derive(Clone, Debug)]
 pub struct Zone {
     pub zone_type: ZoneType,
+    /// The node the zone belongs to (`zone_to_nid`); the zone's index in `Mm::zones` is
+    /// `nid * MAX_NR_ZONES + zone_type` (the kernel's `pgdat->node_zones[]`, node by node).
+    pub nid: u32,
     pub start_pfn: u32,
     pub spanned: u32,
     pub present: u32,
@@ -405,6 +408,7 @@ impl Zone {
     pub fn new(zone_type: ZoneType, nr_cpus: usize) -> Zone {
         Zone {
             zone_type,
+            nid: 0,
             start_pfn: 0,
             spanned: 0,
             present: 0,
@@ -474,18 +478,31 @@ impl Zone {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ZoneConfig {
     pub zone_type: ZoneType,
+    /// The NUMA node the zone belongs to (0 on a single-node machine).
+    pub nid: u32,
     pub start_pfn: u32,
     pub spanned: u32,
     pub present: u32,
     pub managed: u32,
 }
 
-/// The machine: a single node with its zones and CPUs (§1.1).
+/// The machine: its nodes' zones and its CPUs (§1.1). Zones are listed node by node, each
+/// node's in kernel order, at rising pfns; the nodes are the nids the zones name (0..N, each
+/// with at least one populated zone).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MachineConfig {
     pub zones: Vec<ZoneConfig>,
     pub nr_cpus: u32,
+    /// The node of each CPU (`cpu_to_node`); empty: every CPU is on node 0.
+    pub cpu_node: Vec<u32>,
 }
+
+/// The most nodes a machine may have (the model's nodemasks are 64-bit words).
+pub const MAX_NUMNODES: u32 = 64;
+
+/// Where later nodes start: node boundaries are aligned to a memory section (128 MiB on
+/// x86-64, `SECTION_SIZE_BITS` = 27), as firmware lays out NUMA memory ranges.
+const SECTION_PAGES: u32 = 1 << (27 - 12);
 
 /// Errors in a machine description.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -539,6 +556,7 @@ impl MachineConfig {
             // DMA is only laid out when there is memory above it (≥ 32 MiB).
             zones.push(ZoneConfig {
                 zone_type: ZoneType::Dma,
+                nid: 0,
                 start_pfn: DMA_START,
                 spanned: DMA_SPANNED,
                 present: DMA_PRESENT,
@@ -556,6 +574,7 @@ impl MachineConfig {
         };
         zones.push(ZoneConfig {
             zone_type: ZoneType::Dma32,
+            nid: 0,
             start_pfn: next,
             spanned: dma32_spanned,
             present: dma32_present,
@@ -565,15 +584,94 @@ impl MachineConfig {
         if has_normal {
             zones.push(ZoneConfig {
                 zone_type: ZoneType::Normal,
+                nid: 0,
                 start_pfn: DMA32_END,
                 spanned: left,
                 present: left,
                 managed: left - reserve(left),
             });
         }
-        let m = MachineConfig { zones, nr_cpus };
+        let m = MachineConfig {
+            zones,
+            nr_cpus,
+            cpu_node: Vec::new(),
+        };
         m.validate()?;
         Ok(m)
+    }
+
+    /// A multi-node x86-64 layout: node 0 is [`MachineConfig::x86_64`] of `node_bytes[0]`
+    /// (DMA, DMA32 below the PCI hole, Normal from 4 GiB); each later node is one Normal zone of
+    /// `node_bytes[k]`, starting at the next memory-section boundary after the previous node
+    /// (and not below 4 GiB), with the same 1/64 of its pages reserved. CPUs are numbered node
+    /// by node: `node_cpus[0]` CPUs on node 0, then node 1's, and so on (the layout of a
+    /// two-socket server with SMT numbering per socket; firmware may interleave them instead,
+    /// which changes nothing the model reads but the names).
+    pub fn x86_64_nodes(
+        node_bytes: &[u64],
+        dma: bool,
+        node_cpus: &[u32],
+    ) -> Result<MachineConfig, MachineError> {
+        if node_bytes.is_empty() || node_bytes.len() != node_cpus.len() {
+            return Err(MachineError(format!(
+                "{} node sizes and {} CPU counts: expected one of each per node",
+                node_bytes.len(),
+                node_cpus.len()
+            )));
+        }
+        if node_bytes.len() > MAX_NUMNODES as usize {
+            return Err(MachineError(format!(
+                "{} nodes: at most {MAX_NUMNODES}",
+                node_bytes.len()
+            )));
+        }
+        let nr_cpus: u32 = node_cpus.iter().sum();
+        let mut m = MachineConfig::x86_64(node_bytes[0], dma, nr_cpus.max(1))?;
+        for (nid, &bytes) in node_bytes.iter().enumerate().skip(1) {
+            let pages = bytes / PAGE_SIZE;
+            if pages < PAGEBLOCK_NR_PAGES as u64 || pages > (1u64 << 28) {
+                return Err(MachineError(format!(
+                    "node {nid}: {bytes} bytes: expected one pageblock (2 MiB) to 1 TiB"
+                )));
+            }
+            let start = m
+                .end_pfn()
+                .div_ceil(SECTION_PAGES)
+                .saturating_mul(SECTION_PAGES)
+                .max(DMA32_END);
+            let pages = pages as u32;
+            if start as u64 + pages as u64 > u32::MAX as u64 {
+                return Err(MachineError("nodes end beyond 16 TiB".into()));
+            }
+            m.zones.push(ZoneConfig {
+                zone_type: ZoneType::Normal,
+                nid: nid as u32,
+                start_pfn: start,
+                spanned: pages,
+                present: pages,
+                managed: pages - pages / 64,
+            });
+        }
+        m.cpu_node = node_cpus
+            .iter()
+            .enumerate()
+            .flat_map(|(nid, &n)| std::iter::repeat_n(nid as u32, n as usize))
+            .collect();
+        if node_bytes.len() == 1 {
+            m.cpu_node.clear();
+        }
+        m.validate()?;
+        Ok(m)
+    }
+
+    /// The number of nodes: one more than the highest nid of any zone.
+    pub fn nr_nodes(&self) -> u32 {
+        self.zones.iter().map(|z| z.nid + 1).max().unwrap_or(1)
+    }
+
+    /// `cpu_to_node`.
+    pub fn cpu_to_node(&self, cpu: u32) -> u32 {
+        self.cpu_node.get(cpu as usize).copied().unwrap_or(0)
     }
 
     /// Checks zones are ordered, non-overlapping, and present ≤ spanned, managed ≤ present.
@@ -582,11 +680,41 @@ impl MachineConfig {
             return Err(MachineError(format!("{} CPUs: expected 1..=256", self.nr_cpus)));
         }
         let mut end = 0u64;
-        let mut last: Option<ZoneType> = None;
+        let mut last: Option<(u32, ZoneType)> = None;
         let mut managed = 0u64;
+        let nr_nodes = self.nr_nodes();
+        if nr_nodes > MAX_NUMNODES {
+            return Err(MachineError(format!("{nr_nodes} nodes: at most {MAX_NUMNODES}")));
+        }
+        for nid in 0..nr_nodes {
+            if !self.zones.iter().any(|z| z.nid == nid && z.present > 0) {
+                return Err(MachineError(format!(
+                    "node {nid} has no memory: every node from 0 to {} needs a populated zone",
+                    nr_nodes - 1
+                )));
+            }
+        }
+        if !self.cpu_node.is_empty() {
+            if self.cpu_node.len() != self.nr_cpus as usize {
+                return Err(MachineError(format!(
+                    "{} CPU nodes given for {} CPUs",
+                    self.cpu_node.len(),
+                    self.nr_cpus
+                )));
+            }
+            if let Some(&n) = self.cpu_node.iter().find(|&&n| n >= nr_nodes) {
+                return Err(MachineError(format!("a CPU is on node {n}, which has no memory")));
+            }
+        }
         for z in &self.zones {
-            if let Some(l) = last {
-                if z.zone_type <= l {
+            if let Some((ln, l)) = last {
+                if z.nid < ln {
+                    return Err(MachineError(format!(
+                        "a zone of node {} follows node {ln}: list the zones node by node",
+                        z.nid
+                    )));
+                }
+                if z.nid == ln && z.zone_type <= l {
                     return Err(MachineError(format!(
                         "zone {} follows {}: zones must be in kernel order, each once",
                         z.zone_type.name(),
@@ -611,7 +739,7 @@ impl MachineConfig {
             }
             end = z.start_pfn as u64 + z.spanned as u64;
             managed += z.managed as u64;
-            last = Some(z.zone_type);
+            last = Some((z.nid, z.zone_type));
         }
         if end > u32::MAX as u64 {
             return Err(MachineError("zones end beyond 16 TiB".into()));

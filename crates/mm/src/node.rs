@@ -92,6 +92,7 @@ impl Tunables {
 pub enum Wakeup {
     /// `wakeup_kswapd(zone, gfp, order, highest_zoneidx)`.
     Kswapd {
+        nid: u32,
         zone: ZoneType,
         order: u32,
         highest_zoneidx: ZoneType,
@@ -99,7 +100,11 @@ pub enum Wakeup {
     },
     /// `wakeup_kcompactd(pgdat, order, highest_zoneidx)` found the node suitable and woke the
     /// thread (§9.11.2).
-    Kcompactd { order: u32, highest_zoneidx: usize },
+    Kcompactd {
+        nid: u32,
+        order: u32,
+        highest_zoneidx: usize,
+    },
     /// Free page reporting's `schedule_delayed_work(&prdev->work, PAGE_REPORTING_DELAY)`
     /// (§32.2 item 1): run [`Mm::page_reporting_process`] 2 s from now, unless a pass is already
     /// pending (a pending delayed work is not queued twice).
@@ -117,7 +122,8 @@ pub struct FallbackStats {
     pub steal: [[u64; MIGRATE_PCPTYPES]; MIGRATE_PCPTYPES],
 }
 
-/// The model of one machine: a single node (§19.1 item 1), its state grouped by mechanism as
+/// The model of one machine: its nodes' zones (`zones`, node by node), the memory map and the
+/// per-node state (reclaim, compaction threads), its state grouped by mechanism as
 /// the kernel groups it in `struct pglist_data` and `struct zone`: the memory map and pageblock
 /// bits at the top, then reclaim, compaction, the page cache and THP each in a structure of
 /// their own, the task context and trace buffer of the current operation, and the requests the
@@ -169,6 +175,8 @@ pub struct Mm {
     pub outbox: Outbox,
     /// The work of the last allocation and the work summed since boot (the cost model's input).
     pub work: Work,
+    /// The nodes: distances, zonelists, memory-policy state, `vm.zone_reclaim_mode` (`numa.rs`).
+    pub numa: crate::numa::Numa,
     pub(crate) end_pfn: u32,
 }
 
@@ -176,11 +184,11 @@ pub struct Mm {
 /// shrinker), §10.
 #[derive(Default)]
 pub struct Reclaim {
-    /// The node's LRU lists (§10.3).
-    pub lruvec: crate::vmscan::Lruvec,
-    /// kswapd's state (§10.1–§10.2) and `pgdat->kswapd_failures`.
-    pub kswapd: crate::kswapd::KswapdState,
-    pub kswapd_failures: u32,
+    /// Each node's LRU lists (§10.3), indexed by nid.
+    pub lruvec: Vec<crate::vmscan::Lruvec>,
+    /// Each node's kswapd state (§10.1–§10.2) and `pgdat->kswapd_failures`, indexed by nid.
+    pub kswapd: Vec<crate::kswapd::KswapdState>,
+    pub kswapd_failures: Vec<u32>,
     /// The swap device (none by default) and the page cache's shadow entries.
     pub swap: crate::swap::SwapDevice,
     pub workingset: crate::workingset::Workingset,
@@ -200,8 +208,8 @@ pub struct Compact {
     pub cfg: crate::compaction::CompactionConfig,
     /// A direct compactor's capture request (`task_capc`, §9.10), while one runs.
     pub(crate) capc: Option<crate::compaction::CaptureControl>,
-    /// kcompactd's state (§9.11.1).
-    pub kcompactd: crate::compaction::KcompactdState,
+    /// Each node's kcompactd state (§9.11.1), indexed by nid.
+    pub kcompactd: Vec<crate::compaction::KcompactdState>,
     /// What the last `migrate_pages` call did, and how many pages it was given.
     pub last_migrate: crate::migrate::MigrateStats,
     pub last_migrate_nr_pages: u64,
@@ -244,6 +252,8 @@ pub struct Current {
     /// Who holds `zone->lock` and `lru_lock` when, for async compaction's trylocks (§24.5):
     /// set by the clocked engine before each task step; `None` without a clock.
     pub locks_busy: Option<crate::compaction::LocksBusy>,
+    /// The task's memory policy (`set_mempolicy`), set by the engine with the task.
+    pub mempolicy: crate::numa::MemPolicy,
 }
 
 impl Default for Current {
@@ -254,6 +264,7 @@ impl Default for Current {
             comm: "fraglab".to_string(),
             drain_mutex_held: false,
             locks_busy: None,
+            mempolicy: Default::default(),
         }
     }
 }
@@ -448,7 +459,7 @@ impl Mm {
         let mut mm = Mm::blank(cfg, machine.end_pfn());
         let mut zones = std::mem::take(&mut mm.zones);
         for zc in &machine.zones {
-            let z = &mut zones[zc.zone_type.idx()];
+            let z = &mut zones[zc.nid as usize * MAX_NR_ZONES + zc.zone_type.idx()];
             z.start_pfn = zc.start_pfn;
             z.spanned = zc.spanned;
             z.present = zc.present;
@@ -464,7 +475,7 @@ impl Mm {
         }
         mm.zones = zones;
         for zc in &machine.zones {
-            let zi = zc.zone_type.idx();
+            let zi = zc.nid as usize * MAX_NR_ZONES + zc.zone_type.idx();
             let reserved = zc.present - zc.managed;
             let mut pfn = zc.start_pfn + reserved;
             let end = zc.start_pfn + zc.present;
@@ -486,9 +497,15 @@ impl Mm {
     /// [`Mm::from_config`], shared with [`Mm::from_restore`](crate::restore)).
     pub(crate) fn blank(cfg: &crate::config::MmConfig, end_pfn: u32) -> Mm {
         let nr_cpus = cfg.machine.nr_cpus;
-        let zones: Vec<Zone> = ZoneType::ALL
-            .iter()
-            .map(|&t| Zone::new(t, nr_cpus as usize))
+        let mut numa = crate::numa::Numa::new(&cfg.machine);
+        numa.zone_reclaim_mode = cfg.zone_reclaim_mode;
+        let zones: Vec<Zone> = (0..numa.nr_nodes)
+            .flat_map(|nid| {
+                ZoneType::ALL.iter().map(move |&t| Zone {
+                    nid,
+                    ..Zone::new(t, nr_cpus as usize)
+                })
+            })
             .collect();
         let nr_blocks = (end_pfn as usize).div_ceil(PAGEBLOCK_NR_PAGES as usize);
         Mm {
@@ -503,9 +520,15 @@ impl Mm {
             fallbacks: FallbackStats::default(),
             debug_vm: cfg.debug_vm,
             folios: Default::default(),
-            reclaim: Reclaim::default(),
+            reclaim: Reclaim {
+                lruvec: vec![Default::default(); numa.nr_nodes as usize],
+                kswapd: vec![Default::default(); numa.nr_nodes as usize],
+                kswapd_failures: vec![0; numa.nr_nodes as usize],
+                ..Default::default()
+            },
             compact: Compact {
                 cfg: cfg.compaction.clone(),
+                kcompactd: vec![Default::default(); numa.nr_nodes as usize],
                 ..Default::default()
             },
             cache: PageCacheState {
@@ -521,6 +544,7 @@ impl Mm {
             trace: Tracing::default(),
             outbox: Outbox::default(),
             work: Work::default(),
+            numa,
             end_pfn,
         }
     }
@@ -530,6 +554,12 @@ impl Mm {
     /// compaction scanners' cached positions, swap, the xarray-node model, kcompactd, and the
     /// free page reporting device's registration (§32.1: it requests the first pass).
     pub(crate) fn finish_boot(&mut self, cfg: &crate::config::MmConfig) {
+        let layout: Vec<_> = self
+            .zones
+            .iter()
+            .map(|z| (z.nid, z.zone_type, z.populated()))
+            .collect();
+        self.numa.build_zonelists(&layout);
         self.setup_min_free_kbytes();
         self.setup_per_zone_wmarks();
         self.setup_per_zone_lowmem_reserve();
@@ -539,9 +569,14 @@ impl Mm {
         }
         self.reclaim.swap.total = cfg.swap_pages;
         self.set_xa_nodes(cfg.xa_nodes);
-        self.compact.kcompactd.highest_zoneidx = self.kcompactd_max_zoneidx();
-        self.compact.kcompactd.next_timeout_ms =
-            (self.compact.cfg.proactiveness > 0).then_some(crate::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);
+        for nid in 0..self.numa.nr_nodes {
+            let k = self.kcompactd_max_zoneidx(nid);
+            let timeout = (self.compact.cfg.proactiveness > 0)
+                .then_some(crate::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);
+            let kc = &mut self.compact.kcompactd[nid as usize];
+            kc.highest_zoneidx = k;
+            kc.next_timeout_ms = timeout;
+        }
         self.page_reporting_register();
     }
 
@@ -612,30 +647,39 @@ impl Mm {
 
     /// `setup_per_zone_lowmem_reserve` (§3.2).
     pub fn setup_per_zone_lowmem_reserve(&mut self) {
-        for i in 0..MAX_NR_ZONES {
-            let ratio = self.tun.lowmem_reserve_ratio[i];
-            let mut managed = 0u64;
-            for j in 0..MAX_NR_ZONES {
-                if j <= i {
-                    self.zones[i].lowmem_reserve[j] = 0;
-                    continue;
+        // Node by node: a zone reserves against the higher zones of its own node.
+        for base in (0..self.zones.len()).step_by(MAX_NR_ZONES) {
+            for i in 0..MAX_NR_ZONES {
+                let ratio = self.tun.lowmem_reserve_ratio[i];
+                let mut managed = 0u64;
+                for j in 0..MAX_NR_ZONES {
+                    if j <= i {
+                        self.zones[base + i].lowmem_reserve[j] = 0;
+                        continue;
+                    }
+                    managed += self.zones[base + j].managed;
+                    // A zone without managed pages gets no reserve (the kernel's `clear`).
+                    self.zones[base + i].lowmem_reserve[j] =
+                        if ratio == 0 || self.zones[base + i].managed == 0 {
+                            0
+                        } else {
+                            managed / ratio
+                        };
                 }
-                managed += self.zones[j].managed;
-                // A zone without managed pages gets no reserve (the kernel's `clear`).
-                self.zones[i].lowmem_reserve[j] = if ratio == 0 || self.zones[i].managed == 0 {
-                    0
-                } else {
-                    managed / ratio
-                };
             }
         }
     }
 
     /// `zone_batchsize`, `zone_highsize`, `zone_set_pageset_high_and_batch` (§2.2).
     pub fn setup_pcp(&mut self) {
-        let cpus = self.nr_cpus as u64;
         let frac = self.tun.percpu_pagelist_high_fraction as u64;
         for z in &mut self.zones {
+            // `zone_highsize` splits among the CPUs of the zone's node, or among all online
+            // CPUs for a node without CPUs.
+            let cpus = match self.numa.nr_cpus_node(z.nid) {
+                0 => self.nr_cpus as u64,
+                n => n,
+            };
             let mut batch = (z.managed >> 10).min(256) / 4;
             if batch < 1 {
                 batch = 1;
@@ -674,6 +718,22 @@ impl Mm {
             Some(z) => z,
             None => panic!("pfn {pfn:#x} is in no zone"),
         }
+    }
+
+    /// The zone indices of node `nid` (`pgdat->node_zones`).
+    #[inline]
+    pub fn node_zones(&self, nid: u32) -> std::ops::Range<usize> {
+        let base = nid as usize * MAX_NR_ZONES;
+        base..base + MAX_NR_ZONES
+    }
+
+    /// The node of a pfn (`page_to_nid`); node 0 on a single-node machine.
+    #[inline]
+    pub fn pfn_nid(&self, pfn: u32) -> u32 {
+        if !self.numa.multi() {
+            return 0;
+        }
+        self.zones[self.zone_of(pfn)].nid
     }
 
     /// One past the highest pfn.

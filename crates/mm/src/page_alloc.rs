@@ -37,13 +37,31 @@ pub enum Fallback {
     StopClaim,
 }
 
-/// `struct alloc_context` for a single node.
+/// `struct alloc_context`: the zonelist of the preferred node, the nodemask, the highest
+/// usable zone, the migratetype and the preferred zoneref.
 #[derive(Clone, Copy, Debug)]
 pub struct AllocContext {
     pub highest_zoneidx: ZoneType,
     pub migratetype: MigrateType,
-    /// Index of the preferred zone (first populated zone ≤ highest_zoneidx), None if none.
+    /// Index of the preferred zone (the first zone of the zonelist that is populated, at or
+    /// below highest_zoneidx and in the nodemask), None if none.
     pub preferred_zone: Option<usize>,
+    /// The node whose zonelist is walked (`preferred_nid`).
+    pub nid: u32,
+    /// The preferred zone's position in that zonelist (`preferred_zoneref`): walks start here.
+    pub zref: usize,
+    /// The nodes the allocation may use, a bit per node (`ac->nodemask`; all bits: no mask).
+    pub nodemask: u64,
+    /// __GFP_THISNODE: the preferred node's zones only (`ZONELIST_NOFALLBACK`).
+    pub thisnode: bool,
+}
+
+impl AllocContext {
+    /// Whether the allocation may use node `nid`.
+    #[inline]
+    pub fn node_allowed(&self, nid: u32) -> bool {
+        self.nodemask & (1u64 << nid) != 0 && (!self.thisnode || nid == self.nid)
+    }
 }
 
 /// The kernel's `clamp(v, lo, hi)` (include/linux/minmax.h): `v >= hi ? hi : v <= lo ? lo : v`.
@@ -566,10 +584,7 @@ impl Mm {
             // `b` of an allocated head: the migratetype it was allocated for (for the block
             // map's "mixed" census; the kernel keeps no such record outside page_owner).
             self.pages.set_b(pfn, mt as u32);
-            self.count(PGALLOC_BY_ZONE[zi], 1 << order);
-            // zone_statistics on a single node: every allocation is a local hit.
-            self.zones[zi].numa[0] += 1;
-            self.zones[zi].numa[4] += 1;
+            self.count(PGALLOC_BY_ZONE[zi % MAX_NR_ZONES], 1 << order);
         }
         if alloc_flags.has(AllocFlags::KSWAPD) && self.zones[zi].flags.boosted_watermark {
             self.zones[zi].flags.boosted_watermark = false;
@@ -1045,16 +1060,69 @@ impl Mm {
 
     // ---- the allocation entry and get_page_from_freelist (§4) --------------------------------
 
-    /// `prepare_alloc_pages` for one node: highest zone from the gfp, migratetype, preferred
-    /// zone = the first populated zone at or below it (§1.1.4–5).
+    /// `prepare_alloc_pages` for node 0 without a memory policy (the context of a single-node
+    /// machine's allocations; tests and callers without a CPU use it).
     pub fn alloc_context(&self, gfp: Gfp) -> AllocContext {
-        let highest = gfp.zone();
-        let preferred = (0..=highest.idx()).rev().find(|&i| self.zones[i].populated());
-        AllocContext {
-            highest_zoneidx: highest,
+        self.alloc_context_node(gfp, 0, u64::MAX)
+    }
+
+    /// `prepare_alloc_pages` for an allocation preferring node `nid` and limited to
+    /// `nodemask`: highest zone from the gfp, migratetype, the node's zonelist (its own node
+    /// only for __GFP_THISNODE), the preferred zoneref = the first usable zone of it
+    /// (§1.1.4–5).
+    pub fn alloc_context_node(&self, gfp: Gfp, nid: u32, nodemask: u64) -> AllocContext {
+        let mut ac = AllocContext {
+            highest_zoneidx: gfp.zone(),
             migratetype: gfp.migratetype(),
-            preferred_zone: preferred,
+            preferred_zone: None,
+            nid,
+            zref: 0,
+            nodemask,
+            thisnode: self.numa.multi() && gfp.intersects(Gfp::THISNODE),
+        };
+        let mut k = 0;
+        if let Some(zi) = self.next_zone(&ac, &mut k) {
+            ac.preferred_zone = Some(zi);
+            ac.zref = k - 1;
         }
+        ac
+    }
+
+    /// `prepare_alloc_pages` for the task now running (`mm.cur`) on `cpu`: its memory policy
+    /// picks the preferred node and the nodemask (`policy_node`, `policy_nodemask`; an
+    /// interleave policy takes its next node), on a single node machine node 0.
+    pub fn alloc_context_cpu(&mut self, cpu: u32, gfp: Gfp) -> AllocContext {
+        if !self.numa.multi() {
+            return self.alloc_context(gfp);
+        }
+        let (nid, mask) = self.policy_node(cpu);
+        self.alloc_context_node(gfp, nid, mask)
+    }
+
+    /// The usable zones of the context's zonelist from position `k` on
+    /// (`for_next_zone_zonelist_nodemask` as an iterator).
+    pub fn zonelist_from<'a>(
+        &'a self,
+        ac: &'a AllocContext,
+        mut k: usize,
+    ) -> impl Iterator<Item = usize> + 'a {
+        std::iter::from_fn(move || self.next_zone(ac, &mut k))
+    }
+
+    /// `for_next_zone_zonelist_nodemask`: the next zone of the context's zonelist from
+    /// position `*k` that is populated, at or below the highest usable zone and on an allowed
+    /// node; advances `*k` past it.
+    #[inline]
+    pub fn next_zone(&self, ac: &AllocContext, k: &mut usize) -> Option<usize> {
+        let zl = &self.numa.zonelists[ac.nid as usize];
+        while let Some(&zi) = zl.get(*k) {
+            *k += 1;
+            let z = &self.zones[zi];
+            if z.zone_type <= ac.highest_zoneidx && z.populated() && ac.node_allowed(z.nid) {
+                return Some(zi);
+            }
+        }
+        None
     }
 
     /// `alloc_flags_nofragment` (§4.2, §8 D1): ALLOC_KSWAPD from the gfp; NOFRAGMENT always
@@ -1066,17 +1134,31 @@ impl Mm {
             f.set(AllocFlags::NOFRAGMENT);
             return f;
         }
-        if preferred == Some(ZoneType::Normal.idx()) {
-            // Single node (UMA): "if Normal is populated then so is DMA32" is assumed by the
-            // kernel; CONFIG_ZONE_DMA32 is on for x86-64.
-            f.set(AllocFlags::NOFRAGMENT);
+        let Some(zi) = preferred else { return f };
+        if self.zones[zi].zone_type != ZoneType::Normal {
+            return f;
         }
+        // On one node "if Normal is populated then so is DMA32" is assumed; on several the
+        // node's DMA32 must be populated (a node above 4 GiB has none). CONFIG_ZONE_DMA32 is
+        // on for x86-64.
+        if self.numa.multi() && !self.zones[zi - 1].populated() {
+            return f;
+        }
+        f.set(AllocFlags::NOFRAGMENT);
         f
     }
 
-    /// `get_page_from_freelist` (§4.3, §8 D2): zones from the preferred one downward; the
+    /// `get_page_from_freelist` (§4.3, §8 D2): the zonelist from the preferred zone on; the
     /// high-watermark test only maintains ZONE_BELOW_HIGH; the allocation's watermark decides;
     /// a failed NOFRAGMENT pass is retried without it unless defrag_mode.
+    ///
+    /// On several nodes (`nr_online_nodes > 1`): NOFRAGMENT is dropped, and the walk
+    /// restarted, as soon as it would move to a remote node ("locality is more important than
+    /// fragmentation avoidance"; not with defrag_mode); the first pass skips nodes whose
+    /// kswapd is running and, if it skipped any and found nothing, a second pass takes any
+    /// node; a zone failing its watermark is reclaimed on its node first when
+    /// `vm.zone_reclaim_mode` allows (`node_reclaim`). Not modelled: `spread_dirty_pages`
+    /// (per-node dirty limits for page-cache writes).
     pub fn get_page_from_freelist(
         &mut self,
         cpu: u32,
@@ -1086,10 +1168,26 @@ impl Mm {
         ac: &AllocContext,
     ) -> Option<u32> {
         let preferred = ac.preferred_zone?;
-        loop {
+        let multi = self.numa.multi();
+        let local_nid = self.zones[preferred].nid;
+        let mut skip_kswapd_nodes = multi;
+        let mut skipped_kswapd_nodes = false;
+        'retry: loop {
             let no_fallback = alloc_flags.has(AllocFlags::NOFRAGMENT);
-            for zi in (0..=preferred).rev() {
-                if !self.zones[zi].populated() {
+            let mut k = ac.zref;
+            while let Some(zi) = self.next_zone(ac, &mut k) {
+                let nid = self.zones[zi].nid;
+                if multi
+                    && no_fallback
+                    && !self.tun.defrag_nofragment()
+                    && zi != preferred
+                    && nid != local_nid
+                {
+                    alloc_flags.clear(AllocFlags::NOFRAGMENT);
+                    continue 'retry;
+                }
+                if skip_kswapd_nodes && self.kswapd_running(nid) {
+                    skipped_kswapd_nodes = true;
                     continue;
                 }
                 let mut ok = false;
@@ -1106,17 +1204,31 @@ impl Mm {
                     if !self.zone_watermark_fast(zi, order, mark, ac.highest_zoneidx, alloc_flags)
                         && !alloc_flags.has(AllocFlags::NO_WATERMARKS)
                     {
-                        // node_reclaim is off (zone_reclaim_mode = 0).
-                        continue;
+                        if self.numa.zone_reclaim_mode == 0 || !self.numa.zone_allows_reclaim(local_nid, nid)
+                        {
+                            continue;
+                        }
+                        match self.node_reclaim(nid, cpu, gfp, order) {
+                            crate::vmscan::NodeReclaim::NoScan | crate::vmscan::NodeReclaim::Full => continue,
+                            crate::vmscan::NodeReclaim::Reclaimed(_) => {
+                                if !self.zone_watermark_ok(zi, order, mark, ac.highest_zoneidx, alloc_flags) {
+                                    continue;
+                                }
+                            }
+                        }
                     }
                 }
                 if let Some(pfn) = self.rmqueue(cpu, zi, order, alloc_flags, ac.migratetype) {
+                    self.zone_statistics(preferred, zi, cpu, 1);
                     if alloc_flags.has(AllocFlags::HIGHATOMIC) {
                         self.reserve_highatomic_pageblock(zi, pfn, order);
                     }
-                    let _ = gfp;
                     return Some(pfn);
                 }
+            }
+            if skip_kswapd_nodes && skipped_kswapd_nodes {
+                skip_kswapd_nodes = false;
+                continue;
             }
             if no_fallback && !self.tun.defrag_nofragment() {
                 alloc_flags.clear(AllocFlags::NOFRAGMENT);
@@ -1124,6 +1236,27 @@ impl Mm {
             }
             return None;
         }
+    }
+
+    /// `zone_statistics(preferred_zone, z, nr)`: numa_hit on the serving zone if it is on the
+    /// preferred zone's node, else numa_miss there and numa_foreign on the preferred zone;
+    /// numa_local or numa_other by whether the serving zone is on the allocating CPU's node.
+    #[inline]
+    pub(crate) fn zone_statistics(&mut self, preferred: usize, zi: usize, cpu: u32, nr: u64) {
+        use crate::numa::*;
+        let nid = self.zones[zi].nid;
+        if nid == self.zones[preferred].nid {
+            self.zones[zi].numa[NUMA_HIT] += nr;
+        } else {
+            self.zones[zi].numa[NUMA_MISS] += nr;
+            self.zones[preferred].numa[NUMA_FOREIGN] += nr;
+        }
+        let local = if nid == self.numa.cpu_to_node(cpu) {
+            NUMA_LOCAL
+        } else {
+            NUMA_OTHER
+        };
+        self.zones[zi].numa[local] += nr;
     }
 
     /// `reserve_highatomic_pageblock` (§5.5.1).
@@ -1158,13 +1291,8 @@ impl Mm {
     /// `unreserve_highatomic_pageblock` (§5.5.3): gives one HighAtomic chunk's block(s) back to
     /// `ac.migratetype`. Without `force`, keeps at least one block. Returns whether it moved any.
     pub fn unreserve_highatomic_pageblock(&mut self, ac: &AllocContext, force: bool) -> bool {
-        let Some(preferred) = ac.preferred_zone else {
-            return false;
-        };
-        for zi in (0..=preferred).rev() {
-            if !self.zones[zi].populated() {
-                continue;
-            }
+        let mut k = ac.zref;
+        while let Some(zi) = self.next_zone(ac, &mut k) {
             if !force && self.zones[zi].nr_reserved_highatomic <= PAGEBLOCK_NR_PAGES as u64 {
                 continue;
             }
@@ -1223,8 +1351,20 @@ impl Mm {
         } else {
             order
         };
-        // One wake per node: the first zone of the zonelist.
-        self.wakeup_kswapd(preferred, gfp, reclaim_order, ac.highest_zoneidx);
+        // One wake per node of the zonelist, at the node's first zone in it.
+        if !self.numa.multi() {
+            self.wakeup_kswapd(preferred, gfp, reclaim_order, ac.highest_zoneidx);
+            return;
+        }
+        let mut k = 0;
+        let mut woken = 0u64;
+        while let Some(zi) = self.next_zone(ac, &mut k) {
+            let nid = self.zones[zi].nid;
+            if self.zones[zi].managed > 0 && woken & (1 << nid) == 0 {
+                woken |= 1 << nid;
+                self.wakeup_kswapd(zi, gfp, reclaim_order, ac.highest_zoneidx);
+            }
+        }
     }
 
     /// The allocation entry, `__alloc_pages` (§4.4): the fast path at the low watermark, then
@@ -1239,7 +1379,7 @@ impl Mm {
         }
         assert!(cpu < self.nr_cpus, "cpu {cpu} out of range");
         self.work.last_alloc = crate::slowpath::AllocWork::default();
-        let ac = self.alloc_context(gfp);
+        let ac = self.alloc_context_cpu(cpu, gfp);
         let mut alloc_flags = AllocFlags(AllocFlags::WMARK_LOW);
         alloc_flags.set(self.alloc_flags_nofragment(ac.preferred_zone, gfp).0);
         let mut page = self.get_page_from_freelist(cpu, gfp, order, alloc_flags, &ac);

@@ -153,6 +153,7 @@ impl Mm {
         pre_mappings: &[Mapping],
     ) -> Result<(Mm, RestoreSummary), MachineError> {
         let machine = MachineConfig {
+            cpu_node: Vec::new(),
             zones: r.zones.clone(),
             nr_cpus: cfg.machine.nr_cpus,
         };
@@ -286,7 +287,7 @@ impl Mm {
     /// present and managed counts against the ranges.
     fn layout_zones(&mut self, machine: &MachineConfig, r: &Restore) -> Result<(), MachineError> {
         for zc in &machine.zones {
-            let z = &mut self.zones[zc.zone_type.idx()];
+            let z = &mut self.zones[zc.nid as usize * MAX_NR_ZONES + zc.zone_type.idx()];
             z.start_pfn = zc.start_pfn;
             z.spanned = zc.spanned;
             z.present = zc.present;

@@ -205,7 +205,7 @@ impl Mm {
         if order == 0 {
             return (None, CompactResult::Skipped);
         }
-        let (rc, captured, st) = self.try_to_compact_pages(cpu, gfp, order, alloc_flags, prio);
+        let (rc, captured, st) = self.try_to_compact_pages_ac(cpu, gfp, order, alloc_flags, prio, ac);
         self.work.last_alloc.compaction = add_stats(self.work.last_alloc.compaction, st);
         if rc == CompactResult::Skipped {
             return (None, rc);
@@ -236,7 +236,7 @@ impl Mm {
         ac: &AllocContext,
     ) -> (Option<u32>, u64) {
         let folios_before = self.reclaim.reclaimed_folios;
-        let progress = self.try_to_free_pages(cpu, gfp, order);
+        let progress = self.try_to_free_pages_ac(cpu, gfp, order, ac);
         self.work.last_alloc.reclaim_calls += 1;
         self.work.last_alloc.reclaimed += progress;
         self.work.last_alloc.reclaimed_folios += self.reclaim.reclaimed_folios - folios_before;
@@ -283,18 +283,12 @@ impl Mm {
             *no_progress_loops += 1;
         }
         let mut ret = false;
-        if *no_progress_loops <= MAX_RECLAIM_RETRIES {
-            if let Some(pref) = ac.preferred_zone {
-                ret = (0..=pref)
-                    .rev()
-                    .filter(|&zi| self.zones[zi].populated())
-                    .any(|zi| {
-                        let available =
-                            self.zone_reclaimable_pages(zi) as i64 + self.zones[zi].nr_free_pages();
-                        let min = self.zones[zi].wmark_pages(WMARK_MIN);
-                        self.__zone_watermark_ok(zi, order, min, ac.highest_zoneidx, alloc_flags, available)
-                    });
-            }
+        if *no_progress_loops <= MAX_RECLAIM_RETRIES && ac.preferred_zone.is_some() {
+            ret = self.zonelist_from(ac, ac.zref).any(|zi| {
+                let available = self.zone_reclaimable_pages(zi) as i64 + self.zones[zi].nr_free_pages();
+                let min = self.zones[zi].wmark_pages(WMARK_MIN);
+                self.__zone_watermark_ok(zi, order, min, ac.highest_zoneidx, alloc_flags, available)
+            });
         }
         if !ret {
             return self.unreserve_highatomic_pageblock(ac, true);
@@ -304,29 +298,26 @@ impl Mm {
 
     /// `compaction_zonelist_suitable`.
     fn compaction_zonelist_suitable(&self, order: u32, ac: &AllocContext) -> bool {
-        let Some(pref) = ac.preferred_zone else {
+        if ac.preferred_zone.is_none() {
             return false;
-        };
-        (0..=pref)
-            .rev()
-            .filter(|&zi| self.zones[zi].populated())
-            .any(|zi| {
-                let available =
-                    (self.zone_reclaimable_pages(zi) / order as u64) as i64 + self.zones[zi].nr_free_pages();
-                let min = self.zones[zi].wmark_pages(WMARK_MIN);
-                let mut wm = min + crate::compaction::compact_gap(order);
-                if order > PAGE_ALLOC_COSTLY_ORDER {
-                    wm += self.zones[zi].wmark_pages(crate::mmzone::WMARK_LOW) - min;
-                }
-                self.__zone_watermark_ok(
-                    zi,
-                    0,
-                    wm,
-                    ac.highest_zoneidx,
-                    AllocFlags(AllocFlags::CMA),
-                    available,
-                )
-            })
+        }
+        self.zonelist_from(ac, ac.zref).any(|zi| {
+            let available =
+                (self.zone_reclaimable_pages(zi) / order as u64) as i64 + self.zones[zi].nr_free_pages();
+            let min = self.zones[zi].wmark_pages(WMARK_MIN);
+            let mut wm = min + crate::compaction::compact_gap(order);
+            if order > PAGE_ALLOC_COSTLY_ORDER {
+                wm += self.zones[zi].wmark_pages(crate::mmzone::WMARK_LOW) - min;
+            }
+            self.__zone_watermark_ok(
+                zi,
+                0,
+                wm,
+                ac.highest_zoneidx,
+                AllocFlags(AllocFlags::CMA),
+                available,
+            )
+        })
     }
 
     /// `should_compact_retry` (§7.7).
@@ -447,7 +438,8 @@ impl Mm {
     /// The V4 exit (§12.5): `wakeup_kcompactd(node, order, highest_zoneidx)`, then fail.
     fn v4_kcompactd_background(&mut self, order: u32, ac: &AllocContext) -> Option<u32> {
         self.work.last_alloc.kcompactd_wakes += 1;
-        self.wakeup_kcompactd(order, ac.highest_zoneidx.idx());
+        let nid = ac.preferred_zone.map_or(ac.nid, |zi| self.zones[zi].nid);
+        self.wakeup_kcompactd(nid, order, ac.highest_zoneidx.idx());
         None
     }
 

@@ -6,6 +6,7 @@ use crate::{MachineConfig, Mm, Tunables, ZoneConfig, ZoneType};
 fn zone(zone_type: ZoneType, start_pfn: u32, pages: u32) -> ZoneConfig {
     ZoneConfig {
         zone_type,
+        nid: 0,
         start_pfn,
         spanned: pages,
         present: pages,
@@ -16,6 +17,7 @@ fn zone(zone_type: ZoneType, start_pfn: u32, pages: u32) -> ZoneConfig {
 /// One DMA32 zone of `blocks` pageblocks from pfn 4096, one CPU, default tunables.
 pub(crate) fn dma32(blocks: u32) -> Mm {
     let m = MachineConfig {
+        cpu_node: Vec::new(),
         zones: vec![zone(ZoneType::Dma32, 4096, blocks * PAGEBLOCK_NR_PAGES)],
         nr_cpus: 1,
     };
@@ -27,6 +29,7 @@ pub(crate) fn dma32(blocks: u32) -> Mm {
 /// allocations run the buddy lists low. Traces the events of `trace_mask`.
 pub(crate) fn dma32_normal(trace_mask: u32) -> Mm {
     let m = MachineConfig {
+        cpu_node: Vec::new(),
         zones: vec![
             zone(ZoneType::Dma32, 4096, 8192),
             zone(ZoneType::Normal, 4096 + 8192, 16384),

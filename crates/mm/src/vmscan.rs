@@ -61,7 +61,8 @@ impl Mm {
     /// `lruvec_add_folio`: puts an LRU folio at the head of its list and sets PageLRU.
     pub(crate) fn lru_add(&mut self, id: FolioId) {
         let l = self.folio_lru_list(id);
-        let first = self.reclaim.lruvec.lists[l as usize].first;
+        let n = self.pfn_nid(self.folios.folios[id as usize].pfn) as usize;
+        let first = self.reclaim.lruvec[n].lists[l as usize].first;
         let f = &mut self.folios.folios[id as usize];
         debug_assert_eq!(f.lru, LRU_NONE, "folio {id} is already on a list");
         f.lru = l;
@@ -69,12 +70,12 @@ impl Mm {
         let links = &mut self.folios.lru_links;
         links[id as usize] = [first, NIL];
         if first == NIL {
-            self.reclaim.lruvec.lists[l as usize].last = id;
+            self.reclaim.lruvec[n].lists[l as usize].last = id;
         } else {
             links[first as usize][1] = id;
         }
-        self.reclaim.lruvec.lists[l as usize].first = id;
-        self.reclaim.lruvec.pages[l as usize] += nr;
+        self.reclaim.lruvec[n].lists[l as usize].first = id;
+        self.reclaim.lruvec[n].pages[l as usize] += nr;
         self.pages.set_flag(pfn, PG_LRU, true);
     }
 
@@ -85,19 +86,20 @@ impl Mm {
         assert_ne!(l, LRU_NONE, "folio {id} is on no list");
         let (pfn, nr) = (f.pfn, 1u64 << f.order);
         f.lru = LRU_NONE;
+        let n = self.pfn_nid(pfn) as usize;
         let links = &mut self.folios.lru_links;
         let [next, prev] = std::mem::replace(&mut links[id as usize], [NIL, NIL]);
         if prev == NIL {
-            self.reclaim.lruvec.lists[l as usize].first = next;
+            self.reclaim.lruvec[n].lists[l as usize].first = next;
         } else {
             links[prev as usize][0] = next;
         }
         if next == NIL {
-            self.reclaim.lruvec.lists[l as usize].last = prev;
+            self.reclaim.lruvec[n].lists[l as usize].last = prev;
         } else {
             links[next as usize][1] = prev;
         }
-        self.reclaim.lruvec.pages[l as usize] -= nr;
+        self.reclaim.lruvec[n].pages[l as usize] -= nr;
         self.pages.set_flag(pfn, PG_LRU, false);
     }
 
@@ -138,13 +140,15 @@ impl Mm {
         }
     }
 
-    /// The folios of an LRU list from head (newest) to tail (oldest).
+    /// The folios of an LRU list from head (newest) to tail (oldest), node by node.
     pub fn lru_folios(&self, list: u8) -> Vec<FolioId> {
         let mut out = Vec::new();
-        let mut id = self.reclaim.lruvec.lists[list as usize].first;
-        while id != NIL {
-            out.push(id);
-            id = self.folios.lru_links[id as usize][0];
+        for lv in &self.reclaim.lruvec {
+            let mut id = lv.lists[list as usize].first;
+            while id != NIL {
+                out.push(id);
+                id = self.folios.lru_links[id as usize][0];
+            }
         }
         out
     }
@@ -153,6 +157,8 @@ impl Mm {
 /// `struct scan_control`, the parts the model uses (§10.4, §10.5).
 #[derive(Clone, Copy, Debug)]
 pub struct ScanControl {
+    /// The node being reclaimed (`pgdat` of `shrink_node`).
+    pub nid: u32,
     pub nr_to_reclaim: u64,
     /// The highest zone index whose folios may be reclaimed (`gfp_zone` of the request).
     pub reclaim_idx: usize,
@@ -160,6 +166,10 @@ pub struct ScanControl {
     pub priority: i32,
     /// `may_swap`: anonymous folios may be reclaimed (if a swap device has room).
     pub may_swap: bool,
+    /// `may_unmap`: mapped folios may be reclaimed (cleared by node reclaim without
+    /// RECLAIM_UNMAP). The model maps anonymous folios only, so without it anonymous folios
+    /// are kept.
+    pub may_unmap: bool,
     /// kswapd (counts pgscan/pgsteal_kswapd) rather than direct reclaim.
     pub kswapd: bool,
     /// CPU whose PCP receives the freed folios.
@@ -191,11 +201,13 @@ impl ScanControl {
     /// Direct reclaim's control (§10.5.2): 32 pages, priority 12, may swap.
     pub fn direct(reclaim_idx: usize, order: u32, cpu: u32) -> ScanControl {
         ScanControl {
+            nid: 0,
             nr_to_reclaim: crate::types::SWAP_CLUSTER_MAX,
             reclaim_idx,
             order,
             priority: DEF_PRIORITY,
             may_swap: true,
+            may_unmap: true,
             kswapd: false,
             cpu,
             gfp: crate::gfp::Gfp::GFP_KERNEL,
@@ -215,6 +227,24 @@ impl ScanControl {
 
 /// `DEF_PRIORITY`.
 pub const DEF_PRIORITY: i32 = 12;
+/// `NODE_RECLAIM_PRIORITY`: node reclaim scans 1/16 of the lists per pass.
+pub const NODE_RECLAIM_PRIORITY: i32 = 4;
+/// `RECLAIM_ZONE`, `RECLAIM_WRITE`, `RECLAIM_UNMAP`: the bits of `vm.zone_reclaim_mode`.
+pub const RECLAIM_ZONE: u32 = 1;
+pub const RECLAIM_WRITE: u32 = 2;
+pub const RECLAIM_UNMAP: u32 = 4;
+
+/// What `node_reclaim` returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeReclaim {
+    /// `NODE_RECLAIM_NOSCAN`: it did not scan (the allocation may not block, or the node has
+    /// CPUs and is not the allocating CPU's).
+    NoScan,
+    /// `NODE_RECLAIM_FULL`: too little unmapped page cache and reclaimable slab to bother.
+    Full,
+    /// It scanned; whether it reclaimed 2^order pages.
+    Reclaimed(bool),
+}
 const DEACTIVATE_ANON: u8 = 1;
 const DEACTIVATE_FILE: u8 = 2;
 /// `SWAP_CLUSTER_MAX_SKIPPED` (include/linux/swap.h): folios `isolate_lru_folios` may skip
@@ -259,9 +289,10 @@ pub struct ReclaimStat {
 impl Mm {
     /// `inactive_is_low` (§10.3.4): with gb = (inactive + active) in GiB and ratio =
     /// int_sqrt(10·gb) (1 below 1 GiB), the inactive list is low if inactive·ratio < active.
-    pub fn inactive_is_low(&self, inactive_list: u8) -> bool {
-        let inactive = self.reclaim.lruvec.pages[inactive_list as usize];
-        let active = self.reclaim.lruvec.pages[inactive_list as usize + 1];
+    pub fn inactive_is_low(&self, nid: u32, inactive_list: u8) -> bool {
+        let lv = &self.reclaim.lruvec[nid as usize];
+        let inactive = lv.pages[inactive_list as usize];
+        let active = lv.pages[inactive_list as usize + 1];
         let gb = (inactive + active) >> (30 - crate::types::PAGE_SHIFT);
         let ratio = if gb > 0 {
             ((10 * gb) as f64).sqrt() as u64
@@ -271,9 +302,9 @@ impl Mm {
         inactive * ratio < active
     }
 
-    /// `lruvec_lru_size(lruvec, lru, zone_idx)`: pages of list `lru` in zones ≤ `zone_idx`
-    /// (the zone LRU gauges, which like the lists exclude isolated folios).
-    pub fn lruvec_lru_size(&self, lru: u8, zone_idx: usize) -> u64 {
+    /// `lruvec_lru_size(lruvec, lru, zone_idx)`: pages of list `lru` in node `nid`'s zones ≤
+    /// `zone_idx` (the zone LRU gauges, which like the lists exclude isolated folios).
+    pub fn lruvec_lru_size(&self, nid: u32, lru: u8, zone_idx: usize) -> u64 {
         use crate::vmstat::Stat;
         let item = [
             Stat::nr_zone_inactive_anon,
@@ -281,7 +312,8 @@ impl Mm {
             Stat::nr_zone_inactive_file,
             Stat::nr_zone_active_file,
         ][lru as usize];
-        self.zones[..=zone_idx.min(self.zones.len() - 1)]
+        let base = nid as usize * crate::types::MAX_NR_ZONES;
+        self.zones[base..=base + zone_idx.min(crate::types::MAX_NR_ZONES - 1)]
             .iter()
             .filter(|z| z.managed > 0)
             .map(|z| z.stat(item).max(0) as u64)
@@ -325,7 +357,7 @@ impl Mm {
         let mut taken = Vec::new();
         let mut skipped = Vec::new();
         let mut nr_skipped = [0u64; crate::types::MAX_NR_ZONES];
-        let mut id = self.reclaim.lruvec.lists[lru as usize].last;
+        let mut id = self.reclaim.lruvec[sc.nid as usize].lists[lru as usize].last;
         while id != NIL && scan < nr_to_scan {
             let prev = self.folios.lru_links[id as usize][1];
             let f = &self.folios.folios[id as usize];
@@ -334,8 +366,9 @@ impl Mm {
             self.pages.prefetch(f.pfn);
             let zi = self.zone_of(f.pfn);
             total_scan += nr;
-            if (skipped.len() as u64) < SWAP_CLUSTER_MAX_SKIPPED && zi > sc.reclaim_idx {
-                nr_skipped[zi] += nr;
+            let zidx = zi % crate::types::MAX_NR_ZONES;
+            if (skipped.len() as u64) < SWAP_CLUSTER_MAX_SKIPPED && zidx > sc.reclaim_idx {
+                nr_skipped[zidx] += nr;
                 skipped.push(id);
             } else {
                 scan += nr;
@@ -462,7 +495,12 @@ impl Mm {
             },
             reclaimed,
         );
-        self.lru_note_cost(file, stat.nr_pageout, nr_scanned.saturating_sub(reclaimed));
+        self.lru_note_cost(
+            sc.nid,
+            file,
+            stat.nr_pageout,
+            nr_scanned.saturating_sub(reclaimed),
+        );
         sc.nr_reclaimed += reclaimed;
         if self.trace_on(crate::node::trace_kind::VMSCAN_LRU) {
             let ev = crate::trace::TraceEvent::MmVmscanLruShrinkInactive {
@@ -547,6 +585,11 @@ impl Mm {
                 continue;
             }
             // Anonymous.
+            if !sc.may_unmap {
+                // `folio_mapped` and !may_unmap: keep_locked.
+                self.putback_isolated(id, self.folios.folios[id as usize].active());
+                continue;
+            }
             if referenced {
                 self.folios.folios[id as usize].set_referenced(false);
                 stat.nr_activate[0] += nr;
@@ -631,29 +674,34 @@ impl Mm {
     /// `lru_note_cost` (mm/swap.c): the cost of reclaiming from one side — pages that needed
     /// I/O count SWAP_CLUSTER_MAX each, rotated pages one; nothing is recorded for a zero cost;
     /// both sides decay by half once their sum exceeds a quarter of the LRU pages.
-    pub(crate) fn lru_note_cost(&mut self, file: bool, nr_io: u64, nr_rotated: u64) {
+    pub(crate) fn lru_note_cost(&mut self, nid: u32, file: bool, nr_io: u64, nr_rotated: u64) {
         let cost = nr_io * crate::types::SWAP_CLUSTER_MAX + nr_rotated;
         if cost == 0 {
             return;
         }
+        let lv = &mut self.reclaim.lruvec[nid as usize];
         if file {
-            self.reclaim.lruvec.file_cost += cost;
+            lv.file_cost += cost;
         } else {
-            self.reclaim.lruvec.anon_cost += cost;
+            lv.anon_cost += cost;
         }
-        let lrusize: u64 = self.reclaim.lruvec.pages[..4].iter().sum();
-        if self.reclaim.lruvec.file_cost + self.reclaim.lruvec.anon_cost > lrusize / 4 {
-            self.reclaim.lruvec.file_cost /= 2;
-            self.reclaim.lruvec.anon_cost /= 2;
+        let lrusize: u64 = lv.pages[..4].iter().sum();
+        if lv.file_cost + lv.anon_cost > lrusize / 4 {
+            lv.file_cost /= 2;
+            lv.anon_cost /= 2;
         }
     }
 
     /// `snapshot_refaults`: remember workingset_activate_{anon,file} so the next
     /// `prepare_scan_control` can tell whether refaults were observed since. Called at the end
     /// of direct reclaim (`do_try_to_free_pages`) and of kswapd's `balance_pgdat`.
-    pub fn snapshot_refaults(&mut self) {
+    ///
+    /// Simplified: the activations are counted machine-wide (the model keeps node items of
+    /// /proc/vmstat for the whole machine), so on several nodes each node's snapshot reads the
+    /// machine's count.
+    pub fn snapshot_refaults(&mut self, nid: u32) {
         use crate::vmstat::Stat;
-        self.reclaim.lruvec.refaults = [
+        self.reclaim.lruvec[nid as usize].refaults = [
             self.stat(Stat::workingset_activate_anon),
             self.stat(Stat::workingset_activate_file),
         ];
@@ -670,31 +718,32 @@ impl Mm {
             sc.may_deactivate = DEACTIVATE_ANON | DEACTIVATE_FILE;
         } else {
             sc.may_deactivate = 0;
-            if self.stat(Stat::workingset_activate_anon) != self.reclaim.lruvec.refaults[0]
-                || self.inactive_is_low(LRU_INACTIVE_ANON)
+            let refaults = self.reclaim.lruvec[sc.nid as usize].refaults;
+            if self.stat(Stat::workingset_activate_anon) != refaults[0]
+                || self.inactive_is_low(sc.nid, LRU_INACTIVE_ANON)
             {
                 sc.may_deactivate |= DEACTIVATE_ANON;
             }
-            if self.stat(Stat::workingset_activate_file) != self.reclaim.lruvec.refaults[1]
-                || self.inactive_is_low(LRU_INACTIVE_FILE)
+            if self.stat(Stat::workingset_activate_file) != refaults[1]
+                || self.inactive_is_low(sc.nid, LRU_INACTIVE_FILE)
             {
                 sc.may_deactivate |= DEACTIVATE_FILE;
             }
         }
-        let inactive_file = self.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize];
+        let lv = &self.reclaim.lruvec[sc.nid as usize];
+        let inactive_file = lv.pages[LRU_INACTIVE_FILE as usize];
         sc.cache_trim_mode = (inactive_file >> sc.priority) > 0
             && sc.may_deactivate & DEACTIVATE_FILE == 0
             && !sc.no_cache_trim_mode;
-        let free: i64 = self.zones.iter().map(|z| z.nr_free_pages()).sum();
-        let high: u64 = self
-            .zones
+        let node = &self.zones[self.node_zones(sc.nid)];
+        let free: i64 = node.iter().map(|z| z.nr_free_pages()).sum();
+        let high: u64 = node
             .iter()
             .filter(|z| z.managed > 0)
             .map(|z| z.wmark_pages(crate::mmzone::WMARK_HIGH))
             .sum();
-        let file = self.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize]
-            + self.reclaim.lruvec.pages[LRU_ACTIVE_FILE as usize];
-        let anon = self.reclaim.lruvec.pages[LRU_INACTIVE_ANON as usize];
+        let file = lv.pages[LRU_INACTIVE_FILE as usize] + lv.pages[LRU_ACTIVE_FILE as usize];
+        let anon = lv.pages[LRU_INACTIVE_ANON as usize];
         sc.file_is_tiny = (file as i64 + free) as u64 <= high
             && sc.may_deactivate & DEACTIVATE_ANON == 0
             && (anon >> sc.priority) > 0;
@@ -721,7 +770,8 @@ impl Mm {
             ScanBalance::Fract
         };
         // calculate_pressure_balance.
-        let (sa, sf) = (self.reclaim.lruvec.anon_cost, self.reclaim.lruvec.file_cost);
+        let lv = &self.reclaim.lruvec[sc.nid as usize];
+        let (sa, sf) = (lv.anon_cost, lv.file_cost);
         let total = sa + sf;
         let anon_cost = total + sa;
         let file_cost = total + sf;
@@ -737,7 +787,7 @@ impl Mm {
             LRU_ACTIVE_FILE,
         ] {
             let is_file = lru >= LRU_INACTIVE_FILE;
-            let scan = self.lruvec_lru_size(lru, sc.reclaim_idx) >> sc.priority;
+            let scan = self.lruvec_lru_size(sc.nid, lru, sc.reclaim_idx) >> sc.priority;
             nr[lru as usize] = match balance {
                 ScanBalance::Equal => scan,
                 ScanBalance::Fract => {
@@ -825,7 +875,7 @@ impl Mm {
                 nr[l] -= nr[l].min(done);
             }
         }
-        if self.reclaim.swap.total > 0 && self.inactive_is_low(LRU_INACTIVE_ANON) {
+        if self.reclaim.swap.total > 0 && self.inactive_is_low(sc.nid, LRU_INACTIVE_ANON) {
             self.shrink_active_list(cluster, LRU_ACTIVE_ANON, sc);
         }
     }
@@ -959,7 +1009,8 @@ impl Mm {
             return false;
         }
         let hz = crate::types::ZoneType::ALL[sc.reclaim_idx.min(crate::types::MAX_NR_ZONES - 1)];
-        for zi in 0..=sc.reclaim_idx.min(self.zones.len() - 1) {
+        let base = sc.nid as usize * crate::types::MAX_NR_ZONES;
+        for zi in base..=base + sc.reclaim_idx.min(crate::types::MAX_NR_ZONES - 1) {
             if self.zones[zi].managed == 0 {
                 continue;
             }
@@ -972,9 +1023,10 @@ impl Mm {
                 return false;
             }
         }
-        let mut inactive = self.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize];
+        let lv = &self.reclaim.lruvec[sc.nid as usize];
+        let mut inactive = lv.pages[LRU_INACTIVE_FILE as usize];
         if self.can_reclaim_anon() {
-            inactive += self.reclaim.lruvec.pages[LRU_INACTIVE_ANON as usize];
+            inactive += lv.pages[LRU_INACTIVE_ANON as usize];
         }
         inactive > crate::compaction::compact_gap(sc.order)
     }
@@ -1003,7 +1055,7 @@ impl Mm {
             }
         }
         if reclaimable {
-            self.reclaim.kswapd_failures = 0;
+            self.reclaim.kswapd_failures[sc.nid as usize] = 0;
         } else if sc.cache_trim_mode {
             sc.cache_trim_mode_failed = true;
         }
@@ -1031,20 +1083,36 @@ impl Mm {
     /// was not skipped.
     ///
     /// Not modelled: `consider_reclaim_throttle` (the NOPROGRESS throttle at priority 1).
-    fn shrink_zones(&mut self, sc: &mut ScanControl) {
-        let mut shrink = false;
-        for zi in (0..=sc.reclaim_idx.min(self.zones.len() - 1)).rev() {
+    ///
+    /// On several nodes the zonelist is `ac`'s (the allocation's nodes in fallback order and
+    /// its nodemask): each node with a zone to reclaim is shrunk once, in zonelist order.
+    ///
+    /// Known deviation, kept so results stay as they were: the kernel shrinks a node as soon
+    /// as it meets the node's first zone that is not `compaction_ready` and tests the node's
+    /// lower zones afterwards; the model tests all of a node's zones first, then shrinks it.
+    fn shrink_zones(&mut self, sc: &mut ScanControl, ac: &crate::page_alloc::AllocContext) {
+        let mut ac = *ac;
+        ac.highest_zoneidx = crate::types::ZoneType::ALL[sc.reclaim_idx.min(crate::types::MAX_NR_ZONES - 1)];
+        let mut k = 0;
+        let mut pending: Option<u32> = None;
+        loop {
+            let next = self.next_zone(&ac, &mut k);
+            let nid = next.map(|zi| self.zones[zi].nid);
+            if let Some(p) = pending.filter(|&p| Some(p) != nid) {
+                sc.nid = p;
+                self.shrink_node(sc);
+                pending = None;
+            }
+            let Some(zi) = next else { break };
             if self.zones[zi].managed == 0 {
                 continue;
             }
+            sc.nid = self.zones[zi].nid;
             if sc.order > crate::types::PAGE_ALLOC_COSTLY_ORDER && self.compaction_ready(zi, sc) {
                 sc.compaction_ready = true;
                 continue;
             }
-            shrink = true;
-        }
-        if shrink {
-            self.shrink_node(sc);
+            pending = Some(self.zones[zi].nid);
         }
     }
 
@@ -1061,6 +1129,18 @@ impl Mm {
     ///
     /// Not modelled: the pfmemalloc throttle (§10.5.1, optional).
     pub fn try_to_free_pages(&mut self, cpu: u32, gfp: crate::gfp::Gfp, order: u32) -> u64 {
+        let ac = self.alloc_context(gfp);
+        self.try_to_free_pages_ac(cpu, gfp, order, &ac)
+    }
+
+    /// [`Mm::try_to_free_pages`] over the zonelist and nodemask of the allocation context `ac`.
+    pub fn try_to_free_pages_ac(
+        &mut self,
+        cpu: u32,
+        gfp: crate::gfp::Gfp,
+        order: u32,
+        ac: &crate::page_alloc::AllocContext,
+    ) -> u64 {
         use crate::vmstat::Stat;
         let reclaim_idx = gfp.zone().idx();
         let allocstall = [
@@ -1084,7 +1164,7 @@ impl Mm {
             self.count(allocstall[reclaim_idx], 1);
             loop {
                 sc.nr_scanned = 0;
-                self.shrink_zones(&mut sc);
+                self.shrink_zones(&mut sc, ac);
                 if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.compaction_ready {
                     break;
                 }
@@ -1093,7 +1173,12 @@ impl Mm {
                     break;
                 }
             }
-            self.snapshot_refaults();
+            // The zonelist's nodes (`snapshot_refaults` per pgdat of the zonelist).
+            for nid in 0..self.numa.nr_nodes {
+                if ac.node_allowed(nid) {
+                    self.snapshot_refaults(nid);
+                }
+            }
             if sc.nr_reclaimed > 0 {
                 break sc.nr_reclaimed;
             }
@@ -1161,8 +1246,12 @@ impl Mm {
     /// Simplified: the `*_bytes` forms and the per-wb (bdi) split are not modelled.
     pub fn dirty_thresholds(&self) -> (u64, u64) {
         let free: i64 = self.zones.iter().map(|z| z.nr_free_pages()).sum();
-        let file = self.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize]
-            + self.reclaim.lruvec.pages[LRU_ACTIVE_FILE as usize];
+        let file: u64 = self
+            .reclaim
+            .lruvec
+            .iter()
+            .map(|lv| lv.pages[LRU_INACTIVE_FILE as usize] + lv.pages[LRU_ACTIVE_FILE as usize])
+            .sum();
         let avail = free.max(0) as u64 + file;
         let thresh = avail * self.tun.dirty_ratio as u64 / 100;
         let mut bg = avail * self.tun.dirty_background_ratio as u64 / 100;
@@ -1266,13 +1355,121 @@ impl Mm {
 }
 
 impl Mm {
+    /// `node_pagecache_reclaimable`: the node's page cache node reclaim may take — all of its
+    /// file pages with RECLAIM_UNMAP, else its unmapped ones; minus its dirty pages without
+    /// RECLAIM_WRITE.
+    ///
+    /// Simplified: the model keeps NR_FILE_MAPPED and NR_FILE_DIRTY for the whole machine; a
+    /// node's share of each is taken in proportion to its file LRU pages.
+    pub fn node_pagecache_reclaimable(&self, nid: u32) -> u64 {
+        use crate::vmstat::Stat;
+        let file_lru =
+            |lv: &Lruvec| lv.pages[LRU_INACTIVE_FILE as usize] + lv.pages[LRU_ACTIVE_FILE as usize];
+        let node = file_lru(&self.reclaim.lruvec[nid as usize]);
+        let all: u64 = self.reclaim.lruvec.iter().map(file_lru).sum();
+        let share = |v: u64| {
+            if all == 0 {
+                0
+            } else {
+                (v as u128 * node as u128 / all as u128) as u64
+            }
+        };
+        let mode = self.numa.zone_reclaim_mode;
+        let reclaimable = if mode & RECLAIM_UNMAP != 0 {
+            node
+        } else {
+            node.saturating_sub(share(self.stat(Stat::nr_mapped)))
+        };
+        let delta = if mode & RECLAIM_WRITE == 0 {
+            share(self.cache.nr_dirty)
+        } else {
+            0
+        };
+        reclaimable - delta.min(reclaimable)
+    }
+
+    /// The node's reclaimable slab pages. Simplified: NR_SLAB_RECLAIMABLE_B is kept for the
+    /// whole machine; a node's share is in proportion to its managed pages.
+    fn node_slab_reclaimable(&self, nid: u32) -> u64 {
+        let managed = |r: std::ops::Range<usize>| self.zones[r].iter().map(|z| z.managed).sum::<u64>();
+        let node = managed(self.node_zones(nid));
+        let all = managed(0..self.zones.len()).max(1);
+        (self.stat(crate::vmstat::Stat::nr_slab_reclaimable) as u128 * node as u128 / all as u128) as u64
+    }
+
+    /// `pgdat->min_unmapped_pages` and `min_slab_pages`: Σ over the node's zones of managed ×
+    /// `vm.min_unmapped_ratio` / 100 and × `vm.min_slab_ratio` / 100.
+    fn node_reclaim_floors(&self, nid: u32) -> (u64, u64) {
+        let (u, sl) = (
+            self.numa.min_unmapped_ratio as u64,
+            self.numa.min_slab_ratio as u64,
+        );
+        self.zones[self.node_zones(nid)].iter().fold((0, 0), |(a, b), z| {
+            (a + z.managed * u / 100, b + z.managed * sl / 100)
+        })
+    }
+
+    /// `node_reclaim(pgdat, gfp, order)` (mm/vmscan.c), called by `get_page_from_freelist`
+    /// when `vm.zone_reclaim_mode` is set and a zone of node `nid` fails its watermark: unless
+    /// the node holds no more unmapped page cache and reclaimable slab than its floors
+    /// (FULL), the allocation may not block, or the node has CPUs and is not `cpu`'s (NOSCAN),
+    /// `shrink_node` at priority 4 down to 0 until 2^order pages are reclaimed, with
+    /// `may_unmap` and `may_writepage` from the mode's bits; counts zone_reclaim_success or
+    /// zone_reclaim_failed. The node's reclaim lock (PGDAT_RECLAIM_LOCKED) is never contended:
+    /// one operation runs at a time.
+    pub fn node_reclaim(&mut self, nid: u32, cpu: u32, gfp: crate::gfp::Gfp, order: u32) -> NodeReclaim {
+        use crate::vmstat::Stat;
+        let nr_pages = 1u64 << order;
+        let (min_unmapped, min_slab) = self.node_reclaim_floors(nid);
+        let reclaimable = self.node_pagecache_reclaimable(nid);
+        let slab = self.node_slab_reclaimable(nid);
+        if reclaimable <= min_unmapped && slab <= min_slab {
+            return NodeReclaim::Full;
+        }
+        if !gfp.intersects(crate::gfp::Gfp::DIRECT_RECLAIM) {
+            return NodeReclaim::NoScan;
+        }
+        if self.numa.nr_cpus_node(nid) > 0 && nid != self.numa.cpu_to_node(cpu) {
+            return NodeReclaim::NoScan;
+        }
+        let mut sc = ScanControl::direct(gfp.zone().idx(), order, cpu);
+        sc.nid = nid;
+        sc.gfp = gfp;
+        sc.nr_to_reclaim = nr_pages.max(crate::types::SWAP_CLUSTER_MAX);
+        sc.priority = NODE_RECLAIM_PRIORITY;
+        sc.may_unmap = self.numa.zone_reclaim_mode & RECLAIM_UNMAP != 0;
+        loop {
+            self.shrink_node(&mut sc);
+            if sc.nr_reclaimed >= nr_pages {
+                break;
+            }
+            sc.priority -= 1;
+            if sc.priority < 0 {
+                break;
+            }
+        }
+        let ok = sc.nr_reclaimed >= nr_pages;
+        self.count(
+            if ok {
+                Stat::zone_reclaim_success
+            } else {
+                Stat::zone_reclaim_failed
+            },
+            1,
+        );
+        NodeReclaim::Reclaimed(ok)
+    }
+}
+
+impl Mm {
     /// `pgdat_balanced` (§10.1, §8 D7): true if any managed zone up to `highest_zoneidx` passes
     /// the high watermark (boost included) at `order`, counting NR_FREE_PAGES — or, under
     /// defrag_mode for order > 0, NR_FREE_PAGES_BLOCKS; true also when no zone is managed.
     /// (Memory tiering's promo watermark and the per-CPU drift snapshot do not arise here.)
-    pub fn pgdat_balanced(&self, order: u32, highest_zoneidx: usize) -> bool {
+    pub fn pgdat_balanced(&self, nid: u32, order: u32, highest_zoneidx: usize) -> bool {
         let mut any = false;
-        for zi in 0..=highest_zoneidx.min(self.zones.len() - 1) {
+        let base = nid as usize * crate::types::MAX_NR_ZONES;
+        for zi in base..=base + highest_zoneidx.min(crate::types::MAX_NR_ZONES - 1) {
             let z = &self.zones[zi];
             if z.managed == 0 {
                 continue;
@@ -1293,8 +1490,9 @@ impl Mm {
     }
 
     /// `pgdat_watermark_boosted`: some managed zone up to `highest_zoneidx` has a boost.
-    pub fn pgdat_watermark_boosted(&self, highest_zoneidx: usize) -> bool {
-        (0..=highest_zoneidx.min(self.zones.len() - 1))
+    pub fn pgdat_watermark_boosted(&self, nid: u32, highest_zoneidx: usize) -> bool {
+        let base = nid as usize * crate::types::MAX_NR_ZONES;
+        (base..=base + highest_zoneidx.min(crate::types::MAX_NR_ZONES - 1))
             .any(|zi| self.zones[zi].managed > 0 && self.zones[zi].watermark_boost > 0)
     }
 }

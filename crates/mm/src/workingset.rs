@@ -381,7 +381,13 @@ impl Mm {
     /// workingset: active file pages; plus inactive file for an anon refault; plus, when swap
     /// has room, active anon — and inactive anon for a file refault.
     pub fn workingset_test_recent(&self, eviction: u64, file: bool) -> bool {
-        let p = &self.reclaim.lruvec.pages;
+        // Simplified: one machine-wide non-resident age, so the workingset is every node's.
+        let mut p = [0u64; crate::vmscan::NR_LRU_LISTS];
+        for lv in &self.reclaim.lruvec {
+            for (a, b) in p.iter_mut().zip(lv.pages) {
+                *a += b;
+            }
+        }
         let distance = self.reclaim.workingset.nonresident_age.wrapping_sub(eviction);
         let mut ws = p[LRU_ACTIVE_FILE as usize];
         if !file {
@@ -427,7 +433,8 @@ impl Mm {
         self.count(activate, nr);
         if workingset {
             self.folios.folios[id as usize].set_workingset(true);
-            self.lru_note_cost(file, nr, 0);
+            let nid = self.pfn_nid(self.folios.folios[id as usize].pfn);
+            self.lru_note_cost(nid, file, nr, 0);
             self.count(restore, nr);
         }
     }

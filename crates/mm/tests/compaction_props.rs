@@ -151,8 +151,8 @@ proptest! {
                     let (_, page, _) = mm.try_to_compact_pages(1, Gfp::GFP_TRANSHUGE, order, AllocFlags(AllocFlags::WMARK_MIN), prio);
                     if let Some(p) = page { mm.free_pages(1, p, order); }
                 }
-                Compact::Kcompactd(order) => { mm.wakeup_kcompactd(order, 2); mm.kcompactd_do_work(); }
-                Compact::Proactive => { mm.kcompactd_timer(); }
+                Compact::Kcompactd(order) => { mm.wakeup_kcompactd(0, order, 2); mm.kcompactd_do_work(0); }
+                Compact::Proactive => { mm.kcompactd_timer(0); }
             }
             mm.check_invariants().unwrap();
         }

@@ -368,24 +368,24 @@ fn s9_11_kcompactd_work_counts_and_defers_on_failure() {
     let mut mm = small(16);
     fill_free(&mut mm, |i| i % 2 == 0);
     assert!(
-        mm.wakeup_kcompactd(9, 1),
+        mm.wakeup_kcompactd(0, 9, 1),
         "suitable: free memory but no order-9 chunk"
     );
-    assert_eq!(mm.compact.kcompactd.max_order, 9);
-    let st = mm.kcompactd_do_work();
+    assert_eq!(mm.compact.kcompactd[0].max_order, 9);
+    let st = mm.kcompactd_do_work(0);
     assert_eq!(mm.stat(Stat::compact_daemon_wake), 1);
     assert_eq!(mm.stat(Stat::compact_daemon_migrate_scanned), st.migrate_scanned);
     assert_eq!(mm.stat(Stat::compact_daemon_free_scanned), st.free_scanned);
     assert!(st.migrate_scanned > 0);
-    assert_eq!(mm.compact.kcompactd.max_order, 0, "cleared after the work");
+    assert_eq!(mm.compact.kcompactd[0].max_order, 0, "cleared after the work");
     check(&mm);
 }
 
 #[test]
 fn s9_11_2_order_zero_is_ignored() {
     let mut mm = small(4);
-    assert!(!mm.wakeup_kcompactd(0, 1));
-    assert_eq!(mm.compact.kcompactd.max_order, 0);
+    assert!(!mm.wakeup_kcompactd(0, 0, 1));
+    assert_eq!(mm.compact.kcompactd[0].max_order, 0);
 }
 
 #[test]
@@ -403,20 +403,23 @@ fn s9_12_scores_and_thresholds() {
     );
     mm.compact.cfg.proactiveness = 20;
     assert_eq!(
-        mm.fragmentation_score_node(),
+        mm.fragmentation_score_node(0),
         0,
         "fresh: everything in order-10 chunks"
     );
     fill_free(&mut mm, |i| i % 2 == 0);
     // Node score = zone score · present / (node present + 1) = 100 · 8192 / 8193 → 99.
     assert_eq!(mm.fragmentation_score_zone(DMA32), 100);
-    assert_eq!(mm.fragmentation_score_node(), 99);
+    assert_eq!(mm.fragmentation_score_node(0), 99);
     // Not while kswapd runs (the fill woke it).
-    assert_eq!(mm.reclaim.kswapd.phase, fraglab_mm::kswapd::KswapdPhase::Running);
-    assert!(!mm.should_proactive_compact_node());
-    mm.kswapd_until_sleep(4);
-    assert!(mm.should_proactive_compact_node());
-    let c = mm.kcompactd_cycle();
+    assert_eq!(
+        mm.reclaim.kswapd[0].phase,
+        fraglab_mm::kswapd::KswapdPhase::Running
+    );
+    assert!(!mm.should_proactive_compact_node(0));
+    mm.kswapd_until_sleep(0, 4);
+    assert!(mm.should_proactive_compact_node(0));
+    let c = mm.kcompactd_cycle(0);
     assert!(c.proactive && !c.did_work && c.stats.migrated_pages > 0);
     assert!(
         mm.fragmentation_score_zone(DMA32) <= 80,
@@ -424,7 +427,7 @@ fn s9_12_scores_and_thresholds() {
     );
     assert_eq!(c.next_timeout_ms, Some(500), "the score went down: no back-off");
     mm.compact.cfg.proactiveness = 0;
-    assert!(!mm.should_proactive_compact_node());
+    assert!(!mm.should_proactive_compact_node(0));
     check(&mm);
 }
 
@@ -441,27 +444,27 @@ fn s9_11_5_kcompactd_loop_backs_off_when_proactive_compaction_makes_no_progress(
         mm.free_folio(0, id);
     }
     mm.drain_all_pages();
-    mm.kswapd_until_sleep(20);
+    mm.kswapd_until_sleep(0, 20);
     mm.trace.mask = fraglab_mm::node::trace_kind::COMPACTION_KCOMPACTD;
-    assert!(mm.should_proactive_compact_node());
-    let c = mm.kcompactd_cycle();
+    assert!(mm.should_proactive_compact_node(0));
+    let c = mm.kcompactd_cycle(0);
     assert!(c.proactive && c.stats.migrated_pages == 0);
     assert_eq!(c.next_timeout_ms, Some(500 << 6), "no progress: 32 s back-off");
-    assert_eq!(mm.compact.kcompactd.next_timeout_ms, Some(32_000));
+    assert_eq!(mm.compact.kcompactd[0].next_timeout_ms, Some(32_000));
     let last = mm.trace.buf.last().unwrap();
     assert!(matches!(
         last.event,
         fraglab_mm::trace::TraceEvent::MmCompactionKcompactdSleep { nid: 0 }
     ));
     // A recorded order is worked on at the next iteration, woken or not; the timeout resets.
-    mm.wakeup_kcompactd(9, DMA32);
-    let c = mm.kcompactd_cycle();
+    mm.wakeup_kcompactd(0, 9, DMA32);
+    let c = mm.kcompactd_cycle(0);
     assert!(c.did_work && !c.proactive);
     assert_eq!(c.next_timeout_ms, Some(500));
-    assert_eq!(mm.compact.kcompactd.max_order, 0);
+    assert_eq!(mm.compact.kcompactd[0].max_order, 0);
     // Proactiveness 0: no proactive work and no timeout.
     mm.compact.cfg.proactiveness = 0;
-    let c = mm.kcompactd_cycle();
+    let c = mm.kcompactd_cycle(0);
     assert!(!c.proactive && !c.did_work && c.next_timeout_ms.is_none());
     check(&mm);
 }

@@ -32,7 +32,7 @@ fn fragmented(blocks: u32) -> (Mm, Vec<FolioId>) {
         }
     }
     mm.drain_all_pages();
-    mm.kswapd_until_sleep(20);
+    mm.kswapd_until_sleep(0, 20);
     mm.take_wakeups();
     (mm, kept)
 }
@@ -49,7 +49,7 @@ fn unmovable(blocks: u32) -> Mm {
         mm.free_folio(0, id);
     }
     mm.drain_all_pages();
-    mm.kswapd_until_sleep(20);
+    mm.kswapd_until_sleep(0, 20);
     mm.take_wakeups();
     mm
 }
@@ -57,41 +57,41 @@ fn unmovable(blocks: u32) -> Mm {
 fn kcompactd_wakeups(mm: &mut Mm) -> usize {
     mm.take_wakeups()
         .iter()
-        .filter(|w| matches!(w, Wakeup::Kcompactd { .. }))
+        .filter(|w| matches!(w, Wakeup::Kcompactd { nid: 0, .. }))
         .count()
 }
 
 #[test]
 fn section_26_1_order_zero_returns_and_a_request_is_recorded_without_a_wake_up() {
     let mut mm = small(8);
-    let top = mm.kcompactd_max_zoneidx();
-    assert!(!mm.wakeup_kcompactd(0, DMA32));
-    assert_eq!(mm.compact.kcompactd.max_order, 0, "order 0 records nothing");
+    let top = mm.kcompactd_max_zoneidx(0);
+    assert!(!mm.wakeup_kcompactd(0, 0, DMA32));
+    assert_eq!(mm.compact.kcompactd[0].max_order, 0, "order 0 records nothing");
     // Fresh: a free order-9 chunk exists, so no zone returns CONTINUE (SUCCESS): no wake-up, but
     // the request is kept.
-    assert!(!mm.wakeup_kcompactd(4, DMA32));
+    assert!(!mm.wakeup_kcompactd(0, 4, DMA32));
     assert_eq!(kcompactd_wakeups(&mut mm), 0);
     assert_eq!(
         (
-            mm.compact.kcompactd.max_order,
-            mm.compact.kcompactd.highest_zoneidx
+            mm.compact.kcompactd[0].max_order,
+            mm.compact.kcompactd[0].highest_zoneidx
         ),
         (4, DMA32.min(top))
     );
     // max(order), min(zone).
-    assert!(!mm.wakeup_kcompactd(2, DMA32));
-    assert_eq!(mm.compact.kcompactd.max_order, 4);
+    assert!(!mm.wakeup_kcompactd(0, 2, DMA32));
+    assert_eq!(mm.compact.kcompactd[0].max_order, 4);
     check(&mm);
 }
 
 #[test]
 fn section_26_1_only_a_sleeping_kcompactd_is_woken_and_checked() {
     let (mut mm, _) = fragmented(16);
-    mm.compact.kcompactd.threaded = true;
+    mm.compact.kcompactd[0].threaded = true;
     mm.set_trace_mask(trace_kind::COMPACTION_DECIDE | trace_kind::COMPACTION_KCOMPACTD);
-    assert!(mm.wakeup_kcompactd(9, DMA32), "asleep and suitable: woken");
+    assert!(mm.wakeup_kcompactd(0, 9, DMA32), "asleep and suitable: woken");
     assert_eq!(kcompactd_wakeups(&mut mm), 1);
-    assert!(mm.compact.kcompactd.awake);
+    assert!(mm.compact.kcompactd[0].awake);
     let after_first = mm.trace.buf.len();
     assert!(
         after_first >= 2,
@@ -99,22 +99,22 @@ fn section_26_1_only_a_sleeping_kcompactd_is_woken_and_checked() {
     );
     // kcompactd is awake (woken, not yet waiting again): no suitability check, no tracepoint,
     // no wake-up; the request is still recorded.
-    assert!(!mm.wakeup_kcompactd(10, DMA32));
+    assert!(!mm.wakeup_kcompactd(0, 10, DMA32));
     assert_eq!(kcompactd_wakeups(&mut mm), 0);
     assert_eq!(
         mm.trace.buf.len(),
         after_first,
         "no suitability check while awake"
     );
-    assert_eq!(mm.compact.kcompactd.max_order, 10);
+    assert_eq!(mm.compact.kcompactd[0].max_order, 10);
     // The loop serves it and waits again: the next wake-up is checked and wakes it.
-    let c = mm.kcompactd_cycle();
+    let c = mm.kcompactd_cycle(0);
     assert!(c.did_work);
-    assert!(!mm.compact.kcompactd.awake);
-    let woken = mm.wakeup_kcompactd(9, DMA32);
+    assert!(!mm.compact.kcompactd[0].awake);
+    let woken = mm.wakeup_kcompactd(0, 9, DMA32);
     assert_eq!(
         woken,
-        mm.kcompactd_node_suitable(),
+        mm.kcompactd_node_suitable(0),
         "asleep again: the check decides"
     );
     assert_eq!(kcompactd_wakeups(&mut mm), woken as usize);
@@ -124,105 +124,105 @@ fn section_26_1_only_a_sleeping_kcompactd_is_woken_and_checked() {
 #[test]
 fn section_26_2_a_triggered_check_takes_precedence_and_the_pending_order_runs_right_after() {
     let (mut mm, _) = fragmented(16);
-    mm.wakeup_kcompactd(9, DMA32);
-    assert_eq!(mm.compact.kcompactd.max_order, 9);
-    mm.compact.kcompactd.proactive_trigger = true;
-    let c = mm.kcompactd_cycle();
+    mm.wakeup_kcompactd(0, 9, DMA32);
+    assert_eq!(mm.compact.kcompactd[0].max_order, 9);
+    mm.compact.kcompactd[0].proactive_trigger = true;
+    let c = mm.kcompactd_cycle(0);
     assert!(
         c.proactive && !c.did_work,
         "the trigger runs the proactive check, not the work"
     );
-    assert!(!mm.compact.kcompactd.proactive_trigger, "cleared");
+    assert!(!mm.compact.kcompactd[0].proactive_trigger, "cleared");
     assert_eq!(
         c.next_timeout_ms,
         Some(0),
         "the order is pending: the wait returns at once"
     );
-    let c = mm.kcompactd_cycle();
+    let c = mm.kcompactd_cycle(0);
     assert!(c.did_work && !c.proactive);
-    assert_eq!(mm.compact.kcompactd.max_order, 0);
+    assert_eq!(mm.compact.kcompactd[0].max_order, 0);
     assert_eq!(c.next_timeout_ms, Some(500));
     // The sysctl write path: without a thread kcompactd_trigger runs the woken loop itself.
-    mm.wakeup_kcompactd(9, DMA32);
+    mm.wakeup_kcompactd(0, 9, DMA32);
     let before = mm.stat(Stat::compact_daemon_wake);
-    let (woken, _) = mm.kcompactd_trigger();
+    let (woken, _) = mm.kcompactd_trigger(0);
     assert!(woken);
     assert_eq!(
         mm.stat(Stat::compact_daemon_wake),
         before + 1,
         "the pending order ran after"
     );
-    assert_eq!(mm.compact.kcompactd.max_order, 0);
+    assert_eq!(mm.compact.kcompactd[0].max_order, 0);
     check(&mm);
 }
 
 #[test]
 fn section_26_2_the_32s_back_off_honoured_by_ticks_and_ended_by_a_wake_up() {
     let mut mm = unmovable(16);
-    assert!(mm.should_proactive_compact_node());
-    let c = mm.kcompactd_cycle();
+    assert!(mm.should_proactive_compact_node(0));
+    let c = mm.kcompactd_cycle(0);
     assert!(c.proactive && c.stats.migrated_pages == 0);
     assert_eq!(c.next_timeout_ms, Some(32_000), "no progress: 500 ms << 6");
     // 63 ticks of 500 ms: kcompactd sleeps on; the 64th ends the wait.
     let scanned = mm.stat(Stat::compact_daemon_migrate_scanned);
     for _ in 0..63 {
-        assert!(mm.kcompactd_tick(500).is_none());
+        assert!(mm.kcompactd_tick(0, 500).is_none());
     }
     assert_eq!(
         mm.stat(Stat::compact_daemon_migrate_scanned),
         scanned,
         "nothing ran"
     );
-    assert!(mm.kcompactd_tick(500).is_some());
+    assert!(mm.kcompactd_tick(0, 500).is_some());
     assert!(
         mm.stat(Stat::compact_daemon_migrate_scanned) > scanned,
         "the proactive run"
     );
     assert_eq!(
-        mm.compact.kcompactd.next_timeout_ms,
+        mm.compact.kcompactd[0].next_timeout_ms,
         Some(32_000),
         "still no progress"
     );
     // A successful wake-up: the work resets the timeout to 500 ms.
-    assert!(mm.wakeup_kcompactd(9, DMA32));
-    mm.kcompactd_until_wait();
-    assert_eq!(mm.compact.kcompactd.next_timeout_ms, Some(500));
-    assert!(mm.kcompactd_tick(500).is_some());
+    assert!(mm.wakeup_kcompactd(0, 9, DMA32));
+    mm.kcompactd_until_wait(0);
+    assert_eq!(mm.compact.kcompactd[0].next_timeout_ms, Some(500));
+    assert!(mm.kcompactd_tick(0, 500).is_some());
     // Proactiveness 0: no timeout, ticks never end the wait.
     mm.compact.cfg.proactiveness = 0;
-    mm.kcompactd_timer();
-    assert_eq!(mm.compact.kcompactd.next_timeout_ms, None);
-    assert!(mm.kcompactd_tick(500_000).is_none());
+    mm.kcompactd_timer(0);
+    assert_eq!(mm.compact.kcompactd[0].next_timeout_ms, None);
+    assert!(mm.kcompactd_tick(0, 500_000).is_none());
     check(&mm);
 }
 
 #[test]
 fn section_26_2_5_an_equal_order_during_the_work_is_absorbed_a_higher_one_runs_right_after() {
     let (mut mm, _) = fragmented(16);
-    mm.compact.kcompactd.threaded = true;
-    mm.wakeup_kcompactd(4, DMA32);
-    let c = mm.kcompactd_run();
+    mm.compact.kcompactd[0].threaded = true;
+    mm.wakeup_kcompactd(0, 4, DMA32);
+    let c = mm.kcompactd_run(0);
     assert!(c.did_work);
     // While the work is charged kcompactd is awake: a lower order is absorbed.
-    assert!(!mm.wakeup_kcompactd(3, DMA32));
-    assert!(!mm.wakeup_kcompactd(4, DMA32));
-    assert_eq!(mm.compact.kcompactd.max_order, 0);
-    assert_eq!(mm.kcompactd_wait(), Some(500), "nothing pending: a real wait");
-    assert!(!mm.compact.kcompactd.awake);
+    assert!(!mm.wakeup_kcompactd(0, 3, DMA32));
+    assert!(!mm.wakeup_kcompactd(0, 4, DMA32));
+    assert_eq!(mm.compact.kcompactd[0].max_order, 0);
+    assert_eq!(mm.kcompactd_wait(0), Some(500), "nothing pending: a real wait");
+    assert!(!mm.compact.kcompactd[0].awake);
     // A higher order arriving during the work stays recorded: the wait returns at once.
-    mm.wakeup_kcompactd(4, DMA32);
-    assert!(mm.kcompactd_run().did_work);
-    assert!(!mm.wakeup_kcompactd(9, DMA32));
-    assert_eq!(mm.compact.kcompactd.max_order, 9);
-    assert_eq!(mm.kcompactd_wait(), Some(0));
+    mm.wakeup_kcompactd(0, 4, DMA32);
+    assert!(mm.kcompactd_run(0).did_work);
+    assert!(!mm.wakeup_kcompactd(0, 9, DMA32));
+    assert_eq!(mm.compact.kcompactd[0].max_order, 9);
+    assert_eq!(mm.kcompactd_wait(0), Some(0));
     assert!(
-        mm.compact.kcompactd.awake,
+        mm.compact.kcompactd[0].awake,
         "the wait returned at once: still awake"
     );
     let wakes = mm.stat(Stat::compact_daemon_wake);
-    assert!(mm.kcompactd_run().did_work);
+    assert!(mm.kcompactd_run(0).did_work);
     assert_eq!(mm.stat(Stat::compact_daemon_wake), wakes + 1);
-    assert_eq!(mm.kcompactd_wait(), Some(500));
+    assert_eq!(mm.kcompactd_wait(0), Some(500));
     check(&mm);
 }
 
@@ -232,8 +232,8 @@ fn section_26_2_5_do_work_checks_deferral_before_suitability() {
     // Fresh: order 9 is already satisfied (SUCCESS), but the zone is deferred for it.
     mm.defer_compaction(DMA32, 9);
     let considered = mm.zones[DMA32].compact.considered;
-    mm.wakeup_kcompactd(9, DMA32);
-    let st = mm.kcompactd_do_work();
+    mm.wakeup_kcompactd(0, 9, DMA32);
+    let st = mm.kcompactd_do_work(0);
     assert_eq!(st.runs, 0);
     assert_eq!(
         mm.zones[DMA32].compact.considered,
@@ -247,8 +247,8 @@ fn section_26_2_5_do_work_checks_deferral_before_suitability() {
 fn section_26_3_a_low_score_only_sleeps_and_hysteresis_between_low_and_high() {
     let mut mm = small(8);
     mm.set_trace_mask(trace_kind::COMPACTION);
-    assert_eq!(mm.fragmentation_score_node(), 0);
-    let c = mm.kcompactd_cycle();
+    assert_eq!(mm.fragmentation_score_node(0), 0);
+    let c = mm.kcompactd_cycle(0);
     assert!(!c.proactive && !c.did_work);
     for s in [
         Stat::compact_daemon_wake,
@@ -265,14 +265,14 @@ fn section_26_3_a_low_score_only_sleeps_and_hysteresis_between_low_and_high() {
     ));
     // Node score 99 with proactiveness 5: low 95, high min(95 + 10, 100) = 100 → no run.
     let (mut mm, _) = fragmented(16);
-    assert_eq!(mm.fragmentation_score_node(), 99);
+    assert_eq!(mm.fragmentation_score_node(0), 99);
     mm.compact.cfg.proactiveness = 5;
     assert_eq!(mm.fragmentation_score_wmark(false), 100);
-    assert!(!mm.kcompactd_cycle().proactive);
+    assert!(!mm.kcompactd_cycle(0).proactive);
     // Proactiveness 20: high 90 → a run that compacts the zone down to its own score ≤ 80;
     // it bumps compact_daemon_*_scanned but not compact_daemon_wake.
     mm.compact.cfg.proactiveness = 20;
-    let c = mm.kcompactd_cycle();
+    let c = mm.kcompactd_cycle(0);
     assert!(c.proactive && c.stats.migrated_pages > 0);
     assert!(mm.fragmentation_score_zone(DMA32) <= 80);
     assert!(mm.stat(Stat::compact_daemon_migrate_scanned) > 0);
@@ -280,7 +280,7 @@ fn section_26_3_a_low_score_only_sleeps_and_hysteresis_between_low_and_high() {
     assert_eq!(mm.stat(Stat::compact_daemon_wake), 0);
     // The score is now between low and high's reach: the next check does nothing.
     let scanned = mm.stat(Stat::compact_migrate_scanned);
-    assert!(!mm.kcompactd_cycle().proactive);
+    assert!(!mm.kcompactd_cycle(0).proactive);
     assert_eq!(mm.stat(Stat::compact_migrate_scanned), scanned);
     check(&mm);
 }

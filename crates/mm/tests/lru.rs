@@ -32,7 +32,7 @@ fn s10_3_2_new_folios_enter_the_inactive_lists_at_the_head() {
         vec![f2, f1],
         "newest at the head"
     );
-    assert_eq!(mm.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize], 5);
+    assert_eq!(mm.reclaim.lruvec[0].pages[LRU_INACTIVE_FILE as usize], 5);
     assert_eq!(mm.stat(Stat::nr_inactive_file), 5);
     assert_eq!(mm.stat(Stat::nr_slab_unreclaimable), 1);
     assert!(mm.lru_folios(LRU_ACTIVE_FILE).is_empty());
@@ -151,18 +151,18 @@ fn s10_1_pgdat_balanced_and_d7() {
         }
     }
     mm.drain_all_pages();
-    assert!(mm.pgdat_balanced(0, 2));
-    assert!(!mm.pgdat_balanced(9, 2));
+    assert!(mm.pgdat_balanced(0, 0, 2));
+    assert!(!mm.pgdat_balanced(0, 9, 2));
     // A chunk of order ≥ 1 is left over from the fill, so without defrag_mode order 1 is
     // balanced; D7 counts only free pageblocks (none here), so with defrag_mode it is not.
     assert!(mm.zones[DMA32].area.nr_free[1..9].iter().any(|&n| n > 0));
     assert_eq!(mm.zones[DMA32].stat(Stat::nr_free_pages_blocks), 0);
-    assert!(mm.pgdat_balanced(1, 2));
+    assert!(mm.pgdat_balanced(0, 1, 2));
     mm.tun.defrag_mode = true;
-    assert!(mm.pgdat_balanced(0, 2), "order 0 is unchanged by defrag_mode");
-    assert!(!mm.pgdat_balanced(1, 2));
-    assert!(!mm.pgdat_watermark_boosted(2));
+    assert!(mm.pgdat_balanced(0, 0, 2), "order 0 is unchanged by defrag_mode");
+    assert!(!mm.pgdat_balanced(0, 1, 2));
+    assert!(!mm.pgdat_watermark_boosted(0, 2));
     mm.zones[DMA32].watermark_boost = 512;
-    assert!(mm.pgdat_watermark_boosted(2));
+    assert!(mm.pgdat_watermark_boosted(0, 2));
     check(&mm);
 }

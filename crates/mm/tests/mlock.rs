@@ -120,7 +120,7 @@ fn s29_1_6_mlocked_folios_are_not_reclaimed() {
         }
         i += 1;
     }
-    mm.kswapd_until_sleep(32);
+    mm.kswapd_until_sleep(0, 32);
     assert!(mm.stat(Stat::pswpout) > 0, "evictable anon was swapped");
     for &(id, token) in &locked {
         assert!(mm.folio_is(id, token), "mlocked folio {id} was reclaimed");

@@ -19,6 +19,7 @@ fn machine(blocks: u32, order: Option<u32>, min_kb: u64) -> Mm {
         tun: tun_kb(min_kb),
         page_reporting_order: order,
         ..MmConfig::new(MachineConfig {
+            cpu_node: Vec::new(),
             zones: vec![zone(ZoneType::Dma32, BASE, blocks)],
             nr_cpus: 1,
         })

@@ -98,7 +98,7 @@ fn fragmented(policy: CostlyOrderPolicy) -> (Mm, u32) {
         {}
     }
     mm.drain_all_pages();
-    mm.kswapd_until_sleep(8);
+    mm.kswapd_until_sleep(0, 8);
     mm.take_wakeups();
     let xfs = mm.add_mapping(Mapping::xfs_like());
     (mm, xfs)
@@ -182,9 +182,9 @@ fn s12_5_write_work_per_policy_on_a_fragmented_machine() {
         let woke = mm
             .take_wakeups()
             .iter()
-            .any(|w| matches!(w, Wakeup::Kswapd { order: 6, .. }));
+            .any(|w| matches!(w, Wakeup::Kswapd { nid: 0, order: 6, .. }));
         assert!(
-            woke || mm.reclaim.kswapd.order >= 6,
+            woke || mm.reclaim.kswapd[0].order >= 6,
             "{p:?}: kswapd asked for order 6"
         );
         check(&mm);
@@ -219,7 +219,7 @@ fn s12_5_write_work_per_policy_on_a_fragmented_machine() {
             assert_eq!(a.work.kcompactd_wakes, 1, "{a:?}");
         }
     }
-    assert!(mm.compact.kcompactd.max_order >= 4);
+    assert!(mm.compact.kcompactd[0].max_order >= 4);
     check(&mm);
 
     // V4 after it: one async compaction per costly attempt, then the exit (no reclaim).

@@ -51,7 +51,7 @@ fn s10_4_2_no_swap_or_swappiness_0_scans_file_only() {
     assert_eq!(b, ScanBalance::Equal);
     assert_eq!(
         nr[LRU_INACTIVE_ANON as usize],
-        mm.reclaim.lruvec.pages[LRU_INACTIVE_ANON as usize]
+        mm.reclaim.lruvec[0].pages[LRU_INACTIVE_ANON as usize]
     );
 }
 
@@ -64,7 +64,7 @@ fn s10_3_6_anon_is_swapped_out_only_with_room() {
     while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {
         anon.push(id);
     }
-    mm.kswapd_until_sleep(32);
+    mm.kswapd_until_sleep(0, 32);
     let out = mm.stat(Stat::pswpout);
     assert!(out > 0 && out <= 200, "pswpout {out}");
     assert_eq!(mm.reclaim.swap.used, out);
@@ -78,7 +78,7 @@ fn s10_3_6_anon_is_swapped_out_only_with_room() {
     assert_eq!(gone.len() as u64, out);
     check(&mm);
     let (mut mm, _, _) = mixed(0, 200);
-    mm.kswapd_until_sleep(32);
+    mm.kswapd_until_sleep(0, 32);
     assert_eq!(
         mm.stat(Stat::pswpout),
         0,
@@ -151,7 +151,7 @@ fn s10_3_8_refault_within_the_workingset_activates() {
         }
     }
     assert_eq!(
-        mm.reclaim.lruvec.pages[fraglab_mm::vmscan::LRU_ACTIVE_FILE as usize],
+        mm.reclaim.lruvec[0].pages[fraglab_mm::vmscan::LRU_ACTIVE_FILE as usize],
         50
     );
     // Evict the ten oldest clean pages (they are not referenced).
@@ -239,7 +239,7 @@ fn s10_5_4_compaction_ready_stops_costly_direct_reclaim() {
 fn s15_3_lru_tracepoints_render_as_the_kernel_prints_them() {
     let (mut mm, _, _) = mixed(0, 60);
     mm.trace.mask = trace_kind::VMSCAN;
-    mm.kswapd_until_sleep(8);
+    mm.kswapd_until_sleep(0, 8);
     let recs = mm.take_trace();
     let text = render_trace(&recs);
     assert!(text.contains("mm_vmscan_kswapd_wake: nid=0 order=0"), "{text}");
@@ -419,8 +419,8 @@ fn s10_4_2_fraction_rounds_down_over_eligible_zones() {
         sc.priority = prio;
         let (b, nr) = mm.get_scan_count(&sc);
         assert_eq!(b, ScanBalance::Fract);
-        let anon = mm.reclaim.lruvec.pages[LRU_INACTIVE_ANON as usize] >> prio;
-        let file = mm.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize] >> prio;
+        let anon = mm.reclaim.lruvec[0].pages[LRU_INACTIVE_ANON as usize] >> prio;
+        let file = mm.reclaim.lruvec[0].pages[LRU_INACTIVE_FILE as usize] >> prio;
         assert_eq!(nr[LRU_INACTIVE_ANON as usize], anon * 60 / 200, "prio {prio}");
         assert_eq!(nr[LRU_INACTIVE_FILE as usize], file * 140 / 200, "prio {prio}");
         seen_remainder |= anon * 60 % 200 != 0;
@@ -517,7 +517,7 @@ fn s10_4_1_refaults_since_the_snapshot_allow_deactivation() {
         "a refault was activated since the snapshot"
     );
     assert!(!sc.cache_trim_mode);
-    mm.snapshot_refaults();
+    mm.snapshot_refaults(0);
     mm.prepare_scan_control(&mut sc);
     assert_eq!(sc.may_deactivate & 2, 0);
     sc.no_cache_trim_mode = true;
@@ -566,7 +566,7 @@ fn s10_3_8_refault_distance_boundary() {
             mm.folio_mark_accessed(id);
             mm.folio_mark_accessed(id);
         }
-        assert_eq!(mm.reclaim.lruvec.pages[LRU_ACTIVE_FILE as usize], 50);
+        assert_eq!(mm.reclaim.lruvec[0].pages[LRU_ACTIVE_FILE as usize], 50);
         let age0 = mm.reclaim.workingset.nonresident_age;
         let mut sc = sc_at(12);
         assert_eq!(
@@ -615,11 +615,11 @@ fn s10_3_8_restore_and_large_shadows() {
         mm.reclaim.workingset.get(m, 11).unwrap(),
         mm.reclaim.workingset.get(m, 8).unwrap()
     );
-    let cost = mm.reclaim.lruvec.file_cost;
+    let cost = mm.reclaim.lruvec[0].file_cost;
     let a2 = add_to_page_cache(&mut mm, m, 0, 0);
     assert!(mm.folios.get(a2).active() && mm.folios.get(a2).workingset());
     assert_eq!(mm.stat(Stat::workingset_restore_file), 1);
-    assert!(mm.reclaim.lruvec.file_cost > cost, "lru_note_cost_refault");
+    assert!(mm.reclaim.lruvec[0].file_cost > cost, "lru_note_cost_refault");
     // An order-0 refault at 9: one page counted, shadows [8, 9) and [10, 12) stay.
     add_to_page_cache(&mut mm, m, 9, 0);
     assert_eq!(mm.stat(Stat::workingset_refault_file), 2);
@@ -680,12 +680,12 @@ fn s10_3_6_mthp_swpout_counters() {
     assert_eq!(mm.shrink_inactive_list(16, LRU_INACTIVE_ANON, &mut sc), 8);
     assert_eq!(mm.mthp.swpout_fallback[4], 1);
     assert_eq!(mm.stat(Stat::thp_swpout_fallback), 0, "not PMD-sized");
-    assert_eq!(mm.reclaim.lruvec.pages[LRU_ACTIVE_ANON as usize], 8);
+    assert_eq!(mm.reclaim.lruvec[0].pages[LRU_ACTIVE_ANON as usize], 8);
     // Swap full: an order-2 folio is still split (folio_alloc_swap failed) and activated.
     mm.alloc_folio(0, NO_RECLAIM, 2, FolioKind::Anon, false).unwrap();
     assert_eq!(mm.shrink_inactive_list(4, LRU_INACTIVE_ANON, &mut sc), 0);
     assert_eq!(mm.mthp.swpout_fallback[2], 1);
-    assert_eq!(mm.reclaim.lruvec.pages[LRU_ACTIVE_ANON as usize], 12);
+    assert_eq!(mm.reclaim.lruvec[0].pages[LRU_ACTIVE_ANON as usize], 12);
     assert_eq!(mm.stat(Stat::pgactivate), 12);
     check(&mm);
 }
@@ -748,12 +748,12 @@ fn s10_4_5_shrink_node_progress_resets_kswapd_failures() {
     for _ in 0..2000 {
         mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false).unwrap();
     }
-    mm.reclaim.kswapd_failures = 5;
+    mm.reclaim.kswapd_failures[0] = 5;
     let mut sc = ScanControl::direct(3, 0, 0);
     sc.priority = 4;
     mm.shrink_node(&mut sc);
     assert_eq!(
-        (sc.nr_reclaimed, mm.reclaim.kswapd_failures),
+        (sc.nr_reclaimed, mm.reclaim.kswapd_failures[0]),
         (0, 5),
         "nothing reclaimable"
     );
@@ -764,7 +764,7 @@ fn s10_4_5_shrink_node_progress_resets_kswapd_failures() {
     sc.priority = 4;
     mm.shrink_node(&mut sc);
     assert!(sc.nr_reclaimed > 0);
-    assert_eq!(mm.reclaim.kswapd_failures, 0);
+    assert_eq!(mm.reclaim.kswapd_failures[0], 0);
     check(&mm);
 }
 
@@ -798,7 +798,7 @@ fn s10_4_5_reclaim_compaction_mode_continues() {
     assert!(
         mm.zones[DMA32].area.nr_free[9..].iter().any(|&n| n > 0)
             || mm.compaction_suitable(DMA32, 9, min, 3)
-            || mm.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize] <= 2 << 9
+            || mm.reclaim.lruvec[0].pages[LRU_INACTIVE_FILE as usize] <= 2 << 9
     );
     check(&mm);
 }
@@ -813,7 +813,7 @@ fn s15_3_direct_reclaim_lines_exact() {
         ids.push(id);
     }
     mm.folio_mark_dirty(ids[0], true);
-    let t = mm.reclaim.lruvec.pages[LRU_INACTIVE_FILE as usize] >> 12;
+    let t = mm.reclaim.lruvec[0].pages[LRU_INACTIVE_FILE as usize] >> 12;
     assert!(t >= 1);
     mm.trace.mask = trace_kind::VMSCAN;
     let got = mm.try_to_free_pages(0, Gfp::GFP_KERNEL, 0);

@@ -56,6 +56,7 @@ fn s2_machine(tun: Tunables) -> Mm {
         vec![
             ZoneConfig {
                 zone_type: ZoneType::Dma,
+                nid: 0,
                 start_pfn: 1,
                 spanned: 4095,
                 present: 3998,
@@ -63,6 +64,7 @@ fn s2_machine(tun: Tunables) -> Mm {
             },
             ZoneConfig {
                 zone_type: ZoneType::Dma32,
+                nid: 0,
                 start_pfn: 4096,
                 spanned: 1044480,
                 present: 782336,
@@ -70,6 +72,7 @@ fn s2_machine(tun: Tunables) -> Mm {
             },
             ZoneConfig {
                 zone_type: ZoneType::Normal,
+                nid: 0,
                 start_pfn: 1048576,
                 spanned: 327680,
                 present: 327680,
@@ -221,6 +224,7 @@ fn s1_5_2b_no_merge_across_zones() {
         vec![
             ZoneConfig {
                 zone_type: ZoneType::Dma32,
+                nid: 0,
                 start_pfn: BASE,
                 spanned: boundary - BASE,
                 present: boundary - BASE,
@@ -1004,6 +1008,7 @@ fn s3_4_boost_wakes_kswapd_with_alloc_kswapd() {
             assert_eq!(
                 w,
                 vec![Wakeup::Kswapd {
+                    nid: 0,
                     zone: ZoneType::Dma32,
                     order: 0,
                     highest_zoneidx: ZoneType::Dma32,
@@ -1063,15 +1068,19 @@ fn s4_1_gfp_to_alloc_flags_atomic() {
     // (step 5) finds the thread running and only records the request (§10.1.2). Nothing is
     // reclaimable, so the allocation fails after one pass.
     let wake = Wakeup::Kswapd {
+        nid: 0,
         zone: ZoneType::Dma32,
         order: 0,
         highest_zoneidx: ZoneType::Normal,
         gfp: Gfp::GFP_KERNEL.0,
     };
     assert_eq!(mm.take_wakeups(), vec![wake]);
-    assert_eq!(mm.reclaim.kswapd.phase, fraglab_mm::kswapd::KswapdPhase::Running);
     assert_eq!(
-        (mm.reclaim.kswapd.order, mm.reclaim.kswapd.highest_zoneidx),
+        mm.reclaim.kswapd[0].phase,
+        fraglab_mm::kswapd::KswapdPhase::Running
+    );
+    assert_eq!(
+        (mm.reclaim.kswapd[0].order, mm.reclaim.kswapd[0].highest_zoneidx),
         (0, Some(ZoneType::Normal.idx()))
     );
     // One fruitless direct reclaim counts two allocstalls: do_try_to_free_pages runs its
@@ -1668,6 +1677,7 @@ fn s6_3_boost_before_zone_boundary_check() {
     let mut mm = boot(
         vec![ZoneConfig {
             zone_type: ZoneType::Dma32,
+            nid: 0,
             start_pfn: BASE + 256,
             spanned: 4096,
             present: 4096,

@@ -24,7 +24,7 @@ fn compactable() -> Mm {
         mm.free_folio(0, id);
     }
     mm.drain_all_pages();
-    mm.kswapd_until_sleep(4);
+    mm.kswapd_until_sleep(0, 4);
     mm.take_wakeups();
     mm
 }
@@ -35,7 +35,7 @@ fn compactable() -> Mm {
 fn tight() -> Mm {
     let mut mm = dma32(16, 1, tun_kb(128));
     fill_anon_and_file(&mut mm);
-    mm.kswapd_until_sleep(8);
+    mm.kswapd_until_sleep(0, 8);
     mm.take_wakeups();
     mm
 }
@@ -60,7 +60,9 @@ fn fault(mut mm: Mm, defrag: ThpDefrag, madvised: bool) -> Work {
     Work {
         compacted: mm.stat(Stat::compact_stall) > stall,
         reclaimed: mm.stat(Stat::allocstall_movable) > allocstall,
-        kswapd_for_thp: w.iter().any(|w| matches!(w, Wakeup::Kswapd { order: 9, .. })),
+        kswapd_for_thp: w
+            .iter()
+            .any(|w| matches!(w, Wakeup::Kswapd { nid: 0, order: 9, .. })),
         thp: mm.folios.get(id).order == 9,
     }
 }
@@ -200,8 +202,8 @@ fn s8_defrag_mode_unmovable_requests_never_pollute_movable_blocks_before_d5() {
                         }
                     }
                 }
-                if mm.reclaim.kswapd.phase != fraglab_mm::kswapd::KswapdPhase::Sleeping {
-                    mm.kswapd_until_sleep(4);
+                if mm.reclaim.kswapd[0].phase != fraglab_mm::kswapd::KswapdPhase::Sleeping {
+                    mm.kswapd_until_sleep(0, 4);
                 }
                 mm.take_wakeups();
             }

@@ -60,6 +60,7 @@ fn f(kind: FolioKind) -> RestoreFolio {
 fn state() -> Restore {
     let zone = ZoneConfig {
         zone_type: ZoneType::Dma32,
+        nid: 0,
         start_pfn: BASE,
         spanned: BLOCKS * PB,
         present: BLOCKS * PB - 64,
@@ -141,6 +142,7 @@ fn state() -> Restore {
 
 fn config() -> MmConfig {
     let mut cfg = MmConfig::new(MachineConfig {
+        cpu_node: Vec::new(),
         zones: Vec::new(),
         nr_cpus: 2,
     });

@@ -26,7 +26,7 @@ fn fragmented() -> Mm {
     mm.drain_all_pages();
     // The fill woke kswapd; with half of memory free the node is balanced at order 0, so the
     // thread naps and goes back to sleep without reclaiming.
-    let cycles = mm.kswapd_until_sleep(4);
+    let cycles = mm.kswapd_until_sleep(0, 4);
     assert!(cycles.last().unwrap().asleep && cycles.iter().all(|c| c.reclaimed == 0));
     mm.take_wakeups();
     mm
@@ -84,7 +84,7 @@ fn s11_3_defrag_madvise_unmadvised_is_fast_path_only() {
     assert!(
         mm.take_wakeups()
             .iter()
-            .all(|w| !matches!(w, Wakeup::Kswapd { order: 9, .. })),
+            .all(|w| !matches!(w, Wakeup::Kswapd { nid: 0, order: 9, .. })),
         "nothing woken for the THP"
     );
     check(&mm);
@@ -120,7 +120,7 @@ fn s11_3_defer_wakes_kswapd_and_does_no_direct_work() {
     assert!(mm
         .take_wakeups()
         .iter()
-        .any(|w| matches!(w, Wakeup::Kswapd { order: 9, .. })));
+        .any(|w| matches!(w, Wakeup::Kswapd { nid: 0, order: 9, .. })));
     check(&mm);
 }
 

@@ -893,12 +893,14 @@ mod tests {
         let pages = 64 * 256;
         let z = ZoneConfig {
             zone_type: ZoneType::Dma32,
+            nid: 0,
             start_pfn: 4096,
             spanned: pages,
             present: pages,
             managed: pages,
         };
         let m = MachineConfig {
+            cpu_node: Vec::new(),
             zones: vec![z],
             nr_cpus: 2,
         };

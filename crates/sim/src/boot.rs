@@ -80,6 +80,7 @@ pub fn machine_config(spec: &Spec) -> Result<MachineConfig, RunError> {
                     };
                     Ok(ZoneConfig {
                         zone_type: z.zone,
+                        nid: 0,
                         start_pfn: fit(z.start_pfn)?,
                         spanned: fit(z.spanned)?,
                         present: fit(z.present)?,
@@ -88,6 +89,7 @@ pub fn machine_config(spec: &Spec) -> Result<MachineConfig, RunError> {
                 })
                 .collect::<Result<Vec<_>, RunError>>()?;
             let mc = MachineConfig {
+                cpu_node: Vec::new(),
                 zones,
                 nr_cpus: m.cpus,
             };
@@ -95,6 +97,11 @@ pub fn machine_config(spec: &Spec) -> Result<MachineConfig, RunError> {
             Ok(mc)
         }
         None => {
+            if !m.nodes.is_empty() {
+                let bytes: Vec<u64> = m.nodes.iter().map(|n| n.memory_bytes).collect();
+                let cpus: Vec<u32> = m.nodes.iter().map(|n| n.cpus).collect();
+                return MachineConfig::x86_64_nodes(&bytes, m.dma, &cpus).map_err(err);
+            }
             let bytes = m
                 .memory_bytes
                 .ok_or_else(|| RunError(format!("{}: machine: no memory size", spec.file)))?;
@@ -192,6 +199,9 @@ pub fn mm_config_with(spec: &Spec, machine: MachineConfig) -> MmConfig {
     cfg.debug_vm = spec.run.debug_vm;
     // §32.1: a free page reporting device, if the machine has one.
     cfg.page_reporting_order = spec.machine.page_reporting_order;
+    if let Some(v) = int(spec, "vm.zone_reclaim_mode") {
+        cfg.zone_reclaim_mode = v as u32;
+    }
     cfg
 }
 
@@ -340,6 +350,7 @@ pub fn boot_restored(spec: &Spec, loaded: &crate::restore::Loaded) -> Result<Mm,
         .ok_or_else(|| RunError(format!("{}: machine: no snapshot", spec.file)))?;
     let (eff, _) = crate::restore::effective_spec(spec, &loaded.header);
     let machine = MachineConfig {
+        cpu_node: Vec::new(),
         zones: loaded.restore.zones.clone(),
         nr_cpus: eff.machine.cpus,
     };

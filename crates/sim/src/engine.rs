@@ -402,6 +402,20 @@ struct Task {
     vruntime: u64,
     sleep_rel: i64,
     sleep_since: u64,
+    /// The node whose CPUs the task may run on (`numactl --cpunodebind`, a kernel thread's
+    /// node), `None`: any CPU.
+    node: Option<u32>,
+    /// The task's memory policy (`numactl --membind/--interleave/--preferred`).
+    mempolicy: fraglab_mm::numa::MemPolicy,
+}
+
+/// Where the tasks spawned next run and allocate (`numactl` around a workload):
+/// [`Engine::spawn_binding`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Binding {
+    /// Run on this node's CPUs only.
+    pub node: Option<u32>,
+    pub mempolicy: fraglab_mm::numa::MemPolicy,
 }
 
 #[derive(Default)]
@@ -423,7 +437,7 @@ enum EventKind {
     Tick,
     /// kcompactd's step has been charged: its loop reaches the top and waits (§26.2 item 1,
     /// [`Mm::kcompactd_wait`]); ignored if `gen` is stale.
-    KcompactdWait { gen: u64 },
+    KcompactdWait { nid: u32, gen: u64 },
     /// Free page reporting's delayed work expires: one pass ([`Mm::page_reporting_process`],
     /// §32.2), run at this instant (the kworker's CPU time and the wait for the host are not
     /// modelled).
@@ -448,8 +462,9 @@ pub struct Engine {
     tasks: Vec<Task>,
     seed: u64,
     next_pid: u32,
-    pub kswapd: TaskId,
-    pub kcompactd: TaskId,
+    /// Each node's kswapd and kcompactd thread, indexed by nid.
+    pub kswapd: Vec<TaskId>,
+    pub kcompactd: Vec<TaskId>,
     /// Tick period (PCP decay and samplers).
     pub tick_ns: u64,
     /// Called at every tick with the engine's time (samplers).
@@ -475,6 +490,9 @@ pub struct Engine {
     reporting_pending: bool,
     /// The contended locks and their lock_stat figures ([`crate::lock`]).
     pub locks: Locks,
+    /// The binding every task spawned from now on gets (a workload's `numa_node` and
+    /// `mempolicy`); the default runs anywhere with the local policy.
+    pub spawn_binding: Binding,
 }
 
 impl Engine {
@@ -492,8 +510,8 @@ impl Engine {
             tasks: Vec::new(),
             seed,
             next_pid: 100,
-            kswapd: 0,
-            kcompactd: 0,
+            kswapd: Vec::new(),
+            kcompactd: Vec::new(),
             tick_ns: SEC,
             tick_hooks: Vec::new(),
             kswapd_wakes: 0,
@@ -506,12 +524,30 @@ impl Engine {
             violation: None,
             reporting_pending: false,
             locks: Locks::default(),
+            spawn_binding: Binding::default(),
         };
-        e.kswapd = e.add_task(Box::new(KswapdTask), TaskState::Waiting, 60);
-        e.kcompactd = e.add_task(Box::new(KcompactdTask), TaskState::Waiting, 61);
-        e.mm.compact.kcompactd.threaded = true;
-        if let Some(t) = e.mm.compact.kcompactd.next_timeout_ms {
-            e.schedule_timer(e.kcompactd, t * MS);
+        // Node 0's threads first (pids 60 and 61), then each further node's (pids 64, 65, ...;
+        // the model allows 16 nodes, so they stay below the workload's pids from 100).
+        for nid in 0..e.mm.numa.nr_nodes {
+            let (ks_pid, kc_pid) = if nid == 0 {
+                (60, 61)
+            } else {
+                (62 + 2 * nid, 63 + 2 * nid)
+            };
+            let ks = e.add_task(Box::new(KswapdTask::new(nid)), TaskState::Waiting, ks_pid);
+            let kc = e.add_task(Box::new(KcompactdTask::new(nid)), TaskState::Waiting, kc_pid);
+            if e.mm.numa.multi() && e.mm.numa.nr_cpus_node(nid) > 0 {
+                // A node's kernel threads run on its CPUs (`kthread_bind_mask(cpumask_of_node)`).
+                e.tasks[ks].node = Some(nid);
+                e.tasks[kc].node = Some(nid);
+            }
+            e.kswapd.push(ks);
+            e.kcompactd.push(kc);
+            let k = &mut e.mm.compact.kcompactd[nid as usize];
+            k.threaded = true;
+            if let Some(t) = k.next_timeout_ms {
+                e.schedule_timer(kc, t * MS);
+            }
         }
         e.schedule(e.tick_ns, EventKind::Tick);
         // Free page reporting: the device registered at boot and asked for its first pass
@@ -555,8 +591,19 @@ impl Engine {
             vruntime: 0,
             sleep_rel: 0,
             sleep_since: self.now,
+            node: self.spawn_binding.node,
+            mempolicy: self.spawn_binding.mempolicy,
         });
         id
+    }
+
+    /// Whether task `id` may run on `cpu` (its node binding).
+    #[inline]
+    fn allowed(&self, id: TaskId, cpu: usize) -> bool {
+        match self.tasks[id].node {
+            None => true,
+            Some(n) => self.mm.numa.cpu_to_node(cpu as u32) == n,
+        }
     }
 
     /// Starts a task now (runnable at once). Returns its id; its pid is assigned in creation
@@ -658,6 +705,7 @@ impl Engine {
     /// on ties) and starts that CPU if it is idle.
     fn make_ready(&mut self, id: TaskId) {
         let cpu = (0..self.cpus.len())
+            .filter(|&c| self.allowed(id, c))
             .min_by_key(|&c| (self.cpus[c].busy as usize + self.cpus[c].runq.len(), c))
             .unwrap();
         let t = &mut self.tasks[id];
@@ -695,13 +743,13 @@ impl Engine {
     fn handle_wakeups(&mut self) {
         for w in self.mm.take_wakeups() {
             match w {
-                Wakeup::Kswapd { .. } => {
+                Wakeup::Kswapd { nid, .. } => {
                     self.kswapd_wakes += 1;
-                    self.wake(self.kswapd);
+                    self.wake(self.kswapd[nid as usize]);
                 }
-                Wakeup::Kcompactd { .. } => {
+                Wakeup::Kcompactd { nid, .. } => {
                     self.kcompactd_wakes += 1;
-                    self.wake(self.kcompactd);
+                    self.wake(self.kcompactd[nid as usize]);
                 }
                 Wakeup::PageReporting => self.schedule_page_reporting(),
             }
@@ -718,18 +766,15 @@ impl Engine {
     /// test, no periodic balancing between two busy CPUs (placement at wake-up does that).
     fn pull_queued(&mut self, cpu: usize) -> Option<TaskId> {
         let now = self.now;
-        let waiting =
-            |c: &Cpu, tasks: &[Task]| c.runq.iter().filter(|&&t| tasks[t].ready_since <= now).count();
+        // Only tasks allowed on this CPU (their node binding) can be pulled.
+        let takes = |t: TaskId| self.tasks[t].ready_since <= now && self.allowed(t, cpu);
         let src = (0..self.cpus.len())
             .filter(|&c| c != cpu)
-            .map(|c| (waiting(&self.cpus[c], &self.tasks), c))
+            .map(|c| (self.cpus[c].runq.iter().filter(|&&t| takes(t)).count(), c))
             .filter(|&(n, _)| n > 0)
             .max_by_key(|&(n, c)| (n, Reverse(c)))?
             .1;
-        let pos = self.cpus[src]
-            .runq
-            .iter()
-            .rposition(|&t| self.tasks[t].ready_since <= now)?;
+        let pos = self.cpus[src].runq.iter().rposition(|&t| takes(t))?;
         let id = self.cpus[src].runq.remove(pos)?;
         if self.sched == Sched::Fair {
             // Keep the task's place relative to its queue's minimum.
@@ -770,6 +815,7 @@ impl Engine {
         task.stats.runq_wait_ns += now - task.ready_since;
         self.mm.cur.now_ns = now;
         self.mm.cur.pid = task.pid;
+        self.mm.cur.mempolicy = task.mempolicy;
         let comm = task.body.comm().to_string();
         if self.mm.cur.comm != comm {
             self.mm.cur.comm = comm;
@@ -830,10 +876,10 @@ impl Engine {
                 task.state = TaskState::Waiting;
                 task.gen += 1;
                 let gen = task.gen;
-                if id == self.kcompactd {
+                if let Some(nid) = self.kcompactd.iter().position(|&k| k == id) {
                     // kcompactd stays off its wait queue while its work is charged: the wait
                     // (and its timeout) begins when the step ends.
-                    self.schedule(end, EventKind::KcompactdWait { gen });
+                    self.schedule(end, EventKind::KcompactdWait { nid: nid as u32, gen });
                 } else if let Some(t) = timeout {
                     self.schedule(end + t, EventKind::Timer { task: id, gen });
                 }
@@ -869,22 +915,24 @@ impl Engine {
                 EventKind::Timer { task, gen } => {
                     let t = &self.tasks[task];
                     if t.gen == gen && matches!(t.state, TaskState::Sleeping | TaskState::Waiting) {
-                        if task == self.kcompactd {
-                            self.mm.kcompactd_timed_out();
+                        if let Some(nid) = self.kcompactd.iter().position(|&k| k == task) {
+                            self.mm.kcompactd_timed_out(nid as u32);
                         }
                         self.make_ready(task);
                     }
                 }
-                EventKind::KcompactdWait { gen } => {
-                    let t = &self.tasks[self.kcompactd];
+                EventKind::KcompactdWait { nid, gen } => {
+                    let kc = self.kcompactd[nid as usize];
+                    let t = &self.tasks[kc];
                     if t.gen == gen && t.state == TaskState::Waiting {
                         self.mm.cur.now_ns = self.now;
                         self.mm.cur.pid = t.pid;
-                        if self.mm.cur.comm != "kcompactd0" {
-                            self.mm.cur.comm = "kcompactd0".to_string();
+                        let comm = t.body.comm();
+                        if self.mm.cur.comm != comm {
+                            self.mm.cur.comm = comm.to_string();
                         }
-                        if let Some(ms) = self.mm.kcompactd_wait() {
-                            self.schedule_timer(self.kcompactd, ms * MS);
+                        if let Some(ms) = self.mm.kcompactd_wait(nid) {
+                            self.schedule_timer(kc, ms * MS);
                         }
                     }
                 }
@@ -973,7 +1021,7 @@ impl Engine {
 
     /// Whether task `i` is one `workload_done` waits for (not a kernel thread, not a daemon).
     fn is_workload(&self, i: TaskId) -> bool {
-        i != self.kswapd && i != self.kcompactd && !self.tasks[i].daemon
+        !self.kswapd.contains(&i) && !self.kcompactd.contains(&i) && !self.tasks[i].daemon
     }
 
     /// Starts the model's kdamond (`[damon]`, kernel-model.md §27) now: a kernel thread (pid 62,
@@ -998,23 +1046,35 @@ impl Engine {
     }
 }
 
-/// The kswapd thread (§10.2): one `kswapd_run` per step, the 100 ms nap as a timed wait,
-/// then sleep until woken.
-struct KswapdTask;
+/// A node's kswapd thread (§10.2): one `kswapd_run` per step, the 100 ms nap as a timed
+/// wait, then sleep until woken.
+struct KswapdTask {
+    nid: u32,
+    comm: String,
+}
+
+impl KswapdTask {
+    fn new(nid: u32) -> KswapdTask {
+        KswapdTask {
+            nid,
+            comm: format!("kswapd{nid}"),
+        }
+    }
+}
 
 /// `HZ/10`: kswapd's nap.
 pub const KSWAPD_NAP_NS: u64 = 100 * MS;
 
 impl TaskBody for KswapdTask {
     fn comm(&self) -> &str {
-        "kswapd0"
+        &self.comm
     }
 
     fn step(&mut self, cx: &mut Cx) -> Step {
-        match cx.mm.reclaim.kswapd.phase {
+        match cx.mm.reclaim.kswapd[self.nid as usize].phase {
             KswapdPhase::Running => {
                 let folios_before = cx.mm.reclaim.reclaimed_folios;
-                let c = cx.mm.kswapd_run();
+                let c = cx.mm.kswapd_run(self.nid);
                 let folios = cx.mm.reclaim.reclaimed_folios - folios_before;
                 let ran = cx
                     .reclaim(c.scanned.max(c.reclaimed), folios)
@@ -1029,7 +1089,7 @@ impl TaskBody for KswapdTask {
                 }
             }
             KswapdPhase::Napping { .. } => {
-                let c = cx.mm.kswapd_nap_done();
+                let c = cx.mm.kswapd_nap_done(self.nid);
                 if c.asleep {
                     Step::Wait {
                         ran: 0,
@@ -1050,15 +1110,27 @@ impl TaskBody for KswapdTask {
 /// The kcompactd thread (§9.11.5, §26.2): one pass of its loop per step (`kcompactd_run`);
 /// the wait that follows begins when the step's cost has been charged
 /// ([`EventKind::KcompactdWait`]), so wake-ups during the work find it awake.
-struct KcompactdTask;
+struct KcompactdTask {
+    nid: u32,
+    comm: String,
+}
+
+impl KcompactdTask {
+    fn new(nid: u32) -> KcompactdTask {
+        KcompactdTask {
+            nid,
+            comm: format!("kcompactd{nid}"),
+        }
+    }
+}
 
 impl TaskBody for KcompactdTask {
     fn comm(&self) -> &str {
-        "kcompactd0"
+        &self.comm
     }
 
     fn step(&mut self, cx: &mut Cx) -> Step {
-        let c = cx.mm.kcompactd_run();
+        let c = cx.mm.kcompactd_run(self.nid);
         // CPU time; its writeback and lock waits are the engine's (`Cx::waited`).
         Step::Wait {
             ran: cx.compaction(&c.stats),

@@ -277,6 +277,7 @@ pub fn to_restore(rec: &Reconstruction) -> Result<Restore, String> {
         let spanned = pfn32(z.spanned, "zone span")?;
         zones.push(ZoneConfig {
             zone_type,
+            nid: 0,
             start_pfn: pfn32(z.start_pfn, "zone start")?,
             spanned,
             present: spanned,
@@ -297,6 +298,7 @@ pub fn to_restore(rec: &Reconstruction) -> Result<Restore, String> {
         z.managed = z.present.saturating_sub(inside(&reserved));
     }
     let end_pfn = MachineConfig {
+        cpu_node: Vec::new(),
         zones: zones.clone(),
         nr_cpus: 1,
     }

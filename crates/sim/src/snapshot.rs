@@ -21,9 +21,15 @@ pub(crate) fn proc_snapshot(mm: &Mm) -> BTreeMap<String, String> {
     let z = mm.zone_views();
     let stats = stats_with_zone_items(mm);
     BTreeMap::from([
-        ("buddyinfo".to_string(), render_buddyinfo(0, &z)),
-        ("pagetypeinfo".to_string(), render_pagetypeinfo(0, &z)),
-        ("zoneinfo".to_string(), render_zoneinfo(0, &z, &stats)),
+        ("buddyinfo".to_string(), mm.render_per_node(render_buddyinfo)),
+        (
+            "pagetypeinfo".to_string(),
+            mm.render_per_node(render_pagetypeinfo),
+        ),
+        (
+            "zoneinfo".to_string(),
+            mm.render_per_node(|nid, zones| render_zoneinfo(nid, zones, &mm.node_stats(nid))),
+        ),
         ("vmstat".to_string(), render_vmstat(&z, &stats)),
     ])
 }

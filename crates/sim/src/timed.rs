@@ -136,6 +136,21 @@ fn run_workload_full(
     let mut e = Engine::new(boot(spec)?, cost_model(spec), spec.run.seed);
     e.sched = spec.model.sched;
     let metrics = Rc::new(RefCell::new(Metrics::default()));
+    // A task bound to a node runs on its CPUs: the node must have some.
+    let bound = w
+        .kbuild
+        .iter()
+        .map(|k| ("kbuild", k.line, k.numa.node))
+        .chain(w.thp_burst.iter().map(|b| ("thp_burst", b.line, b.numa.node)))
+        .chain(w.task.iter().map(|t| ("task", t.line, t.numa.node)));
+    for (kind, line, node) in bound {
+        if let Some(n) = node.filter(|&n| e.mm.numa.nr_cpus_node(n) == 0) {
+            return Err(RunError(format!(
+                "{}:{line}: key workload.{kind}.numa_node: node {n} has no CPUs to run the tasks on",
+                spec.file
+            )));
+        }
+    }
     let mut gens = generators(w);
     let mut run = Run::new(&mut e, spec, w, metrics.clone());
     for g in &mut gens {
@@ -500,7 +515,8 @@ fn lock_stat(e: &Engine) -> Vec<fraglab_spec::result::LockStatResult> {
 /// steps waited on their CPU (locks, writeback; part of their CPU time).
 fn sim_work(e: &Engine) -> BTreeMap<String, u64> {
     let w = &e.mm.work.sum;
-    let (ks, kc) = (e.task_stats(e.kswapd), e.task_stats(e.kcompactd));
+    // Node 0's threads (a multi-node machine's other nodes' threads are in the task table).
+    let (ks, kc) = (e.task_stats(e.kswapd[0]), e.task_stats(e.kcompactd[0]));
     [
         ("alloc_slowpaths", w.slowpaths),
         ("direct_reclaim_calls", w.reclaim_calls),

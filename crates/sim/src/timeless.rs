@@ -418,15 +418,15 @@ impl OpRunner<'_> {
         let (mm, out) = (&mut self.mm, &mut self.out);
         match op {
             Op::Kswapd { .. } => {
-                let phase = mm.reclaim.kswapd.phase;
-                let cycles = mm.kswapd_until_sleep(64);
+                let phase = mm.reclaim.kswapd[0].phase;
+                let cycles = mm.kswapd_until_sleep(0, 64);
                 mm.debug_check();
                 let runs = cycles.iter().filter(|c| c.balanced_run).count();
                 let reclaimed: u64 = cycles.iter().map(|c| c.reclaimed).sum();
                 let _ = writeln!(
                     out,
                     "# op[{i}] kswapd: was {phase:?}; {runs} balance_pgdat runs, {reclaimed} pages reclaimed; now {:?}",
-                    mm.reclaim.kswapd.phase
+                    mm.reclaim.kswapd[0].phase
                 );
             }
             Op::DrainAllPages { .. } => {
@@ -463,12 +463,12 @@ impl OpRunner<'_> {
                 );
             }
             Op::Kcompactd { order, mode, .. } => {
-                let woken = mm.wakeup_kcompactd(*order, ZoneType::Normal.idx());
+                let woken = mm.wakeup_kcompactd(0, *order, ZoneType::Normal.idx());
                 // Force: kcompactd_do_work at once, woken or not (the op before §26). Wake: the
                 // loop runs only if the wake-up woke it (§26.1), until it waits again.
                 let (ran, st) = match mode {
-                    KcompactdMode::Force => (true, mm.kcompactd_do_work()),
-                    KcompactdMode::Wake if woken => (true, mm.kcompactd_until_wait()),
+                    KcompactdMode::Force => (true, mm.kcompactd_do_work(0)),
+                    KcompactdMode::Wake if woken => (true, mm.kcompactd_until_wait(0)),
                     KcompactdMode::Wake => (false, Default::default()),
                 };
                 mm.debug_check();
@@ -480,26 +480,25 @@ impl OpRunner<'_> {
                 );
             }
             Op::ProactiveCompact { mode, .. } => {
-                let score = mm.fragmentation_score_node();
+                let score = mm.fragmentation_score_node(0);
                 let st = match mode {
-                    ProactiveMode::Timer => Some(mm.kcompactd_timer()),
-                    ProactiveMode::Tick => mm.kcompactd_tick(HPAGE_FRAG_CHECK_INTERVAL_MSEC),
-                    ProactiveMode::Trigger => Some(mm.kcompactd_trigger().1),
-                    ProactiveMode::Force => Some(mm.compact_node(true)),
+                    ProactiveMode::Timer => Some(mm.kcompactd_timer(0)),
+                    ProactiveMode::Tick => mm.kcompactd_tick(0, HPAGE_FRAG_CHECK_INTERVAL_MSEC),
+                    ProactiveMode::Trigger => Some(mm.kcompactd_trigger(0).1),
+                    ProactiveMode::Force => Some(mm.compact_node(0, true)),
                 };
                 mm.debug_check();
                 let _ = writeln!(
                     out,
                     "# op[{i}] proactive_compact: node score {score} -> {} (high {}); {}",
-                    mm.fragmentation_score_node(),
+                    mm.fragmentation_score_node(0),
                     mm.fragmentation_score_wmark(false),
                     match st {
                         Some(st) => run_stats(&st),
                         None => format!(
                             "kcompactd sleeps on ({} of {} ms)",
-                            mm.compact.kcompactd.waited_ms,
-                            mm.compact
-                                .kcompactd
+                            mm.compact.kcompactd[0].waited_ms,
+                            mm.compact.kcompactd[0]
                                 .next_timeout_ms
                                 .map_or("no timeout".to_string(), |t| t.to_string())
                         ),
@@ -627,7 +626,7 @@ pub fn compaction_report(mm: &Mm) -> String {
             mm.fragmentation_score_zone(zi)
         );
     }
-    let _ = writeln!(out, "node fragmentation score {}", mm.fragmentation_score_node());
+    let _ = writeln!(out, "node fragmentation score {}", mm.fragmentation_score_node(0));
     out
 }
 
@@ -702,7 +701,7 @@ pub fn pageblock_map(mm: &Mm, only: Option<ZoneType>) -> String {
         if only.is_some_and(|o| o != z.zone_type) {
             continue;
         }
-        let _ = writeln!(out, "Node 0, zone {:>8}", z.zone_type.name());
+        let _ = writeln!(out, "Node {}, zone {:>8}", z.nid, z.zone_type.name());
         let first = z.start_pfn & !(PAGEBLOCK_NR_PAGES - 1);
         let mut b = first;
         let mut row = String::new();

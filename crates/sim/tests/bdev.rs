@@ -205,6 +205,7 @@ fn s33_unmovable_block_with_lru_pages_is_mixed_in_both_censuses() {
     assert_eq!(rec.report.mixed_blocks, 1);
     let r = fraglab_sim::restore::to_restore(&rec).unwrap();
     let cfg = fraglab_mm::MmConfig::new(fraglab_mm::MachineConfig {
+        cpu_node: Vec::new(),
         zones: r.zones.clone(),
         nr_cpus: 1,
     });
@@ -228,6 +229,7 @@ fn s33_both_engines_maps_count_a_directory_block_in_an_unmovable_block() {
     let pages = 64 * 512;
     let zone = ZoneConfig {
         zone_type: ZoneType::Dma32,
+        nid: 0,
         start_pfn: 4096,
         spanned: pages,
         present: pages,
@@ -235,6 +237,7 @@ fn s33_both_engines_maps_count_a_directory_block_in_an_unmovable_block() {
     };
     let mut mm = Mm::new(
         &MachineConfig {
+            cpu_node: Vec::new(),
             zones: vec![zone],
             nr_cpus: 1,
         },

@@ -18,12 +18,14 @@ use fraglab_sim::workload::common::touch_range;
 fn machine(blocks: u32, cpus: u32) -> Mm {
     let z = ZoneConfig {
         zone_type: ZoneType::Dma32,
+        nid: 0,
         start_pfn: 4096,
         spanned: blocks * 512,
         present: blocks * 512,
         managed: blocks * 512,
     };
     let m = MachineConfig {
+        cpu_node: Vec::new(),
         zones: vec![z],
         nr_cpus: cpus,
     };

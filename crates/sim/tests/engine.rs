@@ -16,12 +16,14 @@ const NO_RECLAIM: Gfp = Gfp::GFP_HIGHUSER_MOVABLE.without(Gfp::DIRECT_RECLAIM);
 fn machine(blocks: u32, cpus: u32) -> Mm {
     let z = ZoneConfig {
         zone_type: ZoneType::Dma32,
+        nid: 0,
         start_pfn: 4096,
         spanned: blocks * 512,
         present: blocks * 512,
         managed: blocks * 512,
     };
     let m = MachineConfig {
+        cpu_node: Vec::new(),
         zones: vec![z],
         nr_cpus: cpus,
     };
@@ -238,11 +240,11 @@ fn kswapd_runs_in_the_background_when_the_workload_wakes_it() {
         0,
         "the filler never reclaims itself"
     );
-    assert!(e.task_stats(e.kswapd).cpu_ns > 0);
+    assert!(e.task_stats(e.kswapd[0]).cpu_ns > 0);
     // Let the machine settle: kswapd naps and goes to sleep.
     e.run(end + 2 * SEC, |_| false);
-    assert_eq!(e.mm.reclaim.kswapd.phase, KswapdPhase::Sleeping);
-    assert_eq!(e.task_state(e.kswapd), TaskState::Waiting);
+    assert_eq!(e.mm.reclaim.kswapd[0].phase, KswapdPhase::Sleeping);
+    assert_eq!(e.task_state(e.kswapd[0]), TaskState::Waiting);
     e.mm.check_invariants().unwrap();
 }
 
@@ -269,9 +271,9 @@ fn kcompactd_runs_proactively_on_its_timer() {
         mm.free_folio(0, id);
     }
     mm.drain_all_pages();
-    mm.kswapd_until_sleep(8);
+    mm.kswapd_until_sleep(0, 8);
     mm.take_wakeups();
-    let before = mm.fragmentation_score_node();
+    let before = mm.fragmentation_score_node(0);
     let mut e = Engine::new(mm, CostModel::default(), 1);
     e.run(400 * MS, |_| false);
     assert_eq!(
@@ -281,8 +283,8 @@ fn kcompactd_runs_proactively_on_its_timer() {
     );
     e.run(SEC, |_| false);
     assert!(e.mm.stat(Stat::pgmigrate_success) > 0);
-    assert!(e.mm.fragmentation_score_node() < before);
-    assert!(e.task_stats(e.kcompactd).cpu_ns > 0);
+    assert!(e.mm.fragmentation_score_node(0) < before);
+    assert!(e.task_stats(e.kcompactd[0]).cpu_ns > 0);
 }
 
 #[test]
@@ -341,9 +343,9 @@ impl TaskBody for KcompactdWaker {
         "waker"
     }
     fn step(&mut self, cx: &mut Cx) -> Step {
-        let zone = cx.mm.kcompactd_max_zoneidx();
-        let a = cx.mm.wakeup_kcompactd(9, zone);
-        let b = cx.mm.wakeup_kcompactd(9, zone);
+        let zone = cx.mm.kcompactd_max_zoneidx(0);
+        let a = cx.mm.wakeup_kcompactd(0, 9, zone);
+        let b = cx.mm.wakeup_kcompactd(0, 9, zone);
         self.seen.borrow_mut().push((a, b));
         self.left -= 1;
         if self.left == 0 {
@@ -371,10 +373,10 @@ fn section_26_1_engine_wakes_kcompactd_only_while_it_sleeps() {
         mm.free_folio(0, id);
     }
     mm.drain_all_pages();
-    mm.kswapd_until_sleep(8);
+    mm.kswapd_until_sleep(0, 8);
     mm.take_wakeups();
     mm.compact.cfg.proactiveness = 0;
-    mm.compact.kcompactd.next_timeout_ms = None;
+    mm.compact.kcompactd[0].next_timeout_ms = None;
     let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let mut e = Engine::new(mm, CostModel::default(), 1);
     e.spawn(Box::new(KcompactdWaker {
@@ -389,6 +391,6 @@ fn section_26_1_engine_wakes_kcompactd_only_while_it_sleeps() {
     );
     assert_eq!(e.kcompactd_wakes, 1);
     assert_eq!(e.mm.stat(Stat::compact_daemon_wake), 1, "one run served both");
-    assert!(!e.mm.compact.kcompactd.awake, "waiting again after its run");
-    assert_eq!(e.task_state(e.kcompactd), TaskState::Waiting);
+    assert!(!e.mm.compact.kcompactd[0].awake, "waiting again after its run");
+    assert_eq!(e.task_state(e.kcompactd[0]), TaskState::Waiting);
 }

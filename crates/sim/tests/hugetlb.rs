@@ -25,7 +25,7 @@ fn pool_is_taken_at_boot_and_compaction_steps_over_it() {
     assert_eq!(mm.hugetlb.nr_huge_pages(), 100);
     assert_eq!(mm.stat(fraglab_mm::vmstat::Stat::htlb_buddy_alloc_success), 100);
     let before = mm.folios.census_of(FolioKind::Hugetlb);
-    mm.compact_node(false);
+    mm.compact_node(0, false);
     assert_eq!(
         mm.folios.census_of(FolioKind::Hugetlb),
         before,

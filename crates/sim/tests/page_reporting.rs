@@ -32,8 +32,10 @@ fn machine(blocks: u32, order: Option<u32>) -> Mm {
         },
         page_reporting_order: order,
         ..MmConfig::new(MachineConfig {
+            cpu_node: Vec::new(),
             zones: vec![ZoneConfig {
                 zone_type: ZoneType::Dma32,
+                nid: 0,
                 start_pfn: BASE,
                 spanned: blocks * PB,
                 present: blocks * PB,

@@ -11,6 +11,7 @@ fn machine() -> Mm {
     let pages = 64 * 256;
     let z = ZoneConfig {
         zone_type: ZoneType::Dma32,
+        nid: 0,
         start_pfn: 4096,
         spanned: pages,
         present: pages,
@@ -18,6 +19,7 @@ fn machine() -> Mm {
     };
     Mm::new(
         &MachineConfig {
+            cpu_node: Vec::new(),
             zones: vec![z],
             nr_cpus: 2,
         },

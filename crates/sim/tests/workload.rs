@@ -18,12 +18,14 @@ fn machine(mib: u32) -> Mm {
     let pages = mib * 256;
     let z = ZoneConfig {
         zone_type: ZoneType::Dma32,
+        nid: 0,
         start_pfn: 4096,
         spanned: pages,
         present: pages,
         managed: pages,
     };
     let m = MachineConfig {
+        cpu_node: Vec::new(),
         zones: vec![z],
         nr_cpus: 2,
     };
@@ -38,6 +40,7 @@ fn run(seed: u64, defrag_mode: bool) -> (Engine, Metrics, u64) {
     let metrics = Rc::new(RefCell::new(Metrics::default()));
     let mut e = Engine::new(mm, CostModel::default(), seed);
     let spec = KbuildParams {
+        numa: Default::default(),
         line: 0,
         jobs_parallel: 4,
         jobs: 60,
@@ -62,6 +65,7 @@ fn run(seed: u64, defrag_mode: bool) -> (Engine, Metrics, u64) {
     }));
     e.spawn(Box::new(ThpBurst::new(
         ThpBurstParams {
+            numa: Default::default(),
             line: 0,
             interval_ns: 500 * MS,
             size_bytes: 16 * 512 * 4096,
@@ -120,6 +124,7 @@ fn untar_run(trees: u32) -> (Engine, Metrics) {
     let metrics = Rc::new(RefCell::new(Metrics::default()));
     let mut e = Engine::new(machine(256), CostModel::default(), 1);
     let spec = KbuildParams {
+        numa: Default::default(),
         line: 0,
         jobs_parallel: 2,
         jobs: 20,

@@ -19,6 +19,20 @@ const SPEC_KEY_ROWS: &[(&str, &str, &str, &str)] = &[
         "yes",
     ),
     (
+        "`[machine] nodes`, `[[machine.node]]`",
+        "NUMA nodes: per-node zones, LRU lists, kswapd and kcompactd; zonelists in \
+         `find_next_best_node` order; `numa_*` events per zone; per-node /proc files",
+        "§1.1",
+        "yes",
+    ),
+    (
+        "`numa_node`, `mempolicy` (kbuild, thp_burst, task)",
+        "where a workload's tasks run (the node's CPUs) and allocate (local, preferred, bind, \
+         interleave)",
+        "§1.1",
+        "yes (timed runs)",
+    ),
+    (
         "`[cost] <name>`",
         "the simulated time of each unit of work (`fault_base_ns`, `zero_page_ns`, \
          `migrate_page_ns`, …; `docs/costs.md`)",

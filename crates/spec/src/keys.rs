@@ -207,6 +207,20 @@ pub(crate) const MACHINE: &[KeyDef] = &[
     ),
     int("cpus", 1, 256, "1..=256", 2, "CPUs"),
     boolean("dma", true, "a 16 MiB ZONE_DMA in the default layout"),
+    int(
+        "nodes",
+        1,
+        16,
+        "1..=16",
+        1,
+        "NUMA nodes: memory and CPUs split evenly (node 0 holds DMA and DMA32, later nodes one Normal zone each)",
+    ),
+    key(
+        "node",
+        KeyKind::Table("[[machine.node]]"),
+        KeyDefault::Text("nodes equal nodes"),
+        "uneven NUMA nodes, one table each: memory and cpus (not with memory, cpus or nodes)",
+    ),
     key(
         "zone",
         KeyKind::Table("[[machine.zone]]"),
@@ -253,6 +267,24 @@ pub(crate) const MACHINE: &[KeyDef] = &[
         KeyKind::Str,
         KeyDefault::Text("none: a freshly booted machine"),
         "boot in the state of a snapshot file (`fraglab host snapshot`), relative to the spec's directory: zones, free chunks, folios and pageblock types from the snapshot's reconstruction (kernel-model.md §30.5); not with memory, dma or [[machine.zone]]; cpus default to the snapshot's; a knob the spec does not set takes the snapshot's value, else the kernel default; hugetlb_pages, if given, resizes the snapshot's pool",
+    ),
+];
+
+/// `[[machine.node]]`.
+pub(crate) const NODE: &[KeyDef] = &[
+    key(
+        "memory",
+        KeyKind::Form("a size, 2 MiB..=1 TiB"),
+        KeyDefault::Required("a size such as \"256GiB\""),
+        "the node's memory",
+    ),
+    int(
+        "cpus",
+        0,
+        256,
+        "0..=256",
+        1,
+        "the node's CPUs (0: a memory-only node)",
     ),
 ];
 
@@ -712,6 +744,22 @@ pub(crate) const KBUILD: &[KeyDef] = &[
         1,
         "with untar, the trees kept",
     ),
+    key(
+        "numa_node",
+        KeyKind::Int {
+            lo: 0,
+            hi: 15,
+            range: "0..=15, a node of the machine",
+        },
+        KeyDefault::Text("none: any CPU"),
+        "run the tasks on this node's CPUs (numactl --cpunodebind); their memory is bound to it too unless mempolicy says otherwise",
+    ),
+    key(
+        "mempolicy",
+        KeyKind::Form("local, preferred:N, bind:NODES or interleave:NODES (NODES like 0,1, 0-3 or all)"),
+        KeyDefault::Text("bind:numa_node with numa_node, else local"),
+        "the tasks' memory policy (set_mempolicy, numactl --membind/--interleave/--preferred)",
+    ),
 ];
 
 /// `[[workload.thp_burst]]`.
@@ -727,6 +775,22 @@ pub(crate) const THP_BURST: &[KeyDef] = &[
     int("bursts", 1, MAX_2_20.0, MAX_2_20.1, 10, "how many bursts"),
     duration("start", 0, 0, "when the first burst starts"),
     boolean("madvised", true, "MADV_HUGEPAGE on the region"),
+    key(
+        "numa_node",
+        KeyKind::Int {
+            lo: 0,
+            hi: 15,
+            range: "0..=15, a node of the machine",
+        },
+        KeyDefault::Text("none: any CPU"),
+        "run the tasks on this node's CPUs (numactl --cpunodebind); their memory is bound to it too unless mempolicy says otherwise",
+    ),
+    key(
+        "mempolicy",
+        KeyKind::Form("local, preferred:N, bind:NODES or interleave:NODES (NODES like 0,1, 0-3 or all)"),
+        KeyDefault::Text("bind:numa_node with numa_node, else local"),
+        "the tasks' memory policy (set_mempolicy, numactl --membind/--interleave/--preferred)",
+    ),
 ];
 
 /// `[[workload.thpchallenge]]`.
@@ -837,6 +901,23 @@ pub(crate) const FIO_SMALLFILES: &[KeyDef] = &[
 pub(crate) const TASK: &[KeyDef] = &[
     key("name", KeyKind::Str, KeyDefault::Str("task"), "the task's name"),
     int("count", 1, 4096, "1..=4096", 1, "instances"),
+    key(
+        "numa_node",
+        KeyKind::Int {
+            lo: 0,
+            hi: 15,
+            range: "0..=15, a node of the machine",
+        },
+        KeyDefault::Text("none: any CPU"),
+        "run the tasks on this node's CPUs (numactl --cpunodebind); their memory is bound to it too unless mempolicy says otherwise",
+    ),
+    key(
+        "mempolicy",
+        KeyKind::Form("local, preferred:N, bind:NODES or interleave:NODES (NODES like 0,1, 0-3 or all)"),
+        KeyDefault::Text("bind:numa_node with numa_node, else local"),
+        "the tasks' memory policy (set_mempolicy, numactl --membind/--interleave/--preferred)",
+    ),
+
     duration("start", 0, 0, "when the instances start"),
     int("loops", 1, MAX_2_20.0, MAX_2_20.1, 1, "times the program runs"),
     key(
@@ -1206,6 +1287,7 @@ pub fn spec_keys() -> Vec<SpecKey> {
         ("(top level)".into(), TOP),
         ("[machine]".into(), MACHINE),
         ("[[machine.zone]]".into(), ZONE),
+        ("[[machine.node]]".into(), NODE),
         ("[run]".into(), RUN),
         ("[host]".into(), HOST),
         ("[damon]".into(), DAMON),

@@ -329,9 +329,9 @@ pub const KNOBS: &[KnobDef] = &[
         default: "0",
         doc: "Bits: 1 reclaim on the local node before going off-node, 2 write out dirty pages, \
               4 swap pages",
-        models: "node reclaim",
+        models: "node reclaim (`node_reclaim`): on a multi-node machine a zone failing its watermark is reclaimed on its own node before the allocation goes to the next node; bit 4 lets it reclaim mapped (anonymous) folios; inert on one node",
         section: "§10, §17",
-        read: Read::No("one node"),
+        read: Read::Yes,
     },
     KnobDef {
         name: "vm.page-cluster",

@@ -357,6 +357,9 @@ pub struct MachineSpec {
     pub swap_bytes: u64,
     /// `[[machine.zone]]`, in increasing pfn order; `None` for the default x86-64 layout.
     pub zones: Option<Vec<ZoneSpec>>,
+    /// The NUMA nodes of the default layout (`nodes = N` split evenly, or `[[machine.node]]`
+    /// tables), memory and CPUs of each; empty: one node with `memory_bytes` and `cpus`.
+    pub nodes: Vec<NodeSpec>,
     /// `hugetlb_pages`: 2 MiB pages of the hugetlb pool (`vm.nr_hugepages`) reserved at boot,
     /// before the workload (default 0). The host engine reserves the same pool for the run.
     pub hugetlb_pages: u64,
@@ -402,6 +405,13 @@ impl MachineSpec {
         };
         format!("{spec_file}:{}: key {key}", self.line)
     }
+}
+
+/// One NUMA node of `[machine]`: its memory and its CPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeSpec {
+    pub memory_bytes: u64,
+    pub cpus: u32,
 }
 
 /// `[machine] snapshot`: where the snapshot is and what the spec gives besides it.

@@ -149,6 +149,8 @@ pub struct KbuildParams {
     /// With `untar`, the trees of the last `trees` builds are kept (default 1); the oldest is
     /// deleted (its page cache, dentries and inodes freed) before the next is unpacked.
     pub trees: u32,
+    /// `numa_node` and `mempolicy`: where the tasks run and allocate.
+    pub numa: fraglab_types::numa::NumaBind,
 }
 
 /// `[[workload.thp_burst]]`: the seed-001 "Hugealloc" process, bursts of THP faults (madvised
@@ -165,6 +167,8 @@ pub struct ThpBurstParams {
     /// the faults may then reclaim and compact directly; without it they take a THP only
     /// from the free lists (`vma_thp_gfp_mask`, kernel-model.md §11.2).
     pub madvised: bool,
+    /// `numa_node` and `mempolicy`: where the tasks run and allocate.
+    pub numa: fraglab_types::numa::NumaBind,
 }
 
 /// The cost-model constants a `[cost]` table may override (nanoseconds; the `_x1000` ones in
@@ -258,6 +262,8 @@ pub struct TaskParams {
     /// finished (or at the duration); background instances still running are stopped then
     /// (the simulator's daemon tasks, SIGKILL on the host).
     pub background: bool,
+    /// `numa_node` and `mempolicy`: where the tasks run and allocate.
+    pub numa: fraglab_types::numa::NumaBind,
 }
 
 /// One step of a task program (`steps = [{ mmap = "a", size = "64MiB" }, ...]`).

@@ -258,7 +258,7 @@ fn cpus_range_and_unknown_machine_key() {
         &["[machine]", "memory = \"1G\"", "numa_nodes = 2"],
         3,
         "machine.numa_nodes",
-        "unknown key (expected one of: memory, cpus, dma, zone, swap, hugetlb_pages, read_ahead_kb, max_sectors_kb, page_reporting_order, snapshot)",
+        "unknown key (expected one of: memory, cpus, dma, nodes, node, zone, swap, hugetlb_pages, read_ahead_kb, max_sectors_kb, page_reporting_order, snapshot)",
     );
     // §32.1 item 2: page_reporting_order takes 0..=10 (the kernel rejects other writes) or "off".
     check(
@@ -2294,4 +2294,81 @@ fn step_stride_errors() {
         }
     ));
     assert!(matches!(&steps[3], TaskStep::Touch { stride: 4096, .. }));
+}
+
+/// NUMA nodes (issue 35): `nodes`, `[[machine.node]]`, `numa_node` and `mempolicy`.
+#[test]
+fn numa_layouts_and_bindings_are_checked() {
+    check(
+        &["[machine]", "memory = \"4G\"", "cpus = 1", "nodes = 2"],
+        4,
+        "machine.nodes",
+        "2 nodes but 1 CPUs: give every node a CPU (machine.cpus >= nodes), or lay the nodes out with [[machine.node]] tables",
+    );
+    check(
+        &["[machine]", "memory = \"4G\"", "cpus = 4", "nodes = 17"],
+        4,
+        "machine.nodes",
+        "17 is out of range (expected 1..=16)",
+    );
+    check(
+        &[
+            "[machine]",
+            "memory = \"4G\"",
+            "[[machine.node]]",
+            "memory = \"1G\"",
+        ],
+        2,
+        "machine.memory",
+        "the [[machine.node]] tables (line 3) give the nodes' memory and CPUs; leave memory out",
+    );
+    check(
+        &["[machine]", "[[machine.node]]", "memory = \"1G\"", "cpus = 0"],
+        2,
+        "machine.node",
+        "node 0 needs a CPU (the boot CPU is on node 0)",
+    );
+    check(
+        &[
+            "[machine]",
+            "memory = \"4G\"",
+            "cpus = 2",
+            "nodes = 2",
+            "[workload]",
+            "[[workload.thp_burst]]",
+            "numa_node = 2",
+        ],
+        7,
+        "workload.thp_burst[0].numa_node",
+        "node 2: the machine has 2 node(s), 0..=1",
+    );
+    check(
+        &[
+            "[machine]",
+            "memory = \"4G\"",
+            "cpus = 2",
+            "nodes = 2",
+            "[workload]",
+            "[[workload.thp_burst]]",
+            "mempolicy = \"spread\"",
+        ],
+        7,
+        "workload.thp_burst[0].mempolicy",
+        "\"spread\": expected local, preferred:N, bind:NODES or interleave:NODES (NODES like 0,1 or 0-3 or all)",
+    );
+}
+
+#[test]
+fn numa_nodes_split_memory_and_cpus() {
+    let text = "[machine]\nmemory = \"3GiB\"\ncpus = 5\nnodes = 2\n";
+    let s = fraglab_spec::parse_spec(text, "t.toml").unwrap();
+    let n = &s.machine.nodes;
+    assert_eq!(n.len(), 2);
+    assert_eq!((n[0].memory_bytes, n[0].cpus), (1536 << 20, 3));
+    assert_eq!((n[1].memory_bytes, n[1].cpus), (1536 << 20, 2));
+    let text = "[machine]\n[[machine.node]]\nmemory = \"1GiB\"\ncpus = 2\n[[machine.node]]\nmemory = \"3GiB\"\ncpus = 0\n";
+    let s = fraglab_spec::parse_spec(text, "t.toml").unwrap();
+    assert_eq!(s.machine.memory_bytes, Some(4 << 30));
+    assert_eq!(s.machine.cpus, 2);
+    assert_eq!(s.machine.nodes[1].cpus, 0);
 }

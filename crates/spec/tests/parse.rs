@@ -78,6 +78,7 @@ fn full_spec_parses_to_the_expected_structure() {
         name: Some("claim-and-steal".into()),
         description: Some("fill, punch holes, ask for order-3".into()),
         machine: MachineSpec {
+            nodes: Vec::new(),
             memory_bytes: Some(4 << 30),
             cpus: 4,
             dma: false,
@@ -166,6 +167,7 @@ fn minimal_spec_gets_the_defaults() {
     assert_eq!(
         spec.machine,
         MachineSpec {
+            nodes: Vec::new(),
             memory_bytes: Some(64 << 20),
             cpus: 2,
             dma: true,
@@ -242,6 +244,7 @@ zone = "DMA32"
     assert_eq!(
         spec.machine,
         MachineSpec {
+            nodes: Vec::new(),
             memory_bytes: None,
             cpus: 1,
             dma: true,

@@ -84,6 +84,7 @@ impl Word for bool {
 
 pub mod folio;
 pub mod gfp;
+pub mod numa;
 pub mod page;
 pub mod switches;
 

@@ -313,11 +313,8 @@ impl Mm {
         }
         self.check_split_queue(sums.queued, &sums.partial, sums.thp)?;
         for (l, &p) in sums.lru_pages.iter().enumerate() {
-            ensure!(
-                self.reclaim.lruvec.pages[l] == p,
-                "LRU list {l}: size {} != {p}",
-                self.reclaim.lruvec.pages[l]
-            );
+            let size: u64 = self.reclaim.lruvec.iter().map(|lv| lv.pages[l]).sum();
+            ensure!(size == p, "LRU list {l}: size {size} != {p}");
         }
         Ok((expect, sums.cache))
     }
@@ -368,8 +365,10 @@ mod tests {
     fn machine() -> (Mm, u32) {
         let blocks = 16 * crate::types::PAGEBLOCK_NR_PAGES;
         let cfg = MachineConfig {
+            cpu_node: Vec::new(),
             zones: vec![ZoneConfig {
                 zone_type: ZoneType::Dma32,
+                nid: 0,
                 start_pfn: 4096,
                 spanned: blocks,
                 present: blocks,
@@ -407,7 +406,7 @@ mod tests {
     fn a_broken_lru_back_link_is_found() {
         let (mut mm, _) = machine();
         let l = LRU_INACTIVE_FILE as usize;
-        let first = mm.reclaim.lruvec.lists[l].first;
+        let first = mm.reclaim.lruvec[0].lists[l].first;
         let second = mm.folios.lru_links[first as usize][0];
         mm.folios.lru_links[second as usize][1] = NIL;
         assert!(violation(&mm).contains("broken back link"), "{}", violation(&mm));
@@ -417,7 +416,10 @@ mod tests {
     fn an_lru_loop_is_found() {
         let (mut mm, _) = machine();
         let l = LRU_INACTIVE_FILE as usize;
-        let (first, last) = (mm.reclaim.lruvec.lists[l].first, mm.reclaim.lruvec.lists[l].last);
+        let (first, last) = (
+            mm.reclaim.lruvec[0].lists[l].first,
+            mm.reclaim.lruvec[0].lists[l].last,
+        );
         mm.folios.lru_links[last as usize][0] = first;
         assert!(violation(&mm).contains("a second time"), "{}", violation(&mm));
     }

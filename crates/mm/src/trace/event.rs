@@ -88,6 +88,8 @@ pub enum TraceEvent {
         order_failed: i32,
     },
     /// compaction:mm_compaction_wakeup_kcompactd (`wake` = false) / _kcompactd_wake (true).
+    /// `highest_zoneidx` is nid × MAX_NR_ZONES + the zone type, as the compaction events'
+    /// `zone` fields are the model's zone index (node by node).
     MmCompactionKcompactd {
         wake: bool,
         order: i32,

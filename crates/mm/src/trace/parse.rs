@@ -224,8 +224,14 @@ fn migrate_reason(s: &str) -> Option<u8> {
 }
 
 /// The node of events that store none: only node 0 (S2 has one node).
-fn node0(s: &str) -> Option<()> {
-    (s == "0").then_some(())
+/// A node id of a compaction event (the model allows 16 nodes).
+fn node_id(s: &str) -> Option<u8> {
+    s.parse::<u8>().ok().filter(|&n| n < 16)
+}
+
+/// The model's zone index of (node, zone symbol): node × 5 + the zone type.
+fn node_zone(nid: &str, z: &str) -> Option<u8> {
+    Some(node_id(nid)? * 5 + zone_symbol(z)?)
 }
 
 /// The compaction events (include/trace/events/compaction.h).
@@ -272,10 +278,9 @@ fn parse_compaction_fields(name: &str, fields: &str) -> Option<TraceEvent> {
         }
         "mm_compaction_suitable" | "mm_compaction_finished" => {
             let [nid, z, order, ret] = scan(fields, ["node=", " zone=", " order=", " ret=", ""])?;
-            node0(nid)?;
             TraceEvent::MmCompactionSuitableFinished {
                 finished: name == "mm_compaction_finished",
-                zone: zone_symbol(z)?,
+                zone: node_zone(nid, z)?,
                 order: dec_i32(order)?,
                 ret: compact_status(ret)?,
             }
@@ -289,11 +294,10 @@ fn parse_compaction_fields(name: &str, fields: &str) -> Option<TraceEvent> {
         }
         "mm_compaction_wakeup_kcompactd" | "mm_compaction_kcompactd_wake" => {
             let [nid, order, z] = scan(fields, ["nid=", " order=", " classzone_idx=", ""])?;
-            node0(nid)?;
             TraceEvent::MmCompactionKcompactd {
                 wake: name == "mm_compaction_kcompactd_wake",
                 order: dec_i32(order)?,
-                highest_zoneidx: zone_symbol(z)?,
+                highest_zoneidx: node_zone(nid, z)?,
             }
         }
         _ => return None,
@@ -347,7 +351,7 @@ fn parse_compaction_defer(name: &str, fields: &str) -> Option<TraceEvent> {
             "",
         ],
     )?;
-    node0(nid)?;
+    let zone = node_zone(nid, z)?;
     let limit = dec_u64(limit)?;
     if !limit.is_power_of_two() {
         return None;
@@ -358,7 +362,7 @@ fn parse_compaction_defer(name: &str, fields: &str) -> Option<TraceEvent> {
             "mm_compaction_defer_compaction" => 1,
             _ => 2,
         },
-        zone: zone_symbol(z)?,
+        zone,
         order: dec_i32(order)?,
         considered: considered.parse().ok()?,
         defer_shift: limit.trailing_zeros(),

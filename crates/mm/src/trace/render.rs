@@ -154,8 +154,9 @@ impl TraceEvent {
             TraceEvent::MmCompactionSuitableFinished { zone, order, ret, .. } => {
                 let _ = write!(
                     out,
-                    "node=0 zone={:<8} order={order} ret={}",
-                    symbol(&ZONE_NAMES, zone.into()),
+                    "node={} zone={:<8} order={order} ret={}",
+                    zone / 5,
+                    symbol(&ZONE_NAMES, (zone % 5).into()),
                     symbol(&COMPACT_STATUS, ret.into())
                 );
             }
@@ -169,8 +170,9 @@ impl TraceEvent {
             } => {
                 let _ = write!(
                     out,
-                    "node=0 zone={:<8} order={order} order_failed={order_failed} consider={considered} limit={}",
-                    symbol(&ZONE_NAMES, zone.into()),
+                    "node={} zone={:<8} order={order} order_failed={order_failed} consider={considered} limit={}",
+                    zone / 5,
+                    symbol(&ZONE_NAMES, (zone % 5).into()),
                     // `1UL << defer_shift`; x86 masks the count, as wrapping_shl does.
                     1u64.wrapping_shl(defer_shift)
                 );
@@ -182,8 +184,9 @@ impl TraceEvent {
             } => {
                 let _ = write!(
                     out,
-                    "nid=0 order={order} classzone_idx={:<8}",
-                    symbol(&ZONE_NAMES, highest_zoneidx.into())
+                    "nid={} order={order} classzone_idx={:<8}",
+                    highest_zoneidx / 5,
+                    symbol(&ZONE_NAMES, (highest_zoneidx % 5).into())
                 );
             }
             TraceEvent::MmCompactionKcompactdSleep { nid } => {

@@ -742,10 +742,16 @@ fn compaction_zone_events_lines() {
             .event,
         ev
     );
-    // The padding must be the kernel's; other nodes are not modelled.
+    // The padding must be the kernel's; a node's zones are the model's zone indices node by
+    // node (node 1's Movable is 5 + 3), up to the model's 16 nodes.
+    let on_node1 = parse_trace_line(&want.replace("node=0", "node=1")).expect("node 1");
+    assert!(matches!(
+        on_node1.event,
+        TraceEvent::MmCompactionSuitableFinished { zone: 8, .. }
+    ));
     let bad = [
         want.replace("Movable  order", "Movable order"),
-        want.replace("node=0", "node=1"),
+        want.replace("node=0", "node=16"),
         want.replace("zone=Movable ", "zone=0x3     "),
         want.replace("ret=not_suitable_zone", "ret=bogus"),
     ];
@@ -851,7 +857,15 @@ fn kcompactd_lines() {
                     nid=0 order=2 classzone_idx=Movable \n";
     assert_eq!(line(&r), want);
     assert_eq!(parse_trace_line(want), Some(r));
-    assert_eq!(parse_trace_line(&want.replace("nid=0", "nid=1")), None);
+    let on_node1 = parse_trace_line(&want.replace("nid=0", "nid=1")).expect("node 1");
+    assert!(matches!(
+        on_node1.event,
+        TraceEvent::MmCompactionKcompactd {
+            highest_zoneidx: 8,
+            ..
+        }
+    ));
+    assert_eq!(parse_trace_line(&want.replace("nid=0", "nid=16")), None);
 }
 
 #[test]
@@ -1055,7 +1069,7 @@ fn arb_compaction_event2() -> impl Strategy<Value = TraceEvent> {
                 }
             }
         ),
-        (any::<bool>(), any::<i32>(), any::<u8>()).prop_map(|(wake, order, highest_zoneidx)| {
+        (any::<bool>(), any::<i32>(), 0u8..80).prop_map(|(wake, order, highest_zoneidx)| {
             TraceEvent::MmCompactionKcompactd {
                 wake,
                 order,

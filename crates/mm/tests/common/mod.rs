@@ -27,6 +27,7 @@ pub fn block(i: u32) -> u32 {
 pub fn zone(zone_type: ZoneType, start: u32, blocks: u32) -> ZoneConfig {
     ZoneConfig {
         zone_type,
+        nid: 0,
         start_pfn: start,
         spanned: blocks * PB,
         present: blocks * PB,
@@ -44,7 +45,11 @@ pub fn tun_kb(min_free_kbytes: u64) -> Tunables {
 
 /// Boots a machine with debug-vm on.
 pub fn boot(zones: Vec<ZoneConfig>, nr_cpus: u32, tun: Tunables) -> Mm {
-    let m = MachineConfig { zones, nr_cpus };
+    let m = MachineConfig {
+        zones,
+        nr_cpus,
+        cpu_node: Vec::new(),
+    };
     let mut mm = Mm::new(&m, tun).expect("valid machine");
     mm.debug_vm = true;
     check(&mm);

@@ -351,7 +351,11 @@ impl Replay {
         if now_ms > self.last_tick_ms {
             let ms = now_ms - self.last_tick_ms;
             self.last_tick_ms = now_ms;
-            if self.mm.kcompactd_tick(ms).is_some() {
+            let mut ran = false;
+            for nid in 0..self.mm.numa.nr_nodes {
+                ran |= self.mm.kcompactd_tick(nid, ms).is_some();
+            }
+            if ran {
                 self.counts.kcompactd_timer_runs += 1;
                 self.settle();
             }
@@ -400,13 +404,13 @@ impl Replay {
             }
             for w in wakeups {
                 match w {
-                    Wakeup::Kswapd { .. } => {
+                    Wakeup::Kswapd { nid, .. } => {
                         self.counts.kswapd_wakes += 1;
-                        self.mm.kswapd_until_sleep(64);
+                        self.mm.kswapd_until_sleep(nid, 64);
                     }
-                    Wakeup::Kcompactd { .. } => {
+                    Wakeup::Kcompactd { nid, .. } => {
                         self.counts.kcompactd_wakes += 1;
-                        self.mm.kcompactd_until_wait();
+                        self.mm.kcompactd_until_wait(nid);
                     }
                     // A replay has no timer for free page reporting's delayed pass: none runs.
                     Wakeup::PageReporting => {}

@@ -834,6 +834,7 @@ impl Generator for Kbuild {
         for k in &self.params {
             let ext4 = run.ext4_for(None);
             let shared = KbuildShared::new(&mut run.e.mm, k.clone(), run.metrics.clone(), ext4);
+            run.bind(k.numa);
             for _ in 0..k.jobs_parallel {
                 run.e.spawn(Box::new(KbuildWorker::new(shared.clone())));
             }
@@ -841,6 +842,7 @@ impl Generator for Kbuild {
                 shared,
                 next_pass_ns: 0,
             }));
+            run.unbind();
             if k.untar {
                 // The unpacked trees are dirty page cache of their own: the general flusher
                 // writes them back (expired after 30 s, or above the background threshold).

@@ -77,6 +77,8 @@ pub fn generators(w: &WorkloadSpec) -> Vec<Box<dyn Generator>> {
 /// machine sizes some generators' defaults; its `[workload]` says which generators run beside
 /// which), the run's metrics and its writeback flusher.
 pub struct Run<'a> {
+    /// The engine; a generator sets `e.spawn_binding` ([`Run::bind`]) before spawning an
+    /// entry's tasks and [`Run::unbind`] after.
     pub e: &'a mut Engine,
     pub spec: &'a Spec,
     pub w: &'a WorkloadSpec,
@@ -101,6 +103,20 @@ pub enum FilesOn {
 }
 
 impl<'a> Run<'a> {
+    /// The tasks spawned from now on run and allocate as `b` says (`numa_node`,
+    /// `mempolicy` of the entry).
+    pub fn bind(&mut self, b: fraglab_types::numa::NumaBind) {
+        self.e.spawn_binding = crate::engine::Binding {
+            node: b.node,
+            mempolicy: b.mempolicy,
+        };
+    }
+
+    /// Back to the default binding (any CPU, local policy).
+    pub fn unbind(&mut self) {
+        self.e.spawn_binding = Default::default();
+    }
+
     pub fn new(e: &'a mut Engine, spec: &'a Spec, w: &'a WorkloadSpec, metrics: Shared<Metrics>) -> Run<'a> {
         Run {
             e,

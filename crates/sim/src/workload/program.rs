@@ -707,10 +707,12 @@ impl Generator for Programs {
                 task.census = self.census.clone();
                 task.reads = self.reads.clone();
                 task.named = self.named.clone();
+                run.bind(t.numa);
                 let id = match t.after {
                     None => run.e.spawn_at(t.start_ns, Box::new(task)),
                     Some(_) => run.e.spawn_gated(Box::new(task)),
                 };
+                run.unbind();
                 if t.background {
                     run.e.set_daemon(id);
                 }

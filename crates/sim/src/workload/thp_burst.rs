@@ -136,7 +136,9 @@ impl Generator for ThpBursts {
             } else {
                 Engine::spawn
             };
+            run.bind(b.numa);
             spawn(run.e, Box::new(ThpBurst::new(b.clone(), run.metrics.clone())));
+            run.unbind();
         }
     }
 

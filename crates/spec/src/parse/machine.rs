@@ -1,7 +1,7 @@
 //! `[machine]` and `[[machine.zone]]`.
 
 use super::*;
-use crate::ZoneSpec;
+use crate::{NodeSpec, ZoneSpec};
 
 /// `MAX_DMA_PFN` on x86-64: ZONE_DMA lies below 16 MiB.
 const MAX_DMA_PFN: u64 = (16 << 20) / PAGE_SIZE;
@@ -35,11 +35,43 @@ impl Cx<'_> {
         let read_ahead_kb = self.opt_int_key(&m, "read_ahead_kb")?.map(|v| v as u64);
         let max_sectors_kb = self.opt_int_key(&m, "max_sectors_kb")?.map(|v| v as u64);
         let page_reporting = self.page_reporting_order(&m)?;
+        let nodes_n = self.int_key(&m, "nodes")? as u32;
+        if m.get("snapshot").is_some() || m.get("zone").is_some() {
+            // A snapshot or explicit zones give one node (a snapshot of a multi-node machine
+            // boots with its nodes is not implemented yet).
+            for k in ["nodes", "node"] {
+                if let Some(e) = m.get(k) {
+                    let other = if m.get("snapshot").is_some() {
+                        "machine.snapshot"
+                    } else {
+                        "[[machine.zone]]"
+                    };
+                    return Err(self.err(
+                        e.key_pos,
+                        &m.key(k),
+                        format!("NUMA nodes apply to the default layout (machine.memory); not with {other}"),
+                    ));
+                }
+            }
+        }
         if let Some(snap) = m.get("snapshot") {
             return self.snapshot_machine(
                 &m,
                 snap,
                 cpus,
+                swap_bytes,
+                hugetlb_pages,
+                hugetlb_line,
+                read_ahead_kb,
+                max_sectors_kb,
+                page_reporting,
+            );
+        }
+        if let Some(nt) = m.get("node") {
+            return self.node_tables(
+                &m,
+                nt,
+                dma,
                 swap_bytes,
                 hugetlb_pages,
                 hugetlb_line,
@@ -60,12 +92,14 @@ impl Cx<'_> {
             (None, None) => Err(self.need_key(&m, "memory").expect_err("absent")),
             (Some(mem), None) => {
                 let memory = self.memory(&mem.node)?;
+                let nodes = self.even_nodes(&m, memory, cpus, nodes_n)?;
                 Ok(MachineSpec {
                     memory_bytes: Some(memory),
                     cpus,
                     dma,
                     swap_bytes,
                     zones: None,
+                    nodes,
                     hugetlb_pages,
                     read_ahead_kb,
                     max_sectors_kb,
@@ -92,6 +126,7 @@ impl Cx<'_> {
                     dma: true,
                     swap_bytes,
                     zones: Some(zones),
+                    nodes: Vec::new(),
                     hugetlb_pages,
                     read_ahead_kb,
                     max_sectors_kb,
@@ -145,6 +180,7 @@ impl Cx<'_> {
             .parent()
             .unwrap_or(std::path::Path::new(""));
         Ok(MachineSpec {
+            nodes: Vec::new(),
             memory_bytes: None,
             cpus,
             dma: true,
@@ -189,6 +225,137 @@ impl Cx<'_> {
             )),
             _ => Err(self.type_err(&e.node, &key, "an order 0..=10 or \"off\"")),
         }
+    }
+
+    /// `nodes = N` with `memory` and `cpus`: N nodes of memory / N each (in whole 2 MiB
+    /// pageblocks; node 0 takes what is left over) and cpus / N CPUs each (the first nodes
+    /// one more each while CPUs are left). Empty for one node.
+    fn even_nodes(&self, m: &Tbl, memory: u64, cpus: u32, n: u32) -> R<Vec<NodeSpec>> {
+        if n <= 1 {
+            return Ok(Vec::new());
+        }
+        let e = m.get("nodes").expect("nodes > 1 was given");
+        let block = PAGEBLOCK_NR_PAGES as u64 * PAGE_SIZE;
+        let each = memory / n as u64 / block * block;
+        if each < block {
+            return Err(self.err(
+                e.node.pos,
+                "machine.nodes",
+                format!(
+                    "{n} nodes of {} each: a node needs at least one pageblock (2 MiB)",
+                    show_bytes(memory / n as u64)
+                ),
+            ));
+        }
+        if cpus < n {
+            return Err(self.err(e.node.pos, "machine.nodes", format!(
+                "{n} nodes but {cpus} CPUs: give every node a CPU (machine.cpus >= nodes), or lay the nodes out with [[machine.node]] tables"
+            )));
+        }
+        Ok((0..n)
+            .map(|k| NodeSpec {
+                memory_bytes: if k == 0 {
+                    memory - each * (n as u64 - 1)
+                } else {
+                    each
+                },
+                cpus: cpus / n + u32::from(k < cpus % n),
+            })
+            .collect())
+    }
+
+    /// `[[machine.node]]` tables: each node's memory and CPUs; not with `memory`, `cpus`,
+    /// `nodes` or zones.
+    #[allow(clippy::too_many_arguments)]
+    fn node_tables(
+        &self,
+        m: &Tbl,
+        nt: &Entry,
+        dma: bool,
+        swap_bytes: u64,
+        hugetlb_pages: u64,
+        hugetlb_line: usize,
+        read_ahead_kb: Option<u64>,
+        max_sectors_kb: Option<u64>,
+        page_reporting: (Option<u32>, bool),
+    ) -> R<MachineSpec> {
+        let line = self.lines.line(nt.key_pos);
+        let items = self.tables(&nt.node, "machine.node")?;
+        if items.is_empty() || items.len() > 16 {
+            return Err(self.err(
+                nt.key_pos,
+                "machine.node",
+                format!("{} node tables (expected 1..=16)", items.len()),
+            ));
+        }
+        let tables: Vec<Tbl> = items
+            .into_iter()
+            .enumerate()
+            .map(|(i, (pos, entries))| Tbl {
+                path: format!("machine.node[{i}]"),
+                pos,
+                entries,
+                keys: keys::NODE,
+            })
+            .collect();
+        for t in &tables {
+            self.check_keys(t)?;
+        }
+        for k in ["memory", "cpus", "nodes"] {
+            if let Some(e) = m.get(k) {
+                return Err(self.err(
+                    e.key_pos,
+                    &m.key(k),
+                    format!("the [[machine.node]] tables (line {line}) give the nodes' memory and CPUs; leave {k} out"),
+                ));
+            }
+        }
+        let mut nodes = Vec::new();
+        for t in &tables {
+            let mem = self.need_key(t, "memory")?;
+            let memory_bytes = self.memory(&mem.node)?;
+            let cpus = self.int_key(t, "cpus")? as u32;
+            nodes.push(NodeSpec { memory_bytes, cpus });
+        }
+        let memory: u64 = nodes.iter().map(|n| n.memory_bytes).sum();
+        if memory > MAX_MEMORY_BYTES {
+            return Err(self.err(
+                nt.key_pos,
+                "machine.node",
+                format!("the nodes hold {} together, more than 1 TiB", show_bytes(memory)),
+            ));
+        }
+        if nodes[0].cpus == 0 {
+            return Err(self.err(
+                nt.key_pos,
+                "machine.node",
+                "node 0 needs a CPU (the boot CPU is on node 0)",
+            ));
+        }
+        let cpus: u32 = nodes.iter().map(|n| n.cpus).sum();
+        if cpus > 256 {
+            return Err(self.err(
+                nt.key_pos,
+                "machine.node",
+                format!("the nodes have {cpus} CPUs together (expected at most 256)"),
+            ));
+        }
+        Ok(MachineSpec {
+            memory_bytes: Some(memory),
+            cpus,
+            dma,
+            swap_bytes,
+            zones: None,
+            nodes: if nodes.len() > 1 { nodes } else { Vec::new() },
+            hugetlb_pages,
+            read_ahead_kb,
+            max_sectors_kb,
+            page_reporting_order: page_reporting.0,
+            page_reporting_given: page_reporting.1,
+            snapshot: None,
+            line,
+            hugetlb_line,
+        })
     }
 
     fn memory(&self, node: &Node) -> R<u64> {

@@ -123,6 +123,7 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         task_files: Default::default(),
         warnings: Default::default(),
         memory: Default::default(),
+        nodes: std::cell::Cell::new(1),
     };
     if text.len() > MAX_SPEC_BYTES {
         return Err(SpecError::new(
@@ -159,6 +160,7 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
     let description = cx.opt_str(&top, "description")?;
     let machine = cx.machine(&top)?;
     cx.memory.set(machine_bytes(&machine));
+    cx.nodes.set(machine.nodes.len().max(1) as u32);
     let knobs = match top.get("knobs") {
         Some(e) => cx.knobs(cx.table(&e.node, "knobs")?)?,
         None => BTreeMap::new(),
@@ -253,6 +255,8 @@ struct Cx<'a> {
     warnings: std::cell::RefCell<Vec<SpecError>>,
     /// The machine's memory and swap in bytes ([`machine_bytes`]), once `[machine]` is read.
     memory: std::cell::Cell<Option<(u64, u64)>>,
+    /// The machine's NUMA nodes, once `[machine]` is read (1 until then).
+    nodes: std::cell::Cell<u32>,
 }
 
 /// A table being validated: its key path for messages, position, entries and declared keys.

@@ -61,6 +61,7 @@ impl Cx<'_> {
             steps,
             after: self.opt_str(k, "after")?,
             background: self.bool_key(k, "background")?,
+            numa: self.numa_bind(k)?,
         })
     }
 

@@ -88,6 +88,38 @@ impl Cx<'_> {
         Ok(size)
     }
 
+    /// `numa_node` and `mempolicy` of a workload table: the node must be one of the
+    /// machine's; with a node and no policy the memory is bound to the node (numactl -N n -m n).
+    pub(super) fn numa_bind(&self, t: &Tbl) -> R<fraglab_types::numa::NumaBind> {
+        let nodes = self.nodes.get();
+        let node = match t.get("numa_node") {
+            None => None,
+            Some(e) => {
+                let n = self.int_key(t, "numa_node")? as u32;
+                if n >= nodes {
+                    return Err(self.err(
+                        e.node.pos,
+                        &t.key("numa_node"),
+                        format!("node {n}: the machine has {nodes} node(s), 0..={}", nodes - 1),
+                    ));
+                }
+                Some(n)
+            }
+        };
+        let mempolicy = match t.get("mempolicy") {
+            Some(e) => {
+                let s = self.str(&e.node, &t.key("mempolicy"))?;
+                fraglab_types::numa::MemPolicy::parse(s, nodes)
+                    .map_err(|m| self.err(e.node.pos, &t.key("mempolicy"), m))?
+            }
+            None => match node {
+                Some(n) => fraglab_types::numa::MemPolicy::Bind(1 << n),
+                None => fraglab_types::numa::MemPolicy::Local,
+            },
+        };
+        Ok(fraglab_types::numa::NumaBind { node, mempolicy })
+    }
+
     fn kbuild(&self, k: &Tbl) -> R<KbuildParams> {
         self.check_keys(k)?;
         let n = |key: &str| self.int_key(k, key).map(|v| v as u32);
@@ -117,6 +149,7 @@ impl Cx<'_> {
             source_file_bytes,
             untar: self.bool_key(k, "untar")?,
             trees: n("trees")?,
+            numa: self.numa_bind(k)?,
         })
     }
 
@@ -150,6 +183,7 @@ impl Cx<'_> {
             bursts: self.int_key(b, "bursts")? as u32,
             start_ns: self.duration_key(b, "start")?,
             madvised: self.bool_key(b, "madvised")?,
+            numa: self.numa_bind(b)?,
         })
     }
 
