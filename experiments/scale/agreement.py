@@ -15,6 +15,8 @@ import sys
 
 COUNTERS = [
     ("pgalloc (all zones)", lambda d: sum(v for k, v in d.items() if k.startswith("pgalloc_"))),
+    ("pgalloc without THP faults (- 512 x thp_fault_alloc)",
+     lambda d: sum(v for k, v in d.items() if k.startswith("pgalloc_")) - 512 * d["thp_fault_alloc"]),
     ("pgfree", lambda d: d["pgfree"]),
     ("pgscan_kswapd", lambda d: d["pgscan_kswapd"]),
     ("pgscan_direct", lambda d: d["pgscan_direct"]),
@@ -91,6 +93,11 @@ def main():
         return 100.0 * a / (a + b) if a + b else 0.0
     rates = {n: thp_rate(results[n]["vmstat_delta"]) for n in cols}
     rows.append(["THP fault success %", fmt(rates["exact"])] + [f"{fmt(rates[n])} ({rates[n] - rates['exact']:+.1f} pp)" for n in names])
+    if all(results[n].get("pgbench") for n in cols):
+        row("pgbench transactions per s", {n: results[n]["pgbench"]["mean_tps"] / gib[n] for n in cols})
+    if all(results[n].get("bursts") for n in cols):
+        row("THP bursts started", {n: len(results[n]["bursts"]) * 1.0 for n in cols})
+        row("THP burst faults (2 MiB steps) done", {n: sum(b["faults"] for b in results[n]["bursts"]) / gib[n] for n in cols})
     buddy = {n: buddy_by_order(results[n]["proc_end"]["buddyinfo"]) for n in cols}
     for o in range(11):
         row(f"free pages in order-{o} chunks at end", {n: buddy[n][o] / gib[n] for n in cols})

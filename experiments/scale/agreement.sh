@@ -4,6 +4,8 @@
 # writes OUT/{exact,k4,...}.json with each run's CPU time, peak RSS and load average in
 # OUT/runs.tsv. Then `python3 experiments/scale/agreement.py OUT` prints the table.
 #   experiments/scale/agreement.sh BIN experiments/scale/kbuild-256g.toml 10s OUT 4 8 16
+# With EXACT_FROM=DIR the exact run is not run again: DIR's (an earlier OUT of the same spec and
+# duration, by a binary whose full-size runs are byte-identical) is copied.
 set -euo pipefail
 BIN=$(realpath "$1")
 SPEC=$2
@@ -27,4 +29,9 @@ one() { # name [--scale 1/K]
 for k in "$@"; do
     one "k$k" --scale "1/$k"
 done
-one exact
+if [ -n "${EXACT_FROM:-}" ]; then
+    cp "$EXACT_FROM"/exact.{json,txt,time} "$OUT"/
+    grep '^exact' "$EXACT_FROM/runs.tsv" | sed 's/^exact/exact (copied)/' >> "$OUT/runs.tsv"
+else
+    one exact
+fi

@@ -24,7 +24,7 @@
 //! | other `[cost]` keys | kept: CPU times per operation and per-request latencies |
 //! | `[damon]` `quota_bytes`, `sz_min`, `sz_max` | ÷K; `regions` (physical addresses) refused |
 //! | kbuild | `jobs_parallel`, `jobs`, `source` ÷K; per-job sizes and `job_cpu` kept |
-//! | thp_burst | `size` ÷K (a multiple of 2 MiB); interval, hold, bursts, start kept |
+//! | thp_burst | `size` ÷K (a multiple of 2 MiB); interval, hold, bursts, start kept; the one burst process is paced (the simulator sleeps it K − 1 times each 2 MiB fault's wall time, `ThpBurst::paced`), so its smaller region fills over about the full burst's time (the run-queue waits between the full burst's faults are not paced in); unpaced, one process would fault 1/K of the region K times sooner |
 //! | thpchallenge | `threads` ÷K; each thread's `size` kept |
 //! | pgbench | `clients`, `data`, `wal`, `checkpoint_size` ÷K; per-client, per-transaction sizes and times kept |
 //! | vm_scalability | `tasks` (given) ÷K, `size` (given, not msync) ÷K; msync's per-task size, `unit` kept; the defaults follow the scaled machine |
