@@ -19,6 +19,7 @@ pub fn compare(
     format: String,
     output: Option<PathBuf>,
     results_dir: Option<PathBuf>,
+    scale: Option<u32>,
 ) -> Result<(), String> {
     if runs == 0 {
         return Err("--runs must be at least 1".into());
@@ -33,6 +34,10 @@ pub fn compare(
         crate::check_output("-o", p)?;
     }
     let (labels, specs) = load_configs(&configs)?;
+    let specs = specs
+        .into_iter()
+        .map(|s| crate::scale_by_flag(s, scale))
+        .collect::<Result<Vec<_>, String>>()?;
     if let Some(dir) = &results_dir {
         crate::check_output_dir("--results-dir", dir)?;
         check_file_names(&labels)?;
@@ -49,10 +54,14 @@ pub fn compare(
     let report = fraglab_sim::compare::compare(&labels, &results);
     let sim: f64 = results.iter().flatten().map(|r| r.duration_ns as f64 / 1e9).sum();
     let header = format!(
-        "# fraglab compare: {} configurations x {runs} runs, {:.0} s simulated in {:.1} s wall ({jobs} jobs)",
+        "# fraglab compare: {} configurations x {runs} runs, {:.0} s simulated in {:.1} s wall ({jobs} jobs){}",
         labels.len(),
         sim,
         wall,
+        match scale {
+            Some(k) => format!(", every configuration a {}", fraglab_spec::scale::label(k)),
+            None => String::new(),
+        }
     );
     emit(&report, &format, &header, output)
 }

@@ -168,6 +168,15 @@ enum Cmd {
         /// trace diff`.
         #[arg(long)]
         trace_out: Option<PathBuf>,
+        /// Run a scale model instead of the spec's machine: `1/K` (K a power of two, 2..=1024)
+        /// divides the machine's memory (each zone's pages), CPUs and swap by K and the
+        /// workload's sizes and parallelism so every per-GiB pressure is kept (times stay);
+        /// the scaled machine boots normally, so watermarks, min_free_kbytes and PCP high are
+        /// the kernel's for its size. A parameter K does not divide, a task program or a
+        /// snapshot is refused. The report and result say "scale model 1/K"; the result's
+        /// `scale.vmstat_delta_scaled_up` has the counters x K. As `[run] scale = "1/K"`.
+        #[arg(long, value_parser = parse_scale)]
+        scale: Option<u32>,
     },
     /// Run specs N times each (different seeds, in parallel) and print the rows of
     /// published-results.md §5.1 and the workloads' own rows in mmtests' compare format.
@@ -206,6 +215,10 @@ enum Cmd {
         /// Also write every run's result JSON into this directory (LABEL-runN.json).
         #[arg(long)]
         results_dir: Option<PathBuf>,
+        /// Run every configuration as a scale model `1/K` (as `fraglab run --scale`; one
+        /// configuration alone: `SPEC@run.scale=1/K`).
+        #[arg(long, value_parser = parse_scale, conflicts_with = "from")]
+        scale: Option<u32>,
     },
     /// Write one self-contained HTML report (no network needed to open it) of run results
     /// (`fraglab run ... -o result.json`, `fraglab compare --results-dir`), with plots, and the
@@ -488,7 +501,8 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             output,
             folio_mode,
             trace_out,
-        } => run::run(spec, example, output, folio_mode, trace_out),
+            scale,
+        } => run::run(spec, example, output, folio_mode, trace_out, scale),
         Cmd::Compare {
             from,
             baseline,
@@ -503,8 +517,9 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             format,
             output,
             results_dir,
+            scale,
             ..
-        } => compare::compare(configs, runs, jobs, format, output, results_dir),
+        } => compare::compare(configs, runs, jobs, format, output, results_dir, scale),
         Cmd::Report {
             results,
             compare,
@@ -610,6 +625,22 @@ fn dispatch(cli: Cli) -> Result<(), String> {
         Cmd::Footprint { memory } => footprint::footprint(memory),
         Cmd::Trace { cmd } => record::trace(cmd),
         Cmd::Knobs { markdown } => knobs::knobs(markdown),
+    }
+}
+
+/// `--scale 1/K` ([`fraglab_spec::scale::parse_scale`]).
+fn parse_scale(s: &str) -> Result<u32, String> {
+    fraglab_spec::scale::parse_scale(s)
+}
+
+/// A spec scaled by `--scale` (unchanged without it); the error names the flag.
+pub(crate) fn scale_by_flag(
+    spec: fraglab_spec::Spec,
+    scale: Option<u32>,
+) -> Result<fraglab_spec::Spec, String> {
+    match scale {
+        None => Ok(spec),
+        Some(k) => fraglab_spec::scale::scale_spec(&spec, k, 0).map_err(|e| format!("--scale 1/{k}: {e}")),
     }
 }
 

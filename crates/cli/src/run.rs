@@ -15,6 +15,7 @@ pub fn run(
     output: Option<PathBuf>,
     folio_mode: Option<fraglab_spec::FolioMode>,
     trace_out: Option<PathBuf>,
+    scale: Option<u32>,
 ) -> Result<(), String> {
     if let Some(p) = &output {
         crate::check_output("-o", p)?;
@@ -22,13 +23,14 @@ pub fn run(
     if let Some(p) = &trace_out {
         crate::check_output("--trace-out", p)?;
     }
-    let mut spec = match (spec, ex) {
+    let spec = match (spec, ex) {
         (Some(path), _) => fraglab_spec::load_spec(&path).map_err(|e| e.to_string())?,
         (None, Some(name)) => fraglab_spec::parse_spec(example(&name)?, &format!("examples/{name}.toml"))
             .map_err(|e| e.to_string())?,
         (None, None) => unreachable!("clap requires one"),
     };
     crate::warn_spec(&spec);
+    let mut spec = crate::scale_by_flag(spec, scale)?;
     if let Some(m) = folio_mode {
         spec.model.folio_mode = m;
     }
@@ -99,6 +101,17 @@ fn timed(
         sim / wall.max(1e-9),
         result.seed
     );
+    if let Some(s) = &result.scale {
+        report.push_str(&format!(
+            "# {}: {} MiB, {} CPUs standing for {} MiB, {} CPUs; the rows are the scaled machine's own (raw), the result's scale.vmstat_delta_scaled_up has the counters x {}\n",
+            s.label,
+            s.memory_bytes >> 20,
+            s.cpus,
+            s.full_memory_bytes >> 20,
+            s.full_cpus,
+            s.factor
+        ));
+    }
     report.push_str(&fraglab_spec::result::rows::mmtests_rows(&result));
     Ok((result, report))
 }

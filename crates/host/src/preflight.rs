@@ -434,6 +434,15 @@ struct Footprint {
 /// generator the host engine does not run (kbuild, pgbench, `[[op]]` specs), or a safety limit
 /// (anonymous cap, MemAvailable floor, slab files, disk space).
 pub fn preflight(spec: &Spec, opts: &HostOptions) -> Result<Plan, HostError> {
+    if let Some(sc) = &spec.run.scale {
+        return Err(HostError::Unsupported(format!(
+            "{}:{}: key run.scale: a {} is the simulator's: the host engine runs the live \
+             machine at its own size (leave the scale out, or run the scaled spec with `fraglab run`)",
+            spec.file,
+            sc.line,
+            sc.label()
+        )));
+    }
     let release = check_machine()?;
     let w = supported_workload(spec)?;
     let knobs = planned_knobs(spec)?;

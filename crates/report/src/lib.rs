@@ -1214,14 +1214,18 @@ pub fn render_html(runs: &[(String, RunResult)], compare: Option<&CompareReport>
         let seeds: Vec<String> = c.runs.iter().map(|r| r.seed.to_string()).collect();
         let _ = write!(
             s,
-            "{}<b style=\"color:{}\">{}</b> (spec {}, engine {}, seeds {}, {:.1} s simulated)",
+            "{}<b style=\"color:{}\">{}</b> (spec {}, engine {}, seeds {}, {:.1} s simulated{})",
             if i > 0 { "; " } else { "" },
             colour(i),
             esc(&c.label),
             esc(r.spec_name.as_deref().unwrap_or("(unnamed)")),
             esc(&r.engine),
             seeds.join(", "),
-            r.duration_ns as f64 / 1e9
+            r.duration_ns as f64 / 1e9,
+            match &r.scale {
+                Some(sc) => format!(", <b>{}</b>: counters raw", esc(&sc.label)),
+                None => String::new(),
+            }
         );
     }
     s.push_str(". Plots by plotly.js (inlined; hover for values, drag to zoom, double-click to reset).</p>");

@@ -64,6 +64,7 @@ fn compare() -> CompareReport {
             per_run: vec![],
             unmeasured: vec![],
         }],
+        scale: vec![],
     }
 }
 

@@ -16,7 +16,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use fraglab_spec::result::{CompareReport, CompareRow, RunResult, RESULT_SCHEMA};
+use fraglab_spec::result::{
+    CompareReport, CompareRow, RunResult, RESULT_SCHEMA, RESULT_SCHEMAS, RESULT_SCHEMA_SCALED,
+};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 pub use fraglab_spec::result::rows::{amean, hmean, samples_of, stddev, summarize, Center, Summary};
@@ -188,10 +190,23 @@ pub fn compare(labels: &[String], results: &[Vec<RunResult>]) -> CompareReport {
             unmeasured: thp_unmeasured.clone(),
         });
     }
+    let scale: Vec<String> = results
+        .iter()
+        .map(|r| {
+            r.first()
+                .and_then(|r| r.scale.as_ref())
+                .map_or(String::new(), |s| s.label.clone())
+        })
+        .collect();
     CompareReport {
         configs: labels.to_vec(),
         runs: results.iter().map(|r| r.len() as u32).max().unwrap_or(0),
         rows,
+        scale: if scale.iter().all(String::is_empty) {
+            Vec::new()
+        } else {
+            scale
+        },
     }
 }
 
@@ -273,7 +288,7 @@ fn cell(v: f64, p: Option<f64>, sig: bool) -> String {
 
 /// The mmtests compare layout: `Stat  Metric  value ( +x.xx%) ...`.
 pub fn format_table(r: &CompareReport) -> String {
-    let mut out = String::new();
+    let mut out = r.scale_note();
     let _ = write!(out, "{:<9} {:<34}", "", "");
     for c in &r.configs {
         let _ = write!(out, " {c:>25}");
@@ -296,6 +311,9 @@ pub fn format_table(r: &CompareReport) -> String {
 
 pub fn format_markdown(r: &CompareReport) -> String {
     let mut out = String::new();
+    for line in r.scale_note().lines() {
+        let _ = writeln!(out, "{}\n", line.trim_start_matches("# "));
+    }
     let _ = write!(out, "| stat | metric |");
     for c in &r.configs {
         let _ = write!(out, " {c} |");
@@ -450,9 +468,10 @@ pub fn parse_result(text: &str, source: &str) -> Result<RunResult, String> {
             e.column()
         )
     })?;
-    if r.schema != RESULT_SCHEMA {
+    if !RESULT_SCHEMAS.contains(&r.schema) {
         return Err(format!(
-            "{source}: result schema {} (this fraglab reads schema {RESULT_SCHEMA})",
+            "{source}: result schema {} (this fraglab reads schemas {RESULT_SCHEMA} and \
+             {RESULT_SCHEMA_SCALED}, a scale model's)",
             r.schema
         ));
     }
@@ -499,6 +518,22 @@ pub fn merge_results(
                     first.result.engine,
                     f.result.spec_name.as_deref().unwrap_or(""),
                     f.result.engine
+                ));
+            }
+            let k = |r: &RunResult| r.scale.as_ref().map_or(1, |s| s.factor);
+            if k(&first.result) != k(&f.result) {
+                let show = |r: &RunResult| {
+                    r.scale
+                        .as_ref()
+                        .map_or("the full size".to_string(), |s| s.label.clone())
+                };
+                return Err(format!(
+                    "{}: configuration {:?} mixes a scale model with another scale ({} is {}, this is {})",
+                    f.source,
+                    f.label,
+                    first.source,
+                    show(&first.result),
+                    show(&f.result)
                 ));
             }
         }
@@ -630,7 +665,7 @@ mod tests {
         let e = parse_result("{\n  \"schema\": 1,\n  oops", "d/x-run1.json").unwrap_err();
         assert!(e.starts_with("d/x-run1.json: line 3"), "{e}");
         let mut r = src("a", 1, "s").result;
-        r.schema = RESULT_SCHEMA + 1;
+        r.schema = RESULT_SCHEMA_SCALED + 1;
         let e = parse_result(&serde_json::to_string(&r).unwrap(), "f.json").unwrap_err();
         assert!(e.contains("schema"), "{e}");
         r.schema = RESULT_SCHEMA;

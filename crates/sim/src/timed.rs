@@ -28,6 +28,11 @@ pub fn cost_model(spec: &Spec) -> CostModel {
     for (k, v) in &spec.cost {
         *c.get_mut(k).expect("[cost] keys are validated against COST_KEYS") = *v;
     }
+    // A scale model (issue 35): the writeback device is one queue the whole machine shares,
+    // so 1/K of the machine gets 1/K of its bandwidth (`fraglab_spec::scale`).
+    if let Some(sc) = &spec.run.scale {
+        c.write_io_ns = c.write_io_ns.saturating_mul(sc.k as u64);
+    }
     c
 }
 
@@ -235,7 +240,38 @@ fn run_workload_full(
         r.bursts.retain(|b| b.start_ns >= t);
         r.builds.retain(|b| b.start_ns >= t);
     }
+    if let Some(sc) = &spec.run.scale {
+        r.schema = fraglab_spec::result::RESULT_SCHEMA_SCALED;
+        r.scale = Some(scale_result(spec, sc, &r.vmstat_delta));
+    }
     Ok(r)
+}
+
+/// A scale model's [`RunResult::scale`]: its K and label, the scaled and the full-size
+/// machine, and the vmstat deltas × K.
+fn scale_result(
+    spec: &Spec,
+    sc: &fraglab_spec::scale::ScaleSpec,
+    delta: &BTreeMap<String, i64>,
+) -> fraglab_spec::result::ScaleResult {
+    let m = &spec.machine;
+    let memory_bytes = match (&m.zones, m.memory_bytes) {
+        (Some(z), _) => z.iter().map(|z| z.managed).sum::<u64>() * fraglab_types::page::PAGE_SIZE,
+        (None, Some(b)) => b,
+        (None, None) => 0,
+    };
+    fraglab_spec::result::ScaleResult {
+        label: sc.label(),
+        factor: sc.k,
+        memory_bytes,
+        cpus: m.cpus,
+        full_memory_bytes: sc.full_memory_bytes,
+        full_cpus: sc.full_cpus,
+        vmstat_delta_scaled_up: delta
+            .iter()
+            .map(|(n, v)| (n.clone(), v.saturating_mul(sc.k as i64)))
+            .collect(),
+    }
 }
 
 /// What a timed run records as it goes: a sample per tick, pageblock maps on the

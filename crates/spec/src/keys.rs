@@ -347,6 +347,12 @@ pub(crate) const RUN: &[KeyDef] = &[
         KeyDefault::Text("none"),
         "the trace events to record",
     ),
+    key(
+        "scale",
+        KeyKind::Form("\"1/K\", K a power of two from 2 to 1024"),
+        KeyDefault::Text("none: the full-size run"),
+        "a scale model (issue 35): the machine's memory, CPUs and swap and the workload's sizes and parallelism divided by K so every per-GiB pressure is kept (times stay), the kernel's derived settings recomputed at boot; what scales how and what is refused: `fraglab_spec::scale`. The result's `scale` says so, with the vmstat deltas x K",
+    ),
 ];
 
 /// `[host]`: what the host engine changes on the live machine beyond the knobs. Declared here

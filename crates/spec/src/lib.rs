@@ -60,6 +60,8 @@
 //! debug_vm_every = 10000   # with debug_vm, a timed run checks every N task steps
 //! trace = ["kmem:mm_page_alloc", "compaction:*"]   # see TRACE_EVENTS; kmem:*, compaction:*,
 //!                      # migrate:*, vmscan:* and damon:* select a group; default none
+//! scale = "1/8"        # a scale model: machine and workload divided by K (a power of two,
+//!                      # 2..=1024) with every per-GiB pressure kept (`scale`); default none
 //!
 //! # Each [[op]] has exactly one action key (alloc, free, print, drain_all_pages,
 //! # compact_memory, compact, kcompactd, proactive_compact, fault, kswapd, write, read,
@@ -157,6 +159,7 @@ mod knobs;
 mod model;
 mod parse;
 pub mod result;
+pub mod scale;
 mod suggest;
 mod tree;
 mod workload;
@@ -501,6 +504,10 @@ pub struct RunSpec {
     /// The events to record, without their group (`mm_page_alloc`), each once, in
     /// [`TRACE_EVENTS`] order; `kmem:*` expanded. Empty by default.
     pub trace: Vec<String>,
+    /// `scale = "1/K"` (or `fraglab run --scale`): the spec has been scaled to a model 1/K of
+    /// its size ([`scale::scale_spec`]: the machine, knobs and workload here are the scaled
+    /// ones). `None` (the default): the full-size run.
+    pub scale: Option<scale::ScaleSpec>,
 }
 
 impl Default for RunSpec {
@@ -510,6 +517,7 @@ impl Default for RunSpec {
             debug_vm: false,
             debug_vm_every: keys::DEBUG_VM_EVERY_DEFAULT as u64,
             trace: Vec::new(),
+            scale: None,
         }
     }
 }

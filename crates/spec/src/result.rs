@@ -18,6 +18,15 @@ pub use hist::Histogram;
 /// Version of this schema; bumped on any incompatible change.
 pub const RESULT_SCHEMA: u32 = 1;
 
+/// The schema of a scale model's result (issue 35): schema 1 plus [`RunResult::scale`]. Only a
+/// scaled run writes it (a full-size result stays schema 1, byte for byte), so a fraglab that
+/// does not know scale models refuses a scaled result instead of reading its counters as a
+/// full-size machine's; this one reads both ([`RESULT_SCHEMAS`]).
+pub const RESULT_SCHEMA_SCALED: u32 = 2;
+
+/// The result schemas this fraglab reads.
+pub const RESULT_SCHEMAS: std::ops::RangeInclusive<u32> = RESULT_SCHEMA..=RESULT_SCHEMA_SCALED;
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub schema: u32,
@@ -119,6 +128,28 @@ pub struct RunResult {
     /// timed runs (and from their JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub printed: Option<String>,
+    /// A scale model's run (`--scale 1/K`, `[run] scale`; issue 35): K, the label and the
+    /// counters scaled back up. `vmstat_delta` and everything else stay the scaled machine's
+    /// own (raw). Absent from full-size results (and from their JSON, schema 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<ScaleResult>,
+}
+
+/// [`RunResult::scale`]: what a scale model ran and its counters ×K.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScaleResult {
+    /// `scale model 1/K`.
+    pub label: String,
+    /// K.
+    pub factor: u32,
+    /// The scaled machine's memory (bytes: `memory`, or the zones' managed pages) and CPUs.
+    pub memory_bytes: u64,
+    pub cpus: u32,
+    /// The full-size machine's, as the spec gives it.
+    pub full_memory_bytes: u64,
+    pub full_cpus: u32,
+    /// `vmstat_delta` × K: the counters (and gauge deltas) scaled up to the full-size machine.
+    pub vmstat_delta_scaled_up: BTreeMap<String, i64>,
 }
 
 /// How well a snapshot's reconstruction matches what the kernel printed (kernel-model.md §30.5;
@@ -414,6 +445,38 @@ pub struct CompareReport {
     /// Runs per configuration.
     pub runs: u32,
     pub rows: Vec<CompareRow>,
+    /// Per configuration, `scale model 1/K` for a scale model's runs (their values are the
+    /// scaled machine's own, raw) and "" for full-size ones; empty (and absent from the JSON)
+    /// when no configuration is scaled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scale: Vec<String>,
+}
+
+impl CompareReport {
+    /// The `# scale model 1/K: LABEL ...` lines the tables print under their header, one per
+    /// scale; empty without a scale model.
+    pub fn scale_note(&self) -> String {
+        let mut out = String::new();
+        let mut seen: Vec<&str> = Vec::new();
+        for s in self.scale.iter().filter(|s| !s.is_empty()) {
+            if seen.contains(&s.as_str()) {
+                continue;
+            }
+            seen.push(s);
+            let labels: Vec<&str> = self
+                .configs
+                .iter()
+                .zip(&self.scale)
+                .filter(|(_, t)| *t == s)
+                .map(|(c, _)| c.as_str())
+                .collect();
+            out.push_str(&format!(
+                "# {s}: {} (values are the scaled machine's own, raw; each result's scale.vmstat_delta_scaled_up has the counters x K)\n",
+                labels.join(", ")
+            ));
+        }
+        out
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

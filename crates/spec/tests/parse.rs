@@ -101,6 +101,7 @@ fn full_spec_parses_to_the_expected_structure() {
             debug_vm_every: 500,
             // In TRACE_EVENTS order, not the spec's.
             trace: vec!["mm_page_alloc".into(), "mm_page_alloc_extfrag".into()],
+            scale: None,
         },
         host: Default::default(),
         damon: Default::default(),
@@ -190,7 +191,8 @@ fn minimal_spec_gets_the_defaults() {
             seed: 1,
             debug_vm: false,
             debug_vm_every: 10_000,
-            trace: vec![]
+            trace: vec![],
+            scale: None,
         }
     );
     assert!(spec.ops.is_empty());

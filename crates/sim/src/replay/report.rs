@@ -362,6 +362,7 @@ pub fn table(cols: &[ReplayColumn]) -> CompareReport {
         configs: cols.iter().map(|c| c.label.clone()).collect(),
         runs: 1,
         rows,
+        scale: Vec::new(),
     }
 }
 

@@ -26,6 +26,8 @@ pub struct ThpBurst {
     done: u32,
     next_start: u64,
     metrics: Shared<Metrics>,
+    /// A scale model's K (1 for a full-size run): see [`ThpBurst::paced`].
+    pace: u64,
 }
 
 impl ThpBurst {
@@ -36,7 +38,23 @@ impl ThpBurst {
             phase: BurstPhase::Idle,
             done: 0,
             metrics,
+            pace: 1,
         }
+    }
+
+    /// In a scale model 1/K (issue 35) the burst's region is 1/K of the full machine's, but
+    /// one process faults it: unpaced it would be done K times sooner, and its faults would
+    /// come K times as fast per GiB of the machine. Paced, after each 2 MiB step the process
+    /// sleeps K − 1 times that step's wall time (the fault's CPU and its waits), so the region
+    /// fills at about 1/K of the rate, over about the full-size burst's time, with 1/K of its
+    /// CPU. The run-queue waits between the full-size burst's steps are not paced in: a sleep
+    /// after each step, or after each 64 MiB, sized by the time between steps (run-queue waits
+    /// included) was tried and made the bursts far slower than the full-size one (0.32–0.59
+    /// and 0.12–0.64 of its rate from 1/16 to 1/4, experiments/scale/README.md), as each
+    /// wake-up queues again. The bursts' Hugealloc time stays the faults' own.
+    pub fn paced(mut self, k: u64) -> ThpBurst {
+        self.pace = k.max(1);
+        self
     }
 }
 
@@ -95,6 +113,12 @@ impl TaskBody for ThpBurst {
                 } else {
                     BurstPhase::Faulting { vma, next }
                 };
+                if self.pace > 1 {
+                    return Step::Sleep {
+                        ran: t.cpu_ns,
+                        sleep: t.wall_ns.max(t.cpu_ns) * (self.pace - 1),
+                    };
+                }
                 Step::Ran(t.cpu_ns)
             }
             BurstPhase::Holding { mut vma } => {
@@ -130,6 +154,7 @@ impl Generator for ThpBursts {
         // Beside a kbuild, the THP burst process is background load (seed 001's "concurrent
         // bursts"): the run ends with the builds, not with the last burst.
         let bursts_are_background = !run.w.kbuild.is_empty();
+        let pace = run.spec.run.scale.as_ref().map_or(1, |s| s.k as u64);
         for b in &self.params {
             let spawn = if bursts_are_background {
                 Engine::spawn_daemon
@@ -137,7 +162,10 @@ impl Generator for ThpBursts {
                 Engine::spawn
             };
             run.bind(b.numa);
-            spawn(run.e, Box::new(ThpBurst::new(b.clone(), run.metrics.clone())));
+            spawn(
+                run.e,
+                Box::new(ThpBurst::new(b.clone(), run.metrics.clone()).paced(pace)),
+            );
             run.unbind();
         }
     }

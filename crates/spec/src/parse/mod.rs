@@ -169,9 +169,9 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         Some(t) => cx.model(&t)?,
         None => ModelSpec::default(),
     };
-    let run = match cx.sub(&top, "run", keys::RUN)? {
+    let (run, scale) = match cx.sub(&top, "run", keys::RUN)? {
         Some(t) => cx.run(&t)?,
-        None => RunSpec::default(),
+        None => (RunSpec::default(), None),
     };
     let host = match cx.sub(&top, "host", keys::HOST)? {
         Some(t) => cx.host(&t)?,
@@ -206,7 +206,7 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         Some(t) => cx.cost(&t)?,
         None => BTreeMap::new(),
     };
-    Ok(Spec {
+    let spec = Spec {
         file: file.to_string(),
         name,
         description,
@@ -221,7 +221,11 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         files,
         cost,
         warnings: cx.warnings.into_inner(),
-    })
+    };
+    match scale {
+        None => Ok(spec),
+        Some((k, line)) => crate::scale::scale_spec(&spec, k, line),
+    }
 }
 
 /// What the machine holds, for warnings: (memory in bytes — `memory`, or the zones' managed

@@ -4,7 +4,9 @@ use super::*;
 use crate::TRACE_EVENTS;
 
 impl Cx<'_> {
-    pub(super) fn run(&self, t: &Tbl) -> R<RunSpec> {
+    /// `[run]`, and its `scale` (K and the key's line) if given: the caller scales the
+    /// finished spec ([`crate::scale::scale_spec`]).
+    pub(super) fn run(&self, t: &Tbl) -> R<(RunSpec, Option<(u32, usize)>)> {
         self.check_keys(t)?;
         let seed = self.int_key(t, "seed")? as u64;
         let debug_vm = self.bool_key(t, "debug_vm")?;
@@ -53,12 +55,24 @@ impl Cx<'_> {
             .filter(|(_, on)| *on)
             .map(|(ev, _)| ev.split_once(':').map_or(*ev, |(_, n)| n).to_string())
             .collect();
-        Ok(RunSpec {
-            seed,
-            debug_vm,
-            debug_vm_every,
-            trace,
-        })
+        let scale = match t.get("scale") {
+            None => None,
+            Some(e) => {
+                let s = self.str(&e.node, &t.key("scale"))?;
+                let k = crate::scale::parse_scale(s).map_err(|m| self.err(e.node.pos, &t.key("scale"), m))?;
+                Some((k, self.lines.line(e.key_pos)))
+            }
+        };
+        Ok((
+            RunSpec {
+                seed,
+                debug_vm,
+                debug_vm_every,
+                trace,
+                scale: None,
+            },
+            scale,
+        ))
     }
 
     /// `[host]`: `damon = "keep"` (default) or `"off"`; `loop_images` (default false).
