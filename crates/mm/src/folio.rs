@@ -134,6 +134,9 @@ impl Folio {
     /// The folio has an entry in `FolioTable::submaps` (its mapped and written subpages:
     /// partially unmapped, or tracked for `thp_underused`, §31.3 item 5).
     pub const F_HAS_SUBMAP: u32 = 1 << 20;
+    /// The folio has been migrated: its count in `FolioTable::migrations` is nonzero (read and
+    /// reset only then, so a free need not touch that vector).
+    pub const F_MIGRATED: u32 = 1 << 21;
     /// The flags whose folios `free_folio_run`'s fast path leaves to `free_folio` (§31).
     pub const F_SPLIT_STATE: u32 =
         Self::F_DEFERRED | Self::F_PARTIALLY_MAPPED | Self::F_PMD_SPLIT | Self::F_HAS_SUBMAP;
@@ -150,6 +153,7 @@ impl Folio {
     folio_flag!(has_cold, set_has_cold, F_HAS_COLD, pub(crate));
     folio_flag!(has_dirtied, set_has_dirtied, F_HAS_DIRTIED, pub(crate));
     folio_flag!(has_wb_end, set_has_wb_end, F_HAS_WB_END, pub(crate));
+    folio_flag!(migrated, set_migrated, F_MIGRATED, pub(crate));
     folio_flag!(isolated, set_isolated, F_ISOLATED, pub);
     folio_flag!(live, set_live, F_LIVE, pub);
     folio_flag!(active, set_active, F_ACTIVE, pub);
@@ -343,8 +347,8 @@ pub struct FolioTable {
     pub(crate) nr_shrinkable: u64,
     /// The split origin of the live folios split from another (`Folio::has_cold`).
     cold: std::collections::HashMap<FolioId, FolioId, std::hash::BuildHasherDefault<IdHasher>>,
-    /// Migrations of each folio, indexed by id (0 past the end: grown only to the highest id
-    /// migrated, reset when the folio is freed). A vector rather than a side map: a full
+    /// Migrations of each folio, indexed by id (grown only to the highest id migrated; read
+    /// and reset on free only for a folio with `Folio::migrated`, 0 for the others). A vector rather than a side map: a full
     /// compaction counts a migration for most of the folios it moves, and each count is then
     /// one indexed add where a map paid a hash, a probe and its growth (4 bytes a folio record
     /// once migrations reach it, against the map's ~16 bytes an entry).
@@ -390,7 +394,11 @@ impl FolioTable {
 
     /// Number of times folio `id` was migrated.
     pub fn migrations(&self, id: FolioId) -> u32 {
-        self.migrations.get(id as usize).copied().unwrap_or(0)
+        if self.folios[id as usize].migrated() {
+            self.migrations[id as usize]
+        } else {
+            0
+        }
     }
 
     /// Records that folio `id` was split from `parent`.
@@ -405,6 +413,7 @@ impl FolioTable {
         if i >= self.migrations.len() {
             self.migrations.resize(i + 1, 0);
         }
+        self.folios[i].set_migrated(true);
         self.migrations[i] += 1;
     }
 
@@ -559,8 +568,9 @@ impl FolioTable {
             f.set_has_cold(false);
             self.cold.remove(&id);
         }
-        if let Some(m) = self.migrations.get_mut(id as usize) {
-            *m = 0;
+        if f.migrated() {
+            f.set_migrated(false);
+            self.migrations[id as usize] = 0;
         }
         if f.has_dirtied() {
             f.set_has_dirtied(false);
