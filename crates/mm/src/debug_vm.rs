@@ -8,6 +8,16 @@
 //! says of itself (its head page, its LRU list, the gauges, rss, dirty pages, pageblock
 //! content, the deferred split: `folios.rs`); then the page cache and the reclaim state
 //! (swap, workingset, xarray, slab shrinkers, buffer heads).
+//!
+//! Two entry points:
+//! * [`Mm::check_invariants`], the full check: everything above, every page and every folio.
+//!   `[run] debug_vm` (after every operation of a timeless run, every `debug_vm_every` task
+//!   steps of a timed run and at its end), `fraglab soak`, the property and rule tests use it.
+//! * [`Mm::check_invariants_sampled`] (`sampled.rs`), the default end-of-run check of a timed
+//!   run without `debug_vm`: the full check on a machine of up to 16 GiB; above, every list and
+//!   every counter in full (one in-order pass over the folio table for the folio totals) and
+//!   the memory map and the per-folio checks that read at random on a seeded sample of one unit
+//!   and one folio stripe in 16. `sampled.rs` lists exactly what each covers.
 
 use crate::mmzone::*;
 use crate::node::Mm;
@@ -70,9 +80,13 @@ type FolioGauges = [u64; 10];
 type Check = Result<(), InvariantViolation>;
 
 mod folios;
+mod sampled;
+
+pub use sampled::{CheckSample, FOLIO_STRIPE};
 
 impl Mm {
-    /// Checks every invariant; returns the page census on success.
+    /// Checks every invariant (the full check: every page of the memory map, every folio, every
+    /// list walked from its head); returns the page census on success.
     ///
     /// * Every free chunk is naturally aligned, inside its zone, on exactly the list of its
     ///   order and of its block's migratetype; lists are well linked; per-(order, type) counts
@@ -88,9 +102,9 @@ impl Mm {
                 continue;
             }
             let count = self.check_zone_memmap(z)?;
-            self.check_free_lists(zi, z, &count.chunks_by)?;
+            self.check_free_lists(zi, z, Some(&count.chunks_by), |_, _| Ok(()))?;
             self.check_free_counters(z, &count)?;
-            self.check_pcp_lists(zi, z, count.pcp)?;
+            self.check_pcp_lists(zi, z, Some(count.pcp), |_| {})?;
             census.free += count.free;
             census.pcp += count.pcp;
             census.allocated += count.alloc;
@@ -226,30 +240,38 @@ impl Mm {
 
     /// The buddy free lists of one zone match the memory map (§1.4): each list
     /// `free_area[order].free_list[mt]` well linked, holding only buddies of its order from
-    /// blocks of its type in this zone; `nr_by_type` and `nr_free` equal the lists.
+    /// blocks of its type in this zone; `nr_by_type` and `nr_free` equal the lists, and (given
+    /// `chunks_by`, what the walk of the memory map counted) the memory map's free chunks.
+    /// `visit(pfn, order)` sees every listed chunk after its own checks. Returns the chunks
+    /// listed by (order, migratetype).
     #[allow(clippy::needless_range_loop)]
     fn check_free_lists(
         &self,
         zi: usize,
         z: &Zone,
-        chunks_by: &[[u64; MIGRATE_TYPES]; NR_PAGE_ORDERS],
-    ) -> Check {
+        chunks_by: Option<&[[u64; MIGRATE_TYPES]; NR_PAGE_ORDERS]>,
+        mut visit: impl FnMut(u32, u32) -> Check,
+    ) -> Result<[[u64; MIGRATE_TYPES]; NR_PAGE_ORDERS], InvariantViolation> {
+        let mut listed = [[0u64; MIGRATE_TYPES]; NR_PAGE_ORDERS];
         for order in 0..NR_PAGE_ORDERS {
             let mut total = 0;
             for mt in 0..MIGRATE_TYPES {
-                let n = self.check_free_list(zi, z, order, mt)?;
+                let n = self.check_free_list(zi, z, order, mt, &mut visit)?;
+                listed[order][mt] = n;
                 ensure!(
                     n == z.area.nr_by_type[order][mt],
                     "free list [{order}][{mt}] of zone {}: {n} chunks, count says {}",
                     z.zone_type.name(),
                     z.area.nr_by_type[order][mt]
                 );
-                ensure!(
-                    n == chunks_by[order][mt],
-                    "free list [{order}][{mt}] of zone {}: {n} chunks on the list, {} in the memory map",
-                    z.zone_type.name(),
-                    chunks_by[order][mt]
-                );
+                if let Some(chunks_by) = chunks_by {
+                    ensure!(
+                        n == chunks_by[order][mt],
+                        "free list [{order}][{mt}] of zone {}: {n} chunks on the list, {} in the memory map",
+                        z.zone_type.name(),
+                        chunks_by[order][mt]
+                    );
+                }
                 total += n;
             }
             ensure!(
@@ -259,16 +281,18 @@ impl Mm {
                 z.area.nr_free[order]
             );
         }
-        Ok(())
+        Ok(listed)
     }
 
-    /// Walks one free list `[order][mt]` of a zone; returns its length in chunks.
+    /// Walks one free list `[order][mt]` of a zone, calling `visit(pfn, order)` for each chunk
+    /// after its checks; returns its length in chunks.
     fn check_free_list(
         &self,
         zi: usize,
         z: &Zone,
         order: usize,
         mt: usize,
+        visit: &mut impl FnMut(u32, u32) -> Check,
     ) -> Result<u64, InvariantViolation> {
         let l = z.area.lists[order][mt];
         let mut n = 0u64;
@@ -301,6 +325,7 @@ impl Mm {
                 self.reporting.enabled() || !self.pages.is_reported(p),
                 "free chunk {p:#x} order {order} is marked reported without a reporting device (§32.3)"
             );
+            visit(p, order as u32)?;
             prev = p;
             p = self.list_next(p);
             n += 1;
@@ -350,8 +375,15 @@ impl Mm {
 
     /// The per-CPU page lists of one zone (§2.1): holding PCP chunks of the
     /// list's order (`order_to_pindex`) from this zone; each `pcp->count` equals its lists,
-    /// and the lists together hold the `pcp` PCP pages the memory map counted.
-    fn check_pcp_lists(&self, zi: usize, z: &Zone, pcp: u64) -> Check {
+    /// and (given `pcp`) the lists together hold the `pcp` PCP pages the memory map counted.
+    /// `visit(pfn)` sees every listed chunk. Returns the pages listed.
+    fn check_pcp_lists(
+        &self,
+        zi: usize,
+        z: &Zone,
+        pcp: Option<u64>,
+        mut visit: impl FnMut(u32),
+    ) -> Result<u64, InvariantViolation> {
         let mut pcp_listed = 0u64;
         for (cpu, p) in z.pcp.iter().enumerate() {
             let mut n = 0u64;
@@ -369,6 +401,7 @@ impl Mm {
                         "pcp chunk {q:#x} on a list of zone {}",
                         z.zone_type.name()
                     );
+                    visit(q);
                     n += 1 << order;
                     ensure!(
                         n <= z.managed,
@@ -385,12 +418,14 @@ impl Mm {
             );
             pcp_listed += n;
         }
-        ensure!(
-            pcp_listed == pcp,
-            "zone {}: {pcp} PCP pages in the memory map, {pcp_listed} on lists",
-            z.zone_type.name()
-        );
-        Ok(())
+        if let Some(pcp) = pcp {
+            ensure!(
+                pcp_listed == pcp,
+                "zone {}: {pcp} PCP pages in the memory map, {pcp_listed} on lists",
+                z.zone_type.name()
+            );
+        }
+        Ok(pcp_listed)
     }
 
     /// The block-device page cache (§33, `bdev.rs`), its buffer heads: each buffer's slab is a

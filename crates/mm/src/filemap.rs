@@ -184,6 +184,11 @@ impl PageCache {
         ]
     }
 
+    /// The dirty-tagged folios held in the dirty set ([`PageCache::dirty_by_age`]).
+    pub fn dirty_len(&self) -> usize {
+        self.dirty_age.len()
+    }
+
     /// Pages of the dirty-tagged folios (the dirty pages in the page cache).
     pub fn dirty_pages(&self) -> u64 {
         self.dirty_pages

@@ -98,7 +98,7 @@ impl Folio {
     /// Declared to the slab shrinker ([`Mm::set_slab_shrinkable`]): the folio's entry in
     /// `reclaim.shrinkable_slab` is live and counted in [`FolioTable::nr_shrinkable`].
     pub const F_ON_SHRINKER: u32 = 1 << 5;
-    /// The folio has an entry in `FolioTable::cold` (it was split from another or migrated).
+    /// The folio has an entry in `FolioTable::cold` (it was split from another).
     pub const F_HAS_COLD: u32 = 1 << 6;
     /// Isolated from the LRU by compaction (on a migrate list).
     pub const F_ISOLATED: u32 = 1 << 7;
@@ -134,6 +134,9 @@ impl Folio {
     /// The folio has an entry in `FolioTable::submaps` (its mapped and written subpages:
     /// partially unmapped, or tracked for `thp_underused`, §31.3 item 5).
     pub const F_HAS_SUBMAP: u32 = 1 << 20;
+    /// The folio has been migrated: its count in `FolioTable::migrations` is nonzero (read and
+    /// reset only then, so a free need not touch that vector).
+    pub const F_MIGRATED: u32 = 1 << 21;
     /// The flags whose folios `free_folio_run`'s fast path leaves to `free_folio` (§31).
     pub const F_SPLIT_STATE: u32 =
         Self::F_DEFERRED | Self::F_PARTIALLY_MAPPED | Self::F_PMD_SPLIT | Self::F_HAS_SUBMAP;
@@ -150,6 +153,7 @@ impl Folio {
     folio_flag!(has_cold, set_has_cold, F_HAS_COLD, pub(crate));
     folio_flag!(has_dirtied, set_has_dirtied, F_HAS_DIRTIED, pub(crate));
     folio_flag!(has_wb_end, set_has_wb_end, F_HAS_WB_END, pub(crate));
+    folio_flag!(migrated, set_migrated, F_MIGRATED, pub(crate));
     folio_flag!(isolated, set_isolated, F_ISOLATED, pub);
     folio_flag!(live, set_live, F_LIVE, pub);
     folio_flag!(active, set_active, F_ACTIVE, pub);
@@ -303,12 +307,9 @@ impl PartialEq for Rss {
 
 impl Eq for Rss {}
 
-/// A side table keyed by folio id: [split_from or `NO_FOLIO`, migrations] in `cold`, a time's
-/// two 32-bit halves (low, high) in `dirtied` and `wb_end` — 12-byte entries.
+/// A side table keyed by folio id: a time's two 32-bit halves (low, high) in `dirtied` and
+/// `wb_end` — 12-byte entries.
 type ColdMap = std::collections::HashMap<FolioId, [u32; 2], std::hash::BuildHasherDefault<IdHasher>>;
-
-/// `split_from` of a folio allocated whole, in `FolioTable::cold`.
-const NO_FOLIO: u32 = u32::MAX;
 
 #[inline]
 fn join(t: [u32; 2]) -> u64 {
@@ -344,9 +345,14 @@ pub struct FolioTable {
     /// `count_objects` (§19.1 item 8), kept as folios are declared and freed so that
     /// `shrink_slab` need not re-check every declared folio on every call.
     pub(crate) nr_shrinkable: u64,
-    /// The split origin and migration count of the live folios that have one
-    /// (`Folio::has_cold`).
-    cold: ColdMap,
+    /// The split origin of the live folios split from another (`Folio::has_cold`).
+    cold: std::collections::HashMap<FolioId, FolioId, std::hash::BuildHasherDefault<IdHasher>>,
+    /// Migrations of each folio, indexed by id (grown only to the highest id migrated; read
+    /// and reset on free only for a folio with `Folio::migrated`, 0 for the others). A vector rather than a side map: a full
+    /// compaction counts a migration for most of the folios it moves, and each count is then
+    /// one indexed add where a map paid a hash, a probe and its growth (4 bytes a folio record
+    /// once migrations reach it, against the map's ~16 bytes an entry).
+    migrations: Vec<u32>,
     /// The dirtying time of the dirty folios that have one (`Folio::has_dirtied`).
     dirtied: ColdMap,
     /// The writeback end of the folios ever submitted for writeback (`Folio::has_wb_end`).
@@ -378,25 +384,18 @@ impl FolioTable {
         }
     }
 
-    /// The [split_from, migrations] entry of folio `id`, for writing (creates it).
-    fn cold_mut(&mut self, id: FolioId) -> &mut [u32; 2] {
-        self.folios[id as usize].set_has_cold(true);
-        self.cold.entry(id).or_insert([NO_FOLIO, 0])
-    }
-
     /// The folio `id` was split from (None if allocated whole).
     pub fn split_from(&self, id: FolioId) -> Option<FolioId> {
         if !self.folios[id as usize].has_cold() {
             return None;
         }
-        let p = self.cold[&id][0];
-        (p != NO_FOLIO).then_some(p)
+        Some(self.cold[&id])
     }
 
     /// Number of times folio `id` was migrated.
     pub fn migrations(&self, id: FolioId) -> u32 {
-        if self.folios[id as usize].has_cold() {
-            self.cold[&id][1]
+        if self.folios[id as usize].migrated() {
+            self.migrations[id as usize]
         } else {
             0
         }
@@ -404,12 +403,18 @@ impl FolioTable {
 
     /// Records that folio `id` was split from `parent`.
     pub(crate) fn set_split_from(&mut self, id: FolioId, parent: FolioId) {
-        self.cold_mut(id)[0] = parent;
+        self.folios[id as usize].set_has_cold(true);
+        self.cold.insert(id, parent);
     }
 
     /// Counts a migration of folio `id`.
     pub(crate) fn add_migration(&mut self, id: FolioId) {
-        self.cold_mut(id)[1] += 1;
+        let i = id as usize;
+        if i >= self.migrations.len() {
+            self.migrations.resize(i + 1, 0);
+        }
+        self.folios[i].set_migrated(true);
+        self.migrations[i] += 1;
     }
 
     /// When folio `id` last became dirty (0 for a clean folio).
@@ -563,6 +568,10 @@ impl FolioTable {
             f.set_has_cold(false);
             self.cold.remove(&id);
         }
+        if f.migrated() {
+            f.set_migrated(false);
+            self.migrations[id as usize] = 0;
+        }
         if f.has_dirtied() {
             f.set_has_dirtied(false);
             self.dirtied.remove(&id);
@@ -605,7 +614,8 @@ impl FolioTable {
             ("folios (hot records)", vec_bytes(&self.folios)),
             ("folios.lru_links", vec_bytes(&self.lru_links)),
             ("folios.free_ids", vec_bytes(&self.free_ids)),
-            ("folios.cold (split, migrations)", hash_bytes(&self.cold)),
+            ("folios.cold (split)", hash_bytes(&self.cold)),
+            ("folios.migrations", vec_bytes(&self.migrations)),
             ("folios.dirtied", hash_bytes(&self.dirtied)),
             ("folios.wb_end", hash_bytes(&self.wb_end)),
             ("folios.submaps", hash_bytes(&self.submaps)),
@@ -1101,6 +1111,7 @@ mod tests {
         t.set_dirtied_ns(b, 5);
         t.remove(a);
         assert_eq!((t.cold.len(), t.wb_end.len(), t.dirtied.len()), (1, 0, 1));
+        assert_eq!(t.migrations(a), 0, "freed with its folio");
         let c = t.insert(2, 0, FolioKind::Anon, false, None);
         assert_eq!(c, a, "ids are reused");
         assert_eq!(t.cold(c), FolioCold::default());

@@ -158,3 +158,42 @@ fn debug_vm_catches_a_corruption_mid_run() {
         .to_string();
     assert!(err.contains("at the end of the run"), "{err}");
 }
+
+/// Above 16 GiB the default end-of-run check is the sampled one
+/// (`Mm::check_invariants_sampled`): it still checks every counter, and so finds the
+/// corruption; with `debug_vm` the full check runs at the end.
+#[test]
+fn the_sampled_end_of_run_check_of_a_large_machine_catches_a_broken_counter() {
+    let large = |run: &str| {
+        parse_spec(
+            &SPEC
+                .replace("RUN", run)
+                .replace("memory = \"512MiB\"", "memory = \"20GiB\"")
+                .replace("duration = \"10min\"", "duration = \"3s\""),
+            "t.toml",
+        )
+        .unwrap()
+    };
+    let mut seen = None;
+    run_workload_hooked(
+        &large(""),
+        &mut |_| {},
+        &mut |mm| {
+            let s = fraglab_mm::debug_vm::CheckSample::end_of_run(3);
+            seen = Some((
+                mm.zones.iter().map(|z| z.spanned as u64).sum::<u64>() > s.full_up_to_pages,
+                mm.check_invariants_sampled(&s).is_ok(),
+            ));
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(seen, Some((true, true)), "a sampled check, and a sound machine");
+    let err = run_workload_hooked(&large(""), &mut |_| {}, &mut |_| {}, &mut corrupt)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("at the end of the run") && err.contains("nr_free_highatomic"),
+        "{err}"
+    );
+}

@@ -16,13 +16,22 @@ use crate::vmscan::NR_LRU_LISTS;
 use crate::vmstat::Stat;
 use std::collections::BTreeMap;
 
+/// How a folio's LRU membership is known to `check_folio_head`.
+#[derive(Clone, Copy)]
+pub(super) enum LruSeen {
+    /// The walk of the LRU lists found it on this list (list + 1; 0: on none).
+    Walked(u8),
+    /// No walk: its links and its neighbours' are read (`check_lru_neighbours`).
+    Links,
+}
+
 /// What the pass adds up, for the comparisons after it.
 pub(super) struct FolioSums {
     /// Inactive anon, active anon, inactive file, active file, isolated anon, isolated file,
     /// anon pages, file pages, unevictable (§29.1.4), mlocked (NR_MLOCK).
     gauges: FolioGauges,
     bdev: u64,
-    rss: BTreeMap<u32, u64>,
+    rss: crate::folio::Rss,
     dirty: u64,
     /// Folio pages by mobility per pageblock.
     content: Vec<[u32; 3]>,
@@ -63,16 +72,12 @@ pub(super) fn entry_fp(mapping: u32, index: u64, id: FolioId) -> u64 {
 }
 
 impl Mm {
-    /// The pass: every folio record once. `lru_tags` gives each folio's LRU list as the walk of
-    /// the lists found it (list + 1, 0 for none; `check_lru_links`). Returns the gauges.
-    pub(super) fn check_folio_table(
-        &self,
-        lru_tags: &[u8],
-    ) -> Result<(FolioGauges, CacheSums), InvariantViolation> {
-        let mut sums = FolioSums {
+    /// Empty totals, for a pass over the folio table.
+    pub(super) fn folio_sums(&self) -> FolioSums {
+        FolioSums {
             gauges: [0; 10],
             bdev: 0,
-            rss: BTreeMap::new(),
+            rss: Default::default(),
             dirty: 0,
             content: vec![[0u32; 3]; self.block_content.len()],
             lru_pages: [0; NR_LRU_LISTS],
@@ -80,7 +85,16 @@ impl Mm {
             partial: [0; NR_PAGE_ORDERS],
             thp: 0,
             cache: CacheSums::default(),
-        };
+        }
+    }
+
+    /// The pass: every folio record once. `lru_tags` gives each folio's LRU list as the walk of
+    /// the lists found it (list + 1, 0 for none; `check_lru_links`). Returns the gauges.
+    pub(super) fn check_folio_table(
+        &self,
+        lru_tags: &[u8],
+    ) -> Result<(FolioGauges, CacheSums), InvariantViolation> {
+        let mut sums = self.folio_sums();
         // The memory map at each folio's head is read in the folio table's order, at random
         // pfns: start loading it this many folios ahead (a host-cache hint only).
         const AHEAD: usize = 16;
@@ -99,18 +113,19 @@ impl Mm {
                 );
                 continue;
             }
-            self.check_folio_head(id, f, tag, &mut sums)?;
-            self.add_folio_gauges(id, f, &mut sums)?;
-            self.check_folio_split_state(id, f, &mut sums)?;
+            self.check_folio_head(id, f, LruSeen::Walked(tag))?;
+            self.check_folio_side(id, f, Some(&mut sums.cache.by_age))?;
+            self.add_folio_sums(id, f, self.pages.b(f.pfn), &mut sums)?;
         }
         self.check_folio_sums(sums)
     }
 
     /// A live folio sits at an allocated head of its order that names it, is not isolated
     /// between operations, has PG_LRU exactly if its kind is on the LRU, and is on the LRU
-    /// list its flags say (`folio_lru_list`, with its `lru` field agreeing) or on none.
-    /// Adds its block content and list pages.
-    fn check_folio_head(&self, id: FolioId, f: &Folio, tag: u8, sums: &mut FolioSums) -> Check {
+    /// list its flags say (`folio_lru_list`, with its `lru` field agreeing) or on none: as the
+    /// walk of the lists found it, or (`LruSeen::Links`) as its own links and its neighbours'
+    /// say.
+    pub(super) fn check_folio_head(&self, id: FolioId, f: &Folio, seen: LruSeen) -> Check {
         ensure!(
             self.pages.kind(f.pfn) == PageKind::Allocated
                 && self.pages.order(f.pfn) == f.order as u32
@@ -133,49 +148,151 @@ impl Mm {
             "folio {id} at {:#x}: LRU flag does not match its kind",
             f.pfn
         );
-        if lru {
-            let l = self.folio_lru_list(id);
-            ensure!(
-                f.lru == l && tag == l + 1,
-                "folio {id} belongs on LRU list {l} (its lru field says {}) but is on {}",
-                f.lru,
-                if tag == 0 {
-                    "none".to_string()
-                } else {
-                    format!("list {}", tag - 1)
-                }
-            );
-            sums.lru_pages[l as usize] += 1 << f.order;
-        } else {
-            ensure!(
-                tag == 0,
-                "LRU list {} holds folio {id}, of kind {:?}",
-                tag - 1,
-                f.kind
-            );
-        }
-        // Pageblock content (§1.2; kept by `account_folio`), of the folio's own mobility.
-        let m = folio_mobility(f.kind, self.pages.b(f.pfn));
-        let n = 1u32 << f.order;
-        for k in 0..n.div_ceil(PAGEBLOCK_NR_PAGES) {
-            sums.content[((f.pfn >> PAGEBLOCK_ORDER) + k) as usize][m] += n.min(PAGEBLOCK_NR_PAGES);
+        match seen {
+            LruSeen::Walked(tag) if lru => {
+                let l = self.folio_lru_list(id);
+                ensure!(
+                    f.lru == l && tag == l + 1,
+                    "folio {id} belongs on LRU list {l} (its lru field says {}) but is on {}",
+                    f.lru,
+                    if tag == 0 {
+                        "none".to_string()
+                    } else {
+                        format!("list {}", tag - 1)
+                    }
+                );
+            }
+            LruSeen::Walked(tag) => {
+                ensure!(
+                    tag == 0,
+                    "LRU list {} holds folio {id}, of kind {:?}",
+                    tag - 1,
+                    f.kind
+                );
+            }
+            LruSeen::Links if lru => {
+                let l = self.folio_lru_list(id);
+                ensure!(
+                    f.lru == l,
+                    "folio {id} belongs on LRU list {l} but its lru field says {}",
+                    f.lru
+                );
+                self.check_lru_neighbours(id, l)?;
+            }
+            LruSeen::Links => {}
         }
         Ok(())
     }
 
-    /// A live folio's part of the gauges (§10.3, §14), rss (§19.2 item 10: mapped anon and
-    /// page-table pages per owner) and dirty pages (§12); a bdev folio (§33) is an order-0
-    /// page with its block's buffer.
-    fn add_folio_gauges(&self, id: FolioId, f: &Folio, sums: &mut FolioSums) -> Check {
-        let nr = 1u64 << f.order;
+    /// The LRU links of folio `id`, which belongs on list `l`, seen from its side (the local
+    /// part of `check_lru_links`, for a folio the default end-of-run check samples): its next
+    /// folio links back to it, its previous folio forward to it, both are live LRU folios of
+    /// list `l`, and where a link is NIL the folio is the list's last or first. What it cannot
+    /// see is whether the list reaches the folio from its head (a loop cut off from the list).
+    fn check_lru_neighbours(&self, id: FolioId, l: u8) -> Check {
+        let n = self.folios.folios.len();
+        let nid = self.pfn_nid(self.folios.folios[id as usize].pfn) as usize;
+        let list = &self.reclaim.lruvec[nid].lists[l as usize];
+        let [next, back] = self.folios.lru_links[id as usize];
+        let on_list = |x: FolioId| {
+            (x as usize) < n && {
+                let g = &self.folios.folios[x as usize];
+                g.live() && g.kind.on_lru() && g.lru == l
+            }
+        };
+        if next == NIL {
+            ensure!(
+                list.last == id,
+                "LRU list {l}: folio {id} ends the list but is not its last"
+            );
+        } else {
+            ensure!(
+                on_list(next) && self.folios.lru_links[next as usize][1] == id,
+                "LRU list {l}: broken back link at folio {next} (after folio {id})"
+            );
+        }
+        if back == NIL {
+            ensure!(
+                list.first == id,
+                "LRU list {l}: folio {id} starts the list but is not its first"
+            );
+        } else {
+            ensure!(
+                on_list(back) && self.folios.lru_links[back as usize][0] == id,
+                "LRU list {l}: broken forward link at folio {back} (before folio {id})"
+            );
+        }
+        Ok(())
+    }
+
+    /// What a live folio says that is kept beside the table, read at random: a dirty folio's
+    /// dirtying time is not before `oldest_dirty_ns` (§12; with `by_age`, kept for the
+    /// comparison with the page cache's dirty set), a bdev folio (§33) is an order-0 page with
+    /// its block's buffer.
+    pub(super) fn check_folio_side(
+        &self,
+        id: FolioId,
+        f: &Folio,
+        by_age: Option<&mut Vec<(u64, FolioId)>>,
+    ) -> Check {
         if f.dirty() {
-            sums.dirty += nr;
             let d = self.folios.dirtied_ns(id);
             ensure!(
                 d >= self.cache.oldest_dirty_ns,
                 "folio {id} dirtied at {d} ns, before oldest_dirty_ns {}",
                 self.cache.oldest_dirty_ns
             );
+            if let Some(by_age) = by_age.filter(|_| f.mapping != 0) {
+                by_age.push((d, id));
+            }
+        }
+        if f.kind == FolioKind::Bdev {
+            ensure!(
+                f.order == 0 && self.bdev_has_buf(f.mapping, f.index),
+                "bdev folio {id} (mapping {}, block {}, order {}) has no buffer",
+                f.mapping,
+                f.index,
+                f.order
+            );
+        }
+        Ok(())
+    }
+
+    /// A live folio's part of the totals: its block content (§1.2, kept by `account_folio`, of
+    /// the folio's own mobility; `alloc_mt` is its head's allocation migratetype, read only for
+    /// a slab folio), its LRU list's pages (§10.3), the gauges (§10.3, §14), rss (§19.2 item
+    /// 10: mapped anon and page-table pages per owner), dirty pages (§12), the page cache's
+    /// entries as the folios see them, the bdev folios (§33); and its deferred-split state
+    /// (§31). Reads the folio record, and side tables only for the folios with a subpage map.
+    pub(super) fn add_folio_sums(
+        &self,
+        id: FolioId,
+        f: &Folio,
+        alloc_mt: u32,
+        sums: &mut FolioSums,
+    ) -> Check {
+        let m = folio_mobility(f.kind, alloc_mt);
+        let block = (f.pfn >> PAGEBLOCK_ORDER) as usize;
+        if (f.order as u32) < PAGEBLOCK_ORDER {
+            sums.content[block][m] += 1 << f.order;
+        } else {
+            for k in 0..1usize << (f.order as u32 - PAGEBLOCK_ORDER) {
+                sums.content[block + k][m] += PAGEBLOCK_NR_PAGES;
+            }
+        }
+        if f.kind.on_lru() {
+            sums.lru_pages[self.folio_lru_list(id) as usize] += 1 << f.order;
+        }
+        self.add_folio_gauges(id, f, sums);
+        self.check_folio_split_state(id, f, sums)
+    }
+
+    /// A live folio's part of the gauges, rss, dirty pages, page-cache entries and bdev
+    /// folios (see [`Mm::add_folio_sums`]).
+    fn add_folio_gauges(&self, id: FolioId, f: &Folio, sums: &mut FolioSums) {
+        let nr = 1u64 << f.order;
+        if f.dirty() {
+            sums.dirty += nr;
         }
         if f.mapping != 0 {
             let c = &mut sums.cache;
@@ -186,27 +303,19 @@ impl Mm {
                 c.dirty += 1;
                 c.dirty_fp = c.dirty_fp.wrapping_add(fp);
                 c.dirty_pages += nr;
-                c.by_age.push((self.folios.dirtied_ns(id), id));
             }
         }
         if f.owner > 1 && matches!(f.kind, FolioKind::Anon | FolioKind::PageTable) {
             // Mapped pages only (§31.2 item 3: a zapped subpage leaves the rss).
-            *sums.rss.entry(f.owner).or_insert(0) += self.folios.mapped_pages(id);
+            sums.rss.add(f.owner, self.folios.mapped_pages(id) as i64);
         }
         if f.kind == FolioKind::Bdev {
             sums.bdev += 1;
-            ensure!(
-                f.order == 0 && self.bdev_has_buf(f.mapping, f.index),
-                "bdev folio {id} (mapping {}, block {}, order {}) has no buffer",
-                f.mapping,
-                f.index,
-                f.order
-            );
         }
         let anon = match f.kind {
             FolioKind::Anon => true,
             FolioKind::File | FolioKind::Bdev => false,
-            _ => return Ok(()),
+            _ => return,
         };
         let i = if f.isolated() {
             4 + !anon as usize
@@ -221,7 +330,6 @@ impl Mm {
         if f.mlocked() {
             sums.gauges[9] += nr;
         }
-        Ok(())
     }
 
     /// The deferred split (§31): only large anon folios are queued; a partially mapped folio
@@ -278,7 +386,10 @@ impl Mm {
     }
 
     /// The pass's totals against the counters the model keeps.
-    fn check_folio_sums(&self, sums: FolioSums) -> Result<(FolioGauges, CacheSums), InvariantViolation> {
+    pub(super) fn check_folio_sums(
+        &self,
+        sums: FolioSums,
+    ) -> Result<(FolioGauges, CacheSums), InvariantViolation> {
         let expect = sums.gauges;
         let got = [
             self.stat(Stat::nr_inactive_anon),
@@ -295,8 +406,11 @@ impl Mm {
         ensure!(got == expect, "folio gauges {got:?} != {expect:?} (inactive/active anon, inactive/active file, isolated anon/file, anon, file, unevictable, mlock)");
         let bufs = self.bdev_nr_bufs();
         ensure!(sums.bdev == bufs, "{} bdev folios but {bufs} buffers", sums.bdev);
-        let kept: BTreeMap<u32, u64> = self.folios.rss.iter().collect();
-        ensure!(sums.rss == kept, "per-owner rss {kept:?} != {:?}", sums.rss);
+        if sums.rss != self.folios.rss {
+            let kept: BTreeMap<u32, u64> = self.folios.rss.iter().collect();
+            let counted: BTreeMap<u32, u64> = sums.rss.iter().collect();
+            ensure!(false, "per-owner rss {kept:?} != {counted:?}");
+        }
         ensure!(
             sums.dirty == self.cache.nr_dirty,
             "nr_dirty {} != {} dirty pages",
