@@ -832,8 +832,8 @@ impl Mm {
         self.free_folio_inner(cpu, id, true);
     }
 
-    /// [`Mm::free_folio`] of a page-cache folio already removed from the page cache's index by
-    /// [`Mm::page_cache_delete`] (reclaim, which left its shadow in its place): the rest of the
+    /// [`Mm::free_folio`] of a page-cache folio already out of the page cache's index (reclaim's
+    /// eviction left its shadow in its slots: `PageCache::evict_folio`): the rest of the
     /// freeing, the xarray-node settling included.
     pub(crate) fn free_deleted_folio(&mut self, cpu: u32, id: FolioId) {
         self.free_folio_inner(cpu, id, false);
@@ -842,7 +842,7 @@ impl Mm {
     /// `page_cache_delete`'s removal of page-cache folio `id` from its mapping's index (a
     /// dirty folio's tag cancelled first, as truncation's `__folio_cancel_dirty`). The folio
     /// keeps its mapping and index.
-    pub(crate) fn page_cache_delete(&mut self, id: FolioId) {
+    fn page_cache_delete(&mut self, id: FolioId) {
         let f = &self.folios.folios[id as usize];
         let (mapping, index, order, dirty) = (f.mapping, f.index, f.order as u32, f.dirty());
         if dirty {

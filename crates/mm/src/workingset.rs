@@ -106,11 +106,34 @@ impl PageCache {
             .map(|((m, s), e)| ((m, s), shadow_of(e, self.xa.entry_len(m, s))))
     }
 
-    /// Stores shadow `sh` over `[start, start + sh.nr)` of `mapping` (pages holding no entry).
-    fn store_shadow(&mut self, mapping: u32, start: u64, sh: Shadow) {
-        self.xa
-            .insert(mapping, start, sh.nr, pack(sh.eviction, sh.workingset));
-        self.log_xa(mapping, start, sh.nr, 1, true);
+    /// `__filemap_add_folio`'s store: folio `id` of `order` at `index` of `mapping` (a range
+    /// holding no folio) takes the place of the shadows there; returns the first of them
+    /// ([`PageCache::take_shadows`]), the one `workingset_refault` judges. A shadow covering
+    /// exactly the folio's range (a refault of the folio's size) is replaced in its slots.
+    pub fn add_folio(&mut self, mapping: u32, index: u64, order: u32, id: FolioId) -> Option<Shadow> {
+        let nr = 1u64 << order;
+        if let Some(entry) = self.xa.value_exactly(mapping, index, nr) {
+            self.xa.replace(mapping, index, nr, entry, id as u64);
+            self.log_xa(mapping, index, nr, -1, true);
+            self.log_xa(mapping, index, nr, 1, false);
+            return Some(shadow_of(entry, nr));
+        }
+        let shadow = self.take_shadows(mapping, index, nr);
+        self.insert(mapping, index, order, id);
+        shadow
+    }
+
+    /// `page_cache_delete` of a clean folio reclaim evicts: folio `id` of `order` at `index` of
+    /// `mapping` leaves its slots to its shadow `sh` (`xas_store(&xas, shadow)`).
+    pub fn evict_folio(&mut self, mapping: u32, index: u64, order: u32, id: FolioId, sh: Shadow) {
+        let nr = 1u64 << order;
+        debug_assert_eq!(sh.nr, nr);
+        let marked = self
+            .xa
+            .replace(mapping, index, nr, id as u64, pack(sh.eviction, sh.workingset));
+        assert!(!marked, "folio {id} evicted while tagged dirty");
+        self.log_xa(mapping, index, nr, -1, false);
+        self.log_xa(mapping, index, nr, 1, true);
     }
 
     /// Removes the shadow starting at `start` of `mapping`, overlapping pages [index, end),
@@ -155,7 +178,7 @@ impl PageCache {
 
     /// The oldest shadow (see the module documentation for the order): (mapping, first index,
     /// pages covered).
-    pub(crate) fn oldest_shadow(&self) -> Option<(u32, u64, u64)> {
+    pub(crate) fn oldest_shadow(&mut self) -> Option<(u32, u64, u64)> {
         let (m, s, _) = self.xa.least_value()?;
         Some((m, s, self.xa.entry_len(m, s)))
     }
@@ -210,7 +233,7 @@ impl PageCache {
                 self.shadows_len()
             ));
         }
-        let oldest = self.xa.least_value().map(|(m, s, e)| (unpack(e).0, m, s));
+        let oldest = self.xa.least_value_peek().map(|(m, s, e)| (unpack(e).0, m, s));
         if oldest != least {
             return Err(format!("oldest shadow {oldest:?}, least {least:?}"));
         }
@@ -258,16 +281,12 @@ impl Mm {
         }
         let nr = 1u64 << order;
         let eviction = self.workingset_eviction_age(nr);
-        self.page_cache_delete(id);
-        self.cache.index.store_shadow(
-            mapping,
-            index,
-            Shadow {
-                eviction,
-                nr,
-                workingset,
-            },
-        );
+        let sh = Shadow {
+            eviction,
+            nr,
+            workingset,
+        };
+        self.cache.index.evict_folio(mapping, index, order, id, sh);
         let bound = self.workingset_shadow_bound();
         while self.cache.index.shadows_len() > bound {
             assert!(self.cache.index.drop_oldest_shadow(), "shadows");
@@ -283,9 +302,7 @@ impl Mm {
     pub fn page_cache_insert(&mut self, id: FolioId) {
         let f = &self.folios.folios[id as usize];
         let (mapping, index, order) = (f.mapping, f.index, f.order as u32);
-        let shadow = self.cache.index.take_shadows(mapping, index, 1u64 << order);
-        self.cache.index.insert(mapping, index, order, id);
-        if let Some(sh) = shadow {
+        if let Some(sh) = self.cache.index.add_folio(mapping, index, order, id) {
             self.workingset_refault_shadow(id, sh.eviction, sh.workingset);
         }
     }
@@ -496,11 +513,10 @@ mod tests {
             let mut seq = 0;
             let mut next_id = 0;
             let mut evict = |new: &mut PageCache, old: &mut Old, mapping: u32, index: u64, nr: u64, id: u32| {
-                new.remove(mapping, index, nr.trailing_zeros(), id);
                 old.folios.remove(&(mapping, index));
                 old.ev(mapping, index, nr, -1, false);
                 let sh = Shadow { eviction: seq * 3, nr, workingset: seq % 2 == 0 };
-                new.store_shadow(mapping, index, sh);
+                new.evict_folio(mapping, index, nr.trailing_zeros(), id, sh);
                 old.insert(mapping, index, sh, seq);
                 seq += 1;
             };
@@ -509,8 +525,7 @@ mod tests {
                     Op::Add { mapping, index, order, evict: ev } => {
                         let nr = 1u64 << order;
                         if old.folio_free(mapping, index, nr) {
-                            prop_assert_eq!(new.take_shadows(mapping, index, nr), old.take_range(mapping, index, nr));
-                            new.insert(mapping, index, order, next_id);
+                            prop_assert_eq!(new.add_folio(mapping, index, order, next_id), old.take_range(mapping, index, nr));
                             old.folios.insert((mapping, index), nr);
                             old.ev(mapping, index, nr, 1, false);
                             if ev {

@@ -142,12 +142,19 @@ const MAX_DEPTH: usize = 11;
 
 /// One item of the value-age heap: a leaf holding value heads, its least value head, and where
 /// the leaf is (key, first index): the heap orders by (value, key, first index).
+///
+/// `value` is a lower bound of the leaf's least value head, exact unless `stale`: removing the
+/// least head only marks the item stale (no scan of the leaf, no sift), and the item is made
+/// exact when it reaches the top ([`XArray::least_value`]). A lower bound keeps the heap's
+/// answer exact: every other item's true key is at least its stored key, so an exact top is
+/// the least of all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct HeapItem {
     value: u64,
     base: u64,
     key: u32,
     node: u32,
+    stale: bool,
 }
 
 impl HeapItem {
@@ -640,6 +647,111 @@ impl XArray {
         was_marked
     }
 
+    /// The value entry starting at `index` of `key` if it covers exactly `nr` indices: the
+    /// common refault, a folio added where a shadow of its size was, which can then
+    /// [`replace`](XArray::replace) it. One descent when the entry ends inside its leaf.
+    pub fn value_exactly(&self, key: u32, index: u64, nr: u64) -> Option<u64> {
+        let node = self.leaf(key, index)?;
+        let j = index & MASK;
+        if node.heads[Kind::Value as usize] & (1 << j) == 0 {
+            return None;
+        }
+        let entry = node.slots[j as usize];
+        if j + nr < 64 {
+            // The entry covers [j, j + nr) of this leaf and stops at j + nr.
+            let span = (u64::MAX >> (64 - nr)) << j;
+            let stop = !node.occ | node.any_heads();
+            return (stop & span == 1 << j && stop & (1 << (j + nr)) != 0).then_some(entry);
+        }
+        (self.entry_len(key, index) == nr).then_some(entry)
+    }
+
+    /// Replaces entry `old`, covering exactly `[index, index + nr)` of `key`, by `new` in the
+    /// same slots (`xas_store` over an existing entry: the page cache's folio → shadow on
+    /// eviction, shadow → folio on refault), in one descent per leaf: no node is freed or
+    /// allocated. Panics unless exactly that entry is there. Returns whether `old` was marked
+    /// (its mark goes; `new` is unmarked).
+    pub fn replace(&mut self, key: u32, index: u64, nr: u64, old: u64, new: u64) -> bool {
+        assert!(nr > 0, "an entry covers at least one index");
+        let (ko, kn) = (Kind::of(old) as usize, Kind::of(new) as usize);
+        let last = index.checked_add(nr - 1).expect("entry range overflows");
+        let r = self.root(key);
+        assert!(
+            r.node != NIL && (last >> r.shift) <= MASK,
+            "no entry at {key}:{index}"
+        );
+        let mut path = [(NIL, 0u32); MAX_DEPTH];
+        let mut was_marked = false;
+        let mut chunk = index >> SHIFT;
+        loop {
+            let lo = if chunk == index >> SHIFT { index & MASK } else { 0 };
+            let hi = if chunk == last >> SHIFT { last & MASK } else { MASK };
+            let head = chunk == index >> SHIFT;
+            let cidx = chunk << SHIFT;
+            let (mut n, mut shift, mut depth) = (r.node, r.shift, 0);
+            while shift > 0 {
+                let j = (cidx >> shift) & MASK;
+                let node = &self.nodes[n as usize];
+                assert!(node.occ & (1 << j) != 0, "no entry at {key}:{cidx}");
+                path[depth] = (n, j as u32);
+                depth += 1;
+                n = node.slots[j as usize] as u32;
+                shift -= SHIFT;
+            }
+            let mask = (u64::MAX >> (63 - hi)) & (u64::MAX << lo);
+            let leaf = &mut self.nodes[n as usize];
+            assert!(
+                leaf.occ & mask == mask && leaf.slots[lo as usize..=hi as usize].iter().all(|&v| v == old),
+                "{key}:{index} (+{nr}) does not hold entry {old:#x} throughout"
+            );
+            assert!(
+                leaf.any_heads() & mask & !(1 << lo) == 0 && (head || leaf.any_heads() & (1 << lo) == 0),
+                "{key}:{index} (+{nr}) spans another entry's start"
+            );
+            leaf.slots[lo as usize..=hi as usize].fill(new);
+            if head {
+                assert!(
+                    leaf.heads[ko] & (1 << lo) != 0,
+                    "{key}:{index} is not an entry's start"
+                );
+                was_marked = leaf.marks & (1 << lo) != 0;
+                leaf.marks &= !(1 << lo);
+                leaf.heads[ko] &= !(1 << lo);
+                leaf.heads[kn] |= 1 << lo;
+                let (mut headless, mut markless) = (leaf.heads[ko] == 0, was_marked && leaf.marks == 0);
+                if ko == Kind::Value as usize {
+                    self.heap_removed(n, old);
+                }
+                if kn == Kind::Value as usize {
+                    self.heap_added(n, key, cidx, new);
+                }
+                // Upward: the new kind's head bit set on the whole path; the old kind's (and
+                // the mark) cleared while no such head (mark) is left below.
+                while depth > 0 {
+                    depth -= 1;
+                    let (p, j) = path[depth];
+                    let node = &mut self.nodes[p as usize];
+                    node.heads[kn] |= 1 << j;
+                    if headless {
+                        node.heads[ko] &= !(1 << j);
+                        headless = node.heads[ko] == 0;
+                    }
+                    if markless {
+                        node.marks &= !(1 << j);
+                        markless = node.marks == 0;
+                    }
+                }
+            }
+            if chunk == last >> SHIFT {
+                break;
+            }
+            chunk += 1;
+        }
+        self.len[ko] -= 1;
+        self.len[kn] += 1;
+        was_marked
+    }
+
     /// Removes the value entry starting at `start` of `key` (panics unless one does); returns
     /// (indices it covered, the entry).
     pub fn remove_value(&mut self, key: u32, start: u64) -> (u64, u64) {
@@ -655,8 +767,14 @@ impl XArray {
 
     /// The least value entry, in (value, key, first index) order: (key, first index, entry).
     /// The heap's top leaf, and in it the lowest slot holding the leaf's least value head.
-    pub fn least_value(&self) -> Option<(u32, u64, u64)> {
-        let top = self.heap.first()?;
+    pub fn least_value(&mut self) -> Option<(u32, u64, u64)> {
+        while self.heap.first()?.stale {
+            let n = self.heap[0].node;
+            self.heap[0].value = self.leaf_least_value(n).expect("a heap leaf has value heads");
+            self.heap[0].stale = false;
+            self.sift_down(0);
+        }
+        let top = self.heap[0];
         let node = &self.nodes[top.node as usize];
         let mut m = node.heads[Kind::Value as usize];
         while m != 0 {
@@ -667,6 +785,33 @@ impl XArray {
             m &= m - 1;
         }
         unreachable!("value heap item without its value in the leaf")
+    }
+
+    /// [`XArray::least_value`] without settling the heap (for checks): the least of the
+    /// leaves' exact keys.
+    pub(crate) fn least_value_peek(&self) -> Option<(u32, u64, u64)> {
+        let best = if self.heap.first()?.stale {
+            self.heap
+                .iter()
+                .map(|h| HeapItem {
+                    value: self.leaf_least_value(h.node).expect("value heads"),
+                    stale: false,
+                    ..*h
+                })
+                .min_by_key(|h| h.ord())?
+        } else {
+            self.heap[0]
+        };
+        let node = &self.nodes[best.node as usize];
+        let mut m = node.heads[Kind::Value as usize];
+        while m != 0 {
+            let j = m.trailing_zeros() as usize;
+            if node.slots[j] == best.value {
+                return Some((best.key, best.base + j as u64, best.value));
+            }
+            m &= m - 1;
+        }
+        None
     }
 
     /// The least value head of leaf `n`, if it has any.
@@ -692,37 +837,35 @@ impl XArray {
                 base,
                 key,
                 node: n,
+                stale: false,
             });
             self.heap_pos[n as usize] = i as u32;
             self.sift_up(i);
         } else if entry < self.heap[p as usize].value {
+            // Below the lower bound: the leaf's least head now, exactly.
             self.heap[p as usize].value = entry;
+            self.heap[p as usize].stale = false;
             self.sift_up(p as usize);
         }
     }
 
-    /// The value head `entry` left leaf `n`: the leaf's key rises or it leaves the heap.
+    /// The value head `entry` left leaf `n`: a leaf with no value head left leaves the heap
+    /// (at once: its node may be freed and reused); if `entry` was its least, its key is
+    /// marked stale, to be raised when it reaches the top.
     fn heap_removed(&mut self, n: u32, entry: u64) {
         let p = self.heap_pos[n as usize] as usize;
         debug_assert!(p != NIL as usize, "a leaf with value heads not in the heap");
-        if self.heap[p].value != entry {
-            return;
-        }
-        match self.leaf_least_value(n) {
-            Some(v) => {
-                self.heap[p].value = v;
+        if self.nodes[n as usize].heads[Kind::Value as usize] == 0 {
+            self.heap_pos[n as usize] = NIL;
+            let last = self.heap.pop().expect("heap item");
+            if p < self.heap.len() {
+                self.heap[p] = last;
+                self.heap_pos[last.node as usize] = p as u32;
                 self.sift_down(p);
+                self.sift_up(p);
             }
-            None => {
-                self.heap_pos[n as usize] = NIL;
-                let last = self.heap.pop().expect("heap item");
-                if p < self.heap.len() {
-                    self.heap[p] = last;
-                    self.heap_pos[last.node as usize] = p as u32;
-                    self.sift_down(p);
-                    self.sift_up(p);
-                }
-            }
+        } else if self.heap[p].value == entry {
+            self.heap[p].stale = true;
         }
     }
 
@@ -810,14 +953,17 @@ impl XArray {
         }
         for (key, base, n) in leaves {
             let p = self.heap_pos[n as usize];
-            let want = HeapItem {
-                value: self.leaf_least_value(n).expect("value heads"),
-                base,
-                key,
-                node: n,
+            let least = self.leaf_least_value(n).expect("value heads");
+            let Some(h) = self.heap.get(p as usize) else {
+                return Err(format!("leaf {key}:{base}: not in the heap"));
             };
-            if self.heap.get(p as usize) != Some(&want) {
-                return Err(format!("leaf {key}:{base}: heap item {p} is not {want:?}"));
+            if (h.key, h.base, h.node) != (key, base, n) {
+                return Err(format!("leaf {key}:{base}: heap item {p} is {h:?}"));
+            }
+            if h.value > least || (!h.stale && h.value != least) {
+                return Err(format!(
+                    "leaf {key}:{base}: heap key {h:?}, least value head {least:#x}"
+                ));
             }
         }
         for (i, item) in self.heap.iter().enumerate().skip(1) {
@@ -1051,6 +1197,10 @@ mod tests {
         Remove {
             pick: usize,
         },
+        /// Replaces an entry in place by a new one of the other kind.
+        Replace {
+            pick: usize,
+        },
         Next {
             key: u32,
             index: u64,
@@ -1077,6 +1227,7 @@ mod tests {
             4 => (0u32..3, index(), prop_oneof![Just(1u64), 1u64..4, Just(64), Just(512), 1u64..300], any::<bool>(), proptest::option::of(any::<usize>()))
                 .prop_map(|(key, index, nr, value, repeat)| Op::Insert { key, index, nr, value, repeat }),
             3 => any::<usize>().prop_map(|pick| Op::Remove { pick }),
+            2 => any::<usize>().prop_map(|pick| Op::Replace { pick }),
             2 => (0u32..3, index()).prop_map(|(key, index)| Op::Next { key, index }),
             4 => (any::<usize>(), prop_oneof![3 => Just(true), 2 => Just(false)], prop_oneof![9 => Just(false), 1 => Just(true)])
                 .prop_map(|(pick, on, wrong)| Op::Mark { pick, on, wrong }),
@@ -1128,6 +1279,21 @@ mod tests {
                             rf.map.remove(&(k, s));
                         }
                     }
+                    Op::Replace { pick } => {
+                        if !rf.map.is_empty() {
+                            let (&(k, s), &(nr, v)) = rf.map.iter().nth(pick % rf.map.len()).unwrap();
+                            let new = if is_value(v) {
+                                next_value
+                            } else {
+                                let n = VALUE_TAG | (next_value << 1);
+                                values.push(n);
+                                n
+                            };
+                            next_value += 1;
+                            prop_assert_eq!(xa.replace(k, s, nr, v, new), rf.marked.remove(&(k, s)));
+                            rf.map.insert((k, s), (nr, new));
+                        }
+                    }
                     Op::Mark { pick, on, wrong } => {
                         if !rf.map.is_empty() {
                             let (&(k, s), &(_, v)) = rf.map.iter().nth(pick % rf.map.len()).unwrap();
@@ -1156,8 +1322,17 @@ mod tests {
                         prop_assert_eq!(xa.lookup(key, index), rf.lookup(key, index));
                         let cov = rf.covering(key, index);
                         prop_assert_eq!(xa.entry_start(key, index), cov.map(|(s, _, _)| s));
-                        if let Some((s, nr, _)) = cov {
+                        if let Some((s, nr, v)) = cov {
                             prop_assert_eq!(xa.entry_len(key, s), nr);
+                            for n in [nr - 1, nr, nr + 1] {
+                                let want = (n == nr && is_value(v)).then_some(v);
+                                if n > 0 {
+                                    prop_assert_eq!(xa.value_exactly(key, s, n), want);
+                                }
+                            }
+                        }
+                        if cov.is_none_or(|(s, _, _)| s != index) {
+                            prop_assert_eq!(xa.value_exactly(key, index, 1), None);
                         }
                         for len in [1, 2, 63, 64, 65, 700] {
                             let end = index.saturating_add(len);
@@ -1172,7 +1347,9 @@ mod tests {
                 }
                 prop_assert_eq!(xa.check(), Ok(()));
                 prop_assert_eq!(xa.len(Kind::Pointer) + xa.len(Kind::Value), rf.map.len());
+                prop_assert_eq!(xa.least_value_peek(), rf.least_value());
                 prop_assert_eq!(xa.least_value(), rf.least_value());
+                prop_assert_eq!(xa.check(), Ok(()));
                 // The marked walk is the full walk filtered by the mark: same entries, same order.
                 let marked: Vec<_> = xa.iter_marked().collect();
                 let filtered: Vec<_> = xa.iter(Kind::Pointer).filter(|&(k, _)| rf.marked.contains(&k)).collect();
