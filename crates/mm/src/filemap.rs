@@ -867,6 +867,15 @@ impl Mm {
             let last_index = index + nr;
             let (id, _) = match self.filemap_lookup(mapping, pos) {
                 Some(id) => {
+                    // A host-cache hint (no effect on the model): the records of the folios
+                    // in the next slots of the leaf, which the next iterations read.
+                    for &e in self.cache.index.xa.leaf_slots_after(mapping, pos, 4) {
+                        if e != id as u64 {
+                            if let Some(f) = self.folios.folios.get(e as usize) {
+                                crate::mmzone::prefetch(f);
+                            }
+                        }
+                    }
                     if self.folios.folios[id as usize].readahead_mark() {
                         let fi = self.folios.folios[id as usize].index;
                         self.page_cache_async_ra(

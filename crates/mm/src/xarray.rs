@@ -262,6 +262,17 @@ impl XArray {
         (node.occ & (1 << j) != 0).then(|| node.slots[j as usize])
     }
 
+    /// The entries of the slots after `index` in its leaf, up to `n` of them (stale values in
+    /// uncovered slots included: for host-cache hints only, a caller checks nothing with them).
+    #[inline]
+    pub fn leaf_slots_after(&self, key: u32, index: u64, n: usize) -> &[u64] {
+        let Some(node) = self.leaf(key, index) else {
+            return &[];
+        };
+        let j = (index & MASK) as usize + 1;
+        &node.slots[j.min(64)..(j + n).min(64)]
+    }
+
     /// The entry of `kind` whose first index is `index` of `key`.
     #[inline]
     pub fn get(&self, key: u32, index: u64, kind: Kind) -> Option<u64> {
