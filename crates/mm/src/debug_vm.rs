@@ -651,7 +651,7 @@ impl Mm {
     /// Page-cache shadows (§10.3.8, mm/workingset.c) consistent and bounded; the xarray nodes
     /// that hold them consistent once settled.
     fn check_workingset_and_xarray(&self) -> Check {
-        if let Err(e) = self.reclaim.workingset.check(self.workingset_shadow_bound()) {
+        if let Err(e) = self.cache.index.check_shadows(self.workingset_shadow_bound()) {
             return Err(InvariantViolation(format!("workingset: {e}")));
         }
         if self.xa_settled() {

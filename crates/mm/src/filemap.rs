@@ -41,6 +41,13 @@ pub const VM_READAHEAD_PAGES: u64 = 32;
 /// truncate, invalidate, writeback, drop_caches) visit folios by (mapping, first index) as the
 /// `BTreeMap` this replaced did. Memory grows with the folios cached, not with file offsets.
 ///
+/// The same trees hold the workingset's shadow entries (§10.3.8, mm/workingset.c), as the
+/// kernel's `address_space->i_pages` does: a folio evicted by reclaim leaves a value entry in
+/// the slots it had (`page_cache_delete` stores the shadow `workingset_eviction` packed), and a
+/// folio added over a shadow consumes it (`__filemap_add_folio` hands it to
+/// `workingset_refault`). The folio walks skip shadows (their own head bitmap), and the
+/// shadow operations are `workingset.rs`'s ([`PageCache::take_shadows`] and the rest).
+///
 /// The xarray's mark is the page cache's `PAGECACHE_TAG_DIRTY` (§12; the writeback of §19.1
 /// item 9 and §25.4): an entry is marked exactly while its folio is dirty
 /// ([`Mm::folio_mark_dirty`] sets and clears it; an entry is inserted clean, and a split's
@@ -57,33 +64,38 @@ pub const VM_READAHEAD_PAGES: u64 = 32;
 /// model (one flusher, no inodes: §19.1 item 9) keeps per folio; host-side bookkeeping.
 #[derive(Clone, Debug, Default)]
 pub struct PageCache {
-    xa: crate::xarray::XArray,
+    /// Folios (pointer entries) and shadows (value entries).
+    pub(crate) xa: crate::xarray::XArray,
     /// The dirty-tagged folios: (dirtied_ns, id).
     dirty_age: DirtyAge,
     /// Pages of the dirty-tagged folios.
     dirty_pages: u64,
-    /// Insertions and removals not yet settled by the xarray-node model (`xa_node.rs`),
-    /// recorded while `xa_log_on`.
+    /// Folio and shadow insertions and removals not yet settled by the xarray-node model
+    /// (`xa_node.rs`), recorded while `xa_log_on`.
     pub(crate) xa_log: Vec<crate::xa_node::XaEvent>,
     pub(crate) xa_log_on: bool,
 }
 
 impl PageCache {
-    /// Records folio `id` of `order` at `index` of `mapping`; its pages must be uncached.
+    /// Records folio `id` of `order` at `index` of `mapping`; its pages must hold neither a
+    /// folio nor a shadow (a caller adding a folio takes the shadows first:
+    /// [`PageCache::take_shadows`]).
     pub fn insert(&mut self, mapping: u32, index: u64, order: u32, id: crate::folio::FolioId) {
         assert_ne!(mapping, 0, "mapping 0 is not a mapping");
-        self.xa.insert(mapping, index, 1u64 << order, id);
-        self.log_xa(mapping, index, order, 1);
+        self.xa.insert(mapping, index, 1u64 << order, id as u64);
+        self.log_xa(mapping, index, 1u64 << order, 1, false);
     }
 
-    fn log_xa(&mut self, mapping: u32, start: u64, order: u32, delta: i8) {
+    /// Records an insertion (`delta` = 1) or removal (−1) of an entry for the xarray-node
+    /// model.
+    pub(crate) fn log_xa(&mut self, mapping: u32, start: u64, nr: u64, delta: i8, shadow: bool) {
         if self.xa_log_on {
             self.xa_log.push(crate::xa_node::XaEvent {
                 mapping,
                 start,
-                nr: 1u64 << order,
+                nr,
                 delta,
-                shadow: false,
+                shadow,
             });
         }
     }
@@ -91,40 +103,51 @@ impl PageCache {
     /// Removes folio `id` of `order` from `index` of `mapping` (untagged: panics if it is
     /// still tagged dirty).
     pub fn remove(&mut self, mapping: u32, index: u64, order: u32, id: crate::folio::FolioId) {
-        let tagged = self.xa.remove(mapping, index, 1u64 << order, id);
+        let tagged = self.xa.remove(mapping, index, 1u64 << order, id as u64);
         assert!(
             !tagged,
             "folio {id} removed from the page cache while tagged dirty"
         );
-        self.log_xa(mapping, index, order, -1);
+        self.log_xa(mapping, index, 1u64 << order, -1, false);
     }
 
     /// The folio whose first page is at `index` of `mapping`.
     pub fn get(&self, mapping: u32, index: u64) -> Option<crate::folio::FolioId> {
-        self.xa.get(mapping, index)
+        self.xa
+            .get(mapping, index, crate::xarray::Kind::Pointer)
+            .map(|e| e as crate::folio::FolioId)
     }
 
-    /// The folio covering page `index` of `mapping`.
+    /// The folio covering page `index` of `mapping` (a shadow there is no folio).
     #[inline]
     pub fn lookup(&self, mapping: u32, index: u64) -> Option<crate::folio::FolioId> {
-        self.xa.lookup(mapping, index)
+        self.xa
+            .lookup(mapping, index)
+            .filter(|&e| !crate::xarray::is_value(e))
+            .map(|e| e as crate::folio::FolioId)
     }
 
-    /// The first entry of `mapping` at or after `index`: (folio, its index).
+    /// The first folio of `mapping` at or after `index`: (folio, its index).
     #[inline]
     pub fn next_from(&self, mapping: u32, index: u64) -> Option<(crate::folio::FolioId, u64)> {
-        self.xa.next_from(mapping, index).map(|(i, id)| (id, i))
+        self.xa
+            .next_from(mapping, index, crate::xarray::Kind::Pointer)
+            .map(|(i, id)| (id as crate::folio::FolioId, i))
     }
 
-    /// Entries in (mapping, index) order.
+    /// Folios in (mapping, index) order.
     pub fn iter(&self) -> impl Iterator<Item = ((u32, u64), crate::folio::FolioId)> + '_ {
-        self.xa.iter()
+        self.xa
+            .iter(crate::xarray::Kind::Pointer)
+            .map(|(k, id)| (k, id as crate::folio::FolioId))
     }
 
     /// The dirty-tagged entries in (mapping, index) order (`xas_for_each_marked` with
     /// PAGECACHE_TAG_DIRTY): [`PageCache::iter`] filtered by the folios' dirty flag.
     pub fn iter_dirty(&self) -> impl Iterator<Item = ((u32, u64), crate::folio::FolioId)> + '_ {
-        self.xa.iter_marked()
+        self.xa
+            .iter_marked()
+            .map(|(k, id)| (k, id as crate::folio::FolioId))
     }
 
     /// Tags (`__folio_mark_dirty`'s `__xa_set_mark`) or untags (`folio_clear_dirty_for_io`,
@@ -140,7 +163,7 @@ impl PageCache {
         dirty: bool,
         dirtied_ns: u64,
     ) -> bool {
-        let Some(was) = self.xa.set_mark(mapping, index, id, dirty) else {
+        let Some(was) = self.xa.set_mark(mapping, index, id as u64, dirty) else {
             return false;
         };
         if was != dirty {
@@ -170,15 +193,17 @@ impl PageCache {
         self.dirty_age.after(after)
     }
 
-    /// Host bytes of the index, the dirty set and the log (`host_mem.rs`), with the counts
-    /// that explain them.
+    /// Host bytes of the index (folios and shadows), the dirty set and the log
+    /// (`host_mem.rs`), with the counts that explain them.
     pub(crate) fn host_bytes(&self) -> Vec<(&'static str, u64)> {
         use crate::host_mem::vec_bytes;
+        use crate::xarray::Kind;
         vec![
-            ("pagecache.xarray", self.xa.host_bytes()),
+            ("pagecache.xarray (folios + shadows)", self.xa.host_bytes()),
             ("pagecache.dirty_age", self.dirty_age.host_bytes()),
             ("pagecache.xa_log", vec_bytes(&self.xa_log)),
-            ("count.pagecache_entries", self.xa.len() as u64),
+            ("count.pagecache_entries", self.xa.len(Kind::Pointer) as u64),
+            ("count.shadows", self.xa.len(Kind::Value) as u64),
             ("count.pagecache_xa_nodes", self.xa.nodes_in_use() as u64),
             ("count.pagecache_dirty", self.dirty_age.len() as u64),
         ]
@@ -199,12 +224,14 @@ impl PageCache {
         self.xa.is_marked(mapping, index)
     }
 
+    /// Folios cached.
     pub fn len(&self) -> usize {
-        self.xa.len()
+        self.xa.len(crate::xarray::Kind::Pointer)
     }
 
+    /// No folio cached.
     pub fn is_empty(&self) -> bool {
-        self.xa.is_empty()
+        self.len() == 0
     }
 }
 
@@ -741,18 +768,12 @@ impl Mm {
         let f = &mut self.folios.folios[id as usize];
         f.mapping = mapping;
         f.index = index;
-        self.cache.index.insert(mapping, index, order, id);
-        self.page_cache_added(id);
+        self.page_cache_insert(id);
         // `__filemap_add_folio`: the xarray nodes the store needs, with `gfp & GFP_RECLAIM_MASK`.
         self.cache.xa.add_gfp = Some(gfp);
         self.xa_settle(cpu);
         self.cache.xa.add_gfp = None;
         Some(id)
-    }
-
-    /// Called for every folio added to the page cache: refault detection (§10.3.8).
-    fn page_cache_added(&mut self, id: FolioId) {
-        self.workingset_refault(id);
     }
 
     /// A buffered write of `len` bytes at page `index` of `mapping` through iomap
@@ -851,6 +872,15 @@ impl Mm {
             let last_index = index + nr;
             let (id, _) = match self.filemap_lookup(mapping, pos) {
                 Some(id) => {
+                    // A host-cache hint (no effect on the model): the records of the folios
+                    // in the next slots of the leaf, which the next iterations read.
+                    for &e in self.cache.index.xa.leaf_slots_after(mapping, pos, 4) {
+                        if e != id as u64 {
+                            if let Some(f) = self.folios.folios.get(e as usize) {
+                                crate::mmzone::prefetch(f);
+                            }
+                        }
+                    }
                     if self.folios.folios[id as usize].readahead_mark() {
                         let fi = self.folios.folios[id as usize].index;
                         self.page_cache_async_ra(
@@ -1396,7 +1426,7 @@ impl Mm {
             self.free_folio(cpu, id);
         }
         if end > index {
-            self.reclaim.workingset.forget_range(mapping, index, end - index);
+            self.cache.index.forget_shadow_range(mapping, index, end - index);
             self.xa_settle(cpu);
         }
         freed

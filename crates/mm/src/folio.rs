@@ -836,8 +836,33 @@ impl Mm {
     }
 
     /// Frees a folio (`folio_put` of the last reference). A folio on the deferred split queue
-    /// leaves it first (`folio_unqueue_deferred_split` in `__folio_put`, §31.2 item 6).
+    /// leaves it first (`folio_unqueue_deferred_split` in `__folio_put`, §31.2 item 6). A
+    /// page-cache folio leaves the page cache (`page_cache_delete`) with no shadow.
     pub fn free_folio(&mut self, cpu: u32, id: FolioId) {
+        self.free_folio_inner(cpu, id, true);
+    }
+
+    /// [`Mm::free_folio`] of a page-cache folio already out of the page cache's index (reclaim's
+    /// eviction left its shadow in its slots: `PageCache::evict_folio`): the rest of the
+    /// freeing, the xarray-node settling included.
+    pub(crate) fn free_deleted_folio(&mut self, cpu: u32, id: FolioId) {
+        self.free_folio_inner(cpu, id, false);
+    }
+
+    /// `page_cache_delete`'s removal of page-cache folio `id` from its mapping's index (a
+    /// dirty folio's tag cancelled first, as truncation's `__folio_cancel_dirty`). The folio
+    /// keeps its mapping and index.
+    fn page_cache_delete(&mut self, id: FolioId) {
+        let f = &self.folios.folios[id as usize];
+        let (mapping, index, order, dirty) = (f.mapping, f.index, f.order as u32, f.dirty());
+        if dirty {
+            let d = self.folios.dirtied_ns(id);
+            self.cache.index.set_dirty(mapping, index, id, order, false, d);
+        }
+        self.cache.index.remove(mapping, index, order, id);
+    }
+
+    fn free_folio_inner(&mut self, cpu: u32, id: FolioId, in_index: bool) {
         let f = self.folios.get(id).clone();
         if f.deferred() {
             self.unqueue_deferred_split(id);
@@ -859,15 +884,8 @@ impl Mm {
         if f.lru != crate::vmscan::LRU_NONE {
             self.lru_del(id);
         }
-        if f.mapping != 0 {
-            if f.dirty() {
-                // Truncation cancels the dirty state first (`__folio_cancel_dirty`).
-                let d = self.folios.dirtied_ns(id);
-                self.cache
-                    .index
-                    .set_dirty(f.mapping, f.index, id, f.order as u32, false, d);
-            }
-            self.cache.index.remove(f.mapping, f.index, f.order as u32, id);
+        if f.mapping != 0 && in_index {
+            self.page_cache_delete(id);
         }
         if f.dirty() {
             self.cache.nr_dirty -= 1u64 << f.order;

@@ -115,7 +115,6 @@ impl Mm {
         v.push(("xa_node model (slab accounting)", self.cache.xa.host_bytes()));
         v.push(("writeback queue", self.cache.writeback.host_bytes()));
         // Reclaim.
-        v.extend(self.reclaim.workingset.host_bytes());
         v.push((
             "swap map + anon shadows",
             btree_map_bytes(&self.reclaim.swap.map) + btree_map_bytes(&self.reclaim.swap.shadows),

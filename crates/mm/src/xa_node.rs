@@ -301,7 +301,6 @@ impl Mm {
     pub fn set_xa_nodes(&mut self, on: bool) {
         self.cache.xa.enabled = on;
         self.cache.index.xa_log_on = on;
-        self.reclaim.workingset.xa_log_on = on;
     }
 
     /// Declares `mapping` to stand for files of `pages` pages each, laid end to end (file `k`
@@ -325,14 +324,13 @@ impl Mm {
         if !self.cache.xa.enabled || self.cache.xa.in_settle {
             return;
         }
-        if self.cache.index.xa_log.is_empty() && self.reclaim.workingset.xa_log.is_empty() {
+        if self.cache.index.xa_log.is_empty() {
             return;
         }
         self.cache.xa.in_settle = true;
         let mut touched = Vec::new();
         loop {
-            let mut ev = std::mem::take(&mut self.cache.index.xa_log);
-            ev.append(&mut self.reclaim.workingset.xa_log);
+            let ev = std::mem::take(&mut self.cache.index.xa_log);
             if ev.is_empty() {
                 if self.cache.xa.stats.shadow_nodes > self.xa_max_shadow_nodes()
                     && self.xa_reclaim_shadow_node()
@@ -406,7 +404,7 @@ impl Mm {
     /// bound is exceeded, not only from reclaim's `shrink_slab`. Returns false with no shadow
     /// left.
     fn xa_reclaim_shadow_node(&mut self) -> bool {
-        let Some((m, s, nr)) = self.reclaim.workingset.oldest() else {
+        let Some((m, s, nr)) = self.cache.index.oldest_shadow() else {
             return false;
         };
         let fp = self.cache.xa.file_pages(m);
@@ -427,11 +425,11 @@ impl Mm {
             } else {
                 (lo + chunk).min(base + fp)
             };
-            self.reclaim.workingset.forget_range(m, lo, hi - lo);
+            self.cache.index.forget_shadow_range(m, lo, hi - lo);
             // WORKINGSET_NODERECLAIM counts nodes the shrinker reclaimed, not single shadows.
             self.count(crate::vmstat::Stat::workingset_nodereclaim, 1);
         } else {
-            self.reclaim.workingset.forget_range(m, s, nr);
+            self.cache.index.forget_shadow_range(m, s, nr);
         }
         true
     }
@@ -541,10 +539,7 @@ impl Mm {
     /// Whether the xarray-node model is on and has nothing left to settle (so that
     /// [`Mm::xa_check`] applies).
     pub fn xa_settled(&self) -> bool {
-        self.cache.xa.enabled
-            && !self.cache.xa.in_settle
-            && self.cache.index.xa_log.is_empty()
-            && self.reclaim.workingset.xa_log.is_empty()
+        self.cache.xa.enabled && !self.cache.xa.in_settle && self.cache.index.xa_log.is_empty()
     }
 
     /// Consistency of the xarray-node model (for tests and debug-vm): recounts every node place
@@ -555,7 +550,7 @@ impl Mm {
         if !self.cache.xa.enabled {
             return Ok(());
         }
-        if !self.cache.index.xa_log.is_empty() || !self.reclaim.workingset.xa_log.is_empty() {
+        if !self.cache.index.xa_log.is_empty() {
             return Err("unsettled xarray changes".into());
         }
         let mut fresh = XaNodes {
@@ -574,7 +569,7 @@ impl Mm {
             };
             fresh.apply(e, &mut touched);
         }
-        for ((m, s), sh) in self.reclaim.workingset.iter() {
+        for ((m, s), sh) in self.cache.index.shadows() {
             let e = XaEvent {
                 mapping: m,
                 start: s,

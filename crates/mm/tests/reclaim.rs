@@ -158,14 +158,14 @@ fn s10_3_8_refault_within_the_workingset_activates() {
     let mut sc = ScanControl::direct(3, 0, 0);
     let evicted = mm.shrink_inactive_list(10, LRU_INACTIVE_FILE, &mut sc);
     assert_eq!(evicted, 10);
-    assert_eq!(mm.reclaim.workingset.len(), 10);
+    assert_eq!(mm.cache.index.shadows_len(), 10);
     // Re-reading them: each is a refault; the distance (≤ 10) is within the workingset.
     let mut ra = fraglab_mm::filemap::ReadaheadState::default();
     let st = mm.filemap_read(0, m, &mut ra, 0, 10, 100);
     assert_eq!(st.miss_pages, 10);
     assert_eq!(mm.stat(Stat::workingset_refault_file), 10);
     assert_eq!(mm.stat(Stat::workingset_activate_file), 10);
-    assert!(mm.reclaim.workingset.is_empty());
+    assert_eq!(mm.cache.index.shadows_len(), 0);
     check(&mm);
 }
 
@@ -275,17 +275,16 @@ fn s15_3_lru_tracepoints_render_as_the_kernel_prints_them() {
         .any(|r| matches!(r.event, TraceEvent::MmVmscanLruShrinkInactive { .. })));
 }
 
-/// Allocates an order-`order` page-cache folio and adds it at `index` of `mapping`, then calls
-/// `workingset_refault` as the read/write paths do right after inserting it.
+/// Allocates an order-`order` page-cache folio and adds it at `index` of `mapping` as the
+/// read/write paths do (`page_cache_insert`: shadows taken, refault decided).
 fn add_to_page_cache(mm: &mut Mm, mapping: u32, index: u64, order: u32) -> FolioId {
     let id = mm
         .alloc_folio(0, NO_RECLAIM, order, FolioKind::File, false)
         .unwrap();
-    mm.cache.index.insert(mapping, index, order, id);
     let f = &mut mm.folios.folios[id as usize];
     f.mapping = mapping;
     f.index = index;
-    mm.workingset_refault(id);
+    mm.page_cache_insert(id);
     id
 }
 
@@ -574,7 +573,7 @@ fn s10_3_8_refault_distance_boundary() {
             50 + extra
         );
         assert!(victims.iter().all(|&id| !mm.folios.folios[id as usize].live()));
-        let (start, sh) = mm.reclaim.workingset.get(m, 0).unwrap();
+        let (start, sh) = mm.cache.index.shadow(m, 0).unwrap();
         assert_eq!((start, sh.eviction, sh.nr, sh.workingset), (0, age0, 1, false));
         assert_eq!(mm.reclaim.workingset.nonresident_age, age0 + 50 + extra);
         let act = mm.stat(Stat::pgactivate);
@@ -583,7 +582,7 @@ fn s10_3_8_refault_distance_boundary() {
         assert_eq!(mm.folios.get(id).active(), activates, "distance {}", 50 + extra);
         assert_eq!(mm.stat(Stat::workingset_activate_file), activates as u64);
         assert_eq!(mm.stat(Stat::pgactivate), act);
-        assert!(mm.reclaim.workingset.get(m, 0).is_none());
+        assert!(mm.cache.index.shadow(m, 0).is_none());
         check(&mm);
     }
 }
@@ -610,10 +609,10 @@ fn s10_3_8_restore_and_large_shadows() {
     }
     // Evict a (deactivated, so oldest) and the order-2 folio.
     assert_eq!(mm.shrink_inactive_list(5, LRU_INACTIVE_FILE, &mut sc), 5);
-    assert!(mm.reclaim.workingset.get(m, 0).unwrap().1.workingset);
+    assert!(mm.cache.index.shadow(m, 0).unwrap().1.workingset);
     assert_eq!(
-        mm.reclaim.workingset.get(m, 11).unwrap(),
-        mm.reclaim.workingset.get(m, 8).unwrap()
+        mm.cache.index.shadow(m, 11).unwrap(),
+        mm.cache.index.shadow(m, 8).unwrap()
     );
     let cost = mm.reclaim.lruvec[0].file_cost;
     let a2 = add_to_page_cache(&mut mm, m, 0, 0);
@@ -624,24 +623,24 @@ fn s10_3_8_restore_and_large_shadows() {
     add_to_page_cache(&mut mm, m, 9, 0);
     assert_eq!(mm.stat(Stat::workingset_refault_file), 2);
     assert_eq!(
-        mm.reclaim.workingset.get(m, 8).map(|(s, sh)| (s, sh.nr)),
+        mm.cache.index.shadow(m, 8).map(|(s, sh)| (s, sh.nr)),
         Some((8, 1))
     );
     assert_eq!(
-        mm.reclaim.workingset.get(m, 11).map(|(s, sh)| (s, sh.nr)),
+        mm.cache.index.shadow(m, 11).map(|(s, sh)| (s, sh.nr)),
         Some((10, 2))
     );
-    assert!(mm.reclaim.workingset.get(m, 9).is_none());
+    assert!(mm.cache.index.shadow(m, 9).is_none());
     // An order-2 refault over [8, 12) takes both remaining parts and counts its 4 pages.
     mm.page_cache_evict(0, mm.cache.index.get(m, 9).unwrap());
-    assert_eq!(mm.reclaim.workingset.len(), 3);
+    assert_eq!(mm.cache.index.shadows_len(), 3);
     add_to_page_cache(&mut mm, m, 8, 2);
     assert_eq!(mm.stat(Stat::workingset_refault_file), 6);
-    assert!((8..12).all(|i| mm.reclaim.workingset.get(m, i).is_none()));
+    assert!((8..12).all(|i| mm.cache.index.shadow(m, i).is_none()));
     // Truncation forgets the mapping's shadows.
     mm.page_cache_evict(0, mm.cache.index.get(m, 100).unwrap());
     mm.workingset_forget_mapping(m);
-    assert!(mm.reclaim.workingset.is_empty());
+    assert_eq!(mm.cache.index.shadows_len(), 0);
     check(&mm);
 }
 
