@@ -717,6 +717,26 @@ pub(crate) const WORKLOAD: &[KeyDef] = &[
     ),
 ];
 
+/// `numa_node` of a workload table (kbuild, thp_burst, task).
+const NUMA_NODE: KeyDef = key(
+    "numa_node",
+    KeyKind::Int {
+        lo: 0,
+        hi: 15,
+        range: "0..=15, a node of the machine",
+    },
+    KeyDefault::Text("none: any CPU"),
+    "run the tasks on this node's CPUs (numactl --cpunodebind); their memory is bound to it too unless mempolicy says otherwise",
+);
+
+/// `mempolicy` of a workload table (kbuild, thp_burst, task).
+const MEMPOLICY: KeyDef = key(
+    "mempolicy",
+    KeyKind::Form("local, preferred:N, bind:NODES or interleave:NODES (NODES like 0,1, 0-3 or all)"),
+    KeyDefault::Text("bind:numa_node with numa_node, else local"),
+    "the tasks' memory policy (set_mempolicy, numactl --membind/--interleave/--preferred)",
+);
+
 /// `[[workload.kbuild]]`.
 pub(crate) const KBUILD: &[KeyDef] = &[
     int(
@@ -750,22 +770,8 @@ pub(crate) const KBUILD: &[KeyDef] = &[
         1,
         "with untar, the trees kept",
     ),
-    key(
-        "numa_node",
-        KeyKind::Int {
-            lo: 0,
-            hi: 15,
-            range: "0..=15, a node of the machine",
-        },
-        KeyDefault::Text("none: any CPU"),
-        "run the tasks on this node's CPUs (numactl --cpunodebind); their memory is bound to it too unless mempolicy says otherwise",
-    ),
-    key(
-        "mempolicy",
-        KeyKind::Form("local, preferred:N, bind:NODES or interleave:NODES (NODES like 0,1, 0-3 or all)"),
-        KeyDefault::Text("bind:numa_node with numa_node, else local"),
-        "the tasks' memory policy (set_mempolicy, numactl --membind/--interleave/--preferred)",
-    ),
+    NUMA_NODE,
+    MEMPOLICY,
 ];
 
 /// `[[workload.thp_burst]]`.
@@ -781,22 +787,8 @@ pub(crate) const THP_BURST: &[KeyDef] = &[
     int("bursts", 1, MAX_2_20.0, MAX_2_20.1, 10, "how many bursts"),
     duration("start", 0, 0, "when the first burst starts"),
     boolean("madvised", true, "MADV_HUGEPAGE on the region"),
-    key(
-        "numa_node",
-        KeyKind::Int {
-            lo: 0,
-            hi: 15,
-            range: "0..=15, a node of the machine",
-        },
-        KeyDefault::Text("none: any CPU"),
-        "run the tasks on this node's CPUs (numactl --cpunodebind); their memory is bound to it too unless mempolicy says otherwise",
-    ),
-    key(
-        "mempolicy",
-        KeyKind::Form("local, preferred:N, bind:NODES or interleave:NODES (NODES like 0,1, 0-3 or all)"),
-        KeyDefault::Text("bind:numa_node with numa_node, else local"),
-        "the tasks' memory policy (set_mempolicy, numactl --membind/--interleave/--preferred)",
-    ),
+    NUMA_NODE,
+    MEMPOLICY,
 ];
 
 /// `[[workload.thpchallenge]]`.
@@ -907,22 +899,8 @@ pub(crate) const FIO_SMALLFILES: &[KeyDef] = &[
 pub(crate) const TASK: &[KeyDef] = &[
     key("name", KeyKind::Str, KeyDefault::Str("task"), "the task's name"),
     int("count", 1, 4096, "1..=4096", 1, "instances"),
-    key(
-        "numa_node",
-        KeyKind::Int {
-            lo: 0,
-            hi: 15,
-            range: "0..=15, a node of the machine",
-        },
-        KeyDefault::Text("none: any CPU"),
-        "run the tasks on this node's CPUs (numactl --cpunodebind); their memory is bound to it too unless mempolicy says otherwise",
-    ),
-    key(
-        "mempolicy",
-        KeyKind::Form("local, preferred:N, bind:NODES or interleave:NODES (NODES like 0,1, 0-3 or all)"),
-        KeyDefault::Text("bind:numa_node with numa_node, else local"),
-        "the tasks' memory policy (set_mempolicy, numactl --membind/--interleave/--preferred)",
-    ),
+    NUMA_NODE,
+    MEMPOLICY,
 
     duration("start", 0, 0, "when the instances start"),
     int("loops", 1, MAX_2_20.0, MAX_2_20.1, 1, "times the program runs"),
