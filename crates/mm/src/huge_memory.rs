@@ -291,10 +291,23 @@ impl ThpConfig {
 }
 
 impl Mm {
-    /// `alloc_pages_mpol` for a PMD-order folio on one node (§11.2 NUMA wrinkle): first with
-    /// __GFP_THISNODE|__GFP_NORETRY, then — only if that failed and the gfp can reclaim
-    /// directly — unmodified.
+    /// `alloc_pages_mpol` for a PMD-order folio (§11.2 NUMA wrinkle): first with
+    /// __GFP_THISNODE|__GFP_NORETRY on the policy's node, then — only if that failed and the
+    /// gfp can reclaim directly — unmodified. The first try is skipped, as the kernel skips
+    /// it, for an interleave policy and for a bind policy whose nodes do not include the
+    /// CPU's node (always made on one node).
     fn alloc_thp_mpol(&mut self, cpu: u32, gfp: Gfp) -> Option<FolioId> {
+        if self.numa.multi() {
+            let local = self.numa.cpu_to_node(cpu);
+            let skip_first = match self.cur.mempolicy {
+                crate::numa::MemPolicy::Interleave(_) => true,
+                crate::numa::MemPolicy::Bind(m) => m & (1 << local) == 0,
+                _ => false,
+            };
+            if skip_first {
+                return self.alloc_folio(cpu, gfp, HPAGE_PMD_ORDER, FolioKind::Anon, false);
+            }
+        }
         let first = gfp.union(Gfp::THISNODE).union(Gfp::NORETRY);
         if let Some(id) = self.alloc_folio(cpu, first, HPAGE_PMD_ORDER, FolioKind::Anon, false) {
             return Some(id);

@@ -191,8 +191,8 @@ pub const NUMA_OTHER: usize = 5;
 impl crate::node::Mm {
     /// The preferred node and nodemask of an allocation by the running task (`mm.cur`) on
     /// `cpu`, from its memory policy (`policy_node`, `policy_nodemask`): local — the CPU's
-    /// node, all nodes; preferred — the policy's first node, all nodes; bind — the CPU's node
-    /// if the mask holds it, else the mask's node nearest to it, only the mask's nodes;
+    /// node, all nodes; preferred — the policy's first node, all nodes; bind — the CPU's node's
+    /// zonelist, only the mask's nodes (so the mask's nearest node first);
     /// interleave — the mask's next node after the task's last (`interleave_nodes`), all
     /// nodes.
     pub fn policy_node(&mut self, cpu: u32) -> (u32, u64) {
@@ -205,18 +205,9 @@ impl crate::node::Mm {
         match self.cur.mempolicy {
             MemPolicy::Local => (local, u64::MAX),
             MemPolicy::Preferred(m) => ((m & all).trailing_zeros().min(self.numa.nr_nodes - 1), u64::MAX),
-            MemPolicy::Bind(m) => {
-                let nid = if m & (1 << local) != 0 {
-                    local
-                } else {
-                    self.numa.node_order[local as usize]
-                        .iter()
-                        .copied()
-                        .find(|&n| m & (1 << n) != 0)
-                        .unwrap_or(local)
-                };
-                (nid, m)
-            }
+            // `policy_node` keeps the local node for bind: the walk is the local node's
+            // zonelist filtered by the mask, so the mask's nearest node comes first.
+            MemPolicy::Bind(m) => (local, m),
             MemPolicy::Interleave(m) => {
                 let m = m & all;
                 let pid = self.cur.pid;

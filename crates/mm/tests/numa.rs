@@ -274,3 +274,27 @@ fn kcompactd_is_per_node() {
     assert_eq!(st.migrated_pages, 0, "nothing to migrate on fresh nodes");
     mm.check_invariants().unwrap();
 }
+
+#[test]
+fn a_thp_fault_follows_bind_and_interleave_policies() {
+    let mut mm = two_nodes(256);
+    mm.thp.enabled = fraglab_mm::huge_memory::ThpEnabled::Always;
+    let node = |mm: &Mm, id| mm.pfn_nid(mm.folios.folios[id as usize].pfn);
+    // bind:0 from a CPU of node 1: the THISNODE first try is skipped (the local node is not
+    // in the mask) and the THP comes from node 0.
+    mm.cur.mempolicy = MemPolicy::Bind(1 << 0);
+    let id = mm.do_anonymous_fault(1, true).unwrap();
+    assert_eq!(mm.folios.folios[id as usize].order, 9);
+    assert_eq!(node(&mm, id), 0);
+    // interleave: one node per fault (the policy's node is taken once per fault).
+    mm.cur.mempolicy = MemPolicy::Interleave(0b11);
+    let nodes: Vec<u32> = (0..4)
+        .map(|_| {
+            let id = mm.do_anonymous_fault(0, true).unwrap();
+            assert_eq!(mm.folios.folios[id as usize].order, 9);
+            node(&mm, id)
+        })
+        .collect();
+    assert_eq!(nodes, vec![0, 1, 0, 1]);
+    mm.check_invariants().unwrap();
+}
