@@ -89,9 +89,9 @@ fn zone_value(zoneinfo: &str, zone: &str, item: &str) -> u64 {
 }
 
 #[test]
-fn each_node_has_its_own_kswapd_thread() {
-    // A task bound to node 0 faults more than node 0 holds: node 0 is reclaimed (to swap),
-    // node 1 is never touched.
+fn a_node_filled_by_a_bound_task_is_reclaimed_by_its_kswapd_alone() {
+    // A task bound to node 0 faults more than node 0 holds: node 0 is reclaimed (to swap, by
+    // kswapd0: node 1 has nothing on its LRU lists to scan), node 1 is never touched.
     let r = run(
         "[machine]\nmemory = \"2GiB\"\ncpus = 4\nnodes = 2\ndma = false\nswap = \"1GiB\"\n\
          [run]\nseed = 3\n[workload]\nduration = \"5s\"\n[[workload.task]]\nnuma_node = 0\n\
@@ -106,6 +106,7 @@ fn each_node_has_its_own_kswapd_thread() {
     );
     let d = &r.vmstat_delta;
     assert!(d["pswpout"] > 0, "node 0 was reclaimed to swap: {d:?}");
+    assert!(d["pgscan_kswapd"] > 0, "by kswapd: {d:?}");
     assert_eq!(
         zone_value(zi, "1, zone   Normal", "pages free"),
         zone_value(zi, "1, zone   Normal", "managed"),

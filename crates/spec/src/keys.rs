@@ -213,7 +213,7 @@ pub(crate) const MACHINE: &[KeyDef] = &[
         16,
         "1..=16",
         1,
-        "NUMA nodes: memory and CPUs split evenly (node 0 holds DMA and DMA32, later nodes one Normal zone each)",
+        "NUMA nodes: memory and CPUs split evenly (node 0 is the default layout of its share: DMA, DMA32, Normal from 4 GiB; later nodes one Normal zone each)",
     ),
     key(
         "node",
