@@ -36,6 +36,23 @@ impl Cx<'_> {
         let max_sectors_kb = self.opt_int_key(&m, "max_sectors_kb")?.map(|v| v as u64);
         let page_reporting = self.page_reporting_order(&m)?;
         let nodes_n = self.int_key(&m, "nodes")? as u32;
+        // What every layout shares; each branch sets the layout and the line that sizes it.
+        let common = MachineSpec {
+            memory_bytes: None,
+            cpus,
+            dma,
+            swap_bytes,
+            zones: None,
+            nodes: Vec::new(),
+            hugetlb_pages,
+            read_ahead_kb,
+            max_sectors_kb,
+            page_reporting_order: page_reporting.0,
+            page_reporting_given: page_reporting.1,
+            snapshot: None,
+            line: 0,
+            hugetlb_line,
+        };
         if m.get("snapshot").is_some() || m.get("zone").is_some() {
             // A snapshot or explicit zones give one node (a snapshot of a multi-node machine
             // boots with its nodes is not implemented yet).
@@ -55,30 +72,10 @@ impl Cx<'_> {
             }
         }
         if let Some(snap) = m.get("snapshot") {
-            return self.snapshot_machine(
-                &m,
-                snap,
-                cpus,
-                swap_bytes,
-                hugetlb_pages,
-                hugetlb_line,
-                read_ahead_kb,
-                max_sectors_kb,
-                page_reporting,
-            );
+            return self.snapshot_machine(&m, snap, common);
         }
         if let Some(nt) = m.get("node") {
-            return self.node_tables(
-                &m,
-                nt,
-                dma,
-                swap_bytes,
-                hugetlb_pages,
-                hugetlb_line,
-                read_ahead_kb,
-                max_sectors_kb,
-                page_reporting,
-            );
+            return self.node_tables(&m, nt, common);
         }
         match (m.get("memory"), m.get("zone")) {
             (Some(mem), Some(z)) => Err(self.err(
@@ -95,19 +92,9 @@ impl Cx<'_> {
                 let nodes = self.even_nodes(&m, memory, cpus, nodes_n)?;
                 Ok(MachineSpec {
                     memory_bytes: Some(memory),
-                    cpus,
-                    dma,
-                    swap_bytes,
-                    zones: None,
                     nodes,
-                    hugetlb_pages,
-                    read_ahead_kb,
-                    max_sectors_kb,
-                    page_reporting_order: page_reporting.0,
-                    page_reporting_given: page_reporting.1,
-                    snapshot: None,
                     line: self.lines.line(mem.key_pos),
-                    hugetlb_line,
+                    ..common
                 })
             }
             (None, Some(z)) => {
@@ -121,20 +108,10 @@ impl Cx<'_> {
                 }
                 let zones = self.zones(&z.node, z.key_pos)?;
                 Ok(MachineSpec {
-                    memory_bytes: None,
-                    cpus,
                     dma: true,
-                    swap_bytes,
                     zones: Some(zones),
-                    nodes: Vec::new(),
-                    hugetlb_pages,
-                    read_ahead_kb,
-                    max_sectors_kb,
-                    page_reporting_order: page_reporting.0,
-                    page_reporting_given: page_reporting.1,
-                    snapshot: None,
                     line: self.lines.line(z.key_pos),
-                    hugetlb_line,
+                    ..common
                 })
             }
         }
@@ -142,19 +119,7 @@ impl Cx<'_> {
 
     /// `[machine]` with `snapshot`: the snapshot gives the zones (and, unless given, the CPUs
     /// and the hugetlb pool), so `memory`, `dma` and `[[machine.zone]]` are errors.
-    #[allow(clippy::too_many_arguments)]
-    fn snapshot_machine(
-        &self,
-        m: &Tbl,
-        snap: &Entry,
-        cpus: u32,
-        swap_bytes: u64,
-        hugetlb_pages: u64,
-        hugetlb_line: usize,
-        read_ahead_kb: Option<u64>,
-        max_sectors_kb: Option<u64>,
-        page_reporting: (Option<u32>, bool),
-    ) -> R<MachineSpec> {
+    fn snapshot_machine(&self, m: &Tbl, snap: &Entry, common: MachineSpec) -> R<MachineSpec> {
         let line = self.lines.line(snap.key_pos);
         for k in ["memory", "zone", "dma"] {
             if let Some(e) = m.get(k) {
@@ -180,17 +145,7 @@ impl Cx<'_> {
             .parent()
             .unwrap_or(std::path::Path::new(""));
         Ok(MachineSpec {
-            nodes: Vec::new(),
-            memory_bytes: None,
-            cpus,
             dma: true,
-            swap_bytes,
-            zones: None,
-            hugetlb_pages,
-            read_ahead_kb,
-            max_sectors_kb,
-            page_reporting_order: page_reporting.0,
-            page_reporting_given: page_reporting.1,
             snapshot: Some(crate::SnapshotSpec {
                 path: path.to_string(),
                 resolved: dir.join(path),
@@ -199,7 +154,7 @@ impl Cx<'_> {
                 hugetlb_given: m.get("hugetlb_pages").is_some(),
             }),
             line,
-            hugetlb_line,
+            ..common
         })
     }
 
@@ -266,19 +221,7 @@ impl Cx<'_> {
 
     /// `[[machine.node]]` tables: each node's memory and CPUs; not with `memory`, `cpus`,
     /// `nodes` or zones.
-    #[allow(clippy::too_many_arguments)]
-    fn node_tables(
-        &self,
-        m: &Tbl,
-        nt: &Entry,
-        dma: bool,
-        swap_bytes: u64,
-        hugetlb_pages: u64,
-        hugetlb_line: usize,
-        read_ahead_kb: Option<u64>,
-        max_sectors_kb: Option<u64>,
-        page_reporting: (Option<u32>, bool),
-    ) -> R<MachineSpec> {
+    fn node_tables(&self, m: &Tbl, nt: &Entry, common: MachineSpec) -> R<MachineSpec> {
         let line = self.lines.line(nt.key_pos);
         let items = self.tables(&nt.node, "machine.node")?;
         if items.is_empty() || items.len() > 16 {
@@ -343,18 +286,9 @@ impl Cx<'_> {
         Ok(MachineSpec {
             memory_bytes: Some(memory),
             cpus,
-            dma,
-            swap_bytes,
-            zones: None,
             nodes: if nodes.len() > 1 { nodes } else { Vec::new() },
-            hugetlb_pages,
-            read_ahead_kb,
-            max_sectors_kb,
-            page_reporting_order: page_reporting.0,
-            page_reporting_given: page_reporting.1,
-            snapshot: None,
             line,
-            hugetlb_line,
+            ..common
         })
     }
 
