@@ -128,22 +128,10 @@ impl Mm {
         let mut count = ZoneMapCount::default();
         let mut pfn = z.start_pfn;
         while pfn < z.end_pfn() {
-            let kind = self.pages.kind(pfn);
-            match kind {
-                PageKind::Hole | PageKind::Reserved => {
-                    pfn += 1;
-                    continue;
-                }
-                PageKind::Tail => {
-                    return Err(InvariantViolation(format!(
-                        "zone {} pfn {pfn:#x}: managed page not covered by any chunk",
-                        z.zone_type.name()
-                    )));
-                }
-                _ => {}
-            }
-            let order = self.pages.order(pfn);
-            let end = self.check_chunk_extent(z, pfn, kind, order)?;
+            let Some((kind, order, end)) = self.chunk_at(z, pfn)? else {
+                pfn += 1;
+                continue;
+            };
             let nr = 1u64 << order;
             match kind {
                 PageKind::Buddy => self.check_buddy_chunk(pfn, order, &mut count)?,
@@ -181,6 +169,30 @@ impl Mm {
 
     /// A chunk's head (§1.4): an order up to `MAX_PAGE_ORDER`, naturally aligned, ending inside
     /// its zone, and every page after the head a tail. Returns the chunk's end pfn.
+    /// The chunk whose head is `pfn`, as the memory-map walks meet it: `None` for a hole or a
+    /// reserved page (the walk steps one page), a violation for a managed page no chunk
+    /// covers, else its kind, order and end (its extent checked by `check_chunk_extent`).
+    pub(super) fn chunk_at(
+        &self,
+        z: &Zone,
+        pfn: u32,
+    ) -> Result<Option<(PageKind, u32, u32)>, InvariantViolation> {
+        let kind = self.pages.kind(pfn);
+        match kind {
+            PageKind::Hole | PageKind::Reserved => return Ok(None),
+            PageKind::Tail => {
+                return Err(InvariantViolation(format!(
+                    "zone {} pfn {pfn:#x}: managed page not covered by any chunk",
+                    z.zone_type.name()
+                )));
+            }
+            _ => {}
+        }
+        let order = self.pages.order(pfn);
+        let end = self.check_chunk_extent(z, pfn, kind, order)?;
+        Ok(Some((kind, order, end)))
+    }
+
     fn check_chunk_extent(
         &self,
         z: &Zone,

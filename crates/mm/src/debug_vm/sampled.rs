@@ -214,22 +214,10 @@ impl Mm {
         let mut pfn = (unit << MAX_PAGE_ORDER).max(z.start_pfn);
         let end = ((unit + 1) << MAX_PAGE_ORDER).min(z.end_pfn());
         while pfn < end {
-            let kind = self.pages.kind(pfn);
-            match kind {
-                PageKind::Hole | PageKind::Reserved => {
-                    pfn += 1;
-                    continue;
-                }
-                PageKind::Tail => {
-                    return Err(InvariantViolation(format!(
-                        "zone {} pfn {pfn:#x}: managed page not covered by any chunk",
-                        z.zone_type.name()
-                    )));
-                }
-                _ => {}
-            }
-            let order = self.pages.order(pfn);
-            let next = self.check_chunk_extent(z, pfn, kind, order)?;
+            let Some((kind, order, next)) = self.chunk_at(z, pfn)? else {
+                pfn += 1;
+                continue;
+            };
             match kind {
                 PageKind::Buddy => ensure!(
                     listed.get(pfn),
