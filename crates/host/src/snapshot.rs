@@ -162,6 +162,7 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
             kernel: text("/proc/sys/kernel/osrelease"),
             // SAFETY: sysconf has no preconditions.
             nr_cpus: unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32,
+            node_cpus: node_cpu_counts(Path::new("/sys/devices/system/node")),
             end_pfn,
             ram_ranges,
             zones,
@@ -178,6 +179,49 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
         pages,
         dirty,
     })
+}
+
+/// Online CPUs per NUMA node under `root` (a /sys/devices/system/node tree): the length of each
+/// `nodeN/cpulist` ("0-3,8-11"), node by node from node 0. Empty on a one-node machine (the
+/// snapshot then boots every CPU on node 0), where the tree is absent, and where the node ids
+/// are not 0..N without gaps (a gap would renumber the nodes the zones name).
+pub fn node_cpu_counts(root: &Path) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut nodes: Vec<(u32, u32)> = Vec::new();
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(id) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("node")?.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let list = std::fs::read_to_string(e.path().join("cpulist")).unwrap_or_default();
+        nodes.push((id, cpu_list_len(list.trim())));
+    }
+    nodes.sort_unstable();
+    let contiguous = nodes.iter().enumerate().all(|(i, &(id, _))| id == i as u32);
+    if nodes.len() <= 1 || !contiguous {
+        return Vec::new();
+    }
+    nodes.into_iter().map(|(_, n)| n).collect()
+}
+
+/// The number of CPUs in a sysfs CPU list ("0-3,8,10-11" is 7; "" is 0; a malformed part
+/// counts 0).
+fn cpu_list_len(list: &str) -> u32 {
+    list.split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => match (a.parse::<u32>(), b.parse::<u32>()) {
+                (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                _ => 0,
+            },
+            None => u32::from(p.parse::<u32>().is_ok()),
+        })
+        .sum()
 }
 
 /// The pfn ranges `[start, end)` of the memory blocks under `root` (a
@@ -305,5 +349,44 @@ mod offline_tests {
         assert_eq!(offline_pfn_ranges(&d), vec![[32768, 65536], [98304, 131072]]);
         assert!(offline_pfn_ranges(&d.join("absent")).is_empty());
         std::fs::remove_dir_all(&d).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod node_tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_are_counted() {
+        assert_eq!(cpu_list_len("0-3,8,10-11"), 7);
+        assert_eq!(cpu_list_len(""), 0);
+        assert_eq!(cpu_list_len("5"), 1);
+        assert_eq!(cpu_list_len("3-1,x"), 0);
+    }
+
+    #[test]
+    fn node_cpus_are_read_node_by_node_and_only_for_several_nodes() {
+        let dir = std::env::temp_dir().join(format!("fraglab-nodes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let node = |id: u32, cpus: &str| {
+            let d = dir.join(format!("node{id}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("cpulist"), format!("{cpus}\n")).unwrap();
+        };
+        node(0, "0-1");
+        assert_eq!(
+            node_cpu_counts(&dir),
+            Vec::<u32>::new(),
+            "one node: nothing recorded"
+        );
+        node(1, "2-5");
+        node(2, "");
+        std::fs::create_dir_all(dir.join("power")).unwrap();
+        assert_eq!(node_cpu_counts(&dir), vec![2, 4, 0]);
+        // A gap in the ids (node 3 missing) makes the record unusable.
+        node(4, "6");
+        assert_eq!(node_cpu_counts(&dir), Vec::<u32>::new());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(node_cpu_counts(&dir), Vec::<u32>::new(), "no tree");
     }
 }

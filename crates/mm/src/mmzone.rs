@@ -498,7 +498,7 @@ pub struct MachineConfig {
 }
 
 /// The most nodes a machine may have (the model's nodemasks are 64-bit words).
-pub const MAX_NUMNODES: u32 = 64;
+pub const MAX_NUMNODES: u32 = fraglab_types::numa::MAX_NODES;
 
 /// Where later nodes start: node boundaries are aligned to a memory section (128 MiB on
 /// x86-64, `SECTION_SIZE_BITS` = 27), as firmware lays out NUMA memory ranges.

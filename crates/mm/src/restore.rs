@@ -153,7 +153,7 @@ impl Mm {
         pre_mappings: &[Mapping],
     ) -> Result<(Mm, RestoreSummary), MachineError> {
         let machine = MachineConfig {
-            cpu_node: Vec::new(),
+            cpu_node: cfg.machine.cpu_node.clone(),
             zones: r.zones.clone(),
             nr_cpus: cfg.machine.nr_cpus,
         };

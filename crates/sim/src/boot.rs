@@ -349,11 +349,14 @@ pub fn boot_restored(spec: &Spec, loaded: &crate::restore::Loaded) -> Result<Mm,
         .as_ref()
         .ok_or_else(|| RunError(format!("{}: machine: no snapshot", spec.file)))?;
     let (eff, _) = crate::restore::effective_spec(spec, &loaded.header);
+    let zones = loaded.restore.zones.clone();
+    let nr_nodes = zones.iter().map(|z| z.nid + 1).max().unwrap_or(1);
     let machine = MachineConfig {
-        cpu_node: Vec::new(),
-        zones: loaded.restore.zones.clone(),
+        cpu_node: restored_cpu_nodes(&loaded.header.node_cpus, nr_nodes, eff.machine.cpus),
+        zones,
         nr_cpus: eff.machine.cpus,
     };
+    check_bindings(spec, nr_nodes)?;
     let cfg = mm_config_with(&eff, machine);
     let (mut mm, _) = Mm::from_restore_summary(&cfg, &loaded.restore, &spec_mappings(spec))
         .map_err(|e| RunError(format!("{}: {}: {e}", snap.at(&spec.file), loaded.path.display())))?;
@@ -363,6 +366,50 @@ pub fn boot_restored(spec: &Spec, loaded: &crate::restore::Loaded) -> Result<Mm,
     mm.debug_check();
     start_tracing(&mut mm, spec)?;
     Ok(mm)
+}
+
+/// Every `numa_node`/`mempolicy` of the spec's workload names a node of a machine of
+/// `nr_nodes` nodes. The spec parser checks them against `[machine]`'s nodes; a snapshot's
+/// node count is known only here.
+fn check_bindings(spec: &Spec, nr_nodes: u32) -> Result<(), RunError> {
+    let Some(w) = &spec.workload else {
+        return Ok(());
+    };
+    let bindings = (w.kbuild.iter().map(|k| ("kbuild", k.line, k.numa)))
+        .chain(w.thp_burst.iter().map(|b| ("thp_burst", b.line, b.numa)))
+        .chain(w.task.iter().map(|t| ("task", t.line, t.numa)));
+    for (table, line, b) in bindings {
+        b.check(nr_nodes).map_err(|e| {
+            RunError(format!(
+                "{}:{line}: workload.{table}: {e} (the snapshot's machine)",
+                spec.file
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// The node of each CPU of a machine booted from a snapshot of `nr_nodes` nodes with `cpus`
+/// CPUs: the snapshot's CPUs per node (`node_cpus`) when it recorded them for this many nodes
+/// and CPUs, else the CPUs spread evenly over the nodes in node order (the spec gave another CPU
+/// count, or the file predates the record); empty (every CPU on node 0) on one node.
+fn restored_cpu_nodes(node_cpus: &[u32], nr_nodes: u32, cpus: u32) -> Vec<u32> {
+    if nr_nodes <= 1 {
+        return Vec::new();
+    }
+    let per_node: Vec<u32> = if node_cpus.len() == nr_nodes as usize && node_cpus.iter().sum::<u32>() == cpus
+    {
+        node_cpus.to_vec()
+    } else {
+        (0..nr_nodes)
+            .map(|n| cpus / nr_nodes + u32::from(n < cpus % nr_nodes))
+            .collect()
+    };
+    per_node
+        .iter()
+        .enumerate()
+        .flat_map(|(nid, &n)| std::iter::repeat_n(nid as u32, n as usize))
+        .collect()
 }
 
 /// Starts recording the trace events of `run.trace`.

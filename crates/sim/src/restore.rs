@@ -277,7 +277,7 @@ pub fn to_restore(rec: &Reconstruction) -> Result<Restore, String> {
         let spanned = pfn32(z.spanned, "zone span")?;
         zones.push(ZoneConfig {
             zone_type,
-            nid: 0,
+            nid: z.node,
             start_pfn: pfn32(z.start_pfn, "zone start")?,
             spanned,
             present: spanned,

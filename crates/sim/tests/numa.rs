@@ -113,3 +113,127 @@ fn a_node_filled_by_a_bound_task_is_reclaimed_by_its_kswapd_alone() {
         "node 1 untouched"
     );
 }
+
+/// A two-node snapshot (issue 35 item 2): node 0 one Normal zone of 8 blocks, four of them
+/// anonymous pages; node 1 one Normal zone of 8 blocks, the first of them kernel pages
+/// (Unmovable). The /proc reads are per node, as the kernel prints them.
+fn two_node_snapshot(path: &std::path::Path) {
+    use fraglab_state::page::PageClass;
+    use fraglab_state::snapshot::{Snapshot, SnapshotHeader, ZoneSpan};
+    let n = 4096u64;
+    let mut pages = vec![PageClass::Free as u8; 2 * n as usize];
+    pages[..2048].fill(PageClass::Anon as u8);
+    pages[4096..4608].fill(PageClass::Kernel as u8);
+    let order_head = "Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10 \n";
+    let blocks_head =
+        "Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n";
+    let pti = format!(
+        "Page block order: 9\nPages per block:  512\n\n{order_head}\
+         Node    0, zone   Normal, type      Movable      0      0      0      0      0      0      0      0      0      0      2 \n\
+         Node    1, zone   Normal, type      Movable      0      0      0      0      0      0      0      0      0      1      3 \n\n\
+         {blocks_head}\
+         Node 0, zone   Normal            0            8            0            0            0 \n\
+         Node 1, zone   Normal            1            7            0            0            0 \n"
+    );
+    let buddy = "Node 0, zone   Normal      0      0      0      0      0      0      0      0      0      0      2 \n\
+                 Node 1, zone   Normal      0      0      0      0      0      0      0      0      0      1      3 \n";
+    let proc: std::collections::BTreeMap<String, String> = [
+        ("pagetypeinfo".to_string(), pti),
+        ("buddyinfo".to_string(), buddy.to_string()),
+    ]
+    .into();
+    let zone = |node: u32, start_pfn: u64| ZoneSpan {
+        node,
+        name: "Normal".into(),
+        start_pfn,
+        spanned: n,
+        present: n,
+        managed: n,
+        ..Default::default()
+    };
+    Snapshot {
+        header: SnapshotHeader {
+            nr_cpus: 4,
+            node_cpus: vec![1, 3],
+            end_pfn: 2 * n,
+            ram_ranges: vec![[0, 2 * n]],
+            zones: vec![zone(0, 0), zone(1, n)],
+            proc_before: proc.clone(),
+            proc_after: proc,
+            ..Default::default()
+        },
+        pages,
+        dirty: Vec::new(),
+    }
+    .write(path)
+    .unwrap();
+}
+
+#[test]
+fn a_two_node_snapshot_boots_with_its_nodes() {
+    use fraglab_mm::vmstat::{render_buddyinfo, render_pagetypeinfo};
+    let d = std::env::temp_dir().join(format!("fraglab-numa-snap-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    two_node_snapshot(&d.join("two.fsnap"));
+    let spec_path = d.join("spec.toml");
+    let spec = |extra: &str| {
+        parse_spec(
+            &format!("[machine]\nsnapshot = \"two.fsnap\"\n{extra}"),
+            spec_path.to_str().unwrap(),
+        )
+        .unwrap()
+    };
+    let mm = fraglab_sim::boot(&spec("")).unwrap();
+    assert_eq!(mm.numa.nr_nodes, 2);
+    // The CPUs as the snapshot recorded them: one on node 0, three on node 1.
+    let cpus: Vec<u32> = (0..4).map(|c| mm.numa.cpu_to_node(c)).collect();
+    assert_eq!(cpus, [0, 1, 1, 1]);
+    // Each node's free lists and block types are the captured ones: node 1's Unmovable block
+    // stays on node 1 (tables summed by zone name would have given node 0 one too).
+    let buddy = mm.render_per_node(render_buddyinfo);
+    assert!(
+        buddy.contains("Node 0, zone   Normal      0      0      0      0      0      0      0      0      0      0      2")
+            && buddy.contains("Node 1, zone   Normal      0      0      0      0      0      0      0      0      0      1      3"),
+        "{buddy}"
+    );
+    let pti = mm.render_per_node(render_pagetypeinfo);
+    let blocks: Vec<&str> = pti
+        .lines()
+        .filter(|l| l.starts_with("Node") && !l.contains("type"))
+        .collect();
+    assert_eq!(blocks.len(), 2, "{pti}");
+    assert_eq!(
+        blocks[0].split_whitespace().skip(4).take(2).collect::<Vec<_>>(),
+        ["0", "8"],
+        "{pti}"
+    );
+    assert_eq!(
+        blocks[1].split_whitespace().skip(4).take(2).collect::<Vec<_>>(),
+        ["1", "7"],
+        "{pti}"
+    );
+    // A spec that asks for another CPU count gets them spread over the nodes.
+    let mm = fraglab_sim::boot(&spec("cpus = 5\n")).unwrap();
+    let cpus: Vec<u32> = (0..5).map(|c| mm.numa.cpu_to_node(c)).collect();
+    assert_eq!(cpus, [0, 0, 0, 1, 1]);
+    // A task bound to node 1 runs there from the snapshot's state.
+    let r = fraglab_sim::timed::run_workload(&spec(
+        "[run]\nseed = 1\ndebug_vm = true\n[workload]\nduration = \"2s\"\n[[workload.task]]\nnuma_node = 1\n\
+         steps = [{ mmap = \"a\", size = \"4MiB\" }, { touch = \"a\" }, { sleep = \"10ms\" }]\n",
+    ))
+    .unwrap();
+    let ev = numa_events(&r.proc_end["zoneinfo"]);
+    assert!(event(&ev, "1, zone   Normal", "hit") >= 1024, "{ev:?}");
+    // A node the snapshot's machine does not have is refused when it boots, naming the line.
+    let e = fraglab_sim::timed::run_workload(&spec(
+        "[workload]\nduration = \"1s\"\n[[workload.task]]\nmempolicy = \"bind:0,2\"\n\
+         steps = [{ sleep = \"10ms\" }]\n",
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("spec.toml:5: workload.task: mempolicy names node 2: the machine has 2 node(s)"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

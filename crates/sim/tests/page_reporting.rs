@@ -428,6 +428,7 @@ fn snapshot_dir_reported(name: &str, confounders: serde_json::Value, reported: O
     let rec = Reconstruction {
         end_pfn: end,
         zones: vec![RZone {
+            node: 0,
             name: "DMA32".into(),
             start_pfn: base,
             spanned: end - base,

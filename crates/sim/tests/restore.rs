@@ -57,6 +57,7 @@ fn reconstruction() -> Reconstruction {
     let mut r = Reconstruction {
         end_pfn: blk(BLOCKS),
         zones: vec![RZone {
+            node: 0,
             name: "DMA32".into(),
             start_pfn: BASE,
             spanned: BLOCKS * PB,

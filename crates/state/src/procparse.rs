@@ -88,18 +88,39 @@ pub fn parse_zoneinfo(text: &str) -> Vec<ZoneSpan> {
     zones
 }
 
-/// /proc/buddyinfo: free chunks per order, by zone name (node 0 and others summed by name).
-pub fn parse_buddyinfo(text: &str) -> BTreeMap<String, [u64; NR_ORDERS]> {
+/// A zone of a /proc table: (node id, zone name).
+pub type ZoneKey = (u32, String);
+
+/// The node and the rest of a "Node N, zone NAME..." line (`None` for any other line).
+fn node_line(line: &str) -> Option<(u32, &str)> {
+    let (node, rest) = line.strip_prefix("Node")?.split_once(", zone")?;
+    Some((node.trim().parse().ok()?, rest))
+}
+
+/// /proc/buddyinfo: free chunks per order, by node and zone name.
+pub fn parse_buddyinfo_nodes(text: &str) -> BTreeMap<ZoneKey, [u64; NR_ORDERS]> {
     let mut m = BTreeMap::new();
     for line in text.lines() {
-        let Some((_, rest)) = line.split_once("zone") else {
+        let Some((node, rest)) = node_line(line) else {
             continue;
         };
         let mut it = rest.split_whitespace();
         let Some(name) = it.next() else { continue };
-        let e: &mut [u64; NR_ORDERS] = m.entry(name.to_string()).or_insert([0; NR_ORDERS]);
+        let e: &mut [u64; NR_ORDERS] = m.entry((node, name.to_string())).or_insert([0; NR_ORDERS]);
         for (o, n) in it.enumerate().take(NR_ORDERS) {
             e[o] = e[o].saturating_add(n.parse::<u64>().unwrap_or(0));
+        }
+    }
+    m
+}
+
+/// /proc/buddyinfo: free chunks per order, by zone name (every node's zone of that name summed).
+pub fn parse_buddyinfo(text: &str) -> BTreeMap<String, [u64; NR_ORDERS]> {
+    let mut m: BTreeMap<String, [u64; NR_ORDERS]> = BTreeMap::new();
+    for ((_, name), counts) in parse_buddyinfo_nodes(text) {
+        let e = m.entry(name).or_insert([0; NR_ORDERS]);
+        for (a, b) in e.iter_mut().zip(counts) {
+            *a = a.saturating_add(b);
         }
     }
     m
@@ -120,9 +141,10 @@ pub struct PagetypeZone {
     pub counted_blocks: u64,
 }
 
-/// /proc/pagetypeinfo by zone name (types other than [`TYPE_NAMES`], e.g. CMA, ignored).
-pub fn parse_pagetypeinfo(text: &str) -> BTreeMap<String, PagetypeZone> {
-    let mut m: BTreeMap<String, PagetypeZone> = BTreeMap::new();
+/// /proc/pagetypeinfo by node and zone name (types other than [`TYPE_NAMES`], e.g. CMA,
+/// ignored).
+pub fn parse_pagetypeinfo_nodes(text: &str) -> BTreeMap<ZoneKey, PagetypeZone> {
+    let mut m: BTreeMap<ZoneKey, PagetypeZone> = BTreeMap::new();
     let mut cols: Option<Vec<Option<usize>>> = None;
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("Number of blocks type") {
@@ -138,10 +160,7 @@ pub fn parse_pagetypeinfo(text: &str) -> BTreeMap<String, PagetypeZone> {
             cols = None;
             continue;
         }
-        if !line.starts_with("Node") {
-            continue;
-        }
-        let Some((_, rest)) = line.split_once("zone") else {
+        let Some((node, rest)) = node_line(line) else {
             continue;
         };
         let rest = rest.trim_start();
@@ -150,7 +169,7 @@ pub fn parse_pagetypeinfo(text: &str) -> BTreeMap<String, PagetypeZone> {
             let Some(t) = it.next().and_then(type_index) else {
                 continue;
             };
-            let z = m.entry(zone.trim().to_string()).or_default();
+            let z = m.entry((node, zone.trim().to_string())).or_default();
             for (o, n) in it.enumerate().take(NR_ORDERS) {
                 let capped = n.starts_with('>');
                 z.free[t][o] = n.trim_start_matches('>').parse().unwrap_or(0);
@@ -159,7 +178,7 @@ pub fn parse_pagetypeinfo(text: &str) -> BTreeMap<String, PagetypeZone> {
         } else if let Some(cols) = &cols {
             let mut it = rest.split_whitespace();
             let Some(zone) = it.next() else { continue };
-            let z = m.entry(zone.to_string()).or_default();
+            let z = m.entry((node, zone.to_string())).or_default();
             for (c, n) in it.enumerate() {
                 let n: u64 = n.parse().unwrap_or(0);
                 if c < cols.len() {
@@ -170,6 +189,24 @@ pub fn parse_pagetypeinfo(text: &str) -> BTreeMap<String, PagetypeZone> {
                 }
             }
         }
+    }
+    m
+}
+
+/// /proc/pagetypeinfo by zone name: every node's zone of that name summed (a cell is capped
+/// when any node's is).
+pub fn parse_pagetypeinfo(text: &str) -> BTreeMap<String, PagetypeZone> {
+    let mut m: BTreeMap<String, PagetypeZone> = BTreeMap::new();
+    for ((_, name), z) in parse_pagetypeinfo_nodes(text) {
+        let e = m.entry(name).or_default();
+        for t in 0..5 {
+            for o in 0..NR_ORDERS {
+                e.free[t][o] = e.free[t][o].saturating_add(z.free[t][o]);
+                e.capped[t][o] |= z.capped[t][o];
+            }
+            e.blocks[t] = e.blocks[t].saturating_add(z.blocks[t]);
+        }
+        e.counted_blocks = e.counted_blocks.saturating_add(z.counted_blocks);
     }
     m
 }
@@ -198,9 +235,9 @@ fn counts_after(row: &str, missing: &str, capped_ok: bool) -> Result<Vec<u64>, S
 /// /proc/pagetypeinfo read strictly: every line must be one the kernel prints (the block
 /// order and size, the free table's title and rows of [`NR_ORDERS`] counts, the block counts'
 /// title and rows of one count per column, "Number of mixed blocks" rows, blank lines), and
-/// every count a number. Returns the tables as [`parse_pagetypeinfo`] does, or the first bad
+/// every count a number. Returns the tables as [`parse_pagetypeinfo_nodes`] does, or the first bad
 /// line (1-based) and why.
-pub fn check_pagetypeinfo(text: &str) -> Result<BTreeMap<String, PagetypeZone>, (usize, String)> {
+pub fn check_pagetypeinfo(text: &str) -> Result<BTreeMap<ZoneKey, PagetypeZone>, (usize, String)> {
     let mut cols: Option<usize> = None;
     let mut rows = 0usize;
     for (i, line) in text.lines().enumerate() {
@@ -232,9 +269,12 @@ pub fn check_pagetypeinfo(text: &str) -> Result<BTreeMap<String, PagetypeZone>, 
         let Some(rest) = line.strip_prefix("Node") else {
             return Err(bad(format!("not a line of /proc/pagetypeinfo: {:?}", clip(line))));
         };
-        let Some((_, rest)) = rest.split_once(", zone") else {
+        let Some((node, rest)) = rest.split_once(", zone") else {
             return Err(bad("a \"Node\" line without \", zone\"".into()));
         };
+        node.trim()
+            .parse::<u32>()
+            .map_err(|_| bad(format!("node id {:?} is not a number", node.trim())))?;
         rows += 1;
         if let Some((_, typed)) = rest.split_once(", type") {
             let n = counts_after(typed, "no migratetype after \"type\"", true).map_err(bad)?;
@@ -259,20 +299,23 @@ pub fn check_pagetypeinfo(text: &str) -> Result<BTreeMap<String, PagetypeZone>, 
     if rows == 0 {
         return Err((1, "no zone rows: not /proc/pagetypeinfo".into()));
     }
-    Ok(parse_pagetypeinfo(text))
+    Ok(parse_pagetypeinfo_nodes(text))
 }
 
 /// /proc/buddyinfo read strictly: every non-blank line "Node N, zone NAME" and [`NR_ORDERS`]
-/// counts. Returns the table as [`parse_buddyinfo`] does, or the first bad line and why.
-pub fn check_buddyinfo(text: &str) -> Result<BTreeMap<String, [u64; NR_ORDERS]>, (usize, String)> {
+/// counts. Returns the table as [`parse_buddyinfo_nodes`] does, or the first bad line and why.
+pub fn check_buddyinfo(text: &str) -> Result<BTreeMap<ZoneKey, [u64; NR_ORDERS]>, (usize, String)> {
     for (i, line) in text.lines().enumerate() {
         let bad = |why: String| (i + 1, why);
         if line.trim().is_empty() {
             continue;
         }
-        let Some((_, rest)) = line.strip_prefix("Node").and_then(|r| r.split_once(", zone")) else {
+        let Some((node, rest)) = line.strip_prefix("Node").and_then(|r| r.split_once(", zone")) else {
             return Err(bad(format!("not a line of /proc/buddyinfo: {:?}", clip(line))));
         };
+        node.trim()
+            .parse::<u32>()
+            .map_err(|_| bad(format!("node id {:?} is not a number", node.trim())))?;
         let n = counts_after(rest, "no zone name", false).map_err(bad)?;
         if n.len() != NR_ORDERS {
             return Err(bad(format!(
@@ -281,7 +324,7 @@ pub fn check_buddyinfo(text: &str) -> Result<BTreeMap<String, [u64; NR_ORDERS]>,
             )));
         }
     }
-    Ok(parse_buddyinfo(text))
+    Ok(parse_buddyinfo_nodes(text))
 }
 
 /// The first 60 characters of `line` (for a message).
@@ -314,11 +357,11 @@ fn clip(line: &str) -> String {
 /// The reason is one line: the zone, the numbers and how to warm the machine (make the kernel
 /// want more memory than it has initialised: read more file data than RAM once).
 pub fn uninitialised_memory(zoneinfo: &str, pagetypeinfo: &str) -> Option<String> {
-    let pti = parse_pagetypeinfo(pagetypeinfo);
+    let pti = parse_pagetypeinfo_nodes(pagetypeinfo);
     let zones = parse_zoneinfo(zoneinfo);
     let ram: u64 = zones.iter().fold(0u64, |a, z| a.saturating_add(z.present));
     for z in zones.iter().filter(|z| z.present > 0) {
-        let blocks = pti.get(&z.name).map_or(0, |p| p.counted_blocks);
+        let blocks = pti.get(&(z.node, z.name.clone())).map_or(0, |p| p.counted_blocks);
         let covered = blocks.saturating_mul(512);
         let missing = z.present.saturating_sub(covered);
         if missing > z.present / 64 + 2 * 512 {
@@ -422,5 +465,32 @@ PFN garbage
         assert_eq!(n.blocks, [114, 10375, 263, 0, 0]);
         let bi = parse_buddyinfo("Node 0, zone      DMA      0      1      2\n");
         assert_eq!(bi["DMA"][..3], [0, 1, 2]);
+    }
+
+    #[test]
+    fn tables_are_kept_per_node_and_summed_by_name_on_request() {
+        let pti = "Free pages count per migrate type at order 0 1 2 3 4 5 6 7 8 9 10\n\
+            Node    0, zone   Normal, type      Movable 1 0 0 0 0 0 0 0 0 0 2\n\
+            Node    1, zone   Normal, type      Movable 3 0 0 0 0 0 0 0 0 0 >100000\n\n\
+            Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate\n\
+            Node 0, zone   Normal 0 8 0 0 0\n\
+            Node 1, zone   Normal 1 7 0 0 0\n";
+        let by_node = check_pagetypeinfo(pti).unwrap();
+        let n1 = &by_node[&(1, "Normal".to_string())];
+        assert_eq!(
+            (n1.free[1][0], n1.free[1][10], n1.capped[1][10]),
+            (3, 100000, true)
+        );
+        assert_eq!(n1.blocks[..2], [1, 7]);
+        assert_eq!(by_node[&(0, "Normal".to_string())].blocks[..2], [0, 8]);
+        let summed = parse_pagetypeinfo(pti);
+        assert_eq!(summed["Normal"].blocks[..2], [1, 15]);
+        assert_eq!(summed["Normal"].free[1][0], 4);
+        assert!(summed["Normal"].capped[1][10]);
+        let bi = "Node 0, zone   Normal 1 0 0 0 0 0 0 0 0 0 2\nNode 1, zone   Normal 3 0 0 0 0 0 0 0 0 0 1\n";
+        assert_eq!(check_buddyinfo(bi).unwrap()[&(1, "Normal".to_string())][0], 3);
+        assert_eq!(parse_buddyinfo(bi)["Normal"][..1], [4]);
+        let e = check_buddyinfo("Node x, zone   Normal 1 0 0 0 0 0 0 0 0 0 2\n").unwrap_err();
+        assert_eq!(e, (1, "node id \"x\" is not a number".to_string()));
     }
 }

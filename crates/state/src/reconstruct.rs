@@ -14,14 +14,18 @@ use crate::page::{PageClass, ACTIVE, CLASS_MASK, REFERENCED, TAIL, UNEVICTABLE};
 use std::collections::BTreeMap;
 
 use crate::procparse::{
-    check_buddyinfo, check_pagetypeinfo, parse_buddyinfo, type_index, uninitialised_memory, PagetypeZone,
-    TYPE_NAMES,
+    check_buddyinfo, check_pagetypeinfo, parse_buddyinfo_nodes, type_index, uninitialised_memory,
+    PagetypeZone, ZoneKey, TYPE_NAMES,
 };
 use crate::snapshot::{Snapshot, SnapshotHeader, ZoneSpan};
 
 /// A zone to build (from zoneinfo, checked against the page bytes).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RZone {
+    /// The NUMA node the zone belongs to (zoneinfo's "Node N"; 0 in reconstructions written
+    /// before it was kept).
+    #[serde(default)]
+    pub node: u32,
     /// "DMA", "DMA32", "Normal", "Movable".
     pub name: String,
     pub start_pfn: u64,
@@ -447,6 +451,7 @@ pub fn scan_zones(snap: &Snapshot, spans: &[&ZoneSpan]) -> ZoneScan {
     for z in spans {
         let unusable = scan_zone(snap, z.start_pfn, z.start_pfn + z.spanned, &mut s);
         s.zones.push(RZone {
+            node: z.node,
             name: z.name.clone(),
             start_pfn: z.start_pfn,
             spanned: z.spanned,
@@ -556,13 +561,13 @@ pub fn choose_read(h: &SnapshotHeader, spans: &[&ZoneSpan], free: &[RFree]) -> &
         })
         .collect();
     let buddy_l1 = |which: &std::collections::BTreeMap<String, String>| -> Option<u64> {
-        let bi = parse_buddyinfo(which.get("buddyinfo")?);
+        let bi = parse_buddyinfo_nodes(which.get("buddyinfo")?);
         Some(
             spans
                 .iter()
                 .zip(&cut_by_order)
                 .map(|(z, cut)| {
-                    let cap = bi.get(&z.name).copied().unwrap_or([0; 11]);
+                    let cap = bi.get(&z.key()).copied().unwrap_or([0; 11]);
                     (0..11).fold(0u64, |a, o| a.saturating_add(cap[o].abs_diff(cut[o])))
                 })
                 .fold(0u64, u64::saturating_add),
@@ -580,10 +585,10 @@ pub fn choose_read(h: &SnapshotHeader, spans: &[&ZoneSpan], free: &[RFree]) -> &
     }
 }
 
-/// Per-zone pagetypeinfo tables by zone name.
-pub type PagetypeTables = BTreeMap<String, PagetypeZone>;
-/// Per-zone buddyinfo counts by zone name.
-pub type BuddyTables = BTreeMap<String, [u64; 11]>;
+/// Per-zone pagetypeinfo tables by node and zone name.
+pub type PagetypeTables = BTreeMap<ZoneKey, PagetypeZone>;
+/// Per-zone buddyinfo counts by node and zone name.
+pub type BuddyTables = BTreeMap<ZoneKey, [u64; 11]>;
 
 /// Stage 5: the fitted read's pagetypeinfo (required) and buddyinfo (optional), each parsed
 /// strictly ([`check_pagetypeinfo`], [`check_buddyinfo`]): a line the kernel does not print is
@@ -726,7 +731,7 @@ pub fn rank_types(
         }
     }
     for (zi, z) in spans.iter().enumerate() {
-        let target = pti.get(&z.name).map(|p| p.blocks).unwrap_or_default();
+        let target = pti.get(&z.key()).map(|p| p.blocks).unwrap_or_default();
         for t in [UNMOVABLE, RECLAIMABLE, 3, 4] {
             let have: u64 = (0..units.len())
                 .filter(|&u| units[u].zone == zi && assigned[u] && utype[u] == t)
@@ -796,7 +801,7 @@ pub fn free_tables(spans: &[&ZoneSpan], pti: &PagetypeTables, units: &Units, uty
         pred: vec![[[0i64; 11]; 5]; nz],
     };
     for (zi, z) in spans.iter().enumerate() {
-        if let Some(p) = pti.get(&z.name) {
+        if let Some(p) = pti.get(&z.key()) {
             for ty in 0..5 {
                 for o in 0..11 {
                     // A count beyond 2^42 (more chunks than a 4 PiB zone has pages: corrupt)
@@ -957,7 +962,8 @@ pub fn match_report(
         final_free[zi][block_types[b] as usize][f.order as usize] += 1;
     }
     for (zi, z) in spans.iter().enumerate() {
-        let p = pti.get(&z.name).cloned().unwrap_or_default();
+        let p = pti.get(&z.key()).cloned().unwrap_or_default();
+        let label = z.label();
         let mut blocks = [0i64; 5];
         for (b, &bz) in block_zone.iter().enumerate() {
             if bz == zi {
@@ -965,9 +971,9 @@ pub fn match_report(
             }
         }
         for t in 0..5 {
-            type_rows(&mut report, &z.name, t, &p, blocks[t], &final_free[zi][t]);
+            type_rows(&mut report, &label, t, &p, blocks[t], &final_free[zi][t]);
         }
-        let bi = buddy.get(&z.name).copied().unwrap_or([0; 11]);
+        let bi = buddy.get(&z.key()).copied().unwrap_or([0; 11]);
         let mut all = [0u64; 11];
         for t in 0..5 {
             for o in 0..11 {
@@ -976,19 +982,19 @@ pub fn match_report(
         }
         for o in 0..11 {
             report.free_by_order.push(MatchRow {
-                what: format!("{} free order {o} (chunks)", z.name),
+                what: format!("{label} free order {o} (chunks)"),
                 captured: bi[o] as i64,
                 reconstructed: all[o] as i64,
             });
         }
         report.free_grid.push(FreeGrid {
-            zone: z.name.clone(),
+            zone: label.clone(),
             mtype: "all".into(),
             captured: bi.to_vec(),
             reconstructed: all.to_vec(),
         });
         report.managed.push(MatchRow {
-            what: format!("{} managed pages", z.name),
+            what: format!("{label} managed pages"),
             captured: z.managed as i64,
             reconstructed: zones[zi].managed as i64,
         });

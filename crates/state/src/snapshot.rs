@@ -39,6 +39,22 @@ pub struct ZoneSpan {
     pub pcp_count: u64,
 }
 
+impl ZoneSpan {
+    /// The zone's key in the node-aware /proc tables: (node, name).
+    pub fn key(&self) -> crate::procparse::ZoneKey {
+        (self.node, self.name.clone())
+    }
+
+    /// The zone's name in reports: its name on node 0 ("Normal"), "node N Normal" on node N.
+    pub fn label(&self) -> String {
+        if self.node == 0 {
+            self.name.clone()
+        } else {
+            format!("node {} {}", self.node, self.name)
+        }
+    }
+}
+
 /// Everything but the page bytes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SnapshotHeader {
@@ -48,6 +64,10 @@ pub struct SnapshotHeader {
     /// `uname -r`.
     pub kernel: String,
     pub nr_cpus: u32,
+    /// Online CPUs per NUMA node, node by node (/sys/devices/system/node/nodeN/cpulist); empty
+    /// on a one-node machine and in files written before it was kept (every CPU on node 0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_cpus: Vec<u32>,
     /// Number of pfns covered (the page bytes' length).
     pub end_pfn: u64,
     /// System RAM as [start_pfn, end_pfn) ranges (/proc/iomem).
@@ -319,10 +339,10 @@ impl SnapshotHeader {
                     )
                 })?;
                 for z in self.zones.iter().filter(|z| z.spanned > 0) {
-                    let Some(p) = pti.get(&z.name) else {
+                    let Some(p) = pti.get(&z.key()) else {
                         return Err(problem(
                             &at("pagetypeinfo"),
-                            format!("{read}.pagetypeinfo has no rows for zone {}", z.name),
+                            format!("{read}.pagetypeinfo has no rows for zone {}", z.label()),
                         ));
                     };
                     let blocks = p.blocks.iter().fold(0u64, |a, &b| a.saturating_add(b));
@@ -331,7 +351,7 @@ impl SnapshotHeader {
                             &at("pagetypeinfo"),
                             format!(
                                 "{read}.pagetypeinfo counts {blocks} blocks in zone {}, which spans {} pages: corrupt",
-                                z.name, z.spanned
+                                z.label(), z.spanned
                             ),
                         ));
                     }

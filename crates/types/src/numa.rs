@@ -1,6 +1,9 @@
 //! NUMA words shared by the spec and the model: a task's memory policy (`set_mempolicy(2)`,
 //! `numactl`) and where a workload's tasks run.
 
+/// The most nodes a machine may have (a nodemask is one 64-bit word).
+pub const MAX_NODES: u32 = 64;
+
 /// A task's memory policy with its nodemask as a bit per node (bit n = node n).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MemPolicy {
@@ -80,6 +83,37 @@ impl MemPolicy {
 pub struct NumaBind {
     pub node: Option<u32>,
     pub mempolicy: MemPolicy,
+}
+
+impl NumaBind {
+    /// Whether the binding names only nodes of a machine of `nr_nodes` nodes; the error says
+    /// which node is missing. A mask of every bit (`interleave:all` read before the machine's
+    /// node count was known, as for a snapshot) names every node the machine has.
+    pub fn check(&self, nr_nodes: u32) -> Result<(), String> {
+        if let Some(n) = self.node.filter(|&n| n >= nr_nodes) {
+            return Err(format!(
+                "node {n}: the machine has {nr_nodes} node(s), 0..={}",
+                nr_nodes - 1
+            ));
+        }
+        let mask = match self.mempolicy {
+            MemPolicy::Local => return Ok(()),
+            MemPolicy::Preferred(m) | MemPolicy::Bind(m) | MemPolicy::Interleave(m) => m,
+        };
+        let have = if nr_nodes >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << nr_nodes) - 1
+        };
+        if mask != u64::MAX && mask & !have != 0 {
+            let n = (mask & !have).trailing_zeros();
+            return Err(format!(
+                "mempolicy names node {n}: the machine has {nr_nodes} node(s), 0..={}",
+                nr_nodes - 1
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

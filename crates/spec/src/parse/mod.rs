@@ -160,7 +160,12 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
     let description = cx.opt_str(&top, "description")?;
     let machine = cx.machine(&top)?;
     cx.memory.set(machine_bytes(&machine));
-    cx.nodes.set(machine.nodes.len().max(1) as u32);
+    // A snapshot's node count is known when it boots (the boot checks the bindings then).
+    cx.nodes.set(if machine.snapshot.is_some() {
+        fraglab_types::numa::MAX_NODES
+    } else {
+        machine.nodes.len().max(1) as u32
+    });
     let knobs = match top.get("knobs") {
         Some(e) => cx.knobs(cx.table(&e.node, "knobs")?)?,
         None => BTreeMap::new(),

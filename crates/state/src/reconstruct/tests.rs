@@ -219,7 +219,7 @@ fn stage5_fit_tables() {
         .contains("no /proc/pagetypeinfo read"));
     read.insert("pagetypeinfo".to_string(), pti([[0; 11]; 5], [1, 2, 0, 0, 0]));
     let (p, b) = fit_tables(&read, "after").unwrap();
-    assert_eq!(p["Normal"].blocks, [1, 2, 0, 0, 0]);
+    assert_eq!(p[&(0, "Normal".to_string())].blocks, [1, 2, 0, 0, 0]);
     assert!(b.is_empty());
     read.insert("buddyinfo".to_string(), "Node 0, zone Normal 1 2\n".into());
     assert_eq!(
@@ -442,6 +442,7 @@ fn stage13_match_report_and_mixed_blocks() {
     let pti = check_pagetypeinfo(&pti(free, [1, 1, 0, 0, 0])).unwrap();
     let buddy = check_buddyinfo("Node 0, zone   Normal      0      0      0      0      0      0      0      0      0      2      0\n").unwrap();
     let rz = [RZone {
+        node: 0,
         name: "Normal".into(),
         start_pfn: 0,
         spanned: 1024,
