@@ -2,7 +2,7 @@
 """Which kernel paths mix pageblocks (issue 20 item 6, docs/pageblock-mixing.md).
 
 Runs a command (normally `fraglab host run SPEC --fit-memory`) with five kmem tracepoints in a
-private tracefs instance and takes per-block censuses from /proc/kpageflags (kernel-model.md §30)
+private tracefs instance and takes per-block censuses from /proc/kpageflags (docs/model §30)
 before, during (every --every seconds) and after it. Root only; run it under the live lock:
 
     flock /work/wt/live.lock python3 tools/measure/pageblock_mixing.py --out /tmp/mix.json -- \

@@ -101,7 +101,7 @@ enum HostCmd {
     /// Capture /proc/{buddyinfo,pagetypeinfo,zoneinfo,vmstat} and every knob as a result file;
     /// with `--pages`, this machine's physical state (a byte per pfn from /proc/kpageflags, the
     /// zones, the /proc tables around the read, knobs) as a snapshot file (`-o STATE`) that
-    /// `[machine] snapshot` boots from (kernel-model.md §30). Read-only; needs root.
+    /// `[machine] snapshot` boots from (docs/model §30). Read-only; needs root.
     Snapshot {
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -179,7 +179,7 @@ enum Cmd {
         scale: Option<u32>,
     },
     /// Run specs N times each (different seeds, in parallel) and print the rows of
-    /// published-results.md §5.1 and the workloads' own rows in mmtests' compare format.
+    /// mmtests' vmstat rows and the workloads' own rows in mmtests' compare format.
     ///
     /// Each CONFIG is `[LABEL=]SPEC[@KEY=VALUE,...]`: SPEC is a file or `example:NAME`; KEY is a
     /// knob name (`vm.defrag_mode`) or `model.X`, `run.X`, `machine.X`, `cost.X`,

@@ -1,5 +1,5 @@
 //! `fraglab host snapshot --pages -o STATE` and `fraglab snapshot info STATE` (issue 21 item 1,
-//! kernel-model.md §30).
+//! docs/model §30).
 
 use std::path::PathBuf;
 use std::time::Instant;

@@ -15,7 +15,7 @@
 //! `fraglab_sim::anon::AnonVma`s, which follow their pages through reclaim, splits and swap.
 //! A virtual clock advances 20 µs per operation (writeback expiry and device time).
 //!
-//! The checker ([`fraglab_mm::Mm::check_invariants`], kernel-model.md's debug-vm) runs every
+//! The checker ([`fraglab_mm::Mm::check_invariants`], docs/model's debug-vm) runs every
 //! `check_every` operations (a check walks every page and folio, about 100 times an operation
 //! on the default 128 MiB machine) and once at the end; the first violation stops the soak.
 //! Deterministic: the same options give the same operations and counts. The last line on

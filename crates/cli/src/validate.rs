@@ -609,7 +609,7 @@ fn same_start_specs(
         .collect()
 }
 
-/// How the same-start arm's kdamond starts (kernel-model.md §27.2 item 3): from the regions
+/// How the same-start arm's kdamond starts (docs/model §27.2 item 3): from the regions
 /// and ages of the kernel's kdamond each capture recorded (`SnapshotHeader::damon`), else cold
 /// (a booted kdamond starts every region at age 0), with the capture's reason.
 fn damon_start_note(captures: &[(u64, PathBuf)]) -> String {
@@ -821,7 +821,7 @@ fn run_scenario(
         Some(h) if d.fit_memory && d.kernel == "host" => fraglab_host::sim_spec_for(&spec, h),
         _ => spec.clone(),
     };
-    // kernel-model.md §27.3: the model runs the pageout scheme the kernel's first run had on
+    // docs/model §27.3: the model runs the pageout scheme the kernel's first run had on
     // (none: DAMON stays off), unless the spec sets its own `[damon]`.
     let damon = kernel.first().and_then(|h| h.confounders.as_ref());
     if let Some(dm) = damon.and_then(fraglab_host::damon::damon_spec_for) {

@@ -1,5 +1,5 @@
 //! `fraglab snapshot info` and `fraglab host snapshot --pages` on the command line (issue 21
-//! item 1, kernel-model.md §30), with the S2 fixture of crates/state/tests/data.
+//! item 1, docs/model §30), with the S2 fixture of crates/state/tests/data.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -17,7 +17,7 @@ fn temp_dir(name: &str) -> PathBuf {
     d
 }
 
-/// Lines as this machine's 6.18 kernel printed them (kernel-model.md §15.1).
+/// Lines as this machine's 6.18 kernel printed them (docs/model §15.1).
 const LINES: [&str; 4] = [
     "           <...>-19280   [000] ..... 30993.168075: mm_page_alloc: page=000000009bcb6469 pfn=0x32c47b order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_ZERO|__GFP_COMP",
     "              dd-19233   [001] ..... 30993.168144: mm_page_free: page=0000000090b1b451 pfn=0x2b3710 order=0",

@@ -1,6 +1,6 @@
 //! The page-cache census of a file on the live kernel (the `census` task step, issue 19 item 1):
 //! the cached pages of a file in folios of each order, read through /proc/kpageflags
-//! (kernel-model.md §30.2).
+//! (docs/model §30.2).
 //!
 //! How ([`file_census`]): mmap the file `PROT_READ`, `MAP_SHARED`, with `MADV_RANDOM`; mincore(2)
 //! says which pages are in the page cache; only those are touched (one byte read each), so the
@@ -31,7 +31,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// kpageflags bits (kernel-model.md §30.2; include/uapi/linux/kernel-page-flags.h).
+/// kpageflags bits (docs/model §30.2; include/uapi/linux/kernel-page-flags.h).
 pub const KPF_LRU: u64 = 1 << 5;
 pub const KPF_BUDDY: u64 = 1 << 10;
 pub const KPF_COMPOUND_HEAD: u64 = 1 << 15;

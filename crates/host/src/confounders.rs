@@ -2,7 +2,7 @@
 //! tree, lazy memory initialisation (`deferred_init=` and each zone's managed against present
 //! pages), the THP settings, every block device's `read_ahead_kb`, swap, load average and the
 //! CPU tick counts, at the start and end of every host run (issue 19, item 5;
-//! live-kernel-notes.md; kernel-model.md §27.3 for what DAMON does on these VMs).
+//! measured on the reference VM; docs/model §27.3 for what DAMON does on these VMs).
 //!
 //! Every reader takes the root of the file system (`/` on the live machine, a recorded tree in
 //! the tests, `tests/data/confounders/`). A missing or unreadable file is recorded as absent,
@@ -282,7 +282,7 @@ fn thp(dir: &Path) -> BTreeMap<String, String> {
 }
 
 /// `NAME/queue/FILE` of every device under `sys/block` (`read_ahead_kb`: the bdi's
-/// `ra_pages` × 4; `max_sectors_kb`: its `io_pages` × 4, kernel-model.md §23.1).
+/// `ra_pages` × 4; `max_sectors_kb`: its `io_pages` × 4, docs/model §23.1).
 fn queue_kb(dir: &Path, file: &str) -> BTreeMap<String, u64> {
     entries(dir)
         .into_iter()
@@ -349,7 +349,7 @@ mod tests {
         assert_eq!(p.parameters["passes"], "405");
     }
 
-    /// Lazy memory init (live-kernel-notes): the command line's deferred_init and each
+    /// Lazy memory init (measured on the reference VM): the command line's deferred_init and each
     /// populated zone's present and managed pages, from this machine's recorded files.
     #[test]
     fn memory_init_of_the_recorded_tree() {
@@ -375,7 +375,7 @@ mod tests {
         assert_eq!(parse_cmdline_order("quiet"), None);
     }
 
-    /// kernel-model.md §27.3: the recorded kdamond has S2's pageout scheme (not started).
+    /// docs/model §27.3: the recorded kdamond has S2's pageout scheme (not started).
     #[test]
     fn damon_scheme_of_the_sysfs_tree() {
         let d = read_at(&fixture()).damon.expect("recorded");

@@ -1,6 +1,6 @@
 //! `[host] damon = "off"`: DAMON switched off for a run through its sysfs interface
 //! (`/sys/kernel/mm/damon/admin/kdamonds/N/state`, Documentation/admin-guide/mm/damon/usage.rst)
-//! and switched back on at its end. kernel-model.md §27.3 says why: on these VMs a sysfs-made
+//! and switched back on at its end. docs/model §27.3 says why: on these VMs a sysfs-made
 //! kdamond pages out cold unmapped page cache behind the kernel's own reclaim.
 //!
 //! Writing `off` stops the kdamond thread; writing `on` starts a new one from the parameters
@@ -85,7 +85,7 @@ pub fn set_state(p: &Path, word: &str) -> Result<(), String> {
     }
 }
 
-/// kernel-model.md §27.3: the simulator's `[damon]` for the DAMON a host run ran with, so that
+/// docs/model §27.3: the simulator's `[damon]` for the DAMON a host run ran with, so that
 /// `fraglab validate` runs the model with the same scheme. The first kdamond that was `on` at
 /// the run's start (and not turned off by it, `[host] damon = "off"`) with a `paddr` context
 /// and a `pageout` scheme gives the intervals, region bounds, access pattern, quotas,
@@ -153,7 +153,7 @@ pub fn damon_spec_for(c: &HostConfounders) -> Option<DamonSpec> {
     })
 }
 
-/// The kdamond a capture records the regions of (kernel-model.md §27.2 item 3): the first one
+/// The kdamond a capture records the regions of (docs/model §27.2 item 3): the first one
 /// that is `on`, with a running thread, a `paddr` context and a `pageout` scheme — the one
 /// [`damon_spec_for`] gives the simulator the scheme of.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -290,7 +290,7 @@ pub fn read_aggregation(instance: &Path, t: &CaptureTarget, timeout: Duration) -
     }
 }
 
-/// The running kdamond's regions and ages (kernel-model.md §27.2 item 3), for a snapshot:
+/// The running kdamond's regions and ages (docs/model §27.2 item 3), for a snapshot:
 /// [`read_aggregation`] in a private tracefs instance `fraglab-damon-PID` (tracefs mounted for
 /// it where none is; the instance removed on every way out, and one left by a killed process
 /// removed by the next capture or `host record`). `None` when no kdamond runs a paddr pageout
@@ -533,7 +533,7 @@ mod tests {
         std::fs::remove_dir_all(&inst).unwrap();
     }
 
-    /// kernel-model.md §27.3: the fixture's kdamond (S2's scheme, recorded while off) gives
+    /// docs/model §27.3: the fixture's kdamond (S2's scheme, recorded while off) gives
     /// nothing; switched on, it gives the simulator S2's parameters; turned off by the run or
     /// absent (`nr_kdamonds` 0, as on this machine now), nothing.
     #[test]

@@ -140,7 +140,7 @@ pub struct Cleanup {
     pub read_ahead_kb: Vec<(PathBuf, u64)>,
 }
 
-/// `/sys/block/DEV/queue/read_ahead_kb` (the bdi's `ra_pages` in KiB, kernel-model.md §23.1).
+/// `/sys/block/DEV/queue/read_ahead_kb` (the bdi's `ra_pages` in KiB, docs/model §23.1).
 pub fn read_ahead_kb_path(dev: &str) -> PathBuf {
     crate::journal::read_ahead_path(dev)
 }

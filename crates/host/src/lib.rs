@@ -153,7 +153,7 @@ impl Default for HostOptions {
 /// and DMA32 and the Normal zone that is left, `memory` then unset as with explicit zones).
 /// A run fitted by offlining what would go and a hugetlb pool for the rest (method
 /// `offline+hugetlb`) gives those zones and `machine.hugetlb_pages` = the pool's pages, so the
-/// simulator boots the same zones with the same memory taken out (kernel-model.md §28.1).
+/// simulator boots the same zones with the same memory taken out (docs/model §28.1).
 /// A host run fitted by the hugetlb pool alone (whose zones still span the whole machine) or
 /// not fitted at all gives `spec` unchanged.
 pub fn sim_spec_for(spec: &Spec, host: &RunResult) -> Spec {

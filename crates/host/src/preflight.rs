@@ -347,7 +347,7 @@ fn kernel_version(release: &str) -> Option<(u32, u32)> {
 }
 
 /// Peak anonymous bytes, pipe pages and slab files of one instance of a task program. Locked
-/// mappings (`locked = true`, `mlock` steps, kernel-model.md §29) count as anonymous memory
+/// mappings (`locked = true`, `mlock` steps, docs/model §29) count as anonymous memory
 /// like any other mapping: their whole size, in the footprint and the anonymous cap.
 fn task_footprint(t: &TaskParams) -> (u64, u64, u64) {
     let mut live: BTreeMap<&str, u64> = BTreeMap::new();

@@ -1,4 +1,4 @@
-//! Readers and parsers of the /proc files the engine samples (formats: kernel-model.md §16,
+//! Readers and parsers of the /proc files the engine samples (formats: docs/model §16,
 //! mm/vmstat.c): `/proc/buddyinfo`, `/proc/pagetypeinfo`, `/proc/vmstat`, `/proc/zoneinfo`,
 //! `/proc/meminfo`.
 
@@ -225,7 +225,7 @@ pub fn proc_snapshot() -> Result<BTreeMap<String, String>, HostError> {
     Ok(m)
 }
 
-/// What this VM adds beyond the page allocator (live-kernel-notes.md), as `key value` lines:
+/// What this VM adds beyond the page allocator (measured on the reference VM), as `key value` lines:
 /// the kernel release, free page reporting's `reported_kib` and `page_reporting_order`, and
 /// whether a `kdamond` (DAMON) thread runs. Recorded at the start and end of every run.
 pub fn host_facts() -> String {

@@ -47,7 +47,7 @@ use crate::trace::write;
 use crate::{confounders, knobs, procfs, HostError};
 
 /// The events recorded by default: the page allocator's (kmem), every compaction event the
-/// model has (compaction:* on 6.18 is exactly the 15 of kernel-model.md §15.2), and the reclaim
+/// model has (compaction:* on 6.18 is exactly the 15 of docs/model §15.2), and the reclaim
 /// events the model emits (§15.3).
 pub const DEFAULT_EVENTS: &[&str] = &[
     "kmem:mm_page_alloc",

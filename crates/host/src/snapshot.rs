@@ -1,5 +1,5 @@
 //! `fraglab host snapshot --pages` (issue 21 item 1): a snapshot of this machine's physical
-//! memory, one byte per pfn (kernel-model.md §30.1–§30.2, §30.5 item 6).
+//! memory, one byte per pfn (docs/model §30.1–§30.2, §30.5 item 6).
 //!
 //! Read-only: it opens files for reading and changes nothing on the machine (with
 //! [`CaptureOptions::damon_regions`], the same-start captures of `host run`, it also makes a
@@ -66,7 +66,7 @@ impl Default for CaptureOptions {
 
 /// What `host snapshot --pages` needs, for the refusal without root.
 pub const NEEDS_ROOT: &str = "fraglab host snapshot --pages needs root: /proc/kpageflags and \
-/proc/pagetypeinfo are readable by root only (kernel-model.md §30.1); it only reads, changing nothing";
+/proc/pagetypeinfo are readable by root only (docs/model §30.1); it only reads, changing nothing";
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.

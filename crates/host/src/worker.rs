@@ -494,7 +494,7 @@ struct Vma {
     /// 2 MiB regions whose first touch was classified.
     checked: Vec<bool>,
     /// VM_LOCKED: mlock(2) (or `locked = true` on mmap) ran on the whole mapping
-    /// (kernel-model.md §29.1).
+    /// (docs/model §29.1).
     locked: bool,
 }
 
@@ -541,7 +541,7 @@ impl Vma {
         })
     }
 
-    /// mlock(2) of the whole mapping (kernel-model.md §29.1.2): VM_LOCKED, every page
+    /// mlock(2) of the whole mapping (docs/model §29.1.2): VM_LOCKED, every page
     /// populated and mlocked inside the call. Also how `locked = true` on mmap runs: MAP_LOCKED
     /// on the over-sized mapping `new` trims would populate and mlock the trimmed head and tail
     /// too, so the aligned mapping is mlocked after the trim instead (same population, same
@@ -852,7 +852,7 @@ fn memory_step(t: &mut TaskState, step: &TaskStep, cx: &mut Cx) -> Result<Flow, 
         TaskStep::Munmap { vma } => {
             t.vmas.remove(vma);
         }
-        // mlock (H2, kernel-model.md §29); munmap (dropping the Vma) munlocks.
+        // mlock (H2, docs/model §29); munmap (dropping the Vma) munlocks.
         TaskStep::Mlock { vma } => t
             .vmas
             .get_mut(vma)
@@ -906,7 +906,7 @@ fn file_step(t: &mut TaskState, step: &TaskStep, cx: &mut Cx) -> Result<Flow, St
                 let _ = std::fs::remove_file(path);
             }
         }
-        // H5: the page-cache census (crate::census, kernel-model.md §30.2).
+        // H5: the page-cache census (crate::census, docs/model §30.2).
         TaskStep::Census { file } => {
             let at_ns = cx.since_t0(Instant::now());
             let (pages_per_order, folios_per_order) = crate::census::file_census(&t.files[file])?;
@@ -1304,7 +1304,7 @@ fn run_challenge(p: &ThpChallengeParams, cx: &mut Cx) -> Result<(), String> {
     Ok(())
 }
 
-/// mmtests' fio small-file background (published-results.md §5.4), as the simulator's
+/// mmtests' fio small-file background (mmtests' thpchallenge), as the simulator's
 /// `FioSmallFiles` runs it: the job cycles through its slots of the ring, and for each slot
 /// deletes the file a previous pass left there, then creates it anew with one buffered write of
 /// `file_size` bytes (a dentry and an inode from their slab caches, then page cache: the two

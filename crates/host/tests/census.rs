@@ -1,4 +1,4 @@
-//! The kpageflags decoding of the `census` step (kernel-model.md §30.2) on a page cache
+//! The kpageflags decoding of the `census` step (docs/model §30.2) on a page cache
 //! recorded on this project's VM (tests/data/README.md, census-ext4-16m.kpf).
 
 use std::collections::BTreeMap;

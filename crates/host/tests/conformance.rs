@@ -118,7 +118,7 @@ fn check_thp_never(engine: &str, r: &RunResult) {
     assert_eq!(r.bursts.iter().map(|b| b.huge).sum::<u64>(), 0, "{engine}");
 }
 
-/// mlock (kernel-model.md §29.1): two 64 MiB MAP_LOCKED chunks, one unmapped, compaction of the
+/// mlock (docs/model §29.1): two 64 MiB MAP_LOCKED chunks, one unmapped, compaction of the
 /// machine, and the task's exit: every page is mlocked, culled, munlocked and rescued once, and
 /// each page compaction migrated is _stranded and mlocked again (§29.2.3); Mlocked is back where
 /// it was. Allows 1 % for the rest of the host.

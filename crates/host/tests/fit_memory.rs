@@ -75,7 +75,7 @@ fn sim_spec_for_keeps_the_spec_after_a_hugetlb_pool_or_without_fitting() {
 }
 
 /// A mixed fit (offlining what went, a hugetlb pool for the rest): the simulator boots the
-/// host's zones with the pool taken out at boot (`machine.hugetlb_pages`, kernel-model.md
+/// host's zones with the pool taken out at boot (`machine.hugetlb_pages`, docs/model
 /// §28.1), as the host held it.
 #[test]
 fn sim_spec_for_boots_the_zones_and_the_pool_of_a_mixed_fit() {

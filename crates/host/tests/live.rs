@@ -1113,7 +1113,7 @@ fn damon_back_on_from_the_state_file_after_sigkill() {
 }
 
 /// Free page reporting and DAMON of this VM, printed beside a live hugetlb measurement
-/// (live-kernel-notes.md: both are recorded with every measurement).
+/// (measured on the reference VM: both are recorded with every measurement).
 fn print_vm_confounders(r: &fraglab_spec::result::RunResult) {
     let c = r
         .confounders
@@ -1128,7 +1128,7 @@ fn print_vm_confounders(r: &fraglab_spec::result::RunResult) {
     );
 }
 
-/// kernel-model.md §28.1 on the live kernel: a task's `{ nr_hugepages = 64 }` step fills the
+/// docs/model §28.1 on the live kernel: a task's `{ nr_hugepages = 64 }` step fills the
 /// pool (`set_max_huge_pages`: 64 pages of 2 MiB from the buddy allocator, counted in
 /// `htlb_buddy_alloc_success`), the result records the pool read back in
 /// `proc_end["nr_hugepages"]`, and the run writes the old size (0) back at its end.
@@ -1547,7 +1547,7 @@ fn fit_memory_blocks_are_onlined_after_sigterm() {
     assert!(!state.exists(), "state file left after a clean restore");
 }
 
-/// `[host] loop_images = true` and the census step (issue 19 item 1, kernel-model.md §30.2): a
+/// `[host] loop_images = true` and the census step (issue 19 item 1, docs/model §30.2): a
 /// cold sequential read of a 256 MiB file on the run's xfs image; the census counts every page
 /// of the file once, some in large folios; the image, its mount and its loop device are gone
 /// afterwards, and the result names them.

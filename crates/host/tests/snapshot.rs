@@ -1,5 +1,5 @@
 //! `fraglab_host::snapshot::capture` on this machine's kernel (issue 21 item 1,
-//! kernel-model.md §30): opt-in with `--features live`, root only; read-only (it changes no
+//! docs/model §30): opt-in with `--features live`, root only; read-only (it changes no
 //! knob and takes no memory beyond a byte per pfn).
 
 use fraglab_host::snapshot::{capture, CaptureOptions};

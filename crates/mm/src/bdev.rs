@@ -1,4 +1,4 @@
-//! The block device's page cache and the ext4/jbd2 metadata it holds (`kernel-model.md` §33):
+//! The block device's page cache and the ext4/jbd2 metadata it holds (docs/model §33):
 //! block/bdev.c (`bdev_alloc`: the mapping's gfp is GFP_USER, without __GFP_MOVABLE), fs/buffer.c
 //! (`bdev_getblk`, `__getblk_slow`, `grow_dev_folio`, `folio_alloc_buffers`, `__breadahead`,
 //! `try_to_free_buffers`), the ext4 paths that read and create metadata blocks (fs/ext4/namei.c

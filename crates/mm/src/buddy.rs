@@ -1,6 +1,6 @@
 //! Buddy primitives below both page_alloc and compaction: free-list operations with their
 //! accounting, `expand`, `__free_one_page`, `split_large_buddy`, `move_freepages_block`
-//! (`kernel-model.md` §1.4–§1.7). Models the corresponding static functions of mm/page_alloc.c.
+//! (docs/model §1.4–§1.7). Models the corresponding static functions of mm/page_alloc.c.
 
 use crate::mmzone::*;
 use crate::node::Mm;

@@ -1,7 +1,7 @@
-//! Compaction (`kernel-model.md` §9): suitability, deferral, `compact_zone` with the migration
+//! Compaction (docs/model §9): suitability, deferral, `compact_zone` with the migration
 //! and free scanners, skip bits and cached positions, `compaction_alloc`/`compaction_free` with
-//! per-order isolated free lists and free-page split (`compaction_free` is not needed: a
-//! migration never fails after its target is allocated, see migrate.rs), capture, `try_to_compact_pages`,
+//! per-order isolated free lists and free-page split (`compaction_free` takes back a target a
+//! failed migration did not use, see migrate.rs), capture, `try_to_compact_pages`,
 //! kcompactd's work function, proactive compaction and /proc/sys/vm/compact_memory. Models
 //! mm/compaction.c of Linux 6.18; migration itself is in `migrate.rs`.
 //!
@@ -21,8 +21,7 @@
 //!   −EAGAIN CONTENDED are kept; the sync-mode `reclaim_throttle(ISOLATED)` wait is not
 //!   modelled (nothing else runs while it would wait);
 //! * no LRU-add batches (`lru_add_drain` is a no-op); the drain check drains this CPU's PCP
-//!   lists for the zone, as `lru_add_drain_cpu_zone` does;
-//! * no writeback/dirty state yet, so ISOLATE_ASYNC_MIGRATE skips nothing.
+//!   lists for the zone, as `lru_add_drain_cpu_zone` does.
 
 use crate::folio::FolioId;
 use crate::gfp::{AllocFlags, Gfp};
@@ -1519,7 +1518,9 @@ impl Mm {
         // for a direct compactor still wins (§24.5).
         let out = |r: CompactResult| if cc.contended { CompactResult::Contended } else { r };
         if cc.proactive_compaction {
-            // kswapd is not modelled yet, so it is never running.
+            // The kernel also ends a proactive run (PARTIAL_SKIPPED) while kswapd runs; not
+            // checked here: a run is one step of the model, and `should_proactive_compact_node`
+            // has checked kswapd before it started, so nothing can change in between.
             let score = self.fragmentation_score_zone(cc.zi);
             let r = if score > self.fragmentation_score_wmark(true) {
                 CompactResult::Continue

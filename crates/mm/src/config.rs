@@ -19,7 +19,7 @@ pub struct MmConfig {
     /// The THP knobs (§11.1).
     pub thp: ThpConfig,
     /// `[model] folio_mode`, `vm.extfrag_threshold`, `vm.compaction_proactiveness`,
-    /// `vm.compact_unevictable_allowed` (§9).
+    /// `vm.compact_unevictable_allowed` (§9, §29.2).
     pub compaction: CompactionConfig,
     /// `[model] costly_order_policy` and `v4_position` (§12.5).
     pub pagecache: PagecacheConfig,

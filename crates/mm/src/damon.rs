@@ -1,4 +1,4 @@
-//! DAMON-based reclaim (kernel-model.md §27): one kdamond with one physical-address (paddr)
+//! DAMON-based reclaim (docs/model §27): one kdamond with one physical-address (paddr)
 //! target and one DAMOS `pageout` scheme, as DAMON_RECLAIM (mm/damon/reclaim.c, §27.1) or a
 //! sysfs-made kdamond such as S2's (§27.3) runs it.
 //!

@@ -121,7 +121,7 @@ impl Mm {
         Ok(census)
     }
 
-    /// The memory map of one zone (`kernel-model.md` §1.1, §1.4): every managed page belongs
+    /// The memory map of one zone (docs/model §1.1, §1.4): every managed page belongs
     /// to exactly one naturally aligned chunk inside the zone, head followed by tails, and
     /// free + PCP + allocated + isolated = managed.
     fn check_zone_memmap(&self, z: &Zone) -> Result<ZoneMapCount, InvariantViolation> {

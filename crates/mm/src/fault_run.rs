@@ -2,7 +2,7 @@
 //! host-side batching only: every page is still its own fault, allocation and folio).
 //!
 //! An order-0 `GFP_HIGHUSER_MOVABLE` allocation that `get_page_from_freelist` serves from the
-//! head of the CPU's PCP list (kernel-model.md §2.3, §4.3) leaves every input of the next one's
+//! head of the CPU's PCP list (docs/model §2.3, §4.3) leaves every input of the next one's
 //! decisions as it found them: PCP pages are not free pages, so the zone's NR_FREE_PAGES, its
 //! free areas, `below_high`, the watermarks and their boost do not move; only the PCP list
 //! shrinks. So while that list has pages, N faults in a row take the same branch N times, and

@@ -1,4 +1,4 @@
-//! Page-cache folio allocation policy (`kernel-model.md` §12): the seed-002 variants for costly
+//! Page-cache folio allocation policy (docs/model §12): the seed-002 variants for costly
 //! orders. The readahead and write paths build on these types.
 
 pub use fraglab_types::switches::{CostlyOrderPolicy, V4Position};
@@ -8,7 +8,7 @@ pub use fraglab_types::switches::{CostlyOrderPolicy, V4Position};
 pub struct PagecacheConfig {
     pub costly_order_policy: CostlyOrderPolicy,
     pub v4_position: V4Position,
-    /// The block device's `ra_pages` (`read_ahead_kb / 4`, kernel-model.md §23.1): what every
+    /// The block device's `ra_pages` (`read_ahead_kb / 4`, docs/model §23.1): what every
     /// file opened on it copies into its readahead state (`file_ra_state_init`). Default 32,
     /// the kernel's `VM_READAHEAD_PAGES` (128 KiB) for a new device.
     pub ra_pages: u64,
@@ -420,7 +420,7 @@ impl Mapping {
     }
 
     /// A filesystem with large folios and the default gfp (ext4 on 6.18, per
-    /// live-kernel-notes.md).
+    /// measured on the reference VM).
     pub fn large_folios() -> Mapping {
         Mapping {
             min_order: 0,
@@ -440,7 +440,7 @@ impl Mapping {
         }
     }
 
-    /// ext4 on 6.18 (kernel-model.md §23.7, fs/ext4/inode.c `ext4_should_enable_large_folio`,
+    /// ext4 on 6.18 (docs/model §23.7, fs/ext4/inode.c `ext4_should_enable_large_folio`,
     /// `ext4_set_inode_mapping_order`): a regular file gets orders [0, min(9, 11 + blkbits −
     /// 12)] — 9 for 1–4 KiB blocks — unless the filesystem is mounted `data=journal` (or the
     /// inode has the journal-data flag, or the filesystem has `verity`/`encrypt`): order 0.
@@ -624,7 +624,7 @@ impl Default for ReadaheadState {
 }
 
 impl ReadaheadState {
-    /// `ractl_max_pages` (mm/readahead.c, kernel-model.md §23.2): the window ceiling of a
+    /// `ractl_max_pages` (mm/readahead.c, docs/model §23.2): the window ceiling of a
     /// request of `req` pages — `ra_pages`, unless the request is larger and the device's
     /// `io_pages` is too: then `min(req, io_pages)`.
     pub fn max_pages(&self, req: u64) -> u64 {
@@ -719,7 +719,7 @@ impl Mm {
     }
 
     /// The page cache of `mapping` by folio order (issue 19's census; on the host, the same
-    /// figures come from /proc/kpageflags, kernel-model.md §30.2): cached pages in folios of
+    /// figures come from /proc/kpageflags, docs/model §30.2): cached pages in folios of
     /// each order 0..=10, and the number of folios of each order. Walks the mapping's entries
     /// in the page cache's index (the xarray's walk in `filemap_get_folios`, without the
     /// shadow entries).
@@ -923,7 +923,7 @@ impl Mm {
         st
     }
 
-    /// `page_cache_sync_ra` (mm/readahead.c, kernel-model.md §23.3), a miss at `index` for a
+    /// `page_cache_sync_ra` (mm/readahead.c, docs/model §23.3), a miss at `index` for a
     /// request of `req` pages:
     /// 1. `ra_pages` 0: a forced read of the one page (cgroup congestion is not modelled);
     /// 2. FMODE_RANDOM: `force_page_cache_ra` of the request (capped at
@@ -997,7 +997,7 @@ impl Mm {
         self.page_cache_ra_order(cpu, mapping, ra, start, file_pages, st);
     }
 
-    /// `page_cache_async_ra` (mm/readahead.c, kernel-model.md §23.4): an access at `findex`
+    /// `page_cache_async_ra` (mm/readahead.c, docs/model §23.4): an access at `findex`
     /// (the readahead index: the folio's first page for read(2), the faulting page for a
     /// fault) for `req` pages reached folio `folio`, which carries PG_readahead.
     /// 1. `ra_pages` 0, or the folio under writeback (PG_readahead is PG_reclaim's bit): nothing,
@@ -1066,7 +1066,7 @@ impl Mm {
         self.folio_test_writeback(folio)
     }
 
-    /// `page_cache_ra_order` (mm/readahead.c, kernel-model.md §23.5), a window of `ra.size`
+    /// `page_cache_ra_order` (mm/readahead.c, docs/model §23.5), a window of `ra.size`
     /// pages from `start` (the kernel's `ractl->_index`; equal to `ra.start` except on the
     /// VM_HUGEPAGE fault, which does not set `ra.start`):
     /// 1. no large-folio support: `ra.order = 0`, the window at min order;
@@ -1248,7 +1248,7 @@ pub struct FileVma {
 
 impl Mm {
     /// A page fault on page `index` of a file mapping (`filemap_fault`, mm/filemap.c, Linux
-    /// 6.18; kernel-model.md §23.6 "other entry points"):
+    /// 6.18; docs/model §23.6 "other entry points"):
     /// * hit: `do_async_mmap_readahead` — `mmap_miss` decremented, and on a PG_readahead folio
     ///   (unless VM_RAND_READ) `page_cache_async_ra` (§12.2.4);
     /// * miss: `do_sync_mmap_readahead` — VM_HUGEPAGE: a window of two PMD folios
@@ -1434,7 +1434,7 @@ impl Mm {
 }
 
 /// Issue 19 item 3: the device's read-ahead and `posix_fadvise` (mm/fadvise.c
-/// `generic_fadvise`, kernel-model.md §23.1 and §23.6).
+/// `generic_fadvise`, docs/model §23.1 and §23.6).
 impl Mm {
     /// `file_ra_state_init` (§23.1 item 4): the readahead state of a file opened now, with the
     /// device's `ra_pages` (`[machine] read_ahead_kb / 4`).

@@ -326,7 +326,7 @@ fn halves(t: u64) -> [u32; 2] {
 #[derive(Clone, Debug, Default)]
 pub struct FolioTable {
     pub folios: Vec<Folio>,
-    /// `[next, prev]` of each folio on an LRU list (`folio->lru`, kernel-model.md §10.3;
+    /// `[next, prev]` of each folio on an LRU list (`folio->lru`, docs/model §10.3;
     /// `mmzone::NIL` at the list ends and for a folio on no list), indexed by id like
     /// `folios`. Kept beside the records rather than in them: the list walks of reclaim
     /// (`isolate_lru_folios`) chase these links from folio to folio, and eight of them share

@@ -1,7 +1,7 @@
 //! Freeing a run of folios in one pass (issue 22 item 1: "unmaps in batches that stay exact per
 //! page"): what `zap_pte_range` → `tlb_flush_mmu` → `free_pages_and_swap_cache` →
 //! `folios_put_refs` does in the kernel for the folios an munmap or exit releases, a batch of
-//! frees (kernel-model.md §1.5 and §2.4 for the free path, §14.2 for the gauges).
+//! frees (docs/model §1.5 and §2.4 for the free path, §14.2 for the gauges).
 //!
 //! [`Mm::free_folio_run`] frees the folios of a slice in order and leaves the machine in the
 //! state that calling [`Mm::free_folio`] on each of them in the same order leaves it in, to the

@@ -1,5 +1,5 @@
 //! The allocator's view of gfp flags: the ALLOC_* flags of mm/internal.h derived from them
-//! (`kernel-model.md` §4.1). [`Gfp`] itself lives in the vocabulary crate (`fraglab_types::gfp`)
+//! (docs/model §4.1). [`Gfp`] itself lives in the vocabulary crate (`fraglab_types::gfp`)
 //! so that specs can name gfp masks without linking the model.
 
 pub use fraglab_types::gfp::Gfp;

@@ -1,4 +1,4 @@
-//! Anonymous THP and mTHP faults (`kernel-model.md` §11): the fault-time gfp of every
+//! Anonymous THP and mTHP faults (docs/model §11): the fault-time gfp of every
 //! `transparent_hugepage/defrag` value (`vma_thp_gfp_mask`), the PMD-order first attempt with
 //! __GFP_THISNODE|__GFP_NORETRY then the full one, the mTHP order ladder of the per-size
 //! `enabled` knobs, the order-0 fallback, and the counters thp_fault_alloc / thp_fault_fallback
@@ -18,7 +18,8 @@
 //! order-0 pages. The state per folio is kept only for folios that need it: the flags
 //! `Folio::deferred`, `partially_mapped`, `pmd_split`, and a [`SubpageMap`] (the mapped and
 //! the written subpages) for a partially unmapped folio, or for every PMD THP while
-//! `thp_underused` can be true. Simplified: one queue per node (no memcgs); a written subpage
+//! `thp_underused` can be true. Simplified: one queue for the whole machine, scanned by every
+//! node's shrinker (the kernel keeps one per node and per memcg); a written subpage
 //! is taken as non-zero and a never-written one as zero-filled; the owner of the mapping
 //! tells the model which subpages it wrote ([`Mm::anon_folio_written`]).
 

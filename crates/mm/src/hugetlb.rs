@@ -1,5 +1,5 @@
 //! The default-size (2 MiB) hugetlb pool and its runtime resizing through `vm.nr_hugepages`
-//! (`kernel-model.md` §28). Models mm/hugetlb.c `set_max_huge_pages`, `alloc_pool_huge_folio`,
+//! (docs/model §28). Models mm/hugetlb.c `set_max_huge_pages`, `alloc_pool_huge_folio`,
 //! `alloc_buddy_hugetlb_folio`, `prep_and_add_allocated_folios`, `remove_pool_hugetlb_folio`
 //! and `update_and_free_pages_bulk`, with include/linux/hugetlb.h `htlb_alloc_mask`.
 //!
@@ -7,8 +7,9 @@
 //! through the real allocator (`alloc_pages` with its slow path, §28.2); compaction never takes
 //! it as a migration source (§28.2 item 7).
 //!
-//! Simplified: one node, so `next_nid_to_alloc` and the `node_alloc_noretry` mask never change
-//! anything (on a single node the first failure ends the write, §28.1 item 4); no surplus pages,
+//! Simplified: the pool grows on one node, the caller's (node 0 at boot), with __GFP_THISNODE;
+//! the kernel goes round-robin over the allowed nodes (`next_nid_to_alloc`, the
+//! `node_alloc_noretry` mask; on one node the first failure ends the write, §28.1 item 4); no surplus pages,
 //! no reservations and no hugetlbfs mappings, so every pool page is free (`HugePages_Free` =
 //! `HugePages_Total`) and a shrink always reaches its target; no pending signals; gigantic
 //! hstates are not modelled.

@@ -1,4 +1,4 @@
-//! kcompactd (`kernel-model.md` §9.11–§9.12, §26): `wakeup_kcompactd`, `kcompactd_node_suitable`,
+//! kcompactd (docs/model §9.11–§9.12, §26): `wakeup_kcompactd`, `kcompactd_node_suitable`,
 //! `kcompactd_do_work`, the thread's loop and the proactive check. Models the kcompactd part of
 //! mm/compaction.c of Linux 6.18; `compact_node` (shared with /proc/sys/vm/compact_memory) and the
 //! fragmentation scores stay in `compaction.rs`.
@@ -63,7 +63,7 @@ impl Mm {
     /// the recorded order and zone; a suitable node emits mm_compaction_wakeup_kcompactd (the
     /// order and zone passed in) and wakes the thread. Returns whether it woke it. A successful
     /// wake-up ends a proactive back-off: the loop resets its timeout after the work.
-    /// Simplified: one node; with a thread the timer's expiry marks it awake at once (the kernel
+    /// Simplified: with a thread the timer's expiry marks it awake at once (the kernel
     /// does when the woken task runs `finish_wait`).
     pub fn wakeup_kcompactd(&mut self, nid: u32, order: u32, highest_zoneidx: usize) -> bool {
         let n = nid as usize;

@@ -1,4 +1,4 @@
-//! kswapd (`kernel-model.md` §10.1–§10.2, §8 D6–D7): `wakeup_kswapd`, the thread's loop
+//! kswapd (docs/model §10.1–§10.2, §8 D6–D7): `wakeup_kswapd`, the thread's loop
 //! (`kswapd`, `kswapd_try_to_sleep`, `prepare_kswapd_sleep`), `balance_pgdat` with boost
 //! accounting and `kswapd_shrink_node`, and the hand-off to kcompactd. Models mm/vmscan.c.
 //!
@@ -11,7 +11,7 @@
 //! to sleep with nothing else happening in between (the timeless runner's semantics).
 //!
 //! Simplifications: kswapd frees to CPU 0's PCP lists; no freezer, no pfmemalloc waiters, no
-//! memcg soft limit, no buffer_heads_over_limit, no cache-trim-mode restart; the vmstat
+//! memcg soft limit, no buffer_heads_over_limit; the vmstat
 //! threshold switch (`set_pgdat_percpu_threshold`) does not arise (counters are exact).
 
 use crate::gfp::Gfp;

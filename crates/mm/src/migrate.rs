@@ -1,4 +1,4 @@
-//! `migrate_pages` for folios of any order, as compaction uses it (`kernel-model.md` §13), with
+//! `migrate_pages` for folios of any order, as compaction uses it (docs/model §13), with
 //! the per-folio outcomes, passes and accounting of §25 (`migrate_pages`, `migrate_pages_batch`,
 //! `migrate_pages_sync`, `migrate_folio_unmap`, `migrate_folio_move`, `move_to_new_folio`).
 //!
@@ -6,8 +6,8 @@
 //! filesystem; `pinned` (a GUP pin: no workload sets it yet, the flag carries the rule);
 //! `dirty`; PG_writeback from the flusher's submission to the device's completion
 //! (`writeback.rs`); `io_locked` (a read in flight: never set, the model's reads complete
-//! within the reader's step); `unevictable`. Folios are otherwise never locked, and the model
-//! has no partially mapped large folios (#0 of §25.1 is not produced), no buffer-head state
+//! within the reader's step); `unevictable`. Folios are otherwise never locked; a partially
+//! mapped anon THP (#0 of §25.1) is split before it migrates (§31.3 item 7); no buffer-head state
 //! but the block-device page cache's journal pin (#8/#8b: a buffer is locked only for its I/O,
 //! i.e. under writeback, which #4 handles first; a journalled bdev buffer's reference makes
 //! `buffer_migrate_folio_norefs` fail with −EAGAIN, §33.1 item 6, `bdev.rs`), no inaccessible mappings (#6), no PTEs that survive unmapping (#5) and no
@@ -248,7 +248,7 @@ impl Mm {
     /// buffers, which `try_to_free_buffers` keeps (`buffer_busy`). Measured on the live 6.18
     /// kernel (docs/snapshot-compact.md): each `compact_memory` whose failing folio's flags were
     /// read ended its Normal zone CONTENDED at a dirty ext4 large folio with PG_private.
-    /// kernel-model.md §13.3 says a failed split ends the call but not when a split fails.
+    /// docs/model §13.3 says a failed split ends the call but not when a split fails.
     /// Simplified: XFS/iomap folios split when dirty — a folio dirtied by whole-folio writes
     /// carries no `iomap_folio_state` (`__iomap_write_begin` skips it), so
     /// `filemap_release_folio` has nothing to release; a partially written one (which has it,

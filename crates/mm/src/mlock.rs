@@ -1,4 +1,4 @@
-//! mlock and the unevictable LRU (`kernel-model.md` §29.1; mm/mlock.c, mm/swap.c `lru_add`,
+//! mlock and the unevictable LRU (docs/model §29.1; mm/mlock.c, mm/swap.c `lru_add`,
 //! mm/internal.h `folio_evictable`), and what migration does to an mlocked folio (§29.2.3).
 //!
 //! A folio of a VM_LOCKED mapping gets PG_mlocked (`mlock_folio`, `mlock_new_folio`: NR_MLOCK

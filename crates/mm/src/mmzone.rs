@@ -1,4 +1,4 @@
-//! Zones, pageblocks, per-page state and the buddy free lists (`kernel-model.md` §1.1–§1.4).
+//! Zones, pageblocks, per-page state and the buddy free lists (docs/model §1.1–§1.4).
 //!
 //! Models include/linux/mmzone.h and include/linux/pageblock-flags.h. The per-page state is kept
 //! as dense arrays (struct of arrays): one state byte and two u32 link words (side by side) per page, so a
@@ -54,10 +54,10 @@ pub const PG_REPORTED: u8 = 0x80;
 /// Each page has two u32 link words, `a` and `b`, kept side by side in one array (`links`), so
 /// that an intrusive-list operation, which reads or writes both words of a page, touches one
 /// host cache line per page instead of two. `a`/`b` are the list links (next/prev) of Buddy
-/// heads (the kernel's `page->buddy_list`, kernel-model.md §1.4.1); Pcp heads do not use them
+/// heads (the kernel's `page->buddy_list`, docs/model §1.4.1); Pcp heads do not use them
 /// (NIL: a PCP list is a ring buffer of pfns, [`PcpList`]); for Allocated heads `a` is the
 /// owner id given by the caller (folio id) and `b` the migratetype the chunk was allocated
-/// with (what page_owner records, kernel-model.md §30.4; read it with
+/// with (what page_owner records, docs/model §30.4; read it with
 /// [`PageArray::alloc_migratetype`]).
 #[derive(Clone, Debug)]
 pub struct PageArray {
@@ -260,7 +260,7 @@ pub fn pcp_allowed_order(order: u32) -> bool {
 pub const PCPF_PREV_FREE_HIGH_ORDER: u8 = 1;
 pub const PCPF_FREE_HIGH_BATCH: u8 = 2;
 
-/// One per-CPU page list, `pcp->lists[pindex]` (`kernel-model.md` §2.1): the chunk heads on
+/// One per-CPU page list, `pcp->lists[pindex]` (docs/model §2.1): the chunk heads on
 /// it, head first.
 ///
 /// The kernel links them through `page->pcp_list`; the model keeps them in a ring buffer of

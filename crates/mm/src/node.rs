@@ -1,7 +1,7 @@
 //! The node (`pglist_data`) and the model's top-level state: zones, per-page state, pageblock
 //! bits, tunables, counters, trace buffer and the wake-ups handed to whoever owns the clock.
 //!
-//! Boot-time setup follows `kernel-model.md` §1.1–§1.2 (memory map), §2.2 (PCP sizes), §3.1–§3.2
+//! Boot-time setup follows docs/model §1.1–§1.2 (memory map), §2.2 (PCP sizes), §3.1–§3.2
 //! (watermarks, lowmem reserve).
 
 use crate::mmzone::*;

@@ -1,4 +1,4 @@
-//! NUMA nodes (kernel-model.md §1.1 with the node-aware paths of Linux 6.18): the node
+//! NUMA nodes (docs/model §1.1 with the node-aware paths of Linux 6.18): the node
 //! distances, each node's fallback zonelist (`build_zonelists`, `find_next_best_node`), memory
 //! policies (`mm/mempolicy.c`: local, preferred, bind, interleave), the per-zone `numa_*`
 //! events (`zone_statistics`), and `vm.zone_reclaim_mode`'s test of whether a zone may be
@@ -8,7 +8,7 @@
 //! zones from the highest down, as before nodes were modelled, and every result is unchanged.
 //!
 //! Simplified, and said so: the distance table is the ACPI SLIT default (10 to itself, 20 to
-//! every other node) unless a spec gives one; automatic NUMA balancing (task and page
+//! every other node; no spec key changes it); automatic NUMA balancing (task and page
 //! migration between nodes, `numa_pte_updates`/`numa_hint_faults`/`numa_pages_migrated`) is not
 //! modelled, so `numa_*` balancing counters stay 0; cpusets are not modelled (a task's
 //! nodemask comes from its memory policy only); an interleave policy takes nodes round-robin

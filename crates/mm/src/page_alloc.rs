@@ -1,7 +1,7 @@
 //! The page allocator's policy: rmqueue and the 6.15+ fallback modes, claim and steal,
 //! watermark boosting, watermarks and lowmem reserves, PCP refill/free/drain, high-atomic
 //! reserves, `get_page_from_freelist` and the allocation entry point
-//! (`kernel-model.md` §2–§6, §8 rows D1–D4). Models mm/page_alloc.c of Linux 6.18.
+//! (docs/model §2–§6, §8 rows D1–D4). Models mm/page_alloc.c of Linux 6.18.
 
 use crate::gfp::{AllocFlags, Gfp};
 use crate::mmzone::*;

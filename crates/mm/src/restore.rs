@@ -1,4 +1,4 @@
-//! Booting in a given state (issue 21 item 2, kernel-model.md §30.5): [`Mm::from_restore`] does
+//! Booting in a given state (issue 21 item 2, docs/model §30.5): [`Mm::from_restore`] does
 //! what [`Mm::from_config`] does — min_free_kbytes, watermarks, lowmem reserves, PCP sizes, the
 //! compaction scanners' cached positions — but lays out the memory map from a [`Restore`]:
 //! reserved pages and holes where the machine had them, every pageblock's migratetype, free

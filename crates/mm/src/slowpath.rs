@@ -1,4 +1,4 @@
-//! The allocation slow path, `__alloc_pages_slowpath` (`kernel-model.md` §7, §8 rows D3, D5,
+//! The allocation slow path, `__alloc_pages_slowpath` (docs/model §7, §8 rows D3, D5,
 //! D6): kswapd wake-ups, the min-watermark retry, initial async compaction for costly and
 //! non-movable requests, direct reclaim with the unreserve + `drain_all_pages` retry, direct
 //! compaction with priority escalation, `should_reclaim_retry`, `should_compact_retry`, the

@@ -1,4 +1,4 @@
-//! An optional swap device (`kernel-model.md` §10.3.6, §19.1 item 10): a number of slots, and
+//! An optional swap device (docs/model §10.3.6, §19.1 item 10): a number of slots, and
 //! which content (folio token) occupies how many of them. Without one (the reference machine
 //! has no swap) anonymous memory is not reclaimable.
 //!

@@ -1,4 +1,4 @@
-//! The LRU lists of the classic (non-MGLRU) reclaim model (`kernel-model.md` §10.3): one lruvec
+//! The LRU lists of the classic (non-MGLRU) reclaim model (docs/model §10.3): one lruvec
 //! for the single node (no memcg, §19.1 item 3), five lists of folios, and the isolation and
 //! putback primitives compaction and reclaim share. Models parts of mm/vmscan.c and mm/swap.c.
 //!
@@ -1262,7 +1262,7 @@ impl Mm {
     }
 
     /// Whether a task dirtying page cache now must wait (`balance_dirty_pages`,
-    /// mm/page-writeback.c; kernel-model.md §25.4): its limit test (`balance_domain_limits` →
+    /// mm/page-writeback.c; docs/model §25.4): its limit test (`balance_domain_limits` →
     /// `domain_dirty_avail(dtc, true)`) counts NR_FILE_DIRTY **plus NR_WRITEBACK** against the
     /// throttling threshold of [`Mm::dirty_thresholds`] — only the background test
     /// (`domain_over_bg_thresh`) leaves the pages under writeback out. So writers cannot
@@ -1414,9 +1414,14 @@ impl Mm {
     /// the node holds no more unmapped page cache and reclaimable slab than its floors
     /// (FULL), the allocation may not block, or the node has CPUs and is not `cpu`'s (NOSCAN),
     /// `shrink_node` at priority 4 down to 0 until 2^order pages are reclaimed, with
-    /// `may_unmap` and `may_writepage` from the mode's bits; counts zone_reclaim_success or
+    /// `may_unmap` from the mode's bit 4; counts zone_reclaim_success or
     /// zone_reclaim_failed. The node's reclaim lock (PGDAT_RECLAIM_LOCKED) is never contended:
     /// one operation runs at a time.
+    ///
+    /// Simplified: bit 2 (RECLAIM_WRITE, the kernel's `may_writepage`) is not read. Reclaim
+    /// writes no page-cache folio in either, but the kernel's node reclaim without the bit
+    /// also keeps dirty anonymous folios instead of swapping them (`shrink_folio_list`), while
+    /// the model's swaps them when swap has room (on a machine without swap they are the same).
     pub fn node_reclaim(&mut self, nid: u32, cpu: u32, gfp: crate::gfp::Gfp, order: u32) -> NodeReclaim {
         use crate::vmstat::Stat;
         let nr_pages = 1u64 << order;

@@ -1,6 +1,6 @@
 //! Event counters and gauges under their /proc/vmstat names, and renderers for /proc/buddyinfo,
-//! /proc/pagetypeinfo, /proc/zoneinfo and /proc/vmstat (`kernel-model.md` §14, §16), byte-compatible
-//! with `shared/reference/samples/`.
+//! /proc/pagetypeinfo, /proc/zoneinfo and /proc/vmstat (docs/model §14, §16), byte-compatible
+//! with the reference machine's own output (tests/data).
 //!
 //! The renderers take plain views (filled by `Mm::zone_views`), so they can be tested against the
 //! samples without a model behind them.
@@ -287,8 +287,8 @@ pub fn render_vmstat(zones: &[ZoneView], stats: &[u64; NR_STATS]) -> String {
 mod tests {
     use super::*;
 
-    /// Verbatim copies of the reference machine's /proc files (`shared/reference/samples/`,
-    /// vendored: tests/data/README.md).
+    /// Verbatim copies of the reference machine's /proc files (vendored:
+    /// tests/data/README.md).
     const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
 
     fn sample(name: &str) -> String {

@@ -1,5 +1,5 @@
-//! The /proc/vmstat items of the S2 build, in kernel order (`kernel-model.md` §14, §16.3).
-//! Generated from `shared/reference/samples/vmstat.txt` (192 lines; the trailing literal
+//! The /proc/vmstat items of the S2 build, in kernel order (docs/model §14, §16.3).
+//! Generated from the reference machine's /proc/vmstat (tests/data/vmstat.txt, 192 lines; the trailing literal
 //! `nr_unstable 0` is printed by the renderer, not stored).
 
 /// One /proc/vmstat item. The variant names are the kernel's item names.

@@ -1,4 +1,4 @@
-//! Refault detection (`kernel-model.md` §10.3.8; mm/workingset.c, classic LRU): evicted folios
+//! Refault detection (docs/model §10.3.8; mm/workingset.c, classic LRU): evicted folios
 //! leave a shadow entry recording the node's "non-resident age" at eviction and whether the
 //! folio was part of the workingset (PG_workingset); a folio brought back where a shadow is finds
 //! the refault distance, and is activated when that distance fits in the workingset

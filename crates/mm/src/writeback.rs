@@ -1,5 +1,5 @@
 //! Writeback takes time: PG_writeback from the flusher's submission to the I/O's completion
-//! (`kernel-model.md` §25.4, §19.1 item 9; mm/page-writeback.c `folio_clear_dirty_for_io`,
+//! (docs/model §25.4, §19.1 item 9; mm/page-writeback.c `folio_clear_dirty_for_io`,
 //! `__folio_start_writeback`, `__folio_end_writeback`).
 //!
 //! The flusher (the sim's `PageCacheFlusher` and kbuild's object-file `Flusher`, through

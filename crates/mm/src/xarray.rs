@@ -1,4 +1,4 @@
-//! A dense, xarray-like index (`struct xarray`, lib/xarray.c; kernel-model.md §12 for the page
+//! A dense, xarray-like index (`struct xarray`, lib/xarray.c; docs/model §12 for the page
 //! cache it holds, §10.3 item 8 for the workingset shadow entries): per key (a page-cache
 //! mapping), a radix tree of 64-slot nodes (`XA_CHUNK_SHIFT` = 6, as the kernel's `xa_node`)
 //! from page index to a 64-bit entry, each entry covering a range of consecutive indices.
@@ -26,7 +26,7 @@
 //! indices), not by the largest index: one entry at a 64 TiB offset costs 6 nodes.
 //!
 //! One mark per pointer entry, as the kernel's `XA_MARK_0` (the page cache's
-//! `PAGECACHE_TAG_DIRTY`, include/linux/fs.h; kernel-model.md §12 for the page cache, §19.1
+//! `PAGECACHE_TAG_DIRTY`, include/linux/fs.h; docs/model §12 for the page cache, §19.1
 //! item 9 and §25.4 for the writeback that reads it): leaf: the entry starting at the slot is
 //! marked; interior: the child's subtree holds a marked entry (the kernel's `node->marks[0]`,
 //! propagated up by `node_set_mark`/`node_clear_mark`). [`XArray::iter_marked`] visits the

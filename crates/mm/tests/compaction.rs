@@ -1,4 +1,4 @@
-//! Compaction scenarios (kernel-model.md §9, §13) and the folio_mode behaviours of seed 000.
+//! Compaction scenarios (docs/model §9, §13) and the folio_mode behaviours of seed 000.
 
 use fraglab_mm::compaction::{CompactPriority, CompactResult, FolioMode};
 use fraglab_mm::folio::{FolioId, FolioKind};

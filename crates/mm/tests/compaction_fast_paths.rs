@@ -1,4 +1,4 @@
-//! Compaction's fast paths and limits (kernel-model.md §24): the shared fail counter and scan
+//! Compaction's fast paths and limits (docs/model §24): the shared fail counter and scan
 //! limit, `fast_find_migrateblock`, `fast_isolate_freepages`, `too_many_isolated` and the
 //! skip-bit table. One test per rule, named after its section.
 

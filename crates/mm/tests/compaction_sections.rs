@@ -1,4 +1,4 @@
-//! One test per compaction rule of kernel-model.md §9 and §13, named after its section.
+//! One test per compaction rule of docs/model §9 and §13, named after its section.
 
 mod common;
 

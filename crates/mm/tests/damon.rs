@@ -1,4 +1,4 @@
-//! DAMON-based reclaim (kernel-model.md §27): the kdamond's pageout scheme on paddr regions.
+//! DAMON-based reclaim (docs/model §27): the kdamond's pageout scheme on paddr regions.
 
 mod common;
 

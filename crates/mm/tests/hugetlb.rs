@@ -1,4 +1,4 @@
-//! Runtime hugetlb allocation through `vm.nr_hugepages` (kernel-model.md §28.1–§28.2):
+//! Runtime hugetlb allocation through `vm.nr_hugepages` (docs/model §28.1–§28.2):
 //! `Mm::set_max_huge_pages`.
 
 mod common;

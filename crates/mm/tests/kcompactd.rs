@@ -1,4 +1,4 @@
-//! kcompactd's wake-ups, loop and back-off: one test per rule of kernel-model.md §26 (and
+//! kcompactd's wake-ups, loop and back-off: one test per rule of docs/model §26 (and
 //! §9.11–§9.12), named after its section.
 
 mod common;

@@ -1,4 +1,4 @@
-//! kswapd (kernel-model.md §10.1–§10.2) and its hand-off to kcompactd (§9.11.3), with the
+//! kswapd (docs/model §10.1–§10.2) and its hand-off to kcompactd (§9.11.3), with the
 //! defrag_mode stages of §8 (D6, D7).
 
 mod common;

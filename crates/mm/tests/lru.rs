@@ -1,4 +1,4 @@
-//! The LRU lists (kernel-model.md §10.3).
+//! The LRU lists (docs/model §10.3).
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Migration failures in compaction (kernel-model.md §25, §13, §9.6.3): the per-folio outcomes
+//! Migration failures in compaction (docs/model §25, §13, §9.6.3): the per-folio outcomes
 //! by mode and caller, the isolation filters, the passes' work, `pgmigrate_fail`, and the
 //! writeback timeline (`writeback.rs`) that puts folios under writeback.
 

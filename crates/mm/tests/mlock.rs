@@ -1,4 +1,4 @@
-//! mlock and compaction (kernel-model.md §29): PG_mlocked/PG_unevictable, the nr_mlock and
+//! mlock and compaction (docs/model §29): PG_mlocked/PG_unevictable, the nr_mlock and
 //! nr_unevictable gauges, the unevictable_pgs_* events, reclaim and `zone_reclaimable_pages`
 //! leaving unevictable folios alone, and `vm.compact_unevictable_allowed` gating compaction.
 

@@ -1,5 +1,5 @@
 //! The allocator paths that put pages of one mobility into a pageblock of another
-//! (docs/pageblock-mixing.md; kernel-model.md §1.7, §2.1, §5.1, §6.3, §8). Each test builds the
+//! (docs/pageblock-mixing.md; docs/model §1.7, §2.1, §5.1, §6.3, §8). Each test builds the
 //! state through the public API and checks what the kernel does: which page an allocation gets,
 //! the block's type afterwards, and the migratetype the page was allocated with (the model's
 //! stand-in for page_owner, from which the census counts a block as mixed).

@@ -1,4 +1,4 @@
-//! Readahead window sizing and the large-folio order ramp (kernel-model.md §23, §12.2):
+//! Readahead window sizing and the large-folio order ramp (docs/model §23, §12.2):
 //! the §23.6 table rows, the per-request ceiling `io_pages` (§23.2), the synchronous and
 //! asynchronous rules (§23.3, §23.4), `page_cache_ra_order`'s clamp and first error (§23.5),
 //! and the other entry points (faults, forced readahead).

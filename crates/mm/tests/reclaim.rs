@@ -1,4 +1,4 @@
-//! Reclaim (kernel-model.md §10): swap and anonymous reclaim, get_scan_count, refaults, slab
+//! Reclaim (docs/model §10): swap and anonymous reclaim, get_scan_count, refaults, slab
 //! shrinking, compaction_ready in direct reclaim, and the vmscan tracepoints.
 
 mod common;

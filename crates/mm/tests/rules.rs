@@ -1,4 +1,4 @@
-//! One test per decision rule of `kernel-model.md` §1–§6 (and the §21 sanity figures), named
+//! One test per decision rule of docs/model §1–§6 (and the §21 sanity figures), named
 //! after the section it checks. Each test builds a precise state through the public API
 //! (small machines, explicit allocate/free sequences), performs the operation under test and
 //! asserts what the kernel would do: block types, free-list contents and order (head first),

@@ -1,5 +1,5 @@
 //! Scenario tests without a clock (issue 4, item 7): on fragmented machines, the work each
-//! policy performs is the work kernel-model.md predicts — THP faults under every defrag value
+//! policy performs is the work docs/model predicts — THP faults under every defrag value
 //! (§11.2), and defrag_mode's refusal to pollute MOVABLE blocks (§8, §7.4 "Consequences").
 
 mod common;

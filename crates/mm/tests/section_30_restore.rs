@@ -1,4 +1,4 @@
-//! kernel-model.md §30.3–§30.5: booting in a reconstructed state (`Mm::from_restore`). A
+//! docs/model §30.3–§30.5: booting in a reconstructed state (`Mm::from_restore`). A
 //! hand-made state on one DMA32 zone: reserved pages and a hole, blocks of every type, free
 //! chunks of many orders, folios of every kind. After boot the rendered /proc files show
 //! exactly the blocks, free chunks and folios given, and debug-vm's invariants hold.

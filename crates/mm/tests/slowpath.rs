@@ -1,4 +1,4 @@
-//! The allocation slow path (kernel-model.md §7.4–§7.7, §8 D5): what each kind of request does.
+//! The allocation slow path (docs/model §7.4–§7.7, §8 D5): what each kind of request does.
 
 mod common;
 

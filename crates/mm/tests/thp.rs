@@ -1,4 +1,4 @@
-//! THP and mTHP faults (kernel-model.md §11.2, §11.3): on a fragmented machine, a fault under
+//! THP and mTHP faults (docs/model §11.2, §11.3): on a fragmented machine, a fault under
 //! each defrag value does the work §11.2 predicts.
 
 mod common;

@@ -1,5 +1,5 @@
 //! Anonymous mappings as a workload sees them: a VMA of `nr_pages` pages, populated by page
-//! faults (`do_anonymous_fault_upto`, kernel-model.md §11.3), with the page tables the faults
+//! faults (`do_anonymous_fault_upto`, docs/model §11.3), with the page tables the faults
 //! imply, and unmapped or MADV_DONTNEED'd in part.
 //!
 //! Model: the VMA starts PMD-aligned; each 2 MiB region has a bitmap of populated pages, the
@@ -9,7 +9,7 @@
 //! aligned range around the address is wholly empty and inside the VMA (PMD only for a whole,
 //! empty 2 MiB region).
 //!
-//! Partial unmapping (kernel-model.md §31): MADV_DONTNEED of part of a large folio unmaps its
+//! Partial unmapping (docs/model §31): MADV_DONTNEED of part of a large folio unmaps its
 //! pages in the range and leaves the folio whole and allocated (`Mm::zap_anon_folio`: the PMD
 //! split, the deferred split queue); the region keeps the folio among its `partial` entries
 //! with the pages still mapped, and frees it whole when the last of them goes. The pages of
@@ -405,7 +405,7 @@ pub struct AnonVma {
     regions: Vec<Region>,
     /// Pages currently populated.
     pub rss: u64,
-    /// VM_LOCKED (mlock(2) or MAP_LOCKED, kernel-model.md §29.1.2): its folios are mlocked,
+    /// VM_LOCKED (mlock(2) or MAP_LOCKED, docs/model §29.1.2): its folios are mlocked,
     /// new faults included (`mlock_new_folio`).
     pub locked: bool,
     /// `fault_run`'s buffer of new folios (host-side only, reused).

@@ -205,7 +205,7 @@ pub fn mm_config_with(spec: &Spec, machine: MachineConfig) -> MmConfig {
     cfg
 }
 
-/// `[damon]` (kernel-model.md §27): the kdamond's configuration, the preset's values overridden
+/// `[damon]` (docs/model §27): the kdamond's configuration, the preset's values overridden
 /// by the keys given; `None` when the table is absent or `enabled = false`. Timed runs start it
 /// (`Engine::start_kdamond`); the timeless engine has no clock and ignores it.
 pub fn damon_config(spec: &Spec) -> Option<DamonConfig> {
@@ -286,7 +286,7 @@ pub fn unread_knobs(spec: &Spec) -> Vec<&str> {
 }
 
 /// `[machine] hugetlb_pages`: fills the hugetlb pool at boot as `echo N >
-/// /proc/sys/vm/nr_hugepages` does ([`Mm::set_max_huge_pages`], kernel-model.md §28.1), so the
+/// /proc/sys/vm/nr_hugepages` does ([`Mm::set_max_huge_pages`], docs/model §28.1), so the
 /// pool's allocations count in `htlb_buddy_alloc_success` as on the kernel. Simplified: on a
 /// machine that has just booted every request is served from the free lists, so the pool takes
 /// whichever free pageblocks the allocator hands out first; a pool filled on a running machine

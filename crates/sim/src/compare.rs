@@ -1,5 +1,5 @@
 //! `fraglab compare`: the per-sample figures of run results, their summary statistics, Welch's
-//! t-test against the baseline, and the table in the field's formats (published-results.md §5).
+//! t-test against the baseline, and the table in the field's formats (the field's formats).
 //!
 //! The rows, their samples and the summary statistics are the result schema's
 //! (`fraglab_spec::result::rows`, shared with `fraglab run`'s printed rows); this file adds the

@@ -1,8 +1,7 @@
 //! The cost model: what each unit of work the mm model reports costs in simulated time.
 //!
 //! Every constant is a named field in nanoseconds (architecture.md "Determinism and time"). The
-//! defaults are the figures of `shared/reference/live-kernel-notes.md` ("Reference cost
-//! measurements", one Linux 6.18 VM) and measurements on this project's machine
+//! defaults are reference cost measurements on one Linux 6.18 VM and measurements on this project's machine
 //! (`tools/measure/`); `docs/costs.md` says how each one was measured, or why it could not be.
 //! A spec may override any of them.
 
@@ -290,7 +289,7 @@ impl CostModel {
             + self.drain_wait(w.drain_ipis as u64, w.drained_pages)
     }
 
-    /// The device time of the reads that `st` sums (`filemap_read`, kernel-model.md §12.2,
+    /// The device time of the reads that `st` sums (`filemap_read`, docs/model §12.2,
     /// §23): every readahead call that added folios (`page_cache_sync_ra` or
     /// `page_cache_async_ra`, mm/readahead.c `read_pages` submits its window as one request)
     /// is one request of `read_req_ns`, and every page it brought in costs `read_page_ns`

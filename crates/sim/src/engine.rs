@@ -899,7 +899,7 @@ impl Engine {
     /// Runs events until virtual time `until` (events at `until` included) or until `done`
     /// says so (checked after every event). Returns the time reached. With `check_every` set,
     /// the invariants are checked after every `check_every`-th task step (`CONFIG_DEBUG_VM`'s
-    /// `VM_BUG_ON`s, kernel-model.md's debug-vm checker: [`Mm::check_invariants`]); the first
+    /// `VM_BUG_ON`s, docs/model's debug-vm checker: [`Mm::check_invariants`]); the first
     /// violation stops the run and is kept in `violation`.
     pub fn run(&mut self, until: u64, mut done: impl FnMut(&Engine) -> bool) -> u64 {
         let mut checked_at = self.steps;
@@ -1024,7 +1024,7 @@ impl Engine {
         !self.kswapd.contains(&i) && !self.kcompactd.contains(&i) && !self.tasks[i].daemon
     }
 
-    /// Starts the model's kdamond (`[damon]`, kernel-model.md §27) now: a kernel thread (pid 62,
+    /// Starts the model's kdamond (`[damon]`, docs/model §27) now: a kernel thread (pid 62,
     /// not waited for by `workload_done`) that runs one sample interval of
     /// [`fraglab_mm::damon::Kdamond::step`] per step and sleeps the interval it returns. Created
     /// only when DAMON is on, after the workload's tasks, so runs without it keep their task

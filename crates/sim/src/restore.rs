@@ -1,4 +1,4 @@
-//! `[machine] snapshot` (issue 21 item 2, kernel-model.md §30.5): a snapshot file read,
+//! `[machine] snapshot` (issue 21 item 2, docs/model §30.5): a snapshot file read,
 //! reconstructed (`fraglab_state::reconstruct`), turned into the model's [`Restore`] and booted
 //! with [`Mm::from_restore`].
 //!
@@ -134,7 +134,7 @@ pub fn reported_heads(pages: &[u8], rec: &Reconstruction) -> Vec<u32> {
 }
 
 /// The regions and ages of the kernel's kdamond a snapshot recorded (`SnapshotHeader::damon`,
-/// kernel-model.md §27.2 item 3) as the model's kdamond starts with them
+/// docs/model §27.2 item 3) as the model's kdamond starts with them
 /// ([`fraglab_mm::damon::DamonConfig::start`]): physical byte ranges to pfns, every target's
 /// in address order. Empty when the snapshot has none (files from before, a machine without a
 /// kdamond, a capture that could not read them): the booted kdamond then starts cold.

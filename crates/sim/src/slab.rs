@@ -1,5 +1,5 @@
 //! Slab caches as a workload sees them: kernel objects packed into slab pages, a page freed
-//! only when its last object is (SLUB's partial slabs; kernel-model.md §16 lists slab pages as
+//! only when its last object is (SLUB's partial slabs; docs/model §16 lists slab pages as
 //! unmovable or reclaimable order-0..3 allocations). This is what pins reclaimable and
 //! unmovable pages in place long after most of their objects are gone, and what the kbuild
 //! generator's dentries, inodes and per-process kernel objects allocate from.
@@ -9,7 +9,7 @@
 //! mm's slab shrinker — the owner frees objects (the kbuild dentry cache trims itself, oldest
 //! first). A cache made with [`SlabCache::shrinkable`] stands for a cache of unused objects on
 //! a shrinker's LRU (the dcache and inode caches of closed files: `super_cache_scan` →
-//! `prune_dcache_sb`/`prune_icache_sb`, kernel-model.md §19.1 item 8): each of its slab pages is
+//! `prune_dcache_sb`/`prune_icache_sb`, docs/model §19.1 item 8): each of its slab pages is
 //! declared to the mm's shrinker when it is taken ([`Mm::set_slab_shrinkable`]), so reclaim
 //! frees its pages oldest first, as the shrinkers free unused objects from the cold end of their
 //! LRUs. Simplified: the shrinker frees a whole slab page at a time (the kernel frees objects,

@@ -82,7 +82,7 @@ pub fn pageblock_snapshot(mm: &Mm, t_ns: u64) -> PageblockMap {
 
 /// One time-series sample. Its `blocks_by_type` is the sum over zones of the blocks
 /// /proc/pagetypeinfo's "Number of blocks type" prints (`Mm::blocks_by_type`,
-/// `pagetypeinfo_showblockcount_print`, kernel-model.md §16.2 item 4): present, online blocks
+/// `pagetypeinfo_showblockcount_print`, docs/model §16.2 item 4): present, online blocks
 /// only, not those of zone holes or offline memory.
 pub fn sample(mm: &Mm, t_ns: u64) -> Sample {
     let mut free_by_order = vec![0u64; NR_PAGE_ORDERS];

@@ -1,6 +1,6 @@
 //! The timed run: a spec's `[workload]` on the discrete-event engine, producing a
 //! [`RunResult`] (the JSON schema of `fraglab_spec::result`, whose mmtests-style rows of
-//! `shared/reference/published-results.md` §5.1 are `fraglab_spec::result::rows`).
+//! the seeds' published tables are `fraglab_spec::result::rows`).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -610,7 +610,7 @@ fn reporting_work(e: &Engine) -> Vec<(&'static str, u64)> {
     ]
 }
 
-/// With ext4 metadata in the block device's page cache (kernel-model.md §33, mm's `bdev.rs`):
+/// With ext4 metadata in the block device's page cache (docs/model §33, mm's `bdev.rs`):
 /// the bdev folios allocated UNMOVABLE and MOVABLE over the run, those cached at its end, the
 /// cold inode-table reads, jbd2's commits and the `buffer_head` slab pages at the end. Nothing
 /// for a run without an ext4 filesystem.

@@ -390,7 +390,7 @@ impl OpRunner<'_> {
     }
 
     /// `nr_hugepages`: `echo count > /proc/sys/vm/nr_hugepages` (`set_max_huge_pages`,
-    /// kernel-model.md §28.1) on CPU 0; logs the pool before and after, the counters as
+    /// docs/model §28.1) on CPU 0; logs the pool before and after, the counters as
     /// /proc/vmstat shows them and the slow-path work of the write's allocations.
     fn nr_hugepages(&mut self, i: usize, count: u64) {
         use fraglab_mm::slowpath::MeasureWork;
@@ -636,7 +636,7 @@ pub fn stats_with_zone_items(mm: &Mm) -> [u64; fraglab_mm::vmstat::NR_STATS] {
 
 /// One pageblock (from `start`, clipped to its zone `z_start..z_end`) from a walk of its pages:
 /// free and in-use pages, and mixed when an allocated chunk in it was allocated with another
-/// migratetype than the block's (page_owner's view, kernel-model.md §30.4), or is an LRU page
+/// migratetype than the block's (page_owner's view, docs/model §30.4), or is an LRU page
 /// in an Unmovable or Reclaimable block whatever it was allocated as — the block-device page
 /// cache of §33 is allocated UNMOVABLE, and a census by content (/proc/kpageflags, §30.2;
 /// the timed engine's `snapshot::pageblock_snapshot`) sees an LRU page next to the block's

@@ -19,7 +19,7 @@
 //! is the sum of the episode's `mm_vmscan_lru_shrink_inactive` `nr_scanned`. Episodes are ordered
 //! by their start; an episode still open at the end of the trace has status `unfinished`.
 //!
-//! **DAMON.** `damon:damos_before_apply` (a scheme applied to a region, kernel-model.md §27.2
+//! **DAMON.** `damon:damos_before_apply` (a scheme applied to a region, docs/model §27.2
 //! item 6) and `vmscan:mm_vmscan_reclaim_pages` (what `reclaim_pages` did with the folios that
 //! passed the filters; a task `kdamond*` is DAMON's, others, such as MADV_PAGEOUT, count as
 //! `reclaim_pages_other_*`) are summed per side — regions applied, bytes of region span

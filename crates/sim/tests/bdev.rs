@@ -158,7 +158,7 @@ fn s33_small_file_workload_on_a_small_machine_mixes_unmovable_blocks() {
 
 /// The census by content, on both sides: a kpageflags snapshot whose Unmovable block holds
 /// slab and page-cache (LRU) pages is mixed in the reconstruction's census (the kernel side,
-/// kernel-model.md §30.2: slab + LRU), and the simulator booted from it counts the same block
+/// docs/model §30.2: slab + LRU), and the simulator booted from it counts the same block
 /// mixed in its samples and lower-cases it in its pageblock map.
 #[test]
 fn s33_unmovable_block_with_lru_pages_is_mixed_in_both_censuses() {

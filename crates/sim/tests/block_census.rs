@@ -1,6 +1,6 @@
 //! The pageblock census of the result (issue 32 item 1): a timed run's samples, its pageblock
 //! maps and replay's end-state rows count the blocks /proc/pagetypeinfo's "Number of blocks
-//! type" counts (`pagetypeinfo_showblockcount_print`, kernel-model.md §16.2 item 4): present,
+//! type" counts (`pagetypeinfo_showblockcount_print`, docs/model §16.2 item 4): present,
 //! online blocks, not the blocks of zone holes or of offline memory.
 
 use std::collections::BTreeMap;

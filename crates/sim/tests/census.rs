@@ -1,5 +1,5 @@
 //! The page-cache census (issue 19 item 1): `Mm::filemap_census` and the `census` task step,
-//! whose figures the host reads through /proc/kpageflags (kernel-model.md §30.2). The folio
+//! whose figures the host reads through /proc/kpageflags (docs/model §30.2). The folio
 //! sizes themselves follow readahead (§12.2) and the mapping's folio orders (§12.1).
 
 use fraglab_mm::filemap::{Mapping, ReadaheadState};

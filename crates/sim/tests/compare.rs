@@ -1,4 +1,4 @@
-//! `fraglab compare`'s statistics and derived rows (published-results.md §5.1, §5.2).
+//! `fraglab compare`'s statistics and derived rows (mmtests' vmstat rows and compare columns).
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! The cost model's read device (`crates/sim/src/cost.rs` `read_device`, `read_wait`;
 //! docs/costs.md `read_req_ns`, `read_page_ns`): a cold read's throughput comes from the
-//! requests readahead issues (kernel-model.md §12.2, §23.3).
+//! requests readahead issues (docs/model §12.2, §23.3).
 
 use fraglab_mm::filemap::ReadStats;
 use fraglab_sim::cost::CostModel;

@@ -1,4 +1,4 @@
-//! `[damon]` in a timed run (kernel-model.md §27.3–§27.4): S2's scheme frees idle page cache
+//! `[damon]` in a timed run (docs/model §27.3–§27.4): S2's scheme frees idle page cache
 //! once its regions have aged 60 s; without the table nothing changes.
 
 use fraglab_sim::timed::run_workload;

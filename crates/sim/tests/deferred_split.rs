@@ -1,4 +1,4 @@
-//! Partial unmapping of PMD-mapped anonymous THPs and the deferred split (kernel-model.md §31),
+//! Partial unmapping of PMD-mapped anonymous THPs and the deferred split (docs/model §31),
 //! through the workload's mappings (`AnonVma`) and through a timed run of the §31.5
 //! transhuge-stress loop.
 

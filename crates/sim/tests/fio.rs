@@ -1,4 +1,4 @@
-//! The fio small-file generator (`[[workload.fio_smallfiles]]`, published-results.md §5.4).
+//! The fio small-file generator (`[[workload.fio_smallfiles]]`, mmtests' thpchallenge).
 
 use fraglab_sim::timed::run_workload;
 use fraglab_spec::result::RunResult;
@@ -28,7 +28,7 @@ fn creates_and_deletes_small_files_in_a_ring() {
         "slab pages {slab}, at most {most}"
     );
     // nr_file_pages also counts the block device's page cache that the files' ext4 metadata
-    // takes (kernel-model.md §33.1 item 2: page cache like any other; the inode tables,
+    // takes (docs/model §33.1 item 2: page cache like any other; the inode tables,
     // directory blocks, bitmaps and journal blocks, `sim_work`'s `bdev_pages_end`), which the
     // ring does not bound.
     let data = d["nr_file_pages"] - r.sim_work["bdev_pages_end"] as i64;

@@ -1,4 +1,4 @@
-//! The hugetlb pool (kernel-model.md §28): `[machine] hugetlb_pages` filled at boot as
+//! The hugetlb pool (docs/model §28): `[machine] hugetlb_pages` filled at boot as
 //! `vm.nr_hugepages` is, the `nr_hugepages` op of a timeless run and the `nr_hugepages` task step
 //! of a timed run.
 

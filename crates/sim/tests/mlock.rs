@@ -1,4 +1,4 @@
-//! mlock in task programs (kernel-model.md §29.1): `locked = true` on mmap (MAP_LOCKED), the
+//! mlock in task programs (docs/model §29.1): `locked = true` on mmap (MAP_LOCKED), the
 //! `mlock` and `munlock` steps, and munmap of a locked mapping.
 
 fn run(steps: &str) -> fraglab_spec::result::RunResult {

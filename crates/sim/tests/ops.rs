@@ -194,7 +194,7 @@ fn machine_swap_and_swappiness_reach_the_model() {
     assert_eq!(mm.tun.swappiness, 100);
 }
 
-/// kernel-model.md §26: the `mode` of the kcompactd ops. A `kcompactd` op on a fresh machine
+/// docs/model §26: the `mode` of the kcompactd ops. A `kcompactd` op on a fresh machine
 /// (order 9 already available, so no zone is suitable) runs `kcompactd_do_work` with "force" but
 /// only records the order with "wake"; `proactive_compact` "tick" ends kcompactd's 500 ms wait on
 /// its first tick, and "force" skips the node-score check (each zone still stops at low).

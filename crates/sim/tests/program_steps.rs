@@ -6,7 +6,7 @@ use fraglab_spec::result::RunResult;
 
 /// Runs a one-task workload of `steps` on a 512 MiB machine (`machine` adds [machine] keys),
 /// stopped at 1 s: a final long sleep keeps what the task holds in the result's deltas. The
-/// files' ext4 metadata (kernel-model.md §33: block-device page cache and its buffer heads,
+/// files' ext4 metadata (docs/model §33: block-device page cache and its buffer heads,
 /// tests/bdev.rs) is off, so that the deltas are the steps' own pages;
 /// `files_and_slab_steps_with_their_metadata` runs with it.
 fn run(machine: &str, steps: &str) -> RunResult {
@@ -107,7 +107,7 @@ fn files_create_read_delete() {
     );
 }
 
-/// `mapping` per file set (kernel-model.md §23.5, §23.7): with read_ahead_kb 8192 a 64 MiB
+/// `mapping` per file set (docs/model §23.5, §23.7): with read_ahead_kb 8192 a 64 MiB
 /// file read whole reaches order-9 folios in a large-folio mapping, none in a
 /// no_large_folios one.
 #[test]
@@ -124,7 +124,7 @@ fn files_mapping_kind() {
     assert_eq!(read("no_large_folios"), 0);
 }
 
-/// kernel-model.md §23.6 (generic_fadvise) and §23.3: RANDOM makes a 1-page miss read just
+/// docs/model §23.6 (generic_fadvise) and §23.3: RANDOM makes a 1-page miss read just
 /// that page (FMODE_RANDOM), where a normal file reads a 4-page initial window; SEQUENTIAL
 /// doubles ra_pages (a 64-page read from the start: a 64-page window whose marker at page 32
 /// brings a second 64 — 128 pages — where ra_pages 32 gives 32 + 32 + 32), NORMAL restores it.
@@ -179,7 +179,7 @@ fn s23_6_fadvise_willneed_dontneed() {
     assert_eq!(delta(&twice, "nr_file_pages"), 0);
 }
 
-/// kernel-model.md §23.1: read_ahead_kb is every file's ra_pages: a 128 KiB read at the start
+/// docs/model §23.1: read_ahead_kb is every file's ra_pages: a 128 KiB read at the start
 /// of a file gets a 32-page window whose marker (page 16) brings the next 32 with the default
 /// 128, and a 128-page window (init(32, 2048), marker at page 32) with 8192; 128 given
 /// explicitly is the default.

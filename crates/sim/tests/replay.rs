@@ -1,5 +1,5 @@
 //! `fraglab_sim::replay` (issue 21 item 5): a synthetic ftrace text stream replayed through the
-//! simulated allocator. kernel-model.md §15 gives the event formats; §6.3–§6.5 the fallbacks the
+//! simulated allocator. docs/model §15 gives the event formats; §6.3–§6.5 the fallbacks the
 //! report counts; §30 the recorded state the replay starts from.
 
 use std::path::{Path, PathBuf};
@@ -517,7 +517,7 @@ fn section_30_5_replay_from_snapshot_frees_boot_folios() {
     assert_eq!(r.columns[1].counts.as_ref().unwrap().unmatched_frees, 1);
 }
 
-/// A compaction line as the live 6.18 kernel printed it (kernel-model.md §15.2), which the
+/// A compaction line as the live 6.18 kernel printed it (docs/model §15.2), which the
 /// strict parser refuses (the range start has bit 63 set): read for its counts, not an error.
 #[test]
 fn section_15_replay_reads_the_kernels_odd_fast_isolate_line() {

@@ -1,4 +1,4 @@
-//! `[machine] snapshot` (issue 21 item 2, kernel-model.md §30.5): a spec boots in a
+//! `[machine] snapshot` (issue 21 item 2, docs/model §30.5): a spec boots in a
 //! reconstructed state and runs ops or a workload from there. The reconstruction here is
 //! hand-made (`fraglab_sim::restore::preload` puts it in the cache for a file), so the tests do
 //! not depend on the inference.

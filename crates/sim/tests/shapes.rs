@@ -133,7 +133,7 @@ fn check_costly_variant(v: &str, r: &[RunResult], base: &CostlyBase) {
 }
 
 /// Seed 002: direct compaction during the checkpoints nearly gone with every variant
-/// (published-results.md §3: the baseline's perf profile is direct compaction under
+/// (seed 002's published results: the baseline's perf profile is direct compaction under
 /// `iomap_get_folio`). On the experiment's miniature (`PGBENCH`), 2 seeds each.
 #[test]
 #[ignore = "full shape test (minutes): tools/full-tests.sh"]
@@ -182,8 +182,8 @@ const CLEAN_STAGES: [&str; 2] = ["\"nofragment_only\"", "\"kswapd_watermarks\""]
 
 /// The mixed pageblocks of each sample of `text`'s run (seed 1) with overrides `o`, without the
 /// files' ext4 metadata (`[model] fs_metadata = "off"`): seed 001's "clean" is about fallback
-/// pollution (published-results.md §1: "removed all pollution/steal fallbacks"), while the
-/// directory blocks and inode-table readahead of kernel-model.md §33 are LRU pages in
+/// pollution (seed 001's published results: "removed all pollution/steal fallbacks"), while the
+/// directory blocks and inode-table readahead of docs/model §33 are LRU pages in
 /// Unmovable blocks with no fallback at all, which the census by content counts as mixed under
 /// either defrag_mode (the kbuild's cold source lookups make ~20 such blocks here;
 /// tests/bdev.rs covers them).
@@ -215,7 +215,7 @@ fn check_pageblocks_clean(vanilla: &[u64], stages: &[(&str, Vec<u64>)]) {
 /// Seed 001, the mechanism: vanilla pollutes movable pageblocks (unmovable and reclaimable
 /// slab pages land in them through fallbacks, and mixed blocks accumulate over the builds),
 /// while `vm.defrag_mode` — already patch 3/5 alone — keeps every pageblock clean ("removed all
-/// pollution/steal fallbacks", published-results.md §1) but for the slow path's rare last
+/// pollution/steal fallbacks", seed 001's published results) but for the slow path's rare last
 /// resort.
 #[test]
 #[ignore = "full shape test (minutes): tools/full-tests.sh"]

@@ -1,4 +1,4 @@
-//! The vm-scalability generators (published-results.md §2): each case's defining behaviour,
+//! The vm-scalability generators (seed 000's published results): each case's defining behaviour,
 //! run through `fraglab run`'s path (`run_workload`) on a small machine.
 
 use fraglab_sim::timed::run_workload;

@@ -1,6 +1,6 @@
 //! docs/knobs.md, generated from the declarations: every kernel knob ([`crate::KNOBS`]) and
 //! model switch ([`crate::MODEL_SWITCHES`]) with what it changes in the model, its section of
-//! kernel-model.md and whether the model reads it, then the spec keys, ops and generators that
+//! docs/model and whether the model reads it, then the spec keys, ops and generators that
 //! exercise mechanisms directly. `cargo test -p fraglab-spec --test docs` fails when the file is
 //! stale; `FRAGLAB_BLESS=1` on that test (or `fraglab knobs --markdown > docs/knobs.md`)
 //! rewrites it.
@@ -114,7 +114,7 @@ const GENERATOR_ROWS: &[(&str, &str, &str)] = &[
     ),
     (
         "`[[workload.thpchallenge]]`",
-        "mmtests' THP fault benchmark (published-results.md §5.4); `start` delays the threads",
+        "mmtests' THP fault benchmark, thpchallenge; `start` delays the threads",
         "§11",
     ),
     (
@@ -194,7 +194,7 @@ pub fn knobs_markdown() -> String {
          \n\
          Every kernel knob a spec may set (`fraglab knobs` prints the same list with values and defaults)\n\
          and every model switch, with the kernel behaviour it models and the section of\n\
-         `../shared/reference/kernel-model.md` it follows. \"Read\" says whether this version of the model\n\
+         `docs/model/` it follows. \"Read\" says whether this version of the model\n\
          uses it; the others are accepted (and reported by `fraglab run` as not read yet) so that specs\n\
          written for the host engine stay valid.\n\
          \n\

@@ -187,7 +187,7 @@ pub(crate) const TOP: &[KeyDef] = &[
         "damon",
         KeyKind::Table("[damon]"),
         KeyDefault::Text("off"),
-        "the simulator's kdamond: one DAMOS pageout scheme over physical memory (kernel-model.md §27); timed runs only",
+        "the simulator's kdamond: one DAMOS pageout scheme over physical memory (docs/model §27); timed runs only",
     ),
     key(
         "cost",
@@ -244,7 +244,7 @@ pub(crate) const MACHINE: &[KeyDef] = &[
             range: "0..=1048576",
         },
         KeyDefault::Int(128),
-        "the block device's read_ahead_kb (every file's ra_pages = read_ahead_kb / 4, kernel-model.md §23.1); the host engine sets it only when given",
+        "the block device's read_ahead_kb (every file's ra_pages = read_ahead_kb / 4, docs/model §23.1); the host engine sets it only when given",
     ),
     key(
         "max_sectors_kb",
@@ -254,7 +254,7 @@ pub(crate) const MACHINE: &[KeyDef] = &[
             range: "4..=1048576",
         },
         KeyDefault::Int(128),
-        "the block device's max_sectors_kb (io_pages = max_sectors_kb / 4: a read larger than ra_pages may get a window of up to io_pages, forced readahead reads up to max(io_pages, ra_pages), kernel-model.md §23.1–§23.2); default 128, a new bdi's io_pages (32); the host engine records the device's value and does not set it",
+        "the block device's max_sectors_kb (io_pages = max_sectors_kb / 4: a read larger than ra_pages may get a window of up to io_pages, forced readahead reads up to max(io_pages, ra_pages), docs/model §23.1–§23.2); default 128, a new bdi's io_pages (32); the host engine records the device's value and does not set it",
     ),
     key(
         "page_reporting_order",
@@ -266,7 +266,7 @@ pub(crate) const MACHINE: &[KeyDef] = &[
         "snapshot",
         KeyKind::Str,
         KeyDefault::Text("none: a freshly booted machine"),
-        "boot in the state of a snapshot file (`fraglab host snapshot`), relative to the spec's directory: zones, free chunks, folios and pageblock types from the snapshot's reconstruction (kernel-model.md §30.5); not with memory, dma or [[machine.zone]]; cpus default to the snapshot's; a knob the spec does not set takes the snapshot's value, else the kernel default; hugetlb_pages, if given, resizes the snapshot's pool",
+        "boot in the state of a snapshot file (`fraglab host snapshot`), relative to the spec's directory: zones, free chunks, folios and pageblock types from the snapshot's reconstruction (docs/model §30.5); not with memory, dma or [[machine.zone]]; cpus default to the snapshot's; a knob the spec does not set takes the snapshot's value, else the kernel default; hugetlb_pages, if given, resizes the snapshot's pool",
     ),
 ];
 
@@ -357,7 +357,7 @@ pub(crate) const RUN: &[KeyDef] = &[
 
 /// `[host]`: what the host engine changes on the live machine beyond the knobs. Declared here
 /// and parsed like every key; the simulator reads only `loop_images`, for the filesystem of the
-/// task files' metadata (kernel-model.md §33; the model has no DAMON).
+/// task files' metadata (docs/model §33; the model has no DAMON).
 pub(crate) const HOST: &[KeyDef] = &[
     key(
         "damon",
@@ -383,7 +383,7 @@ const fn damon_int(name: &'static str, lo: i64, hi: i64, range: &'static str, do
     )
 }
 
-/// `[damon]` (kernel-model.md §27): the simulator's kdamond, named after DAMON's sysfs files
+/// `[damon]` (docs/model §27): the simulator's kdamond, named after DAMON's sysfs files
 /// (`/sys/kernel/mm/damon/admin/kdamonds/N/contexts/0/...`). The table switches it on; each key
 /// overrides its preset's value. The host engine ignores it.
 pub(crate) const DAMON: &[KeyDef] = &[
@@ -533,7 +533,7 @@ const NR_HUGEPAGES: KeyKind = KeyKind::Int {
 pub(crate) const OP_NR_HUGEPAGES: &[KeyDef] = &[action(
     "nr_hugepages",
     NR_HUGEPAGES,
-    "write this count to /proc/sys/vm/nr_hugepages: grow or shrink the 2 MiB hugetlb pool (kernel-model.md §28)",
+    "write this count to /proc/sys/vm/nr_hugepages: grow or shrink the 2 MiB hugetlb pool (docs/model §28)",
 )];
 /// `[[op]]` with `compact`.
 pub(crate) const OP_COMPACT: &[KeyDef] = &[
@@ -567,7 +567,7 @@ pub(crate) const OP_KCOMPACTD: &[KeyDef] = &[
         "mode",
         KeyKind::Form("force or wake"),
         KeyDefault::Str("force"),
-        "force: record the order and run kcompactd_do_work at once; wake: the kernel's wakeup_kcompactd, the loop runs only if it woke kcompactd (kernel-model.md §26.1)",
+        "force: record the order and run kcompactd_do_work at once; wake: the kernel's wakeup_kcompactd, the loop runs only if it woke kcompactd (docs/model §26.1)",
     ),
 ];
 /// `[[op]]` with `proactive_compact`.
@@ -581,7 +581,7 @@ pub(crate) const OP_PROACTIVE: &[KeyDef] = &[
         "mode",
         KeyKind::Form("timer, tick, trigger or force"),
         KeyDefault::Str("timer"),
-        "timer: kcompactd's wait times out now (a 32 s back-off is not honoured); tick: 500 ms pass, honouring the back-off; trigger: a compaction_proactiveness write; force: compact_node(proactive) regardless of the node score (kernel-model.md §26.2-§26.3)",
+        "timer: kcompactd's wait times out now (a 32 s back-off is not honoured); tick: 500 ms pass, honouring the back-off; trigger: a compaction_proactiveness write; force: compact_node(proactive) regardless of the node score (docs/model §26.2-§26.3)",
     ),
 ];
 /// `[[op]]` with `fault`.
@@ -954,7 +954,7 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
         boolean(
             "locked",
             false,
-            "MAP_LOCKED: populate and mlock the mapping at mmap (kernel-model.md §29.1.2)",
+            "MAP_LOCKED: populate and mlock the mapping at mmap (docs/model §29.1.2)",
         ),
     ],
     &[
@@ -1052,18 +1052,18 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
     &[action(
         "nr_hugepages",
         NR_HUGEPAGES,
-        "the 2 MiB hugetlb pool the workload asks for on top of the pool the machine holds (machine.hugetlb_pages, or --fit-memory's pool on the host): base + count is written to /proc/sys/vm/nr_hugepages, growing or shrinking the pool, and the pool minus the base is reported (kernel-model.md §28)",
+        "the 2 MiB hugetlb pool the workload asks for on top of the pool the machine holds (machine.hugetlb_pages, or --fit-memory's pool on the host): base + count is written to /proc/sys/vm/nr_hugepages, growing or shrinking the pool, and the pool minus the base is reported (docs/model §28)",
     )],
-    // mlock (H2, kernel-model.md §29).
+    // mlock (H2, docs/model §29).
     &[action(
         "mlock",
         VMA,
-        "mlock(2) the whole mapping: populate it (every page faulted) and mlock it (kernel-model.md §29.1)",
+        "mlock(2) the whole mapping: populate it (every page faulted) and mlock it (docs/model §29.1)",
     )],
     &[action(
         "munlock",
         VMA,
-        "munlock(2) the whole mapping (kernel-model.md §29.1.5)",
+        "munlock(2) the whole mapping (docs/model §29.1.5)",
     )],
     // Phases (issue 19).
     &[action(
@@ -1075,7 +1075,7 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
     &[action(
         "census",
         KeyKind::Form("the name of a file an earlier read or write step of the task names"),
-        "record the page-cache folio orders of this file now (pages and folios per order; /proc/kpageflags on the host, kernel-model.md §30.2)",
+        "record the page-cache folio orders of this file now (pages and folios per order; /proc/kpageflags on the host, docs/model §30.2)",
     )],
     // Issue 19 item 3 (H3): free, files, fadvise.
     &[
@@ -1139,7 +1139,7 @@ pub(crate) const STEPS: &[&[KeyDef]] = &[
             "advice",
             KeyKind::Form("dontneed, sequential, willneed, random or normal"),
             KeyDefault::Required("one of dontneed, sequential, willneed, random, normal"),
-            "POSIX_FADV_* (kernel-model.md §23.6)",
+            "POSIX_FADV_* (docs/model §23.6)",
         ),
         size("offset", 0, 0, "where the range starts"),
         key(

@@ -65,7 +65,7 @@ pub struct KnobDef {
     pub doc: &'static str,
     /// The kernel behaviour the model follows for it, for docs/knobs.md (function names).
     pub models: &'static str,
-    /// The section of kernel-model.md it follows.
+    /// The section of docs/model it follows.
     pub section: &'static str,
     /// Whether this version of the model reads it (`fraglab_sim::boot` builds the model's
     /// configuration from the ones it reads; a test there checks each declaration).

@@ -189,7 +189,7 @@ pub const COMPACT_PRIORITIES: &[(&str, CompactPriority)] = &[
     ("sync_full", CompactPriority::SyncFull),
 ];
 
-/// How a `kcompactd` op drives kcompactd (its `mode` key; kernel-model.md §26.1).
+/// How a `kcompactd` op drives kcompactd (its `mode` key; docs/model §26.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KcompactdMode {
     /// Record the order and run `kcompactd_do_work` at once, whether or not `wakeup_kcompactd`
@@ -205,7 +205,7 @@ pub enum KcompactdMode {
 pub const KCOMPACTD_MODES: &[(&str, KcompactdMode)] =
     &[("force", KcompactdMode::Force), ("wake", KcompactdMode::Wake)];
 
-/// How a `proactive_compact` op drives kcompactd (its `mode` key; kernel-model.md §26.2–§26.3).
+/// How a `proactive_compact` op drives kcompactd (its `mode` key; docs/model §26.2–§26.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProactiveMode {
     /// kcompactd's wait times out now, whatever is left of its timeout (a 32 s back-off is not
@@ -366,12 +366,12 @@ pub struct MachineSpec {
     /// `hugetlb_pages`: 2 MiB pages of the hugetlb pool (`vm.nr_hugepages`) reserved at boot,
     /// before the workload (default 0). The host engine reserves the same pool for the run.
     pub hugetlb_pages: u64,
-    /// `read_ahead_kb`: the block device's read-ahead in KiB (kernel-model.md §23.1); `None`
+    /// `read_ahead_kb`: the block device's read-ahead in KiB (docs/model §23.1); `None`
     /// when not given: the model uses the kernel's default for a new device (128), the host
     /// engine leaves the device as it is.
     pub read_ahead_kb: Option<u64>,
     /// `max_sectors_kb`: the block device's largest request in KiB, whose quarter is the bdi's
-    /// `io_pages` (kernel-model.md §23.1 item 2, §23.2); `None` when not given: the model uses
+    /// `io_pages` (docs/model §23.1 item 2, §23.2); `None` when not given: the model uses
     /// a new bdi's `io_pages` (32, i.e. 128 KiB). The host engine does not set it.
     pub max_sectors_kb: Option<u64>,
     /// `page_reporting_order`: a free page reporting device (virtio-balloon) that reports free
@@ -468,11 +468,11 @@ pub struct HostSpec {
     pub damon_off: bool,
     /// `loop_images = true`: task files go on loop-mounted ext4/xfs images the run makes
     /// (default false: files in the run's directory). The simulator reads it too: which
-    /// filesystem keeps a file set's metadata (`[model] fs_metadata`, kernel-model.md §33).
+    /// filesystem keeps a file set's metadata (`[model] fs_metadata`, docs/model §33).
     pub loop_images: bool,
 }
 
-/// `[damon]` (kernel-model.md §27): the simulator's kdamond. The values given override the
+/// `[damon]` (docs/model §27): the simulator's kdamond. The values given override the
 /// preset's; the simulator's boot resolves them (`fraglab_sim::boot::damon_config`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DamonSpec {
@@ -607,7 +607,7 @@ pub enum Op {
     },
     /// Write `count` to /proc/sys/vm/nr_hugepages: the 2 MiB hugetlb pool grows one page at a
     /// time through the allocator until it holds `count` pages or an allocation fails, or
-    /// shrinks to `count` (kernel-model.md §28.1).
+    /// shrinks to `count` (docs/model §28.1).
     NrHugepages { line: usize, count: u64 },
     /// Free page reporting's pending pass, now (§32.2): a timeless run has no
     /// clock for the 2 s delayed work, so passes run only when this op asks.

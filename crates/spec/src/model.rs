@@ -23,7 +23,7 @@ pub struct ModelSwitchDef {
     pub doc: &'static str,
     /// What it changes in the model, for docs/knobs.md (longer than `doc`).
     pub models: &'static str,
-    /// The section of kernel-model.md it follows (or where the behaviour was checked).
+    /// The section of docs/model it follows (or where the behaviour was checked).
     pub section: &'static str,
     /// Which runs read it: `yes`, or `yes (timed runs)` and the like.
     pub read: &'static str,
@@ -111,7 +111,7 @@ model_switches! {
         read "yes";
     /// `defrag_stage`: which of seed 001's patches `vm.defrag_mode = 1` turns on.
     defrag_stage: DefragStage = "kswapd_watermarks",
-        doc "What vm.defrag_mode = 1 turns on, by the stages of Weiner's 2025 series (kernel-model.md \
+        doc "What vm.defrag_mode = 1 turns on, by the stages of Weiner's 2025 series (docs/model \
               §8): vanilla = nothing, nofragment_only = patch 3/5 (D1-D5), kswapd_assist = patch 4/5 \
               (adds D6), kswapd_watermarks = patch 5/5, what 6.18 ships (adds D7-D10)",
         models "what `vm.defrag_mode = 1` turns on, by seed 001's patches: `vanilla` (nothing), \
@@ -122,7 +122,7 @@ model_switches! {
     /// `costly_order_policy`: the page-cache costly-order policy of the 2026 thread.
     costly_order_policy: CostlyOrderPolicy = "baseline",
         doc "The page-cache costly-order policy of the 2026 thread \"iomap: avoid compaction for \
-              costly folio order allocation\" (kernel-model.md §12.5; the issue calls it \
+              costly folio order allocation\" (docs/model §12.5; the issue calls it \
               pagecache.costly_order_policy): baseline = 6.18, v1_iomap, v2_filemap_costly, \
               v3_filemap_opportunistic, v4_kcompactd_background (system-wide, in the page allocator)",
         models "the 2026 thread's policies for costly-order page-cache folios (the issue's \
@@ -154,7 +154,7 @@ model_switches! {
           file with entries beyond 64, shadow-only nodes bounded as `count_shadow_nodes` without \
           memcg; `true` or `false` (default `false`: the probe's measurements did not settle \
           whether it brings the model closer, experiments/defrag-mode/README.md)",
-        section "not in kernel-model.md (checked against `/proc/slabinfo` here: `radix_tree_node` \
+        section "not in docs/model (checked against `/proc/slabinfo` here: `radix_tree_node` \
           objsize 584, 14 objects per slab, 2 pages per slab)",
         read "yes";
     /// `sched`: how the timed engine's CPUs pick tasks (sim's `engine::Sched`).
@@ -170,7 +170,7 @@ model_switches! {
           kcompactd run as soon as the current step ends and get a fair share of the CPU when they \
           stay runnable). Steps are never preempted; a CPU out of work takes a task waiting on \
           another CPU's queue (idle balancing), and a task moves when it wakes",
-        section "not in kernel-model.md (the scheduler is outside mm; `SLEEPER_CREDIT_NS` 3 ms is \
+        section "not in docs/model (the scheduler is outside mm; `SLEEPER_CREDIT_NS` 3 ms is \
           EEVDF's base slice on 4 CPUs, 0.75 ms × (1 + log2 4), rounded)",
         read "yes (timed runs)";
     /// `fs_metadata`: which files' filesystem metadata the generators keep in the block

@@ -152,7 +152,7 @@ pub struct ScaleResult {
     pub vmstat_delta_scaled_up: BTreeMap<String, i64>,
 }
 
-/// How well a snapshot's reconstruction matches what the kernel printed (kernel-model.md §30.5;
+/// How well a snapshot's reconstruction matches what the kernel printed (docs/model §30.5;
 /// `fraglab_state::reconstruct::MatchReport`, copied here because the result schema does not
 /// link the state crate).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -17,7 +17,7 @@ pub struct WorkloadSpec {
 }
 
 /// `[[workload.fio_smallfiles]]`: mmtests' fio background for thpchallenge ("inefficiently
-/// creating many small files", published-results.md §5.4): `jobs` writers each create files of
+/// creating many small files", mmtests' thpchallenge): `jobs` writers each create files of
 /// `file_size` in turn (a dentry and an inode, then a buffered write), deleting the oldest so
 /// that all files together stay at `working_set` (default 1.5 × memory) — slab and page cache
 /// allocated interleaved, the page cache reclaimed as it goes.
@@ -33,7 +33,7 @@ pub struct FioSmallFilesParams {
     pub runtime_ns: Option<u64>,
 }
 
-/// The vm-scalability cases seed 000 measured (published-results.md §2).
+/// The vm-scalability cases seed 000 measured (seed 000's published results).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VmScalabilityCase {
     /// `usemem -n N --readonly --unit 40KiB SIZE/N`: many small anonymous VMAs, read-only
@@ -89,7 +89,7 @@ pub struct VmScalabilityParams {
     pub mapping: crate::MappingKind,
 }
 
-/// `[[workload.pgbench]]`: seed 002's pgbench simple-update (published-results.md §3).
+/// `[[workload.pgbench]]`: seed 002's pgbench simple-update (seed 002's published results).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PgbenchParams {
     pub line: usize,
@@ -113,7 +113,7 @@ pub struct PgbenchParams {
     pub duration_ns: u64,
 }
 
-/// `[[workload.thpchallenge]]`: mmtests' THP fault benchmark (published-results.md §5.4):
+/// `[[workload.thpchallenge]]`: mmtests' THP fault benchmark (mmtests' thpchallenge):
 /// `threads` threads each map `size` and fault it in 2 MiB steps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThpChallengeParams {
@@ -165,7 +165,7 @@ pub struct ThpBurstParams {
     pub start_ns: u64,
     /// `MADV_HUGEPAGE` on the burst's region (default true): under THP `defrag = madvise`
     /// the faults may then reclaim and compact directly; without it they take a THP only
-    /// from the free lists (`vma_thp_gfp_mask`, kernel-model.md §11.2).
+    /// from the free lists (`vma_thp_gfp_mask`, docs/model §11.2).
     pub madvised: bool,
     /// `numa_node` and `mempolicy`: where the tasks run and allocate.
     pub numa: fraglab_types::numa::NumaBind,
@@ -270,7 +270,7 @@ pub struct TaskParams {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TaskStep {
     /// An anonymous mapping named `vma` of `size_bytes`, MADV_HUGEPAGE if `madvise`;
-    /// MAP_LOCKED if `locked` (populated and mlocked at mmap, kernel-model.md §29.1.2).
+    /// MAP_LOCKED if `locked` (populated and mlocked at mmap, docs/model §29.1.2).
     Mmap {
         vma: String,
         size_bytes: u64,
@@ -334,12 +334,12 @@ pub enum TaskStep {
     },
     CompactMemory,
     DropCaches,
-    /// Write `count` to /proc/sys/vm/nr_hugepages (the 2 MiB hugetlb pool, kernel-model.md
+    /// Write `count` to /proc/sys/vm/nr_hugepages (the 2 MiB hugetlb pool, docs/model
     /// §28.1): the pool grows until it holds `count` pages or an allocation fails, or shrinks.
     NrHugepages {
         count: u64,
     },
-    // mlock (H2, kernel-model.md §29).
+    // mlock (H2, docs/model §29).
     /// mlock(2) of the whole of `vma`: VM_LOCKED, every page populated (faulted like a
     /// touch) and mlocked (§29.1.2). Later faults in the mapping are mlocked too; munmap
     /// munlocks (§29.1.5).
@@ -355,7 +355,7 @@ pub enum TaskStep {
     Measure,
     // H5: the page-cache census (issue 19 item 1).
     /// Record the page-cache folio order distribution of `file` now (pages and folios per order
-    /// 0..=10, kernel-model.md §30.2 on the host, the page cache's index in the simulator) into
+    /// 0..=10, docs/model §30.2 on the host, the page cache's index in the simulator) into
     /// the result's `census`.
     Census {
         file: String,
@@ -427,7 +427,7 @@ impl FilesOp {
     }
 }
 
-/// `POSIX_FADV_*` (mm/fadvise.c `generic_fadvise`, kernel-model.md §23.6).
+/// `POSIX_FADV_*` (mm/fadvise.c `generic_fadvise`, docs/model §23.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fadvice {
     Normal,

@@ -1663,7 +1663,7 @@ fn machine_hugetlb_pages_out_of_range() {
     );
 }
 
-/// `nr_hugepages` (op and task step, kernel-model.md §28.1): a count 0..=2^30, nothing else.
+/// `nr_hugepages` (op and task step, docs/model §28.1): a count 0..=2^30, nothing else.
 #[test]
 fn s28_1_nr_hugepages_errors() {
     check(
@@ -1768,7 +1768,7 @@ fn phases_after_and_measure_errors() {
         "a step has exactly one action, and this one already has measure",
     );
 }
-/// `census` task step (issue 19 item 1, kernel-model.md §30.2): a file an earlier read or write
+/// `census` task step (issue 19 item 1, docs/model §30.2): a file an earlier read or write
 /// step of the same task names, nothing else.
 #[test]
 fn s30_2_census_errors() {
@@ -1960,7 +1960,7 @@ fn h3_free_files_fadvise_mapping_errors() {
     );
 }
 
-/// Issue 20 item 4 (kernel-model.md §26): the `mode` of `kcompactd` and `proactive_compact`.
+/// Issue 20 item 4 (docs/model §26): the `mode` of `kcompactd` and `proactive_compact`.
 #[test]
 fn section_26_op_mode_errors_and_defaults() {
     use fraglab_spec::Op;
@@ -2020,7 +2020,7 @@ fn section_26_op_mode_errors_and_defaults() {
     );
 }
 
-/// `[damon]` (kernel-model.md §27): a bad preset, range, order or filter names its key and line.
+/// `[damon]` (docs/model §27): a bad preset, range, order or filter names its key and line.
 #[test]
 fn section_27_damon_keys_bad_values() {
     check(

@@ -1090,7 +1090,7 @@ steps = [{ read = "data", length = 4096 }, { write = "log", length = 4096 }]
     assert_eq!(s.machine.read_ahead_kb, None);
 }
 
-/// `[damon]` (kernel-model.md §27): off without the table; the table switches it on with its
+/// `[damon]` (docs/model §27): off without the table; the table switches it on with its
 /// preset (default damon_reclaim), keys given override it.
 #[test]
 fn section_27_damon_table() {

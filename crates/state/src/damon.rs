@@ -1,4 +1,4 @@
-//! A live kdamond's monitoring regions as a snapshot carries them (kernel-model.md §27.2 item
+//! A live kdamond's monitoring regions as a snapshot carries them (docs/model §27.2 item
 //! 3: every region's range, its accesses in the last aggregation and its age), and the reading
 //! of the `damon:damon_aggregated` lines they are taken from.
 //!

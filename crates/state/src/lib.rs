@@ -5,14 +5,14 @@
 //!   then tagged sections, each compressed (deflate) and checksummed, read in bounded chunks.
 //!   Every error names the file and the byte offset (`StateError`).
 //! - [`page`]: one byte per pfn, the page's class as /proc/kpageflags and /proc/kpagecount show
-//!   it (kernel-model.md §30.2), and [`page::classify`].
+//!   it (docs/model §30.2), and [`page::classify`].
 //! - [`snapshot`]: a snapshot of a machine's physical memory: the per-pfn bytes and the /proc
 //!   texts and knobs read around them (§30.1, §30.5 item 6).
 //! - [`reconstruct`]: the initial state inferred from a snapshot (§30.3–§30.5): zones, free
 //!   chunks at their orders, folios of their kinds, pageblock types fitted to pagetypeinfo, and
 //!   how well the result matches the captured tables.
 //! - [`damon`]: a live kdamond's monitoring regions and ages, as a snapshot carries them
-//!   (kernel-model.md §27.2 item 3), read from `damon:damon_aggregated` lines.
+//!   (docs/model §27.2 item 3), read from `damon:damon_aggregated` lines.
 //! - [`trace`]: a recorded tracepoint stream (ftrace text lines, streamed) with the snapshot
 //!   taken at its start.
 //!

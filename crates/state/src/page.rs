@@ -1,5 +1,5 @@
 //! One byte per pfn: what /proc/kpageflags (and /proc/kpagecount) say a page is, in the terms the
-//! reconstruction needs (kernel-model.md §30.2, §30.5 item 3).
+//! reconstruction needs (docs/model §30.2, §30.5 item 3).
 //!
 //! ```text
 //! bits 0..=3  class (PageClass)

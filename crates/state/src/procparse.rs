@@ -1,4 +1,4 @@
-//! Parsers of the /proc texts a snapshot keeps (kernel-model.md §30.1, §30.4; formats of
+//! Parsers of the /proc texts a snapshot keeps (docs/model §30.1, §30.4; formats of
 //! mm/vmstat.c `zoneinfo_show_print`, `frag_show_print`, `pagetypeinfo_showfree_print`,
 //! `pagetypeinfo_showblockcount_print`, kernel/resource.c for /proc/iomem and
 //! mm/page_owner.c `print_page_owner` for /sys/kernel/debug/page_owner), per zone.
@@ -333,7 +333,7 @@ fn clip(line: &str) -> String {
 }
 
 /// Why a machine whose /proc files read `zoneinfo` and `pagetypeinfo` is not fit to snapshot
-/// and boot from, or None if it is: its memory map is not fully initialised (kernel-model.md
+/// and boot from, or None if it is: its memory map is not fully initialised (docs/model
 /// §30.5 item 1: the geometry comes from zoneinfo; §16.2 item 4: what pagetypeinfo counts).
 ///
 /// With deferred struct page init (CONFIG_DEFERRED_STRUCT_PAGE_INIT; `deferred_init=lazy` on

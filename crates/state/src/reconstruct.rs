@@ -1,4 +1,4 @@
-//! The initial state inferred from a snapshot (kernel-model.md §30.3–§30.5): what the simulator
+//! The initial state inferred from a snapshot (docs/model §30.3–§30.5): what the simulator
 //! boots from (`[machine] snapshot`).
 //!
 //! INTERFACE (issue 21): the types below are the contract between the inference (this file) and
@@ -264,7 +264,7 @@ fn push_range(v: &mut Vec<[u64; 2]>, p: u64) {
     }
 }
 
-/// Infers the initial state from a snapshot (kernel-model.md §30.3–§30.5), in thirteen stages,
+/// Infers the initial state from a snapshot (docs/model §30.3–§30.5), in thirteen stages,
 /// each a function of its own:
 ///
 /// 1. [`check_geometry`] (§30.5 item 1): the page bytes cover `end_pfn`, every byte has a
@@ -1533,7 +1533,7 @@ impl MatchReport {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "snapshot reconstruction (kernel-model.md §30.5), fitted to the /proc read {} the pfn read",
+            "snapshot reconstruction (docs/model §30.5), fitted to the /proc read {} the pfn read",
             self.fitted_to
         );
         let _ = writeln!(s, "  {:<28} {:>10} {:>14}", "blocks", "captured", "reconstructed");

@@ -1,4 +1,4 @@
-//! A snapshot of a machine's physical memory (issue 21 item 1, kernel-model.md §30): one
+//! A snapshot of a machine's physical memory (issue 21 item 1, docs/model §30): one
 //! [`page`](crate::page) byte per pfn from pfn 0 to `end_pfn`, and the /proc texts, knobs and
 //! confounders read around it.
 //!
@@ -94,7 +94,7 @@ pub struct SnapshotHeader {
     /// existed lack it: which chunks were reported is unknown).
     #[serde(default)]
     pub reported_bits: bool,
-    /// The running kdamond's regions and their ages when the pages were read (kernel-model.md
+    /// The running kdamond's regions and their ages when the pages were read (docs/model
     /// §27.2 item 3), so that a booted model's kdamond starts where the kernel's was; `None`
     /// in files written before it existed, and when the capture did not ask for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -402,7 +402,7 @@ pub struct Snapshot {
     pub pages: Vec<u8>,
     /// PG_dirty or PG_writeback of page-cache pages (`File` and `Shmem` classes), one bit per
     /// pfn (bit `pfn % 8` of byte `pfn / 8`); empty when the snapshot has none (all clean).
-    /// The page byte has no bit left for it (kernel-model.md §30.2: tail pages carry the
+    /// The page byte has no bit left for it (docs/model §30.2: tail pages carry the
     /// head's flags, so the head's bit is the folio's).
     pub dirty: Vec<u8>,
 }

@@ -1,4 +1,4 @@
-//! The reconstruction of an initial state from a snapshot (kernel-model.md §30.3–§30.5), on the
+//! The reconstruction of an initial state from a snapshot (docs/model §30.3–§30.5), on the
 //! committed S2 fixture (tests/data/s2-snapshot.fsnap, see tests/data/README.md) and on
 //! hand-made snapshots.
 

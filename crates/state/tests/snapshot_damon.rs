@@ -1,4 +1,4 @@
-//! The snapshot header's kdamond regions (kernel-model.md §27.2 item 3): written and read
+//! The snapshot header's kdamond regions (docs/model §27.2 item 3): written and read
 //! back; files written before the field existed still load, without it.
 
 use std::path::Path;

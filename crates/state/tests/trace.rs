@@ -1,6 +1,6 @@
 //! The trace file (issue 21 item 4): round trips with and without an embedded snapshot, plain
 //! ftrace text, many lines across sections, truncated and corrupt files (errors naming the file
-//! and the byte offset), and the ftrace line helpers (kernel-model.md §15 line layout).
+//! and the byte offset), and the ftrace line helpers (docs/model §15 line layout).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

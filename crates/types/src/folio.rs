@@ -1,4 +1,4 @@
-//! Folio ids and owner kinds (`kernel-model.md` §19.2 item 10). The folio table itself is the
+//! Folio ids and owner kinds (docs/model §19.2 item 10). The folio table itself is the
 //! model's (`fraglab_mm::folio`).
 
 use crate::gfp::Gfp;
@@ -7,7 +7,7 @@ use crate::page::MigrateType;
 /// A folio's stable identity.
 pub type FolioId = u32;
 
-/// Who owns the memory (`kernel-model.md` §19.2 item 10): anonymous and page-cache folios are
+/// Who owns the memory (docs/model §19.2 item 10): anonymous and page-cache folios are
 /// on the LRU and movable; slab, page tables and other kernel memory are neither.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FolioKind {

@@ -1,5 +1,5 @@
 //! GFP flags under their kernel names, and what the allocator derives from them
-//! (`kernel-model.md` §4.1, §1.3, §1.1.5). Bit numbers are those of the S2 build
+//! (docs/model §4.1, §1.3, §1.1.5). Bit numbers are those of the S2 build
 //! (KASAN_HW_TAGS and LOCKDEP off, so `__GFP_NO_OBJ_EXT` is bit 24): include/linux/gfp_types.h.
 
 use crate::page::{MigrateType, ZoneType};

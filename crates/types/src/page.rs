@@ -1,5 +1,5 @@
 //! Pages, pfns, orders, migratetypes and zones: the basic types and constants of the model
-//! (`kernel-model.md` §0.3, §1.1–§1.3).
+//! (docs/model §0.3, §1.1–§1.3).
 
 /// A page frame number. 32 bits cover 16 TiB of 4 KiB pages (architecture.md, "Data structures").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

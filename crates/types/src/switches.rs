@@ -5,7 +5,7 @@
 
 word_enum! {
     /// `[model] folio_mode`: the large-folio compaction behaviours of Zi Yan's series "Enable >0
-    /// order folio memory compaction" (seed 000, `kernel-model.md` §9.8.5, §13.7, §18.1).
+    /// order folio memory compaction" (seed 000, docs/model §9.8.5, §13.7, §18.1).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub enum FolioMode {
         /// Before the series (≤ 6.8): large folios are not isolated; free chunks are handed out
@@ -25,7 +25,7 @@ word_enum! {
 
 word_enum! {
     /// `[model] defrag_stage`: the stages of Weiner's defrag_mode series (seed 001,
-    /// `kernel-model.md` §8): which rows of the §8 table `vm.defrag_mode = 1` turns on.
+    /// docs/model §8): which rows of the §8 table `vm.defrag_mode = 1` turns on.
     /// `KswapdWatermarks` is what 6.18 ships.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
     pub enum DefragStage {
@@ -45,7 +45,7 @@ word_enum! {
 word_enum! {
     /// `[model] costly_order_policy`: the policy for costly-order page-cache folio allocations:
     /// the 6.18 baseline and the four variants of the 2026 thread "iomap: avoid compaction for
-    /// costly folio order allocation" (`kernel-model.md` §12.4, §12.5).
+    /// costly folio order allocation" (docs/model §12.4, §12.5).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub enum CostlyOrderPolicy {
         /// 6.18: every order above the mapping minimum is tried with NORETRY|NOWARN (§12.3).
@@ -94,7 +94,7 @@ word_enum! {
 
 word_enum! {
     /// `[model] fs_metadata`: the filesystem whose metadata the workload generators keep in the
-    /// block device's page cache for files that are not on a loop image (`kernel-model.md`
+    /// block device's page cache for files that are not on a loop image (docs/model
     /// §33): the run directory's. With `[host] loop_images` a file set is on the image of its
     /// mapping kind's filesystem whatever this says (`xfs` → XFS, the others → ext4), unless
     /// the switch is `off`.
@@ -113,7 +113,7 @@ word_enum! {
 }
 
 word_enum! {
-    /// The page-cache behaviour of a file's mapping (`kernel-model.md` §12.1): `mapping = "..."`
+    /// The page-cache behaviour of a file's mapping (docs/model §12.1): `mapping = "..."`
     /// on the first op or step that names the file.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub enum MappingKind {
@@ -128,7 +128,7 @@ word_enum! {
 
 word_enum! {
     /// `transparent_hugepage/enabled` (and the per-size `hugepages-<N>kB/enabled` values, which
-    /// add `inherit`), `kernel-model.md` §11.1.
+    /// add `inherit`), docs/model §11.1.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub enum ThpEnabled {
         Always = "always",

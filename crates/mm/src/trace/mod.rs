@@ -1,4 +1,4 @@
-//! Tracepoint events in ftrace text form (`kernel-model.md` §15).
+//! Tracepoint events in ftrace text form (docs/model §15).
 //!
 //! What this module produces is the text of `/sys/kernel/tracing/trace` (and `trace_pipe`) for
 //! the five kmem page-allocator events, the fifteen `compaction:` events, the two

@@ -3,7 +3,7 @@
 //! the recorded side of the report) driven through the simulated allocator, under one or more
 //! policies, reported beside the recording.
 //!
-//! What is replayed, event by event in file order (kernel-model.md §15 for the event formats):
+//! What is replayed, event by event in file order (docs/model §15 for the event formats):
 //!
 //! * Each line sets the task context: `mm.cur.pid`/`comm` from the line, the CPU (modulo the
 //!   simulated CPU count, so a recording from a larger machine still replays), and the time:
@@ -39,7 +39,7 @@
 //!   and allocations never freed. Lines of other events are skipped and counted; a line of an
 //!   event the replay reads that does not parse is an error naming the file and line.
 //! * Boot from a snapshot (`--snapshot STATE`, else the start snapshot a trace file embeds, else
-//!   the policy's `[machine]`; `crate::restore`, kernel-model.md §30.5): every folio the machine
+//!   the policy's `[machine]`; `crate::restore`, docs/model §30.5): every folio the machine
 //!   boots with is an allocation the recording may free, at its boot pfn (the recording's pfns
 //!   are the snapshot's), tracked by folio id and token so compaction may move it meanwhile.
 //!   A recorded allocation over a snapshot folio frees that folio first (counted apart: the

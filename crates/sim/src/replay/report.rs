@@ -10,7 +10,7 @@ use fraglab_mm::types::{MIGRATE_TYPES, NR_PAGE_ORDERS};
 use fraglab_spec::result::{CompareReport, CompareRow};
 use serde::{Deserialize, Serialize};
 
-/// kmem:mm_page_alloc_extfrag events (kernel-model.md §6.3–§6.5, `trace_mm_page_alloc_extfrag`
+/// kmem:mm_page_alloc_extfrag events (docs/model §6.3–§6.5, `trace_mm_page_alloc_extfrag`
 /// in `try_to_claim_block`/`__rmqueue_fallback` → `steal_suitable_fallback`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExtfragStats {

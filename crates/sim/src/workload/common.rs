@@ -154,7 +154,7 @@ pub fn alloc_file_objs(
 
 /// The length of the decimal name of file `n` (the host engine names a set's and a `slab`
 /// step's files by their index: crates/host worker.rs), for its directory entry's size
-/// (kernel-model.md §33.3 item 1).
+/// (docs/model §33.3 item 1).
 pub fn decimal_len(n: u64) -> u32 {
     n.checked_ilog10().map_or(1, |l| l + 1)
 }
@@ -196,7 +196,7 @@ impl TaskBody for PageCacheFlusher {
         if cx.now >= self.until_ns {
             return Step::Exit(0);
         }
-        // Every 100 ms: jbd2's due commits (kjournald2's timer, kernel-model.md §33.3 item 4),
+        // Every 100 ms: jbd2's due commits (kjournald2's timer, docs/model §33.3 item 4),
         // completions, expired folios, then background writeback down to the background
         // threshold.
         cx.mm.jbd2_tick(cx.cpu);

@@ -1,5 +1,5 @@
 //! `[[workload.fio_smallfiles]]`: mmtests' fio background for thpchallenge, "inefficiently
-//! creating many small files" (published-results.md §5.4).
+//! creating many small files" (mmtests' thpchallenge).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -25,7 +25,7 @@ pub struct FioShared {
     pub dentry: SlabCache,
     pub inode: SlabCache,
     files: Vec<Option<(Obj, Obj)>>,
-    /// On ext4 (kernel-model.md §33): the filesystem and the jobs' directory, and each slot's
+    /// On ext4 (docs/model §33): the filesystem and the jobs' directory, and each slot's
     /// file's inode while it exists.
     meta: Option<(u32, u32)>,
     inos: Vec<Option<u32>>,
@@ -68,7 +68,7 @@ impl FioShared {
     }
 }
 
-/// One fio job "inefficiently creating many small files" (published-results.md §5.4): per step
+/// One fio job "inefficiently creating many small files" (mmtests' thpchallenge): per step
 /// a few files are created — a dentry and an inode from their slab caches, then a buffered write
 /// of the file — in a ring of slots; a slot's previous file is deleted first (truncated, its
 /// objects freed), so the working set stays constant while reclaim evicts the older page cache.
@@ -127,7 +127,7 @@ impl TaskBody for FioSmallFiles {
                 let index = slot * sh.file_pages;
                 let (dir, pages) = (sh.dir, sh.file_pages);
                 // The host's name, `job{J}-{slot}` (crates/host worker.rs `run_fio`), for the
-                // size of its directory entry (kernel-model.md §33.3 item 1).
+                // size of its directory entry (docs/model §33.3 item 1).
                 let name_len = 4 + decimal_len(self.job) + 1 + decimal_len(slot - self.job * sh.slots);
                 let meta = sh.meta;
                 if let Some((d, i)) = sh.files[slot as usize].take() {

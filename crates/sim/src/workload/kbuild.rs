@@ -36,7 +36,7 @@ struct Tree {
     objs: Vec<Option<(Obj, Obj)>>,
     objects: Vec<(FolioId, u64, u64)>,
     obj_file_objs: Vec<(Obj, Obj)>,
-    /// On ext4 (kernel-model.md §33): a tree on disk before the run (its layout gives each
+    /// On ext4 (docs/model §33): a tree on disk before the run (its layout gives each
     /// file's directory and inode), or an unpacked tree's directories and each file's inode
     /// while it exists; and the object files built in it (directory, name, inode).
     on_disk: Option<fraglab_mm::bdev::Ext4Tree>,
@@ -119,7 +119,7 @@ pub struct KbuildShared {
     /// The flusher's next wake and its pass interval, as it last slept (for its progress
     /// estimate only: it exits at the first wake after the builds).
     flusher_wakes: (u64, u64),
-    /// The ext4 filesystem of the trees (kernel-model.md §33; `None`: metadata not modelled),
+    /// The ext4 filesystem of the trees (docs/model §33; `None`: metadata not modelled),
     /// this build's object files (directory, name, inode) and the next object file's name.
     ext4: Option<u32>,
     obj_inos: Vec<(u32, u64, u32)>,
@@ -790,7 +790,7 @@ impl TaskBody for Flusher {
         if sh.finished() || interval == 0 {
             return Step::Exit(0);
         }
-        // jbd2's due commits (kernel-model.md §33.3 item 4).
+        // jbd2's due commits (docs/model §33.3 item 4).
         cx.mm.jbd2_tick(cx.cpu);
         cx.mm.cache.writeback.io_ns = cx.cost.write_io_ns;
         cx.mm.writeback_settle();

@@ -14,7 +14,7 @@
 //! (`crate::timed`) iterates over that list. A new generator is one new file plus one line in
 //! [`generators`].
 //!
-//! Simplifications (until the page-cache read/write paths of kernel-model.md §12 are wired
+//! Simplifications (until the page-cache read/write paths of docs/model §12 are wired
 //! here): a source-file read allocates order-0 page-cache folios directly; object files are
 //! order-0 dirty page-cache folios cleaned by a simple flusher (every 5 s, folios dirty for
 //! 30 s: `dirty_writeback_centisecs` = 500, `dirty_expire_centisecs` = 3000).
@@ -90,7 +90,7 @@ pub struct Run<'a> {
 }
 
 /// Where a generator's files are, which decides the filesystem that keeps their metadata
-/// (`[model] fs_metadata`, kernel-model.md §33).
+/// (`[model] fs_metadata`, docs/model §33).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FilesOn {
     /// The run's directory (the host engine's `slab` and fio directories, every file without
@@ -132,7 +132,7 @@ impl<'a> Run<'a> {
     /// keeps the metadata of files of a task file set with mapping kind `kind` (`None`: files
     /// that are always in the run directory — `slab` steps, fio, kbuild), or `None` when their
     /// metadata is not block-device page cache: `[model] fs_metadata = "off"`, a file set on
-    /// an XFS loop image, or the run directory on XFS (kernel-model.md §33.3: XFS metadata
+    /// an XFS loop image, or the run directory on XFS (docs/model §33.3: XFS metadata
     /// buffers are not page cache).
     pub fn ext4_for(&mut self, kind: Option<MappingKind>) -> Option<u32> {
         let on = match kind {

@@ -1,4 +1,4 @@
-//! `[[workload.pgbench]]`: seed 002's pgbench simple-update (published-results.md §3): the
+//! `[[workload.pgbench]]`: seed 002's pgbench simple-update (seed 002's published results): the
 //! clients (PostgreSQL backends), the checkpointer, and the TPS figures.
 
 use std::cell::RefCell;

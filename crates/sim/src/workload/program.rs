@@ -62,7 +62,7 @@ pub struct ProgramTask {
     reads: Shared<BTreeMap<(String, u32), (u64, u64)>>,
     /// The `sample` steps' samples, in the order taken (shared by the run).
     named: Shared<Vec<NamedSample>>,
-    /// The files this task's `slab` steps created on the run directory's ext4 (kernel-model.md
+    /// The files this task's `slab` steps created on the run directory's ext4 (docs/model
     /// §33; the host engine creates [`FILES_PER_SLAB_PAGE`] empty files per slab page asked
     /// for, in a directory per step) and not yet unlinked by a `free` step: (filesystem,
     /// directory, name, inode), in creation order; and the current step's directory.
@@ -136,7 +136,7 @@ impl ProgramTask {
     }
 
     /// `mmap`: a new anonymous mapping (a mapping of the same name is unmapped first). With
-    /// `locked` (MAP_LOCKED, kernel-model.md §29.1.2) the mapping is VM_LOCKED and populated
+    /// `locked` (MAP_LOCKED, docs/model §29.1.2) the mapping is VM_LOCKED and populated
     /// in `CHUNK`-page steps as `touch` does, each fault mlocking its folio.
     fn mmap(&mut self, cx: &mut Cx, vma: String, size_bytes: u64, madvise: bool, locked: bool) -> Step {
         if self.progress == 0 {
@@ -272,7 +272,7 @@ impl ProgramTask {
                 }
             } else {
                 // read(2) calls of READ_CALL_PAGES, the host engine's buffer: the request size
-                // sets the readahead windows (kernel-model.md §23.8). The chunk waits for the
+                // sets the readahead windows (docs/model §23.8). The chunk waits for the
                 // device if any call read from it: a call whose pages the previous call's
                 // async readahead brought in counts them as hits, but that I/O is this
                 // chunk's (as when the chunk was one call).
@@ -353,7 +353,7 @@ impl ProgramTask {
         let ((), work) = cx.measure(|cx| {
             // The host's files behind the objects: a directory for the step, then
             // FILES_PER_SLAB_PAGE empty files per page, named 0, 1, ... (their metadata on the
-            // run directory's ext4, kernel-model.md §33).
+            // run directory's ext4, docs/model §33).
             if let Some(fs) = slab_fs {
                 let (_, dir) = *self
                     .slab_dir
@@ -395,7 +395,7 @@ impl ProgramTask {
 
 impl ProgramTask {
     /// `nr_hugepages`: `echo count > /proc/sys/vm/nr_hugepages` (`set_max_huge_pages`,
-    /// kernel-model.md §28.1) in one step: the step's time is the sysctl write (a context
+    /// docs/model §28.1) in one step: the step's time is the sysctl write (a context
     /// switch), the allocator work of its order-9 allocations (fast path, slow path with its
     /// compaction and reclaim, §28.2) and one `free_page_ns` per page given back. The pool size
     /// read back is kept for the result. Simplified: the kernel drops the resize lock and calls
@@ -548,7 +548,7 @@ impl TaskBody for ProgramTask {
                 Step::Ran(freed * cx.cost.free_page_ns)
             }
             S::NrHugepages { count } => self.nr_hugepages(cx, count),
-            // mlock (H2, kernel-model.md §29).
+            // mlock (H2, docs/model §29).
             S::Mlock { vma } => self.mlock(cx, &vma),
             S::Munlock { vma } => {
                 if let Some(v) = self.vmas.get_mut(&vma) {
@@ -780,7 +780,7 @@ const FILES_PER_STEP: u64 = 16;
 
 /// Empty files the host engine creates per slab page a `slab` step asks for (crates/host
 /// worker.rs `FILES_PER_SLAB_PAGE`: an ext4 inode and its dentry are about a third of a page):
-/// the files whose metadata the simulator's `slab` step makes (kernel-model.md §33).
+/// the files whose metadata the simulator's `slab` step makes (docs/model §33).
 const FILES_PER_SLAB_PAGE: u64 = 3;
 
 /// Pipe-buffer pages of one pipe on the host (F_SETPIPE_SZ 1 MiB): a `free = "pipes"` step
@@ -816,7 +816,7 @@ impl Default for FileSets {
 }
 
 /// One file set: per file its mapping and, while it exists in the cache, its dentry and inode;
-/// on ext4 (kernel-model.md §33) the set's filesystem and directory, and per file its inode
+/// on ext4 (docs/model §33) the set's filesystem and directory, and per file its inode
 /// while the file exists on disk.
 #[derive(Default)]
 struct FileSet {
@@ -859,7 +859,7 @@ impl ProgramTask {
         if reclaimable {
             // The host unlinks every `every`th of the `slab` files in creation order (worker.rs
             // `free_every`): their directory entries, inodes and inode bitmap bits go
-            // (kernel-model.md §33.3 item 5; the dentry is cached, the file was just made).
+            // (docs/model §33.3 item 5; the dentry is cached, the file was just made).
             let mut k = 0u64;
             self.slab_files.retain(|&(fs, dir, key, ino)| {
                 k += 1;
@@ -1050,12 +1050,12 @@ impl ProgramTask {
         }
     }
 
-    /// `fadvise` (mm/fadvise.c `generic_fadvise`, kernel-model.md §23.6) on this task's open
+    /// `fadvise` (mm/fadvise.c `generic_fadvise`, docs/model §23.6) on this task's open
     /// file (its readahead state, kept across its steps): SEQUENTIAL doubles the file's
     /// `ra_pages` (2 × the device's) and clears FMODE_RANDOM; RANDOM sets FMODE_RANDOM (a miss
     /// reads just the request, §23.3 item 2); NORMAL restores the device's `ra_pages` and
-    /// clears it; WILLNEED reads the range at min order (`force_page_cache_ra`, capped at the
-    /// file's `ra_pages`, no marker, the state untouched); DONTNEED starts the writeback of the
+    /// clears it; WILLNEED reads the range at min order (`force_page_cache_ra`, capped at
+    /// max(`io_pages`, `ra_pages`), no marker, the state untouched); DONTNEED starts the writeback of the
     /// range's dirty pages and invalidates the clean pages wholly in the range
     /// (`mapping_try_invalidate`; the pages just written stay: see
     /// [`fraglab_mm::Mm::fadvise_dontneed`]). `length` `None` = to the end of the

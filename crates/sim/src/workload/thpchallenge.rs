@@ -1,4 +1,4 @@
-//! `[[workload.thpchallenge]]`: mmtests' THP fault benchmark (published-results.md §5.4).
+//! `[[workload.thpchallenge]]`: mmtests' THP fault benchmark, thpchallenge.
 
 use fraglab_spec::result::{RunResult, ThpChallengeResult};
 use fraglab_spec::ThpChallengeParams;

@@ -1,4 +1,4 @@
-//! `[[workload.vm_scalability]]`: the vm-scalability cases seed 000 measured (published-results.md §2): small-allocs,
+//! `[[workload.vm_scalability]]`: the vm-scalability cases seed 000 measured (seed 000's published results): small-allocs,
 //! mmap-pread-seq, lru-file-readtwice, lru-file-mmap-read and msync, as simulated tasks.
 //!
 //! What each case does follows the suite's scripts (`case-*`, driving `usemem` or `dd`); the

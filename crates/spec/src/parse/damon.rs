@@ -1,4 +1,4 @@
-//! `[damon]` (kernel-model.md §27).
+//! `[damon]` (docs/model §27).
 
 use super::*;
 

@@ -6,7 +6,7 @@ use crate::model::{find_model_switch, MODEL_SWITCHES};
 
 impl Cx<'_> {
     /// `vm.min_free_kbytes` at or above the machine's memory: the kernel takes it (the sysctl's
-    /// only bound is 0), and `__setup_per_zone_wmarks` (kernel-model.md §3.1) gives every zone a
+    /// only bound is 0), and `__setup_per_zone_wmarks` (docs/model §3.1) gives every zone a
     /// min watermark of its share, so every zone's min watermark is at or above its managed
     /// pages: no allocation passes a watermark check and the machine OOM-kills from the start.
     fn min_free_warning(&self, pos: usize, key: &str, kib: i64) {

@@ -54,8 +54,7 @@ impl Cx<'_> {
             hugetlb_line,
         };
         if m.get("snapshot").is_some() || m.get("zone").is_some() {
-            // A snapshot or explicit zones give one node (a snapshot of a multi-node machine
-            // boots with its nodes is not implemented yet).
+            // Explicit zones give one node; a snapshot gives the nodes it recorded.
             for k in ["nodes", "node"] {
                 if let Some(e) = m.get(k) {
                     let other = if m.get("snapshot").is_some() {
@@ -66,7 +65,14 @@ impl Cx<'_> {
                     return Err(self.err(
                         e.key_pos,
                         &m.key(k),
-                        format!("NUMA nodes apply to the default layout (machine.memory); not with {other}"),
+                        if m.get("snapshot").is_some() {
+                            "the snapshot gives the machine's nodes (machine.snapshot); leave them out"
+                                .to_string()
+                        } else {
+                            format!(
+                                "NUMA nodes apply to the default layout (machine.memory); not with {other}"
+                            )
+                        },
                     ));
                 }
             }

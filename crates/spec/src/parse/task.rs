@@ -216,7 +216,7 @@ impl Cx<'_> {
 
     /// A `dontneed` step reaching past the end of its mapping (the last `mmap` of it in `steps`):
     /// the kernel's madvise(MADV_DONTNEED) zaps the mapped part, ignores the unmapped rest and
-    /// returns ENOMEM (mm/madvise.c `madvise_walk_vmas`; kernel-model.md has no madvise
+    /// returns ENOMEM (mm/madvise.c `madvise_walk_vmas`; docs/model has no madvise
     /// section); the model frees the mapped part (`AnonVma::dontneed` clamps to the mapping) —
     /// the step does less than it says.
     fn dontneed_warning(&self, s: &Tbl, vma: &str, offset: u64, length: u64, steps: &[TaskStep]) {
@@ -390,7 +390,7 @@ impl Cx<'_> {
                     _ => TaskStep::Measure,
                 }
             }
-            // mlock (H2, kernel-model.md §29).
+            // mlock (H2, docs/model §29).
             "mlock" => TaskStep::Mlock {
                 vma: self.step_vma(s, a, vmas)?,
             },

@@ -1,7 +1,7 @@
 //! Host only: what the machine around the page allocator did during a run (issue 19, item 5;
-//! live-kernel-notes.md "Mechanisms outside the page allocator"). The simulator models none of
+//! measured on the reference VM "Mechanisms outside the page allocator"). The simulator models none of
 //! it, so a kernel figure is read against these: free page reporting (a THP fault on reported
-//! memory costs hypervisor faults), DAMON's proactive reclaim (kernel-model.md §27.3: it drops
+//! memory costs hypervisor faults), DAMON's proactive reclaim (docs/model §27.3: it drops
 //! cold unmapped page cache without counting `pgscan`/`pgsteal`), the THP settings, readahead
 //! windows (§30), swap, load and CPU steal.
 //!
@@ -49,7 +49,7 @@ pub struct ConfounderReading {
     /// /sys/block/NAME/queue/read_ahead_kb of every block device, by NAME.
     pub read_ahead_kb: BTreeMap<String, u64>,
     /// /sys/block/NAME/queue/max_sectors_kb of every block device, by NAME: the bdi's
-    /// `io_pages` × 4 (kernel-model.md §23.1 item 2; `[machine] max_sectors_kb`).
+    /// `io_pages` × 4 (docs/model §23.1 item 2; `[machine] max_sectors_kb`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub max_sectors_kb: BTreeMap<String, u64>,
     /// SwapTotal/SwapFree and /proc/swaps (None if /proc/meminfo is absent).
@@ -82,7 +82,7 @@ pub struct PageReporting {
     /// The order of the blocks reported (`page_reporting_order`; sysfs is the value in force).
     pub order: Option<u32>,
     /// The order asked for on the kernel command line (`page_reporting.page_reporting_order=`),
-    /// which may differ from the sysfs value (live-kernel-notes.md).
+    /// which may differ from the sysfs value (measured on the reference VM).
     pub cmdline_order: Option<u32>,
     /// KiB reported to the hypervisor since boot (`reported_kib`).
     pub reported_kib: Option<u64>,

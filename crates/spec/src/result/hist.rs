@@ -123,7 +123,7 @@ impl LatencyHistogram {
 }
 
 impl ThpChallengeResult {
-    /// mmtests thpchallenge (published-results.md §5.4) from the 2 MiB steps that got a PMD THP
+    /// mmtests thpchallenge (mmtests' thpchallenge) from the 2 MiB steps that got a PMD THP
     /// (`huge`) and those that did not (`base`): huge-pct = huge × 100 / (huge + base).
     pub fn from_histograms(huge: &Histogram, base: &Histogram) -> ThpChallengeResult {
         ThpChallengeResult {

@@ -12,7 +12,7 @@
 //!   block is entirely free**, lower case when in use, `!` when mixed, blank without pages.
 //!
 //! "Mixed" is the kernel's "Number of mixed blocks" of /proc/pagetypeinfo with page_owner
-//! (kernel-model.md §30.4): a block of one of the three mergeable types
+//! (docs/model §30.4): a block of one of the three mergeable types
 //! (`migratetype_is_mergeable`, §1.3) holding an allocation of another.
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! The mmtests-style rows of run results, defined once (published-results.md §1 and §5.1):
+//! The mmtests-style rows of run results, defined once (seed 001's published results and mmtests' vmstat rows):
 //! which rows exist, how each is computed from the result schema, and the summary statistics
 //! over runs (§5.2). `fraglab run` and `fraglab host run` print [`mmtests_rows`];
 //! `fraglab compare` and `fraglab host validate` (fraglab-sim `compare`) summarise
@@ -31,14 +31,14 @@ pub type Samples = (String, Center, Vec<f64>);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VmstatRow {
     pub name: &'static str,
-    /// The vmstat items summed (kernel-model.md's /proc/vmstat names).
+    /// The vmstat items summed (docs/model's /proc/vmstat names).
     pub items: &'static [&'static str],
     /// Printed by `fraglab run` (the rows of the seed 001 table, §1); `compare` prints them all.
     pub in_run_summary: bool,
 }
 
 /// `allocstall_*`: one per zone type (`ALLOCSTALL` counted at the reclaim zone index,
-/// kernel-model.md §14), all summed by "Alloc stall" (§5.1).
+/// docs/model §14), all summed by "Alloc stall" (§5.1).
 pub const ALLOCSTALL_ITEMS: &[&str] = &[
     "allocstall_dma",
     "allocstall_dma32",
@@ -133,7 +133,7 @@ pub fn samples_of(results: &[RunResult]) -> Vec<Samples> {
         .collect();
     push("Hugealloc Time (us)", Center::Amean, bursts);
     let builds = finished_builds(results);
-    // mmtests' Hugealloc rows (published-results.md §1): each run (build) reports the mean and
+    // mmtests' Hugealloc rows (seed 001's published results): each run (build) reports the mean and
     // the standard deviation of its own allocation times, and compare summarises those per-run
     // figures. The bursts that started during a build are that build's.
     if !builds.is_empty() {
@@ -442,7 +442,7 @@ pub fn values<'a>(samples: &'a [Samples], name: &str) -> &'a [f64] {
         .map_or(&[], |(_, _, v)| v.as_slice())
 }
 
-/// The mmtests-style rows of one result as `fraglab run` prints them (published-results.md §1,
+/// The mmtests-style rows of one result as `fraglab run` prints them (seed 001's published results,
 /// §5.1): the Amean over its samples of the rows of [`samples_of`] — per build with kbuild
 /// iterations, else the whole run as one sample — restricted to the rows of the seed 001
 /// table ([`VmstatRow::in_run_summary`]) and the workloads' own.

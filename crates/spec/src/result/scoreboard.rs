@@ -89,7 +89,7 @@ pub const WORK_ITEMS: &[&str] = &[
     "allocstall",
     "thp_fault_alloc",
     "thp_fault_fallback",
-    // Partial unmapping and the deferred split (kernel-model.md §31.4).
+    // Partial unmapping and the deferred split (docs/model §31.4).
     "thp_split_pmd",
     "thp_deferred_split_page",
     "thp_split_page",
