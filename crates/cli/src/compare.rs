@@ -34,6 +34,9 @@ pub fn compare(
         crate::check_output("-o", p)?;
     }
     let (labels, specs) = load_configs(&configs)?;
+    if labels.len() == 1 {
+        eprintln!("{}", one_configuration(&labels[0]));
+    }
     let specs = specs
         .into_iter()
         .map(|s| crate::scale_by_flag(s, scale))
@@ -102,6 +105,9 @@ pub fn compare_from(
     }
     let files = fraglab_sim::compare::read_result_dirs(&dirs)?;
     let (labels, results) = fraglab_sim::compare::merge_results(files, baseline.as_deref())?;
+    if labels.len() == 1 {
+        eprintln!("{}", one_configuration(&labels[0]));
+    }
     let report = fraglab_sim::compare::compare(&labels, &results);
     let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     let header = format!(
@@ -111,6 +117,16 @@ pub fn compare_from(
         dirs.join(" ")
     );
     emit(&report, &format, &header, output)
+}
+
+/// What compare says when given one configuration: there is no second column to compare with,
+/// so the table holds the baseline's runs alone and every change reads 0 %.
+pub fn one_configuration(label: &str) -> String {
+    format!(
+        "fraglab compare: one configuration ({label}): nothing to compare it with; the table shows \
+         its runs alone and every change is 0 %. Add a second CONFIG, e.g. `{label}@vm.defrag_mode=1`, \
+         or use `fraglab run` for a single run."
+    )
 }
 
 /// The configurations' labels and specs; every spec must be a timed run, every label unique.

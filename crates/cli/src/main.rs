@@ -144,9 +144,12 @@ enum HostCmd {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a spec: its operations in order, printing what its `print` operations ask for.
+    #[command(
+        override_usage = "fraglab run <SPEC> [OPTIONS]\n       fraglab run --example <NAME> [OPTIONS]"
+    )]
     Run {
         /// The spec file (TOML).
-        #[arg(required_unless_present = "example", conflicts_with = "example")]
+        #[arg(conflicts_with = "example")]
         spec: Option<PathBuf>,
         /// Run a built-in example instead (see `fraglab examples`).
         #[arg(long)]

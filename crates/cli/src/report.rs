@@ -11,7 +11,7 @@ use crate::write_via_tmp;
 pub fn report(results: Vec<PathBuf>, compare: Option<PathBuf>, output: PathBuf) -> Result<(), String> {
     crate::check_output("-o", &output)?;
     let mut runs = Vec::new();
-    for p in &results {
+    for p in &result_files(&results)? {
         let text = read_text(p, MAX_RESULT_BYTES, "result JSON").map_err(|e| e.to_string())?;
         let r: fraglab_spec::result::RunResult =
             serde_json::from_str(&text).map_err(|e| format!("{}: not a fraglab result: {e}", p.display()))?;
@@ -32,4 +32,38 @@ pub fn report(results: Vec<PathBuf>, compare: Option<PathBuf>, output: PathBuf) 
     };
     let html = fraglab_report::render_html(&runs, cmp.as_ref());
     write_via_tmp(&output, html)
+}
+
+/// The result files named on the command line: a file as given; a directory (as `fraglab compare
+/// --results-dir` writes one) stands for its `*.json` files but `compare.json`, in name order.
+/// A directory without one is an error that says what was expected.
+fn result_files(args: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in args {
+        if !p.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| format!("{}: {e}", p.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| {
+                f.is_file()
+                    && f.extension().is_some_and(|x| x == "json")
+                    && f.file_name().is_some_and(|n| n != "compare.json")
+            })
+            .collect();
+        if found.is_empty() {
+            return Err(format!(
+                "{}: a directory without result files: expected result JSONs (`fraglab run SPEC -o \
+                 RESULT.json`, or the LABEL-runN.json files of `fraglab compare --results-dir {}`), \
+                 named one by one or by their directory",
+                p.display(),
+                p.display()
+            ));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
 }

@@ -27,7 +27,7 @@ pub fn run(
         (Some(path), _) => fraglab_spec::load_spec(&path).map_err(|e| e.to_string())?,
         (None, Some(name)) => fraglab_spec::parse_spec(example(&name)?, &format!("examples/{name}.toml"))
             .map_err(|e| e.to_string())?,
-        (None, None) => unreachable!("clap requires one"),
+        (None, None) => return Err(run_usage()),
     };
     crate::warn_spec(&spec);
     let mut spec = crate::scale_by_flag(spec, scale)?;
@@ -162,4 +162,23 @@ pub fn parse_folio_mode(s: &str) -> Result<fraglab_spec::FolioMode, String> {
         let names: Vec<&str> = fraglab_spec::FolioMode::ALL.iter().map(|m| m.name()).collect();
         format!("{s:?} is not one of {}", names.join(", "))
     })
+}
+
+/// What `fraglab run` without a spec says: its two forms and the built-in examples.
+pub fn run_usage() -> String {
+    let mut s = String::from(
+        "run needs a spec file or a built-in example\n\n\
+         Usage: fraglab run <SPEC> [OPTIONS]\n       fraglab run --example <NAME> [OPTIONS]\n\n\
+         Built-in examples (`fraglab examples NAME` prints one):\n",
+    );
+    for (name, text) in fraglab_spec::examples::EXAMPLES {
+        let desc = text
+            .lines()
+            .find_map(|l| l.strip_prefix("description = "))
+            .unwrap_or("")
+            .trim_matches('"');
+        s.push_str(&format!("  {name:24} {desc}\n"));
+    }
+    s.push_str("\nFor more information, try 'fraglab run --help'.");
+    s
 }

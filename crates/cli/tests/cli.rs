@@ -225,6 +225,68 @@ fn compare_is_deterministic_and_applies_overrides() {
     );
 }
 
+/// The newcomer's mistakes (issue 36 item 6): `run` without a spec shows both forms and the
+/// examples; `compare` with one configuration runs it and says there is nothing to compare;
+/// `report` takes the directory `compare --results-dir` wrote, and a directory without results
+/// says what it expected.
+#[test]
+fn run_compare_and_report_explain_a_newcomers_mistakes() {
+    let o = fraglab().arg("run").output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("fraglab run --example <NAME>") && err.contains("kbuild-thp-burst"),
+        "{err}"
+    );
+
+    let d = temp_dir("newcomer");
+    let spec = d.join("tiny.toml");
+    std::fs::write(&spec, TIMED).unwrap();
+    let runs = d.join("runs");
+    let o = fraglab()
+        .args(["compare", spec.to_str().unwrap(), "--runs", "2", "--results-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("one configuration (tiny): nothing to compare it with"),
+        "{err}"
+    );
+
+    let html = d.join("r.html");
+    let o = fraglab()
+        .args(["report", "-o"])
+        .arg(&html)
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("tiny") && page.contains("2 runs"),
+        "both runs in the report"
+    );
+
+    let empty = d.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = fraglab()
+        .args(["report", "-o"])
+        .arg(d.join("e.html"))
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("a directory without result files") && err.contains("--results-dir"),
+        "{err}"
+    );
+    assert!(!d.join("e.html").exists(), "nothing written");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// `fraglab host run --dry-run` says what it would change without changing it; a generator the
 /// host engine does not run is refused with its own exit code (14), before any knob changes.
 /// It reads the live kernel's knobs: opt in with `--features live`.
