@@ -124,7 +124,7 @@ pub fn compare_from(
 pub fn one_configuration(label: &str) -> String {
     format!(
         "fraglab compare: one configuration ({label}): nothing to compare it with; the table shows \
-         its runs alone and every change is 0 %. Add a second CONFIG, e.g. `{label}@vm.defrag_mode=1`, \
+         its runs alone and every change is 0 %. Add a second CONFIG, e.g. `other=SPEC@vm.defrag_mode=1`, \
          or use `fraglab run` for a single run."
     )
 }

@@ -148,9 +148,10 @@ enum Cmd {
         override_usage = "fraglab run <SPEC> [OPTIONS]\n       fraglab run --example <NAME> [OPTIONS]"
     )]
     Run {
-        /// The spec file (TOML).
+        /// The spec file (TOML), optionally with overrides as in `compare`
+        /// (`SPEC@vm.defrag_mode=1,workload.duration=2s`), or `example:NAME`.
         #[arg(conflicts_with = "example")]
-        spec: Option<PathBuf>,
+        spec: Option<String>,
         /// Run a built-in example instead (see `fraglab examples`).
         #[arg(long)]
         example: Option<String>,

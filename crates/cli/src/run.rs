@@ -10,7 +10,7 @@ use crate::{example, write_via_tmp};
 /// standard output, or with an `output` ending in `.json` also writes its result JSON there
 /// ([`fraglab_sim::run_ops_result`]), or writes the text to any other `output`.
 pub fn run(
-    spec: Option<PathBuf>,
+    spec: Option<String>,
     ex: Option<String>,
     output: Option<PathBuf>,
     folio_mode: Option<fraglab_spec::FolioMode>,
@@ -24,7 +24,14 @@ pub fn run(
         crate::check_output("--trace-out", p)?;
     }
     let spec = match (spec, ex) {
-        (Some(path), _) => fraglab_spec::load_spec(&path).map_err(|e| e.to_string())?,
+        // A file that exists is read as it is; otherwise the argument may carry overrides or
+        // name an example, as a configuration of `compare` does.
+        (Some(arg), _)
+            if std::path::Path::new(&arg).exists() || !(arg.contains('@') || arg.starts_with("example:")) =>
+        {
+            fraglab_spec::load_spec(std::path::Path::new(&arg)).map_err(|e| e.to_string())?
+        }
+        (Some(arg), _) => fraglab_sim::compare::load_config(&arg)?.1,
         (None, Some(name)) => fraglab_spec::parse_spec(example(&name)?, &format!("examples/{name}.toml"))
             .map_err(|e| e.to_string())?,
         (None, None) => return Err(run_usage()),

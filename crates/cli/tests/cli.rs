@@ -242,6 +242,17 @@ fn run_compare_and_report_explain_a_newcomers_mistakes() {
     let d = temp_dir("newcomer");
     let spec = d.join("tiny.toml");
     std::fs::write(&spec, TIMED).unwrap();
+    // `run` takes overrides as a configuration of `compare` does.
+    let o = fraglab()
+        .args(["run", &format!("{}@workload.duration=1s", spec.display())])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("[workload.duration=1s]: 1.0 s simulated"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     let runs = d.join("runs");
     let o = fraglab()
         .args(["compare", spec.to_str().unwrap(), "--runs", "2", "--results-dir"])

@@ -236,7 +236,7 @@ pub fn knobs_markdown() -> String {
         let _ = writeln!(out, "| {key} | {models} | {section} | {read} |");
     }
     out.push_str(
-        "\nOps that exercise a mechanism directly (timeless runs; see the README for the syntax):\n\
+        "\nOps that exercise a mechanism directly (timeless runs; docs/spec.md gives the syntax):\n\
          \n\
          | op | kernel path modelled | section |\n\
          |---|---|---|\n",
