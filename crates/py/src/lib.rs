@@ -1,7 +1,13 @@
 //! `fraglab._native`: the Rust side of the `fraglab` Python package (python/fraglab). Every
 //! function takes and returns plain text (spec TOML, result JSON, compare JSON); the Python side
 //! turns them into pandas DataFrames. Simulations run with the GIL released, so Python threads
-//! (the package's local sweeps) run them in parallel.
+//! (the package's local sweeps) run them in parallel, and are interruptible: each runs on a
+//! thread of its own while the calling thread checks for signals (Ctrl-C) every 50 ms and stops
+//! it through its cancellation flag ([`interruptible`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -17,29 +23,130 @@ create_exception!(
     fraglab,
     SpecError,
     FraglabError,
-    "A spec that could not be read, parsed or validated; `file`, `line` (0 when none) and `key` (or None) say where."
+    "A spec that could not be read, parsed or validated; `file`, `line` and `key` (None where unknown) say where, `message` what is wrong."
 );
 
 fn err(msg: impl Into<String>) -> PyErr {
     FraglabError::new_err(msg.into())
 }
 
-fn spec_err(py: Python<'_>, e: fraglab_spec::SpecError) -> PyErr {
-    let pe = SpecError::new_err(e.to_string());
+/// A [`SpecError`] with the attributes `file`, `line` (None for 0: no line), `key` (None when
+/// none; for an override that cannot apply, the override's key) and `message`; its text is
+/// `shown`, else the spec error's own (`FILE:LINE: key KEY: MESSAGE`).
+fn spec_err_shown(py: Python<'_>, e: fraglab_spec::SpecError, shown: Option<String>) -> PyErr {
+    let pe = SpecError::new_err(shown.unwrap_or_else(|| e.to_string()));
+    let key = e.key.clone().or_else(|| {
+        // `apply_overrides`'s errors: "override KEY: why".
+        let rest = e.message.strip_prefix("override ")?;
+        rest.split_once(": ").map(|(k, _)| k.to_string())
+    });
     let v = pe.value(py);
     // Attributes for programs; the message alone carries the same.
     let _ = v.setattr("file", e.file.clone());
-    let _ = v.setattr("line", e.line);
-    let _ = v.setattr("key", e.key.clone());
+    let _ = v.setattr("line", (e.line > 0).then_some(e.line));
+    let _ = v.setattr("key", key);
+    let _ = v.setattr("message", e.message.clone());
     pe
+}
+
+fn spec_err(py: Python<'_>, e: fraglab_spec::SpecError) -> PyErr {
+    spec_err_shown(py, e, None)
+}
+
+fn config_err(py: Python<'_>, e: fraglab_sim::compare::ConfigError) -> PyErr {
+    match e {
+        fraglab_sim::compare::ConfigError::Spec { error, shown } => spec_err_shown(py, error, shown),
+        fraglab_sim::compare::ConfigError::Config(m) => err(m),
+    }
+}
+
+/// A cancellation flag for simulations started from other threads than the main one (the
+/// package's local sweeps): `set()` stops every run it was given within milliseconds.
+#[pyclass(frozen, module = "fraglab._native")]
+struct Cancel {
+    flag: Arc<AtomicBool>,
+}
+
+#[pymethods]
+impl Cancel {
+    #[new]
+    fn new() -> Self {
+        Cancel {
+            flag: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Stops the runs given this flag (they end with an "interrupted" FraglabError).
+    fn set(&self) {
+        self.flag.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether `set()` was called.
+    fn is_set(&self) -> bool {
+        self.flag.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs `work` (a simulation given its cancellation flag) with the GIL released, on a thread of
+/// its own, while this thread checks for signals every 50 ms. A signal handler that raises
+/// (Ctrl-C: KeyboardInterrupt) sets the flag, waits for the simulation to stop (it reads the
+/// flag after every event) and returns the handler's exception. `cancel` is the caller's flag
+/// (for runs on threads other than the main one, where Python delivers no signal), else a new one.
+/// Signals are only seen on the main thread; elsewhere only `cancel` stops the run.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    cancel: Option<&Cancel>,
+    work: impl FnOnce(&AtomicBool) -> T + Send,
+) -> PyResult<T> {
+    let flag = cancel.map_or_else(|| Arc::new(AtomicBool::new(false)), |c| c.flag.clone());
+    py.detach(|| {
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let f: &AtomicBool = &flag;
+            // The stack the main thread gives a run that is called there (8 MiB).
+            let handle = std::thread::Builder::new()
+                .name("fraglab-run".into())
+                .stack_size(8 << 20)
+                .spawn_scoped(s, move || {
+                    let _ = tx.send(work(f));
+                })
+                .map_err(|e| err(format!("cannot start the simulation's thread: {e}")))?;
+            loop {
+                match rx.recv_timeout(Duration::from_millis(50)) {
+                    Ok(v) => return Ok(v),
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                        // The simulation panicked: go on panicking here, as it did when it ran on
+                        // this thread (PyO3 turns it into a PanicException).
+                        match handle.join() {
+                            Err(p) => std::panic::resume_unwind(p),
+                            Ok(()) => return Err(err("the simulation's thread ended without a result")),
+                        }
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        if let Err(e) = Python::attach(|py| py.check_signals()) {
+                            flag.store(true, Ordering::Relaxed);
+                            let _ = handle.join();
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        })
+    })
 }
 
 /// The spec of `fraglab.run`: `example:NAME`, an existing file, or TOML text (named
 /// `<string>` in messages), with `KEY=VALUE` overrides as `compare`'s `@KEY=VALUE`.
 fn load(py: Python<'_>, spec: &str, overrides: &[(String, String)]) -> PyResult<fraglab_spec::Spec> {
     if let Some(name) = spec.strip_prefix("example:") {
-        let text = fraglab_spec::examples::example(name).map_err(err)?;
         let file = format!("examples/{name}.toml");
+        let text = fraglab_spec::examples::example(name).map_err(|m| {
+            spec_err_shown(
+                py,
+                fraglab_spec::SpecError::new(&file, 0, None, m.clone()),
+                Some(m),
+            )
+        })?;
         return parse_text(py, text, &file, overrides);
     }
     let path = std::path::Path::new(spec);
@@ -47,9 +154,8 @@ fn load(py: Python<'_>, spec: &str, overrides: &[(String, String)]) -> PyResult<
         return fraglab_spec::load_spec_with(path, overrides).map_err(|e| spec_err(py, e));
     }
     if !spec.contains('\n') && !spec.contains('=') && !spec.contains('[') {
-        return Err(err(format!(
-            "{spec}: no such file (a spec is a file, `example:NAME` or TOML text)"
-        )));
+        let m = "no such file (a spec is a file, `example:NAME` or TOML text)";
+        return Err(spec_err(py, fraglab_spec::SpecError::new(spec, 0, None, m)));
     }
     parse_text(py, spec, "<string>", overrides)
 }
@@ -75,64 +181,81 @@ fn parse_text(
 /// operations (`"timeless"`) the result JSON `fraglab run -o x.json` writes
 /// (`fraglab_sim::run_ops_result`) and the text its `print` operations produced. `warnings` are
 /// the spec's (`Spec::warnings`: valid input that will not do what it seems to), which the
-/// command line prints as `fraglab: warning: ...` lines.
+/// command line prints as `fraglab: warning: ...` lines. Interruptible ([`interruptible`]).
 #[pyfunction]
-#[pyo3(signature = (spec, overrides, seed=None))]
+#[pyo3(signature = (spec, overrides, seed=None, cancel=None))]
 fn run(
     py: Python<'_>,
     spec: &str,
     overrides: Vec<(String, String)>,
     seed: Option<u64>,
+    cancel: Option<PyRef<'_, Cancel>>,
 ) -> PyResult<(String, String, String, Vec<String>)> {
     let mut spec = load(py, spec, &overrides)?;
     if let Some(s) = seed {
         spec.run.seed = s;
     }
     let warnings: Vec<String> = spec.warnings.iter().map(|w| w.to_string()).collect();
+    let cancel = cancel.as_deref();
     if spec.workload.is_some() {
-        let result = py
-            .detach(|| fraglab_sim::timed::run_workload(&spec))
-            .map_err(|e| err(e.to_string()))?;
+        let result = interruptible(py, cancel, |c| {
+            fraglab_sim::timed::run_workload_cancellable(&spec, &mut |_| {}, c)
+        })?
+        .map_err(|e| err(e.to_string()))?;
         let json = serde_json::to_string_pretty(&result).map_err(|e| err(e.to_string()))? + "\n";
         let rows = fraglab_spec::result::rows::mmtests_rows(&result);
         Ok(("timed".into(), json, rows, warnings))
     } else {
-        let result = py
-            .detach(|| fraglab_sim::run_ops_result(&spec))
-            .map_err(|e| err(e.to_string()))?;
+        let result = interruptible(py, cancel, |c| {
+            fraglab_sim::timeless::run_ops_result_cancellable(&spec, &mut |_, _| {}, c)
+        })?
+        .map_err(|e| err(e.to_string()))?;
         let text = result.printed.clone().unwrap_or_default();
         let json = serde_json::to_string_pretty(&result).map_err(|e| err(e.to_string()))? + "\n";
         Ok(("timeless".into(), json, text, warnings))
     }
 }
 
-/// Checks a compare configuration `[LABEL=]SPEC[@KEY=VALUE,...]` (a timed spec): its label.
-#[pyfunction]
-fn config_label(config: &str) -> PyResult<String> {
-    let (label, spec) = fraglab_sim::compare::load_config(config).map_err(err)?;
+/// A compare configuration (a timed spec) loaded, or the error: a [`SpecError`] where the spec
+/// is at fault.
+fn load_timed_config(py: Python<'_>, config: &str) -> PyResult<(String, fraglab_spec::Spec)> {
+    let (label, spec) = fraglab_sim::compare::load_config_detailed(config).map_err(|e| config_err(py, e))?;
     if spec.workload.is_none() {
         return Err(err(format!(
             "{config}: compare needs a spec with a [workload] (a timed run)"
         )));
     }
-    Ok(label)
+    Ok((label, spec))
+}
+
+/// Checks a compare configuration `[LABEL=]SPEC[@KEY=VALUE,...]` (a timed spec): its label and
+/// the spec's warnings.
+#[pyfunction]
+fn config_label(py: Python<'_>, config: &str) -> PyResult<(String, Vec<String>)> {
+    let (label, spec) = load_timed_config(py, config)?;
+    Ok((label, spec.warnings.iter().map(|w| w.to_string()).collect()))
 }
 
 /// One run of a sweep: configuration `config`'s run `run` (0-based; seed = the spec's + run, as
-/// `fraglab compare --runs`), as the result JSON `compare --results-dir` writes.
+/// `fraglab compare --runs`): the result JSON `compare --results-dir` writes, the mmtests rows
+/// `fraglab run` prints, and the seed. Interruptible ([`interruptible`]).
 #[pyfunction]
-fn run_config(py: Python<'_>, config: &str, run: u64) -> PyResult<String> {
-    let (_, mut spec) = fraglab_sim::compare::load_config(config).map_err(err)?;
-    if spec.workload.is_none() {
-        return Err(err(format!(
-            "{config}: compare needs a spec with a [workload] (a timed run)"
-        )));
-    }
+#[pyo3(signature = (config, run, cancel=None))]
+fn run_config(
+    py: Python<'_>,
+    config: &str,
+    run: u64,
+    cancel: Option<PyRef<'_, Cancel>>,
+) -> PyResult<(String, String, u64)> {
+    let (_, mut spec) = load_timed_config(py, config)?;
     spec.run.seed = spec.run.seed.wrapping_add(run);
-    let result = py
-        .detach(|| fraglab_sim::timed::run_workload(&spec))
-        .map_err(|e| err(e.to_string()))?;
-    Ok(serde_json::to_string_pretty(&result).map_err(|e| err(e.to_string()))? + "\n")
+    let result = interruptible(py, cancel.as_deref(), |c| {
+        fraglab_sim::timed::run_workload_cancellable(&spec, &mut |_| {}, c)
+    })?
+    .map_err(|e| err(e.to_string()))?;
+    let json = serde_json::to_string_pretty(&result).map_err(|e| err(e.to_string()))? + "\n";
+    let rows = fraglab_spec::result::rows::mmtests_rows(&result);
+    Ok((json, rows, spec.run.seed))
 }
 
 /// The compare table (`fraglab compare --format json`) of result JSONs `(label, source, json)`,
@@ -184,6 +307,8 @@ fn examples() -> Vec<&'static str> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FraglabError", m.py().get_type::<FraglabError>())?;
     m.add("SpecError", m.py().get_type::<SpecError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<Cancel>()?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(config_label, m)?)?;
     m.add_function(wrap_pyfunction!(run_config, m)?)?;

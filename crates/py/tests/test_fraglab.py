@@ -121,6 +121,7 @@ def test_errors_carry_file_line_and_key(tmp_path):
     assert isinstance(e.value, ValueError)
     assert str(e.value).startswith(f"{f}:7: key op[0].order:")
     assert (e.value.file, e.value.line, e.value.key) == (str(f), 7, "op[0].order")
+    assert str(e.value).endswith(e.value.message)
     with pytest.raises(fraglab.SpecError, match=r"key workload.nope"):
         fraglab.run("example:kbuild-thp-burst", overrides={"workload.nope": 1})
     with pytest.raises(fraglab.FraglabError, match="no built-in example"):
@@ -157,7 +158,7 @@ def test_grid_and_local_sweep():
         PGBENCH + ",vm.defrag_mode=0,vm.swappiness=60",
         PGBENCH + ",vm.defrag_mode=1,vm.swappiness=60",
     ]
-    df = fraglab.sweep(("example:pgbench-checkpoints@workload.duration=1s", {"vm.defrag_mode": [0, 1]}), runs=2)
+    df = fraglab.sweep(("example:pgbench-checkpoints@workload.duration=1s", {"vm.defrag_mode": [0, 1]}), runs=2).table
     assert df.attrs["configs"] == [
         "pgbench-checkpoints@workload.duration=1s,vm.defrag_mode=0",
         "pgbench-checkpoints@workload.duration=1s,vm.defrag_mode=1",
@@ -176,9 +177,10 @@ def test_compare_dirs_merges_results_made_elsewhere(tmp_path):
         [b, "compare", "base=" + PGBENCH, "--runs", "2", "--results-dir", str(d)], check=True, capture_output=True
     )
     merged = fraglab.compare_dirs(d)
-    direct = fraglab.sweep(["base=" + PGBENCH], runs=2)
+    direct = fraglab.sweep(["base=" + PGBENCH], runs=2).table
     assert merged.attrs["report"] == direct.attrs["report"]
-    pd.testing.assert_frame_equal(merged, direct)
+    # The same table but for the sweep's parameter column (the configuration's @KEY).
+    pd.testing.assert_frame_equal(merged, direct.drop(columns=["workload.duration"]))
     # The same run twice is refused, naming both files.
     with pytest.raises(fraglab.FraglabError, match="the same run twice"):
         fraglab.compare_dirs([d, d])
@@ -216,7 +218,12 @@ def test_ray_sweep_equals_local(ray_cluster):
     local = fraglab.sweep(configs, runs=3, backend="local", jobs=2)
     assert on_ray.attrs["runs"] == 3 and on_ray.attrs["configs"] == local.attrs["configs"]
     assert on_ray.attrs["report"] == local.attrs["report"]
-    pd.testing.assert_frame_equal(on_ray, local)
+    pd.testing.assert_frame_equal(on_ray.table, local.table)
+    # The per-run results too: the same runs, parameters and metrics, the same result JSONs.
+    assert on_ray.params == local.params == ["workload.duration", "vm.defrag_mode"]
+    pd.testing.assert_frame_equal(on_ray.runs.drop(columns="result"), local.runs.drop(columns="result"))
+    assert [r.json for r in on_ray.results] == [r.json for r in local.results]
+    assert len(on_ray.runs) == 6 and on_ray.runs["seed"].tolist() == [1, 2, 3] * 2
     # Three seeds per configuration: three per-run values of each run-level metric.
     row = next(r for r in on_ray.attrs["report"]["rows"] if r["metric"] == "THP fault alloc" and r["stat"] == "Amean")
     assert [len(p) for p in row["per_run"]] == [3, 3]

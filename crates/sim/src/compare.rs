@@ -391,6 +391,38 @@ pub fn format_csv(r: &CompareReport) -> String {
 /// LABEL, the file's stem (with `@` and the overrides when there are some). Shared by the
 /// `fraglab` commands that take configurations and the Python package.
 pub fn load_config(c: &str) -> Result<(String, fraglab_spec::Spec), String> {
+    load_config_detailed(c).map_err(|e| e.to_string())
+}
+
+/// Why [`load_config_detailed`] could not load a configuration. Displayed, the message
+/// [`load_config`] returns.
+#[derive(Clone, Debug)]
+pub enum ConfigError {
+    /// The spec is at fault: it could not be read, parsed or validated, an override could not
+    /// apply to it, or there is no such built-in example. `shown`, when some, is the message as
+    /// displayed (naming the configuration) where it differs from the [`SpecError`]'s.
+    ///
+    /// [`SpecError`]: fraglab_spec::SpecError
+    Spec {
+        error: fraglab_spec::SpecError,
+        shown: Option<String>,
+    },
+    /// The configuration string itself is malformed (an override that is not `KEY=VALUE`).
+    Config(String),
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Spec { shown: Some(m), .. } | ConfigError::Config(m) => f.write_str(m),
+            ConfigError::Spec { error, shown: None } => write!(f, "{error}"),
+        }
+    }
+}
+
+/// [`load_config`] with the error's parts: the spec's file, line and key where the spec is at
+/// fault (the Python package's `SpecError`).
+pub fn load_config_detailed(c: &str) -> Result<(String, fraglab_spec::Spec), ConfigError> {
     let (label, rest) = match c.split_once('=') {
         Some((l, r))
             if !l.is_empty()
@@ -410,19 +442,25 @@ pub fn load_config(c: &str) -> Result<(String, fraglab_spec::Spec), String> {
     for kv in ovr.split(',').filter(|s| !s.is_empty()) {
         let (k, v) = kv
             .split_once('=')
-            .ok_or_else(|| format!("{c}: override {kv:?} is not KEY=VALUE"))?;
+            .ok_or_else(|| ConfigError::Config(format!("{c}: override {kv:?} is not KEY=VALUE")))?;
         overrides.push((k.trim().to_string(), v.trim().to_string()));
     }
+    let spec_err = |error| ConfigError::Spec { error, shown: None };
     let spec = match file.strip_prefix("example:") {
         Some(name) => {
-            let text = fraglab_spec::apply_overrides(fraglab_spec::examples::example(name)?, &overrides)
-                .map_err(|e| format!("{c}: {e}"))?;
-            fraglab_spec::parse_spec(&text, &format!("examples/{name}.toml [{ovr}]"))
-                .map_err(|e| e.to_string())?
+            let shown = format!("examples/{name}.toml");
+            let text = fraglab_spec::examples::example(name).map_err(|m| ConfigError::Spec {
+                error: fraglab_spec::SpecError::new(shown.clone(), 0, None, m.clone()),
+                shown: Some(m),
+            })?;
+            let named = format!("{shown} [{ovr}]");
+            let text = fraglab_spec::apply_overrides(text, &overrides).map_err(|m| ConfigError::Spec {
+                error: fraglab_spec::SpecError::new(named.clone(), 0, None, m.clone()),
+                shown: Some(format!("{c}: {m}")),
+            })?;
+            fraglab_spec::parse_spec(&text, &named).map_err(spec_err)?
         }
-        None => {
-            fraglab_spec::load_spec_with(std::path::Path::new(file), &overrides).map_err(|e| e.to_string())?
-        }
+        None => fraglab_spec::load_spec_with(std::path::Path::new(file), &overrides).map_err(spec_err)?,
     };
     let label = label.unwrap_or_else(|| {
         let stem = std::path::Path::new(file.strip_prefix("example:").unwrap_or(file))

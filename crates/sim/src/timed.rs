@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use fraglab_mm::Mm;
 use fraglab_spec::result::{vmstat_delta_between, PageblockMap, Prelude, RunResult, Sample, RESULT_SCHEMA};
@@ -64,6 +65,18 @@ pub fn run_workload_with_progress(
     run_workload_inspect(spec, progress, &mut |_| {})
 }
 
+/// [`run_workload_with_progress`] that stops soon after `cancel` is set: it is read after boot
+/// and after every event of the engine, and a run that saw it set ends with
+/// [`RunError::interrupted`] instead of a result (the Python package's Ctrl-C). Never set, the
+/// result is [`run_workload`]'s, byte for byte: reading the flag changes nothing in the model.
+pub fn run_workload_cancellable(
+    spec: &Spec,
+    progress: &mut dyn FnMut(&TimedProgress),
+    cancel: &AtomicBool,
+) -> Result<RunResult, RunError> {
+    run_workload_full(spec, progress, &mut |_| {}, &mut |_| {}, None, Some(cancel))
+}
+
 /// [`run_workload_with_progress`], showing `at_end` the model as the run ends (before the
 /// result is built; `FRAGLAB_HOST_MEM`'s host-memory breakdown). `at_end` cannot change it.
 pub fn run_workload_inspect(
@@ -84,7 +97,7 @@ pub fn run_workload_hooked(
     at_end: &mut dyn FnMut(&Mm),
     setup: &mut dyn FnMut(&mut Engine),
 ) -> Result<RunResult, RunError> {
-    run_workload_full(spec, progress, at_end, setup, None)
+    run_workload_full(spec, progress, at_end, setup, None, None)
 }
 
 /// [`run_workload_inspect`], streaming the run's whole trace text to `out` (issue 32: the input
@@ -124,7 +137,7 @@ pub fn run_workload_trace_to(
         marked: false,
         buf: String::new(),
     };
-    run_workload_full(&s, progress, at_end, &mut |_| {}, Some(sink))
+    run_workload_full(&s, progress, at_end, &mut |_| {}, Some(sink), None)
 }
 
 fn run_workload_full(
@@ -133,12 +146,17 @@ fn run_workload_full(
     at_end: &mut dyn FnMut(&Mm),
     setup: &mut dyn FnMut(&mut Engine),
     sink: Option<TraceSink>,
+    cancel: Option<&AtomicBool>,
 ) -> Result<RunResult, RunError> {
+    let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     let w = spec
         .workload
         .as_ref()
         .ok_or_else(|| RunError(format!("{}: no [workload] to run", spec.file)))?;
     let mut e = Engine::new(boot(spec)?, cost_model(spec), spec.run.seed);
+    if cancelled() {
+        return Err(RunError::interrupted(&spec.file));
+    }
     e.sched = spec.model.sched;
     let metrics = Rc::new(RefCell::new(Metrics::default()));
     // A task bound to a node runs on its CPUs: the node must have some.
@@ -178,7 +196,10 @@ fn run_workload_full(
         e.check_every = spec.run.debug_vm_every.max(1);
     }
     setup(&mut e);
-    let end_ns = run_to_end(&mut e, w.duration_ns, &rec.maps, progress);
+    let end_ns = run_to_end(&mut e, w.duration_ns, &rec.maps, progress, &cancelled);
+    if cancelled() {
+        return Err(RunError::interrupted(&spec.file));
+    }
     if let Some((steps, t, v)) = e.violation.take() {
         return Err(RunError(format!(
             "{}: [run] debug_vm: invariant violated after task step {steps} (t = {:.3} s): {v}",
@@ -421,12 +442,14 @@ impl MapCadence {
 
 /// Runs the engine until the workload is done or `duration` has passed, reporting progress at
 /// most once per simulated 100 ms and taking pageblock maps into `maps` on the
-/// [`MapCadence`]. Returns the end time.
+/// [`MapCadence`]; stops early after the event that finds `cancelled` true. Returns the end
+/// time.
 fn run_to_end(
     e: &mut Engine,
     duration: u64,
     maps: &RefCell<Vec<PageblockMap>>,
     progress: &mut dyn FnMut(&TimedProgress),
+    cancelled: &dyn Fn() -> bool,
 ) -> u64 {
     let mut last = 0u64;
     let blocks = maps.borrow().first().map_or(1, |m| m.types.len() as u64);
@@ -442,7 +465,7 @@ fn run_to_end(
             });
         }
         cadence.tick(now, &mut maps.borrow_mut(), || pageblock_snapshot(&e.mm, now));
-        e.workload_done()
+        e.workload_done() || cancelled()
     })
 }
 

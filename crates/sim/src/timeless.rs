@@ -3,6 +3,7 @@
 //! anyone checking a rule by hand.
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use fraglab_mm::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC;
 use fraglab_mm::folio::{FolioId, FolioKind};
@@ -97,7 +98,27 @@ pub fn run_ops_result_with_progress(
     spec: &Spec,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<RunResult, RunError> {
+    ops_result(spec, progress, None)
+}
+
+/// [`run_ops_result_with_progress`] that stops soon after `cancel` is set: it is read after boot
+/// and before every operation, and a run that saw it set ends with [`RunError::interrupted`].
+/// Never set, the result is [`run_ops_result`]'s, byte for byte.
+pub fn run_ops_result_cancellable(
+    spec: &Spec,
+    progress: &mut dyn FnMut(usize, usize),
+    cancel: &AtomicBool,
+) -> Result<RunResult, RunError> {
+    ops_result(spec, progress, Some(cancel))
+}
+
+fn ops_result(
+    spec: &Spec,
+    progress: &mut dyn FnMut(usize, usize),
+    cancel: Option<&AtomicBool>,
+) -> Result<RunResult, RunError> {
     let mut r = OpRunner::boot(spec)?;
+    r.cancel = cancel;
     let proc_start = proc_snapshot(&r.mm);
     let start = vmstat_values(&r.mm);
     r.run_all(progress)?;
@@ -141,6 +162,7 @@ impl<'s> OpRunner<'s> {
             out: String::new(),
             sets: Vec::new(),
             ra_states: std::collections::BTreeMap::new(),
+            cancel: None,
         };
         let unused = crate::boot::unread_knobs(spec);
         if !unused.is_empty() {
@@ -159,6 +181,9 @@ impl<'s> OpRunner<'s> {
     fn run_all(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<(), RunError> {
         let spec = self.spec;
         for (i, op) in spec.ops.iter().enumerate() {
+            if self.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                return Err(RunError::interrupted(&spec.file));
+            }
             self.op(i, op)?;
             progress(i + 1, spec.ops.len());
         }
@@ -179,6 +204,8 @@ struct OpRunner<'s> {
     out: String,
     sets: Vec<ChunkSet>,
     ra_states: std::collections::BTreeMap<String, fraglab_mm::filemap::ReadaheadState>,
+    /// Stops the run before the next operation when set ([`run_ops_result_cancellable`]).
+    cancel: Option<&'s AtomicBool>,
 }
 
 impl OpRunner<'_> {
