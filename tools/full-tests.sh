@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full test suite, beyond what `cargo test --workspace` (CI's run) does:
 #  1. the default suite, including the CI slices of the shape tests (ci::*);
-#  2. the full shape tests (crates/sim/tests/shapes.rs, #[ignore]d: minutes on a 2-CPU machine);
+#  2. the full shape tests (crates/sim/tests/all/shapes.rs, #[ignore]d: minutes on a 2-CPU machine);
 #  3. the host arms on the live kernel (crates/host/tests/live.rs and the host arms of
 #     conformance.rs, the cargo feature `live`), as root only: they change knobs (restoring
 #     them), take up to 1 GiB of anonymous memory and, in the --fit-memory test, hold all but
@@ -18,8 +18,8 @@ start=$(date +%s)
 step "default suite: cargo test --workspace"
 cargo test --workspace
 
-step "full shape tests: cargo test --release -p fraglab-sim --test shapes -- --ignored"
-cargo test --release -p fraglab-sim --test shapes -- --ignored
+step "full shape tests: cargo test --release -p fraglab-sim --test all -- --ignored shapes::"
+cargo test --release -p fraglab-sim --test all -- --ignored shapes::
 
 if [ "${FRAGLAB_SKIP_LIVE:-0}" = 1 ]; then
   step "host arms SKIPPED: FRAGLAB_SKIP_LIVE=1"

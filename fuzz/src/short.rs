@@ -1,5 +1,5 @@
 // The fuzz target's run, shared (by `include!`) with the stable corpus test
-// (crates/sim/tests/fuzz_corpus.rs): parse a spec and, when it is small enough to run in a
+// (crates/sim/tests/all/fuzz_corpus.rs): parse a spec and, when it is small enough to run in a
 // fraction of a second, boot it and run it briefly. Every error must be a `SpecError` or a
 // `RunError`; a panic, an abort (an allocation failure) or a hang is a bug.
 

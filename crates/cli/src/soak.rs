@@ -1,7 +1,7 @@
 //! `fraglab soak`: a long random sequence of model operations with the debug-vm checker on
 //! (issue 23 item 6): a bench, not a CI test (a short CI test runs 10^4 operations).
 //!
-//! The operation mix is the union of the random-operation tests' (crates/mm/tests/props.rs,
+//! The operation mix is the union of the random-operation tests' (crates/mm/tests/all/props.rs,
 //! compaction_props.rs, slab_shrinker_props.rs) and the timeless engine's operations, each one
 //! model call: kernel allocations (unmovable, reclaimable slab, atomic, page tables) of order
 //! 0-10 on random CPUs and frees of random ones, anonymous faults in eight 8 MiB mappings (half

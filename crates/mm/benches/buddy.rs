@@ -1,6 +1,6 @@
 //! Criterion benchmarks of the allocator model's hot paths (issue: order-0 and order-9
 //! allocate+free through the PCP and through the buddy lists, and a fallback-heavy sequence).
-//! Run: `cargo bench -p fraglab-mm --bench buddy`.
+//! Run: `cargo bench -p fraglab-mm --features bench --bench buddy`.
 
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion};
 use fraglab_mm::{Gfp, MachineConfig, MigrateType, Mm, Tunables};

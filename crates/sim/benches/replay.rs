@@ -1,6 +1,6 @@
 //! Replay speed (issue 21: a recorded trace of ≥ 500k events replays in under 10 s): a
 //! synthetic 500 000-event stream (`replay::synth`) replayed on a 4 GiB machine, one policy.
-//! Run: `cargo bench -p fraglab-sim --bench replay` (each iteration is a whole replay).
+//! Run: `cargo bench -p fraglab-sim --features bench --bench replay` (each iteration is a whole replay).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use fraglab_sim::replay::{replay, synth::synthetic_trace, Policy};

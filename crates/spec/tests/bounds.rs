@@ -1,6 +1,6 @@
 //! Issue 23's hostile specs (fuzz/corpus/spec_run/hostile-*.toml, also the fuzzer's seeds):
 //! each is refused with one line naming the file, line, key and the real limit, or parses (the
-//! run tests are crates/sim/tests/hostile.rs). Offsets past `MAX_LFS_FILESIZE`, op counts and
+//! run tests are crates/sim/tests/all/hostile.rs). Offsets past `MAX_LFS_FILESIZE`, op counts and
 //! lengths past `WORK_FACTOR` times the machine, and `count` past `u32::MAX`.
 
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //!
 //! Two layers. The full versions (the top-level tests but `folio_compaction_stages`) take
 //! minutes on this 2-CPU machine and are `#[ignore]`d: `tools/full-tests.sh` runs them
-//! (`cargo test --release -p fraglab-sim --test shapes -- --ignored`). `ci::*` is the slice that
+//! (`cargo test --release -p fraglab-sim --test all -- --ignored shapes::`). `ci::*` is the slice that
 //! `cargo test` runs: the same assertions on one seed or a shorter miniature, where every
 //! margin held on each seed measured (the measurements are in each slice's comment); a shape
 //! whose margins do not hold on a slice is left to the full suite. `folio_compaction_stages`
@@ -52,7 +52,7 @@ fn mean(results: &[RunResult], metric: &str) -> f64 {
 
 /// The miniature of seed 002 (`examples/pgbench-checkpoints.toml`: 512 MiB, a 128 MiB
 /// checkpoint every 5 s).
-const PGBENCH: &str = include_str!("../../../examples/pgbench-checkpoints.toml");
+const PGBENCH: &str = include_str!("../../../../examples/pgbench-checkpoints.toml");
 
 /// The four variants of the 2026 iomap thread, by `model.costly_order_policy`.
 const COSTLY_VARIANTS: [(&str, &str); 4] = [
@@ -152,7 +152,7 @@ fn costly_pagecache_variants_avoid_direct_compaction() {
 /// no better than skipping; splitting (split_large) recovers the THPs.
 #[test]
 fn folio_compaction_stages() {
-    let text = include_str!("../../../experiments/folio-compaction/vmscal-thp.toml");
+    let text = include_str!("../../../../experiments/folio-compaction/vmscal-thp.toml");
     let small = [
         ("machine.memory", "\"512MiB\""),
         ("machine.cpus", "2"),
@@ -220,7 +220,7 @@ fn check_pageblocks_clean(vanilla: &[u64], stages: &[(&str, Vec<u64>)]) {
 #[test]
 #[ignore = "full shape test (minutes): tools/full-tests.sh"]
 fn defrag_mode_keeps_pageblocks_clean() {
-    let text = include_str!("../../../experiments/defrag-mode/kbuild-thp.toml");
+    let text = include_str!("../../../../experiments/defrag-mode/kbuild-thp.toml");
     // The experiment's machine and workload, 5 builds instead of 15.
     let text = text.replace("iterations = 15", "iterations = 5");
     let vanilla = mixed_blocks(&text, &[]);
@@ -255,7 +255,7 @@ fn defrag_mode_keeps_pageblocks_clean() {
 #[test]
 #[ignore = "full shape test (minutes): tools/full-tests.sh"]
 fn defrag_mode_strands_free_memory_and_loses_thps_under_small_file_churn() {
-    let text = include_str!("../../../experiments/defrag-mode/thpchallenge-fio.toml");
+    let text = include_str!("../../../../experiments/defrag-mode/thpchallenge-fio.toml");
     let live = [
         ("machine.memory", "8GiB"),
         ("machine.cpus", "2"),
@@ -333,7 +333,7 @@ fn defrag_mode_strands_free_memory_and_loses_thps_under_small_file_churn() {
 #[test]
 #[ignore = "full shape test (minutes): tools/full-tests.sh"]
 fn defrag_mode_in_the_seeds_regime_moves_compaction_to_kcompactd_not_thp_success() {
-    let text = include_str!("../../../experiments/defrag-mode/buildlike.toml")
+    let text = include_str!("../../../../experiments/defrag-mode/buildlike.toml")
         .replace("memory = \"8GiB\"", "memory = \"2GiB\"")
         .replace("file_size = \"12GiB\"", "file_size = \"3GiB\"")
         .replace("duration = \"3min\"", "duration = \"60s\"")
@@ -409,7 +409,7 @@ mod ci {
     /// of vanilla's).
     #[test]
     fn defrag_mode_keeps_pageblocks_clean() {
-        let text = include_str!("../../../experiments/defrag-mode/kbuild-thp.toml")
+        let text = include_str!("../../../../experiments/defrag-mode/kbuild-thp.toml")
             .replace("iterations = 15", "iterations = 3");
         let text = text.as_str();
         let (vanilla, stages) = std::thread::scope(|sc| {

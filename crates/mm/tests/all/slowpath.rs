@@ -1,6 +1,6 @@
 //! The allocation slow path (docs/model §7.4–§7.7, §8 D5): what each kind of request does.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::folio::FolioKind;

@@ -1,7 +1,7 @@
 //! kswapd (docs/model §10.1–§10.2) and its hand-off to kcompactd (§9.11.3), with the
 //! defrag_mode stages of §8 (D6, D7).
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::folio::{FolioId, FolioKind};

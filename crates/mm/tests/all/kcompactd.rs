@@ -1,7 +1,7 @@
 //! kcompactd's wake-ups, loop and back-off: one test per rule of docs/model §26 (and
 //! §9.11–§9.12), named after its section.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::folio::{FolioId, FolioKind};

@@ -2,7 +2,7 @@
 //! gate, budget, rotation, batches, `__isolate_free_page`'s test and retype, the put-back), the
 //! PageReported flag and the host's backing. One test per rule, named after its section.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::compaction::{CompactControl, MigrateMode};

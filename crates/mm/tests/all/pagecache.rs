@@ -1,7 +1,7 @@
 //! Page-cache folios (docs/model §12): the write path's order loop and its gfp under each
 //! policy of the 2026 iomap thread (§12.5), and readahead's order ramp (§12.2).
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::filemap::{

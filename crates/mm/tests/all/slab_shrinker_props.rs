@@ -3,7 +3,7 @@
 //! clean-up did — every declared folio still live was re-checked on every call — in the same
 //! order, with the same deferred work. The reference model below is that former algorithm.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::folio::{FolioId, FolioKind};

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-include!("../../../fuzz/src/short.rs");
+include!("../../../../fuzz/src/short.rs");
 
 #[test]
 fn every_corpus_file_parses_or_is_refused_and_runs_briefly() {

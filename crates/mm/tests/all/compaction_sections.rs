@@ -1,6 +1,6 @@
 //! One test per compaction rule of docs/model §9 and §13, named after its section.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::compaction::{CompactPriority, CompactResult, FolioMode};

@@ -4,7 +4,7 @@
 //! asserts what the kernel would do: block types, free-list contents and order (head first),
 //! PCP lists, counters, trace fields. Every test ends with the debug-vm checker.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::gfp::{AllocFlags as AF, Gfp};

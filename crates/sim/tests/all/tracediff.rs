@@ -109,7 +109,7 @@ fn trace_out_then_diff() {
 
 /// The CI-size validation scenarios, each run three times with `--trace-out` (seed 1, seed 2,
 /// and seed 1 with `vm.defrag_mode = 1`) and the first diffed against the other two:
-/// `FRAGLAB_TRACEDIFF_OUT=DIR cargo test -p fraglab-sim --test tracediff -- --ignored
+/// `FRAGLAB_TRACEDIFF_OUT=DIR cargo test -p fraglab-sim --test all -- --ignored tracediff::
 /// --nocapture` leaves the traces and the diffs (`NAME.VARIANT.diff.txt`/`.json`) in DIR.
 #[test]
 #[ignore]

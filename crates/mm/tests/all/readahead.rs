@@ -3,7 +3,7 @@
 //! asynchronous rules (§23.3, §23.4), `page_cache_ra_order`'s clamp and first error (§23.5),
 //! and the other entry points (faults, forced readahead).
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::filemap::{FileVma, Mapping, ReadaheadState};

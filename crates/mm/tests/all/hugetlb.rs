@@ -1,7 +1,7 @@
 //! Runtime hugetlb allocation through `vm.nr_hugepages` (docs/model §28.1–§28.2):
 //! `Mm::set_max_huge_pages`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::folio::FolioKind;

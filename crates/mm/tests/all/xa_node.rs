@@ -1,7 +1,7 @@
 //! The page cache's xarray nodes (`xa_node.rs`): nodes follow the page cache and its shadow
 //! entries, come from reclaimable slab pages, and go with the last entry of their range.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::filemap::{FileVma, Mapping, ReadaheadState};

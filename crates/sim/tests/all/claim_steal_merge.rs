@@ -4,7 +4,7 @@
 use fraglab_sim::run_ops;
 use fraglab_spec::parse_spec;
 
-const EXAMPLE: &str = include_str!("../../../examples/claim-steal-merge.toml");
+const EXAMPLE: &str = include_str!("../../../../examples/claim-steal-merge.toml");
 
 /// The text printed by op `i` (up to the next op's log line).
 fn section(out: &str, i: usize) -> &str {

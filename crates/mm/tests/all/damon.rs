@@ -1,6 +1,6 @@
 //! DAMON-based reclaim (docs/model §27): the kdamond's pageout scheme on paddr regions.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::damon::{DamonConfig, Kdamond};

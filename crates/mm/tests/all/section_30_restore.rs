@@ -3,7 +3,7 @@
 //! chunks of many orders, folios of every kind. After boot the rendered /proc files show
 //! exactly the blocks, free chunks and folios given, and debug-vm's invariants hold.
 
-mod common;
+use crate::common;
 
 use common::{check, BASE, PB};
 use fraglab_mm::folio::FolioKind;

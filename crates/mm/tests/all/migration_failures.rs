@@ -2,7 +2,7 @@
 //! by mode and caller, the isolation filters, the passes' work, `pgmigrate_fail`, and the
 //! writeback timeline (`writeback.rs`) that puts folios under writeback.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::compaction::{CompactPriority, MigrateMode};

@@ -2,7 +2,7 @@
 //! policy performs is the work docs/model predicts — THP faults under every defrag value
 //! (§11.2), and defrag_mode's refusal to pollute MOVABLE blocks (§8, §7.4 "Consequences").
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::folio::FolioKind;

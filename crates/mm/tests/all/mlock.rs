@@ -2,7 +2,7 @@
 //! nr_unevictable gauges, the unevictable_pgs_* events, reclaim and `zone_reclaimable_pages`
 //! leaving unevictable folios alone, and `vm.compact_unevictable_allowed` gating compaction.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::folio::{FolioId, FolioKind};

@@ -4,7 +4,7 @@
 //! which migratetype, how many a number of files makes, when reclaim and compaction may take
 //! them.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::bdev::{dir_blocks_needed, dirent_rec_len, meta_of_block, Meta, BH_PER_SLAB};

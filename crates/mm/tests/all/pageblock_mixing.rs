@@ -4,7 +4,7 @@
 //! the block's type afterwards, and the migratetype the page was allocated with (the model's
 //! stand-in for page_owner, from which the census counts a block as mixed).
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::gfp::AllocFlags as AF;

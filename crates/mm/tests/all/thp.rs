@@ -1,7 +1,7 @@
 //! THP and mTHP faults (docs/model §11.2, §11.3): on a fragmented machine, a fault under
 //! each defrag value does the work §11.2 predicts.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::folio::FolioKind;

@@ -1,6 +1,6 @@
 //! The LRU lists (docs/model §10.3).
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::folio::FolioKind;

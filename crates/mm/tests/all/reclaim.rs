@@ -1,7 +1,7 @@
 //! Reclaim (docs/model §10): swap and anonymous reclaim, get_scan_count, refaults, slab
 //! shrinking, compaction_ready in direct reclaim, and the vmscan tracepoints.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::filemap::Mapping;

@@ -6,7 +6,7 @@
 //! freeing everything and draining, all managed memory is free and merged as at boot. The same
 //! sequence run twice gives the same state.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::mmzone::PageKind;

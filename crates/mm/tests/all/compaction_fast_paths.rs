@@ -2,7 +2,7 @@
 //! limit, `fast_find_migrateblock`, `fast_isolate_freepages`, `too_many_isolated` and the
 //! skip-bit table. One test per rule, named after its section.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fraglab_mm::compaction::{CompactControl, CompactResult, MigrateMode};
