@@ -480,14 +480,14 @@ fn time_ticks() -> (Vec<Value>, Vec<Value>) {
 }
 
 /// A latency histogram of the result schema as the spec's [`Histogram`] (to merge runs and
-/// take quantiles the one way the project defines them).
+/// take quantiles the one way the project defines them), at its power-of-two resolution (what
+/// this page draws; the log-linear buckets newer results also hold are not used yet).
 fn hist_of(h: &fraglab_spec::result::LatencyHistogram) -> Histogram {
+    let h = h.histogram();
     Histogram {
-        buckets: h.log2_buckets.clone(),
-        count: h.count,
-        sum_ns: h.sum_ns,
-        min_ns: h.min_ns,
-        max_ns: h.max_ns,
+        buckets: h.log2_buckets(),
+        sub_bits: 0,
+        ..h
     }
 }
 
