@@ -3,7 +3,9 @@
 
 use crate::anon::AllocPath;
 
-/// The latency histogram of both engines (power-of-two nanosecond buckets).
+/// The latency histogram of both engines: log-linear nanosecond buckets, 16 per power of two
+/// (`fraglab_spec::result::hist`: p50/p99 within 1/16 above the true value), written to results
+/// with the power-of-two buckets older fraglab reads.
 pub use fraglab_spec::result::Histogram;
 
 /// One THP burst of a `thp_burst` task.

@@ -351,8 +351,15 @@ pub struct LatencyHistogram {
     pub sum_ns: u64,
     pub min_ns: u64,
     pub max_ns: u64,
-    /// Bucket i counts latencies in [2^i, 2^(i+1)) ns.
+    /// Bucket i counts latencies in [2^i, 2^(i+1)) ns (bucket 0 also 0): the coarse histogram
+    /// every fraglab writes and reads.
     pub log2_buckets: Vec<u64>,
+    /// The same latencies in log-linear buckets (16 per power of two), from which the reports
+    /// take their quantiles ([`LatencyHistogram::histogram`]). Absent from the results of
+    /// fraglab before issue 36 (read back from `log2_buckets` alone) and from a histogram
+    /// without values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_linear_buckets: Option<LogLinearBuckets>,
     /// Simulator, free page reporting (§32.3 item 6): of `count`, the faults
     /// that wrote pages whose backing the host had discarded, and the time their host faults
     /// added (included in `sum_ns` and the buckets: real latencies are bimodal, these say how
@@ -361,6 +368,18 @@ pub struct LatencyHistogram {
     pub host_faults: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub host_fault_ns: u64,
+}
+
+/// Log-linear latency buckets (HdrHistogram's layout): `sub_buckets` (a power of two, 2^k)
+/// per power of two. Bucket i of the full sequence holds, for i + 1 < 2^k, the value i + 1
+/// (bucket 0 also 0); above, with j = i + 1, s = j / 2^k − 1 and m = j − s·2^k, the values
+/// [m·2^s, (m + 1)·2^s). `counts` holds buckets `first` to the last non-empty one
+/// (`fraglab_spec::result::hist::bucket_range` computes the bounds).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogLinearBuckets {
+    pub sub_buckets: u32,
+    pub first: u32,
+    pub counts: Vec<u64>,
 }
 
 fn is_zero(v: &u64) -> bool {
