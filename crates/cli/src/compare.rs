@@ -34,9 +34,6 @@ pub fn compare(
         crate::check_output("-o", p)?;
     }
     let (labels, specs) = load_configs(&configs)?;
-    if labels.len() == 1 {
-        eprintln!("{}", one_configuration(&labels[0]));
-    }
     let specs = specs
         .into_iter()
         .map(|s| crate::scale_by_flag(s, scale))
@@ -50,6 +47,9 @@ pub fn compare(
         .max(1);
     if let Some(dir) = &results_dir {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    if labels.len() == 1 {
+        note_one_configuration(&labels[0]);
     }
     let t0 = std::time::Instant::now();
     let results = run_and_write(&specs, &labels, runs, jobs, results_dir.as_deref())?;
@@ -106,7 +106,7 @@ pub fn compare_from(
     let files = fraglab_sim::compare::read_result_dirs(&dirs)?;
     let (labels, results) = fraglab_sim::compare::merge_results(files, baseline.as_deref())?;
     if labels.len() == 1 {
-        eprintln!("{}", one_configuration(&labels[0]));
+        note_one_configuration(&labels[0]);
     }
     let report = fraglab_sim::compare::compare(&labels, &results);
     let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
@@ -127,6 +127,15 @@ pub fn one_configuration(label: &str) -> String {
          its runs alone and every change is 0 %. Add a second CONFIG, e.g. `other=SPEC@vm.defrag_mode=1`, \
          or use `fraglab run` for a single run."
     )
+}
+
+/// Says [`one_configuration`] on standard error when it is a terminal (a person is reading; a
+/// script's stderr stays as quiet as with two configurations).
+fn note_one_configuration(label: &str) {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        eprintln!("{}", one_configuration(label));
+    }
 }
 
 /// The configurations' labels and specs; every spec must be a timed run, every label unique.

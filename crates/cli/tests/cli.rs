@@ -260,10 +260,24 @@ fn run_compare_and_report_explain_a_newcomers_mistakes() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let err = String::from_utf8_lossy(&o.stderr);
+    // On a pipe (a script) compare stays quiet; on a terminal it says there is nothing to
+    // compare (util-linux `script` gives the command a terminal).
+    assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("script")
+        .args(["-qec"])
+        .arg(format!(
+            "{} compare {} --runs 1",
+            env!("CARGO_BIN_EXE_fraglab"),
+            spec.display()
+        ))
+        .arg("/dev/null")
+        .output()
+        .expect("util-linux script");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let tty = String::from_utf8_lossy(&o.stdout);
     assert!(
-        err.contains("one configuration (tiny): nothing to compare it with"),
-        "{err}"
+        tty.contains("one configuration (tiny): nothing to compare it with"),
+        "{tty}"
     );
 
     let html = d.join("r.html");
