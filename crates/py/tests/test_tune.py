@@ -5,6 +5,8 @@ local cluster (skipped where ray[tune] is not installed). One simulated second p
 
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 
@@ -178,3 +180,23 @@ def test_ray_tune_on_a_local_cluster(tiny):
     finally:
         if started:
             ray.shutdown()
+
+
+def test_fraglab_tune_runs_the_module_and_passes_its_exit_code(tmp_path):
+    b = os.environ.get("FRAGLAB_BIN") or shutil.which("fraglab")
+    if not b:
+        pytest.skip("no fraglab binary ($FRAGLAB_BIN or PATH)")
+    env = {**os.environ, "FRAGLAB_PYTHON": sys.executable}
+    args = [b, "tune", SPEC, "--space", "transparent_hugepage/enabled=never,madvise", "--objective", "THP fault alloc",
+            "--backend", "local"]
+    p = subprocess.run(args, capture_output=True, text=True, env=env)
+    assert p.returncode == 0 and "madvise" in p.stdout, p.stderr
+    # Nothing feasible: the module's exit code 3, passed through.
+    p = subprocess.run(args + ["--constraint", "THP fault alloc<0"], capture_output=True, text=True, env=env)
+    assert p.returncode == 3, p.stderr
+    # A Python without the package: how to install it.
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    p = subprocess.run(args, capture_output=True, text=True, env={**env, "FRAGLAB_PYTHON": str(fake)})
+    assert p.returncode == 1 and "pip install ./crates/py" in p.stderr

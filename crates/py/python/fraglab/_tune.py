@@ -135,29 +135,53 @@ def _grid_size(keys: List[_Key]) -> Optional[int]:
     return math.prod(len(k.values) for k in keys)
 
 
-def _local_trials(keys: List[_Key], budget: Optional[int], seed: int) -> Tuple[str, List[Dict[str, Any]]]:
+def _check_points(keys: List[_Key], points: Optional[Sequence[Mapping[str, Any]]], grid: bool) -> List[Dict[str, Any]]:
+    names = [k.name for k in keys]
+    out = []
+    for p in points or []:
+        if not isinstance(p, Mapping) or set(p) != set(names):
+            raise FraglabError(f"points_to_evaluate: {p!r}: expected a dict of every key of the space ({', '.join(names)})")
+        if grid and any(p[k.name] not in k.values for k in keys):
+            raise FraglabError(f"points_to_evaluate: {dict(p)!r} is outside the grid: add its values to the space")
+        out.append({n: p[n] for n in names})
+    return out
+
+
+def _local_trials(
+    keys: List[_Key], budget: Optional[int], seed: int, points: Sequence[Dict[str, Any]] = ()
+) -> Tuple[str, List[Dict[str, Any]]]:
     """The trials of the local search, in order: the whole grid when the space is categorical
-    and fits in the budget, else ``budget`` random points (distinct ones for a categorical
-    space) drawn with ``random.Random(seed)``."""
+    and fits in the budget (``points`` first), else ``points`` and then random points up to
+    ``budget`` (distinct ones for a categorical space) drawn with ``random.Random(seed)``."""
+    names = [k.name for k in keys]
     n = _grid_size(keys)
+    first = [dict(p) for i, p in enumerate(points) if p not in points[:i]]
     if n is not None and (budget is None or n <= budget):
-        return "grid", [dict(zip([k.name for k in keys], c)) for c in itertools.product(*(k.values for k in keys))]
+        grid = [dict(zip(names, c)) for c in itertools.product(*(k.values for k in keys))]
+        return "grid", first + [p for p in grid if p not in first]
     if budget is None:
         raise FraglabError("budget: needed for a space with ranges or distributions (how many trials)")
     rng = random.Random(seed)
+    trials = first[:budget]
     if n is not None:
-        trials = []
-        for idx in rng.sample(range(n), budget):
+        tried = set()
+        while len(trials) < budget and len(tried) < n:
+            idx = rng.randrange(n)
+            if idx in tried:
+                continue
+            tried.add(idx)
             combo = {}
             for k in reversed(keys):
                 idx, i = divmod(idx, len(k.values))
                 combo[k.name] = k.values[i]
-            trials.append({k.name: combo[k.name] for k in keys})
+            p = {name: combo[name] for name in names}
+            if p not in trials:
+                trials.append(p)
         return "random", trials
     import numpy as np
 
     nprng = np.random.RandomState(seed)
-    return "random", [{k.name: k.sample(rng, nprng) for k in keys} for _ in range(budget)]
+    return "random", trials + [{k.name: k.sample(rng, nprng) for k in keys} for _ in range(budget - len(trials))]
 
 
 # --- the spec, objective and constraints ----------------------------------------------------
@@ -438,6 +462,7 @@ def tune(
     runs_per_trial: int = 1,
     jobs: Optional[int] = None,
     overrides: Optional[Mapping[str, Any]] = None,
+    points_to_evaluate: Optional[Sequence[Mapping[str, Any]]] = None,
 ) -> TuneResult:
     """Searches ``space`` for the settings with the best ``objective``.
 
@@ -477,11 +502,12 @@ def tune(
     seed : int, default 0
         The search's seed. On the local backend the same seed gives the same trials in the
         same order (and, the simulator being deterministic, the same table). On Ray the grid
-        is the same set of trials; the random search's points are drawn from the seed
-        (``BasicVariantGenerator(random_state=seed)``; Optuna's ``TPESampler(seed)`` when
-        optuna is installed), but trials finish in whatever order the cluster runs them, and
-        Optuna's later suggestions depend on which results it has seen: the trials can differ
-        from one search to the next.
+        and the random search are the local backend's trials too (drawn here from the seed,
+        given to ``BasicVariantGenerator`` as ``points_to_evaluate``; the table is put back in
+        their order, whatever order the cluster ran them in). With optuna installed, Ray
+        searches with Optuna's ``TPESampler(seed)`` instead: its suggestions depend on which
+        results it has seen, in the order trials finish, so the trials can differ from one
+        search to the next.
     runs_per_trial : int, default 1
         Runs (seeds) per trial; the objective is their mean.
     jobs : int, optional
@@ -489,6 +515,10 @@ def tune(
     overrides : dict, optional
         Fixed overrides for every trial (``{"workload.duration": "5s"}``); the space's keys
         override them.
+    points_to_evaluate : list of dict, optional
+        Settings to try first (every key of the space), e.g. the configurations in use today:
+        the search then finds settings at least as good as the best of them. They count in
+        the budget; a grid includes them already (a point outside the grid is an error).
 
     Returns
     -------
@@ -517,6 +547,8 @@ def tune(
     if backend not in (None, "local", "ray"):
         raise FraglabError(f"backend {backend!r}: expected 'local' or 'ray'")
     keys = _parse_space(space)
+    n_grid = _grid_size(keys)
+    points = _check_points(keys, points_to_evaluate, n_grid is not None and (budget is None or n_grid <= budget))
     cons = _constraints(constraints)
     spec_s, base, config_form = _split_spec(spec, overrides)
     _check_keys(spec_s, base, keys, config_form)
@@ -536,11 +568,13 @@ def tune(
     obj_col = objective if isinstance(objective, str) else "objective"
     t0, c0 = time.monotonic(), time.process_time()
     if backend == "local":
-        search, points = _local_trials(keys, budget, seed)
+        search, points = _local_trials(keys, budget, seed, points)
         rows = _run_local(spec_s, base, points, runs_per_trial, objective, cons, jobs)
         cpu_total = time.process_time() - c0
     else:
-        search, points, rows = _run_ray(spec_s, base, keys, budget, seed, runs_per_trial, objective, cons, address, mode)
+        search, points, rows = _run_ray(
+            spec_s, base, keys, budget, seed, runs_per_trial, objective, cons, address, mode, points
+        )
         cpu_total = sum(r["cpu_s"] for r in rows) + (time.process_time() - c0)
     wall = time.monotonic() - t0
     seen = set()
@@ -617,7 +651,7 @@ def _ray_trial(config, payload):
     rt.report({"score": score, "row": json.dumps(row), "params": json.dumps(params)})
 
 
-def _run_ray(spec, base, keys, budget, seed, runs, objective, cons, address, mode):
+def _run_ray(spec, base, keys, budget, seed, runs, objective, cons, address, mode, first):
     import ray
     from ray import tune as rt
 
@@ -636,6 +670,7 @@ def _run_ray(spec, base, keys, budget, seed, runs, objective, cons, address, mod
         if budget is None:
             raise FraglabError("budget: needed for a space with ranges or distributions (how many trials)")
         param_space = {f"p{i}": k.ray_domain() for i, k in enumerate(keys)}
+        safe = [{f"p{i}": p[k.name] for i, k in enumerate(keys)} for p in first] or None
         expected = budget
         tune_config["num_samples"] = budget
         try:
@@ -643,13 +678,19 @@ def _run_ray(spec, base, keys, budget, seed, runs, objective, cons, address, mod
             from ray.tune.search.optuna import OptunaSearch
 
             search = "optuna"
-            tune_config["search_alg"] = OptunaSearch(sampler=optuna.samplers.TPESampler(seed=seed))
+            tune_config["search_alg"] = OptunaSearch(
+                sampler=optuna.samplers.TPESampler(seed=seed), points_to_evaluate=safe
+            )
             tune_config["metric"], tune_config["mode"] = "score", mode
         except ImportError:
             from ray.tune.search.basic_variant import BasicVariantGenerator
 
+            # The local search's points (distinct ones in a categorical space; Ray's own
+            # sampling repeats points), run by Ray: the same trials as backend="local".
             search = "random"
-            tune_config["search_alg"] = BasicVariantGenerator(random_state=seed)
+            local = _local_trials(keys, budget, seed, first)[1]
+            safe = [{f"p{i}": p[k.name] for i, k in enumerate(keys)} for p in local]
+            tune_config["search_alg"] = BasicVariantGenerator(random_state=seed, points_to_evaluate=safe)
     # Tune's progress box and table (the "new output" engine) on stdout: off, as verbose=0 asks.
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     storage = tempfile.mkdtemp(prefix="fraglab-tune-")
@@ -673,14 +714,18 @@ def _run_ray(spec, base, keys, budget, seed, runs, objective, cons, address, mod
             raise KeyboardInterrupt(f"Ray Tune stopped after {len(done)} of {expected} trials")
         points = [json.loads(r.metrics["params"]) for r in done]
         rows = [json.loads(r.metrics["row"]) for r in done]
-        if search == "grid":
-            # The grid in the local backend's order (itertools.product over the keys), so that
-            # its table is the local one's.
-            order = [json.dumps(p, sort_keys=True) for p in _local_trials(keys, None, seed)[1]]
-            at = {json.dumps(p, sort_keys=True): i for i, p in enumerate(points)}
-            if set(order) == set(at):
-                points = [points[at[k]] for k in order]
-                rows = [rows[at[k]] for k in order]
+        if search != "optuna":
+            # The trials in the local backend's order (the grid in itertools.product order, or
+            # the seed's random points), so that the table is the local one's.
+            want = [json.dumps(p, sort_keys=True) for p in _local_trials(keys, budget, seed, first)[1]]
+            got = [json.dumps(p, sort_keys=True) for p in points]
+            if sorted(want) == sorted(got):
+                idx = []
+                for w in want:
+                    i = next(j for j, g in enumerate(got) if g == w and j not in idx)
+                    idx.append(i)
+                points = [points[i] for i in idx]
+                rows = [rows[i] for i in idx]
     finally:
         shutil.rmtree(storage, ignore_errors=True)
     return search, points, rows
