@@ -532,7 +532,8 @@ def tune(
     FraglabError
         Bad arguments, an unknown objective metric, a run that failed.
     KeyboardInterrupt
-        Ctrl-C: the local runs are cancelled; Ray Tune stops its trials.
+        Ctrl-C: the local runs are cancelled within milliseconds; Ray Tune stops the
+        experiment and kills its running trials (~10 s, Tune's force-cleanup timeout).
     """
     if mode not in ("max", "min"):
         raise FraglabError(f"mode {mode!r}: expected 'max' or 'min'")
@@ -646,6 +647,8 @@ def _ray_trial(config, payload):
 
     spec, base, names, runs, objective, cons = payload
     params = {names[k]: v for k, v in config.items()}
+    # No cancellation here: Tune stops a trial by killing its actor (its `stop` waits behind
+    # the running `train` call), 10 s after a Ctrl-C at the latest.
     row = _evaluate(spec, base, params, runs, objective, cons)
     score = row["objective"] if row["feasible"] else float("nan")
     rt.report({"score": score, "row": json.dumps(row), "params": json.dumps(params)})
@@ -704,13 +707,16 @@ def _run_ray(spec, base, keys, budget, seed, runs, objective, cons, address, mod
         )
         grid = tuner.fit()
         errors = [r.error for r in grid if r.error is not None]
+        done = [r for r in grid if r.metrics and "row" in r.metrics]
+        if len(done) < expected and all("interrupted" in str(getattr(e, "cause", None) or e) for e in errors):
+            # Tune's own SIGINT handler stopped the search (its trials cancelled, or never
+            # started) and returned what had finished.
+            raise KeyboardInterrupt(f"Ray Tune stopped after {len(done)} of {expected} trials")
         if errors:
             e = errors[0]
             cause = getattr(e, "cause", None) or e
             raise FraglabError(f"a Ray Tune trial failed: {cause}") from e
-        done = [r for r in grid if r.metrics and "row" in r.metrics]
         if len(done) < expected:
-            # Tune's own SIGINT handler stopped the search and returned what had finished.
             raise KeyboardInterrupt(f"Ray Tune stopped after {len(done)} of {expected} trials")
         points = [json.loads(r.metrics["params"]) for r in done]
         rows = [json.loads(r.metrics["row"]) for r in done]
