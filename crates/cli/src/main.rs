@@ -21,6 +21,7 @@ mod run;
 mod snapshot;
 mod soak;
 mod suite_file;
+mod tune;
 mod validate;
 
 use examples::example;
@@ -445,6 +446,17 @@ enum Cmd {
         #[arg(long, default_value = "1TiB")]
         memory: String,
     },
+    /// Search knob settings for the best value of a metric (the Python package's fraglab.tune).
+    ///
+    /// Runs `python3 -m fraglab.tune` (`pip install ./crates/py`; Ray Tune when `ray[tune]` is
+    /// installed; `$FRAGLAB_PYTHON` names another Python): `fraglab tune SPEC --space KEY=V1,V2 ... --objective NAME [--min] --budget N
+    /// [--backend local|ray] [--json OUT]`; `fraglab tune --help` prints the module's options.
+    #[command(disable_help_flag = true)]
+    Tune {
+        /// Passed to `python3 -m fraglab.tune` as they are.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// `FRAGLAB_HOST_MEM=1`: what `fraglab run` shows the model at the end of a timed run — one
@@ -487,6 +499,9 @@ fn host_mem_print() -> Box<dyn FnMut(&fraglab_mm::Mm)> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Cmd::Tune { args } = &cli.cmd {
+        return tune::tune(args);
+    }
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -629,6 +644,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
         Cmd::Footprint { memory } => footprint::footprint(memory),
         Cmd::Trace { cmd } => record::trace(cmd),
         Cmd::Knobs { markdown } => knobs::knobs(markdown),
+        Cmd::Tune { .. } => unreachable!("main runs `tune` itself, for its exit code"),
     }
 }
 

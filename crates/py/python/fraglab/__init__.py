@@ -72,6 +72,8 @@ __all__ = [
     "grid",
     "validate",
     "examples",
+    "tune",
+    "TuneResult",
 ]
 
 #: A sweep's configurations: a list of ``[LABEL=]SPEC[@KEY=VALUE,...]`` strings, one such string,
@@ -950,3 +952,7 @@ def validate(
     if spec is not None and isinstance(out, dict) and "configs" in out and "rows" in out:
         return _table(out)
     return out
+
+
+# Knob tuning (fraglab/_tune.py; `python -m fraglab.tune` is its command line).
+from ._tune import TuneResult, tune  # noqa: E402
