@@ -694,6 +694,32 @@ fn drain_trace(
     }
 }
 
+/// The result's `blame` section (issue 37): every source interned, in interning order.
+pub fn blame_result(b: &fraglab_mm::blame::Blame) -> Vec<fraglab_spec::result::BlameSource> {
+    use fraglab_mm::blame::BLAME_KIND_NAMES;
+    const MTS: [&str; 3] = ["Unmovable", "Movable", "Reclaimable"];
+    (0..b.nr_sources())
+        .map(|i| {
+            let s = &b.stats[i];
+            let by_kind = |v: &[u64]| {
+                BLAME_KIND_NAMES
+                    .iter()
+                    .zip(v)
+                    .map(|(k, &n)| (k.to_string(), n))
+                    .collect()
+            };
+            fraglab_spec::result::BlameSource {
+                source: b.name(i as u32).to_string(),
+                events: by_kind(&s.counts),
+                pages: by_kind(&s.pages),
+                by_migratetype: MTS.iter().zip(s.by_mt).map(|(k, n)| (k.to_string(), n)).collect(),
+                mixed_blocks: s.mixed_blocks.len() as u64,
+                compact_blocked_blocks: s.compact_blocked.len() as u64,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -738,30 +764,4 @@ mod tests {
             );
         }
     }
-}
-
-/// The result's `blame` section (issue 37): every source interned, in interning order.
-pub fn blame_result(b: &fraglab_mm::blame::Blame) -> Vec<fraglab_spec::result::BlameSource> {
-    use fraglab_mm::blame::BLAME_KIND_NAMES;
-    const MTS: [&str; 3] = ["Unmovable", "Movable", "Reclaimable"];
-    (0..b.nr_sources())
-        .map(|i| {
-            let s = &b.stats[i];
-            let by_kind = |v: &[u64]| {
-                BLAME_KIND_NAMES
-                    .iter()
-                    .zip(v)
-                    .map(|(k, &n)| (k.to_string(), n))
-                    .collect()
-            };
-            fraglab_spec::result::BlameSource {
-                source: b.name(i as u32).to_string(),
-                events: by_kind(&s.counts),
-                pages: by_kind(&s.pages),
-                by_migratetype: MTS.iter().zip(s.by_mt).map(|(k, n)| (k.to_string(), n)).collect(),
-                mixed_blocks: s.mixed_blocks.len() as u64,
-                compact_blocked_blocks: s.compact_blocked.len() as u64,
-            }
-        })
-        .collect()
 }
