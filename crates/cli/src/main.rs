@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod blame;
 mod compare;
 mod examples;
 mod footprint;
@@ -182,6 +183,11 @@ enum Cmd {
         /// `scale.vmstat_delta_scaled_up` has the counters x K. As `[run] scale = "1/K"`.
         #[arg(long, value_parser = parse_scale)]
         scale: Option<u32>,
+        /// Fragmentation blame (docs/blame.md): attribute every event that makes a pageblock
+        /// impure to the task or kernel thread that caused it; the result JSON gets a `blame`
+        /// section (`fraglab blame RESULT.json` ranks it). As `[run] blame = true`.
+        #[arg(long)]
+        blame: bool,
     },
     /// Run specs N times each (different seeds, in parallel) and print the rows of
     /// mmtests' vmstat rows and the workloads' own rows in mmtests' compare format.
@@ -426,6 +432,17 @@ enum Cmd {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Who polluted my pageblocks? Ranks the sources of a result's `blame` section (a run
+    /// with `--blame` or `[run] blame = true`, docs/blame.md) by the pageblocks they made
+    /// mixed, then by the blocks compaction could not empty because of their pages, then by
+    /// their steals.
+    Blame {
+        /// A result JSON of `fraglab run -o`.
+        result: PathBuf,
+        /// `table` (default), `json` or `csv`.
+        #[arg(long, default_value = "table")]
+        format: String,
+    },
     /// List the built-in examples, or print one (`fraglab examples NAME`).
     Examples { name: Option<String> },
     /// List the kernel knobs a spec may set, with their kinds and defaults (`--markdown`: the
@@ -521,7 +538,9 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             folio_mode,
             trace_out,
             scale,
-        } => run::run(spec, example, output, folio_mode, trace_out, scale),
+            blame,
+        } => run::run(spec, example, output, folio_mode, trace_out, scale, blame),
+        Cmd::Blame { result, format } => blame::blame(&result, &format),
         Cmd::Compare {
             from,
             baseline,

@@ -16,6 +16,7 @@ pub fn run(
     folio_mode: Option<fraglab_spec::FolioMode>,
     trace_out: Option<PathBuf>,
     scale: Option<u32>,
+    blame: bool,
 ) -> Result<(), String> {
     if let Some(p) = &output {
         crate::check_output("-o", p)?;
@@ -40,6 +41,12 @@ pub fn run(
     let mut spec = crate::scale_by_flag(spec, scale)?;
     if let Some(m) = folio_mode {
         spec.model.folio_mode = m;
+    }
+    if blame {
+        if spec.workload.is_none() {
+            return Err("--blame: the spec has no timed [workload] (blame covers timed runs)".into());
+        }
+        spec.run.blame = true;
     }
     if trace_out.is_some() && spec.workload.is_none() {
         return Err("--trace-out: the spec has no timed [workload] to trace".into());
@@ -124,7 +131,7 @@ fn timed(
 }
 
 /// Writes `text` to standard output; a closed pipe (`fraglab run ... | head`) is not an error.
-fn print_to_stdout(text: &str) -> Result<(), String> {
+pub(crate) fn print_to_stdout(text: &str) -> Result<(), String> {
     let mut so = std::io::stdout().lock();
     if let Err(e) = so.write_all(text.as_bytes()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {

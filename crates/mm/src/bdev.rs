@@ -611,6 +611,16 @@ impl Mm {
             return None;
         };
         self.folios.folios[id as usize].set_referenced(true);
+        if self.blame.is_some() {
+            // Issue 37, §33.1 item 3: page cache in a non-Movable block, no fallback event.
+            let pfn = self.folios.folios[id as usize].pfn;
+            let bmt = self.block_mt(pfn);
+            if bmt != crate::types::MigrateType::Movable {
+                if let Some(b) = self.blame.as_deref_mut() {
+                    b.note_pagecache_unmovable(pfn, 0, crate::types::MigrateType::Unmovable.idx());
+                }
+            }
+        }
         // `folio_alloc_buffers(folio, size, gfp | __GFP_ACCOUNT)`: slab keeps the reclaim
         // bits, drops __GFP_MOVABLE and adds the cache's __GFP_RECLAIMABLE (§33.1 item 4).
         let bh_gfp = gfp

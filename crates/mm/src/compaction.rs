@@ -737,6 +737,33 @@ impl Mm {
         self.migrate_isolation_ok(cc.mode, id)
     }
 
+    /// Fragmentation blame (issue 37): whether the allocated chunk at `pfn`, which the migrate
+    /// scanner did not isolate, is one no compaction could move — a page outside the LRU
+    /// (slab, page tables, kernel pages: §9.3), an unevictable folio (§29.2), or one
+    /// migration refuses (pinned, busy buffers: §25) — rather than one skipped for this run
+    /// only (already isolated, a large folio skipped by order or folio mode, a file folio
+    /// under a NOFS compactor).
+    fn blocks_compaction(&self, cc: &CompactControl, pfn: u32) -> bool {
+        let Some(id) = self.folio_at(pfn) else {
+            return true;
+        };
+        let f = &self.folios.folios[id as usize];
+        if f.isolated() {
+            return false;
+        }
+        if !f.kind.on_lru() || (f.unevictable() && !self.compact.cfg.unevictable_allowed) {
+            return true;
+        }
+        let order = f.order as u32;
+        if (order > 0 && self.compact.cfg.folio_mode == FolioMode::SkipLarge)
+            || skip_isolation_on_order(order, cc.order)
+            || (f.kind.file_lru() && !cc.gfp.intersects(Gfp::FS))
+        {
+            return false;
+        }
+        !self.migrate_isolation_ok(cc.mode, id)
+    }
+
     /// `too_many_isolated` (§24.4.2, compaction.c): NR_ISOLATED_ANON + NR_ISOLATED_FILE >
     /// (inactive + active)/2 over the node's anon and file LRUs, with active and inactive first
     /// divided by 8 for __GFP_FS compactors (LRU/16; NOFS compactors get LRU/2).
@@ -873,6 +900,13 @@ impl Mm {
                             }
                         }
                         _ => {
+                            if self.blame.is_some() && self.blocks_compaction(cc, low) {
+                                // Issue 37: a page the scanner cannot isolate (§9.3, §25)
+                                // keeps this block from emptying; blamed on its allocator.
+                                if let Some(b) = self.blame.as_deref_mut() {
+                                    b.note_compact_blocked(low, o);
+                                }
+                            }
                             // Skip over the whole compound page.
                             low += (1 << o) - 1;
                             nr_scanned += (1u64 << o) - 1;

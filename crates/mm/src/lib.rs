@@ -5,6 +5,7 @@
 //! Pure and deterministic: no clock, no threads, no I/O.
 
 pub mod bdev;
+pub mod blame;
 pub mod buddy;
 pub mod compaction;
 pub mod config;

@@ -177,6 +177,9 @@ pub struct Mm {
     pub work: Work,
     /// The nodes: distances, zonelists, memory-policy state, `vm.zone_reclaim_mode` (`numa.rs`).
     pub numa: crate::numa::Numa,
+    /// Fragmentation blame (issue 37, `blame.rs`): `None` unless turned on
+    /// ([`Mm::enable_blame`]); each event point costs one branch on it when off.
+    pub blame: Option<Box<crate::blame::Blame>>,
     pub(crate) end_pfn: u32,
 }
 
@@ -545,6 +548,7 @@ impl Mm {
             outbox: Outbox::default(),
             work: Work::default(),
             numa,
+            blame: None,
             end_pfn,
         }
     }
@@ -739,6 +743,18 @@ impl Mm {
     /// One past the highest pfn.
     pub fn end_pfn(&self) -> u32 {
         self.end_pfn
+    }
+
+    /// Turns fragmentation blame on (issue 37, `blame.rs`): from now on, the events that make
+    /// pageblocks impure are attributed to `blame.cur`. Pages allocated before are blamed on
+    /// `boot`.
+    pub fn enable_blame(&mut self) {
+        if self.blame.is_none() {
+            self.blame = Some(Box::new(crate::blame::Blame::new(
+                self.end_pfn,
+                self.blocks.len(),
+            )));
+        }
     }
 
     /// `get_pfnblock_migratetype` (§1.2.2): Isolate if the isolate bit is set, else the type.

@@ -310,6 +310,15 @@ impl Mm {
                 } else {
                     self.fallbacks.claim_partial[start_mt.idx()][fb.idx()] += 1;
                 }
+                if let Some(b) = self.blame.as_deref_mut() {
+                    // Issue 37: a claim, classed as §6.5 classes it (whole or partial block).
+                    let kind = if co >= PAGEBLOCK_ORDER {
+                        crate::blame::BlameKind::ClaimWhole
+                    } else {
+                        crate::blame::BlameKind::ClaimPartial
+                    };
+                    b.note_fallback(kind, page, order, start_mt.idx());
+                }
                 self.trace_extfrag(cpu, page, order, co, start_mt, fb);
                 return Some(page);
             }
@@ -329,6 +338,10 @@ impl Mm {
                 .expect("fallback list is non-empty");
             self.page_del_and_expand(zi, pfn, order, co, fb);
             self.fallbacks.steal[start_mt.idx()][fb.idx()] += 1;
+            if let Some(b) = self.blame.as_deref_mut() {
+                // Issue 37: a steal (§6.4) mixes the fallback type's block.
+                b.note_fallback(crate::blame::BlameKind::Steal, pfn, order, start_mt.idx());
+            }
             self.trace_extfrag(cpu, pfn, order, co, start_mt, fb);
             return Some(pfn);
         }
@@ -1388,6 +1401,15 @@ impl Mm {
         }
         let w = self.work.last_alloc;
         self.work.sum.add(&w);
+        if let (true, Some(pfn)) = (self.blame.is_some(), page) {
+            // Issue 37: who allocated the chunk, and a type mismatch with its block that no
+            // fallback of this type in the block explains (docs/pageblock-mixing.md rule 3).
+            let bmt = self.block_mt(pfn).idx();
+            if let Some(b) = self.blame.as_deref_mut() {
+                b.note_alloc(pfn);
+                b.note_placed(pfn, order, ac.migratetype.idx(), bmt);
+            }
+        }
         if let (Some(pfn), true) = (page, self.reporting.enabled()) {
             // Free page reporting (§32.3 item 6): the chunk's user writes it at once (a fault
             // zeroes it, a read fills it); pages the host discarded take host faults.

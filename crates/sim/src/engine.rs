@@ -407,7 +407,13 @@ struct Task {
     node: Option<u32>,
     /// The task's memory policy (`numactl --membind/--interleave/--preferred`).
     mempolicy: fraglab_mm::numa::MemPolicy,
+    /// Fragmentation blame (issue 37): the generator tag (an index into `Engine::tags`) and
+    /// the task's interned source (`NO_BLAME_SOURCE` until its first step with blame on).
+    tag: u32,
+    blame_src: u32,
 }
+
+const NO_BLAME_SOURCE: u32 = u32::MAX;
 
 /// Where the tasks spawned next run and allocate (`numactl` around a workload):
 /// [`Engine::spawn_binding`].
@@ -493,6 +499,11 @@ pub struct Engine {
     /// The binding every task spawned from now on gets (a workload's `numa_node` and
     /// `mempolicy`); the default runs anywhere with the local policy.
     pub spawn_binding: Binding,
+    /// Fragmentation blame (issue 37): the source tags (index 0: `kernel`) and the tag the
+    /// tasks spawned next get ([`Engine::set_spawn_tag`]; a task spawned by a running task
+    /// inherits that task's tag when blame is on).
+    tags: Vec<String>,
+    spawn_tag: u32,
 }
 
 impl Engine {
@@ -525,6 +536,8 @@ impl Engine {
             reporting_pending: false,
             locks: Locks::default(),
             spawn_binding: Binding::default(),
+            tags: vec!["kernel".to_string()],
+            spawn_tag: 0,
         };
         // Node 0's threads first (pids 60 and 61), then each further node's (pids 64, 65, ...;
         // the model allows 16 nodes, so they stay below the workload's pids from 100).
@@ -593,6 +606,8 @@ impl Engine {
             sleep_since: self.now,
             node: self.spawn_binding.node,
             mempolicy: self.spawn_binding.mempolicy,
+            tag: self.spawn_tag,
+            blame_src: NO_BLAME_SOURCE,
         });
         id
     }
@@ -614,6 +629,18 @@ impl Engine {
         let id = self.add_task(body, TaskState::Sleeping, pid);
         self.make_ready(id);
         id
+    }
+
+    /// Fragmentation blame (issue 37): the tasks spawned from now on (outside a task's step)
+    /// are attributed to `tag` — the generator that makes them, e.g. `kbuild[0]`.
+    pub fn set_spawn_tag(&mut self, tag: &str) {
+        self.spawn_tag = match self.tags.iter().position(|t| t == tag) {
+            Some(i) => i as u32,
+            None => {
+                self.tags.push(tag.to_string());
+                (self.tags.len() - 1) as u32
+            }
+        };
     }
 
     /// Starts a background task (a flusher) now; `workload_done` does not wait for it.
@@ -817,6 +844,15 @@ impl Engine {
         self.mm.cur.pid = task.pid;
         self.mm.cur.mempolicy = task.mempolicy;
         let comm = task.body.comm().to_string();
+        if let Some(b) = self.mm.blame.as_deref_mut() {
+            // Issue 37: one store per switch (the source is interned at the task's first step);
+            // tasks this step spawns inherit its generator tag.
+            if task.blame_src == NO_BLAME_SOURCE {
+                task.blame_src = b.intern(&format!("{} {comm}", self.tags[task.tag as usize]));
+            }
+            b.cur = task.blame_src;
+            self.spawn_tag = task.tag;
+        }
         if self.mm.cur.comm != comm {
             self.mm.cur.comm = comm;
         }

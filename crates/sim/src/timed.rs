@@ -154,6 +154,9 @@ fn run_workload_full(
         .as_ref()
         .ok_or_else(|| RunError(format!("{}: no [workload] to run", spec.file)))?;
     let mut e = Engine::new(boot(spec)?, cost_model(spec), spec.run.seed);
+    if spec.run.blame {
+        e.mm.enable_blame();
+    }
     if cancelled() {
         return Err(RunError::interrupted(&spec.file));
     }
@@ -176,9 +179,11 @@ fn run_workload_full(
     }
     let mut gens = generators(w);
     let mut run = Run::new(&mut e, spec, w, metrics.clone());
-    for g in &mut gens {
+    for (g, tag) in gens.iter_mut().zip(crate::workload::GENERATOR_TAGS) {
+        run.e.set_spawn_tag(tag);
         g.spawn(&mut run);
     }
+    e.set_spawn_tag("kernel");
     if let Some(mut cfg) = crate::boot::damon_config(spec) {
         // Booted from a snapshot: the kdamond goes on from the kernel's regions and ages
         // (none recorded: it starts cold, every region at age 0).
@@ -229,6 +234,7 @@ fn run_workload_full(
     let mark = metrics.borrow().measure.clone();
     let measured_from = mark.as_ref().map_or(&start, |m| &m.vmstat);
     let mut r = result(spec, &mut e, &rec, proc_start, measured_from, end_ns);
+    r.blame = e.mm.blame.as_deref().map(blame_result);
     if let Some(sink) = rec.sink.borrow_mut().as_mut() {
         sink.finish(mark.as_ref().map(|m| m.t_ns))?;
     }
@@ -686,6 +692,32 @@ fn drain_trace(
             s.record(&r, measure_ns);
         }
     }
+}
+
+/// The result's `blame` section (issue 37): every source interned, in interning order.
+pub fn blame_result(b: &fraglab_mm::blame::Blame) -> Vec<fraglab_spec::result::BlameSource> {
+    use fraglab_mm::blame::BLAME_KIND_NAMES;
+    const MTS: [&str; 3] = ["Unmovable", "Movable", "Reclaimable"];
+    (0..b.nr_sources())
+        .map(|i| {
+            let s = &b.stats[i];
+            let by_kind = |v: &[u64]| {
+                BLAME_KIND_NAMES
+                    .iter()
+                    .zip(v)
+                    .map(|(k, &n)| (k.to_string(), n))
+                    .collect()
+            };
+            fraglab_spec::result::BlameSource {
+                source: b.name(i as u32).to_string(),
+                events: by_kind(&s.counts),
+                pages: by_kind(&s.pages),
+                by_migratetype: MTS.iter().zip(s.by_mt).map(|(k, n)| (k.to_string(), n)).collect(),
+                mixed_blocks: s.mixed_blocks.len() as u64,
+                compact_blocked_blocks: s.compact_blocked.len() as u64,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

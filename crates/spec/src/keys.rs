@@ -341,6 +341,11 @@ pub(crate) const RUN: &[KeyDef] = &[
         DEBUG_VM_EVERY_DEFAULT,
         "with `debug_vm`, a timed run checks the invariants every this many task steps (kernel threads' included); 1 checks after every step",
     ),
+    boolean(
+        "blame",
+        false,
+        "fragmentation blame (docs/blame.md): attribute every steal, claim, mismatched placement and compaction failure to the task or kernel thread that caused it; the result gets a `blame` section (`fraglab blame RESULT.json`)",
+    ),
     key(
         "trace",
         KeyKind::Form("an array of event names (TRACE_EVENTS) or group:* patterns"),

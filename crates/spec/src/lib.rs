@@ -501,6 +501,10 @@ pub struct RunSpec {
     /// With `debug_vm`, a timed run checks every this many task steps (default
     /// `keys::DEBUG_VM_EVERY_DEFAULT`, 10,000).
     pub debug_vm_every: u64,
+    /// Fragmentation blame (issue 37, docs/blame.md): attribute the events that make
+    /// pageblocks impure to the workload task or kernel thread that caused them (the result's
+    /// `blame`). Default false.
+    pub blame: bool,
     /// The events to record, without their group (`mm_page_alloc`), each once, in
     /// [`TRACE_EVENTS`] order; `kmem:*` expanded. Empty by default.
     pub trace: Vec<String>,
@@ -516,6 +520,7 @@ impl Default for RunSpec {
             seed: 1,
             debug_vm: false,
             debug_vm_every: keys::DEBUG_VM_EVERY_DEFAULT as u64,
+            blame: false,
             trace: Vec::new(),
             scale: None,
         }

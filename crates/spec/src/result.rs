@@ -133,6 +133,30 @@ pub struct RunResult {
     /// own (raw). Absent from full-size results (and from their JSON, schema 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale: Option<ScaleResult>,
+    /// `[run] blame` (issue 37, docs/blame.md): per source (a generator's task, a kernel
+    /// thread, boot) the events that made pageblocks impure and the blocks compaction could
+    /// not empty because of its pages, in source order. Absent when blame is off (and from the
+    /// JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blame: Option<Vec<BlameSource>>,
+}
+
+/// One source of [`RunResult::blame`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlameSource {
+    /// `GENERATOR COMM` (`kbuild cc1`, `thp_burst thp_burst`), `kernel kswapd0`, or `boot`.
+    pub source: String,
+    /// Events by kind: `steal`, `claim_partial`, `claim_whole`, `no_fallback`,
+    /// `pagecache_unmovable`, `compact_blocked`.
+    pub events: BTreeMap<String, u64>,
+    /// Pages the events involved, by the same kinds.
+    pub pages: BTreeMap<String, u64>,
+    /// Events (compaction failures excepted) by the allocation's migratetype.
+    pub by_migratetype: BTreeMap<String, u64>,
+    /// Distinct pageblocks its events made mixed.
+    pub mixed_blocks: u64,
+    /// Distinct pageblocks the migrate scanner could not empty because of its pages.
+    pub compact_blocked_blocks: u64,
 }
 
 /// [`RunResult::scale`]: what a scale model ran and its counters ×K.

@@ -99,6 +99,7 @@ fn full_spec_parses_to_the_expected_structure() {
             seed: 42,
             debug_vm: true,
             debug_vm_every: 500,
+            blame: false,
             // In TRACE_EVENTS order, not the spec's.
             trace: vec!["mm_page_alloc".into(), "mm_page_alloc_extfrag".into()],
             scale: None,
@@ -191,6 +192,7 @@ fn minimal_spec_gets_the_defaults() {
             seed: 1,
             debug_vm: false,
             debug_vm_every: 10_000,
+            blame: false,
             trace: vec![],
             scale: None,
         }

@@ -171,7 +171,8 @@ class Result:
     A timed run (a spec with a ``[workload]``): ``raw`` is the result as a dict (the JSON
     ``fraglab run -o`` writes; ``json`` is that text), ``text`` the mmtests rows ``fraglab run``
     prints, and the DataFrames ``samples``, ``mmtests``, ``vmstat``, ``pageblocks``,
-    ``latency`` and (with ``[run] trace``) ``trace`` are built from ``raw`` on first use.
+    ``latency``, (with ``[run] trace``) ``trace`` and (with ``[run] blame``) ``blame`` are
+    built from ``raw`` on first use.
 
     A timeless run (``[[op]]``s): ``raw`` is the result JSON ``fraglab run -o x.json`` writes
     (the same schema: vmstat deltas over the operations, /proc before and after, the final
@@ -274,6 +275,48 @@ class Result:
         if "trace" not in self.raw.get("proc_end", {}):
             return None
         return self._cached("trace", lambda r: _trace_frame(r["proc_end"]["trace"]))
+
+    @property
+    def blame(self) -> Optional[pd.DataFrame]:
+        """Fragmentation blame (``[run] blame = true``, docs/blame.md), one row per source,
+        ranked as ``fraglab blame`` ranks them: ``source``, ``mixed_blocks``,
+        ``compact_blocked_blocks`` and one column per event kind (``steal``,
+        ``claim_partial``, ``claim_whole``, ``no_fallback``, ``pagecache_unmovable``,
+        ``compact_blocked``); None when the run had blame off."""
+        if self.raw.get("blame") is None:
+            return None
+        return self._cached("blame", _blame_frame)
+
+
+_BLAME_KINDS = [
+    "steal",
+    "claim_partial",
+    "claim_whole",
+    "no_fallback",
+    "pagecache_unmovable",
+    "compact_blocked",
+]
+
+
+def _blame_frame(r: dict) -> pd.DataFrame:
+    rows = []
+    for s in r["blame"]:
+        row = {
+            "source": s["source"],
+            "mixed_blocks": s["mixed_blocks"],
+            "compact_blocked_blocks": s["compact_blocked_blocks"],
+        }
+        for k in _BLAME_KINDS:
+            row[k] = s["events"].get(k, 0)
+        rows.append(row)
+    df = pd.DataFrame(rows, columns=["source", "mixed_blocks", "compact_blocked_blocks"] + _BLAME_KINDS)
+    # fraglab blame's order: mixed blocks, blocked blocks, the events, then the name.
+    df = df.sort_values(
+        ["mixed_blocks", "compact_blocked_blocks"] + _BLAME_KINDS + ["source"],
+        ascending=[False] * (2 + len(_BLAME_KINDS)) + [True],
+        kind="stable",
+    )
+    return df.reset_index(drop=True)
 
 
 def _samples_frame(r: dict) -> pd.DataFrame:

@@ -61,6 +61,18 @@ pub trait Generator {
 /// The generators of a `[workload]`, in the order they spawn their tasks. The order is part of
 /// the run (it fixes the tasks' pids, the mappings' ids and the CPUs' run queues at time 0):
 /// a new generator goes at the end.
+/// The source tag of each generator of [`generators`], in its order (fragmentation blame,
+/// issue 37).
+pub const GENERATOR_TAGS: [&str; 7] = [
+    "kbuild",
+    "thp_burst",
+    "thpchallenge",
+    "pgbench",
+    "vm_scalability",
+    "fio_smallfiles",
+    "task",
+];
+
 pub fn generators(w: &WorkloadSpec) -> Vec<Box<dyn Generator>> {
     vec![
         Box::new(kbuild::Kbuild::new(&w.kbuild)),

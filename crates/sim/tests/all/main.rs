@@ -4,6 +4,7 @@
 //! did it 34 times (most of the first `cargo test --workspace`'s build time).
 
 mod bdev;
+mod blame;
 mod block_census;
 mod cancel;
 mod census;

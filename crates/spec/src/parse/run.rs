@@ -11,6 +11,7 @@ impl Cx<'_> {
         let seed = self.int_key(t, "seed")? as u64;
         let debug_vm = self.bool_key(t, "debug_vm")?;
         let debug_vm_every = self.int_key(t, "debug_vm_every")? as u64;
+        let blame = self.bool_key(t, "blame")?;
         let mut on = [false; TRACE_EVENTS.len()];
         if let Some(e) = t.get("trace") {
             let key = t.key("trace");
@@ -68,6 +69,7 @@ impl Cx<'_> {
                 seed,
                 debug_vm,
                 debug_vm_every,
+                blame,
                 trace,
                 scale: None,
             },
