@@ -1370,6 +1370,113 @@ fn range_note(r: Option<(f64, f64)>, n: usize, f: fn(f64) -> String) -> String {
     }
 }
 
+/// The blame columns of [`blame_tables`]: (header, what it counts).
+const BLAME_COLUMNS: [(&str, &str); 8] = [
+    ("mixed", "pageblocks its events made mixed"),
+    (
+        "cblk",
+        "pageblocks compaction could not empty because of its pages",
+    ),
+    ("steal", "steals (docs/model §6.4)"),
+    (
+        "claim_p",
+        "claims of a block with pages of the old type left (§6.3.2c)",
+    ),
+    ("claim_w", "whole free blocks claimed"),
+    (
+        "nofb",
+        "pages placed in a block of another type without a fallback",
+    ),
+    ("pc_unmov", "block-device page cache in non-Movable blocks (§33)"),
+    ("c_fail", "migrate-scanner failures on its pages"),
+];
+
+/// One blame column of a source in a run (None: the run has no such source).
+fn blame_value(r: &RunResult, source: &str, col: usize) -> Option<f64> {
+    let b = r.blame.as_ref()?.iter().find(|b| b.source == source)?;
+    let ev = |k: &str| b.events.get(k).copied().unwrap_or(0);
+    Some(match col {
+        0 => b.mixed_blocks,
+        1 => b.compact_blocked_blocks,
+        2 => ev("steal"),
+        3 => ev("claim_partial"),
+        4 => ev("claim_whole"),
+        5 => ev("no_fallback"),
+        6 => ev("pagecache_unmovable"),
+        _ => ev("compact_blocked"),
+    } as f64)
+}
+
+/// "Who polluted the pageblocks?": per configuration whose runs have a blame section
+/// (`[run] blame`, docs/blame.md), its sources ranked by the blocks they made mixed, then the
+/// blocks compaction could not empty because of them: each cell the mean over the runs and
+/// their min–max. Sources that did nothing in any run are left out. Empty without blame.
+fn blame_tables(cfgs: &[Config]) -> String {
+    let mut s = String::new();
+    for c in cfgs {
+        let runs: Vec<&RunResult> = c.runs.iter().copied().filter(|r| r.blame.is_some()).collect();
+        if runs.is_empty() {
+            continue;
+        }
+        let mut sources: Vec<&str> = Vec::new();
+        for r in &runs {
+            for b in r.blame.as_ref().into_iter().flatten() {
+                if !sources.contains(&b.source.as_str()) {
+                    sources.push(&b.source);
+                }
+            }
+        }
+        let mean = |src: &str, col: usize| {
+            let v: Vec<f64> = runs
+                .iter()
+                .map(|r| blame_value(r, src, col).unwrap_or(0.0))
+                .collect();
+            (amean(&v), v)
+        };
+        sources.retain(|src| (0..BLAME_COLUMNS.len()).any(|col| mean(src, col).0 > 0.0));
+        sources.sort_by(|a, b| {
+            let key = |src: &str| (mean(src, 0).0, mean(src, 1).0, mean(src, 2).0);
+            key(b)
+                .partial_cmp(&key(a))
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.cmp(b))
+        });
+        let _ = write!(
+            s,
+            "<table class=\"blame\"><caption>Who polluted the pageblocks? <b style=\"color:{}\">{}</b>: sources ranked by the blocks they made mixed (mean over {} run(s), min–max in brackets)</caption><tr><th>source</th>",
+            colour(cfgs.iter().position(|x| x.label == c.label).unwrap_or(0)),
+            esc(&c.label),
+            runs.len()
+        );
+        for (h, what) in BLAME_COLUMNS {
+            let _ = write!(s, "<th title=\"{}\">{h}</th>", esc(what));
+        }
+        s.push_str("</tr>");
+        for src in &sources {
+            let _ = write!(s, "<tr><td>{}</td>", esc(src));
+            for col in 0..BLAME_COLUMNS.len() {
+                let (m, v) = mean(src, col);
+                let _ = write!(
+                    s,
+                    "<td>{:.0}{}</td>",
+                    m,
+                    range_note(min_max(v.iter().copied()), v.len(), |x| format!("{x:.0}"))
+                );
+            }
+            s.push_str("</tr>");
+        }
+        if sources.is_empty() {
+            let _ = write!(
+                s,
+                "<tr><td colspan=\"{}\">no source made a block impure</td></tr>",
+                BLAME_COLUMNS.len() + 1
+            );
+        }
+        s.push_str("</table>");
+    }
+    s
+}
+
 /// The summary table: per configuration, THP success, compaction and reclaim work and fault
 /// latency p50/p99, from the rows of `fraglab_spec::result::rows` (Amean over the samples:
 /// builds with kbuild iterations, else runs, with their min–max) and the merged latency
@@ -1867,7 +1974,7 @@ pub fn render_html(runs: &[(String, RunResult)], compare: Option<&CompareReport>
             .enumerate()
             .filter_map(|(i, c)| pageblock_map(c, i, blocks_max)),
     );
-    sec("Pageblocks", maps, &mut figs, String::new());
+    sec("Pageblocks", maps, &mut figs, blame_tables(&cfgs));
     let mut key = String::from("<div class=\"mtkey\">cells:");
     for (base, name) in MT_COLOURS {
         let _ = write!(key, "<span style=\"background:{base}\"></span>{name}");

@@ -849,3 +849,67 @@ fn build_axes_count_in_integers() {
     let mean = centre_lines(t)[0];
     assert_eq!((xs(mean)[0], ys(mean)[0]), (1.0, 3.5));
 }
+
+/// A blame section of one run: (source, mixed blocks, steals).
+fn blamed(sources: &[(&str, u64, u64)]) -> RunResult {
+    use fraglab_spec::result::BlameSource;
+    RunResult {
+        engine: "sim".into(),
+        blame: Some(
+            sources
+                .iter()
+                .map(|&(source, mixed, steal)| BlameSource {
+                    source: source.into(),
+                    events: [("steal".to_string(), steal)].into(),
+                    mixed_blocks: mixed,
+                    ..Default::default()
+                })
+                .collect(),
+        ),
+        ..Default::default()
+    }
+}
+
+/// Runs with blame (issue 37) get "Who polluted the pageblocks?": per configuration, the
+/// sources ranked by the blocks they made mixed, each cell the mean over the runs with their
+/// min–max; sources that did nothing are left out; runs without blame get no table.
+#[test]
+fn blame_ranks_the_sources_per_configuration() {
+    let html = render_html(
+        &[
+            (
+                "dm0-run1".into(),
+                blamed(&[("boot", 0, 0), ("thp_burst thp", 4, 0), ("kbuild cc1", 100, 700)]),
+            ),
+            (
+                "dm0-run2".into(),
+                blamed(&[("boot", 0, 0), ("thp_burst thp", 6, 0), ("kbuild cc1", 120, 800)]),
+            ),
+            ("plain-run1".into(), RunResult::default()),
+        ],
+        None,
+    );
+    assert_eq!(
+        html.matches("Who polluted the pageblocks?").count(),
+        1,
+        "only dm0 has blame"
+    );
+    let table = &html[html.find("<table class=\"blame\"").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    let cc1 = table.find("<td>kbuild cc1</td>").expect("kbuild ranked");
+    let thp = table.find("<td>thp_burst thp</td>").expect("thp ranked");
+    assert!(cc1 < thp, "the source that mixed more blocks first: {table}");
+    assert!(
+        !table.contains("<td>boot</td>"),
+        "a source that did nothing is left out"
+    );
+    assert!(
+        table.contains("<td>110 <span class=\"range\">(100–120)</span></td>"),
+        "{table}"
+    );
+    assert!(
+        table.contains("<td>750 <span class=\"range\">(700–800)</span></td>"),
+        "{table}"
+    );
+    assert!(table.contains("mean over 2 run(s)"), "{table}");
+}
