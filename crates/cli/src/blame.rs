@@ -3,35 +3,8 @@
 
 use std::path::Path;
 
-use fraglab_spec::result::{BlameSource, RunResult};
-
-/// The kinds in column order (the result's names).
-const KINDS: [&str; 6] = [
-    "steal",
-    "claim_partial",
-    "claim_whole",
-    "no_fallback",
-    "pagecache_unmovable",
-    "compact_blocked",
-];
-
-/// The ranking: mixed blocks caused, then blocks compaction could not empty, then the events
-/// (steals first), then the name (a stable order for ties).
-pub fn ranked(sources: &[BlameSource]) -> Vec<&BlameSource> {
-    let ev = |s: &BlameSource, k: &str| s.events.get(k).copied().unwrap_or(0);
-    let mut v: Vec<&BlameSource> = sources.iter().collect();
-    v.sort_by(|a, b| {
-        b.mixed_blocks
-            .cmp(&a.mixed_blocks)
-            .then(b.compact_blocked_blocks.cmp(&a.compact_blocked_blocks))
-            .then_with(|| {
-                let key = |s: &BlameSource| KINDS.map(|k| ev(s, k));
-                key(b).cmp(&key(a))
-            })
-            .then(a.source.cmp(&b.source))
-    });
-    v
-}
+use fraglab_spec::result::blame::{csv, ranked, table};
+use fraglab_spec::result::RunResult;
 
 pub fn blame(path: &Path, format: &str) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -50,53 +23,4 @@ pub fn blame(path: &Path, format: &str) -> Result<(), String> {
         f => return Err(format!("--format {f}: expected table, json or csv")),
     };
     crate::run::print_to_stdout(&out)
-}
-
-fn ev(s: &BlameSource, k: &str) -> u64 {
-    s.events.get(k).copied().unwrap_or(0)
-}
-
-fn csv(v: &[&BlameSource]) -> String {
-    let mut out = format!(
-        "rank,source,mixed_blocks,compact_blocked_blocks,{}\n",
-        KINDS.join(",")
-    );
-    for (i, s) in v.iter().enumerate() {
-        let name = if s.source.contains([',', '"']) {
-            format!("\"{}\"", s.source.replace('"', "\"\""))
-        } else {
-            s.source.clone()
-        };
-        out += &format!("{},{name},{},{}", i + 1, s.mixed_blocks, s.compact_blocked_blocks);
-        for k in KINDS {
-            out += &format!(",{}", ev(s, k));
-        }
-        out.push('\n');
-    }
-    out
-}
-
-fn table(v: &[&BlameSource]) -> String {
-    let w = v.iter().map(|s| s.source.len()).max().unwrap_or(6).max(6);
-    let heads = [
-        "mixed", "cblk", "steal", "claim_p", "claim_w", "nofb", "pc_unmov", "c_fail",
-    ];
-    let mut out = format!("{:>4}  {:<w$}", "rank", "source");
-    for h in heads {
-        out += &format!(" {h:>9}");
-    }
-    out.push('\n');
-    for (i, s) in v.iter().enumerate() {
-        out += &format!("{:>4}  {:<w$}", i + 1, s.source);
-        out += &format!(" {:>9} {:>9}", s.mixed_blocks, s.compact_blocked_blocks);
-        for k in KINDS {
-            out += &format!(" {:>9}", ev(s, k));
-        }
-        out.push('\n');
-    }
-    out += "\nmixed: distinct pageblocks its events made mixed; cblk: distinct pageblocks compaction\n\
-could not empty because of its pages; steal, claim_p(artial), claim_w(hole): fallbacks (§6.3-§6.5);\n\
-nofb: placed in a block of another type without a fallback; pc_unmov: block-device page cache\n\
-in a non-Movable block (§33); c_fail: migrate-scanner failures on its pages (§9, §25).\n";
-    out
 }

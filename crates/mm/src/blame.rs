@@ -129,6 +129,14 @@ impl Blame {
         self.owner.get(pfn as usize).copied().unwrap_or(BOOT_SOURCE)
     }
 
+    /// A folio migrated from the chunk at `src` to the one at `dst` keeps its allocator.
+    pub fn moved(&mut self, src: u32, dst: u32) {
+        let o = self.owner(src);
+        if let Some(d) = self.owner.get_mut(dst as usize) {
+            *d = o;
+        }
+    }
+
     /// An allocation of the chunk at `pfn` by the current source.
     #[inline]
     pub fn note_alloc(&mut self, pfn: u32) {

@@ -140,6 +140,11 @@ impl Mm {
         let mlocked = self.migrate_munlock_source(id);
         self.pages.set_a(dst, id);
         self.pages.set_b(dst, self.pages.b(src));
+        if let Some(b) = self.blame.as_deref_mut() {
+            // Issue 37: the folio keeps the source that allocated it (the target chunk came
+            // from the compactor's isolated free pages, not from an allocation).
+            b.moved(src, dst);
+        }
         self.account_folio(id, -1);
         self.folios.folios[id as usize].pfn = dst;
         self.folios.add_migration(id);

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod blame;
 pub mod confounders;
 pub mod hist;
 pub mod pageblock;

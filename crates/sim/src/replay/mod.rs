@@ -234,6 +234,10 @@ struct Replay {
     t0: Option<u64>,
     last_tick_ms: u64,
     last_ts: u64,
+    /// Fragmentation blame (issue 37, with `[run] blame`): the last (comm, gfp) a source was
+    /// interned for, and its id; a recorded allocation's source is `COMM GFP_FLAGS` (the
+    /// recording has no call site on mm_page_alloc).
+    blame_key: Option<(String, u32, u32)>,
 }
 
 const COMPACTION_STATS: [Stat; 6] = [
@@ -262,6 +266,23 @@ impl Replay {
             t0: None,
             last_tick_ms: 0,
             last_ts: 0,
+            blame_key: None,
+        }
+    }
+
+    /// With blame on, makes the recorded allocation's `COMM GFP` the current source.
+    fn blame_source(&mut self, gfp: fraglab_mm::Gfp) {
+        let Some(b) = self.mm.blame.as_deref_mut() else {
+            return;
+        };
+        let comm = &self.mm.cur.comm;
+        match &self.blame_key {
+            Some((c, g, id)) if c == comm && *g == gfp.0 => b.cur = *id,
+            _ => {
+                let id = b.intern(&format!("{comm} {}", fraglab_mm::trace::show_gfp_flags(gfp)));
+                b.cur = id;
+                self.blame_key = Some((comm.clone(), gfp.0, id));
+            }
         }
     }
 
@@ -368,6 +389,7 @@ impl Replay {
                 ..
             } => {
                 self.counts.allocs += 1;
+                self.blame_source(gfp);
                 self.alloc(cpu, pfn, order, gfp);
             }
             TraceEvent::MmPageAlloc { pfn: None, .. } => self.counts.recorded_failed_allocs += 1,
@@ -587,6 +609,7 @@ impl Replay {
                 free_pages_by_order: Some(free),
             },
             counts: Some(counts),
+            blame: self.mm.blame.as_deref().map(crate::timed::blame_result),
         }
     }
 }
@@ -671,6 +694,9 @@ pub fn replay_with(
             None => crate::boot::boot(&p.spec)?,
         };
         let mut r = Replay::new(mm);
+        if p.spec.run.blame {
+            r.mm.enable_blame();
+        }
         if loaded.is_some() || p.spec.machine.snapshot.is_some() {
             r.adopt_boot_folios();
         }
@@ -696,6 +722,7 @@ pub fn replay_with(
                 compaction,
                 end_state: report::recorded_end_state(&info.proc_end),
                 counts: None,
+                blame: None,
             });
             duration_ns = r.last_ts;
         }
@@ -736,11 +763,22 @@ fn no_events_check(path: &Path, r: &Replay) -> Result<(), RunError> {
 
 /// The report as text: a summary line and the table in compare's layout.
 pub fn format_text(r: &ReplayReport) -> String {
-    format!(
+    let mut out = format!(
         "# fraglab replay {}: {:.3} s recorded, {} columns (recorded first; % = change against the recording)\n{}",
         r.trace,
         r.duration_ns as f64 / 1e9,
         r.columns.len(),
         crate::compare::format_table(&r.table)
-    )
+    );
+    // Fragmentation blame of the policies that asked for it (issue 37): sources ranked.
+    for c in &r.columns {
+        if let Some(b) = &c.blame {
+            out += &format!(
+                "\n# blame, {}: recorded allocations by COMM GFP_FLAGS\n{}",
+                c.label,
+                fraglab_spec::result::blame::table(&fraglab_spec::result::blame::ranked(b))
+            );
+        }
+    }
+    out
 }

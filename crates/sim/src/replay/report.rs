@@ -226,6 +226,11 @@ pub struct ReplayColumn {
     pub end_state: EndState,
     /// The replay's counts (`None` for the recorded column).
     pub counts: Option<ReplayCounts>,
+    /// Fragmentation blame (issue 37, `[run] blame` in the policy's spec): per source, `COMM
+    /// GFP_FLAGS` of the recorded allocations, kernel threads and `boot`. `None` for the
+    /// recorded column and without blame (and then absent from the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blame: Option<Vec<fraglab_spec::result::BlameSource>>,
 }
 
 fn measured() -> bool {

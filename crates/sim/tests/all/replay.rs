@@ -534,3 +534,49 @@ fn section_15_replay_reads_the_kernels_odd_fast_isolate_line() {
     assert_eq!(r.columns[1].counts.as_ref().unwrap().lenient_lines, 1);
     assert_eq!(r.columns[0].compaction.free_scanned, Some(12));
 }
+
+/// Fragmentation blame in a replay (issue 37): with `[run] blame` in a policy's spec, the
+/// recorded allocations are sources by `COMM GFP_FLAGS`; the unmovable stream that must steal
+/// is blamed for every steal the column counts, the movable one for none; the text report
+/// ranks them; without blame the column has no section.
+#[test]
+fn replay_blames_recorded_allocations_by_comm_and_gfp() {
+    let path = std::env::temp_dir().join(format!("fraglab-replay-blame-{}.trace", std::process::id()));
+    fragmenting_trace(&path);
+    let r = replay(
+        &path,
+        &[policy("plain", ""), policy("blamed", "[run]\nblame = true\n")],
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert!(r.columns[0].blame.is_none() && r.columns[1].blame.is_none());
+    let b = r.columns[2].blame.as_ref().expect("the blamed policy's sources");
+    let source = |name: &str| b.iter().find(|s| s.source == name);
+    let ev = |s: &fraglab_spec::result::BlameSource, k: &str| s.events.get(k).copied().unwrap_or(0);
+    let kernel = source("worker GFP_KERNEL").unwrap_or_else(|| panic!("{b:?}"));
+    let movable = source("worker GFP_HIGHUSER_MOVABLE").unwrap_or_else(|| panic!("{b:?}"));
+    let ext = &r.columns[2].extfrag;
+    assert!(ext.steals > 0, "{ext:?}");
+    assert_eq!(
+        ev(kernel, "steal"),
+        ext.steals,
+        "every steal is the unmovable stream's"
+    );
+    assert!(kernel.mixed_blocks > 0);
+    assert_eq!(ev(movable, "steal"), 0);
+    let total: u64 = b
+        .iter()
+        .map(|s| ev(s, "claim_partial") + ev(s, "claim_whole"))
+        .sum();
+    assert_eq!(total, ext.claims, "claims over the sources = the column's");
+    let text = fraglab_sim::replay::format_text(&r);
+    let at = text
+        .find("# blame, blamed")
+        .expect("the ranked table in the text report");
+    assert!(text[at..].contains("worker GFP_KERNEL"), "{text}");
+    // Blame changes nothing else: the blamed column's figures are the plain one's.
+    assert_eq!(r.columns[1].extfrag, r.columns[2].extfrag);
+    assert_eq!(r.columns[1].compaction, r.columns[2].compaction);
+    assert_eq!(r.columns[1].end_state, r.columns[2].end_state);
+    std::fs::remove_file(&path).unwrap();
+}
