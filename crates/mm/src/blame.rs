@@ -49,14 +49,8 @@ pub enum BlameKind {
 pub const NR_BLAME_KINDS: usize = 6;
 
 /// The kinds' names in the result JSON, by `BlameKind as usize`.
-pub const BLAME_KIND_NAMES: [&str; NR_BLAME_KINDS] = [
-    "steal",
-    "claim_partial",
-    "claim_whole",
-    "no_fallback",
-    "pagecache_unmovable",
-    "compact_blocked",
-];
+pub use fraglab_types::blame::BLAME_KIND_NAMES;
+const _: () = assert!(BLAME_KIND_NAMES.len() == NR_BLAME_KINDS);
 
 /// One source's figures.
 #[derive(Clone, Debug, Default)]

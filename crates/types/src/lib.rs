@@ -82,6 +82,7 @@ impl Word for bool {
     }
 }
 
+pub mod blame;
 pub mod folio;
 pub mod gfp;
 pub mod numa;

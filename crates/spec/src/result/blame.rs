@@ -3,15 +3,8 @@
 
 use super::BlameSource;
 
-/// The kinds in column order (the result's names).
-pub const KINDS: [&str; 6] = [
-    "steal",
-    "claim_partial",
-    "claim_whole",
-    "no_fallback",
-    "pagecache_unmovable",
-    "compact_blocked",
-];
+/// The kinds in column order (the result's names, as the model counts them).
+pub const KINDS: [&str; 6] = fraglab_types::blame::BLAME_KIND_NAMES;
 
 /// The ranking: mixed blocks caused, then blocks compaction could not empty, then the events
 /// (steals first), then the name (a stable order for ties).
