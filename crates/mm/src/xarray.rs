@@ -178,6 +178,19 @@ pub struct XArray {
     heap_pos: Vec<u32>,
 }
 
+/// One leaf of an entry's span ([`XArray::span_leaf`]): the leaf node, the path's depth to
+/// it, the entry's first and last slots in it, whether the entry starts there, the slots' mask and the
+/// leaf's first index.
+struct SpanLeaf {
+    n: u32,
+    depth: usize,
+    lo: u64,
+    hi: u64,
+    head: bool,
+    mask: u64,
+    cidx: u64,
+}
+
 impl XArray {
     /// Entries of `kind` held.
     pub fn len(&self, kind: Kind) -> usize {
@@ -564,6 +577,57 @@ impl XArray {
         self.len[kind] += 1;
     }
 
+    /// The leaf of chunk `chunk` (64 indices) of an entry `entry` covering `[index, index + nr)`
+    /// of `key`, for [`remove`](XArray::remove) and [`replace`](XArray::replace): descends from
+    /// the root, recording the path in `path`, and checks (panics otherwise) that the
+    /// leaf's slots of the entry hold `entry` throughout and that no other entry starts inside.
+    #[inline]
+    fn span_leaf(
+        &self,
+        key: u32,
+        index: u64,
+        nr: u64,
+        chunk: u64,
+        entry: u64,
+        path: &mut [(u32, u32); MAX_DEPTH],
+    ) -> SpanLeaf {
+        let r = self.root(key);
+        let last = index + nr - 1;
+        let lo = if chunk == index >> SHIFT { index & MASK } else { 0 };
+        let hi = if chunk == last >> SHIFT { last & MASK } else { MASK };
+        let head = chunk == index >> SHIFT;
+        let cidx = chunk << SHIFT;
+        let (mut n, mut shift, mut depth) = (r.node, r.shift, 0);
+        while shift > 0 {
+            let j = (cidx >> shift) & MASK;
+            let node = &self.nodes[n as usize];
+            assert!(node.occ & (1 << j) != 0, "no entry at {key}:{cidx}");
+            path[depth] = (n, j as u32);
+            depth += 1;
+            n = node.slots[j as usize] as u32;
+            shift -= SHIFT;
+        }
+        let mask = (u64::MAX >> (63 - hi)) & (u64::MAX << lo);
+        let leaf = &self.nodes[n as usize];
+        assert!(
+            leaf.occ & mask == mask && leaf.slots[lo as usize..=hi as usize].iter().all(|&v| v == entry),
+            "{key}:{index} (+{nr}) does not hold entry {entry:#x} throughout"
+        );
+        assert!(
+            leaf.any_heads() & mask & !(1 << lo) == 0 && (head || leaf.any_heads() & (1 << lo) == 0),
+            "{key}:{index} (+{nr}) spans another entry's start"
+        );
+        SpanLeaf {
+            n,
+            depth,
+            lo,
+            hi,
+            head,
+            mask,
+            cidx,
+        }
+    }
+
     /// Removes `entry` covering `[index, index + nr)` of `key` (panics unless exactly that
     /// entry is there). Returns whether it was marked.
     pub fn remove(&mut self, key: u32, index: u64, nr: u64, entry: u64) -> bool {
@@ -579,30 +643,15 @@ impl XArray {
         let mut path = [(NIL, 0u32); MAX_DEPTH];
         let mut chunk = index >> SHIFT;
         loop {
-            let lo = if chunk == index >> SHIFT { index & MASK } else { 0 };
-            let hi = if chunk == last >> SHIFT { last & MASK } else { MASK };
-            let head = chunk == index >> SHIFT;
-            let cidx = chunk << SHIFT;
-            let (mut n, mut shift, mut depth) = (r.node, r.shift, 0);
-            while shift > 0 {
-                let j = (cidx >> shift) & MASK;
-                let node = &self.nodes[n as usize];
-                assert!(node.occ & (1 << j) != 0, "no entry at {key}:{cidx}");
-                path[depth] = (n, j as u32);
-                depth += 1;
-                n = node.slots[j as usize] as u32;
-                shift -= SHIFT;
-            }
-            let mask = (u64::MAX >> (63 - hi)) & (u64::MAX << lo);
+            let SpanLeaf {
+                n,
+                mut depth,
+                lo,
+                head,
+                mask,
+                ..
+            } = self.span_leaf(key, index, nr, chunk, entry, &mut path);
             let leaf = &mut self.nodes[n as usize];
-            assert!(
-                leaf.occ & mask == mask && leaf.slots[lo as usize..=hi as usize].iter().all(|&v| v == entry),
-                "{key}:{index} (+{nr}) does not hold entry {entry:#x} throughout"
-            );
-            assert!(
-                leaf.any_heads() & mask & !(1 << lo) == 0 && (head || leaf.any_heads() & (1 << lo) == 0),
-                "{key}:{index} (+{nr}) spans another entry's start"
-            );
             // The entry's mark goes with it.
             let mut unmarked = false;
             if head {
@@ -695,30 +744,16 @@ impl XArray {
         let mut was_marked = false;
         let mut chunk = index >> SHIFT;
         loop {
-            let lo = if chunk == index >> SHIFT { index & MASK } else { 0 };
-            let hi = if chunk == last >> SHIFT { last & MASK } else { MASK };
-            let head = chunk == index >> SHIFT;
-            let cidx = chunk << SHIFT;
-            let (mut n, mut shift, mut depth) = (r.node, r.shift, 0);
-            while shift > 0 {
-                let j = (cidx >> shift) & MASK;
-                let node = &self.nodes[n as usize];
-                assert!(node.occ & (1 << j) != 0, "no entry at {key}:{cidx}");
-                path[depth] = (n, j as u32);
-                depth += 1;
-                n = node.slots[j as usize] as u32;
-                shift -= SHIFT;
-            }
-            let mask = (u64::MAX >> (63 - hi)) & (u64::MAX << lo);
+            let SpanLeaf {
+                n,
+                mut depth,
+                lo,
+                hi,
+                head,
+                cidx,
+                ..
+            } = self.span_leaf(key, index, nr, chunk, old, &mut path);
             let leaf = &mut self.nodes[n as usize];
-            assert!(
-                leaf.occ & mask == mask && leaf.slots[lo as usize..=hi as usize].iter().all(|&v| v == old),
-                "{key}:{index} (+{nr}) does not hold entry {old:#x} throughout"
-            );
-            assert!(
-                leaf.any_heads() & mask & !(1 << lo) == 0 && (head || leaf.any_heads() & (1 << lo) == 0),
-                "{key}:{index} (+{nr}) spans another entry's start"
-            );
             leaf.slots[lo as usize..=hi as usize].fill(new);
             if head {
                 assert!(
