@@ -9,31 +9,7 @@ use fraglab_sim::timed::{run_workload, run_workload_cancellable};
 use fraglab_sim::timeless::{run_ops_result, run_ops_result_cancellable};
 use fraglab_spec::parse_spec;
 
-const TIMED: &str = r#"
-name = "t"
-[machine]
-memory = "512MiB"
-cpus = 2
-[knobs]
-"transparent_hugepage/enabled" = "madvise"
-[run]
-seed = 3
-[workload]
-duration = "10min"
-[[workload.kbuild]]
-jobs_parallel = 3
-jobs = 30
-iterations = 2
-job_anon = "8MiB"
-job_cpu = "50ms"
-source = "1GiB"
-job_read = "24MiB"
-[[workload.thp_burst]]
-interval = "500ms"
-size = "32MiB"
-hold = "200ms"
-bursts = 8
-"#;
+use crate::fixtures::small_build;
 
 const OPS: &str = r#"
 [machine]
@@ -51,7 +27,7 @@ print = "buddyinfo"
 
 #[test]
 fn a_timed_run_never_cancelled_is_the_same_and_one_cancelled_stops_at_once() {
-    let s = parse_spec(TIMED, "t.toml").unwrap();
+    let s = parse_spec(&small_build("3", "", "10min"), "t.toml").unwrap();
     let flag = AtomicBool::new(false);
     let r = run_workload_cancellable(&s, &mut |_| {}, &flag).unwrap();
     assert_eq!(

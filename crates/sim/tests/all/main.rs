@@ -17,6 +17,7 @@ mod deferred_split;
 mod defrag_mode_snapshot;
 mod engine;
 mod fio;
+mod fixtures;
 mod fuzz_corpus;
 mod hostile;
 mod hugetlb;

@@ -6,35 +6,10 @@ use fraglab_sim::engine::{run_expected_end, Progress, SEC};
 use fraglab_sim::timed::{run_workload, run_workload_hooked, run_workload_with_progress, TimedProgress};
 use fraglab_spec::parse_spec;
 
-const SPEC: &str = r#"
-name = "t"
-[machine]
-memory = "512MiB"
-cpus = 2
-[knobs]
-"transparent_hugepage/enabled" = "madvise"
-[run]
-seed = 3
-RUN
-[workload]
-duration = "10min"
-[[workload.kbuild]]
-jobs_parallel = 3
-jobs = 30
-iterations = 2
-job_anon = "8MiB"
-job_cpu = "50ms"
-source = "1GiB"
-job_read = "24MiB"
-[[workload.thp_burst]]
-interval = "500ms"
-size = "32MiB"
-hold = "200ms"
-bursts = 8
-"#;
+use crate::fixtures::small_build;
 
 fn spec(run: &str) -> fraglab_spec::Spec {
-    parse_spec(&SPEC.replace("RUN", run), "t.toml").unwrap()
+    parse_spec(&small_build("3", run, "10min"), "t.toml").unwrap()
 }
 
 #[test]
@@ -166,10 +141,7 @@ fn debug_vm_catches_a_corruption_mid_run() {
 fn the_sampled_end_of_run_check_of_a_large_machine_catches_a_broken_counter() {
     let large = |run: &str| {
         parse_spec(
-            &SPEC
-                .replace("RUN", run)
-                .replace("memory = \"512MiB\"", "memory = \"20GiB\"")
-                .replace("duration = \"10min\"", "duration = \"3s\""),
+            &small_build("3", run, "3s").replace("memory = \"512MiB\"", "memory = \"20GiB\""),
             "t.toml",
         )
         .unwrap()

@@ -2,31 +2,9 @@
 
 use fraglab_spec::parse_spec;
 
-const SPEC: &str = r#"
-name = "t"
-[machine]
-memory = "512MiB"
-cpus = 2
-[knobs]
-"transparent_hugepage/enabled" = "madvise"
-[run]
-seed = SEED
-[workload]
-duration = "2min"
-[[workload.kbuild]]
-jobs_parallel = 3
-jobs = 30
-iterations = 2
-job_anon = "8MiB"
-job_cpu = "50ms"
-source = "1GiB"
-job_read = "24MiB"
-[[workload.thp_burst]]
-interval = "500ms"
-size = "32MiB"
-hold = "200ms"
-bursts = 8
-"#;
+/// The small build with a `SEED` placeholder, 2 minutes.
+static SPEC: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| crate::fixtures::small_build("SEED", "", "2min"));
 
 fn json(seed: u64) -> String {
     let spec = parse_spec(&SPEC.replace("SEED", &seed.to_string()), "t.toml").unwrap();
