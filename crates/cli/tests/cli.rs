@@ -312,6 +312,50 @@ fn run_compare_and_report_explain_a_newcomers_mistakes() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// `fraglab blame` ranks a result's sources, and every bad input is an error naming the file
+/// and what was expected: a result without blame, a file that is no result, a directory, an
+/// unknown format.
+#[test]
+fn blame_ranks_sources_and_refuses_what_is_no_blamed_result() {
+    let d = temp_dir("blame");
+    let spec = d.join("tiny.toml");
+    std::fs::write(&spec, TIMED).unwrap();
+    let (with, without) = (d.join("with.json"), d.join("without.json"));
+    for (out, extra) in [(&with, "@run.blame=true"), (&without, "")] {
+        let o = fraglab()
+            .args(["run", &format!("{}{extra}", spec.display()), "-o"])
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let blame = |path: &std::path::Path, format: &str| {
+        fraglab()
+            .args(["blame", "--format", format])
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+    let o = blame(&with, "csv");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        csv.starts_with("rank,source,mixed_blocks,compact_blocked_blocks,steal,"),
+        "{csv}"
+    );
+    assert!(csv.lines().count() > 1, "at least one source: {csv}");
+    let err = |path: &std::path::Path, format: &str| {
+        let o = blame(path, format);
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    assert!(err(&without, "table").contains("no blame section"));
+    assert!(err(&spec, "table").contains("not a fraglab result"));
+    assert!(err(&d, "table").contains("a directory, not a regular file"));
+    assert!(err(&with, "xml").contains("--format xml: expected table, json or csv"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// `fraglab host run --dry-run` says what it would change without changing it; a generator the
 /// host engine does not run is refused with its own exit code (14), before any knob changes.
 /// It reads the live kernel's knobs: opt in with `--features live`.
