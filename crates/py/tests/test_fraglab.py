@@ -5,6 +5,7 @@ The tests that compare with the `fraglab` binary find it as $FRAGLAB_BIN (.ci/ru
 or on PATH, and skip with the reason where there is none.
 """
 
+import io
 import json
 import os
 import shutil
@@ -227,3 +228,22 @@ def test_ray_sweep_equals_local(ray_cluster):
     # Three seeds per configuration: three per-run values of each run-level metric.
     row = next(r for r in on_ray.attrs["report"]["rows"] if r["metric"] == "THP fault alloc" and r["stat"] == "Amean")
     assert [len(p) for p in row["per_run"]] == [3, 3]
+
+
+def test_blame_frame_ranks_as_the_binary_does(tmp_path):
+    """Result.blame (issue 37): None with blame off; with it on, one row per source in the
+    order `fraglab blame --format csv` ranks them, with the same counts."""
+    short = {"workload.duration": "2s"}
+    assert fraglab.run("example:kbuild-thp-burst", overrides=short).blame is None
+    out = tmp_path / "r.json"
+    r = fraglab.run("example:kbuild-thp-burst", overrides={**short, "run.blame": "true"}, output=str(out))
+    df = r.blame
+    assert list(df.columns[:3]) == ["source", "mixed_blocks", "compact_blocked_blocks"]
+    assert len(df) > 1 and "boot" in set(df["source"])
+    csv = subprocess.run(
+        [binary(), "blame", "--format", "csv", str(out)], check=True, capture_output=True, text=True
+    ).stdout
+    want = pd.read_csv(io.StringIO(csv))
+    assert list(df["source"]) == list(want["source"])
+    for col in ["mixed_blocks", "compact_blocked_blocks", "steal", "claim_partial", "compact_blocked"]:
+        assert list(df[col]) == list(want[col]), col
