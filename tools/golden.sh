@@ -38,3 +38,16 @@ run thp-frag 'dm0=experiments/validation/thp-frag-dm0.toml@workload.duration=60s
 run thpchallenge-mmtests 'experiments/validation/thpchallenge-mmtests.toml@workload.duration=20s'
 run real-kbuild 'experiments/defrag-mode/real-kbuild.toml@workload.duration=60s'
 "$BIN" run experiments/folio-compaction/mix-16g.toml -o "$OUT/mix-16g.txt" # an [[op]] spec: no compare
+# The seed series' switches (issue 37: they run as policy layers, results must not move).
+run folio-modes 'experiments/folio-compaction/vmscal-thp.toml@model.folio_mode=skip_large' \
+    'experiments/folio-compaction/vmscal-thp.toml@model.folio_mode=split_large' \
+    'experiments/folio-compaction/vmscal-thp.toml@model.folio_mode=migrate_no_free_split'
+run defrag-stages 'experiments/defrag-mode/kbuild-thp.toml@vm.defrag_mode=1,model.defrag_stage=vanilla,workload.duration=30s' \
+    'experiments/defrag-mode/kbuild-thp.toml@vm.defrag_mode=1,model.defrag_stage=nofragment_only,workload.duration=30s' \
+    'experiments/defrag-mode/kbuild-thp.toml@vm.defrag_mode=1,model.defrag_stage=kswapd_assist,workload.duration=30s'
+run costly 'experiments/costly-pagecache/pgbench.toml@model.costly_order_policy=v1_iomap,workload.duration=20s' \
+    'experiments/costly-pagecache/pgbench.toml@model.costly_order_policy=v2_filemap_costly,workload.duration=20s' \
+    'experiments/costly-pagecache/pgbench.toml@model.costly_order_policy=v3_filemap_opportunistic,workload.duration=20s' \
+    'experiments/costly-pagecache/pgbench.toml@model.costly_order_policy=v4_kcompactd_background,workload.duration=20s' \
+    'experiments/costly-pagecache/pgbench.toml@model.costly_order_policy=v4_kcompactd_background,model.v4_position=after_initial_compaction,workload.duration=20s'
+

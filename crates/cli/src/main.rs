@@ -445,6 +445,11 @@ enum Cmd {
     },
     /// List the built-in examples, or print one (`fraglab examples NAME`).
     Examples { name: Option<String> },
+    /// The policies `[model] policy` may name (`fraglab policy list [--json]`), docs/policies.md.
+    Policy {
+        #[command(subcommand)]
+        cmd: PolicyCmd,
+    },
     /// List the kernel knobs a spec may set, with their kinds and defaults (`--markdown`: the
     /// text of docs/knobs.md, every knob and model switch with what it models, generated from
     /// their declarations).
@@ -660,11 +665,54 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             })
         }
         Cmd::Examples { name } => examples::examples(name),
+        Cmd::Policy {
+            cmd: PolicyCmd::List { json },
+        } => policy_list(json),
         Cmd::Footprint { memory } => footprint::footprint(memory),
         Cmd::Trace { cmd } => record::trace(cmd),
         Cmd::Knobs { markdown } => knobs::knobs(markdown),
         Cmd::Tune { .. } => unreachable!("main runs `tune` itself, for its exit code"),
     }
+}
+
+/// `fraglab policy ...`.
+#[derive(clap::Subcommand, Debug)]
+enum PolicyCmd {
+    /// Every policy with where it comes from and what it does; `--json` for a script.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `fraglab policy list`: the registry of `fraglab_policies`, then the model switches that
+/// stack the kernel's seed variants on any policy.
+fn policy_list(json: bool) -> Result<(), String> {
+    let list = fraglab_policies::list();
+    if json {
+        let v: Vec<serde_json::Value> = list
+            .iter()
+            .map(|p| serde_json::json!({"name": p.name, "origin": p.origin, "summary": p.summary}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    let w = list.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    println!("{:w$}  {:8}  summary", "policy", "origin");
+    for p in &list {
+        println!("{:w$}  {:8}  {}", p.name, p.origin, p.summary);
+    }
+    println!();
+    println!("Layers on any policy (the seed series, by model switch):");
+    for key in ["folio_mode", "defrag_stage", "costly_order_policy", "v4_position"] {
+        let d = fraglab_spec::find_model_switch(key).expect("a model switch");
+        println!(
+            "  model.{key} = {} (default {})",
+            d.choices.join(" | "),
+            d.default
+        );
+    }
+    Ok(())
 }
 
 /// `--scale 1/K` ([`fraglab_spec::scale::parse_scale`]).

@@ -485,6 +485,40 @@ impl Mm {
         Some(moved)
     }
 
+    /// Retypes the pageblock of `pfn` to `new` with its free pages, for a policy that moves
+    /// block types on purpose (`policy.rs`): `move_freepages_block`, and when the block lies in
+    /// a free chunk larger than a block, that chunk is first taken off its list and freed again
+    /// as block-sized pieces each with its own block's type, as `__move_freepages_block_isolate`
+    /// does with `split_large_buddy` (§1.5.4, §1.7). Returns the free pages that moved; `None`
+    /// if the block straddles the zone's boundary.
+    pub fn set_pageblock_type(&mut self, zi: usize, pfn: u32, new: MigrateType) -> Option<u64> {
+        let (start, _, _) = self.prep_move_freepages_block(zi, pfn, false)?;
+        if let Some((head, order)) = self.enclosing_chunk(start) {
+            if order > PAGEBLOCK_ORDER && self.pages.kind(head) == PageKind::Buddy {
+                let old = self.block_mt(head);
+                self.del_page_from_free_list(zi, head, order, old);
+                self.set_block_mt(start, new);
+                self.split_large_buddy(zi, head, order, false);
+                return Some(PAGEBLOCK_NR_PAGES as u64);
+            }
+        }
+        let old = self.block_mt(start);
+        if old == new {
+            return Some(0);
+        }
+        self.move_freepages_block(zi, start, old, new)
+    }
+
+    /// Whether every page of the pageblock of `pfn` is free in the buddy allocator (not on a
+    /// PCP list, not isolated).
+    pub fn pageblock_free(&self, pfn: u32) -> bool {
+        let start = pfn & !(PAGEBLOCK_NR_PAGES - 1);
+        match self.enclosing_chunk(start) {
+            Some((head, order)) => order >= PAGEBLOCK_ORDER && self.pages.kind(head) == PageKind::Buddy,
+            None => false,
+        }
+    }
+
     /// `change_pageblock_range`: retypes the 2^(order−9) blocks from `pfn`.
     pub(crate) fn change_pageblock_range(&mut self, pfn: u32, order: u32, mt: MigrateType) {
         let n = 1u32 << (order - PAGEBLOCK_ORDER);

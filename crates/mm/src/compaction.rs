@@ -86,7 +86,6 @@ pub use crate::kcompactd::{KcompactdCycle, KcompactdState, HPAGE_FRAG_CHECK_INTE
 /// Compaction knobs and model switches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompactionConfig {
-    pub folio_mode: FolioMode,
     /// `vm.extfrag_threshold` (§9.2.4).
     pub extfrag_threshold: i32,
     /// `vm.compaction_proactiveness` (§9.12).
@@ -99,7 +98,6 @@ pub struct CompactionConfig {
 impl Default for CompactionConfig {
     fn default() -> Self {
         CompactionConfig {
-            folio_mode: FolioMode::MigrateFreeSplit,
             extfrag_threshold: 500,
             proactiveness: 20,
             unevictable_allowed: true,
@@ -131,6 +129,9 @@ pub struct CompactControl {
     pub proactive_compaction: bool,
     pub whole_zone: bool,
     pub ignore_skip_hint: bool,
+    /// `no_set_skip_hint`: a run for isolation rather than compaction ([`Mm::evacuate_range`])
+    /// leaves the skip bits and cached scanner positions alone.
+    pub no_set_skip_hint: bool,
     pub ignore_block_suitable: bool,
     pub finish_pageblock: bool,
     pub migrate_pfn: u32,
@@ -181,6 +182,7 @@ impl CompactControl {
             proactive_compaction: false,
             whole_zone: false,
             ignore_skip_hint: false,
+            no_set_skip_hint: false,
             ignore_block_suitable: false,
             finish_pageblock: false,
             migrate_pfn: 0,
@@ -466,7 +468,7 @@ impl Mm {
         kcompactd: bool,
     ) -> CompactResult {
         let z = &self.zones[zi];
-        let free = if kcompactd && self.tun.defrag_watermarks() {
+        let free = if kcompactd && self.defrag_watermarks() {
             z.stat(Stat::nr_free_pages_blocks)
         } else {
             z.nr_free_pages()
@@ -665,6 +667,9 @@ impl Mm {
     }
 
     fn update_cached_migrate(&mut self, cc: &CompactControl, pfn: u32) {
+        if cc.no_set_skip_hint {
+            return;
+        }
         let pfn = pb_start(pfn)
             + if pfn & (PAGEBLOCK_NR_PAGES - 1) == 0 {
                 0
@@ -681,6 +686,9 @@ impl Mm {
     }
 
     fn update_pageblock_skip(&mut self, cc: &CompactControl, block: u32, pfn: u32) {
+        if cc.no_set_skip_hint {
+            return;
+        }
         self.set_block_skip(block, true);
         let c = &mut self.zones[cc.zi].compact;
         if pfn < c.cached_free_pfn {
@@ -725,7 +733,7 @@ impl Mm {
             return false;
         }
         let order = f.order as u32;
-        if order > 0 && self.compact.cfg.folio_mode == FolioMode::SkipLarge {
+        if order > 0 && !self.policy.compaction_isolates_large_folios() {
             return false;
         }
         if skip_isolation_on_order(order, cc.order) {
@@ -755,7 +763,7 @@ impl Mm {
             return true;
         }
         let order = f.order as u32;
-        if (order > 0 && self.compact.cfg.folio_mode == FolioMode::SkipLarge)
+        if (order > 0 && !self.policy.compaction_isolates_large_folios())
             || skip_isolation_on_order(order, cc.order)
             || (f.kind.file_lru() && !cc.gfp.intersects(Gfp::FS))
         {
@@ -1489,7 +1497,7 @@ impl Mm {
     /// `migrate_no_free_split` only a chunk of exactly the folio's order. Calls the free scanner
     /// once if nothing fits. Returns the target pfn.
     pub(crate) fn compaction_alloc(&mut self, cc: &mut CompactControl, order: u32) -> Option<u32> {
-        let exact = self.compact.cfg.folio_mode == FolioMode::MigrateNoFreeSplit;
+        let exact = !self.policy.compaction_free_page_split();
         let find = |cc: &CompactControl| -> Option<u32> {
             if exact {
                 (!cc.freepages[order as usize].is_empty()).then_some(order)
@@ -1534,6 +1542,51 @@ impl Mm {
         high
     }
 
+    /// Moves every folio that can move out of the pfn range `[start, end)` of zone `zi`, as
+    /// `alloc_contig_range`'s `__alloc_contig_migrate_range` does (§9.6, §13): the migration
+    /// scanner's isolation over the range in MIGRATE_SYNC, ignoring and setting no skip hints,
+    /// then migration, until the range is scanned. Simplified: the targets come from the
+    /// compaction free scanner (Movable blocks, from the zone's end down to the range) rather
+    /// than from the page allocator's `alloc_migration_target`; the range's blocks should not
+    /// be Movable, or the free scanner may pick targets inside it. Used by policies that
+    /// empty memory on purpose (the Contiguitas plug-in's region growth). Returns (pages
+    /// migrated, pages that stayed).
+    pub fn evacuate_range(&mut self, zi: usize, start: u32, end: u32, cpu: u32) -> (u64, u64) {
+        let mut cc = CompactControl::new(zi, -1, Gfp::GFP_HIGHUSER_MOVABLE, MigrateMode::Sync, cpu);
+        cc.ignore_skip_hint = true;
+        cc.no_set_skip_hint = true;
+        cc.whole_zone = true;
+        let zend = self.zones[zi].end_pfn();
+        cc.free_pfn = pb_start(zend - 1);
+        cc.migrate_pfn = start;
+        let (ok_before, fail_before) = (
+            self.stat(Stat::pgmigrate_success),
+            self.stat(Stat::pgmigrate_fail),
+        );
+        let mut low = start;
+        while low < end {
+            let Some(next) = self.isolate_migratepages_block(&mut cc, low, end) else {
+                break;
+            };
+            if !cc.migratepages.is_empty() {
+                let enomem = self.migrate_pages(&mut cc);
+                cc.nr_migratepages = 0;
+                if enomem {
+                    break;
+                }
+            }
+            low = next.max(low + 1);
+        }
+        for id in std::mem::take(&mut cc.migratepages) {
+            self.putback_lru_folio(id);
+        }
+        self.release_free_list(&mut cc);
+        (
+            self.stat(Stat::pgmigrate_success) - ok_before,
+            self.stat(Stat::pgmigrate_fail) - fail_before,
+        )
+    }
+
     // ---- compact_finished and compact_zone (§9.4, §9.5) -------------------------------------
 
     /// `__compact_finished` (§9.5, §8 D10).
@@ -1570,7 +1623,7 @@ impl Mm {
             return (CompactResult::Continue, false);
         }
         let order = cc.order as u32;
-        if self.tun.defrag_watermarks() && !cc.direct_compaction {
+        if self.defrag_watermarks() && !cc.direct_compaction {
             let ok = self.__zone_watermark_ok(
                 cc.zi,
                 order,

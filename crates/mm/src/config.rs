@@ -8,20 +8,21 @@ use crate::filemap::PagecacheConfig;
 use crate::huge_memory::ThpConfig;
 use crate::mmzone::MachineConfig;
 use crate::node::Tunables;
+use crate::policy::PolicyFactory;
 
 /// Everything that configures an [`crate::Mm`] at boot.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MmConfig {
     /// Zones and CPUs (§1.1).
     pub machine: MachineConfig,
-    /// The page allocator's knobs (§17) and the defrag_mode stage (§8).
+    /// The page allocator's knobs (§17).
     pub tun: Tunables,
     /// The THP knobs (§11.1).
     pub thp: ThpConfig,
-    /// `[model] folio_mode`, `vm.extfrag_threshold`, `vm.compaction_proactiveness`,
+    /// `vm.extfrag_threshold`, `vm.compaction_proactiveness`,
     /// `vm.compact_unevictable_allowed` (§9, §29.2).
     pub compaction: CompactionConfig,
-    /// `[model] costly_order_policy` and `v4_position` (§12.5).
+    /// The block device's readahead sizes (§23.1).
     pub pagecache: PagecacheConfig,
     /// `[model] xa_nodes`: page-cache xarray nodes as reclaimable slab (`xa_node.rs`).
     pub xa_nodes: bool,
@@ -34,6 +35,9 @@ pub struct MmConfig {
     pub page_reporting_order: Option<u32>,
     /// `vm.zone_reclaim_mode` (0..=7; node reclaim, `numa.rs`); inert on one node.
     pub zone_reclaim_mode: u32,
+    /// `[model] policy` with the model switches stacked on it (`policy.rs`); the kernel's by
+    /// default.
+    pub policy: PolicyFactory,
 }
 
 impl MmConfig {
@@ -51,6 +55,7 @@ impl MmConfig {
             debug_vm: false,
             page_reporting_order: None,
             zone_reclaim_mode: 0,
+            policy: PolicyFactory::default(),
         }
     }
 }

@@ -6,8 +6,6 @@ pub use fraglab_types::switches::{CostlyOrderPolicy, V4Position};
 /// The page-cache switches of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PagecacheConfig {
-    pub costly_order_policy: CostlyOrderPolicy,
-    pub v4_position: V4Position,
     /// The block device's `ra_pages` (`read_ahead_kb / 4`, docs/model §23.1): what every
     /// file opened on it copies into its readahead state (`file_ra_state_init`). Default 32,
     /// the kernel's `VM_READAHEAD_PAGES` (128 KiB) for a new device.
@@ -21,8 +19,6 @@ pub struct PagecacheConfig {
 impl Default for PagecacheConfig {
     fn default() -> Self {
         PagecacheConfig {
-            costly_order_policy: CostlyOrderPolicy::default(),
-            v4_position: V4Position::default(),
             ra_pages: VM_READAHEAD_PAGES,
             io_pages: VM_READAHEAD_PAGES,
         }
@@ -814,8 +810,7 @@ impl Mm {
             let mut got = None;
             loop {
                 if self.filemap_range_empty(mapping, pos, order) {
-                    let gfp =
-                        write_folio_gfp(self.cache.cfg.costly_order_policy, base, hint, order, m.min_order);
+                    let gfp = self.policy.pagecache_folio_gfp(base, hint, order, m.min_order);
                     let r = self.filemap_add(cpu, mapping, pos, order, gfp);
                     st.attempts.push(WriteAttempt {
                         index: pos,

@@ -127,7 +127,7 @@ impl Mm {
     /// `kcompactd_node_suitable`.
     pub fn kcompactd_node_suitable(&mut self, nid: u32) -> bool {
         let n = nid as usize;
-        let af = AllocFlags(if self.tun.defrag_watermarks() {
+        let af = AllocFlags(if self.defrag_watermarks() {
             AllocFlags::WMARK_HIGH
         } else {
             AllocFlags::WMARK_MIN
@@ -149,7 +149,7 @@ impl Mm {
         let n = nid as usize;
         let order = self.compact.kcompactd[n].max_order;
         let highest = self.compact.kcompactd[n].highest_zoneidx.min(MAX_NR_ZONES - 1);
-        let af = AllocFlags(if self.tun.defrag_watermarks() {
+        let af = AllocFlags(if self.defrag_watermarks() {
             AllocFlags::WMARK_HIGH
         } else {
             AllocFlags::WMARK_MIN

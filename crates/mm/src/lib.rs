@@ -28,6 +28,7 @@ pub mod node;
 pub mod numa;
 pub mod page_alloc;
 pub mod page_reporting;
+pub mod policy;
 pub mod restore;
 pub mod slowpath;
 pub mod swap;

@@ -37,7 +37,7 @@
 //! counting once), which makes `compact_zone` rescan the rest of the block below SYNC
 //! (§25.2 item 5, `finish_pageblock`).
 
-use crate::compaction::{CompactControl, FolioMode, MigrateMode};
+use crate::compaction::{CompactControl, MigrateMode};
 use crate::folio::{FolioId, FolioKind};
 use crate::mmzone::{PageKind, PG_LRU};
 use crate::node::Mm;
@@ -367,7 +367,7 @@ impl Mm {
         let mut st = MigrateStats::default();
         let mut enomem = false;
         let mut pieces: Vec<FolioId> = Vec::new();
-        let split_first = self.compact.cfg.folio_mode == FolioMode::SplitLarge;
+        let split_first = self.policy.split_large_folios_before_migration();
         for &id in &list {
             if enomem {
                 self.putback_folio(id);

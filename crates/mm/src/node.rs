@@ -24,8 +24,6 @@ pub struct Tunables {
     pub lowmem_reserve_ratio: [u64; MAX_NR_ZONES],
     /// `vm.defrag_mode` (§8).
     pub defrag_mode: bool,
-    /// Which of seed 001's patches make up defrag_mode (only read when `defrag_mode` is set).
-    pub defrag_stage: DefragStage,
     pub percpu_pagelist_high_fraction: u32,
     /// THP enabled ≠ never at boot: khugepaged raises min_free_kbytes (§3.1.2).
     pub thp_enabled: bool,
@@ -53,7 +51,6 @@ impl Default for Tunables {
             watermark_boost_factor: 15000,
             lowmem_reserve_ratio: [256, 256, 32, 0, 0],
             defrag_mode: false,
-            defrag_stage: DefragStage::KswapdWatermarks,
             percpu_pagelist_high_fraction: 0,
             thp_enabled: true,
             swappiness: 60,
@@ -68,21 +65,45 @@ impl Default for Tunables {
 
 pub use fraglab_types::switches::DefragStage;
 
-impl Tunables {
-    /// §8 D1–D5 are in force: defrag_mode is set and the stage includes patch 3/5.
+impl Mm {
+    /// §8 D1–D5 are in force: `vm.defrag_mode` as the policy reads it
+    /// ([`crate::policy::Policy::nofragment_everywhere`]).
+    #[inline]
     pub fn defrag_nofragment(&self) -> bool {
-        self.defrag_mode && self.defrag_stage >= DefragStage::NofragmentOnly
+        self.policy.nofragment_everywhere(self.tun.defrag_mode)
     }
 
-    /// §8 D6 is in force (patch 4/5): slow-path kswapd wakes use pageblock order.
-    pub fn defrag_kswapd_assist(&self) -> bool {
-        self.defrag_mode && self.defrag_stage >= DefragStage::KswapdAssist
-    }
-
-    /// §8 D7–D10 are in force (patch 5/5): kswapd and kcompactd count free pageblocks
-    /// against the high watermark.
+    /// §8 D7–D10 are in force: kswapd and kcompactd count free pageblocks against the high
+    /// watermark ([`crate::policy::Policy::free_pageblock_watermarks`]).
+    #[inline]
     pub fn defrag_watermarks(&self) -> bool {
-        self.defrag_mode && self.defrag_stage >= DefragStage::KswapdWatermarks
+        self.policy.free_pageblock_watermarks(self.tun.defrag_mode)
+    }
+
+    /// The policy in force (`[model] policy` with the model switches stacked on it).
+    pub fn policy(&self) -> &dyn crate::policy::Policy {
+        self.policy.as_ref()
+    }
+
+    /// Asks for the policy's [`crate::policy::Policy::deferred_work`] at the end of the next
+    /// allocation that may sleep.
+    pub fn request_policy_work(&mut self) {
+        self.policy_work_pending = true;
+    }
+
+    /// Runs the policy's deferred work now (the policy is taken out for the call; a
+    /// zero-sized placeholder stands in).
+    pub(crate) fn run_policy_work(&mut self) {
+        self.policy_work_pending = false;
+        let mut p = std::mem::replace(&mut self.policy, Box::new(crate::policy::Kernel));
+        p.deferred_work(self);
+        self.policy = p;
+    }
+
+    /// Replaces the policy (a test, or a boot that builds its own).
+    pub fn set_policy(&mut self, p: Box<dyn crate::policy::Policy>) {
+        self.policy_fallback_hook = p.has_fallback_hook();
+        self.policy = p;
     }
 }
 
@@ -180,6 +201,12 @@ pub struct Mm {
     /// Fragmentation blame (issue 37, `blame.rs`): `None` unless turned on
     /// ([`Mm::enable_blame`]); each event point costs one branch on it when off.
     pub blame: Option<Box<crate::blame::Blame>>,
+    /// The policy (issue 37, `policy.rs`): the decision points a seed or a plug-in changes.
+    pub(crate) policy: Box<dyn crate::policy::Policy>,
+    /// Whether the policy overrides `__rmqueue`'s fallback (read on every empty free list).
+    pub(crate) policy_fallback_hook: bool,
+    /// The policy asked for [`crate::policy::Policy::deferred_work`].
+    pub(crate) policy_work_pending: bool,
     pub(crate) end_pfn: u32,
 }
 
@@ -511,6 +538,7 @@ impl Mm {
             })
             .collect();
         let nr_blocks = (end_pfn as usize).div_ceil(PAGEBLOCK_NR_PAGES as usize);
+        let policy = cfg.policy.build();
         Mm {
             zones,
             pages: PageArray::new(end_pfn as usize),
@@ -549,6 +577,9 @@ impl Mm {
             work: Work::default(),
             numa,
             blame: None,
+            policy_fallback_hook: policy.has_fallback_hook(),
+            policy_work_pending: false,
+            policy,
             end_pfn,
         }
     }

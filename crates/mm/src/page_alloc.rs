@@ -189,6 +189,9 @@ impl Mm {
             return Fallback::NoneHere;
         }
         for fb in FALLBACKS[mt.idx()] {
+            if self.policy_fallback_hook && !self.policy.fallback_allowed(mt, fb) {
+                continue;
+            }
             if !z.free_list_empty(order, fb) {
                 return Fallback::Found(fb);
             }
@@ -363,6 +366,24 @@ impl Mm {
         if *mode == RmqueueMode::Normal {
             if let Some(p) = self.__rmqueue_smallest(cpu, zi, order, mt) {
                 return Some(p);
+            }
+        }
+        if self.policy_fallback_hook {
+            // Issue 37: a policy that places fallbacks itself (`policy.rs`). The policy is
+            // taken out for the call so that it may use the allocator; `Kernel` is a
+            // zero-sized placeholder (no allocation).
+            let mut p = std::mem::replace(&mut self.policy, Box::new(crate::policy::Kernel));
+            let req = crate::policy::FallbackRequest {
+                cpu,
+                zi,
+                order,
+                migratetype: mt,
+                alloc_flags,
+            };
+            let d = p.rmqueue_fallback(self, req);
+            self.policy = p;
+            if let crate::policy::FallbackDecision::Placed(r) = d {
+                return r;
             }
         }
         if *mode <= RmqueueMode::Claim {
@@ -1143,7 +1164,7 @@ impl Mm {
     pub fn alloc_flags_nofragment(&self, preferred: Option<usize>, gfp: Gfp) -> AllocFlags {
         let mut f = AllocFlags(gfp.0 & Gfp::KSWAPD_RECLAIM.0);
         debug_assert_eq!(Gfp::KSWAPD_RECLAIM.0, AllocFlags::KSWAPD);
-        if self.tun.defrag_nofragment() {
+        if self.defrag_nofragment() {
             f.set(AllocFlags::NOFRAGMENT);
             return f;
         }
@@ -1190,12 +1211,7 @@ impl Mm {
             let mut k = ac.zref;
             while let Some(zi) = self.next_zone(ac, &mut k) {
                 let nid = self.zones[zi].nid;
-                if multi
-                    && no_fallback
-                    && !self.tun.defrag_nofragment()
-                    && zi != preferred
-                    && nid != local_nid
-                {
+                if multi && no_fallback && !self.defrag_nofragment() && zi != preferred && nid != local_nid {
                     alloc_flags.clear(AllocFlags::NOFRAGMENT);
                     continue 'retry;
                 }
@@ -1243,7 +1259,7 @@ impl Mm {
                 skip_kswapd_nodes = false;
                 continue;
             }
-            if no_fallback && !self.tun.defrag_nofragment() {
+            if no_fallback && !self.defrag_nofragment() {
                 alloc_flags.clear(AllocFlags::NOFRAGMENT);
                 continue;
             }
@@ -1348,7 +1364,7 @@ impl Mm {
                 f.clear(AllocFlags::CPUSET);
             }
         }
-        if self.tun.defrag_nofragment() {
+        if self.defrag_nofragment() {
             f.set(AllocFlags::NOFRAGMENT);
         }
         f
@@ -1359,11 +1375,7 @@ impl Mm {
         let Some(preferred) = ac.preferred_zone else {
             return;
         };
-        let reclaim_order = if self.tun.defrag_kswapd_assist() {
-            order.max(PAGEBLOCK_ORDER)
-        } else {
-            order
-        };
+        let reclaim_order = self.policy.kswapd_wake_order(self.tun.defrag_mode, order);
         // One wake per node of the zonelist, at the node's first zone in it.
         if !self.numa.multi() {
             self.wakeup_kswapd(preferred, gfp, reclaim_order, ac.highest_zoneidx);
@@ -1425,6 +1437,9 @@ impl Mm {
                     migratetype: ac.migratetype as i32,
                 },
             );
+        }
+        if self.policy_work_pending && gfp.intersects(Gfp::DIRECT_RECLAIM) {
+            self.run_policy_work();
         }
         page
     }

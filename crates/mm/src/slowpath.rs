@@ -13,7 +13,7 @@
 //! OOM victim's memory is freed at once (the reaper's delay is the engine's business).
 
 use crate::compaction::{CompactPriority, CompactResult, CompactRunStats};
-use crate::filemap::{CostlyOrderPolicy, V4Position};
+use crate::filemap::V4Position;
 use crate::gfp::{AllocFlags, Gfp};
 use crate::mmzone::WMARK_MIN;
 use crate::node::Mm;
@@ -470,11 +470,9 @@ impl Mm {
         // §12.5 V4 ("kcompactd background"): a costly NORETRY request that could do direct
         // work wakes kcompactd and fails. Placed before step 4 by default (the intended
         // semantics), or after it, where the posted diff sits relative to direct reclaim.
-        let v4 = self.cache.cfg.costly_order_policy == CostlyOrderPolicy::V4KcompactdBackground
-            && costly
-            && gfp.intersects(Gfp::NORETRY)
-            && can_direct_reclaim;
-        if v4 && self.cache.cfg.v4_position == V4Position::BeforeInitialCompaction {
+        let v4_position = self.policy.costly_background();
+        let v4 = v4_position.is_some() && costly && gfp.intersects(Gfp::NORETRY) && can_direct_reclaim;
+        if v4 && v4_position == Some(V4Position::BeforeInitialCompaction) {
             return self.v4_kcompactd_background(order, ac);
         }
         // Step 4: initial async compaction for costly and non-movable high-order requests.
@@ -508,6 +506,14 @@ impl Mm {
             }
             if v4 {
                 return self.v4_kcompactd_background(order, ac);
+            }
+            // A policy's deferred work (`policy.rs`: moving pages to resize a region) runs
+            // here, where direct compaction may run too, before direct reclaim.
+            if self.policy_work_pending {
+                self.run_policy_work();
+                if let Some(p) = self.get_page_from_freelist(cpu, gfp, order, alloc_flags, ac) {
+                    return Some(p);
+                }
             }
             // Step 8.
             let (page, progress) = self.alloc_pages_direct_reclaim(cpu, gfp, order, alloc_flags, ac);
@@ -545,7 +551,7 @@ impl Mm {
                 continue;
             }
             // Step 12 (§8 D5): defrag_mode drops NOFRAGMENT once before giving up.
-            if self.tun.defrag_nofragment() && alloc_flags.has(AllocFlags::NOFRAGMENT) {
+            if self.defrag_nofragment() && alloc_flags.has(AllocFlags::NOFRAGMENT) {
                 alloc_flags.clear(AllocFlags::NOFRAGMENT);
                 self.work.last_alloc.nofragment_dropped = true;
                 continue;

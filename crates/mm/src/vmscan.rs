@@ -1481,7 +1481,7 @@ impl Mm {
             }
             any = true;
             let mark = z.wmark_pages(crate::mmzone::WMARK_HIGH);
-            let free = if self.tun.defrag_watermarks() && order > 0 {
+            let free = if self.defrag_watermarks() && order > 0 {
                 z.stat(crate::vmstat::Stat::nr_free_pages_blocks)
             } else {
                 z.nr_free_pages()

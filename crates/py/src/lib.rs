@@ -297,6 +297,146 @@ fn compare_dirs(py: Python<'_>, dirs: Vec<std::path::PathBuf>, baseline: Option<
     report.map_err(err)
 }
 
+/// The hooks a Python-defined policy may give, with their arguments (docs/policies.md).
+const PY_HOOKS: &[&str] = &[
+    "nofragment_everywhere",
+    "kswapd_wake_order",
+    "free_pageblock_watermarks",
+    "compaction_isolates_large_folios",
+    "split_large_folios_before_migration",
+    "compaction_free_page_split",
+    "pagecache_folio_gfp",
+];
+
+/// A policy whose hooks are Python callables (issue 37): each hook given calls its callable
+/// (taking the GIL: slow, meant for prototypes on small machines); the others keep Linux
+/// 6.18's behaviour. A hook that raises, or returns a value of the wrong type, ends the run
+/// with a panic naming the policy and the hook (a `PanicException` in Python).
+#[derive(Debug)]
+struct PyPolicy {
+    name: String,
+    hooks: Arc<Vec<(&'static str, Py<PyAny>)>>,
+}
+
+impl PyPolicy {
+    fn hook(&self, name: &str) -> Option<&Py<PyAny>> {
+        self.hooks.iter().find(|(n, _)| *n == name).map(|(_, f)| f)
+    }
+
+    fn call<T: for<'a, 'py> pyo3::FromPyObject<'a, 'py>>(
+        &self,
+        hook: &str,
+        f: &Py<PyAny>,
+        args: impl for<'py> pyo3::call::PyCallArgs<'py>,
+    ) -> T {
+        Python::attach(|py| {
+            let r = f
+                .call1(py, args)
+                .and_then(|v| v.extract::<T>(py).map_err(Into::into));
+            match r {
+                Ok(v) => v,
+                Err(e) => panic!("policy {:?}: hook {hook} failed: {e}", self.name),
+            }
+        })
+    }
+}
+
+impl fraglab_mm::policy::Policy for PyPolicy {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn nofragment_everywhere(&self, defrag_mode: bool) -> bool {
+        match self.hook("nofragment_everywhere") {
+            Some(f) => self.call("nofragment_everywhere", f, (defrag_mode,)),
+            None => defrag_mode,
+        }
+    }
+    fn kswapd_wake_order(&self, defrag_mode: bool, order: u32) -> u32 {
+        match self.hook("kswapd_wake_order") {
+            Some(f) => self.call("kswapd_wake_order", f, (defrag_mode, order)),
+            None => fraglab_mm::policy::Kernel.kswapd_wake_order(defrag_mode, order),
+        }
+    }
+    fn free_pageblock_watermarks(&self, defrag_mode: bool) -> bool {
+        match self.hook("free_pageblock_watermarks") {
+            Some(f) => self.call("free_pageblock_watermarks", f, (defrag_mode,)),
+            None => defrag_mode,
+        }
+    }
+    fn compaction_isolates_large_folios(&self) -> bool {
+        match self.hook("compaction_isolates_large_folios") {
+            Some(f) => self.call("compaction_isolates_large_folios", f, ()),
+            None => true,
+        }
+    }
+    fn split_large_folios_before_migration(&self) -> bool {
+        match self.hook("split_large_folios_before_migration") {
+            Some(f) => self.call("split_large_folios_before_migration", f, ()),
+            None => false,
+        }
+    }
+    fn compaction_free_page_split(&self) -> bool {
+        match self.hook("compaction_free_page_split") {
+            Some(f) => self.call("compaction_free_page_split", f, ()),
+            None => true,
+        }
+    }
+    fn pagecache_folio_gfp(
+        &self,
+        base: fraglab_mm::Gfp,
+        hint: u32,
+        order: u32,
+        min_order: u32,
+    ) -> fraglab_mm::Gfp {
+        match self.hook("pagecache_folio_gfp") {
+            Some(f) => fraglab_mm::Gfp(self.call("pagecache_folio_gfp", f, (base.0, hint, order, min_order))),
+            None => fraglab_mm::policy::Kernel.pagecache_folio_gfp(base, hint, order, min_order),
+        }
+    }
+}
+
+/// Registers a policy whose hooks are the Python callables in `hooks` (hook name → callable)
+/// under `name`, for `[model] policy = name` in this process. Unknown hook names and
+/// non-callables are a `TypeError`; a bad or built-in name a `FraglabError`.
+#[pyfunction]
+#[pyo3(signature = (name, hooks, summary=""))]
+fn register_policy(name: &str, hooks: Bound<'_, pyo3::types::PyDict>, summary: &str) -> PyResult<()> {
+    let mut v: Vec<(&'static str, Py<PyAny>)> = Vec::new();
+    for (k, f) in hooks.iter() {
+        let k: String = k.extract()?;
+        let Some(h) = PY_HOOKS.iter().find(|h| **h == k) else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "unknown policy hook {k:?}: one of {}",
+                PY_HOOKS.join(", ")
+            )));
+        };
+        if !f.is_callable() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "hook {k}: not callable"
+            )));
+        }
+        v.push((h, f.unbind()));
+    }
+    let hooks = Arc::new(v);
+    let owned = name.to_string();
+    fraglab_policies::register(name, summary, move || {
+        Box::new(PyPolicy {
+            name: owned.clone(),
+            hooks: hooks.clone(),
+        })
+    })
+    .map_err(err)
+}
+
+/// Every policy a spec may name: (name, origin, summary).
+#[pyfunction]
+fn policies() -> Vec<(String, String, String)> {
+    fraglab_policies::list()
+        .into_iter()
+        .map(|p| (p.name, p.origin.to_string(), p.summary))
+        .collect()
+}
+
 /// The built-in examples' names.
 #[pyfunction]
 fn examples() -> Vec<&'static str> {
@@ -315,5 +455,22 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compare_results, m)?)?;
     m.add_function(wrap_pyfunction!(compare_dirs, m)?)?;
     m.add_function(wrap_pyfunction!(examples, m)?)?;
+    m.add_function(wrap_pyfunction!(register_policy, m)?)?;
+    m.add_function(wrap_pyfunction!(policies, m)?)?;
+    m.add(
+        "GFP",
+        [
+            ("DIRECT_RECLAIM", fraglab_mm::Gfp::DIRECT_RECLAIM.0),
+            ("KSWAPD_RECLAIM", fraglab_mm::Gfp::KSWAPD_RECLAIM.0),
+            ("NORETRY", fraglab_mm::Gfp::NORETRY.0),
+            ("NOWARN", fraglab_mm::Gfp::NOWARN.0),
+            ("RETRY_MAYFAIL", fraglab_mm::Gfp::RETRY_MAYFAIL.0),
+            ("FS", fraglab_mm::Gfp::FS.0),
+            ("IO", fraglab_mm::Gfp::IO.0),
+            ("COMP", fraglab_mm::Gfp::COMP.0),
+        ]
+        .into_iter()
+        .collect::<std::collections::BTreeMap<_, _>>(),
+    )?;
     Ok(())
 }

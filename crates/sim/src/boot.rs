@@ -110,8 +110,29 @@ pub fn machine_config(spec: &Spec) -> Result<MachineConfig, RunError> {
     }
 }
 
-/// The allocator tunables a spec's knobs set (kernel defaults for the rest), with the
-/// defrag_mode stage of `[model] defrag_stage`.
+/// The policy of `[model] policy` (`fraglab_policies`) with the spec's model switches stacked
+/// on it (`folio_mode`, `defrag_stage`, `costly_order_policy`, `v4_position`); an unknown name
+/// is an error at the spec's line.
+pub fn policy_factory(spec: &Spec) -> Result<fraglab_mm::policy::PolicyFactory, RunError> {
+    let m = &spec.model;
+    fraglab_policies::factory(
+        &m.policy,
+        m.folio_mode,
+        m.defrag_stage,
+        m.costly_order_policy,
+        m.v4_position,
+    )
+    .map_err(|e| {
+        let at = if m.policy_line > 0 {
+            format!("{}:{}", spec.file, m.policy_line)
+        } else {
+            spec.file.clone()
+        };
+        RunError(format!("{at}: key model.policy: {e}"))
+    })
+}
+
+/// The allocator tunables a spec's knobs set (kernel defaults for the rest).
 pub fn tunables(spec: &Spec) -> Tunables {
     let mut t = Tunables::default();
     if let Some(KnobValue::Int(v)) = spec.knobs.get("vm.min_free_kbytes") {
@@ -131,7 +152,6 @@ pub fn tunables(spec: &Spec) -> Tunables {
     if let Some(v) = int(spec, "vm.defrag_mode") {
         t.defrag_mode = v != 0;
     }
-    t.defrag_stage = spec.model.defrag_stage;
     if let Some(v) = int(spec, "vm.percpu_pagelist_high_fraction") {
         t.percpu_pagelist_high_fraction = v as u32;
     }
@@ -161,15 +181,15 @@ pub fn tunables(spec: &Spec) -> Tunables {
 
 /// The whole configuration of the model a spec describes: machine, knobs and model switches.
 pub fn mm_config(spec: &Spec) -> Result<MmConfig, RunError> {
-    Ok(mm_config_with(spec, machine_config(spec)?))
+    mm_config_with(spec, machine_config(spec)?)
 }
 
 /// [`mm_config`] for a given machine (a snapshot's, `crate::restore`).
-pub fn mm_config_with(spec: &Spec, machine: MachineConfig) -> MmConfig {
+pub fn mm_config_with(spec: &Spec, machine: MachineConfig) -> Result<MmConfig, RunError> {
     let mut cfg = MmConfig::new(machine);
     cfg.tun = tunables(spec);
     cfg.thp = thp_config(spec);
-    cfg.compaction.folio_mode = spec.model.folio_mode;
+    cfg.policy = policy_factory(spec)?;
     if let Some(v) = int(spec, "vm.extfrag_threshold") {
         cfg.compaction.extfrag_threshold = v as i32;
     }
@@ -181,8 +201,6 @@ pub fn mm_config_with(spec: &Spec, machine: MachineConfig) -> MmConfig {
         cfg.compaction.unevictable_allowed = v != 0;
     }
     cfg.pagecache = PagecacheConfig {
-        costly_order_policy: spec.model.costly_order_policy,
-        v4_position: spec.model.v4_position,
         // §23.1: `[machine] read_ahead_kb` (default 128 KiB, VM_READAHEAD_PAGES) / 4.
         ra_pages: spec
             .machine
@@ -202,7 +220,7 @@ pub fn mm_config_with(spec: &Spec, machine: MachineConfig) -> MmConfig {
     if let Some(v) = int(spec, "vm.zone_reclaim_mode") {
         cfg.zone_reclaim_mode = v as u32;
     }
-    cfg
+    Ok(cfg)
 }
 
 /// `[damon]` (docs/model §27): the kdamond's configuration, the preset's values overridden
@@ -357,7 +375,7 @@ pub fn boot_restored(spec: &Spec, loaded: &crate::restore::Loaded) -> Result<Mm,
         nr_cpus: eff.machine.cpus,
     };
     check_bindings(spec, nr_nodes)?;
-    let cfg = mm_config_with(&eff, machine);
+    let cfg = mm_config_with(&eff, machine)?;
     let (mut mm, _) = Mm::from_restore_summary(&cfg, &loaded.restore, &spec_mappings(spec))
         .map_err(|e| RunError(format!("{}: {}: {e}", snap.at(&spec.file), loaded.path.display())))?;
     if snap.hugetlb_given {
@@ -487,13 +505,30 @@ mod tests {
             .filter(|s| s.read != "yes (timed runs)")
         {
             let other = s.choices.iter().find(|c| **c != s.default).unwrap();
-            let text = format!(
-                "[machine]\nmemory = \"1GiB\"\n[model]\n{} = \"{other}\"\n",
-                s.name
-            );
-            let cfg = mm_config(&parse_spec(&text, "t.toml").unwrap()).unwrap();
+            // v4_position places V4's check: it is read with costly_order_policy = V4 only.
+            let with = if s.name == "v4_position" {
+                "costly_order_policy = \"v4_kcompactd_background\"\n"
+            } else {
+                ""
+            };
+            let spec = |extra: &str| {
+                let text = format!("[machine]\nmemory = \"1GiB\"\n[model]\n{with}{extra}");
+                mm_config(&parse_spec(&text, "t.toml").unwrap()).unwrap()
+            };
+            let base = if with.is_empty() { base.clone() } else { spec("") };
+            let cfg = spec(&format!("{} = \"{other}\"\n", s.name));
             assert_ne!(cfg, base, "[model] {} = {other} changes nothing", s.name);
         }
+        let cfg = mm_config(
+            &parse_spec(
+                "[machine]\nmemory = \"1GiB\"\n[model]\npolicy = \"contiguitas\"\n",
+                "t.toml",
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(cfg.policy.name(), "contiguitas");
+        assert_ne!(cfg, base);
     }
 
     #[test]

@@ -235,6 +235,7 @@ fn run_workload_full(
     let measured_from = mark.as_ref().map_or(&start, |m| &m.vmstat);
     let mut r = result(spec, &mut e, &rec, proc_start, measured_from, end_ns);
     r.blame = e.mm.blame.as_deref().map(blame_result);
+    r.policy = policy_result(&e.mm);
     if let Some(sink) = rec.sink.borrow_mut().as_mut() {
         sink.finish(mark.as_ref().map(|m| m.t_ns))?;
     }
@@ -692,6 +693,16 @@ fn drain_trace(
             s.record(&r, measure_ns);
         }
     }
+}
+
+/// The result's `policy` section (issue 37): `None` for the kernel's own policy.
+pub fn policy_result(mm: &fraglab_mm::Mm) -> Option<fraglab_spec::result::PolicyResult> {
+    let p = mm.policy();
+    let name = p.name();
+    (name != fraglab_mm::policy::KERNEL_POLICY).then(|| fraglab_spec::result::PolicyResult {
+        name,
+        counters: p.counters().into_iter().collect(),
+    })
 }
 
 /// The result's `blame` section (issue 37): every source interned, in interning order.

@@ -43,6 +43,8 @@
 //! "vm.min_free_kbytes" = 67584   # and `.` may stand for `/` as with sysctl
 //!
 //! [model]              # fraglab's model switches, not kernel knobs; see MODEL_SWITCHES
+//! policy = "linux-6.18"  # the policy plug-in (`fraglab policy list`); the switches below stack
+//!                      # the seed series' variants on it as layers (docs/policies.md)
 //! folio_mode = "migrate_free_split"   # how compaction treats large folios (Zi Yan's 2024
 //!                      # series): skip_large (before it), split_large (patch 1),
 //!                      # migrate_no_free_split (patch 2), migrate_free_split (6.18, default)
@@ -167,7 +169,9 @@ mod workload;
 pub use error::SpecError;
 pub use keys::{spec_keys, KeyDef, KeyDefault, KeyKind, SpecKey};
 pub use knobs::{find_knob, KnobDef, KnobKind, KnobValue, Read, INT_MAX, KNOBS};
-pub use model::{find_model_switch, ModelSpec, ModelSwitchDef, MODEL_SWITCHES};
+pub use model::{
+    find_model_switch, valid_policy_name, ModelSpec, ModelSwitchDef, DEFAULT_POLICY, MODEL_SWITCHES,
+};
 pub use parse::{
     parse_size, MAX_LFS_FILESIZE, MAX_MEMORY_BYTES, MAX_SPEC_BYTES, MIN_MEMORY_BYTES, WORK_FACTOR,
 };

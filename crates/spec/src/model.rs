@@ -61,6 +61,12 @@ macro_rules! model_switches {
         #[derive(Clone, Debug, PartialEq, Eq)]
         pub struct ModelSpec {
             $( $(#[$meta])* pub $field: $ty, )+
+            /// `policy`: the policy the model runs (`fraglab policy list`), the switches above
+            /// stacked on it. Any name of the policy registry's form; whether it names a
+            /// policy is checked at boot, where plug-ins and Python-defined policies are known.
+            pub policy: String,
+            /// The line of `policy` in the spec (0: not given).
+            pub policy_line: usize,
         }
 
         impl Default for ModelSpec {
@@ -68,6 +74,8 @@ macro_rules! model_switches {
                 ModelSpec {
                     $( $field: <$ty as Word>::from_name($default)
                         .expect("a switch's default is one of its words (tested)"), )+
+                    policy: DEFAULT_POLICY.to_string(),
+                    policy_line: 0,
                 }
             }
         }
@@ -193,6 +201,15 @@ model_switches! {
           (`xfs` → XFS, none; the others → ext4)",
         section "§33",
         read "yes (timed runs)";
+}
+
+/// The policy a spec runs when `[model] policy` is not given: the kernel's own.
+pub const DEFAULT_POLICY: &str = "linux-6.18";
+
+/// Whether `name` has the form of a policy name: lower-case letters, digits, `_`, `-` and `.`,
+/// starting with a letter, at most 64 characters.
+pub fn valid_policy_name(name: &str) -> bool {
+    fraglab_types::policy_name_ok(name)
 }
 
 /// The model switch called `name`.

@@ -140,6 +140,21 @@ pub struct RunResult {
     /// JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blame: Option<Vec<BlameSource>>,
+    /// The policy the run used when it is not the kernel's own (`[model] policy` or a model
+    /// switch's layer; issue 37, docs/policies.md): its full name and its own counters.
+    /// Absent for Linux 6.18 (and from the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyResult>,
+}
+
+/// [`RunResult::policy`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PolicyResult {
+    /// The policy's name with its layers (`contiguitas`, `linux-6.18+defrag_stage=vanilla`).
+    pub name: String,
+    /// The policy's own counters (`fraglab_mm::policy::Policy::counters`), by name.
+    #[serde(default)]
+    pub counters: std::collections::BTreeMap<String, u64>,
 }
 
 /// One source of [`RunResult::blame`].

@@ -1092,7 +1092,20 @@ fn model_errors() {
         &with_machine(&["[model]", "folio_mode = \"skip_large\"", "extfrag = 1"]),
         5,
         "model.extfrag",
-        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched, fs_metadata)",
+        "unknown key (expected one of: policy, folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched, fs_metadata)",
+    );
+    // `policy`: a name of the registry's form (whether a policy has it is checked at boot).
+    check(
+        &with_machine(&["[model]", "policy = 3"]),
+        4,
+        "model.policy",
+        "expected a string, found an integer",
+    );
+    check(
+        &with_machine(&["[model]", "folio_mode = \"skip_large\"", "policy = \"Contiguitas!\""]),
+        5,
+        "model.policy",
+        "\"Contiguitas!\" is not a policy name (lower-case letters, digits, `_`, `-`, `.`; `fraglab policy list` shows them)",
     );
     check(
         &with_machine(&["[model]", "fs_metadata = \"btrfs\""]),
@@ -1123,7 +1136,7 @@ fn model_errors() {
         &with_machine(&["[model]", "\"vm.defrag_mode\" = 1"]),
         4,
         "model.\"vm.defrag_mode\"",
-        "unknown key (expected one of: folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched, fs_metadata)",
+        "unknown key (expected one of: policy, folio_mode, defrag_stage, costly_order_policy, v4_position, xa_nodes, sched, fs_metadata)",
     );
 }
 

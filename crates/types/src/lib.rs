@@ -96,3 +96,13 @@ pub use switches::{
     CompactPriority, CostlyOrderPolicy, DefragStage, FolioMode, FsMetadata, MappingKind, Sched, ThpDefrag,
     ThpEnabled, V4Position,
 };
+
+/// Whether `name` has the form of a policy's name (`[model] policy`): lower-case letters,
+/// digits, `_`, `-` and `.`, starting with a letter, at most 64 characters.
+pub fn policy_name_ok(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'))
+}

@@ -11,14 +11,22 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("types", &[]),
     ("state", &["types"]),
     ("mm", &["types"]),
+    // Policy plug-ins implement mm's Policy trait (issue 37).
+    ("policies", &["types", "mm"]),
     ("spec", &["types"]),
-    ("sim", &["types", "state", "mm", "spec"]),
+    ("sim", &["types", "state", "mm", "policies", "spec"]),
     ("report", &["types", "spec", "sim"]),
     ("host", &["types", "state", "spec", "sim"]),
-    ("cli", &["types", "state", "mm", "spec", "sim", "report", "host"]),
+    (
+        "cli",
+        &[
+            "types", "state", "mm", "policies", "spec", "sim", "report", "host",
+        ],
+    ),
     // The Python package's extension: the simulator and the spec, as the binary's run and
-    // compare use them; not the live-kernel engine (validate runs the binary).
-    ("py", &["spec", "sim"]),
+    // compare use them, and mm's Policy trait with the registry for policies written in
+    // Python; not the live-kernel engine (validate runs the binary).
+    ("py", &["mm", "policies", "spec", "sim"]),
 ];
 
 /// Crates that a crate's *library* (its `[dependencies]`, not its tests) must not use: the

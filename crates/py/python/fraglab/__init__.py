@@ -72,6 +72,9 @@ __all__ = [
     "grid",
     "validate",
     "examples",
+    "policies",
+    "register_policy",
+    "GFP",
     "tune",
     "TuneResult",
 ]
@@ -90,6 +93,52 @@ _TRACE_LINE = re.compile(
     r"^\s*(?P<task>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
     r"(?P<timestamp>\d+\.\d+):\s+(?P<event>[^:\s]+):\s?(?P<fields>.*)$"
 )
+
+
+#: Gfp bits by name (``DIRECT_RECLAIM``, ``NORETRY``, ``NOWARN``, ...), for a Python policy's
+#: ``pagecache_folio_gfp`` hook.
+GFP: Dict[str, int] = dict(_native.GFP)
+
+
+def policies() -> pd.DataFrame:
+    """Every policy ``[model] policy`` may name: the kernel's, the plug-ins of the
+    ``fraglab-policies`` crate and those registered in this process (``register_policy``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``name``, ``origin`` (``kernel``, ``plug-in``, ``runtime``) and ``summary``.
+    """
+    return pd.DataFrame(_native.policies(), columns=["name", "origin", "summary"])
+
+
+def register_policy(name: str, summary: str = "", **hooks: Any) -> None:
+    """Registers a policy whose hooks are Python callables, for ``[model] policy = NAME``
+    (``run(spec, overrides={"model.policy": NAME})``) in this process.
+
+    Each hook given replaces the kernel's decision at that point; the others keep Linux 6.18's.
+    The hooks and their arguments (docs/policies.md):
+
+    - ``nofragment_everywhere(defrag_mode) -> bool``
+    - ``kswapd_wake_order(defrag_mode, order) -> int``
+    - ``free_pageblock_watermarks(defrag_mode) -> bool``
+    - ``compaction_isolates_large_folios() -> bool``
+    - ``split_large_folios_before_migration() -> bool``
+    - ``compaction_free_page_split() -> bool``
+    - ``pagecache_folio_gfp(base, hint, order, min_order) -> int`` (gfp bits: ``GFP``)
+
+    Each call takes the GIL: a Python policy is slow, meant for prototypes on small machines.
+    Runs in other processes (``compare``/``sweep`` workers, the command line) do not see it. A
+    hook that raises ends the run with a ``PanicException`` naming the policy and the hook.
+
+    Raises
+    ------
+    TypeError
+        An unknown hook name, or a hook that is not callable.
+    FraglabError
+        A name that is not a policy name or is a built-in policy's.
+    """
+    _native.register_policy(name, hooks, summary)
 
 
 def examples() -> List[str]:

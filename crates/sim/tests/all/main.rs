@@ -26,6 +26,7 @@ mod numa;
 mod ops;
 mod page_reporting;
 mod phases;
+mod policy;
 mod program_steps;
 mod progress_debug_vm;
 mod replay;

@@ -137,8 +137,26 @@ impl Cx<'_> {
         let mut m = ModelSpec::default();
         for e in t.entries {
             let key = t.key(&e.key);
+            if e.key == "policy" {
+                let v = self.str(&e.node, &key)?;
+                if !crate::model::valid_policy_name(v) {
+                    return Err(self.err(
+                        e.node.pos,
+                        &key,
+                        format!(
+                            "{} is not a policy name (lower-case letters, digits, `_`, `-`, `.`; \
+                             `fraglab policy list` shows them)",
+                            quote(v)
+                        ),
+                    ));
+                }
+                m.policy = v.to_string();
+                m.policy_line = self.lines.line(e.node.pos);
+                continue;
+            }
             let Some(def) = find_model_switch(&e.key) else {
-                let names: Vec<&str> = MODEL_SWITCHES.iter().map(|d| d.name).collect();
+                let mut names = vec!["policy"];
+                names.extend(MODEL_SWITCHES.iter().map(|d| d.name));
                 return Err(self.err(e.key_pos, &key, format!("unknown key{}", hint(&e.key, &names))));
             };
             // A switch whose choices are true and false takes a TOML boolean (or the word).
