@@ -131,6 +131,16 @@ def register_policy(name: str, summary: str = "", **hooks: Any) -> None:
     Runs in other processes (``compare``/``sweep`` workers, the command line) do not see it. A
     hook that raises ends the run with a ``PanicException`` naming the policy and the hook.
 
+    Parameters
+    ----------
+    name : str
+        The policy's name: lower-case letters, digits, ``_``, ``-``, ``.``. Registering a name
+        again replaces the earlier policy.
+    summary : str
+        One line on what it does, for ``policies()``.
+    **hooks : callable
+        The hooks it overrides, by name (the list above).
+
     Raises
     ------
     TypeError
