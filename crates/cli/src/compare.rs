@@ -69,6 +69,69 @@ pub fn compare(
     emit(&report, &format, &header, output)
 }
 
+/// `compare --fork-at T`: per run index, the first configuration runs to T once and the
+/// others fork from it there ([`fraglab_sim::fork::run_workload_forked`]); then the table as
+/// [`compare`] prints it. Runs one run index after another (the forked processes of one index
+/// run in parallel).
+pub fn compare_forked(
+    configs: Vec<String>,
+    runs: u32,
+    at: &str,
+    format: String,
+    output: Option<PathBuf>,
+    results_dir: Option<PathBuf>,
+) -> Result<(), String> {
+    let at_ns = fraglab_spec::parse_duration(at).map_err(|e| format!("--fork-at {at}: {e}"))?;
+    if runs == 0 || runs > MAX_RUNS {
+        return Err(format!("--runs must be 1 to {MAX_RUNS}"));
+    }
+    if let Some(p) = &output {
+        crate::check_output("-o", p)?;
+    }
+    let (labels, specs) = load_configs(&configs)?;
+    if labels.len() < 2 {
+        return Err("--fork-at needs at least two configurations: the first runs the warm-up".into());
+    }
+    if let Some(dir) = &results_dir {
+        crate::check_output_dir("--results-dir", dir)?;
+        check_file_names(&labels)?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let t0 = std::time::Instant::now();
+    let mut results: Vec<Vec<fraglab_spec::result::RunResult>> = vec![Vec::new(); specs.len()];
+    for run in 0..runs {
+        let seeded: Vec<fraglab_spec::Spec> = specs
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                s.run.seed = s.run.seed.wrapping_add(run as u64);
+                s
+            })
+            .collect();
+        let out = fraglab_sim::fork::run_workload_forked(&seeded, at_ns).map_err(|e| e.to_string())?;
+        for (si, r) in out.into_iter().enumerate() {
+            let r = r.map_err(|e| e.to_string())?;
+            if let Some(dir) = &results_dir {
+                let name = crate::result_file_name(&labels[si], run as usize + 1);
+                let json = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
+                write_via_tmp(&dir.join(&name), json + "\n")?;
+            }
+            results[si].push(r);
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let report = fraglab_sim::compare::compare(&labels, &results);
+    let sim: f64 = results.iter().flatten().map(|r| r.duration_ns as f64 / 1e9).sum();
+    let header = format!(
+        "# fraglab compare: {} configurations x {runs} runs, {sim:.0} s simulated in {wall:.1} s wall; \
+         forked from {}'s run at {:.0} s (every count covers the whole run, the warm-up included)",
+        labels.len(),
+        labels[0],
+        at_ns as f64 / 1e9
+    );
+    emit(&report, &format, &header, output)
+}
+
 /// Prints or writes (`output`, via a temporary file) the compare table in `format`; `header`
 /// heads the plain table only.
 fn emit(

@@ -230,6 +230,12 @@ enum Cmd {
         /// configuration alone: `SPEC@run.scale=1/K`).
         #[arg(long, value_parser = parse_scale, conflicts_with = "from")]
         scale: Option<u32>,
+        /// Warm fork (docs/policies.md "Warm forks"): run the first configuration to this
+        /// simulated time (e.g. 540s), then fork one process per other configuration there,
+        /// which takes its knobs and [model] policy/switches and runs on. The configurations
+        /// may differ only in those; the warm-up runs once per run index.
+        #[arg(long, conflicts_with_all = ["from", "scale"])]
+        fork_at: Option<String>,
     },
     /// Write one self-contained HTML report (no network needed to open it) of run results
     /// (`fraglab run ... -o result.json`, `fraglab compare --results-dir`), with plots, and the
@@ -553,6 +559,26 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             output,
             ..
         } if !from.is_empty() => compare::compare_from(from, baseline, format, output),
+        Cmd::Compare {
+            configs,
+            runs,
+            jobs,
+            format,
+            output,
+            results_dir,
+            scale,
+            fork_at: Some(at),
+            ..
+        } => {
+            if scale.is_some() || jobs.is_some() {
+                return Err(
+                    "--fork-at runs each run index's configurations as forked processes: \
+                            it takes neither --scale nor --jobs"
+                        .into(),
+                );
+            }
+            compare::compare_forked(configs, runs, &at, format, output, results_dir)
+        }
         Cmd::Compare {
             configs,
             runs,

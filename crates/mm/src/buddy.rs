@@ -486,20 +486,27 @@ impl Mm {
     }
 
     /// Retypes the pageblock of `pfn` to `new` with its free pages, for a policy that moves
-    /// block types on purpose (`policy.rs`): `move_freepages_block`, and when the block lies in
-    /// a free chunk larger than a block, that chunk is first taken off its list and freed again
-    /// as block-sized pieces each with its own block's type, as `__move_freepages_block_isolate`
-    /// does with `split_large_buddy` (§1.5.4, §1.7). Returns the free pages that moved; `None`
-    /// if the block straddles the zone's boundary.
+    /// block types on purpose (`policy.rs`): `move_freepages_block` (§1.7). When the block lies
+    /// in a free chunk larger than a block, the whole chunk is retyped, every block of it, as a
+    /// claim of such a chunk does (`try_to_claim_block` with `change_pageblock_range`,
+    /// §6.3.2c): split into blocks of different types, its halves would merge again when freed
+    /// and `__free_one_page` would give both the freed half's type (§1.5.3; only an Isolate
+    /// block, which is not mergeable, stays apart). Returns the free pages that moved (the
+    /// caller reads `block_mt` to see which blocks changed); `None` if the block straddles the
+    /// zone's boundary.
     pub fn set_pageblock_type(&mut self, zi: usize, pfn: u32, new: MigrateType) -> Option<u64> {
         let (start, _, _) = self.prep_move_freepages_block(zi, pfn, false)?;
         if let Some((head, order)) = self.enclosing_chunk(start) {
             if order > PAGEBLOCK_ORDER && self.pages.kind(head) == PageKind::Buddy {
                 let old = self.block_mt(head);
+                if old == new {
+                    return Some(0);
+                }
                 self.del_page_from_free_list(zi, head, order, old);
-                self.set_block_mt(start, new);
-                self.split_large_buddy(zi, head, order, false);
-                return Some(PAGEBLOCK_NR_PAGES as u64);
+                self.change_pageblock_range(head, order, new);
+                self.add_to_free_list(zi, head, order, new, false);
+                self.account_freepages(zi, 1i64 << order, new);
+                return Some(1u64 << order);
             }
         }
         let old = self.block_mt(start);

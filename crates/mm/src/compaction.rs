@@ -1545,10 +1545,12 @@ impl Mm {
     /// Moves every folio that can move out of the pfn range `[start, end)` of zone `zi`, as
     /// `alloc_contig_range`'s `__alloc_contig_migrate_range` does (§9.6, §13): the migration
     /// scanner's isolation over the range in MIGRATE_SYNC, ignoring and setting no skip hints,
-    /// then migration, until the range is scanned. Simplified: the targets come from the
-    /// compaction free scanner (Movable blocks, from the zone's end down to the range) rather
-    /// than from the page allocator's `alloc_migration_target`; the range's blocks should not
-    /// be Movable, or the free scanner may pick targets inside it. Used by policies that
+    /// then migration, until the range is scanned. The targets are free chunks of the zone's
+    /// Movable lists, taken as the page allocator's `alloc_migration_target` would take them
+    /// (smallest first, whole free blocks included — the compaction free scanner would refuse
+    /// those); the compaction free scanner only if the lists run dry. Simplified: the targets
+    /// are not searched on other zones or nodes. The range's blocks should not be Movable, or a
+    /// target may lie inside it. Used by policies that
     /// empty memory on purpose (the Contiguitas plug-in's region growth). Returns (pages
     /// migrated, pages that stayed).
     pub fn evacuate_range(&mut self, zi: usize, start: u32, end: u32, cpu: u32) -> (u64, u64) {
@@ -1569,6 +1571,26 @@ impl Mm {
                 break;
             };
             if !cc.migratepages.is_empty() {
+                let need = cc
+                    .migratepages
+                    .iter()
+                    .map(|&id| self.folios.folios[id as usize].order as u32)
+                    .max()
+                    .unwrap_or(0);
+                while cc.nr_freepages < cc.nr_migratepages {
+                    let Some((o, pfn)) = (need..=MAX_PAGE_ORDER).find_map(|o| {
+                        self.zones[zi]
+                            .free_list_first(o, MigrateType::Movable)
+                            .map(|p| (o, p))
+                    }) else {
+                        break;
+                    };
+                    if self.isolate_free_page(zi, pfn, o).is_none() {
+                        break;
+                    }
+                    cc.freepages[o as usize].push(pfn);
+                    cc.nr_freepages += 1 << o;
+                }
                 let enomem = self.migrate_pages(&mut cc);
                 cc.nr_migratepages = 0;
                 if enomem {

@@ -615,6 +615,49 @@ impl Mm {
         self.page_reporting_register();
     }
 
+    /// Changes the settings of a running model to `cfg`'s, as sysctl writes and writes of the THP
+    /// files would (a warm fork, issue 37): the allocator tunables, with the watermarks, lowmem
+    /// reserves and PCP sizes recomputed when what they derive from changed
+    /// (`min_free_kbytes_sysctl_handler`, `watermark_scale_factor_sysctl_handler`,
+    /// `lowmem_reserve_ratio_sysctl_handler`, `percpu_pagelist_high_fraction_sysctl_handler`,
+    /// §3.1–§3.2, §2.2; a change of THP enabled recomputes min_free_kbytes when it is not set,
+    /// as khugepaged's `set_recommended_min_free_kbytes` does); the THP knobs; compaction's
+    /// knobs (kcompactd's proactive timer re-armed per `vm.compaction_proactiveness`); the
+    /// block device's readahead sizes (files already open keep theirs); and a fresh instance of
+    /// the configuration's policy. `cfg`'s machine and boot-only settings (swap size, xarray
+    /// nodes, free page reporting, zone_reclaim_mode, debug-vm) are not read: the caller
+    /// checks they are the model's.
+    pub fn apply_settings(&mut self, cfg: &crate::config::MmConfig) {
+        let old = std::mem::replace(&mut self.tun, cfg.tun.clone());
+        let t = &self.tun;
+        if old.min_free_kbytes != t.min_free_kbytes
+            || old.thp_enabled != t.thp_enabled
+            || old.watermark_scale_factor != t.watermark_scale_factor
+        {
+            self.setup_min_free_kbytes();
+            self.setup_per_zone_wmarks();
+        }
+        if old.lowmem_reserve_ratio != self.tun.lowmem_reserve_ratio {
+            self.setup_per_zone_lowmem_reserve();
+        }
+        if old.percpu_pagelist_high_fraction != self.tun.percpu_pagelist_high_fraction {
+            self.setup_pcp();
+        }
+        self.thp = cfg.thp.clone();
+        let proactive_was = self.compact.cfg.proactiveness > 0;
+        self.compact.cfg = cfg.compaction.clone();
+        if proactive_was != (self.compact.cfg.proactiveness > 0) {
+            let timeout = (self.compact.cfg.proactiveness > 0)
+                .then_some(crate::compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC);
+            for kc in &mut self.compact.kcompactd {
+                kc.next_timeout_ms = timeout;
+            }
+        }
+        self.cache.cfg.ra_pages = cfg.pagecache.ra_pages;
+        self.cache.cfg.io_pages = cfg.pagecache.io_pages;
+        self.set_policy(cfg.policy.build());
+    }
+
     /// Frees one boot chunk through the normal merge path (to the tail, FPI_TO_TAIL).
     fn boot_free(&mut self, zi: usize, pfn: u32, order: u32) {
         let mt = self.block_mt(pfn);

@@ -107,6 +107,14 @@ impl Contiguitas {
                 break;
             }
             end += PAGEBLOCK_NR_PAGES;
+            // A free chunk of two blocks is retyped whole: the block above joins too.
+            while end + PAGEBLOCK_NR_PAGES <= zend
+                && mm.block_mt(end) == req.migratetype
+                && mm.pageblock_free(end)
+            {
+                end += PAGEBLOCK_NR_PAGES;
+                self.grown += 1;
+            }
             self.set_end(req.zi, end);
             self.grown += 1;
             if was == MigrateType::Movable && !mm.pageblock_free(b) {
@@ -128,6 +136,11 @@ impl Contiguitas {
                 break;
             }
             end = b;
+            // A free chunk of two blocks is retyped whole: the block below leaves too.
+            while end > start && mm.block_mt(end - PAGEBLOCK_NR_PAGES) == MigrateType::Movable {
+                end -= PAGEBLOCK_NR_PAGES;
+                self.shrunk += 1;
+            }
             self.set_end(req.zi, end);
             self.shrunk += 1;
             if let Some(p) = mm.__rmqueue_smallest(req.cpu, req.zi, req.order, MigrateType::Movable) {

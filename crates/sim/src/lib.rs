@@ -8,6 +8,7 @@ pub mod compare;
 pub mod cost;
 pub mod engine;
 pub mod error;
+pub mod fork;
 pub mod lock;
 pub mod metrics;
 pub mod replay;

@@ -145,6 +145,12 @@ pub struct RunResult {
     /// Absent for Linux 6.18 (and from the JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicyResult>,
+    /// A run forked warm (`fraglab compare --fork-at`, issue 37): the simulated time at which
+    /// it left the first configuration's run and took its own settings. Everything before it
+    /// ran under the first configuration's settings; the counters cover the whole run. Absent
+    /// for a run of its own (and from the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_at_ns: Option<u64>,
 }
 
 /// [`RunResult::policy`].

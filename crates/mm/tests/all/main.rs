@@ -20,6 +20,7 @@ mod numa;
 mod page_reporting;
 mod pageblock_mixing;
 mod pagecache;
+mod policy_primitives;
 mod props;
 mod readahead;
 mod reclaim;

@@ -1,0 +1,92 @@
+//! The allocator primitives a policy plug-in uses (issue 37, docs/policies.md):
+//! `set_pageblock_type`, `pageblock_free` and `evacuate_range`.
+
+use fraglab_mm::folio::FolioKind;
+use fraglab_mm::types::{MigrateType, PAGEBLOCK_NR_PAGES};
+use fraglab_mm::vmstat::Stat;
+use fraglab_mm::{Gfp, MachineConfig, Mm, Tunables};
+
+fn machine(mb: u64) -> Mm {
+    let mut mm = Mm::new(
+        &MachineConfig::x86_64(mb << 20, false, 1).unwrap(),
+        Tunables::default(),
+    )
+    .unwrap();
+    mm.debug_vm = true;
+    mm
+}
+
+/// The DMA32 zone's index and its first whole pageblock.
+fn dma32(mm: &Mm) -> (usize, u32) {
+    let zi = mm
+        .zones
+        .iter()
+        .position(|z| z.zone_type == fraglab_mm::ZoneType::Dma32)
+        .unwrap();
+    (zi, mm.zones[zi].start_pfn.next_multiple_of(PAGEBLOCK_NR_PAGES))
+}
+
+#[test]
+fn retyping_a_block_inside_a_free_max_order_chunk_retypes_the_chunk() {
+    let mut mm = machine(256);
+    let (zi, _) = dma32(&mm);
+    // At boot the blocks of DMA32 past its reserved pages are free, in max-order chunks of two
+    // blocks: take the one before the last.
+    let b = (mm.zones[zi].end_pfn() - 4 * PAGEBLOCK_NR_PAGES) & !(2 * PAGEBLOCK_NR_PAGES - 1);
+    assert!(mm.pageblock_free(b) && mm.pageblock_free(b + PAGEBLOCK_NR_PAGES));
+    let free_before = mm.zones[zi].nr_free_pages();
+    let moved = mm.set_pageblock_type(zi, b + PAGEBLOCK_NR_PAGES, MigrateType::Unmovable);
+    assert_eq!(moved, Some(2 * PAGEBLOCK_NR_PAGES as u64));
+    // Both blocks of the chunk: a half freed alone would merge back and retype its buddy.
+    assert_eq!(mm.block_mt(b + PAGEBLOCK_NR_PAGES), MigrateType::Unmovable);
+    assert_eq!(mm.block_mt(b), MigrateType::Unmovable);
+    assert_eq!(mm.block_mt(b + 2 * PAGEBLOCK_NR_PAGES), MigrateType::Movable, "the next chunk keeps its type");
+    assert_eq!(mm.zones[zi].nr_free_pages(), free_before, "no free page lost or made");
+    assert!(mm.pageblock_free(b) && mm.pageblock_free(b + PAGEBLOCK_NR_PAGES));
+    mm.check_invariants().unwrap();
+    // Retyping to the type it has moves nothing.
+    assert_eq!(mm.set_pageblock_type(zi, b + PAGEBLOCK_NR_PAGES, MigrateType::Unmovable), Some(0));
+    // An order-9 unmovable request is served from the retyped block without any fallback.
+    let pfn = mm.alloc_pages(0, Gfp::GFP_KERNEL, 9).unwrap();
+    assert!(pfn == b || pfn == b + PAGEBLOCK_NR_PAGES, "{pfn:#x}");
+}
+
+#[test]
+fn evacuating_a_block_moves_its_movable_folios_out_and_empties_it() {
+    let mut mm = machine(256);
+    let (zi, _) = dma32(&mm);
+    let mut ids = Vec::new();
+    while let Some(id) = mm.alloc_folio(0, Gfp::GFP_HIGHUSER_MOVABLE, 0, FolioKind::Anon, false) {
+        ids.push(id);
+        if ids.len() == 20_000 {
+            break;
+        }
+    }
+    // The block of the first folio: full of anon pages. Retype it, then empty it.
+    let b = mm.folios.get(ids[0]).pfn & !(PAGEBLOCK_NR_PAGES - 1);
+    assert!(!mm.pageblock_free(b));
+    let tokens: Vec<u64> = ids.iter().map(|&id| mm.folios.get(id).token()).collect();
+    mm.set_pageblock_type(zi, b, MigrateType::Unmovable).unwrap();
+    let before = mm.stat(Stat::pgmigrate_success);
+    let in_block = |mm: &Mm| {
+        ids.iter()
+            .filter(|&&id| (b..b + PAGEBLOCK_NR_PAGES).contains(&mm.folios.get(id).pfn))
+            .count() as u64
+    };
+    let n = in_block(&mm);
+    let (moved, stayed) = mm.evacuate_range(zi, b, b + PAGEBLOCK_NR_PAGES, 0);
+    assert_eq!(mm.stat(Stat::pgmigrate_success) - before, moved);
+    // Each anon page of the block moved or (a migration failure of §25) stayed.
+    assert_eq!(moved + stayed, n, "moved {moved}, stayed {stayed}");
+    assert!(moved >= n - n / 10, "moved {moved} of {n}");
+    assert_eq!(in_block(&mm), stayed);
+    // Every folio kept its contents.
+    for (&id, &t) in ids.iter().zip(&tokens) {
+        assert_eq!(mm.folios.get(id).token(), t);
+    }
+    if stayed == 0 {
+        mm.drain_all_pages();
+        assert!(mm.pageblock_free(b), "every page of the block moved out");
+    }
+    mm.check_invariants().unwrap();
+}
