@@ -428,6 +428,13 @@ fn register_policy(name: &str, hooks: Bound<'_, pyo3::types::PyDict>, summary: &
     .map_err(err)
 }
 
+/// The mmtests rows of a timed run's result JSON (what `fraglab run` prints for it).
+#[pyfunction]
+fn result_rows(json: &str, source: &str) -> PyResult<String> {
+    let r = fraglab_sim::compare::parse_result(json, source).map_err(err)?;
+    Ok(fraglab_spec::result::rows::mmtests_rows(&r))
+}
+
 /// Every policy a spec may name: (name, origin, summary).
 #[pyfunction]
 fn policies() -> Vec<(String, String, String)> {
@@ -457,6 +464,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(examples, m)?)?;
     m.add_function(wrap_pyfunction!(register_policy, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
+    m.add_function(wrap_pyfunction!(result_rows, m)?)?;
     m.add(
         "GFP",
         [

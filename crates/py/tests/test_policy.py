@@ -63,3 +63,32 @@ def test_a_hook_that_raises_ends_the_run():
     fraglab.register_policy("py-boom", pagecache_folio_gfp=boom)
     with pytest.raises(BaseException, match="py-boom.*pagecache_folio_gfp"):
         fraglab.run(PGBENCH, overrides={**SHORT, "model.policy": "py-boom"})
+
+
+def test_a_sweep_forked_warm_through_the_binary(monkeypatch):
+    import os
+    import shutil
+
+    binary = os.environ.get("FRAGLAB_BIN") or shutil.which("fraglab")
+    if not binary:
+        here = os.path.dirname(os.path.abspath(__file__))
+        candidate = os.path.join(here, "..", "..", "..", "target", "release", "fraglab")
+        if not os.path.exists(candidate):
+            pytest.skip("no fraglab binary (FRAGLAB_BIN, PATH or target/release)")
+        binary = candidate
+    monkeypatch.setenv("FRAGLAB_BIN", binary)
+    base = "example:kbuild-thp-burst@workload.duration=6s"
+    s = fraglab.sweep([f"a={base}", f"b={base}", f"dm={base},vm.defrag_mode=1"], fork_at="3s")
+    straight = fraglab.run("example:kbuild-thp-burst", overrides={"workload.duration": "6s"})
+    runs = s.runs.set_index("config")
+    # A fork with the first configuration's settings is the uninterrupted run.
+    for label in ("a", "b"):
+        raw = dict(runs.loc[label, "result"].raw)
+        assert raw.pop("fork_at_ns") == 3_000_000_000
+        raw.pop("wall_ns", None)
+        want = dict(straight.raw)
+        want.pop("wall_ns", None)
+        assert raw == want
+    assert set(s.table.config) == {"a", "b", "dm"}
+    with pytest.raises(fraglab.FraglabError, match="not \\[workload\\]"):
+        fraglab.sweep([f"a={base}", "b=example:kbuild-thp-burst@workload.duration=7s"], fork_at="3s")

@@ -40,12 +40,23 @@ fn retyping_a_block_inside_a_free_max_order_chunk_retypes_the_chunk() {
     // Both blocks of the chunk: a half freed alone would merge back and retype its buddy.
     assert_eq!(mm.block_mt(b + PAGEBLOCK_NR_PAGES), MigrateType::Unmovable);
     assert_eq!(mm.block_mt(b), MigrateType::Unmovable);
-    assert_eq!(mm.block_mt(b + 2 * PAGEBLOCK_NR_PAGES), MigrateType::Movable, "the next chunk keeps its type");
-    assert_eq!(mm.zones[zi].nr_free_pages(), free_before, "no free page lost or made");
+    assert_eq!(
+        mm.block_mt(b + 2 * PAGEBLOCK_NR_PAGES),
+        MigrateType::Movable,
+        "the next chunk keeps its type"
+    );
+    assert_eq!(
+        mm.zones[zi].nr_free_pages(),
+        free_before,
+        "no free page lost or made"
+    );
     assert!(mm.pageblock_free(b) && mm.pageblock_free(b + PAGEBLOCK_NR_PAGES));
     mm.check_invariants().unwrap();
     // Retyping to the type it has moves nothing.
-    assert_eq!(mm.set_pageblock_type(zi, b + PAGEBLOCK_NR_PAGES, MigrateType::Unmovable), Some(0));
+    assert_eq!(
+        mm.set_pageblock_type(zi, b + PAGEBLOCK_NR_PAGES, MigrateType::Unmovable),
+        Some(0)
+    );
     // An order-9 unmovable request is served from the retyped block without any fallback.
     let pfn = mm.alloc_pages(0, Gfp::GFP_KERNEL, 9).unwrap();
     assert!(pfn == b || pfn == b + PAGEBLOCK_NR_PAGES, "{pfn:#x}");

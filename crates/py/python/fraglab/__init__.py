@@ -755,6 +755,7 @@ def sweep(
     address: Optional[str] = None,
     jobs: Optional[int] = None,
     results_dir: Union[str, os.PathLike, None] = None,
+    fork_at: Optional[str] = None,
 ) -> SweepResult:
     """Runs every configuration ``runs`` times and returns the compare table and the runs.
 
@@ -787,6 +788,12 @@ def sweep(
         A directory (created if need be) to write each run's result JSON in as soon as it
         finishes, as ``LABEL-runN.json`` (the files ``fraglab compare --results-dir`` writes,
         which :func:`compare_dirs` reads), each through a temporary file renamed over it.
+    fork_at : str, optional
+        A warm fork (``fraglab compare --fork-at``, docs/compare-and-report.md): the first
+        configuration runs to this simulated time (``"191s"``) once per seed, and the others
+        fork from its run there, each taking its own knobs and ``[model]`` policy and switches.
+        The configurations may differ only in those. Runs through the ``fraglab`` binary (on
+        PATH or ``$FRAGLAB_BIN``) with ``backend="local"``; ``jobs`` does not apply.
 
     Returns
     -------
@@ -847,7 +854,11 @@ def sweep(
             _write_via_tmp(os.path.join(results_dir, _result_file_name(labels[ci], r + 1)), out[0])
         return out
 
-    if backend == "local":
+    if fork_at is not None:
+        if backend != "local":
+            raise FraglabError("fork_at runs through the fraglab binary on this machine: backend='local' only")
+        outputs = _sweep_forked(work, labels, tasks, runs, str(fork_at), keep)
+    elif backend == "local":
         outputs = _sweep_local(work, tasks, jobs, keep)
     else:
         outputs = _sweep_ray(work, tasks, address, keep)
@@ -880,6 +891,27 @@ def _sweep_local(work, tasks, jobs, keep) -> list:
         raise
     ex.shutdown(wait=True)
     return outputs
+
+
+def _sweep_forked(work, labels, tasks, runs, fork_at, keep) -> list:
+    # `fraglab compare --fork-at`: the binary forks (a process with one thread can; this one
+    # cannot), writing every run's result into a temporary directory read back here.
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="fraglab-fork-") as tmp:
+        cmd = [_binary("fork_at"), "compare", "--fork-at", fork_at, "--runs", str(runs), "--results-dir", tmp]
+        cmd += [f"{label}={w}" for label, w in zip(labels, work)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise _binary_error(p.stderr, None)
+        outputs = []
+        for i, (ci, r) in enumerate(tasks):
+            path = os.path.join(tmp, _result_file_name(labels[ci], r + 1))
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            rows = _native.result_rows(text, path)
+            outputs.append(keep(i, (text, rows, int(json.loads(text)["seed"]))))
+        return outputs
 
 
 def _sweep_ray(work, tasks, address, keep) -> list:
@@ -915,6 +947,7 @@ def compare(
     runs: int = 1,
     jobs: Optional[int] = None,
     results_dir: Union[str, os.PathLike, None] = None,
+    fork_at: Optional[str] = None,
 ) -> pd.DataFrame:
     """The compare table of ``fraglab compare CONFIG... --runs RUNS --format json``.
 
@@ -930,6 +963,8 @@ def compare(
         Threads (default: the CPUs).
     results_dir : str or os.PathLike, optional
         As :func:`sweep`'s.
+    fork_at : str, optional
+        As :func:`sweep`'s: a warm fork at this simulated time.
 
     Returns
     -------
@@ -946,7 +981,7 @@ def compare(
     SpecError, FraglabError, KeyboardInterrupt
         As :func:`sweep`.
     """
-    return sweep(configs, runs=runs, backend="local", jobs=jobs, results_dir=results_dir).table
+    return sweep(configs, runs=runs, backend="local", jobs=jobs, results_dir=results_dir, fork_at=fork_at).table
 
 
 def compare_dirs(
@@ -977,11 +1012,11 @@ def compare_dirs(
     return _table(json.loads(_native.compare_dirs([os.fspath(d) for d in dirs], baseline)))
 
 
-def _binary() -> str:
+def _binary(what: str = "validate") -> str:
     b = os.environ.get("FRAGLAB_BIN") or shutil.which("fraglab")
     if not b:
         raise FraglabError(
-            "validate runs the fraglab binary: put it on PATH or set FRAGLAB_BIN "
+            f"{what} runs the fraglab binary: put it on PATH or set FRAGLAB_BIN "
             "(cargo build --release -p fraglab builds target/release/fraglab)"
         )
     return b
