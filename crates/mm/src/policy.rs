@@ -352,6 +352,46 @@ impl PartialEq for PolicyFactory {
 
 impl Eq for PolicyFactory {}
 
+impl FolioCompaction {
+    /// The kernel's policy with seed 000's `mode` (`[model] folio_mode` alone).
+    pub fn on_kernel(mode: FolioMode) -> Box<dyn Policy> {
+        with_switches(
+            Box::new(Kernel),
+            mode,
+            DefragStage::default(),
+            CostlyOrderPolicy::default(),
+            V4Position::default(),
+        )
+    }
+}
+
+impl DefragStageLayer {
+    /// The kernel's policy with seed 001's `stage` (`[model] defrag_stage` alone).
+    pub fn on_kernel(stage: DefragStage) -> Box<dyn Policy> {
+        with_switches(
+            Box::new(Kernel),
+            FolioMode::default(),
+            stage,
+            CostlyOrderPolicy::default(),
+            V4Position::default(),
+        )
+    }
+}
+
+impl CostlyOrder {
+    /// The kernel's policy with seed 002's `variant` at `v4_position` (`[model]
+    /// costly_order_policy` and `v4_position` alone).
+    pub fn on_kernel(variant: CostlyOrderPolicy, v4_position: V4Position) -> Box<dyn Policy> {
+        with_switches(
+            Box::new(Kernel),
+            FolioMode::default(),
+            DefragStage::default(),
+            variant,
+            v4_position,
+        )
+    }
+}
+
 /// The model switches of a spec stacked on `base`: a layer for each switch not at the
 /// kernel's value, so a spec that sets none runs `base` itself.
 pub fn with_switches(

@@ -84,13 +84,7 @@ fn folio_modes_differ_on_large_folios() {
     let mut results = Vec::new();
     for mode in FolioMode::ALL {
         let mut mm = machine(256);
-        mm.set_policy(fraglab_mm::policy::with_switches(
-            Box::new(fraglab_mm::policy::Kernel),
-            mode,
-            Default::default(),
-            Default::default(),
-            Default::default(),
-        ));
+        mm.set_policy(fraglab_mm::policy::FolioCompaction::on_kernel(mode));
         let kept = fragment(&mut mm, 4, 100_000);
         let before = free_blocks(&mm);
         let stats = mm.compact_memory();
@@ -129,13 +123,7 @@ fn migrate_no_free_split_ends_with_enomem_on_larger_chunks() {
     let mut out = Vec::new();
     for mode in [FolioMode::MigrateNoFreeSplit, FolioMode::MigrateFreeSplit] {
         let mut mm = machine(256);
-        mm.set_policy(fraglab_mm::policy::with_switches(
-            Box::new(fraglab_mm::policy::Kernel),
-            mode,
-            Default::default(),
-            Default::default(),
-            Default::default(),
-        ));
+        mm.set_policy(fraglab_mm::policy::FolioCompaction::on_kernel(mode));
         let kept = fragment_with(&mut mm, 0, usize::MAX, |i| i % 4 < 2);
         let before = free_blocks(&mm);
         let stats = mm.compact_memory();

@@ -93,13 +93,7 @@ proptest! {
     ) {
         let tun = Tunables { defrag_mode: defrag, ..Tunables::default() };
         let mut mm = Mm::new(&MachineConfig::x86_64(64 << 20, true, 2).unwrap(), tun).unwrap();
-        mm.set_policy(fraglab_mm::policy::with_switches(
-            Box::new(fraglab_mm::policy::Kernel),
-            mode,
-            Default::default(),
-            Default::default(),
-            Default::default(),
-        ));
+        mm.set_policy(fraglab_mm::policy::FolioCompaction::on_kernel(mode));
         mm.compact.cfg.unevictable_allowed = unevictable_allowed;
         // (id, token): direct reclaim in the slow path may evict page-cache folios, and a freed
         // id can be reused, so a folio is ours only while its token matches.

@@ -351,13 +351,7 @@ fn s9_8_5_free_page_split_vs_exact_order() {
         (FolioMode::MigrateNoFreeSplit, false),
     ] {
         let mut mm = small(16);
-        mm.set_policy(fraglab_mm::policy::with_switches(
-            Box::new(fraglab_mm::policy::Kernel),
-            mode,
-            Default::default(),
-            Default::default(),
-            Default::default(),
-        ));
+        mm.set_policy(fraglab_mm::policy::FolioCompaction::on_kernel(mode));
         // Holes of order 1 (pairs of pages freed); order-0 folios to move.
         fill_free(&mut mm, |i| i % 4 < 2);
         let st = mm.compact_memory();

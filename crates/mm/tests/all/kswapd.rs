@@ -23,17 +23,6 @@ fn full_of_page_cache(tun: Tunables) -> (Mm, Vec<FolioId>) {
     (mm, ids)
 }
 
-/// The kernel's policy with seed 001's `stage` (the `[model] defrag_stage` layer).
-fn stage_policy(stage: DefragStage) -> Box<dyn fraglab_mm::policy::Policy> {
-    fraglab_mm::policy::with_switches(
-        Box::new(fraglab_mm::policy::Kernel),
-        Default::default(),
-        stage,
-        Default::default(),
-        Default::default(),
-    )
-}
-
 fn free(mm: &Mm) -> i64 {
     mm.zones[DMA32].nr_free_pages()
 }
@@ -242,7 +231,7 @@ fn s8_d6_slowpath_wakes_kswapd_with_pageblock_order_from_kswapd_assist() {
             ..tun_kb(512)
         };
         let mut mm = dma32(16, 1, tun);
-        mm.set_policy(stage_policy(stage));
+        mm.set_policy(fraglab_mm::policy::DefragStageLayer::on_kernel(stage));
         while mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::File, false).is_some() {}
         let w = mm.take_wakeups();
         let orders: Vec<u32> = w
@@ -271,7 +260,7 @@ fn s8_d7_pgdat_balanced_counts_free_pageblocks_only_in_the_watermarks_stage() {
             ..tun_kb(128)
         };
         let mut mm = dma32(16, 1, tun);
-        mm.set_policy(stage_policy(stage));
+        mm.set_policy(fraglab_mm::policy::DefragStageLayer::on_kernel(stage));
         // Keep four whole free pageblocks, and fragment the rest half-free.
         let mut ids = Vec::new();
         while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {

@@ -76,22 +76,14 @@ fn s12_5_write_gfp_per_policy() {
     assert_eq!(write_folio_gfp(V3FilemapOpportunistic, base, 6, 0, 0), base);
 }
 
-/// The kernel's policy with seed 002's variant (the `[model] costly_order_policy` layer).
-fn costly_policy(p: CostlyOrderPolicy, pos: V4Position) -> Box<dyn fraglab_mm::policy::Policy> {
-    fraglab_mm::policy::with_switches(
-        Box::new(fraglab_mm::policy::Kernel),
-        Default::default(),
-        Default::default(),
-        p,
-        pos,
-    )
-}
-
 /// Half of memory free in order-0 holes between anon pages, plus some clean page cache that
 /// reclaim can free; kswapd asleep.
 fn fragmented(policy: CostlyOrderPolicy) -> (Mm, u32) {
     let mut mm = dma32(16, 1, tun_kb(128));
-    mm.set_policy(costly_policy(policy, V4Position::default()));
+    mm.set_policy(fraglab_mm::policy::CostlyOrder::on_kernel(
+        policy,
+        V4Position::default(),
+    ));
     let mut anon = Vec::new();
     while let Some(id) = mm.alloc_folio(0, NO_RECLAIM, 0, FolioKind::Anon, false) {
         anon.push(id);
@@ -235,7 +227,7 @@ fn s12_5_write_work_per_policy_on_a_fragmented_machine() {
 
     // V4 after it: one async compaction per costly attempt, then the exit (no reclaim).
     let (mut mm, xfs) = fragmented(V4KcompactdBackground);
-    mm.set_policy(costly_policy(
+    mm.set_policy(fraglab_mm::policy::CostlyOrder::on_kernel(
         V4KcompactdBackground,
         V4Position::AfterInitialCompaction,
     ));
