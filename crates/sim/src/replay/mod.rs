@@ -481,7 +481,17 @@ impl Replay {
                 let token = self.mm.folios.get(id).token();
                 self.live.insert(pfn, Live::whole(id, token, order, false));
             }
-            None => self.counts.sim_failed_allocs += 1,
+            None => {
+                self.counts.sim_failed_allocs += 1;
+                *self
+                    .counts
+                    .sim_failed_by
+                    .entry(format!(
+                        "order {order} gfp {}",
+                        fraglab_mm::trace::show_gfp_flags(gfp)
+                    ))
+                    .or_default() += 1;
+            }
         }
         self.mm.debug_check();
     }

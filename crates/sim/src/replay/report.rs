@@ -173,6 +173,10 @@ pub struct ReplayCounts {
     /// mm_page_alloc with a page, replayed; and those that failed in the simulator.
     pub allocs: u64,
     pub sim_failed_allocs: u64,
+    /// The simulator's failed allocations by `order ORDER gfp GFP_FLAGS` (the flags as the
+    /// recording printed them), so that a column's failures can be traced to their callers.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub sim_failed_by: std::collections::BTreeMap<String, u64>,
     /// mm_page_alloc with a NULL page (failed in the recording; not replayed).
     pub recorded_failed_allocs: u64,
     /// mm_page_free / mm_page_free_batched lines.
