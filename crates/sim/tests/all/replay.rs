@@ -419,6 +419,20 @@ fn section_15_replay_odd_requests_are_counted_not_fatal() {
     let c = r.columns[1].counts.clone().unwrap();
     assert_eq!(c.allocs, 3, "{c:?}");
     assert_eq!(c.never_freed, 0, "{c:?}");
+    // More order-10 GFP_NOWAIT requests than the machine has free 4 MiB chunks: the ones the
+    // simulator fails are listed by order and gfp.
+    let mut t = Trace::new();
+    for i in 0..200u32 {
+        t.alloc(0x10_0000 + (i << 10), 10, Gfp::GFP_NOWAIT);
+    }
+    let r = replay(&t.write("nowait.trace"), &[policy("sim", "")], &mut |_, _| {}).unwrap();
+    let c = r.columns[1].counts.clone().unwrap();
+    assert!(c.sim_failed_allocs > 0, "{c:?}");
+    assert_eq!(
+        c.sim_failed_by.get("order 10 gfp GFP_NOWAIT"),
+        Some(&c.sim_failed_allocs),
+        "{c:?}"
+    );
     let mut t = Trace::new();
     t.raw("          worker-100     [000] .....     1.500000: mm_page_free: page=ffffea0000000000 pfn=0x100 order=11");
     let e = replay(&t.write("order.trace"), &[policy("sim", "")], &mut |_, _| {})
