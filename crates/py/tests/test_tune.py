@@ -200,3 +200,28 @@ def test_fraglab_tune_runs_the_module_and_passes_its_exit_code(tmp_path):
     fake.chmod(0o755)
     p = subprocess.run(args, capture_output=True, text=True, env={**env, "FRAGLAB_PYTHON": str(fake)})
     assert p.returncode == 1 and "pip install ./crates/py" in p.stderr
+
+
+def test_tune_forks_its_trials_warm(monkeypatch):
+    import os
+    import shutil
+
+    binary = os.environ.get("FRAGLAB_BIN") or shutil.which("fraglab")
+    if not binary:
+        here = os.path.dirname(os.path.abspath(__file__))
+        candidate = os.path.join(here, "..", "..", "..", "target", "release", "fraglab")
+        if not os.path.exists(candidate):
+            pytest.skip("no fraglab binary (FRAGLAB_BIN, PATH or target/release)")
+        binary = candidate
+    monkeypatch.setenv("FRAGLAB_BIN", binary)
+    spec = "example:kbuild-thp-burst@workload.duration=6s"
+    space = {"vm.defrag_mode": [0, 1], "model.policy": ["linux-6.18", "contiguitas"]}
+    forked = fraglab.tune(spec, space, "THP fault alloc", fork_at="3s")
+    assert len(forked.trials) == 4
+    assert forked.cost["backend"] == "local"
+    # The first trial (the grid's first point, the base's own settings) is the run from boot.
+    plain = fraglab.tune(spec, {"vm.defrag_mode": [0]}, "THP fault alloc", backend="local")
+    first = forked.trials[(forked.trials["vm.defrag_mode"] == 0) & (forked.trials["model.policy"] == "linux-6.18")]
+    assert float(first["THP fault alloc"].iloc[0]) == float(plain.trials["THP fault alloc"].iloc[0])
+    with pytest.raises(fraglab.FraglabError, match="not \\[workload\\]"):
+        fraglab.tune(spec, {"workload.duration": ["5s", "6s"]}, "THP fault alloc", fork_at="2s")

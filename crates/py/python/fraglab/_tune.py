@@ -271,19 +271,32 @@ def _evaluate(
     thread here, a Ray Tune worker)."""
     ovr = [(str(k), _override_value(v)) for k, v in {**base, **params}.items()]
     t0, c0 = time.monotonic(), time.process_time()
+    results: List[Result] = []
+    warns: List[str] = []
+    for r in range(runs):
+        seed = None if r == 0 else results[0].raw["seed"] + r
+        kind, text, rows, w = _native.run(spec, ovr, seed, cancel)
+        warns.extend(w)
+        if kind != "timed":
+            raise FraglabError("tune: the spec has no [workload] (a timed run is needed for its metrics)")
+        results.append(Result(kind, text, rows))
+    row = _score(results, objective, constraints)
+    row["wall_s"] = time.monotonic() - t0
+    row["cpu_s"] = time.process_time() - c0
+    row["warnings"] = warns
+    return row
+
+
+def _score(results: List[Result], objective: Objective, constraints: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    """A trial's row from its runs' results: the objective's mean, the constraints, the seeds
+    and the simulated time (the caller adds the wall and CPU time)."""
     seeds: List[int] = []
     values: List[float] = []
     metric_runs: List[Dict[str, float]] = []
     checks: Dict[str, List[bool]] = {name: [] for name, _ in constraints}
     sim_ns = 0
-    warns: List[str] = []
-    for r in range(runs):
-        seed = None if r == 0 else seeds[0] + r
-        kind, text, rows, w = _native.run(spec, ovr, seed, cancel)
-        warns.extend(w)
-        if kind != "timed":
-            raise FraglabError("tune: the spec has no [workload] (a timed run is needed for its metrics)")
-        res = Result(kind, text, rows)
+    for res in results:
+        text = res.json
         seeds.append(res.raw["seed"])
         sim_ns += res.raw["duration_ns"]
         m, names = _metrics("trial", text)
@@ -323,9 +336,6 @@ def _evaluate(
     row["feasible"] = feasible
     row["seeds"] = seeds
     row["simulated_s"] = sim_ns / 1e9
-    row["wall_s"] = time.monotonic() - t0
-    row["cpu_s"] = time.process_time() - c0
-    row["warnings"] = warns
     return row
 
 
@@ -463,6 +473,7 @@ def tune(
     jobs: Optional[int] = None,
     overrides: Optional[Mapping[str, Any]] = None,
     points_to_evaluate: Optional[Sequence[Mapping[str, Any]]] = None,
+    fork_at: Optional[str] = None,
 ) -> TuneResult:
     """Searches ``space`` for the settings with the best ``objective``.
 
@@ -519,6 +530,12 @@ def tune(
         Settings to try first (every key of the space), e.g. the configurations in use today:
         the search then finds settings at least as good as the best of them. They count in
         the budget; a grid includes them already (a point outside the grid is an error).
+    fork_at : str, optional
+        Warm forks (docs/compare-and-report.md): the first trial's run goes to this simulated
+        time once per seed, and every other trial forks from it there with its own settings, so
+        the warm-up runs once, not once per trial. The space may then hold only knobs and
+        ``model.*`` settings; the local backend's trials run through the ``fraglab`` binary
+        (``$FRAGLAB_BIN`` or PATH). A trial's objective covers its whole run, warm-up included.
 
     Returns
     -------
@@ -553,6 +570,8 @@ def tune(
     cons = _constraints(constraints)
     spec_s, base, config_form = _split_spec(spec, overrides)
     _check_keys(spec_s, base, keys, config_form)
+    if fork_at is not None and backend is None:
+        backend = "local"
     if backend != "local":
         try:
             import ray.tune  # noqa: F401
@@ -568,7 +587,18 @@ def tune(
             backend = "ray"
     obj_col = objective if isinstance(objective, str) else "objective"
     t0, c0 = time.monotonic(), time.process_time()
-    if backend == "local":
+    if fork_at is not None and backend == "ray":
+        raise FraglabError("fork_at forks the trials from one run on this machine: backend='local' only")
+    if backend == "local" and fork_at is not None:
+        if not config_form:
+            raise FraglabError("fork_at: the spec must be a file or example:NAME (the binary runs it)")
+        search, points = _local_trials(keys, budget, seed, points)
+        c_children = os.times().children_user + os.times().children_system
+        rows = _run_forked(spec_s, base, points, runs_per_trial, objective, cons, str(fork_at))
+        cpu_total = (time.process_time() - c0) + (
+            os.times().children_user + os.times().children_system - c_children
+        )
+    elif backend == "local":
         search, points = _local_trials(keys, budget, seed, points)
         rows = _run_local(spec_s, base, points, runs_per_trial, objective, cons, jobs)
         cpu_total = time.process_time() - c0
@@ -638,6 +668,29 @@ def _run_local(spec, base, points, runs, objective, cons, jobs) -> List[dict]:
         ex.shutdown(wait=True)
         raise
     ex.shutdown(wait=True)
+    return rows
+
+
+def _run_forked(spec, base, points, runs, objective, cons, fork_at) -> List[dict]:
+    # Every trial forked warm from the first trial's run at `fork_at` (`sweep(fork_at=...)`,
+    # through the binary): the trials may differ only in knobs and [model] settings.
+    from . import sweep
+
+    def config(i: int, p: Mapping[str, Any]) -> str:
+        ovr = ",".join(f"{k}={_override_value(v)}" for k, v in {**base, **p}.items())
+        return f"t{i}={spec}" + (f"@{ovr}" if ovr else "")
+
+    t0 = time.monotonic()
+    s = sweep([config(i, p) for i, p in enumerate(points)], runs=runs, fork_at=fork_at)
+    wall = (time.monotonic() - t0) / max(len(points), 1)
+    rows = []
+    for i in range(len(points)):
+        runs_i = s.runs[s.runs.config == f"t{i}"].sort_values("run")
+        row = _score(list(runs_i.result), objective, cons)
+        row["wall_s"] = wall
+        row["cpu_s"] = float("nan")
+        row["warnings"] = []
+        rows.append(row)
     return rows
 
 
@@ -796,6 +849,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--jobs", type=int, help="threads for the local backend")
     p.add_argument("--constraint", action="append", default=[], metavar="METRIC<=VALUE", help="a trial must meet it (repeat)")
     p.add_argument("--json", metavar="OUT", help="write the result (best, cost, trials) as JSON")
+    p.add_argument(
+        "--fork-at", metavar="T", help="fork every trial from the first trial's run at simulated time T (local)"
+    )
     a = p.parse_args(argv)
     if not a.space:
         p.error("at least one --space KEY=V1,V2,... is needed")
@@ -816,6 +872,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             seed=a.seed,
             runs_per_trial=a.runs_per_trial,
             jobs=a.jobs,
+            fork_at=a.fork_at,
         )
     except FraglabError as e:
         print(f"fraglab tune: {e}", file=sys.stderr)
