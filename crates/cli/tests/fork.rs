@@ -34,7 +34,7 @@ fn result(path: &std::path::Path) -> serde_json::Value {
 }
 
 /// Every generator: kbuild and thp_burst, pgbench, thpchallenge and fio small files,
-/// vm-scalability, task programs (with DAMON in the last).
+/// vm-scalability, task programs (with DAMON in one, from a snapshot in the last).
 const SPECS: &[(&str, &str, &str)] = &[
     ("kbuild", "example:kbuild-thp-burst@workload.duration=12s", "6s"),
     (
@@ -58,6 +58,8 @@ const SPECS: &[(&str, &str, &str)] = &[
         "experiments/damon-reclaim/idle-cache.toml@workload.duration=20s",
         "10s",
     ),
+    // A machine booted from a snapshot (its knobs merged as at boot).
+    ("snapshot", "experiments/validation/snapshot-compact.toml", "1s"),
 ];
 
 #[test]

@@ -343,6 +343,29 @@ pub fn boot(spec: &Spec) -> Result<Mm, RunError> {
     Ok(mm)
 }
 
+/// The configuration a spec boots with, as [`boot`] builds it: [`mm_config`], or for a spec
+/// that boots a snapshot the configuration of [`boot_restored`] (the spec's knobs, else the
+/// snapshot's). A warm fork (`crate::fork`) applies its settings to a running model.
+pub fn boot_config(spec: &Spec) -> Result<MmConfig, RunError> {
+    if spec.machine.snapshot.is_none() {
+        return mm_config(spec);
+    }
+    restored_config(spec, &*crate::restore::load(spec)?)
+}
+
+/// [`boot_config`] of a spec booting the snapshot `loaded`.
+fn restored_config(spec: &Spec, loaded: &crate::restore::Loaded) -> Result<MmConfig, RunError> {
+    let (eff, _) = crate::restore::effective_spec(spec, &loaded.header);
+    let zones = loaded.restore.zones.clone();
+    let nr_nodes = zones.iter().map(|z| z.nid + 1).max().unwrap_or(1);
+    let machine = MachineConfig {
+        cpu_node: restored_cpu_nodes(&loaded.header.node_cpus, nr_nodes, eff.machine.cpus),
+        zones,
+        nr_cpus: eff.machine.cpus,
+    };
+    mm_config_with(&eff, machine)
+}
+
 /// The mappings of the files a spec's ops name, in `spec.files` order (ids 1..=n).
 fn spec_mappings(spec: &Spec) -> Vec<Mapping> {
     spec.files
@@ -366,16 +389,9 @@ pub fn boot_restored(spec: &Spec, loaded: &crate::restore::Loaded) -> Result<Mm,
         .snapshot
         .as_ref()
         .ok_or_else(|| RunError(format!("{}: machine: no snapshot", spec.file)))?;
-    let (eff, _) = crate::restore::effective_spec(spec, &loaded.header);
-    let zones = loaded.restore.zones.clone();
-    let nr_nodes = zones.iter().map(|z| z.nid + 1).max().unwrap_or(1);
-    let machine = MachineConfig {
-        cpu_node: restored_cpu_nodes(&loaded.header.node_cpus, nr_nodes, eff.machine.cpus),
-        zones,
-        nr_cpus: eff.machine.cpus,
-    };
+    let nr_nodes = loaded.restore.zones.iter().map(|z| z.nid + 1).max().unwrap_or(1);
     check_bindings(spec, nr_nodes)?;
-    let cfg = mm_config_with(&eff, machine)?;
+    let cfg = restored_config(spec, loaded)?;
     let (mut mm, _) = Mm::from_restore_summary(&cfg, &loaded.restore, &spec_mappings(spec))
         .map_err(|e| RunError(format!("{}: {}: {e}", snap.at(&spec.file), loaded.path.display())))?;
     if snap.hugetlb_given {

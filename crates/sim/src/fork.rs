@@ -24,8 +24,8 @@
 //!   `costly_order_policy`, `v4_position`). Everything else — machine, workload, run, cost,
 //!   DAMON, the engine's own switches — must be the same, since the warm-up ran under the
 //!   first configuration's.
-//! - No snapshot boot: a snapshot's knobs are merged into the spec at boot, and that merge is
-//!   not redone for the others.
+//! - A spec that boots a snapshot forks too: each configuration's settings are its knobs, else
+//!   the snapshot's, as at boot (`boot::boot_config`).
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
@@ -79,12 +79,6 @@ pub fn check_forkable(base: &Spec, variant: &Spec) -> Result<(), RunError> {
              may differ from it, not [{what}]",
             variant.file,
             FORKABLE_MODEL_KEYS.join(", ")
-        )));
-    }
-    if base.machine.snapshot.is_some() {
-        return Err(RunError(format!(
-            "{}: a warm fork of a spec that boots a snapshot is not supported",
-            base.file
         )));
     }
     Ok(())
@@ -192,12 +186,9 @@ pub fn run_workload_forked(
     for v in &configs[1..] {
         check_forkable(base, v)?;
     }
-    if base.machine.snapshot.is_some() {
-        check_forkable(base, base)?;
-    }
     let cfgs: Vec<MmConfig> = configs
         .iter()
-        .map(crate::boot::mm_config)
+        .map(crate::boot::boot_config)
         .collect::<Result<_, _>>()?;
     match threads() {
         Some(1) => {}
