@@ -65,18 +65,7 @@ def test_a_hook_that_raises_ends_the_run():
         fraglab.run(PGBENCH, overrides={**SHORT, "model.policy": "py-boom"})
 
 
-def test_a_sweep_forked_warm_through_the_binary(monkeypatch):
-    import os
-    import shutil
-
-    binary = os.environ.get("FRAGLAB_BIN") or shutil.which("fraglab")
-    if not binary:
-        here = os.path.dirname(os.path.abspath(__file__))
-        candidate = os.path.join(here, "..", "..", "..", "target", "release", "fraglab")
-        if not os.path.exists(candidate):
-            pytest.skip("no fraglab binary (FRAGLAB_BIN, PATH or target/release)")
-        binary = candidate
-    monkeypatch.setenv("FRAGLAB_BIN", binary)
+def test_a_sweep_forked_warm_through_the_binary(fraglab_binary):
     base = "example:kbuild-thp-burst@workload.duration=6s"
     s = fraglab.sweep([f"a={base}", f"b={base}", f"dm={base},vm.defrag_mode=1"], fork_at="3s")
     straight = fraglab.run("example:kbuild-thp-burst", overrides={"workload.duration": "6s"})

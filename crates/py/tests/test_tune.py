@@ -202,18 +202,7 @@ def test_fraglab_tune_runs_the_module_and_passes_its_exit_code(tmp_path):
     assert p.returncode == 1 and "pip install ./crates/py" in p.stderr
 
 
-def test_tune_forks_its_trials_warm(monkeypatch):
-    import os
-    import shutil
-
-    binary = os.environ.get("FRAGLAB_BIN") or shutil.which("fraglab")
-    if not binary:
-        here = os.path.dirname(os.path.abspath(__file__))
-        candidate = os.path.join(here, "..", "..", "..", "target", "release", "fraglab")
-        if not os.path.exists(candidate):
-            pytest.skip("no fraglab binary (FRAGLAB_BIN, PATH or target/release)")
-        binary = candidate
-    monkeypatch.setenv("FRAGLAB_BIN", binary)
+def test_tune_forks_its_trials_warm(fraglab_binary):
     spec = "example:kbuild-thp-burst@workload.duration=6s"
     space = {"vm.defrag_mode": [0, 1], "model.policy": ["linux-6.18", "contiguitas"]}
     forked = fraglab.tune(spec, space, "THP fault alloc", fork_at="3s")
