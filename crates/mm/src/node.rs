@@ -615,26 +615,41 @@ impl Mm {
         self.page_reporting_register();
     }
 
-    /// Changes the settings of a running model to `cfg`'s, as sysctl writes and writes of the THP
-    /// files would (a warm fork, issue 37): the allocator tunables, with the watermarks, lowmem
-    /// reserves and PCP sizes recomputed when what they derive from changed
-    /// (`min_free_kbytes_sysctl_handler`, `watermark_scale_factor_sysctl_handler`,
-    /// `lowmem_reserve_ratio_sysctl_handler`, `percpu_pagelist_high_fraction_sysctl_handler`,
-    /// §3.1–§3.2, §2.2; a change of THP enabled recomputes min_free_kbytes when it is not set,
-    /// as khugepaged's `set_recommended_min_free_kbytes` does); the THP knobs; compaction's
-    /// knobs (kcompactd's proactive timer re-armed per `vm.compaction_proactiveness`); the
-    /// block device's readahead sizes (files already open keep theirs); and a fresh instance of
-    /// the configuration's policy. `cfg`'s machine and boot-only settings (swap size, xarray
+    /// Changes the settings of a running model to `cfg`'s, as writes of every knob's value in
+    /// `cfg` (a knob a spec leaves unset is written with its default) would (a warm fork,
+    /// issue 37):
+    /// - the allocator tunables, with the watermarks, lowmem reserves and PCP sizes
+    ///   recomputed when what they derive from changed (`min_free_kbytes_sysctl_handler`,
+    ///   `watermark_scale_factor_sysctl_handler`, `lowmem_reserve_ratio_sysctl_handler`,
+    ///   `percpu_pagelist_high_fraction_sysctl_handler`; §3.1–§3.2, §2.2). `vm.min_free_kbytes`
+    ///   has no fixed default: left unset it is not written, and the value in force stays;
+    /// - THP switched on or off: khugepaged's `set_recommended_min_free_kbytes`
+    ///   ([`Mm::thp_min_free_kbytes_update`]), then the THP knobs;
+    /// - compaction's knobs (kcompactd's proactive timer re-armed per
+    ///   `vm.compaction_proactiveness`); the block device's readahead sizes (files already
+    ///   open keep theirs); a fresh instance of the configuration's policy.
+    ///
+    /// `cfg`'s machine and boot-only settings (swap size, xarray
     /// nodes, free page reporting, zone_reclaim_mode, debug-vm) are not read: the caller
     /// checks they are the model's.
     pub fn apply_settings(&mut self, cfg: &crate::config::MmConfig) {
         let old = std::mem::replace(&mut self.tun, cfg.tun.clone());
-        let t = &self.tun;
-        if old.min_free_kbytes != t.min_free_kbytes
-            || old.thp_enabled != t.thp_enabled
-            || old.watermark_scale_factor != t.watermark_scale_factor
-        {
-            self.setup_min_free_kbytes();
+        let mut wmarks = old.watermark_scale_factor != self.tun.watermark_scale_factor;
+        // `min_free_kbytes_sysctl_handler`: a written value is the user's. A configuration
+        // without the knob writes nothing: the value in force stays.
+        match self.tun.min_free_kbytes {
+            Some(v) if old.min_free_kbytes != Some(v) => {
+                self.min_free_kbytes = v;
+                wmarks = true;
+            }
+            Some(_) => {}
+            None => self.tun.min_free_kbytes = old.min_free_kbytes,
+        }
+        if old.thp_enabled != self.tun.thp_enabled {
+            self.thp_min_free_kbytes_update();
+            wmarks = true;
+        }
+        if wmarks {
             self.setup_per_zone_wmarks();
         }
         if old.lowmem_reserve_ratio != self.tun.lowmem_reserve_ratio {
@@ -656,6 +671,38 @@ impl Mm {
         self.cache.cfg.ra_pages = cfg.pagecache.ra_pages;
         self.cache.cfg.io_pages = cfg.pagecache.io_pages;
         self.set_policy(cfg.policy.build());
+    }
+
+    /// khugepaged's `set_recommended_min_free_kbytes` as `start_stop_khugepaged` calls it when
+    /// THP is switched at run time (§3.1.2): THP on raises min_free_kbytes to the recommended
+    /// value if that is larger (a user's value included); THP off recalculates it
+    /// (`calculate_min_free_kbytes`), unless the user's value is larger. Both read
+    /// `nr_free_buffer_pages` as it is now (managed minus the high watermark of each zone up
+    /// to Normal), not the boot-time managed count. The caller sets the watermarks.
+    fn thp_min_free_kbytes_update(&mut self) {
+        let free_buffer: u64 = self
+            .zones
+            .iter()
+            .filter(|z| z.zone_type <= ZoneType::Normal)
+            .map(|z| z.managed.saturating_sub(z.wmark[WMARK_HIGH]))
+            .sum();
+        if self.tun.thp_enabled {
+            let nr_zones = self
+                .zones
+                .iter()
+                .filter(|z| z.populated() && z.zone_type <= ZoneType::Normal)
+                .count() as u64;
+            let pb = PAGEBLOCK_NR_PAGES as u64;
+            let rec = (pb * nr_zones * 2 + pb * nr_zones * (MIGRATE_PCPTYPES as u64).pow(2))
+                .min(free_buffer / 20)
+                << (PAGE_SHIFT - 10);
+            self.min_free_kbytes = self.min_free_kbytes.max(rec);
+        } else {
+            let new = int_sqrt(free_buffer * (PAGE_SIZE >> 10) * 16);
+            if self.tun.min_free_kbytes.is_none_or(|user| new > user) {
+                self.min_free_kbytes = new.clamp(128, 262144);
+            }
+        }
     }
 
     /// Frees one boot chunk through the normal merge path (to the tail, FPI_TO_TAIL).

@@ -100,3 +100,42 @@ fn evacuating_a_block_moves_its_movable_folios_out_and_empties_it() {
     assert!(mm.pageblock_free(b), "every page of the block moved out");
     mm.check_invariants().unwrap();
 }
+
+/// `Mm::apply_settings` (a warm fork's sysctl writes): watermarks follow the written knobs as
+/// after a boot with them; THP switched on raises min_free_kbytes (khugepaged's
+/// recommendation), switched off recalculates it; an unset min_free_kbytes is not written.
+#[test]
+fn applied_settings_are_the_sysctl_writes() {
+    use fraglab_mm::config::MmConfig;
+    let machine = MachineConfig::x86_64(1 << 30, false, 1).unwrap();
+    let cfg = |f: &dyn Fn(&mut Tunables)| {
+        let mut c = MmConfig::new(machine.clone());
+        f(&mut c.tun);
+        c
+    };
+    let wmarks = |mm: &Mm| mm.zones.iter().map(|z| z.wmark).collect::<Vec<_>>();
+    // watermark_scale_factor: the watermarks of a boot with it.
+    let mut mm = Mm::from_config(&cfg(&|_| {})).unwrap();
+    let boosted = cfg(&|t| t.watermark_scale_factor = 200);
+    mm.apply_settings(&boosted);
+    assert_eq!(wmarks(&mm), wmarks(&Mm::from_config(&boosted).unwrap()));
+    // A written min_free_kbytes is taken as is; leaving it unset keeps it.
+    mm.apply_settings(&cfg(&|t| t.min_free_kbytes = Some(20_000)));
+    assert_eq!(mm.min_free_kbytes, 20_000);
+    mm.apply_settings(&cfg(&|_| {}));
+    assert_eq!(mm.min_free_kbytes, 20_000);
+    // THP off at boot: the plain sqrt value; switched on: raised to khugepaged's
+    // recommendation; switched off again: recalculated, below the recommendation.
+    let mut mm = Mm::from_config(&cfg(&|t| t.thp_enabled = false)).unwrap();
+    let plain = mm.min_free_kbytes;
+    mm.apply_settings(&cfg(&|t| t.thp_enabled = true));
+    let raised = mm.min_free_kbytes;
+    assert!(raised > plain, "{plain} -> {raised}");
+    mm.apply_settings(&cfg(&|t| t.thp_enabled = false));
+    assert!(
+        mm.min_free_kbytes < raised && mm.min_free_kbytes >= 128,
+        "{}",
+        mm.min_free_kbytes
+    );
+    mm.check_invariants().unwrap();
+}
