@@ -5,45 +5,14 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use fraglab_mm::mmzone::{MachineConfig, ZoneConfig};
-use fraglab_mm::types::ZoneType;
-use fraglab_mm::{Gfp, Mm, Tunables};
+use crate::fixtures::{dma32_machine as machine, no_switch_cost};
+use fraglab_mm::Gfp;
 use fraglab_sim::anon::AnonVma;
-use fraglab_sim::cost::{Charge, CostModel, Hold, Phase};
+use fraglab_sim::cost::{Charge, Hold, Phase};
 use fraglab_sim::engine::{Cx, Engine, Spent, Step, TaskBody, SEC};
 use fraglab_sim::lock::LockId;
 use fraglab_sim::metrics::Metrics;
 use fraglab_sim::workload::common::touch_range;
-
-fn machine(blocks: u32, cpus: u32) -> Mm {
-    let z = ZoneConfig {
-        zone_type: ZoneType::Dma32,
-        nid: 0,
-        start_pfn: 4096,
-        spanned: blocks * 512,
-        present: blocks * 512,
-        managed: blocks * 512,
-    };
-    let m = MachineConfig {
-        cpu_node: Vec::new(),
-        zones: vec![z],
-        nr_cpus: cpus,
-    };
-    let tun = Tunables {
-        min_free_kbytes: Some(512),
-        ..Tunables::default()
-    };
-    let mut mm = Mm::new(&m, tun).unwrap();
-    mm.debug_vm = true;
-    mm
-}
-
-fn no_switch_cost() -> CostModel {
-    CostModel {
-        context_switch_ns: 0,
-        ..CostModel::default()
-    }
-}
 
 /// One step charging `charge`; what it spent goes to `out`.
 struct Charger {

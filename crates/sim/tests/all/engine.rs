@@ -1,48 +1,16 @@
 //! The discrete-event engine: ordering, CPU time accounting, and the kernel threads it runs
 //! for mm's wake-ups.
 
+use crate::fixtures::{dma32_machine as machine, no_switch_cost};
 use fraglab_mm::folio::{FolioId, FolioKind};
 use fraglab_mm::kswapd::KswapdPhase;
-use fraglab_mm::mmzone::{MachineConfig, ZoneConfig};
-use fraglab_mm::types::ZoneType;
 use fraglab_mm::vmstat::Stat;
-use fraglab_mm::{Gfp, Mm, Tunables};
+use fraglab_mm::Gfp;
 use fraglab_sim::cost::CostModel;
 use fraglab_sim::engine::{Cx, Engine, Sched, Step, TaskBody, TaskState, MS, SEC};
 use rand::Rng;
 
 const NO_RECLAIM: Gfp = Gfp::GFP_HIGHUSER_MOVABLE.without(Gfp::DIRECT_RECLAIM);
-
-fn machine(blocks: u32, cpus: u32) -> Mm {
-    let z = ZoneConfig {
-        zone_type: ZoneType::Dma32,
-        nid: 0,
-        start_pfn: 4096,
-        spanned: blocks * 512,
-        present: blocks * 512,
-        managed: blocks * 512,
-    };
-    let m = MachineConfig {
-        cpu_node: Vec::new(),
-        zones: vec![z],
-        nr_cpus: cpus,
-    };
-    let tun = Tunables {
-        min_free_kbytes: Some(512),
-        ..Tunables::default()
-    };
-    let mut mm = Mm::new(&m, tun).unwrap();
-    mm.debug_vm = true;
-    mm
-}
-
-/// The default costs without the context-switch charge, so CPU time is the steps' alone.
-fn no_switch_cost() -> CostModel {
-    CostModel {
-        context_switch_ns: 0,
-        ..CostModel::default()
-    }
-}
 
 /// Burns `steps` steps of `ns` each.
 struct Spin {

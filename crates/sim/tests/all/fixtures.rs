@@ -37,3 +37,37 @@ pub fn small_build(seed: &str, run: &str, duration: &str) -> String {
         .replace("RUN", run)
         .replace("DURATION", duration)
 }
+
+/// A one-zone machine (DMA32 of `blocks` pageblocks from pfn 4096, no holes) with `cpus` CPUs,
+/// min_free_kbytes 512 and every invariant checked after each operation.
+pub fn dma32_machine(blocks: u32, cpus: u32) -> fraglab_mm::Mm {
+    use fraglab_mm::mmzone::{MachineConfig, ZoneConfig};
+    let z = ZoneConfig {
+        zone_type: fraglab_mm::types::ZoneType::Dma32,
+        nid: 0,
+        start_pfn: 4096,
+        spanned: blocks * 512,
+        present: blocks * 512,
+        managed: blocks * 512,
+    };
+    let m = MachineConfig {
+        cpu_node: Vec::new(),
+        zones: vec![z],
+        nr_cpus: cpus,
+    };
+    let tun = fraglab_mm::Tunables {
+        min_free_kbytes: Some(512),
+        ..fraglab_mm::Tunables::default()
+    };
+    let mut mm = fraglab_mm::Mm::new(&m, tun).unwrap();
+    mm.debug_vm = true;
+    mm
+}
+
+/// The default costs without the context-switch charge, so CPU time is the steps' alone.
+pub fn no_switch_cost() -> fraglab_sim::cost::CostModel {
+    fraglab_sim::cost::CostModel {
+        context_switch_ns: 0,
+        ..fraglab_sim::cost::CostModel::default()
+    }
+}
