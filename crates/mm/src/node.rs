@@ -650,12 +650,14 @@ impl Mm {
             wmarks = true;
         }
         if wmarks {
+            // `setup_per_zone_wmarks` ends with `zone_pcp_update` of every zone: the PCP high
+            // limits derive from the low watermark.
             self.setup_per_zone_wmarks();
         }
         if old.lowmem_reserve_ratio != self.tun.lowmem_reserve_ratio {
             self.setup_per_zone_lowmem_reserve();
         }
-        if old.percpu_pagelist_high_fraction != self.tun.percpu_pagelist_high_fraction {
+        if wmarks || old.percpu_pagelist_high_fraction != self.tun.percpu_pagelist_high_fraction {
             self.setup_pcp();
         }
         self.thp = cfg.thp.clone();

@@ -113,11 +113,27 @@ fn applied_settings_are_the_sysctl_writes() {
         f(&mut c.tun);
         c
     };
-    let wmarks = |mm: &Mm| mm.zones.iter().map(|z| z.wmark).collect::<Vec<_>>();
+    // The watermarks and, derived from the low one (`zone_pcp_update`), the PCP high limits.
+    let wmarks = |mm: &Mm| {
+        mm.zones
+            .iter()
+            .map(|z| {
+                (
+                    z.wmark,
+                    z.pcp
+                        .iter()
+                        .map(|p| (p.high_min, p.high_max, p.batch))
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
     // watermark_scale_factor: the watermarks of a boot with it.
     let mut mm = Mm::from_config(&cfg(&|_| {})).unwrap();
     let boosted = cfg(&|t| t.watermark_scale_factor = 200);
+    let before = wmarks(&mm);
     mm.apply_settings(&boosted);
+    assert_ne!(wmarks(&mm), before);
     assert_eq!(wmarks(&mm), wmarks(&Mm::from_config(&boosted).unwrap()));
     // A written min_free_kbytes is taken as is; leaving it unset keeps it.
     mm.apply_settings(&cfg(&|t| t.min_free_kbytes = Some(20_000)));
