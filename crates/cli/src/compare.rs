@@ -12,6 +12,7 @@ pub const MAX_RUNS: u32 = 10_000;
 
 /// Runs every configuration `runs` times on `jobs` threads and prints (or writes) the compare
 /// table in `format`; with `results_dir`, every run's result JSON as well.
+#[allow(clippy::too_many_arguments)] // the subcommand's options, one each
 pub fn compare(
     configs: Vec<String>,
     runs: u32,
@@ -20,6 +21,7 @@ pub fn compare(
     output: Option<PathBuf>,
     results_dir: Option<PathBuf>,
     scale: Option<u32>,
+    from_checkpoint: Option<PathBuf>,
 ) -> Result<(), String> {
     if runs == 0 {
         return Err("--runs must be at least 1".into());
@@ -34,10 +36,18 @@ pub fn compare(
         crate::check_output("-o", p)?;
     }
     let (labels, specs) = load_configs(&configs)?;
-    let specs = specs
+    let mut specs = specs
         .into_iter()
         .map(|s| crate::scale_by_flag(s, scale))
         .collect::<Result<Vec<_>, String>>()?;
+    if let Some(p) = &from_checkpoint {
+        if runs > 1 {
+            return Err("--from-checkpoint: a checkpoint holds one seed's run: give --runs 1".into());
+        }
+        for s in &mut specs {
+            s.machine.checkpoint = Some(crate::checkpoint_in(p));
+        }
+    }
     if let Some(dir) = &results_dir {
         crate::check_output_dir("--results-dir", dir)?;
         check_file_names(&labels)?;

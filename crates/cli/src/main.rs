@@ -188,6 +188,19 @@ enum Cmd {
         /// section (`fraglab blame RESULT.json` ranks it). As `[run] blame = true`.
         #[arg(long)]
         blame: bool,
+        /// A timed run: write a checkpoint (docs/checkpoints.md), the whole simulated state
+        /// after the first event at or after this simulated time (e.g. 540s), to
+        /// `--checkpoint-file`; the run goes on unchanged. As `[run] checkpoint_at`.
+        #[arg(long, value_parser = parse_duration_arg)]
+        checkpoint_at: Option<u64>,
+        /// Where `--checkpoint-at` writes (default: the spec's name with .ckpt, beside it).
+        #[arg(long, requires = "checkpoint_at")]
+        checkpoint_file: Option<PathBuf>,
+        /// Continue from a checkpoint instead of booting (docs/checkpoints.md): the spec must be
+        /// the one that wrote it, except its knobs and [model] policy switches. As `[machine]
+        /// checkpoint`.
+        #[arg(long)]
+        from_checkpoint: Option<PathBuf>,
     },
     /// Run specs N times each (different seeds, in parallel) and print the rows of
     /// mmtests' vmstat rows and the workloads' own rows in mmtests' compare format.
@@ -236,6 +249,12 @@ enum Cmd {
         /// may differ only in those; the warm-up runs once per run index.
         #[arg(long, conflicts_with_all = ["from", "scale"])]
         fork_at: Option<String>,
+        /// Every configuration continues from this checkpoint (`fraglab run --checkpoint-at`,
+        /// docs/checkpoints.md) instead of booting: the configurations may differ from the
+        /// spec that wrote it only in knobs and [model] policy switches, and run once each
+        /// (a checkpoint holds one seed's run).
+        #[arg(long, conflicts_with_all = ["from", "scale", "fork_at"])]
+        from_checkpoint: Option<PathBuf>,
     },
     /// Write one self-contained HTML report (no network needed to open it) of run results
     /// (`fraglab run ... -o result.json`, `fraglab compare --results-dir`), with plots, and the
@@ -550,7 +569,23 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             trace_out,
             scale,
             blame,
-        } => run::run(spec, example, output, folio_mode, trace_out, scale, blame),
+            checkpoint_at,
+            checkpoint_file,
+            from_checkpoint,
+        } => run::run(
+            spec,
+            example,
+            output,
+            run::RunFlags {
+                folio_mode,
+                trace_out,
+                scale,
+                blame,
+                checkpoint_at,
+                checkpoint_file,
+                from_checkpoint,
+            },
+        ),
         Cmd::Blame { result, format } => blame::blame(&result, &format),
         Cmd::Compare {
             from,
@@ -587,8 +622,18 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             output,
             results_dir,
             scale,
+            from_checkpoint,
             ..
-        } => compare::compare(configs, runs, jobs, format, output, results_dir, scale),
+        } => compare::compare(
+            configs,
+            runs,
+            jobs,
+            format,
+            output,
+            results_dir,
+            scale,
+            from_checkpoint,
+        ),
         Cmd::Report {
             results,
             compare,
@@ -742,6 +787,20 @@ fn policy_list(json: bool) -> Result<(), String> {
 }
 
 /// `--scale 1/K` ([`fraglab_spec::scale::parse_scale`]).
+/// A simulated time as specs write it (`540s`, `1500ms`, `9min`).
+fn parse_duration_arg(s: &str) -> Result<u64, String> {
+    fraglab_spec::parse_duration(s)
+}
+
+/// `[machine] checkpoint` set by `--from-checkpoint PATH` (relative to the working directory).
+pub(crate) fn checkpoint_in(p: &Path) -> fraglab_spec::CheckpointIn {
+    fraglab_spec::CheckpointIn {
+        path: p.display().to_string(),
+        resolved: p.to_path_buf(),
+        line: 0,
+    }
+}
+
 fn parse_scale(s: &str) -> Result<u32, String> {
     fraglab_spec::scale::parse_scale(s)
 }

@@ -9,15 +9,32 @@ use crate::{example, write_via_tmp};
 /// JSON to `output`. A list of operations prints what its `print` operations ask for to
 /// standard output, or with an `output` ending in `.json` also writes its result JSON there
 /// ([`fraglab_sim::run_ops_result`]), or writes the text to any other `output`.
+/// `fraglab run`'s options besides the spec and the output.
+pub struct RunFlags {
+    pub folio_mode: Option<fraglab_spec::FolioMode>,
+    pub trace_out: Option<PathBuf>,
+    pub scale: Option<u32>,
+    pub blame: bool,
+    pub checkpoint_at: Option<u64>,
+    pub checkpoint_file: Option<PathBuf>,
+    pub from_checkpoint: Option<PathBuf>,
+}
+
 pub fn run(
     spec: Option<String>,
     ex: Option<String>,
     output: Option<PathBuf>,
-    folio_mode: Option<fraglab_spec::FolioMode>,
-    trace_out: Option<PathBuf>,
-    scale: Option<u32>,
-    blame: bool,
+    flags: RunFlags,
 ) -> Result<(), String> {
+    let RunFlags {
+        folio_mode,
+        trace_out,
+        scale,
+        blame,
+        checkpoint_at,
+        checkpoint_file,
+        from_checkpoint,
+    } = flags;
     if let Some(p) = &output {
         crate::check_output("-o", p)?;
     }
@@ -47,6 +64,22 @@ pub fn run(
             return Err("--blame: the spec has no timed [workload] (blame covers timed runs)".into());
         }
         spec.run.blame = true;
+    }
+    if (checkpoint_at.is_some() || from_checkpoint.is_some()) && spec.workload.is_none() {
+        return Err("--checkpoint-at, --from-checkpoint: the spec has no timed [workload] (checkpoints are of timed runs)".into());
+    }
+    if let Some(at_ns) = checkpoint_at {
+        let file = checkpoint_file.unwrap_or_else(|| {
+            let own = std::path::Path::new(&spec.file);
+            let stem = own
+                .file_stem()
+                .map_or("fraglab".into(), |s| s.to_string_lossy().into_owned());
+            own.with_file_name(format!("{stem}.ckpt"))
+        });
+        spec.run.checkpoint = Some(fraglab_spec::CheckpointOut { at_ns, file, line: 0 });
+    }
+    if let Some(p) = &from_checkpoint {
+        spec.machine.checkpoint = Some(crate::checkpoint_in(p));
     }
     if trace_out.is_some() && spec.workload.is_none() {
         return Err("--trace-out: the spec has no timed [workload] to trace".into());

@@ -147,7 +147,7 @@ pub fn dir_blocks_needed(bytes: u64) -> u64 {
 }
 
 /// What a metadata page is, for the migratetype (§33.2) and the counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Meta {
     /// A directory block (`ext4_getblk` → `getblk_unmovable`): UNMOVABLE.
     Dir = 0,
@@ -199,7 +199,7 @@ impl Meta {
 }
 
 /// What an ext4 filesystem's metadata did since mount.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ext4Stats {
     /// Bdev folios allocated, by [`Meta`] (its index).
     pub pages: [u64; 5],
@@ -233,7 +233,7 @@ impl Ext4Stats {
 }
 
 /// One cached block's buffer: its buffer head's slab slot and the end of its journal pin.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 struct Buf {
     /// The slab of [`BhCache`] holding its buffer head (`u32::MAX`: none, the allocation
     /// failed).
@@ -244,7 +244,7 @@ struct Buf {
 
 /// A hasher for block numbers: one multiply, no per-process seed (the tables it serves are
 /// looked up, and iterated only by `debug_vm`, whose checks do not depend on the order).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default)]
 pub struct BlockHasher(u64);
 
 impl std::hash::Hasher for BlockHasher {
@@ -266,7 +266,7 @@ type BlockSet = HashSet<u64, BuildHasherDefault<BlockHasher>>;
 
 /// One block group: its inode bitmap and the high-water mark of allocated inodes (the used
 /// part of its inode table, `EXT4_INODES_PER_GROUP − itable_unused`).
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 struct Group {
     bitmap: Vec<u64>,
     used_hw: u32,
@@ -337,7 +337,7 @@ impl Group {
 /// A directory: its inode and its blocks on disk (the first is the linear block or the htree
 /// root; the others, the leaves, apart so that a one-block directory allocates nothing), and
 /// the bytes its live entries take.
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 struct Dir {
     ino: u32,
     first: u64,
@@ -366,7 +366,7 @@ impl Dir {
 /// A directory tree on disk from before the run ([`Mm::ext4_tree`]): `dirs` directories of
 /// `per_dir` files each (the last may have fewer), each directory's inode followed by its
 /// files' — the order an untar made them in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ext4Tree {
     pub first_dir: u32,
     pub first_ino: u32,
@@ -394,14 +394,14 @@ fn mix64(mut z: u64) -> u64 {
 }
 
 /// The running jbd2 transaction: when it commits, and the buffers it journals.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 struct Txn {
     expires_ns: u64,
     blocks: BlockSet,
 }
 
 /// One mounted ext4 filesystem (§33.2–§33.3).
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct Ext4 {
     /// The block device's mapping (`bdev->bd_mapping`).
     pub mapping: u32,
@@ -487,7 +487,7 @@ impl Ext4 {
 }
 
 /// A `buffer_head` slab page: its folio and live objects.
-#[derive(Clone, Copy, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug)]
 struct BhSlab {
     folio: FolioId,
     live: u32,
@@ -498,7 +498,7 @@ struct BhSlab {
 /// RECLAIMABLE slab pages of [`BH_PER_SLAB`] objects, a page freed with its last object; a new
 /// object goes to the most recently used slab with room (as `crate`'s other slab caches, SLUB
 /// without per-CPU slabs). Not on the slab shrinker: buffer heads go with their folios.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct BhCache {
     slabs: Vec<Option<BhSlab>>,
     free_slots: Vec<u32>,
@@ -515,7 +515,7 @@ impl BhCache {
 }
 
 /// The filesystems whose metadata the model keeps, and the buffer-head cache they share.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct BdevState {
     pub fs: Vec<Ext4>,
     pub bh: BhCache,
@@ -529,7 +529,7 @@ impl BdevState {
 }
 
 /// How a block is brought into the cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 enum Fill {
     /// Read from the device.
     Read,

@@ -36,7 +36,7 @@ pub type SourceId = u32;
 pub const BOOT_SOURCE: SourceId = 0;
 
 /// What happened (see the module comment).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlameKind {
     Steal = 0,
     ClaimPartial = 1,
@@ -53,7 +53,7 @@ pub use fraglab_types::blame::BLAME_KIND_NAMES;
 const _: () = assert!(BLAME_KIND_NAMES.len() == NR_BLAME_KINDS);
 
 /// One source's figures.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct SourceStats {
     /// Events by kind (`BlameKind as usize`).
     pub counts: [u64; NR_BLAME_KINDS],
@@ -70,7 +70,7 @@ pub struct SourceStats {
 }
 
 /// The blame state (only allocated when blame is on).
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct Blame {
     /// The source the current operation runs for.
     pub cur: SourceId,

@@ -564,7 +564,7 @@ impl Mm {
 }
 
 /// Which free list a chunk head is linked on.
-#[derive(Clone, Copy, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug)]
 enum ListRef {
     Free { zone: usize, order: usize, mt: usize },
 }

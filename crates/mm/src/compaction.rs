@@ -39,7 +39,7 @@ pub const COMPACT_MAX_DEFER_SHIFT: u32 = 6;
 
 /// `enum compact_result` (§7.1), in kernel order (the order matters: try_to_compact_pages takes
 /// the max over zones).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CompactResult {
     NotSuitableZone = 0,
     Skipped = 1,
@@ -72,7 +72,7 @@ impl CompactResult {
 pub use fraglab_types::switches::CompactPriority;
 
 /// `enum migrate_mode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MigrateMode {
     Async = 0,
     SyncLight = 1,
@@ -84,7 +84,7 @@ pub use fraglab_types::switches::FolioMode;
 pub use crate::kcompactd::{KcompactdCycle, KcompactdState, HPAGE_FRAG_CHECK_INTERVAL_MSEC};
 
 /// Compaction knobs and model switches.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct CompactionConfig {
     /// `vm.extfrag_threshold` (§9.2.4).
     pub extfrag_threshold: i32,
@@ -106,7 +106,7 @@ impl Default for CompactionConfig {
 }
 
 /// `struct capture_control` (§9.10).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CaptureControl {
     pub zone: usize,
     pub order: u32,
@@ -115,7 +115,7 @@ pub(crate) struct CaptureControl {
 }
 
 /// `struct compact_control` (§9.1).
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct CompactControl {
     pub zi: usize,
     /// −1 = whole zone (/proc, proactive).
@@ -215,7 +215,7 @@ impl CompactControl {
 }
 
 /// What `isolate_migratepages` reports (`isolate_migrate_t`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 enum IsolateMigrate {
     /// −EAGAIN/−EINTR from `isolate_migratepages_block`: compact_zone ends CONTENDED.
     Abort,
@@ -224,7 +224,7 @@ enum IsolateMigrate {
 }
 
 /// What one `compact_zone` run did, for whoever charges time for it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompactRunStats {
     pub migrate_scanned: u64,
     pub free_scanned: u64,
@@ -253,7 +253,7 @@ impl CompactRunStats {
 /// A compaction run's CPU cost per unit of work, as the clocked engine charges it (its cost
 /// model's figures): the one formula for a run's time, used by the engine to charge a run and
 /// by the model to place a run's lock calls in virtual time ([`LocksBusy`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompactCosts {
     pub run_ns: u64,
     pub migrate_scan_pfn_ns_x1000: u64,
@@ -282,7 +282,7 @@ impl CompactCosts {
 /// held from the step's start on by steps already laid out (other CPUs' work, kswapd's, the
 /// vmstat worker's), and the costs that place this step's lock calls in that time. `None`
 /// without a clock: one thing runs at a time and no trylock fails.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct LocksBusy {
     pub zone: Vec<(u64, u64)>,
     pub lru: Vec<(u64, u64)>,

@@ -59,7 +59,7 @@ pub const INITIAL_THROUGHPUT_BYTES_PER_MS: u64 = 4096 * 1024;
 const PAGE: u64 = 4096;
 
 /// The type of a DAMOS ops filter the model evaluates (§27.2 item 5; `damos_pa_filter_match`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FilterKind {
     /// `anon`: `folio_test_anon`.
     Anon,
@@ -70,7 +70,7 @@ pub enum FilterKind {
 }
 
 /// One ops filter (`matching` is always true in the schemes the model runs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpsFilter {
     pub kind: FilterKind,
     /// An allow filter; else a reject filter.
@@ -78,7 +78,7 @@ pub struct OpsFilter {
 }
 
 /// DAMOS watermarks on the free memory rate (`DAMOS_WMARK_FREE_MEM_RATE`, per-thousand).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Watermarks {
     pub interval_us: u64,
     pub high: u64,
@@ -87,7 +87,7 @@ pub struct Watermarks {
 }
 
 /// One kdamond's context and its pageout scheme, with the sysfs names of the parameters.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct DamonConfig {
     /// `monitoring_attrs/intervals/sample_us` and `aggr_us`.
     pub sample_us: u64,
@@ -126,7 +126,7 @@ pub struct DamonConfig {
 }
 
 /// A region a kdamond starts with (see [`DamonConfig::start`]), in pfns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StartRegion {
     pub start: u32,
     pub end: u32,
@@ -206,7 +206,7 @@ impl DamonConfig {
 }
 
 /// One monitoring region (`struct damon_region`), in pfns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Region {
     pub start: u32,
     pub end: u32,
@@ -236,7 +236,7 @@ impl Region {
 }
 
 /// The scheme's statistics (`schemes/N/stats/`), sizes in bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DamosStats {
     pub nr_tried: u64,
     pub sz_tried: u64,
@@ -247,7 +247,7 @@ pub struct DamosStats {
 }
 
 /// The quota's state (`struct damos_quota`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QuotaState {
     /// The effective size quota of the window (`esz`), bytes.
     pub esz: u64,
@@ -263,7 +263,7 @@ pub struct QuotaState {
 
 /// One application of the scheme to a region (what `damon:damos_before_apply` reports), for
 /// tests and reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Applied {
     pub now_ns: u64,
     pub start: u32,
@@ -276,7 +276,7 @@ pub struct Applied {
 }
 
 /// A kdamond: its configuration, regions, scheme state and statistics.
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct Kdamond {
     pub cfg: DamonConfig,
     pub regions: Vec<Region>,

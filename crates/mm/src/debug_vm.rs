@@ -25,7 +25,7 @@ use crate::types::*;
 use crate::vmstat::Stat;
 
 /// A broken invariant: what, and where.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct InvariantViolation(pub String);
 
 impl std::fmt::Display for InvariantViolation {
@@ -45,7 +45,7 @@ macro_rules! ensure {
 }
 
 /// Page totals of the node, as the checker counted them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PageCensus {
     pub free: u64,
     pub pcp: u64,
@@ -56,7 +56,7 @@ pub struct PageCensus {
 }
 
 /// What the walk of one zone's memory map counted, for the list and counter checks after it.
-#[derive(Default)]
+#[derive(serde::Serialize, serde::Deserialize, Default)]
 struct ZoneMapCount {
     free: u64,
     pcp: u64,

@@ -4,7 +4,7 @@
 pub use fraglab_types::switches::{CostlyOrderPolicy, V4Position};
 
 /// The page-cache switches of a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PagecacheConfig {
     /// The block device's `ra_pages` (`read_ahead_kb / 4`, docs/model §23.1): what every
     /// file opened on it copies into its readahead state (`file_ra_state_init`). Default 32,
@@ -58,7 +58,7 @@ pub const VM_READAHEAD_PAGES: u64 = 32;
 /// ones without visiting the younger. This stands for the kernel's per-wb `b_dirty` list of
 /// inodes ordered by `dirtied_when` (`move_expired_inodes`, fs/fs-writeback.c), which the
 /// model (one flusher, no inodes: §19.1 item 9) keeps per folio; host-side bookkeeping.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct PageCache {
     /// Folios (pointer entries) and shadows (value entries).
     pub(crate) xa: crate::xarray::XArray,
@@ -233,7 +233,7 @@ impl PageCache {
 
 /// One entry of [`DirtyAge`]'s log: a dirtying time and a folio id ([`DirtyAge::HOLE`] once
 /// removed), 12 bytes.
-#[derive(Clone, Copy, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug)]
 #[repr(C, packed(4))]
 struct AgeEntry {
     t: u64,
@@ -251,7 +251,7 @@ struct AgeEntry {
 /// rare insertion that is not larger than the last appended key (a split's dirty pieces keep
 /// their parent's older time; folios dirtied in the same nanosecond in falling id order) goes
 /// to `late`, an ordered set; walks merge the two. The visiting order is that of the set.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub(crate) struct DirtyAge {
     /// Appended entries, strictly ascending by (t, id) whatever their holes.
     log: std::collections::VecDeque<AgeEntry>,
@@ -392,7 +392,7 @@ use crate::slowpath::AllocWork;
 pub const MAX_PAGECACHE_ORDER: u32 = 9;
 
 /// A file's `address_space` as far as folio allocation goes (§12.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mapping {
     /// `mapping_min_folio_order` / `mapping_max_folio_order` (max 0: no large folios).
     pub min_order: u32,
@@ -554,7 +554,7 @@ pub fn write_folio_gfp(policy: CostlyOrderPolicy, base: Gfp, hint: u32, order: u
 }
 
 /// One allocation attempt of the write path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteAttempt {
     pub index: u64,
     /// The order this `__filemap_get_folio` call was asked for (`fgf_set_order` of the bytes
@@ -568,7 +568,7 @@ pub struct WriteAttempt {
 }
 
 /// What a buffered write did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct WriteStats {
     /// Pages that were already in the page cache (written over, dirtied).
     pub hit_pages: u64,
@@ -580,7 +580,7 @@ pub struct WriteStats {
 }
 
 /// Readahead state of an open file (`struct file_ra_state`, §12.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadaheadState {
     pub start: u64,
     pub size: u64,
@@ -661,7 +661,7 @@ pub fn get_next_ra_size(cur: u64, max: u64) -> u64 {
 }
 
 /// What a read did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReadStats {
     /// Pages of the request found in the page cache, and pages that readahead had to bring in
     /// for it (read from the device).
@@ -1231,7 +1231,7 @@ impl Mm {
 pub const MMAP_LOTSAMISS: u32 = 100;
 
 /// The VMA flags of a file mapping that steer fault readahead.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FileVma {
     /// VM_HUGEPAGE (MADV_HUGEPAGE): PMD-order readahead.
     pub hugepage: bool,

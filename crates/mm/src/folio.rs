@@ -32,7 +32,7 @@ const _: () = {
 /// as the kernel packs page flags in `page->flags`: read and set them with the accessors of
 /// the same name (`f.dirty()`, `f.set_dirty(true)`). The content token is 40 bits (a
 /// million million allocations; [`FolioTable::insert`] refuses more).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct Folio {
     pub pfn: u32,
@@ -204,7 +204,7 @@ impl Folio {
 /// a dirty folio or one under writeback, the common case under a writing workload, pays for
 /// its one time only). A folio without an entry has the default (zero/None). This struct is
 /// the view [`FolioTable::cold`] assembles.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FolioCold {
     /// The folio this one was split from (None if allocated whole).
     pub split_from: Option<FolioId>,
@@ -224,7 +224,7 @@ pub struct FolioCold {
 /// A hasher for folio ids and pids (small integers): one multiply, no per-process seed. The
 /// cold table is only looked up, never iterated, so its order is irrelevant; the sparse part of
 /// [`Rss`] is iterated only for a maximum (see [`FolioTable::rss`]).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default)]
 pub struct IdHasher(u64);
 
 impl std::hash::Hasher for IdHasher {
@@ -246,7 +246,7 @@ impl std::hash::Hasher for IdHasher {
 /// [`Rss::DENSE_PIDS`] are counted in a vector indexed by pid (every anon fault and unmap
 /// updates its owner's count: one indexed add, no hashing or probing); larger pids (a replayed
 /// trace's or a restored page_owner's) in a hash map.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct Rss {
     dense: Vec<u64>,
     sparse: std::collections::HashMap<u32, u64, std::hash::BuildHasherDefault<IdHasher>>,
@@ -323,7 +323,7 @@ fn halves(t: u64) -> [u32; 2] {
 
 /// The folio registry, indexed by [`FolioId`]; freed ids are reused (lowest first is not
 /// needed: reuse is LIFO, deterministic).
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct FolioTable {
     pub folios: Vec<Folio>,
     /// `[next, prev]` of each folio on an LRU list (`folio->lru`, docs/model §10.3;

@@ -71,7 +71,7 @@ const N_STATS: [Stat; 7] = [
 
 /// The gauge deltas of the folios freed so far in a run and not yet applied (pages, signed as
 /// `account_folio` applies them: negative for frees).
-#[derive(Default)]
+#[derive(serde::Serialize, serde::Deserialize, Default)]
 struct RunGauges {
     node: [i64; N_STATS.len()],
     /// By zone type, of the zones of the node whose first zone index is `base` (a folio of

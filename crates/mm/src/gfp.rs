@@ -5,7 +5,7 @@
 pub use fraglab_types::gfp::Gfp;
 
 /// ALLOC_* flags of mm/internal.h (§4.1 table), with the kernel's values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct AllocFlags(pub u32);
 
 impl AllocFlags {

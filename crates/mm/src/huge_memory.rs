@@ -34,7 +34,7 @@ use crate::vmstat::Stat;
 pub use fraglab_types::switches::{ThpDefrag, ThpEnabled};
 
 /// The THP knobs (§11.1), with the S2 defaults.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ThpConfig {
     pub enabled: ThpEnabled,
     pub defrag: ThpDefrag,
@@ -63,7 +63,7 @@ impl Default for ThpConfig {
 }
 
 /// Per-size mTHP stats (`hugepages-<N>kB/stats/`), indexed by order.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct MthpStats {
     pub anon_fault_alloc: [u64; NR_PAGE_ORDERS],
     pub anon_fault_fallback: [u64; NR_PAGE_ORDERS],
@@ -89,7 +89,7 @@ pub const HPAGE_PMD_NR: u32 = 1 << HPAGE_PMD_ORDER;
 
 /// A set of subpages of one folio (bit i = subpage i; at most 512): the mapped or the written
 /// subpages of a [`SubpageMap`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Subpages(pub [u64; 8]);
 
 impl Subpages {
@@ -173,7 +173,7 @@ impl Subpages {
 /// kept, in `FolioTable::submaps`, for a folio that was partially unmapped (from its first
 /// partial zap until it is freed or split) and, while `thp_underused` can be true, for every
 /// PMD THP from its fault (§31.3 item 5). A folio without one is wholly mapped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SubpageMap {
     pub mapped: Subpages,
     /// Written since the fault: a never-written subpage is zero-filled (§31.3 item 6).
@@ -181,7 +181,7 @@ pub struct SubpageMap {
 }
 
 /// What [`Mm::zap_anon_folio`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Zap {
     /// The range covers every subpage still mapped: nothing was changed, and the caller frees
     /// the folio whole (§31.1, §31.2 item 6).
@@ -192,7 +192,7 @@ pub enum Zap {
 
 /// The node's deferred split queue (`pgdata->deferred_split_queue`, §31.3; one per node: the
 /// model has no memcgs) and the state of its shrinker ("thp-deferred_split").
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct DeferredSplit {
     /// The queued folios with their content tokens, oldest first. Entries of folios freed or
     /// split since they were queued stay until met (`Folio::deferred` tells a live entry) and

@@ -36,7 +36,7 @@ pub const HTLB_POOL_GFP: Gfp = Gfp::GFP_HIGHUSER_MOVABLE
     .union(Gfp::RETRY_MAYFAIL);
 
 /// The default hstate's pool (`struct hstate`'s free list and counts, one node).
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct Hstate {
     /// `hugepage_freelists[0]`, head first: `enqueue_hugetlb_folio` puts a page at the head and
     /// `remove_pool_hugetlb_folio` takes the head.
@@ -65,7 +65,7 @@ impl Hstate {
 }
 
 /// What one write of `vm.nr_hugepages` did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolResize {
     /// The count written.
     pub requested: u64,

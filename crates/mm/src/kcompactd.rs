@@ -13,7 +13,7 @@ use crate::types::*;
 use crate::vmstat::Stat;
 
 /// kcompactd's per-node state (§9.11.1, §26).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct KcompactdState {
     /// `pgdat->kcompactd_max_order`: the highest order requested since the last
     /// `kcompactd_do_work` (kept even when no wake-up follows, §26.1 item 2).
@@ -45,7 +45,7 @@ pub struct KcompactdState {
 pub const HPAGE_FRAG_CHECK_INTERVAL_MSEC: u64 = 500;
 
 /// What one iteration of kcompactd's loop did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KcompactdCycle {
     /// `kcompactd_do_work` ran (a recorded order).
     pub did_work: bool,

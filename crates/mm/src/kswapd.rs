@@ -27,7 +27,7 @@ pub const KSWAPD_MAX_FAILURES: u32 = 16;
 pub const KSWAPD_CPU: u32 = 0;
 
 /// Where the kswapd thread is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KswapdPhase {
     /// Asleep until woken (`schedule()` in `kswapd_try_to_sleep`).
     Sleeping,
@@ -43,7 +43,7 @@ pub enum KswapdPhase {
 
 /// The node's kswapd state (`pgdat->kswapd_order`, `kswapd_highest_zoneidx`, the thread's
 /// local `highest_zoneidx`, and where it is).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KswapdState {
     /// `pgdat->kswapd_order`.
     pub order: u32,
@@ -72,7 +72,7 @@ impl Default for KswapdState {
 }
 
 /// What one `kswapd_run` or `kswapd_nap_done` did, and what the thread does next.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KswapdCycle {
     /// `balance_pgdat` ran (kswapd_run only).
     pub balanced_run: bool,
@@ -92,6 +92,7 @@ pub struct KswapdCycle {
 }
 
 /// The result of `balance_pgdat`.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct BalanceResult {
     reclaim_order: u32,
     scanned: u64,

@@ -49,7 +49,7 @@ pub const NR_MAX_MIGRATE_PAGES_RETRY: u64 = 10;
 
 /// What one `migrate_pages` call did (the fields of the mm_migrate_pages tracepoint, and the
 /// work of its passes).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MigrateStats {
     pub nr_succeeded: u64,
     pub nr_failed_pages: u64,
@@ -69,7 +69,7 @@ pub struct MigrateStats {
 
 /// How a folio's owner migrates it (§25.4 "kind"): the address space operation
 /// `move_to_new_folio` calls.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MigrateKind {
     /// Anonymous memory (no mapping: `migrate_folio` semantics).
     Anon,
@@ -106,7 +106,7 @@ impl MigrateKind {
 }
 
 /// A folio's outcome in one mode (§25.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MigrateOutcome {
     /// Migrated (SYNC may first have waited for a lock or for writeback).
     Success,

@@ -16,7 +16,7 @@ pub const NIL: u32 = u32::MAX;
 /// Only the first page of a chunk (the "head") says what the chunk is; the other pages of a
 /// chunk are [`PageKind::Tail`], as in the kernel where only the head of a free chunk carries
 /// PageBuddy and its order, so merging and splitting touch O(1) pages per step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum PageKind {
     /// No memory at this pfn (a hole in the zone span, or outside every zone).
@@ -59,7 +59,7 @@ pub const PG_REPORTED: u8 = 0x80;
 /// owner id given by the caller (folio id) and `b` the migratetype the chunk was allocated
 /// with (what page_owner records, docs/model §30.4; read it with
 /// [`PageArray::alloc_migratetype`]).
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct PageArray {
     pub state: Vec<u8>,
     /// `[a, b]` per page.
@@ -196,7 +196,7 @@ pub const PB_COMPACT_SKIP: u8 = 0x08;
 pub const PB_MIGRATE_ISOLATE: u8 = 0x10;
 
 /// One doubly linked list head/tail pair of pfns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListHead {
     pub first: u32,
     pub last: u32,
@@ -220,7 +220,7 @@ impl ListHead {
 
 /// `struct free_area` for all orders (§1.4.1): a list per (order, migratetype), `nr_free` per
 /// order, and a count per (order, migratetype) so pagetypeinfo and the invariants need no walk.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct FreeArea {
     pub lists: [[ListHead; MIGRATE_TYPES]; NR_PAGE_ORDERS],
     pub nr_by_type: [[u64; MIGRATE_TYPES]; NR_PAGE_ORDERS],
@@ -270,7 +270,7 @@ pub const PCPF_FREE_HIGH_BATCH: u8 = 2;
 /// it lets a drain read the chunks it takes next from one buffer instead of chasing a page's
 /// link words for each. What it simplifies: the link words of a page on a PCP list are unused
 /// (NIL); the order of the list is the buffer's.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct PcpList(VecDeque<u32>);
 
 impl PcpList {
@@ -335,7 +335,7 @@ impl PcpList {
 }
 
 /// `struct per_cpu_pages` (§2).
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct PerCpuPages {
     /// Pages (not chunks) on all lists.
     pub count: u64,
@@ -350,7 +350,7 @@ pub struct PerCpuPages {
 }
 
 /// Zone flags (§1.1.3).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ZoneFlags {
     pub boosted_watermark: bool,
     pub reclaim_active: bool,
@@ -363,7 +363,7 @@ pub const WMARK_HIGH: usize = 2;
 pub const WMARK_PROMO: usize = 3;
 
 /// `struct zone` (§1.1.3): one zone of one node.
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct Zone {
     pub zone_type: ZoneType,
     /// The node the zone belongs to (`zone_to_nid`); the zone's index in `Mm::zones` is
@@ -391,7 +391,7 @@ pub struct Zone {
 }
 
 /// Per-zone compaction state (§9.1, §9.3): cached scanner positions and deferral.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ZoneCompact {
     /// `compact_cached_migrate_pfn[0]` (async) and `[1]` (sync).
     pub cached_migrate_pfn: [u32; 2],
@@ -475,7 +475,7 @@ impl Zone {
 }
 
 /// One zone of the machine to build: where it is and how much of it the buddy allocator gets.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ZoneConfig {
     pub zone_type: ZoneType,
     /// The NUMA node the zone belongs to (0 on a single-node machine).
@@ -489,7 +489,7 @@ pub struct ZoneConfig {
 /// The machine: its nodes' zones and its CPUs (§1.1). Zones are listed node by node, each
 /// node's in kernel order, at rising pfns; the nodes are the nids the zones name (0..N, each
 /// with at least one populated zone).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct MachineConfig {
     pub zones: Vec<ZoneConfig>,
     pub nr_cpus: u32,
@@ -505,7 +505,7 @@ pub const MAX_NUMNODES: u32 = fraglab_types::numa::MAX_NODES;
 const SECTION_PAGES: u32 = 1 << (27 - 12);
 
 /// Errors in a machine description.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct MachineError(pub String);
 
 impl std::fmt::Display for MachineError {

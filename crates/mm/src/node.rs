@@ -15,7 +15,7 @@ pub const MIN_PERCPU_PAGELIST_HIGH_FRACTION: u32 = 8;
 pub const PCP_BATCH_SCALE_MAX: u32 = 5;
 
 /// The kernel knobs the page allocator reads (§17), with the 6.18 defaults.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Tunables {
     /// `vm.min_free_kbytes`; None = computed at boot as the kernel does (§3.1.1–2).
     pub min_free_kbytes: Option<u64>,
@@ -105,11 +105,17 @@ impl Mm {
         self.policy_fallback_hook = p.has_fallback_hook();
         self.policy = p;
     }
+
+    /// Gives the policy back the state [`crate::policy::Policy::save_state`] saved (a
+    /// checkpoint's).
+    pub fn restore_policy_state(&mut self, state: &[u8]) -> Result<(), String> {
+        self.policy.restore_state(state)
+    }
 }
 
 /// A wake-up of a kernel thread requested by the model; the engine that owns the clock
 /// schedules it (architecture.md: "mm returns the wake-up as data").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wakeup {
     /// `wakeup_kswapd(zone, gfp, order, highest_zoneidx)`.
     Kswapd {
@@ -136,7 +142,7 @@ pub enum Wakeup {
 /// "claimer" = whole free block claimed (fallback order ≥ 9), "steal" = partially used block
 /// claimed (change_ownership), "pollute" = single chunk stolen, block keeps its type. Not a
 /// kernel counter: the kernel shows these only through mm_page_alloc_extfrag.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FallbackStats {
     pub claim_whole: [[u64; MIGRATE_PCPTYPES]; MIGRATE_PCPTYPES],
     pub claim_partial: [[u64; MIGRATE_PCPTYPES]; MIGRATE_PCPTYPES],
@@ -149,6 +155,7 @@ pub struct FallbackStats {
 /// bits at the top, then reclaim, compaction, the page cache and THP each in a structure of
 /// their own, the task context and trace buffer of the current operation, and the requests the
 /// model hands to whoever owns the clock.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Mm {
     pub zones: Vec<Zone>,
     pub pages: PageArray,
@@ -163,6 +170,7 @@ pub struct Mm {
     pub nr_cpus: u32,
     /// Node items, globals and events of /proc/vmstat, indexed by `Stat` (zone items live in
     /// the zones).
+    #[serde(with = "serde_big_array::BigArray")]
     pub stats: [u64; NR_STATS],
     /// Fallback events by class (§6.5), counted whether or not tracing is on.
     pub fallbacks: FallbackStats,
@@ -202,6 +210,7 @@ pub struct Mm {
     /// ([`Mm::enable_blame`]); each event point costs one branch on it when off.
     pub blame: Option<Box<crate::blame::Blame>>,
     /// The policy (issue 37, `policy.rs`): the decision points a seed or a plug-in changes.
+    #[serde(skip, default = "crate::policy::kernel_policy")]
     pub(crate) policy: Box<dyn crate::policy::Policy>,
     /// Whether the policy overrides `__rmqueue`'s fallback (read on every empty free list).
     pub(crate) policy_fallback_hook: bool,
@@ -212,7 +221,7 @@ pub struct Mm {
 
 /// Reclaim's node state (`pglist_data`'s lruvec, kswapd fields; the swap device; the slab
 /// shrinker), §10.
-#[derive(Default)]
+#[derive(serde::Serialize, serde::Deserialize, Default)]
 pub struct Reclaim {
     /// Each node's LRU lists (§10.3), indexed by nid.
     pub lruvec: Vec<crate::vmscan::Lruvec>,
@@ -232,7 +241,7 @@ pub struct Reclaim {
 }
 
 /// Compaction's node state (§9).
-#[derive(Default)]
+#[derive(serde::Serialize, serde::Deserialize, Default)]
 pub struct Compact {
     /// Model switches and compaction knobs.
     pub cfg: crate::compaction::CompactionConfig,
@@ -246,7 +255,7 @@ pub struct Compact {
 }
 
 /// The page cache (§12).
-#[derive(Default)]
+#[derive(serde::Serialize, serde::Deserialize, Default)]
 pub struct PageCacheState {
     /// Page-cache allocation policy switches (§12.5).
     pub cfg: crate::filemap::PagecacheConfig,
@@ -271,6 +280,7 @@ pub struct PageCacheState {
 }
 
 /// The task the current operation runs for (`current`), and the time.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Current {
     pub now_ns: u64,
     pub pid: u32,
@@ -300,7 +310,7 @@ impl Default for Current {
 }
 
 /// The trace buffer.
-#[derive(Default)]
+#[derive(serde::Serialize, serde::Deserialize, Default)]
 pub struct Tracing {
     /// Recorded trace events, if tracing is on.
     pub buf: Vec<TraceRecord>,
@@ -309,7 +319,7 @@ pub struct Tracing {
 }
 
 /// Requests the model hands to whoever owns the clock and the tasks.
-#[derive(Default)]
+#[derive(serde::Serialize, serde::Deserialize, Default)]
 pub struct Outbox {
     /// Wake-ups requested since the engine last took them.
     pub wakeups: Vec<Wakeup>,
@@ -318,7 +328,7 @@ pub struct Outbox {
 }
 
 /// Allocation work, for the cost model.
-#[derive(Default)]
+#[derive(serde::Serialize, serde::Deserialize, Default)]
 pub struct Work {
     /// What the last `alloc_pages` call's slow path did.
     pub last_alloc: crate::slowpath::AllocWork,
@@ -336,7 +346,7 @@ pub struct Work {
 /// chunk), `free_pcppages_bulk` (one hold for the chunks it frees) and the direct buddy frees
 /// of `free_one_page` / `split_large_buddy` (orders the PCP lists do not cache, Isolate
 /// blocks). One counter for all zones: the engine keeps one zone lock (docs/costs.md).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ZoneLockWork {
     /// Times the lock was taken.
     pub acquisitions: u64,

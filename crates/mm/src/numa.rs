@@ -28,7 +28,7 @@ pub const RECLAIM_DISTANCE: u32 = 30;
 const PENALTY_FOR_NODE_WITH_CPUS: u32 = 1;
 
 /// The node topology of a booted machine.
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct Numa {
     pub nr_nodes: u32,
     /// `cpu_to_node` for every CPU.

@@ -11,7 +11,7 @@ use crate::types::*;
 use crate::vmstat::Stat;
 
 /// `enum rmqueue_mode` (§6.2), in escalating order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RmqueueMode {
     Normal = 0,
     Cma = 1,
@@ -27,7 +27,7 @@ pub const FALLBACKS: [[MigrateType; 2]; MIGRATE_PCPTYPES] = [
 ];
 
 /// What `find_suitable_fallback` answers (§6.3.2a).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fallback {
     /// A fallback type with a chunk at this order.
     Found(MigrateType),
@@ -39,7 +39,7 @@ pub enum Fallback {
 
 /// `struct alloc_context`: the zonelist of the preferred node, the nodemask, the highest
 /// usable zone, the migratetype and the preferred zoneref.
-#[derive(Clone, Copy, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug)]
 pub struct AllocContext {
     pub highest_zoneidx: ZoneType,
     pub migratetype: MigrateType,

@@ -50,7 +50,7 @@ pub const PAGE_REPORTING_CAPACITY: usize = 32;
 pub const PAGE_REPORTING_DELAY_MS: u64 = 2_000;
 
 /// The device's state (`PAGE_REPORTING_IDLE`, `_REQUESTED`, `_ACTIVE`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ReportingState {
     #[default]
     Idle,
@@ -62,7 +62,7 @@ pub enum ReportingState {
 
 /// What reporting did since boot. None of these is a kernel counter (6.18 has none, §32.1
 /// item 4): they are the simulator's view of the device and of the host.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReportingStats {
     /// Passes run (`page_reporting_process`).
     pub passes: u64,
@@ -85,7 +85,7 @@ pub struct ReportingStats {
 }
 
 /// What one pass did ([`Mm::page_reporting_process`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PassSummary {
     pub reports: u64,
     pub chunks: u64,
@@ -96,7 +96,7 @@ pub struct PassSummary {
 }
 
 /// The reporting device and the host's backing of guest memory (module doc).
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct PageReporting {
     /// `page_reporting_order` once the device registered; `None`: no device.
     order: Option<u32>,

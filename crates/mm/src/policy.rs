@@ -179,11 +179,38 @@ pub trait Policy: Send + fmt::Debug {
     fn counters(&self) -> Vec<(String, u64)> {
         self.inner().map(|p| p.counters()).unwrap_or_default()
     }
+    /// The policy's own state (its counters and whatever its decisions depend on) as bytes,
+    /// for a checkpoint (`fraglab_sim::checkpoint`): a run continued from the checkpoint gets
+    /// them back with [`Policy::restore_state`] and decides as this one would have. A layer's
+    /// is its inner policy's. `Err`: the policy cannot be saved (it says why). Kernel:
+    /// nothing to save.
+    fn save_state(&self) -> Result<Vec<u8>, String> {
+        self.inner().map_or(Ok(Vec::new()), |p| p.save_state())
+    }
+
+    /// Takes back what [`Policy::save_state`] saved (from a policy of the same name).
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), String> {
+        match self.inner_mut() {
+            Some(p) => p.restore_state(state),
+            None if state.is_empty() => Ok(()),
+            None => Err(format!(
+                "policy {} keeps no state but was given {} bytes",
+                self.name(),
+                state.len()
+            )),
+        }
+    }
 }
 
 /// Linux 6.18 as it ships: every hook at its default.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Kernel;
+
+/// A [`Kernel`] policy, boxed: what a model deserialized from a checkpoint holds until the
+/// checkpoint's reader installs the policy of the run that continues it.
+pub fn kernel_policy() -> Box<dyn Policy> {
+    Box::new(Kernel)
+}
 
 /// The name of [`Kernel`].
 pub const KERNEL_POLICY: &str = "linux-6.18";

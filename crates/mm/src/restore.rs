@@ -50,7 +50,7 @@ use crate::node::Mm;
 use crate::types::*;
 
 /// An allocated folio to restore.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RestoreFolio {
     pub pfn: u32,
     pub order: u8,
@@ -102,7 +102,7 @@ impl RestoreFolio {
 
 /// The state to boot in: mm-native plain data (`fraglab_sim::restore` builds it from a
 /// `fraglab_state::reconstruct::Reconstruction`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Restore {
     /// The zones, in kernel order; `present` and `managed` must agree with `holes` and
     /// `reserved` (present = spanned − hole pages in the span, managed = present − reserved).
@@ -126,7 +126,7 @@ pub struct Restore {
 }
 
 /// What [`Mm::from_restore`] built, beyond the model itself.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RestoreSummary {
     /// The synthetic page-cache mapping (0 when there is no page-cache folio).
     pub file_mapping: u32,

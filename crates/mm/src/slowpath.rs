@@ -27,7 +27,7 @@ pub const MAX_COMPACT_RETRIES: u32 = 16;
 
 /// The allocation work done since boot, summed over every `alloc_pages` call: an engine
 /// charges a step for the difference between two readings.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkSum {
     pub allocs: u64,
     pub slowpaths: u64,
@@ -153,7 +153,7 @@ impl MeasureWork for Mm {
 }
 
 /// The work one allocation's slow path did (for a cost model), reset by every `alloc_pages`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AllocWork {
     pub slowpath: bool,
     pub compaction: CompactRunStats,

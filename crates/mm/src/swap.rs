@@ -16,7 +16,7 @@ use crate::node::Mm;
 use crate::vmstat::Stat;
 
 /// The swap device.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct SwapDevice {
     /// Size in pages (0: no swap, the default).
     pub total: u64,

@@ -31,7 +31,7 @@ pub const LRU_NAMES: [&str; NR_LRU_LISTS] = [
 ];
 
 /// The node's lruvec: the five lists (head = most recently added) and their sizes in pages.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Lruvec {
     pub lists: [ListHead; NR_LRU_LISTS],
     pub pages: [u64; NR_LRU_LISTS],
@@ -155,7 +155,7 @@ impl Mm {
 }
 
 /// `struct scan_control`, the parts the model uses (§10.4, §10.5).
-#[derive(Clone, Copy, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug)]
 pub struct ScanControl {
     /// The node being reclaimed (`pgdat` of `shrink_node`).
     pub nid: u32,
@@ -235,7 +235,7 @@ pub const RECLAIM_WRITE: u32 = 2;
 pub const RECLAIM_UNMAP: u32 = 4;
 
 /// What `node_reclaim` returned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeReclaim {
     /// `NODE_RECLAIM_NOSCAN`: it did not scan (the allocation may not block, or the node has
     /// CPUs and is not the allocating CPU's).
@@ -256,7 +256,7 @@ pub const SHRINK_BATCH: u64 = 128;
 pub const DEFAULT_SEEKS: u64 = 2;
 
 /// `enum scan_balance`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScanBalance {
     Equal,
     Fract,
@@ -266,13 +266,13 @@ pub enum ScanBalance {
 
 /// The one shrinker of the model (the reclaimable caches the workload declared with
 /// [`Mm::set_slab_shrinkable`]): `shrinker->nr_deferred`, the scan work carried over.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct SlabShrinker {
     pub nr_deferred: u64,
 }
 
 /// `struct reclaim_stat`: what `shrink_folio_list` did with one isolated batch (pages).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReclaimStat {
     pub nr_dirty: u64,
     pub nr_unqueued_dirty: u64,

@@ -12,7 +12,7 @@ pub use crate::vmstat_items::*;
 use std::fmt::Write;
 
 /// One CPU's pageset of one zone, as /proc/zoneinfo prints it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct PagesetView {
     pub count: u64,
     pub high: u64,
@@ -22,7 +22,7 @@ pub struct PagesetView {
 }
 
 /// Everything the renderers need about one zone.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ZoneView {
     pub zone_type: ZoneType,
     pub start_pfn: u64,

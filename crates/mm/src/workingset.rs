@@ -42,7 +42,7 @@ use crate::vmstat::Stat;
 use crate::xarray::{is_value, Kind, VALUE_TAG};
 
 /// One page-cache shadow entry, as read back from the page cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shadow {
     /// `nonresident_age` when the folio was evicted.
     pub eviction: u64,
@@ -80,7 +80,7 @@ fn shadow_of(entry: u64, nr: u64) -> Shadow {
 }
 
 /// The node's refault state (the shadows themselves are in the page cache).
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct Workingset {
     /// `lruvec->nonresident_age`: advanced by evictions and activations.
     pub nonresident_age: u64,

@@ -40,7 +40,7 @@ use crate::vmstat::Stat;
 pub const WRITEBACK_IO_PAGES: u64 = 32;
 
 /// The device queue of writeback I/O.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct WritebackQueue {
     /// Service time of one I/O of [`WRITEBACK_IO_PAGES`] pages (0: writes complete at once).
     pub io_ns: u64,

@@ -64,7 +64,7 @@ pub const GFP_RECLAIM_MASK: Gfp = Gfp(Gfp::RECLAIM.0
 type XaMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// One node's place: (mapping, file within the mapping, level, range within the file).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct NodeKey {
     mapping: u32,
     file: u64,
@@ -74,7 +74,7 @@ struct NodeKey {
 
 /// Entries in a node's range (of which shadows), the node if allocated (a slab slot), and
 /// whether it is a level-0 node holding only shadows (on the kernel's `shadow_nodes` list).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default)]
 struct Group {
     count: i64,
     shadows: i64,
@@ -85,7 +85,7 @@ struct Group {
 /// Per file: entries, entries that are exactly index 0 of order 0, entries ending beyond
 /// index 64 (the xarray is taller than one node), and the places of range 0 of both levels
 /// (all a file of at most 64 pages has: kept here so that one lookup serves an update).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default)]
 struct FileAgg {
     entries: i64,
     head0: i64,
@@ -94,7 +94,7 @@ struct FileAgg {
     l1: Group,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug)]
 struct NodeSlab {
     folio: FolioId,
     token: u64,
@@ -104,7 +104,7 @@ struct NodeSlab {
 }
 
 /// Counters of the node cache.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct XaNodeStats {
     /// Nodes allocated and freed since boot.
     pub allocs: u64,
@@ -122,7 +122,7 @@ pub struct XaNodeStats {
 }
 
 /// The xarray-node model of the page cache (off unless [`Mm::set_xa_nodes`] turns it on).
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct XaNodes {
     pub enabled: bool,
     /// Per mapping (`mapping - 1`): the pages of each file it stands for (0: one file).
@@ -140,7 +140,7 @@ pub struct XaNodes {
 
 /// A change of the page cache's xarray: an entry (folio or shadow) covering `nr` pages from
 /// `start` of `mapping` appeared (`delta` = 1) or went (−1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct XaEvent {
     pub mapping: u32,
     pub start: u64,

@@ -67,7 +67,7 @@ pub fn is_value(entry: u64) -> bool {
 
 /// The kind of an entry, selecting its head bitmap: pointer entries (folios) or value entries
 /// (shadows).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Pointer = 0,
     Value = 1,
@@ -89,7 +89,7 @@ impl Kind {
 /// Laid out (`repr(C)`) with the bitmaps first: every descent and every removal reads a
 /// node's bitmaps before its slots; after the slots they sat 512 bytes in, a cache miss of
 /// their own. 544 bytes, 8-aligned (the kernel's `xa_node` is 576).
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 #[repr(C)]
 struct Node {
     /// Leaf: the slot's index is covered. Interior: the child exists.
@@ -100,6 +100,7 @@ struct Node {
     /// Leaf: the entry starting at the slot is marked. Interior: the child's subtree holds a
     /// marked entry. Always a subset of the pointer heads.
     marks: u64,
+    #[serde(with = "serde_big_array::BigArray")]
     slots: [u64; 64],
 }
 
@@ -121,7 +122,7 @@ impl Node {
 }
 
 /// What a walk visits: the heads of one kind, or the marked entries.
-#[derive(Clone, Copy, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug)]
 enum Sel {
     Heads(Kind),
     Marks,
@@ -129,7 +130,7 @@ enum Sel {
 
 /// One key's tree: its root node (or none) and the shift of the root's slots (the root covers
 /// indices `[0, 64 << shift)`).
-#[derive(Clone, Copy, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug)]
 struct Root {
     node: u32,
     shift: u32,
@@ -148,7 +149,7 @@ const MAX_DEPTH: usize = 11;
 /// exact when it reaches the top ([`XArray::least_value`]). A lower bound keeps the heap's
 /// answer exact: every other item's true key is at least its stored key, so an exact top is
 /// the least of all.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 struct HeapItem {
     value: u64,
     base: u64,
@@ -165,7 +166,7 @@ impl HeapItem {
 }
 
 /// A set of radix trees, one per `u32` key, sharing one node arena.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct XArray {
     roots: Vec<Root>,
     nodes: Vec<Node>,
@@ -181,6 +182,7 @@ pub struct XArray {
 /// One leaf of an entry's span ([`XArray::span_leaf`]): the leaf node, the path's depth to
 /// it, the entry's first and last slots in it, whether the entry starts there, the slots' mask and the
 /// leaf's first index.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct SpanLeaf {
     n: u32,
     depth: usize,

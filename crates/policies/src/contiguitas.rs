@@ -50,7 +50,7 @@ pub const INFO: PluginInfo = PluginInfo {
 };
 
 /// The policy's state: each zone's region and the work queued.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Contiguitas {
     /// Per zone index: the region `[start, end)` as pfns, set at the zone's first fallback.
     region: Vec<Option<(u32, u32)>>,
@@ -201,6 +201,16 @@ impl Policy for Contiguitas {
             self.evacuated += moved;
             self.stayed += stayed;
         }
+    }
+
+    /// The regions, the blocks still to evacuate and the counters.
+    fn save_state(&self) -> Result<Vec<u8>, String> {
+        postcard::to_allocvec(self).map_err(|e| format!("contiguitas: cannot save its state: {e}"))
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), String> {
+        *self = postcard::from_bytes(state).map_err(|e| format!("contiguitas: bad saved state: {e}"))?;
+        Ok(())
     }
 
     fn counters(&self) -> Vec<(String, u64)> {

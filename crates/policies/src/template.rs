@@ -47,4 +47,8 @@ impl Policy for Template {
     // fn kswapd_wake_order(&self, _defrag_mode: bool, order: u32) -> u32 {
     //     order.max(fraglab_mm::types::PAGEBLOCK_ORDER)
     // }
+    //
+    // A policy with state of its own (fields its decisions read) also implements
+    // `save_state` and `restore_state` (serde + postcard, as contiguitas.rs does), so that a
+    // checkpoint holds it; the defaults save nothing.
 }

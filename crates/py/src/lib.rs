@@ -345,6 +345,12 @@ impl fraglab_mm::policy::Policy for PyPolicy {
     fn name(&self) -> String {
         self.name.clone()
     }
+    fn save_state(&self) -> Result<Vec<u8>, String> {
+        Err(format!(
+            "policy {}: a Python policy keeps its state in Python objects, which a checkpoint cannot hold",
+            self.name
+        ))
+    }
     fn nofragment_everywhere(&self, defrag_mode: bool) -> bool {
         match self.hook("nofragment_everywhere") {
             Some(f) => self.call("nofragment_everywhere", f, (defrag_mode,)),

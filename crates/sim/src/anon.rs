@@ -47,7 +47,7 @@ const INDEX_MIN_FOLIOS: usize = 8;
 const NO_FOLIO: u16 = u16::MAX;
 
 /// Where the time of an allocation went (for latency histograms).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AllocPath {
     /// Served by the fast path (at the low watermark).
     Fast,
@@ -88,7 +88,7 @@ impl AllocPath {
 /// for the common case: when no allocation of the fault entered the slow path, every counter
 /// of the `WorkSum` but `allocs` is zero (`WorkSum::fast_allocs_since`), so only that is kept;
 /// the full sum is built (and boxed) only when a slow path ran.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum FaultWork {
     /// Fast-path allocations only: `WorkSum { allocs, ..Default::default() }`.
     Fast { allocs: u64 },
@@ -138,7 +138,7 @@ impl FaultWork {
 }
 
 /// What one touch did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum Touch {
     /// Already populated: no fault.
     Hit,
@@ -156,7 +156,7 @@ pub enum Touch {
 }
 
 /// One folio mapped in a region: 16 bytes (the first page's offset in the region fits a u16).
-#[derive(Clone, Copy, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug)]
 struct Mapped {
     token: u64,
     id: FolioId,
@@ -165,7 +165,7 @@ struct Mapped {
     order: u8,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 struct Region {
     pt: Option<(FolioId, u64)>,
     /// The folios mapped, in the order they were mapped (the order unmap frees them in). Their
@@ -185,6 +185,7 @@ struct Region {
     /// PTE): with more than `INDEX_MIN_FOLIOS` folios, for every page offset the position in
     /// `folios` of the first entry covering it (`NO_FOLIO` if none), so that a touch of a
     /// populated page finds its folio in O(1) instead of scanning `folios`.
+    #[serde(with = "region_index")]
     index: Option<Box<[u16; REGION as usize]>>,
 }
 
@@ -397,7 +398,7 @@ impl Region {
 }
 
 /// An anonymous VMA.
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct AnonVma {
     pub nr_pages: u64,
     /// MADV_HUGEPAGE (VM_HUGEPAGE).
@@ -1394,6 +1395,31 @@ mod tests {
                 naive_set(&mut want, off, n, on);
                 r.set(off, n, on);
                 assert_eq!(r.populated, want, "set {off} {n} {on}");
+            }
+        }
+    }
+}
+
+/// Serde for [`Region`]'s index (an array too long for serde's own impls): as a slice.
+mod region_index {
+    use super::REGION;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    type Index = Option<Box<[u16; REGION as usize]>>;
+
+    pub fn serialize<S: Serializer>(v: &Index, s: S) -> Result<S::Ok, S::Error> {
+        v.as_ref().map(|a| &a[..]).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Index, D::Error> {
+        match Option::<Vec<u16>>::deserialize(d)? {
+            None => Ok(None),
+            Some(v) => {
+                let n = v.len();
+                let a: Box<[u16; REGION as usize]> = v.into_boxed_slice().try_into().map_err(|_| {
+                    serde::de::Error::custom(format!("a region index of {n} entries, not {REGION}"))
+                })?;
+                Ok(Some(a))
             }
         }
     }

@@ -6,7 +6,7 @@
 //! A spec may override any of them.
 
 /// Nanoseconds per unit of work.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 pub struct CostModel {
     /// A 4 KiB anonymous first-touch fault, excluding zeroing and the allocation (p50 1.3–1.7 µs
     /// all-in; docs/costs.md).
@@ -343,7 +343,7 @@ pub const SWAP_CLUSTER_MAX: u64 = 32;
 
 /// One lock's part of a piece of work: `calls` lock calls holding it `hold_ns` in all (a part
 /// of the work's CPU time).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Hold {
     pub calls: u64,
     pub hold_ns: u64,
@@ -351,7 +351,7 @@ pub struct Hold {
 
 /// A phase of work: its CPU time, the parts of that time spent holding `zone->lock` and
 /// `lruvec->lru_lock`, and its waits that are not CPU work (SYNC migration's writeback waits).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Phase {
     pub cpu_ns: u64,
     pub zone: Hold,
@@ -372,7 +372,7 @@ impl Phase {
 /// (`cpus` in all), takes `drain_ipi_ns` (its pcp lock) then returns its share of `pages` by
 /// `free_pcppages_bulk` under `zone->lock` (`drain_page_ns` per page); `cpu_ns` is
 /// [`CostModel::drain_wait`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Drain {
     pub calls: u64,
     pub cpus: u64,
@@ -386,7 +386,7 @@ pub struct Drain {
 /// the waits (`Cx::charge`): lock waits, which only it knows, and the phases' `wait_ns`. A cost
 /// component added to a phase's `cpu_ns` is therefore counted in both a fault's CPU time and
 /// its wall time.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Charge {
     pub base: Phase,
     pub compaction: Phase,

@@ -56,7 +56,7 @@ pub const MS: u64 = 1_000_000;
 pub const SEC: u64 = 1_000_000_000;
 
 /// What a task's step did and what it does next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
     /// Ran for this many ns; runnable again afterwards.
     Ran(u64),
@@ -99,7 +99,7 @@ pub struct Cx<'a> {
 }
 
 /// What a charge took: its CPU time (the cost model's) and its waits (locks, writeback).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Spent {
     pub cpu: u64,
     pub wait: u64,
@@ -290,11 +290,17 @@ pub trait TaskBody {
     fn progress(&self) -> Option<Progress> {
         None
     }
+
+    /// The task as a checkpoint holds it (`crate::checkpoint`); `None` (the default): the
+    /// task cannot be checkpointed, and a checkpoint of a run with it fails, naming it.
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        None
+    }
 }
 
 /// What a task knows of its end: work done of a total (pages faulted, compile jobs, program
 /// steps) and/or a time it runs until (a benchmark's duration, a schedule's last burst).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Progress {
     /// (done, total) units of work.
     pub work: Option<(u64, u64)>,
@@ -361,7 +367,7 @@ pub fn run_expected_end(now: u64, cap: u64, tasks: impl IntoIterator<Item = Opti
     Some(end.clamp(now.min(cap), cap))
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskState {
     /// On a run queue.
     Ready,
@@ -371,7 +377,7 @@ pub enum TaskState {
 }
 
 /// Per-task accounting.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TaskStats {
     /// CPU time charged (steps and context switches).
     pub cpu_ns: u64,
@@ -386,7 +392,9 @@ pub struct TaskStats {
     pub wait_ns: u64,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Task {
+    #[serde(with = "crate::checkpoint::task_body")]
     body: Box<dyn TaskBody>,
     /// A kernel-side helper (flusher): not waited for by `workload_done`.
     daemon: bool,
@@ -417,14 +425,14 @@ const NO_BLAME_SOURCE: u32 = u32::MAX;
 
 /// Where the tasks spawned next run and allocate (`numactl` around a workload):
 /// [`Engine::spawn_binding`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Binding {
     /// Run on this node's CPUs only.
     pub node: Option<u32>,
     pub mempolicy: fraglab_mm::numa::MemPolicy,
 }
 
-#[derive(Default)]
+#[derive(serde::Serialize, serde::Deserialize, Default)]
 struct Cpu {
     busy: bool,
     runq: VecDeque<TaskId>,
@@ -433,7 +441,7 @@ struct Cpu {
     min_vruntime: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum EventKind {
     /// A CPU finished its step (or was idle and got work).
     CpuFree(u32),
@@ -450,7 +458,7 @@ enum EventKind {
     PageReporting,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Event {
     time: u64,
     seq: u64,
@@ -458,6 +466,7 @@ struct Event {
 }
 
 /// The engine.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Engine {
     pub mm: Mm,
     pub cost: CostModel,
@@ -473,7 +482,9 @@ pub struct Engine {
     pub kcompactd: Vec<TaskId>,
     /// Tick period (PCP decay and samplers).
     pub tick_ns: u64,
-    /// Called at every tick with the engine's time (samplers).
+    /// Called at every tick with the engine's time (samplers). Not in a checkpoint: whoever
+    /// continues one installs its own.
+    #[serde(skip)]
     tick_hooks: Vec<TickHook>,
     /// Wake-ups handled (for tests and reports).
     pub kswapd_wakes: u64,
@@ -1084,7 +1095,8 @@ impl Engine {
 
 /// A node's kswapd thread (§10.2): one `kswapd_run` per step, the 100 ms nap as a timed
 /// wait, then sleep until woken.
-struct KswapdTask {
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct KswapdTask {
     nid: u32,
     comm: String,
 }
@@ -1102,6 +1114,10 @@ impl KswapdTask {
 pub const KSWAPD_NAP_NS: u64 = 100 * MS;
 
 impl TaskBody for KswapdTask {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::Kswapd(self))
+    }
+
     fn comm(&self) -> &str {
         &self.comm
     }
@@ -1146,7 +1162,8 @@ impl TaskBody for KswapdTask {
 /// The kcompactd thread (§9.11.5, §26.2): one pass of its loop per step (`kcompactd_run`);
 /// the wait that follows begins when the step's cost has been charged
 /// ([`EventKind::KcompactdWait`]), so wake-ups during the work find it awake.
-struct KcompactdTask {
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct KcompactdTask {
     nid: u32,
     comm: String,
 }
@@ -1161,6 +1178,10 @@ impl KcompactdTask {
 }
 
 impl TaskBody for KcompactdTask {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::Kcompactd(self))
+    }
+
     fn comm(&self) -> &str {
         &self.comm
     }
@@ -1179,9 +1200,14 @@ impl TaskBody for KcompactdTask {
 /// sample interval (or the watermarks' interval while the scheme is inactive). Its CPU time is a
 /// context switch per step plus the reclaim cost of what `reclaim_pages` freed (simplified: the
 /// sampling and region walks are not charged).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct KdamondTask(pub fraglab_mm::damon::Kdamond);
 
 impl TaskBody for KdamondTask {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::Kdamond(self))
+    }
+
     fn comm(&self) -> &str {
         "kdamond.0"
     }

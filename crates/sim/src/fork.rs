@@ -28,6 +28,7 @@
 //!   the snapshot's, as at boot (`boot::boot_config`).
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -47,33 +48,61 @@ pub const FORKABLE_MODEL_KEYS: &[&str] = &[
     "v4_position",
 ];
 
+/// What must be equal between a run and a warm fork or a checkpoint's continuation of it:
+/// each section of `spec` (by name) as its `Debug` text without spec lines, with the
+/// settings a fork may change ([`settings_fingerprint`]) and the checkpoint keys
+/// (`[machine] checkpoint`, `[run] checkpoint_at`) left out.
+pub fn fingerprint(spec: &Spec) -> BTreeMap<String, String> {
+    let mut v = spec.clone();
+    v.knobs = Default::default();
+    v.model.policy = String::new();
+    v.model.policy_line = 0;
+    v.model.folio_mode = Default::default();
+    v.model.defrag_stage = Default::default();
+    v.model.costly_order_policy = Default::default();
+    v.model.v4_position = Default::default();
+    v.machine.checkpoint = None;
+    v.run.checkpoint = None;
+    let text = |a: &dyn std::fmt::Debug| without_lines(&format!("{a:?}"));
+    [
+        ("machine", text(&v.machine)),
+        ("model", text(&v.model)),
+        ("run", text(&v.run)),
+        ("workload", text(&v.workload)),
+        ("ops", text(&v.ops)),
+        ("damon", text(&v.damon)),
+        ("cost", text(&v.cost)),
+        ("host", text(&v.host)),
+    ]
+    .into_iter()
+    .map(|(k, t)| (k.to_string(), t))
+    .collect()
+}
+
+/// The settings of `spec` a fork or a checkpoint's continuation may change: its knobs and
+/// the model's policy switches, as text without spec lines.
+pub fn settings_fingerprint(spec: &Spec) -> String {
+    let m = &spec.model;
+    without_lines(&format!(
+        "{:?} {:?} {:?} {:?} {:?} {:?}",
+        spec.knobs, m.policy, m.folio_mode, m.defrag_stage, m.costly_order_policy, m.v4_position
+    ))
+}
+
+/// The first section of `have` that differs from `want`'s.
+pub fn first_difference<'a>(
+    want: &'a BTreeMap<String, String>,
+    have: &BTreeMap<String, String>,
+) -> Option<&'a str> {
+    want.iter()
+        .find(|(k, v)| have.get(k.as_str()) != Some(v))
+        .map(|(k, _)| k.as_str())
+}
+
 /// Checks that `variant` differs from `base` only where a fork may change it (module doc);
 /// the error names the variant's file and what differs.
 pub fn check_forkable(base: &Spec, variant: &Spec) -> Result<(), RunError> {
-    let mut v = variant.clone();
-    v.knobs = base.knobs.clone();
-    v.model.policy = base.model.policy.clone();
-    v.model.policy_line = base.model.policy_line;
-    v.model.folio_mode = base.model.folio_mode;
-    v.model.defrag_stage = base.model.defrag_stage;
-    v.model.costly_order_policy = base.model.costly_order_policy;
-    v.model.v4_position = base.model.v4_position;
-    // Compared without the spec lines they were read from: an override that adds a knob
-    // moves every table below it.
-    let same = |a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| {
-        without_lines(&format!("{a:?}")) == without_lines(&format!("{b:?}"))
-    };
-    let differs = [
-        ("machine", !same(&v.machine, &base.machine)),
-        ("model", !same(&v.model, &base.model)),
-        ("run", !same(&v.run, &base.run)),
-        ("workload", !same(&v.workload, &base.workload)),
-        ("ops", !same(&v.ops, &base.ops)),
-        ("damon", !same(&v.damon, &base.damon)),
-        ("cost", !same(&v.cost, &base.cost)),
-        ("host", !same(&v.host, &base.host)),
-    ];
-    if let Some((what, _)) = differs.iter().find(|(_, d)| *d) {
+    if let Some(what) = first_difference(&fingerprint(base), &fingerprint(variant)) {
         return Err(RunError(format!(
             "{}: a warm fork continues the first configuration's run: only knobs and [model] {} \
              may differ from it, not [{what}]",

@@ -4,6 +4,7 @@
 
 pub mod anon;
 pub mod boot;
+pub mod checkpoint;
 pub mod compare;
 pub mod cost;
 pub mod engine;

@@ -23,7 +23,7 @@
 use std::collections::VecDeque;
 
 /// The modelled locks (the index of each in [`Locks`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LockId {
     /// `zone->lock` (one for the node: the work counters do not say which zone).
     Zone = 0,
@@ -49,7 +49,7 @@ impl LockId {
 /// One lock's `/proc/lock_stat` figures (nanoseconds). A grant that had to wait counts one
 /// contention; `acquisitions` counts the kernel's lock calls, of which one grant may stand for
 /// several taken back to back ([`crate::cost::Hold`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LockStat {
     pub acquisitions: u64,
     pub contentions: u64,
@@ -84,7 +84,7 @@ impl LockStat {
     }
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 struct Lock {
     /// Held intervals `[start, end)`, sorted, disjoint and not touching (touching ones are
     /// merged); none ends at or before the time last pruned to.
@@ -93,7 +93,7 @@ struct Lock {
 }
 
 /// The engine's locks.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct Locks {
     locks: [Lock; 3],
 }

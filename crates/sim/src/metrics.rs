@@ -9,7 +9,7 @@ use crate::anon::AllocPath;
 pub use fraglab_spec::result::Histogram;
 
 /// One THP burst of a `thp_burst` task.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Burst {
     pub start_ns: u64,
     /// Time spent faulting the burst's memory in (the "Hugealloc Time" of the burst).
@@ -19,7 +19,7 @@ pub struct Burst {
 }
 
 /// One build of a `kbuild` generator.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Build {
     /// `Mm::stats` when the build started, and their change over the build.
     pub stats_start: Vec<u64>,
@@ -34,7 +34,7 @@ pub struct Build {
 }
 
 /// Everything the workload tasks record.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct Metrics {
     /// Fault latency by folio order and path: wall time from the fault's start to its return
     /// (its CPU time and every wait the model has inside it), and its CPU time alone.
@@ -60,7 +60,7 @@ pub struct Metrics {
 /// was recorded), with an O(1) lookup for orders up to `FAST_ORDERS - 1`. Each key has two
 /// histograms: wall time (what [`FaultLatency::iter`] gives, the result's `fault_latency`) and
 /// CPU time ([`FaultLatency::iter_cpu`], the result's `fault_latency_cpu`).
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct FaultLatency {
     /// The histograms (wall, CPU), sorted by key.
     entries: Vec<((u32, AllocPath), Histogram, Histogram)>,
@@ -156,7 +156,7 @@ impl FaultLatency {
 }
 
 /// The start of a run's measured part: its time and /proc/vmstat then.
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default)]
 pub struct MeasureMark {
     pub t_ns: u64,
     pub vmstat: Vec<(String, i64)>,

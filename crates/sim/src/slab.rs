@@ -24,10 +24,10 @@ use fraglab_mm::{Gfp, Mm};
 /// A handle to one object: the slab it lives in and that slab's generation (a slot reused by
 /// a later slab page has a new one, so a handle to an object the shrinker took never aliases
 /// a newer object).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Obj(u32, u32);
 
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 struct SlabPage {
     folio: FolioId,
     token: u64,
@@ -38,9 +38,9 @@ struct SlabPage {
 }
 
 /// One kmem_cache.
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct SlabCache {
-    pub name: &'static str,
+    pub name: Box<str>,
     order: u32,
     per_slab: u32,
     gfp: Gfp,
@@ -62,7 +62,7 @@ impl SlabCache {
     /// (`GFP_KERNEL | __GFP_RECLAIMABLE` for dentries and inodes, `GFP_KERNEL` otherwise).
     pub fn new(name: &'static str, order: u32, per_slab: u32, gfp: Gfp) -> SlabCache {
         SlabCache {
-            name,
+            name: name.into(),
             order,
             per_slab: per_slab.max(1),
             gfp,

@@ -153,6 +153,42 @@ fn run_workload_full(
         .workload
         .as_ref()
         .ok_or_else(|| RunError(format!("{}: no [workload] to run", spec.file)))?;
+    let mut live = match &spec.machine.checkpoint {
+        Some(c) => continue_from(spec, c, sink)?,
+        None => start(spec, w, sink, &cancelled)?,
+    };
+    if cancelled() {
+        return Err(RunError::interrupted(&spec.file));
+    }
+    setup(&mut live.e);
+    let (end_ns, written) = run_to_end(&mut live, spec, w.duration_ns, progress, &cancelled)?;
+    if cancelled() {
+        return Err(RunError::interrupted(&spec.file));
+    }
+    let mut r = finish(spec, live, end_ns, at_end)?;
+    r.checkpoint = written;
+    Ok(r)
+}
+
+/// Everything a timed run holds while it runs, and what a checkpoint saves.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Live {
+    e: Engine,
+    #[serde(with = "crate::checkpoint::generators")]
+    gens: Vec<Box<dyn crate::workload::Generator>>,
+    rec: Recorder,
+    proc_start: BTreeMap<String, String>,
+    start: Vec<(String, i64)>,
+    cadence: MapCadence,
+}
+
+/// Boots the spec's machine and spawns its workload: the run at time 0.
+fn start(
+    spec: &Spec,
+    w: &fraglab_spec::WorkloadSpec,
+    sink: Option<TraceSink>,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Live, RunError> {
     let mut e = Engine::new(boot(spec)?, cost_model(spec), spec.run.seed);
     if spec.run.blame {
         e.mm.enable_blame();
@@ -194,17 +230,137 @@ fn run_workload_full(
         }
         e.start_kdamond(cfg);
     }
-    let rec = Recorder::install(&mut e, sink, metrics.clone());
+    let rec = Recorder::new(&e, sink, metrics);
+    rec.install(&mut e);
     let proc_start = proc_snapshot(&e.mm);
     let start = vmstat_values(&e.mm);
     if spec.run.debug_vm {
         e.check_every = spec.run.debug_vm_every.max(1);
     }
-    setup(&mut e);
-    let end_ns = run_to_end(&mut e, w.duration_ns, &rec.maps, progress, &cancelled);
-    if cancelled() {
-        return Err(RunError::interrupted(&spec.file));
+    let blocks = rec.maps.borrow().first().map_or(1, |m| m.types.len() as u64);
+    Ok(Live {
+        e,
+        gens,
+        rec,
+        proc_start,
+        start,
+        cadence: MapCadence::new(blocks),
+    })
+}
+
+/// What a checkpoint file holds besides its header: the run, and the policy's own state.
+#[derive(serde::Serialize)]
+struct SavedRef<'a> {
+    live: &'a Live,
+    policy: String,
+    policy_state: Vec<u8>,
+}
+
+#[derive(serde::Deserialize)]
+struct SavedOwned {
+    live: Live,
+    policy: String,
+    policy_state: Vec<u8>,
+}
+
+/// Where an error about a checkpoint key points: the spec's line, or the command-line option
+/// that set it (line 0).
+fn key_at(spec: &Spec, line: usize, key: &str, option: &str) -> String {
+    match line {
+        0 => format!("{}: {option}", spec.file),
+        l => format!("{}:{l}: key {key}", spec.file),
     }
+}
+
+/// Writes the checkpoint of `live` (`[run] checkpoint_at`) to `out.file`.
+fn write_checkpoint(
+    spec: &Spec,
+    live: &Live,
+    out: &fraglab_spec::CheckpointOut,
+) -> Result<fraglab_spec::result::CheckpointWritten, RunError> {
+    let p = live.e.mm.policy();
+    let at = key_at(spec, out.line, "run.checkpoint_at", "--checkpoint-at");
+    let policy_state = p.save_state().map_err(|m| RunError(format!("{at}: {m}")))?;
+    let header = crate::checkpoint::CheckpointHeader {
+        kind: "fraglab-checkpoint".into(),
+        fraglab: env!("CARGO_PKG_VERSION").into(),
+        layout: crate::checkpoint::LAYOUT.into(),
+        t_ns: live.e.now(),
+        at_ns: out.at_ns,
+        spec_file: spec.file.clone(),
+        spec_name: spec.name.clone(),
+        seed: spec.run.seed,
+        fingerprint: crate::fork::fingerprint(spec),
+        settings: crate::fork::settings_fingerprint(spec),
+        policy: p.name(),
+        state_bytes: 0,
+    };
+    let saved = SavedRef {
+        live,
+        policy: p.name(),
+        policy_state,
+    };
+    let bytes = crate::checkpoint::write_file(&out.file, header, &saved)
+        .map_err(|e| RunError(format!("{at}: {e}")))?;
+    Ok(fraglab_spec::result::CheckpointWritten {
+        file: out.file.display().to_string(),
+        t_ns: live.e.now(),
+        at_ns: out.at_ns,
+        bytes,
+    })
+}
+
+/// Reads the checkpoint of `[machine] checkpoint` and makes it the run of `spec`: checks that
+/// `spec` may continue it, applies `spec`'s settings where they differ from the checkpoint's
+/// and installs `spec`'s policy (with the saved state when it is the same policy).
+fn continue_from(
+    spec: &Spec,
+    c: &fraglab_spec::CheckpointIn,
+    sink: Option<TraceSink>,
+) -> Result<Live, RunError> {
+    let at = key_at(spec, c.line, "machine.checkpoint", "--from-checkpoint");
+    let (reader, h) =
+        crate::checkpoint::read_header(&c.resolved).map_err(|e| RunError(format!("{at}: {e}")))?;
+    if let Some(what) = crate::fork::first_difference(&h.fingerprint, &crate::fork::fingerprint(spec)) {
+        return Err(RunError(format!(
+            "{at}: {} was written by {} ({}), whose [{what}] differs from this spec's: a run \
+             continues a checkpoint under other knobs and [model] {} only",
+            c.path,
+            h.spec_file,
+            h.spec_name.as_deref().unwrap_or("unnamed"),
+            crate::fork::FORKABLE_MODEL_KEYS.join(", ")
+        )));
+    }
+    let saved: SavedOwned =
+        crate::checkpoint::read_state(reader, &h).map_err(|e| RunError(format!("{at}: {e}")))?;
+    let mut live = saved.live;
+    let cfg = crate::boot::boot_config(spec)?;
+    if crate::fork::settings_fingerprint(spec) != h.settings {
+        live.e.mm.apply_settings(&cfg);
+    }
+    live.e.mm.set_policy(cfg.policy.build());
+    if live.e.mm.policy().name() == saved.policy {
+        live.e
+            .mm
+            .restore_policy_state(&saved.policy_state)
+            .map_err(|m| RunError(format!("{at}: {m}")))?;
+    }
+    *live.rec.sink.borrow_mut() = sink;
+    live.rec.install(&mut live.e);
+    Ok(live)
+}
+
+/// The end of a timed run: the checks, and the result.
+fn finish(spec: &Spec, live: Live, end_ns: u64, at_end: &mut dyn FnMut(&Mm)) -> Result<RunResult, RunError> {
+    let Live {
+        mut e,
+        gens,
+        rec,
+        proc_start,
+        start,
+        ..
+    } = live;
+    let metrics = rec.metrics.clone();
     if let Some((steps, t, v)) = e.violation.take() {
         return Err(RunError(format!(
             "{}: [run] debug_vm: invariant violated after task step {steps} (t = {:.3} s): {v}",
@@ -310,14 +466,21 @@ fn scale_result(
 
 /// What a timed run records as it goes: a sample per tick, pageblock maps on the
 /// [`MapCadence`] (taken by [`run_to_end`]) and, with `[run] trace`, the trace events.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Recorder {
+    #[serde(with = "crate::checkpoint::shared")]
     samples: Rc<RefCell<Vec<Sample>>>,
+    #[serde(with = "crate::checkpoint::shared")]
     maps: Rc<RefCell<Vec<PageblockMap>>>,
     /// The events counted per name over the run (as the host engine's `--trace` counts them)
     /// and the first TRACE_KEEP_BYTES of their ftrace text.
+    #[serde(with = "crate::checkpoint::shared")]
     traced: Rc<RefCell<(BTreeMap<String, u64>, String)>>,
-    /// [`run_workload_trace_to`]: where the whole text goes.
+    /// [`run_workload_trace_to`]: where the whole text goes (not in a checkpoint: a continued
+    /// run streams to its own).
+    #[serde(skip)]
     sink: Rc<RefCell<Option<TraceSink>>>,
+    #[serde(with = "crate::checkpoint::shared")]
     metrics: Rc<RefCell<Metrics>>,
 }
 
@@ -374,27 +537,30 @@ impl TraceSink {
 }
 
 impl Recorder {
-    /// Takes the first sample and map and registers the tick hook that takes the other samples.
-    fn install(e: &mut Engine, sink: Option<TraceSink>, metrics: Rc<RefCell<Metrics>>) -> Recorder {
-        let samples = Rc::new(RefCell::new(vec![sample(&e.mm, 0)]));
-        let s2 = samples.clone();
-        let maps = Rc::new(RefCell::new(vec![pageblock_snapshot(&e.mm, 0)]));
-        // The trace buffer is emptied every tick so that a long run does not hold them all.
-        let traced = Rc::new(RefCell::new((BTreeMap::<String, u64>::new(), String::new())));
-        let t2 = traced.clone();
-        let sink = Rc::new(RefCell::new(sink));
-        let (k2, m2) = (sink.clone(), metrics.clone());
+    /// Takes the first sample and map.
+    fn new(e: &Engine, sink: Option<TraceSink>, metrics: Rc<RefCell<Metrics>>) -> Recorder {
+        Recorder {
+            samples: Rc::new(RefCell::new(vec![sample(&e.mm, 0)])),
+            maps: Rc::new(RefCell::new(vec![pageblock_snapshot(&e.mm, 0)])),
+            traced: Rc::new(RefCell::new((BTreeMap::<String, u64>::new(), String::new()))),
+            sink: Rc::new(RefCell::new(sink)),
+            metrics,
+        }
+    }
+
+    /// Registers the tick hook that takes the other samples and empties the trace buffer
+    /// (every tick, so that a long run does not hold all its events).
+    fn install(&self, e: &mut Engine) {
+        let (s2, t2, k2, m2) = (
+            self.samples.clone(),
+            self.traced.clone(),
+            self.sink.clone(),
+            self.metrics.clone(),
+        );
         e.on_tick(Box::new(move |t, mm| {
             s2.borrow_mut().push(sample(mm, t));
             drain_trace(mm, &mut t2.borrow_mut(), &mut k2.borrow_mut(), &m2);
         }));
-        Recorder {
-            samples,
-            maps,
-            traced,
-            sink,
-            metrics,
-        }
     }
 }
 
@@ -410,6 +576,7 @@ const MAP_CELLS: u64 = 64 << 20;
 /// length ends with between `max / 2` and `max` maps, evenly spaced. `max` is
 /// [`MAP_CELLS`] / blocks, between 16 and 240. Taking a map reads the model, never changes it:
 /// only the result's `pageblock_maps` depend on the cadence.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct MapCadence {
     step: u64,
     next: u64,
@@ -448,32 +615,49 @@ impl MapCadence {
 }
 
 /// Runs the engine until the workload is done or `duration` has passed, reporting progress at
-/// most once per simulated 100 ms and taking pageblock maps into `maps` on the
-/// [`MapCadence`]; stops early after the event that finds `cancelled` true. Returns the end
-/// time.
+/// most once per simulated 100 ms and taking pageblock maps on the [`MapCadence`]; stops
+/// early after the event that finds `cancelled` true. With `[run] checkpoint_at`, writes the
+/// checkpoint after the first event at or after its time (an error stops the run). Returns
+/// the end time.
 fn run_to_end(
-    e: &mut Engine,
+    live: &mut Live,
+    spec: &Spec,
     duration: u64,
-    maps: &RefCell<Vec<PageblockMap>>,
     progress: &mut dyn FnMut(&TimedProgress),
     cancelled: &dyn Fn() -> bool,
-) -> u64 {
+) -> Result<(u64, Option<fraglab_spec::result::CheckpointWritten>), RunError> {
     let mut last = 0u64;
-    let blocks = maps.borrow().first().map_or(1, |m| m.types.len() as u64);
-    let mut cadence = MapCadence::new(blocks);
-    e.run(duration, |e| {
-        let now = e.now();
-        if now >= last + 100_000_000 {
-            last = now;
-            progress(&TimedProgress {
-                now_ns: now,
-                cap_ns: duration,
-                expected_end_ns: e.expected_end(duration),
-            });
+    let mut ckpt = spec.run.checkpoint.as_ref().filter(|c| c.at_ns < duration);
+    let mut written = None;
+    loop {
+        let Live { e, rec, cadence, .. } = &mut *live;
+        let maps = &rec.maps;
+        let end = e.run(duration, |e| {
+            let now = e.now();
+            if now >= last + 100_000_000 {
+                last = now;
+                progress(&TimedProgress {
+                    now_ns: now,
+                    cap_ns: duration,
+                    expected_end_ns: e.expected_end(duration),
+                });
+            }
+            cadence.tick(now, &mut maps.borrow_mut(), || pageblock_snapshot(&e.mm, now));
+            e.workload_done() || cancelled() || ckpt.is_some_and(|c| now >= c.at_ns)
+        });
+        // Stopped at the checkpoint's time (not by the duration): write it and go on, unless
+        // the workload ended at this very event. The engine's run resumes with the next event
+        // as if it had not stopped.
+        match ckpt.take() {
+            Some(c) if end >= c.at_ns && end < duration && !cancelled() => {
+                written = Some(write_checkpoint(spec, live, c)?);
+                if live.e.workload_done() {
+                    return Ok((end, written));
+                }
+            }
+            _ => return Ok((end, written)),
         }
-        cadence.tick(now, &mut maps.borrow_mut(), || pageblock_snapshot(&e.mm, now));
-        e.workload_done() || cancelled()
-    })
+    }
 }
 
 /// The run's result without the generators' parts: vmstat deltas, samples, the trace, the

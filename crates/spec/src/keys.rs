@@ -263,6 +263,12 @@ pub(crate) const MACHINE: &[KeyDef] = &[
         "free page reporting (virtio-balloon, §32): 2 s after a free merges to this order or more, a pass reports the unreported free chunks of orders page_reporting_order..10 to the host (at most ⌈nr_free/512⌉ + 1 batches of 32 per list and pass), retyping free Unmovable/Reclaimable blocks to Movable; the host discards their backing, and the first write to such a page costs [cost] host_fault_ns; simulator only (the host engine records the machine's value and never changes it)",
     ),
     key(
+        "checkpoint",
+        KeyKind::Str,
+        KeyDefault::Text("none: the run starts at time 0"),
+        "continue from a checkpoint file (`[run] checkpoint_at`, docs/checkpoints.md), relative to the spec's directory: the run goes on from the checkpoint's simulated time to the end, and its result is the whole run's. The rest of the spec must be the one that wrote the checkpoint, except the knobs and [model] policy, folio_mode, defrag_stage, costly_order_policy and v4_position, which are applied at the checkpoint's time as sysctl writes",
+    ),
+    key(
         "snapshot",
         KeyKind::Str,
         KeyDefault::Text("none: a freshly booted machine"),
@@ -340,6 +346,18 @@ pub(crate) const RUN: &[KeyDef] = &[
         ">= 1",
         DEBUG_VM_EVERY_DEFAULT,
         "with `debug_vm`, a timed run checks the invariants every this many task steps (kernel threads' included); 1 checks after every step",
+    ),
+    key(
+        "checkpoint_at",
+        KeyKind::Duration { min: 0 },
+        KeyDefault::Text("none: no checkpoint"),
+        "write a checkpoint (docs/checkpoints.md): the whole simulated state after the first event at or after this simulated time, to `checkpoint_file`; the run goes on unchanged. A spec with [machine] checkpoint continues from the file under other knobs or another policy",
+    ),
+    key(
+        "checkpoint_file",
+        KeyKind::Str,
+        KeyDefault::Text("the spec's file name with .ckpt for .toml, beside it"),
+        "where `checkpoint_at` writes its checkpoint, relative to the spec's directory",
     ),
     boolean(
         "blame",

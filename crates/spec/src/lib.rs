@@ -390,6 +390,8 @@ pub struct MachineSpec {
     /// machine. With a snapshot, `memory_bytes` and `zones` are `None` (the snapshot gives the
     /// zones).
     pub snapshot: Option<SnapshotSpec>,
+    /// `checkpoint`: the run continues from a checkpoint file (`fraglab_sim::checkpoint`).
+    pub checkpoint: Option<CheckpointIn>,
     /// The line of what sizes the machine — `memory`, the first `[[machine.zone]]` or
     /// `snapshot` — for errors found only when the machine boots ([`MachineSpec::at`]).
     pub line: usize,
@@ -419,6 +421,28 @@ impl MachineSpec {
 pub struct NodeSpec {
     pub memory_bytes: u64,
     pub cpus: u32,
+}
+
+/// `[machine] checkpoint`: the checkpoint a run continues from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointIn {
+    /// The path as written.
+    pub path: String,
+    /// The path relative to the spec file's directory.
+    pub resolved: std::path::PathBuf,
+    /// The line of the key.
+    pub line: usize,
+}
+
+/// `[run] checkpoint_at` and `checkpoint_file`: where and when a run writes a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointOut {
+    /// The simulated time: the state after the first event at or after it is written.
+    pub at_ns: u64,
+    /// The file, relative to the spec file's directory.
+    pub file: std::path::PathBuf,
+    /// The line of `checkpoint_at`.
+    pub line: usize,
 }
 
 /// `[machine] snapshot`: where the snapshot is and what the spec gives besides it.
@@ -515,6 +539,8 @@ pub struct RunSpec {
     /// `scale = "1/K"` (or `fraglab run --scale`): the spec has been scaled to a model 1/K of
     /// its size ([`scale::scale_spec`]: the machine, knobs and workload here are the scaled
     /// ones). `None` (the default): the full-size run.
+    /// `checkpoint_at` (with `checkpoint_file`): write a checkpoint.
+    pub checkpoint: Option<CheckpointOut>,
     pub scale: Option<scale::ScaleSpec>,
 }
 
@@ -527,6 +553,7 @@ impl Default for RunSpec {
             blame: false,
             trace: Vec::new(),
             scale: None,
+            checkpoint: None,
         }
     }
 }

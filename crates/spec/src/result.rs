@@ -151,6 +151,24 @@ pub struct RunResult {
     /// for a run of its own (and from the JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork_at_ns: Option<u64>,
+    /// `[run] checkpoint_at` (issue 37, docs/checkpoints.md): the checkpoint this run wrote.
+    /// Absent when none was asked for or the run ended before its time (and from the JSON).
+    /// A run continued from a checkpoint does not say so: its result is the whole run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<CheckpointWritten>,
+}
+
+/// [`RunResult::checkpoint`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointWritten {
+    /// The file, as the run named it.
+    pub file: String,
+    /// The simulated time of the state it holds (the first event at or after `at_ns`).
+    pub t_ns: u64,
+    /// `checkpoint_at`.
+    pub at_ns: u64,
+    /// The file's size.
+    pub bytes: u64,
 }
 
 /// [`RunResult::policy`].

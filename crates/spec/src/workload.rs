@@ -2,7 +2,7 @@
 //! cost-model overrides.
 
 /// `[workload]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct WorkloadSpec {
     /// The run stops at this simulated time even if the workload has not finished
     /// (`duration`, default 1 h).
@@ -21,7 +21,7 @@ pub struct WorkloadSpec {
 /// `file_size` in turn (a dentry and an inode, then a buffered write), deleting the oldest so
 /// that all files together stay at `working_set` (default 1.5 × memory) — slab and page cache
 /// allocated interleaved, the page cache reclaimed as it goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct FioSmallFilesParams {
     pub line: usize,
     pub jobs: u32,
@@ -34,7 +34,7 @@ pub struct FioSmallFilesParams {
 }
 
 /// The vm-scalability cases seed 000 measured (seed 000's published results).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VmScalabilityCase {
     /// `usemem -n N --readonly --unit 40KiB SIZE/N`: many small anonymous VMAs, read-only
     /// touch (zero-page mappings: page tables and VMA slab, no data pages).
@@ -71,7 +71,7 @@ impl VmScalabilityCase {
 }
 
 /// `[[workload.vm_scalability]]`: one vm-scalability case.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct VmScalabilityParams {
     pub line: usize,
     pub case: VmScalabilityCase,
@@ -90,7 +90,7 @@ pub struct VmScalabilityParams {
 }
 
 /// `[[workload.pgbench]]`: seed 002's pgbench simple-update (seed 002's published results).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct PgbenchParams {
     pub line: usize,
     pub clients: u32,
@@ -115,7 +115,7 @@ pub struct PgbenchParams {
 
 /// `[[workload.thpchallenge]]`: mmtests' THP fault benchmark (mmtests' thpchallenge):
 /// `threads` threads each map `size` and fault it in 2 MiB steps.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ThpChallengeParams {
     pub line: usize,
     pub threads: u32,
@@ -127,7 +127,7 @@ pub struct ThpChallengeParams {
 }
 
 /// `[[workload.kbuild]]`: a parallel kernel build (make -jN), `iterations` builds in a row.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct KbuildParams {
     pub line: usize,
     pub jobs_parallel: u32,
@@ -155,7 +155,7 @@ pub struct KbuildParams {
 
 /// `[[workload.thp_burst]]`: the seed-001 "Hugealloc" process, bursts of THP faults (madvised
 /// unless `madvised = false`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ThpBurstParams {
     pub line: usize,
     pub interval_ns: u64,
@@ -247,7 +247,7 @@ mod tests {
 
 /// `[[workload.task]]`: `count` instances of a program of steps, repeated `loops` times, started
 /// at `start` (the workload primitives of issue 5).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct TaskParams {
     pub line: usize,
     pub name: String,
@@ -267,7 +267,7 @@ pub struct TaskParams {
 }
 
 /// One step of a task program (`steps = [{ mmap = "a", size = "64MiB" }, ...]`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum TaskStep {
     /// An anonymous mapping named `vma` of `size_bytes`, MADV_HUGEPAGE if `madvise`;
     /// MAP_LOCKED if `locked` (populated and mlocked at mmap, docs/model §29.1.2).
@@ -408,7 +408,7 @@ pub enum TaskStep {
 }
 
 /// What a `files` step does to its set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FilesOp {
     Create,
     Read,
@@ -428,7 +428,7 @@ impl FilesOp {
 }
 
 /// `POSIX_FADV_*` (mm/fadvise.c `generic_fadvise`, docs/model §23.6).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fadvice {
     Normal,
     Random,

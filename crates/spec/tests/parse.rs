@@ -90,6 +90,7 @@ fn full_spec_parses_to_the_expected_structure() {
             page_reporting_order: None,
             page_reporting_given: false,
             snapshot: None,
+            checkpoint: None,
             line: 6,
             hugetlb_line: 5,
         },
@@ -103,6 +104,7 @@ fn full_spec_parses_to_the_expected_structure() {
             // In TRACE_EVENTS order, not the spec's.
             trace: vec!["mm_page_alloc".into(), "mm_page_alloc_extfrag".into()],
             scale: None,
+            checkpoint: None,
         },
         host: Default::default(),
         damon: Default::default(),
@@ -181,6 +183,7 @@ fn minimal_spec_gets_the_defaults() {
             page_reporting_order: None,
             page_reporting_given: false,
             snapshot: None,
+            checkpoint: None,
             line: 2,
             hugetlb_line: 1,
         }
@@ -195,6 +198,7 @@ fn minimal_spec_gets_the_defaults() {
             blame: false,
             trace: vec![],
             scale: None,
+            checkpoint: None,
         }
     );
     assert!(spec.ops.is_empty());
@@ -259,6 +263,7 @@ zone = "DMA32"
             page_reporting_order: None,
             page_reporting_given: false,
             snapshot: None,
+            checkpoint: None,
             line: 5,
             hugetlb_line: 2,
             zones: Some(vec![

@@ -9,7 +9,7 @@ pub type FolioId = u32;
 
 /// Who owns the memory (docs/model §19.2 item 10): anonymous and page-cache folios are
 /// on the LRU and movable; slab, page tables and other kernel memory are neither.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FolioKind {
     Anon,
     File,

@@ -5,7 +5,7 @@
 use crate::page::{MigrateType, ZoneType};
 
 /// A gfp mask. The bit values are the kernel's, so a mask prints the same in traces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Gfp(pub u32);
 
 impl Gfp {

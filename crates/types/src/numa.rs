@@ -5,7 +5,7 @@
 pub const MAX_NODES: u32 = 64;
 
 /// A task's memory policy with its nodemask as a bit per node (bit n = node n).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MemPolicy {
     /// MPOL_DEFAULT / MPOL_LOCAL: the node of the CPU the task runs on, falling back to the
     /// other nodes in distance order.
@@ -79,7 +79,7 @@ impl MemPolicy {
 
 /// Where a workload's tasks run and allocate: `numa_node` (its CPUs, and memory bound there
 /// unless a policy is given) and `mempolicy`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NumaBind {
     pub node: Option<u32>,
     pub mempolicy: MemPolicy,

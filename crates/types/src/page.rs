@@ -2,7 +2,9 @@
 //! (docs/model §0.3, §1.1–§1.3).
 
 /// A page frame number. 32 bits cover 16 TiB of 4 KiB pages (architecture.md, "Data structures").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(
+    serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default,
+)]
 pub struct Pfn(pub u32);
 
 impl Pfn {
@@ -35,7 +37,7 @@ pub const SWAP_CLUSTER_MAX: u64 = 32;
 pub const HPAGE_PMD_ORDER: u32 = 9;
 
 /// Migratetypes in kernel enumeration order, CONFIG_CMA off (as on S2), so ISOLATE = 4 (§1.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum MigrateType {
     Unmovable = 0,
@@ -88,7 +90,7 @@ impl MigrateType {
 }
 
 /// Zone types in kernel index order for x86-64 (§1.1.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum ZoneType {
     Dma = 0,

@@ -6,7 +6,7 @@
 word_enum! {
     /// `[model] folio_mode`: the large-folio compaction behaviours of Zi Yan's series "Enable >0
     /// order folio memory compaction" (seed 000, docs/model §9.8.5, §13.7, §18.1).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub enum FolioMode {
         /// Before the series (≤ 6.8): large folios are not isolated; free chunks are handed out
         /// as order-0 pages.
@@ -27,7 +27,7 @@ word_enum! {
     /// `[model] defrag_stage`: the stages of Weiner's defrag_mode series (seed 001,
     /// docs/model §8): which rows of the §8 table `vm.defrag_mode = 1` turns on.
     /// `KswapdWatermarks` is what 6.18 ships.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
     pub enum DefragStage {
         /// defrag_mode = 1 behaves like 0 (the baseline of the series).
         Vanilla = "vanilla",
@@ -46,7 +46,7 @@ word_enum! {
     /// `[model] costly_order_policy`: the policy for costly-order page-cache folio allocations:
     /// the 6.18 baseline and the four variants of the 2026 thread "iomap: avoid compaction for
     /// costly folio order allocation" (docs/model §12.4, §12.5).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub enum CostlyOrderPolicy {
         /// 6.18: every order above the mapping minimum is tried with NORETRY|NOWARN (§12.3).
         #[default]
@@ -70,7 +70,7 @@ word_enum! {
     /// `[model] v4_position`: where the V4 check sits in the 6.18 slow path (§12.5 "V4
     /// placement"): before the initial async compaction of §7.4 step 4 (the intended semantics:
     /// no direct work at all) or after it (a literal port of the posted diff's position).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub enum V4Position {
         #[default]
         BeforeInitialCompaction = "before_initial_compaction",
@@ -81,7 +81,7 @@ word_enum! {
 word_enum! {
     /// `[model] sched`: how the timed engine's CPUs pick their next task (not mm; see
     /// `fraglab_sim::engine`).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub enum Sched {
         /// The run queue's head after each step.
         #[default]
@@ -98,7 +98,7 @@ word_enum! {
     /// §33): the run directory's. With `[host] loop_images` a file set is on the image of its
     /// mapping kind's filesystem whatever this says (`xfs` → XFS, the others → ext4), unless
     /// the switch is `off`.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub enum FsMetadata {
         /// The run directory is on ext4 (this project's VMs: the root filesystem on vda): its
         /// directory blocks, inode tables, bitmaps and journal are block-device page cache.
@@ -115,7 +115,7 @@ word_enum! {
 word_enum! {
     /// The page-cache behaviour of a file's mapping (docs/model §12.1): `mapping = "..."`
     /// on the first op or step that names the file.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub enum MappingKind {
         /// XFS: large folios, no __GFP_FS.
         Xfs = "xfs",
@@ -129,7 +129,7 @@ word_enum! {
 word_enum! {
     /// `transparent_hugepage/enabled` (and the per-size `hugepages-<N>kB/enabled` values, which
     /// add `inherit`), docs/model §11.1.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub enum ThpEnabled {
         Always = "always",
         Inherit = "inherit",
@@ -140,7 +140,7 @@ word_enum! {
 
 word_enum! {
     /// `transparent_hugepage/defrag` (§11.2).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub enum ThpDefrag {
         Always = "always",
         Defer = "defer",
@@ -152,7 +152,7 @@ word_enum! {
 
 /// `enum compact_priority` (§7.1): lower is harder. The spec's `priority` of a `compact` op
 /// names it by [`CompactPriority::name`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CompactPriority {
     SyncFull = 0,
     SyncLight = 1,

@@ -17,7 +17,7 @@ use crate::vmstat::Stat;
 use std::collections::BTreeMap;
 
 /// How a folio's LRU membership is known to `check_folio_head`.
-#[derive(Clone, Copy)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy)]
 pub(super) enum LruSeen {
     /// The walk of the LRU lists found it on this list (list + 1; 0: on none).
     Walked(u8),
@@ -26,6 +26,7 @@ pub(super) enum LruSeen {
 }
 
 /// What the pass adds up, for the comparisons after it.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct FolioSums {
     /// Inactive anon, active anon, inactive file, active file, isolated anon, isolated file,
     /// anon pages, file pages, unevictable (§29.1.4), mlocked (NR_MLOCK).
@@ -47,7 +48,7 @@ pub(super) struct FolioSums {
 /// The page-cache folios as the pass saw them (a folio with a mapping is in the page cache at
 /// its mapping and index), for `check_page_cache`: their number and a fingerprint of their
 /// (mapping, index, folio) triples, the same of the dirty ones, and the dirty ones by age.
-#[derive(Default)]
+#[derive(serde::Serialize, serde::Deserialize, Default)]
 pub(super) struct CacheSums {
     pub(super) entries: u64,
     pub(super) fp: u64,

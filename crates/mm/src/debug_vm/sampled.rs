@@ -67,7 +67,7 @@ pub const FOLIO_STRIPE: usize = 64;
 
 /// Which part of the machine [`Mm::check_invariants_sampled`] reads page by page and folio by
 /// folio.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckSample {
     /// The seed of the choice (a timed run's `[run] seed`).
     pub seed: u64,
@@ -117,6 +117,7 @@ fn mix64(mut z: u64) -> u64 {
 }
 
 /// One bit per pfn: the heads met on a free or PCP list, marked for sampled units only.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Listed(Vec<u64>);
 
 impl Listed {

@@ -4,7 +4,7 @@
 use crate::gfp::Gfp;
 
 /// One tracepoint event with the fields of its format file (samples/tracefs-formats).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum TraceEvent {
     /// kmem:mm_page_alloc. `pfn` None = failed allocation (prints a NULL page and pfn=0x0).
     MmPageAlloc {

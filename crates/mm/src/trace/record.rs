@@ -11,7 +11,7 @@ use super::TraceEvent;
 /// `...1.`/`...2.` with preemption disabled, `..s..` in softirq, `b.s1.` with BHs off);
 /// mm_page_alloc_zone_locked and mm_page_pcpu_drain under `zone->lock` taken from the PCP path
 /// `d..3.`, from `rmqueue_buddy` (no PCP) `d..1.`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LatFlags {
     /// `d` irqs off, `b` BHs off, `D` both, `.` neither.
     pub irqs_off: char,
@@ -93,7 +93,7 @@ impl Default for LatFlags {
 }
 
 /// An event with its context: when, on which CPU, in which task.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct TraceRecord {
     /// Trace clock in ns (printed rounded to the microsecond).
     pub ts_ns: u64,

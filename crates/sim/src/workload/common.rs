@@ -49,7 +49,7 @@ pub fn fault_charge(cost: &CostModel, order: u32, pt: bool, mut alloc: Charge) -
 
 /// What [`touch_range`] took: CPU time, wall time (CPU and the faults' waits) and the faults
 /// that mapped a PMD THP.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Touched {
     pub cpu_ns: u64,
     pub wall_ns: u64,
@@ -179,11 +179,16 @@ pub fn write_cost(cx: &mut Cx, st: &fraglab_mm::filemap::WriteStats, pages: u64)
 /// `free_page_ns` per page; the expiry is checked every 100 ms rather than every
 /// `dirty_writeback_centisecs` (the kernel also wakes the flusher as soon as the background
 /// threshold is crossed).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct PageCacheFlusher {
     pub until_ns: u64,
 }
 
 impl TaskBody for PageCacheFlusher {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::PageCacheFlusher(self))
+    }
+
     fn comm(&self) -> &str {
         "kworker/u4:flush"
     }

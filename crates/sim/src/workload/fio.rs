@@ -17,6 +17,7 @@ use crate::slab::{Obj, SlabCache};
 
 /// What the fio small-file writers share: the directory (one mapping whose page ranges are the
 /// files), the dentry and inode caches, and each file slot's objects.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct FioShared {
     pub dir: u32,
     pub file_pages: u64,
@@ -72,7 +73,9 @@ impl FioShared {
 /// a few files are created — a dentry and an inode from their slab caches, then a buffered write
 /// of the file — in a ring of slots; a slot's previous file is deleted first (truncated, its
 /// objects freed), so the working set stays constant while reclaim evicts the older page cache.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct FioSmallFiles {
+    #[serde(with = "crate::checkpoint::shared")]
     shared: Shared<FioShared>,
     job: u64,
     next: u64,
@@ -92,6 +95,10 @@ impl FioSmallFiles {
 const FIO_FILES_PER_STEP: u64 = 8;
 
 impl TaskBody for FioSmallFiles {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::Fio(self))
+    }
+
     fn comm(&self) -> &str {
         "fio"
     }
@@ -182,6 +189,7 @@ impl TaskBody for FioSmallFiles {
 }
 
 /// The `[[workload.fio_smallfiles]]` entries: `jobs` writers each.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Fio {
     params: Vec<FioSmallFilesParams>,
 }
@@ -195,6 +203,10 @@ impl Fio {
 }
 
 impl Generator for Fio {
+    fn saved(&self) -> Option<crate::checkpoint::GeneratorRef<'_>> {
+        Some(crate::checkpoint::GeneratorRef::Fio(self))
+    }
+
     fn spawn(&mut self, run: &mut Run<'_>) {
         let w = run.w;
         for f in &self.params {

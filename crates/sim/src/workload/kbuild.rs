@@ -31,6 +31,7 @@ fn file_pages(p: &KbuildParams) -> u64 {
 /// A source tree on disk: its page cache (one large-folio mapping, ext4 on 6.18), the dentry
 /// and inode of each file (created at the file's first lookup, or by the untar), and, with
 /// `untar`, the object files built in it (their pages and dentries/inodes, deleted with it).
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Tree {
     mapping: u32,
     objs: Vec<Option<(Obj, Obj)>>,
@@ -86,6 +87,7 @@ const OBJ_KEY_BASE: u64 = 1 << 40;
 /// reclaimable slab (dentries, inodes), computes `job_cpu` and writes an object file of
 /// `job_obj`. With `untar`, each build first unpacks its tree afresh, keeping the trees of the
 /// last `trees` builds.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct KbuildShared {
     p: KbuildParams,
     next_job: u32,
@@ -115,6 +117,7 @@ pub struct KbuildShared {
     pub task: SlabCache,
     pub vma: SlabCache,
     obj_file_objs: Vec<(Obj, Obj)>,
+    #[serde(with = "crate::checkpoint::shared")]
     metrics: Shared<Metrics>,
     /// The flusher's next wake and its pass interval, as it last slept (for its progress
     /// estimate only: it exits at the first wake after the builds).
@@ -282,6 +285,7 @@ impl KbuildShared {
     }
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 enum JobPhase {
     /// Waiting for a job (or for the other workers to finish the build).
     Take,
@@ -316,7 +320,9 @@ enum JobPhase {
 }
 
 /// One `make -jN` worker: runs compile jobs one after the other.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct KbuildWorker {
+    #[serde(with = "crate::checkpoint::shared")]
     shared: Shared<KbuildShared>,
     phase: JobPhase,
     /// This job's kernel stack: its pages (folio, token).
@@ -732,6 +738,10 @@ impl KbuildWorker {
 }
 
 impl TaskBody for KbuildWorker {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::KbuildWorker(self))
+    }
+
     fn comm(&self) -> &str {
         "cc1"
     }
@@ -764,13 +774,19 @@ impl TaskBody for KbuildWorker {
 /// (`write_io_ns` per 128 KiB, `fraglab_mm::writeback`); in between it wakes when the device
 /// queue drains, to retire the completed writes from `nr_writeback`. With periodic writeback
 /// off (`dirty_writeback_centisecs` = 0) it never runs.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Flusher {
+    #[serde(with = "crate::checkpoint::shared")]
     pub shared: Shared<KbuildShared>,
     /// When the next periodic pass is due (0: at the first step).
     pub next_pass_ns: u64,
 }
 
 impl TaskBody for Flusher {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::KbuildFlusher(self))
+    }
+
     fn comm(&self) -> &str {
         "kworker/u4:flush"
     }
@@ -817,6 +833,7 @@ impl TaskBody for Flusher {
 }
 
 /// The `[[workload.kbuild]]` entries: per entry its workers and its object-file flusher.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Kbuild {
     params: Vec<KbuildParams>,
 }
@@ -830,6 +847,10 @@ impl Kbuild {
 }
 
 impl Generator for Kbuild {
+    fn saved(&self) -> Option<crate::checkpoint::GeneratorRef<'_>> {
+        Some(crate::checkpoint::GeneratorRef::Kbuild(self))
+    }
+
     fn spawn(&mut self, run: &mut Run<'_>) {
         for k in &self.params {
             let ext4 = run.ext4_for(None);

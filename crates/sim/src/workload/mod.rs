@@ -56,6 +56,12 @@ pub trait Generator {
 
     /// Writes the generator's own figures into the run's result (after the run).
     fn result(&self, _metrics: &Metrics, _r: &mut RunResult) {}
+
+    /// The generator as a checkpoint holds it (`crate::checkpoint`); `None`: it cannot be
+    /// checkpointed.
+    fn saved(&self) -> Option<crate::checkpoint::GeneratorRef<'_>> {
+        None
+    }
 }
 
 /// The generators of a `[workload]`, in the order they spawn their tasks. The order is part of
@@ -103,7 +109,7 @@ pub struct Run<'a> {
 
 /// Where a generator's files are, which decides the filesystem that keeps their metadata
 /// (`[model] fs_metadata`, docs/model §33).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FilesOn {
     /// The run's directory (the host engine's `slab` and fio directories, every file without
     /// `[host] loop_images`).

@@ -23,6 +23,7 @@ use crate::metrics::Metrics;
 /// flushes); every `checkpoint_ns` a checkpoint of `checkpoint_bytes` in writes of
 /// `checkpoint_write_bytes` (large buffered writes: costly folio orders), spread over
 /// `checkpoint_spread_ns` (0: as fast as possible); the benchmark runs `duration_ns`.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct PgbenchShared {
     pub p: PgbenchParams,
     pub data: u32,
@@ -36,6 +37,7 @@ pub struct PgbenchShared {
     pub checkpoint_secs: std::collections::BTreeSet<u64>,
     /// A checkpoint is being written.
     pub checkpointing: bool,
+    #[serde(with = "crate::checkpoint::shared")]
     metrics: Shared<Metrics>,
 }
 
@@ -63,7 +65,9 @@ impl PgbenchShared {
 
 /// One pgbench client (a PostgreSQL backend): faults its private memory in, then runs
 /// transactions until the benchmark's end: CPU, a random data-page write, a WAL append.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct PgbenchClient {
+    #[serde(with = "crate::checkpoint::shared")]
     shared: Shared<PgbenchShared>,
     vma: AnonVma,
     touched: u64,
@@ -81,6 +85,10 @@ impl PgbenchClient {
 }
 
 impl TaskBody for PgbenchClient {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::PgbenchClient(self))
+    }
+
     fn comm(&self) -> &str {
         "postgres"
     }
@@ -140,7 +148,9 @@ impl TaskBody for PgbenchClient {
 
 /// The checkpointer: every `checkpoint_ns`, writes `checkpoint_bytes` in large buffered writes
 /// (the seed's checkpoint bursts: costly folio orders), then sleeps.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct PgbenchCheckpointer {
+    #[serde(with = "crate::checkpoint::shared")]
     shared: Shared<PgbenchShared>,
     left: u64,
     next: u64,
@@ -158,6 +168,10 @@ impl PgbenchCheckpointer {
 }
 
 impl TaskBody for PgbenchCheckpointer {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::PgbenchCheckpointer(self))
+    }
+
     fn comm(&self) -> &str {
         "postgres: checkpointer"
     }
@@ -215,8 +229,10 @@ impl TaskBody for PgbenchCheckpointer {
 
 /// The `[[workload.pgbench]]` entries: per entry its clients, its checkpointer and a writeback
 /// flusher of its own (until the benchmark's end).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Pgbench {
     params: Vec<PgbenchParams>,
+    #[serde(with = "crate::checkpoint::shared_vec")]
     shared: Vec<Shared<PgbenchShared>>,
 }
 
@@ -230,6 +246,10 @@ impl Pgbench {
 }
 
 impl Generator for Pgbench {
+    fn saved(&self) -> Option<crate::checkpoint::GeneratorRef<'_>> {
+        Some(crate::checkpoint::GeneratorRef::Pgbench(self))
+    }
+
     fn spawn(&mut self, run: &mut Run<'_>) {
         for p in &self.params {
             let shared = PgbenchShared::new(&mut run.e.mm, p.clone(), run.metrics.clone());

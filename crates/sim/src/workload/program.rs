@@ -27,6 +27,7 @@ const READ_CALL_PAGES: u64 = 32;
 /// A task running a `[[workload.task]]` program (issue 5's workload primitives): each engine
 /// step does one step of the program, or one chunk of a long one (64 pages touched, 1 MiB of
 /// reads, one write chunk, 10 ms of compute).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct ProgramTask {
     name: String,
     steps: Vec<TaskStep>,
@@ -38,6 +39,7 @@ pub struct ProgramTask {
     order: Vec<u64>,
     vmas: BTreeMap<String, AnonVma>,
     /// File name → mapping id (shared by every task of the run) and this task's readahead state.
+    #[serde(with = "crate::checkpoint::shared")]
     files: Shared<BTreeMap<String, u32>>,
     ra: BTreeMap<String, ReadaheadState>,
     /// The `slab` and `pipes` objects held, in allocation order.
@@ -45,9 +47,12 @@ pub struct ProgramTask {
     /// Pipe pages this task's `pipes` steps have allocated (the next one's place).
     pipe_seq: u64,
     /// The file sets of `files` steps and the files' sizes in pages (shared by the run).
+    #[serde(with = "crate::checkpoint::shared")]
     sets: Shared<FileSets>,
+    #[serde(with = "crate::checkpoint::shared")]
     metrics: Shared<Metrics>,
     /// The pool size the last `nr_hugepages` step of any task read back (shared by the run).
+    #[serde(with = "crate::checkpoint::shared")]
     hugetlb_pool: Shared<Option<u64>>,
     // H7: the pool the machine holds (`machine.hugetlb_pages`), the base of `nr_hugepages`.
     hugetlb_base: u64,
@@ -58,9 +63,12 @@ pub struct ProgramTask {
     /// When the read requests this task issued complete (cost.rs `read_wait`).
     read_ready_at: u64,
     /// The census steps' results and every instance's read bytes and time (shared by the run).
+    #[serde(with = "crate::checkpoint::shared")]
     census: Shared<Vec<CensusResult>>,
+    #[serde(with = "crate::checkpoint::shared")]
     reads: Shared<BTreeMap<(String, u32), (u64, u64)>>,
     /// The `sample` steps' samples, in the order taken (shared by the run).
+    #[serde(with = "crate::checkpoint::shared")]
     named: Shared<Vec<NamedSample>>,
     /// The files this task's `slab` steps created on the run directory's ext4 (docs/model
     /// §33; the host engine creates [`FILES_PER_SLAB_PAGE`] empty files per slab page asked
@@ -73,6 +81,7 @@ pub struct ProgramTask {
 /// A `slab` or `pipes` object a task holds: its folio (valid while the token matches), whether
 /// it is reclaimable slab, and for a pipe page its place in the task's pipe population (0 for
 /// slab).
+#[derive(serde::Serialize, serde::Deserialize)]
 struct HeldObj {
     id: FolioId,
     token: u64,
@@ -460,6 +469,10 @@ impl ProgramTask {
 }
 
 impl TaskBody for ProgramTask {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::Program(self))
+    }
+
     fn comm(&self) -> &str {
         &self.name
     }
@@ -592,11 +605,16 @@ impl TaskBody for ProgramTask {
 /// The `[[workload.task]]` entries: the files their programs name (one XFS-like mapping per
 /// file name, shared by every task of the run), then `count` tasks per entry, started at
 /// `start`.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Programs {
     params: Vec<TaskParams>,
+    #[serde(with = "crate::checkpoint::shared")]
     hugetlb_pool: Shared<Option<u64>>,
+    #[serde(with = "crate::checkpoint::shared")]
     census: Shared<Vec<CensusResult>>,
+    #[serde(with = "crate::checkpoint::shared")]
     reads: Shared<BTreeMap<(String, u32), (u64, u64)>>,
+    #[serde(with = "crate::checkpoint::shared")]
     named: Shared<Vec<NamedSample>>,
 }
 
@@ -613,6 +631,10 @@ impl Programs {
 }
 
 impl Generator for Programs {
+    fn saved(&self) -> Option<crate::checkpoint::GeneratorRef<'_>> {
+        Some(crate::checkpoint::GeneratorRef::Programs(self))
+    }
+
     fn spawn(&mut self, run: &mut Run<'_>) {
         let files = Rc::new(RefCell::new(BTreeMap::new()));
         let sets: Shared<FileSets> = Default::default();
@@ -789,6 +811,7 @@ pub const PIPE_PAGES: u64 = 256;
 
 /// The file sets of the run's `files` steps, their files' dentries and inodes, and the sizes of
 /// the single files (for `fadvise` ranges).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct FileSets {
     sets: BTreeMap<String, FileSet>,
     /// The files' dentries and inodes (unused objects of closed files on the dcache and inode
@@ -818,7 +841,7 @@ impl Default for FileSets {
 /// One file set: per file its mapping and, while it exists in the cache, its dentry and inode;
 /// on ext4 (docs/model §33) the set's filesystem and directory, and per file its inode
 /// while the file exists on disk.
-#[derive(Default)]
+#[derive(serde::Serialize, serde::Deserialize, Default)]
 struct FileSet {
     mappings: Vec<u32>,
     objs: Vec<Option<(Obj, Obj)>>,

@@ -9,6 +9,7 @@ use crate::anon::AnonVma;
 use crate::engine::{Cx, Engine, Progress, Step, TaskBody};
 use crate::metrics::{Burst, Metrics};
 
+#[derive(serde::Serialize, serde::Deserialize)]
 enum BurstPhase {
     Idle,
     Faulting { vma: AnonVma, next: u64 },
@@ -20,11 +21,13 @@ enum BurstPhase {
 /// faulted in one step (the whole region is written, as the burst's memset does, so a fallback
 /// to base pages costs 512 faults). A burst of `size` (a multiple of 2 MiB) starts every
 /// `interval` from `start`, its memory held for `hold` and then unmapped, `bursts` times.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct ThpBurst {
     p: ThpBurstParams,
     phase: BurstPhase,
     done: u32,
     next_start: u64,
+    #[serde(with = "crate::checkpoint::shared")]
     metrics: Shared<Metrics>,
     /// A scale model's K (1 for a full-size run): see [`ThpBurst::paced`].
     pace: u64,
@@ -59,6 +62,10 @@ impl ThpBurst {
 }
 
 impl TaskBody for ThpBurst {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::ThpBurst(self))
+    }
+
     fn comm(&self) -> &str {
         "thp_burst"
     }
@@ -137,6 +144,7 @@ impl TaskBody for ThpBurst {
 }
 
 /// The `[[workload.thp_burst]]` entries: one burst process each.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct ThpBursts {
     params: Vec<ThpBurstParams>,
 }
@@ -150,6 +158,10 @@ impl ThpBursts {
 }
 
 impl Generator for ThpBursts {
+    fn saved(&self) -> Option<crate::checkpoint::GeneratorRef<'_>> {
+        Some(crate::checkpoint::GeneratorRef::ThpBursts(self))
+    }
+
     fn spawn(&mut self, run: &mut Run<'_>) {
         // Beside a kbuild, the THP burst process is background load (seed 001's "concurrent
         // bursts"): the run ends with the builds, not with the last burst.

@@ -16,10 +16,12 @@ use crate::metrics::Metrics;
 /// lock and writeback waits included). The mapping
 /// is `size` (a multiple of 2 MiB), MADV_HUGEPAGE if `madvised`, held for `hold` after the last
 /// step before it is unmapped.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct ThpChallenge {
     p: ThpChallengeParams,
     vma: Option<AnonVma>,
     next: u64,
+    #[serde(with = "crate::checkpoint::shared")]
     metrics: Shared<Metrics>,
 }
 
@@ -35,6 +37,10 @@ impl ThpChallenge {
 }
 
 impl TaskBody for ThpChallenge {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::ThpChallenge(self))
+    }
+
     fn comm(&self) -> &str {
         "thpchallenge"
     }
@@ -76,6 +82,7 @@ impl TaskBody for ThpChallenge {
 }
 
 /// The `[[workload.thpchallenge]]` entries: `threads` threads each, started at `start`.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct ThpChallenges {
     params: Vec<ThpChallengeParams>,
 }
@@ -89,6 +96,10 @@ impl ThpChallenges {
 }
 
 impl Generator for ThpChallenges {
+    fn saved(&self) -> Option<crate::checkpoint::GeneratorRef<'_>> {
+        Some(crate::checkpoint::GeneratorRef::ThpChallenges(self))
+    }
+
     fn spawn(&mut self, run: &mut Run<'_>) {
         for c in &self.params {
             for _ in 0..c.threads {

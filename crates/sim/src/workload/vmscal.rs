@@ -43,7 +43,7 @@ const VMAS_PER_SLAB_PAGE: u64 = 21;
 const WRITEBACK_BATCH: u64 = 32;
 
 /// Per-process figures.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct VmScalTaskResult {
     pub bytes: u64,
     pub start_ns: u64,
@@ -52,6 +52,7 @@ pub struct VmScalTaskResult {
 
 /// What the processes of one case share: its parameters, the values derived from them against
 /// the machine, its files and the processes' figures.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct VmScalShared {
     pub p: VmScalabilityParams,
     /// Processes (`nr_task`, default the machine's CPUs).
@@ -128,7 +129,9 @@ impl VmScalShared {
 }
 
 /// One vm-scalability process.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct VmScalTask {
+    #[serde(with = "crate::checkpoint::shared")]
     shared: Shared<VmScalShared>,
     /// Index of this process's result.
     slot: usize,
@@ -311,6 +314,10 @@ impl VmScalTask {
 }
 
 impl TaskBody for VmScalTask {
+    fn saved(&self) -> Option<crate::checkpoint::TaskRef<'_>> {
+        Some(crate::checkpoint::TaskRef::VmScal(self))
+    }
+
     fn comm(&self) -> &str {
         match self.shared.borrow().p.case {
             VmScalabilityCase::LruFileReadtwice => "dd",
@@ -416,8 +423,10 @@ fn dirties_page_cache(p: &VmScalabilityParams) -> bool {
 }
 
 /// The `[[workload.vm_scalability]]` entries: per entry its processes, started at `start`.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct VmScalability {
     params: Vec<VmScalabilityParams>,
+    #[serde(with = "crate::checkpoint::shared_vec")]
     shared: Vec<Shared<VmScalShared>>,
 }
 
@@ -431,6 +440,10 @@ impl VmScalability {
 }
 
 impl Generator for VmScalability {
+    fn saved(&self) -> Option<crate::checkpoint::GeneratorRef<'_>> {
+        Some(crate::checkpoint::GeneratorRef::VmScalability(self))
+    }
+
     fn spawn(&mut self, run: &mut Run<'_>) {
         let mem_pages = run.managed_pages();
         for v in &self.params {

@@ -36,6 +36,27 @@ impl Cx<'_> {
         let max_sectors_kb = self.opt_int_key(&m, "max_sectors_kb")?.map(|v| v as u64);
         let page_reporting = self.page_reporting_order(&m)?;
         let nodes_n = self.int_key(&m, "nodes")? as u32;
+        let checkpoint = match m.get("checkpoint") {
+            None => None,
+            Some(e) => {
+                let path = self.str(&e.node, "machine.checkpoint")?;
+                if path.trim().is_empty() {
+                    return Err(self.err(
+                        e.node.pos,
+                        "machine.checkpoint",
+                        "an empty path (expected the path of a checkpoint file)",
+                    ));
+                }
+                let dir = std::path::Path::new(self.file)
+                    .parent()
+                    .unwrap_or(std::path::Path::new(""));
+                Some(crate::CheckpointIn {
+                    path: path.to_string(),
+                    resolved: dir.join(path),
+                    line: self.lines.line(e.key_pos),
+                })
+            }
+        };
         // What every layout shares; each branch sets the layout and the line that sizes it.
         let common = MachineSpec {
             memory_bytes: None,
@@ -50,6 +71,7 @@ impl Cx<'_> {
             page_reporting_order: page_reporting.0,
             page_reporting_given: page_reporting.1,
             snapshot: None,
+            checkpoint,
             line: 0,
             hugetlb_line,
         };

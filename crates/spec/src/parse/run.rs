@@ -12,6 +12,7 @@ impl Cx<'_> {
         let debug_vm = self.bool_key(t, "debug_vm")?;
         let debug_vm_every = self.int_key(t, "debug_vm_every")? as u64;
         let blame = self.bool_key(t, "blame")?;
+        let checkpoint = self.checkpoint_out(t)?;
         let mut on = [false; TRACE_EVENTS.len()];
         if let Some(e) = t.get("trace") {
             let key = t.key("trace");
@@ -72,9 +73,50 @@ impl Cx<'_> {
                 blame,
                 trace,
                 scale: None,
+                checkpoint,
             },
             scale,
         ))
+    }
+
+    /// `checkpoint_at` and `checkpoint_file` of `[run]`.
+    fn checkpoint_out(&self, t: &Tbl) -> R<Option<crate::CheckpointOut>> {
+        let at = self.opt_duration_key(t, "checkpoint_at")?;
+        let dir = std::path::Path::new(self.file)
+            .parent()
+            .unwrap_or(std::path::Path::new(""));
+        let file = match t.get("checkpoint_file") {
+            None => None,
+            Some(e) => {
+                let s = self.str(&e.node, &t.key("checkpoint_file"))?;
+                if s.trim().is_empty() {
+                    return Err(self.err(e.node.pos, &t.key("checkpoint_file"), "an empty path"));
+                }
+                if at.is_none() {
+                    return Err(self.err(
+                        e.key_pos,
+                        &t.key("checkpoint_file"),
+                        "without run.checkpoint_at there is no checkpoint to write",
+                    ));
+                }
+                Some(dir.join(s))
+            }
+        };
+        Ok(at.map(|at_ns| {
+            let e = t.get("checkpoint_at").expect("given");
+            let file = file.unwrap_or_else(|| {
+                let own = std::path::Path::new(self.file);
+                let stem = own
+                    .file_stem()
+                    .map_or("fraglab".into(), |s| s.to_string_lossy().into_owned());
+                dir.join(format!("{stem}.ckpt"))
+            });
+            crate::CheckpointOut {
+                at_ns,
+                file,
+                line: self.lines.line(e.key_pos),
+            }
+        }))
     }
 
     /// `[host]`: `damon = "keep"` (default) or `"off"`; `loop_images` (default false).
