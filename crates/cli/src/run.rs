@@ -92,9 +92,12 @@ pub fn run(
                 let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
                 write_via_tmp(&path, json + "\n")?;
                 print!("{report}");
-                return Ok(());
+                return checkpoint_written(&spec, &result);
             }
-            None => report,
+            None => {
+                print_to_stdout(&report)?;
+                return checkpoint_written(&spec, &result);
+            }
         }
     } else if output.as_deref().is_some_and(is_json) {
         // A timeless run with `-o x.json`: the result JSON (the timed runs' schema, the printed
@@ -122,6 +125,30 @@ pub fn run(
         // Written to a temporary file and renamed, so nothing is half-written.
         Some(path) => write_via_tmp(&path, text),
         None => print_to_stdout(&text),
+    }
+}
+
+/// After a run that was to write a checkpoint: where it is, or an error if the run ended before
+/// the checkpoint's time (its result is written and printed all the same).
+fn checkpoint_written(spec: &fraglab_spec::Spec, r: &fraglab_spec::result::RunResult) -> Result<(), String> {
+    let Some(want) = &spec.run.checkpoint else {
+        return Ok(());
+    };
+    match &r.checkpoint {
+        Some(c) => {
+            eprintln!(
+                "fraglab: checkpoint at t = {:.3} s written to {} ({:.1} MiB)",
+                c.t_ns as f64 / 1e9,
+                c.file,
+                c.bytes as f64 / (1u64 << 20) as f64
+            );
+            Ok(())
+        }
+        None => Err(format!(
+            "no checkpoint written: the run ended at {:.3} s, before checkpoint_at = {:.3} s",
+            r.duration_ns as f64 / 1e9,
+            want.at_ns as f64 / 1e9
+        )),
     }
 }
 

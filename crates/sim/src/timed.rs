@@ -153,6 +153,18 @@ fn run_workload_full(
         .workload
         .as_ref()
         .ok_or_else(|| RunError(format!("{}: no [workload] to run", spec.file)))?;
+    if let Some(c) = &spec.run.checkpoint {
+        // Found out before the run, not at the checkpoint's time.
+        let dir = c.file.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(d) = dir.filter(|d| !d.is_dir()) {
+            return Err(RunError(format!(
+                "{}: {}: no directory {} to write the checkpoint in",
+                key_at(spec, c.line, "run.checkpoint_at", "--checkpoint-at"),
+                c.file.display(),
+                d.display()
+            )));
+        }
+    }
     let mut live = match &spec.machine.checkpoint {
         Some(c) => continue_from(spec, c, sink)?,
         None => start(spec, w, sink, &cancelled)?,

@@ -174,6 +174,21 @@ def _overrides(overrides: Optional[Mapping[str, Any]]) -> list:
     return [(str(k), _override_value(v)) for k, v in overrides.items()]
 
 
+def _checkpoint_path(path: Union[str, os.PathLike]) -> str:
+    """A checkpoint file given to run/sweep/compare/tune, as the absolute path an override
+    carries (a spec's own paths are relative to its directory; these are the caller's)."""
+    p = os.path.abspath(os.fspath(path))
+    if "," in p or "@" in p:
+        raise FraglabError(f"checkpoint {p!r}: a path with ',' or '@' cannot be given as an override")
+    return p
+
+
+def _with_checkpoint(config: str, path: str) -> str:
+    """``config`` (``[LABEL=]SPEC[@KEY=VALUE,...]``) continuing from checkpoint ``path``."""
+    sep = "," if "@" in config else "@"
+    return f"{config}{sep}machine.checkpoint={path}"
+
+
 def _write_via_tmp(path: Union[str, os.PathLike], text: str) -> None:
     """Writes ``text`` to ``path`` through a temporary file renamed over it, so that nothing is
     ever half-written (an interrupted write removes its temporary file). As ``fraglab run -o``:
@@ -449,6 +464,7 @@ def run(
     overrides: Optional[Mapping[str, Any]] = None,
     seed: Optional[int] = None,
     output: Union[str, os.PathLike, None] = None,
+    checkpoint: Union[str, os.PathLike, None] = None,
 ) -> Result:
     """Runs a spec and returns its :class:`Result`.
 
@@ -468,6 +484,11 @@ def run(
     output : str or os.PathLike, optional
         Where to write the result JSON (as ``fraglab run -o``): written once the run has
         finished, through a temporary file renamed over it, so never half-written.
+    checkpoint : str or os.PathLike, optional
+        Continue from this checkpoint file instead of booting (``fraglab run
+        --from-checkpoint``, docs/checkpoints.md; relative to the working directory). The spec
+        must be the one that wrote it, except its knobs and ``model.*`` policy switches. To
+        write one, override ``run.checkpoint_at`` (and ``run.checkpoint_file``).
 
     Returns
     -------
@@ -484,6 +505,8 @@ def run(
     """
     if output is not None:
         _check_output("output", output)
+    if checkpoint is not None:
+        overrides = {**(overrides or {}), "machine.checkpoint": _checkpoint_path(checkpoint)}
     kind, text, rows, warns = _native.run(os.fspath(spec), _overrides(overrides), seed)
     for w in warns:
         warnings.warn(w, FraglabWarning, stacklevel=2)
@@ -756,6 +779,7 @@ def sweep(
     jobs: Optional[int] = None,
     results_dir: Union[str, os.PathLike, None] = None,
     fork_at: Optional[str] = None,
+    checkpoint: Union[str, os.PathLike, None] = None,
 ) -> SweepResult:
     """Runs every configuration ``runs`` times and returns the compare table and the runs.
 
@@ -794,6 +818,12 @@ def sweep(
         fork from its run there, each taking its own knobs and ``[model]`` policy and switches.
         The configurations may differ only in those. Runs through the ``fraglab`` binary (on
         PATH or ``$FRAGLAB_BIN``) with ``backend="local"``; ``jobs`` does not apply.
+    checkpoint : str or os.PathLike, optional
+        Every configuration continues from this checkpoint file (``fraglab compare
+        --from-checkpoint``, docs/checkpoints.md) instead of booting: the configurations may
+        differ from the spec that wrote it only in knobs and ``model.*`` policy switches, and
+        ``runs`` must be 1 (a checkpoint holds one seed's run). With ``backend="ray"`` the
+        file must be readable at the same absolute path on every node.
 
     Returns
     -------
@@ -825,6 +855,13 @@ def sweep(
     configs = _configs(configs_or_grid)
     if not configs:
         raise FraglabError("no configurations to sweep")
+    if checkpoint is not None:
+        if fork_at is not None:
+            raise FraglabError("checkpoint and fork_at: give one (a warm start from a file, or a fork)")
+        if runs != 1:
+            raise FraglabError("checkpoint: a checkpoint holds one seed's run: runs must be 1")
+        path = _checkpoint_path(checkpoint)
+        configs = [_with_checkpoint(c, path) for c in configs]
     labels: List[str] = []
     for c in configs:
         label, warns = _native.config_label(c)
@@ -948,6 +985,7 @@ def compare(
     jobs: Optional[int] = None,
     results_dir: Union[str, os.PathLike, None] = None,
     fork_at: Optional[str] = None,
+    checkpoint: Union[str, os.PathLike, None] = None,
 ) -> pd.DataFrame:
     """The compare table of ``fraglab compare CONFIG... --runs RUNS --format json``.
 
@@ -965,6 +1003,8 @@ def compare(
         As :func:`sweep`'s.
     fork_at : str, optional
         As :func:`sweep`'s: a warm fork at this simulated time.
+    checkpoint : str or os.PathLike, optional
+        As :func:`sweep`'s: every configuration continues from this checkpoint file.
 
     Returns
     -------
@@ -981,7 +1021,15 @@ def compare(
     SpecError, FraglabError, KeyboardInterrupt
         As :func:`sweep`.
     """
-    return sweep(configs, runs=runs, backend="local", jobs=jobs, results_dir=results_dir, fork_at=fork_at).table
+    return sweep(
+        configs,
+        runs=runs,
+        backend="local",
+        jobs=jobs,
+        results_dir=results_dir,
+        fork_at=fork_at,
+        checkpoint=checkpoint,
+    ).table
 
 
 def compare_dirs(

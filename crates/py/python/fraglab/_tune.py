@@ -474,6 +474,7 @@ def tune(
     overrides: Optional[Mapping[str, Any]] = None,
     points_to_evaluate: Optional[Sequence[Mapping[str, Any]]] = None,
     fork_at: Optional[str] = None,
+    checkpoint: Union[str, os.PathLike, None] = None,
 ) -> TuneResult:
     """Searches ``space`` for the settings with the best ``objective``.
 
@@ -536,6 +537,12 @@ def tune(
         the warm-up runs once, not once per trial. The space may then hold only knobs and
         ``model.*`` settings; the local backend's trials run through the ``fraglab`` binary
         (``$FRAGLAB_BIN`` or PATH). A trial's objective covers its whole run, warm-up included.
+    checkpoint : str or os.PathLike, optional
+        Every trial continues from this checkpoint file (``fraglab run --checkpoint-at``,
+        docs/checkpoints.md) instead of booting, on either backend (with Ray the file must be
+        readable at the same absolute path on every node). The space may then hold only knobs
+        and ``model.*`` settings, and ``runs_per_trial`` must be 1. A trial's objective covers
+        its whole run, warm-up (under the checkpoint's settings) included.
 
     Returns
     -------
@@ -568,6 +575,14 @@ def tune(
     n_grid = _grid_size(keys)
     points = _check_points(keys, points_to_evaluate, n_grid is not None and (budget is None or n_grid <= budget))
     cons = _constraints(constraints)
+    if checkpoint is not None:
+        if fork_at is not None:
+            raise FraglabError("checkpoint and fork_at: give one (a warm start from a file, or a fork)")
+        if runs_per_trial != 1:
+            raise FraglabError("checkpoint: a checkpoint holds one seed's run: runs_per_trial must be 1")
+        from . import _checkpoint_path
+
+        overrides = {**(overrides or {}), "machine.checkpoint": _checkpoint_path(checkpoint)}
     spec_s, base, config_form = _split_spec(spec, overrides)
     _check_keys(spec_s, base, keys, config_form)
     if fork_at is not None and backend is None:
@@ -852,6 +867,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument(
         "--fork-at", metavar="T", help="fork every trial from the first trial's run at simulated time T (local)"
     )
+    p.add_argument("--from-checkpoint", metavar="FILE", help="every trial continues from this checkpoint file")
     a = p.parse_args(argv)
     if not a.space:
         p.error("at least one --space KEY=V1,V2,... is needed")
@@ -873,6 +889,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             runs_per_trial=a.runs_per_trial,
             jobs=a.jobs,
             fork_at=a.fork_at,
+            checkpoint=a.from_checkpoint,
         )
     except FraglabError as e:
         print(f"fraglab tune: {e}", file=sys.stderr)

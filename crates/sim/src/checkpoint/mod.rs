@@ -10,7 +10,7 @@
 //!
 //! A spec with `[machine] checkpoint = "FILE"` reads it and runs on to the end. Its result is
 //! the whole run's: a spec equal to the one that wrote the checkpoint gives the uninterrupted
-//! run's result byte for byte (tested for every generator, `tests/all/checkpoint.rs`). As with
+//! run's result byte for byte (tested for every generator by the command line's `tests/fork.rs`). As with
 //! a warm fork (`crate::fork`), only the knobs and the `[model]` switches that are settings
 //! of the model (`policy`, `folio_mode`, `defrag_stage`, `costly_order_policy`,
 //! `v4_position`) may differ from the spec that wrote it; they are applied at T as sysctl
@@ -183,9 +183,10 @@ pub fn write_file<T: Serialize>(
     let mut w = ContainerWriter::create(path, &CHECKPOINT_MAGIC, &h).map_err(|e| RunError(e.to_string()))?;
     w.sections(&STATE_TAG, &bytes)
         .map_err(|e| RunError(e.to_string()))?;
-    let written = w.written();
     w.finish().map_err(|e| RunError(e.to_string()))?;
-    Ok(written)
+    std::fs::metadata(path)
+        .map(|m| m.len())
+        .map_err(|e| RunError(format!("{}: {e}", path.display())))
 }
 
 /// Reads a checkpoint's header (and checks what it can without the state).
