@@ -263,16 +263,16 @@ pub(crate) const MACHINE: &[KeyDef] = &[
         "free page reporting (virtio-balloon, §32): 2 s after a free merges to this order or more, a pass reports the unreported free chunks of orders page_reporting_order..10 to the host (at most ⌈nr_free/512⌉ + 1 batches of 32 per list and pass), retyping free Unmovable/Reclaimable blocks to Movable; the host discards their backing, and the first write to such a page costs [cost] host_fault_ns; simulator only (the host engine records the machine's value and never changes it)",
     ),
     key(
-        "checkpoint",
-        KeyKind::Str,
-        KeyDefault::Text("none: the run starts at time 0"),
-        "continue from a checkpoint file (`[run] checkpoint_at`, docs/checkpoints.md), relative to the spec's directory: the run goes on from the checkpoint's simulated time to the end, and its result is the whole run's. The rest of the spec must be the one that wrote the checkpoint, except the knobs and [model] policy, folio_mode, defrag_stage, costly_order_policy and v4_position, which are applied at the checkpoint's time as sysctl writes",
-    ),
-    key(
         "snapshot",
         KeyKind::Str,
         KeyDefault::Text("none: a freshly booted machine"),
         "boot in the state of a snapshot file (`fraglab host snapshot`), relative to the spec's directory: zones, free chunks, folios and pageblock types from the snapshot's reconstruction (docs/model §30.5); not with memory, dma or [[machine.zone]]; cpus default to the snapshot's; a knob the spec does not set takes the snapshot's value, else the kernel default; hugetlb_pages, if given, resizes the snapshot's pool",
+    ),
+    key(
+        "checkpoint",
+        KeyKind::Str,
+        KeyDefault::Text("none: the run starts at time 0"),
+        "continue from a checkpoint file (`[run] checkpoint_at`, docs/checkpoints.md), relative to the spec's directory: the run goes on from the checkpoint's simulated time to the end, and its result is the whole run's. The rest of the spec must be the one that wrote the checkpoint, except the knobs and [model] policy, folio_mode, defrag_stage, costly_order_policy and v4_position, which are applied at the checkpoint's time as sysctl writes",
     ),
 ];
 

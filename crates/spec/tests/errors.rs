@@ -258,7 +258,7 @@ fn cpus_range_and_unknown_machine_key() {
         &["[machine]", "memory = \"1G\"", "numa_nodes = 2"],
         3,
         "machine.numa_nodes",
-        "unknown key (expected one of: memory, cpus, dma, nodes, node, zone, swap, hugetlb_pages, read_ahead_kb, max_sectors_kb, page_reporting_order, snapshot)",
+        "unknown key (expected one of: memory, cpus, dma, nodes, node, zone, swap, hugetlb_pages, read_ahead_kb, max_sectors_kb, page_reporting_order, snapshot, checkpoint)",
     );
     // §32.1 item 2: page_reporting_order takes 0..=10 (the kernel rejects other writes) or "off".
     check(
