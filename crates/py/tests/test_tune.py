@@ -158,7 +158,7 @@ def test_command_line(tmp_path):
     assert bad.returncode == 1 and "vm.nope" in bad.stderr
 
 
-def test_ray_tune_on_a_local_cluster(tiny):
+def test_ray_tune_on_a_local_cluster(tiny, tmp_path):
     pytest.importorskip("ray.tune", reason="ray[tune] is not installed")
     import ray
 
@@ -177,6 +177,17 @@ def test_ray_tune_on_a_local_cluster(tiny):
             SPEC, {"vm.compaction_proactiveness": (0, 100), **THP}, "THP fault alloc", budget=2, seed=1, backend="ray"
         )
         assert r.search in ("random", "optuna") and len(r.trials) == 2 and r.cost["trials"] == 2
+        # Every trial from one checkpoint (issue 37 item 3), on the cluster: the trial with the
+        # writer's settings is the uninterrupted run.
+        ck = str(tmp_path / "warm.ckpt")
+        fraglab.run(
+            "example:kbuild-thp-burst",
+            overrides={"workload.duration": "1s", "run.checkpoint_at": "500ms", "run.checkpoint_file": ck},
+        )
+        c = fraglab.tune(SPEC, {"vm.defrag_mode": [0, 1]}, "THP fault alloc", backend="ray", checkpoint=ck)
+        assert c.backend == "ray" and len(c.trials) == 2
+        straight = tiny.trials.set_index(["transparent_hugepage/enabled", "vm.defrag_mode"])["THP fault alloc"]
+        assert c.trials.set_index("vm.defrag_mode")["THP fault alloc"][0] == straight[("madvise", 0)]
     finally:
         if started:
             ray.shutdown()

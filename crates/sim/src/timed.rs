@@ -305,7 +305,6 @@ fn write_checkpoint(
         fingerprint: crate::fork::fingerprint(spec),
         settings: crate::fork::settings_fingerprint(spec),
         policy: p.name(),
-        state_bytes: 0,
     };
     let saved = SavedRef {
         live,

@@ -39,7 +39,7 @@ use std::path::Path;
 use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use fraglab_state::container::{ContainerReader, ContainerWriter};
+use fraglab_state::container::{ContainerReader, ContainerWriter, SECTION_CHUNK};
 
 use crate::engine::TaskBody;
 use crate::error::RunError;
@@ -106,10 +106,10 @@ pub mod task_body {
     pub fn serialize<S: Serializer>(b: &Box<dyn TaskBody>, s: S) -> Result<S::Ok, S::Error> {
         match b.saved() {
             Some(r) => r.serialize(s),
-            None => Err(S::Error::custom(format!(
+            None => Err(S::Error::custom(fail(format!(
                 "task {} cannot be checkpointed (its body has no saved form)",
                 b.comm()
-            ))),
+            )))),
         }
     }
 
@@ -141,6 +141,22 @@ pub mod generators {
     }
 }
 
+thread_local! {
+    /// The message of the last error this module's serde code raised: postcard keeps only
+    /// that there was one.
+    static LAST_ERROR: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Keeps `msg` for the checkpoint's error message and returns it (for `Error::custom`).
+pub(crate) fn fail(msg: String) -> String {
+    LAST_ERROR.with(|e| *e.borrow_mut() = Some(msg.clone()));
+    msg
+}
+
+fn take_last_error() -> Option<String> {
+    LAST_ERROR.with(|e| e.borrow_mut().take())
+}
+
 /// The header of a checkpoint file.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CheckpointHeader {
@@ -162,28 +178,93 @@ pub struct CheckpointHeader {
     /// The settings it ran under (`crate::fork::settings_fingerprint`): a continuing spec
     /// with the same ones changes nothing at T.
     pub settings: String,
-    /// The policy's name (`Policy::name`) and the size of its saved state.
+    /// The policy's name (`Policy::name`).
     pub policy: String,
-    /// Bytes of encoded state.
-    pub state_bytes: u64,
 }
 
-/// Writes `state` (postcard) to `path` as a checkpoint with `header` (its `state_bytes` set
-/// here). Nothing is left under `path` if it fails.
-pub fn write_file<T: Serialize>(
-    path: &Path,
-    mut header: CheckpointHeader,
-    state: &T,
-) -> Result<u64, RunError> {
-    let _scope = shared::SharedScope::open();
-    let bytes = postcard::to_stdvec(state)
-        .map_err(|e| RunError(format!("{}: cannot write the checkpoint: {e}", path.display())))?;
-    header.state_bytes = bytes.len() as u64;
+/// postcard's output, cut into state sections of [`SECTION_CHUNK`] bytes as it comes: a
+/// checkpoint never holds more than one section of its encoding in memory.
+struct SectionSink {
+    w: ContainerWriter,
+    buf: Vec<u8>,
+    err: Option<RunError>,
+}
+
+impl SectionSink {
+    fn flush(&mut self) -> postcard::Result<()> {
+        if self.err.is_some() {
+            return Err(postcard::Error::SerializeBufferFull);
+        }
+        if let Err(e) = self.w.section(&STATE_TAG, &self.buf) {
+            self.err = Some(RunError(e.to_string()));
+            return Err(postcard::Error::SerializeBufferFull);
+        }
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+impl postcard::ser_flavors::Flavor for &mut SectionSink {
+    type Output = ();
+
+    #[inline]
+    fn try_push(&mut self, b: u8) -> postcard::Result<()> {
+        self.buf.push(b);
+        if self.buf.len() >= SECTION_CHUNK {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        for c in data.chunks(SECTION_CHUNK) {
+            self.buf.extend_from_slice(c);
+            if self.buf.len() >= SECTION_CHUNK {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<()> {
+        if !self.buf.is_empty() {
+            self.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `state` (postcard, streamed into sections) to `path` as a checkpoint with `header`;
+/// returns the file's size. Nothing is left under `path` if it fails.
+pub fn write_file<T: Serialize>(path: &Path, header: CheckpointHeader, state: &T) -> Result<u64, RunError> {
     let h = serde_json::to_value(&header).expect("a header serializes");
-    let mut w = ContainerWriter::create(path, &CHECKPOINT_MAGIC, &h).map_err(|e| RunError(e.to_string()))?;
-    w.sections(&STATE_TAG, &bytes)
-        .map_err(|e| RunError(e.to_string()))?;
-    w.finish().map_err(|e| RunError(e.to_string()))?;
+    let w = ContainerWriter::create(path, &CHECKPOINT_MAGIC, &h).map_err(|e| RunError(e.to_string()))?;
+    let mut sink = SectionSink {
+        w,
+        buf: Vec::with_capacity(SECTION_CHUNK),
+        err: None,
+    };
+    let r = {
+        let _scope = shared::SharedScope::open();
+        take_last_error();
+        postcard::serialize_with_flavor(state, &mut sink)
+    };
+    if let Err(e) = r {
+        let why = sink
+            .err
+            .take()
+            .map(|e| e.0)
+            .or_else(take_last_error)
+            .unwrap_or_else(|| e.to_string());
+        drop(sink);
+        let _ = std::fs::remove_file(fraglab_state::container::partial_path(path));
+        return Err(RunError(format!(
+            "{}: cannot write the checkpoint: {why}",
+            path.display()
+        )));
+    }
+    sink.w.finish().map_err(|e| RunError(e.to_string()))?;
     std::fs::metadata(path)
         .map(|m| m.len())
         .map_err(|e| RunError(format!("{}: {e}", path.display())))
@@ -214,52 +295,188 @@ pub fn read_header(path: &Path) -> Result<(ContainerReader, CheckpointHeader), R
     Ok((r, h))
 }
 
-/// Reads the state of a checkpoint whose header [`read_header`] returned.
-pub fn read_state<T: serde::de::DeserializeOwned>(
-    mut r: ContainerReader,
-    h: &CheckpointHeader,
-) -> Result<T, RunError> {
-    let path = r.path().to_path_buf();
-    let mut bytes: Vec<u8> = Vec::new();
-    loop {
-        let at = r.offset();
-        match r.next_section().map_err(|e| RunError(e.to_string()))? {
-            None => break,
-            Some((tag, data)) if tag == STATE_TAG => {
-                if bytes.len() as u64 + data.len() as u64 > h.state_bytes {
-                    return Err(RunError(format!(
-                        "{}: byte {at}: more state than the header's {} bytes",
-                        path.display(),
-                        h.state_bytes
-                    )));
-                }
-                bytes.extend_from_slice(&data)
+/// The state sections of a checkpoint, as postcard's input: one section in memory at a time.
+struct SectionSource {
+    r: ContainerReader,
+    buf: Vec<u8>,
+    pos: usize,
+    /// Where the section in `buf` starts in the file.
+    section_at: u64,
+    /// Bytes of state read before `buf`.
+    before: u64,
+    /// For a read that crosses sections.
+    scratch: Vec<u8>,
+    err: Option<RunError>,
+}
+
+impl SectionSource {
+    /// The next state section into `buf`; false at the end (or on an error, kept in `err`).
+    fn refill(&mut self) -> bool {
+        if self.err.is_some() {
+            return false;
+        }
+        let at = self.r.offset();
+        match self.r.next_section() {
+            Ok(Some((tag, data))) if tag == STATE_TAG => {
+                self.before += self.buf.len() as u64;
+                self.buf = data;
+                self.pos = 0;
+                self.section_at = at;
+                true
             }
-            Some((tag, _)) => {
-                return Err(RunError(format!(
+            Ok(Some((tag, _))) => {
+                self.err = Some(RunError(format!(
                     "{}: byte {at}: unexpected section {:?} in a checkpoint",
-                    path.display(),
+                    self.r.path().display(),
                     String::from_utf8_lossy(&tag)
-                )))
+                )));
+                false
+            }
+            Ok(None) => false,
+            Err(e) => {
+                self.err = Some(RunError(e.to_string()));
+                false
             }
         }
     }
-    if bytes.len() as u64 != h.state_bytes {
-        return Err(RunError(format!(
-            "{}: {} bytes of state, the header says {}",
-            path.display(),
-            bytes.len(),
-            h.state_bytes
-        )));
+}
+
+impl<'de> postcard::de_flavors::Flavor<'de> for SectionSource {
+    type Remainder = SectionSource;
+    type Source = ();
+
+    #[inline]
+    fn pop(&mut self) -> postcard::Result<u8> {
+        if self.pos == self.buf.len() && !self.refill_nonempty() {
+            return Err(postcard::Error::DeserializeUnexpectedEnd);
+        }
+        let b = self.buf[self.pos];
+        self.pos += 1;
+        Ok(b)
     }
-    let _scope = shared::SharedScope::open();
-    let mut de = postcard::Deserializer::from_bytes(&bytes);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        RunError(format!(
-            "{}: the checkpoint's state, at {}: {}",
-            path.display(),
-            e.path(),
-            e.inner()
-        ))
-    })
+
+    fn try_take_n(&mut self, _ct: usize) -> postcard::Result<&'de [u8]> {
+        // Every type of the state owns its data: nothing borrows from the input.
+        Err(postcard::Error::WontImplement)
+    }
+
+    fn try_take_n_temp<'a>(&'a mut self, ct: usize) -> postcard::Result<&'a [u8]>
+    where
+        'de: 'a,
+    {
+        if self.buf.len() - self.pos >= ct {
+            let s = &self.buf[self.pos..self.pos + ct];
+            self.pos += ct;
+            return Ok(s);
+        }
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
+        while out.len() < ct {
+            if self.pos == self.buf.len() && !self.refill_nonempty() {
+                self.scratch = out;
+                return Err(postcard::Error::DeserializeUnexpectedEnd);
+            }
+            let n = (ct - out.len()).min(self.buf.len() - self.pos);
+            out.extend_from_slice(&self.buf[self.pos..self.pos + n]);
+            self.pos += n;
+        }
+        self.scratch = out;
+        Ok(&self.scratch)
+    }
+
+    fn finalize(self) -> postcard::Result<SectionSource> {
+        Ok(self)
+    }
+}
+
+impl SectionSource {
+    /// [`SectionSource::refill`] past empty sections.
+    fn refill_nonempty(&mut self) -> bool {
+        while self.refill() {
+            if !self.buf.is_empty() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The state's byte offset reached, for an error message: the section and the byte in it.
+    fn where_(&self) -> String {
+        format!(
+            "byte {} of the state (in the section at byte {} of the file)",
+            self.before + self.pos as u64,
+            self.section_at
+        )
+    }
+}
+
+/// Reads the state of a checkpoint whose header [`read_header`] returned, streaming its
+/// sections. A state that does not decode is read a second time to name where it fails
+/// (the field path); the first pass keeps no path, which would cost half the reading time.
+pub fn read_state<T: serde::de::DeserializeOwned>(
+    r: ContainerReader,
+    _h: &CheckpointHeader,
+) -> Result<T, RunError> {
+    let path = r.path().to_path_buf();
+    let src = |r: ContainerReader| SectionSource {
+        r,
+        buf: Vec::new(),
+        pos: 0,
+        section_at: 0,
+        before: 0,
+        scratch: Vec::new(),
+        err: None,
+    };
+    let first = {
+        let _scope = shared::SharedScope::open();
+        take_last_error();
+        let mut de = postcard::Deserializer::from_flavor(src(r));
+        let v = T::deserialize(&mut de);
+        (v, de.finalize())
+    };
+    match first {
+        (Ok(v), Ok(mut rest)) => {
+            if rest.pos < rest.buf.len() || rest.refill_nonempty() {
+                return Err(RunError(format!(
+                    "{}: {}: state continues after its end: corrupt",
+                    path.display(),
+                    rest.where_()
+                )));
+            }
+            if let Some(e) = rest.err.take() {
+                return Err(e);
+            }
+            Ok(v)
+        }
+        (Err(e), rest) => {
+            if let Ok(mut rest) = rest {
+                if let Some(err) = rest.err.take() {
+                    return Err(err);
+                }
+                let custom = take_last_error();
+                // Again with the field path, for the message.
+                let (r2, _) = read_header(&path)?;
+                let _scope = shared::SharedScope::open();
+                let mut de = postcard::Deserializer::from_flavor(src(r2));
+                let at = match serde_path_to_error::deserialize::<_, T>(&mut de) {
+                    Err(pe) => format!(" at {}", pe.path()),
+                    Ok(_) => String::new(),
+                };
+                return Err(RunError(format!(
+                    "{}: {}: the checkpoint's state does not decode{at}: {}",
+                    path.display(),
+                    rest.where_(),
+                    custom.unwrap_or_else(|| e.to_string())
+                )));
+            }
+            Err(RunError(format!(
+                "{}: the checkpoint's state: {e}",
+                path.display()
+            )))
+        }
+        (Ok(_), Err(e)) => Err(RunError(format!(
+            "{}: the checkpoint's state: {e}",
+            path.display()
+        ))),
+    }
 }

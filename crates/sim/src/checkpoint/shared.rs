@@ -51,9 +51,11 @@ pub fn serialize<T: Serialize + 'static, S: Serializer>(v: &Rc<RefCell<T>>, s: S
     let addr = Rc::as_ptr(v) as *const () as usize;
     let (id, first) = TABLE.with(|t| {
         let mut t = t.borrow_mut();
-        let t = t
-            .as_mut()
-            .ok_or_else(|| S::Error::custom("shared state written outside a checkpoint"))?;
+        let t = t.as_mut().ok_or_else(|| {
+            S::Error::custom(super::fail(
+                "shared state written outside a checkpoint".to_string(),
+            ))
+        })?;
         let next = t.written.len() as u32;
         let id = *t.written.entry(addr).or_insert(next);
         Ok((id, id == next))
@@ -71,23 +73,28 @@ pub fn deserialize<'de, T: Deserialize<'de> + 'static, D: Deserializer<'de>>(
     let (id, v) = <(u32, Option<T>)>::deserialize(d)?;
     TABLE.with(|t| {
         let mut t = t.borrow_mut();
-        let t = t
-            .as_mut()
-            .ok_or_else(|| D::Error::custom("shared state read outside a checkpoint"))?;
+        let t = t.as_mut().ok_or_else(|| {
+            D::Error::custom(super::fail("shared state read outside a checkpoint".to_string()))
+        })?;
         match v {
             Some(v) => {
                 let rc = Rc::new(RefCell::new(v));
                 if t.read.insert(id, rc.clone()).is_some() {
-                    return Err(D::Error::custom(format!("shared object {id} written twice")));
+                    return Err(D::Error::custom(super::fail(format!(
+                        "shared object {id} written twice"
+                    ))));
                 }
                 Ok(rc)
             }
             None => {
                 let any = t.read.get(&id).cloned().ok_or_else(|| {
-                    D::Error::custom(format!("shared object {id} referred to before it was written"))
+                    D::Error::custom(super::fail(format!(
+                        "shared object {id} referred to before it was written"
+                    )))
                 })?;
-                any.downcast::<RefCell<T>>()
-                    .map_err(|_| D::Error::custom(format!("shared object {id} has another type")))
+                any.downcast::<RefCell<T>>().map_err(|_| {
+                    D::Error::custom(super::fail(format!("shared object {id} has another type")))
+                })
             }
         }
     })
