@@ -164,43 +164,8 @@ enum Cmd {
         /// standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
-        /// Override the spec's `[model] folio_mode` (skip_large, split_large,
-        /// migrate_no_free_split, migrate_free_split).
-        #[arg(long, value_parser = parse_folio_mode)]
-        folio_mode: Option<fraglab_spec::FolioMode>,
-        /// A timed run: stream its whole ftrace text to this file (the spec's `run.trace` events
-        /// and `fraglab_spec::DIFF_EVENTS`, with a `tracing_mark_write: fraglab: measure` line
-        /// where a `{ measure = true }` step starts the measured part), the input of `fraglab
-        /// trace diff`.
-        #[arg(long)]
-        trace_out: Option<PathBuf>,
-        /// Run a scale model instead of the spec's machine: `1/K` (K a power of two, 2..=1024)
-        /// divides the machine's memory (each zone's pages), CPUs and swap by K and the
-        /// workload's sizes and parallelism so every per-GiB pressure is kept (times stay);
-        /// the scaled machine boots normally, so watermarks, min_free_kbytes and PCP high are
-        /// the kernel's for its size. A parameter K does not divide, a task program or a
-        /// snapshot is refused. The report and result say "scale model 1/K"; the result's
-        /// `scale.vmstat_delta_scaled_up` has the counters x K. As `[run] scale = "1/K"`.
-        #[arg(long, value_parser = parse_scale)]
-        scale: Option<u32>,
-        /// Fragmentation blame (docs/blame.md): attribute every event that makes a pageblock
-        /// impure to the task or kernel thread that caused it; the result JSON gets a `blame`
-        /// section (`fraglab blame RESULT.json` ranks it). As `[run] blame = true`.
-        #[arg(long)]
-        blame: bool,
-        /// A timed run: write a checkpoint (docs/checkpoints.md), the whole simulated state
-        /// after the first event at or after this simulated time (e.g. 540s), to
-        /// `--checkpoint-file`; the run goes on unchanged. As `[run] checkpoint_at`.
-        #[arg(long, value_parser = parse_duration_arg)]
-        checkpoint_at: Option<u64>,
-        /// Where `--checkpoint-at` writes (default: the spec's name with .ckpt, beside it).
-        #[arg(long, requires = "checkpoint_at")]
-        checkpoint_file: Option<PathBuf>,
-        /// Continue from a checkpoint instead of booting (docs/checkpoints.md): the spec must be
-        /// the one that wrote it, except its knobs and [model] policy switches. As `[machine]
-        /// checkpoint`.
-        #[arg(long)]
-        from_checkpoint: Option<PathBuf>,
+        #[command(flatten)]
+        flags: run::RunFlags,
     },
     /// Run specs N times each (different seeds, in parallel) and print the rows of
     /// mmtests' vmstat rows and the workloads' own rows in mmtests' compare format.
@@ -565,27 +530,8 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             spec,
             example,
             output,
-            folio_mode,
-            trace_out,
-            scale,
-            blame,
-            checkpoint_at,
-            checkpoint_file,
-            from_checkpoint,
-        } => run::run(
-            spec,
-            example,
-            output,
-            run::RunFlags {
-                folio_mode,
-                trace_out,
-                scale,
-                blame,
-                checkpoint_at,
-                checkpoint_file,
-                from_checkpoint,
-            },
-        ),
+            flags,
+        } => run::run(spec, example, output, flags),
         Cmd::Blame { result, format } => blame::blame(&result, &format),
         Cmd::Compare {
             from,
@@ -788,7 +734,7 @@ fn policy_list(json: bool) -> Result<(), String> {
 
 /// `--scale 1/K` ([`fraglab_spec::scale::parse_scale`]).
 /// A simulated time as specs write it (`540s`, `1500ms`, `9min`).
-fn parse_duration_arg(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_duration_arg(s: &str) -> Result<u64, String> {
     fraglab_spec::parse_duration(s)
 }
 
@@ -801,7 +747,7 @@ pub(crate) fn checkpoint_in(p: &Path) -> fraglab_spec::CheckpointIn {
     }
 }
 
-fn parse_scale(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_scale(s: &str) -> Result<u32, String> {
     fraglab_spec::scale::parse_scale(s)
 }
 

@@ -10,13 +10,44 @@ use crate::{example, write_via_tmp};
 /// standard output, or with an `output` ending in `.json` also writes its result JSON there
 /// ([`fraglab_sim::run_ops_result`]), or writes the text to any other `output`.
 /// `fraglab run`'s options besides the spec and the output.
+#[derive(clap::Args, Debug)]
 pub struct RunFlags {
+    /// Override the spec's `[model] folio_mode` (skip_large, split_large,
+    /// migrate_no_free_split, migrate_free_split).
+    #[arg(long, value_parser = crate::parse_folio_mode)]
     pub folio_mode: Option<fraglab_spec::FolioMode>,
+    /// A timed run: stream its whole ftrace text to this file (the spec's `run.trace` events
+    /// and `fraglab_spec::DIFF_EVENTS`, with a `tracing_mark_write: fraglab: measure` line
+    /// where a `{ measure = true }` step starts the measured part), the input of `fraglab
+    /// trace diff`.
+    #[arg(long)]
     pub trace_out: Option<PathBuf>,
+    /// Run a scale model instead of the spec's machine: `1/K` (K a power of two, 2..=1024)
+    /// divides the machine's memory (each zone's pages), CPUs and swap by K and the
+    /// workload's sizes and parallelism so every per-GiB pressure is kept (times stay);
+    /// the scaled machine boots normally, so watermarks, min_free_kbytes and PCP high are
+    /// the kernel's for its size. A parameter K does not divide, a task program or a
+    /// snapshot is refused. The report and result say "scale model 1/K"; the result's
+    /// `scale.vmstat_delta_scaled_up` has the counters x K. As `[run] scale = "1/K"`.
+    #[arg(long, value_parser = crate::parse_scale)]
     pub scale: Option<u32>,
+    /// Fragmentation blame (docs/blame.md): attribute every event that makes a pageblock
+    /// impure to the task or kernel thread that caused it; the result JSON gets a `blame`
+    /// section (`fraglab blame RESULT.json` ranks it). As `[run] blame = true`.
+    #[arg(long)]
     pub blame: bool,
+    /// A timed run: write a checkpoint (docs/checkpoints.md), the whole simulated state
+    /// after the first event at or after this simulated time (e.g. 540s), to
+    /// `--checkpoint-file`; the run goes on unchanged. As `[run] checkpoint_at`.
+    #[arg(long, value_parser = crate::parse_duration_arg)]
     pub checkpoint_at: Option<u64>,
+    /// Where `--checkpoint-at` writes (default: the spec's name with .ckpt, beside it).
+    #[arg(long, requires = "checkpoint_at")]
     pub checkpoint_file: Option<PathBuf>,
+    /// Continue from a checkpoint instead of booting (docs/checkpoints.md): the spec must be
+    /// the one that wrote it, except its knobs and [model] policy switches. As `[machine]
+    /// checkpoint`.
+    #[arg(long)]
     pub from_checkpoint: Option<PathBuf>,
 }
 
@@ -69,13 +100,7 @@ pub fn run(
         return Err("--checkpoint-at, --from-checkpoint: the spec has no timed [workload] (checkpoints are of timed runs)".into());
     }
     if let Some(at_ns) = checkpoint_at {
-        let file = checkpoint_file.unwrap_or_else(|| {
-            let own = std::path::Path::new(&spec.file);
-            let stem = own
-                .file_stem()
-                .map_or("fraglab".into(), |s| s.to_string_lossy().into_owned());
-            own.with_file_name(format!("{stem}.ckpt"))
-        });
+        let file = checkpoint_file.unwrap_or_else(|| fraglab_spec::default_checkpoint_file(&spec.file));
         spec.run.checkpoint = Some(fraglab_spec::CheckpointOut { at_ns, file, line: 0 });
     }
     if let Some(p) = &from_checkpoint {

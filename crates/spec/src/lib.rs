@@ -160,6 +160,7 @@ mod keys;
 mod knobs;
 mod model;
 mod parse;
+pub use parse::run::default_checkpoint_file;
 pub mod result;
 pub mod scale;
 mod suggest;

@@ -39,20 +39,10 @@ impl Cx<'_> {
         let checkpoint = match m.get("checkpoint") {
             None => None,
             Some(e) => {
-                let path = self.str(&e.node, "machine.checkpoint")?;
-                if path.trim().is_empty() {
-                    return Err(self.err(
-                        e.node.pos,
-                        "machine.checkpoint",
-                        "an empty path (expected the path of a checkpoint file)",
-                    ));
-                }
-                let dir = std::path::Path::new(self.file)
-                    .parent()
-                    .unwrap_or(std::path::Path::new(""));
+                let (path, resolved) = self.path_value(e, "machine.checkpoint", "a checkpoint file")?;
                 Some(crate::CheckpointIn {
-                    path: path.to_string(),
-                    resolved: dir.join(path),
+                    path,
+                    resolved,
                     line: self.lines.line(e.key_pos),
                 })
             }
@@ -161,22 +151,12 @@ impl Cx<'_> {
                 ));
             }
         }
-        let path = self.str(&snap.node, "machine.snapshot")?;
-        if path.trim().is_empty() {
-            return Err(self.err(
-                snap.node.pos,
-                "machine.snapshot",
-                "an empty path (expected the path of a snapshot file)",
-            ));
-        }
-        let dir = std::path::Path::new(self.file)
-            .parent()
-            .unwrap_or(std::path::Path::new(""));
+        let (path, resolved) = self.path_value(snap, "machine.snapshot", "a snapshot file")?;
         Ok(MachineSpec {
             dma: true,
             snapshot: Some(crate::SnapshotSpec {
-                path: path.to_string(),
-                resolved: dir.join(path),
+                path,
+                resolved,
                 line,
                 cpus_given: m.get("cpus").is_some(),
                 hugetlb_given: m.get("hugetlb_pages").is_some(),

@@ -5,7 +5,7 @@ mod damon;
 mod knobs;
 mod machine;
 mod ops;
-mod run;
+pub(crate) mod run;
 mod task;
 mod workload;
 
@@ -578,6 +578,23 @@ impl Cx<'_> {
             ));
         }
         Ok(Some(v))
+    }
+
+    /// A file path under key `key` (`e` its entry): not empty, and resolved relative to the
+    /// spec file's directory. Returns (as written, resolved).
+    fn path_value(&self, e: &Entry, key: &str, what: &str) -> R<(String, std::path::PathBuf)> {
+        let path = self.str(&e.node, key)?;
+        if path.trim().is_empty() {
+            return Err(self.err(
+                e.node.pos,
+                key,
+                format!("an empty path (expected the path of {what})"),
+            ));
+        }
+        let dir = std::path::Path::new(self.file)
+            .parent()
+            .unwrap_or(std::path::Path::new(""));
+        Ok((path.to_string(), dir.join(path)))
     }
 
     /// Declared duration key `k` of `t`, or its default.

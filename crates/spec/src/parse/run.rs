@@ -82,16 +82,11 @@ impl Cx<'_> {
     /// `checkpoint_at` and `checkpoint_file` of `[run]`.
     fn checkpoint_out(&self, t: &Tbl) -> R<Option<crate::CheckpointOut>> {
         let at = self.opt_duration_key(t, "checkpoint_at")?;
-        let dir = std::path::Path::new(self.file)
-            .parent()
-            .unwrap_or(std::path::Path::new(""));
         let file = match t.get("checkpoint_file") {
             None => None,
             Some(e) => {
-                let s = self.str(&e.node, &t.key("checkpoint_file"))?;
-                if s.trim().is_empty() {
-                    return Err(self.err(e.node.pos, &t.key("checkpoint_file"), "an empty path"));
-                }
+                let (_, resolved) =
+                    self.path_value(e, &t.key("checkpoint_file"), "the checkpoint to write")?;
                 if at.is_none() {
                     return Err(self.err(
                         e.key_pos,
@@ -99,18 +94,12 @@ impl Cx<'_> {
                         "without run.checkpoint_at there is no checkpoint to write",
                     ));
                 }
-                Some(dir.join(s))
+                Some(resolved)
             }
         };
         Ok(at.map(|at_ns| {
             let e = t.get("checkpoint_at").expect("given");
-            let file = file.unwrap_or_else(|| {
-                let own = std::path::Path::new(self.file);
-                let stem = own
-                    .file_stem()
-                    .map_or("fraglab".into(), |s| s.to_string_lossy().into_owned());
-                dir.join(format!("{stem}.ckpt"))
-            });
+            let file = file.unwrap_or_else(|| crate::default_checkpoint_file(self.file));
             crate::CheckpointOut {
                 at_ns,
                 file,
@@ -154,4 +143,14 @@ impl Cx<'_> {
         }
         Ok(out)
     }
+}
+
+/// Where a checkpoint goes when `checkpoint_file` is not given: the spec file's name with
+/// `.ckpt` for its extension, beside it (`fraglab run --checkpoint-at` too).
+pub fn default_checkpoint_file(spec_file: &str) -> std::path::PathBuf {
+    let own = std::path::Path::new(spec_file);
+    let stem = own
+        .file_stem()
+        .map_or("fraglab".into(), |s| s.to_string_lossy().into_owned());
+    own.with_file_name(format!("{stem}.ckpt"))
 }
