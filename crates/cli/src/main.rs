@@ -426,8 +426,12 @@ enum Cmd {
     /// with `--blame` or `[run] blame = true`, docs/blame.md) by the pageblocks they made
     /// mixed, then by the blocks compaction could not empty because of their pages, then by
     /// their steals.
+    ///
+    /// On the live side, FILE may instead be a snapshot (`fraglab host snapshot`) of a kernel
+    /// with page_owner, or the text of /sys/kernel/debug/page_owner itself: the pageblocks it
+    /// shows mixed are charged to the allocation stacks of their misplaced pages.
     Blame {
-        /// A result JSON of `fraglab run -o`.
+        /// A result JSON of `fraglab run -o`, a snapshot, or a page_owner dump.
         result: PathBuf,
         /// `table` (default), `json` or `csv`.
         #[arg(long, default_value = "table")]

@@ -353,6 +353,43 @@ fn blame_ranks_sources_and_refuses_what_is_no_blamed_result() {
     assert!(err(&spec, "table").contains("not a fraglab result"));
     assert!(err(&d, "table").contains("a directory, not a regular file"));
     assert!(err(&with, "xml").contains("--format xml: expected table, json or csv"));
+    // The live side: a page_owner dump (two blocks of Movable, one with a dentry slab page),
+    // and a snapshot taken without page_owner.
+    let po = d.join("page_owner.txt");
+    let rec = |pfn: u64, t: &str, frames: &str| {
+        format!(
+            "Page allocated via order 0, mask 0xcc0(GFP_KERNEL), pid 9, tgid 9 (cc1), ts 1 ns\n\
+             PFN 0x{pfn:x} type {t} Block {} type Movable Flags 0x0()\n{frames}\n",
+            pfn >> 9
+        )
+    };
+    let slab =
+        " post_alloc_hook+0x1/0x2\n allocate_slab+0x1/0x2\n __d_alloc+0x1/0x2\n d_alloc_parallel+0x1/0x2\n";
+    let anon = " post_alloc_hook+0x1/0x2\n do_anonymous_page+0x1/0x2\n";
+    std::fs::write(
+        &po,
+        rec(512, "Movable", anon) + &rec(513, "Unmovable", slab) + &rec(1024, "Movable", anon),
+    )
+    .unwrap();
+    let o = blame(&po, "table");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        t.contains("3 allocations in 2 pageblocks; mixed: 1 Movable")
+            && t.contains("__d_alloc < d_alloc_parallel"),
+        "{t}"
+    );
+    let snap = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../experiments/validation/snapshot-compact.fsnap"
+    );
+    assert!(err(std::path::Path::new(snap), "table").contains("a snapshot without page_owner"));
+    std::fs::write(&po, "Page allocated via order 0, mask 0x0(), pid 1, tgid 1 (x), ts 1 ns\nPFN 0x1 type Nope Block 0 type Movable Flags 0\n").unwrap();
+    let e = err(&po, "table");
+    assert!(
+        e.contains("page_owner.txt") && e.contains("line 2") && e.contains("unknown migratetype"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 

@@ -28,7 +28,7 @@ use std::path::Path;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use fraglab_state::page::classify;
-use fraglab_state::procparse::{parse_iomem_ram, parse_page_owner, parse_zoneinfo};
+use fraglab_state::procparse::{parse_iomem_ram, parse_zoneinfo};
 use fraglab_state::snapshot::{Snapshot, SnapshotHeader};
 
 use crate::{confounders, knobs, procfs, HostError};
@@ -128,13 +128,16 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
         return Err(HostError::Uninitialised(why));
     }
 
-    let page_owner_blocks = if opts.page_owner && Path::new(PAGE_OWNER).exists() {
+    // page_owner's block types (for the reconstruction) and its mixed blocks by stack (for
+    // `fraglab blame SNAPSHOT`), in one pass over the dump.
+    let (page_owner_blocks, page_owner_blame) = if opts.page_owner && Path::new(PAGE_OWNER).exists() {
         let f = File::open(PAGE_OWNER).map_err(|e| HostError::io(PAGE_OWNER, e))?;
-        let (blocks, _bad) = parse_page_owner(BufReader::with_capacity(1 << 20, f))
-            .map_err(|e| HostError::io(PAGE_OWNER, e))?;
-        Some(blocks)
+        let mut b =
+            fraglab_state::page_owner::read_from(Path::new(PAGE_OWNER), BufReader::with_capacity(1 << 20, f))
+                .map_err(|e| HostError::io(PAGE_OWNER, std::io::Error::other(e.to_string())))?;
+        (Some(std::mem::take(&mut b.block_types)), Some(b))
     } else {
-        None
+        (None, None)
     };
 
     let taken_at_unix_s = SystemTime::now()
@@ -171,6 +174,7 @@ pub fn capture(opts: &CaptureOptions, progress: &mut dyn FnMut(u64, u64)) -> Res
             knobs,
             confounders,
             page_owner_blocks,
+            page_owner_blame,
             read_ns,
             dirty_bitmap: true,
             reported_bits: true,

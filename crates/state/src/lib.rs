@@ -25,6 +25,7 @@ pub mod container;
 pub mod damon;
 pub mod error;
 pub mod page;
+pub mod page_owner;
 pub mod procparse;
 pub mod reconstruct;
 pub mod snapshot;

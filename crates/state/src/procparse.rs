@@ -1,13 +1,12 @@
 //! Parsers of the /proc texts a snapshot keeps (docs/model §30.1, §30.4; formats of
 //! mm/vmstat.c `zoneinfo_show_print`, `frag_show_print`, `pagetypeinfo_showfree_print`,
-//! `pagetypeinfo_showblockcount_print`, kernel/resource.c for /proc/iomem and
-//! mm/page_owner.c `print_page_owner` for /sys/kernel/debug/page_owner), per zone.
+//! `pagetypeinfo_showblockcount_print`, kernel/resource.c for /proc/iomem), per zone. The
+//! page_owner dump is read by [`crate::page_owner`].
 //!
 //! The host engine has whole-machine parsers (`fraglab_host::procfs`); the reconstruction needs
 //! the per-zone tables, and this crate may not depend on the host engine.
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
 
 use crate::snapshot::ZoneSpan;
 
@@ -376,70 +375,9 @@ pub fn uninitialised_memory(zoneinfo: &str, pagetypeinfo: &str) -> Option<String
     None
 }
 
-/// Block types from /sys/kernel/debug/page_owner (§30.4), read line by line (the file holds a
-/// record per allocated head page and can be larger than memory would like): each record's
-/// "PFN 0x… type <gfp migratetype> Block <pfn/512> type <block migratetype> Flags …" line gives
-/// (block index, block type). One entry per block, the last record read winning (a block's type
-/// can change while the file is read). Returns the blocks in index order and the number of
-/// lines that looked like a PFN line but did not parse.
-pub fn parse_page_owner(r: impl BufRead) -> std::io::Result<(Vec<(u64, String)>, u64)> {
-    let mut m: BTreeMap<u64, String> = BTreeMap::new();
-    let mut bad = 0u64;
-    for line in r.lines() {
-        let line = line?;
-        if !line.starts_with("PFN ") {
-            continue;
-        }
-        match page_owner_line(&line) {
-            Some((b, t)) => {
-                m.insert(b, t);
-            }
-            None => bad += 1,
-        }
-    }
-    Ok((m.into_iter().collect(), bad))
-}
-
-fn page_owner_line(line: &str) -> Option<(u64, String)> {
-    let (_, rest) = line.split_once(" Block ")?;
-    let mut it = rest.split_whitespace();
-    let block: u64 = it.next()?.parse().ok()?;
-    if it.next()? != "type" {
-        return None;
-    }
-    let t = it.next()?;
-    type_index(t)?;
-    Some((block, t.to_string()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn section_30_4_page_owner_records() {
-        let text = "\
-Page allocated via order 0, mask 0x152820(GFP_ATOMIC|__GFP_NOWARN|__GFP_NORETRY|__GFP_HARDWALL), pid 1, tgid 1 (swapper/0), ts 1234 ns
-PFN 0x1000 type Unmovable Block 8 type Unmovable Flags 0x4000000000000000(node=0|zone=1)
- post_alloc_hook+0x1/0x2
- get_page_from_freelist+0x1/0x2
-
-Page allocated via order 9, mask 0x140dca(GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO), pid 5, tgid 5 (a.out), ts 99 ns
-PFN 0x200400 type Movable Block 4098 type Movable Flags 0x17ffffc0000040(head|node=0|zone=2)
- post_alloc_hook+0x1/0x2
-Page has been migrated, last migrate reason: compaction
-
-Page allocated via order 0, mask 0xcc0(GFP_KERNEL), pid 7, tgid 7 (x), ts 5 ns
-PFN 0x1001 type Unmovable Block 8 type Reclaimable Flags 0x0()
-PFN garbage
-";
-        let (v, bad) = parse_page_owner(text.as_bytes()).unwrap();
-        assert_eq!(
-            v,
-            vec![(8, "Reclaimable".to_string()), (4098, "Movable".to_string())]
-        );
-        assert_eq!(bad, 1);
-    }
 
     #[test]
     fn section_30_1_proc_texts() {

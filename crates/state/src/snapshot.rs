@@ -84,6 +84,10 @@ pub struct SnapshotHeader {
     pub confounders: serde_json::Value,
     /// Block types from page_owner (§30.4) when the kernel has it: (pageblock index, type name).
     pub page_owner_blocks: Option<Vec<(u64, String)>>,
+    /// The mixed blocks page_owner showed, by allocation stack (`page_owner::PageOwnerBlame`,
+    /// `fraglab blame SNAPSHOT`), when the kernel has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_owner_blame: Option<crate::page_owner::PageOwnerBlame>,
     /// How long the pfn read took (ns).
     pub read_ns: u64,
     /// The file has a dirty bitmap after the page bytes (`DIRT` sections; files written before
