@@ -24,6 +24,12 @@
 //!   (unmovable, pinned, unmigratable: §9.3, §25) in a block; blamed on the source that
 //!   allocated that page (kept per pfn, only when blame is on).
 //!
+//! And one outcome: a PMD THP fault that failed (`thp_fault_fallback`, §11.3) is charged to
+//! every source whose pages blocked its direct compaction in some block
+//! ([`SourceStats::thp_fault_fail`]): the THP faults that failed in blocks the source's pages
+//! kept from emptying. A failed fault that did not compact (no direct reclaim in its gfp, or
+//! compaction deferred or skipped) is charged to no one.
+//!
 //! A page allocated before blame was turned on, or outside any source, is blamed on source 0,
 //! `boot`.
 
@@ -67,6 +73,9 @@ pub struct SourceStats {
     pub mixed_blocks: BTreeSet<u32>,
     /// Distinct pageblocks the migrate scanner could not empty because of this source's pages.
     pub compact_blocked: BTreeSet<u32>,
+    /// PMD THP faults that failed after their direct compaction met this source's pages in a
+    /// block it could not empty (module comment).
+    pub thp_fault_fail: u64,
 }
 
 /// The blame state (only allocated when blame is on).
@@ -81,6 +90,8 @@ pub struct Blame {
     owner: Vec<SourceId>,
     /// Per pageblock: bit `mt` set once a fallback of migratetype `mt` took pages in it.
     fell_back: Vec<u8>,
+    /// While a PMD THP fault allocates: the sources whose pages blocked its compaction.
+    thp_fault: Option<Vec<SourceId>>,
 }
 
 impl Blame {
@@ -93,6 +104,7 @@ impl Blame {
             stats: Vec::new(),
             owner: vec![BOOT_SOURCE; end_pfn as usize],
             fell_back: vec![0; nr_blocks],
+            thp_fault: None,
         };
         b.intern("boot");
         b
@@ -191,6 +203,28 @@ impl Blame {
         s.counts[k] += 1;
         s.pages[k] += 1 << order;
         s.compact_blocked.insert(block);
+        if let Some(v) = self.thp_fault.as_mut() {
+            if !v.contains(&src) {
+                v.push(src);
+            }
+        }
+    }
+
+    /// A PMD THP fault starts allocating its folio.
+    pub fn begin_thp_fault(&mut self) {
+        self.thp_fault = Some(Vec::new());
+    }
+
+    /// The PMD THP fault's allocation ended; if it `failed`, every source that blocked its
+    /// compaction is charged with it.
+    pub fn end_thp_fault(&mut self, failed: bool) {
+        if let Some(v) = self.thp_fault.take() {
+            if failed {
+                for src in v {
+                    self.stats[src as usize].thp_fault_fail += 1;
+                }
+            }
+        }
     }
 
     fn record(&mut self, src: SourceId, kind: BlameKind, order: u32, mt: usize, block: u32, mixes: bool) {
@@ -248,5 +282,19 @@ mod tests {
             1
         );
         assert!(b.stats[c as usize].compact_blocked.is_empty());
+        // A failed THP fault whose compaction met a's page (twice) and boot's: one each; a
+        // fault that succeeded, or a block met outside a fault, charges no one.
+        b.begin_thp_fault();
+        b.note_compact_blocked(1024, 0);
+        b.note_compact_blocked(1025, 0);
+        b.note_compact_blocked(8, 0);
+        b.end_thp_fault(true);
+        b.begin_thp_fault();
+        b.note_compact_blocked(1024, 0);
+        b.end_thp_fault(false);
+        b.note_compact_blocked(1024, 0);
+        assert_eq!(b.stats[a as usize].thp_fault_fail, 1);
+        assert_eq!(b.stats[BOOT_SOURCE as usize].thp_fault_fail, 1);
+        assert_eq!(b.stats[c as usize].thp_fault_fail, 0);
     }
 }

@@ -337,7 +337,14 @@ impl Mm {
         let gfp = vma_thp_gfp_mask(self.thp.defrag, madvised);
         let pmd = HPAGE_PMD_ORDER as usize;
         if max_order >= HPAGE_PMD_ORDER && self.thp.order_allowed(HPAGE_PMD_ORDER, madvised) {
-            match self.alloc_thp_mpol(cpu, gfp) {
+            if let Some(b) = self.blame.as_deref_mut() {
+                b.begin_thp_fault();
+            }
+            let thp = self.alloc_thp_mpol(cpu, gfp);
+            if let Some(b) = self.blame.as_deref_mut() {
+                b.end_thp_fault(thp.is_none());
+            }
+            match thp {
                 Some(id) => {
                     self.count(Stat::thp_fault_alloc, 1);
                     self.mthp.anon_fault_alloc[pmd] += 1;

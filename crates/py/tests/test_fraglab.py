@@ -245,5 +245,5 @@ def test_blame_frame_ranks_as_the_binary_does(tmp_path):
     ).stdout
     want = pd.read_csv(io.StringIO(csv))
     assert list(df["source"]) == list(want["source"])
-    for col in ["mixed_blocks", "compact_blocked_blocks", "steal", "claim_partial", "compact_blocked"]:
+    for col in ["mixed_blocks", "compact_blocked_blocks", "thp_fault_fail", "steal", "claim_partial", "compact_blocked"]:
         assert list(df[col]) == list(want[col]), col

@@ -1371,11 +1371,15 @@ fn range_note(r: Option<(f64, f64)>, n: usize, f: fn(f64) -> String) -> String {
 }
 
 /// The blame columns of [`blame_tables`]: (header, what it counts).
-const BLAME_COLUMNS: [(&str, &str); 8] = [
+const BLAME_COLUMNS: [(&str, &str); 9] = [
     ("mixed", "pageblocks its events made mixed"),
     (
         "cblk",
         "pageblocks compaction could not empty because of its pages",
+    ),
+    (
+        "thp_fail",
+        "THP faults that failed after their compaction met its pages in such a block",
     ),
     ("steal", "steals (docs/model §6.4)"),
     (
@@ -1398,11 +1402,12 @@ fn blame_value(r: &RunResult, source: &str, col: usize) -> Option<f64> {
     Some(match col {
         0 => b.mixed_blocks,
         1 => b.compact_blocked_blocks,
-        2 => ev("steal"),
-        3 => ev("claim_partial"),
-        4 => ev("claim_whole"),
-        5 => ev("no_fallback"),
-        6 => ev("pagecache_unmovable"),
+        2 => b.thp_fault_fail,
+        3 => ev("steal"),
+        4 => ev("claim_partial"),
+        5 => ev("claim_whole"),
+        6 => ev("no_fallback"),
+        7 => ev("pagecache_unmovable"),
         _ => ev("compact_blocked"),
     } as f64)
 }

@@ -921,6 +921,7 @@ pub fn blame_result(b: &fraglab_mm::blame::Blame) -> Vec<fraglab_spec::result::B
                 by_migratetype: MTS.iter().zip(s.by_mt).map(|(k, n)| (k.to_string(), n)).collect(),
                 mixed_blocks: s.mixed_blocks.len() as u64,
                 compact_blocked_blocks: s.compact_blocked.len() as u64,
+                thp_fault_fail: s.thp_fault_fail,
             }
         })
         .collect()

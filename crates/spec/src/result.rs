@@ -197,6 +197,10 @@ pub struct BlameSource {
     pub mixed_blocks: u64,
     /// Distinct pageblocks the migrate scanner could not empty because of its pages.
     pub compact_blocked_blocks: u64,
+    /// PMD THP faults that failed after their direct compaction met its pages in a block it
+    /// could not empty (0 in results of a fraglab from before it was counted).
+    #[serde(default)]
+    pub thp_fault_fail: u64,
 }
 
 /// [`RunResult::scale`]: what a scale model ran and its counters ×K.

@@ -354,9 +354,9 @@ class Result:
     def blame(self) -> Optional[pd.DataFrame]:
         """Fragmentation blame (``[run] blame = true``, docs/blame.md), one row per source,
         ranked as ``fraglab blame`` ranks them: ``source``, ``mixed_blocks``,
-        ``compact_blocked_blocks`` and one column per event kind (``steal``,
-        ``claim_partial``, ``claim_whole``, ``no_fallback``, ``pagecache_unmovable``,
-        ``compact_blocked``); None when the run had blame off."""
+        ``compact_blocked_blocks``, ``thp_fault_fail`` and one column per event kind
+        (``steal``, ``claim_partial``, ``claim_whole``, ``no_fallback``,
+        ``pagecache_unmovable``, ``compact_blocked``); None when the run had blame off."""
         if self.raw.get("blame") is None:
             return None
         return self._cached("blame", _blame_frame)
@@ -379,15 +379,18 @@ def _blame_frame(r: dict) -> pd.DataFrame:
             "source": s["source"],
             "mixed_blocks": s["mixed_blocks"],
             "compact_blocked_blocks": s["compact_blocked_blocks"],
+            "thp_fault_fail": s.get("thp_fault_fail", 0),
         }
         for k in _BLAME_KINDS:
             row[k] = s["events"].get(k, 0)
         rows.append(row)
-    df = pd.DataFrame(rows, columns=["source", "mixed_blocks", "compact_blocked_blocks"] + _BLAME_KINDS)
-    # fraglab blame's order: mixed blocks, blocked blocks, the events, then the name.
+    lead = ["mixed_blocks", "compact_blocked_blocks", "thp_fault_fail"]
+    df = pd.DataFrame(rows, columns=["source"] + lead + _BLAME_KINDS)
+    # fraglab blame's order: mixed blocks, blocked blocks, failed THP faults, the events, then
+    # the name.
     df = df.sort_values(
-        ["mixed_blocks", "compact_blocked_blocks"] + _BLAME_KINDS + ["source"],
-        ascending=[False] * (2 + len(_BLAME_KINDS)) + [True],
+        lead + _BLAME_KINDS + ["source"],
+        ascending=[False] * (len(lead) + len(_BLAME_KINDS)) + [True],
         kind="stable",
     )
     return df.reset_index(drop=True)

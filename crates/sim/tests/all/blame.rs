@@ -95,3 +95,27 @@ fn blame_is_deterministic() {
     let b = run(true);
     assert_eq!(a.blame, b.blame);
 }
+
+/// Failed THP faults are charged to the sources whose pages blocked their compaction: in the
+/// kbuild example, the compile jobs' pages block some; no source is charged with more faults
+/// than failed, and the sources that never allocate (boot's free memory) with none.
+#[test]
+fn failed_thp_faults_are_charged_to_the_pages_that_blocked_their_compaction() {
+    let mut s = fraglab_spec::parse_spec(
+        fraglab_spec::examples::example("kbuild-thp-burst").unwrap(),
+        "k.toml",
+    )
+    .unwrap();
+    s.run.blame = true;
+    s.workload.as_mut().unwrap().duration_ns = 12_000_000_000;
+    let r = fraglab_sim::timed::run_workload(&s).unwrap();
+    let failed = r.vmstat_delta["thp_fault_fallback"] as u64;
+    let blame = r.blame.as_ref().unwrap();
+    let cc1 = source(&r, "kbuild cc1");
+    assert!(failed > 0 && cc1.thp_fault_fail > 0, "{failed} {cc1:?}");
+    for b in blame {
+        assert!(b.thp_fault_fail <= failed, "{b:?} vs {failed}");
+        // Charged only where its pages blocked compaction.
+        assert!(b.thp_fault_fail == 0 || b.compact_blocked_blocks > 0, "{b:?}");
+    }
+}
