@@ -122,6 +122,22 @@ impl Mm {
         self.putback_lru_folio(id);
     }
 
+    /// Fragmentation blame (issue 37): an isolated folio that failed to migrate (−EAGAIN or
+    /// −EBUSY after every pass: locked, under writeback, busy buffers, §25) stays where it is
+    /// and keeps its block from emptying, as a page the scanner could not isolate does: a
+    /// `compact_blocked` event on its allocator.
+    fn blame_migrate_failure(&mut self, id: FolioId) {
+        if self.blame.is_some() {
+            let (pfn, order) = {
+                let f = &self.folios.folios[id as usize];
+                (f.pfn, f.order as u32)
+            };
+            if let Some(b) = self.blame.as_deref_mut() {
+                b.note_compact_blocked(pfn, order);
+            }
+        }
+    }
+
     /// Moves folio `id` to the target chunk at `dst` (already marked allocated by
     /// `compaction_alloc`): the folio keeps its id and content token, its owner's mapping now
     /// points at `dst`, it goes back on the LRU, and the source chunk is freed by the compactor's
@@ -410,6 +426,7 @@ impl Mm {
                         if order == HPAGE_PMD_ORDER {
                             st.nr_thp_failed += 1;
                         }
+                        self.blame_migrate_failure(id);
                     }
                 }
                 None if order > 0 && self.try_split_folio_ok(id) => {
@@ -446,6 +463,7 @@ impl Mm {
                         st.nr_succeeded += 1;
                     } else {
                         st.nr_failed_pages += 1;
+                        self.blame_migrate_failure(id);
                     }
                 }
                 None => {

@@ -452,3 +452,25 @@ fn section_13_3_large_folio_under_writeback_is_not_split() {
     assert!(st.migrated_pages < 100, "{st:?}");
     check(&mm);
 }
+
+/// Fragmentation blame (issue 37): a folio isolated and then refused by migration (#9 here:
+/// dirty without `migrate_folio`, in every pass) kept its block from emptying as a page the
+/// scanner could not isolate does: each is a `compact_blocked` event on its allocator (boot:
+/// blame was turned on after the pages were allocated).
+#[test]
+fn migration_failures_after_isolation_are_blamed_on_the_folio_s_allocator() {
+    use fraglab_mm::blame::{BlameKind, BOOT_SOURCE};
+    let no_mf = Mapping {
+        migrate_folio: false,
+        ..Mapping::no_large_folios()
+    };
+    let (mut mm, _, _) = layout(no_mf);
+    mm.enable_blame();
+    mm.compact_memory();
+    let fail = mm.stat(Stat::pgmigrate_fail);
+    assert!(fail > 0);
+    let b = mm.blame.as_deref().unwrap();
+    let pages = b.stats[BOOT_SOURCE as usize].pages[BlameKind::CompactBlocked as usize];
+    assert!(pages >= fail, "{pages} blamed pages, {fail} failed");
+    assert!(!b.stats[BOOT_SOURCE as usize].compact_blocked.is_empty());
+}
