@@ -699,16 +699,9 @@ impl Mm {
             .map(|z| z.managed.saturating_sub(z.wmark[WMARK_HIGH]))
             .sum();
         if self.tun.thp_enabled {
-            let nr_zones = self
-                .zones
-                .iter()
-                .filter(|z| z.populated() && z.zone_type <= ZoneType::Normal)
-                .count() as u64;
-            let pb = PAGEBLOCK_NR_PAGES as u64;
-            let rec = (pb * nr_zones * 2 + pb * nr_zones * (MIGRATE_PCPTYPES as u64).pow(2))
-                .min(free_buffer / 20)
-                << (PAGE_SHIFT - 10);
-            self.min_free_kbytes = self.min_free_kbytes.max(rec);
+            self.min_free_kbytes = self
+                .min_free_kbytes
+                .max(self.thp_recommended_min_free_kbytes(free_buffer));
         } else {
             let new = int_sqrt(free_buffer * (PAGE_SIZE >> 10) * 16);
             if self.tun.min_free_kbytes.is_none_or(|user| new > user) {
@@ -743,18 +736,23 @@ impl Mm {
         let lowmem_kbytes = self.lowmem_managed() * (PAGE_SIZE >> 10);
         let mut v = int_sqrt(lowmem_kbytes * 16).clamp(128, 262144);
         if self.tun.thp_enabled {
-            let nr_zones = self
-                .zones
-                .iter()
-                .filter(|z| z.populated() && z.zone_type <= ZoneType::Normal)
-                .count() as u64;
-            let pb = PAGEBLOCK_NR_PAGES as u64;
-            let mut rec = pb * nr_zones * 2 + pb * nr_zones * (MIGRATE_PCPTYPES as u64).pow(2);
-            rec = rec.min(self.lowmem_managed() / 20);
-            rec <<= PAGE_SHIFT - 10;
-            v = v.max(rec);
+            v = v.max(self.thp_recommended_min_free_kbytes(self.lowmem_managed()));
         }
         self.min_free_kbytes = v;
+    }
+
+    /// khugepaged's `set_recommended_min_free_kbytes` (§3.1.2): two pageblocks per populated
+    /// zone up to Normal plus `MIGRATE_PCPTYPES²` more for fallbacks, at most 5 % of
+    /// `free_buffer` (`nr_free_buffer_pages`), in kB.
+    fn thp_recommended_min_free_kbytes(&self, free_buffer: u64) -> u64 {
+        let nr_zones = self
+            .zones
+            .iter()
+            .filter(|z| z.populated() && z.zone_type <= ZoneType::Normal)
+            .count() as u64;
+        let pb = PAGEBLOCK_NR_PAGES as u64;
+        let rec = pb * nr_zones * 2 + pb * nr_zones * (MIGRATE_PCPTYPES as u64).pow(2);
+        rec.min(free_buffer / 20) << (PAGE_SHIFT - 10)
     }
 
     /// `__setup_per_zone_wmarks` (§3.1.3–4).

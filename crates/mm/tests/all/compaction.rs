@@ -3,17 +3,9 @@
 use fraglab_mm::compaction::{CompactPriority, CompactResult, FolioMode};
 use fraglab_mm::folio::{FolioId, FolioKind};
 use fraglab_mm::vmstat::Stat;
-use fraglab_mm::{AllocFlags, Gfp, MachineConfig, Mm, Tunables};
+use fraglab_mm::{AllocFlags, Gfp, Mm};
 
-fn machine(mb: u64) -> Mm {
-    let mut mm = Mm::new(
-        &MachineConfig::x86_64(mb << 20, false, 1).unwrap(),
-        Tunables::default(),
-    )
-    .unwrap();
-    mm.debug_vm = true;
-    mm
-}
+use crate::common::machine;
 
 /// Fills memory with folios of `order` (anon) until allocation fails (or `fill` folios), then
 /// frees the members whose index i has `free(i)`; returns the survivors with their tokens.

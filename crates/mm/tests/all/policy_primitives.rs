@@ -6,15 +6,7 @@ use fraglab_mm::types::{MigrateType, PAGEBLOCK_NR_PAGES};
 use fraglab_mm::vmstat::Stat;
 use fraglab_mm::{Gfp, MachineConfig, Mm, Tunables};
 
-fn machine(mb: u64) -> Mm {
-    let mut mm = Mm::new(
-        &MachineConfig::x86_64(mb << 20, false, 1).unwrap(),
-        Tunables::default(),
-    )
-    .unwrap();
-    mm.debug_vm = true;
-    mm
-}
+use crate::common::machine;
 
 /// The DMA32 zone's index and its first whole pageblock.
 fn dma32(mm: &Mm) -> (usize, u32) {

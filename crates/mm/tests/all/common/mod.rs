@@ -9,6 +9,18 @@ use fraglab_mm::trace::{TraceEvent, TraceRecord};
 use fraglab_mm::types::{PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use fraglab_mm::{AllocFlags, MachineConfig, MigrateType, Mm, Tunables, ZoneConfig, ZoneType};
 
+/// A freshly booted x86-64 machine of `mb` MiB (no DMA zone, one CPU, default tunables) with
+/// the debug-vm checker on.
+pub fn machine(mb: u64) -> Mm {
+    let mut mm = Mm::new(
+        &MachineConfig::x86_64(mb << 20, false, 1).unwrap(),
+        Tunables::default(),
+    )
+    .unwrap();
+    mm.debug_vm = true;
+    mm
+}
+
 /// Zone indices in `Mm::zones` (kernel zone order).
 pub const DMA: usize = 0;
 pub const DMA32: usize = 1;
