@@ -10,19 +10,82 @@ use crate::write_via_tmp;
 /// (`--runs 4000000000` asked the allocator for 6.5 TB up front and aborted).
 pub const MAX_RUNS: u32 = 10_000;
 
+/// `fraglab compare`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    #[arg(required_unless_present = "from")]
+    pub configs: Vec<String>,
+    /// Merge the result files in these directories instead of running (see above).
+    #[arg(long, num_args = 1.., conflicts_with_all = ["configs", "jobs", "results_dir"])]
+    pub from: Vec<PathBuf>,
+    /// With `--from`: the label of the baseline column (default: the first label found).
+    #[arg(long, requires = "from")]
+    pub baseline: Option<String>,
+    /// Simulations per configuration (seeds: the spec's seed, +1, +2, ...).
+    #[arg(long, default_value_t = 1)]
+    pub runs: u32,
+    /// Simulations run at once, at least 1 (default: the CPUs available).
+    #[arg(long, value_parser = crate::parse_jobs)]
+    pub jobs: Option<usize>,
+    #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
+    pub format: String,
+    /// Write the table to this file (written only on success).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Also write every run's result JSON into this directory (LABEL-runN.json).
+    #[arg(long)]
+    pub results_dir: Option<PathBuf>,
+    /// Run every configuration as a scale model `1/K` (as `fraglab run --scale`; one
+    /// configuration alone: `SPEC@run.scale=1/K`).
+    #[arg(long, value_parser = crate::parse_scale, conflicts_with = "from")]
+    pub scale: Option<u32>,
+    /// Warm fork (docs/policies.md "Warm forks"): run the first configuration to this
+    /// simulated time (e.g. 540s), then fork one process per other configuration there,
+    /// which takes its knobs and [model] policy/switches and runs on. The configurations
+    /// may differ only in those; the warm-up runs once per run index.
+    #[arg(long, conflicts_with_all = ["from", "scale"])]
+    pub fork_at: Option<String>,
+    /// Every configuration continues from this checkpoint (`fraglab run --checkpoint-at`,
+    /// docs/checkpoints.md) instead of booting: the configurations may differ from the
+    /// spec that wrote it only in knobs and [model] policy switches, and run once each
+    /// (a checkpoint holds one seed's run).
+    #[arg(long, conflicts_with_all = ["from", "scale", "fork_at"])]
+    pub from_checkpoint: Option<PathBuf>,
+}
+
+/// `fraglab compare`: merges result directories (`--from`), runs warm forks (`--fork-at`), or
+/// runs every configuration.
+pub fn dispatch(a: CompareArgs) -> Result<(), String> {
+    if !a.from.is_empty() {
+        return compare_from(a.from, a.baseline, a.format, a.output);
+    }
+    if let Some(at) = &a.fork_at {
+        if a.scale.is_some() || a.jobs.is_some() {
+            return Err(
+                "--fork-at runs each run index's configurations as forked processes: \
+                        it takes neither --scale nor --jobs"
+                    .into(),
+            );
+        }
+        return compare_forked(a.configs, a.runs, at, a.format, a.output, a.results_dir);
+    }
+    compare(a)
+}
+
 /// Runs every configuration `runs` times on `jobs` threads and prints (or writes) the compare
 /// table in `format`; with `results_dir`, every run's result JSON as well.
-#[allow(clippy::too_many_arguments)] // the subcommand's options, one each
-pub fn compare(
-    configs: Vec<String>,
-    runs: u32,
-    jobs: Option<usize>,
-    format: String,
-    output: Option<PathBuf>,
-    results_dir: Option<PathBuf>,
-    scale: Option<u32>,
-    from_checkpoint: Option<PathBuf>,
-) -> Result<(), String> {
+fn compare(a: CompareArgs) -> Result<(), String> {
+    let CompareArgs {
+        configs,
+        runs,
+        jobs,
+        format,
+        output,
+        results_dir,
+        scale,
+        from_checkpoint,
+        ..
+    } = a;
     if runs == 0 {
         return Err("--runs must be at least 1".into());
     }

@@ -182,44 +182,8 @@ enum Cmd {
     /// by name), `--baseline LABEL` first; two results of one label with the same seed, or of
     /// different specs, are refused.
     Compare {
-        #[arg(required_unless_present = "from")]
-        configs: Vec<String>,
-        /// Merge the result files in these directories instead of running (see above).
-        #[arg(long, num_args = 1.., conflicts_with_all = ["configs", "jobs", "results_dir"])]
-        from: Vec<PathBuf>,
-        /// With `--from`: the label of the baseline column (default: the first label found).
-        #[arg(long, requires = "from")]
-        baseline: Option<String>,
-        /// Simulations per configuration (seeds: the spec's seed, +1, +2, ...).
-        #[arg(long, default_value_t = 1)]
-        runs: u32,
-        /// Simulations run at once, at least 1 (default: the CPUs available).
-        #[arg(long, value_parser = parse_jobs)]
-        jobs: Option<usize>,
-        #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json", "csv"])]
-        format: String,
-        /// Write the table to this file (written only on success).
-        #[arg(short, long)]
-        output: Option<PathBuf>,
-        /// Also write every run's result JSON into this directory (LABEL-runN.json).
-        #[arg(long)]
-        results_dir: Option<PathBuf>,
-        /// Run every configuration as a scale model `1/K` (as `fraglab run --scale`; one
-        /// configuration alone: `SPEC@run.scale=1/K`).
-        #[arg(long, value_parser = parse_scale, conflicts_with = "from")]
-        scale: Option<u32>,
-        /// Warm fork (docs/policies.md "Warm forks"): run the first configuration to this
-        /// simulated time (e.g. 540s), then fork one process per other configuration there,
-        /// which takes its knobs and [model] policy/switches and runs on. The configurations
-        /// may differ only in those; the warm-up runs once per run index.
-        #[arg(long, conflicts_with_all = ["from", "scale"])]
-        fork_at: Option<String>,
-        /// Every configuration continues from this checkpoint (`fraglab run --checkpoint-at`,
-        /// docs/checkpoints.md) instead of booting: the configurations may differ from the
-        /// spec that wrote it only in knobs and [model] policy switches, and run once each
-        /// (a checkpoint holds one seed's run).
-        #[arg(long, conflicts_with_all = ["from", "scale", "fork_at"])]
-        from_checkpoint: Option<PathBuf>,
+        #[command(flatten)]
+        args: compare::CompareArgs,
     },
     /// Write one self-contained HTML report (no network needed to open it) of run results
     /// (`fraglab run ... -o result.json`, `fraglab compare --results-dir`), with plots, and the
@@ -537,53 +501,7 @@ fn dispatch(cli: Cli) -> Result<(), String> {
             flags,
         } => run::run(spec, example, output, flags),
         Cmd::Blame { result, format } => blame::blame(&result, &format),
-        Cmd::Compare {
-            from,
-            baseline,
-            format,
-            output,
-            ..
-        } if !from.is_empty() => compare::compare_from(from, baseline, format, output),
-        Cmd::Compare {
-            configs,
-            runs,
-            jobs,
-            format,
-            output,
-            results_dir,
-            scale,
-            fork_at: Some(at),
-            ..
-        } => {
-            if scale.is_some() || jobs.is_some() {
-                return Err(
-                    "--fork-at runs each run index's configurations as forked processes: \
-                            it takes neither --scale nor --jobs"
-                        .into(),
-                );
-            }
-            compare::compare_forked(configs, runs, &at, format, output, results_dir)
-        }
-        Cmd::Compare {
-            configs,
-            runs,
-            jobs,
-            format,
-            output,
-            results_dir,
-            scale,
-            from_checkpoint,
-            ..
-        } => compare::compare(
-            configs,
-            runs,
-            jobs,
-            format,
-            output,
-            results_dir,
-            scale,
-            from_checkpoint,
-        ),
+        Cmd::Compare { args } => compare::dispatch(args),
         Cmd::Report {
             results,
             compare,
@@ -768,7 +686,7 @@ pub(crate) fn scale_by_flag(
 
 /// `--jobs N`: refused at 0 rather than taken as 1 — zero threads would run nothing, and
 /// quietly running one instead hides a typo (or a `$(nproc)` that failed).
-fn parse_jobs(s: &str) -> Result<usize, String> {
+pub(crate) fn parse_jobs(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(0) => {
             Err("0 threads would run nothing (expected at least 1; leave --jobs out for one per CPU)".into())
