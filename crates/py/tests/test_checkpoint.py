@@ -56,7 +56,7 @@ def test_sweep_from_a_checkpoint(warm):
 
 
 def test_tune_from_a_checkpoint(warm):
-    _, _, path = warm
+    straight, _, path = warm
     t = fraglab.tune(
         SPEC,
         space={"vm.defrag_mode": [0, 1]},
@@ -66,3 +66,6 @@ def test_tune_from_a_checkpoint(warm):
         checkpoint=path,
     )
     assert len(t.trials) == 2 and t.best["vm.defrag_mode"] in (0, 1)
+    # The trial with the writer's settings is the uninterrupted run.
+    by_mode = t.trials.set_index("vm.defrag_mode")["THP fault alloc"]
+    assert by_mode[0] == straight.raw["vmstat_delta"]["thp_fault_alloc"]

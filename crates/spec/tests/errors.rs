@@ -2385,3 +2385,52 @@ fn numa_nodes_split_memory_and_cpus() {
     assert_eq!(s.machine.cpus, 2);
     assert_eq!(s.machine.nodes[1].cpus, 0);
 }
+
+/// Checkpoint keys (issue 37): paths must not be empty, `checkpoint_file` needs
+/// `checkpoint_at`, and an `[[op]]` spec (no simulated clock) takes neither.
+#[test]
+fn checkpoint_keys_are_checked() {
+    check(
+        &["[machine]", "memory = \"1G\"", "checkpoint = \"\""],
+        3,
+        "machine.checkpoint",
+        "an empty path (expected the path of a checkpoint file)",
+    );
+    check(
+        &with_machine(&["[run]", "checkpoint_file = \"x.ckpt\""]),
+        4,
+        "run.checkpoint_file",
+        "without run.checkpoint_at there is no checkpoint to write",
+    );
+    let e = err(&with_machine(&["[run]", "checkpoint_at = \"fast\""]));
+    assert_eq!((e.line, e.key.as_deref()), (4, Some("run.checkpoint_at")), "{e}");
+    check(
+        &[
+            "[machine]",
+            "memory = \"1G\"",
+            "checkpoint = \"w.ckpt\"",
+            "[[op]]",
+            "alloc = \"a\"",
+            "count = 1",
+            "order = 0",
+            "gfp = \"GFP_KERNEL\"",
+        ],
+        3,
+        "machine.checkpoint",
+        "checkpoints are of timed runs: this spec has no [workload]",
+    );
+    check(
+        &with_machine(&[
+            "[run]",
+            "checkpoint_at = \"1s\"",
+            "[[op]]",
+            "alloc = \"a\"",
+            "count = 1",
+            "order = 0",
+            "gfp = \"GFP_KERNEL\"",
+        ]),
+        4,
+        "run.checkpoint_at",
+        "checkpoints are of timed runs: this spec has no [workload]",
+    );
+}

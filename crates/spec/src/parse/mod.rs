@@ -207,6 +207,25 @@ pub(crate) fn parse_spec(text: &str, file: &str) -> R<Spec> {
         }
         None => None,
     };
+    if workload.is_none() {
+        // A checkpoint is the state of a timed run at a simulated time: a spec of [[op]]s has
+        // neither.
+        let given = [
+            machine
+                .checkpoint
+                .as_ref()
+                .map(|c| (c.line, "machine.checkpoint")),
+            run.checkpoint.as_ref().map(|c| (c.line, "run.checkpoint_at")),
+        ];
+        if let Some((line, key)) = given.into_iter().flatten().next() {
+            return Err(SpecError::new(
+                file,
+                line,
+                Some(key.to_string()),
+                "checkpoints are of timed runs: this spec has no [workload]",
+            ));
+        }
+    }
     let cost = match cx.sub(&top, "cost", &[])? {
         Some(t) => cx.cost(&t)?,
         None => BTreeMap::new(),
