@@ -17,7 +17,9 @@
 //!
 //! A page whose gfp migratetype differs from its block's type is *misplaced*: a fallback put it
 //! there (a steal or a claim that did not take the whole block) or the block was claimed since.
-//! A block with a misplaced page is mixed. Each source (a stack) is charged once for every mixed
+//! A block with a misplaced page is mixed: the kernel's own "Number of mixed blocks" in
+//! /proc/pagetypeinfo (`pagetypeinfo_showmixedcount_print`, a CONFIG_PAGE_OWNER kernel) uses the
+//! same test, any page whose gfp migratetype is not the block's, HighAtomic blocks included. Each source (a stack) is charged once for every mixed
 //! block it has misplaced pages in, and with those pages.
 //!
 //! A stack's name is its first frames outside the page and slab allocators (the frames of
